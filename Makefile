@@ -1,0 +1,43 @@
+# daxkit — top-level entry points. `make` builds; `make demo` and `make test` work on a fresh machine.
+BUILD     ?= build
+JOBS      ?= $(shell nproc)
+CMAKE_ARGS ?=
+
+.PHONY: all build deps-build demo test test-quick test-dax bench soak clean
+
+all: build
+
+deps-build:
+	@scripts/deps.sh build
+
+$(BUILD)/build.ninja: CMakeLists.txt | deps-build
+	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_ARGS)
+
+build: deps-build $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+demo: build
+	@scripts/deps.sh demo
+	@scripts/demo.sh $(BUILD)
+
+test: build
+	@scripts/deps.sh test
+	cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 900 -LE soak
+
+test-quick: build
+	cd $(BUILD) && ctest --output-on-failure -j 2 -L quick
+
+test-dax: build
+	@scripts/deps.sh dax
+	@tests/dax/run-guest.sh $(BUILD)
+
+bench: build
+	@scripts/deps.sh bench
+	@bench/run.sh $(BUILD)
+
+soak: build
+	@scripts/deps.sh test
+	cd $(BUILD) && ctest --output-on-failure -L soak
+
+clean:
+	rm -rf $(BUILD)

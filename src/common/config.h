@@ -1,0 +1,40 @@
+/* Configuration: one table (options.def) drives parsing, documentation and the banner. */
+#ifndef DK_COMMON_CONFIG_H
+#define DK_COMMON_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum dk_mode { DK_MODE_POSIX, DK_MODE_SYNC, DK_MODE_STRICT };
+enum dk_persist_choice { DK_PERSIST_AUTO, DK_PERSIST_FLUSH };
+enum dk_flush_choice { DK_FLUSH_AUTO, DK_FLUSH_CLWB, DK_FLUSH_CLFLUSHOPT, DK_FLUSH_CLFLUSH };
+
+struct dk_config {
+#define DK_FIELD_BOOL bool
+#define DK_FIELD_UINT uint64_t
+#define DK_FIELD_SIZE uint64_t
+#define DK_FIELD_ENUM int
+#define DK_FIELD_STR const char *
+#define OPT(field, NAME, TYPE, def, lo, hi, values, doc) DK_FIELD_##TYPE field;
+#include "common/options.def"
+#undef OPT
+};
+
+extern struct dk_config dk_cfg;
+
+/* Fills *cfg from defaults and the environment `envp` (NULL: the process environment, read with
+ * getenv). Bad values keep their default. Returns the number of bad variables; `report` (may be NULL)
+ * receives one message per bad variable naming it and the accepted values. Unknown DAXKIT_* names are
+ * reported too (a typo must not silently do nothing). */
+int dk_config_load(struct dk_config *cfg, char *const *envp, void (*report)(const char *msg));
+/* Fills *cfg with defaults only. */
+void dk_config_defaults(struct dk_config *cfg);
+/* Writes the option reference (name, type, default, bounds, doc) as text. */
+void dk_config_write_doc(FILE *out);
+/* Writes "DAXKIT_NAME=value" for each non-default value, separated by `sep`. Returns count. */
+int dk_config_write_nondefault(const struct dk_config *cfg, char *buf, size_t len, const char *sep);
+/* Name of an enum value, e.g. dk_config_enum_name("MODE", DK_MODE_SYNC) == "sync". */
+const char *dk_config_enum_name(const char *option, int value);
+
+#endif

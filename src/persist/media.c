@@ -1,0 +1,121 @@
+#include "persist/media.h"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "common/dk.h"
+#include "shim/libc.h"
+
+#ifndef MAP_SYNC
+#define MAP_SYNC 0x80000
+#endif
+#ifndef MAP_SHARED_VALIDATE
+#define MAP_SHARED_VALIDATE 0x03
+#endif
+#ifndef XFS_SUPER_MAGIC
+#define XFS_SUPER_MAGIC 0x58465342
+#endif
+#ifndef RAMFS_MAGIC
+#define RAMFS_MAGIC 0x858458f6
+#endif
+
+const char *dk_medium_name(enum dk_medium m) {
+    switch (m) {
+    case DK_MEDIUM_DAX: return "dax";
+    case DK_MEDIUM_PAGECACHE: return "pagecache";
+    case DK_MEDIUM_VOLATILE: return "volatile";
+    }
+    return "?";
+}
+
+static const char *fs_name(uint64_t magic) {
+    switch (magic) {
+    case TMPFS_MAGIC: return "tmpfs";
+    case RAMFS_MAGIC: return "ramfs";
+    case XFS_SUPER_MAGIC: return "xfs";
+    case EXT4_SUPER_MAGIC: return "ext4";
+    case BTRFS_SUPER_MAGIC: return "btrfs";
+    default: return "other";
+    }
+}
+
+/* Creates an unlinked-on-close scratch file in dirfd. Returns fd or -errno. */
+static int scratch_open(int dirfd, const char *tag) {
+    const struct dk_libc *c = dk_libc();
+    char name[64];
+    snprintf(name, sizeof name, ".daxkit-probe-%d-%s", (int)c->getpid(), tag);
+    int fd = c->openat(dirfd, name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return -errno;
+    c->unlinkat(dirfd, name, 0);
+    return fd;
+}
+
+static bool probe_map_sync(int fd) {
+    const struct dk_libc *c = dk_libc();
+    if (c->ftruncate(fd, DK_PAGE_BYTES) != 0) return false;
+    void *p = c->mmap(NULL, DK_PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
+    if (p == MAP_FAILED) return false;
+    c->munmap(p, DK_PAGE_BYTES);
+    return true;
+}
+
+static bool probe_reflink(int dirfd) {
+    const struct dk_libc *c = dk_libc();
+    int a = scratch_open(dirfd, "ra"), b = scratch_open(dirfd, "rb");
+    bool ok = false;
+    if (a >= 0 && b >= 0) {
+        static char block[65536];
+        memset(block, 0x5a, sizeof block);
+        if (c->pwrite(a, block, sizeof block, 0) == (ssize_t)sizeof block) {
+            struct file_clone_range r = {.src_fd = a, .src_offset = 0, .src_length = sizeof block,
+                                         .dest_offset = 0};
+            ok = c->ioctl(b, FICLONERANGE, &r) == 0;
+        }
+    }
+    if (a >= 0) c->close(a);
+    if (b >= 0) c->close(b);
+    return ok;
+}
+
+int dk_medium_probe(int dirfd, int flags, struct dk_medium_info *out) {
+    DK_ERRNO_SAVE;
+    const struct dk_libc *c = dk_libc();
+    memset(out, 0, sizeof *out);
+    struct statfs sfs;
+    if (fstatfs(dirfd, &sfs) != 0) return -errno;
+    out->fs_magic = (uint64_t)sfs.f_type;
+    snprintf(out->fs_name, sizeof out->fs_name, "%s", fs_name(out->fs_magic));
+    out->block_bytes = (uint32_t)sfs.f_bsize;
+    int fd = scratch_open(dirfd, "ms");
+    if (fd < 0) {
+        DK_ERRNO_RESTORE;
+        return fd;
+    }
+    out->map_sync = probe_map_sync(fd);
+    c->close(fd);
+    out->reflink = probe_reflink(dirfd);
+    if (out->map_sync) out->medium = DK_MEDIUM_DAX;
+    else if (out->fs_magic == TMPFS_MAGIC || out->fs_magic == RAMFS_MAGIC) out->medium = DK_MEDIUM_VOLATILE;
+    else out->medium = DK_MEDIUM_PAGECACHE;
+    (void)flags; /* DK_PROBE_HUGE and DK_PROBE_COSTS: see media_costs.c */
+    DK_ERRNO_RESTORE;
+    return 0;
+}
+
+uint64_t dk_medium_clone_min_bytes(const struct dk_medium_info *m) {
+    if (!m->reflink) return UINT64_MAX;
+    if (!m->costs_measured || m->copy_2m_ns == 0) return 256u << 10; /* unmeasured: clone large ranges only */
+    /* Copy cost grows with bytes, clone cost barely: clone where copying would cost more. */
+    double copy_ns_per_byte = (double)m->copy_2m_ns / (double)(2u << 20);
+    double clone_ns = (double)(m->clone_4k_ns > m->clone_2m_ns ? m->clone_4k_ns : m->clone_2m_ns);
+    uint64_t bytes = (uint64_t)(clone_ns / (copy_ns_per_byte > 0 ? copy_ns_per_byte : 1e-9));
+    return dk_round_up(DK_MAX(bytes, (uint64_t)m->block_bytes), m->block_bytes ? m->block_bytes : 4096);
+}

@@ -1,0 +1,44 @@
+/* What a file system can promise: probed once per directory, reported by `daxkit doctor`, consulted by
+ * the data path to decide how to map (MAP_SYNC) and how to persist (flush or msync or nothing). */
+#ifndef DK_PERSIST_MEDIA_H
+#define DK_PERSIST_MEDIA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum dk_medium {
+    DK_MEDIUM_DAX,       /* MAP_SYNC accepted: cache-line flush + fence is durable */
+    DK_MEDIUM_PAGECACHE, /* msync / fsync is what makes data durable */
+    DK_MEDIUM_VOLATILE,  /* tmpfs/ramfs: nothing survives power loss; data survives a process crash */
+};
+
+struct dk_medium_info {
+    enum dk_medium medium;
+    char fs_name[16];      /* "tmpfs", "xfs", "ext4", ... */
+    uint64_t fs_magic;
+    uint32_t block_bytes;  /* st_blksize of the directory's file system */
+    bool map_sync;         /* MAP_SHARED_VALIDATE|MAP_SYNC accepted */
+    bool huge_pages;       /* a 2 MiB-aligned shared mapping of a file there is PMD-mapped */
+    bool reflink;          /* FICLONERANGE between two files there works */
+    bool costs_measured;
+    uint64_t clone_4k_ns;  /* FICLONERANGE of one 4 KiB block (median) */
+    uint64_t clone_2m_ns;  /* FICLONERANGE of 2 MiB */
+    uint64_t copy_4k_ns;   /* copy_file_range of 4 KiB */
+    uint64_t copy_2m_ns;   /* copy_file_range of 2 MiB */
+    uint64_t fsync_ns;     /* fsync after a 4 KiB write */
+};
+
+enum dk_probe_flags {
+    DK_PROBE_BASIC = 0,      /* statfs, MAP_SYNC, FICLONERANGE: a few system calls, for library use */
+    DK_PROBE_HUGE = 1,       /* also map 2 MiB and read smaps for PMD mappings */
+    DK_PROBE_COSTS = 2,      /* also measure clone/copy/fsync costs (milliseconds) */
+};
+
+/* Probes the file system holding directory `dirfd` by creating (and removing) scratch files there.
+ * Returns 0, or -errno (e.g. -EACCES when the directory is not writable). */
+int dk_medium_probe(int dirfd, int flags, struct dk_medium_info *out);
+const char *dk_medium_name(enum dk_medium m);
+/* Bytes from which relink should clone instead of copy, from measured costs (UINT64_MAX: never clone). */
+uint64_t dk_medium_clone_min_bytes(const struct dk_medium_info *m);
+
+#endif

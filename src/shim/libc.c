@@ -1,0 +1,135 @@
+#include "shim/libc.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/dk.h"
+
+struct dk_libc dk_libc_table;
+int dk_libc_ready;
+static struct dk_libc real_table; /* what dlsym found; the public table may hold fault wrappers */
+
+/* Symbols that exist only as compat versions in current glibc: ask for the version explicitly. */
+static void *resolve(const char *name) {
+    void *p = dlsym(RTLD_NEXT, name);
+    if (!p && name[0] == '_' && name[1] == '_' && strstr(name, "stat"))
+        p = dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5");
+    return p;
+}
+
+const struct dk_libc *dk_libc(void) {
+    if (__atomic_load_n(&dk_libc_ready, __ATOMIC_ACQUIRE)) return &dk_libc_table;
+    struct dk_libc t;
+#define F(ret, name, params, args, failval) t.name = (ret(*) params)resolve(#name);
+#define V(ret, name, params) t.name = (ret(*) params)resolve(#name);
+#include "shim/libc.def"
+#undef F
+#undef V
+    real_table = t;
+    dk_libc_table = t; /* racing first callers write identical values */
+    __atomic_store_n(&dk_libc_ready, 1, __ATOMIC_RELEASE);
+    return &dk_libc_table;
+}
+
+/* ---- fault injection: one counter per fixed-argument function ---- */
+
+enum {
+#define F(ret, name, params, args, failval) FAULT_##name,
+#define V(ret, name, params)
+#include "shim/libc.def"
+#undef F
+#undef V
+    FAULT_COUNT
+};
+
+struct fault {
+    unsigned long remaining; /* calls until the failing one; 0 = disarmed */
+    int err;
+    int sticky;
+    int fired;
+};
+static struct fault faults[FAULT_COUNT];
+
+/* True when this call must fail; stores the errno to use in *e. */
+static int fault_hit(int idx, int *e) {
+    struct fault *f = &faults[idx];
+    if (__atomic_load_n(&f->fired, __ATOMIC_RELAXED) && f->sticky) {
+        *e = f->err;
+        return 1;
+    }
+    if (__atomic_load_n(&f->remaining, __ATOMIC_RELAXED) == 0) return 0;
+    if (__atomic_sub_fetch(&f->remaining, 1, __ATOMIC_RELAXED) != 0) return 0;
+    __atomic_store_n(&f->fired, 1, __ATOMIC_RELAXED);
+    *e = f->err;
+    return 1;
+}
+
+#define F(ret, name, params, args, failval)                              \
+    static ret fault_##name params {                                     \
+        int e;                                                           \
+        if (fault_hit(FAULT_##name, &e)) {                               \
+            errno = e;                                                   \
+            return failval;                                              \
+        }                                                                \
+        return real_table.name args;                                     \
+    }
+#define V(ret, name, params)
+#include "shim/libc.def"
+#undef F
+#undef V
+
+int dk_libc_fail_nth(const char *name, unsigned long nth, int err, int sticky) {
+    dk_libc();
+    if (nth == 0) return -1;
+#define F(ret, fn, params, args, failval)                                   \
+    if (strcmp(name, #fn) == 0) {                                           \
+        struct fault *f = &faults[FAULT_##fn];                              \
+        f->err = err;                                                       \
+        f->sticky = sticky;                                                 \
+        f->fired = 0;                                                       \
+        __atomic_store_n(&f->remaining, nth, __ATOMIC_RELAXED);             \
+        __atomic_store_n(&dk_libc_table.fn, fault_##fn, __ATOMIC_RELEASE);  \
+        return 0;                                                           \
+    }
+#define V(ret, name, params)
+#include "shim/libc.def"
+#undef F
+#undef V
+    return -1;
+}
+
+void dk_libc_fail_reset(void) {
+    dk_libc();
+    memset(faults, 0, sizeof faults);
+    dk_libc_table = real_table;
+}
+
+static int errno_by_name(const char *s) {
+    static const struct { const char *name; int value; } names[] = {
+        {"EIO", EIO}, {"ENOSPC", ENOSPC}, {"EINTR", EINTR}, {"EAGAIN", EAGAIN}, {"ENOMEM", ENOMEM},
+        {"EDQUOT", EDQUOT}, {"EFBIG", EFBIG}, {"EBADF", EBADF}, {"EINVAL", EINVAL}, {"EPERM", EPERM},
+        {"EACCES", EACCES}, {"ENOENT", ENOENT}, {"EMFILE", EMFILE}, {"EOPNOTSUPP", EOPNOTSUPP},
+        {"EXDEV", EXDEV}, {"EROFS", EROFS},
+    };
+    for (size_t i = 0; i < DK_ARRAY_LEN(names); i++)
+        if (!strcmp(names[i].name, s)) return names[i].value;
+    char *end;
+    long v = strtol(s, &end, 10);
+    return (*s && !*end && v > 0 && v < 4096) ? (int)v : -1;
+}
+
+int dk_libc_fail_parse(const char *spec) {
+    char buf[128];
+    if (strlen(spec) >= sizeof buf) return -1;
+    strcpy(buf, spec);
+    char *save, *name = strtok_r(buf, ":", &save), *nth = strtok_r(NULL, ":", &save);
+    char *err = strtok_r(NULL, ":", &save), *sticky = strtok_r(NULL, ":", &save);
+    if (!name || !nth || !err) return -1;
+    char *end;
+    unsigned long n = strtoul(nth, &end, 10);
+    int e = errno_by_name(err);
+    if (*end || n == 0 || e < 0) return -1;
+    return dk_libc_fail_nth(name, n, e, sticky && !strcmp(sticky, "sticky"));
+}

@@ -1,0 +1,39 @@
+/* The pass-through table: every call daxkit does not serve goes to the next definition of the symbol
+ * (normally libc), found once with dlsym(RTLD_NEXT) -- never a hard-coded library path. Internal code
+ * also calls the kernel through this table, so a test can fail the Nth call of any fixed-argument
+ * function (DAXKIT_TEST_FAIL in a test build, or dk_libc_fail_nth from a unit test). */
+#ifndef DK_SHIM_LIBC_H
+#define DK_SHIM_LIBC_H
+
+#include <dirent.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+struct dk_libc {
+#define F(ret, name, params, args, failval) ret(*name) params;
+#define V(ret, name, params) ret(*name) params;
+#include "shim/libc.def"
+#undef F
+#undef V
+};
+
+/* Resolves the table on first use (thread-safe, idempotent) and returns it. */
+const struct dk_libc *dk_libc(void);
+extern struct dk_libc dk_libc_table;
+extern int dk_libc_ready;
+#define DK_REAL(name) (__builtin_expect(dk_libc_ready, 1) ? dk_libc_table.name : dk_libc()->name)
+
+/* Test hook: the `nth` call (1-based, counted from now) of `name` fails with `err`; with `sticky`
+ * every later call fails too. Returns 0, or -1 if `name` is unknown or variadic. */
+int dk_libc_fail_nth(const char *name, unsigned long nth, int err, int sticky);
+/* Parses "call:nth:errno[:sticky]" (errno by name or number) and arms it. Returns 0 or -1. */
+int dk_libc_fail_parse(const char *spec);
+/* Restores every slot to the real function. */
+void dk_libc_fail_reset(void);
+
+#endif

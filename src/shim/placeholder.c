@@ -1,0 +1,1 @@
+int dk_placeholder;
