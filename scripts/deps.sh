@@ -4,7 +4,7 @@
 set -euo pipefail
 
 declare -A GROUP=(
-  [build]="cmake ninja-build gcc g++ make"
+  [build]="cmake ninja-build gcc g++ make liburing-dev pkg-config"
   [test]="xfsprogs util-linux sqlite3 redis-server redis-tools rocksdb-tools fio rsync git tar python3 e2fsprogs"
   [bench]="fio python3-matplotlib sqlite3 redis-server redis-tools rocksdb-tools rsync git tar xfsprogs"
   [demo]="sqlite3 util-linux"
