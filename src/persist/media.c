@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/dk.h"
@@ -47,12 +48,18 @@ static const char *fs_name(uint64_t magic) {
     }
 }
 
-/* Creates an unlinked-on-close scratch file in dirfd. Returns fd or -errno. */
-static int scratch_open(int dirfd, const char *tag) {
+/* Scratch files never become visible to other processes when O_TMPFILE works (tmpfs, xfs, ext4, btrfs);
+ * elsewhere a unique name (pid, thread, counter) is unlinked right after creation. */
+int dk_medium_scratch_open(int dirfd, const char *tag) {
     const struct dk_libc *c = dk_libc();
-    char name[64];
-    snprintf(name, sizeof name, ".daxkit-probe-%d-%s", (int)c->getpid(), tag);
-    int fd = c->openat(dirfd, name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = c->openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0) return fd;
+    if (errno == EACCES || errno == EROFS || errno == ENOSPC || errno == EDQUOT) return -errno;
+    static unsigned counter;
+    char name[96];
+    snprintf(name, sizeof name, ".daxkit-probe-%d-%ld-%u-%s", (int)c->getpid(), (long)syscall(SYS_gettid),
+             __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED), tag);
+    fd = c->openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return -errno;
     c->unlinkat(dirfd, name, 0);
     return fd;
@@ -69,7 +76,7 @@ static bool probe_map_sync(int fd) {
 
 static bool probe_reflink(int dirfd) {
     const struct dk_libc *c = dk_libc();
-    int a = scratch_open(dirfd, "ra"), b = scratch_open(dirfd, "rb");
+    int a = dk_medium_scratch_open(dirfd, "ra"), b = dk_medium_scratch_open(dirfd, "rb");
     bool ok = false;
     if (a >= 0 && b >= 0) {
         static char block[65536];
@@ -94,7 +101,7 @@ int dk_medium_probe(int dirfd, int flags, struct dk_medium_info *out) {
     out->fs_magic = (uint64_t)sfs.f_type;
     snprintf(out->fs_name, sizeof out->fs_name, "%s", fs_name(out->fs_magic));
     out->block_bytes = (uint32_t)sfs.f_bsize;
-    int fd = scratch_open(dirfd, "ms");
+    int fd = dk_medium_scratch_open(dirfd, "ms");
     if (fd < 0) {
         DK_ERRNO_RESTORE;
         return fd;
@@ -105,7 +112,10 @@ int dk_medium_probe(int dirfd, int flags, struct dk_medium_info *out) {
     if (out->map_sync) out->medium = DK_MEDIUM_DAX;
     else if (out->fs_magic == TMPFS_MAGIC || out->fs_magic == RAMFS_MAGIC) out->medium = DK_MEDIUM_VOLATILE;
     else out->medium = DK_MEDIUM_PAGECACHE;
-    (void)flags; /* DK_PROBE_HUGE and DK_PROBE_COSTS: see media_costs.c */
+    /* Failures of the optional probes leave their fields false/zero and are explained in the info
+     * (huge_pages_why, costs_error): the basic answer above stays valid. */
+    if (flags & DK_PROBE_HUGE) (void)dk_medium_probe_huge(dirfd, out);
+    if (flags & DK_PROBE_COSTS) (void)dk_medium_probe_costs(dirfd, out);
     DK_ERRNO_RESTORE;
     return 0;
 }

@@ -26,6 +26,12 @@ struct dk_medium_info {
     uint64_t copy_4k_ns;   /* copy_file_range of 4 KiB */
     uint64_t copy_2m_ns;   /* copy_file_range of 2 MiB */
     uint64_t fsync_ns;     /* fsync after a 4 KiB write */
+    /* Added after the first version; zero-initialised by the probe like every field above. */
+    const char *huge_pages_why; /* how huge_pages was decided (static text), NULL without DK_PROBE_HUGE */
+    uint64_t huge_pmd_kb;       /* FilePmdMapped + ShmemPmdMapped of the probe mapping, from smaps */
+    int costs_error;            /* errno that stopped the cost measurement (0: none); costs_measured false */
+    uint32_t cost_samples;      /* operations timed per figure (the median of these is reported) */
+    uint64_t costs_total_ns;    /* wall time the cost measurement took */
 };
 
 enum dk_probe_flags {
@@ -40,5 +46,21 @@ int dk_medium_probe(int dirfd, int flags, struct dk_medium_info *out);
 const char *dk_medium_name(enum dk_medium m);
 /* Bytes from which relink should clone instead of copy, from measured costs (UINT64_MAX: never clone). */
 uint64_t dk_medium_clone_min_bytes(const struct dk_medium_info *m);
+
+/* ---- probe internals (media.c, media_costs.c); exposed for tests ---- */
+
+/* Creates an anonymous scratch file in dirfd (O_TMPFILE, else a unique name unlinked at once).
+ * Returns fd or -errno. */
+int dk_medium_scratch_open(int dirfd, const char *tag);
+/* DK_PROBE_HUGE: maps 2 MiB of a scratch file at a 2 MiB-aligned address, touches every page and reads
+ * /proc/self/smaps to see whether the kernel mapped it with a PMD. Sets huge_pages, huge_pmd_kb,
+ * huge_pages_why. Returns 0 or -errno (huge_pages stays false). */
+int dk_medium_probe_huge(int dirfd, struct dk_medium_info *out);
+/* DK_PROBE_COSTS: medians of FICLONERANGE (if out->reflink), copy_file_range and fsync. Sets the cost
+ * fields and costs_measured, or costs_error. Returns 0 or -errno. */
+int dk_medium_probe_costs(int dirfd, struct dk_medium_info *out);
+/* Parses smaps text: sums FilePmdMapped and ShmemPmdMapped (kB) of the mapping that starts at `start`.
+ * `text` is NUL-terminated. Returns the sum, or -1 when no mapping starts there. */
+int64_t dk_smaps_pmd_kb(const char *text, uintptr_t start);
 
 #endif
