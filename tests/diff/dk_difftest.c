@@ -1,0 +1,246 @@
+/* Description: dk_difftest -- one side of daxkit's differential tester.
+ *
+ * Runs a seeded random sequence of the file calls daxkit intercepts (open/creat/close, dup*, fcntl,
+ * read/pread/readv/preadv/preadv2, write/pwrite/writev/pwritev/pwritev2, lseek, truncate, fallocate,
+ * stat family, fsync, rename/unlink/link, stdio, sendfile, copy_file_range, mmap) in a directory and
+ * writes a canonical log: one line per op, then the content of every fd still open, then a listing of
+ * every file read twice -- through the file API (the library's view) and through raw system calls
+ * (the kernel's view, which must agree after close). Run it once plainly and once under
+ * libdaxkit.so; the logs must be identical. run-diff.py does that, and shrinks failures.
+ *
+ *   dk_difftest --dir D [--seed S] [--count K] [--ops N]      K sequences, seeds S..S+K-1
+ *   dk_difftest --dir D --seed S --replay FILE                 an explicit op list (one op a line)
+ *   dk_difftest --seed S --ops N --print-ops                   the op list that seed S generates
+ *   dk_difftest --list DIR                                     raw listing of DIR only
+ * Options: --exact-holes (compare SEEK_DATA/SEEK_HOLE exactly), --keep (leave the files).
+ * Each sequence runs in D/t<seed>, created empty. Exit: 0 ran, 2 usage or setup error. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "dt_exec.h"
+
+enum { OPS_MAX = 100000, NAMES_MAX = 256 };
+
+struct args {
+  const char *dir, *replay, *list;
+  uint64_t seed;
+  int count, ops, print_ops, keep, exact_holes;
+};
+
+static int log_fd = 1;
+
+static void usage(void) {
+  fprintf(stderr, "usage: dk_difftest --dir D [--seed S] [--count K] [--ops N] [--replay FILE] "
+                  "[--print-ops] [--exact-holes] [--keep] | --list DIR\n");
+  exit(2);
+}
+
+static void parse_args(int argc, char **argv, struct args *a) {
+  memset(a, 0, sizeof *a);
+  a->seed = 1, a->count = 1, a->ops = 200;
+  for (int i = 1; i < argc; i++) {
+    const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(k, "--print-ops")) { a->print_ops = 1; continue; }
+    if (!strcmp(k, "--keep")) { a->keep = 1; continue; }
+    if (!strcmp(k, "--exact-holes")) { a->exact_holes = 1; continue; }
+    if (!v) usage();
+    i++;
+    if (!strcmp(k, "--dir")) a->dir = v;
+    else if (!strcmp(k, "--seed")) a->seed = strtoull(v, NULL, 0);
+    else if (!strcmp(k, "--count")) a->count = atoi(v);
+    else if (!strcmp(k, "--ops")) a->ops = atoi(v);
+    else if (!strcmp(k, "--replay")) a->replay = v;
+    else if (!strcmp(k, "--list")) a->list = v;
+    else usage();
+  }
+  if (a->ops < 0 || a->ops > OPS_MAX || a->count < 1) usage();
+  if (!a->dir && !a->print_ops && !a->list) usage();
+}
+
+/* ---------------------------------------------------------------- listings */
+
+static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The kernel's view: raw system calls, which no preload library can intercept. */
+static void list_raw(const char *dir, unsigned char *buf, size_t buf_size) {
+  char *names[NAMES_MAX], dents[16384];
+  int n = 0, dfd = (int)syscall(SYS_openat, AT_FDCWD, dir, O_RDONLY | O_DIRECTORY);
+  if (dfd < 0) return dt_out("R cannot open directory e=%s\n", strerrorname_np(errno)), dt_flush(log_fd);
+  for (;;) {
+    long got = syscall(SYS_getdents64, dfd, dents, sizeof dents);
+    if (got <= 0) break;
+    for (long off = 0; off < got;) {
+      struct dirent64 *d = (struct dirent64 *)(dents + off);
+      off += d->d_reclen;
+      if (strcmp(d->d_name, ".") && strcmp(d->d_name, "..") && strcmp(d->d_name, ".daxkit") && n < NAMES_MAX)
+        names[n++] = strdup(d->d_name);
+    }
+  }
+  qsort(names, (size_t)n, sizeof names[0], name_cmp);
+  for (int i = 0; i < n; i++) {
+    struct stat st;
+    struct dt_hash h;
+    dt_hash_init(&h);
+    if (syscall(SYS_newfstatat, dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) != 0) memset(&st, 0, sizeof st);
+    int fd = S_ISREG(st.st_mode) ? (int)syscall(SYS_openat, dfd, names[i], O_RDONLY) : -1;
+    for (long r; fd >= 0 && (r = syscall(SYS_read, fd, buf, buf_size)) > 0;) dt_hash_update(&h, buf, (size_t)r);
+    if (fd >= 0) syscall(SYS_close, fd);
+    dt_out("R %s mode=%o sz=%lld nl=%lu h=%016llx\n", names[i], st.st_mode, (long long)st.st_size,
+           (unsigned long)st.st_nlink, (unsigned long long)dt_hash_final(&h));
+    dt_flush(log_fd);
+    free(names[i]);
+  }
+  syscall(SYS_close, dfd);
+}
+
+/* The program's view: opendir/readdir, lstat, open, read, close -- all through the library. */
+static void list_lib(const char *dir, unsigned char *buf, size_t buf_size) {
+  char *names[NAMES_MAX], path[PATH_MAX + 300];
+  int n = 0;
+  DIR *d = opendir(dir);
+  if (!d) return dt_out("L cannot open directory e=%s\n", strerrorname_np(errno)), dt_flush(log_fd);
+  for (struct dirent *e; (e = readdir(d)) != NULL;)
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, ".daxkit") && n < NAMES_MAX)
+      names[n++] = strdup(e->d_name);
+  closedir(d);
+  qsort(names, (size_t)n, sizeof names[0], name_cmp);
+  for (int i = 0; i < n; i++) {
+    struct stat st;
+    struct dt_hash h;
+    dt_hash_init(&h);
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    if (lstat(path, &st) != 0) memset(&st, 0, sizeof st);
+    int fd = S_ISREG(st.st_mode) ? open(path, O_RDONLY) : -1;
+    for (ssize_t r; fd >= 0 && (r = read(fd, buf, buf_size)) > 0;) dt_hash_update(&h, buf, (size_t)r);
+    if (fd >= 0) close(fd);
+    dt_out("L %s mode=%o sz=%lld nl=%lu h=%016llx\n", names[i], st.st_mode, (long long)st.st_size,
+           (unsigned long)st.st_nlink, (unsigned long long)dt_hash_final(&h));
+    dt_flush(log_fd);
+    free(names[i]);
+  }
+}
+
+/* Removes every entry of dir (flat: sequences create no subdirectories). */
+static void empty_dir(const char *dir) {
+  char path[PATH_MAX + 300];
+  DIR *d = opendir(dir);
+  if (!d) return;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (unlink(path) != 0) rmdir(path);
+  }
+  closedir(d);
+}
+
+/* ---------------------------------------------------------------- one sequence */
+
+static int setup_seq(struct dt_ctx *c, const char *base, uint64_t seed) {
+  char abs[PATH_MAX];
+  if (!realpath(base, abs)) return fprintf(stderr, "dk_difftest: %s: %s\n", base, strerror(errno)), -1;
+  snprintf(c->dir, sizeof c->dir, "%s/t%llu", abs, (unsigned long long)seed);
+  empty_dir(c->dir);
+  if (mkdir(c->dir, 0755) != 0 && errno != EEXIST)
+    return fprintf(stderr, "dk_difftest: mkdir %s: %s\n", c->dir, strerror(errno)), -1;
+  c->dirfd = open(c->dir, O_RDONLY | O_DIRECTORY);
+  if (c->dirfd < 0 || chdir(c->dir) != 0)
+    return fprintf(stderr, "dk_difftest: open %s: %s\n", c->dir, strerror(errno)), -1;
+  for (int i = 0; i < DT_FD_SLOTS; i++) c->fd[i] = -1;
+  for (int i = 0; i < DT_STREAM_SLOTS; i++) c->st[i] = NULL;
+  return 0;
+}
+
+/* Final state: what every open fd sees, then closes, then both listings. */
+static void finish_seq(struct dt_ctx *c, int keep) {
+  for (int i = 0; i < DT_FD_SLOTS; i++) {
+    if (c->fd[i] < 0) continue;
+    dt_out("F fd%d", i);
+    dt_read_all(c, c->fd[i]);
+    dt_out(" close=%d\n", close(c->fd[i]));
+    dt_flush(log_fd);
+    c->fd[i] = -1;
+  }
+  for (int i = 0; i < DT_STREAM_SLOTS; i++) {
+    if (!c->st[i]) continue;
+    dt_out("F st%d fclose=%d\n", i, fclose(c->st[i]));
+    dt_flush(log_fd);
+    c->st[i] = NULL;
+  }
+  list_lib(c->dir, c->rbuf, DT_LEN_MAX);
+  list_raw(c->dir, c->rbuf, DT_LEN_MAX);
+  close(c->dirfd);
+  if (chdir("/") != 0) perror("chdir /");
+  if (!keep) {
+    empty_dir(c->dir);
+    rmdir(c->dir);
+  }
+}
+
+static void run_seq(struct dt_ctx *c, uint64_t seed, const struct dt_op *ops, int n, int keep) {
+  char text[512];
+  dt_out("== seed %llu ops %d\n", (unsigned long long)seed, n);
+  dt_flush(log_fd);
+  for (int i = 0; i < n; i++) {
+    dt_format(&ops[i], text, sizeof text);
+    dt_out("%d %s", i, text);
+    dt_exec(c, &ops[i]);
+    dt_out("\n");
+    dt_flush(log_fd);
+  }
+  finish_seq(c, keep);
+}
+
+static int load_replay(const char *file, struct dt_op *ops) {
+  FILE *f = fopen(file, "r");
+  char line[1024];
+  int n = 0;
+  if (!f) return fprintf(stderr, "dk_difftest: %s: %s\n", file, strerror(errno)), -1;
+  while (fgets(line, sizeof line, f) && n < OPS_MAX) {
+    char *p = line + strspn(line, " \t");
+    if (*p == '#' || *p == '\n' || *p == 0) continue;
+    if (dt_parse(p, &ops[n]) != 0) return fclose(f), -1;
+    n++;
+  }
+  fclose(f);
+  return n;
+}
+
+int main(int argc, char **argv) {
+  struct args a;
+  static struct dt_ctx c;
+  parse_args(argc, argv, &a);
+  c.rbuf = malloc(DT_BUF_BYTES);
+  c.wbuf = malloc(DT_BUF_BYTES);
+  struct dt_op *ops = calloc(OPS_MAX, sizeof *ops);
+  if (!c.rbuf || !c.wbuf || !ops) return fprintf(stderr, "dk_difftest: out of memory\n"), 2;
+  c.exact_holes = a.exact_holes;
+  if (a.list) return list_raw(a.list, c.rbuf, DT_LEN_MAX), 0;
+  if (a.print_ops) {
+    char text[512];
+    dt_generate(a.seed, a.ops, ops);
+    for (int i = 0; i < a.ops; i++) dt_format(&ops[i], text, sizeof text), printf("%s\n", text);
+    return 0;
+  }
+  if (a.replay) {
+    int n = load_replay(a.replay, ops);
+    if (n < 0 || setup_seq(&c, a.dir, a.seed) != 0) return 2;
+    run_seq(&c, a.seed, ops, n, a.keep);
+    return 0;
+  }
+  for (int k = 0; k < a.count; k++) {
+    uint64_t seed = a.seed + (uint64_t)k;
+    dt_generate(seed, a.ops, ops);
+    if (setup_seq(&c, a.dir, seed) != 0) return 2;
+    run_seq(&c, seed, ops, a.ops, a.keep);
+  }
+  return 0;
+}

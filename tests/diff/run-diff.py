@@ -1,0 +1,318 @@
+#!/usr/bin/env python3
+"""Differential tester driver: runs dk_difftest sequences through the kernel and under a preload
+library (libdaxkit.so), compares the canonical logs, and shrinks every mismatch to a minimal op list.
+
+Usage (normally through run-diff.sh, which mounts the media):
+  run-diff.py --medium hugetmpfs=/mnt/x [--medium xfs=/mnt/y] [--modes posix,sync] [--append stage,extend]
+              [--seeds N | --seconds T] [--start S] [--ops N] [--batch K] [--lib PATH | --lib none]
+              [--shrink-max M] [--out DIR] [--env K=V]...
+
+For each medium and each (mode, append) configuration the driver makes <mnt>/<cfg>/kernel (plain) and
+<mnt>/<cfg>/managed (DAXKIT_DIR), runs batches of K seeds on both sides in parallel, and compares the logs
+sequence by sequence. A mismatching seed is rerun alone, then its op list is delta-debugged with --replay
+until every remaining op is needed. Prints the seed range first and 'N passed, N failed' last.
+Exit: 0 all passed, 1 a mismatch (or the library did not load), 2 usage/setup error.
+"""
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--medium", action="append", default=[], help="KIND=MOUNTPOINT (repeatable)")
+    p.add_argument("--modes", default="posix")
+    p.add_argument("--append", default="stage")
+    p.add_argument("--seeds", type=int, default=0, help="sequences per configuration")
+    p.add_argument("--seconds", type=float, default=0, help="time budget for the whole run")
+    p.add_argument("--start", type=int, default=-1, help="first seed (default: from the clock)")
+    p.add_argument("--ops", type=int, default=200)
+    p.add_argument("--batch", type=int, default=20, help="sequences per process")
+    p.add_argument("--build", default=os.environ.get("DAXKIT_BUILD", "build"))
+    p.add_argument("--lib", default="", help="preload library (default BUILD/lib/libdaxkit.so; 'none')")
+    p.add_argument("--launcher", choices=["env", "cli"], default="env",
+                   help="env: set LD_PRELOAD/DAXKIT_* directly; cli: 'daxkit run --mode ... --'")
+    p.add_argument("--env", action="append", default=[], help="extra K=V for the library side")
+    p.add_argument("--shrink-max", type=int, default=3, help="failures shrunk per configuration")
+    p.add_argument("--fail-max", type=int, default=20, help="stop a configuration after this many failures")
+    p.add_argument("--out", default="", help="directory for logs and shrunk op lists")
+    p.add_argument("--exact-holes", action="store_true")
+    p.add_argument("--timeout", type=float, default=120, help="seconds one process may run")
+    a = p.parse_args()
+    if not a.medium or (a.seeds <= 0 and a.seconds <= 0):
+        p.error("need --medium and --seeds or --seconds")
+    return a
+
+
+class Side:
+    """How to run dk_difftest on one side: plain (kernel) or under the library."""
+
+    def __init__(self, args, tester, dir_, lib, mode, append):
+        self.tester, self.dir, self.env, self.prefix = tester, dir_, dict(os.environ), []
+        for k in [k for k in self.env if k.startswith("DAXKIT_") and k not in ("DAXKIT_BUILD", "DAXKIT_SRC")]:
+            del self.env[k]
+        self.env.pop("LD_PRELOAD", None)
+        self.describe = ""
+        if lib:
+            extra = dict(kv.split("=", 1) for kv in args.env)
+            if args.launcher == "cli" and lib.endswith("libdaxkit.so"):
+                cli = os.path.join(args.build, "bin", "daxkit")
+                self.prefix = [cli, "run", "--mode", mode, "--dir", dir_, "--append", append, "--"]
+                self.describe = " ".join(self.prefix[:-1]) + " "
+            else:
+                self.env.update({"LD_PRELOAD": lib, "DAXKIT_DIR": dir_, "DAXKIT_MODE": mode,
+                                 "DAXKIT_APPEND": append})
+                self.describe = f"LD_PRELOAD={lib} DAXKIT_DIR={dir_} DAXKIT_MODE={mode} DAXKIT_APPEND={append} "
+            self.env.update(extra)
+            self.describe += "".join(f"{k}={v} " for k, v in extra.items())
+        self.exact = ["--exact-holes"] if args.exact_holes else []
+        self.timeout = args.timeout
+
+    def cmd(self, extra):
+        return self.prefix + [self.tester, "--dir", self.dir] + self.exact + extra
+
+    def start(self, extra, log_path, err_path):
+        with open(log_path, "wb") as out, open(err_path, "wb") as err:
+            return subprocess.Popen(self.cmd(extra), env=self.env, stdout=out, stderr=err)
+
+
+def wait(proc, timeout):
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return "timeout"
+
+
+def status_text(rc):
+    if rc == "timeout":
+        return "killed after the timeout"
+    if rc < 0:
+        return f"died with signal {signal.Signals(-rc).name}"
+    return f"exit {rc}"
+
+
+def split_sections(text):
+    """{seed: [lines]} from a log of '== seed S ...' sections."""
+    sections, cur = {}, None
+    for line in text.splitlines():
+        if line.startswith("== seed "):
+            cur = int(line.split()[2])
+            sections[cur] = []
+        elif cur is not None:
+            sections[cur].append(line)
+    return sections
+
+
+def first_diff(a, b):
+    """Index of the first differing line, or None."""
+    for i in range(max(len(a), len(b))):
+        if i >= len(a) or i >= len(b) or a[i] != b[i]:
+            return i
+    return None
+
+
+def run_pair(kside, dside, extra, work, tag):
+    """Runs both sides in parallel; returns (klog, dlog, krc, drc, derr)."""
+    paths = [os.path.join(work, f"{tag}.{s}") for s in ("k.log", "k.err", "d.log", "d.err")]
+    pk = kside.start(extra, paths[0], paths[1])
+    pd = dside.start(extra, paths[2], paths[3])
+    krc, drc = wait(pk, kside.timeout), wait(pd, dside.timeout)
+    read = lambda p: open(p, "rb").read().decode("utf-8", "replace")
+    return read(paths[0]), read(paths[2]), krc, drc, read(paths[3])
+
+
+def compare_one(klog, dlog, krc, drc):
+    """None when the single-sequence logs agree, else a description of the first difference."""
+    ks, ds = split_sections(klog), split_sections(dlog)
+    k = next(iter(ks.values()), [])
+    d = next(iter(ds.values()), [])
+    if krc != 0:
+        raise RuntimeError(f"the kernel side failed ({status_text(krc)}): a tester problem")
+    i = first_diff(k, d)
+    if i is None and drc == 0:
+        return None
+    if i is None:
+        return f"library side {status_text(drc)} after identical output"
+    kl = k[i] if i < len(k) else "<no line>"
+    dl = d[i] if i < len(d) else f"<no line: library side {status_text(drc)}>"
+    return f"line {i}:\n    kernel: {kl}\n    daxkit: {dl}"
+
+
+class Config:
+    def __init__(self, args, tester, medium, mnt, mode, append, lib):
+        self.name = f"{medium}/{mode}/{append}"
+        base = os.path.join(mnt, f"{mode}-{append}")
+        self.kdir, self.ddir = os.path.join(base, "kernel"), os.path.join(base, "managed")
+        for d in (self.kdir, self.ddir):
+            os.makedirs(d, exist_ok=True)
+        self.kside = Side(args, tester, self.kdir, "", mode, append)
+        self.dside = Side(args, tester, self.ddir, lib, mode, append)
+        self.passed = self.failed = self.shrunk = 0
+
+
+def shrink(args, cfg, seed, work):
+    """Delta debugging (ddmin) of seed's op list: the smallest list (1-minimal) that still differs."""
+    ops = subprocess.run([cfg.kside.tester, "--seed", str(seed), "--ops", str(args.ops), "--print-ops"],
+                         check=True, capture_output=True, text=True).stdout.splitlines()
+    replay = os.path.join(work, f"replay.{seed}")
+    runs = [0]
+
+    def fails(subset):
+        with open(replay, "w") as f:
+            f.write("\n".join(subset) + "\n")
+        runs[0] += 1
+        r = run_pair(cfg.kside, cfg.dside, ["--seed", str(seed), "--replay", replay], work, "shrink")
+        return compare_one(*r[:4])
+
+    if not fails(ops):
+        return None, ops, runs[0]
+    n = 2
+    while len(ops) >= 2:
+        chunk = max(1, len(ops) // n)
+        parts = [ops[i:i + chunk] for i in range(0, len(ops), chunk)]
+        reduced = False
+        for i in range(len(parts)):
+            complement = [op for j, p in enumerate(parts) if j != i for op in p]
+            if complement and fails(complement):
+                ops, n, reduced = complement, max(n - 1, 2), True
+                break
+        if not reduced:
+            if n >= len(ops):
+                break
+            n = min(len(ops), n * 2)
+    with open(replay, "w") as f:
+        f.write("\n".join(ops) + "\n")
+    return fails(ops), ops, runs[0]
+
+
+def report_failure(args, cfg, seed, why, work, out_dir):
+    print(f"FAIL {cfg.name} seed={seed}: first difference at {why}", flush=True)
+    if cfg.shrunk >= args.shrink_max:
+        print(f"  (not shrunk: --shrink-max {args.shrink_max} reached)")
+        return
+    cfg.shrunk += 1
+    single = run_pair(cfg.kside, cfg.dside, ["--seed", str(seed), "--ops", str(args.ops)], work, "single")
+    if compare_one(*single[:4]) is None:
+        print(f"  does not reproduce alone; reproduce the batch with:\n    {cfg.dside.describe}"
+              f"{' '.join(cfg.dside.cmd(['--seed', str(seed - seed % args.batch), '--count', str(args.batch)]))}")
+        return
+    t0 = time.time()
+    why2, ops, runs = shrink(args, cfg, seed, work)
+    if why2 is None:
+        print("  the generated op list does not reproduce through --replay (tester bug?)")
+        return
+    name = f"{cfg.name.replace('/', '-')}-seed{seed}.ops"
+    path = os.path.join(out_dir, name)
+    with open(path, "w") as f:
+        f.write(f"# {cfg.name} seed {seed}: {len(ops)} ops, shrunk from {args.ops} in {runs} runs\n")
+        f.write("\n".join(ops) + "\n")
+    print(f"  shrunk to {len(ops)} ops in {runs} runs ({time.time() - t0:.1f} s); first difference at {why2}")
+    for op in ops:
+        print(f"    {op}")
+    print(f"  op list saved in {path}; reproduce with:")
+    print(f"    {cfg.kside.describe}{' '.join(cfg.kside.cmd(['--seed', str(seed), '--replay', path]))}"
+          f" > kernel.log")
+    print(f"    {cfg.dside.describe}{' '.join(cfg.dside.cmd(['--seed', str(seed), '--replay', path]))}"
+          f" > daxkit.log; diff kernel.log daxkit.log")
+    if single[4].strip():
+        print("  library stderr (single run, last lines):")
+        for line in single[4].strip().splitlines()[-5:]:
+            print(f"    {line}")
+
+
+def run_batch(args, cfg, first, count, work, out_dir):
+    extra = ["--seed", str(first), "--count", str(count), "--ops", str(args.ops)]
+    klog, dlog, krc, drc, derr = run_pair(cfg.kside, cfg.dside, extra, work, "batch")
+    if krc != 0:
+        sys.exit(f"run-diff: the kernel side failed ({status_text(krc)}): {' '.join(cfg.kside.cmd(extra))}")
+    ks, ds = split_sections(klog), split_sections(dlog)
+    for seed in range(first, first + count):
+        k, d = ks.get(seed, []), ds.get(seed)
+        i = first_diff(k, d) if d is not None else 0
+        died = d is not None and seed == max(ds) and drc != 0
+        if d is not None and i is None and not died:
+            cfg.passed += 1
+            continue
+        cfg.failed += 1
+        if d is None:
+            why = f"start: no output for this seed (library side {status_text(drc)} earlier)"
+            print(f"FAIL {cfg.name} seed={seed}: {why}")
+            continue
+        if i is None:
+            why = f"end: library side {status_text(drc)}"
+        else:
+            why = (f"line {i}:\n    kernel: {k[i] if i < len(k) else '<no line>'}\n"
+                   f"    daxkit: {d[i] if i < len(d) else '<no line: ' + status_text(drc) + '>'}")
+        report_failure(args, cfg, seed, why, work, out_dir)
+        if derr.strip() and drc != 0:
+            print("  library side stderr (last lines): " + " | ".join(derr.strip().splitlines()[-3:]))
+
+
+def check_preload(lib):
+    """The library must really be loaded: ld.so ignores a preload it cannot load, which would pass all."""
+    env = dict(os.environ, LD_PRELOAD=lib)
+    maps = subprocess.run(["cat", "/proc/self/maps"], env=env, capture_output=True, text=True)
+    if os.path.realpath(lib) not in maps.stdout and lib not in maps.stdout:
+        sys.stderr.write(maps.stderr)
+        print(f"run-diff: FAIL: {lib} does not load as a preload library (see the loader message above)")
+        sys.exit(1)
+
+
+def main():
+    args = parse_args()
+    tester = os.path.abspath(os.path.join(args.build, "tests", "dk_difftest"))
+    if not os.access(tester, os.X_OK):
+        sys.exit(f"run-diff: {tester} not built")
+    lib = "" if args.lib == "none" else (args.lib or os.path.join(args.build, "lib", "libdaxkit.so"))
+    if lib:
+        lib = os.path.abspath(lib)
+        check_preload(lib)
+    start = args.start if args.start >= 0 else int(time.time() * 1000) % 1000000000 * 1000
+    start -= start % args.batch
+    out_dir = args.out or tempfile.mkdtemp(prefix="daxkit-diff.")
+    os.makedirs(out_dir, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="daxkit-diff-work.")
+    configs = []
+    for m in args.medium:
+        kind, mnt = m.split("=", 1)
+        for mode in args.modes.split(","):
+            for append in args.append.split(","):
+                configs.append(Config(args, tester, kind, mnt, mode, append, lib))
+    what = f"--seeds {args.seeds} each" if args.seeds else f"--seconds {args.seconds:g} in all"
+    print(f"run-diff: {len(configs)} configuration(s): {', '.join(c.name for c in configs)}")
+    print(f"run-diff: seed range starts at {start} ({what}, {args.ops} ops per sequence, batches of "
+          f"{args.batch}); library: {lib or 'none (kernel vs kernel)'}; logs in {out_dir}", flush=True)
+    t0 = time.time()
+    last = start
+    for n, cfg in enumerate(configs):
+        deadline = t0 + args.seconds * (n + 1) / len(configs) if args.seconds else None
+        seed = start
+        while cfg.failed < args.fail_max:
+            if args.seeds and seed >= start + args.seeds:
+                break
+            if deadline and time.time() >= deadline:
+                break
+            count = min(args.batch, start + args.seeds - seed) if args.seeds else args.batch
+            run_batch(args, cfg, seed, count, work, out_dir)
+            seed += count
+        last = max(last, seed)
+        print(f"run-diff: {cfg.name}: seeds {start}..{seed - 1}: {cfg.passed} passed, {cfg.failed} failed",
+              flush=True)
+    shutil.rmtree(work, ignore_errors=True)
+    passed, failed = sum(c.passed for c in configs), sum(c.failed for c in configs)
+    secs = time.time() - t0
+    print(f"run-diff: seed range {start}..{last - 1}; {passed + failed} sequences in {secs:.0f} s "
+          f"({(passed + failed) * 60 / max(secs, 1e-9):.0f} per minute)")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
