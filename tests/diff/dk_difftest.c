@@ -12,7 +12,10 @@
  *   dk_difftest --dir D --seed S --replay FILE                 an explicit op list (one op a line)
  *   dk_difftest --seed S --ops N --print-ops                   the op list that seed S generates
  *   dk_difftest --list DIR                                     raw listing of DIR only
- * Options: --exact-holes (compare SEEK_DATA/SEEK_HOLE exactly), --keep (leave the files).
+ * Options: --exact-holes (compare SEEK_DATA/SEEK_HOLE exactly), --keep (leave the files),
+ * --exit-open (the last sequence ends with its fds and streams still open and its files kept: the
+ * process exits with unflushed stdio buffers and unpublished appends; the driver then lists the
+ * directory from outside, which checks what the library publishes at exit).
  * Each sequence runs in D/t<seed>, created empty. Exit: 0 ran, 2 usage or setup error. */
 #include <dirent.h>
 #include <errno.h>
@@ -33,7 +36,7 @@ enum { OPS_MAX = 100000, NAMES_MAX = 256 };
 struct args {
   const char *dir, *replay, *list;
   uint64_t seed;
-  int count, ops, print_ops, keep, exact_holes;
+  int count, ops, print_ops, keep, exact_holes, exit_open;
 };
 
 static int log_fd = 1;
@@ -52,6 +55,7 @@ static void parse_args(int argc, char **argv, struct args *a) {
     if (!strcmp(k, "--print-ops")) { a->print_ops = 1; continue; }
     if (!strcmp(k, "--keep")) { a->keep = 1; continue; }
     if (!strcmp(k, "--exact-holes")) { a->exact_holes = 1; continue; }
+    if (!strcmp(k, "--exit-open")) { a->exit_open = 1; continue; }
     if (!v) usage();
     i++;
     if (!strcmp(k, "--dir")) a->dir = v;
@@ -159,15 +163,24 @@ static int setup_seq(struct dt_ctx *c, const char *base, uint64_t seed) {
   return 0;
 }
 
-/* Final state: what every open fd sees, then closes, then both listings. */
-static void finish_seq(struct dt_ctx *c, int keep) {
+/* Final state: what every open fd sees, then closes, then both listings. With exit_open nothing is
+ * closed and the raw listing is left to the driver, after the process has exited. */
+static void finish_seq(struct dt_ctx *c, int keep, int exit_open) {
   for (int i = 0; i < DT_FD_SLOTS; i++) {
     if (c->fd[i] < 0) continue;
     dt_out("F fd%d", i);
     dt_read_all(c, c->fd[i]);
+    if (exit_open) {
+      dt_out(" left open\n"), dt_flush(log_fd);
+      continue;
+    }
     dt_out(" close=%d\n", close(c->fd[i]));
     dt_flush(log_fd);
     c->fd[i] = -1;
+  }
+  if (exit_open) {
+    list_lib(c->dir, c->rbuf, DT_LEN_MAX);
+    return;
   }
   for (int i = 0; i < DT_STREAM_SLOTS; i++) {
     if (!c->st[i]) continue;
@@ -185,7 +198,7 @@ static void finish_seq(struct dt_ctx *c, int keep) {
   }
 }
 
-static void run_seq(struct dt_ctx *c, uint64_t seed, const struct dt_op *ops, int n, int keep) {
+static void run_seq(struct dt_ctx *c, uint64_t seed, const struct dt_op *ops, int n, int keep, int exit_open) {
   char text[512];
   dt_out("== seed %llu ops %d\n", (unsigned long long)seed, n);
   dt_flush(log_fd);
@@ -196,7 +209,7 @@ static void run_seq(struct dt_ctx *c, uint64_t seed, const struct dt_op *ops, in
     dt_out("\n");
     dt_flush(log_fd);
   }
-  finish_seq(c, keep);
+  finish_seq(c, keep, exit_open);
 }
 
 static int load_replay(const char *file, struct dt_op *ops) {
@@ -233,14 +246,14 @@ int main(int argc, char **argv) {
   if (a.replay) {
     int n = load_replay(a.replay, ops);
     if (n < 0 || setup_seq(&c, a.dir, a.seed) != 0) return 2;
-    run_seq(&c, a.seed, ops, n, a.keep);
+    run_seq(&c, a.seed, ops, n, a.keep, a.exit_open);
     return 0;
   }
   for (int k = 0; k < a.count; k++) {
     uint64_t seed = a.seed + (uint64_t)k;
     dt_generate(seed, a.ops, ops);
     if (setup_seq(&c, a.dir, seed) != 0) return 2;
-    run_seq(&c, seed, ops, a.ops, a.keep);
+    run_seq(&c, seed, ops, a.ops, a.keep, a.exit_open && k == a.count - 1);
   }
   return 0;
 }

@@ -25,7 +25,9 @@ enum {
 #define DT_BUF_BYTES ((size_t)DT_LEN_MAX + 4096)
 #define DT_MMAP_MAX ((int64_t)16 << 20)
 
-/* X(id, name, fields): fields are the names of the op's integer arguments, in order. */
+/* X(id, name, fields): fields are the names of the op's integer arguments, in order. An "api" field
+ * picks the entry point: 0 the plain symbol, 1 its 64 variant (pread64, lseek64, ...), 2 the fortify
+ * variant (__read_chk, __pread_chk) where there is one. */
 #define DT_OPS(X)                                                                   \
   X(OPEN, "open", "slot name flags form")                                           \
   X(CREAT, "creat", "slot name form")                                               \
@@ -36,21 +38,21 @@ enum {
   X(DUPFD, "fcntl_dupfd", "fd slot min cloexec")                                    \
   X(GETFL, "fcntl_getfl", "fd")                                                     \
   X(SETFL, "fcntl_setfl", "fd append")                                              \
-  X(READ, "read", "fd len")                                                         \
-  X(PREAD, "pread", "fd off len")                                                   \
+  X(READ, "read", "fd len api")                                                         \
+  X(PREAD, "pread", "fd off len api")                                                   \
   X(READV, "readv", "fd len iovcnt seed")                                           \
   X(PREADV, "preadv", "fd off len iovcnt seed")                                     \
   X(PREADV2, "preadv2", "fd off len iovcnt flags seed")                             \
   X(WRITE, "write", "fd len seed")                                                  \
-  X(PWRITE, "pwrite", "fd off len seed")                                            \
+  X(PWRITE, "pwrite", "fd off len seed api")                                            \
   X(WRITEV, "writev", "fd len iovcnt seed")                                         \
   X(PWRITEV, "pwritev", "fd off len iovcnt seed")                                   \
   X(PWRITEV2, "pwritev2", "fd off len iovcnt flags seed")                           \
-  X(LSEEK, "lseek", "fd off whence")                                                \
-  X(FTRUNCATE, "ftruncate", "fd len")                                               \
+  X(LSEEK, "lseek", "fd off whence api")                                                \
+  X(FTRUNCATE, "ftruncate", "fd len api")                                               \
   X(TRUNCATE, "truncate", "name len form")                                          \
-  X(FALLOCATE, "fallocate", "fd mode off len")                                      \
-  X(PFALLOCATE, "posix_fallocate", "fd off len")                                    \
+  X(FALLOCATE, "fallocate", "fd mode off len api")                                      \
+  X(PFALLOCATE, "posix_fallocate", "fd off len api")                                    \
   X(FSTAT, "fstat", "fd kind")                                                      \
   X(STAT, "stat", "name kind")                                                      \
   X(FSYNC, "fsync", "fd kind")                                                      \

@@ -22,6 +22,11 @@
 
 #include "dt_exec.h"
 
+/* glibc's fortify entry points (what -D_FORTIFY_SOURCE programs call); daxkit interposes them. */
+extern ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+extern ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+extern ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
+
 /* ---------------------------------------------------------------- log */
 
 static char dt_line[8192];
@@ -258,8 +263,12 @@ static void ex_read(struct dt_ctx *c, const struct dt_op *op) {
   memset(c->rbuf, 0xA5, (size_t)len);
   errno = 0;
   switch (op->kind) {
-  case DT_READ: r = read(fd, c->rbuf, (size_t)len); break;
-  case DT_PREAD: r = pread(fd, c->rbuf, (size_t)len, v[1]); break;
+  case DT_READ: r = v[2] == 2 ? __read_chk(fd, c->rbuf, (size_t)len, DT_BUF_BYTES) : read(fd, c->rbuf, (size_t)len); break;
+  case DT_PREAD:
+    r = v[3] == 1 ? pread64(fd, c->rbuf, (size_t)len, v[1])
+      : v[3] == 2 ? (v[1] & 1 ? __pread64_chk : __pread_chk)(fd, c->rbuf, (size_t)len, v[1], DT_BUF_BYTES)
+                  : pread(fd, c->rbuf, (size_t)len, v[1]);
+    break;
   case DT_READV: build_iov(c, c->rbuf, len, v[2], v[3]); r = readv(fd, c->iov, (int)v[2]); break;
   case DT_PREADV: build_iov(c, c->rbuf, len, v[3], v[4]); r = preadv(fd, c->iov, (int)v[3], v[1]); break;
   default: build_iov(c, c->rbuf, len, v[3], v[5]); r = preadv2(fd, c->iov, (int)v[3], v[1], (int)v[4]); break;
@@ -284,7 +293,7 @@ static void ex_write(struct dt_ctx *c, const struct dt_op *op) {
   errno = 0;
   switch (op->kind) {
   case DT_WRITE: r = write(fd, c->wbuf, (size_t)len); break;
-  case DT_PWRITE: r = pwrite(fd, c->wbuf, (size_t)len, v[1]); break;
+  case DT_PWRITE: r = (v[4] ? pwrite64 : pwrite)(fd, c->wbuf, (size_t)len, v[1]); break;
   case DT_WRITEV: build_iov(c, c->wbuf, len, v[2], seed); r = writev(fd, c->iov, (int)v[2]); break;
   case DT_PWRITEV: build_iov(c, c->wbuf, len, v[3], seed); r = pwritev(fd, c->iov, (int)v[3], v[1]); break;
   default: build_iov(c, c->wbuf, len, v[3], seed); r = pwritev2(fd, c->iov, (int)v[3], v[1], (int)v[4]); break;
@@ -296,7 +305,7 @@ static void ex_lseek(struct dt_ctx *c, const struct dt_op *op) {
   int fd = fd_of(c, op->v[0]), whence = (int)op->v[2];
   int64_t off = op->v[1];
   errno = 0;
-  off_t r = lseek(fd, off, whence);
+  off_t r = op->v[3] ? lseek64(fd, off, whence) : lseek(fd, off, whence);
   int err = errno;
   if (c->exact_holes || (whence != SEEK_DATA && whence != SEEK_HOLE)) return out_ret(r, err);
   /* Validity only: a hole may be reported as data, never data as a hole past what exists. */
@@ -313,10 +322,10 @@ static void ex_truncate(struct dt_ctx *c, const struct dt_op *op) {
   int r;
   errno = 0;
   if (op->kind == DT_FTRUNCATE) {
-    r = ftruncate(fd_of(c, op->v[0]), op->v[1]);
+    r = (op->v[2] ? ftruncate64 : ftruncate)(fd_of(c, op->v[0]), op->v[1]);
   } else {
     path_of(c, op->v[0], (int)op->v[2], path, sizeof path);
-    r = truncate(path, op->v[1]);
+    r = (op->v[2] ? truncate64 : truncate)(path, op->v[1]); /* form: relative path + truncate64 */
   }
   out_ret(r, errno);
 }
@@ -325,10 +334,10 @@ static void ex_fallocate(struct dt_ctx *c, const struct dt_op *op) {
   int fd = fd_of(c, op->v[0]);
   errno = 0;
   if (op->kind == DT_FALLOCATE) {
-    int r = fallocate(fd, (int)op->v[1], op->v[2], op->v[3]);
+    int r = (op->v[4] ? fallocate64 : fallocate)(fd, (int)op->v[1], op->v[2], op->v[3]);
     return out_ret(r, errno);
   }
-  int r = posix_fallocate(fd, op->v[1], op->v[2]); /* returns the error number */
+  int r = (op->v[3] ? posix_fallocate64 : posix_fallocate)(fd, op->v[1], op->v[2]); /* returns the error */
   if (r == 0) dt_out(" = 0");
   else dt_out(" = %s", err_name(r));
 }

@@ -184,12 +184,13 @@ static void gen_rw(struct model *m, struct dt_op *op, enum dt_op_kind kind) {
   int fd = pick_fd_for(m, reading ? 1 : 2);
   int64_t size = fd_size(m, fd), len = gen_len(m), off = gen_off(m, size);
   if (reading && size > 0 && dt_below(&m->rng, 2)) off = (int64_t)dt_below(&m->rng, (uint64_t)size);
+  if ((kind == DT_PREADV2 || kind == DT_PWRITEV2) && dt_below(&m->rng, 4) == 0) off = -1; /* current position */
   int64_t seed = (int64_t)(dt_rand(&m->rng) >> 1);
   int n = 0;
   op->kind = kind, op->v[n++] = fd;
   switch (kind) {
-  case DT_READ: op->v[n++] = len; break;
-  case DT_PREAD: op->v[n++] = off, op->v[n++] = len; break;
+  case DT_READ: op->v[n++] = len, op->v[n++] = (int64_t)dt_below(&m->rng, 4) == 0 ? 2 : 0; break;
+  case DT_PREAD: op->v[n++] = off, op->v[n++] = len, op->v[n++] = (int64_t)dt_below(&m->rng, 3); break;
   case DT_READV: op->v[n++] = len, op->v[n++] = gen_iovcnt(m), op->v[n++] = seed; break;
   case DT_PREADV: op->v[n++] = off, op->v[n++] = len, op->v[n++] = gen_iovcnt(m), op->v[n++] = seed; break;
   case DT_PREADV2: {
@@ -200,7 +201,7 @@ static void gen_rw(struct model *m, struct dt_op *op, enum dt_op_kind kind) {
   }
   case DT_WRITE: op->v[n++] = len, op->v[n++] = seed; model_write(m, fd, 0, len, 0); break;
   case DT_PWRITE:
-    op->v[n++] = off, op->v[n++] = len, op->v[n++] = seed;
+    op->v[n++] = off, op->v[n++] = len, op->v[n++] = seed, op->v[n++] = (int64_t)dt_below(&m->rng, 2);
     model_write(m, fd, off, len, 1);
     break;
   case DT_WRITEV:
@@ -231,7 +232,7 @@ static void gen_lseek(struct model *m, struct dt_op *op) {
     uint64_t r = dt_below(&m->rng, 6);
     off = r == 0 ? 0 : r == 1 ? -1 : r == 2 ? -(pos + 1) : r == 3 ? -pos : off - pos;
   }
-  op->kind = DT_LSEEK, op->v[0] = fd, op->v[1] = off, op->v[2] = w;
+  op->kind = DT_LSEEK, op->v[0] = fd, op->v[1] = off, op->v[2] = w, op->v[3] = (int64_t)dt_below(&m->rng, 2);
   if (fd < DT_FD_SLOTS && w <= SEEK_END) {
     int64_t base = w == SEEK_SET ? 0 : w == SEEK_CUR ? m->fd[fd].pos : size;
     if (base + off >= 0) m->fd[fd].pos = base + off;
@@ -246,7 +247,7 @@ static void gen_truncate(struct model *m, struct dt_op *op, int by_fd) {
   int64_t len = r < 35 ? (int64_t)dt_below(&m->rng, (uint64_t)size + 1)
               : r < 42 ? 0 : r < 44 ? -1 : gen_off(m, size);
   if (len < 0 && r >= 47) len = 4096;
-  if (by_fd) op->kind = DT_FTRUNCATE, op->v[0] = fd, op->v[1] = len;
+  if (by_fd) op->kind = DT_FTRUNCATE, op->v[0] = fd, op->v[1] = len, op->v[2] = (int64_t)dt_below(&m->rng, 2);
   else op->kind = DT_TRUNCATE, op->v[0] = name, op->v[1] = len, op->v[2] = (int64_t)dt_below(&m->rng, 2);
   if (ino >= 0 && len >= 0 && (!by_fd || m->fd[fd].acc != O_RDONLY)) *ino_size(m, ino) = len;
 }
@@ -259,8 +260,9 @@ static void gen_fallocate(struct model *m, struct dt_op *op, int posix) {
   int64_t size = fd_size(m, fd), off = gen_off(m, size), len = gen_len(m);
   int64_t mode = modes[dt_below(&m->rng, 8)];
   if (len == 0 && dt_below(&m->rng, 2)) len = 4096;
-  if (posix) op->kind = DT_PFALLOCATE, op->v[0] = fd, op->v[1] = off, op->v[2] = len, mode = 0;
-  else op->kind = DT_FALLOCATE, op->v[0] = fd, op->v[1] = mode, op->v[2] = off, op->v[3] = len;
+  int64_t api = (int64_t)dt_below(&m->rng, 2);
+  if (posix) op->kind = DT_PFALLOCATE, op->v[0] = fd, op->v[1] = off, op->v[2] = len, op->v[3] = api, mode = 0;
+  else op->kind = DT_FALLOCATE, op->v[0] = fd, op->v[1] = mode, op->v[2] = off, op->v[3] = len, op->v[4] = api;
   if (fd < DT_FD_SLOTS && m->fd[fd].ino >= 0 && !(mode & FALLOC_FL_KEEP_SIZE) && off >= 0 && len > 0 &&
       off + len > size && m->fd[fd].acc != O_RDONLY)
     *ino_size(m, m->fd[fd].ino) = off + len;

@@ -34,6 +34,7 @@ def parse_args():
     p.add_argument("--ops", type=int, default=200)
     p.add_argument("--batch", type=int, default=20, help="sequences per process")
     p.add_argument("--build", default=os.environ.get("DAXKIT_BUILD", "build"))
+    p.add_argument("--tester", default="", help="dk_difftest binary (default BUILD/tests/dk_difftest)")
     p.add_argument("--lib", default="", help="preload library (default BUILD/lib/libdaxkit.so; 'none')")
     p.add_argument("--launcher", choices=["env", "cli"], default="env",
                    help="env: set LD_PRELOAD/DAXKIT_* directly; cli: 'daxkit run --mode ... --'")
@@ -118,31 +119,52 @@ def first_diff(a, b):
     return None
 
 
-def run_pair(kside, dside, extra, work, tag):
-    """Runs both sides in parallel; returns (klog, dlog, krc, drc, derr)."""
+def external_listing(side, seed):
+    """The directory of seed's sequence listed from outside (raw syscalls, no preload), then removed."""
+    d = os.path.join(side.dir, f"t{seed}")
+    out = subprocess.run([side.tester, "--list", d], capture_output=True, text=True).stdout
+    shutil.rmtree(d, ignore_errors=True)
+    return ["X" + line[1:] for line in out.splitlines()]
+
+
+def run_pair(kside, dside, extra, work, tag, exit_seed=None):
+    """Runs both sides in parallel; returns (ksections, dsections, krc, drc, derr). With exit_seed the
+    sides ran with --exit-open and that seed's section gets the after-exit listing ('X' lines)."""
     paths = [os.path.join(work, f"{tag}.{s}") for s in ("k.log", "k.err", "d.log", "d.err")]
+    if exit_seed is not None:
+        extra = extra + ["--exit-open"]
     pk = kside.start(extra, paths[0], paths[1])
     pd = dside.start(extra, paths[2], paths[3])
     krc, drc = wait(pk, kside.timeout), wait(pd, dside.timeout)
     read = lambda p: open(p, "rb").read().decode("utf-8", "replace")
-    return read(paths[0]), read(paths[2]), krc, drc, read(paths[3])
-
-
-def compare_one(klog, dlog, krc, drc):
-    """None when the single-sequence logs agree, else a description of the first difference."""
-    ks, ds = split_sections(klog), split_sections(dlog)
-    k = next(iter(ks.values()), [])
-    d = next(iter(ds.values()), [])
+    ks, ds = split_sections(read(paths[0])), split_sections(read(paths[2]))
     if krc != 0:
-        raise RuntimeError(f"the kernel side failed ({status_text(krc)}): a tester problem")
+        raise RuntimeError(f"the kernel side failed ({status_text(krc)}): {' '.join(kside.cmd(extra))}:"
+                           f" {read(paths[1])[-500:]}")
+    if exit_seed is not None:
+        ks.setdefault(exit_seed, []).extend(external_listing(kside, exit_seed))
+        if exit_seed in ds:
+            ds[exit_seed].extend(external_listing(dside, exit_seed))
+    return ks, ds, krc, drc, read(paths[3])
+
+
+def describe_diff(k, d, drc):
+    """None when the two sections agree and the library side exited cleanly, else the first difference."""
     i = first_diff(k, d)
     if i is None and drc == 0:
         return None
     if i is None:
-        return f"library side {status_text(drc)} after identical output"
+        return f"end: library side {status_text(drc)} after identical output"
     kl = k[i] if i < len(k) else "<no line>"
     dl = d[i] if i < len(d) else f"<no line: library side {status_text(drc)}>"
     return f"line {i}:\n    kernel: {kl}\n    daxkit: {dl}"
+
+
+def compare_one(ks, ds, krc, drc, derr=""):
+    """None when a single-sequence run agrees, else a description of the first difference."""
+    k = next(iter(ks.values()), [])
+    d = next(iter(ds.values()), [])
+    return describe_diff(k, d, drc)
 
 
 class Config:
@@ -157,7 +179,7 @@ class Config:
         self.passed = self.failed = self.shrunk = 0
 
 
-def shrink(args, cfg, seed, work):
+def shrink(args, cfg, seed, work, exit_open):
     """Delta debugging (ddmin) of seed's op list: the smallest list (1-minimal) that still differs."""
     ops = subprocess.run([cfg.kside.tester, "--seed", str(seed), "--ops", str(args.ops), "--print-ops"],
                          check=True, capture_output=True, text=True).stdout.splitlines()
@@ -168,8 +190,9 @@ def shrink(args, cfg, seed, work):
         with open(replay, "w") as f:
             f.write("\n".join(subset) + "\n")
         runs[0] += 1
-        r = run_pair(cfg.kside, cfg.dside, ["--seed", str(seed), "--replay", replay], work, "shrink")
-        return compare_one(*r[:4])
+        r = run_pair(cfg.kside, cfg.dside, ["--seed", str(seed), "--replay", replay], work, "shrink",
+                     seed if exit_open else None)
+        return compare_one(*r)
 
     if not fails(ops):
         return None, ops, runs[0]
@@ -192,19 +215,20 @@ def shrink(args, cfg, seed, work):
     return fails(ops), ops, runs[0]
 
 
-def report_failure(args, cfg, seed, why, work, out_dir):
+def report_failure(args, cfg, seed, why, work, out_dir, exit_open):
     print(f"FAIL {cfg.name} seed={seed}: first difference at {why}", flush=True)
     if cfg.shrunk >= args.shrink_max:
         print(f"  (not shrunk: --shrink-max {args.shrink_max} reached)")
         return
     cfg.shrunk += 1
-    single = run_pair(cfg.kside, cfg.dside, ["--seed", str(seed), "--ops", str(args.ops)], work, "single")
-    if compare_one(*single[:4]) is None:
+    single = run_pair(cfg.kside, cfg.dside, ["--seed", str(seed), "--ops", str(args.ops)], work, "single",
+                      seed if exit_open else None)
+    if compare_one(*single) is None:
         print(f"  does not reproduce alone; reproduce the batch with:\n    {cfg.dside.describe}"
               f"{' '.join(cfg.dside.cmd(['--seed', str(seed - seed % args.batch), '--count', str(args.batch)]))}")
         return
     t0 = time.time()
-    why2, ops, runs = shrink(args, cfg, seed, work)
+    why2, ops, runs = shrink(args, cfg, seed, work, exit_open)
     if why2 is None:
         print("  the generated op list does not reproduce through --replay (tester bug?)")
         return
@@ -216,11 +240,13 @@ def report_failure(args, cfg, seed, why, work, out_dir):
     print(f"  shrunk to {len(ops)} ops in {runs} runs ({time.time() - t0:.1f} s); first difference at {why2}")
     for op in ops:
         print(f"    {op}")
-    print(f"  op list saved in {path}; reproduce with:")
-    print(f"    {cfg.kside.describe}{' '.join(cfg.kside.cmd(['--seed', str(seed), '--replay', path]))}"
-          f" > kernel.log")
-    print(f"    {cfg.dside.describe}{' '.join(cfg.dside.cmd(['--seed', str(seed), '--replay', path]))}"
-          f" > daxkit.log; diff kernel.log daxkit.log")
+    rep = ["--seed", str(seed), "--replay", path] + (["--exit-open"] if exit_open else [])
+    print(f"  op list saved in {path}; reproduce with (any fresh directories on a {cfg.name.split('/')[0]} medium):")
+    print(f"    {cfg.kside.describe}{' '.join(cfg.kside.cmd(rep))} > kernel.log")
+    print(f"    {cfg.dside.describe}{' '.join(cfg.dside.cmd(rep))} > daxkit.log; diff kernel.log daxkit.log")
+    if exit_open:
+        print(f"    then compare: {cfg.kside.tester} --list {cfg.kside.dir}/t{seed}  with  "
+              f"{cfg.kside.tester} --list {cfg.dside.dir}/t{seed}   (the state after exit)")
     if single[4].strip():
         print("  library stderr (single run, last lines):")
         for line in single[4].strip().splitlines()[-5:]:
@@ -228,29 +254,22 @@ def report_failure(args, cfg, seed, why, work, out_dir):
 
 
 def run_batch(args, cfg, first, count, work, out_dir):
+    """Runs seeds first..first+count-1 in one process per side; the last one exits with files open."""
     extra = ["--seed", str(first), "--count", str(count), "--ops", str(args.ops)]
-    klog, dlog, krc, drc, derr = run_pair(cfg.kside, cfg.dside, extra, work, "batch")
-    if krc != 0:
-        sys.exit(f"run-diff: the kernel side failed ({status_text(krc)}): {' '.join(cfg.kside.cmd(extra))}")
-    ks, ds = split_sections(klog), split_sections(dlog)
+    last = first + count - 1
+    ks, ds, krc, drc, derr = run_pair(cfg.kside, cfg.dside, extra, work, "batch", last)
     for seed in range(first, first + count):
         k, d = ks.get(seed, []), ds.get(seed)
-        i = first_diff(k, d) if d is not None else 0
-        died = d is not None and seed == max(ds) and drc != 0
-        if d is not None and i is None and not died:
+        if d is None:
+            cfg.failed += 1
+            print(f"FAIL {cfg.name} seed={seed}: no output for this seed (library side {status_text(drc)} earlier)")
+            continue
+        why = describe_diff(k, d, drc if seed == max(ds) else 0)
+        if why is None:
             cfg.passed += 1
             continue
         cfg.failed += 1
-        if d is None:
-            why = f"start: no output for this seed (library side {status_text(drc)} earlier)"
-            print(f"FAIL {cfg.name} seed={seed}: {why}")
-            continue
-        if i is None:
-            why = f"end: library side {status_text(drc)}"
-        else:
-            why = (f"line {i}:\n    kernel: {k[i] if i < len(k) else '<no line>'}\n"
-                   f"    daxkit: {d[i] if i < len(d) else '<no line: ' + status_text(drc) + '>'}")
-        report_failure(args, cfg, seed, why, work, out_dir)
+        report_failure(args, cfg, seed, why, work, out_dir, seed == last)
         if derr.strip() and drc != 0:
             print("  library side stderr (last lines): " + " | ".join(derr.strip().splitlines()[-3:]))
 
@@ -267,7 +286,7 @@ def check_preload(lib):
 
 def main():
     args = parse_args()
-    tester = os.path.abspath(os.path.join(args.build, "tests", "dk_difftest"))
+    tester = os.path.abspath(args.tester or os.path.join(args.build, "tests", "dk_difftest"))
     if not os.access(tester, os.X_OK):
         sys.exit(f"run-diff: {tester} not built")
     lib = "" if args.lib == "none" else (args.lib or os.path.join(args.build, "lib", "libdaxkit.so"))
