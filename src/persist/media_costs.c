@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "common/dk.h"
@@ -236,20 +237,30 @@ enum cost_op { COST_CLONE, COST_COPY, COST_FSYNC };
 
 /* Timed operations write at successive offsets of the destination, as appends do, so a medium that
  * allocates in large units (huge tmpfs: 2 MiB pages) pays that allocation as often as an append would.
- * The destination is emptied (untimed) when it would pass this size, bounding the space the probe uses. */
+ * The destination is emptied (untimed) when it would pass its cap: at most this, and at most a quarter
+ * of the free space (but room for one 2 MiB sample), so the probe never fills a user's medium. */
 #define COST_DST_BYTES_MAX (16ull << 20)
 static_assert(COST_DST_BYTES_MAX >= 4 * DK_HUGE_BYTES, "several 2 MiB samples before a wrap");
 
 struct cost_files {
     int src, dst;
     uint64_t dst_off;
+    uint64_t dst_bytes_max; /* DK_HUGE_BYTES .. COST_DST_BYTES_MAX, a multiple of DK_HUGE_BYTES */
     uint64_t deadline_ns;
 };
+
+static uint64_t dst_cap_bytes(int dirfd) {
+    struct statfs sfs;
+    if (fstatfs(dirfd, &sfs) != 0) return DK_HUGE_BYTES;
+    uint64_t quarter = (uint64_t)sfs.f_bavail * (uint64_t)sfs.f_bsize / 4;
+    uint64_t cap = dk_round_down(DK_MIN(quarter, COST_DST_BYTES_MAX), DK_HUGE_BYTES);
+    return DK_MAX(cap, (uint64_t)DK_HUGE_BYTES);
+}
 
 /* One timed operation of `bytes` at the next destination offset. Returns the time, or 0 with errno set. */
 static uint64_t cost_once(struct cost_files *f, enum cost_op op, size_t bytes) {
     const struct dk_libc *c = dk_libc();
-    if (f->dst_off + bytes > COST_DST_BYTES_MAX) {
+    if (f->dst_off + bytes > f->dst_bytes_max) {
         if (c->ftruncate(f->dst, 0) != 0) return 0;
         f->dst_off = 0;
     }
@@ -325,7 +336,7 @@ int dk_medium_probe_costs(int dirfd, struct dk_medium_info *out) {
     out->costs_error = 0;
     out->clone_4k_ns = out->clone_2m_ns = out->copy_4k_ns = out->copy_2m_ns = out->fsync_ns = 0;
     struct cost_files f = {.src = dk_medium_scratch_open(dirfd, "cs"), .dst = dk_medium_scratch_open(dirfd, "cd"),
-                           .deadline_ns = t_start + COST_BUDGET_NS};
+                           .dst_bytes_max = dst_cap_bytes(dirfd), .deadline_ns = t_start + COST_BUDGET_NS};
     unsigned samples = COST_SAMPLES;
     int ret = f.src < 0 ? f.src : f.dst < 0 ? f.dst : fill_source(f.src);
     if (ret == 0 && out->reflink) {

@@ -1,0 +1,73 @@
+// `emu`, time-based model: a deterministic emulated low-latency device for sweeps.
+//
+// The device serves reads from a DRAM backing store. A request issued at time t completes at
+//   start + latency, start = max(t, unit_free[unit], bucket_next)
+// where unit = page % units (parallel units: flash dies, each busy `latency` per read) and bucket_next
+// spaces request starts 1/iops_max apart (the device's IOPS ceiling). Completion is detected by the
+// host comparing the clock with the slot's completion time, the analogue of polling a completion word.
+// The data is prefetched into the cache at issue (the device writes into the LLC, as DDIO does).
+#pragma once
+#include <algorithm>
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "async/device.hpp"
+#include "async/tsc.hpp"
+
+namespace dk::async {
+
+struct EmuModel {
+  double latency_ns = 5000;  // per read, issue to completion
+  double iops_max = 0;       // device IOPS ceiling; 0 = unlimited
+  uint32_t units = 0;        // parallel units, each busy latency_ns per read; 0 = unlimited
+};
+
+class EmuTimeDevice {
+ public:
+  static constexpr bool kSynchronous = false;
+  static constexpr uint32_t kUnitsMax = 1u << 16;
+
+  EmuTimeDevice(const std::byte* base, const EmuModel& m)
+      : base_(base),
+        latency_tsc_(ns_to_tsc(m.latency_ns)),
+        interval_tsc_(m.iops_max > 0 ? ns_to_tsc(1e9 / m.iops_max) : 0),
+        unit_free_tsc_(std::min(m.units, kUnitsMax), 0) {
+    assert(m.latency_ns >= 0);
+    assert(m.units <= kUnitsMax);
+  }
+
+  void issue(Slot slot, uint64_t addr, uint32_t bytes) {
+    now_tsc_ = tsc_now();
+    uint64_t start = std::max(now_tsc_, bucket_next_tsc_);
+    if (interval_tsc_ != 0) bucket_next_tsc_ = start + interval_tsc_;
+    if (!unit_free_tsc_.empty()) {
+      uint64_t& unit_free = unit_free_tsc_[(addr / kPageBytes) % unit_free_tsc_.size()];
+      start = std::max(start, unit_free);
+      unit_free = start + latency_tsc_;
+    }
+    done_tsc_[slot] = start + latency_tsc_;
+    __builtin_prefetch(base_ + addr, 0, 3);
+    if ((addr & 63) + bytes > 64) __builtin_prefetch(base_ + addr + 64, 0, 3);
+  }
+  // Compare with the cached clock first: when the scan reaches an old request it is usually done.
+  bool poll(Slot slot) {
+    if (done_tsc_[slot] <= now_tsc_) return true;
+    now_tsc_ = tsc_now();
+    return done_tsc_[slot] <= now_tsc_;
+  }
+  void progress() { _mm_pause(); }
+  const std::byte* data(Slot, uint64_t addr) const { return base_ + addr; }
+
+ private:
+  const std::byte* base_;
+  uint64_t latency_tsc_;
+  uint64_t interval_tsc_;
+  uint64_t now_tsc_ = 0;
+  uint64_t bucket_next_tsc_ = 0;
+  std::vector<uint64_t> unit_free_tsc_;  // sized once at construction
+  uint64_t done_tsc_[kContextsMax] = {};
+};
+
+}  // namespace dk::async

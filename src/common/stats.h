@@ -1,0 +1,60 @@
+/* Live counters in a small per-process mapped file (/dev/shm/daxkit/stats.PID), read by `daxkit stats`.
+ * Each thread counts into a slot of its own (plain stores, no atomics on the data path); the reader sums
+ * slots. Threads beyond the slot count share the last slot with atomic adds. */
+#ifndef DK_COMMON_STATS_H
+#define DK_COMMON_STATS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+enum dk_counter {
+#define C(name, doc) DK_C_##name,
+#include "common/stats.def"
+#undef C
+    DK_C_COUNT
+};
+
+#define DK_STATS_MAGIC 0x444b535441545331ull /* "DKSTATS1" */
+#define DK_STATS_SLOTS 64
+#define DK_STATS_DIR "/dev/shm/daxkit"
+
+struct dk_stats_slot {
+    uint64_t v[DK_C_COUNT];
+} __attribute__((aligned(64)));
+
+struct dk_stats_file {
+    uint64_t magic;
+    uint32_t counters; /* DK_C_COUNT of the writer */
+    uint32_t slots;
+    int32_t pid;
+    uint32_t slots_used;
+    uint64_t start_ns_realtime;
+    char mode[16];
+    char dirs[256];
+    char note[128]; /* e.g. "persistence emulated (DAXKIT_PERSIST=flush)" */
+    struct dk_stats_slot slot[DK_STATS_SLOTS];
+};
+
+extern __thread struct dk_stats_slot *dk_stats_tls;
+extern __thread int dk_stats_tls_shared;
+struct dk_stats_slot *dk_stats_claim_slot(void);
+
+static inline void dk_count(enum dk_counter c, uint64_t n) {
+    struct dk_stats_slot *s = dk_stats_tls;
+    if (__builtin_expect(s == 0, 0)) s = dk_stats_claim_slot();
+    if (__builtin_expect(dk_stats_tls_shared, 0)) __atomic_fetch_add(&s->v[c], n, __ATOMIC_RELAXED);
+    else s->v[c] += n;
+}
+
+/* Creates and maps this process's stats file (or private memory when disabled). Call once at start,
+ * and in a forked child. */
+void dk_stats_open(int enabled, const char *mode, const char *dirs, const char *note);
+/* Removes this process's stats file (at exit). */
+void dk_stats_close(void);
+/* Reader side: counter names and docs. */
+const char *dk_stats_name(int idx);
+const char *dk_stats_doc(int idx);
+/* Sums the slots of a mapped stats file into out[DK_C_COUNT]. */
+void dk_stats_sum(const struct dk_stats_file *f, uint64_t *out);
+
+#endif

@@ -1,0 +1,84 @@
+// Drivers run one phase of a kernel (one pass over a frontier) on one thread.
+//   PlainDriver   - loads, no coroutines: `dram` (the in-memory baseline) and `mmap`.
+//   CoroDriver<D> - N coroutine contexts on the thread's Scheduler over device D: each context claims a
+//                   piece, reads it (yielding until complete), optionally prefetches the vertex data the
+//                   piece points at and yields once more, then visits it.
+// A Visitor provides want(u), visit(piece, bytes) and prefetch(piece, bytes).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+
+#include "async/device.hpp"
+#include "async/frame_arena.hpp"
+#include "async/scheduler.hpp"
+#include "graph/work.hpp"
+
+namespace dk::graph {
+
+class PlainDriver {
+ public:
+  static constexpr bool kSplitPages = false;
+  explicit PlainDriver(const std::byte* base) : base_(base) {}
+  template <class Visitor>
+  void run_phase(Claimer& c, Visitor& vis, size_t /*work_hint*/) {
+    Piece p;
+    while (c.next(p, vis)) vis.visit(p, base_ + p.addr);
+  }
+  async::EngineStats stats() const { return {}; }
+
+ private:
+  const std::byte* base_;
+};
+
+template <async::Device Dev, class Visitor>
+async::Fiber<Dev> context_body(async::Scheduler<Dev>& s, async::Slot slot, Claimer& c, Visitor& vis,
+                               bool prefetch_targets) {
+  Piece p;
+  while (c.next(p, vis)) {
+    const std::byte* bytes = co_await s.read(slot, p.addr, p.bytes);
+    if (prefetch_targets) {
+      vis.prefetch(p, bytes);
+      co_await s.yield();
+    }
+    vis.visit(p, bytes);
+  }
+}
+
+template <async::Device Dev>
+class CoroDriver {
+ public:
+  static constexpr bool kSplitPages = true;
+  static constexpr size_t kFrameBytesMax = 512;  // generous: kernel frames measure ~150-250 bytes
+
+  CoroDriver(Dev& dev, uint32_t contexts, bool prefetch_targets)
+      : sched_(dev), arena_(size_t{contexts} * kFrameBytesMax), contexts_(contexts),
+        prefetch_targets_(prefetch_targets) {
+    assert(contexts >= 1 && contexts <= async::kContextsMax);
+  }
+
+  // work_hint: frontier vertices for this thread (spawning more contexts than that is wasted).
+  template <class Visitor>
+  void run_phase(Claimer& c, Visitor& vis, size_t work_hint) {
+    const uint32_t spawn = uint32_t(std::clamp<size_t>(work_hint, 1, contexts_));
+    arena_.reset();
+    async::FrameArena::current() = &arena_;
+    for (uint32_t i = 0; i < spawn; i++) {
+      fibers_[i].emplace(context_body(sched_, async::Slot(i), c, vis, prefetch_targets_));
+      sched_.add(*fibers_[i]);
+    }
+    sched_.run();
+    for (uint32_t i = 0; i < spawn; i++) fibers_[i].reset();
+    async::FrameArena::current() = nullptr;
+  }
+  async::EngineStats stats() const { return sched_.stats(); }
+
+ private:
+  async::Scheduler<Dev> sched_;
+  async::FrameArena arena_;
+  uint32_t contexts_;
+  bool prefetch_targets_;
+  std::optional<async::Fiber<Dev>> fibers_[async::kContextsMax];
+};
+
+}  // namespace dk::graph

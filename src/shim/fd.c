@@ -1,0 +1,156 @@
+/* Descriptor calls: close, close_range, dup family, fcntl, flock, lseek. */
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <stdarg.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "shim/shim.h"
+
+DK_EXPORT int close(int fd) {
+    if (DK_LIKELY(up_enabled)) {
+        if (DK_UNLIKELY(up_fd_is_internal(fd))) {
+            errno = EBADF; /* the program never opened it */
+            return -1;
+        }
+        if (up_fd_slot(fd)) {
+            int rc = up_close(fd);
+            int r = DK_REAL(close)(fd);
+            if (r == 0 && rc) {
+                errno = -rc; /* the descriptor is closed; the program learns the appends did not land */
+                return -1;
+            }
+            return r;
+        }
+    }
+    return DK_REAL(close)(fd);
+}
+
+struct range_arg {
+    unsigned first, last;
+    int internal[64];
+    int n_internal;
+};
+static void range_cb(int fd, struct up_fd *e, void *arg) {
+    struct range_arg *a = arg;
+    if ((unsigned)fd < a->first || (unsigned)fd > a->last) return;
+    if (e->internal) {
+        if (a->n_internal < 64) a->internal[a->n_internal++] = fd;
+    } else if (e->slot) {
+        up_close(fd);
+    }
+}
+
+DK_EXPORT int close_range(unsigned int first, unsigned int last, int flags) {
+    if (!up_enabled || (flags & CLOSE_RANGE_CLOEXEC) || first > last) return DK_REAL(close_range)(first, last, flags);
+    struct range_arg a = {.first = first, .last = last};
+    up_fd_foreach(range_cb, &a);
+    /* Close around daxkit's own descriptors (sorted ascending by the walk). */
+    unsigned lo = first;
+    int r = 0;
+    for (int i = 0; i < a.n_internal && r == 0; i++) {
+        unsigned fd = (unsigned)a.internal[i];
+        if (fd > lo) r = DK_REAL(close_range)(lo, fd - 1, flags);
+        lo = fd + 1;
+    }
+    if (r == 0 && lo <= last && lo >= first) r = DK_REAL(close_range)(lo, last, flags);
+    return r;
+}
+
+DK_EXPORT int dup(int fd) {
+    int r = DK_REAL(dup)(fd);
+    if (r >= 0 && up_enabled && up_fd_slot(fd)) up_dup(fd, r);
+    return r;
+}
+
+static int dup_to(int oldfd, int newfd, int flags, bool three) {
+    if (up_enabled && oldfd != newfd && up_fd_slot(newfd) && DK_REAL(fcntl)(oldfd, F_GETFD) >= 0) up_close(newfd);
+    int r = three ? DK_REAL(dup3)(oldfd, newfd, flags) : DK_REAL(dup2)(oldfd, newfd);
+    if (r >= 0 && up_enabled && oldfd != newfd && up_fd_slot(oldfd)) up_dup(oldfd, newfd);
+    return r;
+}
+DK_EXPORT int dup2(int oldfd, int newfd) { return dup_to(oldfd, newfd, 0, false); }
+DK_EXPORT int dup3(int oldfd, int newfd, int flags) { return dup_to(oldfd, newfd, flags, true); }
+
+static int is_setlk(int cmd) {
+    return cmd == F_SETLK || cmd == F_SETLKW || cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW;
+}
+
+static int fcntl_common(int fd, int cmd, void *arg, bool is64) {
+    int (*real)(int, int, ...) = is64 ? DK_REAL(fcntl64) : DK_REAL(fcntl);
+    if (!up_enabled || !up_fd_slot(fd)) return real(fd, cmd, arg);
+    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
+        int r = real(fd, cmd, arg);
+        if (r >= 0) up_dup(fd, r);
+        return r;
+    }
+    if (cmd == F_SETFL) {
+        int r = real(fd, cmd, arg);
+        struct up_slot *s = up_fd_slot(fd);
+        if (r == 0 && s) {
+            int fl = DK_REAL(fcntl)(fd, F_GETFL);
+            if (fl >= 0) {
+                uint32_t keep = s->flags & ~(uint32_t)(O_APPEND | O_DIRECT);
+                __atomic_store_n(&s->flags, keep | ((uint32_t)fl & (O_APPEND | O_DIRECT)), __ATOMIC_RELEASE);
+                if (fl & O_DIRECT) __atomic_store_n(&s->kernel, 1, __ATOMIC_RELEASE);
+            }
+        }
+        return r;
+    }
+    if (is_setlk(cmd) && arg) {
+        struct flock *l = arg;
+        if (l->l_type == F_UNLCK) {
+            int rc = up_publish_fd(fd); /* lock release is a publish point */
+            if (rc) {
+                errno = -rc;
+                return -1;
+            }
+            return real(fd, cmd, arg);
+        }
+        int r = real(fd, cmd, arg);
+        if (r == 0) up_refresh_fd(fd); /* another process may have published while we waited */
+        return r;
+    }
+    return real(fd, cmd, arg);
+}
+
+DK_EXPORT int fcntl(int fd, int cmd, ...) {
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    return fcntl_common(fd, cmd, arg, false);
+}
+DK_EXPORT int fcntl64(int fd, int cmd, ...) {
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    return fcntl_common(fd, cmd, arg, true);
+}
+
+DK_EXPORT int flock(int fd, int op) {
+    if (!up_enabled || !up_fd_slot(fd)) return DK_REAL(flock)(fd, op);
+    if (op & LOCK_UN) {
+        int rc = up_publish_fd(fd);
+        if (rc) {
+            errno = -rc;
+            return -1;
+        }
+        return DK_REAL(flock)(fd, op);
+    }
+    int r = DK_REAL(flock)(fd, op);
+    if (r == 0) up_refresh_fd(fd);
+    return r;
+}
+
+DK_EXPORT off_t lseek(int fd, off_t off, int whence) {
+    struct up_slot *s;
+    if (up_enabled && (s = up_serving(fd))) return up_lseek(s, fd, off, whence);
+    return DK_REAL(lseek)(fd, off, whence);
+}
+DK_EXPORT off_t lseek64(int fd, off_t off, int whence) {
+    struct up_slot *s;
+    if (up_enabled && (s = up_serving(fd))) return up_lseek(s, fd, off, whence);
+    return DK_REAL(lseek64)(fd, off, whence);
+}

@@ -1,0 +1,85 @@
+/* Calls where the kernel touches managed file data itself: the program mapping a file, and in-kernel
+ * copies. Each publishes our appends first (the program's mapping and the kernel must see every byte),
+ * and hands the descriptor offset to the kernel and back when the call uses it. */
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <unistd.h>
+
+#include "shim/shim.h"
+
+static void *mmap_common(void *addr, size_t len, int prot, int fl, int fd, off_t off, bool is64) {
+    if (up_enabled && fd >= 0 && !(fl & MAP_ANONYMOUS) && up_fd_slot(fd)) {
+        DK_ERRNO_SAVE;
+        up_publish_fd(fd); /* mapping by the program is a publish point */
+        DK_ERRNO_RESTORE;
+    }
+    return is64 ? DK_REAL(mmap64)(addr, len, prot, fl, fd, off) : DK_REAL(mmap)(addr, len, prot, fl, fd, off);
+}
+DK_EXPORT void *mmap(void *addr, size_t len, int prot, int fl, int fd, off_t off) {
+    return mmap_common(addr, len, prot, fl, fd, off, false);
+}
+DK_EXPORT void *mmap64(void *addr, size_t len, int prot, int fl, int fd, off_t off) {
+    return mmap_common(addr, len, prot, fl, fd, off, true);
+}
+DK_EXPORT int munmap(void *addr, size_t len) { return DK_REAL(munmap)(addr, len); }
+DK_EXPORT int msync(void *addr, size_t len, int fl) { return DK_REAL(msync)(addr, len, fl); }
+
+/* Before an in-kernel copy: publish both ends; move offsets the call will use into the kernel. */
+static void copy_begin(int in, const off_t *in_off, int out, const off_t *out_off, bool *min, bool *mout) {
+    *min = up_enabled && up_fd_slot(in);
+    *mout = up_enabled && up_fd_slot(out);
+    if (!*min && !*mout) return;
+    DK_ERRNO_SAVE;
+    if (*min) {
+        up_publish_fd(in);
+        if (!in_off) up_offset_to_kernel(in);
+        dk_count(DK_C_passthrough, 1);
+    }
+    if (*mout) {
+        up_publish_fd(out);
+        if (!out_off) up_offset_to_kernel(out);
+        dk_count(DK_C_passthrough, 1);
+    }
+    DK_ERRNO_RESTORE;
+}
+
+static void copy_end(int in, const off_t *in_off, int out, const off_t *out_off, bool min, bool mout, ssize_t r) {
+    if (!min && !mout) return;
+    DK_ERRNO_SAVE;
+    if (min && !in_off) up_offset_from_kernel(in);
+    if (mout) {
+        if (!out_off) up_offset_from_kernel(out);
+        if (r > 0) up_kernel_changed_fd(out);
+    }
+    DK_ERRNO_RESTORE;
+}
+
+DK_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n) {
+    bool a, b;
+    copy_begin(in, off, out, NULL, &a, &b);
+    ssize_t r = DK_REAL(sendfile)(out, in, off, n);
+    copy_end(in, off, out, NULL, a, b, r);
+    return r;
+}
+DK_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t n) {
+    bool a, b;
+    copy_begin(in, off, out, NULL, &a, &b);
+    ssize_t r = DK_REAL(sendfile64)(out, in, off, n);
+    copy_end(in, off, out, NULL, a, b, r);
+    return r;
+}
+DK_EXPORT ssize_t copy_file_range(int in, off_t *in_off, int out, off_t *out_off, size_t n, unsigned int fl) {
+    bool a, b;
+    copy_begin(in, in_off, out, out_off, &a, &b);
+    ssize_t r = DK_REAL(copy_file_range)(in, in_off, out, out_off, n, fl);
+    copy_end(in, in_off, out, out_off, a, b, r);
+    return r;
+}
+DK_EXPORT ssize_t splice(int in, off_t *in_off, int out, off_t *out_off, size_t n, unsigned int fl) {
+    bool a, b;
+    copy_begin(in, in_off, out, out_off, &a, &b);
+    ssize_t r = DK_REAL(splice)(in, in_off, out, out_off, n, fl);
+    copy_end(in, in_off, out, out_off, a, b, r);
+    return r;
+}

@@ -1,0 +1,219 @@
+/* Durability, size and metadata calls: fsync family, truncate, fallocate, stat family, names. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "shim/shim.h"
+
+DK_EXPORT int fsync(int fd) {
+    struct up_slot *s;
+    if (up_enabled && (s = up_serving(fd))) {
+        DK_CANCEL_POINT();
+        return up_fsync(s, fd, false);
+    }
+    if (up_enabled && up_fd_slot(fd)) up_publish_fd(fd);
+    return DK_REAL(fsync)(fd);
+}
+DK_EXPORT int fdatasync(int fd) {
+    struct up_slot *s;
+    if (up_enabled && (s = up_serving(fd))) {
+        DK_CANCEL_POINT();
+        return up_fsync(s, fd, true);
+    }
+    if (up_enabled && up_fd_slot(fd)) up_publish_fd(fd);
+    return DK_REAL(fdatasync)(fd);
+}
+DK_EXPORT int sync_file_range(int fd, off_t off, off_t n, unsigned int fl) {
+    /* Starts write-back of a range: publish so the range is in the file, then let the kernel do it. */
+    if (up_enabled && up_fd_slot(fd)) up_publish_fd(fd);
+    return DK_REAL(sync_file_range)(fd, off, n, fl);
+}
+
+DK_EXPORT int ftruncate(int fd, off_t len) {
+    struct up_slot *s;
+    if (up_enabled && (s = up_serving(fd))) return up_ftruncate(s, fd, len);
+    bool m = up_enabled && dk_pt_begin(fd);
+    int r = DK_REAL(ftruncate)(fd, len);
+    if (r == 0) dk_pt_end_changed(m, fd);
+    return r;
+}
+DK_EXPORT int ftruncate64(int fd, off_t len) { return ftruncate(fd, len); }
+
+static int truncate_path(const char *path, off_t len, bool is64) {
+    int (*real)(const char *, off_t) = is64 ? DK_REAL(truncate64) : DK_REAL(truncate);
+    if (!up_enabled) return real(path, len);
+    struct stat st;
+    DK_ERRNO_SAVE;
+    bool known = DK_REAL(stat)(path, &st) == 0 && S_ISREG(st.st_mode) && up_dev_is_managed(st.st_dev);
+    DK_ERRNO_RESTORE;
+    if (known) up_publish_inode(st.st_dev, st.st_ino);
+    int r = real(path, len);
+    if (r == 0 && known) {
+        up_truncated(st.st_dev, st.st_ino, len);
+        DK_ERRNO_RESTORE; /* success: errno as the program left it */
+    }
+    return r;
+}
+DK_EXPORT int truncate(const char *path, off_t len) { return truncate_path(path, len, false); }
+DK_EXPORT int truncate64(const char *path, off_t len) { return truncate_path(path, len, true); }
+
+DK_EXPORT int fallocate(int fd, int mode, off_t off, off_t len) {
+    struct up_slot *s;
+    if (up_enabled && (s = up_serving(fd))) return up_fallocate(s, fd, mode, off, len);
+    bool m = up_enabled && dk_pt_begin(fd);
+    int r = DK_REAL(fallocate)(fd, mode, off, len);
+    if (r == 0) dk_pt_end_changed(m, fd);
+    return r;
+}
+DK_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len) { return fallocate(fd, mode, off, len); }
+
+static int posix_fallocate_common(int fd, off_t off, off_t len, bool is64) {
+    int (*real)(int, off_t, off_t) = is64 ? DK_REAL(posix_fallocate64) : DK_REAL(posix_fallocate);
+    if (!up_enabled || !up_fd_slot(fd)) return real(fd, off, len);
+    DK_ERRNO_SAVE;
+    up_publish_fd(fd);
+    int r = real(fd, off, len); /* returns an error number, errno untouched */
+    if (r == 0) up_kernel_changed_fd(fd);
+    DK_ERRNO_RESTORE;
+    return r;
+}
+DK_EXPORT int posix_fallocate(int fd, off_t off, off_t len) { return posix_fallocate_common(fd, off, len, false); }
+DK_EXPORT int posix_fallocate64(int fd, off_t off, off_t len) { return posix_fallocate_common(fd, off, len, true); }
+
+/* ---- stat family: a file with appends not yet published reports its logical size ---- */
+
+static inline int fix(int r, struct stat *st) {
+    if (r == 0 && up_enabled && S_ISREG(st->st_mode)) {
+        DK_ERRNO_SAVE;
+        up_fix_stat(st->st_dev, st->st_ino, &st->st_size);
+        DK_ERRNO_RESTORE;
+    }
+    return r;
+}
+#define FIX64(r, st) fix((r), (struct stat *)(st)) /* struct stat64 == struct stat on x86-64 */
+
+DK_EXPORT int stat(const char *p, struct stat *st) { return fix(DK_REAL(stat)(p, st), st); }
+DK_EXPORT int stat64(const char *p, struct stat64 *st) { return FIX64(DK_REAL(stat64)(p, st), st); }
+DK_EXPORT int lstat(const char *p, struct stat *st) { return fix(DK_REAL(lstat)(p, st), st); }
+DK_EXPORT int lstat64(const char *p, struct stat64 *st) { return FIX64(DK_REAL(lstat64)(p, st), st); }
+DK_EXPORT int fstat(int fd, struct stat *st) { return fix(DK_REAL(fstat)(fd, st), st); }
+DK_EXPORT int fstat64(int fd, struct stat64 *st) { return FIX64(DK_REAL(fstat64)(fd, st), st); }
+DK_EXPORT int fstatat(int d, const char *p, struct stat *st, int fl) { return fix(DK_REAL(fstatat)(d, p, st, fl), st); }
+DK_EXPORT int fstatat64(int d, const char *p, struct stat64 *st, int fl) {
+    return FIX64(DK_REAL(fstatat64)(d, p, st, fl), st);
+}
+DK_EXPORT int __xstat(int v, const char *p, struct stat *st) { return fix(DK_REAL(__xstat)(v, p, st), st); }
+DK_EXPORT int __xstat64(int v, const char *p, struct stat64 *st) { return FIX64(DK_REAL(__xstat64)(v, p, st), st); }
+DK_EXPORT int __lxstat(int v, const char *p, struct stat *st) { return fix(DK_REAL(__lxstat)(v, p, st), st); }
+DK_EXPORT int __lxstat64(int v, const char *p, struct stat64 *st) { return FIX64(DK_REAL(__lxstat64)(v, p, st), st); }
+DK_EXPORT int __fxstat(int v, int fd, struct stat *st) { return fix(DK_REAL(__fxstat)(v, fd, st), st); }
+DK_EXPORT int __fxstat64(int v, int fd, struct stat64 *st) { return FIX64(DK_REAL(__fxstat64)(v, fd, st), st); }
+DK_EXPORT int __fxstatat(int v, int d, const char *p, struct stat *st, int fl) {
+    return fix(DK_REAL(__fxstatat)(v, d, p, st, fl), st);
+}
+DK_EXPORT int __fxstatat64(int v, int d, const char *p, struct stat64 *st, int fl) {
+    return FIX64(DK_REAL(__fxstatat64)(v, d, p, st, fl), st);
+}
+
+DK_EXPORT int statx(int d, const char *p, int fl, unsigned int mask, struct statx *st) {
+    int r = DK_REAL(statx)(d, p, fl, mask, st);
+    if (r == 0 && up_enabled && (st->stx_mask & STATX_SIZE) && S_ISREG(st->stx_mode)) {
+        off_t size = (off_t)st->stx_size;
+        DK_ERRNO_SAVE;
+        up_fix_stat(makedev(st->stx_dev_major, st->stx_dev_minor), st->stx_ino, &size);
+        DK_ERRNO_RESTORE;
+        st->stx_size = (uint64_t)size;
+    }
+    return r;
+}
+
+/* ---- names: a file whose last name goes away is dropped from the mapping cache ---- */
+
+/* The inode `path` names now, if it is a managed regular file. */
+static bool victim(int dirfd, const char *path, struct stat *st) {
+    DK_ERRNO_SAVE;
+    bool ok = DK_REAL(fstatat)(dirfd, path, st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st->st_mode) &&
+              up_dev_is_managed(st->st_dev);
+    DK_ERRNO_RESTORE;
+    return ok;
+}
+
+static int after_remove(int r, bool known, const struct stat *st) {
+    if (r == 0 && known) {
+        DK_ERRNO_SAVE;
+        up_name_removed(st->st_dev, st->st_ino);
+        DK_ERRNO_RESTORE;
+    }
+    return r;
+}
+
+DK_EXPORT int unlink(const char *path) {
+    struct stat st;
+    bool known = up_enabled && victim(AT_FDCWD, path, &st);
+    return after_remove(DK_REAL(unlink)(path), known, &st);
+}
+DK_EXPORT int unlinkat(int dirfd, const char *path, int fl) {
+    struct stat st;
+    bool known = up_enabled && !(fl & AT_REMOVEDIR) && victim(dirfd, path, &st);
+    return after_remove(DK_REAL(unlinkat)(dirfd, path, fl), known, &st);
+}
+
+/* rename over an existing file replaces (drops) that inode, unless both names are one inode. */
+static bool rename_victim(int d1, const char *from, int d2, const char *to, struct stat *st) {
+    if (!up_enabled || !victim(d2, to, st)) return false;
+    struct stat src;
+    DK_ERRNO_SAVE;
+    bool same = DK_REAL(fstatat)(d1, from, &src, AT_SYMLINK_NOFOLLOW) == 0 && src.st_dev == st->st_dev &&
+                src.st_ino == st->st_ino;
+    DK_ERRNO_RESTORE;
+    return !same;
+}
+DK_EXPORT int rename(const char *from, const char *to) {
+    struct stat st;
+    bool known = rename_victim(AT_FDCWD, from, AT_FDCWD, to, &st);
+    return after_remove(DK_REAL(rename)(from, to), known, &st);
+}
+DK_EXPORT int renameat(int d1, const char *from, int d2, const char *to) {
+    struct stat st;
+    bool known = rename_victim(d1, from, d2, to, &st);
+    return after_remove(DK_REAL(renameat)(d1, from, d2, to), known, &st);
+}
+DK_EXPORT int renameat2(int d1, const char *from, int d2, const char *to, unsigned int fl) {
+    struct stat st;
+    bool known = !(fl & RENAME_EXCHANGE) && rename_victim(d1, from, d2, to, &st);
+    return after_remove(DK_REAL(renameat2)(d1, from, d2, to, fl), known, &st);
+}
+
+/* ---- the hidden area: <root>/.daxkit is not listed in the managed directory ---- */
+
+static bool hide_entry(DIR *d, const char *name) {
+    if (!up_enabled || strcmp(name, ".daxkit") != 0) return false;
+    struct stat st;
+    DK_ERRNO_SAVE;
+    bool hide = false;
+    if (DK_REAL(fstat)(dirfd(d), &st) == 0) {
+        for (int i = 0; i < up_roots_count() && !hide; i++) {
+            struct stat rs;
+            struct up_root *r = up_root_at(i);
+            hide = r->dev == st.st_dev && DK_REAL(stat)(r->path, &rs) == 0 && rs.st_ino == st.st_ino;
+        }
+    }
+    DK_ERRNO_RESTORE;
+    return hide;
+}
+
+DK_EXPORT struct dirent *readdir(DIR *d) {
+    struct dirent *e;
+    do e = DK_REAL(readdir)(d);
+    while (e && hide_entry(d, e->d_name));
+    return e;
+}
+DK_EXPORT struct dirent64 *readdir64(DIR *d) {
+    struct dirent64 *e;
+    do e = DK_REAL(readdir64)(d);
+    while (e && hide_entry(d, e->d_name));
+    return e;
+}

@@ -1,0 +1,60 @@
+/* open, openat, creat (+64) and the fortify variants. The kernel always opens (it is the authority for
+ * names and permissions); a managed regular file is then adopted by the user-space path. */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <unistd.h>
+
+#include "shim/shim.h"
+
+int dk_after_open(int fd, int flags) {
+    if (fd < 0 || !up_enabled) return fd;
+    int rc = up_adopt(fd, flags);
+    if (rc) {
+        DK_REAL(close)(fd);
+        errno = -rc;
+        return -1;
+    }
+    return fd;
+}
+
+#define OPEN_MODE(flags)                      \
+    mode_t mode = 0;                          \
+    if (DK_OPEN_NEEDS_MODE(flags)) {          \
+        va_list ap;                           \
+        va_start(ap, flags);                  \
+        mode = (mode_t)va_arg(ap, int);       \
+        va_end(ap);                           \
+    }
+
+DK_EXPORT int open(const char *path, int flags, ...) {
+    OPEN_MODE(flags);
+    return dk_after_open(DK_REAL(open)(path, flags, mode), flags);
+}
+DK_EXPORT int open64(const char *path, int flags, ...) {
+    OPEN_MODE(flags);
+    return dk_after_open(DK_REAL(open64)(path, flags, mode), flags);
+}
+DK_EXPORT int openat(int dirfd, const char *path, int flags, ...) {
+    OPEN_MODE(flags);
+    return dk_after_open(DK_REAL(openat)(dirfd, path, flags, mode), flags);
+}
+DK_EXPORT int openat64(int dirfd, const char *path, int flags, ...) {
+    OPEN_MODE(flags);
+    return dk_after_open(DK_REAL(openat64)(dirfd, path, flags, mode), flags);
+}
+DK_EXPORT int creat(const char *path, mode_t mode) {
+    return dk_after_open(DK_REAL(creat)(path, mode), O_CREAT | O_WRONLY | O_TRUNC);
+}
+DK_EXPORT int creat64(const char *path, mode_t mode) {
+    return dk_after_open(DK_REAL(creat64)(path, mode), O_CREAT | O_WRONLY | O_TRUNC);
+}
+DK_EXPORT int __open_2(const char *path, int flags) { return dk_after_open(DK_REAL(__open_2)(path, flags), flags); }
+DK_EXPORT int __open64_2(const char *path, int flags) {
+    return dk_after_open(DK_REAL(__open64_2)(path, flags), flags);
+}
+DK_EXPORT int __openat_2(int dirfd, const char *path, int flags) {
+    return dk_after_open(DK_REAL(__openat_2)(dirfd, path, flags), flags);
+}
+DK_EXPORT int __openat64_2(int dirfd, const char *path, int flags) {
+    return dk_after_open(DK_REAL(__openat64_2)(dirfd, path, flags), flags);
+}

@@ -1,1 +1,0 @@
-int dk_placeholder;

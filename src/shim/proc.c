@@ -1,0 +1,123 @@
+/* Process calls: fork (and vfork, served as fork), exec family, spawn, system, popen, _exit.
+ * Each is a publish point; descriptors inherited by another program image are handed to the kernel. */
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "shim/shim.h"
+
+DK_EXPORT pid_t fork(void) {
+    up_fork_prepare();
+    pid_t p = DK_REAL(fork)();
+    int e = errno;
+    if (p == 0) up_fork_child();
+    else up_fork_parent(p < 0);
+    errno = e;
+    return p;
+}
+
+/* vfork's child may only exec or _exit; fork gives it the same guarantees (and our bookkeeping a
+ * private copy to work on). */
+DK_EXPORT pid_t vfork(void) { return fork(); }
+
+static int exec_done(int r) {
+    int e = errno;
+    up_exec_failed();
+    errno = e;
+    return r;
+}
+
+DK_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+    up_exec_prepare(false);
+    return exec_done(DK_REAL(execve)(path, argv, envp));
+}
+DK_EXPORT int execv(const char *path, char *const argv[]) {
+    up_exec_prepare(false);
+    return exec_done(DK_REAL(execv)(path, argv));
+}
+DK_EXPORT int execvp(const char *file, char *const argv[]) {
+    up_exec_prepare(false);
+    return exec_done(DK_REAL(execvp)(file, argv));
+}
+DK_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+    up_exec_prepare(false);
+    return exec_done(DK_REAL(execvpe)(file, argv, envp));
+}
+DK_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
+    up_exec_prepare(false);
+    return exec_done(DK_REAL(fexecve)(fd, argv, envp));
+}
+
+/* execl family: collect the variadic arguments into an argv on the stack (bounded like ARG_MAX). */
+#define EXECL_ARGS_MAX 4096
+#define COLLECT_ARGS(arg0, ap, argv, n)                                   \
+    do {                                                                  \
+        argv[0] = (char *)(arg0);                                         \
+        n = 1;                                                            \
+        while (argv[n - 1] && n < EXECL_ARGS_MAX) argv[n++] = va_arg(ap, char *); \
+        if (argv[n - 1]) {                                                \
+            va_end(ap);                                                   \
+            errno = E2BIG;                                                \
+            return -1;                                                    \
+        }                                                                 \
+    } while (0)
+
+DK_EXPORT int execl(const char *path, const char *arg0, ...) {
+    char *argv[EXECL_ARGS_MAX];
+    int n;
+    va_list ap;
+    va_start(ap, arg0);
+    COLLECT_ARGS(arg0, ap, argv, n);
+    va_end(ap);
+    return execv(path, argv);
+}
+DK_EXPORT int execlp(const char *file, const char *arg0, ...) {
+    char *argv[EXECL_ARGS_MAX];
+    int n;
+    va_list ap;
+    va_start(ap, arg0);
+    COLLECT_ARGS(arg0, ap, argv, n);
+    va_end(ap);
+    return execvp(file, argv);
+}
+DK_EXPORT int execle(const char *path, const char *arg0, ...) {
+    char *argv[EXECL_ARGS_MAX];
+    int n;
+    va_list ap;
+    va_start(ap, arg0);
+    COLLECT_ARGS(arg0, ap, argv, n);
+    char *const *envp = va_arg(ap, char *const *);
+    va_end(ap);
+    return execve(path, argv, envp);
+}
+
+DK_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                          const posix_spawnattr_t *at, char *const argv[], char *const envp[]) {
+    up_exec_prepare(true);
+    return DK_REAL(posix_spawn)(pid, path, fa, at, argv, envp);
+}
+DK_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                           const posix_spawnattr_t *at, char *const argv[], char *const envp[]) {
+    up_exec_prepare(true);
+    return DK_REAL(posix_spawnp)(pid, file, fa, at, argv, envp);
+}
+DK_EXPORT int system(const char *cmd) {
+    up_exec_prepare(true);
+    return DK_REAL(system)(cmd);
+}
+DK_EXPORT FILE *popen(const char *cmd, const char *mode) {
+    up_exec_prepare(true);
+    return DK_REAL(popen)(cmd, mode);
+}
+
+DK_EXPORT void _exit(int status) {
+    up_fini();
+    DK_REAL(_exit)(status);
+    __builtin_unreachable();
+}
+DK_EXPORT void _Exit(int status) {
+    up_fini();
+    DK_REAL(_Exit)(status);
+    __builtin_unreachable();
+}

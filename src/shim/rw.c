@@ -1,0 +1,87 @@
+/* read/write family. Served descriptors go to the user-space path; managed-but-unserved ones publish
+ * first and pass through; everything else passes straight through. */
+#include <fcntl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "shim/shim.h"
+
+#define SERVE(fd, served_call, real_call, changes)       \
+    do {                                                 \
+        struct up_slot *s_;                              \
+        if (DK_LIKELY(up_enabled)) {                     \
+            if ((s_ = up_serving(fd)) != NULL) {         \
+                DK_CANCEL_POINT();                       \
+                struct up_slot *s = s_;                  \
+                (void)s;                                 \
+                return served_call;                      \
+            }                                            \
+            bool m_ = dk_pt_begin(fd);                   \
+            ssize_t r_ = real_call;                      \
+            if (changes && r_ > 0) dk_pt_end_changed(m_, fd); \
+            return r_;                                   \
+        }                                                \
+        return real_call;                                \
+    } while (0)
+
+DK_EXPORT ssize_t read(int fd, void *buf, size_t n) {
+    SERVE(fd, up_read(s, fd, buf, n), DK_REAL(read)(fd, buf, n), false);
+}
+DK_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off) {
+    SERVE(fd, up_pread(s, fd, buf, n, off), DK_REAL(pread)(fd, buf, n, off), false);
+}
+DK_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off) {
+    SERVE(fd, up_pread(s, fd, buf, n, off), DK_REAL(pread64)(fd, buf, n, off), false);
+}
+DK_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
+    if (n > buflen) return DK_REAL(__read_chk)(fd, buf, n, buflen); /* libc reports the overflow */
+    SERVE(fd, up_read(s, fd, buf, n), DK_REAL(__read_chk)(fd, buf, n, buflen), false);
+}
+DK_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen) {
+    if (n > buflen) return DK_REAL(__pread_chk)(fd, buf, n, off, buflen);
+    SERVE(fd, up_pread(s, fd, buf, n, off), DK_REAL(__pread_chk)(fd, buf, n, off, buflen), false);
+}
+DK_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen) {
+    if (n > buflen) return DK_REAL(__pread64_chk)(fd, buf, n, off, buflen);
+    SERVE(fd, up_pread(s, fd, buf, n, off), DK_REAL(__pread64_chk)(fd, buf, n, off, buflen), false);
+}
+DK_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt) {
+    SERVE(fd, up_readv(s, fd, iov, cnt, 0, 0, false), DK_REAL(readv)(fd, iov, cnt), false);
+}
+DK_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off) {
+    SERVE(fd, up_readv(s, fd, iov, cnt, off, 0, true), DK_REAL(preadv)(fd, iov, cnt, off), false);
+}
+DK_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off_t off) {
+    SERVE(fd, up_readv(s, fd, iov, cnt, off, 0, true), DK_REAL(preadv64)(fd, iov, cnt, off), false);
+}
+DK_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int fl) {
+    SERVE(fd, up_readv(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(preadv2)(fd, iov, cnt, off, fl), false);
+}
+DK_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off_t off, int fl) {
+    SERVE(fd, up_readv(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(preadv64v2)(fd, iov, cnt, off, fl), false);
+}
+
+DK_EXPORT ssize_t write(int fd, const void *buf, size_t n) {
+    SERVE(fd, up_write(s, fd, buf, n), DK_REAL(write)(fd, buf, n), true);
+}
+DK_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) {
+    SERVE(fd, up_pwrite(s, fd, buf, n, off), DK_REAL(pwrite)(fd, buf, n, off), true);
+}
+DK_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off) {
+    SERVE(fd, up_pwrite(s, fd, buf, n, off), DK_REAL(pwrite64)(fd, buf, n, off), true);
+}
+DK_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt) {
+    SERVE(fd, up_writev(s, fd, iov, cnt, 0, 0, false), DK_REAL(writev)(fd, iov, cnt), true);
+}
+DK_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off) {
+    SERVE(fd, up_writev(s, fd, iov, cnt, off, 0, true), DK_REAL(pwritev)(fd, iov, cnt, off), true);
+}
+DK_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off) {
+    SERVE(fd, up_writev(s, fd, iov, cnt, off, 0, true), DK_REAL(pwritev64)(fd, iov, cnt, off), true);
+}
+DK_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int fl) {
+    SERVE(fd, up_writev(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(pwritev2)(fd, iov, cnt, off, fl), true);
+}
+DK_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off_t off, int fl) {
+    SERVE(fd, up_writev(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(pwritev64v2)(fd, iov, cnt, off, fl), true);
+}

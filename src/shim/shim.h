@@ -1,0 +1,45 @@
+/* Shared helpers of the preload entry points. Entry points decide "served or passed through" and
+ * dispatch; no policy lives in the shim. */
+#ifndef DK_SHIM_SHIM_H
+#define DK_SHIM_SHIM_H
+
+#include <fcntl.h>
+#include <pthread.h>
+
+#include "common/dk.h"
+#include "common/stats.h"
+#include "shim/libc.h"
+#include "upath/upath.h"
+
+/* The served path is a cancellation point wherever libc's call is one. */
+#define DK_CANCEL_POINT() pthread_testcancel()
+
+/* A managed descriptor that is not served (shared, O_DIRECT, unmappable): publish our appends first so
+ * the kernel sees every byte, and count why. Returns true when fd is managed. */
+static inline bool dk_pt_begin(int fd) {
+    if (!up_enabled || !up_fd_slot(fd)) return false;
+    struct up_slot *s = up_fd_slot(fd);
+    dk_count(DK_C_passthrough, 1);
+    if (s->kernel) dk_count((s->flags & O_DIRECT) ? DK_C_pt_odirect : DK_C_pt_exported, 1);
+    else if (s->file->kernel_only) dk_count(DK_C_pt_mapfail, 1);
+    else dk_count(DK_C_pt_exported, 1); /* shared with a fork relative */
+    DK_ERRNO_SAVE;
+    up_publish_fd(fd);
+    DK_ERRNO_RESTORE;
+    return true;
+}
+
+/* After a pass-through call that may have changed the file's data or size. */
+static inline void dk_pt_end_changed(bool managed, int fd) {
+    if (!managed) return;
+    DK_ERRNO_SAVE;
+    up_kernel_changed_fd(fd);
+    DK_ERRNO_RESTORE;
+}
+
+/* Adopts a descriptor the kernel just opened; refuses it under DAXKIT_STRICT_CONFIG with bad options. */
+int dk_after_open(int fd, int flags);
+/* Mode argument of open: present with O_CREAT or O_TMPFILE. */
+#define DK_OPEN_NEEDS_MODE(flags) (((flags) & O_CREAT) || ((flags) & O_TMPFILE) == O_TMPFILE)
+
+#endif

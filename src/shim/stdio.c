@@ -1,0 +1,168 @@
+/* stdio on managed files: glibc's FILE calls the kernel directly (internal symbols), so a managed file
+ * opened with fopen/fdopen becomes a fopencookie stream whose IO goes through the interposed
+ * read/write/lseek/close. fileno() of such a stream returns its descriptor. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shim/shim.h"
+
+struct cookie {
+    int fd;
+    FILE *fp;
+    struct cookie *next;
+};
+
+static pthread_mutex_t cookies_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct cookie *cookies;
+static int cookie_count; /* lets fileno() skip the lock when no cookie stream exists */
+
+static ssize_t ck_read(void *c, char *buf, size_t n) { return read(((struct cookie *)c)->fd, buf, n); }
+static ssize_t ck_write(void *c, const char *buf, size_t n) {
+    ssize_t r = write(((struct cookie *)c)->fd, buf, n);
+    return r < 0 ? 0 : r; /* fopencookie: 0 means error (errno set) */
+}
+static int ck_seek(void *c, off64_t *off, int whence) {
+    off_t r = lseek(((struct cookie *)c)->fd, *off, whence);
+    if (r < 0) return -1;
+    *off = r;
+    return 0;
+}
+static int ck_close(void *c) {
+    struct cookie *k = c;
+    pthread_mutex_lock(&cookies_mu);
+    for (struct cookie **pp = &cookies; *pp; pp = &(*pp)->next)
+        if (*pp == k) {
+            *pp = k->next;
+            __atomic_sub_fetch(&cookie_count, 1, __ATOMIC_RELAXED);
+            break;
+        }
+    pthread_mutex_unlock(&cookies_mu);
+    int r = close(k->fd);
+    free(k);
+    return r;
+}
+
+/* Open flags for an fopen mode string, or -1 (EINVAL) when the mode is not valid. */
+static int mode_flags(const char *mode) {
+    int fl;
+    switch (mode[0]) {
+    case 'r': fl = O_RDONLY; break;
+    case 'w': fl = O_WRONLY | O_CREAT | O_TRUNC; break;
+    case 'a': fl = O_WRONLY | O_CREAT | O_APPEND; break;
+    default: return -1;
+    }
+    for (const char *m = mode + 1; *m && *m != ','; m++) {
+        if (*m == '+') fl = (fl & ~O_ACCMODE) | O_RDWR;
+        else if (*m == 'x') fl |= O_EXCL;
+        else if (*m == 'e') fl |= O_CLOEXEC;
+    }
+    return fl;
+}
+
+/* A cookie stream over managed fd; NULL (errno set) on failure, leaving fd open. */
+static FILE *cookie_stream(int fd, const char *mode) {
+    struct cookie *k = calloc(1, sizeof *k);
+    if (!k) return NULL;
+    k->fd = fd;
+    cookie_io_functions_t io = {ck_read, ck_write, ck_seek, ck_close};
+    char m[8];
+    size_t i = 0;
+    for (const char *p = mode; *p && *p != ',' && i < sizeof m - 1; p++)
+        if (*p != 'x' && *p != 'e' && *p != 'm' && *p != 'c') m[i++] = *p;
+    m[i] = 0;
+    FILE *fp = fopencookie(k, m, io);
+    if (!fp) {
+        free(k);
+        return NULL;
+    }
+    k->fp = fp;
+    pthread_mutex_lock(&cookies_mu);
+    k->next = cookies;
+    cookies = k;
+    __atomic_add_fetch(&cookie_count, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&cookies_mu);
+    return fp;
+}
+
+static FILE *fopen_common(const char *path, const char *mode, bool is64) {
+    if (!up_enabled) return is64 ? DK_REAL(fopen64)(path, mode) : DK_REAL(fopen)(path, mode);
+    int fl = mode_flags(mode);
+    if (fl < 0) {
+        errno = EINVAL;
+        return NULL;
+    }
+    int fd = open(path, fl, 0666);
+    if (fd < 0) return NULL;
+    FILE *fp = up_fd_slot(fd) ? cookie_stream(fd, mode) : DK_REAL(fdopen)(fd, mode);
+    if (!fp) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return fp;
+}
+DK_EXPORT FILE *fopen(const char *path, const char *mode) { return fopen_common(path, mode, false); }
+DK_EXPORT FILE *fopen64(const char *path, const char *mode) { return fopen_common(path, mode, true); }
+
+DK_EXPORT FILE *fdopen(int fd, const char *mode) {
+    if (up_enabled && up_fd_slot(fd)) {
+        int fl = mode_flags(mode), cur = DK_REAL(fcntl)(fd, F_GETFL);
+        if (fl < 0 || cur < 0) {
+            errno = fl < 0 ? EINVAL : EBADF;
+            return NULL;
+        }
+        if ((fl & O_APPEND) && !(cur & O_APPEND)) fcntl(fd, F_SETFL, cur | O_APPEND); /* as glibc does */
+        return cookie_stream(fd, mode);
+    }
+    return DK_REAL(fdopen)(fd, mode);
+}
+
+/* freopen keeps the FILE object; a cookie stream cannot be re-targeted in place, so the kernel serves
+ * a reopened stream (its descriptor is marked so that our other descriptors publish around it). */
+static FILE *freopen_common(const char *path, const char *mode, FILE *fp, bool is64) {
+    if (up_enabled) {
+        int fd = fileno(fp);
+        if (fd >= 0 && up_fd_slot(fd)) up_publish_fd(fd);
+    }
+    FILE *r = is64 ? DK_REAL(freopen64)(path, mode, fp) : DK_REAL(freopen)(path, mode, fp);
+    if (r && up_enabled) {
+        int fd = DK_REAL(fileno)(r);
+        int fl = fd >= 0 ? DK_REAL(fcntl)(fd, F_GETFL) : -1;
+        if (fl >= 0) {
+            DK_ERRNO_SAVE;
+            up_adopt(fd, fl);
+            struct up_slot *s = up_fd_slot(fd);
+            if (s) {
+                s->kernel = 1;
+                dk_count(DK_C_pt_unsupported, 1);
+            }
+            DK_ERRNO_RESTORE;
+        }
+    }
+    return r;
+}
+DK_EXPORT FILE *freopen(const char *path, const char *mode, FILE *fp) { return freopen_common(path, mode, fp, false); }
+DK_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *fp) {
+    return freopen_common(path, mode, fp, true);
+}
+
+static int cookie_fd(FILE *fp) {
+    if (!__atomic_load_n(&cookie_count, __ATOMIC_RELAXED)) return -1;
+    int fd = -1;
+    pthread_mutex_lock(&cookies_mu);
+    for (struct cookie *k = cookies; k; k = k->next)
+        if (k->fp == fp) fd = k->fd;
+    pthread_mutex_unlock(&cookies_mu);
+    return fd;
+}
+DK_EXPORT int fileno(FILE *fp) {
+    int fd = cookie_fd(fp);
+    return fd >= 0 ? fd : DK_REAL(fileno)(fp);
+}
+DK_EXPORT int fileno_unlocked(FILE *fp) {
+    int fd = cookie_fd(fp);
+    return fd >= 0 ? fd : DK_REAL(fileno_unlocked)(fp);
+}

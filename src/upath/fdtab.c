@@ -1,0 +1,151 @@
+/* Descriptor table (private) and open-file-description slots (shared with fork relatives). */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "common/log.h"
+#include "shim/libc.h"
+#include "upath/internal.h"
+
+_Static_assert(sizeof(struct up_slot) == 64, "one slot per cache line");
+
+struct up_fd *up_fd_leaf[UP_FD_LEAVES];
+
+/* Slots live in one shared anonymous region, allocated by a shared bitmap, so that a descriptor
+ * inherited by fork keeps one offset in both processes (as the kernel's file description does). */
+struct slot_region {
+    uint64_t used[UP_SLOTS_MAX / 64]; /* allocation bitmap (atomic) */
+    uint32_t hint;
+    struct up_slot slot[UP_SLOTS_MAX];
+};
+static struct slot_region *region;
+/* This process's descriptor count per slot (private: copied by fork, like the descriptors). */
+static uint32_t local_refs[UP_SLOTS_MAX];
+
+int up_fdtab_init(void) {
+    void *p = dk_libc()->mmap(NULL, sizeof(struct slot_region), PROT_READ | PROT_WRITE,
+                              MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return -errno;
+    region = p;
+    return 0;
+}
+
+static uint32_t slot_index(const struct up_slot *s) { return (uint32_t)(s - region->slot); }
+
+uint32_t up_slot_local_refs(const struct up_slot *s) { return local_refs[slot_index(s)]; }
+
+struct up_slot *up_slot_new(struct up_file *f, uint32_t flags, uint64_t offset) {
+    if (!region) return NULL;
+    uint32_t start = __atomic_load_n(&region->hint, __ATOMIC_RELAXED) % (UP_SLOTS_MAX / 64);
+    for (uint32_t k = 0; k < UP_SLOTS_MAX / 64; k++) {
+        uint32_t w = (start + k) % (UP_SLOTS_MAX / 64);
+        uint64_t bits = __atomic_load_n(&region->used[w], __ATOMIC_RELAXED);
+        while (~bits) {
+            int b = __builtin_ctzll(~bits);
+            if (__atomic_compare_exchange_n(&region->used[w], &bits, bits | (1ull << b), false,
+                                            __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+                struct up_slot *s = &region->slot[w * 64 + (uint32_t)b];
+                uint32_t gen = s->gen + 1;
+                memset(s, 0, sizeof *s);
+                s->gen = gen;
+                s->offset = offset;
+                s->flags = flags;
+                s->file = f;
+                __atomic_store_n(&s->procs, 1, __ATOMIC_RELEASE);
+                __atomic_store_n(&region->hint, w, __ATOMIC_RELAXED);
+                return s;
+            }
+        }
+    }
+    return NULL; /* full: the caller passes the descriptor through */
+}
+
+static void slot_free(struct up_slot *s) {
+    uint32_t i = slot_index(s);
+    s->file = NULL;
+    __atomic_fetch_and(&region->used[i / 64], ~(1ull << (i % 64)), __ATOMIC_RELEASE);
+}
+
+/* Drops this process's share of a slot. */
+static void slot_release_proc(struct up_slot *s) {
+    if (__atomic_sub_fetch(&s->procs, 1, __ATOMIC_ACQ_REL) == 0) slot_free(s);
+}
+
+static struct up_fd *entry_alloc(int fd) {
+    if ((unsigned)fd >= UP_FD_LEAF * UP_FD_LEAVES) return NULL;
+    struct up_fd **leafp = &up_fd_leaf[(unsigned)fd / UP_FD_LEAF];
+    struct up_fd *leaf = __atomic_load_n(leafp, __ATOMIC_ACQUIRE);
+    if (!leaf) {
+        leaf = calloc(UP_FD_LEAF, sizeof *leaf);
+        if (!leaf) return NULL;
+        struct up_fd *expected = NULL;
+        if (!__atomic_compare_exchange_n(leafp, &expected, leaf, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            free(leaf);
+            leaf = expected;
+        }
+    }
+    return &leaf[(unsigned)fd % UP_FD_LEAF];
+}
+
+int up_fd_bind(int fd, struct up_slot *s) {
+    struct up_fd *e = entry_alloc(fd);
+    if (!e) return -ENOMEM;
+    dk_assert(e->slot == NULL);
+    local_refs[slot_index(s)]++;
+    e->stale = 0;
+    e->internal = 0;
+    __atomic_store_n(&e->slot, s, __ATOMIC_RELEASE);
+    return 0;
+}
+
+struct up_slot *up_fd_unbind(int fd) {
+    struct up_fd *e = up_fd_entry(fd);
+    if (!e || !e->slot) return NULL;
+    struct up_slot *s = e->slot;
+    __atomic_store_n(&e->slot, NULL, __ATOMIC_RELEASE);
+    e->stale = 0;
+    uint32_t i = slot_index(s);
+    dk_assert(local_refs[i] > 0);
+    if (--local_refs[i] > 0) return NULL;
+    return s;
+}
+
+/* Called by the owner of the file reference once the process's last descriptor on `s` is gone. */
+void up_slot_drop_local(struct up_slot *s);
+void up_slot_drop_local(struct up_slot *s) { slot_release_proc(s); }
+
+void up_fd_mark_internal(int fd, bool internal) {
+    struct up_fd *e = entry_alloc(fd);
+    if (e) e->internal = internal;
+}
+
+void up_fd_foreach(void (*fn)(int fd, struct up_fd *e, void *arg), void *arg) {
+    for (unsigned l = 0; l < UP_FD_LEAVES; l++) {
+        struct up_fd *leaf = up_fd_leaf[l];
+        if (!leaf) continue;
+        for (unsigned i = 0; i < UP_FD_LEAF; i++)
+            if (leaf[i].slot || leaf[i].internal) fn((int)(l * UP_FD_LEAF + i), &leaf[i], arg);
+    }
+}
+
+/* Before fork: the child will share every slot this process uses. */
+void up_fdtab_fork_prepare(void) {
+    if (!region) return;
+    for (uint32_t i = 0; i < UP_SLOTS_MAX; i++)
+        if (local_refs[i]) __atomic_fetch_add(&region->slot[i].procs, 1, __ATOMIC_ACQ_REL);
+}
+
+void up_fdtab_fork_failed(void) {
+    if (!region) return;
+    for (uint32_t i = 0; i < UP_SLOTS_MAX; i++)
+        if (local_refs[i]) slot_release_proc(&region->slot[i]);
+}
+
+void up_fdtab_release_all(void) {
+    if (!region) return;
+    for (uint32_t i = 0; i < UP_SLOTS_MAX; i++) {
+        if (!local_refs[i]) continue;
+        local_refs[i] = 0;
+        slot_release_proc(&region->slot[i]);
+    }
+}

@@ -1,0 +1,141 @@
+/* The file table: one up_file per inode this process uses, keyed by (dev, ino). An inode number is not
+ * reused while we hold a mapping of it, so the key stays unique for as long as the entry lives. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "upath/internal.h"
+
+#define UP_FILE_BUCKETS 4096
+
+pthread_mutex_t up_table_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct up_file *buckets[UP_FILE_BUCKETS];
+static struct up_file lru = {.lru_prev = &lru, .lru_next = &lru}; /* closed files, oldest first */
+static uint64_t lru_count;
+static struct up_file all = {.all_prev = &all, .all_next = &all};
+
+static unsigned bucket_of(dev_t dev, ino_t ino) {
+    uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ull ^ (uint64_t)dev * 0xc2b2ae3d27d4eb4full;
+    return (unsigned)(h >> 52) % UP_FILE_BUCKETS;
+}
+
+struct up_file *up_file_lookup(dev_t dev, ino_t ino) {
+    for (struct up_file *f = buckets[bucket_of(dev, ino)]; f; f = f->hash_next)
+        if (f->dev == dev && f->ino == ino) return f;
+    return NULL;
+}
+
+static void lru_unlink(struct up_file *f) {
+    if (!f->lru_next) return;
+    f->lru_prev->lru_next = f->lru_next;
+    f->lru_next->lru_prev = f->lru_prev;
+    f->lru_prev = f->lru_next = NULL;
+    lru_count--;
+}
+
+static void table_remove(struct up_file *f) {
+    struct up_file **pp = &buckets[bucket_of(f->dev, f->ino)];
+    while (*pp && *pp != f) pp = &(*pp)->hash_next;
+    if (*pp) *pp = f->hash_next;
+    f->cached = false;
+}
+
+static void file_free(struct up_file *f) {
+    dk_assert(f->open_refs == 0);
+    dk_assert(f->staged_count == 0);
+    lru_unlink(f);
+    if (f->cached) table_remove(f);
+    f->all_prev->all_next = f->all_next;
+    f->all_next->all_prev = f->all_prev;
+    up_map_drop(&f->map);
+    free(f->staged);
+    pthread_rwlock_destroy(&f->rw);
+    pthread_mutex_destroy(&f->mu);
+    free(f);
+}
+
+static void lru_trim(void) {
+    while (lru_count > dk_cfg.cache_files) file_free(lru.lru_next);
+}
+
+struct up_file *up_file_get(struct up_root *r, const struct stat *st, const char *path_hint) {
+    (void)path_hint;
+    struct up_file *f = up_file_lookup(st->st_dev, st->st_ino);
+    if (f) {
+        lru_unlink(f);
+        f->open_refs++;
+        return f;
+    }
+    f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    f->dev = st->st_dev;
+    f->ino = st->st_ino;
+    f->root = r;
+    f->size = f->pub_size = f->ksize = (uint64_t)st->st_size;
+    pthread_rwlock_init(&f->rw, NULL);
+    pthread_mutex_init(&f->mu, NULL);
+    f->rescue_fd = -1;
+    f->open_refs = 1;
+    unsigned b = bucket_of(f->dev, f->ino);
+    f->hash_next = buckets[b];
+    buckets[b] = f;
+    f->cached = true;
+    f->all_prev = all.all_prev;
+    f->all_next = &all;
+    all.all_prev->all_next = f;
+    all.all_prev = f;
+    return f;
+}
+
+void up_file_put(struct up_file *f) {
+    dk_assert(f->open_refs > 0);
+    if (--f->open_refs > 0) return;
+    if (up_file_pinned(f)) return; /* kept until published (up_publish_all) */
+    if (f->unlinked || !f->cached || dk_cfg.cache_files == 0) {
+        file_free(f);
+        return;
+    }
+    f->lru_prev = lru.lru_prev;
+    f->lru_next = &lru;
+    lru.lru_prev->lru_next = f;
+    lru.lru_prev = f;
+    lru_count++;
+    lru_trim();
+}
+
+void up_file_forget(dev_t dev, ino_t ino) {
+    struct up_file *f = up_file_lookup(dev, ino);
+    if (!f) return;
+    table_remove(f); /* a new file with this inode number must not find the old entry */
+    if (f->open_refs == 0) file_free(f);
+    else f->unlinked = true;
+}
+
+void up_file_foreach(void (*fn)(struct up_file *f, void *arg), void *arg) {
+    struct up_file *next;
+    for (struct up_file *f = all.all_next; f != &all; f = next) {
+        next = f->all_next;
+        fn(f, arg);
+    }
+}
+
+/* Fork safety: hold every file's locks across fork so neither process inherits a half-held one. */
+static void lock_one(struct up_file *f, void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&f->mu);
+    pthread_rwlock_wrlock(&f->rw);
+}
+static void unlock_one(struct up_file *f, void *arg) {
+    (void)arg;
+    pthread_rwlock_unlock(&f->rw);
+    pthread_mutex_unlock(&f->mu);
+}
+static void reinit_one(struct up_file *f, void *arg) {
+    (void)arg;
+    pthread_rwlock_init(&f->rw, NULL);
+    pthread_mutex_init(&f->mu, NULL);
+}
+void up_file_lock_all(void) { up_file_foreach(lock_one, NULL); }
+void up_file_unlock_all(void) { up_file_foreach(unlock_one, NULL); }
+void up_file_reinit_locks_all(void) { up_file_foreach(reinit_one, NULL); }

@@ -1,0 +1,228 @@
+/* Internal structures of the user-space data path (SplitFS/FLEX design). See docs/design-upath.md.
+ *
+ * Objects and their lifetimes:
+ *   up_root  -- a managed directory (DAXKIT_DIR entry): medium, staging pool. Lives for the process.
+ *   up_file  -- one inode (dev, ino) seen by this process: logical size, mappings, staged appends.
+ *               Private memory; kept after the last close (mapping cache) until evicted, unlinked,
+ *               truncated away or renamed over.
+ *   up_slot  -- one open file description (offset, access flags): in MAP_SHARED anonymous memory so that
+ *               dup'ed and fork-inherited descriptors share one offset, like the kernel's.
+ *   fd table -- private: fd number -> slot.
+ *
+ * Locks, in acquisition order: table_mu (file table, fd table changes) > file->mu (appends, size,
+ * publish) > file->rw (write side: structural changes that readers must not see half done). */
+#ifndef DK_UPATH_INTERNAL_H
+#define DK_UPATH_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "common/dk.h"
+#include "persist/media.h"
+
+/* ---- managed roots (managed.c) ---- */
+
+struct up_pool;
+
+struct up_root {
+    char path[4096];
+    size_t path_len;
+    dev_t dev;
+    bool mount_root;          /* the directory is its file system's root here: dev match suffices */
+    pthread_mutex_t mu;       /* probe, pool creation */
+    bool probed;
+    struct dk_medium_info medium;
+    enum dk_medium persist_as; /* medium, or DAX when DAXKIT_PERSIST=flush (emulation) */
+    uint64_t clone_min_bytes;
+    struct up_pool *pool;     /* staging pool, created on first staged append */
+};
+
+int up_roots_init(const char *dirs);   /* returns the number of usable roots */
+int up_roots_count(void);
+struct up_root *up_root_at(int idx);
+/* The root that holds the open regular file `fd` (st from fstat), or NULL. */
+struct up_root *up_root_for_fd(int fd, const struct stat *st);
+/* The root whose directory holds `dirfd`-relative `path` (for unlink/rename), or NULL. Cheap reject. */
+bool up_dev_is_managed(dev_t dev);
+/* Probes the root's medium on first use. */
+void up_root_probe(struct up_root *r);
+
+/* ---- mappings of one file (map.c) ---- */
+
+#define UP_MAP_LEAF_SHIFT 9
+#define UP_MAP_LEAVES 512                      /* 512 leaves x 512 chunks x 2 MiB = 512 GiB */
+#define UP_MAP_MAX_BYTES ((uint64_t)UP_MAP_LEAVES << (UP_MAP_LEAF_SHIFT + DK_HUGE_SHIFT))
+
+struct up_extent {           /* one mmap() call: [off, off+len) of the file at addr */
+    char *addr;
+    uint64_t off, len;
+};
+
+struct up_map {
+    char **leaf[UP_MAP_LEAVES]; /* chunk index -> address of the chunk's first byte (atomic loads) */
+    uint64_t mapped_bytes;      /* [0, mapped_bytes) is mapped; grows only */
+    struct up_extent *ext;
+    uint32_t ext_count, ext_cap;
+    bool writable;
+};
+
+/* Address of file offset `off`, or NULL when not mapped. Lock-free. */
+static inline char *up_map_addr(const struct up_map *m, uint64_t off) {
+    uint64_t chunk = off >> DK_HUGE_SHIFT;
+    if (DK_UNLIKELY(off >= UP_MAP_MAX_BYTES)) return NULL;
+    char **leaf = __atomic_load_n(&m->leaf[chunk >> UP_MAP_LEAF_SHIFT], __ATOMIC_ACQUIRE);
+    if (DK_UNLIKELY(!leaf)) return NULL;
+    char *base = __atomic_load_n(&leaf[chunk & (UP_MAP_LEAVES - 1)], __ATOMIC_ACQUIRE);
+    return base ? base + (off & (DK_HUGE_BYTES - 1)) : NULL;
+}
+
+struct up_file;
+/* Maps [0, want_bytes) (rounded up to 2 MiB) using `fd`; populates up to `populate_bytes`. 0 or -errno. */
+int up_map_grow(struct up_file *f, int fd, uint64_t want_bytes, uint64_t populate_bytes);
+/* Pre-faults [off, off+len) for writing (new pages after a size change). */
+void up_map_populate(struct up_file *f, uint64_t off, uint64_t len);
+void up_map_drop(struct up_map *m);
+
+/* ---- staging pool (stage.c) ---- */
+
+#define UP_SLOT_BYTES DK_HUGE_BYTES /* staging is handed out in 2 MiB slots */
+
+struct up_stg_file;                 /* one pre-allocated staging file, mapped */
+
+struct up_staged {                  /* one slot holding the appends for file range [base, base+cap) */
+    struct up_stg_file *sf;
+    uint32_t slot;
+    uint64_t base, cap;
+    char *addr;                     /* address of file offset `base` in the staging mapping */
+    uint64_t sf_off;                /* staging file offset of `base` (same offset within a block) */
+};
+
+/* Takes a free slot from the root's pool for file offsets starting at `base`. 0 or -errno. */
+int up_stage_take(struct up_root *r, uint64_t base, struct up_staged *out);
+/* Returns a slot after its data moved into the file (cloned slots are refreshed in the background). */
+void up_stage_give_back(struct up_root *r, struct up_staged *s, bool cloned);
+int up_stage_fd(const struct up_stg_file *sf);
+/* Forgets every pool after fork (the child must not write into the parent's staging files). */
+void up_stage_after_fork_child(void);
+/* Removes staging files left by processes that are gone (their owner lock is free). */
+void up_stage_reclaim(struct up_root *r, int area_fd);
+void up_stage_shutdown(void);
+
+/* ---- files (file.c) ---- */
+
+enum up_strategy { UP_STAGE, UP_EXTEND };
+
+struct up_file {
+    dev_t dev;
+    ino_t ino;
+    struct up_file *hash_next;
+    struct up_file *lru_prev, *lru_next; /* on the closed list when open_refs == 0 */
+    struct up_file *all_prev, *all_next; /* every live file, including forgotten ones still open */
+    struct up_root *root;
+    uint64_t size;          /* logical size this process sees (atomic access) */
+    uint64_t pub_size;      /* every byte below is in the kernel file; size >= pub_size */
+    uint64_t ksize;         /* the kernel's i_size as we last set or saw it (extend: a step ahead) */
+    struct up_map map;
+    pthread_rwlock_t rw;    /* read: data IO; write: truncate, drop */
+    pthread_mutex_t mu;     /* appends, size changes, publish */
+    enum up_strategy strategy;
+    struct up_staged *staged; /* stage strategy: slots covering [pub_size, size), in file order */
+    uint32_t staged_count, staged_cap;
+    uint32_t open_refs;     /* descriptors of this process referring to the file */
+    bool dirty;             /* data written since the last fsync */
+    bool meta_dirty;        /* size or blocks changed since the last fsync (kernel fsync needed) */
+    bool unlinked;
+    bool cached;            /* in the file table */
+    bool kernel_only;       /* could not be mapped: every call passes through */
+    int rescue_fd;          /* internal duplicate kept when a publish at close failed (-1: none) */
+};
+
+/* Appends not yet in the kernel file: the file must not be evicted. */
+static inline bool up_file_pinned(const struct up_file *f) {
+    return f->staged_count || f->ksize != __atomic_load_n(&f->size, __ATOMIC_ACQUIRE) || f->rescue_fd >= 0;
+}
+
+static inline uint64_t up_file_size(const struct up_file *f) {
+    return __atomic_load_n(&f->size, __ATOMIC_ACQUIRE);
+}
+static inline void up_file_set_size(struct up_file *f, uint64_t s) {
+    __atomic_store_n(&f->size, s, __ATOMIC_RELEASE);
+}
+
+extern pthread_mutex_t up_table_mu;
+/* Finds or creates the file for (st->st_dev, st->st_ino); takes an open reference. Caller holds
+ * up_table_mu. NULL on allocation failure. */
+struct up_file *up_file_get(struct up_root *r, const struct stat *st, const char *path_hint);
+/* Drops an open reference; caller holds up_table_mu. The file stays cached (closed list) unless unlinked. */
+void up_file_put(struct up_file *f);
+struct up_file *up_file_lookup(dev_t dev, ino_t ino);
+/* Forgets a file whose name went away (unlink, rename-over): dropped now if closed, at last close if open. */
+void up_file_forget(dev_t dev, ino_t ino);
+/* Calls fn for every file in the table (caller holds up_table_mu). */
+void up_file_foreach(void (*fn)(struct up_file *f, void *arg), void *arg);
+void up_file_lock_all(void);
+void up_file_unlock_all(void);
+void up_file_reinit_locks_all(void);
+
+/* ---- open file descriptions (fdtab.c) ---- */
+
+#define UP_SLOTS_MAX 65536
+
+struct up_slot {                      /* 64 bytes, MAP_SHARED: shared with fork relatives */
+    uint64_t offset;                  /* file offset (atomic) */
+    uint32_t procs;                   /* processes referring to it (atomic) */
+    uint32_t flags;                   /* open flags: O_ACCMODE, O_APPEND, O_SYNC, O_DSYNC (atomic) */
+    uint32_t kernel;                  /* kernel is authoritative: pass data calls through */
+    uint32_t gen;
+    struct up_file *file;             /* same address in every fork relative */
+    uint64_t pad[4];
+};
+
+/* Per-process descriptor entry. */
+struct up_fd {
+    struct up_slot *slot;
+    uint32_t internal;                /* a descriptor daxkit owns: invisible to the program */
+    uint32_t stale;                   /* the kernel offset moved while shared: resync before use */
+};
+
+#define UP_FD_LEAF 1024
+#define UP_FD_LEAVES 1024             /* 1M descriptors */
+extern struct up_fd *up_fd_leaf[UP_FD_LEAVES];
+
+static inline struct up_fd *up_fd_entry(int fd) {
+    if (DK_UNLIKELY((unsigned)fd >= UP_FD_LEAF * UP_FD_LEAVES)) return NULL;
+    struct up_fd *leaf = __atomic_load_n(&up_fd_leaf[(unsigned)fd / UP_FD_LEAF], __ATOMIC_ACQUIRE);
+    return leaf ? &leaf[(unsigned)fd % UP_FD_LEAF] : NULL;
+}
+/* The slot of a managed descriptor, or NULL. Lock-free: the data path's first step. */
+static inline struct up_slot *up_fd_slot(int fd) {
+    struct up_fd *e = up_fd_entry(fd);
+    return e ? __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE) : NULL;
+}
+
+int up_fdtab_init(void);
+struct up_slot *up_slot_new(struct up_file *f, uint32_t flags, uint64_t offset);
+/* Binds fd to slot (the process's reference count on the slot goes up). Caller holds up_table_mu. */
+int up_fd_bind(int fd, struct up_slot *s);
+/* Unbinds fd; returns the slot if this was the process's last descriptor for it (caller then drops
+ * the file reference), else NULL. Caller holds up_table_mu. */
+struct up_slot *up_fd_unbind(int fd);
+/* Local (this process) descriptor count of a slot. */
+uint32_t up_slot_local_refs(const struct up_slot *s);
+void up_fd_mark_internal(int fd, bool internal);
+static inline bool up_fd_is_internal(int fd) {
+    struct up_fd *e = up_fd_entry(fd);
+    return e && e->internal;
+}
+/* Iterates over managed descriptors (caller holds up_table_mu). */
+void up_fd_foreach(void (*fn)(int fd, struct up_fd *e, void *arg), void *arg);
+/* Fork bookkeeping of slot process counts. */
+void up_fdtab_fork_prepare(void);
+void up_fdtab_fork_failed(void);
+/* The process is going away (exit, or a successful exec): give up slot references. */
+void up_fdtab_release_all(void);
+
+#endif

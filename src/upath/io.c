@@ -1,0 +1,357 @@
+/* Reads and writes served from mappings. Overwrites of published bytes are stores into the file
+ * mapping (non-temporal or store + write-back where the medium persists by flushing); appends go to
+ * staging (stage) or in place past a pre-extended size (extend), and become part of the file at a
+ * publish point (publish.c). */
+#include <string.h>
+#include <sys/mman.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/stats.h"
+#include "persist/persist.h"
+#include "shim/libc.h"
+#include "upath/io.h"
+#include "upath/upath.h"
+
+/* ---- the descriptor offset: a tiny lock per slot (shared slots are never served) ---- */
+
+static inline void pos_lock(struct up_slot *s) {
+    while (__atomic_exchange_n(&s->pad[0], 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(&s->pad[0], __ATOMIC_RELAXED)) __builtin_ia32_pause();
+}
+static inline void pos_unlock(struct up_slot *s) { __atomic_store_n(&s->pad[0], 0, __ATOMIC_RELEASE); }
+
+/* ---- copying ---- */
+
+static inline bool flush_medium(const struct up_file *f) { return f->root->persist_as == DK_MEDIUM_DAX; }
+
+static void store(const struct up_file *f, char *dst, const char *src, size_t n) {
+    if (flush_medium(f)) dk_store_persistent(dst, src, n, dk_cfg.nt_min_bytes);
+    else memcpy(dst, src, n);
+}
+
+void up_io_overwrite(struct up_file *f, uint64_t off, const char *buf, size_t n) {
+    while (n) {
+        size_t chunk = DK_MIN(n, DK_HUGE_BYTES - (off & (DK_HUGE_BYTES - 1)));
+        char *dst = up_map_addr(&f->map, off);
+        dk_assert(dst != NULL);
+        store(f, dst, buf, chunk);
+        off += chunk, buf += chunk, n -= chunk;
+    }
+}
+
+void up_io_copy_out(const struct up_file *f, uint64_t off, char *buf, size_t n) {
+    while (n) {
+        size_t chunk = DK_MIN(n, DK_HUGE_BYTES - (off & (DK_HUGE_BYTES - 1)));
+        const char *src = up_map_addr(&f->map, off);
+        dk_assert(src != NULL);
+        memcpy(buf, src, chunk);
+        off += chunk, buf += chunk, n -= chunk;
+    }
+}
+
+/* Makes [off, off+n) of the file mapping durable as the medium requires (sync mode, O_SYNC). */
+void up_io_persist_range(struct up_file *f, uint64_t off, size_t n) {
+    switch (f->root->persist_as) {
+    case DK_MEDIUM_DAX: dk_fence(); return; /* stores were written back already */
+    case DK_MEDIUM_VOLATILE: return;        /* nothing survives power loss here anyway */
+    case DK_MEDIUM_PAGECACHE: break;
+    }
+    uint64_t end = off + n;
+    off = dk_round_down(off, DK_PAGE_BYTES);
+    while (off < end) {
+        size_t chunk = DK_MIN(end - off, DK_HUGE_BYTES - (off & (DK_HUGE_BYTES - 1)));
+        char *p = up_map_addr(&f->map, off);
+        if (p) dk_libc()->msync(p, dk_round_up(chunk, DK_PAGE_BYTES), MS_SYNC);
+        off += chunk;
+    }
+}
+
+/* ---- staged appends ---- */
+
+/* The staged slot covering file offset `off` (off >= pub_size), taking new slots as needed. */
+static struct up_staged *staged_slot_for(struct up_file *f, uint64_t off, int *err) {
+    for (;;) {
+        if (f->staged_count) {
+            struct up_staged *last = &f->staged[f->staged_count - 1];
+            if (off < last->base + last->cap) {
+                /* Slots are contiguous from pub_size: index arithmetic finds most, a scan the rest. */
+                for (uint32_t i = 0; i < f->staged_count; i++) {
+                    struct up_staged *s = &f->staged[i];
+                    if (off >= s->base && off < s->base + s->cap) return s;
+                }
+                dk_assert(!"staged range has a gap");
+                *err = -EIO;
+                return NULL;
+            }
+        }
+        if (f->staged_count == f->staged_cap) {
+            uint32_t cap = f->staged_cap ? f->staged_cap * 2 : 4;
+            struct up_staged *n = realloc(f->staged, cap * sizeof *n);
+            if (!n) {
+                *err = -ENOMEM;
+                return NULL;
+            }
+            f->staged = n, f->staged_cap = cap;
+        }
+        uint64_t base = f->staged_count ? f->staged[f->staged_count - 1].base + f->staged[f->staged_count - 1].cap
+                                        : f->pub_size;
+        int rc = up_stage_take(f->root, base, &f->staged[f->staged_count]);
+        if (rc) {
+            *err = rc;
+            return NULL;
+        }
+        f->staged_count++;
+    }
+}
+
+/* Stores [off, off+n) into staging; fills a gap after the logical size with zeros. Under f->mu. */
+static int staged_write(struct up_file *f, uint64_t off, const char *buf, size_t n) {
+    uint64_t size = up_file_size(f);
+    dk_assert(off >= f->pub_size);
+    while (size < off) { /* zero-fill the gap: a staged slot may hold old bytes */
+        int err = 0;
+        struct up_staged *s = staged_slot_for(f, size, &err);
+        if (!s) return err;
+        uint64_t len = DK_MIN(off, s->base + s->cap) - size;
+        if (flush_medium(f)) dk_zero_nt(s->addr + (size - s->base), len);
+        else memset(s->addr + (size - s->base), 0, len);
+        size += len;
+    }
+    while (n) {
+        int err = 0;
+        struct up_staged *s = staged_slot_for(f, off, &err);
+        if (!s) return err;
+        size_t len = DK_MIN(n, s->base + s->cap - off);
+        store(f, s->addr + (off - s->base), buf, len);
+        off += len, buf += len, n -= len;
+    }
+    return 0;
+}
+
+/* Copies staged bytes [off, off+n) out (off >= pub_size). Under f->mu. */
+static void staged_read(struct up_file *f, uint64_t off, char *buf, size_t n) {
+    while (n) {
+        struct up_staged *s = NULL;
+        for (uint32_t i = 0; i < f->staged_count && !s; i++)
+            if (off >= f->staged[i].base && off < f->staged[i].base + f->staged[i].cap) s = &f->staged[i];
+        dk_assert(s != NULL);
+        if (!s) {
+            memset(buf, 0, n);
+            return;
+        }
+        size_t len = DK_MIN(n, s->base + s->cap - off);
+        memcpy(buf, s->addr + (off - s->base), len);
+        off += len, buf += len, n -= len;
+    }
+}
+
+/* ---- extend strategy ---- */
+
+/* Makes the kernel size at least `end`, in steps, mapped and populated. Under f->mu. */
+static int extend_to(struct up_file *f, int fd, uint64_t end) {
+    if (end <= f->ksize) return 0;
+    uint64_t step = DK_MAX(dk_cfg.extend_step_bytes, f->ksize / 8);
+    uint64_t target = dk_round_up(DK_MAX(end, f->ksize + step), DK_HUGE_BYTES);
+    if (target > UP_MAP_MAX_BYTES) return -EFBIG;
+    int rc = up_map_grow(f, fd, target, 0);
+    if (rc) return rc;
+    if (DK_REAL(ftruncate)(fd, (off_t)target) != 0) return -errno;
+    uint64_t old = f->ksize;
+    __atomic_store_n(&f->ksize, target, __ATOMIC_RELEASE);
+    if (dk_cfg.populate) up_map_populate(f, old, target - old);
+    f->meta_dirty = true;
+    dk_count(DK_C_extends, 1);
+    return 0;
+}
+
+/* ---- the write path ---- */
+
+/* Bytes at or above this offset are appends for the current strategy. */
+static inline uint64_t inplace_limit(const struct up_file *f) {
+    return f->strategy == UP_STAGE ? __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) : up_file_size(f);
+}
+
+/* Appending part of a write, under f->mu: [off, off+n), where off+n > inplace limit. */
+static int append_locked(struct up_file *f, int fd, uint64_t off, const char *buf, size_t n) {
+    uint64_t end = off + n;
+    if (f->strategy == UP_EXTEND) {
+        int rc = extend_to(f, fd, end);
+        if (rc) return rc;
+        up_io_overwrite(f, off, buf, n);
+    } else {
+        uint64_t pub = f->pub_size;
+        if (off < pub) { /* the head overwrites published bytes */
+            up_io_overwrite(f, off, buf, pub - off);
+            buf += pub - off, n -= pub - off, off = pub;
+        }
+        if (off > up_file_size(f) + UP_SLOT_BYTES) {
+            /* A write far past the end: let the kernel make the hole rather than staging zeros. */
+            int rc = up_publish_locked(f, fd);
+            if (rc) return rc;
+            if (DK_REAL(ftruncate)(fd, (off_t)off) != 0) return -errno;
+            rc = up_map_grow(f, fd, off, 0);
+            if (rc) return rc;
+            f->ksize = off;
+            __atomic_store_n(&f->pub_size, off, __ATOMIC_RELEASE);
+            up_file_set_size(f, off);
+            f->meta_dirty = true;
+        }
+        int rc = staged_write(f, off, buf, n);
+        if (rc) return rc;
+    }
+    if (end > up_file_size(f)) up_file_set_size(f, end);
+    return 0;
+}
+
+/* Writes n bytes at off (or at the end when `append`); returns the offset written at via *at. */
+ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append, bool sync) {
+    if (n == 0) return 0;
+    n = DK_MIN(n, DK_MAX_RW_BYTES);
+    bool appended = false;
+    pthread_rwlock_rdlock(&f->rw);
+    if (!append && off + n <= inplace_limit(f)) {
+        up_io_overwrite(f, off, buf, n);
+    } else {
+        pthread_mutex_lock(&f->mu);
+        if (append) off = up_file_size(f);
+        uint64_t limit = inplace_limit(f);
+        int rc = 0;
+        if (off + n <= limit) up_io_overwrite(f, off, buf, n);
+        else {
+            if (off < limit) {
+                up_io_overwrite(f, off, buf, limit - off);
+                rc = append_locked(f, fd, limit, buf + (limit - off), n - (limit - off));
+            } else {
+                rc = append_locked(f, fd, off, buf, n);
+            }
+            appended = true;
+        }
+        pthread_mutex_unlock(&f->mu);
+        if (rc) {
+            pthread_rwlock_unlock(&f->rw);
+            errno = -rc;
+            return -1;
+        }
+    }
+    __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
+    if (flush_medium(f)) dk_fence();
+    pthread_rwlock_unlock(&f->rw);
+    up_io_last_offset = off;
+    if (appended) {
+        dk_count(DK_C_appends, 1);
+        dk_count(DK_C_append_bytes, n);
+    } else {
+        dk_count(DK_C_writes, 1);
+        dk_count(DK_C_write_bytes, n);
+    }
+    if (sync) {
+        int rc = appended ? up_sync_file(f, fd, true) : 0;
+        if (!appended) up_io_persist_range(f, off, n);
+        if (rc) {
+            errno = -rc;
+            return -1;
+        }
+    }
+    return (ssize_t)n;
+}
+
+__thread uint64_t up_io_last_offset;
+
+/* ---- the read path ---- */
+
+ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off) {
+    n = DK_MIN(n, DK_MAX_RW_BYTES);
+    uint64_t size = up_file_size(f);
+    if (off >= size || n == 0) {
+        if (n && up_refresh_if_idle(f, fd)) size = up_file_size(f);
+        if (off >= size || n == 0) return 0;
+    }
+    n = DK_MIN(n, size - off);
+    pthread_rwlock_rdlock(&f->rw);
+    size = up_file_size(f); /* a truncate may have run before we took the lock */
+    if (off >= size) {
+        pthread_rwlock_unlock(&f->rw);
+        return 0;
+    }
+    n = DK_MIN(n, size - off);
+    uint64_t limit = inplace_limit(f);
+    size_t direct = off < limit ? DK_MIN(n, limit - off) : 0;
+    if (direct) up_io_copy_out(f, off, buf, direct);
+    if (direct < n) {
+        pthread_mutex_lock(&f->mu);
+        uint64_t pos = off + direct, pub = f->pub_size;
+        size_t rest = n - direct;
+        if (pos < pub) { /* published meanwhile */
+            size_t a = DK_MIN(rest, pub - pos);
+            up_io_copy_out(f, pos, buf + direct, a);
+            pos += a, direct += a, rest -= a;
+        }
+        if (rest) staged_read(f, pos, buf + direct, rest);
+        pthread_mutex_unlock(&f->mu);
+    }
+    pthread_rwlock_unlock(&f->rw);
+    dk_count(DK_C_reads, 1);
+    dk_count(DK_C_read_bytes, n);
+    return (ssize_t)n;
+}
+
+/* ---- descriptor-level entry points ---- */
+
+static inline bool readable(const struct up_slot *s) { return (s->flags & O_ACCMODE) != O_WRONLY; }
+static inline bool writable(const struct up_slot *s) { return (s->flags & O_ACCMODE) != O_RDONLY; }
+static inline bool sync_writes(const struct up_slot *s) {
+    return dk_cfg.mode != DK_MODE_POSIX || (s->flags & (O_SYNC | O_DSYNC));
+}
+
+ssize_t up_read(struct up_slot *s, int fd, void *buf, size_t n) {
+    if (!readable(s)) {
+        errno = EBADF;
+        return -1;
+    }
+    pos_lock(s);
+    ssize_t r = up_io_read(s->file, fd, buf, n, s->offset);
+    if (r > 0) s->offset += (uint64_t)r;
+    pos_unlock(s);
+    return r;
+}
+
+ssize_t up_pread(struct up_slot *s, int fd, void *buf, size_t n, off_t off) {
+    if (!readable(s)) {
+        errno = EBADF;
+        return -1;
+    }
+    if (off < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    return up_io_read(s->file, fd, buf, n, (uint64_t)off);
+}
+
+ssize_t up_write(struct up_slot *s, int fd, const void *buf, size_t n) {
+    if (!writable(s)) {
+        errno = EBADF;
+        return -1;
+    }
+    if (n == 0) return 0;
+    pos_lock(s);
+    bool append = s->flags & O_APPEND;
+    ssize_t r = up_io_write(s->file, fd, buf, n, s->offset, append, sync_writes(s));
+    if (r > 0) s->offset = up_io_last_offset + (uint64_t)r;
+    pos_unlock(s);
+    return r;
+}
+
+ssize_t up_pwrite(struct up_slot *s, int fd, const void *buf, size_t n, off_t off) {
+    if (!writable(s)) {
+        errno = EBADF;
+        return -1;
+    }
+    if (off < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (n == 0) return 0;
+    /* Linux: pwrite on an O_APPEND descriptor appends, whatever the offset. */
+    return up_io_write(s->file, fd, buf, n, (uint64_t)off, s->flags & O_APPEND, sync_writes(s));
+}

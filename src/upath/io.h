@@ -1,0 +1,27 @@
+/* Internal interface between the read/write path (io.c), publishing (publish.c) and the rest. */
+#ifndef DK_UPATH_IO_H
+#define DK_UPATH_IO_H
+
+#include <fcntl.h>
+#include <stdlib.h>
+
+#include "upath/internal.h"
+
+void up_io_overwrite(struct up_file *f, uint64_t off, const char *buf, size_t n);
+void up_io_copy_out(const struct up_file *f, uint64_t off, char *buf, size_t n);
+void up_io_persist_range(struct up_file *f, uint64_t off, size_t n);
+ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append, bool sync);
+ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off);
+/* Offset the last up_io_write of this thread wrote at (appends choose it). */
+extern __thread uint64_t up_io_last_offset;
+
+/* publish.c */
+/* Moves appends into the file: relink staged slots, or set the size (extend). Under f->mu. 0/-errno. */
+int up_publish_locked(struct up_file *f, int fd);
+/* Publishes and makes the file durable as the medium requires (fsync semantics). 0/-errno. */
+int up_sync_file(struct up_file *f, int fd, bool datasync);
+/* At EOF: when this process has nothing unpublished, take the kernel's size (another process may have
+ * appended). Returns true when the size changed. */
+bool up_refresh_if_idle(struct up_file *f, int fd);
+
+#endif

@@ -1,0 +1,213 @@
+/* Process lifecycle: start-up (configuration, roots, inherited descriptors), fork, exec, exit. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/stats.h"
+#include "persist/persist.h"
+#include "shim/libc.h"
+#include "upath/io.h"
+#include "upath/policy.h"
+#include "upath/upath.h"
+
+void up_slot_drop_local(struct up_slot *s);
+extern bool up_refuse_flag;
+
+static int config_errors;
+static void report_config(const char *msg) {
+    config_errors++;
+    dk_log("%s", msg);
+}
+
+/* Validates what the option table cannot: combinations and structured values. */
+static int validate_more(void) {
+    char why[256];
+    int bad = 0;
+    if (up_policy_validate(dk_cfg.append, why, sizeof why) != 0) {
+        dk_log("DAXKIT_APPEND='%s' is not valid: %s", dk_cfg.append, why);
+        bad++;
+    }
+    if (dk_cfg.mode == DK_MODE_STRICT) {
+        dk_log("DAXKIT_MODE=strict is not available in this build yet; use posix or sync");
+        bad++;
+    }
+#ifdef DAXKIT_TEST_BUILD
+    if (dk_cfg.test_fail[0] && dk_libc_fail_parse(dk_cfg.test_fail) != 0) {
+        dk_log("DAXKIT_TEST_FAIL='%s' is not valid: expected call:nth:errno[:sticky]", dk_cfg.test_fail);
+        bad++;
+    }
+#endif
+    return bad;
+}
+
+static void banner(void) {
+    if (!dk_cfg.verbose) return;
+    char buf[2048];
+    int n = dk_config_write_nondefault(&dk_cfg, buf, sizeof buf, " ");
+    dk_log("daxkit %s loaded: %s%s; flush %s, non-temporal %s", DAXKIT_VERSION, n ? buf : "all defaults",
+           dk_cfg.persist == DK_PERSIST_FLUSH ? " (persistence EMULATED: flush treated as durable)" : "",
+           dk_flush_name(), dk_nt_name());
+}
+
+/* Descriptors inherited across exec may be shared with the program that opened them: the kernel's
+ * offset stays the truth for them (passed through, counted as pt_exported). */
+static void adopt_inherited(void) {
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return;
+    int self = dirfd(d);
+    struct dirent *e;
+    while ((e = DK_REAL(readdir)(d))) {
+        char *end;
+        long fd = strtol(e->d_name, &end, 10);
+        if (*end || fd == self || fd < 0) continue;
+        int fl = DK_REAL(fcntl)((int)fd, F_GETFL);
+        if (fl < 0) continue;
+        up_adopt((int)fd, fl);
+        struct up_slot *s = up_fd_slot((int)fd);
+        if (s) s->kernel = 1;
+    }
+    closedir(d);
+}
+
+void up_init(void) {
+    DK_ERRNO_SAVE;
+    dk_libc();
+    config_errors = 0;
+    dk_config_load(&dk_cfg, NULL, report_config);
+    config_errors += validate_more();
+    dk_persist_init(dk_cfg.flush);
+    if (config_errors) {
+        if (dk_cfg.strict_config) {
+            dk_log("DAXKIT_STRICT_CONFIG=1: opening managed files fails with EINVAL until the options are fixed");
+            up_refuse_flag = true;
+        } else {
+            dk_log("running without acceleration because of the option error(s) above "
+                   "(set DAXKIT_STRICT_CONFIG=1 to make them an error)");
+            dk_cfg.disable = true;
+        }
+    }
+    if (dk_cfg.disable || up_fdtab_init() != 0 || up_roots_init(dk_cfg.dir) == 0) {
+        if (!dk_cfg.disable && !dk_cfg.dir[0]) dk_log_verbose("DAXKIT_DIR is empty: nothing is managed");
+        DK_ERRNO_RESTORE;
+        return;
+    }
+    const char *note = dk_cfg.persist == DK_PERSIST_FLUSH ? "persistence emulated (DAXKIT_PERSIST=flush)" : "";
+    dk_stats_open(dk_cfg.stats, dk_config_enum_name("MODE", dk_cfg.mode), dk_cfg.dir, note);
+    banner();
+    up_enabled = true;
+    adopt_inherited();
+    DK_ERRNO_RESTORE;
+}
+
+static void sync_offset_cb(int fd, struct up_fd *e, void *arg) {
+    (void)arg;
+    struct up_slot *s = e->slot;
+    if (!s || s->kernel || s->procs > 1) return;
+    DK_REAL(lseek)(fd, (off_t)__atomic_load_n(&s->offset, __ATOMIC_ACQUIRE), SEEK_SET);
+}
+
+void up_fini(void) {
+    if (!up_enabled) return;
+    DK_ERRNO_SAVE;
+    up_publish_all();
+    /* After this, every call passes through (stdio flushes at exit still arrive): the kernel's offsets
+     * must be ours. */
+    pthread_mutex_lock(&up_table_mu);
+    up_fd_foreach(sync_offset_cb, NULL);
+    up_enabled = false;
+    up_fdtab_release_all();
+    pthread_mutex_unlock(&up_table_mu);
+    up_stage_shutdown();
+    dk_stats_close();
+    DK_ERRNO_RESTORE;
+}
+
+/* ---- fork ---- */
+
+static void mark_stale_cb(int fd, struct up_fd *e, void *arg) {
+    (void)fd, (void)arg;
+    if (e->slot) e->stale = 1;
+}
+
+void up_fork_prepare(void) {
+    if (!up_enabled) return;
+    DK_ERRNO_SAVE;
+    up_publish_all();
+    pthread_mutex_lock(&up_table_mu);
+    /* Shared descriptors are served by the kernel while both processes hold them. */
+    up_fd_foreach(sync_offset_cb, NULL);
+    up_fd_foreach(mark_stale_cb, NULL);
+    up_fdtab_fork_prepare();
+    up_file_lock_all();
+    DK_ERRNO_RESTORE;
+}
+
+void up_fork_parent(int failed) {
+    if (!up_enabled) return;
+    up_file_unlock_all();
+    if (failed) up_fdtab_fork_failed();
+    pthread_mutex_unlock(&up_table_mu);
+}
+
+void up_fork_child(void) {
+    if (!up_enabled) return;
+    up_file_reinit_locks_all();
+    pthread_mutex_init(&up_table_mu, NULL);
+    up_stage_after_fork_child();
+    const char *note = dk_cfg.persist == DK_PERSIST_FLUSH ? "persistence emulated (DAXKIT_PERSIST=flush)" : "";
+    dk_stats_open(dk_cfg.stats, dk_config_enum_name("MODE", dk_cfg.mode), dk_cfg.dir, note);
+}
+
+/* ---- exec and spawn ---- */
+
+static int exec_saved_fds[1024];
+static int exec_saved_count;
+
+static void exec_hand_over_cb(int fd, struct up_fd *e, void *arg) {
+    bool spawn = *(bool *)arg;
+    struct up_slot *s = e->slot;
+    if (!s) return;
+    if (!s->kernel && s->procs <= 1)
+        DK_REAL(lseek)(fd, (off_t)__atomic_load_n(&s->offset, __ATOMIC_ACQUIRE), SEEK_SET);
+    int fdfl = DK_REAL(fcntl)(fd, F_GETFD);
+    /* A descriptor the new program inherits is shared with it from now on: the kernel serves it. */
+    if (fdfl >= 0 && !(fdfl & FD_CLOEXEC)) __atomic_store_n(&s->kernel, 1, __ATOMIC_RELEASE);
+    if (!spawn && exec_saved_count < (int)DK_ARRAY_LEN(exec_saved_fds)) exec_saved_fds[exec_saved_count++] = fd;
+}
+
+void up_exec_prepare(bool spawn) {
+    if (!up_enabled) return;
+    DK_ERRNO_SAVE;
+    up_publish_all();
+    pthread_mutex_lock(&up_table_mu);
+    exec_saved_count = 0;
+    up_fd_foreach(exec_hand_over_cb, &spawn);
+    if (!spawn) {
+        /* This image is going away: fork relatives stop counting us. */
+        for (int i = 0; i < exec_saved_count; i++) {
+            struct up_slot *last = up_fd_unbind(exec_saved_fds[i]);
+            if (last) up_slot_drop_local(last);
+        }
+    }
+    pthread_mutex_unlock(&up_table_mu);
+    DK_ERRNO_RESTORE;
+}
+
+void up_exec_failed(void) {
+    if (!up_enabled) return;
+    DK_ERRNO_SAVE;
+    for (int i = 0; i < exec_saved_count; i++) {
+        int fd = exec_saved_fds[i];
+        int fl = DK_REAL(fcntl)(fd, F_GETFL);
+        if (fl < 0) continue;
+        up_adopt(fd, fl & ~O_TRUNC);
+        struct up_slot *s = up_fd_slot(fd);
+        if (s) s->kernel = 1;
+    }
+    exec_saved_count = 0;
+    DK_ERRNO_RESTORE;
+}

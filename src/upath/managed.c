@@ -1,0 +1,118 @@
+/* Managed directories: only regular files below them are served in user space. */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "shim/libc.h"
+#include "upath/internal.h"
+
+#define UP_ROOTS_MAX 16
+
+static struct up_root roots[UP_ROOTS_MAX];
+static int root_count;
+
+int up_roots_count(void) { return root_count; }
+struct up_root *up_root_at(int idx) { return idx >= 0 && idx < root_count ? &roots[idx] : NULL; }
+
+static int root_add(const char *dir) {
+    const struct dk_libc *c = dk_libc();
+    if (root_count == UP_ROOTS_MAX) {
+        dk_log("DAXKIT_DIR lists more than %d directories; '%s' and later ones are not managed",
+               UP_ROOTS_MAX, dir);
+        return -1;
+    }
+    struct up_root *r = &roots[root_count];
+    if (!realpath(dir, r->path)) {
+        dk_log("DAXKIT_DIR entry '%s' cannot be used (%s); create it or fix DAXKIT_DIR", dir, strerror(errno));
+        return -1;
+    }
+    struct stat st, parent;
+    if (c->stat(r->path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        dk_log("DAXKIT_DIR entry '%s' is not a directory; fix DAXKIT_DIR", dir);
+        return -1;
+    }
+    char up[4200];
+    snprintf(up, sizeof up, "%s/..", r->path);
+    r->mount_root = c->stat(up, &parent) != 0 || parent.st_dev != st.st_dev || parent.st_ino == st.st_ino;
+    r->path_len = strlen(r->path);
+    r->dev = st.st_dev;
+    pthread_mutex_init(&r->mu, NULL);
+    root_count++;
+    return 0;
+}
+
+int up_roots_init(const char *dirs) {
+    DK_ERRNO_SAVE;
+    root_count = 0;
+    char *copy = strdup(dirs ? dirs : "");
+    if (!copy) return 0;
+    char *save = NULL;
+    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save))
+        if (*d) root_add(d);
+    free(copy);
+    DK_ERRNO_RESTORE;
+    return root_count;
+}
+
+bool up_dev_is_managed(dev_t dev) {
+    for (int i = 0; i < root_count; i++)
+        if (roots[i].dev == dev) return true;
+    return false;
+}
+
+/* True when `path` is `root` or below it, and not inside its hidden .daxkit area. */
+static bool path_below(const struct up_root *r, const char *path) {
+    if (strncmp(path, r->path, r->path_len) != 0) return false;
+    const char *rest = path + r->path_len;
+    if (r->path_len == 1) rest = path; /* root "/" */
+    if (*rest != '/' && *rest != 0) return false;
+    return strncmp(rest, "/.daxkit/", 9) != 0;
+}
+
+struct up_root *up_root_for_fd(int fd, const struct stat *st) {
+    char link[64], path[4096];
+    bool have_path = false;
+    for (int i = 0; i < root_count; i++) {
+        struct up_root *r = &roots[i];
+        if (r->dev != st->st_dev) continue;
+        if (!have_path) {
+            snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+            ssize_t n = readlink(link, path, sizeof path - 1);
+            if (n <= 0) return r->mount_root ? r : NULL;
+            path[n] = 0;
+            have_path = true;
+        }
+        if (path_below(r, path)) return r;
+    }
+    return NULL;
+}
+
+void up_root_probe(struct up_root *r) {
+    if (__atomic_load_n(&r->probed, __ATOMIC_ACQUIRE)) return;
+    pthread_mutex_lock(&r->mu);
+    if (!r->probed) {
+        int dfd = dk_libc()->open(r->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int rc = dfd >= 0 ? dk_medium_probe(dfd, DK_PROBE_BASIC, &r->medium) : -errno;
+        if (dfd >= 0) dk_libc()->close(dfd);
+        if (rc != 0) {
+            dk_log("cannot probe the medium of %s (%s); treating it as a page-cache file system", r->path,
+                   strerror(-rc));
+            r->medium.medium = DK_MEDIUM_PAGECACHE;
+        }
+        r->persist_as = dk_cfg.persist == DK_PERSIST_FLUSH ? DK_MEDIUM_DAX : r->medium.medium;
+        r->clone_min_bytes = dk_cfg.clone_min_bytes ? dk_cfg.clone_min_bytes
+                                                    : dk_medium_clone_min_bytes(&r->medium);
+        if (!r->medium.reflink) r->clone_min_bytes = UINT64_MAX;
+        dk_log_verbose("%s: medium %s (%s)%s, reflink %s, clone from %llu bytes", r->path,
+                       dk_medium_name(r->medium.medium), r->medium.fs_name,
+                       dk_cfg.persist == DK_PERSIST_FLUSH ? ", persistence emulated as dax" : "",
+                       r->medium.reflink ? "yes" : "no", (unsigned long long)r->clone_min_bytes);
+        __atomic_store_n(&r->probed, true, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&r->mu);
+}

@@ -1,0 +1,185 @@
+/* Publish points: appends become part of the file (relink of staged slots, or the size set back to the
+ * logical size for extend), then durable as the medium requires. */
+#include <linux/fs.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/stats.h"
+#include "persist/persist.h"
+#include "shim/libc.h"
+#include "upath/io.h"
+#include "upath/upath.h"
+
+/* A descriptor of the file we may write through: fd itself, or a reopen of it (read-only fd). An
+ * O_APPEND descriptor writes at the kernel's end of file, which is where relinking starts. */
+static int publish_fd(const struct up_file *f, int fd, bool *opened) {
+    *opened = false;
+    int fl = DK_REAL(fcntl)(fd, F_GETFL);
+    if (fl >= 0 && (fl & O_ACCMODE) != O_RDONLY && (!(fl & O_APPEND) || f->ksize == f->pub_size)) return fd;
+    char p[64];
+    snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+    int w = DK_REAL(open)(p, O_WRONLY | O_CLOEXEC);
+    if (w < 0) return -errno;
+    *opened = true;
+    return w;
+}
+
+/* pwrite until done; EINTR is retried (it is not the program's call that was interrupted). */
+static int copy_range(int wfd, const char *src, uint64_t off, uint64_t n) {
+    while (n) {
+        ssize_t w = DK_REAL(pwrite)(wfd, src, DK_MIN(n, DK_MAX_RW_BYTES), (off_t)off);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -errno;
+        }
+        if (w == 0) return -EIO;
+        src += w, off += (uint64_t)w, n -= (uint64_t)w;
+    }
+    return 0;
+}
+
+static int clone_range(int wfd, const struct up_staged *s, uint64_t off, uint64_t n) {
+    struct file_clone_range r = {
+        .src_fd = up_stage_fd(s->sf),
+        .src_offset = s->sf_off + (off - s->base),
+        .src_length = n,
+        .dest_offset = off,
+    };
+    for (;;) {
+        if (DK_REAL(ioctl)(wfd, FICLONERANGE, &r) == 0) return 0;
+        if (errno != EINTR) return -errno;
+    }
+}
+
+/* Moves [a, b) of slot s into the file: whole blocks by clone when worth it, the rest by copy.
+ * Sets *cloned when any block was shared. */
+static int relink_slot(struct up_file *f, int wfd, struct up_staged *s, uint64_t a, uint64_t b, bool *cloned) {
+    const char *src = s->addr + (a - s->base);
+    uint64_t blk = DK_PAGE_BYTES;
+    uint64_t head_end = dk_round_up(a, blk), tail = dk_round_down(b, blk);
+    bool clone = b - a >= f->root->clone_min_bytes && f->root->medium.block_bytes <= blk && head_end < tail;
+    if (clone) {
+        int rc = copy_range(wfd, src, a, head_end - a);
+        if (rc) return rc;
+        rc = clone_range(wfd, s, head_end, tail - head_end);
+        if (rc == 0) {
+            *cloned = true;
+            dk_count(DK_C_relink_clones, 1);
+            dk_count(DK_C_relink_clone_bytes, tail - head_end);
+            rc = copy_range(wfd, src + (tail - a), tail, b - tail);
+            if (rc == 0) dk_count(DK_C_relink_copy_bytes, (head_end - a) + (b - tail));
+            return rc;
+        }
+        dk_log_once("FICLONERANGE failed on %s (%s); relinking by copy", f->root->path, strerror(-rc));
+        f->root->clone_min_bytes = UINT64_MAX;
+        dk_count(DK_C_fallbacks, 1);
+    }
+    int rc = copy_range(wfd, src, a, b - a);
+    if (rc == 0) {
+        dk_count(DK_C_relink_copies, 1);
+        dk_count(DK_C_relink_copy_bytes, b - a);
+    }
+    return rc;
+}
+
+/* Relinks staged slots in file order; on failure the unrelinked rest stays staged. */
+static int relink_all(struct up_file *f, int wfd) {
+    uint64_t size = up_file_size(f);
+    uint32_t done = 0;
+    int rc = 0;
+    for (; done < f->staged_count; done++) {
+        struct up_staged *s = &f->staged[done];
+        uint64_t a = DK_MAX(s->base, f->pub_size), b = DK_MIN(s->base + s->cap, size);
+        bool cloned = false;
+        if (a < b) rc = relink_slot(f, wfd, s, a, b, &cloned);
+        if (rc) break;
+        if (b > f->pub_size) {
+            f->ksize = DK_MAX(f->ksize, b);
+            __atomic_store_n(&f->pub_size, b, __ATOMIC_RELEASE);
+        }
+        up_stage_give_back(f->root, s, cloned);
+    }
+    memmove(f->staged, f->staged + done, (f->staged_count - done) * sizeof *f->staged);
+    f->staged_count -= done;
+    return rc;
+}
+
+int up_publish_locked(struct up_file *f, int fd) {
+    uint64_t size = up_file_size(f);
+    bool staged = f->strategy == UP_STAGE && (f->staged_count || size != f->pub_size);
+    bool extended = f->strategy == UP_EXTEND && f->ksize != size;
+    if (!staged && !extended) return 0;
+    bool opened;
+    int wfd = publish_fd(f, fd, &opened);
+    if (wfd < 0) return wfd;
+    /* The mapping must cover the new size before pub_size moves (readers trust pub_size). */
+    int rc = up_map_grow(f, wfd, size, 0);
+    if (rc == 0 && staged) rc = relink_all(f, wfd);
+    if (rc == 0 && extended && DK_REAL(ftruncate)(wfd, (off_t)size) != 0) rc = -errno;
+    if (rc == 0) {
+        f->ksize = size;
+        __atomic_store_n(&f->pub_size, size, __ATOMIC_RELEASE);
+        dk_count(DK_C_publishes, 1);
+    }
+    f->meta_dirty = true;
+    if (opened) DK_REAL(close)(wfd);
+    return rc;
+}
+
+int up_sync_file(struct up_file *f, int fd, bool datasync) {
+    pthread_mutex_lock(&f->mu);
+    int rc = up_publish_locked(f, fd);
+    bool meta = f->meta_dirty;
+    f->meta_dirty = false;
+    pthread_mutex_unlock(&f->mu);
+    if (rc) return rc;
+    bool dirty = __atomic_exchange_n(&f->dirty, false, __ATOMIC_ACQ_REL);
+    bool kernel = false;
+    switch (f->root->persist_as) {
+    case DK_MEDIUM_DAX:
+        dk_fence();      /* data stores were written back as they were made */
+        kernel = meta;   /* sizes and relinked blocks are file-system metadata */
+        break;
+    case DK_MEDIUM_PAGECACHE: kernel = meta || dirty; break;
+    case DK_MEDIUM_VOLATILE: kernel = false; break; /* nothing to make durable; survives process crash */
+    }
+    if (!kernel) return 0;
+    dk_count(DK_C_fsyncs_kernel, 1);
+    int r = datasync ? DK_REAL(fdatasync)(fd) : DK_REAL(fsync)(fd);
+    if (r != 0) {
+        int e = errno;
+        pthread_mutex_lock(&f->mu);
+        f->meta_dirty = true;
+        pthread_mutex_unlock(&f->mu);
+        __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
+        return -e;
+    }
+    return 0;
+}
+
+bool up_refresh_if_idle(struct up_file *f, int fd) {
+    bool changed = false;
+    pthread_mutex_lock(&f->mu);
+    uint64_t size = up_file_size(f);
+    bool idle = size == f->pub_size && size == f->ksize && f->staged_count == 0;
+    struct stat st;
+    if (idle && DK_REAL(fstat)(fd, &st) == 0 && (uint64_t)st.st_size != size) {
+        uint64_t ns = (uint64_t)st.st_size;
+        if (ns > size && up_map_grow(f, fd, ns, 0) != 0) {
+            pthread_mutex_unlock(&f->mu);
+            return false;
+        }
+        if (ns < size) pthread_rwlock_wrlock(&f->rw);
+        f->ksize = ns;
+        __atomic_store_n(&f->pub_size, ns, __ATOMIC_RELEASE);
+        up_file_set_size(f, ns);
+        if (ns < size) pthread_rwlock_unlock(&f->rw);
+        changed = true;
+    }
+    pthread_mutex_unlock(&f->mu);
+    return changed;
+}

@@ -1,0 +1,393 @@
+/* Staging pool (SplitFS): pre-allocated, pre-mapped staging files in <root>/.daxkit/, handed out in
+ * 2 MiB slots to hold appends until a publish point relinks them into the target file. A background
+ * thread keeps enough free slots ready and refreshes slots whose blocks were cloned away (so the next
+ * append into them does not pay a copy-on-write fault).
+ *
+ * Ownership: each process holds an flock on <root>/.daxkit/<tag>.lock for its whole life; its staging
+ * files are <tag>.<n>.stg. A later process that can take the lock knows the owner is gone and removes
+ * its staging files (posix and sync modes never leave acknowledged data only in staging: see publish.c). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/stats.h"
+#include "shim/libc.h"
+#include "upath/internal.h"
+
+#ifndef MAP_SYNC
+#define MAP_SYNC 0x80000
+#endif
+#ifndef MAP_SHARED_VALIDATE
+#define MAP_SHARED_VALIDATE 0x03
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+#define UP_POOL_FILES_MAX 256
+#define UP_AREA ".daxkit"
+
+struct up_stg_file {
+    int fd;
+    uint32_t id;           /* file name <tag>.<id>.stg */
+    char *addr;
+    uint64_t bytes;
+    uint32_t slots;
+    uint32_t free_count;
+    uint64_t *free_bits;   /* 1 = free and ready */
+    uint64_t *stale_bits;  /* 1 = returned after a clone: refresh before reuse */
+    uint32_t stale_count;
+};
+
+struct up_pool {
+    struct up_root *root;
+    int area_fd;
+    int lock_fd;
+    char tag[48];
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    struct up_stg_file *files[UP_POOL_FILES_MAX];
+    uint32_t file_count;
+    uint32_t next_file_id;
+    bool thread_started;
+    bool stopping;
+};
+
+static struct up_pool *pools[16];
+static uint32_t pool_count;
+static pthread_mutex_t pools_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int up_stage_fd(const struct up_stg_file *sf) { return sf->fd; }
+
+/* Moves an internal descriptor out of the low numbers the program expects to get from open(). */
+static int internal_fd(int fd) {
+    const struct dk_libc *c = dk_libc();
+    struct rlimit rl;
+    int floor = 512;
+    if (c->getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        floor = (int)DK_MAX(16, (long)rl.rlim_cur - 64);
+    int hi = c->fcntl(fd, F_DUPFD_CLOEXEC, floor);
+    if (hi >= 0) {
+        c->close(fd);
+        fd = hi;
+    }
+    up_fd_mark_internal(fd, true);
+    return fd;
+}
+
+static void internal_close(int fd) {
+    up_fd_mark_internal(fd, false);
+    dk_libc()->close(fd);
+}
+
+static struct up_stg_file *stg_create(struct up_pool *p) {
+    const struct dk_libc *c = dk_libc();
+    char name[96];
+    uint32_t id = p->next_file_id++;
+    snprintf(name, sizeof name, "%s.%u.stg", p->tag, id);
+    int fd = c->openat(p->area_fd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return NULL;
+    fd = internal_fd(fd);
+    uint64_t bytes = dk_round_up(dk_cfg.staging_bytes, UP_SLOT_BYTES);
+    struct up_stg_file *sf = calloc(1, sizeof *sf);
+    uint32_t slots = (uint32_t)(bytes / UP_SLOT_BYTES);
+    uint32_t words = (slots + 63) / 64;
+    if (sf) {
+        sf->free_bits = calloc(words, 8);
+        sf->stale_bits = calloc(words, 8);
+    }
+    int rc = (sf && sf->free_bits && sf->stale_bits) ? c->fallocate(fd, 0, 0, (off_t)bytes) : -1;
+    if (rc != 0 && sf && sf->free_bits) rc = c->ftruncate(fd, (off_t)bytes); /* fs without fallocate */
+    bool dax = p->root->medium.medium == DK_MEDIUM_DAX;
+    void *a = MAP_FAILED;
+    if (rc == 0) {
+        a = c->mmap(NULL, bytes, PROT_READ | PROT_WRITE, dax ? MAP_SHARED_VALIDATE | MAP_SYNC : MAP_SHARED, fd, 0);
+        if (a == MAP_FAILED && dax) a = c->mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
+    if (a == MAP_FAILED) {
+        dk_log_once("cannot create staging file in %s/" UP_AREA " (%s); appends go to the kernel", p->root->path,
+                    strerror(errno));
+        c->unlinkat(p->area_fd, name, 0);
+        internal_close(fd);
+        if (sf) free(sf->free_bits), free(sf->stale_bits), free(sf);
+        return NULL;
+    }
+    if (dk_cfg.populate) c->madvise(a, bytes, MADV_POPULATE_WRITE);
+    sf->fd = fd;
+    sf->id = id;
+    sf->addr = a;
+    sf->bytes = bytes;
+    sf->slots = slots;
+    sf->free_count = slots;
+    for (uint32_t s = 0; s < slots; s++) sf->free_bits[s / 64] |= 1ull << (s % 64);
+    dk_count(DK_C_staging_files, 1);
+    return sf;
+}
+
+/* Punches and re-allocates a slot whose blocks were shared with a target file by FICLONERANGE. */
+static void stg_refresh_slot(struct up_stg_file *sf, uint32_t s) {
+    const struct dk_libc *c = dk_libc();
+    off_t off = (off_t)s * UP_SLOT_BYTES;
+    c->fallocate(sf->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, UP_SLOT_BYTES);
+    c->fallocate(sf->fd, 0, off, UP_SLOT_BYTES);
+    if (dk_cfg.populate) c->madvise(sf->addr + off, UP_SLOT_BYTES, MADV_POPULATE_WRITE);
+}
+
+static uint32_t pool_free_slots(const struct up_pool *p) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < p->file_count; i++) n += p->files[i]->free_count;
+    return n;
+}
+
+static uint32_t pool_target_slots(void) {
+    return (uint32_t)(dk_cfg.staging_files * (dk_round_up(dk_cfg.staging_bytes, UP_SLOT_BYTES) / UP_SLOT_BYTES) / 2);
+}
+
+/* Background work, under p->mu: refresh stale slots, then top up. Drops the lock around system calls. */
+static void pool_maintain(struct up_pool *p) {
+    for (uint32_t i = 0; i < p->file_count; i++) {
+        struct up_stg_file *sf = p->files[i];
+        for (uint32_t s = 0; sf->stale_count && s < sf->slots; s++) {
+            if (!(sf->stale_bits[s / 64] & (1ull << (s % 64)))) continue;
+            sf->stale_bits[s / 64] &= ~(1ull << (s % 64));
+            sf->stale_count--;
+            pthread_mutex_unlock(&p->mu);
+            stg_refresh_slot(sf, s);
+            pthread_mutex_lock(&p->mu);
+            sf->free_bits[s / 64] |= 1ull << (s % 64);
+            sf->free_count++;
+        }
+    }
+    while (!p->stopping && p->file_count < UP_POOL_FILES_MAX && pool_free_slots(p) < pool_target_slots()) {
+        pthread_mutex_unlock(&p->mu);
+        struct up_stg_file *sf = stg_create(p);
+        pthread_mutex_lock(&p->mu);
+        if (!sf) break;
+        p->files[p->file_count++] = sf;
+    }
+}
+
+static void *pool_thread(void *arg) {
+    struct up_pool *p = arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL); /* the host's signals are not ours to receive */
+    pthread_mutex_lock(&p->mu);
+    while (!p->stopping) {
+        pool_maintain(p);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&p->wake, &p->mu, &ts);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* Removes staging files and locks whose owner is gone (its flock can be taken). */
+void up_stage_reclaim(struct up_root *r, int area_fd) {
+    const struct dk_libc *c = dk_libc();
+    int dfd = c->openat(area_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0) c->close(dfd);
+        return;
+    }
+    struct dirent *e;
+    char dead[64][48];
+    int ndead = 0;
+    while ((e = c->readdir(d)) && ndead < 64) {
+        size_t n = strlen(e->d_name);
+        if (n < 6 || n >= 48 + 5 || strcmp(e->d_name + n - 5, ".lock") != 0) continue;
+        int lfd = c->openat(area_fd, e->d_name, O_RDWR | O_CLOEXEC);
+        if (lfd < 0) continue;
+        if (c->flock(lfd, LOCK_EX | LOCK_NB) == 0) {
+            snprintf(dead[ndead], sizeof dead[ndead], "%.*s", (int)(n - 5), e->d_name);
+            ndead++;
+        }
+        c->close(lfd);
+    }
+    rewinddir(d);
+    while ((e = c->readdir(d))) {
+        for (int i = 0; i < ndead; i++) {
+            size_t n = strlen(dead[i]);
+            if (strncmp(e->d_name, dead[i], n) == 0 && e->d_name[n] == '.') {
+                c->unlinkat(area_fd, e->d_name, 0);
+                dk_log_verbose("%s: removed %s left by a process that is gone", r->path, e->d_name);
+                break;
+            }
+        }
+    }
+    closedir(d);
+}
+
+static struct up_pool *pool_create(struct up_root *r) {
+    const struct dk_libc *c = dk_libc();
+    char area[4200];
+    snprintf(area, sizeof area, "%s/" UP_AREA, r->path);
+    c->mkdirat(AT_FDCWD, area, 0700);
+    int afd = c->open(area, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (afd < 0) {
+        dk_log_once("cannot use %s (%s); appends under %s go to the kernel", area, strerror(errno), r->path);
+        return NULL;
+    }
+    afd = internal_fd(afd);
+    up_stage_reclaim(r, afd);
+    struct up_pool *p = calloc(1, sizeof *p);
+    if (!p) {
+        internal_close(afd);
+        return NULL;
+    }
+    p->root = r;
+    p->area_fd = afd;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->wake, NULL);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(p->tag, sizeof p->tag, "p%d-%lx", (int)c->getpid(), (unsigned long)(ts.tv_nsec ^ ts.tv_sec));
+    char lname[64];
+    snprintf(lname, sizeof lname, "%s.lock", p->tag);
+    int lfd = c->openat(afd, lname, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lfd >= 0 && c->flock(lfd, LOCK_EX | LOCK_NB) == 0) p->lock_fd = internal_fd(lfd);
+    else {
+        if (lfd >= 0) c->close(lfd);
+        p->lock_fd = -1;
+    }
+    return p;
+}
+
+static struct up_pool *pool_for(struct up_root *r) {
+    if (__atomic_load_n(&r->pool, __ATOMIC_ACQUIRE)) return r->pool;
+    pthread_mutex_lock(&pools_mu);
+    if (!r->pool && pool_count < DK_ARRAY_LEN(pools)) {
+        struct up_pool *p = pool_create(r);
+        if (p) {
+            pools[pool_count++] = p;
+            __atomic_store_n(&r->pool, p, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&pools_mu);
+    return r->pool;
+}
+
+static bool take_from(struct up_stg_file *sf, uint32_t *slot) {
+    if (!sf->free_count) return false;
+    for (uint32_t w = 0; w < (sf->slots + 63) / 64; w++) {
+        if (!sf->free_bits[w]) continue;
+        uint32_t s = w * 64 + (uint32_t)__builtin_ctzll(sf->free_bits[w]);
+        sf->free_bits[w] &= ~(1ull << (s % 64));
+        sf->free_count--;
+        *slot = s;
+        return true;
+    }
+    return false;
+}
+
+static void start_thread_locked(struct up_pool *p) {
+    if (p->thread_started) return;
+    pthread_t t;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&a, 256 << 10);
+    if (pthread_create(&t, &a, pool_thread, p) == 0) p->thread_started = true;
+    pthread_attr_destroy(&a);
+}
+
+int up_stage_take(struct up_root *r, uint64_t base, struct up_staged *out) {
+    struct up_pool *p = pool_for(r);
+    if (!p) return -ENOSPC;
+    pthread_mutex_lock(&p->mu);
+    start_thread_locked(p);
+    uint32_t slot = 0;
+    struct up_stg_file *sf = NULL;
+    for (uint32_t i = 0; i < p->file_count && !sf; i++)
+        if (take_from(p->files[i], &slot)) sf = p->files[i];
+    if (!sf && p->file_count < UP_POOL_FILES_MAX) {
+        /* The background thread fell behind: create one here (counted as a fallback). */
+        struct up_stg_file *n = stg_create(p);
+        if (n) {
+            p->files[p->file_count++] = n;
+            dk_count(DK_C_fallbacks, 1);
+            if (take_from(n, &slot)) sf = n;
+        }
+    }
+    if (sf && pool_free_slots(p) < pool_target_slots()) pthread_cond_signal(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    if (!sf) return -ENOSPC;
+    /* Same offset within a block as the target, so whole blocks can be cloned. */
+    uint64_t in_block = base % DK_PAGE_BYTES;
+    out->sf = sf;
+    out->slot = slot;
+    out->base = base;
+    out->cap = UP_SLOT_BYTES - in_block;
+    out->sf_off = (uint64_t)slot * UP_SLOT_BYTES + in_block;
+    out->addr = sf->addr + out->sf_off;
+    return 0;
+}
+
+void up_stage_give_back(struct up_root *r, struct up_staged *s, bool cloned) {
+    struct up_pool *p = r->pool;
+    dk_assert(p != NULL);
+    struct up_stg_file *sf = s->sf;
+    pthread_mutex_lock(&p->mu);
+    if (cloned) {
+        sf->stale_bits[s->slot / 64] |= 1ull << (s->slot % 64);
+        sf->stale_count++;
+        pthread_cond_signal(&p->wake);
+    } else {
+        sf->free_bits[s->slot / 64] |= 1ull << (s->slot % 64);
+        sf->free_count++;
+    }
+    pthread_mutex_unlock(&p->mu);
+    s->sf = NULL;
+}
+
+/* In a forked child: the parent's staging files, lock and thread are the parent's. Unmap and close
+ * them here (the parent published every staged append before fork, so nothing is lost). */
+void up_stage_after_fork_child(void) {
+    const struct dk_libc *c = dk_libc();
+    for (uint32_t i = 0; i < pool_count; i++) {
+        struct up_pool *p = pools[i];
+        for (uint32_t k = 0; k < p->file_count; k++) {
+            struct up_stg_file *sf = p->files[k];
+            c->munmap(sf->addr, sf->bytes);
+            internal_close(sf->fd);
+            free(sf->free_bits), free(sf->stale_bits), free(sf);
+        }
+        if (p->lock_fd >= 0) internal_close(p->lock_fd);
+        internal_close(p->area_fd);
+        p->root->pool = NULL;
+        free(p);
+    }
+    pool_count = 0;
+    pthread_mutex_init(&pools_mu, NULL);
+}
+
+/* At exit: remove our staging files and lock (everything was published by the caller). */
+void up_stage_shutdown(void) {
+    const struct dk_libc *c = dk_libc();
+    for (uint32_t i = 0; i < pool_count; i++) {
+        struct up_pool *p = pools[i];
+        pthread_mutex_lock(&p->mu);
+        p->stopping = true;
+        for (uint32_t k = 0; k < p->file_count; k++) {
+            char name[96];
+            snprintf(name, sizeof name, "%s.%u.stg", p->tag, p->files[k]->id);
+            c->unlinkat(p->area_fd, name, 0);
+        }
+        char lname[64];
+        snprintf(lname, sizeof lname, "%s.lock", p->tag);
+        c->unlinkat(p->area_fd, lname, 0);
+        pthread_mutex_unlock(&p->mu);
+    }
+}

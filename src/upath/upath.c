@@ -1,0 +1,493 @@
+/* Descriptor-level glue of the user-space path: adoption of managed descriptors, close and dup,
+ * offset-only calls (lseek), durability calls (fsync), size changes (ftruncate, fallocate). */
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/stats.h"
+#include "persist/persist.h"
+#include "shim/libc.h"
+#include "upath/io.h"
+#include "upath/policy.h"
+#include "upath/upath.h"
+
+bool up_enabled;
+bool up_refuse_flag; /* DAXKIT_STRICT_CONFIG with a bad option: managed opens fail */
+
+void up_slot_drop_local(struct up_slot *s);
+
+/* ---- serving decision ---- */
+
+/* The kernel moved the offset while the slot was shared: take it back before serving. */
+static void resync(int fd, struct up_fd *e, struct up_slot *s) {
+    DK_ERRNO_SAVE;
+    off_t k = DK_REAL(lseek)(fd, 0, SEEK_CUR);
+    if (k >= 0) __atomic_store_n(&s->offset, (uint64_t)k, __ATOMIC_RELEASE);
+    up_refresh_if_idle(s->file, fd);
+    e->stale = 0;
+    DK_ERRNO_RESTORE;
+}
+
+struct up_slot *up_serving(int fd) {
+    struct up_fd *e = up_fd_entry(fd);
+    if (!e) return NULL;
+    struct up_slot *s = __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE);
+    if (!s) return NULL;
+    if (DK_UNLIKELY(s->kernel || s->file->kernel_only || __atomic_load_n(&s->procs, __ATOMIC_ACQUIRE) > 1)) {
+        e->stale = 1;
+        return NULL;
+    }
+    if (DK_UNLIKELY(e->stale)) resync(fd, e, s);
+    return s;
+}
+
+/* ---- adoption ---- */
+
+static enum up_strategy choose_strategy(int fd, int oflags) {
+    const char *spec = dk_cfg.append;
+    const char *path = NULL;
+    char link[64], buf[PATH_MAX];
+    if (strchr(spec, '=')) {
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, buf, sizeof buf - 1);
+        if (n > 0) {
+            buf[n] = 0;
+            path = buf;
+        }
+    }
+    switch (up_policy_for(spec, path)) {
+    case UP_POLICY_EXTEND: return UP_EXTEND;
+    case UP_POLICY_AUTO: return (oflags & O_APPEND) ? UP_EXTEND : UP_STAGE; /* logs, AOFs, WALs */
+    default: return UP_STAGE;
+    }
+}
+
+/* The kernel truncated the file at open (O_TRUNC): staged appends are gone with it. Under mu + rw. */
+static void forget_contents(struct up_file *f, uint64_t ksize) {
+    for (uint32_t i = 0; i < f->staged_count; i++) up_stage_give_back(f->root, &f->staged[i], false);
+    f->staged_count = 0;
+    f->ksize = ksize;
+    __atomic_store_n(&f->pub_size, ksize, __ATOMIC_RELEASE);
+    up_file_set_size(f, ksize);
+}
+
+/* A file seen again: take the kernel's size unless this process has appends not yet published. */
+static void file_reopened(struct up_file *f, const struct stat *st, int oflags) {
+    pthread_mutex_lock(&f->mu);
+    pthread_rwlock_wrlock(&f->rw);
+    if ((oflags & O_TRUNC) && (oflags & O_ACCMODE) != O_RDONLY) forget_contents(f, (uint64_t)st->st_size);
+    else if (!up_file_pinned(f)) forget_contents(f, (uint64_t)st->st_size);
+    pthread_rwlock_unlock(&f->rw);
+    pthread_mutex_unlock(&f->mu);
+}
+
+static int file_first_map(struct up_file *f, int fd) {
+    if (f->ksize > UP_MAP_MAX_BYTES) {
+        f->kernel_only = true;
+        return -EFBIG;
+    }
+    int rc = up_map_grow(f, fd, f->ksize, f->ksize);
+    if (rc) f->kernel_only = true;
+    return rc;
+}
+
+int up_adopt(int fd, int oflags) {
+    if (!up_enabled || (oflags & O_PATH)) return 0;
+    DK_ERRNO_SAVE;
+    struct stat st;
+    if (DK_REAL(fstat)(fd, &st) != 0 || !S_ISREG(st.st_mode) || !up_dev_is_managed(st.st_dev)) {
+        DK_ERRNO_RESTORE;
+        return 0;
+    }
+    struct up_root *r = up_root_for_fd(fd, &st);
+    if (!r) {
+        DK_ERRNO_RESTORE;
+        return 0;
+    }
+    if (up_refuse_flag) return -EINVAL;
+    up_root_probe(r);
+    pthread_mutex_lock(&up_table_mu);
+    bool known = up_file_lookup(st.st_dev, st.st_ino) != NULL;
+    struct up_file *f = up_file_get(r, &st, NULL);
+    struct up_slot *s = NULL;
+    if (f) {
+        if (known) {
+            file_reopened(f, &st, oflags);
+            if (!f->kernel_only && up_map_grow(f, fd, f->ksize, 0) != 0) f->kernel_only = true;
+        } else {
+            f->strategy = choose_strategy(fd, oflags);
+            if (file_first_map(f, fd) != 0) dk_count(DK_C_pt_mapfail, 1);
+        }
+        uint32_t flags = (uint32_t)oflags & (O_ACCMODE | O_APPEND | O_SYNC | O_DSYNC | O_DIRECT);
+        s = up_slot_new(f, flags, 0);
+        if (s && (oflags & O_DIRECT)) s->kernel = 1;
+        if (s && up_fd_bind(fd, s) != 0) {
+            up_slot_drop_local(s);
+            s = NULL;
+        }
+        if (!s) up_file_put(f);
+    }
+    pthread_mutex_unlock(&up_table_mu);
+    if (s) dk_count(DK_C_opens, 1);
+    DK_ERRNO_RESTORE;
+    return 0;
+}
+
+/* ---- close and dup ---- */
+
+static int publish_file(struct up_file *f, int fd) {
+    pthread_mutex_lock(&f->mu);
+    int rc = up_publish_locked(f, fd);
+    pthread_mutex_unlock(&f->mu);
+    return rc;
+}
+
+/* Keeps a duplicate so that appends whose publish failed can still reach the file later. */
+static void keep_rescue_fd(struct up_file *f, int fd) {
+    if (f->rescue_fd >= 0) return;
+    int d = DK_REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 512);
+    if (d < 0) return;
+    up_fd_mark_internal(d, true);
+    f->rescue_fd = d;
+}
+
+int up_close(int fd) {
+    struct up_fd *e = up_fd_entry(fd);
+    struct up_slot *s = e ? e->slot : NULL;
+    if (!s) return 0;
+    struct up_file *f = s->file;
+    int rc = publish_file(f, fd);
+    if (rc) keep_rescue_fd(f, fd);
+    pthread_mutex_lock(&up_table_mu);
+    struct up_slot *last = up_fd_unbind(fd);
+    if (last) {
+        up_slot_drop_local(last);
+        up_file_put(f);
+    }
+    pthread_mutex_unlock(&up_table_mu);
+    return rc;
+}
+
+void up_dup(int oldfd, int newfd) {
+    pthread_mutex_lock(&up_table_mu);
+    struct up_fd *e = up_fd_entry(oldfd);
+    struct up_slot *s = e ? e->slot : NULL;
+    if (s && !up_fd_slot(newfd)) up_fd_bind(newfd, s);
+    pthread_mutex_unlock(&up_table_mu);
+}
+
+/* ---- vectors ---- */
+
+#define UP_RWF_KNOWN (RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_NOWAIT | RWF_APPEND)
+
+/* Total length of an iovec array as the kernel checks it. -errno when invalid. */
+static ssize_t iov_total(const struct iovec *iov, int cnt) {
+    if (cnt < 0 || cnt > IOV_MAX) return -EINVAL;
+    size_t total = 0;
+    for (int i = 0; i < cnt; i++) {
+        if ((ssize_t)iov[i].iov_len < 0) return -EINVAL;
+        if (iov[i].iov_len > (size_t)SSIZE_MAX - total) return -EINVAL;
+        total += iov[i].iov_len;
+    }
+    return (ssize_t)total;
+}
+
+ssize_t up_readv(struct up_slot *s, int fd, const struct iovec *iov, int cnt, off_t off, int flags, bool use_off) {
+    ssize_t total = iov_total(iov, cnt);
+    if (total < 0 || (use_off && off < 0)) {
+        errno = total < 0 ? (int)-total : EINVAL;
+        return -1;
+    }
+    if (flags & ~UP_RWF_KNOWN) {
+        errno = EOPNOTSUPP;
+        return -1;
+    }
+    if (cnt == 1) return use_off ? up_pread(s, fd, iov[0].iov_base, iov[0].iov_len, off)
+                                 : up_read(s, fd, iov[0].iov_base, iov[0].iov_len);
+    size_t n = DK_MIN((size_t)total, DK_MAX_RW_BYTES);
+    char stackbuf[8192], *buf = n <= sizeof stackbuf ? stackbuf : malloc(n);
+    if (!buf) {
+        errno = ENOMEM;
+        return -1;
+    }
+    ssize_t r = use_off ? up_pread(s, fd, buf, n, off) : up_read(s, fd, buf, n);
+    for (ssize_t done = 0, i = 0; r > 0 && done < r; i++) {
+        size_t k = DK_MIN(iov[i].iov_len, (size_t)(r - done));
+        memcpy(iov[i].iov_base, buf + done, k);
+        done += (ssize_t)k;
+    }
+    if (buf != stackbuf) free(buf);
+    return r;
+}
+
+ssize_t up_writev(struct up_slot *s, int fd, const struct iovec *iov, int cnt, off_t off, int flags, bool use_off) {
+    ssize_t total = iov_total(iov, cnt);
+    if (total < 0 || (use_off && off < 0)) {
+        errno = total < 0 ? (int)-total : EINVAL;
+        return -1;
+    }
+    if (flags & ~UP_RWF_KNOWN) {
+        errno = EOPNOTSUPP;
+        return -1;
+    }
+    if ((s->flags & O_ACCMODE) == O_RDONLY) {
+        errno = EBADF;
+        return -1;
+    }
+    size_t n = DK_MIN((size_t)total, DK_MAX_RW_BYTES);
+    const char *buf = cnt == 1 ? iov[0].iov_base : NULL;
+    char stackbuf[8192], *tmp = NULL;
+    if (!buf) {
+        tmp = n <= sizeof stackbuf ? stackbuf : malloc(n);
+        if (!tmp) {
+            errno = ENOMEM;
+            return -1;
+        }
+        for (size_t done = 0, i = 0; done < n; i++) {
+            size_t k = DK_MIN(iov[i].iov_len, n - done);
+            memcpy(tmp + done, iov[i].iov_base, k);
+            done += k;
+        }
+        buf = tmp;
+    }
+    ssize_t r;
+    bool sync = (flags & (RWF_DSYNC | RWF_SYNC)) != 0;
+    bool append = (flags & RWF_APPEND) != 0;
+    if (!use_off && !sync && !append) r = up_write(s, fd, buf, n);
+    else if (use_off && !sync && !append) r = up_pwrite(s, fd, buf, n, off);
+    else {
+        /* per-call flags: sync and/or append for this write only */
+        uint32_t saved = s->flags;
+        uint32_t fl = saved | (sync ? O_DSYNC : 0) | (append ? O_APPEND : 0);
+        __atomic_store_n(&s->flags, fl, __ATOMIC_RELAXED);
+        r = use_off ? up_pwrite(s, fd, buf, n, off) : up_write(s, fd, buf, n);
+        __atomic_store_n(&s->flags, saved, __ATOMIC_RELAXED);
+    }
+    if (tmp && tmp != stackbuf) free(tmp);
+    return r;
+}
+
+/* ---- offsets ---- */
+
+off_t up_lseek(struct up_slot *s, int fd, off_t off, int whence) {
+    struct up_file *f = s->file;
+    int64_t base;
+    switch (whence) {
+    case SEEK_SET: base = 0; break;
+    case SEEK_CUR: base = (int64_t)__atomic_load_n(&s->offset, __ATOMIC_ACQUIRE); break;
+    case SEEK_END: base = (int64_t)up_file_size(f); break;
+    case SEEK_DATA:
+    case SEEK_HOLE: {
+        /* The kernel knows holes; give it every byte first. */
+        int rc = publish_file(f, fd);
+        if (rc) {
+            errno = -rc;
+            return -1;
+        }
+        off_t r = DK_REAL(lseek)(fd, off, whence);
+        if (r >= 0) __atomic_store_n(&s->offset, (uint64_t)r, __ATOMIC_RELEASE);
+        return r;
+    }
+    default: errno = EINVAL; return -1;
+    }
+    int64_t pos;
+    if (__builtin_add_overflow(base, (int64_t)off, &pos) || pos < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    __atomic_store_n(&s->offset, (uint64_t)pos, __ATOMIC_RELEASE);
+    return (off_t)pos;
+}
+
+/* ---- durability and size ---- */
+
+int up_fsync(struct up_slot *s, int fd, bool datasync) {
+    dk_count(DK_C_fsyncs, 1);
+    int rc = up_sync_file(s->file, fd, datasync);
+    if (rc) {
+        errno = -rc;
+        return -1;
+    }
+    return 0;
+}
+
+int up_ftruncate(struct up_slot *s, int fd, off_t len) {
+    struct up_file *f = s->file;
+    if (len < 0 || (s->flags & O_ACCMODE) == O_RDONLY) {
+        errno = EINVAL;
+        return -1;
+    }
+    pthread_mutex_lock(&f->mu);
+    int rc = 0;
+    /* Staged bytes below the new size must reach the file first; those above just go away. */
+    if ((uint64_t)len > f->pub_size && f->strategy == UP_STAGE) rc = up_publish_locked(f, fd);
+    if (rc == 0 && (uint64_t)len > UP_MAP_MAX_BYTES) rc = -EFBIG;
+    if (rc == 0) rc = up_map_grow(f, fd, (uint64_t)len, 0);
+    if (rc == 0) {
+        pthread_rwlock_wrlock(&f->rw);
+        if (DK_REAL(ftruncate)(fd, len) != 0) rc = -errno;
+        else forget_contents(f, (uint64_t)len);
+        pthread_rwlock_unlock(&f->rw);
+        f->meta_dirty = true;
+    }
+    pthread_mutex_unlock(&f->mu);
+    if (rc) {
+        errno = -rc;
+        return -1;
+    }
+    if (dk_cfg.mode != DK_MODE_POSIX) {
+        rc = up_sync_file(f, fd, true);
+        if (rc) {
+            errno = -rc;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int up_fallocate(struct up_slot *s, int fd, int mode, off_t off, off_t len) {
+    struct up_file *f = s->file;
+    pthread_mutex_lock(&f->mu);
+    int rc = up_publish_locked(f, fd);
+    if (rc == 0 && !(mode & FALLOC_FL_KEEP_SIZE) && off >= 0 && len > 0 &&
+        (uint64_t)off + (uint64_t)len <= UP_MAP_MAX_BYTES)
+        rc = up_map_grow(f, fd, (uint64_t)off + (uint64_t)len, 0);
+    int r = -1;
+    if (rc == 0) {
+        pthread_rwlock_wrlock(&f->rw);
+        r = DK_REAL(fallocate)(fd, mode, off, len);
+        int e = errno;
+        struct stat st;
+        if (r == 0 && DK_REAL(fstat)(fd, &st) == 0) forget_contents(f, (uint64_t)st.st_size);
+        pthread_rwlock_unlock(&f->rw);
+        errno = e;
+        f->meta_dirty = true;
+    }
+    pthread_mutex_unlock(&f->mu);
+    if (rc) {
+        errno = -rc;
+        return -1;
+    }
+    return r;
+}
+
+/* ---- publish points on descriptors ---- */
+
+int up_publish_fd(int fd) {
+    struct up_slot *s = up_fd_slot(fd);
+    if (!s) return 0;
+    return publish_file(s->file, fd);
+}
+
+void up_refresh_fd(int fd) {
+    struct up_slot *s = up_fd_slot(fd);
+    if (s) up_refresh_if_idle(s->file, fd);
+}
+
+void up_offset_to_kernel(int fd) {
+    struct up_fd *e = up_fd_entry(fd);
+    struct up_slot *s = e ? e->slot : NULL;
+    if (!s || s->kernel || s->procs > 1) return; /* the kernel's offset is already the truth */
+    DK_REAL(lseek)(fd, (off_t)__atomic_load_n(&s->offset, __ATOMIC_ACQUIRE), SEEK_SET);
+}
+
+void up_offset_from_kernel(int fd) {
+    struct up_fd *e = up_fd_entry(fd);
+    struct up_slot *s = e ? e->slot : NULL;
+    if (!s || s->kernel || s->procs > 1) return;
+    off_t k = DK_REAL(lseek)(fd, 0, SEEK_CUR);
+    if (k >= 0) __atomic_store_n(&s->offset, (uint64_t)k, __ATOMIC_RELEASE);
+}
+
+void up_kernel_changed_fd(int fd) {
+    struct up_slot *s = up_fd_slot(fd);
+    if (!s) return;
+    struct up_file *f = s->file;
+    struct stat st;
+    pthread_mutex_lock(&f->mu);
+    if (!up_file_pinned(f) && DK_REAL(fstat)(fd, &st) == 0) {
+        uint64_t ns = (uint64_t)st.st_size;
+        if (ns <= UP_MAP_MAX_BYTES && up_map_grow(f, fd, ns, 0) == 0) {
+            pthread_rwlock_wrlock(&f->rw);
+            forget_contents(f, ns);
+            pthread_rwlock_unlock(&f->rw);
+        }
+    }
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* ---- stat and names ---- */
+
+void up_fix_stat(dev_t dev, ino_t ino, off_t *size) {
+    if (!up_enabled || !up_dev_is_managed(dev)) return;
+    pthread_mutex_lock(&up_table_mu);
+    struct up_file *f = up_file_lookup(dev, ino);
+    if (f && up_file_pinned(f)) *size = (off_t)up_file_size(f);
+    pthread_mutex_unlock(&up_table_mu);
+}
+
+void up_name_removed(dev_t dev, ino_t ino) {
+    pthread_mutex_lock(&up_table_mu);
+    up_file_forget(dev, ino);
+    pthread_mutex_unlock(&up_table_mu);
+}
+
+/* ---- whole-process publishing ---- */
+
+struct find_fd_arg {
+    struct up_file *f;
+    int fd;
+};
+static void find_fd_cb(int fd, struct up_fd *e, void *arg) {
+    struct find_fd_arg *a = arg;
+    if (a->fd < 0 && e->slot && e->slot->file == a->f) a->fd = fd;
+}
+
+static void publish_one(struct up_file *f, void *arg) {
+    (void)arg;
+    if (!up_file_pinned(f)) return;
+    struct find_fd_arg a = {f, -1};
+    up_fd_foreach(find_fd_cb, &a);
+    int fd = a.fd >= 0 ? a.fd : f->rescue_fd;
+    if (fd < 0) return;
+    int rc = publish_file(f, fd);
+    if (rc) dk_log("could not move appends into a file under %s (%s); they are lost when this process ends",
+                   f->root->path, strerror(-rc));
+    if (rc == 0 && f->rescue_fd >= 0) {
+        up_fd_mark_internal(f->rescue_fd, false);
+        DK_REAL(close)(f->rescue_fd);
+        f->rescue_fd = -1;
+    }
+}
+
+void up_publish_all(void) {
+    if (!up_enabled) return;
+    DK_ERRNO_SAVE;
+    pthread_mutex_lock(&up_table_mu);
+    up_file_foreach(publish_one, NULL);
+    pthread_mutex_unlock(&up_table_mu);
+    DK_ERRNO_RESTORE;
+}
+
+int up_publish_inode(dev_t dev, ino_t ino) {
+    pthread_mutex_lock(&up_table_mu);
+    struct up_file *f = up_file_lookup(dev, ino);
+    if (f) publish_one(f, NULL);
+    pthread_mutex_unlock(&up_table_mu);
+    return 0;
+}
+
+void up_truncated(dev_t dev, ino_t ino, off_t len) {
+    (void)len;
+    pthread_mutex_lock(&up_table_mu);
+    struct up_file *f = up_file_lookup(dev, ino);
+    struct find_fd_arg a = {f, -1};
+    if (f) up_fd_foreach(find_fd_cb, &a);
+    if (f && a.fd < 0) up_file_forget(dev, ino); /* not open: the next open maps it afresh */
+    pthread_mutex_unlock(&up_table_mu);
+    if (a.fd >= 0) up_kernel_changed_fd(a.fd);
+}

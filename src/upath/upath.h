@@ -1,0 +1,73 @@
+/* The user-space data path as the shim sees it: decide per descriptor, serve, or say "pass through".
+ * Every function that serves a call returns what the libc call would (value, errno). */
+#ifndef DK_UPATH_UPATH_H
+#define DK_UPATH_UPATH_H
+
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "upath/internal.h"
+
+/* false until initialised with at least one managed directory, or when disabled: pass everything. */
+extern bool up_enabled;
+
+/* Library start-up: configuration, managed roots, descriptors inherited across exec. */
+void up_init(void);
+/* Library shutdown (exit): publish everything, give up slots, remove staging files. */
+void up_fini(void);
+
+/* The slot of a descriptor served in user space, or NULL (pass the call through). A descriptor whose
+ * slot is shared with another process (after fork) or another program image is not served. */
+struct up_slot *up_serving(int fd);
+
+/* After a successful kernel open(): adopt the descriptor when it names a managed regular file. */
+int up_adopt(int fd, int oflags); /* 0, or -EINVAL when refusing (strict config) */
+/* Before the kernel closes fd: publish, drop the descriptor. Returns 0 or -errno of a failed publish. */
+int up_close(int fd);
+/* After the kernel duplicated oldfd to newfd (dup/dup2/dup3/F_DUPFD*). newfd was closed first. */
+void up_dup(int oldfd, int newfd);
+
+ssize_t up_read(struct up_slot *s, int fd, void *buf, size_t n);
+ssize_t up_pread(struct up_slot *s, int fd, void *buf, size_t n, off_t off);
+ssize_t up_readv(struct up_slot *s, int fd, const struct iovec *iov, int cnt, off_t off, int flags, bool use_off);
+ssize_t up_write(struct up_slot *s, int fd, const void *buf, size_t n);
+ssize_t up_pwrite(struct up_slot *s, int fd, const void *buf, size_t n, off_t off);
+ssize_t up_writev(struct up_slot *s, int fd, const struct iovec *iov, int cnt, off_t off, int flags, bool use_off);
+off_t up_lseek(struct up_slot *s, int fd, off_t off, int whence);
+int up_fsync(struct up_slot *s, int fd, bool datasync);
+int up_ftruncate(struct up_slot *s, int fd, off_t len);
+int up_fallocate(struct up_slot *s, int fd, int mode, off_t off, off_t len);
+
+/* Publish point on a descriptor (lock release, app mmap, pass-through of an unserved call). */
+int up_publish_fd(int fd);
+/* After a lock was acquired or the kernel changed the file: forget our view of its size. */
+void up_refresh_fd(int fd);
+/* Before a kernel call that uses the file offset of fd (sendfile etc.): make the kernel's offset ours,
+ * and afterwards take it back. */
+void up_offset_to_kernel(int fd);
+void up_offset_from_kernel(int fd);
+/* A kernel call changed data or size of the file under fd (copy_file_range into it, ...). */
+void up_kernel_changed_fd(int fd);
+
+/* Patches st_size (and blocks) of a stat result for a file with unpublished appends. */
+void up_fix_stat(dev_t dev, ino_t ino, off_t *size);
+/* Name-space operations: before unlink/rename-over, the victim's (dev, ino) from lstat. */
+void up_name_removed(dev_t dev, ino_t ino);
+/* truncate(path) after the kernel did it. */
+void up_truncated(dev_t dev, ino_t ino, off_t len);
+/* Publishes the file with (dev, ino) if this process has unpublished appends for it (truncate(path)). */
+int up_publish_inode(dev_t dev, ino_t ino);
+
+/* Process events. */
+void up_fork_prepare(void);
+void up_fork_parent(int failed);
+void up_fork_child(void);
+/* Before exec/spawn: publish, hand descriptors that stay open to the kernel. Returns 0. */
+void up_exec_prepare(bool spawn);
+void up_exec_failed(void);
+/* At exit/_exit: publish everything. */
+void up_publish_all(void);
+
+#endif
