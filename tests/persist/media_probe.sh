@@ -3,12 +3,14 @@
 # apart on a fresh mount of KIND (ARGV[1]): hugetmpfs -> volatile with 2 MiB mappings; tmpfs -> volatile
 # without; xfs (reflink, RAM-backed loop) -> pagecache with block sharing, no MAP_SYNC; ext4 (RAM-backed
 # loop) -> pagecache without block sharing. Costs are measured (and printed), errno is kept on success, and
-# the probe leaves no scratch files behind. Exit 0 pass, 1 fail, 77 skip (not root, medium unavailable).
+# the probe leaves no scratch files behind. KIND tmpfs-full is a 3 MiB tmpfs, too small to measure costs:
+# the probe still succeeds, says why costs are missing (ENOSPC) and reports no partial figures.
+# Exit 0 pass, 1 fail, 77 skip (not root, medium unavailable).
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/../harness/media.sh"
-kind=${1:?usage: media_probe.sh hugetmpfs|tmpfs|xfs|ext4}
+kind=${1:?usage: media_probe.sh hugetmpfs|tmpfs|xfs|ext4|tmpfs-full}
 dk_need_root
-dk_media_mount "$kind" >/dev/null
+if [ "$kind" = tmpfs-full ]; then dk_media_mount tmpfs 3M >/dev/null; else dk_media_mount "$kind" >/dev/null; fi
 probe=$(dk_test_bin dk-probe) || exit 1
 out=$("$probe" "$DK_MNT") || dk_fail "dk-probe $DK_MNT failed"
 echo "$out" | sed "s/^/  $kind: /"
@@ -21,6 +23,14 @@ positive() { [ "$(val "$1")" -gt 0 ] 2>/dev/null || dk_fail "$kind: expected $1 
 
 want errno_kept 1
 want map_sync 0
+if [ "$kind" = tmpfs-full ]; then
+    want medium volatile; want costs_measured 0; want costs_error 28 # ENOSPC
+    want copy_4k_ns 0; want copy_2m_ns 0; want fsync_ns 0
+    [ -z "$(find "$DK_MNT" -mindepth 1)" ] || dk_fail "tmpfs-full: the probe left files behind"
+    [ "$(df --output=used -k "$DK_MNT" | tail -1 | tr -d ' ')" -lt 64 ] || dk_fail "tmpfs-full: space not given back"
+    echo "PASS: a full medium is still probed, costs not measured (ENOSPC) and no partial figures"
+    exit 0
+fi
 want costs_measured 1
 want costs_error 0
 positive copy_4k_ns
