@@ -5,3 +5,9 @@
 
 /* daxkit doctor PATH [--json] [--quick]: the medium under PATH and what each mode can promise there. */
 int dk_cmd_doctor(int argc, char **argv);
+/* daxkit run [--mode M] [--dir PATH]... [--append P] [--persist auto|flush] [--verbose] [--] CMD [ARGS]. */
+int dk_cmd_run(int argc, char **argv);
+/* daxkit config [--doc]: the option reference, or the values in effect from the environment. */
+int dk_cmd_config(int argc, char **argv);
+/* daxkit stats [PID] [--once] [--json]: live counters of daxkit processes. */
+int dk_cmd_stats(int argc, char **argv);

@@ -1,0 +1,117 @@
+/* daxkit stats: reads the per-process counter files of running daxkit processes. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/stats.h"
+#include "commands.h"
+
+static const struct dk_stats_file *map_stats(int pid) {
+    char path[96];
+    snprintf(path, sizeof path, DK_STATS_DIR "/stats.%d", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    void *p = mmap(NULL, sizeof(struct dk_stats_file), PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) return NULL;
+    const struct dk_stats_file *f = p;
+    if (f->magic != DK_STATS_MAGIC) {
+        munmap(p, sizeof *f);
+        return NULL;
+    }
+    return f;
+}
+
+static bool alive(int pid) { return kill(pid, 0) == 0 || errno == EPERM; }
+
+static void print_json(const struct dk_stats_file *f, FILE *out) {
+    uint64_t v[DK_C_COUNT];
+    dk_stats_sum(f, v);
+    fprintf(out, "{\"pid\": %d, \"mode\": \"%s\", \"dirs\": \"%s\", \"note\": \"%s\"", f->pid, f->mode, f->dirs, f->note);
+    for (int i = 0; i < DK_C_COUNT; i++) fprintf(out, ", \"%s\": %llu", dk_stats_name(i), (unsigned long long)v[i]);
+    fprintf(out, "}\n");
+}
+
+static void print_line(const struct dk_stats_file *f) {
+    uint64_t v[DK_C_COUNT];
+    dk_stats_sum(f, v);
+    printf("\r\033[Kpid %d %s: reads %llu (%.1f MiB) writes %llu appends %llu (%.1f MiB) fsync %llu/%llu kernel "
+           "relink %llu clone %llu copy, passthrough %llu, fallbacks %llu%s%s",
+           f->pid, f->mode, (unsigned long long)v[DK_C_reads], v[DK_C_read_bytes] / 1048576.0,
+           (unsigned long long)v[DK_C_writes], (unsigned long long)v[DK_C_appends], v[DK_C_append_bytes] / 1048576.0,
+           (unsigned long long)v[DK_C_fsyncs], (unsigned long long)v[DK_C_fsyncs_kernel],
+           (unsigned long long)v[DK_C_relink_clones], (unsigned long long)v[DK_C_relink_copies],
+           (unsigned long long)v[DK_C_passthrough], (unsigned long long)v[DK_C_fallbacks], f->note[0] ? " -- " : "",
+           f->note);
+    fflush(stdout);
+}
+
+/* Lists live processes; removes the files of processes that are gone. */
+static int list_all(bool json) {
+    DIR *d = opendir(DK_STATS_DIR);
+    int count = 0;
+    if (json) printf("[");
+    for (struct dirent *e; d && (e = readdir(d));) {
+        int pid;
+        if (sscanf(e->d_name, "stats.%d", &pid) != 1) continue;
+        if (!alive(pid)) {
+            char path[300];
+            snprintf(path, sizeof path, DK_STATS_DIR "/%s", e->d_name);
+            unlink(path);
+            continue;
+        }
+        const struct dk_stats_file *f = map_stats(pid);
+        if (!f) continue;
+        if (json) {
+            if (count) printf(",");
+            print_json(f, stdout);
+        } else {
+            print_line(f);
+            printf("\n");
+        }
+        count++;
+        munmap((void *)f, sizeof *f);
+    }
+    if (d) closedir(d);
+    if (json) printf("]\n");
+    else if (!count) printf("no process is running under daxkit\n");
+    return 0;
+}
+
+int dk_cmd_stats(int argc, char **argv) {
+    bool json = !isatty(STDOUT_FILENO), once = false;
+    int pid = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = true;
+        else if (!strcmp(argv[i], "--once")) once = true;
+        else if (atoi(argv[i]) > 0) pid = atoi(argv[i]);
+        else {
+            fprintf(stderr, "usage: daxkit stats [PID] [--once] [--json]\n");
+            return 2;
+        }
+    }
+    if (!pid) return list_all(json);
+    const struct dk_stats_file *f = map_stats(pid);
+    if (!f) {
+        fprintf(stderr, "daxkit stats: no counters for pid %d (is it running under daxkit with DAXKIT_STATS=1?)\n", pid);
+        return 1;
+    }
+    if (json) {
+        print_json(f, stdout);
+        return 0;
+    }
+    for (;;) {
+        print_line(f);
+        if (once || !alive(pid)) break;
+        sleep(1);
+    }
+    printf("\n");
+    return 0;
+}
