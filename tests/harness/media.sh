@@ -32,6 +32,11 @@
 #   dk_lib                   print $DAXKIT_BUILD/lib/libdaxkit.so (fail if not built)
 #   dk_cli                   print $DAXKIT_BUILD/bin/daxkit (fail if not built)
 #   dk_test_bin NAME         print $DAXKIT_BUILD/tests/NAME (fail if not built)
+#                            These run in $(...), where a failure ends only the subshell: write
+#                            lib=$(dk_lib) || exit 1
+#
+# Cleanup: register extra cleanup with dk_on_exit, not `trap ... EXIT` (which would replace the harness's
+# trap and leave media mounted). Scripts may use set -euo pipefail.
 #
 # Environment: DAXKIT_BUILD (build directory), DAXKIT_SRC (source tree), set by ctest. DK_MEDIA_ROOT is where
 # mount points are made (default /tmp); images always live in /dev/shm so loop media are RAM-backed.
