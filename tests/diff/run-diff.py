@@ -40,6 +40,7 @@ def parse_args():
                    help="env: set LD_PRELOAD/DAXKIT_* directly; cli: 'daxkit run --mode ... --'")
     p.add_argument("--env", action="append", default=[], help="extra K=V for the library side")
     p.add_argument("--shrink-max", type=int, default=3, help="failures shrunk per configuration")
+    p.add_argument("--shrink-seconds", type=float, default=90, help="time limit of one shrink")
     p.add_argument("--fail-max", type=int, default=20, help="stop a configuration after this many failures")
     p.add_argument("--out", default="", help="directory for logs and shrunk op lists")
     p.add_argument("--exact-holes", action="store_true")
@@ -167,6 +168,16 @@ def compare_one(ks, ds, krc, drc, derr=""):
     return describe_diff(k, d, drc)
 
 
+def signature(why):
+    """What kind of difference: the op on the first differing line, or how the library side died."""
+    if "library side died" in why or "library side killed" in why:
+        return "died:" + why.split("died with signal ")[-1].split(">")[0].split()[0] if "signal" in why else "killed"
+    kline = why.split("kernel: ", 1)[-1].split()
+    if kline and kline[0].isdigit() and len(kline) > 1:
+        return kline[1]
+    return kline[0] if kline else why[:20]
+
+
 class Config:
     def __init__(self, args, tester, medium, mnt, mode, append, lib):
         self.name = f"{medium}/{mode}/{append}"
@@ -177,10 +188,12 @@ class Config:
         self.kside = Side(args, tester, self.kdir, "", mode, append)
         self.dside = Side(args, tester, self.ddir, lib, mode, append)
         self.passed = self.failed = self.shrunk = 0
+        self.signatures = {}  # first differing op (or listing kind) -> seeds that failed there
 
 
-def shrink(args, cfg, seed, work, exit_open):
-    """Delta debugging (ddmin) of seed's op list: the smallest list (1-minimal) that still differs."""
+def shrink(args, cfg, seed, work, exit_open, sig):
+    """Delta debugging (ddmin) of seed's op list: the smallest list (1-minimal) that still differs in
+    the same way (same signature), so that shrinking does not drift to another bug."""
     ops = subprocess.run([cfg.kside.tester, "--seed", str(seed), "--ops", str(args.ops), "--print-ops"],
                          check=True, capture_output=True, text=True).stdout.splitlines()
     replay = os.path.join(work, f"replay.{seed}")
@@ -192,12 +205,13 @@ def shrink(args, cfg, seed, work, exit_open):
         runs[0] += 1
         r = run_pair(cfg.kside, cfg.dside, ["--seed", str(seed), "--replay", replay], work, "shrink",
                      seed if exit_open else None)
-        return compare_one(*r)
+        why = compare_one(*r)
+        return why if why is not None and signature(why) == sig else None
 
     if not fails(ops):
         return None, ops, runs[0]
-    n = 2
-    while len(ops) >= 2:
+    n, deadline = 2, time.time() + args.shrink_seconds
+    while len(ops) >= 2 and time.time() < deadline:
         chunk = max(1, len(ops) // n)
         parts = [ops[i:i + chunk] for i in range(0, len(ops), chunk)]
         reduced = False
@@ -217,18 +231,25 @@ def shrink(args, cfg, seed, work, exit_open):
 
 def report_failure(args, cfg, seed, why, work, out_dir, exit_open):
     print(f"FAIL {cfg.name} seed={seed}: first difference at {why}", flush=True)
+    # One shrink per kind of first difference: many seeds usually hit the same bug.
+    sig = signature(why)
+    cfg.signatures.setdefault(sig, []).append(seed)
+    if len(cfg.signatures[sig]) > 1:
+        print(f"  (not shrunk: same first differing op '{sig}' as seed {cfg.signatures[sig][0]})")
+        return
     if cfg.shrunk >= args.shrink_max:
         print(f"  (not shrunk: --shrink-max {args.shrink_max} reached)")
         return
     cfg.shrunk += 1
     single = run_pair(cfg.kside, cfg.dside, ["--seed", str(seed), "--ops", str(args.ops)], work, "single",
                       seed if exit_open else None)
-    if compare_one(*single) is None:
+    why1 = compare_one(*single)
+    if why1 is None:
         print(f"  does not reproduce alone; reproduce the batch with:\n    {cfg.dside.describe}"
               f"{' '.join(cfg.dside.cmd(['--seed', str(seed - seed % args.batch), '--count', str(args.batch)]))}")
         return
     t0 = time.time()
-    why2, ops, runs = shrink(args, cfg, seed, work, exit_open)
+    why2, ops, runs = shrink(args, cfg, seed, work, exit_open, signature(why1))
     if why2 is None:
         print("  the generated op list does not reproduce through --replay (tester bug?)")
         return
@@ -237,7 +258,8 @@ def report_failure(args, cfg, seed, why, work, out_dir, exit_open):
     with open(path, "w") as f:
         f.write(f"# {cfg.name} seed {seed}: {len(ops)} ops, shrunk from {args.ops} in {runs} runs\n")
         f.write("\n".join(ops) + "\n")
-    print(f"  shrunk to {len(ops)} ops in {runs} runs ({time.time() - t0:.1f} s); first difference at {why2}")
+    note = "" if time.time() - t0 < args.shrink_seconds else f" (stopped by --shrink-seconds {args.shrink_seconds:g}: may not be minimal)"
+    print(f"  shrunk to {len(ops)} ops in {runs} runs ({time.time() - t0:.1f} s){note}; first difference at {why2}")
     for op in ops:
         print(f"    {op}")
     rep = ["--seed", str(seed), "--replay", path] + (["--exit-open"] if exit_open else [])
@@ -254,24 +276,29 @@ def report_failure(args, cfg, seed, why, work, out_dir, exit_open):
 
 
 def run_batch(args, cfg, first, count, work, out_dir):
-    """Runs seeds first..first+count-1 in one process per side; the last one exits with files open."""
+    """Runs seeds first..first+count-1 in one process per side; the last one exits with files open.
+    Returns the next seed to run: after a crash of the library side, the seeds it did not reach."""
     extra = ["--seed", str(first), "--count", str(count), "--ops", str(args.ops)]
     last = first + count - 1
     ks, ds, krc, drc, derr = run_pair(cfg.kside, cfg.dside, extra, work, "batch", last)
     for seed in range(first, first + count):
         k, d = ks.get(seed, []), ds.get(seed)
+        if d is None and seed > first:
+            return seed  # the library side died before this seed: rerun from here
         if d is None:
             cfg.failed += 1
-            print(f"FAIL {cfg.name} seed={seed}: no output for this seed (library side {status_text(drc)} earlier)")
-            continue
+            report_failure(args, cfg, seed, f"start: library side {status_text(drc)} before any output: "
+                           + " | ".join(derr.strip().splitlines()[-3:]), work, out_dir, seed == last)
+            return seed + 1
         why = describe_diff(k, d, drc if seed == max(ds) else 0)
         if why is None:
             cfg.passed += 1
             continue
         cfg.failed += 1
         report_failure(args, cfg, seed, why, work, out_dir, seed == last)
-        if derr.strip() and drc != 0:
+        if derr.strip() and drc != 0 and seed == max(ds):
             print("  library side stderr (last lines): " + " | ".join(derr.strip().splitlines()[-3:]))
+    return first + count
 
 
 def check_preload(lib):
@@ -319,11 +346,12 @@ def main():
             if deadline and time.time() >= deadline:
                 break
             count = min(args.batch, start + args.seeds - seed) if args.seeds else args.batch
-            run_batch(args, cfg, seed, count, work, out_dir)
-            seed += count
+            seed = run_batch(args, cfg, seed, count, work, out_dir)
         last = max(last, seed)
         print(f"run-diff: {cfg.name}: seeds {start}..{seed - 1}: {cfg.passed} passed, {cfg.failed} failed",
               flush=True)
+        for sig, seeds in sorted(cfg.signatures.items(), key=lambda kv: -len(kv[1])):
+            print(f"run-diff:   first difference at '{sig}': {len(seeds)} seed(s), e.g. {seeds[:5]}")
     shutil.rmtree(work, ignore_errors=True)
     passed, failed = sum(c.passed for c in configs), sum(c.failed for c in configs)
     secs = time.time() - t0
