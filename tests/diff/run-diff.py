@@ -224,9 +224,33 @@ def shrink(args, cfg, seed, work, exit_open, sig):
             if n >= len(ops):
                 break
             n = min(len(ops), n * 2)
+    ops = simplify(ops, fails, deadline)
     with open(replay, "w") as f:
         f.write("\n".join(ops) + "\n")
     return fails(ops), ops, runs[0]
+
+
+def simplify(ops, fails, deadline):
+    """Makes the shrunk list easier to read: smaller lengths and offsets where the difference stays."""
+    ops = list(ops)
+    for i in range(len(ops)):
+        words = ops[i].split()
+        for j, w in enumerate(words[1:], 1):
+            key, _, val = w.partition("=")
+            if key not in ("len", "off", "inoff", "outoff") or not val.lstrip("-").isdigit():
+                continue
+            v = int(val)
+            for cand in (0, 1, 4096, v // 2):
+                if time.time() >= deadline:
+                    return ops
+                if abs(cand) >= abs(v) or (cand == 0 and v < 0):
+                    continue
+                trial = words[:j] + [f"{key}={cand}"] + words[j + 1:]
+                attempt = ops[:i] + [" ".join(trial)] + ops[i + 1:]
+                if fails(attempt):
+                    ops, words, v = attempt, trial, cand
+                    break
+    return ops
 
 
 def report_failure(args, cfg, seed, why, work, out_dir, exit_open):
