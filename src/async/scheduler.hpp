@@ -8,6 +8,7 @@
 #include <cassert>
 #include <coroutine>
 #include <cstdint>
+#include <exception>
 
 #include "async/device.hpp"
 #include "async/frame_arena.hpp"
