@@ -40,7 +40,7 @@ def parse_args():
                    help="env: set LD_PRELOAD/DAXKIT_* directly; cli: 'daxkit run --mode ... --'")
     p.add_argument("--env", action="append", default=[], help="extra K=V for the library side")
     p.add_argument("--shrink-max", type=int, default=3, help="failures shrunk per configuration")
-    p.add_argument("--shrink-seconds", type=float, default=90, help="time limit of one shrink")
+    p.add_argument("--shrink-seconds", type=float, default=60, help="time limit of one shrink")
     p.add_argument("--fail-max", type=int, default=20, help="stop a configuration after this many failures")
     p.add_argument("--out", default="", help="directory for logs and shrunk op lists")
     p.add_argument("--exact-holes", action="store_true")
@@ -367,8 +367,8 @@ def main():
         while cfg.failed < args.fail_max:
             if args.seeds and seed >= start + args.seeds:
                 break
-            if deadline and time.time() >= deadline:
-                break
+            if deadline and time.time() >= deadline and seed > start:
+                break  # every configuration runs at least one batch
             count = min(args.batch, start + args.seeds - seed) if args.seeds else args.batch
             seed = run_batch(args, cfg, seed, count, work, out_dir)
         last = max(last, seed)

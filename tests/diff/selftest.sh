@@ -17,6 +17,16 @@ dir=$(mktemp -d /dev/shm/daxkit-diff-selftest.XXXXXX) || dk_fail "mktemp in /dev
 dk_on_exit "rm -rf '$dir'"
 out=$dir/out.txt
 
+# A generated run and the replay of its printed op list must log the same thing (shrinking relies on it).
+tester=$(dk_test_bin dk_difftest)
+mkdir -p "$dir/replay"
+for seed in 7 8 9; do
+    "$tester" --seed $seed --ops 300 --print-ops > "$dir/ops.$seed" || dk_fail "--print-ops failed"
+    "$tester" --dir "$dir/replay" --seed $seed --ops 300 > "$dir/gen.$seed" || dk_fail "generated run failed"
+    "$tester" --dir "$dir/replay" --seed $seed --replay "$dir/ops.$seed" > "$dir/rep.$seed" || dk_fail "replay failed"
+    cmp -s "$dir/gen.$seed" "$dir/rep.$seed" || dk_fail "seed $seed: the replayed op list logs differently: diff $dir/gen.$seed $dir/rep.$seed"
+done
+
 python3 "$here/run-diff.py" --build "$DAXKIT_BUILD" --medium "tmpfs=$dir" --lib none --seeds 200 --start 1000 \
     > "$out" 2>&1
 rc=$?
