@@ -95,12 +95,22 @@ static inline int fix(int r, struct stat *st) {
 }
 #define FIX64(r, st) fix((r), (struct stat *)(st)) /* struct stat64 == struct stat on x86-64 */
 
+static inline int fixfd(int r, int fd, struct stat *st) {
+    if (r == 0 && up_enabled && S_ISREG(st->st_mode)) {
+        DK_ERRNO_SAVE;
+        if (up_fd_slot(fd)) up_fix_fstat(fd, &st->st_size);
+        else up_fix_stat(st->st_dev, st->st_ino, &st->st_size);
+        DK_ERRNO_RESTORE;
+    }
+    return r;
+}
+
 DK_EXPORT int stat(const char *p, struct stat *st) { return fix(DK_REAL(stat)(p, st), st); }
 DK_EXPORT int stat64(const char *p, struct stat64 *st) { return FIX64(DK_REAL(stat64)(p, st), st); }
 DK_EXPORT int lstat(const char *p, struct stat *st) { return fix(DK_REAL(lstat)(p, st), st); }
 DK_EXPORT int lstat64(const char *p, struct stat64 *st) { return FIX64(DK_REAL(lstat64)(p, st), st); }
-DK_EXPORT int fstat(int fd, struct stat *st) { return fix(DK_REAL(fstat)(fd, st), st); }
-DK_EXPORT int fstat64(int fd, struct stat64 *st) { return FIX64(DK_REAL(fstat64)(fd, st), st); }
+DK_EXPORT int fstat(int fd, struct stat *st) { return fixfd(DK_REAL(fstat)(fd, st), fd, st); }
+DK_EXPORT int fstat64(int fd, struct stat64 *st) { return fixfd(DK_REAL(fstat64)(fd, st), fd, (struct stat *)st); }
 DK_EXPORT int fstatat(int d, const char *p, struct stat *st, int fl) { return fix(DK_REAL(fstatat)(d, p, st, fl), st); }
 DK_EXPORT int fstatat64(int d, const char *p, struct stat64 *st, int fl) {
     return FIX64(DK_REAL(fstatat64)(d, p, st, fl), st);
@@ -109,8 +119,10 @@ DK_EXPORT int __xstat(int v, const char *p, struct stat *st) { return fix(DK_REA
 DK_EXPORT int __xstat64(int v, const char *p, struct stat64 *st) { return FIX64(DK_REAL(__xstat64)(v, p, st), st); }
 DK_EXPORT int __lxstat(int v, const char *p, struct stat *st) { return fix(DK_REAL(__lxstat)(v, p, st), st); }
 DK_EXPORT int __lxstat64(int v, const char *p, struct stat64 *st) { return FIX64(DK_REAL(__lxstat64)(v, p, st), st); }
-DK_EXPORT int __fxstat(int v, int fd, struct stat *st) { return fix(DK_REAL(__fxstat)(v, fd, st), st); }
-DK_EXPORT int __fxstat64(int v, int fd, struct stat64 *st) { return FIX64(DK_REAL(__fxstat64)(v, fd, st), st); }
+DK_EXPORT int __fxstat(int v, int fd, struct stat *st) { return fixfd(DK_REAL(__fxstat)(v, fd, st), fd, st); }
+DK_EXPORT int __fxstat64(int v, int fd, struct stat64 *st) {
+    return fixfd(DK_REAL(__fxstat64)(v, fd, st), fd, (struct stat *)st);
+}
 DK_EXPORT int __fxstatat(int v, int d, const char *p, struct stat *st, int fl) {
     return fix(DK_REAL(__fxstatat)(v, d, p, st, fl), st);
 }

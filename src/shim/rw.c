@@ -6,11 +6,12 @@
 
 #include "shim/shim.h"
 
-#define SERVE(fd, served_call, real_call, changes)       \
+#define SERVE(fd, served_call, real_call, changes) SERVE_IF(fd, true, served_call, real_call, changes)
+#define SERVE_IF(fd, cond, served_call, real_call, changes) \
     do {                                                 \
         struct up_slot *s_;                              \
         if (DK_LIKELY(up_enabled)) {                     \
-            if ((s_ = up_serving(fd)) != NULL) {         \
+            if ((cond) && (s_ = up_serving(fd)) != NULL) { \
                 DK_CANCEL_POINT();                       \
                 struct up_slot *s = s_;                  \
                 (void)s;                                 \
@@ -55,10 +56,10 @@ DK_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off_t off) 
     SERVE(fd, up_readv(s, fd, iov, cnt, off, 0, true), DK_REAL(preadv64)(fd, iov, cnt, off), false);
 }
 DK_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int fl) {
-    SERVE(fd, up_readv(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(preadv2)(fd, iov, cnt, off, fl), false);
+    SERVE_IF(fd, up_rwf_served(fl), up_readv(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(preadv2)(fd, iov, cnt, off, fl), false);
 }
 DK_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off_t off, int fl) {
-    SERVE(fd, up_readv(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(preadv64v2)(fd, iov, cnt, off, fl), false);
+    SERVE_IF(fd, up_rwf_served(fl), up_readv(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(preadv64v2)(fd, iov, cnt, off, fl), false);
 }
 
 DK_EXPORT ssize_t write(int fd, const void *buf, size_t n) {
@@ -80,8 +81,8 @@ DK_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off)
     SERVE(fd, up_writev(s, fd, iov, cnt, off, 0, true), DK_REAL(pwritev64)(fd, iov, cnt, off), true);
 }
 DK_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int fl) {
-    SERVE(fd, up_writev(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(pwritev2)(fd, iov, cnt, off, fl), true);
+    SERVE_IF(fd, up_rwf_served(fl), up_writev(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(pwritev2)(fd, iov, cnt, off, fl), true);
 }
 DK_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off_t off, int fl) {
-    SERVE(fd, up_writev(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(pwritev64v2)(fd, iov, cnt, off, fl), true);
+    SERVE_IF(fd, up_rwf_served(fl), up_writev(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(pwritev64v2)(fd, iov, cnt, off, fl), true);
 }

@@ -114,6 +114,13 @@ DK_EXPORT FILE *fdopen(int fd, const char *mode) {
             errno = fl < 0 ? EINVAL : EBADF;
             return NULL;
         }
+        /* As glibc: the mode may not ask for access the descriptor lacks. */
+        int want = fl & O_ACCMODE, have = cur & O_ACCMODE;
+        if ((want == O_RDWR && have != O_RDWR) || (want == O_RDONLY && have == O_WRONLY) ||
+            (want == O_WRONLY && have == O_RDONLY)) {
+            errno = EINVAL;
+            return NULL;
+        }
         if ((fl & O_APPEND) && !(cur & O_APPEND)) fcntl(fd, F_SETFL, cur | O_APPEND); /* as glibc does */
         return cookie_stream(fd, mode);
     }

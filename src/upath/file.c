@@ -107,8 +107,9 @@ void up_file_put(struct up_file *f) {
 void up_file_forget(dev_t dev, ino_t ino) {
     struct up_file *f = up_file_lookup(dev, ino);
     if (!f) return;
-    table_remove(f); /* a new file with this inode number must not find the old entry */
-    if (f->open_refs == 0) file_free(f);
+    /* While open (and mapped) the inode cannot be freed, so its number cannot be reused: the entry
+     * stays findable (stat by descriptor, /proc/self/fd reopen) and is freed at the last close. */
+    if (f->open_refs == 0 && !up_file_pinned(f)) file_free(f);
     else f->unlinked = true;
 }
 

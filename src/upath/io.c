@@ -157,9 +157,8 @@ static int extend_to(struct up_file *f, int fd, uint64_t end) {
     int rc = up_map_grow(f, fd, target, 0);
     if (rc) return rc;
     if (DK_REAL(ftruncate)(fd, (off_t)target) != 0) return -errno;
-    uint64_t old = f->ksize;
+    /* No pre-faulting here: a publish sets the size back, so most of a step is never used. */
     __atomic_store_n(&f->ksize, target, __ATOMIC_RELEASE);
-    if (dk_cfg.populate) up_map_populate(f, old, target - old);
     f->meta_dirty = true;
     dk_count(DK_C_extends, 1);
     return 0;
@@ -317,12 +316,12 @@ ssize_t up_read(struct up_slot *s, int fd, void *buf, size_t n) {
 }
 
 ssize_t up_pread(struct up_slot *s, int fd, void *buf, size_t n, off_t off) {
-    if (!readable(s)) {
-        errno = EBADF;
+    if (off < 0) { /* the kernel checks the offset before the descriptor */
+        errno = EINVAL;
         return -1;
     }
-    if (off < 0) {
-        errno = EINVAL;
+    if (!readable(s)) {
+        errno = EBADF;
         return -1;
     }
     return up_io_read(s->file, fd, buf, n, (uint64_t)off);
@@ -343,12 +342,12 @@ ssize_t up_write(struct up_slot *s, int fd, const void *buf, size_t n) {
 }
 
 ssize_t up_pwrite(struct up_slot *s, int fd, const void *buf, size_t n, off_t off) {
-    if (!writable(s)) {
-        errno = EBADF;
-        return -1;
-    }
     if (off < 0) {
         errno = EINVAL;
+        return -1;
+    }
+    if (!writable(s)) {
+        errno = EBADF;
         return -1;
     }
     if (n == 0) return 0;

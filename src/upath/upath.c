@@ -182,7 +182,7 @@ void up_dup(int oldfd, int newfd) {
 
 /* ---- vectors ---- */
 
-#define UP_RWF_KNOWN (RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_NOWAIT | RWF_APPEND)
+bool up_rwf_served(int flags) { return (flags & ~UP_RWF_KNOWN) == 0; }
 
 /* Total length of an iovec array as the kernel checks it. -errno when invalid. */
 static ssize_t iov_total(const struct iovec *iov, int cnt) {
@@ -196,14 +196,21 @@ static ssize_t iov_total(const struct iovec *iov, int cnt) {
     return (ssize_t)total;
 }
 
+/* The kernel's order of checks: offset, then access mode, then the vector. */
+static int vec_check(const struct up_slot *s, const struct iovec *iov, int cnt, off_t off, bool use_off, int acc_bad,
+                     ssize_t *total) {
+    if (use_off && off < 0) return -EINVAL;
+    if ((int)(s->flags & O_ACCMODE) == acc_bad) return -EBADF;
+    *total = iov_total(iov, cnt);
+    return *total < 0 ? (int)*total : 0;
+}
+
 ssize_t up_readv(struct up_slot *s, int fd, const struct iovec *iov, int cnt, off_t off, int flags, bool use_off) {
-    ssize_t total = iov_total(iov, cnt);
-    if (total < 0 || (use_off && off < 0)) {
-        errno = total < 0 ? (int)-total : EINVAL;
-        return -1;
-    }
-    if (flags & ~UP_RWF_KNOWN) {
-        errno = EOPNOTSUPP;
+    ssize_t total = 0;
+    int rc = vec_check(s, iov, cnt, off, use_off, O_WRONLY, &total);
+    (void)flags; /* only known flags reach here (up_rwf_served) */
+    if (rc) {
+        errno = -rc;
         return -1;
     }
     if (cnt == 1) return use_off ? up_pread(s, fd, iov[0].iov_base, iov[0].iov_len, off)
@@ -225,19 +232,13 @@ ssize_t up_readv(struct up_slot *s, int fd, const struct iovec *iov, int cnt, of
 }
 
 ssize_t up_writev(struct up_slot *s, int fd, const struct iovec *iov, int cnt, off_t off, int flags, bool use_off) {
-    ssize_t total = iov_total(iov, cnt);
-    if (total < 0 || (use_off && off < 0)) {
-        errno = total < 0 ? (int)-total : EINVAL;
+    ssize_t total = 0;
+    int rc = vec_check(s, iov, cnt, off, use_off, O_RDONLY, &total);
+    if (rc) {
+        errno = -rc;
         return -1;
     }
-    if (flags & ~UP_RWF_KNOWN) {
-        errno = EOPNOTSUPP;
-        return -1;
-    }
-    if ((s->flags & O_ACCMODE) == O_RDONLY) {
-        errno = EBADF;
-        return -1;
-    }
+    if (total == 0) return 0;
     size_t n = DK_MIN((size_t)total, DK_MAX_RW_BYTES);
     const char *buf = cnt == 1 ? iov[0].iov_base : NULL;
     char stackbuf[8192], *tmp = NULL;
@@ -428,6 +429,11 @@ void up_fix_stat(dev_t dev, ino_t ino, off_t *size) {
     struct up_file *f = up_file_lookup(dev, ino);
     if (f && up_file_pinned(f)) *size = (off_t)up_file_size(f);
     pthread_mutex_unlock(&up_table_mu);
+}
+
+void up_fix_fstat(int fd, off_t *size) {
+    struct up_slot *s = up_fd_slot(fd); /* also finds files whose name is gone (not in the table) */
+    if (s && up_file_pinned(s->file)) *size = (off_t)up_file_size(s->file);
 }
 
 void up_name_removed(dev_t dev, ino_t ino) {

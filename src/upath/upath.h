@@ -31,6 +31,9 @@ void up_dup(int oldfd, int newfd);
 
 ssize_t up_read(struct up_slot *s, int fd, void *buf, size_t n);
 ssize_t up_pread(struct up_slot *s, int fd, void *buf, size_t n, off_t off);
+/* preadv2/pwritev2 flags served in user space; others (and unknown ones) go to the kernel. */
+#define UP_RWF_KNOWN (RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_NOWAIT | RWF_APPEND)
+bool up_rwf_served(int flags);
 ssize_t up_readv(struct up_slot *s, int fd, const struct iovec *iov, int cnt, off_t off, int flags, bool use_off);
 ssize_t up_write(struct up_slot *s, int fd, const void *buf, size_t n);
 ssize_t up_pwrite(struct up_slot *s, int fd, const void *buf, size_t n, off_t off);
@@ -53,6 +56,8 @@ void up_kernel_changed_fd(int fd);
 
 /* Patches st_size (and blocks) of a stat result for a file with unpublished appends. */
 void up_fix_stat(dev_t dev, ino_t ino, off_t *size);
+/* The same for fstat of a descriptor (finds files whose name is gone). */
+void up_fix_fstat(int fd, off_t *size);
 /* Name-space operations: before unlink/rename-over, the victim's (dev, ino) from lstat. */
 void up_name_removed(dev_t dev, ino_t ino);
 /* truncate(path) after the kernel did it. */
