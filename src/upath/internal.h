@@ -84,6 +84,9 @@ struct up_file;
 int up_map_grow(struct up_file *f, int fd, uint64_t want_bytes, uint64_t populate_bytes);
 /* Pre-faults [off, off+len) for writing (new pages after a size change). */
 void up_map_populate(struct up_file *f, uint64_t off, uint64_t len);
+/* Keeps the invariant "a mapped file is mapped up to its kernel size": grows the mapping to `bytes` if
+ * the file has one (an unmapped file is mapped on first read or overwrite). 0 or -errno. */
+int up_map_keep(struct up_file *f, int fd, uint64_t bytes);
 void up_map_drop(struct up_map *m);
 
 /* ---- staging pool (stage.c) ---- */

@@ -67,6 +67,19 @@ void up_io_persist_range(struct up_file *f, uint64_t off, size_t n) {
     }
 }
 
+/* Maps the file up to `end` (and at least its kernel size) on first need: files that are only appended
+ * to and removed (journals) never pay for a mapping. 0 or -errno. */
+int up_io_ensure_mapped(struct up_file *f, int fd, uint64_t end) {
+    if (DK_LIKELY(__atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE) &&
+                  end <= __atomic_load_n(&f->map.mapped_bytes, __ATOMIC_ACQUIRE)))
+        return 0;
+    pthread_mutex_lock(&f->mu);
+    uint64_t want = DK_MAX(end, f->ksize);
+    int rc = want > UP_MAP_MAX_BYTES ? -EFBIG : up_map_grow(f, fd, want, f->map.ext_count ? 0 : f->ksize);
+    pthread_mutex_unlock(&f->mu);
+    return rc;
+}
+
 /* ---- staged appends ---- */
 
 /* The staged slot covering file offset `off` (off >= pub_size), taking new slots as needed. */
@@ -151,7 +164,8 @@ static void staged_read(struct up_file *f, uint64_t off, char *buf, size_t n) {
 /* Makes the kernel size at least `end`, in steps, mapped and populated. Under f->mu. */
 static int extend_to(struct up_file *f, int fd, uint64_t end) {
     if (end <= f->ksize) return 0;
-    uint64_t step = DK_MAX(dk_cfg.extend_step_bytes, f->ksize / 8);
+    /* Steps grow with the file (2 MiB up to DAXKIT_EXTEND_STEP_BYTES): small files stay small. */
+    uint64_t step = DK_MIN(dk_cfg.extend_step_bytes, DK_MAX((uint64_t)DK_HUGE_BYTES, f->ksize));
     uint64_t target = dk_round_up(DK_MAX(end, f->ksize + step), DK_HUGE_BYTES);
     if (target > UP_MAP_MAX_BYTES) return -EFBIG;
     int rc = up_map_grow(f, fd, target, 0);
@@ -180,6 +194,10 @@ static int append_locked(struct up_file *f, int fd, uint64_t off, const char *bu
         up_io_overwrite(f, off, buf, n);
     } else {
         uint64_t pub = f->pub_size;
+        if (off < pub && f->map.mapped_bytes < pub) {
+            int rc = up_map_grow(f, fd, pub, 0);
+            if (rc) return rc;
+        }
         if (off < pub) { /* the head overwrites published bytes */
             up_io_overwrite(f, off, buf, pub - off);
             buf += pub - off, n -= pub - off, off = pub;
@@ -189,7 +207,7 @@ static int append_locked(struct up_file *f, int fd, uint64_t off, const char *bu
             int rc = up_publish_locked(f, fd);
             if (rc) return rc;
             if (DK_REAL(ftruncate)(fd, (off_t)off) != 0) return -errno;
-            rc = up_map_grow(f, fd, off, 0);
+            rc = up_map_keep(f, fd, off);
             if (rc) return rc;
             f->ksize = off;
             __atomic_store_n(&f->pub_size, off, __ATOMIC_RELEASE);
@@ -208,6 +226,13 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
     if (n == 0) return 0;
     n = DK_MIN(n, DK_MAX_RW_BYTES);
     bool appended = false;
+    if (!append && off < inplace_limit(f)) {
+        int rc = up_io_ensure_mapped(f, fd, DK_MIN(off + n, inplace_limit(f)));
+        if (rc) {
+            errno = -rc;
+            return -1;
+        }
+    }
     pthread_rwlock_rdlock(&f->rw);
     if (!append && off + n <= inplace_limit(f)) {
         up_io_overwrite(f, off, buf, n);
@@ -267,6 +292,11 @@ ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off)
         if (off >= size || n == 0) return 0;
     }
     n = DK_MIN(n, size - off);
+    int mrc = up_io_ensure_mapped(f, fd, DK_MIN(off + n, inplace_limit(f)));
+    if (mrc) {
+        errno = -mrc;
+        return -1;
+    }
     pthread_rwlock_rdlock(&f->rw);
     size = up_file_size(f); /* a truncate may have run before we took the lock */
     if (off >= size) {

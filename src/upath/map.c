@@ -123,6 +123,10 @@ int up_map_grow(struct up_file *f, int fd, uint64_t want_bytes, uint64_t populat
     return rc;
 }
 
+int up_map_keep(struct up_file *f, int fd, uint64_t bytes) {
+    return f->map.ext_count ? up_map_grow(f, fd, bytes, 0) : 0;
+}
+
 void up_map_populate(struct up_file *f, uint64_t off, uint64_t len) {
     DK_ERRNO_SAVE;
     uint64_t end = DK_MIN(off + len, f->map.mapped_bytes);

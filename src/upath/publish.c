@@ -117,7 +117,7 @@ int up_publish_locked(struct up_file *f, int fd) {
     int wfd = publish_fd(f, fd, &opened);
     if (wfd < 0) return wfd;
     /* The mapping must cover the new size before pub_size moves (readers trust pub_size). */
-    int rc = up_map_grow(f, wfd, size, 0);
+    int rc = up_map_keep(f, wfd, size);
     if (rc == 0 && staged) rc = relink_all(f, wfd);
     if (rc == 0 && extended && DK_REAL(ftruncate)(wfd, (off_t)size) != 0) rc = -errno;
     if (rc == 0) {
@@ -169,7 +169,7 @@ bool up_refresh_if_idle(struct up_file *f, int fd) {
     struct stat st;
     if (idle && DK_REAL(fstat)(fd, &st) == 0 && (uint64_t)st.st_size != size) {
         uint64_t ns = (uint64_t)st.st_size;
-        if (ns > size && up_map_grow(f, fd, ns, 0) != 0) {
+        if (ns > size && up_map_keep(f, fd, ns) != 0) {
             pthread_mutex_unlock(&f->mu);
             return false;
         }

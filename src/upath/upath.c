@@ -79,20 +79,21 @@ static void forget_contents(struct up_file *f, uint64_t ksize) {
 static void file_reopened(struct up_file *f, const struct stat *st, int oflags) {
     pthread_mutex_lock(&f->mu);
     pthread_rwlock_wrlock(&f->rw);
-    if ((oflags & O_TRUNC) && (oflags & O_ACCMODE) != O_RDONLY) forget_contents(f, (uint64_t)st->st_size);
+    if (oflags & O_TRUNC) forget_contents(f, (uint64_t)st->st_size); /* Linux truncates even O_RDONLY|O_TRUNC */
     else if (!up_file_pinned(f)) forget_contents(f, (uint64_t)st->st_size);
     pthread_rwlock_unlock(&f->rw);
     pthread_mutex_unlock(&f->mu);
 }
 
+/* Mapping waits for the first read or overwrite (up_io_ensure_mapped); only files too large to map
+ * are handed to the kernel here. */
 static int file_first_map(struct up_file *f, int fd) {
+    (void)fd;
     if (f->ksize > UP_MAP_MAX_BYTES) {
         f->kernel_only = true;
         return -EFBIG;
     }
-    int rc = up_map_grow(f, fd, f->ksize, f->ksize);
-    if (rc) f->kernel_only = true;
-    return rc;
+    return 0;
 }
 
 int up_adopt(int fd, int oflags) {
@@ -117,7 +118,7 @@ int up_adopt(int fd, int oflags) {
     if (f) {
         if (known) {
             file_reopened(f, &st, oflags);
-            if (!f->kernel_only && up_map_grow(f, fd, f->ksize, 0) != 0) f->kernel_only = true;
+            if (f->ksize > UP_MAP_MAX_BYTES) f->kernel_only = true;
         } else {
             f->strategy = choose_strategy(fd, oflags);
             if (file_first_map(f, fd) != 0) dk_count(DK_C_pt_mapfail, 1);
@@ -327,7 +328,7 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
     /* Staged bytes below the new size must reach the file first; those above just go away. */
     if ((uint64_t)len > f->pub_size && f->strategy == UP_STAGE) rc = up_publish_locked(f, fd);
     if (rc == 0 && (uint64_t)len > UP_MAP_MAX_BYTES) rc = -EFBIG;
-    if (rc == 0) rc = up_map_grow(f, fd, (uint64_t)len, 0);
+    if (rc == 0) rc = up_map_keep(f, fd, (uint64_t)len);
     if (rc == 0) {
         pthread_rwlock_wrlock(&f->rw);
         if (DK_REAL(ftruncate)(fd, len) != 0) rc = -errno;
@@ -356,7 +357,7 @@ int up_fallocate(struct up_slot *s, int fd, int mode, off_t off, off_t len) {
     int rc = up_publish_locked(f, fd);
     if (rc == 0 && !(mode & FALLOC_FL_KEEP_SIZE) && off >= 0 && len > 0 &&
         (uint64_t)off + (uint64_t)len <= UP_MAP_MAX_BYTES)
-        rc = up_map_grow(f, fd, (uint64_t)off + (uint64_t)len, 0);
+        rc = up_map_keep(f, fd, (uint64_t)off + (uint64_t)len);
     int r = -1;
     if (rc == 0) {
         pthread_rwlock_wrlock(&f->rw);
@@ -412,7 +413,7 @@ void up_kernel_changed_fd(int fd) {
     pthread_mutex_lock(&f->mu);
     if (!up_file_pinned(f) && DK_REAL(fstat)(fd, &st) == 0) {
         uint64_t ns = (uint64_t)st.st_size;
-        if (ns <= UP_MAP_MAX_BYTES && up_map_grow(f, fd, ns, 0) == 0) {
+        if (ns <= UP_MAP_MAX_BYTES && up_map_keep(f, fd, ns) == 0) {
             pthread_rwlock_wrlock(&f->rw);
             forget_contents(f, ns);
             pthread_rwlock_unlock(&f->rw);
