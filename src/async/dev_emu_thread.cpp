@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <sched.h>
 
 namespace dk::async {
 
@@ -68,12 +69,21 @@ bool EmuHub::complete(uint64_t now_tsc) {
   return any;
 }
 
+// Polls forever (the device has no doorbell); when idle for a while it yields the CPU so that on a
+// small machine it does not starve the host thread that would give it work.
 void EmuHub::device_loop() {
+  uint64_t idle = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
     const uint64_t now = tsc_now();
     const bool accepted = accept(now);
     const bool completed = complete(now);
-    if (!accepted && !completed) _mm_pause();
+    if (accepted || completed) {
+      idle = 0;
+    } else if ((++idle & 1023) == 0 && fifo_count_ == 0) {
+      sched_yield();
+    } else {
+      _mm_pause();
+    }
   }
 }
 

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <sched.h>
 #include <thread>
 #include <vector>
 
@@ -50,7 +51,12 @@ class EmuQueueDevice {
     e.ticket.store(sq_tail_, std::memory_order_release);
   }
   bool poll(Slot slot) { return done_[slot].load(std::memory_order_acquire) == want_[slot]; }
-  void progress() { _mm_pause(); }
+  // Nothing ready: spin, but give the CPU away now and then in case the device thread shares this
+  // core (2-core machines, other load): a spinning host would otherwise starve its own device.
+  void progress() {
+    if ((++idle_passes_ & 63) == 0) sched_yield();
+    else _mm_pause();
+  }
   const std::byte* data(Slot slot, uint64_t addr) const {
     return buffers_.get() + size_t{slot} * kPageBytes + (addr & (kPageBytes - 1));
   }
@@ -59,6 +65,7 @@ class EmuQueueDevice {
   friend class EmuHub;
   std::unique_ptr<SqEntry[]> sq_;
   uint64_t sq_tail_ = 0;                    // host-owned
+  uint64_t idle_passes_ = 0;                // host-owned
   uint64_t sq_head_ = 0;                    // device-owned
   uint64_t want_[kContextsMax] = {};        // host: ticket each slot waits for
   std::unique_ptr<std::atomic<uint64_t>[]> done_;  // device writes, host polls

@@ -2,6 +2,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -173,7 +174,7 @@ int cmd_run(const std::string& kernel, int argc, char** argv) {
   std::printf("graph: %s n=%lld m=%lld %s%s; kernel=%s backend=%s threads=%d contexts=%u\n", a.input.c_str(),
               (long long)g.n, (long long)g.m, g.directed ? "directed" : "undirected", g.weighted ? " weighted" : "",
               kernel.c_str(), backend_name(a.cfg.kind), a.threads, a.cfg.contexts);
-  double total_s = 0;
+  double total_s = 0, min_s = 1e300;
   bool all_verified = a.verify;
   for (long long t = 0; t < a.trials; t++) {
     const NodeId src = a.source >= 0 ? NodeId(a.source) : pick_source(g, uint64_t(a.seed), t);
@@ -183,6 +184,7 @@ int cmd_run(const std::string& kernel, int argc, char** argv) {
     std::string why;
     const bool ok = run_trial(a, g, src, rt, s, why, verified);
     total_s += s;
+    min_s = std::min(min_s, s);
     const async::EngineStats es = rt.stats();
     std::printf("trial %lld: source=%d time_s=%.6f requests=%llu switches=%llu empty_passes=%llu iops=%.0f%s\n", t,
                 src, s, (unsigned long long)es.requests, (unsigned long long)es.switches,
@@ -195,7 +197,7 @@ int cmd_run(const std::string& kernel, int argc, char** argv) {
   }
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  std::printf("peak_rss_mib=%.1f\n", double(ru.ru_maxrss) / 1024);
+  std::printf("summary: min_s=%.6f peak_rss_mib=%.1f\n", min_s, double(ru.ru_maxrss) / 1024);
   std::printf("result: kernel=%s backend=%s avg_s=%.6f trials=%lld verified=%s\n", kernel.c_str(),
               backend_name(a.cfg.kind), total_s / double(a.trials), a.trials, all_verified ? "yes" : "no");
   return a.verify && !all_verified ? 1 : 0;

@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# Graph engine benchmarks: CSV under bench/results/graph/, plots when matplotlib is present.
+#   bench/graph/run.sh [BUILD_DIR]
+# Environment (defaults in brackets):
+#   SCALES [20 22 24]       urand/kron scales for BFS and BC
+#   SSSP_SCALES [20 22]     scales of the weighted graphs for SSSP
+#   TRIALS [3]              trials per run (CSV keeps every trial; summaries use the fastest)
+#   SWEEP_SCALE [22]        graph scale of the contexts / latency / IOPS sweeps
+#   OOC_SCALE [20] OOC_BUDGET_MIB [64]   out-of-DRAM run: urand graph and memory limit
+#   GRAPH_DATA [BUILD/graph-data]        where graphs live (must allow O_DIRECT for uring)
+#   PARTS [all]             any of: engine kernels contexts latency iops uring ooc (space separated)
+# Other processes share the machine: every comparison interleaves its runs and keeps each trial.
+set -euo pipefail
+BUILD=$(cd "${1:-build}" && pwd)
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+G=$BUILD/bin/daxkit-graph
+GB=$BUILD/bin/daxkit-graph-bench
+OUT=$SRC/bench/results/graph
+DATA=${GRAPH_DATA:-$BUILD/graph-data}
+SCALES=${SCALES:-20 22 24}
+SSSP_SCALES=${SSSP_SCALES:-20 22}
+TRIALS=${TRIALS:-3}
+SWEEP_SCALE=${SWEEP_SCALE:-22}
+OOC_SCALE=${OOC_SCALE:-20}
+OOC_BUDGET_MIB=${OOC_BUDGET_MIB:-64}
+PARTS=${PARTS:-all}
+mkdir -p "$OUT" "$DATA"
+[ -x "$G" ] || { echo "bench/graph: $G missing; run make first" >&2; exit 1; }
+
+want() { [ "$PARTS" = all ] || [[ " $PARTS " == *" $1 "* ]]; }
+log() { echo "[graph bench $(date +%H:%M:%S)] $*" >&2; }
+
+graph_file() {  # kind scale weighted(0/1) -> path (generated once)
+  local ext=sg; [ "$3" = 1 ] && ext=wsg
+  local f=$DATA/$1$2.$ext
+  if [ ! -s "$f" ]; then
+    log "generating $f"
+    "$G" gen --kind "$1" --scale "$2" --output "$f" >&2
+  fi
+  echo "$f"
+}
+
+# run KERNEL FILE BACKEND THREADS CONTEXTS EXTRA... -> "trial,seconds,requests,switches,empty" lines
+run_trials() {
+  local k=$1 f=$2 be=$3 t=$4 c=$5; shift 5
+  "$G" "$k" --input "$f" --backend "$be" --threads "$t" --contexts "$c" --trials "$TRIALS" "$@" |
+    awk '/^trial /{gsub(":","",$2); split($4,a,"="); split($5,r,"="); split($6,s,"="); split($7,e,"=");
+         print $2","a[2]","r[2]","s[2]","e[2]}'
+}
+
+drop_cache() {  # evict one file from the page cache (only that file: other people share the machine)
+  python3 -c "import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)" "$1"
+}
+
+if want engine; then
+  log "engine overhead (time-based emu, zero latency)"
+  echo "contexts,requests,ns_per_request" > "$OUT/engine_overhead.csv"
+  for rep in 1 2 3; do
+    for c in 1 16 64 256 1024; do
+      "$GB" overhead "$c" $((4000000 / c + 1)) |
+        awk -v c="$c" '{for(i=1;i<=NF;i++){split($i,a,"="); v[a[1]]=a[2]} print c","v["requests"]","v["ns_per_request"]}' \
+        >> "$OUT/engine_overhead.csv"
+    done
+  done
+fi
+
+if want kernels; then
+  log "kernels: BFS/BC on urand+kron, SSSP on weighted, backends dram / dram-prefetch / emu 5us, 1 and 2 threads"
+  echo "graph,scale,kernel,backend,threads,contexts,trial,seconds,requests,switches,empty_passes" > "$OUT/kernels.csv"
+  for s in $SCALES; do
+    for kind in urand kron; do
+      f=$(graph_file "$kind" "$s" 0)
+      for k in bfs bc; do
+        for t in 1 2; do
+          for be in dram dram-prefetch emu; do
+            log "$k $kind$s $be threads=$t"
+            run_trials "$k" "$f" "$be" "$t" 64 --latency-us 5 | sed "s/^/$kind,$s,$k,$be,$t,64,/" >> "$OUT/kernels.csv"
+          done
+        done
+      done
+    done
+  done
+  for s in $SSSP_SCALES; do
+    for kind in urand kron; do
+      f=$(graph_file "$kind" "$s" 1)
+      for t in 1 2; do
+        for be in dram dram-prefetch emu; do
+          log "sssp $kind$s $be threads=$t"
+          run_trials sssp "$f" "$be" "$t" 64 --latency-us 5 | sed "s/^/$kind,$s,sssp,$be,$t,64,/" >> "$OUT/kernels.csv"
+        done
+      done
+    done
+  done
+fi
+
+if want contexts; then
+  f=$(graph_file kron "$SWEEP_SCALE" 0)
+  log "contexts sweep: BFS kron$SWEEP_SCALE, emu 5us, 1 thread (Table 4 shape)"
+  echo "backend,contexts,trial,seconds,requests,switches,empty_passes" > "$OUT/contexts.csv"
+  run_trials bfs "$f" dram 1 1 | sed "s/^/dram,0,/" >> "$OUT/contexts.csv"
+  for c in 1 2 16 32 64 128 256 512; do
+    log "contexts=$c"
+    run_trials bfs "$f" emu 1 "$c" --latency-us 5 | sed "s/^/emu,$c,/" >> "$OUT/contexts.csv"
+    run_trials bfs "$f" emu 1 "$c" --latency-us 5 --emu-model thread | sed "s/^/emu-thread,$c,/" >> "$OUT/contexts.csv"
+  done
+fi
+
+if want latency; then
+  f=$(graph_file urand "$SWEEP_SCALE" 0)
+  log "emu latency sweep: BFS urand$SWEEP_SCALE, 2 threads, 256 contexts"
+  echo "latency_us,trial,seconds,requests,switches,empty_passes" > "$OUT/latency.csv"
+  run_trials bfs "$f" dram 2 1 | sed "s/^/dram,/" >> "$OUT/latency.csv"
+  for l in 0.1 1 3 5 10; do
+    run_trials bfs "$f" emu 2 256 --latency-us "$l" | sed "s/^/$l,/" >> "$OUT/latency.csv"
+  done
+fi
+
+if want iops; then
+  f=$(graph_file kron "$SWEEP_SCALE" 0)
+  log "emu IOPS sweep: BFS kron$SWEEP_SCALE, 5us, 2 threads, 256 contexts"
+  echo "iops_max,trial,seconds,requests,switches,empty_passes" > "$OUT/iops.csv"
+  for i in 1000000 2000000 5000000 10000000 20000000 50000000 0; do
+    run_trials bfs "$f" emu 2 256 --latency-us 5 --iops "$i" | sed "s/^/$i,/" >> "$OUT/iops.csv"
+  done
+fi
+
+if want uring; then
+  f=$(graph_file urand "$OOC_SCALE" 0)
+  img=$f.pages
+  [ -s "$img" ] || "$G" convert --input "$f" --output "$img" >&2
+  log "uring vs fio: random 4 KiB O_DIRECT reads of $img at the same queue depth"
+  echo "tool,queue_depth,sqpoll,iops" > "$OUT/uring_fio.csv"
+  for qd in 1 16 64 128 256; do
+    for rep in 1 2; do
+      "$GB" uring "$img" "$qd" 4 | awk -v q="$qd" '{for(i=1;i<=NF;i++){split($i,a,"="); v[a[1]]=a[2]} print "daxkit-uring,"q",0,"v["iops"]}' >> "$OUT/uring_fio.csv"
+      if command -v fio >/dev/null; then
+        fio --name=rr --filename="$img" --rw=randread --bs=4k --direct=1 --ioengine=io_uring --iodepth="$qd" \
+            --runtime=4 --time_based --numjobs=1 --output-format=json 2>/dev/null |
+          python3 -c "import json,sys; j=json.load(sys.stdin); print('fio,$qd,0,%.0f' % j['jobs'][0]['read']['iops'])" >> "$OUT/uring_fio.csv"
+      fi
+    done
+  done
+  "$GB" uring "$img" 64 4 sqpoll | awk '{for(i=1;i<=NF;i++){split($i,a,"="); v[a[1]]=a[2]} print "daxkit-uring,64,1,"v["iops"]}' >> "$OUT/uring_fio.csv" || true
+fi
+
+if want ooc; then
+  f=$(graph_file urand "$OOC_SCALE" 0)
+  img=$f.pages
+  [ -s "$img" ] || "$G" convert --input "$f" --output "$img" >&2
+  budget=$((OOC_BUDGET_MIB << 20))
+  cg=""
+  if [ -d /sys/fs/cgroup/memory ] && [ -w /sys/fs/cgroup/memory ]; then  # cgroup v1
+    cg=/sys/fs/cgroup/memory/daxkit-graph-bench.$$
+    mkdir -p "$cg" && echo "$budget" > "$cg/memory.limit_in_bytes"
+    run_limited() { bash -c 'echo $$ > '"$cg"'/cgroup.procs && exec "$@"' _ "$@"; }
+  elif grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then  # cgroup v2
+    cg=/sys/fs/cgroup/daxkit-graph-bench.$$
+    mkdir -p "$cg" && echo "$budget" > "$cg/memory.max" && echo 0 > "$cg/memory.swap.max" 2>/dev/null || true
+    run_limited() { bash -c 'echo $$ > '"$cg"'/cgroup.procs && exec "$@"' _ "$@"; }
+  else
+    log "no writable memory cgroup: running without a memory limit (results are NOT out of DRAM)"
+    run_limited() { "$@"; }
+  fi
+  edge_mib=$(( $(stat -c %s "$img") >> 20 ))
+  log "out of DRAM: BFS urand$OOC_SCALE (edges ${edge_mib} MiB) under a ${OOC_BUDGET_MIB} MiB memory limit ($cg)"
+  echo "backend,budget_mib,edge_mib,contexts,trial,seconds,requests,peak_rss_mib" > "$OUT/ooc.csv"
+  for be in uring mmap; do
+    drop_cache "$f"; drop_cache "$img"
+    for c in 256; do
+      run_limited "$G" bfs --input "$f" --backend "$be" --threads 2 --contexts "$c" --trials 2 --source 1 |
+        tee "$OUT/ooc_$be.log" |
+        awk -v be="$be" -v b="$OOC_BUDGET_MIB" -v e="$edge_mib" -v c="$c" '
+          /^trial /{gsub(":","",$2); split($4,a,"="); split($5,r,"="); t[$2]=a[2]; q[$2]=r[2]; n++}
+          /^summary/{split($3,p,"="); rss=p[2]}
+          END{for(i=0;i<n;i++) print be","b","e","c","i","t[i]","q[i]","rss}' >> "$OUT/ooc.csv"
+    done
+  done
+  [ -n "$cg" ] && { cat "$cg/memory.max_usage_in_bytes" 2>/dev/null | awk '{printf "cgroup peak usage %.1f MiB\n", $1/1048576}' >&2; rmdir "$cg" 2>/dev/null || true; }
+fi
+
+python3 "$SRC/bench/graph/summarize.py" "$OUT" || log "summary failed"
