@@ -120,6 +120,17 @@ def first_diff(a, b):
     return None
 
 
+class KernelSideError(Exception):
+    pass
+
+
+def wipe(d):
+    """Empties directory d (sequence directories and the library's hidden area)."""
+    for name in os.listdir(d):
+        p = os.path.join(d, name)
+        shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else os.unlink(p)
+
+
 def external_listing(side, seed):
     """The directory of seed's sequence listed from outside (raw syscalls, no preload), then removed."""
     d = os.path.join(side.dir, f"t{seed}")
@@ -140,8 +151,12 @@ def run_pair(kside, dside, extra, work, tag, exit_seed=None):
     read = lambda p: open(p, "rb").read().decode("utf-8", "replace")
     ks, ds = split_sections(read(paths[0])), split_sections(read(paths[2]))
     if krc != 0:
-        raise RuntimeError(f"the kernel side failed ({status_text(krc)}): {' '.join(kside.cmd(extra))}:"
-                           f" {read(paths[1])[-500:]}")
+        st = os.statvfs(kside.dir)
+        raise KernelSideError(f"the kernel side failed ({status_text(krc)}): {' '.join(kside.cmd(extra))}; "
+                              f"{st.f_bavail * st.f_frsize >> 20} MiB free on the medium; stderr: "
+                              f"{read(paths[1])[-500:]}")
+    if drc != 0:
+        wipe(dside.dir)  # a crashed library leaves sequence directories and staging files behind
     if exit_seed is not None:
         ks.setdefault(exit_seed, []).extend(external_listing(kside, exit_seed))
         if exit_seed in ds:
@@ -370,7 +385,12 @@ def main():
             if deadline and time.time() >= deadline and seed > start:
                 break  # every configuration runs at least one batch
             count = min(args.batch, start + args.seeds - seed) if args.seeds else args.batch
-            seed = run_batch(args, cfg, seed, count, work, out_dir)
+            try:
+                seed = run_batch(args, cfg, seed, count, work, out_dir)
+            except KernelSideError as e:
+                print(f"run-diff: ERROR {cfg.name}: {e}; stopping this configuration")
+                cfg.failed += 1
+                break
         last = max(last, seed)
         print(f"run-diff: {cfg.name}: seeds {start}..{seed - 1}: {cfg.passed} passed, {cfg.failed} failed",
               flush=True)
