@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "async/dev_emu_time.hpp"
+#include "async/dev_memory.hpp"
 #include "async/dev_uring.hpp"
 #include "async/scheduler.hpp"
 #include "async/tsc.hpp"
@@ -57,11 +58,16 @@ double run_readers(Dev& dev, uint32_t contexts, uint64_t per_context, uint64_t s
 int overhead(uint32_t contexts, uint64_t per_context) {
   const uint64_t space = 64u << 20;
   std::vector<std::byte> backing(space);
-  EmuTimeDevice dev(backing.data() , EmuModel{0, 0, 0});
+  EmuTimeDevice dev(backing.data(), EmuModel{0, 0, 0});
   EngineStats st;
   const double s = run_readers(dev, contexts, per_context, kPageBytes * 64 /* cache-resident */, st);
-  std::printf("overhead: contexts=%u requests=%llu switches=%llu ns_per_request=%.2f\n", contexts,
-              (unsigned long long)st.requests, (unsigned long long)st.switches, s * 1e9 / double(st.requests));
+  // The same loop on a device that is always complete and does nothing but prefetch: the engine alone.
+  PrefetchDevice pf(backing.data());
+  EngineStats st_pf;
+  const double s_pf = run_readers(pf, contexts, per_context, kPageBytes * 64, st_pf);
+  std::printf("overhead: contexts=%u requests=%llu switches=%llu ns_per_request=%.2f engine_only_ns=%.2f\n", contexts,
+              (unsigned long long)st.requests, (unsigned long long)st.switches, s * 1e9 / double(st.requests),
+              s_pf * 1e9 / double(st_pf.requests));
   return 0;
 }
 

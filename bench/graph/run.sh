@@ -54,11 +54,11 @@ drop_cache() {  # evict one file from the page cache (only that file: other peop
 
 if want engine; then
   log "engine overhead (time-based emu, zero latency)"
-  echo "contexts,requests,ns_per_request" > "$OUT/engine_overhead.csv"
+  echo "contexts,requests,ns_per_request,engine_only_ns" > "$OUT/engine_overhead.csv"
   for rep in 1 2 3; do
     for c in 1 16 64 256 1024; do
       "$GB" overhead "$c" $((4000000 / c + 1)) |
-        awk -v c="$c" '{for(i=1;i<=NF;i++){split($i,a,"="); v[a[1]]=a[2]} print c","v["requests"]","v["ns_per_request"]}' \
+        awk -v c="$c" '{for(i=1;i<=NF;i++){split($i,a,"="); v[a[1]]=a[2]} print c","v["requests"]","v["ns_per_request"]","v["engine_only_ns"]}' \
         >> "$OUT/engine_overhead.csv"
     done
   done
