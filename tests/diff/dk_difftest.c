@@ -12,7 +12,8 @@
  *   dk_difftest --dir D --seed S --replay FILE                 an explicit op list (one op a line)
  *   dk_difftest --seed S --ops N --print-ops                   the op list that seed S generates
  *   dk_difftest --list DIR                                     raw listing of DIR only
- * Options: --exact-holes (compare SEEK_DATA/SEEK_HOLE exactly), --keep (leave the files),
+ * Options: --exclude CLASSES (stdio,mmap,transfer,names: leave those op classes out of generated
+ * sequences), --exact-holes (compare SEEK_DATA/SEEK_HOLE exactly), --keep (leave the files),
  * --exit-open (the last sequence ends with its fds and streams still open and its files kept: the
  * process exits with unflushed stdio buffers and unpublished appends; the driver then lists the
  * directory from outside, which checks what the library publishes at exit).
@@ -37,13 +38,14 @@ struct args {
   const char *dir, *replay, *list;
   uint64_t seed;
   int count, ops, print_ops, keep, exact_holes, exit_open;
+  unsigned exclude;
 };
 
 static int log_fd = 1;
 
 static void usage(void) {
   fprintf(stderr, "usage: dk_difftest --dir D [--seed S] [--count K] [--ops N] [--replay FILE] "
-                  "[--print-ops] [--exact-holes] [--keep] | --list DIR\n");
+                  "[--print-ops] [--exclude CLASSES] [--exact-holes] [--keep] [--exit-open] | --list DIR\n");
   exit(2);
 }
 
@@ -64,6 +66,11 @@ static void parse_args(int argc, char **argv, struct args *a) {
     else if (!strcmp(k, "--ops")) a->ops = atoi(v);
     else if (!strcmp(k, "--replay")) a->replay = v;
     else if (!strcmp(k, "--list")) a->list = v;
+    else if (!strcmp(k, "--exclude")) {
+      int mask = dt_parse_classes(v);
+      if (mask < 0) fprintf(stderr, "dk_difftest: --exclude takes stdio,mmap,transfer,names\n"), exit(2);
+      a->exclude = (unsigned)mask;
+    }
     else usage();
   }
   if (a->ops < 0 || a->ops > OPS_MAX || a->count < 1) usage();
@@ -239,7 +246,7 @@ int main(int argc, char **argv) {
   if (a.list) return list_raw(a.list, c.rbuf, DT_LEN_MAX), 0;
   if (a.print_ops) {
     char text[512];
-    dt_generate(a.seed, a.ops, ops);
+    dt_generate(a.seed, a.ops, a.exclude, ops);
     for (int i = 0; i < a.ops; i++) dt_format(&ops[i], text, sizeof text), printf("%s\n", text);
     return 0;
   }
@@ -251,7 +258,7 @@ int main(int argc, char **argv) {
   }
   for (int k = 0; k < a.count; k++) {
     uint64_t seed = a.seed + (uint64_t)k;
-    dt_generate(seed, a.ops, ops);
+    dt_generate(seed, a.ops, a.exclude, ops);
     if (setup_seq(&c, a.dir, seed) != 0) return 2;
     run_seq(&c, seed, ops, a.ops, a.keep, a.exit_open && k == a.count - 1);
   }

@@ -30,6 +30,7 @@ static const char *const dt_fields[DT_OP_KINDS] = {
 enum { MODEL_INODES = 4096 };
 
 struct model {
+  unsigned exclude;                /* DT_CLASS_* left out */
   int name_ino[DT_NAMES];          /* -1: no such name */
   int64_t ino_size[MODEL_INODES];
   int inodes;
@@ -371,12 +372,16 @@ static void gen_one(struct model *m, struct dt_op *op) {
     return;
   }
   if (r < 735) { op->kind = DT_FSYNC, op->v[0] = fd, op->v[1] = (int64_t)dt_below(&m->rng, 3); return; }
+  if (r < 767 && (m->exclude & DT_CLASS_NAMES)) return gen_one(m, op);
   if (r < 750) return gen_names(m, op, DT_RENAME);
   if (r < 762) return gen_names(m, op, DT_UNLINK);
   if (r < 767) return gen_names(m, op, DT_LINK);
+  if (r < 880 && (m->exclude & DT_CLASS_STDIO)) return gen_one(m, op);
   if (r < 880) return gen_stdio(m, op, dt_below(&m->rng, 70));
+  if (r < 915 && (m->exclude & DT_CLASS_TRANSFER)) return gen_one(m, op);
   if (r < 895) return gen_transfer(m, op, 0);
   if (r < 915) return gen_transfer(m, op, 1);
+  if (r < 955 && (m->exclude & DT_CLASS_MMAP)) return gen_one(m, op);
   if (r < 935) { op->kind = DT_MMAPREAD, op->v[0] = pick_fd_for(m, 1); return; }
   if (r < 955) {
     fd = pick_fd_for(m, 1);
@@ -387,9 +392,25 @@ static void gen_one(struct model *m, struct dt_op *op) {
   op->kind = DT_READALL, op->v[0] = pick_fd_for(m, 1);
 }
 
-void dt_generate(uint64_t seed, int count, struct dt_op *ops) {
+int dt_parse_classes(const char *list) {
+  static const struct { const char *name; unsigned bit; } classes[] = {
+      {"stdio", DT_CLASS_STDIO}, {"mmap", DT_CLASS_MMAP}, {"transfer", DT_CLASS_TRANSFER}, {"names", DT_CLASS_NAMES}};
+  unsigned mask = 0;
+  while (list && *list) {
+    size_t w = strcspn(list, ","), i = 0;
+    while (i < sizeof classes / sizeof classes[0] && (strlen(classes[i].name) != w || strncmp(classes[i].name, list, w)))
+      i++;
+    if (w > 0 && i == sizeof classes / sizeof classes[0]) return -1;
+    if (w > 0) mask |= classes[i].bit;
+    list += w + (list[w] == ',');
+  }
+  return (int)mask;
+}
+
+void dt_generate(uint64_t seed, int count, unsigned exclude_mask, struct dt_op *ops) {
   static struct model m; /* ~33 KiB: static keeps it off the stack */
   memset(&m, 0, sizeof m);
+  m.exclude = exclude_mask;
   m.rng = seed * 0x2545F4914F6CDD1Dull + 1;
   for (int i = 0; i < DT_NAMES; i++) m.name_ino[i] = -1;
   for (int i = 0; i < DT_FD_SLOTS; i++) m.fd[i].ino = -1;

@@ -44,10 +44,12 @@ def parse_args():
     p.add_argument("--fail-max", type=int, default=20, help="stop a configuration after this many failures")
     p.add_argument("--out", default="", help="directory for logs and shrunk op lists")
     p.add_argument("--exact-holes", action="store_true")
+    p.add_argument("--exclude", default="", help="op classes left out: stdio,mmap,transfer,names")
     p.add_argument("--timeout", type=float, default=120, help="seconds one process may run")
     a = p.parse_args()
     if not a.medium or (a.seeds <= 0 and a.seconds <= 0):
         p.error("need --medium and --seeds or --seconds")
+    a.gen = ["--exclude", a.exclude] if a.exclude else []
     return a
 
 
@@ -209,7 +211,7 @@ class Config:
 def shrink(args, cfg, seed, work, exit_open, sig):
     """Delta debugging (ddmin) of seed's op list: the smallest list (1-minimal) that still differs in
     the same way (same signature), so that shrinking does not drift to another bug."""
-    ops = subprocess.run([cfg.kside.tester, "--seed", str(seed), "--ops", str(args.ops), "--print-ops"],
+    ops = subprocess.run([cfg.kside.tester, "--seed", str(seed), "--ops", str(args.ops), "--print-ops"] + args.gen,
                          check=True, capture_output=True, text=True).stdout.splitlines()
     replay = os.path.join(work, f"replay.{seed}")
     runs = [0]
@@ -280,12 +282,12 @@ def report_failure(args, cfg, seed, why, work, out_dir, exit_open):
         print(f"  (not shrunk: --shrink-max {args.shrink_max} reached)")
         return
     cfg.shrunk += 1
-    single = run_pair(cfg.kside, cfg.dside, ["--seed", str(seed), "--ops", str(args.ops)], work, "single",
+    single = run_pair(cfg.kside, cfg.dside, ["--seed", str(seed), "--ops", str(args.ops)] + args.gen, work, "single",
                       seed if exit_open else None)
     why1 = compare_one(*single)
     if why1 is None:
         print(f"  does not reproduce alone; reproduce the batch with:\n    {cfg.dside.describe}"
-              f"{' '.join(cfg.dside.cmd(['--seed', str(seed - seed % args.batch), '--count', str(args.batch)]))}")
+              f"{' '.join(cfg.dside.cmd(['--seed', str(seed - seed % args.batch), '--count', str(args.batch), '--ops', str(args.ops)] + args.gen))}")
         return
     t0 = time.time()
     why2, ops, runs = shrink(args, cfg, seed, work, exit_open, signature(why1))
@@ -317,7 +319,7 @@ def report_failure(args, cfg, seed, why, work, out_dir, exit_open):
 def run_batch(args, cfg, first, count, work, out_dir):
     """Runs seeds first..first+count-1 in one process per side; the last one exits with files open.
     Returns the next seed to run: after a crash of the library side, the seeds it did not reach."""
-    extra = ["--seed", str(first), "--count", str(count), "--ops", str(args.ops)]
+    extra = ["--seed", str(first), "--count", str(count), "--ops", str(args.ops)] + args.gen
     last = first + count - 1
     ks, ds, krc, drc, derr = run_pair(cfg.kside, cfg.dside, extra, work, "batch", last)
     for seed in range(first, first + count):
@@ -372,7 +374,8 @@ def main():
                 configs.append(Config(args, tester, kind, mnt, mode, append, lib))
     what = f"--seeds {args.seeds} each" if args.seeds else f"--seconds {args.seconds:g} in all"
     print(f"run-diff: {len(configs)} configuration(s): {', '.join(c.name for c in configs)}")
-    print(f"run-diff: seed range starts at {start} ({what}, {args.ops} ops per sequence, batches of "
+    print(f"run-diff: seed range starts at {start} ({what}, {args.ops} ops per sequence"
+          f"{', excluding ' + args.exclude if args.exclude else ''}, batches of "
           f"{args.batch}); library: {lib or 'none (kernel vs kernel)'}; logs in {out_dir}", flush=True)
     t0 = time.time()
     last = start
