@@ -1,0 +1,272 @@
+/* Description: threads on one managed file. (1) 8 threads pwrite disjoint 1 MiB ranges through one shared
+ * descriptor, in random chunk sizes and orders, into a pre-sized file and into an empty one (appends past
+ * the end, holes); (2) the same through one descriptor per thread with lseek+write; (3) 8 threads append
+ * self-checking records with O_APPEND (own descriptors, then one shared descriptor) while 2 reader threads
+ * keep reading the whole file: a reader sees only intact records (plus a prefix of one record at the end),
+ * never bytes that were not written. Final contents are checked in-process and by shim_check without the
+ * library after fsync. argv[1]: managed directory. */
+#include <pthread.h>
+
+#include "shim_test.h"
+
+#define THREADS 8
+#define REGION_BYTES (1u << 20)
+#define RECS_PER_THREAD 1500
+#define READERS 2
+
+static const char *dir;
+
+struct job {
+    int fd;        /* the descriptor to use (shared or this thread's own) */
+    const char *path;
+    unsigned idx;
+    uint32_t seed;
+    bool use_write; /* lseek + write instead of pwrite */
+};
+
+static uint32_t rnd(uint32_t *s) {
+    *s ^= *s << 13, *s ^= *s >> 17, *s ^= *s << 5;
+    return *s;
+}
+
+static void *region_writer(void *arg) {
+    struct job *j = arg;
+    int fd = j->fd;
+    uint64_t base = (uint64_t)j->idx * REGION_BYTES;
+    static __thread uint8_t buf[65536];
+    uint32_t s = j->seed * 2654435761u + j->idx + 1;
+    /* chunks in an order that is neither forward nor backward: first the odd 64 KiB blocks, then the even */
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint64_t blk = (uint64_t)pass; blk < REGION_BYTES / 65536; blk += 2) {
+            uint64_t off = base + blk * 65536, end = off + 65536;
+            while (off < end) {
+                size_t n = 1 + rnd(&s) % 20000;
+                if (n > end - off) n = (size_t)(end - off);
+                st_fill(buf, j->seed, off, n);
+                if (j->use_write) {
+                    OK(lseek(fd, (off_t)off, SEEK_SET));
+                    st_write_all(fd, buf, n);
+                } else {
+                    st_pwrite_all(fd, buf, n, (off_t)off);
+                }
+                off += n;
+            }
+        }
+    }
+    return NULL;
+}
+
+static void verify_pattern(int fd, const char *path, uint32_t seed, uint64_t len, const char *what) {
+    CHECK(st_fsize(fd) == (off_t)len, "%s: size %lld, expected %llu", what, (long long)st_fsize(fd),
+          (unsigned long long)len);
+    uint8_t *buf = malloc(len);
+    CHECK(pread(fd, buf, len, 0) == (ssize_t)len, "%s: short read", what);
+    long m = st_mismatch(buf, seed, 0, len);
+    CHECK(m < 0, "%s: byte %ld is 0x%02x, expected 0x%02x (read in-process)", what, m, buf[m], st_pat(seed, (uint64_t)m));
+    free(buf);
+    OK(fsync(fd));
+    int rc = st_check("pattern", (char *)path, "0", st_fmt("%llu", (unsigned long long)len), st_fmt("%u", seed));
+    CHECK(rc == 0, "%s: shim_check (no library) disagrees after fsync", what);
+    rc = st_check("size", (char *)path, st_fmt("%llu", (unsigned long long)len));
+    CHECK(rc == 0, "%s: kernel size wrong after fsync", what);
+}
+
+static void disjoint(const char *name, bool presize, bool shared, bool use_write, uint32_t seed) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, name);
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    if (presize) OK(ftruncate(fd, (off_t)THREADS * REGION_BYTES));
+    pthread_t t[THREADS];
+    struct job j[THREADS];
+    for (unsigned i = 0; i < THREADS; i++) /* own descriptors are opened up front: see open_race */
+        j[i] = (struct job){shared ? fd : (int)OK(open(path, O_RDWR)), path, i, seed, use_write};
+    for (unsigned i = 0; i < THREADS; i++) CHECK(pthread_create(&t[i], NULL, region_writer, &j[i]) == 0, "pthread_create");
+    for (unsigned i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+    for (unsigned i = 0; i < THREADS && !shared; i++) OK(close(j[i].fd));
+    char what[128];
+    snprintf(what, sizeof what, "%s (%s, %s fd, %s)", name, presize ? "pre-sized" : "empty",
+             shared ? "shared" : "per-thread", use_write ? "lseek+write" : "pwrite");
+    verify_pattern(fd, path, seed, (uint64_t)THREADS * REGION_BYTES, what);
+    OK(close(fd));
+    printf("ok: disjoint ranges, %s\n", what);
+}
+
+/* ---- appends and concurrent readers ---- */
+
+static volatile int appenders_done;
+static unsigned long reader_reads, reader_records;
+
+struct app_job {
+    const char *path;
+    int fd; /* shared O_APPEND descriptor or -1 */
+    uint16_t writer;
+};
+
+static void *appender(void *arg) {
+    struct app_job *j = arg;
+    int fd = j->fd;
+    uint8_t buf[512];
+    for (uint32_t seq = 0; seq < RECS_PER_THREAD; seq++) {
+        st_rec_make(buf, j->writer, seq);
+        ssize_t w = write(fd, buf, st_rec_len(j->writer, seq));
+        CHECK(w == (ssize_t)st_rec_len(j->writer, seq), "append by writer %u seq %u returned %zd errno %d",
+              j->writer, seq, w, errno);
+    }
+    return NULL;
+}
+
+/* Parses buf[0, n): intact records, then at most a prefix of one more record. */
+static unsigned long parse_prefix(const uint8_t *buf, size_t n, const char *who) {
+    size_t off = 0;
+    unsigned long recs = 0;
+    while (off < n) {
+        size_t len = st_rec_check(buf + off, n - off);
+        if (len) {
+            off += len, recs++;
+            continue;
+        }
+        /* a tail: must be a prefix of the record it announces */
+        const struct st_rec *r = (const void *)(buf + off);
+        size_t tail = n - off;
+        if (tail >= 16 && r->magic == ST_REC_MAGIC && r->writer < THREADS && r->seq < RECS_PER_THREAD) {
+            uint8_t want[512];
+            st_rec_make(want, r->writer, r->seq);
+            if (tail < st_rec_len(r->writer, r->seq) && memcmp(want, buf + off, tail) == 0) return recs;
+        }
+        if (tail < 16 && memcmp(buf + off, "KCER", tail < 4 ? tail : 4) == 0) return recs; /* too short to say */
+        FAIL("%s: bytes at offset %zu of a %zu-byte read are not an intact record nor a record prefix "
+             "(first bytes %02x %02x %02x %02x): a reader saw bytes that were not written", who, off, n, buf[off],
+             buf[off + 1 < n ? off + 1 : off], buf[off + 2 < n ? off + 2 : off], buf[off + 3 < n ? off + 3 : off]);
+    }
+    return recs;
+}
+
+static void *reader(void *arg) {
+    int fd = (int)(intptr_t)arg;
+    size_t cap = (size_t)THREADS * RECS_PER_THREAD * 512;
+    uint8_t *buf = malloc(cap);
+    unsigned long reads = 0, recs = 0;
+    while (!__atomic_load_n(&appenders_done, __ATOMIC_ACQUIRE)) {
+        ssize_t n = pread(fd, buf, cap, 0);
+        CHECK(n >= 0, "reader pread failed: %s", strerror(errno));
+        recs += parse_prefix(buf, (size_t)n, "reader (pread)");
+        /* and through the offset: read from 0 in pieces */
+        OK(lseek(fd, 0, SEEK_SET));
+        size_t got = 0;
+        for (;;) {
+            ssize_t r = read(fd, buf + got, 4096);
+            CHECK(r >= 0, "reader read failed: %s", strerror(errno));
+            if (r == 0) break;
+            got += (size_t)r;
+        }
+        recs += parse_prefix(buf, got, "reader (read)");
+        reads += 2;
+    }
+    __atomic_add_fetch(&reader_reads, reads, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&reader_records, recs, __ATOMIC_RELAXED);
+    free(buf);
+    return NULL;
+}
+
+static void appends(const char *name, bool shared) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, name);
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND, 0644));
+    appenders_done = 0;
+    reader_reads = reader_records = 0;
+    pthread_t w[THREADS], r[READERS];
+    struct app_job j[THREADS];
+    int rfd[READERS];
+    /* descriptors are opened up front (opening while others append: see open_race) */
+    for (unsigned i = 0; i < READERS; i++) rfd[i] = (int)OK(open(path, O_RDONLY));
+    for (unsigned i = 0; i < THREADS; i++)
+        j[i] = (struct app_job){path, shared ? fd : (int)OK(open(path, O_WRONLY | O_APPEND)), (uint16_t)i};
+    for (unsigned i = 0; i < READERS; i++)
+        CHECK(pthread_create(&r[i], NULL, reader, (void *)(intptr_t)rfd[i]) == 0, "pthread_create");
+    for (unsigned i = 0; i < THREADS; i++) CHECK(pthread_create(&w[i], NULL, appender, &j[i]) == 0, "pthread_create");
+    for (unsigned i = 0; i < THREADS; i++) pthread_join(w[i], NULL);
+    __atomic_store_n(&appenders_done, 1, __ATOMIC_RELEASE);
+    for (unsigned i = 0; i < READERS; i++) pthread_join(r[i], NULL);
+    for (unsigned i = 0; i < READERS; i++) OK(close(rfd[i]));
+    for (unsigned i = 0; i < THREADS && !shared; i++) OK(close(j[i].fd));
+    /* in-process: the whole file */
+    off_t size = st_fsize(fd);
+    uint8_t *buf = malloc((size_t)size);
+    CHECK(pread(fd, buf, (size_t)size, 0) == size, "short read of the appended file");
+    unsigned long recs = parse_prefix(buf, (size_t)size, "final read");
+    CHECK(recs == (unsigned long)THREADS * RECS_PER_THREAD, "final read: %lu records, expected %u", recs,
+          THREADS * RECS_PER_THREAD);
+    free(buf);
+    OK(fsync(fd));
+    int rc = st_check("records", path, st_fmt("%d", THREADS), st_fmt("%d", RECS_PER_THREAD));
+    CHECK(rc == 0, "%s: shim_check (no library) found lost, doubled or torn records after fsync", name);
+    OK(close(fd));
+    printf("ok: O_APPEND from %d threads (%s descriptor), %d records each; readers did %lu reads (%lu records seen)\n",
+           THREADS, shared ? "one shared" : "own", RECS_PER_THREAD, reader_reads, reader_records);
+}
+
+/* ---- opening the file while other threads append and overwrite ---- */
+
+static void *open_close_loop(void *arg) {
+    const char *path = arg;
+    for (int i = 0; i < 2000 && !__atomic_load_n(&appenders_done, __ATOMIC_ACQUIRE); i++) {
+        int fd = OK(open(path, i % 2 ? O_RDONLY : O_RDWR));
+        char b[64];
+        OK(pread(fd, b, sizeof b, 0));
+        OK(close(fd));
+    }
+    return NULL;
+}
+
+static void open_race(void) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "open_race");
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND, 0644));
+    appenders_done = 0;
+    pthread_t w[4], o[2];
+    struct app_job j[4];
+    for (unsigned i = 0; i < 4; i++) {
+        j[i] = (struct app_job){path, fd, (uint16_t)i};
+        CHECK(pthread_create(&w[i], NULL, appender, &j[i]) == 0, "pthread_create");
+    }
+    for (unsigned i = 0; i < 2; i++) CHECK(pthread_create(&o[i], NULL, open_close_loop, path) == 0, "pthread_create");
+    for (unsigned i = 0; i < 4; i++) pthread_join(w[i], NULL);
+    __atomic_store_n(&appenders_done, 1, __ATOMIC_RELEASE);
+    for (unsigned i = 0; i < 2; i++) pthread_join(o[i], NULL);
+    OK(fsync(fd));
+    CHECK(st_check("records", path, "4", st_fmt("%d", RECS_PER_THREAD)) == 0, "open_race: records wrong");
+    OK(close(fd));
+    printf("ok: 2 threads open/pread/close the file while 4 threads append to it\n");
+}
+
+int main(int argc, char **argv) {
+    dir = st_dir(argc, argv);
+    const char *which = argc > 2 ? argv[2] : "all";
+    bool all = !strcmp(which, "all");
+    st_require_library();
+    st_watchdog(40);
+    setvbuf(stdout, NULL, _IONBF, 0);
+    bool any = false;
+    if (all || !strcmp(which, "disjoint_shared")) {
+        disjoint("disjoint_shared_presized", true, true, false, 11);
+        for (uint32_t round = 0; round < 6; round++) /* racy: several rounds */
+            disjoint("disjoint_shared_empty", false, true, false, 12 + round * 100);
+        any = true;
+    }
+    if (all || !strcmp(which, "disjoint_own")) {
+        disjoint("disjoint_own_presized", true, false, true, 13);
+        disjoint("disjoint_own_empty", false, false, true, 14);
+        any = true;
+    }
+    if (all || !strcmp(which, "append")) {
+        appends("append_own", false);
+        appends("append_shared", true);
+        any = true;
+    }
+    if (all || !strcmp(which, "open_race")) {
+        for (int round = 0; round < 3; round++) open_race(); /* racy: several rounds */
+        any = true;
+    }
+    CHECK(any, "unknown case '%s' (disjoint_shared|disjoint_own|append|open_race|all)", which);
+    return 0;
+}
