@@ -14,6 +14,8 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#undef fread_unlocked /* a macro in optimised builds; we need the function */
+
 struct dk_libc {
 #define F(ret, name, params, args, failval) ret(*name) params;
 #define V(ret, name, params) ret(*name) params;

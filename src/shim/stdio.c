@@ -25,7 +25,8 @@ static ssize_t ck_write(void *c, const char *buf, size_t n) {
     return r < 0 ? 0 : r; /* fopencookie: 0 means error (errno set) */
 }
 static int ck_seek(void *c, off64_t *off, int whence) {
-    off_t r = lseek(((struct cookie *)c)->fd, *off, whence);
+    struct cookie *k = c;
+    off_t r = lseek(k->fd, *off, whence);
     if (r < 0) return -1;
     *off = r;
     return 0;
@@ -67,7 +68,9 @@ static FILE *cookie_stream(int fd, const char *mode) {
     struct cookie *k = calloc(1, sizeof *k);
     if (!k) return NULL;
     k->fd = fd;
-    cookie_io_functions_t io = {ck_read, ck_write, ck_seek, ck_close};
+    /* A stream opened for writing only reads end-of-file, like glibc's file streams (a NULL read). */
+    bool reads = mode[0] == 'r' || strchr(mode, '+');
+    cookie_io_functions_t io = {reads ? ck_read : NULL, ck_write, ck_seek, ck_close};
     char m[8];
     size_t i = 0;
     for (const char *p = mode; *p && *p != ',' && i < sizeof m - 1; p++)
@@ -165,6 +168,20 @@ static int cookie_fd(FILE *fp) {
     pthread_mutex_unlock(&cookies_mu);
     return fd;
 }
+/* glibc's file streams read again after end-of-file; its cookie streams would not. Forget a stale EOF
+ * indicator on our streams before reading so both behave alike. */
+static void forget_eof(FILE *fp) {
+    if ((fp->_flags & 0x10 /* _IO_EOF_SEEN */) && cookie_fd(fp) >= 0) fp->_flags &= ~0x10;
+}
+DK_EXPORT size_t fread(void *buf, size_t size, size_t n, FILE *fp) {
+    forget_eof(fp);
+    return DK_REAL(fread)(buf, size, n, fp);
+}
+DK_EXPORT size_t fread_unlocked(void *buf, size_t size, size_t n, FILE *fp) {
+    forget_eof(fp);
+    return DK_REAL(fread_unlocked)(buf, size, n, fp);
+}
+
 DK_EXPORT int fileno(FILE *fp) {
     int fd = cookie_fd(fp);
     return fd >= 0 ? fd : DK_REAL(fileno)(fp);

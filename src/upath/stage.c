@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -133,6 +134,12 @@ static struct up_stg_file *stg_create(struct up_pool *p) {
     return sf;
 }
 
+static void stg_unlink(struct up_pool *p, const struct up_stg_file *sf) {
+    char name[96];
+    snprintf(name, sizeof name, "%s.%u.stg", p->tag, sf->id);
+    dk_libc()->unlinkat(p->area_fd, name, 0);
+}
+
 /* Punches and re-allocates a slot whose blocks were shared with a target file by FICLONERANGE. */
 static void stg_refresh_slot(struct up_stg_file *sf, uint32_t s) {
     const struct dk_libc *c = dk_libc();
@@ -173,6 +180,7 @@ static void pool_maintain(struct up_pool *p) {
         pthread_mutex_lock(&p->mu);
         if (!sf) break;
         p->files[p->file_count++] = sf;
+        if (p->stopping) stg_unlink(p, sf); /* shutdown ran while we were creating it */
     }
 }
 
@@ -218,14 +226,31 @@ void up_stage_reclaim(struct up_root *r, int area_fd) {
     }
     rewinddir(d);
     while ((e = c->readdir(d))) {
-        for (int i = 0; i < ndead; i++) {
+        bool gone = false;
+        for (int i = 0; i < ndead && !gone; i++) {
             size_t n = strlen(dead[i]);
-            if (strncmp(e->d_name, dead[i], n) == 0 && e->d_name[n] == '.') {
-                c->unlinkat(area_fd, e->d_name, 0);
-                dk_log_verbose("%s: removed %s left by a process that is gone", r->path, e->d_name);
-                break;
-            }
+            gone = strncmp(e->d_name, dead[i], n) == 0 && e->d_name[n] == '.';
         }
+        /* An owner's lock exists (locked) before its first staging file: a staging file whose lock is
+         * missing was left by an owner that is gone. */
+        const char *dot = strchr(e->d_name, '.');
+        size_t n = strlen(e->d_name);
+        if (!gone && dot && n > 4 && !strcmp(e->d_name + n - 4, ".stg")) {
+            char lname[64];
+            snprintf(lname, sizeof lname, "%.*s.lock", (int)(dot - e->d_name), e->d_name);
+            struct stat st;
+            gone = c->fstatat(area_fd, lname, &st, 0) != 0 && errno == ENOENT;
+        }
+        if (gone) {
+            c->unlinkat(area_fd, e->d_name, 0);
+            dk_log_verbose("%s: removed %s left by a process that is gone", r->path, e->d_name);
+        }
+    }
+    /* The dead owners' locks go last, so a crash here leaves them to be found again. */
+    for (int i = 0; i < ndead; i++) {
+        char lname[80];
+        snprintf(lname, sizeof lname, "%.47s.lock", dead[i]);
+        c->unlinkat(area_fd, lname, 0);
     }
     closedir(d);
 }
@@ -254,12 +279,16 @@ static struct up_pool *pool_create(struct up_root *r) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     snprintf(p->tag, sizeof p->tag, "p%d-%lx", (int)c->getpid(), (unsigned long)(ts.tv_nsec ^ ts.tv_sec));
-    char lname[64];
+    /* Locked under a temporary name, then renamed: nobody ever sees our lock file unlocked. */
+    char lname[64], tmp[64];
     snprintf(lname, sizeof lname, "%s.lock", p->tag);
-    int lfd = c->openat(afd, lname, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (lfd >= 0 && c->flock(lfd, LOCK_EX | LOCK_NB) == 0) p->lock_fd = internal_fd(lfd);
-    else {
+    snprintf(tmp, sizeof tmp, "%s.lock-new", p->tag);
+    int lfd = c->openat(afd, tmp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lfd >= 0 && c->flock(lfd, LOCK_EX | LOCK_NB) == 0 && c->renameat(afd, tmp, afd, lname) == 0) {
+        p->lock_fd = internal_fd(lfd);
+    } else {
         if (lfd >= 0) c->close(lfd);
+        c->unlinkat(afd, tmp, 0);
         p->lock_fd = -1;
     }
     return p;
@@ -380,11 +409,7 @@ void up_stage_shutdown(void) {
         struct up_pool *p = pools[i];
         pthread_mutex_lock(&p->mu);
         p->stopping = true;
-        for (uint32_t k = 0; k < p->file_count; k++) {
-            char name[96];
-            snprintf(name, sizeof name, "%s.%u.stg", p->tag, p->files[k]->id);
-            c->unlinkat(p->area_fd, name, 0);
-        }
+        for (uint32_t k = 0; k < p->file_count; k++) stg_unlink(p, p->files[k]);
         char lname[64];
         snprintf(lname, sizeof lname, "%s.lock", p->tag);
         c->unlinkat(p->area_fd, lname, 0);
