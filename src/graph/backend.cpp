@@ -42,6 +42,13 @@ BackendRuntime::BackendRuntime(const Csr& g, const BackendConfig& cfg, int threa
     }
     hub_ = std::make_unique<async::EmuHub>(g.device_base(), cfg.emu, uint32_t(threads));
   }
+  if (cfg.kind == Backend::kUring) {  // fail here, not inside a thread team that would wait for it
+    async::UringDevice probe(cfg.path, 1, cfg.uring);
+    if (!probe.ok()) {
+      error_ = probe.error();
+      return;
+    }
+  }
   if (cfg.kind == Backend::kMmap) {
     const int fd = open(cfg.path.c_str(), O_RDONLY);
     if (fd < 0) {
