@@ -124,7 +124,10 @@ DK_EXPORT FILE *fdopen(int fd, const char *mode) {
             errno = EINVAL;
             return NULL;
         }
-        if ((fl & O_APPEND) && !(cur & O_APPEND)) fcntl(fd, F_SETFL, cur | O_APPEND); /* as glibc does */
+        if (fl & O_APPEND) { /* as glibc's fdopen: append mode, positioned at the end */
+            if (!(cur & O_APPEND)) fcntl(fd, F_SETFL, cur | O_APPEND);
+            lseek(fd, 0, SEEK_END);
+        }
         return cookie_stream(fd, mode);
     }
     return DK_REAL(fdopen)(fd, mode);
