@@ -1,0 +1,183 @@
+/* Description: publish points and what other processes see.
+ *   visibility  this process appends without fsync: another program (shim_check, without the library)
+ *               does not see the appends (stage strategy) -- then sees exactly them after each publish
+ *               point: fsync, fdatasync, close, fcntl unlock, flock unlock, mmap of the file by the program,
+ *               fork. With argv[3] = "extend" the pre-publish check is relaxed to "published bytes
+ *               unchanged" (the extend strategy lets others see a zero-filled tail: documented deviation).
+ *   lock_append two processes, 300 iterations each, take an fcntl write lock, read the last counter line
+ *               of a file and append the next one, unlock: the file ends up holding 1..600 in order.
+ *   lock_flock  the same with flock(LOCK_EX)/flock(LOCK_UN).
+ *   lock_overwrite  the same with a counter overwritten in place at offset 0 (fcntl locks).
+ * argv[1]: managed directory; argv[2]: case (or "all"). */
+#include <sys/file.h>
+#include <sys/wait.h>
+
+#include "shim_test.h"
+
+static const char *dir;
+static bool extend_mode;
+
+static void seen_by_other(const char *path, uint64_t published, uint64_t logical, const char *after) {
+    /* every published byte, with the pattern */
+    CHECK(st_check("pattern", (char *)path, "0", st_fmt("%llu", (unsigned long long)published), "5") == 0,
+          "after %s: another program does not see the %llu published bytes", after, (unsigned long long)published);
+    if (!extend_mode || published == logical)
+        CHECK(st_check("size", (char *)path, st_fmt("%llu", (unsigned long long)published)) == 0,
+              "after %s: another program sees size %lld; expected %llu (logical size here %llu)", after,
+              st_ksize(path), (unsigned long long)published, (unsigned long long)logical);
+}
+
+static uint64_t append(int fd, uint64_t at, size_t n) {
+    static uint8_t buf[4 << 20];
+    st_fill(buf, 5, at, n);
+    st_write_all(fd, buf, n);
+    CHECK(st_fsize(fd) == (off_t)(at + n), "this process does not see its own append (size %lld, expected %llu)",
+          (long long)st_fsize(fd), (unsigned long long)(at + n));
+    return at + n;
+}
+
+static void case_visibility(void) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "visibility");
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    uint64_t pub = 0, size = 0;
+
+    size = append(fd, size, 5000);
+    seen_by_other(path, pub, size, "appends without a publish point");
+    OK(fsync(fd));
+    pub = size;
+    seen_by_other(path, pub, size, "fsync");
+
+    size = append(fd, size, 70000);
+    seen_by_other(path, pub, size, "more appends");
+    OK(fdatasync(fd));
+    pub = size;
+    seen_by_other(path, pub, size, "fdatasync");
+
+    size = append(fd, size, 3000);
+    seen_by_other(path, pub, size, "appends before close");
+    OK(close(fd));
+    pub = size;
+    seen_by_other(path, pub, size, "close");
+
+    fd = OK(open(path, O_RDWR));
+    struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    OK(fcntl(fd, F_SETLKW, &l));
+    OK(lseek(fd, 0, SEEK_END));
+    size = append(fd, size, 4096);
+    seen_by_other(path, pub, size, "appends under an fcntl lock");
+    l.l_type = F_UNLCK;
+    OK(fcntl(fd, F_SETLK, &l));
+    pub = size;
+    seen_by_other(path, pub, size, "fcntl unlock");
+
+    OK(flock(fd, LOCK_EX));
+    size = append(fd, size, 10);
+    seen_by_other(path, pub, size, "appends under flock");
+    OK(flock(fd, LOCK_UN));
+    pub = size;
+    seen_by_other(path, pub, size, "flock unlock");
+
+    size = append(fd, size, 2 << 20);
+    seen_by_other(path, pub, size, "a 2 MiB append");
+    void *m = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+    CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
+    pub = size;
+    seen_by_other(path, pub, size, "mmap by the program");
+    CHECK(st_mismatch(m, 5, 0, size) < 0, "the program's own mapping does not show its appends");
+    OK(munmap(m, size));
+
+    size = append(fd, size, 777);
+    seen_by_other(path, pub, size, "appends before fork");
+    pid_t pid = OK(fork());
+    if (pid == 0) _exit(0);
+    int status;
+    OK(waitpid(pid, &status, 0));
+    pub = size;
+    seen_by_other(path, pub, size, "fork");
+    OK(close(fd));
+    printf("ok: other programs see appends exactly at publish points\n");
+}
+
+/* ---- lock-disciplined counters in two processes ---- */
+
+enum lock_kind { LK_FCNTL, LK_FLOCK };
+
+static void lock(int fd, enum lock_kind k, bool on) {
+    if (k == LK_FLOCK) {
+        OK(flock(fd, on ? LOCK_EX : LOCK_UN));
+        return;
+    }
+    struct flock l = {.l_type = on ? F_WRLCK : F_UNLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    OK(fcntl(fd, F_SETLKW, &l));
+}
+
+static void counter_worker(const char *path, enum lock_kind k, bool overwrite, int iters) {
+    int fd = OK(open(path, O_RDWR));
+    for (int i = 0; i < iters; i++) {
+        lock(fd, k, true);
+        off_t size = st_fsize(fd);
+        unsigned v = 0;
+        char line[17] = {0};
+        off_t at = overwrite ? 0 : size - 16;
+        if (overwrite || size > 0) {
+            CHECK(size % 16 == 0, "counter file size %lld is not a multiple of 16", (long long)size);
+            CHECK(pread(fd, line, 16, at) == 16, "pread of the counter at %lld failed", (long long)at);
+            CHECK(sscanf(line, "%u", &v) == 1, "counter line '%s' unreadable", line);
+        }
+        snprintf(line, sizeof line, "%015u\n", v + 1);
+        if (overwrite) st_pwrite_all(fd, line, 16, 0);
+        else {
+            OK(lseek(fd, 0, SEEK_END));
+            st_write_all(fd, line, 16);
+        }
+        lock(fd, k, false);
+    }
+    OK(close(fd));
+}
+
+static void case_lock(const char *name, enum lock_kind k, bool overwrite) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, name);
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    if (overwrite) st_write_all(fd, "000000000000000\n", 16);
+    OK(close(fd));
+    const int iters = 300;
+    pid_t pid[2];
+    for (int i = 0; i < 2; i++) {
+        pid[i] = OK(fork());
+        if (pid[i] == 0) {
+            counter_worker(path, k, overwrite, iters);
+            _exit(0);
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        int status;
+        OK(waitpid(pid[i], &status, 0));
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: worker %d status 0x%x", name, i, status);
+    }
+    if (overwrite) {
+        char want[17];
+        snprintf(want, sizeof want, "%015u\n", 2 * iters);
+        CHECK(st_check("text", path, want) == 0, "%s: final counter wrong", name);
+    } else {
+        CHECK(st_check("counter", path, st_fmt("%d", 2 * iters)) == 0, "%s: counter file wrong", name);
+    }
+    printf("ok: %s: two processes x %d locked read-modify-write iterations, final value exact\n", name, iters);
+}
+
+int main(int argc, char **argv) {
+    dir = st_dir(argc, argv);
+    const char *which = argc > 2 ? argv[2] : "all";
+    extend_mode = argc > 3 && !strcmp(argv[3], "extend");
+    st_require_library();
+    st_watchdog(60);
+    setvbuf(stdout, NULL, _IONBF, 0);
+    bool all = !strcmp(which, "all"), any = false;
+    if (all || !strcmp(which, "visibility")) case_visibility(), any = true;
+    if (all || !strcmp(which, "lock_append")) case_lock("lock_append", LK_FCNTL, false), any = true;
+    if (all || !strcmp(which, "lock_flock")) case_lock("lock_flock", LK_FLOCK, false), any = true;
+    if (all || !strcmp(which, "lock_overwrite")) case_lock("lock_overwrite", LK_FCNTL, true), any = true;
+    CHECK(any, "unknown case '%s'", which);
+    return 0;
+}
