@@ -1,0 +1,121 @@
+/* Description: SIGKILL right after writes return, no fsync, no close. Modes come from DAXKIT_MODE.
+ *   self   publishes 100000 bytes with fsync, overwrites 8000 of them, appends 3 x 20000 bytes, writes the
+ *          two acceptable images to OUT.all (everything) and OUT.pub (published appends + overwrites) with
+ *          raw system calls, and kills itself with SIGKILL. crash.sh then checks the file without the
+ *          library: sync mode must equal OUT.all (every acknowledged byte); posix mode must equal one of them
+ *          (overwrites present, unpublished appends all-or-nothing).
+ *   loop   a child appends records (fsync every 10 in posix mode), reporting each acknowledged write on a
+ *          pipe; the parent kills it with SIGKILL after a random delay and checks the file without the
+ *          library: intact records in order; sync mode: at least every acknowledged one; posix mode: exactly
+ *          the records of some publish point (a multiple of 10, not beyond the acknowledged count).
+ * argv[1]: managed directory; argv[2]: self|loop; argv[3] (self): OUT prefix; argv[4] (loop): seed. */
+#include <poll.h>
+#include <time.h>
+
+#include "shim_test.h"
+
+static bool sync_mode(void) {
+    const char *m = getenv("DAXKIT_MODE");
+    return m && !strcmp(m, "sync");
+}
+
+static void raw_kill_self(void) {
+    syscall(SYS_kill, getpid(), SIGKILL);
+    for (;;) pause();
+}
+
+static int case_self(const char *dir, const char *out) {
+    char path[PATH_MAX], p_all[PATH_MAX], p_pub[PATH_MAX];
+    st_path(path, sizeof path, dir, "crash_self");
+    snprintf(p_all, sizeof p_all, "%s.all", out);
+    snprintf(p_pub, sizeof p_pub, "%s.pub", out);
+    size_t total = 100000 + 3 * 20000;
+    uint8_t *img = malloc(total), *buf = malloc(total);
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    st_fill(img, 1, 0, 100000);
+    st_write_all(fd, img, 100000);
+    OK(fsync(fd));
+    st_fill(buf, 2, 1000, 8000);
+    st_pwrite_all(fd, buf, 8000, 1000);
+    memcpy(img + 1000, buf, 8000);
+    for (int i = 0; i < 3; i++) {
+        uint64_t off = 100000 + (uint64_t)i * 20000;
+        st_fill(img + off, 3, off, 20000);
+        st_write_all(fd, img + off, 20000);
+    }
+    /* the acceptable images, written without the library's help */
+    const char *a = st_expect_file(img, total), *b = st_expect_file(img, 100000);
+    CHECK(syscall(SYS_renameat, AT_FDCWD, a, AT_FDCWD, p_all) == 0, "rename");
+    CHECK(syscall(SYS_renameat, AT_FDCWD, b, AT_FDCWD, p_pub) == 0, "rename");
+    raw_kill_self();
+    return 1;
+}
+
+static void child_loop(const char *path, int ackfd, bool sync) {
+    int fd = OK(open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+    uint8_t rec[512];
+    for (uint32_t seq = 0;; seq++) {
+        st_rec_make(rec, 0, seq);
+        st_write_all(fd, rec, st_rec_len(0, seq));
+        if (!sync && (seq + 1) % 10 == 0) OK(fsync(fd));
+        uint32_t acked = sync ? seq + 1 : (seq + 1) / 10 * 10; /* records promised durable */
+        if (syscall(SYS_write, ackfd, &acked, sizeof acked) != sizeof acked) _exit(3);
+        if (seq >= 200000) _exit(4);
+    }
+}
+
+static int case_loop(const char *dir, unsigned seed) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "crash_loop");
+    bool sync = sync_mode();
+    int p[2];
+    OK(pipe(p));
+    pid_t pid = OK(fork());
+    if (pid == 0) {
+        close(p[0]);
+        child_loop(path, p[1], sync);
+    }
+    close(p[1]);
+    srand(seed);
+    long delay_us = 20000 + rand() % 150000;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint32_t acked = 0, v;
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long el = (now.tv_sec - t0.tv_sec) * 1000000 + (now.tv_nsec - t0.tv_nsec) / 1000;
+        if (el >= delay_us) break;
+        struct pollfd pf = {p[0], POLLIN, 0};
+        if (poll(&pf, 1, 1) > 0 && read(p[0], &v, sizeof v) == sizeof v) acked = v;
+    }
+    kill(pid, SIGKILL);
+    while (read(p[0], &v, sizeof v) == sizeof v) acked = v; /* acks sent before the kill */
+    int status;
+    OK(waitpid(pid, &status, 0));
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "writer ended with status 0x%x before the kill", status);
+    /* the file, seen without the library */
+    CHECK(st_check("records", path, "1", "200001", "partial") == 0, "records torn or out of order after SIGKILL");
+    long long size = st_ksize(path);
+    uint32_t n = 0;
+    for (long long off = 0; off < size; n++) off += (long long)st_rec_len(0, n);
+    if (sync) {
+        CHECK(n >= acked, "sync mode: %u records in the file, %u were acknowledged before SIGKILL", n, acked);
+    } else {
+        CHECK(n % 10 == 0, "posix mode: %u records in the file: not a publish point (every 10)", n);
+        CHECK(n >= acked, "posix mode: %u records in the file, %u were fsynced before SIGKILL", n, acked);
+    }
+    printf("ok: %s mode, SIGKILL after %ld us: %u records acknowledged, %u in the file\n", sync ? "sync" : "posix",
+           delay_us, acked, n);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    const char *dir = st_dir(argc, argv);
+    CHECK(argc > 2, "usage: shim_crash DIR self OUT | DIR loop SEED");
+    st_require_library();
+    st_watchdog(60);
+    setvbuf(stdout, NULL, _IONBF, 0);
+    if (!strcmp(argv[2], "self")) return case_self(dir, argc > 3 ? argv[3] : "/tmp/shim_crash");
+    if (!strcmp(argv[2], "loop")) return case_loop(dir, argc > 3 ? (unsigned)atoi(argv[3]) : 1);
+    FAIL("unknown case %s", argv[2]);
+}
