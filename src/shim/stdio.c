@@ -124,9 +124,11 @@ DK_EXPORT FILE *fdopen(int fd, const char *mode) {
             errno = EINVAL;
             return NULL;
         }
-        if (fl & O_APPEND) { /* as glibc's fdopen: append mode, positioned at the end */
-            if (!(cur & O_APPEND)) fcntl(fd, F_SETFL, cur | O_APPEND);
-            lseek(fd, 0, SEEK_END);
+        /* As glibc's fdopen: append mode adds O_APPEND, and a write-only "a" stream that added it
+         * starts at the end. */
+        if ((fl & O_APPEND) && !(cur & O_APPEND)) {
+            fcntl(fd, F_SETFL, cur | O_APPEND);
+            if ((fl & O_ACCMODE) == O_WRONLY) lseek(fd, 0, SEEK_END);
         }
         return cookie_stream(fd, mode);
     }
