@@ -67,19 +67,6 @@ void up_io_persist_range(struct up_file *f, uint64_t off, size_t n) {
     }
 }
 
-/* Maps the file up to `end` (and at least its kernel size) on first need: files that are only appended
- * to and removed (journals) never pay for a mapping. 0 or -errno. */
-int up_io_ensure_mapped(struct up_file *f, int fd, uint64_t end) {
-    if (DK_LIKELY(__atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE) &&
-                  end <= __atomic_load_n(&f->map.mapped_bytes, __ATOMIC_ACQUIRE)))
-        return 0;
-    pthread_mutex_lock(&f->mu);
-    uint64_t want = DK_MAX(end, f->ksize);
-    int rc = want > UP_MAP_MAX_BYTES ? -EFBIG : up_map_grow(f, fd, want, f->map.ext_count ? 0 : f->ksize);
-    pthread_mutex_unlock(&f->mu);
-    return rc;
-}
-
 /* ---- staged appends ---- */
 
 /* The staged slot covering file offset `off` (off >= pub_size), taking new slots as needed. */
@@ -221,46 +208,71 @@ static int append_locked(struct up_file *f, int fd, uint64_t off, const char *bu
     return 0;
 }
 
-/* Writes n bytes at off (or at the end when `append`); returns the offset written at via *at. */
+/* Under f->mu: the mapping covers [0, end) (and the kernel size, once the file is mapped at all). */
+static int map_locked(struct up_file *f, int fd, uint64_t end) {
+    if (f->map.ext_count && end <= f->map.mapped_bytes) return 0;
+    uint64_t want = DK_MAX(end, f->ksize);
+    if (want > UP_MAP_MAX_BYTES) return -EFBIG;
+    return up_map_grow(f, fd, want, f->map.ext_count ? 0 : f->ksize);
+}
+
+/* The common case without f->mu: an overwrite of published, mapped bytes. */
+static bool overwrite_fast(struct up_file *f, const char *buf, size_t n, uint64_t off) {
+    pthread_rwlock_rdlock(&f->rw);
+    bool ok = off + n <= inplace_limit(f) && off + n <= __atomic_load_n(&f->map.mapped_bytes, __ATOMIC_ACQUIRE) &&
+              __atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE);
+    if (ok) {
+        up_io_overwrite(f, off, buf, n);
+        __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
+        if (flush_medium(f)) dk_fence();
+    }
+    pthread_rwlock_unlock(&f->rw);
+    return ok;
+}
+
+/* Everything else, under f->mu then f->rw (the lock order): appends, writes across the published end,
+ * writes into a part not mapped yet. Sets *at and *appended. 0 or -errno. */
+static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, uint64_t *at, bool append,
+                        bool *appended) {
+    pthread_mutex_lock(&f->mu);
+    pthread_rwlock_rdlock(&f->rw);
+    uint64_t off = append ? up_file_size(f) : *at;
+    uint64_t limit = inplace_limit(f);
+    int rc = off < limit ? map_locked(f, fd, DK_MIN(off + n, limit)) : 0;
+    if (rc == 0) {
+        if (off + n <= limit) up_io_overwrite(f, off, buf, n);
+        else if (off < limit) {
+            up_io_overwrite(f, off, buf, limit - off);
+            rc = append_locked(f, fd, limit, buf + (limit - off), n - (limit - off));
+            *appended = true;
+        } else {
+            rc = append_locked(f, fd, off, buf, n);
+            *appended = true;
+        }
+    }
+    if (rc == 0) {
+        __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
+        if (flush_medium(f)) dk_fence();
+    }
+    pthread_rwlock_unlock(&f->rw);
+    pthread_mutex_unlock(&f->mu);
+    *at = off;
+    return rc;
+}
+
+/* Writes n bytes at off (or at the end when `append`); the offset written at is left in
+ * up_io_last_offset. */
 ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append, bool sync) {
     if (n == 0) return 0;
     n = DK_MIN(n, DK_MAX_RW_BYTES);
     bool appended = false;
-    if (!append && off < inplace_limit(f)) {
-        int rc = up_io_ensure_mapped(f, fd, DK_MIN(off + n, inplace_limit(f)));
+    if (append || !overwrite_fast(f, buf, n, off)) {
+        int rc = write_locked(f, fd, buf, n, &off, append, &appended);
         if (rc) {
             errno = -rc;
             return -1;
         }
     }
-    pthread_rwlock_rdlock(&f->rw);
-    if (!append && off + n <= inplace_limit(f)) {
-        up_io_overwrite(f, off, buf, n);
-    } else {
-        pthread_mutex_lock(&f->mu);
-        if (append) off = up_file_size(f);
-        uint64_t limit = inplace_limit(f);
-        int rc = 0;
-        if (off + n <= limit) up_io_overwrite(f, off, buf, n);
-        else {
-            if (off < limit) {
-                up_io_overwrite(f, off, buf, limit - off);
-                rc = append_locked(f, fd, limit, buf + (limit - off), n - (limit - off));
-            } else {
-                rc = append_locked(f, fd, off, buf, n);
-            }
-            appended = true;
-        }
-        pthread_mutex_unlock(&f->mu);
-        if (rc) {
-            pthread_rwlock_unlock(&f->rw);
-            errno = -rc;
-            return -1;
-        }
-    }
-    __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
-    if (flush_medium(f)) dk_fence();
-    pthread_rwlock_unlock(&f->rw);
     up_io_last_offset = off;
     if (appended) {
         dk_count(DK_C_appends, 1);
@@ -284,6 +296,40 @@ __thread uint64_t up_io_last_offset;
 
 /* ---- the read path ---- */
 
+/* Copies [off, off+n) when it is all published and mapped; false otherwise (nothing copied). */
+static bool read_fast(struct up_file *f, char *buf, size_t n, uint64_t off) {
+    pthread_rwlock_rdlock(&f->rw);
+    bool ok = off + n <= inplace_limit(f) && off + n <= up_file_size(f) &&
+              off + n <= __atomic_load_n(&f->map.mapped_bytes, __ATOMIC_ACQUIRE) &&
+              __atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE);
+    if (ok) up_io_copy_out(f, off, buf, n);
+    pthread_rwlock_unlock(&f->rw);
+    return ok;
+}
+
+/* Under f->mu then f->rw: reads that reach staged bytes or an unmapped part. Returns bytes or -errno. */
+static ssize_t read_locked(struct up_file *f, int fd, char *buf, size_t n, uint64_t off) {
+    pthread_mutex_lock(&f->mu);
+    pthread_rwlock_rdlock(&f->rw);
+    uint64_t size = up_file_size(f);
+    ssize_t r = 0;
+    if (off < size) {
+        n = DK_MIN(n, size - off);
+        uint64_t limit = inplace_limit(f);
+        size_t direct = off < limit ? DK_MIN(n, limit - off) : 0;
+        int rc = direct ? map_locked(f, fd, off + direct) : 0;
+        if (rc) r = rc;
+        else {
+            if (direct) up_io_copy_out(f, off, buf, direct);
+            if (direct < n) staged_read(f, off + direct, buf + direct, n - direct);
+            r = (ssize_t)n;
+        }
+    }
+    pthread_rwlock_unlock(&f->rw);
+    pthread_mutex_unlock(&f->mu);
+    return r;
+}
+
 ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off) {
     n = DK_MIN(n, DK_MAX_RW_BYTES);
     uint64_t size = up_file_size(f);
@@ -292,37 +338,14 @@ ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off)
         if (off >= size || n == 0) return 0;
     }
     n = DK_MIN(n, size - off);
-    int mrc = up_io_ensure_mapped(f, fd, DK_MIN(off + n, inplace_limit(f)));
-    if (mrc) {
-        errno = -mrc;
+    ssize_t r = read_fast(f, buf, n, off) ? (ssize_t)n : read_locked(f, fd, buf, n, off);
+    if (r < 0) {
+        errno = (int)-r;
         return -1;
     }
-    pthread_rwlock_rdlock(&f->rw);
-    size = up_file_size(f); /* a truncate may have run before we took the lock */
-    if (off >= size) {
-        pthread_rwlock_unlock(&f->rw);
-        return 0;
-    }
-    n = DK_MIN(n, size - off);
-    uint64_t limit = inplace_limit(f);
-    size_t direct = off < limit ? DK_MIN(n, limit - off) : 0;
-    if (direct) up_io_copy_out(f, off, buf, direct);
-    if (direct < n) {
-        pthread_mutex_lock(&f->mu);
-        uint64_t pos = off + direct, pub = f->pub_size;
-        size_t rest = n - direct;
-        if (pos < pub) { /* published meanwhile */
-            size_t a = DK_MIN(rest, pub - pos);
-            up_io_copy_out(f, pos, buf + direct, a);
-            pos += a, direct += a, rest -= a;
-        }
-        if (rest) staged_read(f, pos, buf + direct, rest);
-        pthread_mutex_unlock(&f->mu);
-    }
-    pthread_rwlock_unlock(&f->rw);
     dk_count(DK_C_reads, 1);
-    dk_count(DK_C_read_bytes, n);
-    return (ssize_t)n;
+    dk_count(DK_C_read_bytes, (uint64_t)r);
+    return r;
 }
 
 /* ---- descriptor-level entry points ---- */

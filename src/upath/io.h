@@ -7,7 +7,6 @@
 
 #include "upath/internal.h"
 
-int up_io_ensure_mapped(struct up_file *f, int fd, uint64_t end);
 void up_io_overwrite(struct up_file *f, uint64_t off, const char *buf, size_t n);
 void up_io_copy_out(const struct up_file *f, uint64_t off, char *buf, size_t n);
 void up_io_persist_range(struct up_file *f, uint64_t off, size_t n);

@@ -19,7 +19,9 @@
 static int publish_fd(const struct up_file *f, int fd, bool *opened) {
     *opened = false;
     int fl = DK_REAL(fcntl)(fd, F_GETFL);
-    if (fl >= 0 && (fl & O_ACCMODE) != O_RDONLY && (!(fl & O_APPEND) || f->ksize == f->pub_size)) return fd;
+    /* The kernel refuses FICLONERANGE into an O_APPEND descriptor: reopen where a clone may happen. */
+    bool append_ok = !(fl & O_APPEND) || (f->ksize == f->pub_size && f->root->clone_min_bytes == UINT64_MAX);
+    if (fl >= 0 && (fl & O_ACCMODE) != O_RDONLY && append_ok) return fd;
     char p[64];
     snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
     int w = DK_REAL(open)(p, O_WRONLY | O_CLOEXEC);
@@ -77,6 +79,8 @@ static int relink_slot(struct up_file *f, int wfd, struct up_staged *s, uint64_t
         dk_log_once("FICLONERANGE failed on %s (%s); relinking by copy", f->root->path, strerror(-rc));
         f->root->clone_min_bytes = UINT64_MAX;
         dk_count(DK_C_fallbacks, 1);
+        a = head_end; /* the head is in the file already */
+        src = s->addr + (a - s->base);
     }
     int rc = copy_range(wfd, src, a, b - a);
     if (rc == 0) {

@@ -76,9 +76,12 @@ static void forget_contents(struct up_file *f, uint64_t ksize) {
 }
 
 /* A file seen again: take the kernel's size unless this process has appends not yet published. */
-static void file_reopened(struct up_file *f, const struct stat *st, int oflags) {
+static void file_reopened(struct up_file *f, int fd, const struct stat *st_open, int oflags) {
     pthread_mutex_lock(&f->mu);
     pthread_rwlock_wrlock(&f->rw);
+    /* The size now, under the locks: other threads may have appended and published since the open. */
+    struct stat now;
+    const struct stat *st = DK_REAL(fstat)(fd, &now) == 0 ? &now : st_open;
     if (oflags & O_TRUNC) forget_contents(f, (uint64_t)st->st_size); /* Linux truncates even O_RDONLY|O_TRUNC */
     else if (!up_file_pinned(f)) forget_contents(f, (uint64_t)st->st_size);
     pthread_rwlock_unlock(&f->rw);
@@ -117,7 +120,7 @@ int up_adopt(int fd, int oflags) {
     struct up_slot *s = NULL;
     if (f) {
         if (known) {
-            file_reopened(f, &st, oflags);
+            file_reopened(f, fd, &st, oflags);
             if (f->ksize > UP_MAP_MAX_BYTES) f->kernel_only = true;
         } else {
             f->strategy = choose_strategy(fd, oflags);
