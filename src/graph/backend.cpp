@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -31,6 +32,12 @@ const char* backend_name(Backend b) {
 }
 
 BackendRuntime::BackendRuntime(const Csr& g, const BackendConfig& cfg, int threads) : g_(g), cfg_(cfg) {
+  // The time model runs one device instance per thread: split the device's IOPS ceiling and parallel
+  // units among them so that the emulated device as a whole keeps the configured limits.
+  if (cfg.kind == Backend::kEmu && cfg.emu_mode == EmuMode::kTime && threads > 1) {
+    cfg_.emu.iops_max = cfg.emu.iops_max / threads;
+    if (cfg.emu.units > 0) cfg_.emu.units = std::max<uint32_t>(1, cfg.emu.units / uint32_t(threads));
+  }
   if (backend_needs_edges_in_dram(cfg.kind) && !g.has_edges()) {
     error_ = "backend needs the edges in DRAM but they were not loaded";
     return;
