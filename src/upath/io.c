@@ -260,6 +260,36 @@ static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, ui
     return rc;
 }
 
+/* Fallback when staging or mapping ran out: publish what is staged, then let the kernel write (its own
+ * ENOSPC, if any, is the program's answer). Counted. 0 or -errno. */
+static int write_by_kernel(struct up_file *f, int fd, const char *buf, size_t n, uint64_t *at, bool append,
+                           bool *appended) {
+    dk_count(DK_C_fallbacks, 1);
+    pthread_mutex_lock(&f->mu);
+    int rc = up_publish_locked(f, fd);
+    if (rc == 0) {
+        uint64_t off = append ? up_file_size(f) : *at;
+        ssize_t w = DK_REAL(pwrite)(fd, buf, n, (off_t)off); /* on an O_APPEND fd this appends: off is the end */
+        if (w < 0) rc = -errno;
+        else if ((size_t)w != n) rc = -ENOSPC;
+        else {
+            uint64_t end = off + n;
+            pthread_rwlock_wrlock(&f->rw);
+            if (end > up_file_size(f)) {
+                f->ksize = end;
+                __atomic_store_n(&f->pub_size, end, __ATOMIC_RELEASE);
+                up_file_set_size(f, end);
+                *appended = true;
+            }
+            pthread_rwlock_unlock(&f->rw);
+            f->meta_dirty = true;
+            *at = off;
+        }
+    }
+    pthread_mutex_unlock(&f->mu);
+    return rc;
+}
+
 /* Writes n bytes at off (or at the end when `append`); the offset written at is left in
  * up_io_last_offset. */
 ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append, bool sync) {
@@ -268,6 +298,7 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
     bool appended = false;
     if (append || !overwrite_fast(f, buf, n, off)) {
         int rc = write_locked(f, fd, buf, n, &off, append, &appended);
+        if (rc == -ENOSPC || rc == -ENOMEM) rc = write_by_kernel(f, fd, buf, n, &off, append, &appended);
         if (rc) {
             errno = -rc;
             return -1;
