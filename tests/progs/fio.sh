@@ -22,6 +22,7 @@ randrepeat=1
 randseed=42
 verify=crc32c
 verify_fatal=1
+verify_state_save=0
 do_verify=1
 fsync=8
 thread=0

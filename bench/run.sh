@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# `make bench`: every daxkit benchmark in one run, CSV + summary + PNG plots under bench/results/.
+#   bench/run.sh [BUILD_DIR]
+# Environment:
+#   QUICK=1            a few minutes: one repetition, quick app sizes, apps on huge tmpfs only
+#   MEDIA              media of the microbenchmark [hugetmpfs tmpfs xfs]
+#   APP_MEDIA          media of the application benchmarks [hugetmpfs xfs; QUICK: hugetmpfs]
+#   PARTS              any of: micro apps graph [all]
+#   REPS, VARIANTS, APP_VARIANTS, APPS   passed to bench/micro.sh and bench/apps.sh
+# Outputs: bench/results/micro.csv, apps.csv, summary.md, run-info.txt, *.png; logs in bench/results/logs/.
+# Needs root (it mounts its media). See docs/benchmarks.md.
+set -euo pipefail
+BUILD=$(cd "${1:-build}" && pwd)
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+OUT=$SRC/bench/results
+QUICK=${QUICK:-0}
+PARTS=${PARTS:-all}
+if [ "$QUICK" = 1 ]; then
+    export REPS=${REPS:-1}
+    MEDIA=${MEDIA:-"hugetmpfs tmpfs xfs"}
+    APP_MEDIA=${APP_MEDIA:-hugetmpfs}
+else
+    MEDIA=${MEDIA:-"hugetmpfs tmpfs xfs"}
+    APP_MEDIA=${APP_MEDIA:-"hugetmpfs xfs"}
+fi
+export QUICK
+want() { [ "$PARTS" = all ] || [[ " $PARTS " == *" $1 "* ]]; }
+[ "$(id -u)" = 0 ] || { echo "bench: needs root (mounts tmpfs and loop media)" >&2; exit 1; }
+PY=/usr/bin/python3
+[ -x $PY ] || PY=python3
+mkdir -p "$OUT/logs"
+
+{
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)   commit: $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo unknown)   QUICK=$QUICK"
+    echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; kernel $(uname -r)"
+    echo "nt stores: $(grep -m1 -o 'avx512f' /proc/cpuinfo || grep -m1 -o avx2 /proc/cpuinfo || echo sse2); flush: $(grep -m1 -o 'clwb' /proc/cpuinfo || echo 'no clwb')"
+    echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg) (other processes share this machine: read ratios, not absolutes)"
+} > "$OUT/run-info.txt"
+cat "$OUT/run-info.txt"
+
+if want micro; then
+    echo "medium,variant,op,bs,ops,fsync_every,ops_per_s,median_ns,p99_ns,mean_ns,fsync_median_ns,wall_s,rep" > "$OUT/micro.csv"
+    for m in $MEDIA; do
+        echo "bench: microbenchmark on $m"
+        rc=0
+        bash "$SRC/bench/micro.sh" "$BUILD" "$m" "$OUT/micro.csv" 2> "$OUT/logs/micro-$m.log" || rc=$?
+        case $rc in
+        0) ;;
+        77) echo "bench: $m skipped: $(tail -1 "$OUT/logs/micro-$m.log")" ;;
+        *) echo "bench: microbenchmark on $m FAILED (rc $rc):" >&2; tail -20 "$OUT/logs/micro-$m.log" >&2 ;;
+        esac
+    done
+fi
+
+if want apps; then
+    echo "medium,app,variant,metric,value,unit,better,rep" > "$OUT/apps.csv"
+    for m in $APP_MEDIA; do
+        echo "bench: application benchmarks on $m"
+        rc=0
+        bash "$SRC/bench/apps.sh" "$BUILD" "$m" "$OUT/apps.csv" 2> "$OUT/logs/apps-$m.log" || rc=$?
+        case $rc in
+        0) ;;
+        77) echo "bench: apps on $m skipped: $(tail -1 "$OUT/logs/apps-$m.log")" ;;
+        *) echo "bench: apps on $m FAILED (rc $rc):" >&2; tail -20 "$OUT/logs/apps-$m.log" >&2 ;;
+        esac
+    done
+fi
+
+$PY "$SRC/bench/summarize.py" "$OUT"
+$PY "$SRC/bench/plot.py" "$OUT" || echo "bench: plotting failed (tables above are complete)" >&2
+
+# The graph engine's benchmarks belong to bench/graph/ (another part of daxkit); run them when present.
+if want graph && [ -f "$SRC/bench/graph/run.sh" ]; then
+    echo "bench: graph engine benchmarks (bench/graph/run.sh; results in bench/results/graph/)"
+    if [ "$QUICK" = 1 ]; then
+        SCALES=${SCALES:-18} SSSP_SCALES=${SSSP_SCALES:-18} TRIALS=${TRIALS:-1} SWEEP_SCALE=${SWEEP_SCALE:-18} \
+            OOC_SCALE=${OOC_SCALE:-18} bash "$SRC/bench/graph/run.sh" "$BUILD" || echo "bench: bench/graph/run.sh failed" >&2
+    else
+        bash "$SRC/bench/graph/run.sh" "$BUILD" || echo "bench: bench/graph/run.sh failed" >&2
+    fi
+fi
+echo "bench: results in $OUT (summary.md, micro.csv, apps.csv, *.png)"
