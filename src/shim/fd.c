@@ -78,7 +78,12 @@ static int is_setlk(int cmd) {
 
 static int fcntl_common(int fd, int cmd, void *arg, bool is64) {
     int (*real)(int, int, ...) = is64 ? DK_REAL(fcntl64) : DK_REAL(fcntl);
-    if (!up_enabled || !up_fd_slot(fd)) return real(fd, cmd, arg);
+    if (!up_enabled) return real(fd, cmd, arg);
+    if (!up_fd_slot(fd)) {
+        /* A lock on any file may guard managed ones: its release publishes them. */
+        if (is_setlk(cmd) && arg && ((struct flock *)arg)->l_type == F_UNLCK) up_publish_all();
+        return real(fd, cmd, arg);
+    }
     if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
         int r = real(fd, cmd, arg);
         if (r >= 0) up_dup(fd, r);
@@ -100,7 +105,10 @@ static int fcntl_common(int fd, int cmd, void *arg, bool is64) {
     if (is_setlk(cmd) && arg) {
         struct flock *l = arg;
         if (l->l_type == F_UNLCK) {
-            int rc = up_publish_fd(fd); /* lock release is a publish point */
+            /* Lock release is a publish point for every file of the process: a lock often guards
+             * other files than its own (SQLite's WAL is guarded by locks on the -shm file). */
+            int rc = up_publish_fd(fd);
+            up_publish_all();
             if (rc) {
                 errno = -rc;
                 return -1;
@@ -130,9 +138,14 @@ DK_EXPORT int fcntl64(int fd, int cmd, ...) {
 }
 
 DK_EXPORT int flock(int fd, int op) {
-    if (!up_enabled || !up_fd_slot(fd)) return DK_REAL(flock)(fd, op);
+    if (!up_enabled) return DK_REAL(flock)(fd, op);
+    if (!up_fd_slot(fd)) {
+        if (op & LOCK_UN) up_publish_all(); /* the lock may guard managed files */
+        return DK_REAL(flock)(fd, op);
+    }
     if (op & LOCK_UN) {
         int rc = up_publish_fd(fd);
+        up_publish_all(); /* as for fcntl unlock: the lock may guard other files */
         if (rc) {
             errno = -rc;
             return -1;
