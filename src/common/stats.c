@@ -73,6 +73,14 @@ void dk_stats_open(int enabled, const char *mode, const char *dirs, const char *
     DK_ERRNO_RESTORE;
 }
 
+void dk_stats_remove_stale(void) {
+    DK_ERRNO_SAVE;
+    char path[64];
+    snprintf(path, sizeof path, DK_STATS_DIR "/stats.%d", (int)dk_libc()->getpid());
+    dk_libc()->unlink(path);
+    DK_ERRNO_RESTORE;
+}
+
 void dk_stats_close(void) {
     DK_ERRNO_SAVE;
     if (stats_path[0] && stats_pid == dk_libc()->getpid()) dk_libc()->unlink(stats_path);

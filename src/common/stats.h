@@ -49,6 +49,8 @@ static inline void dk_count(enum dk_counter c, uint64_t n) {
 /* Creates and maps this process's stats file (or private memory when disabled). Call once at start,
  * and in a forked child. */
 void dk_stats_open(int enabled, const char *mode, const char *dirs, const char *note);
+/* Removes a stats file named after this process's pid (left by a killed process with the same pid). */
+void dk_stats_remove_stale(void);
 /* Removes this process's stats file (at exit). */
 void dk_stats_close(void);
 /* Reader side: counter names and docs. */

@@ -92,6 +92,7 @@ void up_init(void) {
     }
     if (dk_cfg.disable || up_fdtab_init() != 0 || up_roots_init(dk_cfg.dir) == 0) {
         if (!dk_cfg.disable && !dk_cfg.dir[0]) dk_log_verbose("DAXKIT_DIR is empty: nothing is managed");
+        dk_stats_remove_stale(); /* a killed process with our pid may have left one: we are not serving */
         DK_ERRNO_RESTORE;
         return;
     }
