@@ -75,7 +75,7 @@ bool BackendRuntime::with_driver(int tid, F&& f) {
     }
     case Backend::kDramPrefetch: {
       async::PrefetchDevice dev(g_.device_base());
-      auto d = std::make_unique<CoroDriver<async::PrefetchDevice>>(dev, cfg_.contexts, cfg_.prefetch_targets);
+      auto d = std::make_unique<CoroDriver<async::PrefetchDevice>>(dev, cfg_.contexts, cfg_.prefetch_targets, g_.edge_bytes());
       f(*d);
       add_stats(d->stats());
       return true;
@@ -83,13 +83,13 @@ bool BackendRuntime::with_driver(int tid, F&& f) {
     case Backend::kEmu: {
       if (cfg_.emu_mode == EmuMode::kThread) {
         auto d = std::make_unique<CoroDriver<async::EmuQueueDevice>>(hub_->queue(uint32_t(tid)), cfg_.contexts,
-                                                                      cfg_.prefetch_targets);
+                                                                      cfg_.prefetch_targets, g_.edge_bytes());
         f(*d);
         add_stats(d->stats());
         return true;
       }
       async::EmuTimeDevice dev(g_.device_base(), cfg_.emu);
-      auto d = std::make_unique<CoroDriver<async::EmuTimeDevice>>(dev, cfg_.contexts, cfg_.prefetch_targets);
+      auto d = std::make_unique<CoroDriver<async::EmuTimeDevice>>(dev, cfg_.contexts, cfg_.prefetch_targets, g_.edge_bytes());
       f(*d);
       add_stats(d->stats());
       return true;
@@ -101,7 +101,7 @@ bool BackendRuntime::with_driver(int tid, F&& f) {
         if (error_.empty()) error_ = dev->error();
         return false;
       }
-      auto d = std::make_unique<CoroDriver<async::UringDevice>>(*dev, cfg_.contexts, cfg_.prefetch_targets);
+      auto d = std::make_unique<CoroDriver<async::UringDevice>>(*dev, cfg_.contexts, cfg_.prefetch_targets, g_.edge_bytes());
       f(*d);
       add_stats(d->stats());
       return true;

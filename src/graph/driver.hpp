@@ -31,17 +31,28 @@ class PlainDriver {
   const std::byte* base_;
 };
 
+// Prefetch+yield on the targets in batches: a 4 KiB piece of a hub's list names 1024 vertices, and
+// prefetching them all at once would evict what the other contexts prefetched (64 contexts x 64 lines
+// x 64 B = 256 KiB stays within L2).
+inline constexpr uint32_t kTargetBatchEntries = 64;
+
 template <async::Device Dev, class Visitor>
 async::Fiber<Dev> context_body(async::Scheduler<Dev>& s, async::Slot slot, Claimer& c, Visitor& vis,
-                               bool prefetch_targets) {
+                               bool prefetch_targets, uint32_t edge_bytes) {
   Piece p;
+  const uint32_t batch_bytes = kTargetBatchEntries * edge_bytes;
   while (c.next(p, vis)) {
     const std::byte* bytes = co_await s.read(slot, p.addr, p.bytes);
-    if (prefetch_targets) {
-      vis.prefetch(p, bytes);
-      co_await s.yield();
+    if (!prefetch_targets) {
+      vis.visit(p, bytes);
+      continue;
     }
-    vis.visit(p, bytes);
+    for (uint32_t off = 0; off < p.bytes; off += batch_bytes) {
+      const Piece sub{p.u, p.addr + off, std::min(batch_bytes, p.bytes - off), p.whole};
+      vis.prefetch(sub, bytes + off);
+      co_await s.yield();
+      vis.visit(sub, bytes + off);
+    }
   }
 }
 
@@ -51,9 +62,9 @@ class CoroDriver {
   static constexpr bool kSplitPages = true;
   static constexpr size_t kFrameBytesMax = 512;  // generous: kernel frames measure ~150-250 bytes
 
-  CoroDriver(Dev& dev, uint32_t contexts, bool prefetch_targets)
+  CoroDriver(Dev& dev, uint32_t contexts, bool prefetch_targets, uint32_t edge_bytes)
       : sched_(dev), arena_(size_t{contexts} * kFrameBytesMax), contexts_(contexts),
-        prefetch_targets_(prefetch_targets) {
+        prefetch_targets_(prefetch_targets), edge_bytes_(edge_bytes) {
     assert(contexts >= 1 && contexts <= async::kContextsMax);
   }
 
@@ -64,7 +75,7 @@ class CoroDriver {
     arena_.reset();
     async::FrameArena::current() = &arena_;
     for (uint32_t i = 0; i < spawn; i++) {
-      fibers_[i].emplace(context_body(sched_, async::Slot(i), c, vis, prefetch_targets_));
+      fibers_[i].emplace(context_body(sched_, async::Slot(i), c, vis, prefetch_targets_, edge_bytes_));
       sched_.add(*fibers_[i]);
     }
     sched_.run();
@@ -78,6 +89,7 @@ class CoroDriver {
   async::FrameArena arena_;
   uint32_t contexts_;
   bool prefetch_targets_;
+  uint32_t edge_bytes_;
   std::optional<async::Fiber<Dev>> fibers_[async::kContextsMax];
 };
 
