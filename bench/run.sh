@@ -6,7 +6,8 @@
 #   MEDIA              media of the microbenchmark [hugetmpfs tmpfs xfs]
 #   APP_MEDIA          media of the application benchmarks [hugetmpfs xfs; QUICK: hugetmpfs]
 #   PARTS              any of: micro apps graph [all]
-#   REPS, VARIANTS, APP_VARIANTS, APPS   passed to bench/micro.sh and bench/apps.sh
+#   MICRO_REPS [5; QUICK 1], APP_REPS [3; QUICK 1], OPS [65536; QUICK 32768]
+#   VARIANTS, APP_VARIANTS, APPS   passed to bench/micro.sh and bench/apps.sh
 # Outputs: bench/results/micro.csv, apps.csv, summary.md, run-info.txt, *.png; logs in bench/results/logs/.
 # Needs root (it mounts its media). See docs/benchmarks.md.
 set -euo pipefail
@@ -16,10 +17,12 @@ OUT=$SRC/bench/results
 QUICK=${QUICK:-0}
 PARTS=${PARTS:-all}
 if [ "$QUICK" = 1 ]; then
-    export REPS=${REPS:-1}
+    MICRO_REPS=${MICRO_REPS:-${REPS:-1}}; APP_REPS=${APP_REPS:-${REPS:-1}}; OPS=${OPS:-0}
     MEDIA=${MEDIA:-"hugetmpfs tmpfs xfs"}
     APP_MEDIA=${APP_MEDIA:-hugetmpfs}
 else
+    # 65536 ops: two passes over the 128 MiB file (reads, overwrites); appends grow a 256 MiB file.
+    MICRO_REPS=${MICRO_REPS:-${REPS:-5}}; APP_REPS=${APP_REPS:-${REPS:-3}}; OPS=${OPS:-65536}
     MEDIA=${MEDIA:-"hugetmpfs tmpfs xfs"}
     APP_MEDIA=${APP_MEDIA:-"hugetmpfs xfs"}
 fi
@@ -43,7 +46,7 @@ if want micro; then
     for m in $MEDIA; do
         echo "bench: microbenchmark on $m"
         rc=0
-        bash "$SRC/bench/micro.sh" "$BUILD" "$m" "$OUT/micro.csv" 2> "$OUT/logs/micro-$m.log" || rc=$?
+        REPS=$MICRO_REPS OPS=$OPS bash "$SRC/bench/micro.sh" "$BUILD" "$m" "$OUT/micro.csv" 2> "$OUT/logs/micro-$m.log" || rc=$?
         case $rc in
         0) ;;
         77) echo "bench: $m skipped: $(tail -1 "$OUT/logs/micro-$m.log")" ;;
@@ -57,7 +60,7 @@ if want apps; then
     for m in $APP_MEDIA; do
         echo "bench: application benchmarks on $m"
         rc=0
-        bash "$SRC/bench/apps.sh" "$BUILD" "$m" "$OUT/apps.csv" 2> "$OUT/logs/apps-$m.log" || rc=$?
+        REPS=$APP_REPS bash "$SRC/bench/apps.sh" "$BUILD" "$m" "$OUT/apps.csv" 2> "$OUT/logs/apps-$m.log" || rc=$?
         case $rc in
         0) ;;
         77) echo "bench: apps on $m skipped: $(tail -1 "$OUT/logs/apps-$m.log")" ;;
