@@ -8,7 +8,7 @@ declare -A GROUP=(
   [test]="xfsprogs util-linux sqlite3 redis-server redis-tools rocksdb-tools fio rsync git tar python3 e2fsprogs"
   [bench]="fio python3-matplotlib sqlite3 redis-server redis-tools rocksdb-tools rsync git tar xfsprogs"
   [demo]="sqlite3 util-linux"
-  [dax]="qemu-system-x86 busybox-static ndctl xfsprogs e2fsprogs cpio kmod"
+  [dax]="qemu-system-x86 busybox-static ndctl xfsprogs e2fsprogs cpio kmod linux-image-amd64"
 )
 
 want=()
