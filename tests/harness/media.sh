@@ -22,6 +22,9 @@
 #                                             (RAM-backed; default 512M -- mkfs.xfs needs >= 300M)
 #                                             DK_MEDIA_XFS_MKFS adds mkfs.xfs options (e.g. "-b size=1024")
 #                                  ext4       ext4 on a loop device over an image in /dev/shm (default 256M)
+#                                  dir        no mount: a fresh subdirectory of the existing directory
+#                                             $DK_MEDIA_DIR (e.g. a DAX mount inside the FS-DAX guest,
+#                                             tests/dax/); SIZE is ignored; removed with its contents on exit
 #                            SIZE as mount/truncate accept it (512M, 2G); DK_MEDIA_SIZE sets the default.
 #                            Names are unique (kind, pid, random) so tests may run in parallel; the mount
 #                            point, loop device and image are removed on exit. Call it directly, not in
@@ -126,6 +129,7 @@ _dk_media_default_size() {
     tmpfs) echo 512M ;;
     xfs) echo 512M ;;
     ext4) echo 256M ;;
+    dir) echo - ;;
     esac
 }
 
@@ -145,11 +149,26 @@ _dk_media_loop() {
     dk_on_exit "losetup -d '$DK_MEDIA_LOOP' 2>/dev/null || true"
 }
 
+# KIND dir: a fresh subdirectory of $DK_MEDIA_DIR, an existing directory on the medium under test.
+_dk_media_dir() {
+    [ -n "${DK_MEDIA_DIR:-}" ] || dk_skip "medium 'dir' needs DK_MEDIA_DIR (an existing directory to test in)"
+    [ -d "$DK_MEDIA_DIR" ] && [ -w "$DK_MEDIA_DIR" ] || dk_fail "DK_MEDIA_DIR=$DK_MEDIA_DIR is not a writable directory"
+    DK_MNT=$DK_MEDIA_DIR/$DK_MEDIA_PREFIX.dir.$$.$RANDOM$RANDOM
+    DK_MEDIA_KIND=dir
+    DK_MEDIA_LOOP=
+    DK_MEDIA_IMAGE=
+    mkdir "$DK_MNT" || dk_fail "mkdir $DK_MNT failed"
+    dk_on_exit "rm -rf '$DK_MNT'"
+    chmod 1777 "$DK_MNT"
+    echo "$DK_MNT"
+}
+
 dk_media_mount() {
     local kind=${1:-} size=${2:-${DK_MEDIA_SIZE:-}} name out opts
     [ "$BASHPID" = "$$" ] || dk_fail "dk_media_mount called in a subshell (\$(...) or a pipe): the medium would be removed when the subshell ends; call it directly and use \$DK_MNT"
-    [ -n "$kind" ] || dk_fail "dk_media_mount: KIND missing (hugetmpfs|tmpfs|xfs|ext4)"
-    [ -n "$(_dk_media_default_size "$kind")" ] || dk_fail "dk_media_mount: unknown KIND '$kind' (hugetmpfs|tmpfs|xfs|ext4)"
+    [ -n "$kind" ] || dk_fail "dk_media_mount: KIND missing (hugetmpfs|tmpfs|xfs|ext4|dir)"
+    [ -n "$(_dk_media_default_size "$kind")" ] || dk_fail "dk_media_mount: unknown KIND '$kind' (hugetmpfs|tmpfs|xfs|ext4|dir)"
+    [ "$kind" = dir ] && { _dk_media_dir; return; }
     dk_need_root
     dk_need_cmd mount umount mountpoint
     size=${size:-$(_dk_media_default_size "$kind")}
