@@ -53,9 +53,12 @@ void up_io_copy_out(const struct up_file *f, uint64_t off, char *buf, size_t n) 
 /* Makes [off, off+n) of the file mapping durable as the medium requires (sync mode, O_SYNC). */
 void up_io_persist_range(struct up_file *f, uint64_t off, size_t n) {
     switch (f->root->persist_as) {
-    case DK_MEDIUM_DAX: dk_fence(); return; /* stores were written back already */
-    case DK_MEDIUM_VOLATILE: return;        /* nothing survives power loss here anyway */
-    case DK_MEDIUM_PAGECACHE: break;
+    case DK_MEDIUM_DAX:
+        dk_fence(); /* stores were written back already */
+        dk_count(DK_C_persist_flushes, 1);
+        return;
+    case DK_MEDIUM_VOLATILE: return; /* nothing survives power loss here anyway */
+    case DK_MEDIUM_PAGECACHE: dk_count(DK_C_persist_msyncs, 1); break;
     }
     uint64_t end = off + n;
     off = dk_round_down(off, DK_PAGE_BYTES);
