@@ -8,7 +8,7 @@
 #   SWEEP_SCALE [22]        graph scale of the contexts / latency / IOPS sweeps
 #   OOC_SCALE [20] OOC_BUDGET_MIB [64]   out-of-DRAM run: urand graph and memory limit
 #   GRAPH_DATA [BUILD/graph-data]        where graphs live (must allow O_DIRECT for uring)
-#   PARTS [all]             any of: engine kernels contexts latency iops uring ooc (space separated)
+#   PARTS [all]             any of: engine emu kernels contexts latency iops uring ooc (space separated)
 # Other processes share the machine: every comparison interleaves its runs and keeps each trial.
 set -euo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
@@ -60,6 +60,22 @@ if want engine; then
       "$GB" overhead "$c" $((4000000 / c + 1)) |
         awk -v c="$c" '{for(i=1;i<=NF;i++){split($i,a,"="); v[a[1]]=a[2]} print c","v["requests"]","v["ns_per_request"]","v["engine_only_ns"]}' \
         >> "$OUT/engine_overhead.csv"
+    done
+  done
+fi
+
+if want emu; then
+  log "emu models in real time: achieved rate vs what the model allows (time and device-thread model)"
+  echo "model,latency_us,iops_max,contexts,requests,seconds,achieved,allowed,fraction" > "$OUT/emu_model.csv"
+  for rep in 1 2 3; do
+    for spec in "20 0 1 200" "5 0 64 2000" "1 1000000 256 2000" "5 5000000 64 5000"; do
+      for model in time thread; do
+        set -- $spec
+        "$GB" emu "$model" "$@" |
+          awk '{for(i=1;i<=NF;i++){split($i,a,"="); v[a[1]]=a[2]}
+                print v["model"]","v["latency_us"]","v["iops_max"]","v["contexts"]","v["requests"]","v["seconds"]","v["achieved"]","v["allowed"]","v["fraction"]}' \
+          >> "$OUT/emu_model.csv"
+      done
     done
   done
 fi

@@ -49,6 +49,19 @@ def engine():
     target(best < 15, f"overhead < 15 ns at 64 contexts: {best:.2f} ns")
 
 
+def emu_model():
+    r = rows("emu_model.csv")
+    if not r:
+        return
+    by = defaultdict(list)
+    for x in r:
+        by[(x["model"], x["latency_us"], x["iops_max"], x["contexts"])].append(float(x["fraction"]))
+    say("emu models in real time (best of 3): achieved / allowed rate, allowed = min(contexts / latency, iops_max)")
+    for (m, l, i, c), f in sorted(by.items()):
+        cap = f"{float(i) / 1e6:.0f} M/s" if float(i) else "none"
+        say(f"  {m:6s} latency {l:>3s} us  ceiling {cap:>8s}  contexts {c:>4s}: {max(f):5.2f}")
+
+
 def kernels():
     r = rows("kernels.csv")
     if not r:
@@ -246,7 +259,7 @@ def plot_kernels(best, groups):
         plt.close(fig)
 
 
-for part in (engine, kernels, contexts, latency, iops, uring, ooc):
+for part in (engine, emu_model, kernels, contexts, latency, iops, uring, ooc):
     part()
     say()
 with open(os.path.join(OUT, "summary.txt"), "w") as f:

@@ -11,6 +11,10 @@
 // refreshes the cached clock once every kClockEvery requests (and poll whenever the cached clock says
 // "not yet"). A request may thus be stamped up to kClockEvery-1 issues early: at ~100 ns of host work
 // per request that is < 10% of a 5 us latency, and only ever optimistic by that bound.
+//
+// The clock is a template parameter: TscClock in production; a test substitutes a simulated clock
+// that advances only when the host idles, which makes every figure of the model exact and
+// independent of the machine's load (tests/graph/emu_model_honours_latency_and_iops).
 #pragma once
 #include <algorithm>
 #include <cassert>
@@ -29,25 +33,33 @@ struct EmuModel {
   uint32_t units = 0;        // parallel units, each busy latency_ns per read; 0 = unlimited
 };
 
-class EmuTimeDevice {
+// The production clock: the calibrated TSC; idling is a pause instruction.
+struct TscClock {
+  static uint64_t now() { return tsc_now(); }
+  static uint64_t from_ns(double ns) { return ns_to_tsc(ns); }
+  static void idle() { _mm_pause(); }
+};
+
+template <class Clock>
+class EmuTimeDeviceT {
  public:
   static constexpr bool kSynchronous = false;
   static constexpr uint32_t kUnitsMax = 1u << 16;
   static constexpr uint32_t kClockEvery = 4;
   static_assert((kClockEvery & (kClockEvery - 1)) == 0, "mask arithmetic");
 
-  EmuTimeDevice(const std::byte* base, const EmuModel& m)
+  EmuTimeDeviceT(const std::byte* base, const EmuModel& m)
       : base_(base),
-        latency_tsc_(ns_to_tsc(m.latency_ns)),
-        interval_tsc_(m.iops_max > 0 ? ns_to_tsc(1e9 / m.iops_max) : 0),
-        now_tsc_(tsc_now()),
+        latency_tsc_(Clock::from_ns(m.latency_ns)),
+        interval_tsc_(m.iops_max > 0 ? Clock::from_ns(1e9 / m.iops_max) : 0),
+        now_tsc_(Clock::now()),
         unit_free_tsc_(std::min(m.units, kUnitsMax), 0) {
     assert(m.latency_ns >= 0);
     assert(m.units <= kUnitsMax);
   }
 
   void issue(Slot slot, uint64_t addr, uint32_t bytes) {
-    if ((++issues_ & (kClockEvery - 1)) == 0) now_tsc_ = tsc_now();
+    if ((++issues_ & (kClockEvery - 1)) == 0) now_tsc_ = Clock::now();
     uint64_t start = std::max(now_tsc_, bucket_next_tsc_);
     if (interval_tsc_ != 0) bucket_next_tsc_ = start + interval_tsc_;
     if (!unit_free_tsc_.empty()) {
@@ -62,10 +74,10 @@ class EmuTimeDevice {
   // Compare with the cached clock first: when the scan reaches an old request it is usually done.
   bool poll(Slot slot) {
     if (done_tsc_[slot] <= now_tsc_) return true;
-    now_tsc_ = tsc_now();
+    now_tsc_ = Clock::now();
     return done_tsc_[slot] <= now_tsc_;
   }
-  void progress() { _mm_pause(); }
+  void progress() { Clock::idle(); }
   const std::byte* data(Slot, uint64_t addr) const { return base_ + addr; }
 
  private:
@@ -78,5 +90,7 @@ class EmuTimeDevice {
   std::vector<uint64_t> unit_free_tsc_;  // sized once at construction
   uint64_t done_tsc_[kContextsMax] = {};
 };
+
+using EmuTimeDevice = EmuTimeDeviceT<TscClock>;
 
 }  // namespace dk::async
