@@ -1,0 +1,146 @@
+/* Crash points: see crashpoint.h. Only the test build compiles anything here. */
+#include "common/crashpoint.h"
+
+#ifdef DAXKIT_TEST_BUILD
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum crash_mode { CRASH_OFF, CRASH_KILL, CRASH_COUNT };
+
+struct site_count {
+    const char *site; /* set once (CAS from NULL); literal strings, compared by content */
+    unsigned long occurrences;
+};
+
+int dk_crashpoint_active;
+static enum crash_mode mode;
+static char kill_site[DK_CRASH_SITE_BYTES_MAX + 1];
+static unsigned long kill_occurrence, kill_seen;
+static char count_path[PATH_MAX];
+static struct site_count counts[DK_CRASH_SITES_MAX];
+static unsigned long count_overflow;
+static int atexit_registered;
+
+static void write_all(int fd, const char *p, size_t n) {
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;
+        p += w, n -= (size_t)w;
+    }
+}
+
+static void crash_now(const char *site, unsigned long n) {
+    char msg[DK_CRASH_SITE_BYTES_MAX + 48];
+    int len = snprintf(msg, sizeof msg, "crashpoint: %s#%lu\n", site, n);
+    if (len > 0) write_all(2, msg, (size_t)len < sizeof msg ? (size_t)len : sizeof msg - 1);
+    kill(getpid(), SIGKILL);
+    for (;;) pause(); /* SIGKILL cannot be blocked: not reached */
+}
+
+static void count_hit(const char *site) {
+    for (unsigned i = 0; i < DK_CRASH_SITES_MAX; i++) {
+        const char *s = __atomic_load_n(&counts[i].site, __ATOMIC_ACQUIRE);
+        if (s == NULL) {
+            const char *expected = NULL;
+            if (__atomic_compare_exchange_n(&counts[i].site, &expected, site, 0, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE))
+                s = site;
+            else
+                s = expected;
+        }
+        if (s == site || strcmp(s, site) == 0) {
+            __atomic_add_fetch(&counts[i].occurrences, 1, __ATOMIC_RELAXED);
+            return;
+        }
+    }
+    __atomic_add_fetch(&count_overflow, 1, __ATOMIC_RELAXED);
+}
+
+void dk_crashpoint_hit(const char *site) {
+    int saved_errno = errno;
+    if (mode == CRASH_KILL) {
+        if (strcmp(site, kill_site) == 0) {
+            unsigned long n = __atomic_add_fetch(&kill_seen, 1, __ATOMIC_ACQ_REL);
+            if (n == kill_occurrence) crash_now(site, n);
+        }
+    } else if (mode == CRASH_COUNT) {
+        count_hit(site);
+    }
+    errno = saved_errno;
+}
+
+int dk_crashpoint_write_counts(void) {
+    if (mode != CRASH_COUNT) return 0;
+    /* One buffer, one O_APPEND write: lines of concurrent writers never interleave. */
+    static char buf[DK_CRASH_SITES_MAX * (DK_CRASH_SITE_BYTES_MAX + 24) + 64];
+    size_t len = 0;
+    for (unsigned i = 0; i < DK_CRASH_SITES_MAX; i++) {
+        const char *s = __atomic_load_n(&counts[i].site, __ATOMIC_ACQUIRE);
+        if (!s) break;
+        unsigned long n = __atomic_load_n(&counts[i].occurrences, __ATOMIC_RELAXED);
+        int w = snprintf(buf + len, sizeof buf - len, "%s %lu\n", s, n);
+        if (w > 0 && (size_t)w < sizeof buf - len) len += (size_t)w;
+    }
+    if (count_overflow) {
+        int w = snprintf(buf + len, sizeof buf - len, "crashpoint.overflow %lu\n", count_overflow);
+        if (w > 0 && (size_t)w < sizeof buf - len) len += (size_t)w;
+    }
+    if (len == 0) return 0;
+    int fd = open(count_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return -errno;
+    write_all(fd, buf, len);
+    close(fd);
+    return 0;
+}
+
+static void write_counts_at_exit(void) {
+    int saved_errno = errno;
+    dk_crashpoint_write_counts();
+    errno = saved_errno;
+}
+
+int dk_crashpoint_configure(const char *spec) {
+    __atomic_store_n(&dk_crashpoint_active, 0, __ATOMIC_RELAXED);
+    mode = CRASH_OFF;
+    if (spec == NULL || *spec == 0) return 0;
+    if (strncmp(spec, "count:", 6) == 0) {
+        if (strlen(spec + 6) == 0 || strlen(spec + 6) >= sizeof count_path) return -EINVAL;
+        strcpy(count_path, spec + 6);
+        memset(counts, 0, sizeof counts);
+        count_overflow = 0;
+        mode = CRASH_COUNT;
+        if (!atexit_registered) atexit_registered = atexit(write_counts_at_exit) == 0;
+    } else {
+        const char *colon = strrchr(spec, ':');
+        if (!colon || colon == spec || (size_t)(colon - spec) > DK_CRASH_SITE_BYTES_MAX) return -EINVAL;
+        char *end;
+        unsigned long n = strtoul(colon + 1, &end, 10);
+        if (*end || n == 0) return -EINVAL;
+        memcpy(kill_site, spec, (size_t)(colon - spec));
+        kill_site[colon - spec] = 0;
+        kill_occurrence = n;
+        kill_seen = 0;
+        mode = CRASH_KILL;
+    }
+    __atomic_store_n(&dk_crashpoint_active, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* Test-only variable, read once at load with the real getenv; a bad value is reported, never fatal. */
+__attribute__((constructor)) static void crashpoint_init(void) {
+    const char *spec = getenv("DAXKIT_TEST_CRASH");
+    if (spec && *spec && dk_crashpoint_configure(spec) != 0) {
+        static const char msg[] = "daxkit: DAXKIT_TEST_CRASH must be SITE:N (N >= 1) or count:/path; ignored\n";
+        write_all(2, msg, sizeof msg - 1);
+    }
+}
+
+#endif

@@ -1,0 +1,96 @@
+/* Appending records and starting a new generation (see oplog.h and docs/oplog.md). */
+#include <errno.h>
+#include <string.h>
+
+#include "common/crashpoint.h"
+#include "common/dk.h"
+#include "oplog/internal.h"
+#include "persist/persist.h"
+
+/* Reserves `lines` consecutive slots by CAS on the DRAM tail. Returns the first slot, or UINT64_MAX when
+ * they do not fit (the tail is left alone, so smaller records may still fit). */
+static uint64_t reserve(struct dk_oplog *log, uint32_t lines) {
+    uint64_t cur = __atomic_load_n(&log->tail_lines, __ATOMIC_RELAXED);
+    do {
+        if (cur + lines > log->capacity_lines) return UINT64_MAX;
+    } while (!__atomic_compare_exchange_n(&log->tail_lines, &cur, cur + lines, 1, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
+    return cur;
+}
+
+/* Stores one whole line non-temporally (the trace sees a 64-byte NT store). No fence. */
+static void store_line(struct oplog_line *dst, const struct oplog_line *src) {
+    dk_store_persistent(dst, src, sizeof *src, DK_OPLOG_LINE_BYTES);
+}
+
+/* Writes the data lines of a record starting at `dst` and returns the crc continued over them. */
+static uint32_t write_data_lines(struct oplog_line *dst, const struct oplog_line_hdr *head, const void *data,
+                                 size_t data_len, uint32_t crc) {
+    const unsigned char *src = data;
+    for (uint16_t i = 1; data_len > 0; i++) {
+        struct oplog_line line = {.h = *head};
+        line.h.crc = 0;
+        line.h.kind = OPLOG_KIND_DATA;
+        line.h.lines = i;
+        size_t n = DK_MIN(data_len, (size_t)DK_OPLOG_PAYLOAD_BYTES);
+        memcpy(line.payload, src, n);
+        crc = dk_crc32c(crc, &line, sizeof line);
+        store_line(&dst[i - 1], &line);
+        src += n, data_len -= n;
+    }
+    return crc;
+}
+
+int dk_oplog_append(struct dk_oplog *log, unsigned type, const void *fixed48, const void *data, size_t data_len,
+                    uint64_t *seq_out) {
+    if (type == 0 || type > 255 || data_len > DK_OPLOG_DATA_BYTES_MAX || (data_len && !data)) return -EINVAL;
+    int sticky = __atomic_load_n(&log->sticky_error, __ATOMIC_RELAXED);
+    if (sticky) return sticky;
+    uint32_t lines = oplog_lines_for(data_len);
+    uint64_t slot = reserve(log, lines);
+    if (slot == UINT64_MAX) return -ENOSPC;
+    DK_CRASH_POINT("oplog.append.reserved");
+
+    struct oplog_line head = {.h = {.kind = OPLOG_KIND_HEAD, .type = (uint8_t)type, .lines = (uint16_t)lines,
+                                    .generation = log->generation, .data_bytes = (uint32_t)data_len}};
+    if (fixed48) memcpy(head.payload, fixed48, DK_OPLOG_PAYLOAD_BYTES);
+    uint32_t crc = dk_crc32c(0, (const char *)&head + 4, sizeof head - 4);
+    /* Data lines first: a process that dies in between leaves lines no valid head claims. */
+    uint32_t crc_all = write_data_lines(&log->records[slot + 1], &head.h, data, data_len, crc);
+    if (lines > 1) DK_CRASH_POINT("oplog.append.data_written");
+    head.h.crc = crc_all;
+#ifdef DAXKIT_TEST_BUILD
+    if (dk_oplog_test_broken == DK_OPLOG_BROKEN_CRC_HEAD_ONLY) head.h.crc = crc;
+#endif
+    store_line(&log->records[slot], &head);
+    DK_CRASH_POINT("oplog.append.before_fence");
+#ifdef DAXKIT_TEST_BUILD
+    if (dk_oplog_test_broken != DK_OPLOG_BROKEN_NO_FENCE)
+#endif
+        dk_fence(); /* the one fence: every line of the record is on media after it */
+    int rc = oplog_msync_range(log, &log->records[slot], (size_t)lines * DK_OPLOG_LINE_BYTES);
+    if (rc != 0) {
+        int expected = 0;
+        __atomic_compare_exchange_n(&log->sticky_error, &expected, -EIO, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+        return -EIO;
+    }
+    DK_CRASH_POINT("oplog.append.durable");
+    if (seq_out) *seq_out = (uint64_t)log->generation << 32 | slot;
+    return 0;
+}
+
+int dk_oplog_reset(struct dk_oplog *log) {
+    if (log->generation == UINT32_MAX) return -EOVERFLOW;
+    DK_ERRNO_SAVE;
+    uint32_t next = log->generation + 1;
+    DK_CRASH_POINT("oplog.reset.before_header");
+    /* The instant this line persists, every record of the old generation stops being valid. */
+    int rc = oplog_write_header(log, next, NULL);
+    if (rc == 0) {
+        DK_CRASH_POINT("oplog.reset.after_header");
+        log->generation = next;
+        __atomic_store_n(&log->tail_lines, 0, __ATOMIC_RELEASE);
+    }
+    DK_ERRNO_RESTORE;
+    return rc;
+}

@@ -1,0 +1,63 @@
+/* The on-media format of an operation log (internal to src/oplog; documented in docs/oplog.md).
+ *
+ *   file  = header slot 0 | header slot 1 | record slot 0 | record slot 1 | ...   (64-byte lines)
+ *   header slot g % 2 holds generation g; recovery uses the valid slot with the higher generation, so a
+ *   torn header write leaves the previous generation in force.
+ *   record = head line + data lines, consecutive slots, every line tagged with kind and generation. */
+#ifndef DK_OPLOG_FORMAT_H
+#define DK_OPLOG_FORMAT_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "common/crc32c.h"
+#include "oplog/oplog.h"
+
+#define OPLOG_MAGIC 0x4c4f4b44u /* "DKOL" */
+#define OPLOG_VERSION 1u
+#define OPLOG_KIND_HEAD 0xa5u
+#define OPLOG_KIND_DATA 0x5au
+
+struct oplog_line_hdr {
+    uint32_t crc;        /* head: crc32c of head bytes 4..63 then every data line; data line: 0 */
+    uint8_t kind;        /* OPLOG_KIND_HEAD / OPLOG_KIND_DATA; 0 in an empty (zeroed) slot */
+    uint8_t type;        /* enum dk_oplog_type (data lines repeat the head's) */
+    uint16_t lines;      /* head: lines in the record (1..DK_OPLOG_RECORD_LINES_MAX); data: index 1.. */
+    uint32_t generation; /* the header generation this line was written under */
+    uint32_t data_bytes; /* the record's total data bytes (head and data lines alike) */
+};
+
+struct oplog_line {
+    struct oplog_line_hdr h;
+    unsigned char payload[DK_OPLOG_PAYLOAD_BYTES];
+};
+_Static_assert(sizeof(struct oplog_line_hdr) == 16, "line header is 16 bytes");
+_Static_assert(sizeof(struct oplog_line) == DK_OPLOG_LINE_BYTES, "a line is one cache line");
+
+struct oplog_header {
+    uint32_t crc;            /* crc32c of bytes 4..63 */
+    uint32_t magic;
+    uint16_t version;
+    uint16_t line_bytes;
+    uint32_t generation;     /* >= 1 */
+    uint64_t capacity_lines; /* record slots after the two header lines */
+    uint64_t created_ns;     /* CLOCK_REALTIME at creation (diagnostics) */
+    uint32_t creator_pid;    /* diagnostics only: ownership is the flock, never the pid */
+    char tag[28];
+};
+_Static_assert(sizeof(struct oplog_header) == DK_OPLOG_LINE_BYTES, "a header is one cache line");
+/* seq = generation << 32 | slot: slots must fit in 32 bits. */
+#define OPLOG_CAPACITY_LINES_MAX 0xffffffffull
+
+static inline uint32_t oplog_header_crc(const struct oplog_header *h) {
+    return dk_crc32c(0, (const char *)h + 4, sizeof *h - 4);
+}
+
+static inline uint32_t oplog_lines_for(size_t data_len) {
+    return 1u + (uint32_t)((data_len + DK_OPLOG_PAYLOAD_BYTES - 1) / DK_OPLOG_PAYLOAD_BYTES);
+}
+
+/* The generation in force in an image (0: neither slot valid); *capacity_out gets its capacity. */
+uint32_t oplog_image_generation(const void *image, size_t bytes, uint64_t *capacity_out);
+
+#endif

@@ -1,0 +1,199 @@
+/* Creating, opening and closing an operation log (see oplog.h). */
+#include "oplog/oplog.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/crashpoint.h"
+#include "common/dk.h"
+#include "oplog/internal.h"
+#include "persist/persist.h"
+#include "shim/libc.h"
+
+#ifndef MAP_SYNC
+#define MAP_SYNC 0x80000
+#endif
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE 1
+#endif
+
+#define OPLOG_NAME_TRIES_MAX 1000 /* <tag>.<pid>.<n>: n from 0; a pid reused 1,000 times over is absurd */
+
+#ifdef DAXKIT_TEST_BUILD
+int dk_oplog_test_broken;
+#endif
+
+static int tag_ok(const char *tag) {
+    size_t n = strlen(tag);
+    if (n == 0 || n >= sizeof(((struct oplog_header *)0)->tag)) return 0;
+    for (const char *p = tag; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+              *p == '_'))
+            return 0;
+    return 1;
+}
+
+int oplog_msync_range(struct dk_oplog *log, const void *p, size_t n) {
+    if (log->persist != OPLOG_PERSIST_MSYNC) return 0;
+    uintptr_t lo = dk_round_down((uintptr_t)p, DK_PAGE_BYTES);
+    uintptr_t hi = dk_round_up((uintptr_t)p + n, DK_PAGE_BYTES);
+    DK_ERRNO_SAVE;
+    int rc = dk_libc()->msync((void *)lo, hi - lo, MS_SYNC) == 0 ? 0 : -errno;
+    DK_ERRNO_RESTORE;
+    return rc;
+}
+
+int oplog_write_header(struct dk_oplog *log, uint32_t generation, const char *tag) {
+    struct oplog_header h = {0};
+    h.magic = OPLOG_MAGIC;
+    h.version = OPLOG_VERSION;
+    h.line_bytes = DK_OPLOG_LINE_BYTES;
+    h.generation = generation;
+    h.capacity_lines = log->capacity_lines;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    h.created_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    h.creator_pid = (uint32_t)dk_libc()->getpid();
+    if (tag) strncpy(h.tag, tag, sizeof h.tag - 1);
+    else memcpy(h.tag, log->headers[(generation + 1) & 1].tag, sizeof h.tag);
+    h.crc = oplog_header_crc(&h);
+    struct oplog_header *slot = &log->headers[generation & 1];
+#ifdef DAXKIT_TEST_BUILD
+    if (dk_oplog_test_broken == DK_OPLOG_BROKEN_RESET_NO_FENCE && tag == NULL) {
+        memcpy(slot, &h, sizeof h); /* plain stores, never written back: the bug under test */
+        return 0;
+    }
+#endif
+    dk_store_persistent(slot, &h, sizeof h, DK_OPLOG_LINE_BYTES);
+    dk_fence();
+    return oplog_msync_range(log, slot, sizeof h);
+}
+
+static enum oplog_persist persist_for(int dirfd, int *map_sync_out) {
+    struct dk_medium_info mi;
+    *map_sync_out = 0;
+    if (dk_medium_probe(dirfd, DK_PROBE_BASIC, &mi) != 0) return OPLOG_PERSIST_MSYNC; /* the safe choice */
+    *map_sync_out = mi.medium == DK_MEDIUM_DAX && mi.map_sync;
+    if (mi.medium == DK_MEDIUM_PAGECACHE && dk_cfg.persist != DK_PERSIST_FLUSH) return OPLOG_PERSIST_MSYNC;
+    return OPLOG_PERSIST_FLUSH;
+}
+
+/* Creates, locks, sizes and maps <name>.tmp; fills log->fd/headers/records. Returns 0 or -errno. */
+static int build_tmp(struct dk_oplog *log, int dirfd, const char *tmp, size_t bytes, int map_sync) {
+    const struct dk_libc *c = dk_libc();
+    int fd = c->openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return -errno;
+    log->fd = fd;
+    if (c->flock(fd, LOCK_EX | LOCK_NB) != 0) return -errno;
+    if (c->ftruncate(fd, (off_t)bytes) != 0) return -errno;
+    int e = c->posix_fallocate(fd, 0, (off_t)bytes);
+    if (e != 0 && e != EOPNOTSUPP && e != EINVAL) return -e;
+    void *m = MAP_FAILED;
+    if (map_sync) m = c->mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
+    if (m == MAP_FAILED) m = c->mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) return -errno;
+    log->map_bytes = bytes;
+    log->headers = m;
+    log->records = (struct oplog_line *)((char *)m + DK_OPLOG_HEADER_LINES * DK_OPLOG_LINE_BYTES);
+    return 0;
+}
+
+/* Publishes a fully built log under `name` (never replacing another). Returns 0, -EEXIST or -errno. */
+static int publish(struct dk_oplog *log, int dirfd, const char *tmp, const char *name) {
+    const struct dk_libc *c = dk_libc();
+    if (c->fsync(log->fd) != 0) return -errno; /* size, extents and header durable before the name */
+    DK_CRASH_POINT("oplog.open.before_publish");
+    if (c->renameat2(dirfd, tmp, dirfd, name, RENAME_NOREPLACE) != 0) return -errno;
+    if (c->fsync(dirfd) != 0) return -errno;
+    return 0;
+}
+
+static void discard(struct dk_oplog *log, int dirfd, const char *tmp) {
+    const struct dk_libc *c = dk_libc();
+    if (log->headers) c->munmap(log->headers, log->map_bytes);
+    if (log->fd >= 0) {
+        c->unlinkat(dirfd, tmp, 0);
+        c->close(log->fd);
+    }
+    log->headers = NULL, log->records = NULL, log->fd = -1;
+}
+
+static int open_at(struct dk_oplog *log, const char *dir, int dirfd, const char *tag, size_t bytes) {
+    int map_sync;
+    log->persist = persist_for(dirfd, &map_sync);
+    int pid = (int)dk_libc()->getpid();
+    for (int n = 0; n < OPLOG_NAME_TRIES_MAX; n++) {
+        char name[64], tmp[68];
+        snprintf(name, sizeof name, "%s.%d.%d.log", tag, pid, n);
+        snprintf(tmp, sizeof tmp, "%s.%d.%d.tmp", tag, pid, n);
+        if (dk_libc()->fstatat(dirfd, name, &(struct stat){0}, AT_SYMLINK_NOFOLLOW) == 0) continue;
+        int rc = build_tmp(log, dirfd, tmp, bytes, map_sync);
+        if (rc == 0) rc = oplog_write_header(log, 1, tag);
+        if (rc == 0) rc = publish(log, dirfd, tmp, name);
+        if (rc == 0) {
+            log->generation = 1;
+            snprintf(log->path, sizeof log->path, "%s/%s", dir, name);
+            return 0;
+        }
+        discard(log, dirfd, tmp);
+        if (rc != -EEXIST) return rc;
+    }
+    return -EEXIST;
+}
+
+int dk_oplog_open(const char *dir, const char *tag, size_t bytes, struct dk_oplog **log_out) {
+    DK_ERRNO_SAVE;
+    bytes = dk_round_down(bytes, DK_OPLOG_LINE_BYTES);
+    uint64_t capacity = bytes / DK_OPLOG_LINE_BYTES - DK_OPLOG_HEADER_LINES;
+    if (!dir || !tag || !log_out || !tag_ok(tag) || bytes < DK_OPLOG_BYTES_MIN || capacity > OPLOG_CAPACITY_LINES_MAX)
+        return -EINVAL;
+    struct dk_oplog *log = NULL;
+    if (posix_memalign((void **)&log, DK_CACHELINE_BYTES, sizeof *log) != 0) return -ENOMEM;
+    memset(log, 0, sizeof *log);
+    log->fd = -1;
+    log->capacity_lines = capacity;
+    int dirfd = dk_libc()->openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = dirfd < 0 ? -errno : open_at(log, dir, dirfd, tag, bytes);
+    if (dirfd >= 0) dk_libc()->close(dirfd);
+    if (rc != 0) {
+        free(log);
+        log = NULL;
+    }
+    *log_out = log;
+    DK_ERRNO_RESTORE;
+    return rc;
+}
+
+int dk_oplog_close(struct dk_oplog *log, int remove) {
+    if (!log) return 0;
+    DK_ERRNO_SAVE;
+    const struct dk_libc *c = dk_libc();
+    int rc = 0;
+    /* Unlink while the lock is still held: a recoverer can never take a log being removed for a live one. */
+    if (remove && c->unlink(log->path) != 0) rc = -errno;
+    c->munmap(log->headers, log->map_bytes);
+    c->close(log->fd);
+    free(log);
+    DK_ERRNO_RESTORE;
+    return rc;
+}
+
+const char *dk_oplog_path(const struct dk_oplog *log) { return log->path; }
+void *dk_oplog_mapping(const struct dk_oplog *log, size_t *bytes_out) {
+    if (bytes_out) *bytes_out = log->map_bytes;
+    return log->headers;
+}
+uint64_t dk_oplog_generation(const struct dk_oplog *log) { return log->generation; }
+uint64_t dk_oplog_lines_used(const struct dk_oplog *log) {
+    uint64_t t = __atomic_load_n(&log->tail_lines, __ATOMIC_RELAXED);
+    return t < log->capacity_lines ? t : log->capacity_lines;
+}
+uint64_t dk_oplog_lines_capacity(const struct dk_oplog *log) { return log->capacity_lines; }

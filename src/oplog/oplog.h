@@ -1,0 +1,155 @@
+/* Strict mode's operation log: a per-process file of 64-byte lines on the managed file system.
+ * Design and proofs: docs/oplog.md. Tests: tests/oplog, tests/crash, tests/explorer.
+ *
+ * A record is one head line plus 0..DK_OPLOG_DATA_LINES_MAX data lines, written to consecutive slots:
+ *
+ *   line  = 16-byte line header + 48-byte payload
+ *   head  : payload = the caller's fixed 48 bytes (struct dk_oplog_op, or anything opaque)
+ *   data  : payload = the next 48 bytes of the caller's variable data (names, small-write bytes)
+ *
+ * The head's crc32c covers the head (minus the crc field) and every data line, so one fence after all the
+ * record's lines are written makes it durable *and* valid: recovery accepts a record only when the crc
+ * matches, so a torn record (some lines on media, some not) is never accepted. Every line also carries the
+ * log's 32-bit generation; recovery accepts only lines of the generation in the header, so reset (after the
+ * caller checkpointed) is one persisted header line, not a rewrite of the file.
+ *
+ * Concurrency: the tail (next free slot) lives in DRAM and is advanced by compare-and-swap; threads write
+ * their records into disjoint slots at the same time. Records complete out of order, so recovery scans the
+ * whole log and reports records after a hole (an unfinished record of a thread that was interrupted).
+ * Slot order is reservation order: an operation acknowledged before another started has the lower seq.
+ *
+ * Functions return 0 or -errno and keep errno as they found it. */
+#ifndef DK_OPLOG_OPLOG_H
+#define DK_OPLOG_OPLOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DK_OPLOG_LINE_BYTES 64u
+#define DK_OPLOG_PAYLOAD_BYTES 48u /* fixed bytes of a head; data bytes of a data line */
+#define DK_OPLOG_HEADER_LINES 2u   /* two alternating header slots (generation g lives in slot g % 2) */
+#define DK_OPLOG_RECORD_LINES_MAX 256u
+#define DK_OPLOG_DATA_LINES_MAX (DK_OPLOG_RECORD_LINES_MAX - 1u)
+/* 255 x 48 = 12,240 bytes: two PATH_MAX names (rename) or one sub-block write of up to 12 KiB. */
+#define DK_OPLOG_DATA_BYTES_MAX (DK_OPLOG_DATA_LINES_MAX * DK_OPLOG_PAYLOAD_BYTES)
+#define DK_OPLOG_BYTES_MIN (64u * 1024u)
+#define DK_OPLOG_BYTES_DEFAULT (128u << 20) /* SplitFS's size: 2M one-line records between checkpoints */
+
+/* Record types. 1..63 are strict mode's; 64..255 are free for other users of the log. 0 is invalid. */
+enum dk_oplog_type {
+    DK_OPLOG_WRITE_STAGED = 1, /* data in a staging file: op.staging_id/staging_offset -> file_offset */
+    DK_OPLOG_WRITE_INLINE = 2, /* sub-block write: the bytes are the record's data (length bytes) */
+    DK_OPLOG_APPEND = 3,       /* staged append: as WRITE_STAGED, and the size grows to file_offset+length */
+    DK_OPLOG_TRUNCATE = 4,     /* size becomes file_offset */
+    DK_OPLOG_CREATE = 5,       /* data: the path (NUL-terminated) */
+    DK_OPLOG_UNLINK = 6,       /* data: the path */
+    DK_OPLOG_RENAME = 7,       /* data: old path NUL new path NUL */
+    DK_OPLOG_RELINK_DONE = 8,  /* staged data of (dev, ino) up to seq `aux` is in the file */
+    DK_OPLOG_CHECKPOINT = 9,   /* everything before this record is applied */
+    DK_OPLOG_TYPE_USER = 64,
+};
+
+/* The documented 48-byte head payload strict mode fills. Opaque to the log: any 48 bytes may be logged. */
+struct dk_oplog_op {
+    uint64_t dev, ino;       /* the file */
+    uint64_t file_offset;    /* byte offset in the file (TRUNCATE: the new size) */
+    uint64_t staging_offset; /* byte offset in the staging file */
+    uint32_t length;         /* bytes */
+    uint32_t staging_id;     /* which staging file (the caller's numbering) */
+    uint64_t aux;            /* type-specific (RELINK_DONE: seq; CREATE: mode; RENAME: flags) */
+};
+_Static_assert(sizeof(struct dk_oplog_op) == DK_OPLOG_PAYLOAD_BYTES, "head payload is 48 bytes");
+
+struct dk_oplog;
+
+/* Creates <dir>/<tag>.<pid>.<n>.log (n: the first free number), `bytes` long (rounded down to whole lines;
+ * at least DK_OPLOG_BYTES_MIN), zero-filled and allocated (posix_fallocate: no SIGBUS later), generation 1
+ * persisted in its header, and holds flock(LOCK_EX) on it for the life of the log -- that lock is how
+ * dk_oplog_find_orphans tells a live log from one whose owner died. The file is built under a .tmp name and
+ * renamed when complete, so no one ever sees a half-initialised log. How records are made durable follows
+ * the medium of `dir` (persist/media.h): dax (or DAXKIT_PERSIST=flush): stores + cache-line flush + one
+ * fence; page cache: also msync of the record's pages; tmpfs: the same as dax (flushes are cheap and keep
+ * the explorer's trace complete). `tag`: letters, digits, '-' and '_' only (e.g. "strict"). */
+int dk_oplog_open(const char *dir, const char *tag, size_t bytes, struct dk_oplog **log_out);
+
+/* Appends one record: head line with `type` and the 48 bytes at `fixed48` (NULL: zeros), then `data_len`
+ * bytes of `data` in ceil(data_len/48) data lines. Returns 0 when the record is durable (one fence), with
+ * its sequence number (generation << 32 | slot) in *seq_out (may be NULL); -ENOSPC when the log is full
+ * (checkpoint, dk_oplog_reset, retry); -EINVAL for a bad type or data_len > DK_OPLOG_DATA_BYTES_MAX;
+ * -EIO (sticky) when msync failed on a page-cache medium. Thread-safe; never blocks on other appenders. */
+int dk_oplog_append(struct dk_oplog *log, unsigned type, const void *fixed48, const void *data, size_t data_len,
+                    uint64_t *seq_out);
+
+/* After the caller has checkpointed (everything logged so far is applied and durable elsewhere): starts a
+ * new generation, persisted in the header before this returns; the tail goes back to slot 0. Old records
+ * become invisible to recovery at the instant the header line persists. The caller must make sure no
+ * append runs concurrently (strict mode holds its checkpoint lock). -EOVERFLOW after 2^32-1 generations
+ * (close with remove and open a new log). */
+int dk_oplog_reset(struct dk_oplog *log);
+
+/* Unmaps and closes (which releases the lock). remove != 0: unlink the file first (only when everything
+ * logged is applied). Returns 0 or -errno of the unlink. */
+int dk_oplog_close(struct dk_oplog *log, int remove);
+
+/* Accessors: the file path, the mapping (for the crash-state explorer), capacity and the current state. */
+const char *dk_oplog_path(const struct dk_oplog *log);
+void *dk_oplog_mapping(const struct dk_oplog *log, size_t *bytes_out);
+uint64_t dk_oplog_generation(const struct dk_oplog *log);
+uint64_t dk_oplog_lines_used(const struct dk_oplog *log);
+uint64_t dk_oplog_lines_capacity(const struct dk_oplog *log);
+
+/* ---- recovery ---- */
+
+struct dk_oplog_record {
+    uint64_t seq;          /* generation << 32 | slot of the head line */
+    unsigned type;
+    const void *fixed48;   /* the head payload (48 bytes; points into the image) */
+    const void *data;      /* NULL when data_len == 0; gathered into a buffer when the record has data */
+    size_t data_len;
+};
+
+struct dk_oplog_scan_stats {
+    uint64_t generation;       /* the generation recovery used (0: no valid header) */
+    uint64_t records_valid;    /* handed to the callback */
+    uint64_t records_torn;     /* heads of the current generation whose crc or shape is wrong */
+    uint64_t lines_orphaned;   /* data lines of the current generation that belong to no valid head */
+    uint64_t lines_scanned;    /* record slots examined */
+    uint64_t holes;            /* runs of empty/torn slots followed by a valid record (interrupted appends) */
+    uint64_t last_slot_used;   /* 1 + the last slot of the last valid record (where a tail would resume) */
+    uint64_t scan_ns;
+};
+
+/* Called once per valid record, in slot order. Return 0 to continue, anything else to stop the scan (the
+ * value is returned by the scan). */
+typedef int (*dk_oplog_record_fn)(const struct dk_oplog_record *rec, void *ctx);
+
+/* Reads the log file at `path` (read-only; no lock taken) and calls `cb` for every valid record of the
+ * current generation. Returns 0, the callback's nonzero value, -EINVAL when neither header slot is valid
+ * (stats->generation == 0), or -errno. `stats` may be NULL. */
+int dk_oplog_scan(const char *path, dk_oplog_record_fn cb, void *ctx, struct dk_oplog_scan_stats *stats);
+/* The same over an in-memory image of a log file (what the explorer materialises). */
+int dk_oplog_scan_image(const void *image, size_t bytes, dk_oplog_record_fn cb, void *ctx,
+                        struct dk_oplog_scan_stats *stats);
+
+/* Calls `cb(path, ctx)` for every <dir>/<tag>.*.log whose flock is free (its owner is gone), while holding
+ * that lock, so two recoverers never handle the same log at once and a live owner is never disturbed; a
+ * log unlinked or replaced by another recoverer between the directory read and the lock is skipped. The
+ * callback typically scans, replays, and unlinks the path. Unpublished <tag>.*.tmp files whose lock is
+ * free (the creator died while building them; they never held a record) are unlinked. `tag` NULL: any tag.
+ * Returns the number of orphans handed to cb, or -errno (a callback's negative value stops the walk and is
+ * returned). */
+typedef int (*dk_oplog_orphan_fn)(const char *path, void *ctx);
+int dk_oplog_find_orphans(const char *dir, const char *tag, dk_oplog_orphan_fn cb, void *ctx);
+
+#ifdef DAXKIT_TEST_BUILD
+/* Test builds only: deliberately broken protocol variants the explorer must catch (tests/explorer). */
+enum dk_oplog_broken {
+    DK_OPLOG_BROKEN_NONE = 0,
+    DK_OPLOG_BROKEN_CRC_HEAD_ONLY, /* the crc covers the head line only, not the data lines */
+    DK_OPLOG_BROKEN_NO_FENCE,      /* append returns after the flushes, before the fence */
+    DK_OPLOG_BROKEN_RESET_NO_FENCE, /* reset writes the new header without flush + fence */
+};
+extern int dk_oplog_test_broken;
+#endif
+
+#endif
