@@ -8,7 +8,8 @@ out=$(OPLOG_CRASH_ACK_EARLY=1 python3 "$(dirname "$0")/drive.py" --workload "$bi
       --recover "$bin recover {dir}" --check "$bin verify {dir}" --filter 'oplog\.append\.reserved' --max-runs 20 2>&1)
 rc=$?
 echo "$out" | tail -5
-if [ $rc -ne 1 ] || ! echo "$out" | grep -q "FAIL site=oplog.append.reserved occurrence=.* seed=.*acknowledged but not recovered"; then
+if [ $rc -ne 1 ] || ! echo "$out" | grep -q "FAIL site=oplog.append.reserved occurrence=[0-9]* seed=[0-9]*" ||
+   ! echo "$out" | grep -q "acknowledged but not recovered"; then
     echo "FAIL: the driver did not report the broken workload (exit $rc)"
     exit 1
 fi
