@@ -6,7 +6,7 @@
 #   SSSP_SCALES [20 22]     scales of the weighted graphs for SSSP
 #   TRIALS [3]              trials per run (CSV keeps every trial; summaries use the fastest)
 #   SWEEP_SCALE [22]        graph scale of the contexts / latency / IOPS sweeps
-#   OOC_SCALE [20] OOC_BUDGET_MIB [64]   out-of-DRAM run: urand graph and memory limit
+#   OOC_SCALE [18] OOC_BUDGET_MIB [16]   out-of-DRAM run (bench/graph/ooc.sh): urand graph, memory limit
 #   GRAPH_DATA [BUILD/graph-data]        where graphs live (must allow O_DIRECT for uring)
 #   PARTS [all]             any of: engine emu kernels contexts latency iops uring ooc (space separated)
 # Other processes share the machine: every comparison interleaves its runs and keeps each trial.
@@ -21,8 +21,8 @@ SCALES=${SCALES:-20 22 24}
 SSSP_SCALES=${SSSP_SCALES:-20 22}
 TRIALS=${TRIALS:-3}
 SWEEP_SCALE=${SWEEP_SCALE:-22}
-OOC_SCALE=${OOC_SCALE:-20}
-OOC_BUDGET_MIB=${OOC_BUDGET_MIB:-64}
+OOC_SCALE=${OOC_SCALE:-18}
+OOC_BUDGET_MIB=${OOC_BUDGET_MIB:-16}
 PARTS=${PARTS:-all}
 mkdir -p "$OUT" "$DATA"
 [ -x "$G" ] || { echo "bench/graph: $G missing; run make first" >&2; exit 1; }
@@ -163,39 +163,9 @@ if want uring; then
   "$GB" uring "$img" 64 4 sqpoll | awk '{for(i=1;i<=NF;i++){split($i,a,"="); v[a[1]]=a[2]} print "daxkit-uring,64,1,"v["iops"]}' >> "$OUT/uring_fio.csv" || true
 fi
 
-if want ooc; then
-  f=$(graph_file urand "$OOC_SCALE" 0)
-  img=$f.pages
-  [ -s "$img" ] || "$G" convert --input "$f" --output "$img" >&2
-  budget=$((OOC_BUDGET_MIB << 20))
-  cg=""
-  if [ -d /sys/fs/cgroup/memory ] && [ -w /sys/fs/cgroup/memory ]; then  # cgroup v1
-    cg=/sys/fs/cgroup/memory/daxkit-graph-bench.$$
-    mkdir -p "$cg" && echo "$budget" > "$cg/memory.limit_in_bytes"
-    run_limited() { bash -c 'echo $$ > '"$cg"'/cgroup.procs && exec "$@"' _ "$@"; }
-  elif grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then  # cgroup v2
-    cg=/sys/fs/cgroup/daxkit-graph-bench.$$
-    mkdir -p "$cg" && echo "$budget" > "$cg/memory.max" && echo 0 > "$cg/memory.swap.max" 2>/dev/null || true
-    run_limited() { bash -c 'echo $$ > '"$cg"'/cgroup.procs && exec "$@"' _ "$@"; }
-  else
-    log "no writable memory cgroup: running without a memory limit (results are NOT out of DRAM)"
-    run_limited() { "$@"; }
-  fi
-  edge_mib=$(( $(stat -c %s "$img") >> 20 ))
-  log "out of DRAM: BFS urand$OOC_SCALE (edges ${edge_mib} MiB) under a ${OOC_BUDGET_MIB} MiB memory limit ($cg)"
-  echo "backend,budget_mib,edge_mib,contexts,trial,seconds,requests,peak_rss_mib" > "$OUT/ooc.csv"
-  for be in uring mmap; do
-    drop_cache "$f"; drop_cache "$img"
-    for c in 256; do
-      run_limited "$G" bfs --input "$f" --backend "$be" --threads 2 --contexts "$c" --trials 2 --source 1 |
-        tee "$OUT/ooc_$be.log" |
-        awk -v be="$be" -v b="$OOC_BUDGET_MIB" -v e="$edge_mib" -v c="$c" '
-          /^trial /{gsub(":","",$2); split($4,a,"="); split($5,r,"="); t[$2]=a[2]; q[$2]=r[2]; n++}
-          /^summary/{split($3,p,"="); rss=p[2]}
-          END{for(i=0;i<n;i++) print be","b","e","c","i","t[i]","q[i]","rss}' >> "$OUT/ooc.csv"
-    done
-  done
-  [ -n "$cg" ] && { cat "$cg/memory.max_usage_in_bytes" 2>/dev/null | awk '{printf "cgroup peak usage %.1f MiB\n", $1/1048576}' >&2; rmdir "$cg" 2>/dev/null || true; }
+if want ooc; then  # its own script: a fresh memory cgroup per backend, counters that show the budget binds
+  OUT=$OUT GRAPH_DATA=$DATA OOC_SCALE=$OOC_SCALE OOC_BUDGET_MIB=$OOC_BUDGET_MIB bash "$SRC/bench/graph/ooc.sh" "$BUILD" ||
+    log "out-of-DRAM part skipped or failed (exit $?)"
 fi
 
 python3 "$SRC/bench/graph/summarize.py" "$OUT" || log "summary failed"

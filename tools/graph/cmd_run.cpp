@@ -197,7 +197,9 @@ int cmd_run(const std::string& kernel, int argc, char** argv) {
   }
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  std::printf("summary: min_s=%.6f peak_rss_mib=%.1f\n", min_s, double(ru.ru_maxrss) / 1024);
+  // Faults show whether the edges came from memory: under a memory budget, major faults are mmap's reads.
+  std::printf("summary: min_s=%.6f peak_rss_mib=%.1f major_faults=%ld minor_faults=%ld\n", min_s,
+              double(ru.ru_maxrss) / 1024, ru.ru_majflt, ru.ru_minflt);
   std::printf("result: kernel=%s backend=%s avg_s=%.6f trials=%lld verified=%s\n", kernel.c_str(),
               backend_name(a.cfg.kind), total_s / double(a.trials), a.trials, all_verified ? "yes" : "no");
   return a.verify && !all_verified ? 1 : 0;
