@@ -11,3 +11,5 @@ int dk_cmd_run(int argc, char **argv);
 int dk_cmd_config(int argc, char **argv);
 /* daxkit stats [PID] [--once] [--json]: live counters of daxkit processes. */
 int dk_cmd_stats(int argc, char **argv);
+/* daxkit recover [--json] DIR...: recovers what dead daxkit processes left in managed directories. */
+int dk_cmd_recover(int argc, char **argv);

@@ -16,6 +16,7 @@ static void usage(FILE *out) {
             "  doctor PATH [--json]   what the medium under PATH is and what each mode can promise there\n"
             "  stats [PID] [--json]   live counters of processes running under daxkit\n"
             "  config [--doc]         option reference (DAXKIT_* variables) or the values in effect\n"
+            "  recover DIR...         finish what crashed daxkit processes left in managed directories\n"
             "  graph ...              graph kernels on the microsecond-latency access engine (daxkit graph --help)\n"
             "  version                print the version\n",
             DAXKIT_VERSION);
@@ -50,6 +51,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "doctor")) return dk_cmd_doctor(argc - 1, argv + 1);
     if (!strcmp(cmd, "stats")) return dk_cmd_stats(argc - 1, argv + 1);
     if (!strcmp(cmd, "config")) return dk_cmd_config(argc - 1, argv + 1);
+    if (!strcmp(cmd, "recover")) return dk_cmd_recover(argc - 1, argv + 1);
     if (!strcmp(cmd, "graph")) return cmd_graph(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("daxkit %s\n", DAXKIT_VERSION);

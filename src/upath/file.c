@@ -48,6 +48,7 @@ static void file_free(struct up_file *f) {
     if (f->cached) table_remove(f);
     f->all_prev->all_next = f->all_next;
     f->all_next->all_prev = f->all_prev;
+    up_sizerec_release(f);
     up_map_drop(&f->map);
     free(f->staged);
     pthread_rwlock_destroy(&f->rw);

@@ -26,6 +26,7 @@
 /* ---- managed roots (managed.c) ---- */
 
 struct up_pool;
+struct up_sizes;
 
 struct up_root {
     char path[4096];
@@ -38,6 +39,7 @@ struct up_root {
     enum dk_medium persist_as; /* medium, or DAX when DAXKIT_PERSIST=flush (emulation) */
     uint64_t clone_min_bytes;
     struct up_pool *pool;     /* staging pool, created on first staged append */
+    struct up_sizes *sizes;   /* published-size records (sizerec.c), created on first extension */
 };
 
 int up_roots_init(const char *dirs);   /* returns the number of usable roots */
@@ -110,9 +112,46 @@ void up_stage_give_back(struct up_root *r, struct up_staged *s, bool cloned);
 int up_stage_fd(const struct up_stg_file *sf);
 /* Forgets every pool after fork (the child must not write into the parent's staging files). */
 void up_stage_after_fork_child(void);
-/* Removes staging files left by processes that are gone (their owner lock is free). */
-void up_stage_reclaim(struct up_root *r, int area_fd);
+/* What recovery found and did in one managed directory. */
+struct up_sizerec_report {
+    uint64_t rolled_back, bytes_dropped, untouched, gone, failed;
+};
+struct up_recover_report {
+    uint64_t owners_gone;            /* processes whose lock was free */
+    uint64_t files_removed;          /* their staging, record and lock files */
+    uint64_t errors;
+    struct up_sizerec_report sizes;  /* extend-strategy files rolled back to their published size */
+};
+/* Recovers what processes that are gone (their owner lock is free) left in <root>/.daxkit: rolls back
+ * extended files, removes staging files. Idempotent; safe against a concurrent recoverer. rep may be NULL. */
+void up_stage_reclaim(const char *root_path, int area_fd, struct up_recover_report *rep);
+/* The same for a directory by path (`daxkit recover`, library start-up). 0, or -errno when the
+ * directory cannot be opened; a directory without a .daxkit area has nothing to recover. */
+int up_recover_dir(const char *root_path, struct up_recover_report *rep);
 void up_stage_shutdown(void);
+/* The process's ownership of the root's hidden area: its directory fd and the tag whose <tag>.lock we
+ * hold for life (creates the pool's bookkeeping, no staging files). 0 or -errno. */
+int up_stage_owner(struct up_root *r, int *area_fd, const char **tag);
+/* Internal descriptors: moved above the program's low numbers and invisible to it. */
+int up_internal_fd(int fd);
+void up_internal_close(int fd);
+
+/* ---- published-size records (sizerec.c) ---- */
+
+struct up_file;
+/* Before the kernel size of an extend-strategy file moves to `ext` (> pub_size): make durable the
+ * record that lets recovery roll it back to pub_size. Under f->mu. 0 (no record possible is logged). */
+int up_sizerec_extend(struct up_file *f, int fd, uint64_t ext);
+/* After the kernel size was set to the published size (publish, truncate): the record is void. */
+void up_sizerec_clear(struct up_file *f);
+/* The file leaves the table: clear and give back its slot. */
+void up_sizerec_release(struct up_file *f);
+void up_sizerec_after_fork_child(void);
+/* At exit, after every file was published: remove our record file. */
+void up_sizerec_shutdown(struct up_root *r, int area_fd, const char *tag);
+/* Rolls back the files recorded in <area>/<name> (an owner that is gone) and voids the records.
+ * Idempotent. 0 or -errno. */
+int up_sizerec_recover(int area_fd, const char *name, struct up_sizerec_report *rep);
 
 /* ---- files (file.c) ---- */
 
@@ -141,6 +180,8 @@ struct up_file {
     bool cached;            /* in the file table */
     bool kernel_only;       /* could not be mapped: every call passes through */
     int rescue_fd;          /* internal duplicate kept when a publish at close failed (-1: none) */
+    int sizerec_slot;       /* published-size record slot + 1 (0: none) */
+    bool sizerec_valid;     /* the record is valid: the kernel size may exceed pub_size */
 };
 
 /* Appends not yet in the kernel file: the file must not be evicted. */

@@ -160,6 +160,8 @@ static int extend_to(struct up_file *f, int fd, uint64_t end) {
     if (target > UP_MAP_MAX_BYTES) return -EFBIG;
     int rc = up_map_grow(f, fd, target, 0);
     if (rc) return rc;
+    rc = up_sizerec_extend(f, fd, target); /* durable before the kernel size moves */
+    if (rc) return rc;
     if (DK_REAL(ftruncate)(fd, (off_t)target) != 0) return -errno;
     /* No pre-faulting here: a publish sets the size back, so most of a step is never used. */
     __atomic_store_n(&f->ksize, target, __ATOMIC_RELEASE);

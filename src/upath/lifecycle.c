@@ -99,6 +99,9 @@ void up_init(void) {
     const char *note = dk_cfg.persist == DK_PERSIST_FLUSH ? "persistence emulated (DAXKIT_PERSIST=flush)" : "";
     dk_stats_open(dk_cfg.stats, dk_config_enum_name("MODE", dk_cfg.mode), dk_cfg.dir, note);
     banner();
+    /* What a crashed process left (extended tails, staging files) is dealt with before the program
+     * sees any managed file. */
+    for (int i = 0; i < up_roots_count(); i++) up_recover_dir(up_root_at(i)->path, NULL);
     up_enabled = true;
     adopt_inherited();
     DK_ERRNO_RESTORE;
@@ -159,6 +162,7 @@ void up_fork_child(void) {
     up_file_reinit_locks_all();
     pthread_mutex_init(&up_table_mu, NULL);
     up_stage_after_fork_child();
+    up_sizerec_after_fork_child();
     const char *note = dk_cfg.persist == DK_PERSIST_FLUSH ? "persistence emulated (DAXKIT_PERSIST=flush)" : "";
     dk_stats_open(dk_cfg.stats, dk_config_enum_name("MODE", dk_cfg.mode), dk_cfg.dir, note);
 }

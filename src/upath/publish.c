@@ -127,6 +127,7 @@ int up_publish_locked(struct up_file *f, int fd) {
     if (rc == 0) {
         f->ksize = size;
         __atomic_store_n(&f->pub_size, size, __ATOMIC_RELEASE);
+        up_sizerec_clear(f); /* after the kernel size moved: a crash in between rolls the publish back */
         dk_count(DK_C_publishes, 1);
     }
     f->meta_dirty = true;

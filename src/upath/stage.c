@@ -70,7 +70,7 @@ static pthread_mutex_t pools_mu = PTHREAD_MUTEX_INITIALIZER;
 int up_stage_fd(const struct up_stg_file *sf) { return sf->fd; }
 
 /* Moves an internal descriptor out of the low numbers the program expects to get from open(). */
-static int internal_fd(int fd) {
+int up_internal_fd(int fd) {
     const struct dk_libc *c = dk_libc();
     struct rlimit rl;
     int floor = 512;
@@ -85,7 +85,7 @@ static int internal_fd(int fd) {
     return fd;
 }
 
-static void internal_close(int fd) {
+void up_internal_close(int fd) {
     up_fd_mark_internal(fd, false);
     dk_libc()->close(fd);
 }
@@ -97,7 +97,7 @@ static struct up_stg_file *stg_create(struct up_pool *p) {
     snprintf(name, sizeof name, "%s.%u.stg", p->tag, id);
     int fd = c->openat(p->area_fd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return NULL;
-    fd = internal_fd(fd);
+    fd = up_internal_fd(fd);
     uint64_t bytes = dk_round_up(dk_cfg.staging_bytes, UP_SLOT_BYTES);
     struct up_stg_file *sf = calloc(1, sizeof *sf);
     uint32_t slots = (uint32_t)(bytes / UP_SLOT_BYTES);
@@ -118,7 +118,7 @@ static struct up_stg_file *stg_create(struct up_pool *p) {
         dk_log_once("cannot create staging file in %s/" UP_AREA " (%s); appends go to the kernel", p->root->path,
                     strerror(errno));
         c->unlinkat(p->area_fd, name, 0);
-        internal_close(fd);
+        up_internal_close(fd);
         if (sf) free(sf->free_bits), free(sf->stale_bits), free(sf);
         return NULL;
     }
@@ -202,7 +202,9 @@ static void *pool_thread(void *arg) {
 }
 
 /* Removes staging files and locks whose owner is gone (its flock can be taken). */
-void up_stage_reclaim(struct up_root *r, int area_fd) {
+void up_stage_reclaim(const char *root_path, int area_fd, struct up_recover_report *rep) {
+    struct up_recover_report ignored;
+    if (!rep) rep = memset(&ignored, 0, sizeof ignored);
     const struct dk_libc *c = dk_libc();
     int dfd = c->openat(area_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
@@ -221,8 +223,18 @@ void up_stage_reclaim(struct up_root *r, int area_fd) {
         if (c->flock(lfd, LOCK_EX | LOCK_NB) == 0) {
             snprintf(dead[ndead], sizeof dead[ndead], "%.*s", (int)(n - 5), e->d_name);
             ndead++;
+            rep->owners_gone++;
         }
         c->close(lfd);
+    }
+    for (int i = 0; i < ndead; i++) {
+        char sname[80];
+        snprintf(sname, sizeof sname, "%.47s.sizes", dead[i]);
+        uint64_t before = rep->sizes.rolled_back;
+        if (up_sizerec_recover(area_fd, sname, &rep->sizes) != 0) rep->errors++;
+        if (rep->sizes.rolled_back > before)
+            dk_log_verbose("%s: %llu file(s) rolled back to their published size after a crash", root_path,
+                           (unsigned long long)(rep->sizes.rolled_back - before));
     }
     rewinddir(d);
     while ((e = c->readdir(d))) {
@@ -241,9 +253,9 @@ void up_stage_reclaim(struct up_root *r, int area_fd) {
             struct stat st;
             gone = c->fstatat(area_fd, lname, &st, 0) != 0 && errno == ENOENT;
         }
-        if (gone) {
-            c->unlinkat(area_fd, e->d_name, 0);
-            dk_log_verbose("%s: removed %s left by a process that is gone", r->path, e->d_name);
+        if (gone && c->unlinkat(area_fd, e->d_name, 0) == 0) {
+            rep->files_removed++;
+            dk_log_verbose("%s: removed %s left by a process that is gone", root_path, e->d_name);
         }
     }
     /* The dead owners' locks go last, so a crash here leaves them to be found again. */
@@ -265,11 +277,11 @@ static struct up_pool *pool_create(struct up_root *r) {
         dk_log_once("cannot use %s (%s); appends under %s go to the kernel", area, strerror(errno), r->path);
         return NULL;
     }
-    afd = internal_fd(afd);
-    up_stage_reclaim(r, afd);
+    afd = up_internal_fd(afd);
+    up_stage_reclaim(r->path, afd, NULL);
     struct up_pool *p = calloc(1, sizeof *p);
     if (!p) {
-        internal_close(afd);
+        up_internal_close(afd);
         return NULL;
     }
     p->root = r;
@@ -285,7 +297,7 @@ static struct up_pool *pool_create(struct up_root *r) {
     snprintf(tmp, sizeof tmp, "%s.lock-new", p->tag);
     int lfd = c->openat(afd, tmp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (lfd >= 0 && c->flock(lfd, LOCK_EX | LOCK_NB) == 0 && c->renameat(afd, tmp, afd, lname) == 0) {
-        p->lock_fd = internal_fd(lfd);
+        p->lock_fd = up_internal_fd(lfd);
     } else {
         if (lfd >= 0) c->close(lfd);
         c->unlinkat(afd, tmp, 0);
@@ -306,6 +318,14 @@ static struct up_pool *pool_for(struct up_root *r) {
     }
     pthread_mutex_unlock(&pools_mu);
     return r->pool;
+}
+
+int up_stage_owner(struct up_root *r, int *area_fd, const char **tag) {
+    struct up_pool *p = pool_for(r);
+    if (!p || p->lock_fd < 0) return -ENOENT; /* without an owner lock a record could not be told from a dead one */
+    *area_fd = p->area_fd;
+    *tag = p->tag;
+    return 0;
 }
 
 static bool take_from(struct up_stg_file *sf, uint32_t *slot) {
@@ -390,11 +410,11 @@ void up_stage_after_fork_child(void) {
         for (uint32_t k = 0; k < p->file_count; k++) {
             struct up_stg_file *sf = p->files[k];
             c->munmap(sf->addr, sf->bytes);
-            internal_close(sf->fd);
+            up_internal_close(sf->fd);
             free(sf->free_bits), free(sf->stale_bits), free(sf);
         }
-        if (p->lock_fd >= 0) internal_close(p->lock_fd);
-        internal_close(p->area_fd);
+        if (p->lock_fd >= 0) up_internal_close(p->lock_fd);
+        up_internal_close(p->area_fd);
         p->root->pool = NULL;
         free(p);
     }
@@ -410,6 +430,7 @@ void up_stage_shutdown(void) {
         pthread_mutex_lock(&p->mu);
         p->stopping = true;
         for (uint32_t k = 0; k < p->file_count; k++) stg_unlink(p, p->files[k]);
+        up_sizerec_shutdown(p->root, p->area_fd, p->tag);
         char lname[64];
         snprintf(lname, sizeof lname, "%s.lock", p->tag);
         c->unlinkat(p->area_fd, lname, 0);

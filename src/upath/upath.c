@@ -73,6 +73,7 @@ static void forget_contents(struct up_file *f, uint64_t ksize) {
     f->ksize = ksize;
     __atomic_store_n(&f->pub_size, ksize, __ATOMIC_RELEASE);
     up_file_set_size(f, ksize);
+    up_sizerec_clear(f);
 }
 
 /* A file seen again: take the kernel's size unless this process has appends not yet published. */

@@ -3,7 +3,8 @@
 # posix|sync) with append strategy ARGV[3] (stage|extend). Runs shim_crash self (one crash at a known point,
 # file compared with the acceptable images) and shim_crash loop with 3 seeds (killed at random moments,
 # acknowledged records checked), all checked without the library. Prints what it observed for posix mode
-# (whether the unpublished appends were dropped or kept). Exit 0 pass, 1 fail, 77 skip.
+# (whether the unpublished appends were dropped or kept). Recovery runs between crash and check: the library's
+# start-up for `self`, `daxkit recover` for `loop`. Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${DAXKIT_SRC:=$(cd "$here/../.." && pwd)}"
@@ -22,11 +23,13 @@ dir=$DK_MNT/managed
 mkdir -p "$dir"
 tmp=$(mktemp -d) && dk_on_exit "rm -rf '$tmp'"
 envs=(LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_MODE="$mode" DAXKIT_APPEND="$append" DAXKIT_STAGING_BYTES=8M
-      DAXKIT_STAGING_FILES=1)
+      DAXKIT_STAGING_FILES=1 DK_RECOVER="$DAXKIT_BUILD/bin/daxkit")
 fails=0
 
 env "${envs[@]}" "$bin" "$dir" self "$tmp/img"
 rc=$?
+# Recovery the way a user gets it: the next daxkit program that starts in the directory.
+env "${envs[@]}" /bin/true
 [ $rc -eq 137 ] || { echo "FAIL: shim_crash self exited $rc, expected death by SIGKILL (137)"; fails=$((fails + 1)); }
 if [ $rc -eq 137 ]; then
     size=$(stat -c %s "$dir/crash_self")

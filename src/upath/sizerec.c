@@ -1,0 +1,310 @@
+/* Published-size records (FLEX): a file on the extend strategy is longer in the kernel than what was
+ * published (the zero-filled tail of an extension step, and appends not yet published). Before the
+ * kernel size first moves past the published size, a record {dev, ino, published size, extended size,
+ * path} is made durable in <root>/.daxkit/<tag>.sizes (the process's staging-pool tag, whose lock the
+ * owner holds for life). When a publish sets the kernel size back to the logical size, the record is
+ * cleared. A process that dies leaves its valid records behind; the next one to use the directory (or
+ * `daxkit recover DIR`) truncates each such file back to its published size, so appends stay atomic.
+ *
+ * Invariant of a valid record (pub, ext): the kernel size is within [pub, ext], and bytes at or above
+ * `pub` were never published. Recovery acts only when pub < st_size <= ext, on the same inode: a file
+ * that anyone resized since is left alone. Every step is idempotent; recovery is safe to interrupt. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/stats.h"
+#include "persist/persist.h"
+#include "shim/libc.h"
+#include "upath/internal.h"
+
+#define REC_BYTES 4096u
+#define REC_SLOTS 1024u
+#define REC_MAGIC 0x6463657273786164ull /* "daxsrecd" */
+#define REC_PATH_MAX (REC_BYTES - 48)
+
+struct size_rec {        /* one 4 KiB slot */
+    uint64_t magic;      /* REC_MAGIC when valid; stored last, cleared first */
+    uint64_t dev, ino;
+    uint64_t pub;        /* published size */
+    uint64_t ext;        /* the largest kernel size set since (grows in place: one 8-byte store) */
+    uint32_t path_len;
+    uint32_t pad;
+    char path[REC_PATH_MAX];
+};
+_Static_assert(sizeof(struct size_rec) == REC_BYTES, "record slot size");
+
+struct up_sizes {
+    int fd;
+    char *addr;
+    pthread_mutex_t mu;
+    uint64_t used[REC_SLOTS / 64];
+};
+
+/* Makes [p, p+n) of the record file durable as the root's medium requires. */
+static void rec_persist(const struct up_root *r, void *p, size_t n) {
+    switch (r->persist_as) {
+    case DK_MEDIUM_DAX:
+        dk_flush_range(p, n);
+        dk_fence();
+        break;
+    case DK_MEDIUM_PAGECACHE: {
+        uintptr_t a = (uintptr_t)p & ~(uintptr_t)(DK_PAGE_BYTES - 1);
+        DK_REAL(msync)((void *)a, (uintptr_t)p + n - a, MS_SYNC);
+        break;
+    }
+    case DK_MEDIUM_VOLATILE: break; /* a shared mapping survives the process; power loss loses all */
+    }
+}
+
+static struct up_sizes *sizes_open(struct up_root *r) {
+    struct up_sizes *z = __atomic_load_n(&r->sizes, __ATOMIC_ACQUIRE);
+    if (z) return z;
+    int area_fd;
+    const char *tag;
+    if (up_stage_owner(r, &area_fd, &tag) != 0) return NULL;
+    pthread_mutex_lock(&r->mu);
+    if (!r->sizes) {
+        char name[80];
+        snprintf(name, sizeof name, "%s.sizes", tag);
+        int fd = DK_REAL(openat)(area_fd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        void *a = MAP_FAILED;
+        if (fd >= 0 && DK_REAL(ftruncate)(fd, (off_t)REC_BYTES * REC_SLOTS) == 0)
+            a = DK_REAL(mmap)(NULL, (size_t)REC_BYTES * REC_SLOTS, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        z = a != MAP_FAILED ? calloc(1, sizeof *z) : NULL;
+        if (z) {
+            z->fd = up_internal_fd(fd);
+            z->addr = a;
+            pthread_mutex_init(&z->mu, NULL);
+            __atomic_store_n(&r->sizes, z, __ATOMIC_RELEASE);
+        } else {
+            dk_log_once("cannot keep published-size records in %s/.daxkit (%s): a crash may leave a "
+                        "zero-filled tail on extend-strategy files", r->path, strerror(errno));
+            if (a != MAP_FAILED) DK_REAL(munmap)(a, (size_t)REC_BYTES * REC_SLOTS);
+            if (fd >= 0) DK_REAL(close)(fd);
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+    return r->sizes;
+}
+
+static int slot_take(struct up_sizes *z) {
+    int s = -1;
+    pthread_mutex_lock(&z->mu);
+    for (unsigned w = 0; w < REC_SLOTS / 64 && s < 0; w++) {
+        if (~z->used[w] == 0) continue;
+        unsigned b = (unsigned)__builtin_ctzll(~z->used[w]);
+        z->used[w] |= 1ull << b;
+        s = (int)(w * 64 + b);
+    }
+    pthread_mutex_unlock(&z->mu);
+    return s;
+}
+
+static void slot_give(struct up_sizes *z, int s) {
+    pthread_mutex_lock(&z->mu);
+    z->used[s / 64] &= ~(1ull << (s % 64));
+    pthread_mutex_unlock(&z->mu);
+}
+
+static struct size_rec *rec_at(const struct up_sizes *z, int s) {
+    return (struct size_rec *)(z->addr + (size_t)s * REC_BYTES);
+}
+
+int up_sizerec_extend(struct up_file *f, int fd, uint64_t ext) {
+    struct up_sizes *z = f->sizerec_slot ? f->root->sizes : sizes_open(f->root);
+    if (!z) return 0; /* no record: the old behaviour (a crash may leave the tail); said once */
+    if (f->sizerec_slot && f->sizerec_valid) {
+        struct size_rec *rec = rec_at(z, f->sizerec_slot - 1);
+        if (ext <= rec->ext) return 0;
+        __atomic_store_n(&rec->ext, ext, __ATOMIC_RELEASE);
+        rec_persist(f->root, &rec->ext, sizeof rec->ext);
+        return 0;
+    }
+    if (!f->sizerec_slot) {
+        int s = slot_take(z);
+        if (s < 0) {
+            dk_log_once("more than %u files extended at once under %s: the rest have no published-size record",
+                        REC_SLOTS, f->root->path);
+            dk_count(DK_C_fallbacks, 1);
+            return 0;
+        }
+        f->sizerec_slot = s + 1;
+    }
+    struct size_rec *rec = rec_at(z, f->sizerec_slot - 1);
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(proc, rec->path, REC_PATH_MAX - 1);
+    rec->path_len = n > 0 ? (uint32_t)n : 0;
+    rec->path[rec->path_len] = 0;
+    rec->dev = (uint64_t)f->dev, rec->ino = (uint64_t)f->ino;
+    rec->pub = __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE);
+    rec->ext = ext;
+    rec_persist(f->root, rec, 48 + rec->path_len + 1);
+    __atomic_store_n(&rec->magic, REC_MAGIC, __ATOMIC_RELEASE);
+    rec_persist(f->root, &rec->magic, sizeof rec->magic);
+    f->sizerec_valid = true;
+    return 0;
+}
+
+void up_sizerec_clear(struct up_file *f) {
+    if (!f->sizerec_valid) return;
+    struct size_rec *rec = rec_at(f->root->sizes, f->sizerec_slot - 1);
+    __atomic_store_n(&rec->magic, 0, __ATOMIC_RELEASE);
+    rec_persist(f->root, &rec->magic, sizeof rec->magic);
+    f->sizerec_valid = false;
+}
+
+void up_sizerec_release(struct up_file *f) {
+    if (!f->sizerec_slot) return;
+    up_sizerec_clear(f);
+    slot_give(f->root->sizes, f->sizerec_slot - 1);
+    f->sizerec_slot = 0;
+}
+
+static void forget_slot_cb(struct up_file *f, void *arg) {
+    (void)arg;
+    f->sizerec_slot = 0;
+    f->sizerec_valid = false;
+}
+
+void up_sizerec_after_fork_child(void) {
+    /* The parent published (and so cleared) every record before fork; its record file stays its own. */
+    up_file_foreach(forget_slot_cb, NULL);
+    for (int i = 0; i < up_roots_count(); i++) {
+        struct up_root *r = up_root_at(i);
+        struct up_sizes *z = r->sizes;
+        if (!z) continue;
+        DK_REAL(munmap)(z->addr, (size_t)REC_BYTES * REC_SLOTS);
+        up_internal_close(z->fd);
+        free(z);
+        r->sizes = NULL;
+    }
+}
+
+void up_sizerec_shutdown(struct up_root *r, int area_fd, const char *tag) {
+    if (!r->sizes) return;
+    char name[80];
+    snprintf(name, sizeof name, "%s.sizes", tag);
+    DK_REAL(unlinkat)(area_fd, name, 0); /* every file was published: no record is valid */
+}
+
+/* ---- recovery ---- */
+
+/* Finds the inode in the tree below dirfd (depth-limited), opening it for writing. -1 if not found. */
+static int find_inode(int dirfd, dev_t dev, ino_t ino, int depth) {
+    if (depth > 8) return -1;
+    int d2 = DK_REAL(openat)(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
+    if (!d) {
+        if (d2 >= 0) DK_REAL(close)(d2);
+        return -1;
+    }
+    int found = -1;
+    struct dirent *e;
+    while (found < 0 && (e = DK_REAL(readdir)(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (e->d_ino == ino && e->d_type != DT_DIR) {
+            int fd = DK_REAL(openat)(dirfd, e->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+            struct stat st;
+            if (fd >= 0 && DK_REAL(fstat)(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino) found = fd;
+            else if (fd >= 0) DK_REAL(close)(fd);
+        } else if (e->d_type == DT_DIR) {
+            int sub = DK_REAL(openat)(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub >= 0) {
+                found = find_inode(sub, dev, ino, depth + 1);
+                DK_REAL(close)(sub);
+            }
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+/* Opens the recorded file: by its path, or else by a search of the managed directory (renamed). */
+static int open_recorded(const struct size_rec *rec, int area_fd) {
+    int fd = rec->path_len ? DK_REAL(open)(rec->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC) : -1;
+    struct stat st;
+    if (fd >= 0 && DK_REAL(fstat)(fd, &st) == 0 && st.st_dev == (dev_t)rec->dev && st.st_ino == (ino_t)rec->ino)
+        return fd;
+    if (fd >= 0) DK_REAL(close)(fd);
+    int root = DK_REAL(openat)(area_fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0) return -1;
+    fd = find_inode(root, (dev_t)rec->dev, (ino_t)rec->ino, 0);
+    DK_REAL(close)(root);
+    return fd;
+}
+
+/* Rolls one recorded file back to its published size if nobody resized it since. */
+static void recover_one(struct size_rec *rec, int area_fd, struct up_sizerec_report *rep) {
+    int fd = open_recorded(rec, area_fd);
+    if (fd < 0) {
+        rep->gone++;
+        return;
+    }
+    struct stat st;
+    if (DK_REAL(fstat)(fd, &st) == 0 && (uint64_t)st.st_size > rec->pub && (uint64_t)st.st_size <= rec->ext) {
+        if (DK_REAL(ftruncate)(fd, (off_t)rec->pub) == 0 && DK_REAL(fsync)(fd) == 0) {
+            rep->rolled_back++;
+            rep->bytes_dropped += (uint64_t)st.st_size - rec->pub;
+            dk_log_verbose("%s: rolled back from %llu to its published size %llu bytes", rec->path,
+                           (unsigned long long)st.st_size, (unsigned long long)rec->pub);
+        } else {
+            rep->failed++;
+        }
+    } else {
+        rep->untouched++;
+    }
+    DK_REAL(close)(fd);
+}
+
+int up_sizerec_recover(int area_fd, const char *name, struct up_sizerec_report *rep) {
+    int fd = DK_REAL(openat)(area_fd, name, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT ? 0 : -errno;
+    struct stat st;
+    if (DK_REAL(fstat)(fd, &st) != 0) {
+        int e = errno;
+        DK_REAL(close)(fd);
+        return -e;
+    }
+    size_t bytes = (size_t)st.st_size / REC_BYTES * REC_BYTES;
+    char *a = bytes ? DK_REAL(mmap)(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : NULL;
+    if (a == MAP_FAILED) {
+        int e = errno;
+        DK_REAL(close)(fd);
+        return -e;
+    }
+    for (size_t off = 0; off < bytes; off += REC_BYTES) {
+        struct size_rec *rec = (struct size_rec *)(a + off);
+        if (rec->magic != REC_MAGIC) continue;
+        rec->path[REC_PATH_MAX - 1] = 0;
+        recover_one(rec, area_fd, rep);
+        rec->magic = 0; /* done: a second run (or a late opener of this file) finds nothing to do */
+    }
+    if (bytes) {
+        DK_REAL(msync)(a, bytes, MS_SYNC);
+        DK_REAL(munmap)(a, bytes);
+    }
+    DK_REAL(close)(fd);
+    return 0;
+}
+
+int up_recover_dir(const char *root_path, struct up_recover_report *rep) {
+    char area[4200];
+    snprintf(area, sizeof area, "%s/.daxkit", root_path);
+    int afd = DK_REAL(open)(area, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (afd < 0) {
+        if (errno == ENOENT) return 0;
+        return -errno;
+    }
+    up_stage_reclaim(root_path, afd, rep);
+    DK_REAL(close)(afd);
+    return 0;
+}
