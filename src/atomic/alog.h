@@ -1,0 +1,184 @@
+/* The failure-atomic logging engine (Libnvmio design, issue 4): per-block undo/redo log entries with
+ * sub-block deltas, a fixed-depth radix index in DRAM, O(1) epoch commit, background checkpointing, a
+ * per-file hybrid policy, and parallel idempotent recovery. include/daxkit/atomic.h is its public face.
+ *
+ * Locks, outermost first:
+ *   f->rw        read: copy, read, the checkpoint thread; write: sync, unmap (epoch and policy change)
+ *   leaf->mu     one 2 MiB region of the file: its entries and their log blocks
+ *   f->alloc_mu  index slots and log space
+ * The radix nodes above the leaves are installed with compare-and-swap; nothing locks the whole tree. */
+#ifndef DK_ATOMIC_ALOG_H
+#define DK_ATOMIC_ALOG_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "atomic/alog_layout.h"
+#include "daxkit/atomic.h"
+#include "persist/media.h"
+
+#define ALOG_RADIX_FANOUT 512u
+#define ALOG_RADIX_BITS 9u
+#define ALOG_LEAF_SHIFT 21u        /* a leaf covers 2 MiB of the file: 512 slots of 4 KiB */
+#define ALOG_FILE_BYTES_MAX (1ull << 48) /* 3 internal levels x 9 bits + 21 bits: 256 TiB */
+#define ALOG_NT_MIN_BYTES 256u
+#define ALOG_CKPT_BATCH 64u
+
+enum alog_policy { ALOG_UNDO = DAXKIT_ATOMIC_UNDO, ALOG_REDO = DAXKIT_ATOMIC_REDO };
+
+struct alog_leaf;
+
+/* DRAM mirror of one persistent index entry (same index as f->pents). */
+struct alog_ent {
+    struct alog_pent *p;
+    char *log;               /* the log block (area + log_off) */
+    struct alog_leaf *leaf;
+    uint64_t dest_off;
+    uint64_t log_off;
+    uint64_t epoch;
+    uint64_t gen;            /* bumped at each reuse of this slot (the checkpoint thread re-checks it) */
+    uint32_t shift;
+    uint32_t ext_start, ext_len;
+    uint16_t leaf_slot;
+    bool redo;
+    bool live;
+};
+
+struct alog_leaf {
+    pthread_mutex_t mu;
+    uint32_t granule_shift;  /* block size of the region's entries while live_count > 0 */
+    uint32_t live_count;
+    struct alog_ent *slot[ALOG_RADIX_FANOUT]; /* by 4 KiB index of a block's first byte */
+};
+
+struct alog_node {
+    void *child[ALOG_RADIX_FANOUT]; /* alog_node, or alog_leaf at the last level; set by CAS */
+};
+
+struct alog_chunk {
+    uint32_t shift;          /* size class; 0 while the chunk is unassigned */
+    uint32_t free_count;
+    uint64_t used_bits[ALOG_SLOTS_PER_CHUNK / 64];
+};
+
+struct alog_counters {
+    uint64_t copies, reads, syncs, log_data_bytes, log_meta_bytes, checkpointed_entries, sync_checkpoints,
+        policy_switches, recovered_redo, recovered_undo, recovered_discarded;
+};
+
+struct alog_file {
+    pthread_rwlock_t rw;
+    int data_fd, log_fd;
+    char *data;
+    uint64_t data_len;        /* mapped length of the data file */
+    char *logmap;
+    uint64_t log_len;
+    struct alog_phdr *hdr;
+    struct alog_pent *pents;
+    char *area;
+    uint64_t entry_count, area_bytes;
+    enum dk_medium persist_as; /* DAX also under the flush emulation */
+    bool emulated;
+
+    uint64_t epoch;           /* == hdr->epoch; changes only under rw held for writing */
+    uint32_t policy;          /* enum alog_policy of the current epoch */
+    uint32_t policy_mode;     /* enum daxkit_atomic_policy */
+    uint32_t redo_write_pct;
+    uint64_t reads_epoch, writes_epoch; /* accesses in the current epoch (atomic) */
+    int broken;               /* sticky -errno after a failed medium sync */
+
+    struct alog_node *root;   /* level 0 of the radix index */
+    struct alog_ent *ents;    /* entry_count */
+    uint64_t *live_bits;      /* entry_count bits: slot in use (atomic) */
+
+    pthread_mutex_t alloc_mu;
+    uint64_t *slot_used_bits;
+    uint64_t slot_hint;
+    struct alog_chunk *chunks;
+    uint32_t chunk_count;
+    uint64_t area_used_bytes;
+
+    pthread_t ckpt_thread;
+    bool ckpt_started;
+    pthread_mutex_t ckpt_mu;
+    pthread_cond_t ckpt_cond;
+    bool ckpt_pending, ckpt_stop;
+    uint32_t ckpt_interval_us;
+
+    struct alog_counters ctr;
+};
+
+/* Options with defaults filled in and checked. Returns 0 or -EINVAL. */
+int alog_options_resolve(const struct daxkit_atomic_options *in, struct daxkit_atomic_options *out);
+
+/* ---- open / close (alog_open.c) ---- */
+int alog_open(const char *path, const struct daxkit_atomic_options *o, struct alog_file **out);
+int alog_close(struct alog_file *f);
+
+/* ---- durability per medium (alog_durable.c) ---- */
+void alog_store(struct alog_file *f, void *dst, const void *src, size_t n); /* written back, no fence */
+void alog_store_word(uint64_t *dst, uint64_t v);                             /* 8-byte store + write-back */
+int alog_durable_data_range(struct alog_file *f, uint64_t off, uint64_t n);  /* fence or msync */
+int alog_durable_data_all(struct alog_file *f);                              /* fence or fdatasync */
+int alog_durable_log_range(struct alog_file *f, const void *p, size_t n);    /* fence or msync */
+int alog_durable_log_all(struct alog_file *f);                               /* fence or fdatasync */
+
+/* ---- allocation (alog_alloc.c); all under f->alloc_mu ---- */
+int alog_alloc_init(struct alog_file *f);
+void alog_alloc_fini(struct alog_file *f);
+/* An index slot and a log block of 1 << shift bytes. Returns the slot index or -ENOSPC. */
+int64_t alog_alloc_entry(struct alog_file *f, uint32_t shift, uint64_t *log_off);
+void alog_free_entry(struct alog_file *f, uint64_t idx, uint64_t log_off, uint32_t shift);
+
+/* ---- radix index (alog_radix.c) ---- */
+int alog_radix_init(struct alog_file *f);
+void alog_radix_fini(struct alog_file *f);
+/* The leaf of the 2 MiB region holding `off`; creates missing nodes when `create`. NULL: absent/ENOMEM. */
+struct alog_leaf *alog_radix_leaf(struct alog_file *f, uint64_t off, bool create);
+
+/* ---- entries (alog_entry.c); caller holds the entry's leaf->mu ---- */
+/* Publishes a new entry for the block [base, base + (1 << shift)) holding the delta [start, start+len) of
+ * log data already stored. Returns 0 or -ENOSPC (no slot / log space; nothing changed). */
+int alog_entry_create(struct alog_file *f, struct alog_leaf *leaf, uint64_t base, uint32_t shift,
+                      struct alog_ent **out);
+void alog_entry_publish(struct alog_file *f, struct alog_ent *e);
+void alog_entry_set_extent(struct alog_file *f, struct alog_ent *e, uint32_t start, uint32_t len);
+/* Copies the entry's delta from the log into the file (redo apply / undo rollback). No fence. */
+void alog_entry_apply(struct alog_file *f, const struct alog_ent *e);
+/* Invalidates the persistent entry (store + write-back, no fence). */
+void alog_entry_invalidate(struct alog_file *f, struct alog_ent *e);
+/* Unlinks the entry from its leaf and frees its slot and log block. */
+void alog_entry_release(struct alog_file *f, struct alog_ent *e);
+/* A committed entry met by a writer: checkpoint (redo) and release it, durably. Returns 0 or -errno. */
+int alog_entry_retire(struct alog_file *f, struct alog_ent *e);
+
+/* ---- data path (alog_write.c, alog_read.c) ---- */
+int alog_copy(struct alog_file *f, uint64_t off, const void *src, size_t n);
+int alog_read(struct alog_file *f, uint64_t off, void *dst, size_t n);
+
+/* ---- commit (alog_commit.c) ---- */
+int alog_sync(struct alog_file *f);
+/* Policy of the next epoch from this epoch's counters (pure; exposed for tests). */
+uint32_t alog_policy_next(uint32_t current, uint32_t mode, uint32_t redo_write_pct, uint64_t reads,
+                          uint64_t writes);
+
+/* ---- checkpoint (alog_checkpoint.c) ---- */
+/* Applies every committed entry (epoch < f->epoch) to the file and frees it. Caller holds f->rw (read or
+ * write). Returns entries checkpointed, or -errno. */
+int64_t alog_checkpoint_committed(struct alog_file *f);
+int alog_ckpt_thread_start(struct alog_file *f);
+void alog_ckpt_thread_stop(struct alog_file *f);
+void alog_ckpt_kick(struct alog_file *f);
+/* Starts a thread running fn(arg) with every signal blocked (the caller's mask is unchanged). */
+int alog_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+
+/* ---- recovery (alog_recover.c) ---- */
+/* Applies the persistent entries by the recovery rule with `threads` threads (0: by size), makes the
+ * file durable, then (unless keep_entries) invalidates every entry. Idempotent. Returns 0 or -errno. */
+int alog_recover(struct alog_file *f, uint32_t threads, bool keep_entries);
+
+#define ALOG_CTR_ADD(f, field, n) __atomic_add_fetch(&(f)->ctr.field, (n), __ATOMIC_RELAXED)
+
+#endif

@@ -1,0 +1,143 @@
+/* Checkpointing: committed redo entries are copied into the file, committed undo entries are dropped, and
+ * both give back their log space. In batches of ALOG_CKPT_BATCH: (1) apply each batch entry under its
+ * region lock; (2) make the file durable once; (3) invalidate the entries; (4) make the invalidations
+ * durable once; (5) release them. A writer may retire a batch entry itself meanwhile (its block was written
+ * again); the slot generation tells the later phases to leave it alone.
+ * The background thread sleeps until a sync kicks it, waits the configured interval (so several syncs
+ * share one pass), then checkpoints under the file lock held for reading. */
+#include <errno.h>
+#include <signal.h>
+#include <time.h>
+
+#include "atomic/alog.h"
+#include "common/dk.h"
+
+struct ckpt_item {
+    struct alog_ent *e;
+    struct alog_leaf *leaf;
+    uint64_t gen;
+};
+
+/* Locks the leaf of e if e is still the committed entry `gen` (or any committed entry when gen == 0). */
+static struct alog_leaf *lock_if_committed(struct alog_file *f, struct alog_ent *e, uint64_t gen, uint64_t epoch) {
+    struct alog_leaf *leaf = __atomic_load_n(&e->leaf, __ATOMIC_ACQUIRE);
+    if (!leaf) return NULL;
+    pthread_mutex_lock(&leaf->mu);
+    if (e->live && e->leaf == leaf && e->epoch < epoch && (gen == 0 || e->gen == gen)) return leaf;
+    pthread_mutex_unlock(&leaf->mu);
+    return NULL;
+}
+
+static int64_t flush_batch(struct alog_file *f, struct ckpt_item *items, uint32_t n, uint64_t epoch) {
+    int rc = alog_durable_data_all(f);
+    if (rc) return rc;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!lock_if_committed(f, items[i].e, items[i].gen, epoch)) continue;
+        alog_entry_invalidate(f, items[i].e);
+        pthread_mutex_unlock(&items[i].leaf->mu);
+    }
+    rc = alog_durable_log_all(f);
+    if (rc) return rc;
+    int64_t done = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!lock_if_committed(f, items[i].e, items[i].gen, epoch)) continue;
+        if (items[i].e->redo) ALOG_CTR_ADD(f, checkpointed_entries, 1);
+        alog_entry_release(f, items[i].e);
+        pthread_mutex_unlock(&items[i].leaf->mu);
+        done++;
+    }
+    return done;
+}
+
+int64_t alog_checkpoint_committed(struct alog_file *f) {
+    uint64_t epoch = __atomic_load_n(&f->epoch, __ATOMIC_ACQUIRE);
+    struct ckpt_item items[ALOG_CKPT_BATCH];
+    uint32_t n = 0;
+    int64_t total = 0;
+    uint64_t words = (f->entry_count + 63) / 64;
+    for (uint64_t w = 0; w <= words; w++) {
+        uint64_t bits = w < words ? __atomic_load_n(&f->live_bits[w], __ATOMIC_ACQUIRE) : 0;
+        while (bits || (w == words && n)) {
+            if (n == ALOG_CKPT_BATCH || (w == words && n)) {
+                int64_t r = flush_batch(f, items, n, epoch);
+                if (r < 0) return r;
+                total += r, n = 0;
+                continue;
+            }
+            struct alog_ent *e = &f->ents[w * 64 + (uint64_t)__builtin_ctzll(bits)];
+            bits &= bits - 1;
+            struct alog_leaf *leaf = lock_if_committed(f, e, 0, epoch);
+            if (!leaf) continue;
+            if (e->redo) alog_entry_apply(f, e);
+            items[n++] = (struct ckpt_item){e, leaf, e->gen};
+            pthread_mutex_unlock(&leaf->mu);
+        }
+    }
+    return total;
+}
+
+int alog_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the new thread inherits a full mask: no host signal lands there */
+    int rc = pthread_create(t, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return -rc;
+}
+
+static void sleep_us(uint32_t us) {
+    struct timespec ts = {us / 1000000u, (long)(us % 1000000u) * 1000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+static void *ckpt_main(void *arg) {
+    struct alog_file *f = arg;
+    pthread_mutex_lock(&f->ckpt_mu);
+    for (;;) {
+        while (!f->ckpt_pending && !f->ckpt_stop) pthread_cond_wait(&f->ckpt_cond, &f->ckpt_mu);
+        if (f->ckpt_stop) break;
+        f->ckpt_pending = false;
+        pthread_mutex_unlock(&f->ckpt_mu);
+        int saved = errno;
+        sleep_us(f->ckpt_interval_us);
+        pthread_rwlock_rdlock(&f->rw);
+        (void)alog_checkpoint_committed(f); /* a failure makes f->broken sticky; copies report it */
+        pthread_rwlock_unlock(&f->rw);
+        errno = saved;
+        pthread_mutex_lock(&f->ckpt_mu);
+    }
+    pthread_mutex_unlock(&f->ckpt_mu);
+    return NULL;
+}
+
+int alog_ckpt_thread_start(struct alog_file *f) {
+    pthread_mutex_init(&f->ckpt_mu, NULL);
+    pthread_cond_init(&f->ckpt_cond, NULL);
+    if (f->ckpt_interval_us == 0) return 0;
+    int rc = alog_thread_start(&f->ckpt_thread, ckpt_main, f);
+    f->ckpt_started = rc == 0;
+    return rc;
+}
+
+void alog_ckpt_thread_stop(struct alog_file *f) {
+    if (f->ckpt_started) {
+        pthread_mutex_lock(&f->ckpt_mu);
+        f->ckpt_stop = true;
+        pthread_cond_signal(&f->ckpt_cond);
+        pthread_mutex_unlock(&f->ckpt_mu);
+        pthread_join(f->ckpt_thread, NULL);
+        f->ckpt_started = false;
+    }
+    pthread_mutex_destroy(&f->ckpt_mu);
+    pthread_cond_destroy(&f->ckpt_cond);
+}
+
+void alog_ckpt_kick(struct alog_file *f) {
+    if (!f->ckpt_started) return;
+    pthread_mutex_lock(&f->ckpt_mu);
+    if (!f->ckpt_pending) {
+        f->ckpt_pending = true;
+        pthread_cond_signal(&f->ckpt_cond);
+    }
+    pthread_mutex_unlock(&f->ckpt_mu);
+}

@@ -1,0 +1,56 @@
+/* Commit: every entry of epoch H becomes committed when the header's epoch word says H + 1. The work is
+ * one fence (dax) or one fdatasync of the log (pagecache) plus one 8-byte store, whatever the number of
+ * dirty blocks. The next epoch's policy is chosen here from this epoch's read/write counters; a change
+ * checkpoints everything first, so one file never holds entries of both kinds. */
+#include <errno.h>
+
+#include "atomic/alog.h"
+#include "common/dk.h"
+
+uint32_t alog_policy_next(uint32_t current, uint32_t mode, uint32_t redo_write_pct, uint64_t reads, uint64_t writes) {
+    if (mode == DAXKIT_ATOMIC_UNDO) return ALOG_UNDO;
+    if (mode == DAXKIT_ATOMIC_REDO) return ALOG_REDO;
+    if (reads + writes == 0) return current;
+    /* writes / (reads + writes) >= pct / 100, in integers without division (Libnvmio's division truncated
+     * the ratio to 0 and never switched). */
+    return writes * 100 >= (uint64_t)redo_write_pct * (reads + writes) ? ALOG_REDO : ALOG_UNDO;
+}
+
+static int commit_epoch(struct alog_file *f) {
+    /* Redo: log data and entries durable. Undo: entries were durable before their file stores; the file
+     * stores themselves must be durable now. */
+    int rc = f->policy == ALOG_REDO ? alog_durable_log_all(f) : alog_durable_data_all(f);
+    if (rc) return rc;
+    alog_store_word(&f->hdr->epoch, f->epoch + 1);
+    rc = alog_durable_log_range(f, &f->hdr->epoch, sizeof f->hdr->epoch);
+    if (rc) return rc;
+    ALOG_CTR_ADD(f, log_meta_bytes, sizeof(uint64_t));
+    __atomic_store_n(&f->epoch, f->epoch + 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static int switch_policy(struct alog_file *f, uint32_t next) {
+    int64_t n = alog_checkpoint_committed(f);
+    if (n < 0) return (int)n;
+    f->policy = next;
+    alog_store_word(&f->hdr->policy, next);
+    ALOG_CTR_ADD(f, policy_switches, 1);
+    return 0;
+}
+
+int alog_sync(struct alog_file *f) {
+    pthread_rwlock_wrlock(&f->rw);
+    int rc = __atomic_load_n(&f->broken, __ATOMIC_ACQUIRE);
+    if (!rc) rc = commit_epoch(f);
+    if (!rc) {
+        ALOG_CTR_ADD(f, syncs, 1);
+        uint64_t r = __atomic_exchange_n(&f->reads_epoch, 0, __ATOMIC_RELAXED);
+        uint64_t w = __atomic_exchange_n(&f->writes_epoch, 0, __ATOMIC_RELAXED);
+        uint32_t next = alog_policy_next(f->policy, f->policy_mode, f->redo_write_pct, r, w);
+        if (f->persist_as == DK_MEDIUM_PAGECACHE) next = ALOG_REDO; /* undo needs ordered in-place stores */
+        if (next != f->policy) rc = switch_policy(f, next);
+    }
+    pthread_rwlock_unlock(&f->rw);
+    if (!rc) alog_ckpt_kick(f);
+    return rc;
+}

@@ -1,0 +1,101 @@
+/* The life of one index entry: created in DRAM, its log data stored, published (fields, then the word
+ * that makes it valid), extended as deltas merge, applied to the file, invalidated, released. */
+#include <errno.h>
+#include <string.h>
+
+#include "atomic/alog.h"
+#include "common/dk.h"
+#include "persist/persist.h"
+
+int alog_entry_create(struct alog_file *f, struct alog_leaf *leaf, uint64_t base, uint32_t shift,
+                      struct alog_ent **out) {
+    uint64_t log_off;
+    int64_t idx = alog_alloc_entry(f, shift, &log_off);
+    if (idx < 0) return (int)idx;
+    struct alog_ent *e = &f->ents[idx];
+    dk_assert(!e->live);
+    e->p = &f->pents[idx];
+    e->log = f->area + log_off;
+    e->leaf = leaf;
+    e->dest_off = base;
+    e->log_off = log_off;
+    e->epoch = f->epoch;
+    e->gen++;
+    e->shift = shift;
+    e->ext_start = e->ext_len = 0;
+    e->leaf_slot = (uint16_t)((base & ((1ull << ALOG_LEAF_SHIFT) - 1)) >> ALOG_BLOCK_SHIFT_MIN);
+    e->redo = f->policy == ALOG_REDO;
+    e->live = true;
+    dk_assert(leaf->slot[e->leaf_slot] == NULL);
+    leaf->slot[e->leaf_slot] = e;
+    leaf->live_count++;
+    __atomic_or_fetch(&f->live_bits[idx / 64], 1ull << (idx % 64), __ATOMIC_RELEASE);
+    *out = e;
+    return 0;
+}
+
+/* Stores the entry's fields, then (after `fence_between` for undo entries, whose log data must be durable
+ * before the entry can be) the word that makes it valid. The caller orders what follows. */
+void alog_entry_publish(struct alog_file *f, struct alog_ent *e) {
+    uint64_t word = ALOG_WORD_VALID | (e->redo ? ALOG_WORD_REDO : 0) | e->epoch << ALOG_WORD_EPOCH_SHIFT;
+    struct alog_pent img;
+    memset(&img, 0, sizeof img);
+    img.dest_off = e->dest_off;
+    img.log_off = e->log_off;
+    img.shift = e->shift;
+    img.extent = alog_extent(e->ext_start, e->ext_len);
+    img.check = alog_pent_check(word, e->dest_off, e->log_off, e->shift);
+    dk_copy_flush((char *)e->p + sizeof img.word, (const char *)&img + sizeof img.word, sizeof img - sizeof img.word);
+    if (!e->redo) dk_fence(); /* undo: log data and fields durable before the word (and before the file store) */
+    alog_store_word(&e->p->word, word);
+    ALOG_CTR_ADD(f, log_meta_bytes, sizeof img);
+}
+
+void alog_entry_set_extent(struct alog_file *f, struct alog_ent *e, uint32_t start, uint32_t len) {
+    dk_assert((uint64_t)start + len <= 1ull << e->shift);
+    e->ext_start = start, e->ext_len = len;
+    alog_store_word(&e->p->extent, alog_extent(start, len));
+    ALOG_CTR_ADD(f, log_meta_bytes, sizeof(uint64_t));
+}
+
+void alog_entry_apply(struct alog_file *f, const struct alog_ent *e) {
+    if (!e->ext_len) return;
+    alog_store(f, f->data + e->dest_off + e->ext_start, e->log + e->ext_start, e->ext_len);
+}
+
+void alog_entry_invalidate(struct alog_file *f, struct alog_ent *e) {
+    alog_store_word(&e->p->word, 0);
+    ALOG_CTR_ADD(f, log_meta_bytes, sizeof(uint64_t));
+}
+
+void alog_entry_release(struct alog_file *f, struct alog_ent *e) {
+    uint64_t idx = (uint64_t)(e - f->ents);
+    struct alog_leaf *leaf = e->leaf;
+    dk_assert(e->live && leaf->slot[e->leaf_slot] == e);
+    leaf->slot[e->leaf_slot] = NULL;
+    dk_assert(leaf->live_count > 0);
+    leaf->live_count--;
+    e->live = false;
+    __atomic_and_fetch(&f->live_bits[idx / 64], ~(1ull << (idx % 64)), __ATOMIC_RELEASE);
+    alog_free_entry(f, idx, e->log_off, e->shift);
+}
+
+/* Redo: the file gets the committed delta and must hold it durably before the entry stops saying so, and
+ * the invalidation must be durable before its log block can be reused. Undo: a committed undo entry is
+ * obsolete; recovery ignores it whatever its word says, so it can go at once. */
+int alog_entry_retire(struct alog_file *f, struct alog_ent *e) {
+    dk_assert(e->epoch < f->epoch);
+    if (e->redo) {
+        alog_entry_apply(f, e);
+        int rc = alog_durable_data_range(f, e->dest_off + e->ext_start, e->ext_len);
+        if (rc) return rc;
+        alog_entry_invalidate(f, e);
+        rc = alog_durable_log_range(f, e->p, sizeof *e->p);
+        if (rc) return rc;
+        ALOG_CTR_ADD(f, checkpointed_entries, 1);
+    } else {
+        alog_entry_invalidate(f, e);
+    }
+    alog_entry_release(f, e);
+    return 0;
+}

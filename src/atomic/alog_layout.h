@@ -1,0 +1,74 @@
+/* Persistent format of an atomic-update log (<dir>/.daxkit/<name>.alog). Only this layout reaches the
+ * medium: the radix index and every other DRAM structure are rebuilt (empty) at map time.
+ *
+ *   [0, 4 KiB)                header: geometry in line 0, the commit word (epoch) alone in line 1
+ *   [4 KiB, 4 KiB + 64*N)     N index entries of one cache line each
+ *   [data_off, +data_bytes)   log data: blocks of 4 KiB..2 MiB (2 MiB chunks, one size class each)
+ *
+ * An index entry is live when `word` has ALOG_WORD_VALID and `check` matches (a torn or half-reused
+ * entry never matches). Recovery rule, with H = header epoch:
+ *   redo entry, epoch <  H: committed  -> copy log[extent] to file[dest + extent]
+ *   undo entry, epoch == H: uncommitted -> copy log[extent] (the old data) to file[dest + extent]
+ *   otherwise: nothing (uncommitted redo never reached the file; committed undo is obsolete). */
+#ifndef DK_ATOMIC_ALOG_LAYOUT_H
+#define DK_ATOMIC_ALOG_LAYOUT_H
+
+#include <assert.h>
+#include <stdint.h>
+
+#define ALOG_MAGIC 0x31676f6c61786164ull /* "daxalog1" */
+#define ALOG_VERSION 1u
+#define ALOG_HEADER_BYTES 4096u
+#define ALOG_ENTRY_BYTES 64u
+#define ALOG_BLOCK_SHIFT_MIN 12u /* 4 KiB */
+#define ALOG_BLOCK_SHIFT_MAX 21u /* 2 MiB */
+#define ALOG_CHUNK_BYTES (1ull << ALOG_BLOCK_SHIFT_MAX)
+#define ALOG_SLOTS_PER_CHUNK (ALOG_CHUNK_BYTES >> ALOG_BLOCK_SHIFT_MIN) /* 512 */
+
+#define ALOG_WORD_VALID 1ull
+#define ALOG_WORD_REDO 2ull
+#define ALOG_WORD_EPOCH_SHIFT 8
+
+struct alog_phdr {
+    uint64_t magic;        /* written last when the log is created */
+    uint32_t version;
+    uint32_t header_bytes;
+    uint64_t data_ino;     /* the data file this log belongs to */
+    uint64_t data_dev;
+    uint64_t entry_count;  /* index entry slots */
+    uint64_t data_off;     /* log data area: file offset (2 MiB aligned) */
+    uint64_t data_bytes;   /* and size (multiple of 2 MiB) */
+    uint64_t pad0;
+    /* line 1: the commit word. Advancing it commits every entry of the previous epoch. */
+    uint64_t epoch;
+    uint64_t policy;       /* informational: the policy of the current epoch */
+    uint64_t pad1[6];
+};
+static_assert(sizeof(struct alog_phdr) == 128, "header lines");
+static_assert(__builtin_offsetof(struct alog_phdr, epoch) == 64, "epoch alone in its cache line");
+
+struct alog_pent {
+    uint64_t word;     /* VALID | REDO | epoch << 8: stored last, one 8-byte store */
+    uint64_t dest_off; /* file offset of the block (aligned to its size) */
+    uint64_t log_off;  /* offset of the log block inside the data area */
+    uint32_t shift;    /* block size 1 << shift, 12..21 */
+    uint32_t pad;
+    uint64_t extent;   /* the delta held: start in the block (low 32 bits) | length (high 32 bits) */
+    uint64_t check;    /* alog_pent_check(word, dest_off, log_off, shift) */
+    uint64_t pad2[2];
+};
+static_assert(sizeof(struct alog_pent) == ALOG_ENTRY_BYTES, "one entry per cache line");
+
+static inline uint64_t alog_mix64(uint64_t x) {
+    x ^= x >> 30, x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27, x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+static inline uint64_t alog_pent_check(uint64_t word, uint64_t dest, uint64_t log_off, uint32_t shift) {
+    return alog_mix64(word ^ alog_mix64(dest ^ alog_mix64(log_off ^ alog_mix64((uint64_t)shift + ALOG_MAGIC))));
+}
+static inline uint64_t alog_extent(uint32_t start, uint32_t len) { return (uint64_t)len << 32 | start; }
+static inline uint32_t alog_extent_start(uint64_t x) { return (uint32_t)x; }
+static inline uint32_t alog_extent_len(uint64_t x) { return (uint32_t)(x >> 32); }
+
+#endif

@@ -1,0 +1,239 @@
+/* Mapping a file for atomic updates: the data file, its log in <dir>/.daxkit/<name>.alog (the same area
+ * the staging pool uses, src/upath/stage.c), the medium's persistence rule, recovery, the checkpoint
+ * thread. And the way back. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "atomic/alog.h"
+#include "common/config.h"
+#include "common/dk.h"
+#include "persist/persist.h"
+#include "shim/libc.h"
+
+#ifndef MAP_SYNC
+#define MAP_SYNC 0x80000
+#endif
+#ifndef MAP_SHARED_VALIDATE
+#define MAP_SHARED_VALIDATE 0x03
+#endif
+
+#define ALOG_AREA ".daxkit"
+#define ALOG_LOG_BYTES_MAX (64ull << 30)
+
+int alog_options_resolve(const struct daxkit_atomic_options *in, struct daxkit_atomic_options *out) {
+    daxkit_atomic_options_init(out);
+    if (!in) return 0;
+    if (in->version != DAXKIT_ATOMIC_OPTIONS_VERSION) return -EINVAL;
+    *out = *in;
+    if (out->policy > DAXKIT_ATOMIC_REDO || out->persist > DAXKIT_ATOMIC_PERSIST_FLUSH) return -EINVAL;
+    if (out->redo_write_pct > 100) return -EINVAL;
+    if (out->log_bytes < ALOG_CHUNK_BYTES || out->log_bytes % ALOG_CHUNK_BYTES || out->log_bytes > ALOG_LOG_BYTES_MAX)
+        return -EINVAL;
+    if (out->checkpoint_interval_us > 10u * 1000 * 1000 || out->recovery_threads > 64) return -EINVAL;
+    if (out->file_bytes_min >= ALOG_FILE_BYTES_MAX) return -EINVAL;
+    return 0;
+}
+
+static int fail_errno(void) { return errno ? -errno : -EIO; }
+
+static int map_shared(int fd, uint64_t len, bool dax, char **out) {
+    void *a = MAP_FAILED;
+    if (dax) a = DK_REAL(mmap)(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED_VALIDATE | MAP_SYNC | MAP_POPULATE, fd, 0);
+    if (a == MAP_FAILED) a = DK_REAL(mmap)(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    if (a == MAP_FAILED) return fail_errno();
+    *out = a;
+    return 0;
+}
+
+/* Opens (creating the .daxkit area) and locks the log of `path`; sets *dirfd to the file's directory. */
+static int open_log(const char *path, int *dirfd, int *logfd) {
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    char dir[4096], name[512];
+    size_t dir_len = !slash ? 0 : slash == path ? 1 : (size_t)(slash - path);
+    if (dir_len >= sizeof dir || !*base || strlen(base) + sizeof ALOG_AREA + 6 >= sizeof name) return -EINVAL;
+    if (!slash) strcpy(dir, ".");
+    else memcpy(dir, path, dir_len), dir[dir_len] = 0;
+    snprintf(name, sizeof name, ALOG_AREA "/%s.alog", base);
+    *dirfd = DK_REAL(open)(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (*dirfd < 0) return fail_errno();
+    if (DK_REAL(mkdirat)(*dirfd, ALOG_AREA, 0700) != 0 && errno != EEXIST) return fail_errno();
+    *logfd = DK_REAL(openat)(*dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (*logfd < 0) return fail_errno();
+    if (DK_REAL(flock)(*logfd, LOCK_EX | LOCK_NB) != 0) return errno == EWOULDBLOCK ? -EBUSY : fail_errno();
+    return 0;
+}
+
+static int open_data(struct alog_file *f, const char *path, uint64_t bytes_min, struct stat *st) {
+    f->data_fd = DK_REAL(open)(path, O_RDWR | O_CLOEXEC);
+    if (f->data_fd < 0) return fail_errno();
+    if (DK_REAL(fstat)(f->data_fd, st) != 0) return fail_errno();
+    if (!S_ISREG(st->st_mode)) return -EINVAL;
+    if ((uint64_t)st->st_size < bytes_min) {
+        /* A size change is file-system metadata: make it durable before any logged store relies on it. */
+        if (DK_REAL(ftruncate)(f->data_fd, (off_t)bytes_min) != 0 || DK_REAL(fsync)(f->data_fd) != 0)
+            return fail_errno();
+        st->st_size = (off_t)bytes_min;
+    }
+    if (st->st_size == 0 || (uint64_t)st->st_size >= ALOG_FILE_BYTES_MAX) return -EINVAL;
+    f->data_len = (uint64_t)st->st_size;
+    return map_shared(f->data_fd, f->data_len, f->persist_as == DK_MEDIUM_DAX && !f->emulated, &f->data);
+}
+
+static uint64_t log_total_bytes(uint64_t entries, uint64_t data_bytes) {
+    return dk_round_up(ALOG_HEADER_BYTES + entries * ALOG_ENTRY_BYTES, ALOG_CHUNK_BYTES) + data_bytes;
+}
+
+/* Writes a fresh header for an empty log; the magic goes last, after everything else is durable. */
+static int create_log(struct alog_file *f, const struct stat *st, uint64_t data_bytes) {
+    uint64_t entries = data_bytes >> ALOG_BLOCK_SHIFT_MIN;
+    uint64_t total = log_total_bytes(entries, data_bytes);
+    if (DK_REAL(ftruncate)(f->log_fd, 0) != 0 || DK_REAL(ftruncate)(f->log_fd, (off_t)total) != 0) return fail_errno();
+    int rc = map_shared(f->log_fd, total, f->persist_as == DK_MEDIUM_DAX && !f->emulated, &f->logmap);
+    if (rc) return rc;
+    f->log_len = total;
+    struct alog_phdr h = {.version = ALOG_VERSION, .header_bytes = ALOG_HEADER_BYTES, .data_ino = st->st_ino,
+                          .data_dev = st->st_dev, .entry_count = entries, .data_off = total - data_bytes,
+                          .data_bytes = data_bytes, .epoch = 1};
+    dk_copy_flush(f->logmap + sizeof h.magic, (const char *)&h + sizeof h.magic, sizeof h - sizeof h.magic);
+    f->hdr = (struct alog_phdr *)f->logmap;
+    if ((rc = alog_durable_log_all(f))) return rc;
+    alog_store_word(&f->hdr->magic, ALOG_MAGIC);
+    return alog_durable_log_all(f);
+}
+
+static bool header_sane(const struct alog_phdr *h, uint64_t file_bytes) {
+    return h->magic == ALOG_MAGIC && h->version == ALOG_VERSION && h->header_bytes == ALOG_HEADER_BYTES &&
+           h->data_bytes % ALOG_CHUNK_BYTES == 0 && h->data_bytes && h->entry_count &&
+           h->data_off == log_total_bytes(h->entry_count, h->data_bytes) - h->data_bytes &&
+           log_total_bytes(h->entry_count, h->data_bytes) <= file_bytes && h->epoch >= 1;
+}
+
+static bool any_entry_valid(const struct alog_file *f) {
+    for (uint64_t i = 0; i < f->entry_count; i++)
+        if (f->pents[i].word & ALOG_WORD_VALID) return true;
+    return false;
+}
+
+/* Maps an existing log (or creates one), and checks it belongs to this data file. */
+static int attach_log(struct alog_file *f, const struct stat *st, uint64_t data_bytes) {
+    struct stat ls;
+    if (DK_REAL(fstat)(f->log_fd, &ls) != 0) return fail_errno();
+    struct alog_phdr h = {0};
+    bool existing = (uint64_t)ls.st_size >= sizeof h && DK_REAL(pread)(f->log_fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
+                    header_sane(&h, (uint64_t)ls.st_size);
+    int rc = existing ? 0 : create_log(f, st, data_bytes);
+    if (rc) return rc;
+    if (existing) {
+        f->log_len = log_total_bytes(h.entry_count, h.data_bytes);
+        if ((rc = map_shared(f->log_fd, f->log_len, f->persist_as == DK_MEDIUM_DAX && !f->emulated, &f->logmap)))
+            return rc;
+        f->hdr = (struct alog_phdr *)f->logmap;
+    }
+    f->entry_count = f->hdr->entry_count;
+    f->area_bytes = f->hdr->data_bytes;
+    f->pents = (struct alog_pent *)(f->logmap + ALOG_HEADER_BYTES);
+    f->area = f->logmap + f->hdr->data_off;
+    f->epoch = f->hdr->epoch;
+    if (f->hdr->data_ino == (uint64_t)st->st_ino && f->hdr->data_dev == (uint64_t)st->st_dev) return 0;
+    if (any_entry_valid(f)) return -ESTALE; /* another file's unrecovered log: never apply it to this one */
+    alog_store_word(&f->hdr->data_ino, (uint64_t)st->st_ino);
+    alog_store_word(&f->hdr->data_dev, (uint64_t)st->st_dev);
+    return alog_durable_log_all(f);
+}
+
+static int init_dram(struct alog_file *f) {
+    f->ents = calloc(f->entry_count, sizeof *f->ents);
+    f->live_bits = calloc((f->entry_count + 63) / 64, sizeof(uint64_t));
+    if (!f->ents || !f->live_bits) return -ENOMEM;
+    int rc = alog_alloc_init(f);
+    if (!rc) rc = alog_radix_init(f);
+    if (rc) return rc;
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    /* sync must not starve behind a stream of copies from other threads */
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&f->rw, &ra);
+    pthread_rwlockattr_destroy(&ra);
+    return 0;
+}
+
+static int choose_medium(struct alog_file *f, int dirfd, uint32_t persist) {
+    const char *env = getenv("DAXKIT_PERSIST");
+    bool flush = persist == DAXKIT_ATOMIC_PERSIST_FLUSH ||
+                 (persist == DAXKIT_ATOMIC_PERSIST_ENV && env && strcmp(env, "flush") == 0);
+    struct dk_medium_info mi;
+    int rc = dk_medium_probe(dirfd, DK_PROBE_BASIC, &mi);
+    if (rc) return rc;
+    f->emulated = flush && mi.medium != DK_MEDIUM_DAX;
+    f->persist_as = flush ? DK_MEDIUM_DAX : mi.medium;
+    return 0;
+}
+
+static void release_resources(struct alog_file *f) {
+    if (f->data && f->data != MAP_FAILED) DK_REAL(munmap)(f->data, f->data_len);
+    if (f->logmap && f->logmap != MAP_FAILED) DK_REAL(munmap)(f->logmap, f->log_len);
+    if (f->log_fd >= 0) DK_REAL(close)(f->log_fd); /* drops the flock */
+    if (f->data_fd >= 0) DK_REAL(close)(f->data_fd);
+    alog_radix_fini(f);
+    alog_alloc_fini(f);
+    free(f->ents);
+    free(f->live_bits);
+    free(f);
+}
+
+static int open_all(struct alog_file *f, const char *path, const struct daxkit_atomic_options *o) {
+    int dirfd = -1;
+    struct stat st;
+    int rc = open_log(path, &dirfd, &f->log_fd);
+    if (!rc) rc = choose_medium(f, dirfd, o->persist);
+    if (dirfd >= 0) DK_REAL(close)(dirfd);
+    if (!rc) rc = open_data(f, path, o->file_bytes_min, &st);
+    if (!rc) rc = attach_log(f, &st, o->log_bytes);
+    if (!rc) rc = init_dram(f);
+    if (!rc) rc = alog_recover(f, o->recovery_threads, false);
+    return rc;
+}
+
+int alog_open(const char *path, const struct daxkit_atomic_options *o, struct alog_file **out) {
+    struct alog_file *f = calloc(1, sizeof *f);
+    if (!f) return -ENOMEM;
+    f->data_fd = f->log_fd = -1;
+    dk_persist_init(dk_cfg.flush);
+    f->policy_mode = o->policy;
+    f->redo_write_pct = o->redo_write_pct;
+    f->ckpt_interval_us = o->checkpoint_interval_us;
+    int rc = open_all(f, path, o);
+    if (rc) {
+        release_resources(f);
+        return rc;
+    }
+    bool redo = o->policy == DAXKIT_ATOMIC_REDO || f->persist_as == DK_MEDIUM_PAGECACHE;
+    f->policy = redo ? ALOG_REDO : ALOG_UNDO; /* hybrid starts with undo, as Libnvmio does */
+    alog_store_word(&f->hdr->policy, f->policy);
+    rc = alog_ckpt_thread_start(f);
+    if (rc) {
+        pthread_rwlock_destroy(&f->rw);
+        release_resources(f);
+        return rc;
+    }
+    *out = f;
+    return 0;
+}
+
+int alog_close(struct alog_file *f) {
+    alog_ckpt_thread_stop(f);
+    pthread_rwlock_wrlock(&f->rw);
+    /* The recovery rule on the live log: unsynced undo entries roll back, unsynced redo entries vanish,
+     * committed redo entries reach the file; then the file is made durable and the log emptied. */
+    int rc = __atomic_load_n(&f->broken, __ATOMIC_ACQUIRE) ? -EIO : alog_recover(f, 1, false);
+    pthread_rwlock_unlock(&f->rw);
+    pthread_rwlock_destroy(&f->rw);
+    release_resources(f);
+    return rc;
+}

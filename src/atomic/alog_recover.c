@@ -1,0 +1,100 @@
+/* Recovery: scan the persistent index entries (no radix tree is needed) and apply the recovery rule of
+ * alog_layout.h, in parallel over index ranges; then make the file durable and invalidate every entry.
+ * Applying an entry copies fixed log bytes to a fixed place, and entries applied in one pass never overlap
+ * (one entry per block per epoch; a committed redo entry is durably invalidated before its block gets
+ * another), so a crash during recovery is repaired by running it again. Also used by unmap: the same rule
+ * rolls back unsynced undo entries and checkpoints committed redo ones. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "atomic/alog.h"
+#include "common/dk.h"
+#include "common/log.h"
+
+#define ALOG_RECOVERY_THREADS_MAX 4u
+#define ALOG_RECOVERY_ENTRIES_PER_THREAD 4096u
+
+struct rec_job {
+    struct alog_file *f;
+    uint64_t from, to, epoch;
+    uint64_t redo, undo, discarded;
+};
+
+/* The entry's delta lies inside its block, the block inside the mapped file, the log block inside the area. */
+static bool entry_sane(const struct alog_file *f, const struct alog_pent *p) {
+    if (p->shift < ALOG_BLOCK_SHIFT_MIN || p->shift > ALOG_BLOCK_SHIFT_MAX) return false;
+    uint64_t bs = 1ull << p->shift;
+    uint64_t start = alog_extent_start(p->extent), len = alog_extent_len(p->extent);
+    if (start + len > bs || p->log_off % bs || p->log_off + bs > f->area_bytes) return false;
+    return p->dest_off + start + len <= f->data_len;
+}
+
+static void rec_one(struct rec_job *j, struct alog_pent *p) {
+    struct alog_file *f = j->f;
+    uint64_t word = __atomic_load_n(&p->word, __ATOMIC_ACQUIRE);
+    if (!(word & ALOG_WORD_VALID)) return;
+    if (p->check != alog_pent_check(word, p->dest_off, p->log_off, p->shift)) {
+        j->discarded++; /* torn or half-reused: never part of a committed or rolled-back state (see layout) */
+        return;
+    }
+    uint64_t e = word >> ALOG_WORD_EPOCH_SHIFT;
+    bool redo = (word & ALOG_WORD_REDO) != 0;
+    bool apply = redo ? e < j->epoch : e == j->epoch;
+    if (apply && !entry_sane(f, p)) {
+        dk_log("atomic log entry %llu does not fit the file (truncated since?); not applied",
+               (unsigned long long)(p - f->pents));
+        apply = false;
+    }
+    if (!apply) {
+        j->discarded++;
+        return;
+    }
+    uint32_t start = alog_extent_start(p->extent), len = alog_extent_len(p->extent);
+    alog_store(f, f->data + p->dest_off + start, f->area + p->log_off + start, len);
+    if (redo) j->redo++;
+    else j->undo++;
+}
+
+static void *rec_main(void *arg) {
+    struct rec_job *j = arg;
+    for (uint64_t i = j->from; i < j->to; i++) rec_one(j, &j->f->pents[i]);
+    return NULL;
+}
+
+static uint32_t thread_count(const struct alog_file *f, uint32_t want) {
+    if (want) return want;
+    uint64_t t = f->entry_count / ALOG_RECOVERY_ENTRIES_PER_THREAD;
+    return (uint32_t)DK_MAX(1, DK_MIN(ALOG_RECOVERY_THREADS_MAX, t));
+}
+
+static void run_jobs(struct alog_file *f, struct rec_job *jobs, uint32_t n) {
+    pthread_t tid[64];
+    bool started[64] = {0};
+    uint64_t per = (f->entry_count + n - 1) / n;
+    for (uint32_t i = 0; i < n; i++) {
+        jobs[i] = (struct rec_job){.f = f, .from = DK_MIN(f->entry_count, i * per),
+                                   .to = DK_MIN(f->entry_count, (i + 1) * per), .epoch = f->epoch};
+        if (i > 0) started[i] = alog_thread_start(&tid[i], rec_main, &jobs[i]) == 0;
+    }
+    rec_main(&jobs[0]);
+    for (uint32_t i = 1; i < n; i++) {
+        if (started[i]) pthread_join(tid[i], NULL);
+        else rec_main(&jobs[i]); /* no thread: do that range here */
+    }
+}
+
+int alog_recover(struct alog_file *f, uint32_t threads, bool keep_entries) {
+    uint32_t n = DK_MIN(64u, thread_count(f, threads));
+    struct rec_job jobs[64];
+    run_jobs(f, jobs, n);
+    for (uint32_t i = 0; i < n; i++) {
+        ALOG_CTR_ADD(f, recovered_redo, jobs[i].redo);
+        ALOG_CTR_ADD(f, recovered_undo, jobs[i].undo);
+        ALOG_CTR_ADD(f, recovered_discarded, jobs[i].discarded);
+    }
+    int rc = alog_durable_data_all(f);
+    if (rc || keep_entries) return rc;
+    for (uint64_t i = 0; i < f->entry_count; i++)
+        if (__atomic_load_n(&f->pents[i].word, __ATOMIC_RELAXED)) alog_store_word(&f->pents[i].word, 0);
+    return alog_durable_log_all(f);
+}
