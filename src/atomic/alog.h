@@ -178,6 +178,11 @@ int alog_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 /* Applies the persistent entries by the recovery rule with `threads` threads (0: by size), makes the
  * file durable, then (unless keep_entries) invalidates every entry. Idempotent. Returns 0 or -errno. */
 int alog_recover(struct alog_file *f, uint32_t threads, bool keep_entries);
+#ifdef DAXKIT_TEST_BUILD
+/* Test hook: when nonzero, each recovery thread applies at most this many entries, then recovery stops
+ * as a crash would (nothing made durable or invalidated) and returns -EINTR. */
+extern uint64_t alog_test_recover_apply_max;
+#endif
 
 #define ALOG_CTR_ADD(f, field, n) __atomic_add_fetch(&(f)->ctr.field, (n), __ATOMIC_RELAXED)
 

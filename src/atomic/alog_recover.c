@@ -18,7 +18,12 @@ struct rec_job {
     struct alog_file *f;
     uint64_t from, to, epoch;
     uint64_t redo, undo, discarded;
+    bool stopped;
 };
+
+#ifdef DAXKIT_TEST_BUILD
+uint64_t alog_test_recover_apply_max;
+#endif
 
 /* The entry's delta lies inside its block, the block inside the mapped file, the log block inside the area. */
 static bool entry_sane(const struct alog_file *f, const struct alog_pent *p) {
@@ -57,7 +62,16 @@ static void rec_one(struct rec_job *j, struct alog_pent *p) {
 
 static void *rec_main(void *arg) {
     struct rec_job *j = arg;
-    for (uint64_t i = j->from; i < j->to; i++) rec_one(j, &j->f->pents[i]);
+    for (uint64_t i = j->from; i < j->to; i++) {
+#ifdef DAXKIT_TEST_BUILD
+        uint64_t max = __atomic_load_n(&alog_test_recover_apply_max, __ATOMIC_RELAXED);
+        if (max && j->redo + j->undo >= max) {
+            j->stopped = true; /* a simulated crash in the middle of recovery */
+            return NULL;
+        }
+#endif
+        rec_one(j, &j->f->pents[i]);
+    }
     return NULL;
 }
 
@@ -87,11 +101,14 @@ int alog_recover(struct alog_file *f, uint32_t threads, bool keep_entries) {
     uint32_t n = DK_MIN(64u, thread_count(f, threads));
     struct rec_job jobs[64];
     run_jobs(f, jobs, n);
+    bool stopped = false;
     for (uint32_t i = 0; i < n; i++) {
+        stopped |= jobs[i].stopped;
         ALOG_CTR_ADD(f, recovered_redo, jobs[i].redo);
         ALOG_CTR_ADD(f, recovered_undo, jobs[i].undo);
         ALOG_CTR_ADD(f, recovered_discarded, jobs[i].discarded);
     }
+    if (stopped) return -EINTR;
     int rc = alog_durable_data_all(f);
     if (rc || keep_entries) return rc;
     for (uint64_t i = 0; i < f->entry_count; i++)

@@ -1,0 +1,100 @@
+/* Description: the hybrid policy switches in both directions. The rule (alog_policy_next): redo for the
+ * next epoch when writes >= 40% of this epoch's accesses, else undo, in integers (Libnvmio's integer
+ * division never switched). Through the API: a write-heavy epoch moves a file from undo to redo at sync,
+ * a read-heavy one moves it back, each switch checkpoints everything (no entries left), the data stays
+ * right across switches, and the fixed policies never switch. Usage: atomic_policy [DIR] */
+#include "atomic/alog.h"
+#include "atomic_test.h"
+
+#define FILE_BYTES (1u << 20)
+
+static void rule(void) {
+    AT_CHECK(alog_policy_next(ALOG_UNDO, DAXKIT_ATOMIC_HYBRID, 40, 60, 40) == ALOG_REDO, "40%% writes: redo");
+    AT_CHECK(alog_policy_next(ALOG_UNDO, DAXKIT_ATOMIC_HYBRID, 40, 61, 39) == ALOG_UNDO, "39%% writes: undo");
+    AT_CHECK(alog_policy_next(ALOG_REDO, DAXKIT_ATOMIC_HYBRID, 40, 3, 2) == ALOG_REDO, "2 of 5 writes: redo");
+    AT_CHECK(alog_policy_next(ALOG_REDO, DAXKIT_ATOMIC_HYBRID, 40, 0, 0) == ALOG_REDO, "idle epoch keeps redo");
+    AT_CHECK(alog_policy_next(ALOG_UNDO, DAXKIT_ATOMIC_HYBRID, 40, 0, 0) == ALOG_UNDO, "idle epoch keeps undo");
+    AT_CHECK(alog_policy_next(ALOG_UNDO, DAXKIT_ATOMIC_UNDO, 40, 0, 100) == ALOG_UNDO, "fixed undo");
+    AT_CHECK(alog_policy_next(ALOG_REDO, DAXKIT_ATOMIC_REDO, 40, 100, 0) == ALOG_REDO, "fixed redo");
+    AT_CHECK(alog_policy_next(ALOG_UNDO, DAXKIT_ATOMIC_HYBRID, 100, 1, 1000000) == ALOG_UNDO, "100%%: 1 read stops it");
+}
+
+static char model[FILE_BYTES];
+
+static void epoch(struct daxkit_atomic *a, uint32_t writes, uint32_t reads, uint64_t *rs) {
+    char buf[512];
+    for (uint32_t i = 0; i < writes + reads; i++) {
+        uint64_t off = at_rand(rs) % (FILE_BYTES - sizeof buf);
+        if (i < writes) {
+            for (size_t j = 0; j < sizeof buf; j++) buf[j] = (char)at_rand(rs);
+            AT_OK(daxkit_atomic_copy(a, off, buf, sizeof buf));
+            memcpy(model + off, buf, sizeof buf);
+        } else {
+            AT_OK(daxkit_atomic_read(a, off, buf, sizeof buf));
+            AT_CHECK(memcmp(buf, model + off, sizeof buf) == 0, "read at %llu differs", (unsigned long long)off);
+        }
+    }
+    AT_OK(daxkit_atomic_sync(a));
+}
+
+static void expect_policy(struct daxkit_atomic *a, uint32_t policy, uint64_t switches, const char *what) {
+    struct daxkit_atomic_stats s = at_stats(a);
+    AT_CHECK(s.policy == policy, "%s: policy %s", what, s.policy == DAXKIT_ATOMIC_REDO ? "redo" : "undo");
+    AT_CHECK(s.policy_switches == switches, "%s: %llu switches, want %llu", what,
+             (unsigned long long)s.policy_switches, (unsigned long long)switches);
+    printf("%-40s -> %s (switches %llu, entries live %llu)\n", what, policy == DAXKIT_ATOMIC_REDO ? "redo" : "undo",
+           (unsigned long long)s.policy_switches, (unsigned long long)s.entries_live);
+}
+
+static void hybrid(const char *path) {
+    at_make_file(path, FILE_BYTES, 7);
+    at_read_file(path, model, FILE_BYTES);
+    struct daxkit_atomic_options o = at_opts(DAXKIT_ATOMIC_HYBRID, 0);
+    struct daxkit_atomic *a;
+    AT_OK(daxkit_atomic_map(path, &o, &a));
+    if (at_stats(a).persist_medium == 1) at_skip("pagecache medium: the engine uses redo only there");
+    uint64_t rs = 12345;
+    expect_policy(a, DAXKIT_ATOMIC_UNDO, 0, "fresh map");
+    epoch(a, 50, 0, &rs);
+    expect_policy(a, DAXKIT_ATOMIC_REDO, 1, "epoch of 50 writes, 0 reads");
+    AT_CHECK(at_stats(a).entries_live == 0, "a switch leaves no entries");
+    epoch(a, 40, 60, &rs);
+    expect_policy(a, DAXKIT_ATOMIC_REDO, 1, "40 writes, 60 reads (exactly 40%)");
+    epoch(a, 39, 61, &rs);
+    expect_policy(a, DAXKIT_ATOMIC_UNDO, 2, "39 writes, 61 reads");
+    AT_CHECK(at_stats(a).entries_live == 0, "a switch leaves no entries");
+    epoch(a, 5, 95, &rs);
+    expect_policy(a, DAXKIT_ATOMIC_UNDO, 2, "5 writes, 95 reads");
+    epoch(a, 90, 10, &rs);
+    expect_policy(a, DAXKIT_ATOMIC_REDO, 3, "90 writes, 10 reads");
+    epoch(a, 0, 0, &rs);
+    expect_policy(a, DAXKIT_ATOMIC_REDO, 3, "idle epoch");
+    AT_OK(daxkit_atomic_unmap(a));
+    static char file[FILE_BYTES];
+    at_read_file(path, file, FILE_BYTES);
+    AT_CHECK(memcmp(file, model, FILE_BYTES) == 0, "file after the switches differs from the model");
+}
+
+static void fixed(const char *path, uint32_t policy) {
+    struct daxkit_atomic_options o = at_opts(policy, 0);
+    struct daxkit_atomic *a;
+    AT_OK(daxkit_atomic_map(path, &o, &a));
+    uint64_t rs = 99;
+    at_read_file(path, model, FILE_BYTES);
+    epoch(a, 100, 0, &rs);
+    epoch(a, 0, 100, &rs);
+    expect_policy(a, policy, 0, policy == DAXKIT_ATOMIC_REDO ? "fixed redo, both mixes" : "fixed undo, both mixes");
+    AT_OK(daxkit_atomic_unmap(a));
+}
+
+int main(int argc, char **argv) {
+    rule();
+    at_setup_dir(argc, argv);
+    char path[700];
+    at_path(path, sizeof path, "policy.bin");
+    hybrid(path);
+    fixed(path, DAXKIT_ATOMIC_UNDO);
+    fixed(path, DAXKIT_ATOMIC_REDO);
+    printf("PASS\n");
+    return 0;
+}
