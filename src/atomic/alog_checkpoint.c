@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "atomic/alog.h"
+#include "common/crashpoint.h"
 #include "common/dk.h"
 
 struct ckpt_item {
@@ -29,6 +30,7 @@ static struct alog_leaf *lock_if_committed(struct alog_file *f, struct alog_ent 
 }
 
 static int64_t flush_batch(struct alog_file *f, struct ckpt_item *items, uint32_t n, uint64_t epoch) {
+    DK_CRASH_POINT("atomic.checkpoint.after_apply");
     int rc = alog_durable_data_all(f);
     if (rc) return rc;
     for (uint32_t i = 0; i < n; i++) {
@@ -36,6 +38,7 @@ static int64_t flush_batch(struct alog_file *f, struct ckpt_item *items, uint32_
         alog_entry_invalidate(f, items[i].e);
         pthread_mutex_unlock(&items[i].leaf->mu);
     }
+    DK_CRASH_POINT("atomic.checkpoint.after_invalidate");
     rc = alog_durable_log_all(f);
     if (rc) return rc;
     int64_t done = 0;

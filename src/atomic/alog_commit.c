@@ -5,6 +5,7 @@
 #include <errno.h>
 
 #include "atomic/alog.h"
+#include "common/crashpoint.h"
 #include "common/dk.h"
 
 uint32_t alog_policy_next(uint32_t current, uint32_t mode, uint32_t redo_write_pct, uint64_t reads, uint64_t writes) {
@@ -21,10 +22,12 @@ static int commit_epoch(struct alog_file *f) {
      * stores themselves must be durable now. */
     int rc = f->policy == ALOG_REDO ? alog_durable_log_all(f) : alog_durable_data_all(f);
     if (rc) return rc;
+    DK_CRASH_POINT("atomic.sync.before_epoch");
     alog_store_word(&f->hdr->epoch, f->epoch + 1);
     rc = alog_durable_log_range(f, &f->hdr->epoch, sizeof f->hdr->epoch);
     if (rc) return rc;
     ALOG_CTR_ADD(f, log_meta_bytes, sizeof(uint64_t));
+    DK_CRASH_POINT("atomic.sync.after_epoch");
     __atomic_store_n(&f->epoch, f->epoch + 1, __ATOMIC_RELEASE);
     return 0;
 }
@@ -32,6 +35,7 @@ static int commit_epoch(struct alog_file *f) {
 static int switch_policy(struct alog_file *f, uint32_t next) {
     int64_t n = alog_checkpoint_committed(f);
     if (n < 0) return (int)n;
+    DK_CRASH_POINT("atomic.sync.switch.after_checkpoint");
     f->policy = next;
     alog_store_word(&f->hdr->policy, next);
     ALOG_CTR_ADD(f, policy_switches, 1);

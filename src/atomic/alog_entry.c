@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "atomic/alog.h"
+#include "common/crashpoint.h"
 #include "common/dk.h"
 #include "persist/persist.h"
 
@@ -87,9 +88,11 @@ int alog_entry_retire(struct alog_file *f, struct alog_ent *e) {
     dk_assert(e->epoch < f->epoch);
     if (e->redo) {
         alog_entry_apply(f, e);
+        DK_CRASH_POINT("atomic.retire.after_apply");
         int rc = alog_durable_data_range(f, e->dest_off + e->ext_start, e->ext_len);
         if (rc) return rc;
         alog_entry_invalidate(f, e);
+        DK_CRASH_POINT("atomic.retire.after_invalidate");
         rc = alog_durable_log_range(f, e->p, sizeof *e->p);
         if (rc) return rc;
         ALOG_CTR_ADD(f, checkpointed_entries, 1);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "atomic/alog.h"
+#include "common/crashpoint.h"
 #include "common/dk.h"
 #include "common/log.h"
 
@@ -55,6 +56,7 @@ static void rec_one(struct rec_job *j, struct alog_pent *p) {
         return;
     }
     uint32_t start = alog_extent_start(p->extent), len = alog_extent_len(p->extent);
+    DK_CRASH_POINT("atomic.recover.before_apply");
     alog_store(f, f->data + p->dest_off + start, f->area + p->log_off + start, len);
     if (redo) j->redo++;
     else j->undo++;
@@ -111,7 +113,10 @@ int alog_recover(struct alog_file *f, uint32_t threads, bool keep_entries) {
     if (stopped) return -EINTR;
     int rc = alog_durable_data_all(f);
     if (rc || keep_entries) return rc;
-    for (uint64_t i = 0; i < f->entry_count; i++)
-        if (__atomic_load_n(&f->pents[i].word, __ATOMIC_RELAXED)) alog_store_word(&f->pents[i].word, 0);
+    for (uint64_t i = 0; i < f->entry_count; i++) {
+        if (!__atomic_load_n(&f->pents[i].word, __ATOMIC_RELAXED)) continue;
+        DK_CRASH_POINT("atomic.recover.before_invalidate");
+        alog_store_word(&f->pents[i].word, 0);
+    }
     return alog_durable_log_all(f);
 }

@@ -10,6 +10,7 @@
 
 #include "atomic/alog.h"
 #include "common/dk.h"
+#include "common/crashpoint.h"
 #include "persist/persist.h"
 
 static uint32_t shift_for_bytes(size_t n) {
@@ -38,11 +39,14 @@ static int block_write_new(struct alog_file *f, struct alog_leaf *leaf, uint64_t
     if (e->redo) log_from_user(f, e, a, src, n);
     else log_from_file(f, e, a, a + n);
     e->ext_start = a, e->ext_len = n;
+    DK_CRASH_POINT("atomic.copy.new.before_publish");
     alog_entry_publish(f, e);
     if (e->redo) return 0; /* made durable by the commit's fence (or fdatasync), with everything else */
     rc = alog_durable_log_range(f, e->p, sizeof *e->p);
     if (rc) return rc;
+    DK_CRASH_POINT("atomic.copy.undo.before_file_store");
     alog_store(f, f->data + base + a, src, n);
+    DK_CRASH_POINT("atomic.copy.undo.after_file_store");
     return 0;
 }
 
@@ -54,17 +58,20 @@ static int block_write_merge(struct alog_file *f, struct alog_ent *e, uint32_t a
         log_from_file(f, e, b, lo);  /* gap left of the old delta (empty unless disjoint) */
         log_from_file(f, e, hi, a);  /* gap right of it */
         log_from_user(f, e, a, src, n);
+        DK_CRASH_POINT("atomic.copy.merge.redo.before_extent");
         if (hull_lo != lo || hull_hi != hi) alog_entry_set_extent(f, e, hull_lo, hull_hi - hull_lo);
         return 0;
     }
     if (hull_lo != lo || hull_hi != hi) {
         log_from_file(f, e, hull_lo, lo); /* old bytes not yet saved this epoch */
         log_from_file(f, e, hi, hull_hi);
+        DK_CRASH_POINT("atomic.copy.merge.undo.before_fence");
         dk_fence(); /* the saved bytes durable before the extent says so (undo runs on dax/volatile only) */
         alog_entry_set_extent(f, e, hull_lo, hull_hi - hull_lo);
         int rc = alog_durable_log_range(f, e->p, sizeof *e->p);
         if (rc) return rc;
     }
+    DK_CRASH_POINT("atomic.copy.merge.undo.before_file_store");
     alog_store(f, f->data + e->dest_off + a, src, n);
     return 0;
 }
