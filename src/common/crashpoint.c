@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum crash_mode { CRASH_OFF, CRASH_KILL, CRASH_COUNT };
+enum crash_mode { CRASH_OFF, CRASH_KILL, CRASH_COUNT, CRASH_HOOK };
 
 struct site_count {
     const char *site; /* set once (CAS from NULL); literal strings, compared by content */
@@ -27,6 +27,7 @@ static char count_path[PATH_MAX];
 static struct site_count counts[DK_CRASH_SITES_MAX];
 static unsigned long count_overflow;
 static int atexit_registered;
+static void (*site_hook)(const char *site);
 
 static void write_all(int fd, const char *p, size_t n) {
     while (n) {
@@ -73,6 +74,8 @@ void dk_crashpoint_hit(const char *site) {
         }
     } else if (mode == CRASH_COUNT) {
         count_hit(site);
+    } else if (mode == CRASH_HOOK) {
+        site_hook(site);
     }
     errno = saved_errno;
 }
@@ -132,6 +135,15 @@ int dk_crashpoint_configure(const char *spec) {
     }
     __atomic_store_n(&dk_crashpoint_active, 1, __ATOMIC_RELEASE);
     return 0;
+}
+
+void dk_crashpoint_set_hook(void (*hook)(const char *site)) {
+    __atomic_store_n(&dk_crashpoint_active, 0, __ATOMIC_RELAXED);
+    mode = CRASH_OFF;
+    site_hook = hook;
+    if (!hook) return;
+    mode = CRASH_HOOK;
+    __atomic_store_n(&dk_crashpoint_active, 1, __ATOMIC_RELEASE);
 }
 
 /* Test-only variable, read once at load with the real getenv; a bad value is reported, never fatal. */

@@ -31,6 +31,10 @@ void dk_crashpoint_hit(const char *site);
 /* Sets the mode from a spec string of the DAXKIT_TEST_CRASH syntax (NULL or "" turns it off) for tests that
  * drive crash points in-process. Returns 0 or -EINVAL. Not thread-safe against concurrent hits. */
 int dk_crashpoint_configure(const char *spec);
+/* In-process hook mode (replaces any other mode; NULL turns it off): `hook(site)` runs at every crash point
+ * reached, on the thread that reached it -- for tests that force an interleaving (e.g. make another thread
+ * finish a record while this one is between its stores and its fence). Not thread-safe against concurrent hits. */
+void dk_crashpoint_set_hook(void (*hook)(const char *site));
 /* Count mode: appends the counts now (also done at exit). Returns 0 or -errno. */
 int dk_crashpoint_write_counts(void);
 #else

@@ -148,6 +148,7 @@ enum dk_oplog_broken {
     DK_OPLOG_BROKEN_CRC_HEAD_ONLY, /* the crc covers the head line only, not the data lines */
     DK_OPLOG_BROKEN_NO_FENCE,      /* append returns after the flushes, before the fence */
     DK_OPLOG_BROKEN_RESET_NO_FENCE, /* reset writes the new header without flush + fence */
+    DK_OPLOG_BROKEN_SCAN_STOPS_AT_HOLE, /* recovery stops at the first empty or torn slot */
 };
 extern int dk_oplog_test_broken;
 #endif

@@ -37,6 +37,9 @@ static int record_valid(const struct oplog_line *lines, uint64_t avail, uint32_t
     if (h->lines == 0 || h->lines > DK_OPLOG_RECORD_LINES_MAX || h->lines > avail || h->type == 0) return 0;
     if (h->data_bytes > DK_OPLOG_DATA_BYTES_MAX || oplog_lines_for(h->data_bytes) != h->lines) return 0;
     uint32_t crc = dk_crc32c(0, (const char *)&lines[0] + 4, DK_OPLOG_LINE_BYTES - 4);
+#ifdef DAXKIT_TEST_BUILD
+    if (dk_oplog_test_broken == DK_OPLOG_BROKEN_CRC_HEAD_ONLY) return crc == h->crc; /* reader of the bug */
+#endif
     for (uint32_t i = 1; i < h->lines; i++) {
         const struct oplog_line_hdr *d = &lines[i].h;
         if (d->kind != OPLOG_KIND_DATA || d->generation != generation || d->lines != i) return 0;
@@ -84,6 +87,9 @@ int dk_oplog_scan_image(const void *image, size_t bytes, dk_oplog_record_fn cb, 
     for (uint64_t slot = 0; rc == 0 && slot < capacity;) {
         const struct oplog_line_hdr *h = &recs[slot].h;
         st.lines_scanned++;
+#ifdef DAXKIT_TEST_BUILD
+        if (dk_oplog_test_broken == DK_OPLOG_BROKEN_SCAN_STOPS_AT_HOLE && in_gap) break;
+#endif
         if (h->generation != gen || h->kind == 0) { /* empty (zero) or from an earlier generation */
             in_gap = 1, slot++;
             continue;
