@@ -25,6 +25,7 @@
 #define ALOG_FILE_BYTES_MAX (1ull << 48) /* 3 internal levels x 9 bits + 21 bits: 256 TiB */
 #define ALOG_NT_MIN_BYTES 256u
 #define ALOG_CKPT_BATCH 64u
+#define ALOG_POLICY_WINDOW_ACCESSES 256u /* hybrid: accesses that a policy decision needs at least */
 
 enum alog_policy { ALOG_UNDO = DAXKIT_ATOMIC_UNDO, ALOG_REDO = DAXKIT_ATOMIC_REDO };
 

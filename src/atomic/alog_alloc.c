@@ -42,9 +42,11 @@ static int64_t slot_take(struct alog_file *f) {
 /* A free block of 1 << shift bytes in chunk c (which serves that size). */
 static int64_t chunk_take(struct alog_chunk *c, uint32_t shift) {
     uint32_t per = 1u << (ALOG_BLOCK_SHIFT_MAX - shift);
-    for (uint32_t i = 0; i < per; i++) {
-        if (c->used_bits[i / 64] & (1ull << (i % 64))) continue;
-        c->used_bits[i / 64] |= 1ull << (i % 64);
+    for (uint32_t w = 0; w * 64 < per; w++) {
+        uint64_t used = c->used_bits[w] | (per - w * 64 < 64 ? ~0ull << (per - w * 64) : 0);
+        if (used == ~0ull) continue;
+        uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(~used);
+        c->used_bits[w] |= 1ull << (i % 64);
         c->free_count--;
         return (int64_t)i << shift;
     }

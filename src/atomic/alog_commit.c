@@ -1,7 +1,8 @@
 /* Commit: every entry of epoch H becomes committed when the header's epoch word says H + 1. The work is
  * one fence (dax) or one fdatasync of the log (pagecache) plus one 8-byte store, whatever the number of
- * dirty blocks. The next epoch's policy is chosen here from this epoch's read/write counters; a change
- * checkpoints everything first, so one file never holds entries of both kinds. */
+ * dirty blocks. The next epoch's policy is chosen here from the read/write counters (of this epoch, or of
+ * the epochs since the last decision when they were short: see decide()); a change checkpoints everything
+ * first, so one file never holds entries of both kinds. */
 #include <errno.h>
 
 #include "atomic/alog.h"
@@ -15,6 +16,16 @@ uint32_t alog_policy_next(uint32_t current, uint32_t mode, uint32_t redo_write_p
     /* writes / (reads + writes) >= pct / 100, in integers without division (Libnvmio's division truncated
      * the ratio to 0 and never switched). */
     return writes * 100 >= (uint64_t)redo_write_pct * (reads + writes) ? ALOG_REDO : ALOG_UNDO;
+}
+
+/* The counters since the last decision decide once they cover ALOG_POLICY_WINDOW_ACCESSES accesses (a
+ * program syncing every few operations would otherwise flip policy on noise, paying a full checkpoint at
+ * each flip); until then the policy stays. Caller holds f->rw for writing. */
+static uint32_t decide(struct alog_file *f) {
+    uint64_t r = f->reads_epoch, w = f->writes_epoch;
+    if (f->policy_mode == DAXKIT_ATOMIC_HYBRID && r + w < ALOG_POLICY_WINDOW_ACCESSES) return f->policy;
+    f->reads_epoch = f->writes_epoch = 0;
+    return alog_policy_next(f->policy, f->policy_mode, f->redo_write_pct, r, w);
 }
 
 static int commit_epoch(struct alog_file *f) {
@@ -48,9 +59,7 @@ int alog_sync(struct alog_file *f) {
     if (!rc) rc = commit_epoch(f);
     if (!rc) {
         ALOG_CTR_ADD(f, syncs, 1);
-        uint64_t r = __atomic_exchange_n(&f->reads_epoch, 0, __ATOMIC_RELAXED);
-        uint64_t w = __atomic_exchange_n(&f->writes_epoch, 0, __ATOMIC_RELAXED);
-        uint32_t next = alog_policy_next(f->policy, f->policy_mode, f->redo_write_pct, r, w);
+        uint32_t next = decide(f);
         if (f->persist_as == DK_MEDIUM_PAGECACHE) next = ALOG_REDO; /* undo needs ordered in-place stores */
         if (next != f->policy) rc = switch_policy(f, next);
     }

@@ -2,7 +2,8 @@
  * next epoch when writes >= 40% of this epoch's accesses, else undo, in integers (Libnvmio's integer
  * division never switched). Through the API: a write-heavy epoch moves a file from undo to redo at sync,
  * a read-heavy one moves it back, each switch checkpoints everything (no entries left), the data stays
- * right across switches, and the fixed policies never switch. Usage: atomic_policy [DIR] */
+ * right across switches, the fixed policies never switch, and short epochs accumulate their counts
+ * until 256 accesses back a decision (no flip-flopping on noise when a program syncs every few ops). Usage: atomic_policy [DIR] */
 #include "atomic/alog.h"
 #include "atomic_test.h"
 
@@ -55,20 +56,24 @@ static void hybrid(const char *path) {
     if (at_stats(a).persist_medium == 1) at_skip("pagecache medium: the engine uses redo only there");
     uint64_t rs = 12345;
     expect_policy(a, DAXKIT_ATOMIC_UNDO, 0, "fresh map");
-    epoch(a, 50, 0, &rs);
-    expect_policy(a, DAXKIT_ATOMIC_REDO, 1, "epoch of 50 writes, 0 reads");
+    epoch(a, 300, 0, &rs);
+    expect_policy(a, DAXKIT_ATOMIC_REDO, 1, "epoch of 300 writes, 0 reads");
     AT_CHECK(at_stats(a).entries_live == 0, "a switch leaves no entries");
-    epoch(a, 40, 60, &rs);
-    expect_policy(a, DAXKIT_ATOMIC_REDO, 1, "40 writes, 60 reads (exactly 40%)");
-    epoch(a, 39, 61, &rs);
-    expect_policy(a, DAXKIT_ATOMIC_UNDO, 2, "39 writes, 61 reads");
+    epoch(a, 120, 180, &rs);
+    expect_policy(a, DAXKIT_ATOMIC_REDO, 1, "120 writes, 180 reads (exactly 40%)");
+    epoch(a, 117, 183, &rs);
+    expect_policy(a, DAXKIT_ATOMIC_UNDO, 2, "117 writes, 183 reads (39%)");
     AT_CHECK(at_stats(a).entries_live == 0, "a switch leaves no entries");
-    epoch(a, 5, 95, &rs);
-    expect_policy(a, DAXKIT_ATOMIC_UNDO, 2, "5 writes, 95 reads");
-    epoch(a, 90, 10, &rs);
-    expect_policy(a, DAXKIT_ATOMIC_REDO, 3, "90 writes, 10 reads");
+    epoch(a, 15, 285, &rs);
+    expect_policy(a, DAXKIT_ATOMIC_UNDO, 2, "15 writes, 285 reads");
+    epoch(a, 270, 30, &rs);
+    expect_policy(a, DAXKIT_ATOMIC_REDO, 3, "270 writes, 30 reads");
     epoch(a, 0, 0, &rs);
     expect_policy(a, DAXKIT_ATOMIC_REDO, 3, "idle epoch");
+    for (int i = 0; i < 9; i++) epoch(a, 2, 18, &rs); /* short epochs: 180 accesses, no decision yet */
+    expect_policy(a, DAXKIT_ATOMIC_REDO, 3, "9 short read-heavy epochs (180 accesses)");
+    for (int i = 0; i < 4; i++) epoch(a, 2, 18, &rs); /* 260 accesses since the last decision */
+    expect_policy(a, DAXKIT_ATOMIC_UNDO, 4, "4 more (260 accesses, 10% writes)");
     AT_OK(daxkit_atomic_unmap(a));
     static char file[FILE_BYTES];
     at_read_file(path, file, FILE_BYTES);

@@ -1,0 +1,286 @@
+/* Description: failure-atomic updates (issue 4, part 5): the daxkit_atomic_* C API against the kernel path
+ * (pwrite/pread + fsync on the same file system) in one run. Tests (--tests, comma-separated, default all):
+ *   sizes    copies of 128 B, 1 KiB, 4 KiB, 64 KiB at random aligned offsets, sync every 1/10/100
+ *   dirty    the cost of one sync after 1, 10, 100, 1000 dirty 4 KiB blocks (epoch commit: O(1))
+ *   mix      read:write mixes 100:0 .. 0:100 of 4 KiB ops (sync every 10) under undo, redo and hybrid
+ *   latency  4 KiB copy + sync, every op: median and p99.9
+ * One CSV row per measurement on stdout (columns in print_header). Persistence follows DAXKIT_PERSIST
+ * (flush: the dax code path on any medium, an EMULATION, labelled by the caller). Exit 0, 1 on an error. */
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daxkit/atomic.h"
+
+#define SAMPLES_MAX (1u << 20)
+
+struct cfg {
+    const char *dir, *medium, *tests;
+    uint64_t file_bytes;
+    uint32_t ops;
+    uint64_t seed;
+};
+
+struct row {
+    const char *variant, *test;
+    uint32_t bs, sync_every, write_pct, dirty_blocks, ops;
+    double wall_s;
+    uint64_t median_ns, p999_ns, mean_ns;
+};
+
+static struct cfg C = {.medium = "unknown", .tests = "sizes,dirty,mix,latency", .file_bytes = 64ull << 20,
+                       .ops = 20000, .seed = 42};
+static uint64_t *lat;
+static char path[4096];
+static char *buf;
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t rnd(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    return *s = x;
+}
+
+static void die(const char *what, int err) {
+    fprintf(stderr, "dk_bench_atomic: %s: %s\n", what, strerror(err < 0 ? -err : err));
+    exit(1);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void print_header(void) {
+    printf("medium,variant,test,bs,sync_every,write_pct,dirty_blocks,ops,ops_per_s,median_ns,p999_ns,mean_ns,wall_s\n");
+}
+
+static void emit(struct row *r, uint32_t n) {
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < n; i++) sum += lat[i];
+    qsort(lat, n, sizeof *lat, cmp_u64);
+    r->median_ns = n ? lat[n / 2] : 0;
+    r->p999_ns = n ? lat[(uint64_t)n * 999 / 1000] : 0;
+    r->mean_ns = n ? sum / n : 0;
+    printf("%s,%s,%s,%u,%u,%u,%u,%u,%.0f,%llu,%llu,%llu,%.4f\n", C.medium, r->variant, r->test, r->bs, r->sync_every,
+           r->write_pct, r->dirty_blocks, r->ops, r->wall_s > 0 ? r->ops / r->wall_s : 0,
+           (unsigned long long)r->median_ns, (unsigned long long)r->p999_ns, (unsigned long long)r->mean_ns, r->wall_s);
+    fflush(stdout);
+}
+
+static bool want(const char *t) {
+    char list[256], key[32];
+    snprintf(list, sizeof list, ",%s,", C.tests);
+    snprintf(key, sizeof key, ",%s,", t);
+    return strstr(list, key) || !strcmp(C.tests, "all");
+}
+
+static void make_file(void) {
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) die("create data file", errno);
+    for (uint64_t off = 0; off < C.file_bytes; off += 1u << 20)
+        if (pwrite(fd, buf, 1u << 20, (off_t)off) != 1 << 20) die("fill data file", errno);
+    fsync(fd);
+    close(fd);
+}
+
+/* ---- the two paths behind one interface ---- */
+
+enum variant { V_KERNEL, V_HYBRID, V_UNDO, V_REDO };
+static const char *variant_name[] = {"kernel", "atomic-hybrid", "atomic-undo", "atomic-redo"};
+
+struct target {
+    enum variant v;
+    int fd;
+    struct daxkit_atomic *a;
+};
+
+static struct target open_target(enum variant v) {
+    struct target t = {.v = v, .fd = -1};
+    if (v == V_KERNEL) {
+        t.fd = open(path, O_RDWR);
+        if (t.fd < 0) die("open", errno);
+        return t;
+    }
+    struct daxkit_atomic_options o;
+    daxkit_atomic_options_init(&o);
+    o.policy = v == V_UNDO ? DAXKIT_ATOMIC_UNDO : v == V_REDO ? DAXKIT_ATOMIC_REDO : DAXKIT_ATOMIC_HYBRID;
+    o.log_bytes = 256ull << 20;
+    int rc = daxkit_atomic_map(path, &o, &t.a);
+    if (rc) die("daxkit_atomic_map", rc);
+    return t;
+}
+
+static void close_target(struct target *t) {
+    if (t->a) {
+        int rc = daxkit_atomic_unmap(t->a);
+        if (rc) die("daxkit_atomic_unmap", rc);
+    }
+    if (t->fd >= 0) close(t->fd);
+}
+
+static void t_write(struct target *t, uint64_t off, uint32_t n) {
+    if (t->a) {
+        int rc = daxkit_atomic_copy(t->a, off, buf, n);
+        if (rc) die("daxkit_atomic_copy", rc);
+    } else if (pwrite(t->fd, buf, n, (off_t)off) != (ssize_t)n) {
+        die("pwrite", errno);
+    }
+}
+
+static void t_read(struct target *t, uint64_t off, uint32_t n, char *dst) {
+    if (t->a) {
+        int rc = daxkit_atomic_read(t->a, off, dst, n);
+        if (rc) die("daxkit_atomic_read", rc);
+    } else if (pread(t->fd, dst, n, (off_t)off) != (ssize_t)n) {
+        die("pread", errno);
+    }
+}
+
+static void t_sync(struct target *t) {
+    if (t->a) {
+        int rc = daxkit_atomic_sync(t->a);
+        if (rc) die("daxkit_atomic_sync", rc);
+    } else if (fsync(t->fd) != 0) {
+        die("fsync", errno);
+    }
+}
+
+/* ---- tests ---- */
+
+static void run_sizes(enum variant v, uint32_t bs, uint32_t sync_every) {
+    struct target t = open_target(v);
+    uint32_t ops = bs >= 65536 ? C.ops / 8 : C.ops;
+    uint64_t s = C.seed, slots = C.file_bytes / bs;
+    uint64_t t0 = now_ns();
+    for (uint32_t i = 0; i < ops; i++) {
+        uint64_t a = now_ns();
+        t_write(&t, (rnd(&s) % slots) * bs, bs);
+        if ((i + 1) % sync_every == 0) t_sync(&t);
+        lat[i] = now_ns() - a;
+    }
+    struct row r = {.variant = variant_name[v], .test = "sizes", .bs = bs, .sync_every = sync_every, .write_pct = 100,
+                    .dirty_blocks = 0, .ops = ops, .wall_s = (now_ns() - t0) / 1e9};
+    close_target(&t);
+    emit(&r, ops);
+}
+
+static void run_dirty(enum variant v, uint32_t dirty) {
+    struct target t = open_target(v);
+    uint32_t reps = dirty >= 1000 ? 60 : 300;
+    uint64_t s = C.seed, blocks = C.file_bytes / 4096;
+    uint64_t t0 = now_ns();
+    for (uint32_t r = 0; r < reps; r++) {
+        uint64_t first = rnd(&s) % (blocks - dirty);
+        for (uint32_t i = 0; i < dirty; i++) t_write(&t, (first + i) * 4096 + 512, 128);
+        uint64_t a = now_ns();
+        t_sync(&t);
+        lat[r] = now_ns() - a;
+    }
+    struct row r = {.variant = variant_name[v], .test = "dirty", .bs = 128, .sync_every = dirty, .write_pct = 100,
+                    .dirty_blocks = dirty, .ops = reps, .wall_s = (now_ns() - t0) / 1e9};
+    close_target(&t);
+    emit(&r, reps);
+}
+
+static void run_mix(enum variant v, uint32_t write_pct) {
+    struct target t = open_target(v);
+    uint64_t s = C.seed ^ write_pct, hot_blocks = (16ull << 20) / 4096;
+    static char dst[4096];
+    uint64_t t0 = now_ns();
+    for (uint32_t i = 0; i < C.ops; i++) {
+        uint64_t off = (rnd(&s) % hot_blocks) * 4096, a = now_ns();
+        if (rnd(&s) % 100 < write_pct) t_write(&t, off, 4096);
+        else t_read(&t, off, 4096, dst);
+        if ((i + 1) % 10 == 0) t_sync(&t);
+        lat[i] = now_ns() - a;
+    }
+    struct row r = {.variant = variant_name[v], .test = "mix", .bs = 4096, .sync_every = 10, .write_pct = write_pct,
+                    .dirty_blocks = 0, .ops = C.ops, .wall_s = (now_ns() - t0) / 1e9};
+    close_target(&t);
+    emit(&r, C.ops);
+}
+
+static void run_latency(enum variant v) {
+    struct target t = open_target(v);
+    uint64_t s = C.seed, slots = C.file_bytes / 4096;
+    uint64_t t0 = now_ns();
+    for (uint32_t i = 0; i < C.ops; i++) {
+        uint64_t a = now_ns();
+        t_write(&t, (rnd(&s) % slots) * 4096, 4096);
+        t_sync(&t);
+        lat[i] = now_ns() - a;
+    }
+    struct row r = {.variant = variant_name[v], .test = "latency", .bs = 4096, .sync_every = 1, .write_pct = 100,
+                    .dirty_blocks = 0, .ops = C.ops, .wall_s = (now_ns() - t0) / 1e9};
+    close_target(&t);
+    emit(&r, C.ops);
+}
+
+static void parse(int argc, char **argv) {
+    static const struct option lo[] = {{"dir", 1, 0, 'd'},  {"medium", 1, 0, 'm'}, {"tests", 1, 0, 't'},
+                                       {"ops", 1, 0, 'n'},  {"file-mib", 1, 0, 'f'}, {"seed", 1, 0, 's'},
+                                       {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        switch (c) {
+        case 'd': C.dir = optarg; break;
+        case 'm': C.medium = optarg; break;
+        case 't': C.tests = optarg; break;
+        case 'n': C.ops = (uint32_t)strtoul(optarg, NULL, 0); break;
+        case 'f': C.file_bytes = strtoull(optarg, NULL, 0) << 20; break;
+        case 's': C.seed = strtoull(optarg, NULL, 0) | 1; break;
+        default: exit(2);
+        }
+    }
+    if (!C.dir || C.ops == 0 || C.ops > SAMPLES_MAX || C.file_bytes < (32ull << 20)) {
+        fprintf(stderr, "usage: dk_bench_atomic --dir DIR [--medium NAME] [--tests sizes,dirty,mix,latency] "
+                        "[--ops N<=%u] [--file-mib M>=32] [--seed S]\n", SAMPLES_MAX);
+        exit(2);
+    }
+}
+
+int main(int argc, char **argv) {
+    parse(argc, argv);
+    lat = malloc(SAMPLES_MAX * sizeof *lat);
+    buf = aligned_alloc(4096, 1u << 20);
+    if (!lat || !buf) die("malloc", ENOMEM);
+    for (uint32_t i = 0; i < 1u << 20; i++) buf[i] = (char)(i * 31 + 7);
+    snprintf(path, sizeof path, "%s/bench-atomic.bin", C.dir);
+    make_file();
+    print_header();
+    const uint32_t sizes[] = {128, 1024, 4096, 65536}, syncs[] = {1, 10, 100};
+    const enum variant all[] = {V_KERNEL, V_HYBRID, V_UNDO, V_REDO};
+    if (want("sizes"))
+        for (int b = 0; b < 4; b++)
+            for (int k = 0; k < 3; k++)
+                for (int v = 0; v < 2; v++) run_sizes(all[v], sizes[b], syncs[k]);
+    if (want("dirty")) {
+        const uint32_t dirty[] = {1, 10, 100, 1000};
+        for (int d = 0; d < 4; d++)
+            for (int v = 0; v < 4; v++)
+                if (all[v] != V_HYBRID) run_dirty(all[v], dirty[d]);
+    }
+    if (want("mix")) {
+        const uint32_t pct[] = {0, 10, 25, 40, 50, 75, 90, 100};
+        for (int p = 0; p < 8; p++)
+            for (int v = 0; v < 4; v++) run_mix(all[v], pct[p]);
+    }
+    if (want("latency"))
+        for (int v = 0; v < 2; v++) run_latency(all[v]);
+    unlink(path);
+    return 0;
+}
