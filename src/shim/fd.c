@@ -82,7 +82,9 @@ static int fcntl_common(int fd, int cmd, void *arg, bool is64) {
     if (!up_fd_slot(fd)) {
         /* A lock on any file may guard managed ones: its release publishes them. */
         if (is_setlk(cmd) && arg && ((struct flock *)arg)->l_type == F_UNLCK) up_publish_all();
-        return real(fd, cmd, arg);
+        int r = real(fd, cmd, arg);
+        if (r == 0 && is_setlk(cmd) && arg && ((struct flock *)arg)->l_type != F_UNLCK) up_refresh_all();
+        return r;
     }
     if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
         int r = real(fd, cmd, arg);
@@ -116,7 +118,7 @@ static int fcntl_common(int fd, int cmd, void *arg, bool is64) {
             return real(fd, cmd, arg);
         }
         int r = real(fd, cmd, arg);
-        if (r == 0) up_refresh_fd(fd); /* another process may have published while we waited */
+        if (r == 0) up_refresh_all(); /* another process may have published while we waited */
         return r;
     }
     return real(fd, cmd, arg);
@@ -141,7 +143,9 @@ DK_EXPORT int flock(int fd, int op) {
     if (!up_enabled) return DK_REAL(flock)(fd, op);
     if (!up_fd_slot(fd)) {
         if (op & LOCK_UN) up_publish_all(); /* the lock may guard managed files */
-        return DK_REAL(flock)(fd, op);
+        int r = DK_REAL(flock)(fd, op);
+        if (r == 0 && !(op & LOCK_UN)) up_refresh_all();
+        return r;
     }
     if (op & LOCK_UN) {
         int rc = up_publish_fd(fd);
@@ -153,7 +157,7 @@ DK_EXPORT int flock(int fd, int op) {
         return DK_REAL(flock)(fd, op);
     }
     int r = DK_REAL(flock)(fd, op);
-    if (r == 0) up_refresh_fd(fd);
+    if (r == 0) up_refresh_all();
     return r;
 }
 

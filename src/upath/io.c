@@ -152,13 +152,32 @@ static void staged_read(struct up_file *f, uint64_t off, char *buf, size_t n) {
 /* ---- extend strategy ---- */
 
 /* Makes the kernel size at least `end`, in steps, mapped and populated. Under f->mu. */
+/* Another process grew the kernel file past what we set (a shared file written without locks on it, e.g.
+ * a SQLite WAL guarded by locks in the -shm file): its size becomes ours -- what lies below it is that
+ * process's data -- so that neither our extension nor our publish shrinks the file under it. */
+static int adopt_kernel_growth(struct up_file *f, int fd) {
+    struct stat st;
+    if (DK_REAL(fstat)(fd, &st) != 0 || (uint64_t)st.st_size <= f->ksize) return 0;
+    uint64_t ks = (uint64_t)st.st_size;
+    if (ks > UP_MAP_MAX_BYTES) return -EFBIG;
+    int rc = up_map_grow(f, fd, ks, 0);
+    if (rc) return rc;
+    __atomic_store_n(&f->ksize, ks, __ATOMIC_RELEASE);
+    if (ks > f->pub_size) __atomic_store_n(&f->pub_size, ks, __ATOMIC_RELEASE);
+    if (ks > up_file_size(f)) up_file_set_size(f, ks);
+    up_sizerec_clear(f);
+    return 0;
+}
+
 static int extend_to(struct up_file *f, int fd, uint64_t end) {
     if (end <= f->ksize) return 0;
+    int rc = adopt_kernel_growth(f, fd);
+    if (rc || end <= f->ksize) return rc;
     /* Steps grow with the file (2 MiB up to DAXKIT_EXTEND_STEP_BYTES): small files stay small. */
     uint64_t step = DK_MIN(dk_cfg.extend_step_bytes, DK_MAX((uint64_t)DK_HUGE_BYTES, f->ksize));
     uint64_t target = dk_round_up(DK_MAX(end, f->ksize + step), DK_HUGE_BYTES);
     if (target > UP_MAP_MAX_BYTES) return -EFBIG;
-    int rc = up_map_grow(f, fd, target, 0);
+    rc = up_map_grow(f, fd, target, 0);
     if (rc) return rc;
     rc = up_sizerec_extend(f, fd, target); /* durable before the kernel size moves */
     if (rc) return rc;

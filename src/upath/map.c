@@ -135,12 +135,13 @@ void up_map_populate(struct up_file *f, uint64_t off, uint64_t len) {
         if (off >= e->off + e->len || end <= e->off) continue;
         uint64_t a = dk_round_down(DK_MAX(off, e->off), DK_PAGE_BYTES);
         uint64_t b = dk_round_up(DK_MIN(end, e->off + e->len), DK_PAGE_BYTES);
-        /* Write-populating dirties every page on a page-cache file system (fsync would write them all
-         * back), so there we read-populate and let the first store take the kernel's dirty-tracking
-         * fault. On tmpfs and DAX a write populate costs nothing later. */
-        bool write = f->map.writable && f->root->medium.medium != DK_MEDIUM_PAGECACHE;
-        int advice = write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ;
-        dk_libc()->madvise(e->addr + (a - e->off), b - a, advice);
+        /* Read-populate only: a write fault on a shared mapping updates the file's mtime and ctime
+         * (file_update_time), so write-populating a file the program only reads would change its
+         * timestamps (git then sees every file read as modified), and on a page-cache file system it
+         * would dirty every page. On tmpfs a read fault maps the page writable already (no write
+         * notification there), so later stores take no fault; on DAX and page-cache file systems the
+         * first store to a page takes the kernel's fault, which updates mtime as a write should. */
+        dk_libc()->madvise(e->addr + (a - e->off), b - a, MADV_POPULATE_READ);
     }
     DK_ERRNO_RESTORE;
 }

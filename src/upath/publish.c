@@ -112,6 +112,23 @@ static int relink_all(struct up_file *f, int wfd) {
     return rc;
 }
 
+/* extend strategy: sets the kernel size back to the logical size -- unless another process changed the
+ * kernel size since we set it and the file is now longer than ours: then its size stands (shrinking it
+ * would cut what that process wrote or mapped, e.g. SQLite growing its -shm file) and becomes ours. */
+static int extend_publish(struct up_file *f, int wfd, uint64_t *size) {
+    struct stat st;
+    if (DK_REAL(fstat)(wfd, &st) == 0 && (uint64_t)st.st_size != f->ksize && (uint64_t)st.st_size > *size) {
+        uint64_t ns = (uint64_t)st.st_size;
+        int rc = up_map_keep(f, wfd, ns);
+        if (rc) return rc;
+        up_file_set_size(f, ns);
+        *size = ns;
+        dk_count(DK_C_fallbacks, 1);
+        return 0;
+    }
+    return DK_REAL(ftruncate)(wfd, (off_t)*size) != 0 ? -errno : 0;
+}
+
 int up_publish_locked(struct up_file *f, int fd) {
     uint64_t size = up_file_size(f);
     bool staged = f->strategy == UP_STAGE && (f->staged_count || size != f->pub_size);
@@ -123,7 +140,7 @@ int up_publish_locked(struct up_file *f, int fd) {
     /* The mapping must cover the new size before pub_size moves (readers trust pub_size). */
     int rc = up_map_keep(f, wfd, size);
     if (rc == 0 && staged) rc = relink_all(f, wfd);
-    if (rc == 0 && extended && DK_REAL(ftruncate)(wfd, (off_t)size) != 0) rc = -errno;
+    if (rc == 0 && extended) rc = extend_publish(f, wfd, &size);
     if (rc == 0) {
         f->ksize = size;
         __atomic_store_n(&f->pub_size, size, __ATOMIC_RELEASE);

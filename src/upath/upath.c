@@ -201,18 +201,24 @@ static ssize_t iov_total(const struct iovec *iov, int cnt) {
     return (ssize_t)total;
 }
 
-/* The kernel's order of checks: offset, then access mode, then the vector. */
-static int vec_check(const struct up_slot *s, const struct iovec *iov, int cnt, off_t off, bool use_off, int acc_bad,
-                     ssize_t *total) {
+/* The kernel's order of checks: offset, then access mode and vector count -- in an order that changed
+ * (6.1 checks the count first, later kernels the access mode): when both are wrong, the kernel says
+ * which errno, by a call that fails without effect. */
+static int vec_check(const struct up_slot *s, int fd, const struct iovec *iov, int cnt, off_t off, bool use_off,
+                     int acc_bad, ssize_t *total) {
     if (use_off && off < 0) return -EINVAL;
-    if ((int)(s->flags & O_ACCMODE) == acc_bad) return -EBADF;
+    if ((int)(s->flags & O_ACCMODE) == acc_bad) {
+        if (cnt >= 0 && cnt <= IOV_MAX) return -EBADF;
+        ssize_t r = acc_bad == O_WRONLY ? DK_REAL(preadv)(fd, iov, cnt, 0) : DK_REAL(pwritev)(fd, iov, cnt, 0);
+        return r < 0 ? -errno : -EBADF;
+    }
     *total = iov_total(iov, cnt);
     return *total < 0 ? (int)*total : 0;
 }
 
 ssize_t up_readv(struct up_slot *s, int fd, const struct iovec *iov, int cnt, off_t off, int flags, bool use_off) {
     ssize_t total = 0;
-    int rc = vec_check(s, iov, cnt, off, use_off, O_WRONLY, &total);
+    int rc = vec_check(s, fd, iov, cnt, off, use_off, O_WRONLY, &total);
     (void)flags; /* only known flags reach here (up_rwf_served) */
     if (rc) {
         errno = -rc;
@@ -238,7 +244,7 @@ ssize_t up_readv(struct up_slot *s, int fd, const struct iovec *iov, int cnt, of
 
 ssize_t up_writev(struct up_slot *s, int fd, const struct iovec *iov, int cnt, off_t off, int flags, bool use_off) {
     ssize_t total = 0;
-    int rc = vec_check(s, iov, cnt, off, use_off, O_RDONLY, &total);
+    int rc = vec_check(s, fd, iov, cnt, off, use_off, O_RDONLY, &total);
     if (rc) {
         errno = -rc;
         return -1;
@@ -473,6 +479,31 @@ static void publish_one(struct up_file *f, void *arg) {
         DK_REAL(close)(f->rescue_fd);
         f->rescue_fd = -1;
     }
+}
+
+struct refresh_arg {
+    struct up_file *done[64]; /* files refreshed already (one fstat per file, not per descriptor) */
+    unsigned n;
+};
+
+static void refresh_cb(int fd, struct up_fd *e, void *arg) {
+    struct refresh_arg *a = arg;
+    struct up_slot *s = e->slot;
+    if (!s || e->internal || s->kernel) return;
+    for (unsigned i = 0; i < a->n; i++)
+        if (a->done[i] == s->file) return;
+    if (a->n < DK_ARRAY_LEN(a->done)) a->done[a->n++] = s->file;
+    up_refresh_if_idle(s->file, fd);
+}
+
+void up_refresh_all(void) {
+    if (!up_enabled) return;
+    DK_ERRNO_SAVE;
+    struct refresh_arg a = {.n = 0};
+    pthread_mutex_lock(&up_table_mu);
+    up_fd_foreach(refresh_cb, &a);
+    pthread_mutex_unlock(&up_table_mu);
+    DK_ERRNO_RESTORE;
 }
 
 void up_publish_all(void) {

@@ -47,6 +47,9 @@ int up_fallocate(struct up_slot *s, int fd, int mode, off_t off, off_t len);
 int up_publish_fd(int fd);
 /* After a lock was acquired or the kernel changed the file: forget our view of its size. */
 void up_refresh_fd(int fd);
+/* After any lock was acquired: the same for every managed file the process has open (a lock often
+ * guards other files than its own: SQLite's WAL is guarded by locks in the -shm file). */
+void up_refresh_all(void);
 /* Before a kernel call that uses the file offset of fd (sendfile etc.): make the kernel's offset ours,
  * and afterwards take it back. */
 void up_offset_to_kernel(int fd);
