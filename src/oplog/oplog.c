@@ -96,9 +96,11 @@ static int build_tmp(struct dk_oplog *log, int dirfd, const char *tmp, size_t by
     if (c->ftruncate(fd, (off_t)bytes) != 0) return -errno;
     int e = c->posix_fallocate(fd, 0, (off_t)bytes);
     if (e != 0 && e != EOPNOTSUPP && e != EINVAL) return -e;
+    /* Populated now, so appends take no page faults (the log is written front to back, every page). */
     void *m = MAP_FAILED;
-    if (map_sync) m = c->mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
-    if (m == MAP_FAILED) m = c->mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map_sync)
+        m = c->mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED_VALIDATE | MAP_SYNC | MAP_POPULATE, fd, 0);
+    if (m == MAP_FAILED) m = c->mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
     if (m == MAP_FAILED) return -errno;
     log->map_bytes = bytes;
     log->headers = m;
