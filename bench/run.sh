@@ -5,7 +5,7 @@
 #   QUICK=1            a few minutes: one repetition, quick app sizes, apps on huge tmpfs only
 #   MEDIA              media of the microbenchmark [hugetmpfs tmpfs xfs]
 #   APP_MEDIA          media of the application benchmarks [hugetmpfs xfs; QUICK: hugetmpfs]
-#   PARTS              any of: micro apps graph [all]
+#   PARTS              any of: micro apps oplog graph [all]
 #   MICRO_REPS [5; QUICK 1], APP_REPS [3; QUICK 1], OPS [65536; QUICK 32768]
 #   VARIANTS, APP_VARIANTS, APPS   passed to bench/micro.sh and bench/apps.sh
 # Outputs: bench/results/micro.csv, apps.csv, summary.md, run-info.txt, *.png; logs in bench/results/logs/.
@@ -71,6 +71,13 @@ fi
 
 $PY "$SRC/bench/summarize.py" "$OUT"
 $PY "$SRC/bench/plot.py" "$OUT" || echo "bench: plotting failed (tables above are complete)" >&2
+
+if want oplog; then
+    echo "bench: operation log (bench/oplog.sh; results in bench/results/oplog.csv)"
+    rm -f "$OUT/oplog.csv"
+    REPS=$MICRO_REPS bash "$SRC/bench/oplog.sh" "$BUILD" "$OUT/oplog.csv" 2> "$OUT/logs/oplog.log" ||
+        echo "bench: bench/oplog.sh failed (see logs/oplog.log)" >&2
+fi
 
 # The graph engine's benchmarks belong to bench/graph/ (another part of daxkit); run them when present.
 if want graph && [ -f "$SRC/bench/graph/run.sh" ]; then
