@@ -4,7 +4,8 @@
  * durable once; (5) release them. A writer may retire a batch entry itself meanwhile (its block was written
  * again); the slot generation tells the later phases to leave it alone.
  * The background thread sleeps until a sync kicks it, waits the configured interval (so several syncs
- * share one pass), then checkpoints under the file lock held for reading. */
+ * share one pass), then checkpoints under the file lock held for reading, released between batches so a
+ * sync never waits for a whole pass. */
 #include <errno.h>
 #include <signal.h>
 #include <time.h>
@@ -12,6 +13,8 @@
 #include "atomic/alog.h"
 #include "common/crashpoint.h"
 #include "common/dk.h"
+
+static int64_t checkpoint_pass(struct alog_file *f, bool yield_between_batches);
 
 struct ckpt_item {
     struct alog_ent *e;
@@ -52,7 +55,9 @@ static int64_t flush_batch(struct alog_file *f, struct ckpt_item *items, uint32_
     return done;
 }
 
-int64_t alog_checkpoint_committed(struct alog_file *f) {
+int64_t alog_checkpoint_committed(struct alog_file *f) { return checkpoint_pass(f, false); }
+
+static int64_t checkpoint_pass(struct alog_file *f, bool yield_between_batches) {
     uint64_t epoch = __atomic_load_n(&f->epoch, __ATOMIC_ACQUIRE);
     struct ckpt_item items[ALOG_CKPT_BATCH];
     uint32_t n = 0;
@@ -65,6 +70,10 @@ int64_t alog_checkpoint_committed(struct alog_file *f) {
                 int64_t r = flush_batch(f, items, n, epoch);
                 if (r < 0) return r;
                 total += r, n = 0;
+                if (yield_between_batches) { /* let a waiting sync (and the copies behind it) in */
+                    pthread_rwlock_unlock(&f->rw);
+                    pthread_rwlock_rdlock(&f->rw);
+                }
                 continue;
             }
             struct alog_ent *e = &f->ents[w * 64 + (uint64_t)__builtin_ctzll(bits)];
@@ -104,7 +113,7 @@ static void *ckpt_main(void *arg) {
         int saved = errno;
         sleep_us(f->ckpt_interval_us);
         pthread_rwlock_rdlock(&f->rw);
-        (void)alog_checkpoint_committed(f); /* a failure makes f->broken sticky; copies report it */
+        (void)checkpoint_pass(f, true); /* a failure makes f->broken sticky; copies report it */
         pthread_rwlock_unlock(&f->rw);
         errno = saved;
         pthread_mutex_lock(&f->ckpt_mu);

@@ -16,9 +16,12 @@ void alog_store(struct alog_file *f, void *dst, const void *src, size_t n) {
     dk_store_persistent(dst, src, n, ALOG_NT_MIN_BYTES);
 }
 
+/* An aligned 8-byte value stored, traced and written back. Failure-atomic: glibc copies 8 bytes with
+ * full-width 8-byte moves, so every store to the word writes all of it (x86 stores of an aligned 8-byte
+ * word are atomic); a word is never seen half old, half new. */
 void alog_store_word(uint64_t *dst, uint64_t v) {
-    __atomic_store_n(dst, v, __ATOMIC_RELEASE);
-    dk_flush_range(dst, sizeof *dst);
+    dk_assert(((uintptr_t)dst & 7) == 0);
+    dk_copy_flush(dst, &v, sizeof v);
 }
 
 static int sync_fail(struct alog_file *f, int e) {

@@ -35,8 +35,10 @@ int alog_entry_create(struct alog_file *f, struct alog_leaf *leaf, uint64_t base
     return 0;
 }
 
-/* Stores the entry's fields, then (after `fence_between` for undo entries, whose log data must be durable
- * before the entry can be) the word that makes it valid. The caller orders what follows. */
+/* Stores the entry's fields and the word that makes it valid into its cache line and writes the line back
+ * once (a line written back is evicted on some CPUs: storing the word after a separate write-back of the
+ * fields would miss). A torn line fails `check` and is ignored by recovery. Undo entries fence first: their
+ * log data (old bytes) must be durable before any valid word can be. The caller orders what follows. */
 void alog_entry_publish(struct alog_file *f, struct alog_ent *e) {
     uint64_t word = ALOG_WORD_VALID | (e->redo ? ALOG_WORD_REDO : 0) | e->epoch << ALOG_WORD_EPOCH_SHIFT;
     struct alog_pent img;
@@ -46,9 +48,9 @@ void alog_entry_publish(struct alog_file *f, struct alog_ent *e) {
     img.shift = e->shift;
     img.extent = alog_extent(e->ext_start, e->ext_len);
     img.check = alog_pent_check(word, e->dest_off, e->log_off, e->shift);
-    dk_copy_flush((char *)e->p + sizeof img.word, (const char *)&img + sizeof img.word, sizeof img - sizeof img.word);
-    if (!e->redo) dk_fence(); /* undo: log data and fields durable before the word (and before the file store) */
-    alog_store_word(&e->p->word, word);
+    img.word = word;
+    if (!e->redo) dk_fence();
+    dk_copy_flush(e->p, &img, sizeof img);
     ALOG_CTR_ADD(f, log_meta_bytes, sizeof img);
 }
 

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Summary of bench/atomic.sh's CSV: medians over repetitions, and the issue-4 targets, as Markdown."""
+import csv
+import statistics
+import sys
+from collections import defaultdict
+
+
+def main(path):
+    rows = list(csv.DictReader(open(path)))
+    med = defaultdict(list)
+    for r in rows:
+        key = (r["variant"], r["test"], int(r["bs"]), int(r["sync_every"]), int(r["write_pct"]), int(r["dirty_blocks"]))
+        med[key].append(r)
+
+    def m(key, col):
+        vals = [float(r[col]) for r in med.get(key, [])]
+        return statistics.median(vals) if vals else float("nan")
+
+    reps = max((len(v) for v in med.values()), default=0)
+    medium = rows[0]["medium"] if rows else "?"
+    print(f"# daxkit atomic C API: benchmark summary ({medium}, medians of {reps} repetitions)\n")
+    print("## Copies with a sync every N (ops/s; kernel = pwrite + fsync on the same file system)\n")
+    print("| size | sync every | kernel ops/s | atomic ops/s | atomic / kernel |")
+    print("|---|---|---|---|---|")
+    for bs in (128, 1024, 4096, 65536):
+        for se in (1, 10, 100):
+            k = m(("kernel", "sizes", bs, se, 100, 0), "ops_per_s")
+            a = m(("atomic-hybrid", "sizes", bs, se, 100, 0), "ops_per_s")
+            if k == k and a == a:
+                print(f"| {bs} B | {se} | {k:,.0f} | {a:,.0f} | {a / k:.2f}x |")
+    print("\n## Sync cost vs dirty blocks (median ns of one sync; target: 1,000 within 20% of 1)\n")
+    print("| dirty blocks | kernel fsync | atomic undo | atomic redo |")
+    print("|---|---|---|---|")
+    for d in (1, 10, 100, 1000):
+        cells = [m((v, "dirty", 128, d, 100, d), "median_ns") for v in ("kernel", "atomic-undo", "atomic-redo")]
+        print(f"| {d} | " + " | ".join(f"{c:,.0f}" for c in cells) + " |")
+    for v in ("atomic-undo", "atomic-redo"):
+        one, thousand = m((v, "dirty", 128, 1, 100, 1), "median_ns"), m((v, "dirty", 128, 1000, 100, 1000), "median_ns")
+        verdict = "met" if thousand <= one * 1.2 else "NOT met"
+        print(f"\n{v}: 1,000 dirty blocks / 1 = {thousand / one:.2f} -> target {verdict}")
+    print("\n## Read:write mixes, 4 KiB ops, sync every 10 (ops/s; target: hybrid within 5% of the better policy)\n")
+    print("| writes | kernel | undo | redo | hybrid | hybrid / best | target |")
+    print("|---|---|---|---|---|---|---|")
+    for pct in (0, 10, 25, 40, 50, 75, 90, 100):
+        k, u, r, h = (m((v, "mix", 4096, 10, pct, 0), "ops_per_s") for v in ("kernel", "atomic-undo", "atomic-redo", "atomic-hybrid"))
+        best = max(u, r)
+        ok = "met" if h >= 0.95 * best else "NOT met"
+        print(f"| {pct}% | {k:,.0f} | {u:,.0f} | {r:,.0f} | {h:,.0f} | {h / best:.2f} | {ok} |")
+    print("\n## 4 KiB copy + sync latency (ns; target: p99.9 < 2x median)\n")
+    print("| path | median | p99.9 | p99.9 / median |")
+    print("|---|---|---|---|")
+    for v in ("kernel", "atomic-hybrid"):
+        p50, p999 = m((v, "latency", 4096, 1, 100, 0), "median_ns"), m((v, "latency", 4096, 1, 100, 0), "p999_ns")
+        print(f"| {v} | {p50:,.0f} | {p999:,.0f} | {p999 / p50:.1f} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
