@@ -118,6 +118,16 @@ int alog_options_resolve(const struct daxkit_atomic_options *in, struct daxkit_a
 int alog_open(const char *path, const struct daxkit_atomic_options *o, struct alog_file **out);
 int alog_close(struct alog_file *f);
 
+#ifdef DAXKIT_TEST_BUILD
+/* Test builds (the crash-state explorer): an engine over caller memory -- `data` as the file, `log` as its
+ * log (formatted first when `format`) -- persisting as on dax, without files, probe, recovery or thread.
+ * alog_test_log_bytes: the log bytes that o->log_bytes of log data need. */
+uint64_t alog_test_log_bytes(uint64_t data_bytes);
+int alog_test_open_memory(char *data, uint64_t data_len, char *log, uint64_t log_len, bool format,
+                          const struct daxkit_atomic_options *o, struct alog_file **out);
+void alog_test_close_memory(struct alog_file *f); /* frees the engine; the memory stays as it is */
+#endif
+
 /* ---- durability per medium (alog_durable.c) ---- */
 void alog_store(struct alog_file *f, void *dst, const void *src, size_t n); /* written back, no fence */
 void alog_store_word(uint64_t *dst, uint64_t v);                             /* 8-byte store + write-back */

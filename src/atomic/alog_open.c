@@ -89,22 +89,41 @@ static uint64_t log_total_bytes(uint64_t entries, uint64_t data_bytes) {
     return dk_round_up(ALOG_HEADER_BYTES + entries * ALOG_ENTRY_BYTES, ALOG_CHUNK_BYTES) + data_bytes;
 }
 
-/* Writes a fresh header for an empty log; the magic goes last, after everything else is durable. */
-static int create_log(struct alog_file *f, const struct stat *st, uint64_t data_bytes) {
+/* Formats the mapped log (f->logmap, f->log_len) for data file (ino, dev): header fields, then the magic
+ * after everything else is durable. */
+static int format_log(struct alog_file *f, uint64_t ino, uint64_t dev, uint64_t data_bytes) {
     uint64_t entries = data_bytes >> ALOG_BLOCK_SHIFT_MIN;
-    uint64_t total = log_total_bytes(entries, data_bytes);
+    dk_assert(log_total_bytes(entries, data_bytes) <= f->log_len);
+    struct alog_phdr h = {.version = ALOG_VERSION, .header_bytes = ALOG_HEADER_BYTES, .data_ino = ino,
+                          .data_dev = dev, .entry_count = entries,
+                          .data_off = log_total_bytes(entries, data_bytes) - data_bytes, .data_bytes = data_bytes,
+                          .epoch = 1};
+    dk_copy_flush(f->logmap + sizeof h.magic, (const char *)&h + sizeof h.magic, sizeof h - sizeof h.magic);
+    f->hdr = (struct alog_phdr *)f->logmap;
+    int rc = alog_durable_log_all(f);
+    if (rc) return rc;
+    alog_store_word(&f->hdr->magic, ALOG_MAGIC);
+    return alog_durable_log_all(f);
+}
+
+/* Sizes, maps and formats an empty log file. */
+static int create_log(struct alog_file *f, const struct stat *st, uint64_t data_bytes) {
+    uint64_t total = log_total_bytes(data_bytes >> ALOG_BLOCK_SHIFT_MIN, data_bytes);
     if (DK_REAL(ftruncate)(f->log_fd, 0) != 0 || DK_REAL(ftruncate)(f->log_fd, (off_t)total) != 0) return fail_errno();
     int rc = map_shared(f->log_fd, total, f->persist_as == DK_MEDIUM_DAX && !f->emulated, &f->logmap);
     if (rc) return rc;
     f->log_len = total;
-    struct alog_phdr h = {.version = ALOG_VERSION, .header_bytes = ALOG_HEADER_BYTES, .data_ino = st->st_ino,
-                          .data_dev = st->st_dev, .entry_count = entries, .data_off = total - data_bytes,
-                          .data_bytes = data_bytes, .epoch = 1};
-    dk_copy_flush(f->logmap + sizeof h.magic, (const char *)&h + sizeof h.magic, sizeof h - sizeof h.magic);
+    return format_log(f, (uint64_t)st->st_ino, (uint64_t)st->st_dev, data_bytes);
+}
+
+/* Points the engine at the parts of a mapped, formatted log. */
+static void adopt_log(struct alog_file *f) {
     f->hdr = (struct alog_phdr *)f->logmap;
-    if ((rc = alog_durable_log_all(f))) return rc;
-    alog_store_word(&f->hdr->magic, ALOG_MAGIC);
-    return alog_durable_log_all(f);
+    f->entry_count = f->hdr->entry_count;
+    f->area_bytes = f->hdr->data_bytes;
+    f->pents = (struct alog_pent *)(f->logmap + ALOG_HEADER_BYTES);
+    f->area = f->logmap + f->hdr->data_off;
+    f->epoch = f->hdr->epoch;
 }
 
 static bool header_sane(const struct alog_phdr *h, uint64_t file_bytes) {
@@ -133,13 +152,8 @@ static int attach_log(struct alog_file *f, const struct stat *st, uint64_t data_
         f->log_len = log_total_bytes(h.entry_count, h.data_bytes);
         if ((rc = map_shared(f->log_fd, f->log_len, f->persist_as == DK_MEDIUM_DAX && !f->emulated, &f->logmap)))
             return rc;
-        f->hdr = (struct alog_phdr *)f->logmap;
     }
-    f->entry_count = f->hdr->entry_count;
-    f->area_bytes = f->hdr->data_bytes;
-    f->pents = (struct alog_pent *)(f->logmap + ALOG_HEADER_BYTES);
-    f->area = f->logmap + f->hdr->data_off;
-    f->epoch = f->hdr->epoch;
+    adopt_log(f);
     if (f->hdr->data_ino == (uint64_t)st->st_ino && f->hdr->data_dev == (uint64_t)st->st_dev) return 0;
     if (any_entry_valid(f)) return -ESTALE; /* another file's unrecovered log: never apply it to this one */
     alog_store_word(&f->hdr->data_ino, (uint64_t)st->st_ino);
@@ -237,3 +251,40 @@ int alog_close(struct alog_file *f) {
     release_resources(f);
     return rc;
 }
+
+#ifdef DAXKIT_TEST_BUILD
+uint64_t alog_test_log_bytes(uint64_t data_bytes) {
+    return log_total_bytes(data_bytes >> ALOG_BLOCK_SHIFT_MIN, data_bytes);
+}
+
+int alog_test_open_memory(char *data, uint64_t data_len, char *log, uint64_t log_len, bool format,
+                          const struct daxkit_atomic_options *o, struct alog_file **out) {
+    struct alog_file *f = calloc(1, sizeof *f);
+    if (!f) return -ENOMEM;
+    f->data_fd = f->log_fd = -1;
+    f->persist_as = DK_MEDIUM_DAX;
+    f->data = data, f->data_len = data_len, f->logmap = log, f->log_len = log_len;
+    f->policy_mode = o->policy;
+    f->redo_write_pct = o->redo_write_pct;
+    int rc = format ? format_log(f, 0, 0, o->log_bytes) : 0;
+    if (!rc) adopt_log(f);
+    if (!rc) rc = init_dram(f);
+    if (rc) {
+        f->data = f->logmap = NULL;
+        release_resources(f);
+        return rc;
+    }
+    f->policy = o->policy == DAXKIT_ATOMIC_REDO ? ALOG_REDO : ALOG_UNDO;
+    pthread_mutex_init(&f->ckpt_mu, NULL);
+    pthread_cond_init(&f->ckpt_cond, NULL);
+    *out = f;
+    return 0;
+}
+
+void alog_test_close_memory(struct alog_file *f) {
+    alog_ckpt_thread_stop(f);
+    pthread_rwlock_destroy(&f->rw);
+    f->data = f->logmap = NULL;
+    release_resources(f);
+}
+#endif
