@@ -124,6 +124,14 @@ NodeId pick_source(const Csr& g, uint64_t seed, long long trial) {
   }
 }
 
+// User + system CPU seconds of every thread of the process so far (the team's threads join per trial).
+// On a shared machine this is the work a trial did, without the time slices other processes took.
+double process_cpu_s() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
 bool run_trial(const RunArgs& a, const Csr& g, NodeId src, BackendRuntime& rt, double& seconds, std::string& why,
                bool& verified) {
   const double t0 = async::wall_s();
@@ -182,13 +190,15 @@ int cmd_run(const std::string& kernel, int argc, char** argv) {
     double s = 0;
     bool verified = false;
     std::string why;
+    const double cpu0 = process_cpu_s();
     const bool ok = run_trial(a, g, src, rt, s, why, verified);
+    const double cpu_s = process_cpu_s() - cpu0;  // includes verification when --verify
     total_s += s;
     min_s = std::min(min_s, s);
     const async::EngineStats es = rt.stats();
-    std::printf("trial %lld: source=%d time_s=%.6f requests=%llu switches=%llu empty_passes=%llu iops=%.0f%s\n", t,
-                src, s, (unsigned long long)es.requests, (unsigned long long)es.switches,
-                (unsigned long long)es.empty_passes, s > 0 ? double(es.requests) / s : 0.0,
+    std::printf("trial %lld: source=%d time_s=%.6f requests=%llu switches=%llu empty_passes=%llu iops=%.0f cpu_s=%.6f%s\n",
+                t, src, s, (unsigned long long)es.requests, (unsigned long long)es.switches,
+                (unsigned long long)es.empty_passes, s > 0 ? double(es.requests) / s : 0.0, cpu_s,
                 a.verify ? (ok ? " verify=ok" : " verify=FAIL") : "");
     if (!ok) {
       std::fprintf(stderr, "daxkit graph %s: verification failed at %s (source %d)\n", kernel.c_str(), why.c_str(), src);
