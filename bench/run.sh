@@ -69,6 +69,13 @@ if want apps; then
     done
 fi
 
+if want atomic; then
+    echo "bench: failure-atomic C API on huge tmpfs (bench/atomic.sh; atomic.csv, atomic-summary.md)"
+    if [ "$QUICK" = 1 ]; then a_reps=1 a_ops=20000; else a_reps=$MICRO_REPS a_ops=100000; fi
+    REPS=$a_reps OPS=$a_ops OUT=$OUT bash "$SRC/bench/atomic.sh" "$BUILD" > "$OUT/logs/atomic.log" 2>&1 ||
+        echo "bench: bench/atomic.sh failed (rc $?; see logs/atomic.log)" >&2
+fi
+
 $PY "$SRC/bench/summarize.py" "$OUT"
 $PY "$SRC/bench/plot.py" "$OUT" || echo "bench: plotting failed (tables above are complete)" >&2
 
