@@ -4,7 +4,8 @@
  *   dirty    the cost of one sync after 1, 10, 100, 1000 dirty 4 KiB blocks (epoch commit: O(1))
  *   mix      read:write mixes 100:0 .. 0:100 of 4 KiB ops (sync every 10) under undo, redo and hybrid
  *   latency  4 KiB copy + sync, every op: median and p99.9
- * One CSV row per measurement on stdout (columns in print_header). Persistence follows DAXKIT_PERSIST
+ * One CSV row per measurement on stdout (columns in print_header); cpu_ns_per_op is process CPU time
+ * (all threads, user + system) per operation: on a shared, loaded machine it is steadier than wall time. Persistence follows DAXKIT_PERSIST
  * (flush: the dax code path on any medium, an EMULATION, labelled by the caller). Exit 0, 1 on an error. */
 #include <errno.h>
 #include <stdbool.h>
@@ -33,6 +34,7 @@ struct row {
     const char *variant, *test;
     uint32_t bs, sync_every, write_pct, dirty_blocks, ops;
     double wall_s;
+    uint64_t cpu_ns;      /* process CPU time (user + system, all threads: the checkpoint thread too) */
     uint64_t median_ns, p999_ns, mean_ns;
 };
 
@@ -59,13 +61,20 @@ static void die(const char *what, int err) {
     exit(1);
 }
 
+static uint64_t cpu_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
 }
 
 static void print_header(void) {
-    printf("medium,variant,test,bs,sync_every,write_pct,dirty_blocks,ops,ops_per_s,median_ns,p999_ns,mean_ns,wall_s\n");
+    printf("medium,variant,test,bs,sync_every,write_pct,dirty_blocks,ops,ops_per_s,median_ns,p999_ns,mean_ns,wall_s,"
+           "cpu_ns_per_op\n");
 }
 
 static void emit(struct row *r, uint32_t n) {
@@ -75,9 +84,10 @@ static void emit(struct row *r, uint32_t n) {
     r->median_ns = n ? lat[n / 2] : 0;
     r->p999_ns = n ? lat[(uint64_t)n * 999 / 1000] : 0;
     r->mean_ns = n ? sum / n : 0;
-    printf("%s,%s,%s,%u,%u,%u,%u,%u,%.0f,%llu,%llu,%llu,%.4f\n", C.medium, r->variant, r->test, r->bs, r->sync_every,
-           r->write_pct, r->dirty_blocks, r->ops, r->wall_s > 0 ? r->ops / r->wall_s : 0,
-           (unsigned long long)r->median_ns, (unsigned long long)r->p999_ns, (unsigned long long)r->mean_ns, r->wall_s);
+    printf("%s,%s,%s,%u,%u,%u,%u,%u,%.0f,%llu,%llu,%llu,%.4f,%.0f\n", C.medium, r->variant, r->test, r->bs,
+           r->sync_every, r->write_pct, r->dirty_blocks, r->ops, r->wall_s > 0 ? r->ops / r->wall_s : 0,
+           (unsigned long long)r->median_ns, (unsigned long long)r->p999_ns, (unsigned long long)r->mean_ns, r->wall_s,
+           r->ops ? (double)r->cpu_ns / r->ops : 0);
     fflush(stdout);
 }
 
@@ -165,7 +175,7 @@ static void run_sizes(enum variant v, uint32_t bs, uint32_t sync_every) {
     struct target t = open_target(v);
     uint32_t ops = bs >= 65536 ? C.ops / 8 : C.ops;
     uint64_t s = C.seed, slots = C.file_bytes / bs;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = now_ns(), c0 = cpu_now_ns();
     for (uint32_t i = 0; i < ops; i++) {
         uint64_t a = now_ns();
         t_write(&t, (rnd(&s) % slots) * bs, bs);
@@ -173,7 +183,7 @@ static void run_sizes(enum variant v, uint32_t bs, uint32_t sync_every) {
         lat[i] = now_ns() - a;
     }
     struct row r = {.variant = variant_name[v], .test = "sizes", .bs = bs, .sync_every = sync_every, .write_pct = 100,
-                    .dirty_blocks = 0, .ops = ops, .wall_s = (now_ns() - t0) / 1e9};
+                    .dirty_blocks = 0, .ops = ops, .wall_s = (now_ns() - t0) / 1e9, .cpu_ns = cpu_now_ns() - c0};
     close_target(&t);
     emit(&r, ops);
 }
@@ -182,7 +192,7 @@ static void run_dirty(enum variant v, uint32_t dirty) {
     struct target t = open_target(v);
     uint32_t reps = dirty >= 1000 ? 60 : 300;
     uint64_t s = C.seed, blocks = C.file_bytes / 4096;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = now_ns(), c0 = cpu_now_ns();
     for (uint32_t r = 0; r < reps; r++) {
         uint64_t first = rnd(&s) % (blocks - dirty);
         for (uint32_t i = 0; i < dirty; i++) t_write(&t, (first + i) * 4096 + 512, 128);
@@ -191,7 +201,7 @@ static void run_dirty(enum variant v, uint32_t dirty) {
         lat[r] = now_ns() - a;
     }
     struct row r = {.variant = variant_name[v], .test = "dirty", .bs = 128, .sync_every = dirty, .write_pct = 100,
-                    .dirty_blocks = dirty, .ops = reps, .wall_s = (now_ns() - t0) / 1e9};
+                    .dirty_blocks = dirty, .ops = reps, .wall_s = (now_ns() - t0) / 1e9, .cpu_ns = cpu_now_ns() - c0};
     close_target(&t);
     emit(&r, reps);
 }
@@ -200,7 +210,7 @@ static void run_mix(enum variant v, uint32_t write_pct) {
     struct target t = open_target(v);
     uint64_t s = C.seed ^ write_pct, hot_blocks = (16ull << 20) / 4096;
     static char dst[4096];
-    uint64_t t0 = now_ns();
+    uint64_t t0 = now_ns(), c0 = cpu_now_ns();
     for (uint32_t i = 0; i < C.ops; i++) {
         uint64_t off = (rnd(&s) % hot_blocks) * 4096, a = now_ns();
         if (rnd(&s) % 100 < write_pct) t_write(&t, off, 4096);
@@ -209,7 +219,7 @@ static void run_mix(enum variant v, uint32_t write_pct) {
         lat[i] = now_ns() - a;
     }
     struct row r = {.variant = variant_name[v], .test = "mix", .bs = 4096, .sync_every = 10, .write_pct = write_pct,
-                    .dirty_blocks = 0, .ops = C.ops, .wall_s = (now_ns() - t0) / 1e9};
+                    .dirty_blocks = 0, .ops = C.ops, .wall_s = (now_ns() - t0) / 1e9, .cpu_ns = cpu_now_ns() - c0};
     close_target(&t);
     emit(&r, C.ops);
 }
@@ -217,7 +227,7 @@ static void run_mix(enum variant v, uint32_t write_pct) {
 static void run_latency(enum variant v) {
     struct target t = open_target(v);
     uint64_t s = C.seed, slots = C.file_bytes / 4096;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = now_ns(), c0 = cpu_now_ns();
     for (uint32_t i = 0; i < C.ops; i++) {
         uint64_t a = now_ns();
         t_write(&t, (rnd(&s) % slots) * 4096, 4096);
@@ -225,7 +235,7 @@ static void run_latency(enum variant v) {
         lat[i] = now_ns() - a;
     }
     struct row r = {.variant = variant_name[v], .test = "latency", .bs = 4096, .sync_every = 1, .write_pct = 100,
-                    .dirty_blocks = 0, .ops = C.ops, .wall_s = (now_ns() - t0) / 1e9};
+                    .dirty_blocks = 0, .ops = C.ops, .wall_s = (now_ns() - t0) / 1e9, .cpu_ns = cpu_now_ns() - c0};
     close_target(&t);
     emit(&r, C.ops);
 }
