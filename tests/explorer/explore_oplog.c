@@ -7,7 +7,8 @@
  * recovery must find records after holes) must pass too. A broken
  * variant (crc-head-only, no-fence, reset-no-fence, and with two writers scan-stops-at-hole:
  * dk_oplog_test_broken) must be REPORTED -- the test fails
- * if the explorer does not find the bug. argv[2]: seed (default: from the clock; printed). Prints states
+ * if the explorer does not find the bug. argv[2]: seed (0 or absent: from the clock; always printed).
+ * argv[3]: records of the one-writer workload (default 240; the two-writer workload appends 60 each). Prints states
  * explored, states per second. Exit 0 pass, 1 fail. */
 #include <errno.h>
 #include <pthread.h>
@@ -22,7 +23,8 @@
 #include "explorer.h"
 #include "oplog/oplog.h"
 
-#define RECORDS 240u
+#define RECORDS_MAX 4000u
+static unsigned records = 240; /* argv[3] */
 #define RESET_EVERY 40u
 #define DATA_MAX 1000u
 #define WRITERS_MAX 2u
@@ -30,7 +32,7 @@ enum mark_kind { MARK_ACK = 1, MARK_RESET_BEGIN = 2, MARK_RESET_DONE = 3 };
 #define MARK(kind, w, i) ((uint64_t)(kind) << 56 | (uint64_t)(w) << 32 | (i))
 
 struct expect {
-    unsigned char acked[RECORDS], recovered[RECORDS];
+    unsigned char acked[RECORDS_MAX], recovered[RECORDS_MAX];
     uint32_t epoch_start, reset_at;
     long last_acked;
     int reset_in_flight;
@@ -62,7 +64,7 @@ struct scan_ctx {
 static int record_cb(const struct dk_oplog_record *r, void *p) {
     struct scan_ctx *c = p;
     uint32_t w, i;
-    if (!rec_intact(r, &w, &i) || w >= WRITERS_MAX || i >= RECORDS) {
+    if (!rec_intact(r, &w, &i) || w >= WRITERS_MAX || i >= RECORDS_MAX) {
         snprintf(c->why, c->why_bytes, "a corrupt record was accepted (seq %lx, %zu data bytes)",
                  (unsigned long)r->seq, r->data_len);
         return c->bad = 1;
@@ -77,7 +79,7 @@ static int record_cb(const struct dk_oplog_record *r, void *p) {
 static int check_ranges(unsigned w, const struct expect *e, char *why, size_t why_bytes) {
     uint32_t lo = e->epoch_start, hi = (uint32_t)(e->last_acked + 1);
     unsigned old_present = 0, old_acked = 0;
-    for (uint32_t i = 0; i < RECORDS; i++) {
+    for (uint32_t i = 0; i < RECORDS_MAX; i++) {
         int in_old = e->reset_in_flight && i >= lo && i < e->reset_at;
         old_present += in_old && e->recovered[i], old_acked += in_old && e->acked[i];
         if (e->recovered[i] && (i < lo || i > hi))
@@ -151,10 +153,10 @@ static int workload(struct dk_oplog *log, unsigned writers) {
     struct writer a[WRITERS_MAX];
     pthread_t t[WRITERS_MAX];
     sem_init(&go, 0, 0), sem_init(&done, 0, 0);
-    writer1_left = writers > 1 ? RECORDS / 4 : 0;
+    writer1_left = writers > 1 ? 60 : 0;
     if (writers > 1) dk_crashpoint_set_hook(interleave_hook);
     for (unsigned w = 0; w < writers; w++) {
-        a[w] = (struct writer){log, w, writers == 1 ? RECORDS : RECORDS / 4, writers == 1 ? RESET_EVERY : 0, 0};
+        a[w] = (struct writer){log, w, writers == 1 ? records : 60, writers == 1 ? RESET_EVERY : 0, 0};
         pthread_create(&t[w], NULL, writer_main, &a[w]);
     }
     int rc = 0;
@@ -175,6 +177,8 @@ static int variant_of(const char *name) {
 
 int main(int argc, char **argv) {
     const char *name = argc > 1 ? argv[1] : "correct";
+    if (argc > 3) records = (unsigned)strtoul(argv[3], NULL, 0);
+    if (records < 1 || records > RECORDS_MAX) return fprintf(stderr, "records: 1..%u\n", RECORDS_MAX), 1;
     int variant = variant_of(name);
     if (variant < 0) return fprintf(stderr, "unknown variant %s\n", name), 1;
     char dir[] = "/dev/shm/dk-explore-oplog.XXXXXX";
