@@ -1,15 +1,18 @@
 /* Description: the operation log under the crash-state explorer. One writer appends records of 0..1,000
- * data bytes (1..22 lines) with a reset (checkpoint) every 16 records; every crash state the explorer
+ * data bytes (1..22 lines) with a reset (checkpoint) every 40 records; every crash state the explorer
  * materialises must recover to: every acknowledged record of the current epoch present and intact, nothing
  * outside [epoch start, last acknowledged + 1], no corrupt record accepted, an interrupted reset leaving the
- * old epoch entirely or not at all. argv[1] picks the protocol: "correct" must pass every state; a broken
- * variant; "correct-threads": two writers appending concurrently (records complete out of order, so
- * recovery must find records after holes) must pass too. A broken
- * variant (crc-head-only, no-fence, reset-no-fence, and with two writers scan-stops-at-hole:
- * dk_oplog_test_broken) must be REPORTED -- the test fails
- * if the explorer does not find the bug. argv[2]: seed (0 or absent: from the clock; always printed).
- * argv[3]: records of the one-writer workload (default 240; the two-writer workload appends 60 each). Prints states
- * explored, states per second. Exit 0 pass, 1 fail. */
+ * old epoch entirely or not at all.
+ * argv[1], the protocol and workload:
+ *   correct              the real protocol, one writer: every state must pass
+ *   correct-threads      the real protocol, two writers interleaved so that one finishes a record while the
+ *                        other is between its stores and its fence (valid records after holes): must pass
+ *   crc-head-only, no-fence, reset-no-fence (one writer), scan-stops-at-hole (two writers): deliberately
+ *                        broken variants (dk_oplog_test_broken, test builds only) that the explorer must
+ *                        REPORT -- the test fails if it does not
+ * argv[2]: seed (0 or absent: from the clock; always printed). argv[3]: records of the one-writer workload
+ * (default 240; the two-writer workload appends 60 each). Prints states explored and states per second.
+ * Exit 0 pass, 1 fail. */
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
