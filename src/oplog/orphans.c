@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/crashpoint.h"
 #include "common/dk.h"
 #include "oplog/oplog.h"
 #include "shim/libc.h"
@@ -70,9 +71,11 @@ int dk_oplog_find_orphans(const char *dir, const char *tag, dk_oplog_orphan_fn c
         int fd = lock_if_orphan(dirfd, e->d_name);
         if (fd < 0) continue;
         if (k == NAME_TMP) {
+            DK_CRASH_POINT("oplog.orphans.tmp_locked");
             c->unlinkat(dirfd, e->d_name, 0); /* never published: it holds no record */
         } else {
             char path[PATH_MAX];
+            DK_CRASH_POINT("oplog.orphans.locked");
             if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path) {
                 int r = cb ? cb(path, ctx) : 0;
                 if (r < 0) rc = r;

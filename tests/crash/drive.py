@@ -13,6 +13,9 @@ the workload writes to). Steps:
   3. per pair: fresh dir, run the workload with DAXKIT_TEST_CRASH=site:occurrence, expect death by SIGKILL
      (a run that exits instead did not reach that occurrence -- thread timing -- and is counted as
      "not reached", not a failure), then recover, then check.
+With --recovery-crashes N, a seeded sample of --recovery-runs crashed states also has its *recovery* crashed
+at up to N of the recovery's own (site, occurrence) pairs (each on a copy of the crashed directory), then
+recovery runs again to completion and the checker judges the result: recovery must be safe to interrupt.
 A failing pair prints the site, the occurrence, the seed and the commands to reproduce it. Exit 0 when every
 pair passed, 1 otherwise, 77 (with the reason) when the workload reaches no crash site (a release build).
 """
@@ -62,6 +65,40 @@ def recover_and_check(a, d):
     return None
 
 
+def crash_recovery(a, d, rng):
+    """Crashes the recovery of the crashed state in `d` at each of its sites (sampled to a.recovery_crashes),
+    recovers again without a crash, checks. Works on copies; `d` is left as it was. Returns (runs, failure)."""
+    snap = d + ".snap"
+    shutil.copytree(d, snap, symlinks=True)
+    probe = d + ".probe"
+    shutil.copytree(snap, probe, symlinks=True)
+    counts_file = d + ".rcounts"
+    run(a.recover, probe, {"DAXKIT_TEST_CRASH": "count:" + counts_file}, a.timeout)
+    shutil.rmtree(probe, ignore_errors=True)
+    counts = read_counts(counts_file)
+    if os.path.exists(counts_file):
+        os.unlink(counts_file)
+    pairs = [(s, k) for s in sorted(counts) for k in range(1, counts[s] + 1)]
+    if len(pairs) > a.recovery_crashes:
+        pairs = sorted(rng.sample(pairs, a.recovery_crashes))
+    failure = None
+    for site, k in pairs:
+        r = snap + ".r"
+        shutil.copytree(snap, r, symlinks=True)
+        first = run(a.recover, r, {"DAXKIT_TEST_CRASH": "%s:%d" % (site, k)}, a.timeout)
+        if first.returncode not in (0, -signal.SIGKILL, 128 + signal.SIGKILL):
+            failure = "recovery (crash at %s:%d) exited %d:\n%s" % (site, k, first.returncode, first.stdout)
+        else:
+            # the interrupted recovery runs again, then the checker judges the directory
+            failure = recover_and_check(a, r)
+            failure = failure and "after recovery crashed at %s#%d: %s" % (site, k, failure)
+        shutil.rmtree(r, ignore_errors=True)
+        if failure:
+            break
+    shutil.rmtree(snap, ignore_errors=True)
+    return len(pairs), failure
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workload", required=True)
@@ -73,6 +110,11 @@ def main():
     p.add_argument("--dir-root", default="/dev/shm")
     p.add_argument("--timeout", type=float, default=60)
     p.add_argument("--keep-failed", action="store_true", help="keep the directory of a failed run")
+    p.add_argument("--recovery-crashes", type=int, default=0,
+                   help="also crash the recovery itself at up to this many (site, occurrence) pairs per "
+                        "crashed workload run, then recover again and check")
+    p.add_argument("--recovery-runs", type=int, default=20,
+                   help="how many crashed workload runs (seeded sample) get recovery crashes")
     a = p.parse_args()
     seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1 << 32)
     t0 = time.monotonic()
@@ -105,7 +147,9 @@ def main():
     print("pairs: %d reachable, running %d (seed=%d)" % (total, len(pairs), seed))
     sys.stdout.flush()
 
-    failures = not_reached = crashed = 0
+    failures = not_reached = crashed = recovery_crash_runs = 0
+    rng = random.Random(seed + 1)
+    recovery_pairs = set(rng.sample(pairs, min(len(pairs), a.recovery_runs))) if a.recovery_crashes else set()
     for site, k in pairs:
         d = fresh_dir(a.dir_root)
         spec = "%s:%d" % (site, k)
@@ -117,6 +161,9 @@ def main():
             not_reached += 1
         else:
             failure = "workload exited %d without the crash:\n%s" % (w.returncode, w.stdout)
+        if not failure and a.recovery_crashes and (site, k) in recovery_pairs:
+            runs, failure = crash_recovery(a, d, rng)
+            recovery_crash_runs += runs
         failure = failure or recover_and_check(a, d)
         if failure:
             failures += 1
@@ -130,6 +177,8 @@ def main():
     dt = time.monotonic() - t0
     print("crash runs: %d crashed, %d not reached, %d failed, %d sites, %.1f s (%.1f runs/s), seed=%d"
           % (crashed, not_reached, failures, len(sites), dt, len(pairs) / dt if dt else 0, seed))
+    if a.recovery_crashes:
+        print("recovery crashed and rerun: %d times in %d crashed states" % (recovery_crash_runs, len(recovery_pairs)))
     if crashed == 0:
         print("FAIL: no run crashed")
         return 1

@@ -8,9 +8,11 @@
  *       RESET_EVERY (one thread only): every that many records, "r index" is written, the log is reset (the
  *       "checkpoint"), then "R index". The log is closed without removing it, so recovery finds it.
  *   oplog_crash recover DIR
- *       finds orphan logs (dk_oplog_find_orphans), scans each twice (recovery must be idempotent: both scans
- *       must agree), writes "w i" per intact record to DIR/recovered, counts torn/foreign records into
- *       DIR/recovered too ("torn N", "foreign N"), removes the log.
+ *       finds orphan logs (dk_oplog_find_orphans), scans each twice (both scans must agree), writes "w i" per
+ *       intact record and "torn N", "foreign N" to DIR/recovered.<log name> (via a fsynced .tmp and a
+ *       rename), then removes the log: safe to interrupt anywhere and run again (drive.py
+ *       --recovery-crashes checks that). OPLOG_CRASH_UNLINK_FIRST=1 removes the log before the results are
+ *       safe: a recovery that is not safe to interrupt, which the driver must catch.
  *   oplog_crash verify DIR
  *       every acknowledged record of the current epoch was recovered, nothing else except a writer's one
  *       in-flight record, no duplicates, no foreign (corrupt but accepted) record, no files left but the
@@ -26,6 +28,7 @@
 #include <unistd.h>
 
 #include "../oplog/records.h"
+#include "common/crashpoint.h"
 #include "oplog/oplog.h"
 
 #define WRITERS_MAX 16
@@ -111,28 +114,36 @@ static int record_cb(const struct dk_oplog_record *r, void *ctx) {
     return 0;
 }
 
+/* Writes DIR/recovered.<log name> (through a .tmp, fsynced, renamed) before the log is removed: a recovery
+ * interrupted anywhere can run again and produce the same files. */
 static int orphan_cb(const char *path, void *ctx) {
-    FILE *out = ctx;
-    struct seen first = {0}, second = {out, 0, 0, 0};
+    struct seen first = {0}, second = {0};
     struct dk_oplog_scan_stats st;
     int rc = dk_oplog_scan(path, record_cb, &first, &st);
+    char tmp[512], final[1024];
+    snprintf(tmp, sizeof tmp, "%s/recovered.tmp", dir);
+    snprintf(final, sizeof final, "%s/recovered.%s", dir, strrchr(path, '/') + 1);
+    second.out = fopen(tmp, "w");
+    if (!second.out) return -errno;
     int rc2 = dk_oplog_scan(path, record_cb, &second, NULL);
     if (rc != 0 || rc2 != rc || first.hash != second.hash) {
         fprintf(stderr, "FAIL: scan of %s: %d then %d; digests %s\n", path, rc, rc2,
                 first.hash == second.hash ? "agree" : "differ");
+        fclose(second.out);
         return -EIO;
     }
-    fprintf(out, "torn %lu\nforeign %lu\n", (unsigned long)st.records_torn, second.foreign);
-    return unlink(path) == 0 ? 0 : -errno;
+    fprintf(second.out, "torn %lu\nforeign %lu\n", (unsigned long)st.records_torn, second.foreign);
+    if (fflush(second.out) != 0 || fsync(fileno(second.out)) != 0) return -errno;
+    fclose(second.out);
+    if (getenv("OPLOG_CRASH_UNLINK_FIRST")) unlink(path); /* the driver's self-test: results not yet final */
+    DK_CRASH_POINT("oplog_crash.recover.written");
+    if (rename(tmp, final) != 0) return -errno;
+    DK_CRASH_POINT("oplog_crash.recover.renamed");
+    return unlink(path) == 0 || getenv("OPLOG_CRASH_UNLINK_FIRST") ? 0 : -errno;
 }
 
 static int recover(void) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/recovered", dir);
-    FILE *out = fopen(path, "w");
-    if (!out) return perror(path), 1;
-    int n = dk_oplog_find_orphans(dir, "crash", orphan_cb, out);
-    fclose(out);
+    int n = dk_oplog_find_orphans(dir, "crash", orphan_cb, NULL);
     if (n < 0) return fprintf(stderr, "FAIL: find_orphans: %d\n", n), 1;
     if (n > 1) return fprintf(stderr, "FAIL: %d orphan logs (one expected)\n", n), 1;
     return 0;
@@ -171,11 +182,10 @@ static int read_acks(void) {
     return 0;
 }
 
-static int read_recovered(void) {
-    char path[512], word[16];
-    snprintf(path, sizeof path, "%s/recovered", dir);
+static int read_recovered_file(const char *path) {
     FILE *f = fopen(path, "r");
-    if (!f) return fprintf(stderr, "FAIL: no %s (recovery did not run)\n", path), 1;
+    if (!f) return fprintf(stderr, "FAIL: %s: %s\n", path, strerror(errno)), 1;
+    char word[16];
     unsigned long a, b;
     int bad = 0;
     while (fscanf(f, " %15s %lu", word, &a) == 2) {
@@ -191,6 +201,21 @@ static int read_recovered(void) {
     }
     fclose(f);
     return bad != 0;
+}
+
+/* Every DIR/recovered.<log> file (one per recovered log; none when no log was left). */
+static int read_recovered(void) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int bad = 0;
+    while (d && (e = readdir(d)))
+        if (!strncmp(e->d_name, "recovered.", 10) && strcmp(e->d_name, "recovered.tmp")) {
+            char path[1024];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            bad |= read_recovered_file(path);
+        }
+    if (d) closedir(d);
+    return bad;
 }
 
 /* The index range a writer's recovered records must come from, and must cover when acknowledged. */
@@ -218,7 +243,8 @@ static int no_leftovers(void) {
     struct dirent *e;
     int bad = 0;
     while (d && (e = readdir(d)))
-        if (e->d_name[0] != '.' && strncmp(e->d_name, "acks.", 5) && strcmp(e->d_name, "recovered"))
+        if (e->d_name[0] != '.' && strncmp(e->d_name, "acks.", 5) &&
+            (strncmp(e->d_name, "recovered.", 10) || !strcmp(e->d_name, "recovered.tmp")))
             bad = fprintf(stderr, "FAIL: %s/%s left behind after recovery\n", dir, e->d_name);
     if (d) closedir(d);
     return bad != 0;
