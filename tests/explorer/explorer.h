@@ -19,9 +19,10 @@
  * holds its latest candidate, the others their certain contents) when there are at most
  * exhaustive_lines_max of them; otherwise none, all, each one alone, all but each one, and
  * samples_per_point seeded random subsets. The checker sees the marks made before the crash point: what the
- * workload had acknowledged. Intermediate candidates of a line stored twice between crash points and torn
- * writes inside a line are not modelled. Single-threaded workloads are exact; with threads, each thread's
- * fences are attributed correctly but the interleaving is the one recorded. */
+ * workload had acknowledged. Every candidate of every line appears at some crash point, but not every
+ * combination (line A's older candidate with line B's later one); torn writes inside a line are not
+ * modelled. With threads, each thread's fences are attributed correctly but the interleaving is the one
+ * recorded (force others with dk_crashpoint_set_hook). */
 #ifndef DK_TESTS_EXPLORER_H
 #define DK_TESTS_EXPLORER_H
 
