@@ -6,6 +6,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "oplog/oplog.h"
 #include "shim/shim.h"
 
 DK_EXPORT int fsync(int fd) {
@@ -162,15 +163,30 @@ static int after_remove(int r, bool known, const struct stat *st) {
     return r;
 }
 
+/* Strict mode: the name change is logged first and durable when the call returns. */
+#define STRICT_META(type, d1, p1, d2, p2, call)                               \
+    ({                                                                        \
+        int lr_ = up_enabled ? up_strict_meta_begin(type, d1, p1, d2, p2) : 0; \
+        int r_ = -1;                                                          \
+        if (lr_) errno = EIO;                                                 \
+        else {                                                                \
+            r_ = (call);                                                      \
+            if (r_ == 0 && up_enabled) up_strict_meta_end(d1, p1, d2, p2);    \
+        }                                                                     \
+        r_;                                                                   \
+    })
+
 DK_EXPORT int unlink(const char *path) {
     struct stat st;
     bool known = up_enabled && victim(AT_FDCWD, path, &st);
-    return after_remove(DK_REAL(unlink)(path), known, &st);
+    return after_remove(STRICT_META(DK_OPLOG_UNLINK, AT_FDCWD, path, AT_FDCWD, NULL, DK_REAL(unlink)(path)), known,
+                        &st);
 }
 DK_EXPORT int unlinkat(int dirfd, const char *path, int fl) {
     struct stat st;
     bool known = up_enabled && !(fl & AT_REMOVEDIR) && victim(dirfd, path, &st);
-    return after_remove(DK_REAL(unlinkat)(dirfd, path, fl), known, &st);
+    return after_remove(
+        STRICT_META(DK_OPLOG_UNLINK, dirfd, path, dirfd, NULL, DK_REAL(unlinkat)(dirfd, path, fl)), known, &st);
 }
 
 /* rename over an existing file replaces (drops) that inode, unless both names are one inode. */
@@ -186,17 +202,20 @@ static bool rename_victim(int d1, const char *from, int d2, const char *to, stru
 DK_EXPORT int rename(const char *from, const char *to) {
     struct stat st;
     bool known = rename_victim(AT_FDCWD, from, AT_FDCWD, to, &st);
-    return after_remove(DK_REAL(rename)(from, to), known, &st);
+    return after_remove(STRICT_META(DK_OPLOG_RENAME, AT_FDCWD, from, AT_FDCWD, to, DK_REAL(rename)(from, to)),
+                        known, &st);
 }
 DK_EXPORT int renameat(int d1, const char *from, int d2, const char *to) {
     struct stat st;
     bool known = rename_victim(d1, from, d2, to, &st);
-    return after_remove(DK_REAL(renameat)(d1, from, d2, to), known, &st);
+    return after_remove(STRICT_META(DK_OPLOG_RENAME, d1, from, d2, to, DK_REAL(renameat)(d1, from, d2, to)), known,
+                        &st);
 }
 DK_EXPORT int renameat2(int d1, const char *from, int d2, const char *to, unsigned int fl) {
     struct stat st;
     bool known = !(fl & RENAME_EXCHANGE) && rename_victim(d1, from, d2, to, &st);
-    return after_remove(DK_REAL(renameat2)(d1, from, d2, to, fl), known, &st);
+    return after_remove(
+        STRICT_META(DK_OPLOG_RENAME, d1, from, d2, to, DK_REAL(renameat2)(d1, from, d2, to, fl)), known, &st);
 }
 
 /* ---- the hidden area: <root>/.daxkit is not listed in the managed directory ---- */

@@ -4,6 +4,8 @@
 #include <stdarg.h>
 #include <unistd.h>
 
+#include "common/config.h"
+#include "oplog/oplog.h"
 #include "shim/shim.h"
 
 int dk_after_open(int fd, int flags) {
@@ -17,6 +19,20 @@ int dk_after_open(int fd, int flags) {
     return fd;
 }
 
+/* Strict mode: a create is logged before the kernel call and durable (directory fsync) when it returns. */
+static bool strict_create(int flags) { return dk_cfg.mode == DK_MODE_STRICT && up_enabled && (flags & O_CREAT); }
+#define STRICT_OPEN(dirfd, path, flags, call)                                                       \
+    ({                                                                                             \
+        int fd_ = -1;                                                                              \
+        if (strict_create(flags) && up_strict_meta_begin(DK_OPLOG_CREATE, dirfd, path, dirfd, NULL)) \
+            errno = EIO;                                                                           \
+        else {                                                                                     \
+            fd_ = (call);                                                                          \
+            if (fd_ >= 0 && strict_create(flags)) up_strict_meta_end(dirfd, path, dirfd, NULL);    \
+        }                                                                                          \
+        fd_;                                                                                       \
+    })
+
 #define OPEN_MODE(flags)                      \
     mode_t mode = 0;                          \
     if (DK_OPEN_NEEDS_MODE(flags)) {          \
@@ -28,25 +44,25 @@ int dk_after_open(int fd, int flags) {
 
 DK_EXPORT int open(const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return dk_after_open(DK_REAL(open)(path, flags, mode), flags);
+    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open)(path, flags, mode)), flags);
 }
 DK_EXPORT int open64(const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return dk_after_open(DK_REAL(open64)(path, flags, mode), flags);
+    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open64)(path, flags, mode)), flags);
 }
 DK_EXPORT int openat(int dirfd, const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return dk_after_open(DK_REAL(openat)(dirfd, path, flags, mode), flags);
+    return dk_after_open(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat)(dirfd, path, flags, mode)), flags);
 }
 DK_EXPORT int openat64(int dirfd, const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return dk_after_open(DK_REAL(openat64)(dirfd, path, flags, mode), flags);
+    return dk_after_open(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat64)(dirfd, path, flags, mode)), flags);
 }
 DK_EXPORT int creat(const char *path, mode_t mode) {
-    return dk_after_open(DK_REAL(creat)(path, mode), O_CREAT | O_WRONLY | O_TRUNC);
+    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, O_CREAT, DK_REAL(creat)(path, mode)), O_CREAT | O_WRONLY | O_TRUNC);
 }
 DK_EXPORT int creat64(const char *path, mode_t mode) {
-    return dk_after_open(DK_REAL(creat64)(path, mode), O_CREAT | O_WRONLY | O_TRUNC);
+    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, O_CREAT, DK_REAL(creat64)(path, mode)), O_CREAT | O_WRONLY | O_TRUNC);
 }
 DK_EXPORT int __open_2(const char *path, int flags) { return dk_after_open(DK_REAL(__open_2)(path, flags), flags); }
 DK_EXPORT int __open64_2(const char *path, int flags) {

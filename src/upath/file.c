@@ -76,6 +76,7 @@ struct up_file *up_file_get(struct up_root *r, const struct stat *st, const char
     f->size = f->pub_size = f->ksize = (uint64_t)st->st_size;
     pthread_rwlock_init(&f->rw, NULL);
     pthread_mutex_init(&f->mu, NULL);
+    pthread_mutex_init(&f->strict_mu, NULL);
     f->rescue_fd = -1;
     f->open_refs = 1;
     unsigned b = bucket_of(f->dev, f->ino);
@@ -137,6 +138,7 @@ static void reinit_one(struct up_file *f, void *arg) {
     (void)arg;
     pthread_rwlock_init(&f->rw, NULL);
     pthread_mutex_init(&f->mu, NULL);
+    pthread_mutex_init(&f->strict_mu, NULL);
 }
 void up_file_lock_all(void) { up_file_foreach(lock_one, NULL); }
 void up_file_unlock_all(void) { up_file_foreach(unlock_one, NULL); }

@@ -27,6 +27,7 @@
 
 struct up_pool;
 struct up_sizes;
+struct up_strict;
 
 struct up_root {
     char path[4096];
@@ -40,6 +41,7 @@ struct up_root {
     uint64_t clone_min_bytes;
     struct up_pool *pool;     /* staging pool, created on first staged append */
     struct up_sizes *sizes;   /* published-size records (sizerec.c), created on first extension */
+    struct up_strict *strict; /* strict mode's operation log and staging (strict.c), on first use */
 };
 
 int up_roots_init(const char *dirs);   /* returns the number of usable roots */
@@ -116,11 +118,15 @@ void up_stage_after_fork_child(void);
 struct up_sizerec_report {
     uint64_t rolled_back, bytes_dropped, untouched, gone, failed;
 };
+struct up_strict_report {
+    uint64_t logs, records, replayed, torn, meta_seen, files_gone, failed, ns;
+};
 struct up_recover_report {
     uint64_t owners_gone;            /* processes whose lock was free */
     uint64_t files_removed;          /* their staging, record and lock files */
     uint64_t errors;
     struct up_sizerec_report sizes;  /* extend-strategy files rolled back to their published size */
+    struct up_strict_report strict;  /* strict mode's operation logs replayed */
 };
 /* Recovers what processes that are gone (their owner lock is free) left in <root>/.daxkit: rolls back
  * extended files, removes staging files. Idempotent; safe against a concurrent recoverer. rep may be NULL. */
@@ -153,6 +159,25 @@ void up_sizerec_shutdown(struct up_root *r, int area_fd, const char *tag);
  * Idempotent. 0 or -errno. */
 int up_sizerec_recover(int area_fd, const char *name, struct up_sizerec_report *rep);
 
+/* Opens for writing the regular file with (dev, ino) in the tree below dirfd (depth-limited), or -1. */
+int up_find_inode(int dirfd, dev_t dev, ino_t ino, int depth);
+
+/* ---- strict mode (strict.c) ---- */
+
+/* A write in strict mode: logged, then applied through the sync path. Returns what write(2) would. */
+ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append);
+/* Logs a truncate to `len` and holds the checkpoint lock (read side) until up_strict_done. 0 or -errno
+ * (then the lock is held too: call up_strict_done). */
+int up_strict_log_truncate(struct up_file *f, uint64_t len);
+void up_strict_done(struct up_file *f);
+/* Checkpoints the root's log (or every root's): nothing logged before may be replayed after this. */
+void up_strict_checkpoint(struct up_root *r);
+void up_strict_checkpoint_all(void);
+void up_strict_after_fork_child(void);
+void up_strict_shutdown(void);
+/* Replays the logs of dead owners in <root>/.daxkit (tag NULL: any). 0 or -errno. */
+int up_strict_recover(const char *root_path, int area_fd, const char *tag, struct up_strict_report *rep);
+
 /* ---- files (file.c) ---- */
 
 enum up_strategy { UP_STAGE, UP_EXTEND };
@@ -170,6 +195,7 @@ struct up_file {
     struct up_map map;
     pthread_rwlock_t rw;    /* read: data IO; write: truncate, drop */
     pthread_mutex_t mu;     /* appends, size changes, publish */
+    pthread_mutex_t strict_mu; /* strict mode: an append's offset, record and apply in one order */
     enum up_strategy strategy;
     struct up_staged *staged; /* stage strategy: slots covering [pub_size, size), in file order */
     uint32_t staged_count, staged_cap;

@@ -411,6 +411,12 @@ static inline bool sync_writes(const struct up_slot *s) {
     return dk_cfg.mode != DK_MODE_POSIX || (s->flags & (O_SYNC | O_DSYNC));
 }
 
+/* One write of the program: strict mode logs it first (strict.c); the others go straight to the path. */
+static ssize_t write_op(struct up_slot *s, int fd, const void *buf, size_t n, uint64_t off, bool append) {
+    if (dk_cfg.mode == DK_MODE_STRICT) return up_strict_write(s->file, fd, buf, n, off, append);
+    return up_io_write(s->file, fd, buf, n, off, append, sync_writes(s));
+}
+
 ssize_t up_read(struct up_slot *s, int fd, void *buf, size_t n) {
     if (!readable(s)) {
         errno = EBADF;
@@ -443,7 +449,7 @@ ssize_t up_write(struct up_slot *s, int fd, const void *buf, size_t n) {
     if (n == 0) return 0;
     pos_lock(s);
     bool append = s->flags & O_APPEND;
-    ssize_t r = up_io_write(s->file, fd, buf, n, s->offset, append, sync_writes(s));
+    ssize_t r = write_op(s, fd, buf, n, s->offset, append);
     if (r > 0) s->offset = up_io_last_offset + (uint64_t)r;
     pos_unlock(s);
     return r;
@@ -460,5 +466,5 @@ ssize_t up_pwrite(struct up_slot *s, int fd, const void *buf, size_t n, off_t of
     }
     if (n == 0) return 0;
     /* Linux: pwrite on an O_APPEND descriptor appends, whatever the offset. */
-    return up_io_write(s->file, fd, buf, n, (uint64_t)off, s->flags & O_APPEND, sync_writes(s));
+    return write_op(s, fd, buf, n, (uint64_t)off, s->flags & O_APPEND);
 }

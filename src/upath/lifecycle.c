@@ -31,10 +31,6 @@ static int validate_more(void) {
         dk_log("DAXKIT_APPEND='%s' is not valid: %s", dk_cfg.append, why);
         bad++;
     }
-    if (dk_cfg.mode == DK_MODE_STRICT) {
-        dk_log("DAXKIT_MODE=strict is not available in this build yet; use posix or sync");
-        bad++;
-    }
 #ifdef DAXKIT_TEST_BUILD
     if (dk_cfg.test_fail[0] && dk_libc_fail_parse(dk_cfg.test_fail) != 0) {
         dk_log("DAXKIT_TEST_FAIL='%s' is not valid: expected call:nth:errno[:sticky]", dk_cfg.test_fail);
@@ -125,6 +121,7 @@ void up_fini(void) {
     up_enabled = false;
     up_fdtab_release_all();
     pthread_mutex_unlock(&up_table_mu);
+    up_strict_shutdown();
     up_stage_shutdown();
     dk_stats_close();
     DK_ERRNO_RESTORE;
@@ -163,6 +160,7 @@ void up_fork_child(void) {
     pthread_mutex_init(&up_table_mu, NULL);
     up_stage_after_fork_child();
     up_sizerec_after_fork_child();
+    up_strict_after_fork_child();
     const char *note = dk_cfg.persist == DK_PERSIST_FLUSH ? "persistence emulated (DAXKIT_PERSIST=flush)" : "";
     dk_stats_open(dk_cfg.stats, dk_config_enum_name("MODE", dk_cfg.mode), dk_cfg.dir, note);
 }

@@ -199,7 +199,7 @@ void up_sizerec_shutdown(struct up_root *r, int area_fd, const char *tag) {
 /* ---- recovery ---- */
 
 /* Finds the inode in the tree below dirfd (depth-limited), opening it for writing. -1 if not found. */
-static int find_inode(int dirfd, dev_t dev, ino_t ino, int depth) {
+int up_find_inode(int dirfd, dev_t dev, ino_t ino, int depth) {
     if (depth > 8) return -1;
     int d2 = DK_REAL(openat)(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
@@ -219,7 +219,7 @@ static int find_inode(int dirfd, dev_t dev, ino_t ino, int depth) {
         } else if (e->d_type == DT_DIR) {
             int sub = DK_REAL(openat)(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub >= 0) {
-                found = find_inode(sub, dev, ino, depth + 1);
+                found = up_find_inode(sub, dev, ino, depth + 1);
                 DK_REAL(close)(sub);
             }
         }
@@ -237,7 +237,7 @@ static int open_recorded(const struct size_rec *rec, int area_fd) {
     if (fd >= 0) DK_REAL(close)(fd);
     int root = DK_REAL(openat)(area_fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (root < 0) return -1;
-    fd = find_inode(root, (dev_t)rec->dev, (ino_t)rec->ino, 0);
+    fd = up_find_inode(root, (dev_t)rec->dev, (ino_t)rec->ino, 0);
     DK_REAL(close)(root);
     return fd;
 }

@@ -227,6 +227,8 @@ void up_stage_reclaim(const char *root_path, int area_fd, struct up_recover_repo
         }
         c->close(lfd);
     }
+    /* Operation logs have their own owner lock: every orphan is replayed (and removed) first. */
+    if (up_strict_recover(root_path, area_fd, NULL, &rep->strict) != 0) rep->errors++;
     for (int i = 0; i < ndead; i++) {
         char sname[80];
         snprintf(sname, sizeof sname, "%.47s.sizes", dead[i]);

@@ -144,10 +144,13 @@ int up_adopt(int fd, int oflags) {
 
 /* ---- close and dup ---- */
 
+/* A publish point of the file; in strict mode also a checkpoint (after f->mu: the lock order is
+ * checkpoint > file). */
 static int publish_file(struct up_file *f, int fd) {
     pthread_mutex_lock(&f->mu);
     int rc = up_publish_locked(f, fd);
     pthread_mutex_unlock(&f->mu);
+    if (dk_cfg.mode == DK_MODE_STRICT) up_strict_checkpoint(f->root);
     return rc;
 }
 
@@ -320,6 +323,7 @@ off_t up_lseek(struct up_slot *s, int fd, off_t off, int whence) {
 int up_fsync(struct up_slot *s, int fd, bool datasync) {
     dk_count(DK_C_fsyncs, 1);
     int rc = up_sync_file(s->file, fd, datasync);
+    if (dk_cfg.mode == DK_MODE_STRICT) up_strict_checkpoint(s->file->root);
     if (rc) {
         errno = -rc;
         return -1;
@@ -332,6 +336,15 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
     if (len < 0 || (s->flags & O_ACCMODE) == O_RDONLY) {
         errno = EINVAL;
         return -1;
+    }
+    bool strict = dk_cfg.mode == DK_MODE_STRICT;
+    if (strict) {
+        int lr = up_strict_log_truncate(f, (uint64_t)len);
+        if (lr) {
+            up_strict_done(f);
+            errno = EIO;
+            return -1;
+        }
     }
     pthread_mutex_lock(&f->mu);
     int rc = 0;
@@ -347,22 +360,18 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
         f->meta_dirty = true;
     }
     pthread_mutex_unlock(&f->mu);
+    if (rc == 0 && dk_cfg.mode != DK_MODE_POSIX) rc = up_sync_file(f, fd, true);
+    if (strict) up_strict_done(f);
     if (rc) {
         errno = -rc;
         return -1;
-    }
-    if (dk_cfg.mode != DK_MODE_POSIX) {
-        rc = up_sync_file(f, fd, true);
-        if (rc) {
-            errno = -rc;
-            return -1;
-        }
     }
     return 0;
 }
 
 int up_fallocate(struct up_slot *s, int fd, int mode, off_t off, off_t len) {
     struct up_file *f = s->file;
+    if (dk_cfg.mode == DK_MODE_STRICT) up_strict_checkpoint(f->root); /* not logged: no older record may replay over it */
     pthread_mutex_lock(&f->mu);
     int rc = up_publish_locked(f, fd);
     if (rc == 0 && !(mode & FALLOC_FL_KEEP_SIZE) && off >= 0 && len > 0 &&
@@ -512,6 +521,7 @@ void up_publish_all(void) {
     pthread_mutex_lock(&up_table_mu);
     up_file_foreach(publish_one, NULL);
     pthread_mutex_unlock(&up_table_mu);
+    if (dk_cfg.mode == DK_MODE_STRICT) up_strict_checkpoint_all();
     DK_ERRNO_RESTORE;
 }
 
@@ -520,6 +530,7 @@ int up_publish_inode(dev_t dev, ino_t ino) {
     struct up_file *f = up_file_lookup(dev, ino);
     if (f) publish_one(f, NULL);
     pthread_mutex_unlock(&up_table_mu);
+    if (dk_cfg.mode == DK_MODE_STRICT) up_strict_checkpoint_all(); /* truncate(path) follows, unlogged */
     return 0;
 }
 

@@ -68,6 +68,11 @@ void up_truncated(dev_t dev, ino_t ino, off_t len);
 /* Publishes the file with (dev, ino) if this process has unpublished appends for it (truncate(path)). */
 int up_publish_inode(dev_t dev, ino_t ino);
 
+/* Strict mode's metadata operations (oplog record types CREATE/UNLINK/RENAME): logged before the kernel
+ * call (0, or -errno: the call must fail), made durable after it. No-ops in other modes or off-tree. */
+int up_strict_meta_begin(unsigned type, int dirfd, const char *path, int dirfd2, const char *path2);
+void up_strict_meta_end(int dirfd, const char *path, int dirfd2, const char *path2);
+
 /* Process events. */
 void up_fork_prepare(void);
 void up_fork_parent(int failed);
