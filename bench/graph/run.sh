@@ -2,13 +2,18 @@
 # Graph engine benchmarks: CSV under bench/results/graph/, plots when matplotlib is present.
 #   bench/graph/run.sh [BUILD_DIR]
 # Environment (defaults in brackets):
-#   SCALES [20 22 24]       urand/kron scales for BFS and BC
+#   SCALES [20 22]          urand/kron scales for BFS and BC (dram, dram-prefetch, emu)
+#   BIG_SCALES [24]         urand/kron scales for BFS only (generation + BC/SSSP there exceed the time box)
+#   FILE_SCALES [20]        scales where BFS also runs on mmap (warm page cache) and uring (O_DIRECT)
 #   SSSP_SCALES [20 22]     scales of the weighted graphs for SSSP
-#   TRIALS [3]              trials per run (CSV keeps every trial; summaries use the fastest)
-#   SWEEP_SCALE [22]        graph scale of the contexts / latency / IOPS sweeps
-#   OOC_SCALE [18] OOC_BUDGET_MIB [16]   out-of-DRAM run (bench/graph/ooc.sh): urand graph, memory limit
+#   TRIALS [2] ROUNDS [2]   trials per run, rounds that interleave the backends (CSV keeps every trial;
+#                           summaries use the fastest)
+#   SWEEP_SCALE [22]        graph scale of the latency / IOPS sweeps
+#   CONTEXTS_SCALE [20]     graph scale of the contexts sweep (1 context at 5 us is serial: keep it small)
+#   OOC_SCALE [20] OOC_BUDGET_MIB [64]   out-of-DRAM run (bench/graph/ooc.sh): urand graph, memory limit
 #   GRAPH_DATA [BUILD/graph-data]        where graphs live (must allow O_DIRECT for uring)
-#   PARTS [all]             any of: engine emu kernels contexts latency iops uring ooc (space separated)
+#   VERIFY_SCALE [20]       graph scale of the verification part
+#   PARTS [all]             any of: engine emu kernels contexts latency iops uring verify ooc (space separated)
 # Other processes share the machine: every comparison interleaves its runs and keeps each trial.
 set -euo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
@@ -17,12 +22,17 @@ G=$BUILD/bin/daxkit-graph
 GB=$BUILD/bin/daxkit-graph-bench
 OUT=$SRC/bench/results/graph
 DATA=${GRAPH_DATA:-$BUILD/graph-data}
-SCALES=${SCALES:-20 22 24}
+SCALES=${SCALES:-20 22}
+BIG_SCALES=${BIG_SCALES:-24}
+FILE_SCALES=${FILE_SCALES:-20}
+ROUNDS=${ROUNDS:-2}
 SSSP_SCALES=${SSSP_SCALES:-20 22}
-TRIALS=${TRIALS:-3}
+TRIALS=${TRIALS:-2}
 SWEEP_SCALE=${SWEEP_SCALE:-22}
-OOC_SCALE=${OOC_SCALE:-18}
-OOC_BUDGET_MIB=${OOC_BUDGET_MIB:-16}
+CONTEXTS_SCALE=${CONTEXTS_SCALE:-20}
+VERIFY_SCALE=${VERIFY_SCALE:-20}
+OOC_SCALE=${OOC_SCALE:-20}
+OOC_BUDGET_MIB=${OOC_BUDGET_MIB:-64}
 PARTS=${PARTS:-all}
 mkdir -p "$OUT" "$DATA"
 [ -x "$G" ] || { echo "bench/graph: $G missing; run make first" >&2; exit 1; }
@@ -40,12 +50,13 @@ graph_file() {  # kind scale weighted(0/1) -> path (generated once)
   echo "$f"
 }
 
-# run KERNEL FILE BACKEND THREADS CONTEXTS EXTRA... -> "trial,seconds,requests,switches,empty" lines
+# run KERNEL FILE BACKEND THREADS CONTEXTS EXTRA...
+#   -> "trial,seconds,requests,switches,empty_passes,cpu_s" lines (cpu_s: CPU time of the process in the trial)
 run_trials() {
   local k=$1 f=$2 be=$3 t=$4 c=$5; shift 5
   "$G" "$k" --input "$f" --backend "$be" --threads "$t" --contexts "$c" --trials "$TRIALS" "$@" |
-    awk '/^trial /{gsub(":","",$2); split($4,a,"="); split($5,r,"="); split($6,s,"="); split($7,e,"=");
-         print $2","a[2]","r[2]","s[2]","e[2]}'
+    awk '/^trial /{gsub(":","",$2); for(i=3;i<=NF;i++){split($i,kv,"="); v[kv[1]]=kv[2]}
+         print $2","v["time_s"]","v["requests"]","v["switches"]","v["empty_passes"]","v["cpu_s"]}'
 }
 
 drop_cache() {  # evict one file from the page cache (only that file: other people share the machine)
@@ -83,38 +94,53 @@ if want emu; then
 fi
 
 if want kernels; then
-  log "kernels: BFS/BC on urand+kron, SSSP on weighted, backends dram / dram-prefetch / emu 5us, 1 and 2 threads"
-  echo "graph,scale,kernel,backend,threads,contexts,trial,seconds,requests,switches,empty_passes" > "$OUT/kernels.csv"
+  # Rounds interleave the backends of one configuration over time, so that a burst of load from other
+  # processes hits all of them alike; the summary compares the fastest trial of each (same sources).
+  log "kernels: BFS/BC on urand+kron, SSSP on weighted; dram / dram-prefetch / emu 5us, 1 and 2 threads;" \
+      "mmap and uring at scales $FILE_SCALES (BFS, 2 threads); BFS only at $BIG_SCALES"
+  echo "graph,scale,kernel,backend,threads,contexts,trial,seconds,requests,switches,empty_passes,cpu_s" > "$OUT/kernels.csv"
+  kernel_runs() {  # kind scale kernel file backends...
+    local kind=$1 s=$2 k=$3 f=$4; shift 4
+    for t in 1 2; do
+      for r in $(seq "$ROUNDS"); do
+        for be in "$@"; do
+          log "$k $kind$s $be threads=$t round $r"
+          run_trials "$k" "$f" "$be" "$t" 64 --latency-us 5 | sed "s/^/$kind,$s,$k,$be,$t,64,/" >> "$OUT/kernels.csv"
+        done
+      done
+    done
+  }
   for s in $SCALES; do
     for kind in urand kron; do
       f=$(graph_file "$kind" "$s" 0)
-      for k in bfs bc; do
-        for t in 1 2; do
-          for be in dram dram-prefetch emu; do
-            log "$k $kind$s $be threads=$t"
-            run_trials "$k" "$f" "$be" "$t" 64 --latency-us 5 | sed "s/^/$kind,$s,$k,$be,$t,64,/" >> "$OUT/kernels.csv"
-          done
+      for k in bfs bc; do kernel_runs "$kind" "$s" "$k" "$f" dram dram-prefetch emu; done
+      if [[ " $FILE_SCALES " == *" $s "* ]]; then
+        [ -s "$f.pages" ] || "$G" convert --input "$f" --output "$f.pages" >&2
+        for be in mmap uring; do
+          log "bfs $kind$s $be threads=2 (page cache warm for mmap; O_DIRECT for uring)"
+          run_trials bfs "$f" "$be" 2 256 | sed "s/^/$kind,$s,bfs,$be,2,256,/" >> "$OUT/kernels.csv"
         done
-      done
+      fi
+    done
+  done
+  for s in $BIG_SCALES; do
+    for kind in urand kron; do
+      f=$(graph_file "$kind" "$s" 0)
+      kernel_runs "$kind" "$s" bfs "$f" dram dram-prefetch emu
     done
   done
   for s in $SSSP_SCALES; do
     for kind in urand kron; do
       f=$(graph_file "$kind" "$s" 1)
-      for t in 1 2; do
-        for be in dram dram-prefetch emu; do
-          log "sssp $kind$s $be threads=$t"
-          run_trials sssp "$f" "$be" "$t" 64 --latency-us 5 | sed "s/^/$kind,$s,sssp,$be,$t,64,/" >> "$OUT/kernels.csv"
-        done
-      done
+      kernel_runs "$kind" "$s" sssp "$f" dram dram-prefetch emu
     done
   done
 fi
 
 if want contexts; then
-  f=$(graph_file kron "$SWEEP_SCALE" 0)
-  log "contexts sweep: BFS kron$SWEEP_SCALE, emu 5us, 1 thread (Table 4 shape)"
-  echo "backend,contexts,trial,seconds,requests,switches,empty_passes" > "$OUT/contexts.csv"
+  f=$(graph_file kron "$CONTEXTS_SCALE" 0)
+  log "contexts sweep: BFS kron$CONTEXTS_SCALE, emu 5us, 1 thread (Table 4 shape)"
+  echo "backend,contexts,trial,seconds,requests,switches,empty_passes,cpu_s" > "$OUT/contexts.csv"
   run_trials bfs "$f" dram 1 1 | sed "s/^/dram,0,/" >> "$OUT/contexts.csv"
   for c in 1 2 16 32 64 128 256 512; do
     log "contexts=$c"
@@ -130,7 +156,7 @@ fi
 if want latency; then
   f=$(graph_file urand "$SWEEP_SCALE" 0)
   log "emu latency sweep: BFS urand$SWEEP_SCALE, 2 threads, 256 contexts"
-  echo "latency_us,trial,seconds,requests,switches,empty_passes" > "$OUT/latency.csv"
+  echo "latency_us,trial,seconds,requests,switches,empty_passes,cpu_s" > "$OUT/latency.csv"
   run_trials bfs "$f" dram 2 1 | sed "s/^/dram,/" >> "$OUT/latency.csv"
   for l in 0.1 1 3 5 10; do
     run_trials bfs "$f" emu 2 256 --latency-us "$l" | sed "s/^/$l,/" >> "$OUT/latency.csv"
@@ -140,7 +166,7 @@ fi
 if want iops; then
   f=$(graph_file kron "$SWEEP_SCALE" 0)
   log "emu IOPS sweep: BFS kron$SWEEP_SCALE, 5us, 2 threads, 256 contexts"
-  echo "iops_max,trial,seconds,requests,switches,empty_passes" > "$OUT/iops.csv"
+  echo "iops_max,trial,seconds,requests,switches,empty_passes,cpu_s" > "$OUT/iops.csv"
   for i in 1000000 2000000 5000000 10000000 20000000 50000000 0; do
     run_trials bfs "$f" emu 2 256 --latency-us 5 --iops "$i" | sed "s/^/$i,/" >> "$OUT/iops.csv"
   done
@@ -163,6 +189,22 @@ if want uring; then
     done
   done
   "$GB" uring "$img" 64 4 sqpoll | awk '{for(i=1;i<=NF;i++){split($i,a,"="); v[a[1]]=a[2]} print "daxkit-uring,64,1,"v["iops"]}' >> "$OUT/uring_fio.csv" || true
+fi
+
+if want verify; then  # every kernel on every backend checked against the serial references (GAP's definitions)
+  log "verification: BFS/BC/SSSP on urand+kron$VERIFY_SCALE, every backend, 2 threads, --verify"
+  echo "graph,scale,kernel,backend,trials,verified" > "$OUT/verify.csv"
+  for kind in urand kron; do
+    for k in bfs bc sssp; do
+      w=0; [ $k = sssp ] && w=1
+      f=$(graph_file "$kind" "$VERIFY_SCALE" "$w")
+      for be in dram dram-prefetch emu mmap uring; do
+        v=$("$G" "$k" --input "$f" --backend "$be" --threads 2 --contexts 64 --trials 2 --verify 2>&1 | tail -1 |
+            sed -n 's/.*verified=\([a-z]*\).*/\1/p')
+        echo "$kind,$VERIFY_SCALE,$k,$be,2,${v:-error}" >> "$OUT/verify.csv"
+      done
+    done
+  done
 fi
 
 if want ooc; then  # its own script: a fresh memory cgroup per backend, counters that show the budget binds
