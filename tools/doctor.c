@@ -178,9 +178,11 @@ static int probe(struct doctor *d) {
     }
     d->clone_min_bytes = dk_medium_clone_min_bytes(&d->m);
     d->clone_min_source = !d->m.reflink          ? "no block sharing on this file system"
+                          : d->m.clone_zero_lost ? "block sharing is unsafe here: the kernel loses zeroing of part "
+                                                   "of a shared block (Linux 6.1 fsdax)"
                           : d->m.costs_measured ? "from the measured costs"
                                                 : "default: costs not measured";
-    if (d->cfg.clone_min_bytes != 0 && d->m.reflink) {
+    if (d->cfg.clone_min_bytes != 0 && d->m.reflink && !d->m.clone_zero_lost) {
         d->clone_min_bytes = d->cfg.clone_min_bytes;
         d->clone_min_source = "DAXKIT_CLONE_MIN_BYTES";
     }
@@ -321,8 +323,10 @@ static void text_report(const struct doctor *d) {
     printf("medium          %s: %s\n", dk_medium_name(m->medium), medium_meaning(m->medium));
     printf("MAP_SYNC        %s\n", m->map_sync ? "yes" : "no (MAP_SHARED_VALIDATE|MAP_SYNC refused: not a DAX mount)");
     printf("2 MiB mappings  %s (%s)\n", m->huge_pages ? "yes" : "no", m->huge_pages_why ? m->huge_pages_why : "not probed");
-    printf("block sharing   %s\n", m->reflink ? "yes (FICLONERANGE works: relink can move whole blocks)"
-                                              : "no (FICLONERANGE refused: relink copies)");
+    printf("block sharing   %s\n", !m->reflink         ? "no (FICLONERANGE refused: relink copies)"
+                                    : m->clone_zero_lost ? "yes, but zeroing part of a shared block is lost here "
+                                                           "(kernel fsdax bug): relink copies"
+                                                         : "yes (FICLONERANGE works: relink can move whole blocks)");
     text_costs(d);
     printf("flush           %s\n", dk_flush_name());
     printf("non-temporal    %s stores for writes >= %" PRIu64 " B\n", dk_nt_name(), d->cfg.nt_min_bytes);
@@ -404,7 +408,8 @@ static void json_report(const struct doctor *d) {
     printf("  \"map_sync\": %s,\n  \"huge_pages\": %s,\n  \"huge_pmd_kb\": %" PRIu64 ",\n  ",
            m->map_sync ? "true" : "false", m->huge_pages ? "true" : "false", m->huge_pmd_kb);
     json_kv_str("huge_pages_why", m->huge_pages_why, ",\n");
-    printf("  \"reflink\": %s,\n", m->reflink ? "true" : "false");
+    printf("  \"reflink\": %s,\n  \"clone_zero_lost\": %s,\n", m->reflink ? "true" : "false",
+           m->clone_zero_lost ? "true" : "false");
     json_costs(d);
     printf("  \"cpu\": {");
     json_kv_str("flush", dk_flush_name(), ", ");

@@ -32,6 +32,9 @@ struct dk_medium_info {
     int costs_error;            /* errno that stopped the cost measurement (0: none); costs_measured false */
     uint32_t cost_samples;      /* operations timed per figure (the median of these is reported) */
     uint64_t costs_total_ns;    /* wall time the cost measurement took */
+    /* DAX with block sharing: zeroing one byte of a block shared by FICLONERANGE (fallocate ZERO_RANGE)
+     * left the byte unchanged. Linux 6.1's fsdax loses such zeroing (docs/dax-guest.md): relink copies. */
+    bool clone_zero_lost;
 };
 
 enum dk_probe_flags {
