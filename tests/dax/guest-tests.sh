@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Description: the tests the FS-DAX guest runs on its two DAX mounts (/mnt/xfs: XFS -m reflink=1, /mnt/ext4;
+# both -o dax=always). Run by guest-init.sh inside the guest, never on the host.
+#
+#   guest-tests.sh short|long
+#
+# One console line per test: "DK-RESULT NAME PASS|FAIL|SKIP SECONDSs detail" (run-guest.sh parses them),
+# preceded by the test's own output prefixed with its name. The existing scripts run on the DAX mounts through
+# the harness's medium kind 'dir' (DK_MEDIA_DIR). short: what `make test` runs (a few minutes under TCG);
+# long: more seeds, both append strategies, every crash configuration (`make test-dax`).
+set -u
+list=${1:-short}
+: "${DAXKIT_BUILD:=/dk/build}" "${DAXKIT_SRC:=/dk/src}"
+export DAXKIT_BUILD DAXKIT_SRC
+T=$DAXKIT_SRC/tests
+cli=$DAXKIT_BUILD/bin/daxkit
+
+# Tests that fail on a known, reported library defect (the same ones make test leaves out on the host:
+# Makefile KNOWNBUG and the knownbug labels). Their failures are reported as XFAIL and do not fail the run;
+# a pass is reported as PASS (the defect no longer shows here).
+#   diff_*_full: stdio on managed files is a fopencookie stream (ftell/fseek in append mode differ from glibc's
+#     file streams); the *_nostdio runs cover every other op class.
+#   crash_*_extend: the extend strategy leaves a zero-filled tail after SIGKILL (no roll back to the published size).
+#   kernel_clone_zero_*: Linux 6.1's fsdax loses fallocate(ZERO_RANGE) of part of a block shared by
+#     FICLONERANGE (a kernel bug; daxkit's medium probe sees it and relinks by copy there).
+known_bug() { [[ $1 == diff_*_full || $1 == crash_*_extend || $1 == kernel_clone_zero_* ]]; }
+
+# run NAME COMMAND...: runs COMMAND, shows its output, prints the result line.
+run() {
+    local name=$1 t0 rc verdict detail
+    shift
+    t0=$(date +%s)
+    echo "DK-GUEST start $name"
+    "$@" >"/tmp/$name.log" 2>&1
+    rc=$?
+    sed "s/^/  $name: /" "/tmp/$name.log" | tail -n 60
+    case $rc in
+    0) verdict=PASS detail=ok ;;
+    77) verdict=SKIP detail=$(grep -m1 'SKIP' "/tmp/$name.log" | cut -c1-200) ;;
+    *) verdict=FAIL detail="exit $rc: $(grep -m1 -E 'FAIL|differ|mismatch' "/tmp/$name.log" | cut -c1-200)" ;;
+    esac
+    if [ $verdict = FAIL ] && known_bug "$name"; then verdict=XFAIL; fi
+    echo "DK-RESULT $name $verdict $(($(date +%s) - t0))s ${detail:-no reason printed}"
+}
+
+# doctor FS SHARING: daxkit doctor names the medium dax, MAP_SYNC works, block sharing yes/no.
+doctor() {
+    local mnt=/mnt/$1 sharing=$2 out
+    out=$("$cli" doctor "$mnt" 2>&1) || { echo "$out"; echo "FAIL: daxkit doctor $mnt exited $?"; return 1; }
+    echo "$out"
+    echo "$out" | grep -qE '^medium +dax:' || { echo "FAIL: medium is not dax"; return 1; }
+    echo "$out" | grep -qE '^MAP_SYNC +yes' || { echo "FAIL: MAP_SYNC not accepted"; return 1; }
+    echo "$out" | grep -qE "^block sharing +$sharing" || { echo "FAIL: block sharing is not '$sharing'"; return 1; }
+}
+
+# mounted FS: the mount really is DAX (the kernel's word, not the library's).
+mounted() {
+    grep -E " /mnt/$1 $1 " /proc/mounts
+    grep -E " /mnt/$1 $1 .*dax(=always)?[ ,]" /proc/mounts >/dev/null || { echo "FAIL: /mnt/$1 is not mounted with dax"; return 1; }
+}
+
+on() { # on FS COMMAND...: COMMAND with the harness's 'dir' medium on /mnt/FS
+    local fs=$1
+    shift
+    DK_MEDIA_DIR=/mnt/$fs "$@"
+}
+
+if [ "$list" = long ]; then
+    diff_seeds=150 crash_modes="sync posix" appends="stage extend" diff_full=1
+else
+    diff_seeds=12 crash_modes="sync" appends="stage" diff_full=
+fi
+
+for fs in xfs ext4; do
+    # Relink clones where blocks can be shared safely: XFS, unless the kernel loses zeroing of shared
+    # blocks (then the library copies, and says so in doctor's output).
+    relink=copy sharing=no
+    if [ $fs = xfs ]; then
+        sharing=yes relink=clone
+        "$DAXKIT_BUILD/tests/clone_zero" /mnt/xfs mmap >/dev/null 2>&1 || relink=copy
+    fi
+    run mount_dax_$fs mounted $fs
+    run kernel_clone_zero_$fs "$DAXKIT_BUILD/tests/clone_zero" /mnt/$fs mmap
+    run doctor_$fs doctor $fs $sharing
+    run relink_${relink}_$fs on $fs bash "$T/shim/run.sh" dir dax_counters relink $relink
+    run mapsync_$fs on $fs bash "$T/shim/run.sh" dir dax_counters mapsync yes
+    run sync_flush_$fs on $fs bash "$T/shim/run.sh" dir --env DAXKIT_MODE=sync dax_counters sync flush
+    for mode in $crash_modes; do
+        run crash_${fs}_${mode}_stage on $fs bash "$T/shim/crash.sh" dir $mode stage
+        [ "$list" = long ] && run crash_${fs}_${mode}_extend on $fs bash "$T/shim/crash.sh" dir $mode extend
+    done
+    for append in $appends; do
+        diff=(bash "$T/diff/run-diff.sh" --media dir --modes posix,sync --append $append --seeds $diff_seeds
+              --shrink-max 1 --shrink-seconds 60 --timeout 300 --out /tmp/diff-$fs-$append)
+        run diff_${fs}_${append}_nostdio on $fs "${diff[@]}" --exclude stdio
+        [ -n "$diff_full" ] && run diff_${fs}_${append}_full on $fs "${diff[@]}"
+    done
+done
+exit 0
