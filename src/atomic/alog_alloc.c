@@ -73,7 +73,7 @@ int64_t alog_alloc_entry(struct alog_file *f, uint32_t shift, uint64_t *log_off)
     int64_t idx = slot_take(f);
     int64_t off = idx >= 0 ? area_take(f, shift) : -ENOSPC;
     if (idx >= 0 && off < 0) f->slot_used_bits[idx / 64] &= ~(1ull << (idx % 64));
-    if (off >= 0) f->area_used_bytes += 1ull << shift;
+    if (off >= 0) __atomic_add_fetch(&f->area_used_bytes, 1ull << shift, __ATOMIC_RELAXED); /* stats read it */
     pthread_mutex_unlock(&f->alloc_mu);
     if (off < 0) return -ENOSPC;
     *log_off = (uint64_t)off;
@@ -90,6 +90,6 @@ void alog_free_entry(struct alog_file *f, uint64_t idx, uint64_t log_off, uint32
     dk_assert(c->used_bits[i / 64] & (1ull << (i % 64)));
     c->used_bits[i / 64] &= ~(1ull << (i % 64));
     if (++c->free_count == 1u << (ALOG_BLOCK_SHIFT_MAX - shift)) c->shift = 0;
-    f->area_used_bytes -= 1ull << shift;
+    __atomic_sub_fetch(&f->area_used_bytes, 1ull << shift, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&f->alloc_mu);
 }

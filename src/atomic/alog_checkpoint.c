@@ -27,7 +27,11 @@ static struct alog_leaf *lock_if_committed(struct alog_file *f, struct alog_ent 
     struct alog_leaf *leaf = __atomic_load_n(&e->leaf, __ATOMIC_ACQUIRE);
     if (!leaf) return NULL;
     pthread_mutex_lock(&leaf->mu);
-    if (e->live && e->leaf == leaf && e->epoch < epoch && (gen == 0 || e->gen == gen)) return leaf;
+    /* e may be being reused under another region's lock meanwhile: atomic reads; live is stored last */
+    if (__atomic_load_n(&e->live, __ATOMIC_ACQUIRE) && __atomic_load_n(&e->leaf, __ATOMIC_ACQUIRE) == leaf &&
+        __atomic_load_n(&e->epoch, __ATOMIC_RELAXED) < epoch &&
+        (gen == 0 || __atomic_load_n(&e->gen, __ATOMIC_RELAXED) == gen))
+        return leaf;
     pthread_mutex_unlock(&leaf->mu);
     return NULL;
 }

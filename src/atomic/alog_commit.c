@@ -47,7 +47,7 @@ static int switch_policy(struct alog_file *f, uint32_t next) {
     int64_t n = alog_checkpoint_committed(f);
     if (n < 0) return (int)n;
     DK_CRASH_POINT("atomic.sync.switch.after_checkpoint");
-    f->policy = next;
+    __atomic_store_n(&f->policy, next, __ATOMIC_RELAXED); /* read by get_stats without the lock */
     alog_store_word(&f->hdr->policy, next);
     ALOG_CTR_ADD(f, policy_switches, 1);
     return 0;

@@ -17,16 +17,16 @@ int alog_entry_create(struct alog_file *f, struct alog_leaf *leaf, uint64_t base
     dk_assert(!e->live);
     e->p = &f->pents[idx];
     e->log = f->area + log_off;
-    e->leaf = leaf;
+    __atomic_store_n(&e->leaf, leaf, __ATOMIC_RELEASE); /* read without this leaf's lock: checkpoint */
     e->dest_off = base;
     e->log_off = log_off;
-    e->epoch = f->epoch;
-    e->gen++;
+    __atomic_store_n(&e->epoch, f->epoch, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->gen, e->gen + 1, __ATOMIC_RELAXED);
     e->shift = shift;
     e->ext_start = e->ext_len = 0;
     e->leaf_slot = (uint16_t)((base & ((1ull << ALOG_LEAF_SHIFT) - 1)) >> ALOG_BLOCK_SHIFT_MIN);
     e->redo = f->policy == ALOG_REDO;
-    e->live = true;
+    __atomic_store_n(&e->live, true, __ATOMIC_RELEASE); /* last: a checkpoint seeing it live sees the rest */
     dk_assert(leaf->slot[e->leaf_slot] == NULL);
     leaf->slot[e->leaf_slot] = e;
     leaf->live_count++;
@@ -78,7 +78,7 @@ void alog_entry_release(struct alog_file *f, struct alog_ent *e) {
     leaf->slot[e->leaf_slot] = NULL;
     dk_assert(leaf->live_count > 0);
     leaf->live_count--;
-    e->live = false;
+    __atomic_store_n(&e->live, false, __ATOMIC_RELEASE);
     __atomic_and_fetch(&f->live_bits[idx / 64], ~(1ull << (idx % 64)), __ATOMIC_RELEASE);
     alog_free_entry(f, idx, e->log_off, e->shift);
 }
