@@ -4,9 +4,10 @@
  *                       moved into the file by FICLONERANGE and none by copy (XFS, XFS-DAX); copy: by copy
  *                       and never by FICLONERANGE (ext4-DAX, tmpfs).
  *   mapsync yes|no      the file's mapping, made by the library, carries VmFlags "sf" (MAP_SYNC) or not.
- *   sync flush|msync    sync mode (DAXKIT_MODE=sync): 64 overwrites of 4 KiB of a published file, each
+ *   sync flush|msync    sync or strict mode (DAXKIT_MODE): 64 overwrites of 4 KiB of a published file, each
  *                       durable when it returns. flush: by cache-line flush + fence (persist_flushes +64),
- *                       no msync and no kernel fsync (dax); msync: by msync (page cache).
+ *                       no msync and no kernel fsync (dax); msync: by msync (page cache). strict: each
+ *                       write also recorded in the operation log.
  * Prints "counters: name=value ..." with what it saw. Exit 0 pass, 1 fail, 77 skip. */
 #include "shim_test.h"
 
@@ -122,10 +123,12 @@ static int case_mapsync(const char *path, const char *want) {
 
 static int case_sync(const char *path, const char *want) {
     const char *mode = getenv("DAXKIT_MODE");
-    if (!mode || strcmp(mode, "sync")) FAIL("case sync needs DAXKIT_MODE=sync");
+    if (!mode || (strcmp(mode, "sync") && strcmp(mode, "strict"))) FAIL("case sync needs DAXKIT_MODE=sync or strict");
+    bool strict = !strcmp(mode, "strict");
     int fd = append_and_publish(path);
     read_counters();
     uint64_t flushes0 = COUNT(persist_flushes), msyncs0 = COUNT(persist_msyncs), kernel0 = COUNT(fsyncs_kernel);
+    uint64_t logged0 = COUNT(strict_inline) + COUNT(strict_staged);
     static uint8_t buf[OVERWRITE_BYTES];
     for (uint32_t i = 0; i < OVERWRITES; i++) {
         uint64_t off = (uint64_t)i * 3 * OVERWRITE_BYTES;
@@ -135,9 +138,11 @@ static int case_sync(const char *path, const char *want) {
     read_counters();
     print_counters("sync");
     uint64_t flushes = COUNT(persist_flushes) - flushes0, msyncs = COUNT(persist_msyncs) - msyncs0;
-    uint64_t kernel = COUNT(fsyncs_kernel) - kernel0;
-    printf("%d overwrites: %llu flush+fence, %llu msync, %llu kernel fsync\n", OVERWRITES,
-           (unsigned long long)flushes, (unsigned long long)msyncs, (unsigned long long)kernel);
+    uint64_t kernel = COUNT(fsyncs_kernel) - kernel0, logged = COUNT(strict_inline) + COUNT(strict_staged) - logged0;
+    printf("%s mode, %d overwrites: %llu flush+fence, %llu msync, %llu kernel fsync, %llu logged (strict)\n", mode,
+           OVERWRITES, (unsigned long long)flushes, (unsigned long long)msyncs, (unsigned long long)kernel,
+           (unsigned long long)logged);
+    if (strict) CHECK(logged == OVERWRITES, "strict mode logged %llu of %d writes", (unsigned long long)logged, OVERWRITES);
     if (!strcmp(want, "flush")) {
         CHECK(flushes == OVERWRITES, "%llu persists by flush + fence, expected %d", (unsigned long long)flushes,
               OVERWRITES);
@@ -152,7 +157,7 @@ static int case_sync(const char *path, const char *want) {
         CHECK(st_mismatch(buf, 9, off, OVERWRITE_BYTES) < 0, "overwrite %u reads back wrong", i);
     }
     OK(close(fd));
-    printf("ok: sync mode persists by %s\n", want);
+    printf("ok: %s mode persists by %s\n", mode, want);
     return 0;
 }
 

@@ -66,7 +66,7 @@ on() { # on FS COMMAND...: COMMAND with the harness's 'dir' medium on /mnt/FS
 }
 
 if [ "$list" = long ]; then
-    diff_seeds=150 crash_modes="sync posix" appends="stage extend" diff_full=1
+    diff_seeds=60 crash_modes="sync posix" appends="stage extend" diff_full=1
 else
     diff_seeds=12 crash_modes="sync" appends="stage" diff_full=
 fi
@@ -85,6 +85,7 @@ for fs in xfs ext4; do
     run relink_${relink}_$fs on $fs bash "$T/shim/run.sh" dir dax_counters relink $relink
     run mapsync_$fs on $fs bash "$T/shim/run.sh" dir dax_counters mapsync yes
     run sync_flush_$fs on $fs bash "$T/shim/run.sh" dir --env DAXKIT_MODE=sync dax_counters sync flush
+    run strict_flush_$fs on $fs bash "$T/shim/run.sh" dir --env DAXKIT_MODE=strict dax_counters sync flush
     for mode in $crash_modes; do
         run crash_${fs}_${mode}_stage on $fs bash "$T/shim/crash.sh" dir $mode stage
         [ "$list" = long ] && run crash_${fs}_${mode}_extend on $fs bash "$T/shim/crash.sh" dir $mode extend
