@@ -68,7 +68,7 @@ on() { # on FS COMMAND...: COMMAND with the harness's 'dir' medium on /mnt/FS
 if [ "$list" = long ]; then
     diff_seeds=60 crash_modes="sync posix" appends="stage extend" diff_full=1
 else
-    diff_seeds=12 crash_modes="sync" appends="stage" diff_full=
+    diff_seeds=8 crash_modes="sync" appends="stage" diff_full=
 fi
 
 for fs in xfs ext4; do

@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
     *) echo "run-guest.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
-[ -n "$timeout_s" ] || { [ $list = short ] && timeout_s=420 || timeout_s=3600; }
+[ -n "$timeout_s" ] || { [ $list = short ] && timeout_s=540 || timeout_s=3600; }
 
 skip() { echo "SKIP: $*" >&2; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
