@@ -18,6 +18,16 @@ static uint64_t reserve(struct dk_oplog *log, uint32_t lines) {
     return cur;
 }
 
+/* The slow path once per OPLOG_ALLOCATE_LINES: allocates the next step(s) of the file. */
+static int allocate_through(struct dk_oplog *log, uint64_t end_lines) {
+    pthread_mutex_lock(&log->grow_mu);
+    int rc = 0;
+    while (rc == 0 && log->allocated_lines < end_lines)
+        rc = oplog_allocate(log, DK_MIN(log->capacity_lines, log->allocated_lines + OPLOG_ALLOCATE_LINES));
+    pthread_mutex_unlock(&log->grow_mu);
+    return rc;
+}
+
 /* Stores one whole line non-temporally (the trace sees a 64-byte NT store). No fence. */
 static void store_line(struct oplog_line *dst, const struct oplog_line *src) {
     dk_store_persistent(dst, src, sizeof *src, DK_OPLOG_LINE_BYTES);
@@ -49,6 +59,10 @@ int dk_oplog_append(struct dk_oplog *log, unsigned type, const void *fixed48, co
     uint32_t lines = oplog_lines_for(data_len);
     uint64_t slot = reserve(log, lines);
     if (slot == UINT64_MAX) return -ENOSPC;
+    if (DK_UNLIKELY(slot + lines > __atomic_load_n(&log->allocated_lines, __ATOMIC_ACQUIRE))) {
+        int rc = allocate_through(log, slot + lines);
+        if (rc != 0) return rc; /* the reserved slots stay empty: recovery skips them */
+    }
     DK_CRASH_POINT("oplog.append.reserved");
 
     struct oplog_line head = {.h = {.kind = OPLOG_KIND_HEAD, .type = (uint8_t)type, .lines = (uint16_t)lines,

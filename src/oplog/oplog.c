@@ -2,6 +2,7 @@
 #include "oplog/oplog.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,32 @@ int oplog_write_header(struct dk_oplog *log, uint32_t generation, const char *ta
     return oplog_msync_range(log, slot, sizeof h);
 }
 
+/* Reserves the file's blocks (posix_fallocate: no SIGBUS or ENOSPC on a later store) and write-faults the
+ * pages (best effort: MADV_POPULATE_WRITE, Linux 5.14) of record slots [allocated_lines, end_lines). Called
+ * with grow_mu held, or before the log is shared. Returns 0 or -errno (-ENOSPC: the medium is full). */
+int oplog_allocate(struct dk_oplog *log, uint64_t end_lines) {
+    const struct dk_libc *c = dk_libc();
+    uint64_t from = log->allocated_lines;
+    if (end_lines <= from) return 0;
+    /* File offsets: the header lines come with the first records; the end is rounded up to a 2 MiB boundary
+     * (one huge page on huge-page tmpfs), capped at the file's end. */
+    uint64_t lo = from == 0 ? 0 : (DK_OPLOG_HEADER_LINES + from) * DK_OPLOG_LINE_BYTES;
+    uint64_t hi = dk_round_up((DK_OPLOG_HEADER_LINES + end_lines) * DK_OPLOG_LINE_BYTES, DK_HUGE_BYTES);
+    if (hi > log->map_bytes) hi = log->map_bytes;
+    end_lines = hi / DK_OPLOG_LINE_BYTES - DK_OPLOG_HEADER_LINES;
+    DK_ERRNO_SAVE;
+    int e = c->posix_fallocate(log->fd, (off_t)lo, (off_t)(hi - lo));
+    if (e == 0 || e == EOPNOTSUPP || e == EINVAL) {
+        uintptr_t page_lo = dk_round_down((uintptr_t)log->headers + lo, DK_PAGE_BYTES);
+        uintptr_t page_hi = dk_round_up((uintptr_t)log->headers + hi, DK_PAGE_BYTES);
+        c->madvise((void *)page_lo, page_hi - page_lo, OPLOG_MADV_POPULATE_WRITE);
+        __atomic_store_n(&log->allocated_lines, end_lines, __ATOMIC_RELEASE);
+        e = 0;
+    }
+    DK_ERRNO_RESTORE;
+    return -e;
+}
+
 static enum oplog_persist persist_for(int dirfd, int *map_sync_out) {
     struct dk_medium_info mi;
     *map_sync_out = 0;
@@ -94,18 +121,16 @@ static int build_tmp(struct dk_oplog *log, int dirfd, const char *tmp, size_t by
     log->fd = fd;
     if (c->flock(fd, LOCK_EX | LOCK_NB) != 0) return -errno;
     if (c->ftruncate(fd, (off_t)bytes) != 0) return -errno;
-    int e = c->posix_fallocate(fd, 0, (off_t)bytes);
-    if (e != 0 && e != EOPNOTSUPP && e != EINVAL) return -e;
-    /* Populated now, so appends take no page faults (the log is written front to back, every page). */
     void *m = MAP_FAILED;
-    if (map_sync)
-        m = c->mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED_VALIDATE | MAP_SYNC | MAP_POPULATE, fd, 0);
-    if (m == MAP_FAILED) m = c->mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    if (map_sync) m = c->mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
+    if (m == MAP_FAILED) m = c->mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) return -errno;
     log->map_bytes = bytes;
     log->headers = m;
     log->records = (struct oplog_line *)((char *)m + DK_OPLOG_HEADER_LINES * DK_OPLOG_LINE_BYTES);
-    return 0;
+    /* The first step ends at file offset 2 MiB, the next ones at each following 2 MiB boundary. */
+    uint64_t first_lines = OPLOG_ALLOCATE_LINES - DK_OPLOG_HEADER_LINES;
+    return oplog_allocate(log, DK_MIN(log->capacity_lines, first_lines));
 }
 
 /* Publishes a fully built log under `name` (never replacing another). Returns 0, -EEXIST or -errno. */
@@ -161,11 +186,13 @@ int dk_oplog_open(const char *dir, const char *tag, size_t bytes, struct dk_oplo
     if (posix_memalign((void **)&log, DK_CACHELINE_BYTES, sizeof *log) != 0) return -ENOMEM;
     memset(log, 0, sizeof *log);
     log->fd = -1;
+    pthread_mutex_init(&log->grow_mu, NULL);
     log->capacity_lines = capacity;
     int dirfd = dk_libc()->openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int rc = dirfd < 0 ? -errno : open_at(log, dir, dirfd, tag, bytes);
     if (dirfd >= 0) dk_libc()->close(dirfd);
     if (rc != 0) {
+        pthread_mutex_destroy(&log->grow_mu);
         free(log);
         log = NULL;
     }
@@ -183,6 +210,7 @@ int dk_oplog_close(struct dk_oplog *log, int remove) {
     if (remove && c->unlink(log->path) != 0) rc = -errno;
     c->munmap(log->headers, log->map_bytes);
     c->close(log->fd);
+    pthread_mutex_destroy(&log->grow_mu);
     free(log);
     DK_ERRNO_RESTORE;
     return rc;

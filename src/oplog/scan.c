@@ -70,47 +70,110 @@ static int deliver(const struct oplog_line *lines, uint64_t slot, uint32_t gener
     return cb ? cb(&rec, ctx) : 0;
 }
 
+#define OPLOG_MADV_POPULATE_READ 22 /* <linux/mman.h>, Linux 5.14 */
+
+/* A byte range of the image that may be read; everything outside every segment is zero (a hole). */
+struct segment {
+    uint64_t lo, hi;
+};
+
+struct scan_state {
+    const struct oplog_line *recs;
+    uint32_t gen;
+    int in_gap;
+    unsigned char *buf;
+    dk_oplog_record_fn cb;
+    void *ctx;
+    struct dk_oplog_scan_stats st;
+};
+
+/* Scans record slots [first, end), all readable. Returns 0 or the callback's value. */
+static int scan_slots(struct scan_state *s, uint64_t first, uint64_t end) {
+    for (uint64_t slot = first; slot < end;) {
+        const struct oplog_line_hdr *h = &s->recs[slot].h;
+        s->st.lines_scanned++;
+#ifdef DAXKIT_TEST_BUILD
+        if (dk_oplog_test_broken == DK_OPLOG_BROKEN_SCAN_STOPS_AT_HOLE && s->in_gap) return 0;
+#endif
+        if (h->generation != s->gen || h->kind == 0) { /* empty (zero) or from an earlier generation */
+            s->in_gap = 1, slot++;
+            continue;
+        }
+        if (h->kind == OPLOG_KIND_HEAD && record_valid(&s->recs[slot], end - slot, s->gen)) {
+            s->st.holes += s->in_gap; /* an interrupted record (or an empty slot) before this valid one */
+            s->in_gap = 0;
+            s->st.records_valid++;
+            int rc = deliver(&s->recs[slot], slot, s->gen, s->buf, s->cb, s->ctx);
+            slot += h->lines;
+            s->st.last_slot_used = slot;
+            if (rc) return rc;
+            continue;
+        }
+        if (h->kind == OPLOG_KIND_HEAD) s->st.records_torn++;
+        else s->st.lines_orphaned++;
+        s->in_gap = 1, slot++;
+    }
+    return 0;
+}
+
+/* The whole capacity is scanned: concurrent appenders finish out of order, so a valid record may follow an
+ * empty or torn slot. Empty and stale slots cost one compare each; holes of the file are not touched. */
+static int scan_segments(const void *image, size_t bytes, const struct segment *segs, size_t nsegs,
+                         dk_oplog_record_fn cb, void *ctx, struct dk_oplog_scan_stats *stats) {
+    struct scan_state s = {.cb = cb, .ctx = ctx};
+    const uint64_t header_bytes = DK_OPLOG_HEADER_LINES * DK_OPLOG_LINE_BYTES;
+    uint64_t t0 = dk_now_ns(), capacity = 0;
+    if (nsegs > 0 && segs[0].lo == 0 && segs[0].hi >= header_bytes)
+        s.st.generation = oplog_image_generation(image, bytes, &capacity);
+    int rc = s.st.generation ? 0 : -EINVAL;
+    if (rc == 0 && !(s.buf = malloc(DK_OPLOG_DATA_BYTES_MAX))) rc = -ENOMEM;
+    s.recs = (const struct oplog_line *)((const char *)image + header_bytes);
+    s.gen = (uint32_t)s.st.generation;
+    uint64_t next = 0; /* the first slot not yet scanned or skipped */
+    for (size_t i = 0; rc == 0 && i < nsegs; i++) {
+        uint64_t lo = segs[i].lo > header_bytes ? segs[i].lo - header_bytes : 0;
+        uint64_t first = (lo + DK_OPLOG_LINE_BYTES - 1) / DK_OPLOG_LINE_BYTES;
+        uint64_t end = segs[i].hi > header_bytes ? (segs[i].hi - header_bytes) / DK_OPLOG_LINE_BYTES : 0;
+        if (end > capacity) end = capacity;
+        if (first >= end) continue;
+        if (first > next) s.in_gap = 1; /* slots in a hole of the file: empty */
+        rc = scan_slots(&s, first, end);
+        next = end;
+    }
+    free(s.buf);
+    s.st.scan_ns = dk_now_ns() - t0;
+    if (stats) *stats = s.st;
+    return rc;
+}
+
 int dk_oplog_scan_image(const void *image, size_t bytes, dk_oplog_record_fn cb, void *ctx,
                         struct dk_oplog_scan_stats *stats) {
-    struct dk_oplog_scan_stats st = {0};
-    uint64_t t0 = dk_now_ns(), capacity = 0;
-    st.generation = oplog_image_generation(image, bytes, &capacity);
-    int rc = st.generation ? 0 : -EINVAL;
-    unsigned char *buf = NULL;
-    if (rc == 0 && !(buf = malloc(DK_OPLOG_DATA_BYTES_MAX))) rc = -ENOMEM;
-    const struct oplog_line *recs =
-        (const struct oplog_line *)((const char *)image + DK_OPLOG_HEADER_LINES * DK_OPLOG_LINE_BYTES);
-    uint32_t gen = (uint32_t)st.generation;
-    int in_gap = 0;
-    /* The whole capacity is scanned: concurrent appenders finish out of order, so a valid record may follow
-     * an empty or torn slot. Empty and stale slots cost one compare each. */
-    for (uint64_t slot = 0; rc == 0 && slot < capacity;) {
-        const struct oplog_line_hdr *h = &recs[slot].h;
-        st.lines_scanned++;
-#ifdef DAXKIT_TEST_BUILD
-        if (dk_oplog_test_broken == DK_OPLOG_BROKEN_SCAN_STOPS_AT_HOLE && in_gap) break;
-#endif
-        if (h->generation != gen || h->kind == 0) { /* empty (zero) or from an earlier generation */
-            in_gap = 1, slot++;
-            continue;
+    struct segment all = {0, bytes};
+    return scan_segments(image, bytes, &all, 1, cb, ctx, stats);
+}
+
+/* The file's data segments (SEEK_DATA/SEEK_HOLE; one segment [0, size) where unsupported). Unallocated
+ * parts of a log are never touched: on tmpfs a read fault in a mapping would allocate them. */
+static int data_segments(int fd, off_t size, struct segment **out, size_t *count) {
+    const struct dk_libc *c = dk_libc();
+    size_t n = 0, cap = 0;
+    struct segment *segs = NULL;
+    for (off_t pos = 0; pos < size;) {
+        off_t data = c->lseek(fd, pos, SEEK_DATA);
+        if (data < 0 && errno != ENXIO) data = pos, errno = 0; /* no SEEK_DATA: all data */
+        if (data < 0 || data >= size) break;                  /* ENXIO: nothing after pos */
+        off_t hole = c->lseek(fd, data, SEEK_HOLE);
+        if (hole < 0 || hole > size) hole = size;
+        if (n == cap) {
+            struct segment *g = realloc(segs, (cap = cap ? 2 * cap : 8) * sizeof *segs);
+            if (!g) return free(segs), -ENOMEM;
+            segs = g;
         }
-        if (h->kind == OPLOG_KIND_HEAD && record_valid(&recs[slot], capacity - slot, gen)) {
-            st.holes += in_gap; /* an interrupted record (or an empty slot) before this valid one */
-            in_gap = 0;
-            st.records_valid++;
-            rc = deliver(&recs[slot], slot, gen, buf, cb, ctx);
-            slot += h->lines;
-            st.last_slot_used = slot;
-            continue;
-        }
-        if (h->kind == OPLOG_KIND_HEAD) st.records_torn++;
-        else st.lines_orphaned++;
-        in_gap = 1, slot++;
+        segs[n++] = (struct segment){(uint64_t)data, (uint64_t)hole};
+        pos = hole;
     }
-    free(buf);
-    st.scan_ns = dk_now_ns() - t0;
-    if (stats) *stats = st;
-    return rc;
+    *out = segs, *count = n;
+    return 0;
 }
 
 int dk_oplog_scan(const char *path, dk_oplog_record_fn cb, void *ctx, struct dk_oplog_scan_stats *stats) {
@@ -119,12 +182,17 @@ int dk_oplog_scan(const char *path, dk_oplog_record_fn cb, void *ctx, struct dk_
     int rc = 0, fd = c->openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat st;
     void *m = MAP_FAILED;
+    struct segment *segs = NULL;
+    size_t nsegs = 0;
     if (fd < 0 || c->fstat(fd, &st) != 0) rc = -errno;
     else if (st.st_size < (off_t)(DK_OPLOG_HEADER_LINES * DK_OPLOG_LINE_BYTES)) rc = -EINVAL;
-    else if ((m = c->mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0)) == MAP_FAILED)
-        rc = -errno;
-    if (rc == 0) rc = dk_oplog_scan_image(m, (size_t)st.st_size, cb, ctx, stats);
+    else if ((m = c->mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED) rc = -errno;
+    if (rc == 0) rc = data_segments(fd, st.st_size, &segs, &nsegs);
+    for (size_t i = 0; rc == 0 && i < nsegs; i++) /* one call instead of a fault per page; best effort */
+        c->madvise((char *)m + segs[i].lo, segs[i].hi - segs[i].lo, OPLOG_MADV_POPULATE_READ);
+    if (rc == 0) rc = scan_segments(m, (size_t)st.st_size, segs, nsegs, cb, ctx, stats);
     else if (stats) memset(stats, 0, sizeof *stats);
+    free(segs);
     if (m != MAP_FAILED) c->munmap(m, (size_t)st.st_size);
     if (fd >= 0) c->close(fd);
     DK_ERRNO_RESTORE;
