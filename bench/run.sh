@@ -5,7 +5,7 @@
 #   QUICK=1            a few minutes: one repetition, quick app sizes, apps on huge tmpfs only
 #   MEDIA              media of the microbenchmark [hugetmpfs tmpfs xfs]
 #   APP_MEDIA          media of the application benchmarks [hugetmpfs xfs; QUICK: hugetmpfs]
-#   PARTS              any of: micro apps oplog graph [all]
+#   PARTS              any of: micro apps atomic strict oplog graph [all]
 #   MICRO_REPS [5; QUICK 1], APP_REPS [3; QUICK 1], OPS [65536; QUICK 32768]
 #   VARIANTS, APP_VARIANTS, APPS   passed to bench/micro.sh and bench/apps.sh
 # Outputs: bench/results/micro.csv, apps.csv, summary.md, run-info.txt, *.png; logs in bench/results/logs/.
@@ -74,6 +74,15 @@ if want atomic; then
     if [ "$QUICK" = 1 ]; then a_reps=1 a_ops=20000; else a_reps=$MICRO_REPS a_ops=100000; fi
     REPS=$a_reps OPS=$a_ops OUT=$OUT bash "$SRC/bench/atomic.sh" "$BUILD" > "$OUT/logs/atomic.log" 2>&1 ||
         echo "bench: bench/atomic.sh failed (rc $?; see logs/atomic.log)" >&2
+fi
+
+if want strict; then
+    echo "bench: strict mode vs sync/posix/kernel (bench/strict.sh; strict.csv, strict-recovery.csv, strict-summary.md)"
+    rm -f "$OUT/strict.csv"
+    if [ "$QUICK" = 1 ]; then s_ops=5000; else s_ops=20000; fi
+    OPS=$s_ops REPS=1 bash "$SRC/bench/strict.sh" "$BUILD" "$OUT/strict.csv" 2> "$OUT/logs/strict.log" &&
+        $PY "$SRC/bench/strict_summary.py" "$OUT/strict.csv" "$OUT/strict-recovery.csv" > "$OUT/strict-summary.md" ||
+        echo "bench: bench/strict.sh failed (see logs/strict.log)" >&2
 fi
 
 $PY "$SRC/bench/summarize.py" "$OUT"

@@ -41,6 +41,8 @@
 #include "upath/upath.h"
 
 #define STRICT_STAGING_ID 1u /* the strict staging file of a tag: <tag>.strict.stg */
+#define STRICT_LOG_BYTES (16u << 20) /* 256 Ki lines; a checkpoint is cheap, so a small log is enough */
+#define STRICT_STG_CHUNK_BYTES DK_HUGE_BYTES /* staging space is allocated as the bump pointer reaches it */
 
 struct up_strict {
     struct dk_oplog *log;
@@ -49,6 +51,8 @@ struct up_strict {
     char *stg_addr;
     uint64_t stg_bytes;
     uint64_t stg_used;       /* bump offset (atomic) */
+    uint64_t stg_alloc;      /* [0, stg_alloc) is allocated (fallocate): stores there cannot SIGBUS */
+    pthread_mutex_t stg_mu;  /* growing stg_alloc */
 };
 
 static uint64_t now_ns(void) {
@@ -66,13 +70,16 @@ static struct up_strict *strict_create(struct up_root *r) {
     struct up_strict *st = calloc(1, sizeof *st);
     if (!st) return NULL;
     pthread_rwlock_init(&st->ck, NULL);
-    int rc = dk_oplog_open(area, tag, DK_OPLOG_BYTES_DEFAULT, &st->log);
+    pthread_mutex_init(&st->stg_mu, NULL);
+    int rc = dk_oplog_open(area, tag, STRICT_LOG_BYTES, &st->log);
     snprintf(name, sizeof name, "%s.strict.stg", tag);
     int fd = rc == 0 ? DK_REAL(openat)(area_fd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
     st->stg_bytes = dk_cfg.staging_bytes;
     void *a = MAP_FAILED;
-    if (fd >= 0 && DK_REAL(fallocate)(fd, 0, 0, (off_t)st->stg_bytes) == 0)
-        a = DK_REAL(mmap)(NULL, st->stg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    /* Sparse now, allocated chunk by chunk as it is used (zeroing 64 MiB up front would cost every
+     * short-lived program tens of milliseconds). */
+    if (fd >= 0 && DK_REAL(ftruncate)(fd, (off_t)st->stg_bytes) == 0)
+        a = DK_REAL(mmap)(NULL, st->stg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (rc != 0 || a == MAP_FAILED) {
         dk_log_once("strict mode cannot set up its log in %s (%s): writes there fail with EIO until it can",
                     area, strerror(rc ? -rc : errno));
@@ -124,6 +131,24 @@ static void staging_persist(const struct up_root *r, const struct up_strict *st,
     DK_REAL(msync)(st->stg_addr + a, off + n - a, MS_SYNC);
 }
 
+/* Allocates staging space up to `end` (so stores there cannot fault with SIGBUS on a full file system). */
+static int staging_reserve(struct up_strict *st, uint64_t end) {
+    if (end <= __atomic_load_n(&st->stg_alloc, __ATOMIC_ACQUIRE)) return 0;
+    pthread_mutex_lock(&st->stg_mu);
+    int rc = 0;
+    if (end > st->stg_alloc) {
+        uint64_t to = DK_MIN(dk_round_up(end, STRICT_STG_CHUNK_BYTES), st->stg_bytes);
+        if (DK_REAL(fallocate)(st->stg_fd, 0, (off_t)st->stg_alloc, (off_t)(to - st->stg_alloc)) == 0) {
+            DK_REAL(madvise)(st->stg_addr + st->stg_alloc, to - st->stg_alloc, MADV_POPULATE_WRITE);
+            __atomic_store_n(&st->stg_alloc, to, __ATOMIC_RELEASE);
+        } else {
+            rc = -errno;
+        }
+    }
+    pthread_mutex_unlock(&st->stg_mu);
+    return rc;
+}
+
 /* Appends the record of a write of [off, off+n) under st->ck (read side); checkpoints when full. */
 static int log_write(struct up_root *r, struct up_strict *st, const struct up_file *f, uint64_t off,
                      const char *buf, size_t n) {
@@ -136,14 +161,14 @@ static int log_write(struct up_root *r, struct up_strict *st, const struct up_fi
             if (rc == 0) dk_count(DK_C_strict_inline, 1);
         } else {
             uint64_t at = __atomic_fetch_add(&st->stg_used, dk_round_up(n, 64), __ATOMIC_ACQ_REL);
-            if (at + n <= st->stg_bytes) {
+            if (at + n <= st->stg_bytes && (rc = staging_reserve(st, at + n)) == 0) {
                 dk_copy_nt(st->stg_addr + at, buf, n);
                 staging_persist(r, st, at, n);
                 op.staging_id = STRICT_STAGING_ID;
                 op.staging_offset = at;
                 rc = dk_oplog_append(st->log, DK_OPLOG_WRITE_STAGED, &op, NULL, 0, NULL);
                 if (rc == 0) dk_count(DK_C_strict_staged, 1);
-            } else {
+            } else if (at + n > st->stg_bytes) {
                 rc = -ENOSPC;
             }
         }

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Strict mode against sync, posix and the kernel (issue 3, part 6), one run, CSV rows appended to OUT_CSV:
+#   - 64 B / 256 B / 1 KiB / 4 KiB random overwrites and appends, fsync every 1 and every 10, on huge tmpfs
+#     with DAXKIT_PERSIST=flush (emulated DAX persistence: labelled) and on XFS on a RAM loop (real fsync);
+#   - strict mode's per-write choice: default (inline up to 1 KiB) vs always staged vs always inline;
+#   - recovery: records replayed per second after a SIGKILL with N records in the log.
+# Usage: bench/strict.sh BUILD_DIR OUT_CSV     Environment: OPS [20000], REPS [1], MEDIA [hugetmpfs xfs]
+set -euo pipefail
+BUILD=$(cd "${1:?build dir}" && pwd)
+OUT=${2:?out csv}
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+export DAXKIT_BUILD=$BUILD DAXKIT_SRC=$SRC
+. "$SRC/tests/harness/media.sh"
+OPS=${OPS:-20000}
+REPS=${REPS:-1}
+MEDIA=${MEDIA:-"hugetmpfs xfs"}
+BENCH=$BUILD/bin/dk_bench_posix
+LIB=$BUILD/lib/libdaxkit.so
+CLI=$BUILD/bin/daxkit
+[ -s "$OUT" ] || echo "medium,variant,op,bs,ops,fsync_every,ops_per_s,median_ns,p99_ns,mean_ns,fsync_median_ns,wall_s,rep" > "$OUT"
+
+run_variant() {  # MEDIUM DIR VARIANT BS FSYNC REP [ENV...]
+    local medium=$1 dir=$2 v=$3 bs=$4 fe=$5 rep=$6
+    shift 6
+    rm -rf "$dir" && mkdir -p "$dir"
+    local cmd=("$BENCH" --dir "$dir" --medium "$medium" --variant "$v" --file-mib 32 --bs "$bs" --ops "$OPS"
+               --warmup 512 --fsync-every "$fe" --tests randwrite,append --seed "$rep")
+    if [ "$v" = kernel ]; then
+        "${cmd[@]}" | sed "s/\$/,$rep/" >> "$OUT"
+    else
+        env LD_PRELOAD="$LIB" DAXKIT_DIR="$dir" "$@" "${cmd[@]}" | sed "s/\$/,$rep/" >> "$OUT"
+    fi
+}
+
+for medium in $MEDIA; do
+    dk_media_mount "$medium" 2G > /dev/null || continue
+    dir=$DK_MNT/bench
+    persist=auto
+    [ "$medium" = hugetmpfs ] && persist=flush
+    for rep in $(seq 1 "$REPS"); do
+        for fe in 1 10; do
+            for bs in 64 256 1024 4096; do
+                echo "bench/strict: $medium bs=$bs fsync every $fe (rep $rep)" >&2
+                run_variant "$medium" "$dir" kernel "$bs" "$fe" "$rep"
+                for mode in posix sync strict; do
+                    run_variant "$medium" "$dir" "daxkit-$mode-$persist" "$bs" "$fe" "$rep" \
+                        DAXKIT_MODE=$mode DAXKIT_PERSIST=$persist
+                done
+                run_variant "$medium" "$dir" "daxkit-strict-staged-$persist" "$bs" "$fe" "$rep" \
+                    DAXKIT_MODE=strict DAXKIT_PERSIST=$persist DAXKIT_STRICT_INLINE_BYTES=0
+                run_variant "$medium" "$dir" "daxkit-strict-inline-$persist" "$bs" "$fe" "$rep" \
+                    DAXKIT_MODE=strict DAXKIT_PERSIST=$persist DAXKIT_STRICT_INLINE_BYTES=12240
+            done
+        done
+    done
+done
+
+# Recovery rate: N small records left in the log by a SIGKILL, replayed by `daxkit recover`.
+dk_media_mount hugetmpfs 2G > /dev/null
+rdir=$DK_MNT/recover
+rcsv=$(dirname "$OUT")/strict-recovery.csv
+echo "medium,records,replay_ms,records_per_s" > "$rcsv"
+for n in 100000 500000 1000000; do
+    rm -rf "$rdir" && mkdir -p "$rdir"
+    env LD_PRELOAD="$LIB" DAXKIT_DIR="$rdir" DAXKIT_MODE=strict DAXKIT_PERSIST=flush python3 -c '
+import os, signal, sys
+n = int(sys.argv[2])
+fd = os.open(sys.argv[1] + "/f", os.O_RDWR | os.O_CREAT, 0o644)
+os.ftruncate(fd, 1 << 22); os.fsync(fd)
+b = b"r" * 40
+for i in range(n):
+    os.pwrite(fd, b, (i * 64) % (1 << 22))
+os.kill(os.getpid(), signal.SIGKILL)' "$rdir" "$n" 2>/dev/null || true
+    "$CLI" recover --json "$rdir" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+ms = r["strict_replay_us"] / 1e3
+print("hugetmpfs,%d,%.1f,%.0f" % (r["strict_records"], ms, r["strict_records"] / (ms / 1e3) if ms else 0))' >> "$rcsv"
+done
+cat "$rcsv" >&2
