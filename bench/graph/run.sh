@@ -182,8 +182,9 @@ if want uring; then
     for rep in 1 2; do
       "$GB" uring "$img" "$qd" 4 | awk -v q="$qd" '{for(i=1;i<=NF;i++){split($i,a,"="); v[a[1]]=a[2]} print "daxkit-uring,"q",0,"v["iops"]}' >> "$OUT/uring_fio.csv"
       if command -v fio >/dev/null; then
+        # fio with the same io_uring features as the uring device (registered buffers and file).
         fio --name=rr --filename="$img" --rw=randread --bs=4k --direct=1 --ioengine=io_uring --iodepth="$qd" \
-            --runtime=4 --time_based --numjobs=1 --output-format=json 2>/dev/null |
+            --fixedbufs --registerfiles --runtime=4 --time_based --numjobs=1 --output-format=json 2>/dev/null |
           python3 -c "import json,sys; j=json.load(sys.stdin); print('fio,$qd,0,%.0f' % j['jobs'][0]['read']['iops'])" >> "$OUT/uring_fio.csv"
       fi
     done
@@ -199,9 +200,9 @@ if want verify; then  # every kernel on every backend checked against the serial
       w=0; [ $k = sssp ] && w=1
       f=$(graph_file "$kind" "$VERIFY_SCALE" "$w")
       for be in dram dram-prefetch emu mmap uring; do
-        v=$("$G" "$k" --input "$f" --backend "$be" --threads 2 --contexts 64 --trials 2 --verify 2>&1 | tail -1 |
+        v=$("$G" "$k" --input "$f" --backend "$be" --threads 2 --contexts 64 --trials 1 --verify 2>&1 | tail -1 |
             sed -n 's/.*verified=\([a-z]*\).*/\1/p')
-        echo "$kind,$VERIFY_SCALE,$k,$be,2,${v:-error}" >> "$OUT/verify.csv"
+        echo "$kind,$VERIFY_SCALE,$k,$be,1,${v:-error}" >> "$OUT/verify.csv"
       done
     done
   done
@@ -212,4 +213,8 @@ if want ooc; then  # its own script: a fresh memory cgroup per backend, counters
     log "out-of-DRAM part skipped or failed (exit $?)"
 fi
 
-python3 "$SRC/bench/graph/summarize.py" "$OUT" || log "summary failed"
+# Plots need matplotlib, which Debian installs for the system python (scripts/deps.sh bench); a python3
+# earlier on PATH (pyenv, venv) may not have it.
+PY=python3
+python3 -c 'import matplotlib' 2>/dev/null || { /usr/bin/python3 -c 'import matplotlib' 2>/dev/null && PY=/usr/bin/python3; }
+"$PY" "$SRC/bench/graph/summarize.py" "$OUT" || log "summary failed"

@@ -241,7 +241,7 @@ def verify():
     r = rows("verify.csv")
     if not r:
         return
-    say("verification against the serial references (GAP verifier definitions), 2 trials each:")
+    say("verification against the serial references (GAP verifier definitions), 1 trial each:")
     for x in r:
         say(f"  {x['graph']}{x['scale']:3s} {x['kernel']:5s} {x['backend']:14s} verified={x['verified']}")
     bad = [x for x in r if x["verified"] != "yes"]
