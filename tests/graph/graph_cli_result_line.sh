@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Description: the daxkit-graph CLI end to end: gen writes .sg/.wsg, convert round-trips them, each
+# Description: the daxkit-graph CLI end to end (also through `daxkit graph`): gen writes .sg/.wsg, convert round-trips them, each
 # kernel on each backend ends with exactly one `result: kernel=K backend=B avg_s=S trials=N verified=yes`
 # line, bad input fails with a message naming the fix, and no progress bar is drawn when stderr is
 # not a terminal.
@@ -32,6 +32,11 @@ for be in dram dram-prefetch emu mmap uring; do
       || fail "$k on $be: bad result line: $(echo "$out" | tail -1)"
   done
 done
+# `daxkit graph ...` (the C launcher) execs daxkit-graph found next to it.
+D=${DAXKIT_BUILD:-build}/bin/daxkit
+out=$($D graph bfs --input "$T/k.sg" --trials 1 --verify 2>&1) || fail "daxkit graph bfs exited $?: $out"
+echo "$out" | tail -1 | grep -Eq "^result: kernel=bfs backend=dram avg_s=[0-9.]+ trials=1 verified=yes$" \
+  || fail "daxkit graph bfs: bad result line: $(echo "$out" | tail -1)"
 out=$($B sssp --input "$T/k.sg" 2>&1) && fail "sssp on an unweighted graph must fail"
 echo "$out" | grep -q "wsg" || fail "sssp error does not name the fix: $out"
 out=$($B bfs --input "$T/k.sg" --backend nosuch 2>&1) && fail "unknown backend must fail"
