@@ -182,9 +182,11 @@ static int probe(struct doctor *d) {
                                                    "of a shared block (Linux 6.1 fsdax)"
                           : d->m.costs_measured ? "from the measured costs"
                                                 : "default: costs not measured";
-    if (d->cfg.clone_min_bytes != 0 && d->m.reflink && !d->m.clone_zero_lost) {
+    if (d->cfg.clone_min_bytes != 0 && d->m.reflink) {
         d->clone_min_bytes = d->cfg.clone_min_bytes;
-        d->clone_min_source = "DAXKIT_CLONE_MIN_BYTES";
+        d->clone_min_source = d->m.clone_zero_lost ? "DAXKIT_CLONE_MIN_BYTES, although the kernel loses zeroing of "
+                                                     "part of a shared block here"
+                                                   : "DAXKIT_CLONE_MIN_BYTES";
     }
     return DOCTOR_OK;
 }
@@ -325,7 +327,8 @@ static void text_report(const struct doctor *d) {
     printf("2 MiB mappings  %s (%s)\n", m->huge_pages ? "yes" : "no", m->huge_pages_why ? m->huge_pages_why : "not probed");
     printf("block sharing   %s\n", !m->reflink         ? "no (FICLONERANGE refused: relink copies)"
                                     : m->clone_zero_lost ? "yes, but zeroing part of a shared block is lost here "
-                                                           "(kernel fsdax bug): relink copies"
+                                                           "(kernel fsdax bug): relink copies unless "
+                                                           "DAXKIT_CLONE_MIN_BYTES is set"
                                                          : "yes (FICLONERANGE works: relink can move whole blocks)");
     text_costs(d);
     printf("flush           %s\n", dk_flush_name());

@@ -107,7 +107,9 @@ void up_root_probe(struct up_root *r) {
         r->persist_as = dk_cfg.persist == DK_PERSIST_FLUSH ? DK_MEDIUM_DAX : r->medium.medium;
         r->clone_min_bytes = dk_cfg.clone_min_bytes ? dk_cfg.clone_min_bytes
                                                     : dk_medium_clone_min_bytes(&r->medium);
-        if (!r->medium.reflink || r->medium.clone_zero_lost) r->clone_min_bytes = UINT64_MAX;
+        /* Where the kernel loses zeroing of shared blocks, only an explicit DAXKIT_CLONE_MIN_BYTES clones. */
+        bool unsafe = r->medium.clone_zero_lost && !dk_cfg.clone_min_bytes;
+        if (!r->medium.reflink || unsafe) r->clone_min_bytes = UINT64_MAX;
         dk_log_verbose("%s: medium %s (%s)%s, reflink %s, clone from %llu bytes", r->path,
                        dk_medium_name(r->medium.medium), r->medium.fs_name,
                        dk_cfg.persist == DK_PERSIST_FLUSH ? ", persistence emulated as dax" : "",
