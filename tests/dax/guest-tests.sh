@@ -83,6 +83,11 @@ for fs in xfs ext4; do
     run kernel_clone_zero_$fs "$DAXKIT_BUILD/tests/clone_zero" /mnt/$fs mmap
     run doctor_$fs doctor $fs $sharing
     run relink_${relink}_$fs on $fs bash "$T/shim/run.sh" dir dax_counters relink $relink
+    # The clone path itself on XFS-DAX, forced where the library would copy: blocks shared into a file
+    # that is mapped MAP_SYNC read back intact.
+    [ $fs = xfs ] && [ $relink = copy ] &&
+        run relink_clone_forced_xfs on $fs bash "$T/shim/run.sh" dir --env DAXKIT_CLONE_MIN_BYTES=256K dax_counters \
+            relink clone
     run mapsync_$fs on $fs bash "$T/shim/run.sh" dir dax_counters mapsync yes
     run sync_flush_$fs on $fs bash "$T/shim/run.sh" dir --env DAXKIT_MODE=sync dax_counters sync flush
     run strict_flush_$fs on $fs bash "$T/shim/run.sh" dir --env DAXKIT_MODE=strict dax_counters sync flush
