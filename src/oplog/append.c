@@ -57,6 +57,7 @@ int dk_oplog_append(struct dk_oplog *log, unsigned type, const void *fixed48, co
     int sticky = __atomic_load_n(&log->sticky_error, __ATOMIC_RELAXED);
     if (sticky) return sticky;
     uint32_t lines = oplog_lines_for(data_len);
+    dk_assert(lines <= DK_OPLOG_RECORD_LINES_MAX);
     uint64_t slot = reserve(log, lines);
     if (slot == UINT64_MAX) return -ENOSPC;
     if (DK_UNLIKELY(slot + lines > __atomic_load_n(&log->allocated_lines, __ATOMIC_ACQUIRE))) {
@@ -72,6 +73,7 @@ int dk_oplog_append(struct dk_oplog *log, unsigned type, const void *fixed48, co
     /* Data lines first: a process that dies in between leaves lines no valid head claims. */
     uint32_t crc_all = write_data_lines(&log->records[slot + 1], &head.h, data, data_len, crc);
     if (lines > 1) DK_CRASH_POINT("oplog.append.data_written");
+    dk_assert(slot + lines <= __atomic_load_n(&log->allocated_lines, __ATOMIC_ACQUIRE));
     head.h.crc = crc_all;
 #ifdef DAXKIT_TEST_BUILD
     if (dk_oplog_test_broken == DK_OPLOG_BROKEN_CRC_HEAD_ONLY) head.h.crc = crc;

@@ -46,6 +46,9 @@ struct oplog_header {
     char tag[28];
 };
 _Static_assert(sizeof(struct oplog_header) == DK_OPLOG_LINE_BYTES, "a header is one cache line");
+_Static_assert(DK_OPLOG_RECORD_LINES_MAX <= UINT16_MAX, "a record's line count fits the 16-bit lines field");
+_Static_assert(DK_OPLOG_DATA_BYTES_MAX == (DK_OPLOG_RECORD_LINES_MAX - 1) * DK_OPLOG_PAYLOAD_BYTES,
+               "data lines carry 48 bytes each");
 /* seq = generation << 32 | slot: slots must fit in 32 bits. */
 #define OPLOG_CAPACITY_LINES_MAX 0xffffffffull
 

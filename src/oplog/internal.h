@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "common/dk.h"
 #include "oplog/format.h"
 #include "persist/media.h"
 
@@ -13,6 +14,8 @@
  * 32,768 lines = 2 MiB. Opening a 128 MiB log therefore costs ~1 ms and 2 MiB, not ~100-250 ms and 128 MiB
  * (measured on tmpfs); a process that logs little never pays for the rest. */
 #define OPLOG_ALLOCATE_LINES 32768u
+_Static_assert(OPLOG_ALLOCATE_LINES * DK_OPLOG_LINE_BYTES == DK_HUGE_BYTES, "allocation steps are huge pages");
+_Static_assert(OPLOG_ALLOCATE_LINES >= DK_OPLOG_RECORD_LINES_MAX, "one step holds the longest record");
 #define OPLOG_MADV_POPULATE_WRITE 23 /* <linux/mman.h>, Linux 5.14 */
 
 enum oplog_persist {

@@ -50,6 +50,7 @@ static int record_valid(const struct oplog_line *lines, uint64_t avail, uint32_t
 
 static void gather(const struct oplog_line *lines, unsigned char *buf) {
     const struct oplog_line_hdr *h = &lines[0].h;
+    dk_assert(h->data_bytes <= DK_OPLOG_DATA_BYTES_MAX); /* record_valid checked it */
     size_t left = h->data_bytes;
     for (uint32_t i = 1; i < h->lines; i++) {
         size_t n = DK_MIN(left, (size_t)DK_OPLOG_PAYLOAD_BYTES);
