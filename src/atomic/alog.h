@@ -168,9 +168,13 @@ int alog_entry_retire(struct alog_file *f, struct alog_ent *e);
 /* ---- data path (alog_write.c, alog_read.c) ---- */
 int alog_copy(struct alog_file *f, uint64_t off, const void *src, size_t n);
 int alog_read(struct alog_file *f, uint64_t off, void *dst, size_t n);
+/* Undo policy only: logs the current bytes of [off, off+n) (those not saved yet this epoch) so the caller
+ * may then store into the file mapping in place (the userfaultfd write-protect mode, uwp.c). */
+int alog_save_old(struct alog_file *f, uint64_t off, size_t n);
 
 /* ---- commit (alog_commit.c) ---- */
 int alog_sync(struct alog_file *f);
+int alog_sync_locked(struct alog_file *f); /* caller holds f->rw for writing */
 /* Policy of the next epoch from this epoch's counters (pure; exposed for tests). */
 uint32_t alog_policy_next(uint32_t current, uint32_t mode, uint32_t redo_write_pct, uint64_t reads,
                           uint64_t writes);

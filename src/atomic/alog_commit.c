@@ -55,6 +55,13 @@ static int switch_policy(struct alog_file *f, uint32_t next) {
 
 int alog_sync(struct alog_file *f) {
     pthread_rwlock_wrlock(&f->rw);
+    int rc = alog_sync_locked(f);
+    pthread_rwlock_unlock(&f->rw);
+    if (!rc) alog_ckpt_kick(f);
+    return rc;
+}
+
+int alog_sync_locked(struct alog_file *f) {
     int rc = __atomic_load_n(&f->broken, __ATOMIC_ACQUIRE);
     if (!rc) rc = commit_epoch(f);
     if (!rc) {
@@ -63,7 +70,5 @@ int alog_sync(struct alog_file *f) {
         if (f->persist_as == DK_MEDIUM_PAGECACHE) next = ALOG_REDO; /* undo needs ordered in-place stores */
         if (next != f->policy) rc = switch_policy(f, next);
     }
-    pthread_rwlock_unlock(&f->rw);
-    if (!rc) alog_ckpt_kick(f);
     return rc;
 }

@@ -45,7 +45,7 @@ static int block_write_new(struct alog_file *f, struct alog_leaf *leaf, uint64_t
     rc = alog_durable_log_range(f, e->p, sizeof *e->p);
     if (rc) return rc;
     DK_CRASH_POINT("atomic.copy.undo.before_file_store");
-    alog_store(f, f->data + base + a, src, n);
+    if (src) alog_store(f, f->data + base + a, src, n); /* NULL: save the old bytes only (alog_save_old) */
     DK_CRASH_POINT("atomic.copy.undo.after_file_store");
     return 0;
 }
@@ -72,7 +72,7 @@ static int block_write_merge(struct alog_file *f, struct alog_ent *e, uint32_t a
         if (rc) return rc;
     }
     DK_CRASH_POINT("atomic.copy.merge.undo.before_file_store");
-    alog_store(f, f->data + e->dest_off + a, src, n);
+    if (src) alog_store(f, f->data + e->dest_off + a, src, n);
     return 0;
 }
 
@@ -131,7 +131,13 @@ int alog_copy(struct alog_file *f, uint64_t off, const void *src, size_t n) {
         }
         if (rc) return rc;
         reclaimed = false;
-        off += done, s += done, n -= done;
+        off += done, n -= done;
+        if (s) s += done;
     }
     return 0;
+}
+
+int alog_save_old(struct alog_file *f, uint64_t off, size_t n) {
+    if (f->policy != ALOG_UNDO) return -EINVAL;
+    return alog_copy(f, off, NULL, n);
 }

@@ -1,0 +1,185 @@
+/* userfaultfd write-protect mode of the atomic engine: see uwp.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "atomic/alog.h"
+#include "atomic/uwp.h"
+#include "common/crashpoint.h"
+#include "common/dk.h"
+#include "persist/persist.h"
+#include "shim/libc.h"
+
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1
+#endif
+#ifndef UFFD_FEATURE_WP_HUGETLBFS_SHMEM
+#define UFFD_FEATURE_WP_HUGETLBFS_SHMEM (1 << 12)
+#endif
+#ifndef USERFAULTFD_IOC_NEW
+#define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)
+#endif
+
+struct dk_uwp {
+    struct alog_file *f;
+    int uffd, stop_fd;
+    uint64_t len;            /* registered length (page multiple) */
+    pthread_t thread;
+    bool thread_started;
+    int error;               /* sticky -errno: a page could not be logged */
+    unsigned long long faults;
+};
+
+/* userfaultfd(2) for user-mode faults (allowed without privilege), else /dev/userfaultfd. Non-blocking:
+ * the handler polls it together with its stop eventfd and must never sleep in read(). */
+static int uffd_open(void) {
+    int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+    if (fd >= 0) return fd;
+    int e = errno;
+    int dev = DK_REAL(open)("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+    if (dev < 0) return -(e == ENOSYS ? ENOSYS : e);
+    fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+    e = errno;
+    DK_REAL(close)(dev);
+    return fd >= 0 ? fd : -e;
+}
+
+static int protect(struct dk_uwp *u, uint64_t off, uint64_t n, bool wp) {
+    struct uffdio_writeprotect w = {.range = {(uintptr_t)u->f->data + off, n},
+                                    .mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0};
+    return ioctl(u->uffd, UFFDIO_WRITEPROTECT, &w) == 0 ? 0 : -errno;
+}
+
+static int uffd_setup(struct dk_uwp *u) {
+    u->uffd = uffd_open();
+    if (u->uffd < 0) return u->uffd;
+    struct uffdio_api api = {.api = UFFD_API,
+                             .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_WP_HUGETLBFS_SHMEM};
+    if (ioctl(u->uffd, UFFDIO_API, &api) != 0) return errno == EINVAL ? -EOPNOTSUPP : -errno;
+    struct uffdio_register reg = {.range = {(uintptr_t)u->f->data, u->len}, .mode = UFFDIO_REGISTER_MODE_WP};
+    if (ioctl(u->uffd, UFFDIO_REGISTER, &reg) != 0) return errno == EINVAL ? -EOPNOTSUPP : -errno;
+    return protect(u, 0, u->len, true);
+}
+
+/* One write fault: save the page's old bytes (durably), then let the store proceed. */
+static void on_write_fault(struct dk_uwp *u, uint64_t addr) {
+    uint64_t off = dk_round_down(addr - (uintptr_t)u->f->data, DK_PAGE_BYTES);
+    pthread_rwlock_rdlock(&u->f->rw); /* msync holds it for writing: the page joins the next epoch */
+    int rc = alog_save_old(u->f, off, DK_PAGE_BYTES);
+    if (!rc) rc = alog_durable_log_all(u->f); /* the undo bytes before any store can reach the page */
+    pthread_rwlock_unlock(&u->f->rw);
+    DK_CRASH_POINT("atomic.uwp.fault.logged");
+    if (rc) __atomic_store_n(&u->error, rc, __ATOMIC_RELEASE); /* never leave the program blocked */
+    __atomic_add_fetch(&u->faults, 1, __ATOMIC_RELAXED);
+    protect(u, off, DK_PAGE_BYTES, false); /* also wakes the faulting thread */
+}
+
+static void *handler_main(void *arg) {
+    struct dk_uwp *u = arg;
+    struct pollfd p[2] = {{.fd = u->uffd, .events = POLLIN}, {.fd = u->stop_fd, .events = POLLIN}};
+    for (;;) {
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        if (p[1].revents) break;
+        struct uffd_msg m[16];
+        ssize_t got = read(u->uffd, m, sizeof m);
+        if (got < 0) continue; /* EAGAIN: another wakeup */
+        for (ssize_t i = 0; i < got / (ssize_t)sizeof m[0]; i++)
+            if (m[i].event == UFFD_EVENT_PAGEFAULT && (m[i].arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP))
+                on_write_fault(u, m[i].arg.pagefault.address);
+    }
+    return NULL;
+}
+
+static void uwp_free(struct dk_uwp *u) {
+    if (u->thread_started) {
+        uint64_t one = 1;
+        if (write(u->stop_fd, &one, sizeof one) != sizeof one) {}
+        pthread_join(u->thread, NULL);
+    }
+    if (u->uffd >= 0) {
+        struct uffdio_range r = {(uintptr_t)u->f->data, u->len};
+        ioctl(u->uffd, UFFDIO_UNREGISTER, &r);
+        DK_REAL(close)(u->uffd);
+    }
+    if (u->stop_fd >= 0) DK_REAL(close)(u->stop_fd);
+    free(u);
+}
+
+int dk_uwp_map(const char *path, const struct daxkit_atomic_options *o, struct dk_uwp **out, void **addr, size_t *len) {
+    DK_ERRNO_SAVE;
+    struct daxkit_atomic_options opt;
+    int rc = alog_options_resolve(o, &opt);
+    struct dk_uwp *u = rc ? NULL : calloc(1, sizeof *u);
+    if (!rc && !u) rc = -ENOMEM;
+    if (rc) goto out;
+    u->uffd = u->stop_fd = -1;
+    opt.policy = DAXKIT_ATOMIC_UNDO;
+    rc = alog_open(path, &opt, &u->f);
+    if (rc) {
+        free(u);
+        goto out;
+    }
+    u->len = dk_round_up(u->f->data_len, DK_PAGE_BYTES);
+    u->stop_fd = eventfd(0, EFD_CLOEXEC);
+    rc = u->stop_fd < 0 ? -errno : u->f->policy != ALOG_UNDO ? -EOPNOTSUPP : uffd_setup(u);
+    if (!rc) rc = alog_thread_start(&u->thread, handler_main, u);
+    u->thread_started = rc == 0;
+    if (rc) {
+        struct alog_file *f = u->f;
+        uwp_free(u);
+        alog_close(f);
+        goto out;
+    }
+    *out = u, *addr = u->f->data, *len = u->f->data_len;
+out:
+    DK_ERRNO_RESTORE;
+    return rc;
+}
+
+/* dax: the program's stores were never written back; write back every page logged this epoch. */
+static void write_back_dirty(struct alog_file *f) {
+    for (uint64_t w = 0; w < (f->entry_count + 63) / 64; w++) {
+        for (uint64_t bits = f->live_bits[w]; bits; bits &= bits - 1) {
+            const struct alog_ent *e = &f->ents[w * 64 + (uint64_t)__builtin_ctzll(bits)];
+            if (e->epoch == f->epoch) dk_flush_range(f->data + e->dest_off + e->ext_start, e->ext_len);
+        }
+    }
+}
+
+int dk_uwp_msync(struct dk_uwp *u) {
+    DK_ERRNO_SAVE;
+    struct alog_file *f = u->f;
+    pthread_rwlock_wrlock(&f->rw);
+    int rc = __atomic_load_n(&u->error, __ATOMIC_ACQUIRE);
+    /* Protect first: a store from another thread from here on faults and waits for the lock, so it lands in
+     * the next epoch; the stores already made are all in pages logged this epoch. */
+    if (!rc) rc = protect(u, 0, u->len, true);
+    if (!rc && f->persist_as != DK_MEDIUM_PAGECACHE) write_back_dirty(f);
+    DK_CRASH_POINT("atomic.uwp.msync.before_commit");
+    if (!rc) rc = alog_sync_locked(f);
+    pthread_rwlock_unlock(&f->rw);
+    if (!rc) alog_ckpt_kick(f);
+    DK_ERRNO_RESTORE;
+    return rc;
+}
+
+int dk_uwp_unmap(struct dk_uwp *u) {
+    DK_ERRNO_SAVE;
+    struct alog_file *f = u->f;
+    uwp_free(u);
+    int rc = alog_close(f); /* rolls back the pages of the unfinished epoch */
+    DK_ERRNO_RESTORE;
+    return rc;
+}
+
+unsigned long long dk_uwp_faults(const struct dk_uwp *u) { return __atomic_load_n(&u->faults, __ATOMIC_RELAXED); }
