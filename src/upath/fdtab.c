@@ -71,6 +71,25 @@ static void slot_release_proc(struct up_slot *s) {
     if (__atomic_sub_fetch(&s->procs, 1, __ATOMIC_ACQ_REL) == 0) slot_free(s);
 }
 
+/* Per leaf: entries in use (slot or internal) and one past the highest ever used, so that walking the
+ * table (every lock acquisition refreshes every open file) costs what is used, not 1,024 per leaf. */
+static uint32_t leaf_used[UP_FD_LEAVES], leaf_hi[UP_FD_LEAVES];
+static uint32_t leaf_lo_down[UP_FD_LEAVES]; /* UP_FD_LEAF - lowest index ever used (0: none yet) */
+
+static void entry_note(int fd, bool was_used, bool now_used) {
+    unsigned l = (unsigned)fd / UP_FD_LEAF, i = (unsigned)fd % UP_FD_LEAF;
+    if (now_used) {
+        uint32_t hi = __atomic_load_n(&leaf_hi[l], __ATOMIC_RELAXED);
+        while (hi < i + 1 && !__atomic_compare_exchange_n(&leaf_hi[l], &hi, i + 1, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+        }
+        uint32_t down = __atomic_load_n(&leaf_lo_down[l], __ATOMIC_RELAXED);
+        while (down < UP_FD_LEAF - i &&
+               !__atomic_compare_exchange_n(&leaf_lo_down[l], &down, UP_FD_LEAF - i, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+        }
+    }
+    if (was_used != now_used) __atomic_add_fetch(&leaf_used[l], now_used ? 1u : (uint32_t)-1, __ATOMIC_RELEASE);
+}
+
 static struct up_fd *entry_alloc(int fd) {
     if ((unsigned)fd >= UP_FD_LEAF * UP_FD_LEAVES) return NULL;
     struct up_fd **leafp = &up_fd_leaf[(unsigned)fd / UP_FD_LEAF];
@@ -93,6 +112,7 @@ int up_fd_bind(int fd, struct up_slot *s) {
     dk_assert(e->slot == NULL);
     local_refs[slot_index(s)]++;
     e->stale = 0;
+    entry_note(fd, e->internal, true);
     e->internal = 0;
     __atomic_store_n(&e->slot, s, __ATOMIC_RELEASE);
     return 0;
@@ -103,6 +123,7 @@ struct up_slot *up_fd_unbind(int fd) {
     if (!e || !e->slot) return NULL;
     struct up_slot *s = e->slot;
     __atomic_store_n(&e->slot, NULL, __ATOMIC_RELEASE);
+    entry_note(fd, true, e->internal);
     e->stale = 0;
     uint32_t i = slot_index(s);
     dk_assert(local_refs[i] > 0);
@@ -116,14 +137,18 @@ void up_slot_drop_local(struct up_slot *s) { slot_release_proc(s); }
 
 void up_fd_mark_internal(int fd, bool internal) {
     struct up_fd *e = entry_alloc(fd);
-    if (e) e->internal = internal;
+    if (!e) return;
+    entry_note(fd, e->slot || e->internal, e->slot || internal);
+    e->internal = internal;
 }
 
 void up_fd_foreach(void (*fn)(int fd, struct up_fd *e, void *arg), void *arg) {
     for (unsigned l = 0; l < UP_FD_LEAVES; l++) {
         struct up_fd *leaf = up_fd_leaf[l];
-        if (!leaf) continue;
-        for (unsigned i = 0; i < UP_FD_LEAF; i++)
+        if (!leaf || !__atomic_load_n(&leaf_used[l], __ATOMIC_ACQUIRE)) continue;
+        unsigned hi = __atomic_load_n(&leaf_hi[l], __ATOMIC_ACQUIRE);
+        unsigned lo = UP_FD_LEAF - __atomic_load_n(&leaf_lo_down[l], __ATOMIC_ACQUIRE);
+        for (unsigned i = lo; i < hi; i++)
             if (leaf[i].slot || leaf[i].internal) fn((int)(l * UP_FD_LEAF + i), &leaf[i], arg);
     }
 }

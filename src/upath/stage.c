@@ -90,6 +90,14 @@ void up_internal_close(int fd) {
     dk_libc()->close(fd);
 }
 
+/* Staging files grow with use: the n-th is 4 MiB << n, up to DAXKIT_STAGING_BYTES. A short-lived program
+ * that appends a little pays for 4 MiB of staging, not 2 x 64 MiB (zeroing that took ~100 ms). */
+static uint64_t stg_file_bytes(uint32_t n) {
+    uint64_t max = dk_round_up(dk_cfg.staging_bytes, UP_SLOT_BYTES);
+    uint64_t grown = (uint64_t)2 * UP_SLOT_BYTES << DK_MIN(n, 16u);
+    return DK_MIN(max, grown);
+}
+
 static struct up_stg_file *stg_create(struct up_pool *p) {
     const struct dk_libc *c = dk_libc();
     char name[96];
@@ -98,7 +106,7 @@ static struct up_stg_file *stg_create(struct up_pool *p) {
     int fd = c->openat(p->area_fd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return NULL;
     fd = up_internal_fd(fd);
-    uint64_t bytes = dk_round_up(dk_cfg.staging_bytes, UP_SLOT_BYTES);
+    uint64_t bytes = stg_file_bytes(id);
     struct up_stg_file *sf = calloc(1, sizeof *sf);
     uint32_t slots = (uint32_t)(bytes / UP_SLOT_BYTES);
     uint32_t words = (slots + 63) / 64;
@@ -155,8 +163,13 @@ static uint32_t pool_free_slots(const struct up_pool *p) {
     return n;
 }
 
-static uint32_t pool_target_slots(void) {
-    return (uint32_t)(dk_cfg.staging_files * (dk_round_up(dk_cfg.staging_bytes, UP_SLOT_BYTES) / UP_SLOT_BYTES) / 2);
+/* Free slots the background thread keeps ready: half of what the pool holds (it grows as appends use
+ * it), at least 2, at most half of DAXKIT_STAGING_FILES full-size files. */
+static uint32_t pool_target_slots(const struct up_pool *p) {
+    uint32_t max = (uint32_t)(dk_cfg.staging_files * (dk_round_up(dk_cfg.staging_bytes, UP_SLOT_BYTES) / UP_SLOT_BYTES) / 2);
+    uint32_t total = 0;
+    for (uint32_t i = 0; i < p->file_count; i++) total += p->files[i]->slots;
+    return DK_MIN(max, DK_MAX(2u, total / 2));
 }
 
 /* Background work, under p->mu: refresh stale slots, then top up. Drops the lock around system calls. */
@@ -174,7 +187,7 @@ static void pool_maintain(struct up_pool *p) {
             sf->free_count++;
         }
     }
-    while (!p->stopping && p->file_count < UP_POOL_FILES_MAX && pool_free_slots(p) < pool_target_slots()) {
+    while (!p->stopping && p->file_count < UP_POOL_FILES_MAX && pool_free_slots(p) < pool_target_slots(p)) {
         pthread_mutex_unlock(&p->mu);
         struct up_stg_file *sf = stg_create(p);
         pthread_mutex_lock(&p->mu);
@@ -372,7 +385,7 @@ int up_stage_take(struct up_root *r, uint64_t base, struct up_staged *out) {
             if (take_from(n, &slot)) sf = n;
         }
     }
-    if (sf && pool_free_slots(p) < pool_target_slots()) pthread_cond_signal(&p->wake);
+    if (sf && pool_free_slots(p) < pool_target_slots(p)) pthread_cond_signal(&p->wake);
     pthread_mutex_unlock(&p->mu);
     if (!sf) return -ENOSPC;
     /* Same offset within a block as the target, so whole blocks can be cloned. */
