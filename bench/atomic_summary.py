@@ -63,6 +63,18 @@ def main(path):
         p50, p999 = m((v, "latency", 4096, 1, 100, 0), "median_ns"), m((v, "latency", 4096, 1, 100, 0), "p999_ns")
         print(f"| {v} | {p50:,.0f} | {p999:,.0f} | {p999 / p50:.1f} |")
 
+    print("\n## A program storing into its mapping + msync (part 4: userfaultfd write-protect mode)\n")
+    print("Per operation (store, plus the msync when due): median ns, and CPU ns (all threads). The kernel's")
+    print("msync on tmpfs writes nothing back (not durable); failure-atomic msync pays one userfaultfd fault per")
+    print("page per epoch (handler thread round trip + undo copy + unprotect).\n")
+    print("| store | msync every | kernel median | kernel CPU | atomic median | atomic CPU |")
+    print("|---|---|---|---|---|---|")
+    for bs in (128, 4096):
+        for se in (1, 10, 100):
+            kk, ak = ("kernel-msync", "mmap", bs, se, 100, 0), ("uwp-msync", "mmap", bs, se, 100, 0)
+            print(f"| {bs} B | {se} | {m(kk, 'median_ns'):,.0f} | {m(kk, 'cpu_ns_per_op'):,.0f} | "
+                  f"{m(ak, 'median_ns'):,.0f} | {m(ak, 'cpu_ns_per_op'):,.0f} |")
+
 
 if __name__ == "__main__":
     main(sys.argv[1])

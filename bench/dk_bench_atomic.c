@@ -4,6 +4,9 @@
  *   dirty    the cost of one sync after 1, 10, 100, 1000 dirty 4 KiB blocks (epoch commit: O(1))
  *   mix      read:write mixes 100:0 .. 0:100 of 4 KiB ops (sync every 10) under undo, redo and hybrid
  *   latency  4 KiB copy + sync, every op: median and p99.9
+ *   mmap     a program storing 128 B / 4 KiB into its own mapping with msync every 1/10/100: the kernel's
+ *            mmap + msync(MS_SYNC) against failure-atomic msync (src/atomic/uwp.h, userfaultfd write-protect;
+ *            skipped where unavailable)
  * One CSV row per measurement on stdout (columns in print_header); cpu_ns_per_op is process CPU time
  * (all threads, user + system) per operation: on a shared, loaded machine it is steadier than wall time. Persistence follows DAXKIT_PERSIST
  * (flush: the dax code path on any medium, an EMULATION, labelled by the caller). Exit 0, 1 on an error. */
@@ -15,10 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "atomic/uwp.h"
 #include "daxkit/atomic.h"
 
 #define SAMPLES_MAX (1u << 20)
@@ -38,7 +43,7 @@ struct row {
     uint64_t median_ns, p999_ns, mean_ns;
 };
 
-static struct cfg C = {.medium = "unknown", .tests = "sizes,dirty,mix,latency", .file_bytes = 64ull << 20,
+static struct cfg C = {.medium = "unknown", .tests = "sizes,dirty,mix,latency,mmap", .file_bytes = 64ull << 20,
                        .ops = 20000, .seed = 42};
 static uint64_t *lat;
 static char path[4096];
@@ -240,6 +245,54 @@ static void run_latency(enum variant v) {
     emit(&r, C.ops);
 }
 
+/* A program's own mapping: stores, then msync (kernel) or dk_uwp_msync (failure-atomic). */
+static void run_mmap(bool atomic, uint32_t bs, uint32_t sync_every) {
+    struct dk_uwp *u = NULL;
+    char *m = NULL;
+    int fd = -1;
+    if (atomic) {
+        void *addr;
+        size_t len;
+        struct daxkit_atomic_options o;
+        daxkit_atomic_options_init(&o);
+        o.log_bytes = 256ull << 20;
+        int rc = dk_uwp_map(path, &o, &u, &addr, &len);
+        if (rc) {
+            fprintf(stderr, "dk_bench_atomic: mmap test: failure-atomic msync unavailable here (%s); skipped\n",
+                    strerror(-rc));
+            return;
+        }
+        m = addr;
+    } else {
+        fd = open(path, O_RDWR);
+        m = fd < 0 ? MAP_FAILED : mmap(NULL, C.file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+        if (m == MAP_FAILED) die("mmap", errno);
+    }
+    uint32_t ops = C.ops / 4;
+    uint64_t s = C.seed, slots = C.file_bytes / 4096;
+    uint64_t t0 = now_ns(), c0 = cpu_now_ns();
+    for (uint32_t i = 0; i < ops; i++) {
+        uint64_t a = now_ns();
+        memcpy(m + (rnd(&s) % slots) * 4096 + (bs < 4096 ? 1000 : 0), buf, bs);
+        if ((i + 1) % sync_every == 0) {
+            int rc = atomic ? dk_uwp_msync(u) : msync(m, C.file_bytes, MS_SYNC);
+            if (rc) die("msync", atomic ? rc : errno);
+        }
+        lat[i] = now_ns() - a;
+    }
+    struct row r = {.variant = atomic ? "uwp-msync" : "kernel-msync", .test = "mmap", .bs = bs,
+                    .sync_every = sync_every, .write_pct = 100, .dirty_blocks = 0, .ops = ops,
+                    .wall_s = (now_ns() - t0) / 1e9, .cpu_ns = cpu_now_ns() - c0};
+    if (atomic) {
+        int rc = dk_uwp_unmap(u);
+        if (rc) die("dk_uwp_unmap", rc);
+    } else {
+        munmap(m, C.file_bytes);
+        close(fd);
+    }
+    emit(&r, ops);
+}
+
 static void parse(int argc, char **argv) {
     static const struct option lo[] = {{"dir", 1, 0, 'd'},  {"medium", 1, 0, 'm'}, {"tests", 1, 0, 't'},
                                        {"ops", 1, 0, 'n'},  {"file-mib", 1, 0, 'f'}, {"seed", 1, 0, 's'},
@@ -289,6 +342,10 @@ int main(int argc, char **argv) {
         for (int p = 0; p < 8; p++)
             for (int v = 0; v < 4; v++) run_mix(all[v], pct[p]);
     }
+    if (want("mmap"))
+        for (int b = 0; b < 4; b += 2)
+            for (int k = 0; k < 3; k++)
+                for (int v = 0; v < 2; v++) run_mmap(v == 1, sizes[b], syncs[k]);
     if (want("latency"))
         for (int v = 0; v < 2; v++) run_latency(all[v]);
     unlink(path);

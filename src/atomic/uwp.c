@@ -35,6 +35,7 @@ struct dk_uwp {
     bool thread_started;
     int error;               /* sticky -errno: a page could not be logged */
     unsigned long long faults;
+    uint64_t dirty_pages;    /* msync scratch */
 };
 
 /* userfaultfd(2) for user-mode faults (allowed without privilege), else /dev/userfaultfd. Non-blocking:
@@ -146,14 +147,34 @@ out:
     return rc;
 }
 
-/* dax: the program's stores were never written back; write back every page logged this epoch. */
-static void write_back_dirty(struct alog_file *f) {
+#define UWP_PROTECT_EACH_MAX 64u /* more dirty pages than this: one ioctl over the whole mapping */
+
+/* Calls fn on every page range logged this epoch (the only pages the program can have stored into). */
+static int for_epoch_pages(struct dk_uwp *u, int (*fn)(struct dk_uwp *, uint64_t, uint64_t)) {
+    struct alog_file *f = u->f;
     for (uint64_t w = 0; w < (f->entry_count + 63) / 64; w++) {
         for (uint64_t bits = f->live_bits[w]; bits; bits &= bits - 1) {
             const struct alog_ent *e = &f->ents[w * 64 + (uint64_t)__builtin_ctzll(bits)];
-            if (e->epoch == f->epoch) dk_flush_range(f->data + e->dest_off + e->ext_start, e->ext_len);
+            if (e->epoch != f->epoch) continue;
+            int rc = fn(u, e->dest_off + e->ext_start, e->ext_len);
+            if (rc) return rc;
         }
     }
+    return 0;
+}
+
+static int count_page(struct dk_uwp *u, uint64_t off, uint64_t n) { return (void)off, (void)n, ++u->dirty_pages, 0; }
+static int protect_page(struct dk_uwp *u, uint64_t off, uint64_t n) { return protect(u, off, n, true); }
+static int flush_page(struct dk_uwp *u, uint64_t off, uint64_t n) { return dk_flush_range(u->f->data + off, n), 0; }
+
+/* Write-protects the pages of this epoch (first: a store racing with msync then faults and waits for the
+ * next epoch), then writes them back on dax, where the program's stores never were. */
+static int close_epoch_pages(struct dk_uwp *u) {
+    u->dirty_pages = 0;
+    for_epoch_pages(u, count_page);
+    int rc = u->dirty_pages > UWP_PROTECT_EACH_MAX ? protect(u, 0, u->len, true) : for_epoch_pages(u, protect_page);
+    if (!rc && u->f->persist_as != DK_MEDIUM_PAGECACHE) for_epoch_pages(u, flush_page);
+    return rc;
 }
 
 int dk_uwp_msync(struct dk_uwp *u) {
@@ -161,10 +182,9 @@ int dk_uwp_msync(struct dk_uwp *u) {
     struct alog_file *f = u->f;
     pthread_rwlock_wrlock(&f->rw);
     int rc = __atomic_load_n(&u->error, __ATOMIC_ACQUIRE);
-    /* Protect first: a store from another thread from here on faults and waits for the lock, so it lands in
-     * the next epoch; the stores already made are all in pages logged this epoch. */
-    if (!rc) rc = protect(u, 0, u->len, true);
-    if (!rc && f->persist_as != DK_MEDIUM_PAGECACHE) write_back_dirty(f);
+    /* Protect before the commit: a store from another thread from here on faults and waits for the lock,
+     * so it lands in the next epoch; the stores already made are all in pages logged this epoch. */
+    if (!rc) rc = close_epoch_pages(u);
     DK_CRASH_POINT("atomic.uwp.msync.before_commit");
     if (!rc) rc = alog_sync_locked(f);
     pthread_rwlock_unlock(&f->rw);
