@@ -32,6 +32,7 @@ struct explore {
     uint64_t *marks;
     size_t marks_n;
     uint8_t *chosen;
+    uint8_t *torn_mask;     /* per uncertain line: which 8-byte words of a torn line hold the candidate */
     unsigned char *saved;   /* the certain contents of the lines a state replaced */
     uint64_t rng, point_event;
     int stop;
@@ -50,21 +51,30 @@ static void describe_failure(struct explore *x, const char *why) {
     char subset[256] = "";
     size_t used = 0, shown = 0;
     for (size_t j = 0; j < x->unc_n && used + 16 < sizeof subset; j++)
-        if (x->chosen[j]) used += (size_t)snprintf(subset + used, sizeof subset - used, "%s%u", shown++ ? "," : "", x->unc[j]);
+        if (x->chosen[j] == 1)
+            used += (size_t)snprintf(subset + used, sizeof subset - used, "%s%u", shown++ ? "," : "", x->unc[j]);
+        else if (x->chosen[j] == 2)
+            used += (size_t)snprintf(subset + used, sizeof subset - used, "%s%u(torn, words %02x)", shown++ ? "," : "",
+                                     x->unc[j], x->torn_mask[j]);
     snprintf(x->r->first_failure, sizeof x->r->first_failure,
              "%s [crash point %lu before trace event %lu; %zu uncertain lines, on media: {%s}; seed=%lu]", why,
              (unsigned long)x->r->crash_points, (unsigned long)x->point_event, x->unc_n, subset,
              (unsigned long)x->r->seed);
 }
 
-/* Materialises the state `chosen` selects, checks it, restores the certain image. */
+/* Materialises the state `chosen` selects (0: certain contents, 1: latest candidate, 2: torn -- the 8-byte
+ * words whose bit is set in torn_mask from the candidate, the others certain), checks it, restores. */
 static void check_state(struct explore *x) {
     unsigned char *saved = x->saved;
     for (size_t j = 0; j < x->unc_n; j++) {
         if (!x->chosen[j]) continue;
         unsigned char *line = x->img + (size_t)x->unc[j] * LINE;
+        const unsigned char *candidate = contents(x, x->ls[x->unc[j]].latest);
         memcpy(saved + j * LINE, line, LINE);
-        memcpy(line, contents(x, x->ls[x->unc[j]].latest), LINE);
+        if (x->chosen[j] == 1) memcpy(line, candidate, LINE);
+        else
+            for (unsigned w = 0; w < LINE / 8; w++)
+                if ((x->torn_mask[j] >> w) & 1) memcpy(line + 8 * w, candidate + 8 * w, 8);
     }
     char why[512] = "";
     int bad = x->check(x->img, x->t->lines * LINE, x->marks, x->marks_n, why, sizeof why, x->ctx);
@@ -99,6 +109,23 @@ static void enumerate_sampled(struct explore *x) {
     }
 }
 
+/* Power failure in the middle of a line's write-back: x86 promises only 8-byte atomicity. Each uncertain line
+ * is old, new, or a random mix of old and new 8-byte words. */
+static void enumerate_torn(struct explore *x) {
+    for (unsigned s = 0; s < x->o->torn_samples_per_point && !x->stop && x->unc_n > 0; s++) {
+        int any_torn = 0;
+        for (size_t j = 0; j < x->unc_n; j++) {
+            uint64_t r = next_random(&x->rng);
+            x->chosen[j] = (uint8_t)(r & 3) == 3 ? 2 : (uint8_t)(r & 1);
+            x->torn_mask[j] = (uint8_t)(1 + (r >> 8) % 254); /* some words old, some new */
+            any_torn |= x->chosen[j] == 2;
+        }
+        if (!any_torn) x->chosen[0] = 2;
+        x->r->torn_states++;
+        check_state(x);
+    }
+}
+
 static void crash_point(struct explore *x) {
     x->unc_n = 0;
     for (size_t i = 0; i < x->touched_n; i++)
@@ -107,6 +134,7 @@ static void crash_point(struct explore *x) {
     x->r->crash_points++;
     if (x->unc_n <= x->o->exhaustive_lines_max) enumerate_all(x);
     else enumerate_sampled(x);
+    enumerate_torn(x);
 }
 
 static void touch(struct explore *x, uint32_t line) {
@@ -193,17 +221,19 @@ int dk_explorer_run(const struct dk_explorer_options *opts, dk_explorer_check_fn
     x.ls = calloc(t->lines, sizeof *x.ls);
     x.touched = malloc(t->lines * sizeof *x.touched), x.pending = malloc(t->lines * sizeof *x.pending);
     x.unc = malloc(t->lines * sizeof *x.unc), x.chosen = malloc(t->lines), x.saved = malloc(t->lines * LINE);
+    x.torn_mask = malloc(t->lines);
     x.marks = malloc((t->events_count + 1) * sizeof *x.marks);
     int rc = -ENOMEM;
-    if (x.img && x.ls && x.touched && x.pending && x.unc && x.chosen && x.saved && x.marks) {
+    if (x.img && x.ls && x.touched && x.pending && x.unc && x.chosen && x.saved && x.torn_mask && x.marks) {
         memcpy(x.img, t->image0, t->lines * LINE);
-        struct timespec a, b;
-        clock_gettime(CLOCK_MONOTONIC, &a);
+        struct timespec a, b, ca, cb;
+        clock_gettime(CLOCK_MONOTONIC, &a), clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ca);
         replay(&x);
-        clock_gettime(CLOCK_MONOTONIC, &b);
+        clock_gettime(CLOCK_MONOTONIC, &b), clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cb);
         r->seconds = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+        r->cpu_seconds = (double)(cb.tv_sec - ca.tv_sec) + (double)(cb.tv_nsec - ca.tv_nsec) * 1e-9;
         rc = r->failures ? 1 : 0;
     }
-    free(x.img), free(x.ls), free(x.touched), free(x.pending), free(x.unc), free(x.chosen), free(x.saved), free(x.marks);
+    free(x.img), free(x.ls), free(x.touched), free(x.pending), free(x.unc), free(x.chosen), free(x.saved), free(x.torn_mask), free(x.marks);
     return rc;
 }

@@ -20,8 +20,8 @@
  * exhaustive_lines_max of them; otherwise none, all, each one alone, all but each one, and
  * samples_per_point seeded random subsets. The checker sees the marks made before the crash point: what the
  * workload had acknowledged. Every candidate of every line appears at some crash point, but not every
- * combination (line A's older candidate with line B's later one); torn writes inside a line are not
- * modelled. With threads, each thread's fences are attributed correctly but the interleaving is the one
+ * combination (line A's older candidate with line B's later one). With torn_samples_per_point, extra seeded
+ * states also tear lines at 8-byte granularity (some words old, some new). With threads, each thread's fences are attributed correctly but the interleaving is the one
  * recorded (force others with dk_crashpoint_set_hook). */
 #ifndef DK_TESTS_EXPLORER_H
 #define DK_TESTS_EXPLORER_H
@@ -45,6 +45,8 @@ struct dk_explorer_options {
     unsigned samples_per_point;    /* default 64 random subsets when there are more uncertain lines */
     uint64_t states_max;           /* stop after this many states (default 5,000,000) */
     unsigned failures_max;         /* stop after this many failing states (default 1) */
+    unsigned torn_samples_per_point; /* default 0: extra seeded states per crash point in which uncertain
+                                        lines may also be torn at 8-byte granularity (x86 guarantees no more) */
 };
 
 /* The checker: `image` is one crash state of the region (read only), `marks` the marks recorded before the
@@ -58,7 +60,9 @@ struct dk_explorer_result {
     uint64_t crash_points, states, failures;
     uint64_t uncertain_lines_max;     /* the most uncertain lines at one crash point */
     uint64_t sampled_points;          /* crash points with too many lines for exhaustive enumeration */
-    double seconds;                   /* exploring (materialising + checking) */
+    uint64_t torn_states;             /* states with at least one line torn at 8-byte granularity */
+    double seconds;                   /* exploring (materialising + checking), wall clock */
+    double cpu_seconds;               /* the same in CPU time of the exploring thread (load-independent) */
     char first_failure[768];          /* reason, crash point, subset and seed of the first failure */
 };
 
