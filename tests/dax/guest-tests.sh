@@ -66,7 +66,7 @@ on() { # on FS COMMAND...: COMMAND with the harness's 'dir' medium on /mnt/FS
 }
 
 if [ "$list" = long ]; then
-    diff_seeds=60 crash_modes="sync posix" appends="stage extend" diff_full=1
+    diff_seeds=30 crash_modes="sync posix" appends="stage extend" diff_full=1
 else
     diff_seeds=8 crash_modes="sync" appends="stage" diff_full=
 fi
@@ -99,7 +99,8 @@ for fs in xfs ext4; do
         diff=(bash "$T/diff/run-diff.sh" --media dir --modes posix,sync --append $append --seeds $diff_seeds
               --shrink-max 1 --shrink-seconds 60 --timeout 300 --out /tmp/diff-$fs-$append)
         run diff_${fs}_${append}_nostdio on $fs "${diff[@]}" --exclude stdio
-        [ -n "$diff_full" ] && run diff_${fs}_${append}_full on $fs "${diff[@]}"
+        # Full op mix: known stdio differences; 3 failing seeds are enough to see whether they still show.
+        [ -n "$diff_full" ] && run diff_${fs}_${append}_full on $fs "${diff[@]}" --fail-max 3
     done
 done
 exit 0
