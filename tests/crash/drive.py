@@ -124,12 +124,13 @@ def main():
     w = run(a.workload, d, {"DAXKIT_TEST_CRASH": "count:" + counts_file}, a.timeout)
     counts = read_counts(counts_file)
     os.unlink(counts_file) if os.path.exists(counts_file) else None
+    failure = None
     if w.returncode != 0:
-        print("FAIL: the workload without a crash exited %d:\n%s" % (w.returncode, w.stdout))
-        return 1
-    failure = recover_and_check(a, d)
+        failure = "the workload without a crash exited %d:\n%s" % (w.returncode, w.stdout)
+    failure = failure or recover_and_check(a, d)
     if failure:
         print("FAIL: baseline (no crash): " + failure)
+        print("  kept: " + d) if a.keep_failed else shutil.rmtree(d, ignore_errors=True)
         return 1
     shutil.rmtree(d)
     rx = re.compile(a.filter)
