@@ -9,7 +9,7 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$SRC/bench/results}
 REPS=${REPS:-3}
 OPS=${OPS:-20000}
-TESTS=${TESTS:-sizes,dirty,mix,latency,mmap}
+TESTS=${TESTS:-sizes,dirty,mix,latency,threads,mmap}
 export DAXKIT_SRC=$SRC DAXKIT_BUILD=$BUILD
 . "$SRC/tests/harness/media.sh"
 dk_need_root

@@ -63,6 +63,14 @@ def main(path):
         p50, p999 = m((v, "latency", 4096, 1, 100, 0), "median_ns"), m((v, "latency", 4096, 1, 100, 0), "p999_ns")
         print(f"| {v} | {p50:,.0f} | {p999:,.0f} | {p999 / p50:.1f} |")
 
+    print("\n## Threads: 4 KiB copies, sync every 10 per thread (ops/s, all threads; wall and CPU time)\n")
+    print("| threads | file(s) | kernel wall | atomic wall | kernel CPU | atomic CPU |")
+    print("|---|---|---|---|---|---|")
+    for n in (1, 2):
+        for kind in ("private", "shared"):
+            t = f"threads{n}-{kind}"
+            kk, ak = ("kernel", t, 4096, 10, 100, 0), ("atomic-hybrid", t, 4096, 10, 100, 0)
+            print(f"| {n} | {kind} | {m(kk, 'ops_per_s'):,.0f} | {m(ak, 'ops_per_s'):,.0f} | {cpu_ops(kk):,.0f} | {cpu_ops(ak):,.0f} |")
     print("\n## A program storing into its mapping + msync (part 4: userfaultfd write-protect mode)\n")
     print("Per operation (store, plus the msync when due): median ns, and CPU ns (all threads). The kernel's")
     print("msync on tmpfs writes nothing back (not durable); failure-atomic msync pays one userfaultfd fault per")

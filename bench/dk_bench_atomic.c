@@ -4,6 +4,8 @@
  *   dirty    the cost of one sync after 1, 10, 100, 1000 dirty 4 KiB blocks (epoch commit: O(1))
  *   mix      read:write mixes 100:0 .. 0:100 of 4 KiB ops (sync every 10) under undo, redo and hybrid
  *   latency  4 KiB copy + sync, every op: median and p99.9
+ *   threads  4 KiB copies, sync every 10 per thread, 1 and 2 threads, on one shared file (one handle) and
+ *            on private files (one per thread)
  *   mmap     a program storing 128 B / 4 KiB into its own mapping with msync every 1/10/100: the kernel's
  *            mmap + msync(MS_SYNC) against failure-atomic msync (src/atomic/uwp.h, userfaultfd write-protect;
  *            skipped where unavailable)
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -43,7 +46,7 @@ struct row {
     uint64_t median_ns, p999_ns, mean_ns;
 };
 
-static struct cfg C = {.medium = "unknown", .tests = "sizes,dirty,mix,latency,mmap", .file_bytes = 64ull << 20,
+static struct cfg C = {.medium = "unknown", .tests = "sizes,dirty,mix,latency,threads,mmap", .file_bytes = 64ull << 20,
                        .ops = 20000, .seed = 42};
 static uint64_t *lat;
 static char path[4096];
@@ -245,6 +248,61 @@ static void run_latency(enum variant v) {
     emit(&r, C.ops);
 }
 
+/* ---- threads: one shared handle, or private files ---- */
+
+struct thr {
+    struct target *t;
+    uint32_t id, ops;
+    uint64_t lo, blocks; /* the thread's 4 KiB blocks: [lo, lo + blocks) */
+};
+
+static void *thr_main(void *arg) {
+    struct thr *a = arg;
+    uint64_t s = C.seed * 31 + a->id;
+    for (uint32_t i = 0; i < a->ops; i++) {
+        t_write(a->t, (a->lo + rnd(&s) % a->blocks) * 4096, 4096);
+        if ((i + 1) % 10 == 0) t_sync(a->t);
+    }
+    return NULL;
+}
+
+static void run_threads(enum variant v, uint32_t nthreads, bool shared) {
+    struct target t[2];
+    char saved[4096];
+    snprintf(saved, sizeof saved, "%s", path);
+    for (uint32_t i = 0; i < nthreads; i++) {
+        if (!shared && i > 0) { /* private files: a second file */
+            snprintf(path, sizeof path, "%s/bench-atomic-%u.bin", C.dir, i);
+            make_file();
+        }
+        if (shared && i > 0) t[i] = t[0];
+        else t[i] = open_target(v);
+        snprintf(path, sizeof path, "%s", saved);
+    }
+    struct thr a[2];
+    pthread_t tid[2];
+    uint64_t blocks = C.file_bytes / 4096;
+    uint64_t t0 = now_ns(), c0 = cpu_now_ns();
+    for (uint32_t i = 0; i < nthreads; i++) {
+        a[i] = (struct thr){&t[i], i, C.ops / 2, shared ? i * (blocks / 2) : 0, shared ? blocks / 2 : blocks};
+        pthread_create(&tid[i], NULL, thr_main, &a[i]);
+    }
+    for (uint32_t i = 0; i < nthreads; i++) pthread_join(tid[i], NULL);
+    static const char *names[2][2] = {{"threads1-private", "threads1-shared"}, {"threads2-private", "threads2-shared"}};
+    struct row r = {.variant = variant_name[v], .test = names[nthreads - 1][shared], .bs = 4096,
+                    .sync_every = 10, .write_pct = 100, .dirty_blocks = 0, .ops = nthreads * (C.ops / 2),
+                    .wall_s = (now_ns() - t0) / 1e9, .cpu_ns = cpu_now_ns() - c0};
+    for (uint32_t i = 0; i < nthreads; i++)
+        if (!(shared && i > 0)) close_target(&t[i]);
+    for (uint32_t i = 1; i < nthreads && !shared; i++) {
+        char p2[4096];
+        snprintf(p2, sizeof p2, "%s/bench-atomic-%u.bin", C.dir, i);
+        unlink(p2);
+    }
+    lat[0] = 0; /* no per-op latencies here: throughput only */
+    emit(&r, 1);
+}
+
 /* A program's own mapping: stores, then msync (kernel) or dk_uwp_msync (failure-atomic). */
 static void run_mmap(bool atomic, uint32_t bs, uint32_t sync_every) {
     struct dk_uwp *u = NULL;
@@ -342,6 +400,10 @@ int main(int argc, char **argv) {
         for (int p = 0; p < 8; p++)
             for (int v = 0; v < 4; v++) run_mix(all[v], pct[p]);
     }
+    if (want("threads"))
+        for (uint32_t n = 1; n <= 2; n++)
+            for (int sh = 0; sh < 2; sh++)
+                for (int v = 0; v < 2; v++) run_threads(all[v], n, sh == 1);
     if (want("mmap"))
         for (int b = 0; b < 4; b += 2)
             for (int k = 0; k < 3; k++)
