@@ -43,7 +43,7 @@ run() {
     echo "DK-RESULT $name $verdict $(($(date +%s) - t0))s ${detail:-no reason printed}"
 }
 
-# doctor FS SHARING: daxkit doctor names the medium dax, MAP_SYNC works, block sharing yes/no.
+# doctor FS SHARING: daxkit doctor names the medium dax, MAP_SYNC works, 2 MiB mappings, block sharing yes/no.
 doctor() {
     local mnt=/mnt/$1 sharing=$2 out
     out=$("$cli" doctor "$mnt" 2>&1) || { echo "$out"; echo "FAIL: daxkit doctor $mnt exited $?"; return 1; }
@@ -51,6 +51,7 @@ doctor() {
     echo "$out" | grep -qE '^medium +dax:' || { echo "FAIL: medium is not dax"; return 1; }
     echo "$out" | grep -qE '^MAP_SYNC +yes' || { echo "FAIL: MAP_SYNC not accepted"; return 1; }
     echo "$out" | grep -qE "^block sharing +$sharing" || { echo "FAIL: block sharing is not '$sharing'"; return 1; }
+    echo "$out" | grep -qE '^2 MiB mappings +yes' || { echo "FAIL: no 2 MiB mappings on the DAX mount"; return 1; }
 }
 
 # mounted FS: the mount really is DAX (the kernel's word, not the library's).
