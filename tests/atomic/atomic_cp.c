@@ -5,10 +5,13 @@
  *       EPOCHS seeded batches of copies and reads and syncs each; after each sync returns it appends
  *       "S k" to DIR/acks (write(2): survives SIGKILL). Halfway it makes an unsynced batch and unmaps and
  *       remaps (unmap rolls it back through the recovery code). Read-heavy and write-heavy batches alternate
- *       so the hybrid policy switches. POLICY: undo|redo|hybrid.
+ *       so the hybrid policy switches. POLICY: undo|redo|hybrid, or uwp: the batches are stores straight
+ *       into a mapping made failure-atomic by userfaultfd write-protection (src/atomic/uwp.h), committed by
+ *       dk_uwp_msync (skips with 77 where that is unavailable).
  *   atomic_cp recover DIR   maps and unmaps DIR/f.bin (recovery), twice.
  *   atomic_cp verify DIR    DIR/f.bin equals the state after the last acknowledged sync k or after k+1.
  * Exit 0 ok, 1 failure (reason printed). */
+#include "atomic/uwp.h"
 #include "atomic_test.h"
 
 #define FILE_BYTES (256u << 10)
@@ -45,6 +48,31 @@ static struct daxkit_atomic *map_it(uint32_t policy, uint32_t interval_us) {
     return a;
 }
 
+static int workload_uwp(int ack_fd) {
+    struct daxkit_atomic_options o = at_opts(DAXKIT_ATOMIC_UNDO, 50);
+    o.log_bytes = 4u << 20;
+    struct dk_uwp *u;
+    void *addr;
+    size_t len;
+    int rc = dk_uwp_map(path, &o, &u, &addr, &len);
+    if (rc == -EOPNOTSUPP || rc == -EPERM || rc == -ENOSYS) at_skip("userfaultfd write-protection unavailable here");
+    AT_OK(rc);
+    for (uint64_t k = 1; k <= EPOCHS; k++) {
+        if (k == EPOCHS / 2) {
+            batch(ROLLBACK_BATCH, addr, NULL); /* never msynced: unmap rolls it back */
+            AT_OK(dk_uwp_unmap(u));
+            AT_OK(dk_uwp_map(path, &o, &u, &addr, &len));
+        }
+        batch(k, addr, NULL); /* stores straight into the mapping */
+        AT_OK(dk_uwp_msync(u));
+        char line[32];
+        int n = snprintf(line, sizeof line, "S %llu\n", (unsigned long long)k);
+        AT_CHECK(write(ack_fd, line, (size_t)n) == n, "ack write");
+    }
+    AT_OK(dk_uwp_unmap(u));
+    return 0;
+}
+
 static int workload(const char *dir, const char *pol) {
     uint32_t policy = !strcmp(pol, "undo") ? DAXKIT_ATOMIC_UNDO : !strcmp(pol, "redo") ? DAXKIT_ATOMIC_REDO
                                                                                      : DAXKIT_ATOMIC_HYBRID;
@@ -53,6 +81,7 @@ static int workload(const char *dir, const char *pol) {
     snprintf(acks, sizeof acks, "%s/acks", dir);
     int fd = open(acks, O_WRONLY | O_CREAT | O_APPEND, 0644);
     AT_CHECK(fd >= 0, "open acks");
+    if (!strcmp(pol, "uwp")) return workload_uwp(fd);
     struct daxkit_atomic *a = map_it(policy, 50);
     for (uint64_t k = 1; k <= EPOCHS; k++) {
         if (k == EPOCHS / 2) {
