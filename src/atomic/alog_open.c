@@ -41,10 +41,13 @@ int alog_options_resolve(const struct daxkit_atomic_options *in, struct daxkit_a
 
 static int fail_errno(void) { return errno ? -errno : -EIO; }
 
+#define ALOG_POPULATE_BYTES_MAX (1ull << 30) /* larger mappings fault in as they are touched */
+
 static int map_shared(int fd, uint64_t len, bool dax, char **out) {
     void *a = MAP_FAILED;
-    if (dax) a = DK_REAL(mmap)(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED_VALIDATE | MAP_SYNC | MAP_POPULATE, fd, 0);
-    if (a == MAP_FAILED) a = DK_REAL(mmap)(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    int populate = len <= ALOG_POPULATE_BYTES_MAX ? MAP_POPULATE : 0; /* no page faults on the data path */
+    if (dax) a = DK_REAL(mmap)(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED_VALIDATE | MAP_SYNC | populate, fd, 0);
+    if (a == MAP_FAILED) a = DK_REAL(mmap)(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | populate, fd, 0);
     if (a == MAP_FAILED) return fail_errno();
     *out = a;
     return 0;
