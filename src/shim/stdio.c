@@ -2,6 +2,7 @@
  * opened with fopen/fdopen becomes a fopencookie stream whose IO goes through the interposed
  * read/write/lseek/close. fileno() of such a stream returns its descriptor. */
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,9 +69,10 @@ static FILE *cookie_stream(int fd, const char *mode) {
     struct cookie *k = calloc(1, sizeof *k);
     if (!k) return NULL;
     k->fd = fd;
-    /* A stream opened for writing only reads end-of-file, like glibc's file streams (a NULL read). */
-    bool reads = mode[0] == 'r' || strchr(mode, '+');
-    cookie_io_functions_t io = {reads ? ck_read : NULL, ck_write, ck_seek, ck_close};
+    /* Reading a write-only stream behaves as on glibc's file streams: a buffered read sets the error
+     * indicator (the mode refuses it before any read function runs), a read of a buffer's size or more
+     * goes straight to the descriptor (end-of-file on an O_RDWR descriptor, EBADF on an O_WRONLY one). */
+    cookie_io_functions_t io = {ck_read, ck_write, ck_seek, ck_close};
     char m[8];
     size_t i = 0;
     for (const char *p = mode; *p && *p != ',' && i < sizeof m - 1; p++)
@@ -99,6 +101,8 @@ static FILE *fopen_common(const char *path, const char *mode, bool is64) {
     }
     int fd = open(path, fl, 0666);
     if (fd < 0) return NULL;
+    /* As glibc's file streams: a write-only append stream starts at the end (ftell says so). */
+    if (up_fd_slot(fd) && (fl & O_APPEND) && (fl & O_ACCMODE) == O_WRONLY) lseek(fd, 0, SEEK_END);
     FILE *fp = up_fd_slot(fd) ? cookie_stream(fd, mode) : DK_REAL(fdopen)(fd, mode);
     if (!fp) {
         int e = errno;
@@ -179,11 +183,11 @@ static void forget_eof(FILE *fp) {
     if ((fp->_flags & 0x10 /* _IO_EOF_SEEN */) && cookie_fd(fp) >= 0) fp->_flags &= ~0x10;
 }
 DK_EXPORT size_t fread(void *buf, size_t size, size_t n, FILE *fp) {
-    forget_eof(fp);
+    if (size && n) forget_eof(fp); /* a zero-length fread leaves the indicators alone, as glibc's */
     return DK_REAL(fread)(buf, size, n, fp);
 }
 DK_EXPORT size_t fread_unlocked(void *buf, size_t size, size_t n, FILE *fp) {
-    forget_eof(fp);
+    if (size && n) forget_eof(fp);
     return DK_REAL(fread_unlocked)(buf, size, n, fp);
 }
 

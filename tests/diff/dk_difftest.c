@@ -166,7 +166,8 @@ static int setup_seq(struct dt_ctx *c, const char *base, uint64_t seed) {
   if (c->dirfd < 0 || chdir(c->dir) != 0)
     return fprintf(stderr, "dk_difftest: open %s: %s\n", c->dir, strerror(errno)), -1;
   for (int i = 0; i < DT_FD_SLOTS; i++) c->fd[i] = -1;
-  for (int i = 0; i < DT_STREAM_SLOTS; i++) c->st[i] = NULL;
+  for (int i = 0; i < DT_STREAM_SLOTS; i++) c->st[i] = NULL, c->st_dir[i] = 0, c->st_gen[i] = 0;
+  c->raw_gen = 0;
   return 0;
 }
 

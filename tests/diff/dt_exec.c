@@ -441,14 +441,68 @@ static void ex_fopen(struct dt_ctx *c, const struct dt_op *op) {
       errno = err;
     }
   }
+  c->st_dir[s] = 0;
+  c->st_gen[s] = c->raw_gen;
+  c->st_wronly[s] = !strchr(mode, '+') && mode[0] != 'r';
   if (c->st[s]) dt_out(" = ok");
   else dt_out(" = NULL e=%s", err_name(errno));
+}
+
+/* C (7.21.5.3): output may not be directly followed by input without fflush or a positioning call, nor
+ * input by output without a positioning call. glibc's file and cookie streams differ in that undefined
+ * case, so the tester makes the sequence defined, identically in both runs. */
+static void stdio_direction(struct dt_ctx *c, int64_t s, FILE *f, unsigned char dir) {
+  if (c->st_dir[s] == 2 && dir == 1) dt_out(" [fflush=%d]", fflush(f));
+  if (c->st_dir[s] == 1 && dir == 2) dt_out(" [fseek=%d]", fseek(f, 0, SEEK_CUR));
+  c->st_dir[s] = dir;
+}
+
+/* POSIX 2.5.1 (handles of one open file description): before another handle is used, a stream must be
+ * flushed (for an input stream fflush puts the descriptor's offset back at the stream's position); a
+ * stream used after a handle moved the offset must be positioned first. glibc's file streams and cookie
+ * streams buffer differently (block size, read-ahead), so the undefined cases differ; the tester follows
+ * the rules, identically in both runs: writing streams are flushed before any raw descriptor operation
+ * (the bytes reach the file at a defined point), every active stream before one that uses or moves a
+ * file offset, and a stream is positioned at its descriptor's offset before use after such an operation. */
+static int moves_offset(const struct dt_op *op) {
+  switch (op->kind) {
+  /* neither moves an offset nor changes a file: streams may keep their buffers across these */
+  case DT_PREAD: case DT_PREADV: case DT_FSTAT: case DT_STAT: case DT_GETFL: case DT_READALL:
+  case DT_MMAPREAD: case DT_FSYNC: return 0;
+  case DT_PREADV2: return op->v[1] == -1;
+  default: return 1; /* moves an offset or changes a file a stream may have buffered */
+  }
+}
+
+static void handles_before_raw(struct dt_ctx *c, const struct dt_op *op) {
+  int moves = moves_offset(op);
+  for (int s = 0; s < DT_STREAM_SLOTS; s++)
+    if (c->st[s] && (c->st_dir[s] == 2 || (moves && c->st_dir[s] == 1))) {
+      dt_out(" [fflush st%d=%d]", s, fflush(c->st[s]));
+      c->st_dir[s] = 0;
+    }
+  if (moves) c->raw_gen++;
+}
+
+static void handles_before_stream(struct dt_ctx *c, int64_t s, FILE *f) {
+  if (c->st_gen[s] == c->raw_gen) return;
+  c->st_gen[s] = c->raw_gen;
+  off_t pos = lseek(fileno(f), 0, SEEK_CUR);
+  if (pos >= 0) dt_out(" [fseek=%d]", fseeko(f, pos, SEEK_SET));
+  c->st_dir[s] = 0;
 }
 
 static void ex_stdio(struct dt_ctx *c, const struct dt_op *op) {
   FILE *f = c->st[op->v[0]];
   int64_t len = op->v[1] > DT_LEN_MAX ? DT_LEN_MAX : op->v[1];
   if (!f) return dt_out(" = no-stream");
+  /* Reading a write-only stream is a program error whose outcome glibc's file streams decide by request
+   * size against the file's block size (a large read goes to the descriptor, a small one sets the error
+   * indicator, and either may drop buffered output): not compared. */
+  if ((op->kind == DT_FREAD || op->kind == DT_FGETS) && c->st_wronly[op->v[0]]) return dt_out(" = skipped (write-only stream)");
+  handles_before_stream(c, op->v[0], f);
+  if (op->kind == DT_FREAD || op->kind == DT_FGETS) stdio_direction(c, op->v[0], f, 1);
+  if (op->kind == DT_FWRITE || op->kind == DT_FPUTS) stdio_direction(c, op->v[0], f, 2);
   errno = 0;
   switch (op->kind) {
   case DT_FREAD: {
@@ -462,9 +516,19 @@ static void ex_stdio(struct dt_ctx *c, const struct dt_op *op) {
     fill_data(c->wbuf, len, op->v[2]);
     dt_out(" = %zu err=%d", fwrite(c->wbuf, 1, (size_t)len, f), ferror(f));
     break;
-  case DT_FSEEK: out_ret(fseek(f, op->v[1], (int)op->v[2]), errno); break;
+  case DT_FSEEK: {
+    int r = fseek(f, op->v[1], (int)op->v[2]);
+    out_ret(r, errno);
+    if (r == 0) c->st_dir[op->v[0]] = 0; /* only a positioning that happened makes the next op defined */
+    break;
+  }
   case DT_FTELL: out_ret(ftell(f), errno); break;
-  case DT_FFLUSH: out_ret(fflush(f), errno); break;
+  case DT_FFLUSH: {
+    int r = fflush(f);
+    out_ret(r, errno);
+    if (r == 0 && c->st_dir[op->v[0]] == 2) c->st_dir[op->v[0]] = 0;
+    break;
+  }
   case DT_FCLOSE: out_ret(fclose(f), errno), c->st[op->v[0]] = NULL; break;
   case DT_FGETS: {
     char *p = fgets((char *)c->rbuf, (int)len, f);
@@ -613,6 +677,8 @@ void dt_read_all(struct dt_ctx *c, int fd) {
 /* ---------------------------------------------------------------- dispatch */
 
 void dt_exec(struct dt_ctx *c, const struct dt_op *op) {
+  int stream_op = op->kind >= DT_FREAD && op->kind <= DT_FFSTAT;
+  if (!stream_op && op->kind != DT_FOPEN && op->kind != DT_FDOPEN) handles_before_raw(c, op);
   switch (op->kind) {
   case DT_OPEN: return ex_open(c, op);
   case DT_CREAT: return ex_creat(c, op);
