@@ -16,10 +16,10 @@ export DAXKIT_BUILD=$BUILD DAXKIT_SRC=$SRC
 QUICK=${QUICK:-0}
 if [ "$QUICK" = 1 ]; then
     REPS=${REPS:-1}; FIO_S=2; REDIS_N=20000; SYNC_N=10000; ROCKS_N=50000; SQL_N=1000
-    APP_VARIANTS=${APP_VARIANTS:-"kernel posix-stage-auto posix-extend-auto"}
+    APP_VARIANTS=${APP_VARIANTS:-"kernel posix-stage-auto posix-extend-auto strict-stage-flush"}
 else
     REPS=${REPS:-3}; FIO_S=5; REDIS_N=100000; SYNC_N=30000; ROCKS_N=200000; SQL_N=3000
-    APP_VARIANTS=${APP_VARIANTS:-"kernel posix-stage-auto posix-extend-auto posix-extend-flush"}
+    APP_VARIANTS=${APP_VARIANTS:-"kernel posix-stage-auto posix-extend-auto posix-extend-flush strict-stage-flush"}
 fi
 APPS=${APPS:-"fio redis rocksdb sqlite tree"}
 TREE=${SRC_TREE:-/usr/include/linux}
@@ -109,8 +109,10 @@ bench_rocksdb() {
 
 bench_sqlite() {
     have sqlite3 || { echo "apps: sqlite3 missing, skipped" >&2; return 0; }
-    local mode t
-    for mode in wal delete; do
+    local mode t modes="wal delete"
+    # Strict mode makes every write atomic and durable: SQLite may drop its own journal (issue 3).
+    [[ $VARIANT == strict-* ]] && modes="wal delete off"
+    for mode in $modes; do
         awk -v m=$mode 'BEGIN { print "PRAGMA journal_mode=" m ";"; print "PRAGMA synchronous=FULL;"
             print "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, n INTEGER);" }' > "$DIR/c.sql"
         awk -v n="$SQL_N" 'BEGIN { for (i = 1; i <= n; i++) printf "INSERT INTO t VALUES(%d, hex(randomblob(50)), %d);\n", i, i }' > "$DIR/i.sql"
