@@ -12,7 +12,8 @@
 # missing: scripts/deps.sh dax installs them). KVM is not used: the guest hangs under it
 # (docs/dax-guest.md); TCG needs no host support. Timings under TCG say nothing about DAX speed.
 #
-# Environment: DK_DAX_QEMU (qemu binary), DK_DAX_SMP (guest cpus; default 1 short, 2 long),
+# Environment: DK_DAX_QEMU (qemu binary), DK_DAX_SMP (guest cpus, default 1: with 2 on a loaded host the
+# guest clock ran about 2.5x slow),
 # DK_DAX_KERNEL (guest kernel file), DK_DAX_KEEP_LOG (keep the console log here).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -61,7 +62,7 @@ trap 'exit 143' TERM
 trap 'exit 130' INT
 truncate -s 1G "$tag.xfs.img" "$tag.ext4.img" || fail "cannot make NVDIMM images in /dev/shm"
 
-smp=${DK_DAX_SMP:-$([ $list = short ] && echo 1 || echo 2)}
+smp=${DK_DAX_SMP:-1}
 qemu_args=(-accel tcg -cpu max -smp "$smp" -M pc,nvdimm=on -m 2G,slots=4,maxmem=8G
     -object memory-backend-file,id=m0,share=on,mem-path="$tag.xfs.img",size=1G -device nvdimm,id=nv0,memdev=m0
     -object memory-backend-file,id=m1,share=on,mem-path="$tag.ext4.img",size=1G -device nvdimm,id=nv1,memdev=m1
