@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Description: strict mode under process crashes, on MEDIUM (ARGV[1]): tests/crash/drive.py runs the
-# seeded two-file workload of strict_model.py under daxkit strict mode, kills it at every crash site x
+# seeded two-file workload of strict_model.py (per thread: THREADS = ARGV[4]) under daxkit strict mode,
+# kills it at every crash site x
 # occurrence of the strict path and the operation log (a seeded sample of at most RUNS = ARGV[3]), recovers
 # and checks that the files equal the model after the acknowledged operations or after one more.
 # ARGV[2], recovery: `cli` (daxkit recover DIR), `startup` (the next daxkit program that starts with DIR
@@ -13,18 +14,19 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 
-medium=${1:?usage: crash.sh MEDIUM cli|startup|none [RUNS] [SEED]}
+medium=${1:?usage: crash.sh MEDIUM cli|startup|none [RUNS] [THREADS] [SEED]}
 how=${2:?recovery: cli|startup|none}
 runs=${3:-80}
-seed=${4:-$(( $(date +%s) % 100000 ))}
+threads=${4:-1}
+seed=${5:-$(( $(date +%s) % 100000 ))}
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
 dk_need_cmd python3
 dk_media_mount "$medium" 2G >/dev/null
 model="python3 $here/strict_model.py"
 ops=60
-work="env LD_PRELOAD=$lib DAXKIT_DIR={dir} DAXKIT_MODE=strict $model workload {dir} $seed $ops"
-check="$model check {dir} $seed $ops"
+work="env LD_PRELOAD=$lib DAXKIT_DIR={dir} DAXKIT_MODE=strict $model workload {dir} $seed $ops $threads"
+check="$model check {dir} $seed $ops $threads"
 filter='strict|oplog'
 case $how in
 cli) recover="$cli recover {dir}" ;;
@@ -32,7 +34,7 @@ startup) recover="env LD_PRELOAD=$lib DAXKIT_DIR={dir} DAXKIT_MODE=strict /bin/t
 none) recover=true; filter='strict.write.half_applied' ;;
 *) dk_fail "unknown recovery '$how' (cli|startup|none)" ;;
 esac
-echo "strict crash test: medium $medium, recovery $how, workload seed $seed, at most $runs runs"
+echo "strict crash test: medium $medium, recovery $how, $threads thread(s), workload seed $seed, at most $runs runs"
 python3 "$DAXKIT_SRC/tests/crash/drive.py" --workload "$work" --recover "$recover" --check "$check" \
     --filter "$filter" --max-runs "$runs" --dir-root "$DK_MNT" --seed "$seed" > "$DK_MNT/drive.log" 2>&1
 rc=$?
