@@ -115,11 +115,14 @@ bench_sqlite() {
     for mode in $modes; do
         awk -v m=$mode 'BEGIN { print "PRAGMA journal_mode=" m ";"; print "PRAGMA synchronous=FULL;"
             print "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, n INTEGER);" }' > "$DIR/c.sql"
-        awk -v n="$SQL_N" 'BEGIN { for (i = 1; i <= n; i++) printf "INSERT INTO t VALUES(%d, hex(randomblob(50)), %d);\n", i, i }' > "$DIR/i.sql"
-        awk -v n="$SQL_N" 'BEGIN { for (i = 1; i <= n; i++) printf "UPDATE t SET n = n + 1, v = hex(randomblob(50)) WHERE id = %d;\n", (i * 7919) % n + 1 }' > "$DIR/u.sql"
+        # journal_mode=OFF and synchronous are per connection (only WAL persists in the file): every script sets them.
+        awk -v m=$mode -v n="$SQL_N" 'BEGIN { print "PRAGMA journal_mode=" m ";"; print "PRAGMA synchronous=FULL;"
+            for (i = 1; i <= n; i++) printf "INSERT INTO t VALUES(%d, hex(randomblob(50)), %d);\n", i, i }' > "$DIR/i.sql"
+        awk -v m=$mode -v n="$SQL_N" 'BEGIN { print "PRAGMA journal_mode=" m ";"; print "PRAGMA synchronous=FULL;"
+            for (i = 1; i <= n; i++) printf "UPDATE t SET n = n + 1, v = hex(randomblob(50)) WHERE id = %d;\n", (i * 7919) % n + 1 }' > "$DIR/u.sql"
         "${PFX[@]}" sqlite3 "$DIR/$mode.db" < "$DIR/c.sql" > /dev/null
-        t=$(now_ns); "${PFX[@]}" sqlite3 "$DIR/$mode.db" < "$DIR/i.sql"; row sqlite "insert-txn-$mode" "$(awk -v n="$SQL_N" -v s="$(secs_since "$t")" 'BEGIN { printf "%.0f", n / s }')" txn/s higher
-        t=$(now_ns); "${PFX[@]}" sqlite3 "$DIR/$mode.db" < "$DIR/u.sql"; row sqlite "update-txn-$mode" "$(awk -v n="$SQL_N" -v s="$(secs_since "$t")" 'BEGIN { printf "%.0f", n / s }')" txn/s higher
+        t=$(now_ns); "${PFX[@]}" sqlite3 "$DIR/$mode.db" < "$DIR/i.sql" > /dev/null; row sqlite "insert-txn-$mode" "$(awk -v n="$SQL_N" -v s="$(secs_since "$t")" 'BEGIN { printf "%.0f", n / s }')" txn/s higher
+        t=$(now_ns); "${PFX[@]}" sqlite3 "$DIR/$mode.db" < "$DIR/u.sql" > /dev/null; row sqlite "update-txn-$mode" "$(awk -v n="$SQL_N" -v s="$(secs_since "$t")" 'BEGIN { printf "%.0f", n / s }')" txn/s higher
     done
 }
 

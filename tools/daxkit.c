@@ -11,7 +11,7 @@ static void usage(FILE *out) {
     fprintf(out,
             "daxkit %s -- memory-speed storage for unmodified programs\n\n"
             "usage: daxkit COMMAND [ARGS]\n\n"
-            "  run [--mode posix|sync] [--dir PATH]... [--append POLICY] [--persist auto|flush] [--] CMD [ARGS]\n"
+            "  run [--mode posix|sync|strict] [--dir PATH]... [--append POLICY] [--persist auto|flush] [--] CMD [ARGS]\n"
             "                 run CMD with file IO under PATH served from user space\n"
             "  doctor PATH [--json]   what the medium under PATH is and what each mode can promise there\n"
             "  stats [PID] [--json]   live counters of processes running under daxkit\n"

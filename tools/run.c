@@ -12,7 +12,7 @@
 #include "upath/policy.h"
 
 static void run_usage(void) {
-    fprintf(stderr, "usage: daxkit run [--mode posix|sync] [--dir PATH]... [--append stage|extend|auto[,GLOB=...]]\n"
+    fprintf(stderr, "usage: daxkit run [--mode posix|sync|strict] [--dir PATH]... [--append stage|extend|auto[,GLOB=...]]\n"
                     "                  [--persist auto|flush] [--verbose] [--] COMMAND [ARGS]\n");
 }
 
@@ -119,7 +119,6 @@ int dk_cmd_run(int argc, char **argv) {
     dk_config_load(&cfg, NULL, report);
     char why[256];
     if (up_policy_validate(cfg.append, why, sizeof why)) report(why);
-    if (cfg.mode == DK_MODE_STRICT) report("DAXKIT_MODE=strict is not available in this build yet; use posix or sync");
     if (config_bad) {
         if (cfg.strict_config) {
             fprintf(stderr, "daxkit run: DAXKIT_STRICT_CONFIG=1: not starting %s\n", argv[i]);
