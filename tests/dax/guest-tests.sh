@@ -23,7 +23,13 @@ cli=$DAXKIT_BUILD/bin/daxkit
 #   crash_*_extend: the extend strategy leaves a zero-filled tail after SIGKILL (no roll back to the published size).
 #   kernel_clone_zero_*: Linux 6.1's fsdax loses fallocate(ZERO_RANGE) of part of a block shared by
 #     FICLONERANGE (a kernel bug; daxkit's medium probe sees it and relinks by copy there).
-known_bug() { [[ $1 == diff_*_full || $1 == crash_*_extend || $1 == kernel_clone_zero_* ]]; }
+#   crash_ext4_posix_stage: a SIGKILL during a publish by copy (ext4 has no block sharing) can leave a prefix of
+#     the appends in the file: the DAX write path stops at a page boundary when a fatal signal is pending, so
+#     the relink's pwrite is cut short and a torn record remains (seen in the long list: size 4096, records
+#     intact up to 3872; reproduce: DK_MEDIA_DIR=/mnt/ext4 tests/shim/crash.sh dir posix stage).
+known_bug() {
+    [[ $1 == diff_*_full || $1 == crash_*_extend || $1 == kernel_clone_zero_* || $1 == crash_ext4_posix_stage ]]
+}
 
 # run NAME COMMAND...: runs COMMAND, shows its output, prints the result line.
 run() {
