@@ -3,7 +3,8 @@
  * per-file hybrid policy, and parallel idempotent recovery. include/daxkit/atomic.h is its public face.
  *
  * Locks, outermost first:
- *   f->rw        read: copy, read, the checkpoint thread; write: sync, unmap (epoch and policy change)
+ *   f->rw        read: copy, read; write: sync, unmap (epoch and policy change). The checkpoint thread
+ *                does not take it (alog_checkpoint.c says why)
  *   leaf->mu     one 2 MiB region of the file: its entries and their log blocks
  *   f->alloc_mu  index slots and log space
  * The radix nodes above the leaves are installed with compare-and-swap; nothing locks the whole tree. */
@@ -180,8 +181,8 @@ uint32_t alog_policy_next(uint32_t current, uint32_t mode, uint32_t redo_write_p
                           uint64_t writes);
 
 /* ---- checkpoint (alog_checkpoint.c) ---- */
-/* Applies every committed entry (epoch < f->epoch) to the file and frees it. Caller holds f->rw (read or
- * write). Returns entries checkpointed, or -errno. */
+/* Applies every entry committed when it starts (epoch < f->epoch) to the file and frees it. Safe with or
+ * without f->rw and concurrently with itself. Returns entries checkpointed, or -errno. */
 int64_t alog_checkpoint_committed(struct alog_file *f);
 int alog_ckpt_thread_start(struct alog_file *f);
 void alog_ckpt_thread_stop(struct alog_file *f);
