@@ -77,10 +77,17 @@ void UringDevice::issue(Slot slot, uint64_t addr, uint32_t bytes) {
   assert(slot < contexts_);
   done_[slot] = 0;
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-  if (sqe == nullptr) {  // cannot happen (ring >= contexts); submit and retry rather than lose it
+  // With at most one request per context the ring (>= contexts) should never be full, but with SQPOLL
+  // the kernel thread frees SQ entries when it gets a CPU: push, wait for it, and never write through null.
+  for (int tries = 0; sqe == nullptr; tries++) {
     submit();
+    if (opt_.sqpoll) io_uring_sqring_wait(&ring_);
+    else reap();
     sqe = io_uring_get_sqe(&ring_);
-    assert(sqe != nullptr);
+    if (sqe == nullptr && tries == 1000000) {
+      std::fprintf(stderr, "daxkit async: io_uring submission queue stays full (%u contexts)\n", contexts_);
+      std::abort();
+    }
   }
   const uint64_t page = addr & ~uint64_t{kPageBytes - 1};
   need_bytes_[slot] = static_cast<uint32_t>(addr - page) + bytes;
