@@ -10,9 +10,10 @@
 #                           summaries use the fastest)
 #   SWEEP_SCALE [22]        graph scale of the latency / IOPS sweeps
 #   CONTEXTS_SCALE [20]     graph scale of the contexts sweep (1 context at 5 us is serial: keep it small)
-#   OOC_SCALE [20] OOC_BUDGET_MIB [64]   out-of-DRAM run (bench/graph/ooc.sh): urand graph, memory limit
+#   OOC_SCALE [20] OOC_BUDGET_MIB [half the edges: 64 at scale 20]   out-of-DRAM run (bench/graph/ooc.sh)
 #   GRAPH_DATA [BUILD/graph-data]        where graphs live (must allow O_DIRECT for uring)
 #   VERIFY_SCALE [20]       graph scale of the verification part
+#   QUICK [0]               1: scale 18 everywhere, one round and trial, no big scale (minutes)
 #   PARTS [all]             any of: engine emu kernels contexts latency iops uring verify ooc (space separated)
 # Other processes share the machine: every comparison interleaves its runs and keeps each trial.
 set -euo pipefail
@@ -22,8 +23,13 @@ G=$BUILD/bin/daxkit-graph
 GB=$BUILD/bin/daxkit-graph-bench
 OUT=$SRC/bench/results/graph
 DATA=${GRAPH_DATA:-$BUILD/graph-data}
+if [ "${QUICK:-0}" = 1 ]; then  # `QUICK=1 make bench`: minutes, scale 18, no big scale
+  SCALES=${SCALES:-18} SSSP_SCALES=${SSSP_SCALES:-18} TRIALS=${TRIALS:-1} SWEEP_SCALE=${SWEEP_SCALE:-18}
+  BIG_SCALES=${BIG_SCALES-} FILE_SCALES=${FILE_SCALES:-18} ROUNDS=${ROUNDS:-1} CONTEXTS_SCALE=${CONTEXTS_SCALE:-18}
+  VERIFY_SCALE=${VERIFY_SCALE:-18} OOC_SCALE=${OOC_SCALE:-18}
+fi
 SCALES=${SCALES:-20 22}
-BIG_SCALES=${BIG_SCALES:-24}
+BIG_SCALES=${BIG_SCALES-24}
 FILE_SCALES=${FILE_SCALES:-20}
 ROUNDS=${ROUNDS:-2}
 SSSP_SCALES=${SSSP_SCALES:-20 22}
@@ -32,7 +38,7 @@ SWEEP_SCALE=${SWEEP_SCALE:-22}
 CONTEXTS_SCALE=${CONTEXTS_SCALE:-20}
 VERIFY_SCALE=${VERIFY_SCALE:-20}
 OOC_SCALE=${OOC_SCALE:-20}
-OOC_BUDGET_MIB=${OOC_BUDGET_MIB:-64}
+OOC_BUDGET_MIB=${OOC_BUDGET_MIB:-$((1 << (OOC_SCALE - 14)))}  # half the edges (2^(S-13) MiB)
 PARTS=${PARTS:-all}
 mkdir -p "$OUT" "$DATA"
 [ -x "$G" ] || { echo "bench/graph: $G missing; run make first" >&2; exit 1; }
