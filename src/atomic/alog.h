@@ -74,7 +74,12 @@ struct alog_file {
     pthread_rwlock_t rw;
     int data_fd, log_fd;
     char *data;
-    uint64_t data_len;        /* mapped length of the data file */
+    uint64_t data_len;        /* mapped length of the data file (tracked size: the capacity, grows) */
+    char *reserve_base;       /* tracked size: the reserved address range holding data (alog_size.c) */
+    uint64_t reserve_bytes, data_mapped;
+    bool track_size;          /* the file size is part of the committed state (alog_size.c) */
+    uint64_t size_pending;    /* tracked size: the size the next commit records */
+    uint64_t size_phys_at_open;
     char *logmap;
     uint64_t log_len;
     struct alog_phdr *hdr;
@@ -117,7 +122,24 @@ int alog_options_resolve(const struct daxkit_atomic_options *in, struct daxkit_a
 
 /* ---- open / close (alog_open.c) ---- */
 int alog_open(const char *path, const struct daxkit_atomic_options *o, struct alog_file **out);
+/* The same with the file size tracked as part of the committed state (alog_size.c): the file may be
+ * empty; its committed size is f->size_pending when this returns. */
+int alog_open_tracked(const char *path, const struct daxkit_atomic_options *o, struct alog_file **out);
+/* Closes; with a tracked size, the file is cut to the committed size (*size_out, may be NULL). */
 int alog_close(struct alog_file *f);
+int alog_close_sized(struct alog_file *f, uint64_t *size_out);
+
+/* ---- tracked size (alog_size.c) ---- */
+uint64_t alog_capacity_for(uint64_t size, uint64_t current);
+int alog_map_reserved(struct alog_file *f);
+/* Grows the file and its mapping to a capacity of at least `need` bytes. 0 or -errno (-EFBIG). */
+int alog_grow(struct alog_file *f, uint64_t need);
+bool alog_size_recorded(const struct alog_file *f, uint64_t *size);
+int alog_size_prepare(struct alog_file *f);
+int alog_size_settle(struct alog_file *f);
+int alog_size_release(struct alog_file *f, uint64_t *size);
+/* In a commit, before the epoch store: the size slot of the next epoch. */
+void alog_size_stage_commit(struct alog_file *f);
 
 #ifdef DAXKIT_TEST_BUILD
 /* Test builds (the crash-state explorer): an engine over caller memory -- `data` as the file, `log` as its

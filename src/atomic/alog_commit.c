@@ -29,6 +29,8 @@ static uint32_t decide(struct alog_file *f) {
 }
 
 static int commit_epoch(struct alog_file *f) {
+    /* The size slot: durable with the fence below (undo runs on fence media only) or the log's fdatasync. */
+    alog_size_stage_commit(f);
     /* Redo: log data and entries durable. Undo: entries were durable before their file stores; the file
      * stores themselves must be durable now. */
     int rc = f->policy == ALOG_REDO ? alog_durable_log_all(f) : alog_durable_data_all(f);

@@ -28,6 +28,7 @@
 #define ALOG_WORD_VALID 1ull
 #define ALOG_WORD_REDO 2ull
 #define ALOG_WORD_EPOCH_SHIFT 8
+#define ALOG_SIZE_TRACKED 0x657a6973ull /* "size": the header's size slots are valid */
 
 struct alog_phdr {
     uint64_t magic;        /* written last when the log is created */
@@ -42,7 +43,13 @@ struct alog_phdr {
     /* line 1: the commit word. Advancing it commits every entry of the previous epoch. */
     uint64_t epoch;
     uint64_t policy;       /* informational: the policy of the current epoch */
-    uint64_t pad1[6];
+    /* The file size as part of the committed state (logs of DAXKIT_ATOMIC files, src/upath/atomic_route.c):
+     * when size_mode == ALOG_SIZE_TRACKED, size_slot[H & 1] is the size committed with header epoch H. A
+     * commit stores size_slot[(H + 1) & 1] before the epoch word, in the same line, ordered by the commit's
+     * fence, so the epoch store selects data and size at once. */
+    uint64_t size_slot[2];
+    uint64_t size_mode;
+    uint64_t pad1[3];
 };
 static_assert(sizeof(struct alog_phdr) == 128, "header lines");
 static_assert(__builtin_offsetof(struct alog_phdr, epoch) == 64, "epoch alone in its cache line");

@@ -72,6 +72,7 @@ static int open_log(const char *path, int *dirfd, int *logfd) {
     return 0;
 }
 
+/* Opens the data file (and extends it to bytes_min, durably); maps nothing yet. */
 static int open_data(struct alog_file *f, const char *path, uint64_t bytes_min, struct stat *st) {
     f->data_fd = DK_REAL(open)(path, O_RDWR | O_CLOEXEC);
     if (f->data_fd < 0) return fail_errno();
@@ -83,9 +84,29 @@ static int open_data(struct alog_file *f, const char *path, uint64_t bytes_min, 
             return fail_errno();
         st->st_size = (off_t)bytes_min;
     }
-    if (st->st_size == 0 || (uint64_t)st->st_size >= ALOG_FILE_BYTES_MAX) return -EINVAL;
+    if ((st->st_size == 0 && !f->track_size) || (uint64_t)st->st_size >= ALOG_FILE_BYTES_MAX) return -EINVAL;
     f->data_len = (uint64_t)st->st_size;
+    return 0;
+}
+
+static int map_data(struct alog_file *f) {
+    if (f->track_size) return alog_map_reserved(f);
+    if (!f->data_len) return -EINVAL;
     return map_shared(f->data_fd, f->data_len, f->persist_as == DK_MEDIUM_DAX && !f->emulated, &f->data);
+}
+
+/* The C API met a log that still tracks a size (a DAXKIT_ATOMIC program crashed): after recovery, cut the
+ * file to the committed size and map that. */
+static int untrack_size(struct alog_file *f) {
+    uint64_t size = f->data_len;
+    if (!alog_size_recorded(f, &size)) return 0;
+    int rc = alog_size_release(f, &size);
+    if (rc) return rc;
+    if (size == f->data_len) return 0;
+    DK_REAL(munmap)(f->data, f->data_len);
+    f->data = NULL;
+    f->data_len = size;
+    return map_data(f);
 }
 
 static uint64_t log_total_bytes(uint64_t entries, uint64_t data_bytes) {
@@ -193,7 +214,8 @@ static int choose_medium(struct alog_file *f, int dirfd, uint32_t persist) {
 }
 
 static void release_resources(struct alog_file *f) {
-    if (f->data && f->data != MAP_FAILED) DK_REAL(munmap)(f->data, f->data_len);
+    if (f->reserve_base) DK_REAL(munmap)(f->reserve_base, f->reserve_bytes);
+    else if (f->data && f->data != MAP_FAILED) DK_REAL(munmap)(f->data, f->data_len);
     if (f->logmap && f->logmap != MAP_FAILED) DK_REAL(munmap)(f->logmap, f->log_len);
     if (f->log_fd >= 0) DK_REAL(close)(f->log_fd); /* drops the flock */
     if (f->data_fd >= 0) DK_REAL(close)(f->data_fd);
@@ -210,17 +232,22 @@ static int open_all(struct alog_file *f, const char *path, const struct daxkit_a
     int rc = open_log(path, &dirfd, &f->log_fd);
     if (!rc) rc = choose_medium(f, dirfd, o->persist);
     if (dirfd >= 0) DK_REAL(close)(dirfd);
-    if (!rc) rc = open_data(f, path, o->file_bytes_min, &st);
+    if (!rc) rc = open_data(f, path, f->track_size ? 0 : o->file_bytes_min, &st);
     if (!rc) rc = attach_log(f, &st, o->log_bytes);
+    if (!rc && f->track_size) rc = alog_size_prepare(f);
+    if (!rc) rc = map_data(f);
     if (!rc) rc = init_dram(f);
     if (!rc) rc = alog_recover(f, o->recovery_threads, false);
+    if (!rc) rc = f->track_size ? alog_size_settle(f) : untrack_size(f);
     return rc;
 }
 
-int alog_open(const char *path, const struct daxkit_atomic_options *o, struct alog_file **out) {
+static int open_engine(const char *path, const struct daxkit_atomic_options *o, bool track_size,
+                       struct alog_file **out) {
     struct alog_file *f = calloc(1, sizeof *f);
     if (!f) return -ENOMEM;
     f->data_fd = f->log_fd = -1;
+    f->track_size = track_size;
     dk_persist_init(dk_cfg.flush);
     f->policy_mode = o->policy;
     f->redo_write_pct = o->redo_write_pct;
@@ -243,12 +270,23 @@ int alog_open(const char *path, const struct daxkit_atomic_options *o, struct al
     return 0;
 }
 
-int alog_close(struct alog_file *f) {
+int alog_open(const char *path, const struct daxkit_atomic_options *o, struct alog_file **out) {
+    return open_engine(path, o, false, out);
+}
+
+int alog_open_tracked(const char *path, const struct daxkit_atomic_options *o, struct alog_file **out) {
+    return open_engine(path, o, true, out);
+}
+
+int alog_close(struct alog_file *f) { return alog_close_sized(f, NULL); }
+
+int alog_close_sized(struct alog_file *f, uint64_t *size_out) {
     alog_ckpt_thread_stop(f);
     pthread_rwlock_wrlock(&f->rw);
     /* The recovery rule on the live log: unsynced undo entries roll back, unsynced redo entries vanish,
      * committed redo entries reach the file; then the file is made durable and the log emptied. */
     int rc = __atomic_load_n(&f->broken, __ATOMIC_ACQUIRE) ? -EIO : alog_recover(f, 1, false);
+    if (!rc && f->track_size) rc = alog_size_release(f, size_out);
     pthread_rwlock_unlock(&f->rw);
     pthread_rwlock_destroy(&f->rw);
     release_resources(f);
