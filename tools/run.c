@@ -13,6 +13,7 @@
 
 static void run_usage(void) {
     fprintf(stderr, "usage: daxkit run [--mode posix|sync|strict] [--dir PATH]... [--append stage|extend|auto[,GLOB=...]]\n"
+                    "                  [--atomic GLOB[:GLOB...]]\n"
                     "                  [--persist auto|flush] [--verbose] [--] COMMAND [ARGS]\n");
 }
 
@@ -85,6 +86,7 @@ int dk_cmd_run(int argc, char **argv) {
         i++;
         if (!strcmp(a, "--mode")) setenv("DAXKIT_MODE", v, 1);
         else if (!strcmp(a, "--append")) setenv("DAXKIT_APPEND", v, 1);
+        else if (!strcmp(a, "--atomic")) setenv("DAXKIT_ATOMIC", v, 1);
         else if (!strcmp(a, "--persist")) setenv("DAXKIT_PERSIST", v, 1);
         else if (!strcmp(a, "--dir")) {
             char real[PATH_MAX];

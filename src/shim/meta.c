@@ -8,6 +8,7 @@
 
 #include "oplog/oplog.h"
 #include "shim/shim.h"
+#include "upath/atomic_route.h"
 
 DK_EXPORT int fsync(int fd) {
     struct up_slot *s;
@@ -50,6 +51,8 @@ static int truncate_path(const char *path, off_t len, bool is64) {
     DK_ERRNO_SAVE;
     bool known = DK_REAL(stat)(path, &st) == 0 && S_ISREG(st.st_mode) && up_dev_is_managed(st.st_dev);
     DK_ERRNO_RESTORE;
+    int arc;
+    if (known && up_atomic_truncate_inode(st.st_dev, st.st_ino, len, &arc)) return arc; /* DAXKIT_ATOMIC */
     if (known) up_publish_inode(st.st_dev, st.st_ino);
     int r = real(path, len);
     if (r == 0 && known) {

@@ -28,6 +28,7 @@
 struct up_pool;
 struct up_sizes;
 struct up_strict;
+struct up_atomic;
 
 struct up_root {
     char path[4096];
@@ -205,6 +206,7 @@ struct up_file {
     bool unlinked;
     bool cached;            /* in the file table */
     bool kernel_only;       /* could not be mapped: every call passes through */
+    struct up_atomic *atomic; /* DAXKIT_ATOMIC: served by the failure-atomic engine (atomic_route.c) */
     int rescue_fd;          /* internal duplicate kept when a publish at close failed (-1: none) */
     int sizerec_slot;       /* published-size record slot + 1 (0: none) */
     bool sizerec_valid;     /* the record is valid: the kernel size may exceed pub_size */
@@ -212,7 +214,7 @@ struct up_file {
 
 /* Appends not yet in the kernel file: the file must not be evicted. */
 static inline bool up_file_pinned(const struct up_file *f) {
-    return f->staged_count || f->ksize != __atomic_load_n(&f->size, __ATOMIC_ACQUIRE) || f->rescue_fd >= 0;
+    return f->staged_count || f->ksize != __atomic_load_n(&f->size, __ATOMIC_ACQUIRE) || f->rescue_fd >= 0 || f->atomic;
 }
 
 static inline uint64_t up_file_size(const struct up_file *f) {

@@ -12,6 +12,7 @@
 #include "shim/libc.h"
 #include "upath/io.h"
 #include "upath/policy.h"
+#include "upath/atomic_route.h"
 #include "upath/upath.h"
 
 void up_slot_drop_local(struct up_slot *s);
@@ -114,6 +115,7 @@ void up_fini(void) {
     if (!up_enabled) return;
     DK_ERRNO_SAVE;
     up_publish_all();
+    up_atomic_detach_all();
     /* After this, every call passes through (stdio flushes at exit still arrive): the kernel's offsets
      * must be ours. */
     pthread_mutex_lock(&up_table_mu);
@@ -138,6 +140,7 @@ void up_fork_prepare(void) {
     if (!up_enabled) return;
     DK_ERRNO_SAVE;
     up_publish_all();
+    up_atomic_detach_all(); /* relatives share routed files through the kernel path */
     pthread_mutex_lock(&up_table_mu);
     /* Shared descriptors are served by the kernel while both processes hold them. */
     up_fd_foreach(sync_offset_cb, NULL);
@@ -186,6 +189,7 @@ void up_exec_prepare(bool spawn) {
     if (!up_enabled) return;
     DK_ERRNO_SAVE;
     up_publish_all();
+    up_atomic_detach_all();
     pthread_mutex_lock(&up_table_mu);
     exec_saved_count = 0;
     up_fd_foreach(exec_hand_over_cb, &spawn);

@@ -11,6 +11,7 @@
 #include "common/stats.h"
 #include "persist/persist.h"
 #include "shim/libc.h"
+#include "upath/atomic_route.h"
 #include "upath/io.h"
 #include "upath/policy.h"
 #include "upath/upath.h"
@@ -138,6 +139,12 @@ int up_adopt(int fd, int oflags) {
     }
     pthread_mutex_unlock(&up_table_mu);
     if (s) dk_count(DK_C_opens, 1);
+    int arc = s ? up_atomic_adopt(f, fd, oflags) : 0; /* DAXKIT_ATOMIC files */
+    if (arc) {
+        up_close(fd);
+        DK_ERRNO_RESTORE;
+        return arc;
+    }
     DK_ERRNO_RESTORE;
     return 0;
 }
@@ -147,6 +154,7 @@ int up_adopt(int fd, int oflags) {
 /* A publish point of the file; in strict mode also a checkpoint (after f->mu: the lock order is
  * checkpoint > file). */
 static int publish_file(struct up_file *f, int fd) {
+    if (f->atomic) return up_atomic_publish(f); /* a commit */
     pthread_mutex_lock(&f->mu);
     int rc = up_publish_locked(f, fd);
     pthread_mutex_unlock(&f->mu);
@@ -173,6 +181,7 @@ int up_close(int fd) {
     pthread_mutex_lock(&up_table_mu);
     struct up_slot *last = up_fd_unbind(fd);
     if (last) {
+        if (f->atomic && f->open_refs == 1) up_atomic_detach(f);
         up_slot_drop_local(last);
         up_file_put(f);
     }
@@ -321,6 +330,7 @@ off_t up_lseek(struct up_slot *s, int fd, off_t off, int whence) {
 /* ---- durability and size ---- */
 
 int up_fsync(struct up_slot *s, int fd, bool datasync) {
+    if (s->file->atomic) return up_atomic_fsync(s->file);
     dk_count(DK_C_fsyncs, 1);
     int rc = up_sync_file(s->file, fd, datasync);
     if (dk_cfg.mode == DK_MODE_STRICT) up_strict_checkpoint(s->file->root);
@@ -337,6 +347,7 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
         errno = EINVAL;
         return -1;
     }
+    if (f->atomic) return up_atomic_ftruncate(f, len);
     bool strict = dk_cfg.mode == DK_MODE_STRICT;
     if (strict) {
         int lr = up_strict_log_truncate(f, (uint64_t)len);
@@ -371,6 +382,7 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
 
 int up_fallocate(struct up_slot *s, int fd, int mode, off_t off, off_t len) {
     struct up_file *f = s->file;
+    if (f->atomic) return up_atomic_fallocate(f, mode, off, len);
     if (dk_cfg.mode == DK_MODE_STRICT) up_strict_checkpoint(f->root); /* not logged: no older record may replay over it */
     pthread_mutex_lock(&f->mu);
     int rc = up_publish_locked(f, fd);

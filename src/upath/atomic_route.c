@@ -1,0 +1,356 @@
+/* DAXKIT_ATOMIC routing (issue 4, part 3): the data calls of a matching managed file go to the
+ * failure-atomic engine, opened with the file size tracked as part of the committed state
+ * (src/atomic/alog_size.c). The plain path's file object keeps the logical size in f->size (so stat,
+ * lseek SEEK_END and friends see it); the kernel file is larger (the engine's capacity) while routed and
+ * is cut back to the committed size when the route closes.
+ *
+ * Locks: route->rw (read: reads and writes inside the size; write: size changes and commits) > the
+ * engine's own locks. A commit holds route->rw for writing so that the size it records and the data it
+ * commits belong together.
+ *
+ * Several processes: the engine maps a file for one process at a time (an flock on its log). A second
+ * process opening a routed file waits until the first closes it (polling every millisecond, at most
+ * DAXKIT_ATOMIC_WAIT_MS), then gets the committed file; past the limit its open fails with EBUSY. A
+ * fork or exec detaches every route first (commit, close: the kernel file is exact), so relatives share
+ * the file through the kernel path. */
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "atomic/alog.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/stats.h"
+#include "shim/libc.h"
+#include "upath/atomic_route.h"
+#include "upath/internal.h"
+#include "upath/io.h"
+
+struct up_atomic {
+    struct alog_file *eng;
+    pthread_rwlock_t rw;
+    uint64_t zero_from; /* kernel-file bytes at and past this offset are zeros (never written) */
+};
+
+/* ---- which files ---- */
+
+bool up_atomic_wanted(const char *path) {
+    const char *spec = dk_cfg.atomic;
+    if (!spec || !*spec || !path) return false;
+    char glob[PATH_MAX];
+    while (*spec) {
+        const char *end = strchr(spec, ':');
+        size_t n = end ? (size_t)(end - spec) : strlen(spec);
+        if (n && n < sizeof glob) {
+            memcpy(glob, spec, n);
+            glob[n] = 0;
+            if (fnmatch(glob, path, 0) == 0) return true;
+        }
+        spec += n + (end ? 1 : 0);
+    }
+    return false;
+}
+
+/* ---- engine calls ---- */
+
+static int eng_copy(struct up_atomic *a, uint64_t off, const void *buf, size_t n) {
+    pthread_rwlock_rdlock(&a->eng->rw);
+    int rc = alog_copy(a->eng, off, buf, n);
+    pthread_rwlock_unlock(&a->eng->rw);
+    return rc;
+}
+
+/* Zeros for [from, to) where the kernel file may hold old bytes (below zero_from): logged like any write,
+ * so a rollback restores them too. Under a->rw for writing. */
+static int zero_fill(struct up_atomic *a, uint64_t from, uint64_t to) {
+    static const char zeros[64 << 10];
+    to = DK_MIN(to, a->zero_from);
+    for (uint64_t off = from; off < to;) {
+        size_t n = (size_t)DK_MIN(to - off, (uint64_t)sizeof zeros);
+        int rc = eng_copy(a, off, zeros, n);
+        if (rc) return rc;
+        off += n;
+    }
+    return 0;
+}
+
+/* The logical size changed (under a->rw for writing). */
+static void set_size(struct up_file *f, uint64_t size) {
+    pthread_mutex_lock(&f->mu);
+    up_file_set_size(f, size);
+    __atomic_store_n(&f->pub_size, size, __ATOMIC_RELEASE);
+    f->ksize = __atomic_load_n(&f->atomic->eng->data_len, __ATOMIC_ACQUIRE);
+    pthread_mutex_unlock(&f->mu);
+}
+
+static int commit_locked(struct up_file *f) {
+    struct up_atomic *a = f->atomic;
+    a->eng->size_pending = up_file_size(f);
+    int rc = alog_sync(a->eng);
+    dk_count(DK_C_atomic_commits, 1);
+    return rc;
+}
+
+static int commit(struct up_file *f) {
+    struct up_atomic *a = f->atomic;
+    pthread_rwlock_wrlock(&a->rw);
+    int rc = commit_locked(f);
+    pthread_rwlock_unlock(&a->rw);
+    return rc;
+}
+
+static int fail(int rc) {
+    errno = -rc;
+    dk_count(DK_C_errors, 1);
+    return -1;
+}
+
+/* ---- data calls ---- */
+
+ssize_t up_atomic_read(struct up_file *f, void *buf, size_t n, uint64_t off) {
+    struct up_atomic *a = f->atomic;
+    n = DK_MIN(n, DK_MAX_RW_BYTES);
+    pthread_rwlock_rdlock(&a->rw);
+    uint64_t size = up_file_size(f);
+    int rc = 0;
+    if (off >= size) n = 0;
+    else n = (size_t)DK_MIN((uint64_t)n, size - off);
+    if (n) {
+        pthread_rwlock_rdlock(&a->eng->rw);
+        rc = alog_read(a->eng, off, buf, n);
+        pthread_rwlock_unlock(&a->eng->rw);
+    }
+    pthread_rwlock_unlock(&a->rw);
+    if (rc) return fail(rc);
+    dk_count(DK_C_reads, 1);
+    dk_count(DK_C_read_bytes, n);
+    return (ssize_t)n;
+}
+
+/* Writes that change the size (appends, writes past the end). Under a->rw for writing. */
+static int write_extending(struct up_file *f, const void *buf, size_t n, uint64_t *off, bool append) {
+    struct up_atomic *a = f->atomic;
+    uint64_t size = up_file_size(f);
+    if (append) *off = size;
+    uint64_t end = *off + n;
+    if (end < *off) return -EFBIG;
+    int rc = alog_grow(a->eng, end);
+    if (!rc && *off > size) rc = zero_fill(a, size, *off);
+    if (!rc) rc = eng_copy(a, *off, buf, n);
+    if (rc) return rc;
+    if (end > size) set_size(f, end);
+    a->zero_from = DK_MAX(a->zero_from, end);
+    return 0;
+}
+
+ssize_t up_atomic_write(struct up_file *f, const void *buf, size_t n, uint64_t off, bool append, bool sync) {
+    struct up_atomic *a = f->atomic;
+    if (n == 0) return 0;
+    n = DK_MIN(n, DK_MAX_RW_BYTES);
+    int rc = -EAGAIN;
+    if (!append) { /* the common case: inside the size, many threads at once */
+        pthread_rwlock_rdlock(&a->rw);
+        if (off + n >= off && off + n <= up_file_size(f)) rc = eng_copy(a, off, buf, n);
+        pthread_rwlock_unlock(&a->rw);
+    }
+    if (rc == -EAGAIN) {
+        pthread_rwlock_wrlock(&a->rw);
+        rc = write_extending(f, buf, n, &off, append);
+        pthread_rwlock_unlock(&a->rw);
+    }
+    if (rc) return fail(rc);
+    up_io_last_offset = off;
+    dk_count(DK_C_atomic_writes, 1);
+    dk_count(DK_C_write_bytes, n);
+    if (sync && (rc = commit(f))) return fail(rc);
+    return (ssize_t)n;
+}
+
+int up_atomic_fsync(struct up_file *f) {
+    dk_count(DK_C_fsyncs, 1);
+    int rc = commit(f);
+    return rc ? fail(rc) : 0;
+}
+
+static int truncate_locked(struct up_file *f, uint64_t len) {
+    struct up_atomic *a = f->atomic;
+    uint64_t size = up_file_size(f);
+    if (len > size) {
+        int rc = alog_grow(a->eng, len);
+        if (!rc) rc = zero_fill(a, size, len);
+        if (rc) return rc;
+    }
+    set_size(f, len); /* shrinking: the bytes past len stay in the kernel file, below zero_from */
+    return 0;
+}
+
+int up_atomic_ftruncate(struct up_file *f, off_t len) {
+    if (len < 0) return fail(-EINVAL);
+    struct up_atomic *a = f->atomic;
+    pthread_rwlock_wrlock(&a->rw);
+    int rc = truncate_locked(f, (uint64_t)len);
+    if (!rc && dk_cfg.mode != DK_MODE_POSIX) rc = commit_locked(f);
+    pthread_rwlock_unlock(&a->rw);
+    return rc ? fail(rc) : 0;
+}
+
+int up_atomic_fallocate(struct up_file *f, int mode, off_t off, off_t len) {
+    if (off < 0 || len <= 0) return fail(-EINVAL);
+    if (mode & ~FALLOC_FL_KEEP_SIZE) return fail(-EOPNOTSUPP); /* holes and ranges would bypass the log */
+    if (mode & FALLOC_FL_KEEP_SIZE) return 0;
+    uint64_t end = (uint64_t)off + (uint64_t)len;
+    struct up_atomic *a = f->atomic;
+    pthread_rwlock_wrlock(&a->rw);
+    int rc = end > up_file_size(f) ? truncate_locked(f, end) : 0;
+    pthread_rwlock_unlock(&a->rw);
+    return rc ? fail(rc) : 0;
+}
+
+int up_atomic_publish(struct up_file *f) { return commit(f); }
+
+/* ---- routes open and close ---- */
+
+static void sleep_ms(unsigned ms) {
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* Opens the engine on path, waiting for another process to let go of it. */
+static int open_engine(const char *path, struct alog_file **eng) {
+    struct daxkit_atomic_options o;
+    daxkit_atomic_options_init(&o);
+    o.policy = (uint32_t)dk_cfg.atomic_policy;
+    o.log_bytes = dk_round_up(dk_cfg.atomic_log_bytes, ALOG_CHUNK_BYTES);
+    uint64_t waited_ms = 0;
+    for (;;) {
+        int rc = alog_open_tracked(path, &o, eng);
+        if (rc != -EBUSY || waited_ms >= dk_cfg.atomic_wait_ms) return rc;
+        if (waited_ms == 0) {
+            dk_count(DK_C_atomic_waits, 1);
+            dk_log_verbose("%s is open failure-atomically in another process: waiting up to %llu ms for it to close it",
+                           path, (unsigned long long)dk_cfg.atomic_wait_ms);
+        }
+        sleep_ms(1);
+        waited_ms++;
+    }
+}
+
+static void attach(struct up_file *f, struct alog_file *eng) {
+    struct up_atomic *a = calloc(1, sizeof *a);
+    if (!a) {
+        alog_close_sized(eng, NULL);
+        return;
+    }
+    a->eng = eng;
+    a->zero_from = eng->size_pending;
+    pthread_rwlock_init(&a->rw, NULL);
+    pthread_mutex_lock(&f->mu);
+    pthread_rwlock_wrlock(&f->rw);
+    up_file_set_size(f, eng->size_pending);
+    f->pub_size = eng->size_pending;
+    f->ksize = eng->data_len;
+    __atomic_store_n(&f->atomic, a, __ATOMIC_RELEASE);
+    pthread_rwlock_unlock(&f->rw);
+    pthread_mutex_unlock(&f->mu);
+    dk_count(DK_C_atomic_routes, 1);
+}
+
+/* O_TRUNC of a routed file: the kernel cut the file under the engine's mapping already; give the mapping
+ * its pages back, then truncate through the route and commit (an O_TRUNC is immediate, as in the kernel). */
+static void truncate_at_open(struct up_file *f) {
+    struct up_atomic *a = f->atomic;
+    pthread_rwlock_wrlock(&a->rw);
+    int rc = DK_REAL(ftruncate)(a->eng->data_fd, (off_t)a->eng->data_len) == 0 ? 0 : -errno;
+    a->zero_from = 0; /* the kernel zeroed the file, but checkpoints may still store into it */
+    if (!rc) rc = truncate_locked(f, 0);
+    if (!rc) rc = commit_locked(f);
+    pthread_rwlock_unlock(&a->rw);
+    if (rc) dk_log("O_TRUNC of a DAXKIT_ATOMIC file could not be committed (%s)", strerror(-rc));
+}
+
+int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
+    if (!dk_cfg.atomic[0] || (oflags & (O_PATH | O_DIRECT))) return 0;
+    if (__atomic_load_n(&f->atomic, __ATOMIC_ACQUIRE)) {
+        if (oflags & O_TRUNC) truncate_at_open(f);
+        return 0;
+    }
+    char link[64], path[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    if (n <= 0) return 0;
+    path[n] = 0;
+    if (!up_atomic_wanted(path)) return 0;
+    if (f->open_refs != 1 || up_file_pinned(f)) {
+        /* Opened before through the plain path (or routed once and detached at fork): stays plain. */
+        dk_count(DK_C_atomic_plain, 1);
+        dk_log_verbose("%s: already open through the plain path in this process; not failure-atomic", path);
+        return 0;
+    }
+    struct alog_file *eng = NULL;
+    int rc = open_engine(path, &eng);
+    if (rc == -EBUSY) {
+        dk_log("%s stayed open failure-atomically in another process for DAXKIT_ATOMIC_WAIT_MS=%llu ms: open fails "
+               "with EBUSY", path, (unsigned long long)dk_cfg.atomic_wait_ms);
+        return -EBUSY;
+    }
+    if (rc) {
+        dk_count(DK_C_atomic_plain, 1);
+        dk_log("%s matches DAXKIT_ATOMIC but the atomic engine cannot map it (%s): served without failure-atomic "
+               "fsync", path, strerror(-rc));
+        return 0;
+    }
+    attach(f, eng);
+    if (f->atomic && (oflags & O_TRUNC) && eng->size_pending) truncate_at_open(f);
+    return 0;
+}
+
+void up_atomic_detach(struct up_file *f) {
+    struct up_atomic *a = f->atomic;
+    if (!a) return;
+    pthread_rwlock_wrlock(&a->rw);
+    int rc = commit_locked(f);
+    uint64_t size = up_file_size(f);
+    int crc = alog_close_sized(a->eng, &size);
+    if (rc || crc)
+        dk_log("closing a DAXKIT_ATOMIC file failed (%s): its last commit is what a recovery keeps",
+               strerror(-(rc ? rc : crc)));
+    pthread_mutex_lock(&f->mu);
+    pthread_rwlock_wrlock(&f->rw);
+    __atomic_store_n(&f->atomic, NULL, __ATOMIC_RELEASE);
+    up_file_set_size(f, size);
+    f->pub_size = f->ksize = size;
+    pthread_rwlock_unlock(&f->rw);
+    pthread_mutex_unlock(&f->mu);
+    pthread_rwlock_unlock(&a->rw);
+    pthread_rwlock_destroy(&a->rw);
+    free(a);
+}
+
+static void detach_cb(struct up_file *f, void *arg) {
+    (void)arg;
+    if (f->atomic) up_atomic_detach(f);
+}
+
+void up_atomic_detach_all(void) {
+    if (!dk_cfg.atomic[0]) return;
+    pthread_mutex_lock(&up_table_mu);
+    up_file_foreach(detach_cb, NULL);
+    pthread_mutex_unlock(&up_table_mu);
+}
+
+bool up_atomic_truncate_inode(dev_t dev, ino_t ino, off_t len, int *rc) {
+    if (!dk_cfg.atomic[0]) return false;
+    pthread_mutex_lock(&up_table_mu);
+    struct up_file *f = up_file_lookup(dev, ino);
+    bool routed = f && f->atomic;
+    if (routed) *rc = up_atomic_ftruncate(f, len);
+    pthread_mutex_unlock(&up_table_mu);
+    return routed;
+}

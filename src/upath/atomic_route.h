@@ -1,0 +1,41 @@
+/* DAXKIT_ATOMIC: managed files matching its globs are served by the failure-atomic engine (src/atomic/)
+ * instead of the plain user-space path. fsync, fdatasync and every publish point (close, lock release,
+ * mapping by the program, fork, exec, exit) commit: after a crash the file holds the state -- bytes and size
+ * -- of one completed commit. See docs/atomic.md, "Transparent use (DAXKIT_ATOMIC)".
+ *
+ * The hooks below are called by upath.c / lifecycle.c when f->atomic is set (or, for adoption, always). */
+#ifndef DK_UPATH_ATOMIC_ROUTE_H
+#define DK_UPATH_ATOMIC_ROUTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct up_file;
+struct up_slot;
+
+/* true when `path` (absolute) matches one of the DAXKIT_ATOMIC globs. */
+bool up_atomic_wanted(const char *path);
+/* After adoption of fd (slot bound, up_table_mu not held): routes the file when it matches. 0, or -EBUSY
+ * when another process kept the file longer than DAXKIT_ATOMIC_WAIT_MS (the open must fail). */
+int up_atomic_adopt(struct up_file *f, int fd, int oflags);
+
+/* The data calls of a routed file; they return what the libc call would (value, errno). */
+ssize_t up_atomic_read(struct up_file *f, void *buf, size_t n, uint64_t off);
+/* Writes at off, or at the end when `append`; the offset written at goes to up_io_last_offset. */
+ssize_t up_atomic_write(struct up_file *f, const void *buf, size_t n, uint64_t off, bool append, bool sync);
+int up_atomic_fsync(struct up_file *f);
+int up_atomic_ftruncate(struct up_file *f, off_t len);
+int up_atomic_fallocate(struct up_file *f, int mode, off_t off, off_t len);
+/* A publish point: commit. 0 or -errno. */
+int up_atomic_publish(struct up_file *f);
+/* The process's last descriptor of f closes (caller holds up_table_mu): commit, close the engine (the
+ * file is cut to its committed size), back to the plain path. */
+void up_atomic_detach(struct up_file *f);
+/* fork, exec, exit: every routed file is committed and detached. */
+void up_atomic_detach_all(void);
+/* truncate(path) of a routed file: served by the route. Returns true when handled (*rc: 0 or -1/errno). */
+bool up_atomic_truncate_inode(dev_t dev, ino_t ino, off_t len, int *rc);
+
+#endif
