@@ -8,9 +8,9 @@
 #include "oplog/oplog.h"
 #include "shim/shim.h"
 
-int dk_after_open(int fd, int flags) {
+int dk_after_open(int fd, int flags, const char *path) {
     if (fd < 0 || !up_enabled) return fd;
-    int rc = up_adopt(fd, flags);
+    int rc = up_adopt(fd, flags, path);
     if (rc) {
         DK_REAL(close)(fd);
         errno = -rc;
@@ -44,33 +44,33 @@ static bool strict_create(int flags) { return dk_cfg.mode == DK_MODE_STRICT && u
 
 DK_EXPORT int open(const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open)(path, flags, mode)), flags);
+    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open)(path, flags, mode)), flags, path);
 }
 DK_EXPORT int open64(const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open64)(path, flags, mode)), flags);
+    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open64)(path, flags, mode)), flags, path);
 }
 DK_EXPORT int openat(int dirfd, const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return dk_after_open(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat)(dirfd, path, flags, mode)), flags);
+    return dk_after_open(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat)(dirfd, path, flags, mode)), flags, path);
 }
 DK_EXPORT int openat64(int dirfd, const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return dk_after_open(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat64)(dirfd, path, flags, mode)), flags);
+    return dk_after_open(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat64)(dirfd, path, flags, mode)), flags, path);
 }
 DK_EXPORT int creat(const char *path, mode_t mode) {
-    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, O_CREAT, DK_REAL(creat)(path, mode)), O_CREAT | O_WRONLY | O_TRUNC);
+    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, O_CREAT, DK_REAL(creat)(path, mode)), O_CREAT | O_WRONLY | O_TRUNC, path);
 }
 DK_EXPORT int creat64(const char *path, mode_t mode) {
-    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, O_CREAT, DK_REAL(creat64)(path, mode)), O_CREAT | O_WRONLY | O_TRUNC);
+    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, O_CREAT, DK_REAL(creat64)(path, mode)), O_CREAT | O_WRONLY | O_TRUNC, path);
 }
-DK_EXPORT int __open_2(const char *path, int flags) { return dk_after_open(DK_REAL(__open_2)(path, flags), flags); }
+DK_EXPORT int __open_2(const char *path, int flags) { return dk_after_open(DK_REAL(__open_2)(path, flags), flags, path); }
 DK_EXPORT int __open64_2(const char *path, int flags) {
-    return dk_after_open(DK_REAL(__open64_2)(path, flags), flags);
+    return dk_after_open(DK_REAL(__open64_2)(path, flags), flags, path);
 }
 DK_EXPORT int __openat_2(int dirfd, const char *path, int flags) {
-    return dk_after_open(DK_REAL(__openat_2)(dirfd, path, flags), flags);
+    return dk_after_open(DK_REAL(__openat_2)(dirfd, path, flags), flags, path);
 }
 DK_EXPORT int __openat64_2(int dirfd, const char *path, int flags) {
-    return dk_after_open(DK_REAL(__openat64_2)(dirfd, path, flags), flags);
+    return dk_after_open(DK_REAL(__openat64_2)(dirfd, path, flags), flags, path);
 }

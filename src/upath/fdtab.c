@@ -71,23 +71,24 @@ static void slot_release_proc(struct up_slot *s) {
     if (__atomic_sub_fetch(&s->procs, 1, __ATOMIC_ACQ_REL) == 0) slot_free(s);
 }
 
-/* Per leaf: entries in use (slot or internal) and one past the highest ever used, so that walking the
- * table (every lock acquisition refreshes every open file) costs what is used, not 1,024 per leaf. */
-static uint32_t leaf_used[UP_FD_LEAVES], leaf_hi[UP_FD_LEAVES];
-static uint32_t leaf_lo_down[UP_FD_LEAVES]; /* UP_FD_LEAF - lowest index ever used (0: none yet) */
+/* Entries in use (slot or internal) as bitmaps, per leaf and of leaves, so that walking the table (every
+ * lock acquisition refreshes every open file) costs what is used: a few words, not 1,024 entries per leaf
+ * (internal descriptors live at 512 and up, so a range would span them all). */
+#define UP_FD_WORDS (UP_FD_LEAF / 64)
+static uint64_t used_bits[UP_FD_LEAVES][UP_FD_WORDS];
+static uint64_t leaf_bits[UP_FD_LEAVES / 64]; /* leaves that ever had an entry in use */
 
 static void entry_note(int fd, bool was_used, bool now_used) {
     unsigned l = (unsigned)fd / UP_FD_LEAF, i = (unsigned)fd % UP_FD_LEAF;
+    if (was_used == now_used) return;
+    uint64_t bit = 1ull << (i % 64);
     if (now_used) {
-        uint32_t hi = __atomic_load_n(&leaf_hi[l], __ATOMIC_RELAXED);
-        while (hi < i + 1 && !__atomic_compare_exchange_n(&leaf_hi[l], &hi, i + 1, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
-        }
-        uint32_t down = __atomic_load_n(&leaf_lo_down[l], __ATOMIC_RELAXED);
-        while (down < UP_FD_LEAF - i &&
-               !__atomic_compare_exchange_n(&leaf_lo_down[l], &down, UP_FD_LEAF - i, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
-        }
+        __atomic_fetch_or(&used_bits[l][i / 64], bit, __ATOMIC_RELEASE);
+        if (!(__atomic_load_n(&leaf_bits[l / 64], __ATOMIC_RELAXED) & (1ull << (l % 64))))
+            __atomic_fetch_or(&leaf_bits[l / 64], 1ull << (l % 64), __ATOMIC_RELEASE);
+    } else {
+        __atomic_fetch_and(&used_bits[l][i / 64], ~bit, __ATOMIC_RELEASE);
     }
-    if (was_used != now_used) __atomic_add_fetch(&leaf_used[l], now_used ? 1u : (uint32_t)-1, __ATOMIC_RELEASE);
 }
 
 static struct up_fd *entry_alloc(int fd) {
@@ -142,14 +143,26 @@ void up_fd_mark_internal(int fd, bool internal) {
     e->internal = internal;
 }
 
-void up_fd_foreach(void (*fn)(int fd, struct up_fd *e, void *arg), void *arg) {
-    for (unsigned l = 0; l < UP_FD_LEAVES; l++) {
-        struct up_fd *leaf = up_fd_leaf[l];
-        if (!leaf || !__atomic_load_n(&leaf_used[l], __ATOMIC_ACQUIRE)) continue;
-        unsigned hi = __atomic_load_n(&leaf_hi[l], __ATOMIC_ACQUIRE);
-        unsigned lo = UP_FD_LEAF - __atomic_load_n(&leaf_lo_down[l], __ATOMIC_ACQUIRE);
-        for (unsigned i = lo; i < hi; i++)
+static void leaf_foreach(unsigned l, void (*fn)(int fd, struct up_fd *e, void *arg), void *arg) {
+    struct up_fd *leaf = __atomic_load_n(&up_fd_leaf[l], __ATOMIC_ACQUIRE);
+    if (!leaf) return;
+    for (unsigned w = 0; w < UP_FD_WORDS; w++) {
+        uint64_t bits = __atomic_load_n(&used_bits[l][w], __ATOMIC_ACQUIRE);
+        while (bits) {
+            unsigned i = w * 64 + (unsigned)__builtin_ctzll(bits);
+            bits &= bits - 1;
             if (leaf[i].slot || leaf[i].internal) fn((int)(l * UP_FD_LEAF + i), &leaf[i], arg);
+        }
+    }
+}
+
+void up_fd_foreach(void (*fn)(int fd, struct up_fd *e, void *arg), void *arg) {
+    for (unsigned w = 0; w < DK_ARRAY_LEN(leaf_bits); w++) {
+        uint64_t leaves = __atomic_load_n(&leaf_bits[w], __ATOMIC_ACQUIRE);
+        while (leaves) {
+            leaf_foreach(w * 64 + (unsigned)__builtin_ctzll(leaves), fn, arg);
+            leaves &= leaves - 1;
+        }
     }
 }
 

@@ -49,7 +49,7 @@ int up_roots_init(const char *dirs);   /* returns the number of usable roots */
 int up_roots_count(void);
 struct up_root *up_root_at(int idx);
 /* The root that holds the open regular file `fd` (st from fstat), or NULL. */
-struct up_root *up_root_for_fd(int fd, const struct stat *st);
+struct up_root *up_root_for_fd(int fd, const struct stat *st, const char *path_hint);
 /* The root whose directory holds `dirfd`-relative `path` (for unlink/rename), or NULL. Cheap reject. */
 bool up_dev_is_managed(dev_t dev);
 /* Probes the root's medium on first use. */
@@ -210,6 +210,7 @@ struct up_file {
     int rescue_fd;          /* internal duplicate kept when a publish at close failed (-1: none) */
     int sizerec_slot;       /* published-size record slot + 1 (0: none) */
     bool sizerec_valid;     /* the record is valid: the kernel size may exceed pub_size */
+    uint32_t unmapped_ios;  /* reads/overwrites sent to the kernel while the file was not mapped */
 };
 
 /* Appends not yet in the kernel file: the file must not be evicted. */

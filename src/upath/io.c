@@ -241,6 +241,54 @@ static int map_locked(struct up_file *f, int fd, uint64_t end) {
     return up_map_grow(f, fd, want, f->map.ext_count ? 0 : f->ksize);
 }
 
+/* ---- files not mapped yet ---- */
+
+/* A file not mapped yet: its first reads and overwrites of published bytes go to the kernel
+ * (DAXKIT_MAP_AFTER_IOS), so that a file used briefly -- a SQLite rollback journal rewriting its header,
+ * a temporary file -- never pays for a mapping (mmap, populate, munmap: more than the pwrite it saves).
+ * posix mode only: sync and strict persist through the mapping. Under f->mu. */
+static bool unmapped_take_turn(struct up_file *f, uint64_t end) {
+    if (dk_cfg.mode != DK_MODE_POSIX || __atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE)) return false;
+    if (end > __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) || end > up_file_size(f)) return false;
+    if (f->unmapped_ios >= dk_cfg.map_after_ios) return false;
+    f->unmapped_ios++;
+    return true;
+}
+
+/* An overwrite of published bytes by pwrite while the file is not mapped (the descriptor is no O_APPEND
+ * one: the caller's write is not an append). 1 when done, 0 when the mapped path must do it, or -errno. */
+static int overwrite_unmapped(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
+    pthread_mutex_lock(&f->mu);
+    int rc = 0;
+    if (unmapped_take_turn(f, off + n)) {
+        rc = 1;
+        for (size_t done = 0; done < n && rc == 1;) {
+            ssize_t w = DK_REAL(pwrite)(fd, buf + done, n - done, (off_t)(off + done));
+            if (w > 0) done += (size_t)w;
+            else if (w == 0) rc = -EIO;
+            else if (errno != EINTR) rc = -errno;
+        }
+        f->meta_dirty = true; /* in the kernel's page cache (or written through DAX): its fsync persists it */
+        dk_count(DK_C_pt_unmapped, 1);
+    }
+    pthread_mutex_unlock(&f->mu);
+    return rc;
+}
+
+/* A read of published bytes by pread while the file is not mapped. Bytes read, 0 when the mapped path
+ * must do it. */
+static ssize_t read_unmapped(struct up_file *f, int fd, char *buf, size_t n, uint64_t off) {
+    pthread_mutex_lock(&f->mu);
+    ssize_t r = 0;
+    if (unmapped_take_turn(f, off + n)) {
+        r = DK_REAL(pread)(fd, buf, n, (off_t)off);
+        if (r != (ssize_t)n) r = 0; /* shrunk under us, or an error: the mapped path decides */
+        else dk_count(DK_C_pt_unmapped, 1);
+    }
+    pthread_mutex_unlock(&f->mu);
+    return r;
+}
+
 /* The common case without f->mu: an overwrite of published, mapped bytes. */
 static bool overwrite_fast(struct up_file *f, const char *buf, size_t n, uint64_t off) {
     pthread_rwlock_rdlock(&f->rw);
@@ -322,7 +370,8 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
     n = DK_MIN(n, DK_MAX_RW_BYTES);
     bool appended = false;
     if (append || !overwrite_fast(f, buf, n, off)) {
-        int rc = write_locked(f, fd, buf, n, &off, append, &appended);
+        int rc = append || sync ? 0 : overwrite_unmapped(f, fd, buf, n, off);
+        rc = rc == 1 ? 0 : rc ? rc : write_locked(f, fd, buf, n, &off, append, &appended);
         if (rc == -ENOSPC || rc == -ENOMEM) rc = write_by_kernel(f, fd, buf, n, &off, append, &appended);
         if (rc) {
             errno = -rc;
@@ -394,7 +443,9 @@ ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off)
         if (off >= size || n == 0) return 0;
     }
     n = DK_MIN(n, size - off);
-    ssize_t r = read_fast(f, buf, n, off) ? (ssize_t)n : read_locked(f, fd, buf, n, off);
+    ssize_t r = read_fast(f, buf, n, off) ? (ssize_t)n : 0;
+    if (r == 0) r = read_unmapped(f, fd, buf, n, off);
+    if (r == 0) r = read_locked(f, fd, buf, n, off);
     if (r < 0) {
         errno = (int)-r;
         return -1;

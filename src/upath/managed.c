@@ -74,12 +74,20 @@ static bool path_below(const struct up_root *r, const char *path) {
     return strncmp(rest, "/.daxkit/", 9) != 0;
 }
 
-struct up_root *up_root_for_fd(int fd, const struct stat *st) {
+/* The file system below a mount root holds nothing else: an absolute name that does not pass through a
+ * .daxkit area needs no readlink (a name reached through another mount of the same file system is the
+ * same file, and managed alike). */
+static bool hint_below_mount_root(const struct up_root *r, const char *hint) {
+    return r->mount_root && hint && hint[0] == '/' && !strstr(hint, "/.daxkit");
+}
+
+struct up_root *up_root_for_fd(int fd, const struct stat *st, const char *path_hint) {
     char link[64], path[4096];
     bool have_path = false;
     for (int i = 0; i < root_count; i++) {
         struct up_root *r = &roots[i];
         if (r->dev != st->st_dev) continue;
+        if (hint_below_mount_root(r, path_hint)) return r;
         if (!have_path) {
             snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
             ssize_t n = readlink(link, path, sizeof path - 1);

@@ -101,7 +101,7 @@ static int file_first_map(struct up_file *f, int fd) {
     return 0;
 }
 
-int up_adopt(int fd, int oflags) {
+int up_adopt(int fd, int oflags, const char *path) {
     if (!up_enabled || (oflags & O_PATH)) return 0;
     DK_ERRNO_SAVE;
     struct stat st;
@@ -109,7 +109,7 @@ int up_adopt(int fd, int oflags) {
         DK_ERRNO_RESTORE;
         return 0;
     }
-    struct up_root *r = up_root_for_fd(fd, &st);
+    struct up_root *r = up_root_for_fd(fd, &st, path);
     if (!r) {
         DK_ERRNO_RESTORE;
         return 0;

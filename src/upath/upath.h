@@ -23,7 +23,9 @@ void up_fini(void);
 struct up_slot *up_serving(int fd);
 
 /* After a successful kernel open(): adopt the descriptor when it names a managed regular file. */
-int up_adopt(int fd, int oflags); /* 0, or -EINVAL when refusing (strict config) */
+/* path: the name the program opened (a hint: absolute names on a managed mount root skip a readlink), or NULL.
+ * 0, or -EINVAL when refusing (strict config). */
+int up_adopt(int fd, int oflags, const char *path);
 /* Before the kernel closes fd: publish, drop the descriptor. Returns 0 or -errno of a failed publish. */
 int up_close(int fd);
 /* After the kernel duplicated oldfd to newfd (dup/dup2/dup3/F_DUPFD*). newfd was closed first. */
