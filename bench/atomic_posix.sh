@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# DAXKIT_ATOMIC against strict mode and the kernel through the POSIX path (issue 4, part 3): an unmodified
+# program (dk_bench_posix, random overwrites, fsync every N) run plainly (kernel), under daxkit strict mode
+# and under daxkit with DAXKIT_ATOMIC (hybrid, and the fixed policies), in one run, on a fresh huge-page
+# tmpfs with DAXKIT_PERSIST=flush (the dax code path: an EMULATION of persistent memory).
+#   bench/atomic_posix.sh [BUILD_DIR]   Env: REPS [3], OPS [20000], SIZES [128 1024 4096 65536],
+#                                       EVERY [1 10 100], VARIANTS [kernel strict atomic atomic-undo atomic-redo], OUT
+# Outputs: $OUT/atomic-posix.csv (dk_bench_posix rows + cpu_s, rep) and $OUT/atomic-posix-summary.md.
+# cpu_s: user + system seconds of the whole process (file set-up included; the same set-up in every variant).
+set -euo pipefail
+BUILD=$(cd "${1:-build}" && pwd)
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-$SRC/bench/results}
+REPS=${REPS:-3}
+OPS=${OPS:-20000}
+SIZES=${SIZES:-128 1024 4096 65536}
+EVERY=${EVERY:-1 10 100}
+VARIANTS=${VARIANTS:-kernel strict atomic atomic-undo atomic-redo}
+export DAXKIT_SRC=$SRC DAXKIT_BUILD=$BUILD
+. "$SRC/tests/harness/media.sh"
+dk_need_root
+bench=$BUILD/bin/dk_bench_posix
+lib=$BUILD/lib/libdaxkit.so
+[ -x "$bench" ] && [ -r "$lib" ] || dk_fail "$bench or $lib not built"
+mkdir -p "$OUT"
+dk_media_mount hugetmpfs 2G
+csv=$OUT/atomic-posix.csv
+echo "medium,variant,op,bs,ops,fsync_every,ops_per_s,median_ns,p99_ns,mean_ns,fsync_median_ns,wall_s,cpu_s,rep" > "$csv"
+dir=$DK_MNT/bench
+
+run() {  # VARIANT BS EVERY REP
+    local v=$1 bs=$2 fe=$3 rep=$4 env=()
+    case $v in
+    kernel) ;;
+    strict) env=(LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_PERSIST=flush DAXKIT_MODE=strict) ;;
+    atomic) env=(LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_PERSIST=flush "DAXKIT_ATOMIC=$dir/*") ;;
+    atomic-undo | atomic-redo)
+        env=(LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_PERSIST=flush "DAXKIT_ATOMIC=$dir/*"
+             DAXKIT_ATOMIC_POLICY=${v#atomic-}) ;;
+    esac
+    rm -rf "$dir" && mkdir -p "$dir"
+    local t0 row cpu
+    t0=$(awk '{print $14 + $15 + $16 + $17}' /proc/$$/stat)
+    row=$(env "${env[@]}" "$bench" --dir "$dir" --medium hugetmpfs-flush --variant "$v" --file-mib 32 --bs "$bs" \
+          --ops "$OPS" --warmup 512 --fsync-every "$fe" --tests randwrite --seed "$rep" | tail -1)
+    cpu=$(awk -v t0="$t0" '{printf "%.4f", ($14 + $15 + $16 + $17 - t0) / 100}' /proc/$$/stat)
+    echo "$row,$cpu,$rep" >> "$csv"
+}
+
+for rep in $(seq 1 "$REPS"); do
+    for bs in $SIZES; do
+        for fe in $EVERY; do
+            echo "bench/atomic_posix.sh: ${bs} B, fsync every $fe, repetition $rep of $REPS" >&2
+            for v in $VARIANTS; do run "$v" "$bs" "$fe" "$rep"; done
+        done
+    done
+done
+python3 - "$csv" <<'EOF' | tee "$OUT/atomic-posix-summary.md"
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+med = {}
+for r in rows:
+    med.setdefault((int(r['bs']), int(r['fsync_every']), r['variant']), []).append(r)
+variants = [v for v in ['kernel', 'strict', 'atomic', 'atomic-undo', 'atomic-redo'] if any(k[2] == v for k in med)]
+print('Random overwrites through the POSIX path, huge tmpfs, DAXKIT_PERSIST=flush: median over repetitions of')
+print('wall ops/s; in brackets the median write latency (ns). atomic = DAXKIT_ATOMIC (hybrid).\n')
+print('| size | fsync every | ' + ' | '.join(variants) + ' | atomic / strict |')
+print('|---' * (len(variants) + 3) + '|')
+for bs, fe in sorted({(k[0], k[1]) for k in med}):
+    cells, ops = [], {}
+    for v in variants:
+        rs = med.get((bs, fe, v), [])
+        if not rs:
+            cells.append('-'); continue
+        ops[v] = statistics.median(float(r['ops_per_s']) for r in rs)
+        lat = statistics.median(float(r['median_ns']) for r in rs)
+        cells.append(f'{ops[v]:,.0f} ({lat:,.0f})')
+    ratio = f"{ops['atomic'] / ops['strict']:.2f}x" if 'atomic' in ops and 'strict' in ops else '-'
+    print(f'| {bs} | {fe} | ' + ' | '.join(cells) + f' | {ratio} |')
+EOF
