@@ -78,6 +78,22 @@ int oplog_write_header(struct dk_oplog *log, uint32_t generation, const char *ta
     return oplog_msync_range(log, slot, sizeof h);
 }
 
+/* Page cache: writes zeros over [lo, hi) and makes them durable, so the blocks are allocated *and written*.
+ * posix_fallocate would leave unwritten extents on XFS and ext4: the first write-back of each converts it
+ * (a journal transaction), and every record's msync would then have to force the journal. Returns 0 or an
+ * errno value (posix_fallocate's convention). */
+static int zero_fill_durable(int fd, uint64_t lo, uint64_t hi) {
+    static const char zeros[64 << 10];
+    const struct dk_libc *c = dk_libc();
+    for (uint64_t off = lo; off < hi;) {
+        ssize_t w = c->pwrite(fd, zeros, (size_t)DK_MIN(hi - off, (uint64_t)sizeof zeros), (off_t)off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return w < 0 ? errno : EIO;
+        off += (uint64_t)w;
+    }
+    return c->fdatasync(fd) == 0 ? 0 : errno;
+}
+
 /* Reserves the file's blocks (posix_fallocate: no SIGBUS or ENOSPC on a later store) and write-faults the
  * pages (best effort: MADV_POPULATE_WRITE, Linux 5.14) of record slots [allocated_lines, end_lines). Called
  * with grow_mu held, or before the log is shared. Returns 0 or -errno (-ENOSPC: the medium is full). */
@@ -92,7 +108,8 @@ int oplog_allocate(struct dk_oplog *log, uint64_t end_lines) {
     if (hi > log->map_bytes) hi = log->map_bytes;
     end_lines = hi / DK_OPLOG_LINE_BYTES - DK_OPLOG_HEADER_LINES;
     DK_ERRNO_SAVE;
-    int e = c->posix_fallocate(log->fd, (off_t)lo, (off_t)(hi - lo));
+    int e = log->persist == OPLOG_PERSIST_MSYNC ? zero_fill_durable(log->fd, lo, hi)
+                                                : c->posix_fallocate(log->fd, (off_t)lo, (off_t)(hi - lo));
     if (e == 0 || e == EOPNOTSUPP || e == EINVAL) {
         uintptr_t page_lo = dk_round_down((uintptr_t)log->headers + lo, DK_PAGE_BYTES);
         uintptr_t page_hi = dk_round_up((uintptr_t)log->headers + hi, DK_PAGE_BYTES);

@@ -171,6 +171,9 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
  * (then the lock is held too: call up_strict_done). */
 int up_strict_log_truncate(struct up_file *f, uint64_t len);
 void up_strict_done(struct up_file *f);
+/* fsync/fdatasync in strict mode: acknowledged operations are durable in the log already; only metadata the
+ * sync path left dirty goes to the kernel. No checkpoint. 0 or -errno. */
+int up_strict_fsync(struct up_file *f, int fd, bool datasync);
 /* Checkpoints the root's log (or every root's): nothing logged before may be replayed after this. */
 void up_strict_checkpoint(struct up_root *r);
 void up_strict_checkpoint_all(void);

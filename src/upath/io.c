@@ -289,15 +289,16 @@ static ssize_t read_unmapped(struct up_file *f, int fd, char *buf, size_t n, uin
     return r;
 }
 
-/* The common case without f->mu: an overwrite of published, mapped bytes. */
-static bool overwrite_fast(struct up_file *f, const char *buf, size_t n, uint64_t off) {
+/* The common case without f->mu: an overwrite of published, mapped bytes. `fence`: false when the
+ * caller persists later (strict mode: the record is durable, the checkpoint fences the applied bytes). */
+static bool overwrite_fast(struct up_file *f, const char *buf, size_t n, uint64_t off, bool fence) {
     pthread_rwlock_rdlock(&f->rw);
     bool ok = off + n <= inplace_limit(f) && off + n <= __atomic_load_n(&f->map.mapped_bytes, __ATOMIC_ACQUIRE) &&
               __atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE);
     if (ok) {
         up_io_overwrite(f, off, buf, n);
         __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
-        if (flush_medium(f)) dk_fence();
+        if (fence && flush_medium(f)) dk_fence();
     }
     pthread_rwlock_unlock(&f->rw);
     return ok;
@@ -306,7 +307,7 @@ static bool overwrite_fast(struct up_file *f, const char *buf, size_t n, uint64_
 /* Everything else, under f->mu then f->rw (the lock order): appends, writes across the published end,
  * writes into a part not mapped yet. Sets *at and *appended. 0 or -errno. */
 static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, uint64_t *at, bool append,
-                        bool *appended) {
+                        bool *appended, bool fence) {
     pthread_mutex_lock(&f->mu);
     pthread_rwlock_rdlock(&f->rw);
     uint64_t off = append ? up_file_size(f) : *at;
@@ -325,7 +326,7 @@ static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, ui
     }
     if (rc == 0) {
         __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
-        if (flush_medium(f)) dk_fence();
+        if ((fence || *appended) && flush_medium(f)) dk_fence();
     }
     pthread_rwlock_unlock(&f->rw);
     pthread_mutex_unlock(&f->mu);
@@ -364,14 +365,17 @@ static int write_by_kernel(struct up_file *f, int fd, const char *buf, size_t n,
 }
 
 /* Writes n bytes at off (or at the end when `append`); the offset written at is left in
- * up_io_last_offset. */
-ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append, bool sync) {
+ * up_io_last_offset. `sync`: UP_IO_ASYNC, UP_IO_SYNC, or UP_IO_LOGGED (strict mode: the write's record
+ * is durable already, so overwritten bytes in place are stored -- written back on a flush medium -- but
+ * neither fenced nor msync'ed here: strict mode's checkpoint does that for all of them at once; appends
+ * are made durable as with UP_IO_SYNC). */
+ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append, int sync) {
     if (n == 0) return 0;
     n = DK_MIN(n, DK_MAX_RW_BYTES);
-    bool appended = false;
-    if (append || !overwrite_fast(f, buf, n, off)) {
+    bool appended = false, fence = sync != UP_IO_LOGGED;
+    if (append || !overwrite_fast(f, buf, n, off, fence)) {
         int rc = append || sync ? 0 : overwrite_unmapped(f, fd, buf, n, off);
-        rc = rc == 1 ? 0 : rc ? rc : write_locked(f, fd, buf, n, &off, append, &appended);
+        rc = rc == 1 ? 0 : rc ? rc : write_locked(f, fd, buf, n, &off, append, &appended, fence);
         if (rc == -ENOSPC || rc == -ENOMEM) rc = write_by_kernel(f, fd, buf, n, &off, append, &appended);
         if (rc) {
             errno = -rc;
@@ -388,7 +392,7 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
     }
     if (sync) {
         int rc = appended ? up_sync_file(f, fd, true) : 0;
-        if (!appended) up_io_persist_range(f, off, n);
+        if (!appended && sync != UP_IO_LOGGED) up_io_persist_range(f, off, n);
         if (rc) {
             errno = -rc;
             return -1;

@@ -10,7 +10,8 @@
 void up_io_overwrite(struct up_file *f, uint64_t off, const char *buf, size_t n);
 void up_io_copy_out(const struct up_file *f, uint64_t off, char *buf, size_t n);
 void up_io_persist_range(struct up_file *f, uint64_t off, size_t n);
-ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append, bool sync);
+enum { UP_IO_ASYNC = 0, UP_IO_SYNC = 1, UP_IO_LOGGED = 2 }; /* up_io_write's `sync` (see io.c) */
+ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append, int sync);
 ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off);
 /* Offset the last up_io_write of this thread wrote at (appends choose it). */
 extern __thread uint64_t up_io_last_offset;

@@ -43,6 +43,14 @@
 #define STRICT_STAGING_ID 1u /* the strict staging file of a tag: <tag>.strict.stg */
 #define STRICT_LOG_BYTES (16u << 20) /* 256 Ki lines; a checkpoint is cheap, so a small log is enough */
 #define STRICT_STG_CHUNK_BYTES DK_HUGE_BYTES /* staging space is allocated as the bump pointer reaches it */
+#define STRICT_DIRTY_FILES_MAX 32u /* files with applied, not yet durable bytes (page cache); full: checkpoint */
+
+/* Bytes applied in place since the last checkpoint, not yet durable (page-cache medium only: on a flush
+ * medium the applied stores were written back as they were made and one fence covers them all). */
+struct strict_dirty {
+    struct up_file *f; /* alive until the checkpoint: closing a file is a checkpoint before it is dropped */
+    uint64_t lo, hi;   /* file byte range covering every write applied since the checkpoint */
+};
 
 struct up_strict {
     struct dk_oplog *log;
@@ -53,6 +61,9 @@ struct up_strict {
     uint64_t stg_used;       /* bump offset (atomic) */
     uint64_t stg_alloc;      /* [0, stg_alloc) is allocated (fallocate): stores there cannot SIGBUS */
     pthread_mutex_t stg_mu;  /* growing stg_alloc */
+    pthread_mutex_t dirty_mu;
+    unsigned dirty_count;
+    struct strict_dirty dirty[STRICT_DIRTY_FILES_MAX];
 };
 
 static uint64_t now_ns(void) {
@@ -60,6 +71,35 @@ static uint64_t now_ns(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+/* Writes zeros over [from, to) of fd and makes them durable: the blocks are allocated *and written*. On a
+ * page-cache medium (XFS, ext4) this keeps later msyncs of the range cheap: posix_fallocate leaves
+ * unwritten extents, and the first write-back of each then converts it (a log transaction that every
+ * msync/fdatasync must then force). 0 or -errno. */
+static int zero_fill_durable(int fd, uint64_t from, uint64_t to) {
+    static const char zeros[64 << 10];
+    for (uint64_t off = from; off < to;) {
+        ssize_t w = DK_REAL(pwrite)(fd, zeros, (size_t)DK_MIN(to - off, (uint64_t)sizeof zeros), (off_t)off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return w < 0 ? -errno : -EIO;
+        off += (uint64_t)w;
+    }
+    return DK_REAL(fdatasync)(fd) == 0 ? 0 : -errno;
+}
+
+/* Writes up to this many bytes travel inside the record. On a page-cache medium every record costs an
+ * msync of the log's pages and a staged write one more of the staging file's, so there the default is
+ * the largest inline record (DAXKIT_STRICT_INLINE_BYTES, when set, decides everywhere). */
+static size_t inline_max_for(const struct up_root *r) {
+    static int set = -1; /* the option given explicitly (read once) */
+    if (set < 0) set = getenv("DAXKIT_STRICT_INLINE_BYTES") != NULL;
+    if (set || r->persist_as != DK_MEDIUM_PAGECACHE) return dk_cfg.strict_inline_bytes;
+    return DK_OPLOG_DATA_BYTES_MAX;
+}
+
+/* Page cache: ranges applied in place are msync'ed at the checkpoint (the root's medium is probed when
+ * its first file is used, which may be after the log was set up for a create). */
+static bool track_dirty(const struct up_root *r) { return r->persist_as == DK_MEDIUM_PAGECACHE; }
 
 static struct up_strict *strict_create(struct up_root *r) {
     int area_fd;
@@ -71,6 +111,7 @@ static struct up_strict *strict_create(struct up_root *r) {
     if (!st) return NULL;
     pthread_rwlock_init(&st->ck, NULL);
     pthread_mutex_init(&st->stg_mu, NULL);
+    pthread_mutex_init(&st->dirty_mu, NULL);
     int rc = dk_oplog_open(area, tag, STRICT_LOG_BYTES, &st->log);
     snprintf(name, sizeof name, "%s.strict.stg", tag);
     int fd = rc == 0 ? DK_REAL(openat)(area_fd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
@@ -102,9 +143,65 @@ static struct up_strict *strict_for(struct up_root *r) {
     return r->strict;
 }
 
-/* Waits for operations in flight, then starts a new log generation and reuses the staging file. */
-static void checkpoint_locked(struct up_strict *st) {
+/* msync of [lo, hi) of the file's mapping (the parts that are mapped). 0 or -errno. */
+static int msync_file_range(struct up_file *f, uint64_t lo, uint64_t hi) {
+    for (uint64_t off = dk_round_down(lo, DK_PAGE_BYTES); off < hi;) {
+        uint64_t chunk = DK_MIN(hi - off, DK_HUGE_BYTES - (off & (DK_HUGE_BYTES - 1)));
+        char *p = up_map_addr(&f->map, off);
+        if (p && DK_REAL(msync)(p, dk_round_up(chunk, DK_PAGE_BYTES), MS_SYNC) != 0) return -errno;
+        off += chunk;
+    }
+    return 0;
+}
+
+/* Makes every write applied since the last checkpoint durable (the records stop covering them at the
+ * reset that follows). Flush medium: the applies wrote back their lines without a fence; the appliers'
+ * releases of st->ck (a locked instruction on x86, which orders earlier write-backs and non-temporal
+ * stores like a fence) happened before the checkpoint took the write side, and this fence covers this
+ * thread's own. Page cache: an msync of each file's applied range. Under st->ck (write side). 0/-errno. */
+static int applied_make_durable(const struct up_root *r, struct up_strict *st) {
+    if (r->persist_as == DK_MEDIUM_DAX) {
+        dk_fence();
+        dk_count(DK_C_persist_flushes, 1);
+    }
+    int rc = 0;
+    DK_ERRNO_SAVE;
+    for (unsigned i = 0; i < st->dirty_count; i++) {
+        int e = msync_file_range(st->dirty[i].f, st->dirty[i].lo, st->dirty[i].hi);
+        if (e) rc = e;
+        else dk_count(DK_C_persist_msyncs, 1);
+    }
+    if (rc == 0) st->dirty_count = 0;
+    DK_ERRNO_RESTORE;
+    return rc;
+}
+
+/* Notes [off, off+n) of f as applied and not yet durable (page cache). -ENOSPC when the table is full
+ * (the caller checkpoints and retries). */
+static int note_applied(struct up_strict *st, struct up_file *f, uint64_t off, size_t n) {
+    if (!track_dirty(f->root)) return 0;
+    int rc = 0;
+    pthread_mutex_lock(&st->dirty_mu);
+    unsigned i = 0;
+    while (i < st->dirty_count && st->dirty[i].f != f) i++;
+    if (i < st->dirty_count) {
+        st->dirty[i].lo = DK_MIN(st->dirty[i].lo, off);
+        st->dirty[i].hi = DK_MAX(st->dirty[i].hi, off + n);
+    } else if (i < STRICT_DIRTY_FILES_MAX) {
+        st->dirty[st->dirty_count++] = (struct strict_dirty){f, off, off + n};
+    } else {
+        rc = -ENOSPC;
+    }
+    pthread_mutex_unlock(&st->dirty_mu);
+    return rc;
+}
+
+/* Waits for operations in flight, makes what they applied durable, then starts a new log generation and
+ * reuses the staging file. */
+static void checkpoint_locked(struct up_root *r, struct up_strict *st) {
     if (dk_oplog_lines_used(st->log) == 0) return;
+    DK_CRASH_POINT("strict.checkpoint.before_durable");
+    if (applied_make_durable(r, st) != 0) return; /* the records stay: a later checkpoint tries again */
     DK_CRASH_POINT("strict.checkpoint.before_reset");
     if (dk_oplog_reset(st->log) == 0) {
         __atomic_store_n(&st->stg_used, 0, __ATOMIC_RELEASE);
@@ -116,7 +213,7 @@ void up_strict_checkpoint(struct up_root *r) {
     struct up_strict *st = __atomic_load_n(&r->strict, __ATOMIC_ACQUIRE);
     if (!st || dk_oplog_lines_used(st->log) == 0) return;
     pthread_rwlock_wrlock(&st->ck);
-    checkpoint_locked(st);
+    checkpoint_locked(r, st);
     pthread_rwlock_unlock(&st->ck);
 }
 
@@ -132,17 +229,20 @@ static void staging_persist(const struct up_root *r, const struct up_strict *st,
 }
 
 /* Allocates staging space up to `end` (so stores there cannot fault with SIGBUS on a full file system). */
-static int staging_reserve(struct up_strict *st, uint64_t end) {
+static int staging_reserve(const struct up_root *r, struct up_strict *st, uint64_t end) {
     if (end <= __atomic_load_n(&st->stg_alloc, __ATOMIC_ACQUIRE)) return 0;
     pthread_mutex_lock(&st->stg_mu);
     int rc = 0;
     if (end > st->stg_alloc) {
         uint64_t to = DK_MIN(dk_round_up(end, STRICT_STG_CHUNK_BYTES), st->stg_bytes);
-        if (DK_REAL(fallocate)(st->stg_fd, 0, (off_t)st->stg_alloc, (off_t)(to - st->stg_alloc)) == 0) {
+        int e = track_dirty(r) ? zero_fill_durable(st->stg_fd, st->stg_alloc, to)
+                : DK_REAL(fallocate)(st->stg_fd, 0, (off_t)st->stg_alloc, (off_t)(to - st->stg_alloc)) == 0 ? 0
+                                                                                                          : -errno;
+        if (e == 0) {
             DK_REAL(madvise)(st->stg_addr + st->stg_alloc, to - st->stg_alloc, MADV_POPULATE_WRITE);
             __atomic_store_n(&st->stg_alloc, to, __ATOMIC_RELEASE);
         } else {
-            rc = -errno;
+            rc = e;
         }
     }
     pthread_mutex_unlock(&st->stg_mu);
@@ -156,12 +256,12 @@ static int log_write(struct up_root *r, struct up_strict *st, const struct up_fi
                              .length = (uint32_t)n};
     for (int attempt = 0;; attempt++) {
         int rc;
-        if (n <= dk_cfg.strict_inline_bytes) {
+        if (n <= inline_max_for(r)) {
             rc = dk_oplog_append(st->log, DK_OPLOG_WRITE_INLINE, &op, buf, n, NULL);
             if (rc == 0) dk_count(DK_C_strict_inline, 1);
         } else {
             uint64_t at = __atomic_fetch_add(&st->stg_used, dk_round_up(n, 64), __ATOMIC_ACQ_REL);
-            if (at + n <= st->stg_bytes && (rc = staging_reserve(st, at + n)) == 0) {
+            if (at + n <= st->stg_bytes && (rc = staging_reserve(r, st, at + n)) == 0) {
                 dk_copy_nt(st->stg_addr + at, buf, n);
                 staging_persist(r, st, at, n);
                 op.staging_id = STRICT_STAGING_ID;
@@ -185,20 +285,22 @@ static size_t chunk_max(const struct up_strict *st) {
     return (size_t)DK_MIN(st->stg_bytes, (uint64_t)UINT32_MAX & ~(uint64_t)63);
 }
 
-/* Applies a logged write through the sync path. While crash testing, in two halves with a crash point
- * between, so that tests see recovery complete a write cut in the middle. */
+/* Applies a logged write: stored in place (written back on a flush medium) without a fence or msync --
+ * the record is durable, and the checkpoint makes the applied bytes durable before the record goes;
+ * appends are published and made durable at once (the sync path). While crash testing, in two halves with
+ * a crash point between, so that tests see recovery complete a write cut in the middle. */
 static ssize_t apply_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
 #ifdef DAXKIT_TEST_BUILD
     if (__atomic_load_n(&dk_crashpoint_active, __ATOMIC_RELAXED) && n > 1) {
         size_t h = n / 2;
-        ssize_t a = up_io_write(f, fd, buf, h, off, false, true);
+        ssize_t a = up_io_write(f, fd, buf, h, off, false, UP_IO_LOGGED);
         if (a != (ssize_t)h) return a;
         DK_CRASH_POINT("strict.write.half_applied");
-        ssize_t b = up_io_write(f, fd, buf + h, n - h, off + h, false, true);
+        ssize_t b = up_io_write(f, fd, buf + h, n - h, off + h, false, UP_IO_LOGGED);
         return b < 0 ? b : a + b;
     }
 #endif
-    return up_io_write(f, fd, buf, n, off, false, true);
+    return up_io_write(f, fd, buf, n, off, false, UP_IO_LOGGED);
 }
 
 ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append) {
@@ -213,7 +315,14 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
     if (append) pthread_mutex_lock(&f->strict_mu);
     if (append) off = up_file_size(f);
     pthread_rwlock_rdlock(&st->ck);
-    int rc = log_write(f->root, st, f, off, buf, n);
+    int rc = note_applied(st, f, off, n);
+    if (rc == -ENOSPC) { /* every slot holds another file: checkpoint (needs the write side), once */
+        pthread_rwlock_unlock(&st->ck);
+        up_strict_checkpoint(f->root);
+        pthread_rwlock_rdlock(&st->ck);
+        rc = note_applied(st, f, off, n);
+    }
+    if (rc == 0) rc = log_write(f->root, st, f, off, buf, n);
     if (rc) {
         pthread_rwlock_unlock(&st->ck);
         if (append) pthread_mutex_unlock(&f->strict_mu);
@@ -241,6 +350,15 @@ int up_strict_log_truncate(struct up_file *f, uint64_t len) {
         rc = dk_oplog_append(st->log, DK_OPLOG_TRUNCATE, &op, NULL, 0, NULL);
     }
     return rc; /* the caller truncates, then calls up_strict_done */
+}
+
+int up_strict_fsync(struct up_file *f, int fd, bool datasync) {
+    /* Every acknowledged write and truncate is durable in the log (its record) and appends were published
+     * and made durable when they were written: only metadata the sync path left dirty needs the kernel. */
+    pthread_mutex_lock(&f->mu);
+    bool meta = f->meta_dirty || up_file_size(f) != f->pub_size || f->staged_count;
+    pthread_mutex_unlock(&f->mu);
+    return meta ? up_sync_file(f, fd, datasync) : 0;
 }
 
 void up_strict_done(struct up_file *f) {
@@ -344,6 +462,10 @@ void up_strict_shutdown(void) {
         struct up_strict *st = r->strict;
         if (!st) continue;
         pthread_rwlock_wrlock(&st->ck);
+        if (applied_make_durable(r, st) != 0) { /* keep the log: recovery replays it */
+            pthread_rwlock_unlock(&st->ck);
+            continue;
+        }
         /* Every operation completed and is durable: the log has nothing recovery would need. */
         char path[4200];
         snprintf(path, sizeof path, "%s", dk_oplog_path(st->log));

@@ -332,8 +332,8 @@ off_t up_lseek(struct up_slot *s, int fd, off_t off, int whence) {
 int up_fsync(struct up_slot *s, int fd, bool datasync) {
     if (s->file->atomic) return up_atomic_fsync(s->file);
     dk_count(DK_C_fsyncs, 1);
-    int rc = up_sync_file(s->file, fd, datasync);
-    if (dk_cfg.mode == DK_MODE_STRICT) up_strict_checkpoint(s->file->root);
+    bool strict = dk_cfg.mode == DK_MODE_STRICT;
+    int rc = strict ? up_strict_fsync(s->file, fd, datasync) : up_sync_file(s->file, fd, datasync);
     if (rc) {
         errno = -rc;
         return -1;

@@ -143,7 +143,9 @@ static int case_sync(const char *path, const char *want) {
            OVERWRITES, (unsigned long long)flushes, (unsigned long long)msyncs, (unsigned long long)kernel,
            (unsigned long long)logged);
     if (strict) CHECK(logged == OVERWRITES, "strict mode logged %llu of %d writes", (unsigned long long)logged, OVERWRITES);
-    if (!strcmp(want, "flush")) {
+    if (strict) { /* the record makes each write durable; the applied bytes wait for the checkpoint (close) */
+        CHECK(flushes == 0 && msyncs == 0 && kernel == 0, "strict mode persisted applied bytes write by write");
+    } else if (!strcmp(want, "flush")) {
         CHECK(flushes == OVERWRITES, "%llu persists by flush + fence, expected %d", (unsigned long long)flushes,
               OVERWRITES);
         CHECK(msyncs == 0 && kernel == 0, "system calls made overwrites durable on a dax medium");
@@ -157,6 +159,12 @@ static int case_sync(const char *path, const char *want) {
         CHECK(st_mismatch(buf, 9, off, OVERWRITE_BYTES) < 0, "overwrite %u reads back wrong", i);
     }
     OK(close(fd));
+    if (strict) { /* the checkpoint at close: one fence, or one msync of the file's applied range */
+        read_counters();
+        uint64_t ck = !strcmp(want, "flush") ? COUNT(persist_flushes) - flushes0 : COUNT(persist_msyncs) - msyncs0;
+        printf("strict mode, checkpoint at close: %llu persist by %s\n", (unsigned long long)ck, want);
+        CHECK(ck == 1, "the checkpoint persisted the applied bytes %llu times, expected once", (unsigned long long)ck);
+    }
     printf("ok: %s mode persists by %s\n", mode, want);
     return 0;
 }

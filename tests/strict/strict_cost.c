@@ -1,0 +1,195 @@
+/* Description: strict mode's logging cost per operation, counted (not estimated) through the persist trace
+ * hooks while the real strict path (libdkcore: up_init, up_pwrite, up_fsync, up_close) serves writes on a
+ * tmpfs directory with DAXKIT_PERSIST=flush. Every store is attributed to the mapping it lands in
+ * (/proc/self/maps: the operation log, the strict staging file, or the data file). Asserted per operation:
+ *   4 KiB overwrite (staged)   1 record = ONE 64-byte log line, 4 KiB staged, 4 KiB applied, ONE fence
+ *   100 B overwrite (inline)   1 record = one head line + 3 data lines (the bytes), 100 B applied, ONE fence
+ *   40 B overwrite (inline)    1 record = one head line + 1 data line, 40 B applied, ONE fence
+ *   fsync                      nothing (no store, no fence, no checkpoint: every write is durable already)
+ *   close (checkpoint)         two fences (the applied bytes, then the new generation's header line)
+ * and the bytes read back. Exit 0 pass, 1 fail, 77 skip (no /dev/shm). */
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "persist/persist.h"
+
+/* The user-space path's entry points (src/upath/upath.h), declared here so this test does not depend on
+ * the header's other declarations. */
+struct up_slot;
+void up_init(void);
+void up_fini(void);
+int up_adopt(int fd, int oflags, const char *path);
+struct up_slot *up_serving(int fd);
+ssize_t up_pwrite(struct up_slot *s, int fd, const void *buf, size_t n, off_t off);
+ssize_t up_pread(struct up_slot *s, int fd, void *buf, size_t n, off_t off);
+int up_fsync(struct up_slot *s, int fd, bool datasync);
+int up_close(int fd);
+
+#define OPS 1000u
+#define FILE_BYTES (8u << 20)
+#define EVENTS_MAX (OPS * 8u)
+
+enum where { W_LOG, W_STAGING, W_FILE, W_OTHER, W_COUNT };
+static const char *where_name[W_COUNT] = {"log", "staging", "file", "other"};
+
+struct event {
+    uintptr_t p;
+    size_t n;
+    char kind; /* 's' store, 'f' write-back, 'F' fence */
+};
+static struct event events[EVENTS_MAX];
+static unsigned event_count, event_overflow;
+static unsigned long failures;
+
+static void push(char kind, const void *p, size_t n) {
+    if (event_count == EVENTS_MAX) {
+        event_overflow++;
+        return;
+    }
+    events[event_count++] = (struct event){(uintptr_t)p, n, kind};
+}
+static void on_store(const void *p, size_t n, int nt) { (void)nt, push('s', p, n); }
+static void on_flush(const void *p, size_t n) { push('f', p, n); }
+static void on_fence(void) { push('F', NULL, 0); }
+static const struct dk_persist_trace counter = {on_store, on_flush, on_fence};
+
+/* Which mapping holds p: by the path of its /proc/self/maps line. */
+static enum where where_of(uintptr_t p) {
+    FILE *m = fopen("/proc/self/maps", "r");
+    char line[4608];
+    enum where w = W_OTHER;
+    while (m && fgets(line, sizeof line, m)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx", &lo, &hi) != 2 || p < lo || p >= hi) continue;
+        size_t k = strcspn(line, "\n");
+        line[k] = 0;
+        if (k > 4 && !strcmp(line + k - 4, ".log")) w = W_LOG;
+        else if (k > 4 && !strcmp(line + k - 4, ".stg")) w = W_STAGING;
+        else if (k > 6 && !strcmp(line + k - 6, "/data0")) w = W_FILE;
+        break;
+    }
+    if (m) fclose(m);
+    return w;
+}
+
+struct tally {
+    unsigned long store_bytes[W_COUNT], stores[W_COUNT], fences;
+};
+
+/* Attributes the recorded events (addresses are looked up once per 2 MiB chunk). */
+static struct tally tally_events(void) {
+    struct tally t = {0};
+    uintptr_t cache_chunk[16] = {0};
+    enum where cache_where[16];
+    for (unsigned i = 0; i < event_count; i++) {
+        const struct event *e = &events[i];
+        if (e->kind == 'F') {
+            t.fences++;
+            continue;
+        }
+        if (e->kind != 's') continue;
+        uintptr_t chunk = e->p >> 21;
+        unsigned slot = (unsigned)(chunk % 16);
+        if (cache_chunk[slot] != chunk + 1) cache_chunk[slot] = chunk + 1, cache_where[slot] = where_of(e->p);
+        t.stores[cache_where[slot]]++;
+        t.store_bytes[cache_where[slot]] += e->n;
+    }
+    event_count = 0;
+    return t;
+}
+
+static void expect(const char *what, unsigned long ops, unsigned long log_bytes, unsigned long staged_bytes,
+                   unsigned long file_bytes, unsigned long fences) {
+    struct tally t = tally_events();
+    int ok = !event_overflow && t.store_bytes[W_LOG] == ops * log_bytes && t.store_bytes[W_STAGING] == ops * staged_bytes &&
+             t.store_bytes[W_FILE] == ops * file_bytes && t.store_bytes[W_OTHER] == 0 && t.fences == ops * fences;
+    printf("%-26s %5lu ops: per op %5.1f log lines, %6.0f B staged, %6.0f B applied, %4.2f fences (other %lu B) -> %s\n",
+           what, ops, (double)t.store_bytes[W_LOG] / 64.0 / (double)ops, (double)t.store_bytes[W_STAGING] / (double)ops,
+           (double)t.store_bytes[W_FILE] / (double)ops, (double)t.fences / (double)ops, t.store_bytes[W_OTHER],
+           ok ? "ok" : "FAIL");
+    if (!ok)
+        printf("  expected per op: %lu log lines, %lu B staged, %lu B applied, %lu fences%s\n", log_bytes / 64,
+               staged_bytes, file_bytes, fences, event_overflow ? " (event buffer overflowed)" : "");
+    failures += !ok;
+    event_overflow = 0;
+    (void)where_name;
+}
+
+static void fill(unsigned char *b, size_t n, unsigned seed) {
+    for (size_t i = 0; i < n; i++) b[i] = (unsigned char)(seed * 131 + i * 7 + 1);
+}
+
+/* n-byte overwrites at `stride` apart: counted, then read back. */
+static void overwrites(struct up_slot *s, int fd, size_t n, uint64_t stride, unsigned seed) {
+    _Static_assert(OPS * 4096ull <= FILE_BYTES, "writes of one pass never overlap");
+    static unsigned char buf[4096], back[4096];
+    dk_persist_set_trace(&counter);
+    for (unsigned i = 0; i < OPS; i++) {
+        fill(buf, n, seed + i);
+        if (up_pwrite(s, fd, buf, n, (off_t)((i * stride) % FILE_BYTES)) != (ssize_t)n) failures++;
+    }
+    dk_persist_set_trace(NULL);
+    for (unsigned i = 0; i < OPS; i++) {
+        fill(buf, n, seed + i);
+        uint64_t off = (i * stride) % FILE_BYTES;
+        if (up_pread(s, fd, back, n, (off_t)off) != (ssize_t)n || memcmp(buf, back, n)) {
+            if (failures++ < 10) printf("FAIL: %zu-byte write %u reads back wrong\n", n, i);
+        }
+    }
+}
+
+int main(void) {
+    struct stat sb;
+    if (stat("/dev/shm", &sb) != 0) return printf("SKIP: no /dev/shm\n"), 77;
+    char dir[] = "/dev/shm/dk-strict-cost.XXXXXX";
+    if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
+    setenv("DAXKIT_DIR", dir, 1);
+    setenv("DAXKIT_MODE", "strict", 1);
+    setenv("DAXKIT_PERSIST", "flush", 1);
+    setenv("DAXKIT_STATS", "0", 1);
+    unsetenv("DAXKIT_STRICT_INLINE_BYTES");
+    up_init();
+    char path[128];
+    snprintf(path, sizeof path, "%s/data0", dir);
+    int fd = open(path, O_RDWR | O_CREAT, 0644);
+    if (fd < 0 || ftruncate(fd, FILE_BYTES) != 0) return perror("data file"), 1;
+    if (up_adopt(fd, O_RDWR, path) != 0 || !up_serving(fd)) return printf("FAIL: the file is not served\n"), 1;
+    struct up_slot *s = up_serving(fd);
+    static unsigned char warm[4096];
+    /* First use: maps the file, creates the log and the staging file (not counted). */
+    if (up_pwrite(s, fd, warm, 4096, 0) != 4096 || up_pwrite(s, fd, warm, 100, 8192) != 100)
+        return printf("FAIL: first writes\n"), 1;
+
+    overwrites(s, fd, 4096, 4096, 1);
+    expect("4 KiB overwrite (staged)", OPS, 64, 4096, 4096, 1);
+    overwrites(s, fd, 100, 4096, 2);
+    expect("100 B overwrite (inline)", OPS, 4 * 64, 0, 100, 1);
+    overwrites(s, fd, 40, 512, 3);
+    expect("40 B overwrite (inline)", OPS, 2 * 64, 0, 40, 1);
+
+    dk_persist_set_trace(&counter);
+    if (up_fsync(s, fd, false) != 0) failures++;
+    dk_persist_set_trace(NULL);
+    expect("fsync", 1, 0, 0, 0, 0);
+
+    dk_persist_set_trace(&counter);
+    if (up_close(fd) != 0) failures++;
+    dk_persist_set_trace(NULL);
+    close(fd);
+    expect("close (checkpoint)", 1, 64, 0, 0, 2);
+
+    up_fini();
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) printf("note: could not remove %s\n", dir);
+    if (failures) return printf("FAIL: %lu check(s) failed\n", failures), 1;
+    printf("ok: one record and one fence per strict write; fsync costs nothing; a checkpoint costs two fences\n");
+    return 0;
+}
