@@ -55,7 +55,30 @@ for rep in $(seq 1 "$REPS"); do
         done
     done
 done
-python3 - "$csv" <<'EOF' | tee "$OUT/atomic-posix-summary.md"
+# mmap + msync (part 4 under daxkit run): mmap_writer (tests/atomic) stores 1-300 B at random places of a 1 MiB
+# file and calls msync(MS_SYNC) every N stores; the kernel path vs DAXKIT_ATOMIC_MMAP (userfaultfd write-protect).
+mcsv=$OUT/atomic-posix-mmap.csv
+echo "variant,msync_every,stores,wall_s,cpu_s,rep" > "$mcsv"
+writer=$BUILD/tests/mmap_writer
+MMAP_OPS=${MMAP_OPS:-20000}
+if [ -x "$writer" ]; then
+    for rep in $(seq 1 "$REPS"); do
+        for fe in $EVERY; do
+            for v in kernel atomic-mmap; do
+                rm -rf "$dir" && mkdir -p "$dir" && truncate -s 1M "$dir/m"
+                env=(MMAP_WRITER_QUIET=1)
+                [ $v = kernel ] || env+=(LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_PERSIST=flush "DAXKIT_ATOMIC_MMAP=$dir/*")
+                t0=$(awk '{print $14 + $15 + $16 + $17}' /proc/$$/stat)
+                s0=$(date +%s.%N)
+                env "${env[@]}" "$writer" "$dir/m" "$rep" "$MMAP_OPS" "$fe"
+                s1=$(date +%s.%N)
+                cpu=$(awk -v t0="$t0" '{printf "%.4f", ($14 + $15 + $16 + $17 - t0) / 100}' /proc/$$/stat)
+                echo "$v,$fe,$MMAP_OPS,$(echo "$s1 - $s0" | bc),$cpu,$rep" >> "$mcsv"
+            done
+        done
+    done
+fi
+python3 - "$csv" "$mcsv" <<'EOF' | tee "$OUT/atomic-posix-summary.md"
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 med = {}
@@ -77,4 +100,20 @@ for bs, fe in sorted({(k[0], k[1]) for k in med}):
         cells.append(f'{ops[v]:,.0f} ({lat:,.0f})')
     ratio = f"{ops['atomic'] / ops['strict']:.2f}x" if 'atomic' in ops and 'strict' in ops else '-'
     print(f'| {bs} | {fe} | ' + ' | '.join(cells) + f' | {ratio} |')
+mrows = list(csv.DictReader(open(sys.argv[2]))) if len(sys.argv) > 2 else []
+if mrows:
+    print('\nmmap + msync (mmap_writer, 1-300 B stores into a 1 MiB MAP_SHARED file; whole-process wall and CPU '
+          'per store incl. start-up, median over repetitions):\n')
+    print('| msync every | kernel wall us/store | kernel CPU us/store | atomic wall us/store | atomic CPU us/store | wall ratio |')
+    print('|---|---|---|---|---|---|')
+    for fe in sorted({int(r['msync_every']) for r in mrows}):
+        cell = {}
+        for v in ('kernel', 'atomic-mmap'):
+            rs = [r for r in mrows if r['variant'] == v and int(r['msync_every']) == fe]
+            if rs:
+                cell[v] = (statistics.median(float(r['wall_s']) / int(r['stores']) * 1e6 for r in rs),
+                           statistics.median(float(r['cpu_s']) / int(r['stores']) * 1e6 for r in rs))
+        if len(cell) == 2:
+            k, a = cell['kernel'], cell['atomic-mmap']
+            print(f'| {fe} | {k[0]:.2f} | {k[1]:.2f} | {a[0]:.2f} | {a[1]:.2f} | {a[0] / k[0]:.1f}x |')
 EOF

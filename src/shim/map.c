@@ -7,8 +7,11 @@
 #include <unistd.h>
 
 #include "shim/shim.h"
+#include "upath/atomic_mmap.h"
 
 static void *mmap_common(void *addr, size_t len, int prot, int fl, int fd, off_t off, bool is64) {
+    void *amap;
+    if (up_enabled && fd >= 0 && up_fd_slot(fd) && up_atomic_mmap(addr, len, prot, fl, fd, off, &amap)) return amap;
     if (up_enabled && fd >= 0 && !(fl & MAP_ANONYMOUS) && up_fd_slot(fd)) {
         DK_ERRNO_SAVE;
         up_publish_fd(fd); /* mapping by the program is a publish point */
@@ -22,8 +25,16 @@ DK_EXPORT void *mmap(void *addr, size_t len, int prot, int fl, int fd, off_t off
 DK_EXPORT void *mmap64(void *addr, size_t len, int prot, int fl, int fd, off_t off) {
     return mmap_common(addr, len, prot, fl, fd, off, true);
 }
-DK_EXPORT int munmap(void *addr, size_t len) { return DK_REAL(munmap)(addr, len); }
-DK_EXPORT int msync(void *addr, size_t len, int fl) { return DK_REAL(msync)(addr, len, fl); }
+DK_EXPORT int munmap(void *addr, size_t len) {
+    int rc;
+    if (up_atomic_munmap(addr, len, &rc)) return rc; /* DAXKIT_ATOMIC_MMAP */
+    return DK_REAL(munmap)(addr, len);
+}
+DK_EXPORT int msync(void *addr, size_t len, int fl) {
+    int rc;
+    if (up_atomic_msync(addr, len, fl, &rc)) return rc;
+    return DK_REAL(msync)(addr, len, fl);
+}
 
 /* Before an in-kernel copy: publish both ends; move offsets the call will use into the kernel. */
 static void copy_begin(int in, const off_t *in_off, int out, const off_t *out_off, bool *min, bool *mout) {

@@ -28,6 +28,7 @@
 #include "common/log.h"
 #include "common/stats.h"
 #include "shim/libc.h"
+#include "upath/atomic_mmap.h"
 #include "upath/atomic_route.h"
 #include "upath/internal.h"
 #include "upath/io.h"
@@ -286,7 +287,7 @@ int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
     ssize_t n = readlink(link, path, sizeof path - 1);
     if (n <= 0) return 0;
     path[n] = 0;
-    if (!up_atomic_wanted(path)) return 0;
+    if (!up_atomic_wanted(path) || up_atomic_mmap_wanted(path)) return 0; /* mmap globs win */
     if (f->open_refs != 1 || up_file_pinned(f)) {
         /* Opened before through the plain path (or routed once and detached at fork): stays plain. */
         dk_count(DK_C_atomic_plain, 1);

@@ -12,6 +12,7 @@
 #include "shim/libc.h"
 #include "upath/io.h"
 #include "upath/policy.h"
+#include "upath/atomic_mmap.h"
 #include "upath/atomic_route.h"
 #include "upath/upath.h"
 
@@ -116,6 +117,7 @@ void up_fini(void) {
     DK_ERRNO_SAVE;
     up_publish_all();
     up_atomic_detach_all();
+    up_atomic_mmap_release_all();
     /* After this, every call passes through (stdio flushes at exit still arrive): the kernel's offsets
      * must be ours. */
     pthread_mutex_lock(&up_table_mu);

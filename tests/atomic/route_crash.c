@@ -5,7 +5,10 @@
  * when the kill came. A last run ends normally; the file read through the kernel, without daxkit, must then
  * be its final state exactly (the route cut the file back to its size at close).
  *
- *   route_crash [DIR] [ROUNDS]      policy from DAXKIT_ATOMIC_POLICY; SEED=n reproduces (printed) */
+ *   route_crash [DIR|-] [ROUNDS] [mmap]     policy from DAXKIT_ATOMIC_POLICY; SEED=n reproduces (printed)
+ *
+ * With `mmap`: the same over DAXKIT_ATOMIC_MMAP -- mmap_writer stores into a MAP_SHARED mapping of a 1 MiB
+ * file and calls msync(MS_SYNC); every restart must find the state of one completed msync. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -26,6 +29,7 @@ struct state {
 
 static const char *build;
 static char dir[4096], file[4200];
+static int mmap_mode;
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -38,14 +42,15 @@ static pid_t spawn(int out_fd, unsigned long long seed, long ops, int direct) {
     if (p != 0) return p;
     dup2(out_fd, 1);
     char prog[4200], seed_s[32], ops_s[32], glob[4200];
-    snprintf(prog, sizeof prog, "%s/tests/route_writer", build);
+    snprintf(prog, sizeof prog, "%s/tests/%s", build, mmap_mode ? "mmap_writer" : "route_writer");
     snprintf(seed_s, sizeof seed_s, "%llu", seed);
     snprintf(ops_s, sizeof ops_s, "%ld", ops);
     snprintf(glob, sizeof glob, "%s/*", dir);
     if (direct) execl(prog, prog, file, seed_s, ops_s, "7", (char *)NULL);
     char daxkit[4200];
     snprintf(daxkit, sizeof daxkit, "%s/bin/daxkit", build);
-    execl(daxkit, daxkit, "run", "--dir", dir, "--atomic", glob, "--", prog, file, seed_s, ops_s, "7", (char *)NULL);
+    execl(daxkit, daxkit, "run", "--dir", dir, mmap_mode ? "--atomic-mmap" : "--atomic", glob, "--", prog, file, seed_s,
+          ops_s, "7", (char *)NULL);
     _exit(127);
 }
 
@@ -85,7 +90,9 @@ int main(int argc, char **argv) {
         printf("SKIP: DAXKIT_BUILD is not set (run through ctest)\n");
         return 77;
     }
-    if (argc > 1) snprintf(dir, sizeof dir, "%s", argv[1]);
+    mmap_mode = argc > 3 && !strcmp(argv[3], "mmap");
+    int keep = argc > 1 && strcmp(argv[1], "-") != 0;
+    if (keep) snprintf(dir, sizeof dir, "%s", argv[1]);
     else snprintf(dir, sizeof dir, "/dev/shm/dk_route_crash.%d", getpid());
     int rounds = argc > 2 ? atoi(argv[2]) : 60;
     mkdir(dir, 0755);
@@ -93,9 +100,19 @@ int main(int argc, char **argv) {
     unlink(file);
     unsigned long long seed = getenv("SEED") ? strtoull(getenv("SEED"), NULL, 0) : (unsigned long long)time(NULL);
     const char *policy = getenv("DAXKIT_ATOMIC_POLICY");
-    printf("route_crash: SEED=%llu dir %s rounds %d policy %s\n", seed, dir, rounds, policy ? policy : "hybrid");
+    printf("route_crash: SEED=%llu dir %s rounds %d %s\n", seed, dir, rounds,
+           mmap_mode ? "mmap + msync (DAXKIT_ATOMIC_MMAP)" : policy ? policy : "hybrid");
     srand((unsigned)seed);
     struct state committed = {.hash = "cbf29ce484222325", .size = 0, .valid = 1}; /* the empty file */
+    if (mmap_mode) { /* a file of 1 MiB of zeros, made through the kernel */
+        int fd = open(file, O_RDWR | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || ftruncate(fd, 1 << 20) != 0 || fsync(fd) != 0) return 2;
+        close(fd);
+        unsigned long long h = 14695981039346656037ull;
+        for (int i = 0; i < 1 << 20; i++) h = h * 1099511628211ull; /* (h ^ 0) * prime */
+        snprintf(committed.hash, sizeof committed.hash, "%016llx", h);
+        committed.size = 1 << 20;
+    }
     struct state in_flight = {0};
     int kills_mid = 0;
     for (int round = 0; round <= rounds; round++) {
@@ -156,7 +173,7 @@ int main(int argc, char **argv) {
     }
     printf("route_crash: %d rounds (%d restarts saw a recovered file), final size %llu: ok\n", rounds, kills_mid,
            committed.size);
-    if (argc < 2) {
+    if (!keep) {
         char cmd[4300];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
         if (system(cmd) != 0) return 0;

@@ -1,0 +1,193 @@
+/* DAXKIT_ATOMIC_MMAP (issue 4, part 4 under `daxkit run`): a managed file matching its globs that the program
+ * maps MAP_SHARED and writable gets failure-atomic msync through the userfaultfd write-protect mode of the
+ * engine (src/atomic/uwp.c). The file is mapped once per process (whole file, size fixed while mapped);
+ * every program mmap of it returns an address inside that mapping. msync(MS_SYNC) commits every store made
+ * since the previous one (the whole file, not just the range); MS_ASYNC does nothing (nor does Linux write
+ * back). munmap of the last program mapping, and exit, roll back stores not msync'ed, as a crash would; the
+ * next mapping of the file after a crash rolls them back too. Where write-protection is unavailable (files
+ * on XFS/ext4, page cache or DAX, on this kernel) the mmap goes to the kernel, counted (atomic_mmap_kernel)
+ * and said once. Limits: writes through write()/pwrite to the same file bypass the protection (not
+ * logged); a fork's child stores into the shared mapping unlogged; MAP_FIXED and ranges past the end of
+ * the file go to the kernel. */
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "atomic/uwp.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/stats.h"
+#include "upath/atomic_mmap.h"
+
+#define AMAP_FILES_MAX 64
+#define AMAP_VIEWS_MAX 256
+
+struct amap_file {
+    struct dk_uwp *u;
+    char *base;
+    size_t len;
+    dev_t dev;
+    ino_t ino;
+    unsigned views;
+};
+struct amap_view {
+    char *addr;
+    size_t len;
+    struct amap_file *file;
+};
+
+static pthread_mutex_t amap_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct amap_file amap_files[AMAP_FILES_MAX];
+static struct amap_view amap_views[AMAP_VIEWS_MAX];
+static unsigned amap_live; /* program views (atomic): the munmap/msync hooks cost one load without any */
+
+bool up_atomic_mmap_wanted(const char *path) {
+    const char *spec = dk_cfg.atomic_mmap;
+    if (!spec || !*spec || !path) return false;
+    char glob[PATH_MAX];
+    while (*spec) {
+        const char *end = strchr(spec, ':');
+        size_t n = end ? (size_t)(end - spec) : strlen(spec);
+        if (n && n < sizeof glob) {
+            memcpy(glob, spec, n);
+            glob[n] = 0;
+            if (fnmatch(glob, path, 0) == 0) return true;
+        }
+        spec += n + (end ? 1 : 0);
+    }
+    return false;
+}
+
+static struct amap_file *file_for(const struct stat *st) {
+    for (int i = 0; i < AMAP_FILES_MAX; i++)
+        if (amap_files[i].u && amap_files[i].dev == st->st_dev && amap_files[i].ino == st->st_ino) return &amap_files[i];
+    return NULL;
+}
+
+/* A fork's child keeps the mapping as plain shared memory: its stores are not logged (the write-protection
+ * and its handler thread stay with the parent). */
+static void forget_in_child(void) {
+    memset(amap_files, 0, sizeof amap_files);
+    memset(amap_views, 0, sizeof amap_views);
+    amap_live = 0;
+    pthread_mutex_init(&amap_mu, NULL);
+}
+
+static void register_fork_handler(void) { pthread_atfork(NULL, NULL, forget_in_child); }
+
+static struct amap_file *file_open(const char *path, const struct stat *st) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, register_fork_handler);
+    struct amap_file *slot = NULL;
+    for (int i = 0; i < AMAP_FILES_MAX && !slot; i++)
+        if (!amap_files[i].u) slot = &amap_files[i];
+    if (!slot) return NULL;
+    void *addr;
+    size_t len;
+    int rc = dk_uwp_map(path, NULL, &slot->u, &addr, &len);
+    if (rc) {
+        slot->u = NULL;
+        dk_count(DK_C_atomic_mmap_kernel, 1);
+        dk_log_once("DAXKIT_ATOMIC_MMAP: %s cannot be write-protected with userfaultfd here (%s): mapped by the "
+                    "kernel, msync is not failure-atomic (counted as atomic_mmap_kernel)", path, strerror(-rc));
+        return NULL;
+    }
+    slot->base = addr, slot->len = len, slot->dev = st->st_dev, slot->ino = st->st_ino, slot->views = 0;
+    dk_count(DK_C_atomic_mmap_wp, 1);
+    return slot;
+}
+
+bool up_atomic_mmap(void *hint, size_t len, int prot, int fl, int fd, off_t off, void **out) {
+    if (!dk_cfg.atomic_mmap[0] || !(prot & PROT_WRITE) || (fl & MAP_TYPE) != MAP_SHARED || (fl & MAP_FIXED) ||
+        off < 0 || off % sysconf(_SC_PAGESIZE) || len == 0)
+        return false;
+    (void)hint;
+    char link[64], path[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    if (n <= 0) return false;
+    path[n] = 0;
+    struct stat st;
+    if (!up_atomic_mmap_wanted(path) || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    pthread_mutex_lock(&amap_mu);
+    struct amap_file *f = file_for(&st);
+    if (!f) f = file_open(path, &st);
+    struct amap_view *v = NULL;
+    for (int i = 0; i < AMAP_VIEWS_MAX && f && !v; i++)
+        if (!amap_views[i].addr) v = &amap_views[i];
+    bool ok = f && v && (uint64_t)off + len <= f->len;
+    if (ok) {
+        *v = (struct amap_view){.addr = f->base + off, .len = len, .file = f};
+        f->views++;
+        __atomic_add_fetch(&amap_live, 1, __ATOMIC_RELEASE);
+        *out = v->addr;
+    } else if (f && !f->views) {
+        dk_uwp_unmap(f->u);
+        f->u = NULL;
+    }
+    if (!ok && f) dk_log_once("DAXKIT_ATOMIC_MMAP: a mapping past the end of %s (or too many): by the kernel", path);
+    pthread_mutex_unlock(&amap_mu);
+    return ok;
+}
+
+static struct amap_view *view_at(const void *addr) {
+    for (int i = 0; i < AMAP_VIEWS_MAX; i++)
+        if (amap_views[i].addr && (const char *)addr >= amap_views[i].addr &&
+            (const char *)addr < amap_views[i].addr + amap_views[i].len)
+            return &amap_views[i];
+    return NULL;
+}
+
+bool up_atomic_munmap(void *addr, size_t len, int *rc) {
+    (void)len;
+    if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return false;
+    pthread_mutex_lock(&amap_mu);
+    struct amap_view *v = view_at(addr);
+    if (v) {
+        struct amap_file *f = v->file;
+        *v = (struct amap_view){0};
+        __atomic_sub_fetch(&amap_live, 1, __ATOMIC_RELEASE);
+        *rc = 0;
+        if (--f->views == 0) { /* the last view: unsynced stores roll back */
+            int r = dk_uwp_unmap(f->u);
+            f->u = NULL;
+            if (r) dk_log("DAXKIT_ATOMIC_MMAP: unmapping failed (%s)", strerror(-r));
+        }
+    }
+    pthread_mutex_unlock(&amap_mu);
+    return v != NULL;
+}
+
+bool up_atomic_msync(void *addr, size_t len, int flags, int *rc) {
+    (void)len;
+    if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return false;
+    pthread_mutex_lock(&amap_mu);
+    struct amap_view *v = view_at(addr);
+    struct dk_uwp *u = v ? v->file->u : NULL;
+    pthread_mutex_unlock(&amap_mu);
+    if (!u) return false;
+    int r = (flags & MS_SYNC) ? dk_uwp_msync(u) : 0;
+    if (r) errno = -r;
+    *rc = r ? -1 : 0;
+    return true;
+}
+
+void up_atomic_mmap_release_all(void) {
+    if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return;
+    pthread_mutex_lock(&amap_mu);
+    for (int i = 0; i < AMAP_FILES_MAX; i++)
+        if (amap_files[i].u) {
+            dk_uwp_unmap(amap_files[i].u); /* exit without msync: roll back, as a crash would */
+            amap_files[i].u = NULL;
+        }
+    memset(amap_views, 0, sizeof amap_views);
+    __atomic_store_n(&amap_live, 0, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&amap_mu);
+}

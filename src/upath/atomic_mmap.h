@@ -1,0 +1,20 @@
+/* DAXKIT_ATOMIC_MMAP: failure-atomic msync for programs that map managed files themselves (atomic_mmap.c).
+ * The shim calls these first in mmap/munmap/msync; each returns false when the call is not one of ours. */
+#ifndef DK_UPATH_ATOMIC_MMAP_H
+#define DK_UPATH_ATOMIC_MMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* true when `path` (absolute) matches one of the DAXKIT_ATOMIC_MMAP globs. */
+bool up_atomic_mmap_wanted(const char *path);
+/* A writable MAP_SHARED mapping of a matching file: *out is the program's address. */
+bool up_atomic_mmap(void *hint, size_t len, int prot, int fl, int fd, off_t off, void **out);
+bool up_atomic_munmap(void *addr, size_t len, int *rc);
+/* MS_SYNC commits (*rc 0, or -1 with errno); MS_ASYNC does nothing. */
+bool up_atomic_msync(void *addr, size_t len, int flags, int *rc);
+/* Exit: stores not msync'ed roll back. */
+void up_atomic_mmap_release_all(void);
+
+#endif
