@@ -258,6 +258,7 @@ static bool unmapped_take_turn(struct up_file *f, uint64_t end) {
 /* An overwrite of published bytes by pwrite while the file is not mapped (the descriptor is no O_APPEND
  * one: the caller's write is not an append). 1 when done, 0 when the mapped path must do it, or -errno. */
 static int overwrite_unmapped(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
+    if (__atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE) || off + n > inplace_limit(f)) return 0; /* cheap reject */
     pthread_mutex_lock(&f->mu);
     int rc = 0;
     if (unmapped_take_turn(f, off + n)) {
@@ -278,6 +279,7 @@ static int overwrite_unmapped(struct up_file *f, int fd, const char *buf, size_t
 /* A read of published bytes by pread while the file is not mapped. Bytes read, 0 when the mapped path
  * must do it. */
 static ssize_t read_unmapped(struct up_file *f, int fd, char *buf, size_t n, uint64_t off) {
+    if (__atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE) || off + n > inplace_limit(f)) return 0; /* cheap reject */
     pthread_mutex_lock(&f->mu);
     ssize_t r = 0;
     if (unmapped_take_turn(f, off + n)) {
@@ -292,6 +294,8 @@ static ssize_t read_unmapped(struct up_file *f, int fd, char *buf, size_t n, uin
 /* The common case without f->mu: an overwrite of published, mapped bytes. `fence`: false when the
  * caller persists later (strict mode: the record is durable, the checkpoint fences the applied bytes). */
 static bool overwrite_fast(struct up_file *f, const char *buf, size_t n, uint64_t off, bool fence) {
+    /* Writes reaching past the published end (appends made by write()) skip the lock: checked again under it. */
+    if (off + n > inplace_limit(f)) return false;
     pthread_rwlock_rdlock(&f->rw);
     bool ok = off + n <= inplace_limit(f) && off + n <= __atomic_load_n(&f->map.mapped_bytes, __ATOMIC_ACQUIRE) &&
               __atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE);
