@@ -1,11 +1,13 @@
 /* Appending records and starting a new generation (see oplog.h and docs/oplog.md). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/crashpoint.h"
 #include "common/dk.h"
 #include "oplog/internal.h"
 #include "persist/persist.h"
+#include "shim/libc.h"
 
 /* Reserves `lines` consecutive slots by CAS on the DRAM tail. Returns the first slot, or UINT64_MAX when
  * they do not fit (the tail is left alone, so smaller records may still fit). */
@@ -28,14 +30,31 @@ static int allocate_through(struct dk_oplog *log, uint64_t end_lines) {
     return rc;
 }
 
-/* Stores one whole line non-temporally (the trace sees a 64-byte NT store). No fence. */
-static void store_line(struct oplog_line *dst, const struct oplog_line *src) {
-    dk_store_persistent(dst, src, sizeof *src, DK_OPLOG_LINE_BYTES);
+/* Stores one whole line: non-temporally into the mapping (the trace sees a 64-byte NT store; no fence), or
+ * plainly into a buffer that goes to the file by pwrite (page cache). */
+static void store_line(const struct dk_oplog *log, struct oplog_line *dst, const struct oplog_line *src) {
+    if (log->persist == OPLOG_PERSIST_MSYNC) memcpy(dst, src, sizeof *src);
+    else dk_store_persistent(dst, src, sizeof *src, DK_OPLOG_LINE_BYTES);
+}
+
+int oplog_write_durable(struct dk_oplog *log, const void *src, size_t n, uint64_t file_offset) {
+    const struct dk_libc *c = dk_libc();
+    DK_ERRNO_SAVE;
+    int rc = 0;
+    for (const char *p = src; n && rc == 0;) {
+        ssize_t w = c->pwrite(log->fd, p, n, (off_t)file_offset);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) rc = w < 0 ? -errno : -EIO;
+        else p += w, n -= (size_t)w, file_offset += (uint64_t)w;
+    }
+    if (rc == 0 && c->fdatasync(log->fd) != 0) rc = -errno;
+    DK_ERRNO_RESTORE;
+    return rc;
 }
 
 /* Writes the data lines of a record starting at `dst` and returns the crc continued over them. */
-static uint32_t write_data_lines(struct oplog_line *dst, const struct oplog_line_hdr *head, const void *data,
-                                 size_t data_len, uint32_t crc) {
+static uint32_t write_data_lines(const struct dk_oplog *log, struct oplog_line *dst, const struct oplog_line_hdr *head,
+                                 const void *data, size_t data_len, uint32_t crc) {
     const unsigned char *src = data;
     for (uint16_t i = 1; data_len > 0; i++) {
         struct oplog_line line = {.h = *head};
@@ -45,7 +64,7 @@ static uint32_t write_data_lines(struct oplog_line *dst, const struct oplog_line
         size_t n = DK_MIN(data_len, (size_t)DK_OPLOG_PAYLOAD_BYTES);
         memcpy(line.payload, src, n);
         crc = dk_crc32c(crc, &line, sizeof line);
-        store_line(&dst[i - 1], &line);
+        store_line(log, &dst[i - 1], &line);
         src += n, data_len -= n;
     }
     return crc;
@@ -70,21 +89,35 @@ int dk_oplog_append(struct dk_oplog *log, unsigned type, const void *fixed48, co
                                     .generation = log->generation, .data_bytes = (uint32_t)data_len}};
     if (fixed48) memcpy(head.payload, fixed48, DK_OPLOG_PAYLOAD_BYTES);
     uint32_t crc = dk_crc32c(0, (const char *)&head + 4, sizeof head - 4);
+    /* Page cache: the record is built in a buffer and written by pwrite + fdatasync. Stores through the
+     * mapping would fault and dirty whole (large) folios, which msync then writes back entirely: measured
+     * 140-380 us per record against 45-55 us for pwrite + fdatasync (XFS on a RAM loop, Linux 6.18). */
+    struct oplog_line small[16], *buf = &log->records[slot];
+    if (log->persist == OPLOG_PERSIST_MSYNC) {
+        buf = lines <= DK_ARRAY_LEN(small) ? small : malloc((size_t)lines * sizeof *buf);
+        if (!buf) return -ENOMEM; /* the reserved slots stay empty: recovery skips them */
+    }
     /* Data lines first: a process that dies in between leaves lines no valid head claims. */
-    uint32_t crc_all = write_data_lines(&log->records[slot + 1], &head.h, data, data_len, crc);
+    uint32_t crc_all = write_data_lines(log, &buf[1], &head.h, data, data_len, crc);
     if (lines > 1) DK_CRASH_POINT("oplog.append.data_written");
     dk_assert(slot + lines <= __atomic_load_n(&log->allocated_lines, __ATOMIC_ACQUIRE));
     head.h.crc = crc_all;
 #ifdef DAXKIT_TEST_BUILD
     if (dk_oplog_test_broken == DK_OPLOG_BROKEN_CRC_HEAD_ONLY) head.h.crc = crc;
 #endif
-    store_line(&log->records[slot], &head);
+    store_line(log, &buf[0], &head);
     DK_CRASH_POINT("oplog.append.before_fence");
+    int rc = 0;
+    if (log->persist == OPLOG_PERSIST_MSYNC) {
+        rc = oplog_write_durable(log, buf, (size_t)lines * DK_OPLOG_LINE_BYTES,
+                                 (DK_OPLOG_HEADER_LINES + slot) * DK_OPLOG_LINE_BYTES);
+        if (buf != small) free(buf);
+    } else {
 #ifdef DAXKIT_TEST_BUILD
-    if (dk_oplog_test_broken != DK_OPLOG_BROKEN_NO_FENCE)
+        if (dk_oplog_test_broken != DK_OPLOG_BROKEN_NO_FENCE)
 #endif
-        dk_fence(); /* the one fence: every line of the record is on media after it */
-    int rc = oplog_msync_range(log, &log->records[slot], (size_t)lines * DK_OPLOG_LINE_BYTES);
+            dk_fence(); /* the one fence: every line of the record is on media after it */
+    }
     if (rc != 0) {
         int expected = 0;
         __atomic_compare_exchange_n(&log->sticky_error, &expected, -EIO, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);

@@ -20,7 +20,7 @@ _Static_assert(OPLOG_ALLOCATE_LINES >= DK_OPLOG_RECORD_LINES_MAX, "one step hold
 
 enum oplog_persist {
     OPLOG_PERSIST_FLUSH, /* dax, DAXKIT_PERSIST=flush, tmpfs: stores + flush + fence */
-    OPLOG_PERSIST_MSYNC, /* page cache: the same, then msync(MS_SYNC) of the touched pages */
+    OPLOG_PERSIST_MSYNC, /* page cache: lines written by pwrite (never stored through the mapping), fdatasync */
 };
 
 struct dk_oplog {
@@ -40,8 +40,8 @@ struct dk_oplog {
 };
 
 int oplog_allocate(struct dk_oplog *log, uint64_t end_lines);
-/* msync of the pages holding [p, p+n) for a page-cache medium. Returns 0 or -errno. */
-int oplog_msync_range(struct dk_oplog *log, const void *p, size_t n);
+/* Page cache: pwrite of n bytes at file_offset, then fdatasync. Returns 0 or -errno. */
+int oplog_write_durable(struct dk_oplog *log, const void *src, size_t n, uint64_t file_offset);
 /* Writes header slot `generation % 2` (store + flush + fence, msync on page cache). */
 int oplog_write_header(struct dk_oplog *log, uint32_t generation, const char *tag);
 

@@ -42,15 +42,6 @@ static int tag_ok(const char *tag) {
     return 1;
 }
 
-int oplog_msync_range(struct dk_oplog *log, const void *p, size_t n) {
-    if (log->persist != OPLOG_PERSIST_MSYNC) return 0;
-    uintptr_t lo = dk_round_down((uintptr_t)p, DK_PAGE_BYTES);
-    uintptr_t hi = dk_round_up((uintptr_t)p + n, DK_PAGE_BYTES);
-    DK_ERRNO_SAVE;
-    int rc = dk_libc()->msync((void *)lo, hi - lo, MS_SYNC) == 0 ? 0 : -errno;
-    DK_ERRNO_RESTORE;
-    return rc;
-}
 
 int oplog_write_header(struct dk_oplog *log, uint32_t generation, const char *tag) {
     struct oplog_header h = {0};
@@ -67,6 +58,7 @@ int oplog_write_header(struct dk_oplog *log, uint32_t generation, const char *ta
     else memcpy(h.tag, log->headers[(generation + 1) & 1].tag, sizeof h.tag);
     h.crc = oplog_header_crc(&h);
     struct oplog_header *slot = &log->headers[generation & 1];
+    if (log->persist == OPLOG_PERSIST_MSYNC) return oplog_write_durable(log, &h, sizeof h, (generation & 1) * sizeof h);
 #ifdef DAXKIT_TEST_BUILD
     if (dk_oplog_test_broken == DK_OPLOG_BROKEN_RESET_NO_FENCE && tag == NULL) {
         memcpy(slot, &h, sizeof h); /* plain stores, never written back: the bug under test */
@@ -75,7 +67,7 @@ int oplog_write_header(struct dk_oplog *log, uint32_t generation, const char *ta
 #endif
     dk_store_persistent(slot, &h, sizeof h, DK_OPLOG_LINE_BYTES);
     dk_fence();
-    return oplog_msync_range(log, slot, sizeof h);
+    return 0;
 }
 
 /* Page cache: writes zeros over [lo, hi) and makes them durable, so the blocks are allocated *and written*.
@@ -113,7 +105,9 @@ int oplog_allocate(struct dk_oplog *log, uint64_t end_lines) {
     if (e == 0 || e == EOPNOTSUPP || e == EINVAL) {
         uintptr_t page_lo = dk_round_down((uintptr_t)log->headers + lo, DK_PAGE_BYTES);
         uintptr_t page_hi = dk_round_up((uintptr_t)log->headers + hi, DK_PAGE_BYTES);
-        c->madvise((void *)page_lo, page_hi - page_lo, OPLOG_MADV_POPULATE_WRITE);
+        /* Page cache: the mapping is only read (records go by pwrite); write faults would dirty it. */
+        if (log->persist != OPLOG_PERSIST_MSYNC)
+            c->madvise((void *)page_lo, page_hi - page_lo, OPLOG_MADV_POPULATE_WRITE);
         __atomic_store_n(&log->allocated_lines, end_lines, __ATOMIC_RELEASE);
         e = 0;
     }

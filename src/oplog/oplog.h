@@ -63,12 +63,13 @@ _Static_assert(sizeof(struct dk_oplog_op) == DK_OPLOG_PAYLOAD_BYTES, "head paylo
 struct dk_oplog;
 
 /* Creates <dir>/<tag>.<pid>.<n>.log (n: the first free number), `bytes` long (rounded down to whole lines;
- * at least DK_OPLOG_BYTES_MIN), zero-filled and allocated (posix_fallocate: no SIGBUS later), generation 1
+ * at least DK_OPLOG_BYTES_MIN), zero-filled and allocated (posix_fallocate; on a page-cache medium zeros are
+ * written and made durable instead, so no unwritten extent is left to convert later; no SIGBUS), generation 1
  * persisted in its header, and holds flock(LOCK_EX) on it for the life of the log -- that lock is how
  * dk_oplog_find_orphans tells a live log from one whose owner died. The file is built under a .tmp name and
  * renamed when complete, so no one ever sees a half-initialised log. How records are made durable follows
  * the medium of `dir` (persist/media.h): dax (or DAXKIT_PERSIST=flush): stores + cache-line flush + one
- * fence; page cache: also msync of the record's pages; tmpfs: the same as dax (flushes are cheap and keep
+ * fence; page cache: the record's lines by pwrite (never through the mapping) + fdatasync; tmpfs: the same as dax (flushes are cheap and keep
  * the explorer's trace complete). `tag`: letters, digits, '-' and '_' only (e.g. "strict"). */
 int dk_oplog_open(const char *dir, const char *tag, size_t bytes, struct dk_oplog **log_out);
 
@@ -76,7 +77,7 @@ int dk_oplog_open(const char *dir, const char *tag, size_t bytes, struct dk_oplo
  * bytes of `data` in ceil(data_len/48) data lines. Returns 0 when the record is durable (one fence), with
  * its sequence number (generation << 32 | slot) in *seq_out (may be NULL); -ENOSPC when the log is full
  * (checkpoint, dk_oplog_reset, retry); -EINVAL for a bad type or data_len > DK_OPLOG_DATA_BYTES_MAX;
- * -EIO (sticky) when msync failed on a page-cache medium. Thread-safe; never blocks on other appenders. */
+ * -EIO (sticky) when pwrite/fdatasync failed on a page-cache medium. Thread-safe; never blocks on other appenders. */
 int dk_oplog_append(struct dk_oplog *log, unsigned type, const void *fixed48, const void *data, size_t data_len,
                     uint64_t *seq_out);
 
