@@ -13,7 +13,6 @@
 
 static void run_usage(void) {
     fprintf(stderr, "usage: daxkit run [--mode posix|sync|strict] [--dir PATH]... [--append stage|extend|auto[,GLOB=...]]\n"
-                    "                  [--atomic GLOB[:GLOB...]]\n"
                     "                  [--atomic GLOB[:GLOB...]] [--atomic-mmap GLOB[:GLOB...]]\n"
                     "                  [--persist auto|flush] [--verbose] [--] COMMAND [ARGS]\n");
 }
