@@ -33,7 +33,8 @@ struct dk_oplog {
     uint32_t generation;
     enum oplog_persist persist;
     int fd;
-    int sticky_error;             /* a failed msync: every later append fails with it */
+    int sticky_error;             /* a failed pwrite/fdatasync: every later append fails with it */
+    int creator_pid;              /* diagnostics in the header (a forked child never uses its parent's log) */
     uint64_t allocated_lines;     /* record slots [0, this) have blocks and pages; grows under grow_mu */
     pthread_mutex_t grow_mu;
     char path[PATH_MAX];

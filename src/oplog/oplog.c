@@ -53,7 +53,7 @@ int oplog_write_header(struct dk_oplog *log, uint32_t generation, const char *ta
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     h.created_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    h.creator_pid = (uint32_t)dk_libc()->getpid();
+    h.creator_pid = (uint32_t)log->creator_pid; /* not getpid() at every reset: a checkpoint is hot */
     if (tag) strncpy(h.tag, tag, sizeof h.tag - 1);
     else memcpy(h.tag, log->headers[(generation + 1) & 1].tag, sizeof h.tag);
     h.crc = oplog_header_crc(&h);
@@ -168,6 +168,7 @@ static int open_at(struct dk_oplog *log, const char *dir, int dirfd, const char 
     int map_sync;
     log->persist = persist_for(dirfd, &map_sync);
     int pid = (int)dk_libc()->getpid();
+    log->creator_pid = pid;
     for (int n = 0; n < OPLOG_NAME_TRIES_MAX; n++) {
         char name[64], tmp[68];
         snprintf(name, sizeof name, "%s.%d.%d.log", tag, pid, n);
