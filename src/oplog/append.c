@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "common/crashpoint.h"
 #include "common/dk.h"
@@ -37,17 +38,28 @@ static void store_line(const struct dk_oplog *log, struct oplog_line *dst, const
     else dk_store_persistent(dst, src, sizeof *src, DK_OPLOG_LINE_BYTES);
 }
 
-int oplog_write_durable(struct dk_oplog *log, const void *src, size_t n, uint64_t file_offset) {
+/* pwritev2 of all n bytes at file_offset with `flags`. 0 or -errno. */
+static int write_all(const struct dk_oplog *log, const char *p, size_t n, uint64_t file_offset, int flags) {
     const struct dk_libc *c = dk_libc();
-    DK_ERRNO_SAVE;
-    int rc = 0;
-    for (const char *p = src; n && rc == 0;) {
-        ssize_t w = c->pwrite(log->fd, p, n, (off_t)file_offset);
+    while (n) {
+        struct iovec v = {(void *)p, n};
+        ssize_t w = c->pwritev2(log->fd, &v, 1, (off_t)file_offset, flags);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) rc = w < 0 ? -errno : -EIO;
-        else p += w, n -= (size_t)w, file_offset += (uint64_t)w;
+        if (w <= 0) return w < 0 ? -errno : -EIO;
+        p += w, n -= (size_t)w, file_offset += (uint64_t)w;
     }
-    if (rc == 0 && c->fdatasync(log->fd) != 0) rc = -errno;
+    return 0;
+}
+
+int oplog_write_durable(struct dk_oplog *log, const void *src, size_t n, uint64_t file_offset) {
+    DK_ERRNO_SAVE;
+    /* RWF_DSYNC: one system call, and the kernel syncs just this range (measured a few us less than
+     * pwrite + fdatasync); without it (Linux < 4.7), pwrite + fdatasync. */
+    int rc = write_all(log, src, n, file_offset, RWF_DSYNC);
+    if (rc == -EOPNOTSUPP || rc == -EINVAL) {
+        rc = write_all(log, src, n, file_offset, 0);
+        if (rc == 0 && dk_libc()->fdatasync(log->fd) != 0) rc = -errno;
+    }
     DK_ERRNO_RESTORE;
     return rc;
 }
