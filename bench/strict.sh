@@ -3,8 +3,9 @@
 #   - 64 B / 256 B / 1 KiB / 4 KiB random overwrites and appends, fsync every 1 and every 10, on huge tmpfs
 #     with DAXKIT_PERSIST=flush (emulated DAX persistence: labelled) and on XFS on a RAM loop (real fsync);
 #   - strict mode's per-write choice: default (inline up to 1 KiB) vs always staged vs always inline;
-#   - recovery: records replayed per second after a SIGKILL with N records in the log.
-# Usage: bench/strict.sh BUILD_DIR OUT_CSV     Environment: OPS [20000], REPS [1], MEDIA [hugetmpfs xfs]
+#   - recovery: records replayed per second after a SIGKILL with N records in the log;
+#   - SQLite: journal_mode=OFF under strict mode against WAL on the kernel path (strict-sqlite.csv).
+# Usage: bench/strict.sh BUILD_DIR OUT_CSV     Environment: OPS [20000], REPS [1], MEDIA [hugetmpfs xfs], SQL_N [20000]
 set -euo pipefail
 BUILD=$(cd "${1:?build dir}" && pwd)
 OUT=${2:?out csv}
@@ -78,3 +79,36 @@ ms = r["strict_replay_us"] / 1e3
 print("hugetmpfs,%d,%.1f,%.0f" % (r["strict_records"], ms, r["strict_records"] / (ms / 1e3) if ms else 0))' >> "$rcsv"
 done
 cat "$rcsv" >&2
+
+# SQLite commits (issue 3: strict mode with SQLite's journal off against WAL on the kernel path), huge tmpfs,
+# SQL_N single-insert transactions, synchronous=FULL; with SQLite's default locking (a lock round per
+# transaction) and with locking_mode=EXCLUSIVE (one process owns the database: no per-transaction locks).
+if command -v sqlite3 > /dev/null; then
+    dk_media_mount hugetmpfs 2G > /dev/null
+    scsv=$(dirname "$OUT")/strict-sqlite.csv
+    echo "locking,variant,journal,txns,seconds,txn_per_s,rep" > "$scsv"
+    SQL_N=${SQL_N:-20000}
+    for rep in $(seq 1 "$REPS"); do
+        for locking in normal exclusive; do
+            for vj in kernel:wal kernel:off strict:off strict:wal sync:wal; do
+                v=${vj%:*} j=${vj#*:} d=$DK_MNT/sqlite-$v-$j
+                rm -rf "$d" && mkdir -p "$d"
+                pfx=()
+                [ "$v" = kernel ] || pfx=("$CLI" run --mode "$v" --dir "$d" --append stage --persist flush --)
+                printf 'PRAGMA journal_mode=%s;\nCREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, n INTEGER);\n' "$j" |
+                    "${pfx[@]}" sqlite3 "$d/x.db" > /dev/null
+                awk -v m="$j" -v n="$SQL_N" -v l="$locking" 'BEGIN { print "PRAGMA journal_mode=" m ";"
+                    print "PRAGMA synchronous=FULL;"; print "PRAGMA locking_mode=" l ";"
+                    for (i = 1; i <= n; i++) printf "INSERT INTO t VALUES(%d, hex(randomblob(50)), %d);\n", i, i }' > "$d/i.sql"
+                t0=$(date +%s%N)
+                "${pfx[@]}" sqlite3 "$d/x.db" < "$d/i.sql" > /dev/null
+                t1=$(date +%s%N)
+                awk -v l="$locking" -v v="$v" -v j="$j" -v n="$SQL_N" -v ns=$((t1 - t0)) -v r="$rep" \
+                    'BEGIN { printf "%s,%s,%s,%d,%.3f,%.0f,%d\n", l, v, j, n, ns / 1e9, n / (ns / 1e9), r }' >> "$scsv"
+            done
+        done
+    done
+    cat "$scsv" >&2
+else
+    echo "bench/strict: sqlite3 missing, SQLite part skipped" >&2
+fi
