@@ -32,12 +32,19 @@
 #include "upath/atomic_route.h"
 #include "upath/internal.h"
 #include "upath/io.h"
+#include "upath/upath.h"
 
 struct up_atomic {
-    struct alog_file *eng;
+    struct alog_file *eng; /* NULL once detached */
     pthread_rwlock_t rw;
     uint64_t zero_from; /* kernel-file bytes at and past this offset are zeros (never written) */
+    char path[PATH_MAX]; /* the name it was opened by (its log is <dir>/.daxkit/<name>.alog) */
 };
+
+/* A detached route is never freed: a thread that loaded f->atomic just before the detach still takes its
+ * lock, finds eng == NULL and goes the plain way. (A few hundred bytes per detach; routes detach at the
+ * last close, fork, exec, exit and kernel access.) */
+static pthread_mutex_t detach_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- which files ---- */
 
@@ -90,8 +97,8 @@ static void set_size(struct up_file *f, uint64_t size) {
     pthread_mutex_unlock(&f->mu);
 }
 
-static int commit_locked(struct up_file *f) {
-    struct up_atomic *a = f->atomic;
+static int commit_locked(struct up_file *f, struct up_atomic *a) {
+    if (!a->eng) return 0; /* detached: committed then */
     a->eng->size_pending = up_file_size(f);
     int rc = alog_sync(a->eng);
     dk_count(DK_C_atomic_commits, 1);
@@ -100,8 +107,9 @@ static int commit_locked(struct up_file *f) {
 
 static int commit(struct up_file *f) {
     struct up_atomic *a = f->atomic;
+    if (!a) return 0;
     pthread_rwlock_wrlock(&a->rw);
-    int rc = commit_locked(f);
+    int rc = commit_locked(f, a);
     pthread_rwlock_unlock(&a->rw);
     return rc;
 }
@@ -114,10 +122,14 @@ static int fail(int rc) {
 
 /* ---- data calls ---- */
 
-ssize_t up_atomic_read(struct up_file *f, void *buf, size_t n, uint64_t off) {
+ssize_t up_atomic_read(struct up_file *f, int fd, void *buf, size_t n, uint64_t off) {
     struct up_atomic *a = f->atomic;
     n = DK_MIN(n, DK_MAX_RW_BYTES);
     pthread_rwlock_rdlock(&a->rw);
+    if (!a->eng) {
+        pthread_rwlock_unlock(&a->rw);
+        return up_io_read(f, fd, buf, n, off);
+    }
     uint64_t size = up_file_size(f);
     int rc = 0;
     if (off >= size) n = 0;
@@ -150,21 +162,25 @@ static int write_extending(struct up_file *f, const void *buf, size_t n, uint64_
     return 0;
 }
 
-ssize_t up_atomic_write(struct up_file *f, const void *buf, size_t n, uint64_t off, bool append, bool sync) {
+ssize_t up_atomic_write(struct up_file *f, int fd, const void *buf, size_t n, uint64_t off, bool append, bool sync) {
     struct up_atomic *a = f->atomic;
     if (n == 0) return 0;
     n = DK_MIN(n, DK_MAX_RW_BYTES);
     int rc = -EAGAIN;
+    bool gone = false;
     if (!append) { /* the common case: inside the size, many threads at once */
         pthread_rwlock_rdlock(&a->rw);
-        if (off + n >= off && off + n <= up_file_size(f)) rc = eng_copy(a, off, buf, n);
+        gone = !a->eng;
+        if (!gone && off + n >= off && off + n <= up_file_size(f)) rc = eng_copy(a, off, buf, n);
         pthread_rwlock_unlock(&a->rw);
     }
-    if (rc == -EAGAIN) {
+    if (rc == -EAGAIN && !gone) {
         pthread_rwlock_wrlock(&a->rw);
-        rc = write_extending(f, buf, n, &off, append);
+        gone = !a->eng;
+        if (!gone) rc = write_extending(f, buf, n, &off, append);
         pthread_rwlock_unlock(&a->rw);
     }
+    if (gone) return up_io_write(f, fd, buf, n, off, append, sync);
     if (rc) return fail(rc);
     up_io_last_offset = off;
     dk_count(DK_C_atomic_writes, 1);
@@ -173,7 +189,12 @@ ssize_t up_atomic_write(struct up_file *f, const void *buf, size_t n, uint64_t o
     return (ssize_t)n;
 }
 
-int up_atomic_fsync(struct up_file *f) {
+int up_atomic_fsync(struct up_file *f, int fd, bool datasync) {
+    struct up_atomic *a = f->atomic;
+    if (!a || !__atomic_load_n(&a->eng, __ATOMIC_ACQUIRE)) { /* detached meanwhile */
+        int rc = up_sync_file(f, fd, datasync);
+        return rc ? fail(rc) : 0;
+    }
     dk_count(DK_C_fsyncs, 1);
     int rc = commit(f);
     return rc ? fail(rc) : 0;
@@ -186,31 +207,48 @@ static int truncate_locked(struct up_file *f, uint64_t len) {
         int rc = alog_grow(a->eng, len);
         if (!rc) rc = zero_fill(a, size, len);
         if (rc) return rc;
+        a->zero_from = DK_MAX(a->zero_from, len); /* invariant: zero_from >= size (overwrites dirty below it) */
     }
     set_size(f, len); /* shrinking: the bytes past len stay in the kernel file, below zero_from */
     return 0;
 }
 
-int up_atomic_ftruncate(struct up_file *f, off_t len) {
+/* The kernel does it on the exact file (the route is detached): as the plain path's pass-through does. */
+static int by_kernel(int fd, int r) {
+    int e = errno;
+    if (r == 0) up_kernel_changed_fd(fd);
+    errno = e;
+    return r;
+}
+
+int up_atomic_ftruncate(struct up_file *f, int fd, off_t len) {
     if (len < 0) return fail(-EINVAL);
     struct up_atomic *a = f->atomic;
     pthread_rwlock_wrlock(&a->rw);
+    if (!a->eng) {
+        pthread_rwlock_unlock(&a->rw);
+        return by_kernel(fd, DK_REAL(ftruncate)(fd, len));
+    }
     int rc = truncate_locked(f, (uint64_t)len);
-    if (!rc && dk_cfg.mode != DK_MODE_POSIX) rc = commit_locked(f);
+    if (!rc && dk_cfg.mode != DK_MODE_POSIX) rc = commit_locked(f, a);
     pthread_rwlock_unlock(&a->rw);
     return rc ? fail(rc) : 0;
 }
 
-int up_atomic_fallocate(struct up_file *f, int mode, off_t off, off_t len) {
-    if (off < 0 || len <= 0) return fail(-EINVAL);
-    if (mode & ~FALLOC_FL_KEEP_SIZE) return fail(-EOPNOTSUPP); /* holes and ranges would bypass the log */
-    if (mode & FALLOC_FL_KEEP_SIZE) return 0;
-    uint64_t end = (uint64_t)off + (uint64_t)len;
+int up_atomic_fallocate(struct up_file *f, int fd, int mode, off_t off, off_t len) {
     struct up_atomic *a = f->atomic;
-    pthread_rwlock_wrlock(&a->rw);
-    int rc = end > up_file_size(f) ? truncate_locked(f, end) : 0;
-    pthread_rwlock_unlock(&a->rw);
-    return rc ? fail(rc) : 0;
+    if (mode == 0 && off >= 0 && len > 0) { /* plain allocation: at most a size change */
+        uint64_t end = (uint64_t)off + (uint64_t)len;
+        pthread_rwlock_wrlock(&a->rw);
+        int rc = 0;
+        bool gone = !a->eng;
+        if (!gone && end > up_file_size(f)) rc = truncate_locked(f, end);
+        pthread_rwlock_unlock(&a->rw);
+        if (!gone) return rc ? fail(rc) : 0;
+    }
+    /* Holes, ranges, KEEP_SIZE, bad arguments: the kernel, on the exact file (its errors are the answer). */
+    up_atomic_detach_fd(fd);
+    return by_kernel(fd, DK_REAL(fallocate)(fd, mode, off, len));
 }
 
 int up_atomic_publish(struct up_file *f) { return commit(f); }
@@ -243,13 +281,14 @@ static int open_engine(const char *path, struct alog_file **eng) {
     }
 }
 
-static void attach(struct up_file *f, struct alog_file *eng) {
+static void attach(struct up_file *f, struct alog_file *eng, const char *path) {
     struct up_atomic *a = calloc(1, sizeof *a);
     if (!a) {
         alog_close_sized(eng, NULL);
         return;
     }
     a->eng = eng;
+    snprintf(a->path, sizeof a->path, "%s", path);
     a->zero_from = eng->size_pending;
     pthread_rwlock_init(&a->rw, NULL);
     pthread_mutex_lock(&f->mu);
@@ -268,12 +307,33 @@ static void attach(struct up_file *f, struct alog_file *eng) {
 static void truncate_at_open(struct up_file *f) {
     struct up_atomic *a = f->atomic;
     pthread_rwlock_wrlock(&a->rw);
+    if (!a->eng) {
+        pthread_rwlock_unlock(&a->rw);
+        return;
+    }
     int rc = DK_REAL(ftruncate)(a->eng->data_fd, (off_t)a->eng->data_len) == 0 ? 0 : -errno;
     a->zero_from = 0; /* the kernel zeroed the file, but checkpoints may still store into it */
     if (!rc) rc = truncate_locked(f, 0);
-    if (!rc) rc = commit_locked(f);
+    if (!rc) rc = commit_locked(f, a);
     pthread_rwlock_unlock(&a->rw);
     if (rc) dk_log("O_TRUNC of a DAXKIT_ATOMIC file could not be committed (%s)", strerror(-rc));
+}
+
+struct held_arg {
+    const struct up_file *f;
+    const char *path;
+    bool held;
+};
+static void held_cb(struct up_file *g, void *arg) {
+    struct held_arg *h = arg;
+    if (g != h->f && g->atomic && g->atomic->eng && !strcmp(g->atomic->path, h->path)) h->held = true;
+}
+static bool log_held_here(const struct up_file *f, const char *path) {
+    struct held_arg h = {f, path, false};
+    pthread_mutex_lock(&up_table_mu);
+    up_file_foreach(held_cb, &h);
+    pthread_mutex_unlock(&up_table_mu);
+    return h.held;
 }
 
 int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
@@ -294,6 +354,13 @@ int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
         dk_log_verbose("%s: already open through the plain path in this process; not failure-atomic", path);
         return 0;
     }
+    if (log_held_here(f, path)) {
+        /* Another file of this process took that name's log (a routed file renamed away, or unlinked and
+         * its name reused, while still open): this one stays plain until that one is closed. */
+        dk_count(DK_C_atomic_plain, 1);
+        dk_log_verbose("%s: its atomic log is held by another open file of this process; not failure-atomic", path);
+        return 0;
+    }
     struct alog_file *eng = NULL;
     int rc = open_engine(path, &eng);
     if (rc == -EBUSY) {
@@ -307,16 +374,20 @@ int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
                "fsync", path, strerror(-rc));
         return 0;
     }
-    attach(f, eng);
+    attach(f, eng, path);
     if (f->atomic && (oflags & O_TRUNC) && eng->size_pending) truncate_at_open(f);
     return 0;
 }
 
 void up_atomic_detach(struct up_file *f) {
+    pthread_mutex_lock(&detach_mu);
     struct up_atomic *a = f->atomic;
-    if (!a) return;
+    if (!a) {
+        pthread_mutex_unlock(&detach_mu);
+        return;
+    }
     pthread_rwlock_wrlock(&a->rw);
-    int rc = commit_locked(f);
+    int rc = commit_locked(f, a);
     uint64_t size = up_file_size(f);
     int crc = alog_close_sized(a->eng, &size);
     if (rc || crc)
@@ -329,9 +400,17 @@ void up_atomic_detach(struct up_file *f) {
     f->pub_size = f->ksize = size;
     pthread_rwlock_unlock(&f->rw);
     pthread_mutex_unlock(&f->mu);
+    __atomic_store_n(&a->eng, NULL, __ATOMIC_RELEASE);
     pthread_rwlock_unlock(&a->rw);
-    pthread_rwlock_destroy(&a->rw);
-    free(a);
+    pthread_mutex_unlock(&detach_mu);
+}
+
+void up_atomic_detach_fd(int fd) {
+    struct up_slot *s = up_enabled ? up_fd_slot(fd) : NULL;
+    if (!s || !__atomic_load_n(&s->file->atomic, __ATOMIC_ACQUIRE)) return;
+    DK_ERRNO_SAVE;
+    up_atomic_detach(s->file);
+    DK_ERRNO_RESTORE;
 }
 
 static void detach_cb(struct up_file *f, void *arg) {
@@ -347,11 +426,19 @@ void up_atomic_detach_all(void) {
 }
 
 bool up_atomic_truncate_inode(dev_t dev, ino_t ino, off_t len, int *rc) {
-    if (!dk_cfg.atomic[0]) return false;
+    if (!dk_cfg.atomic[0] || len < 0) return false;
     pthread_mutex_lock(&up_table_mu);
     struct up_file *f = up_file_lookup(dev, ino);
-    bool routed = f && f->atomic;
-    if (routed) *rc = up_atomic_ftruncate(f, len);
+    struct up_atomic *a = f ? f->atomic : NULL;
+    bool routed = false;
+    if (a) {
+        pthread_rwlock_wrlock(&a->rw);
+        routed = a->eng != NULL;
+        int r = routed ? truncate_locked(f, (uint64_t)len) : 0;
+        if (routed && !r && dk_cfg.mode != DK_MODE_POSIX) r = commit_locked(f, a);
+        pthread_rwlock_unlock(&a->rw);
+        if (routed) *rc = r ? fail(r) : 0;
+    }
     pthread_mutex_unlock(&up_table_mu);
     return routed;
 }

@@ -21,18 +21,24 @@ bool up_atomic_wanted(const char *path);
  * when another process kept the file longer than DAXKIT_ATOMIC_WAIT_MS (the open must fail). */
 int up_atomic_adopt(struct up_file *f, int fd, int oflags);
 
-/* The data calls of a routed file; they return what the libc call would (value, errno). */
-ssize_t up_atomic_read(struct up_file *f, void *buf, size_t n, uint64_t off);
+/* The data calls of a routed file (fd: the program's descriptor); they return what the libc call would
+ * (value, errno). A route detached meanwhile by another thread sends the call down the plain path. */
+ssize_t up_atomic_read(struct up_file *f, int fd, void *buf, size_t n, uint64_t off);
 /* Writes at off, or at the end when `append`; the offset written at goes to up_io_last_offset. */
-ssize_t up_atomic_write(struct up_file *f, const void *buf, size_t n, uint64_t off, bool append, bool sync);
-int up_atomic_fsync(struct up_file *f);
-int up_atomic_ftruncate(struct up_file *f, off_t len);
-int up_atomic_fallocate(struct up_file *f, int mode, off_t off, off_t len);
+ssize_t up_atomic_write(struct up_file *f, int fd, const void *buf, size_t n, uint64_t off, bool append, bool sync);
+int up_atomic_fsync(struct up_file *f, int fd, bool datasync);
+int up_atomic_ftruncate(struct up_file *f, int fd, off_t len);
+/* Plain allocation is served (a size change); other modes (holes, ranges) detach the route first. */
+int up_atomic_fallocate(struct up_file *f, int fd, int mode, off_t off, off_t len);
 /* A publish point: commit. 0 or -errno. */
 int up_atomic_publish(struct up_file *f);
 /* The process's last descriptor of f closes (caller holds up_table_mu): commit, close the engine (the
  * file is cut to its committed size), back to the plain path. */
 void up_atomic_detach(struct up_file *f);
+/* The kernel is about to read or change the file behind fd (copy_file_range, sendfile, splice, SEEK_DATA,
+ * SEEK_HOLE, the program mapping it): commit and detach, so that it sees the exact file. The file stays on
+ * the plain path until this process opens it again with no other descriptor open. */
+void up_atomic_detach_fd(int fd);
 /* fork, exec, exit: every routed file is committed and detached. */
 void up_atomic_detach_all(void);
 /* truncate(path) of a routed file: served by the route. Returns true when handled (*rc: 0 or -1/errno). */

@@ -473,7 +473,7 @@ static inline bool sync_writes(const struct up_slot *s) {
 
 /* One write of the program: strict mode logs it first (strict.c); the others go straight to the path. */
 static ssize_t write_op(struct up_slot *s, int fd, const void *buf, size_t n, uint64_t off, bool append) {
-    if (DK_UNLIKELY(s->file->atomic)) return up_atomic_write(s->file, buf, n, off, append, sync_writes(s));
+    if (DK_UNLIKELY(s->file->atomic)) return up_atomic_write(s->file, fd, buf, n, off, append, sync_writes(s));
     if (dk_cfg.mode == DK_MODE_STRICT) return up_strict_write(s->file, fd, buf, n, off, append);
     return up_io_write(s->file, fd, buf, n, off, append, sync_writes(s));
 }
@@ -484,7 +484,7 @@ ssize_t up_read(struct up_slot *s, int fd, void *buf, size_t n) {
         return -1;
     }
     pos_lock(s);
-    ssize_t r = DK_UNLIKELY(s->file->atomic) ? up_atomic_read(s->file, buf, n, s->offset)
+    ssize_t r = DK_UNLIKELY(s->file->atomic) ? up_atomic_read(s->file, fd, buf, n, s->offset)
                                              : up_io_read(s->file, fd, buf, n, s->offset);
     if (r > 0) s->offset += (uint64_t)r;
     pos_unlock(s);
@@ -500,7 +500,7 @@ ssize_t up_pread(struct up_slot *s, int fd, void *buf, size_t n, off_t off) {
         errno = EBADF;
         return -1;
     }
-    if (DK_UNLIKELY(s->file->atomic)) return up_atomic_read(s->file, buf, n, (uint64_t)off);
+    if (DK_UNLIKELY(s->file->atomic)) return up_atomic_read(s->file, fd, buf, n, (uint64_t)off);
     return up_io_read(s->file, fd, buf, n, (uint64_t)off);
 }
 

@@ -315,6 +315,7 @@ off_t up_lseek(struct up_slot *s, int fd, off_t off, int whence) {
     case SEEK_END: base = (int64_t)up_file_size(f); break;
     case SEEK_DATA:
     case SEEK_HOLE: {
+        up_atomic_detach_fd(fd); /* DAXKIT_ATOMIC: the kernel answers for the exact file */
         /* The kernel knows holes; give it every byte first. */
         int rc = publish_file(f, fd);
         if (rc) {
@@ -339,7 +340,7 @@ off_t up_lseek(struct up_slot *s, int fd, off_t off, int whence) {
 /* ---- durability and size ---- */
 
 int up_fsync(struct up_slot *s, int fd, bool datasync) {
-    if (s->file->atomic) return up_atomic_fsync(s->file);
+    if (s->file->atomic) return up_atomic_fsync(s->file, fd, datasync);
     dk_count(DK_C_fsyncs, 1);
     bool strict = dk_cfg.mode == DK_MODE_STRICT;
     int rc = strict ? up_strict_fsync(s->file, fd, datasync) : up_sync_file(s->file, fd, datasync);
@@ -356,7 +357,7 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
         errno = EINVAL;
         return -1;
     }
-    if (f->atomic) return up_atomic_ftruncate(f, len);
+    if (f->atomic) return up_atomic_ftruncate(f, fd, len);
     bool strict = dk_cfg.mode == DK_MODE_STRICT;
     if (strict) {
         int lr = up_strict_log_truncate(f, (uint64_t)len);
@@ -391,7 +392,7 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
 
 int up_fallocate(struct up_slot *s, int fd, int mode, off_t off, off_t len) {
     struct up_file *f = s->file;
-    if (f->atomic) return up_atomic_fallocate(f, mode, off, len);
+    if (f->atomic) return up_atomic_fallocate(f, fd, mode, off, len);
     if (dk_cfg.mode == DK_MODE_STRICT) up_strict_checkpoint(f->root); /* not logged: no older record may replay over it */
     pthread_mutex_lock(&f->mu);
     int rc = up_publish_locked(f, fd);

@@ -58,9 +58,15 @@ static void check_read(int fd, uint64_t off, uint64_t n) {
     uint64_t want = off >= size ? 0 : (size - off < n + 1 ? size - off : n + 1);
     if (r < 0) die("pread");
     if ((uint64_t)r != want || memcmp(buf, model + off, want) != 0) {
-        fprintf(stderr, "route_writer: read at %llu of %llu: got %zd bytes, want %llu (size %llu)%s\n",
-                (unsigned long long)off, (unsigned long long)n + 1, r, (unsigned long long)want,
-                (unsigned long long)size, (uint64_t)r == want ? ", contents differ" : "");
+        uint64_t d = 0, e;
+        while (d < want && (uint64_t)r == want && buf[d] == model[off + d]) d++;
+        for (e = d; e < want && buf[e] != model[off + e]; e++) {
+        }
+        fprintf(stderr, "route_writer: read at %llu of %llu: got %zd bytes, want %llu (size %llu); first difference "
+                "at file offset %llu, %llu bytes: got %02x want %02x\n", (unsigned long long)off,
+                (unsigned long long)n + 1, r, (unsigned long long)want, (unsigned long long)size,
+                (unsigned long long)(off + d), (unsigned long long)(e - d), (unsigned char)buf[d],
+                (unsigned char)model[off + d]);
         exit(1);
     }
     free(buf);
@@ -99,6 +105,7 @@ int main(int argc, char **argv) {
     for (long i = 1; i <= ops; i++) {
         uint64_t r = next_rand() % 100;
         for (size_t k = 0; k < sizeof buf; k++) buf[k] = (char)('a' + (next_rand() % 26));
+        if (getenv("ROUTE_WRITER_TRACE")) fprintf(stderr, "op %ld r %llu size %llu\n", i, (unsigned long long)r, (unsigned long long)size);
         if (r < 45) { /* overwrite, or write past the end (a hole) */
             uint64_t off = next_rand() % (size + 6000), n = 1 + next_rand() % 600;
             if (pwrite(fd, buf, n, (off_t)off) != (ssize_t)n) die("pwrite");
