@@ -14,16 +14,25 @@ struct BfsVisit {
   NodeId* parent;
   LocalQueue<>* next;
   bool want(NodeId) const { return true; }
+  // Both loops keep what they use in locals: the CAS is a compiler barrier, so members and p.bytes would be
+  // reloaded on every edge (a third of the loop's instructions; at ~0.5 instructions per cycle that is time).
   void prefetch(const Piece& p, const std::byte* d) const {
-    for (uint32_t i = 0; i < p.bytes / kStride; i++) __builtin_prefetch(parent + load_node(d + i * kStride), 1, 3);
+    NodeId* const par = parent;
+    const std::byte* const end = d + p.bytes;
+#pragma GCC unroll 8
+    for (const std::byte* e = d; e < end; e += kStride) __builtin_prefetch(par + load_node(e), 1, 3);
   }
   void visit(const Piece& p, const std::byte* d) const {
     assert(p.bytes % kStride == 0);
-    for (uint32_t i = 0; i < p.bytes / kStride; i++) {
-      const NodeId v = load_node(d + i * kStride);
-      NodeId cur = parent[v];
-      if (cur < 0 && std::atomic_ref<NodeId>(parent[v]).compare_exchange_strong(cur, p.u, std::memory_order_relaxed)) {
-        next->push(v);
+    NodeId* const par = parent;
+    const NodeId u = p.u;
+    LocalQueue<>* const out = next;
+    const std::byte* const end = d + p.bytes;
+    for (const std::byte* e = d; e < end; e += kStride) {
+      const NodeId v = load_node(e);
+      NodeId cur = par[v];
+      if (cur < 0 && std::atomic_ref<NodeId>(par[v]).compare_exchange_strong(cur, u, std::memory_order_relaxed)) {
+        out->push(v);
       }
     }
   }

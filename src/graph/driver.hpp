@@ -47,6 +47,12 @@ async::Fiber<Dev> context_body(async::Scheduler<Dev>& s, async::Slot slot, Claim
       vis.visit(p, bytes);
       continue;
     }
+    if (p.bytes <= batch_bytes) {  // most pieces: one batch (saves the sub-piece bookkeeping per vertex)
+      vis.prefetch(p, bytes);
+      co_await s.yield();
+      vis.visit(p, bytes);
+      continue;
+    }
     for (uint32_t off = 0; off < p.bytes; off += batch_bytes) {
       const Piece sub{p.u, p.addr + off, std::min(batch_bytes, p.bytes - off), p.whole};
       vis.prefetch(sub, bytes + off);

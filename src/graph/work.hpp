@@ -14,7 +14,7 @@
 namespace dk::graph {
 
 inline constexpr size_t kChunkVertices = 64;
-inline constexpr size_t kClaimAheadVertices = 16;  // ~16 claims x ~100 ns of work per vertex ahead of use
+inline constexpr size_t kClaimAheadVertices = 64;  // one round of 64 contexts: the miss has a round to land
 
 struct SharedFrontier {
   const NodeId* items = nullptr;
@@ -52,8 +52,15 @@ class Claimer {
           pos_++;
           continue;
         }
-        list_addr_ = g_.list_addr(u);
-        list_end_ = list_addr_ + g_.list_bytes(u);
+        const uint64_t addr = g_.list_addr(u);
+        const uint64_t bytes = g_.list_bytes(u);
+        if (!split_ || ((addr ^ (addr + bytes - 1)) & ~uint64_t{async::kPageBytes - 1}) == 0) {
+          p = Piece{u, addr, uint32_t(bytes), true};  // the common case: the whole list in one piece
+          pos_++;
+          return true;
+        }
+        list_addr_ = addr;
+        list_end_ = addr + bytes;
         piece_addr_ = list_addr_;
         started_ = true;
       }
@@ -75,12 +82,16 @@ class Claimer {
   // The coroutine drivers' contexts claim vertices back to back and then wait on their reads, so a
   // miss on offsets[u] (and page_addr[u]) at claim time would stall every context of the thread:
   // fetch them kClaimAheadVertices claims early. (The plain driver keeps GAP's loop as it is.)
-  void prefetch_ahead() const {
+  // Not a const member: GCC (12) marks a const, loop-free function whose only effect is
+  // __builtin_prefetch as pure and deletes the call, so this prefetch was never emitted.
+  void prefetch_ahead() {
     const size_t ahead = pos_ + kClaimAheadVertices;
-    if (ahead >= f_.size) return;
-    const NodeId w = f_.items[ahead];
-    __builtin_prefetch(&g_.offsets[size_t(w)], 0, 3);
-    if (!g_.page_addr.empty()) __builtin_prefetch(&g_.page_addr[size_t(w)], 0, 3);
+    if (ahead < f_.size) {
+      const NodeId w = f_.items[ahead];
+      prefetch_sink_ += uintptr_t(w);  // a side effect: keeps the call (and its prefetches) alive
+      __builtin_prefetch(&g_.offsets[size_t(w)], 0, 3);
+      if (!g_.page_addr.empty()) __builtin_prefetch(&g_.page_addr[size_t(w)], 0, 3);
+    }
   }
 
   bool grab_chunk() {
@@ -98,6 +109,7 @@ class Claimer {
   bool started_ = false;
   size_t pos_ = 0, end_ = 0;
   uint64_t list_addr_ = 0, list_end_ = 0, piece_addr_ = 0;
+  uintptr_t prefetch_sink_ = 0;
 };
 
 // A fixed-capacity per-thread output buffer flushed into a shared array with one fetch_add.
