@@ -3,7 +3,10 @@
 #   bench/graph/run.sh [BUILD_DIR]
 # Environment (defaults in brackets):
 #   SCALES [20 22]          urand/kron scales for BFS and BC (dram, dram-prefetch, emu)
-#   BIG_SCALES [24]         urand/kron scales for BFS only (generation + BC/SSSP there exceed the time box)
+#   BIG_SCALES [24]         urand/kron scales for BIG_KERNELS only
+#   BIG_KERNELS [bfs]       kernels at BIG_SCALES (bc at 24 takes ~1-2 min per run on the loaded machine)
+#   THREAD_COUNTS [1 2]     thread counts of the kernels part
+#   KERNELS_APPEND [0]      1: append to kernels.csv (re-run some rows) instead of starting it afresh
 #   FILE_SCALES [20]        scales where BFS also runs on mmap (warm page cache) and uring (O_DIRECT)
 #   SSSP_SCALES [20 22]     scales of the weighted graphs for SSSP
 #   TRIALS [2] ROUNDS [2]   trials per run, rounds that interleave the backends (CSV keeps every trial;
@@ -40,6 +43,8 @@ VERIFY_SCALE=${VERIFY_SCALE:-20}
 OOC_SCALE=${OOC_SCALE:-20}
 OOC_BUDGET_MIB=${OOC_BUDGET_MIB:-$((1 << (OOC_SCALE - 14)))}  # half the edges (2^(S-13) MiB)
 PARTS=${PARTS:-all}
+BIG_KERNELS=${BIG_KERNELS:-bfs}
+THREAD_COUNTS=${THREAD_COUNTS:-1 2}
 mkdir -p "$OUT" "$DATA"
 [ -x "$G" ] || { echo "bench/graph: $G missing; run make first" >&2; exit 1; }
 
@@ -103,11 +108,12 @@ if want kernels; then
   # Rounds interleave the backends of one configuration over time, so that a burst of load from other
   # processes hits all of them alike; the summary compares the fastest trial of each (same sources).
   log "kernels: BFS/BC on urand+kron, SSSP on weighted; dram / dram-prefetch / emu 5us, 1 and 2 threads;" \
-      "mmap and uring at scales $FILE_SCALES (BFS, 2 threads); BFS only at $BIG_SCALES"
-  echo "graph,scale,kernel,backend,threads,contexts,trial,seconds,requests,switches,empty_passes,cpu_s" > "$OUT/kernels.csv"
+      "mmap and uring at scales $FILE_SCALES (BFS, 2 threads); $BIG_KERNELS at $BIG_SCALES"
+  [ "${KERNELS_APPEND:-0}" = 1 ] ||
+    echo "graph,scale,kernel,backend,threads,contexts,trial,seconds,requests,switches,empty_passes,cpu_s" > "$OUT/kernels.csv"
   kernel_runs() {  # kind scale kernel file backends...
     local kind=$1 s=$2 k=$3 f=$4; shift 4
-    for t in 1 2; do
+    for t in $THREAD_COUNTS; do
       for r in $(seq "$ROUNDS"); do
         for be in "$@"; do
           log "$k $kind$s $be threads=$t round $r"
@@ -132,7 +138,7 @@ if want kernels; then
   for s in $BIG_SCALES; do
     for kind in urand kron; do
       f=$(graph_file "$kind" "$s" 0)
-      kernel_runs "$kind" "$s" bfs "$f" dram dram-prefetch emu
+      for k in $BIG_KERNELS; do kernel_runs "$kind" "$s" "$k" "$f" dram dram-prefetch emu; done
     done
   done
   for s in $SSSP_SCALES; do
