@@ -191,6 +191,34 @@ DK_EXPORT size_t fread_unlocked(void *buf, size_t size, size_t n, FILE *fp) {
     return DK_REAL(fread_unlocked)(buf, size, n, fp);
 }
 
+/* glibc's cookie streams lose the position on a relative seek made after output that followed a seek into
+ * buffered input: fseek(fp, 0, SEEK_CUR) -- the call C requires between writing and reading -- lands at the
+ * buffered block's start plus the old read offset instead of after the bytes written (reproduced with a
+ * plain fopencookie stream, glibc 2.36). Its ftell is right in that state, so a relative seek on our
+ * streams is made absolute first. */
+static int seek_common(FILE *fp, off_t off, int whence, int (*real)(FILE *, off_t, int)) {
+    if (whence == SEEK_CUR && cookie_fd(fp) >= 0) {
+        off_t cur = ftello(fp);
+        if (cur < 0) return -1;
+        if (off > 0 && cur > INT64_MAX - off) {
+            errno = EOVERFLOW;
+            return -1;
+        }
+        if (cur + off < 0) {
+            errno = EINVAL;
+            return -1;
+        }
+        return DK_REAL(fseeko)(fp, cur + off, SEEK_SET);
+    }
+    return real(fp, off, whence);
+}
+static int real_fseek(FILE *fp, off_t off, int whence) { return DK_REAL(fseek)(fp, (long)off, whence); }
+static int real_fseeko(FILE *fp, off_t off, int whence) { return DK_REAL(fseeko)(fp, off, whence); }
+static int real_fseeko64(FILE *fp, off_t off, int whence) { return DK_REAL(fseeko64)(fp, off, whence); }
+DK_EXPORT int fseek(FILE *fp, long off, int whence) { return seek_common(fp, off, whence, real_fseek); }
+DK_EXPORT int fseeko(FILE *fp, off_t off, int whence) { return seek_common(fp, off, whence, real_fseeko); }
+DK_EXPORT int fseeko64(FILE *fp, off_t off, int whence) { return seek_common(fp, off, whence, real_fseeko64); }
+
 DK_EXPORT int fileno(FILE *fp) {
     int fd = cookie_fd(fp);
     return fd >= 0 ? fd : DK_REAL(fileno)(fp);

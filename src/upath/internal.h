@@ -214,6 +214,7 @@ struct up_file {
     int sizerec_slot;       /* published-size record slot + 1 (0: none) */
     bool sizerec_valid;     /* the record is valid: the kernel size may exceed pub_size */
     uint32_t unmapped_ios;  /* reads/overwrites sent to the kernel while the file was not mapped */
+    uint64_t refresh_gen;   /* up_refresh_gen when the kernel size was last re-read (upath.c) */
 };
 
 /* Appends not yet in the kernel file: the file must not be evicted. */
@@ -229,6 +230,7 @@ static inline void up_file_set_size(struct up_file *f, uint64_t s) {
 }
 
 extern pthread_mutex_t up_table_mu;
+extern uint64_t up_refresh_gen; /* moved by every lock acquisition; see up_refresh_all */
 /* Finds or creates the file for (st->st_dev, st->st_ino); takes an open reference. Caller holds
  * up_table_mu. NULL on allocation failure. */
 struct up_file *up_file_get(struct up_root *r, const struct stat *st, const char *path_hint);

@@ -33,6 +33,14 @@ static void resync(int fd, struct up_fd *e, struct up_slot *s) {
     DK_ERRNO_RESTORE;
 }
 
+/* The file's first served call after a lock acquisition (up_refresh_all) re-reads the kernel size. */
+static void refresh_for(struct up_file *f, int fd, uint64_t gen) {
+    __atomic_store_n(&f->refresh_gen, gen, __ATOMIC_RELAXED);
+    DK_ERRNO_SAVE;
+    up_refresh_if_idle(f, fd);
+    DK_ERRNO_RESTORE;
+}
+
 struct up_slot *up_serving(int fd) {
     struct up_fd *e = up_fd_entry(fd);
     if (!e) return NULL;
@@ -43,6 +51,8 @@ struct up_slot *up_serving(int fd) {
         return NULL;
     }
     if (DK_UNLIKELY(e->stale)) resync(fd, e, s);
+    uint64_t gen = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE);
+    if (DK_UNLIKELY(__atomic_load_n(&s->file->refresh_gen, __ATOMIC_RELAXED) != gen)) refresh_for(s->file, fd, gen);
     return s;
 }
 
@@ -137,6 +147,7 @@ int up_adopt(int fd, int oflags, const char *path) {
             f->strategy = choose_strategy(r, fd, oflags);
             if (file_first_map(f, fd) != 0) dk_count(DK_C_pt_mapfail, 1);
         }
+        f->refresh_gen = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE); /* its size was just read */
         uint32_t flags = (uint32_t)oflags & (O_ACCMODE | O_APPEND | O_SYNC | O_DSYNC | O_DIRECT);
         s = up_slot_new(f, flags, 0);
         if (s && (oflags & O_DIRECT)) s->kernel = 1;
@@ -512,29 +523,16 @@ static void publish_one(struct up_file *f, void *arg) {
     }
 }
 
-struct refresh_arg {
-    struct up_file *done[64]; /* files refreshed already (one fstat per file, not per descriptor) */
-    unsigned n;
-};
-
-static void refresh_cb(int fd, struct up_fd *e, void *arg) {
-    struct refresh_arg *a = arg;
-    struct up_slot *s = e->slot;
-    if (!s || e->internal || s->kernel) return;
-    for (unsigned i = 0; i < a->n; i++)
-        if (a->done[i] == s->file) return;
-    if (a->n < DK_ARRAY_LEN(a->done)) a->done[a->n++] = s->file;
-    up_refresh_if_idle(s->file, fd);
-}
+/* A lock acquisition is where another process's size changes must become visible (lock-disciplined
+ * programs publish before they unlock). Rather than fstat every open managed file at every lock -- SQLite
+ * in WAL mode locks its -shm file several times per transaction -- the lock moves a generation, and a file
+ * is refreshed by its next served call (up_serving): one fstat per file actually used, at most once per
+ * lock. */
+uint64_t up_refresh_gen = 1;
 
 void up_refresh_all(void) {
     if (!up_enabled) return;
-    DK_ERRNO_SAVE;
-    struct refresh_arg a = {.n = 0};
-    pthread_mutex_lock(&up_table_mu);
-    up_fd_foreach(refresh_cb, &a);
-    pthread_mutex_unlock(&up_table_mu);
-    DK_ERRNO_RESTORE;
+    __atomic_add_fetch(&up_refresh_gen, 1, __ATOMIC_ACQ_REL);
 }
 
 void up_publish_all(void) {

@@ -477,19 +477,32 @@ static int moves_offset(const struct dt_op *op) {
 static void handles_before_raw(struct dt_ctx *c, const struct dt_op *op) {
   int moves = moves_offset(op);
   for (int s = 0; s < DT_STREAM_SLOTS; s++)
-    if (c->st[s] && (c->st_dir[s] == 2 || (moves && c->st_dir[s] == 1))) {
+    if (c->st[s] && (c->st_dir[s] == 2 || (moves && (c->st_dir[s] == 1 || c->st_dir[s] == 3)))) {
       dt_out(" [fflush st%d=%d]", s, fflush(c->st[s]));
       c->st_dir[s] = 0;
     }
   if (moves) c->raw_gen++;
 }
 
+/* The same rules between two streams (which may share an open file description through dup/fdopen):
+ * every other active stream is flushed before this one is used, and counts as a handle that moved the
+ * offset. */
+static void other_streams_before_stream(struct dt_ctx *c, int64_t s) {
+  for (int o = 0; o < DT_STREAM_SLOTS; o++)
+    if (o != s && c->st[o] && c->st_dir[o]) {
+      dt_out(" [fflush st%d=%d]", o, fflush(c->st[o]));
+      c->st_dir[o] = 0;
+      c->raw_gen++;
+    }
+}
+
 static void handles_before_stream(struct dt_ctx *c, int64_t s, FILE *f) {
+  other_streams_before_stream(c, s);
   if (c->st_gen[s] == c->raw_gen) return;
   c->st_gen[s] = c->raw_gen;
   off_t pos = lseek(fileno(f), 0, SEEK_CUR);
   if (pos >= 0) dt_out(" [fseek=%d]", fseeko(f, pos, SEEK_SET));
-  c->st_dir[s] = 0;
+  c->st_dir[s] = c->st_wronly[s] ? 0 : 3; /* the positioning may have read ahead (see DT_FSEEK) */
 }
 
 static void ex_stdio(struct dt_ctx *c, const struct dt_op *op) {
@@ -519,17 +532,25 @@ static void ex_stdio(struct dt_ctx *c, const struct dt_op *op) {
   case DT_FSEEK: {
     int r = fseek(f, op->v[1], (int)op->v[2]);
     out_ret(r, errno);
-    if (r == 0) c->st_dir[op->v[0]] = 0; /* only a positioning that happened makes the next op defined */
+    /* Only a positioning that happened makes the next op defined. glibc may fill its buffer while it
+     * positions (a seek to the end reads the last block): the descriptor's offset is then past the stream's
+     * position until an fflush, which POSIX 2.5.1 asks for before another handle is used. */
+    if (r == 0) c->st_dir[op->v[0]] = c->st_wronly[op->v[0]] ? 0 : 3;
     break;
   }
   case DT_FTELL: out_ret(ftell(f), errno); break;
   case DT_FFLUSH: {
     int r = fflush(f);
     out_ret(r, errno);
-    if (r == 0 && c->st_dir[op->v[0]] == 2) c->st_dir[op->v[0]] = 0;
+    if (r == 0 && (c->st_dir[op->v[0]] == 2 || c->st_dir[op->v[0]] == 3)) c->st_dir[op->v[0]] = 0;
     break;
   }
-  case DT_FCLOSE: out_ret(fclose(f), errno), c->st[op->v[0]] = NULL; break;
+  case DT_FCLOSE:
+    /* POSIX has fclose of a seekable input stream set the descriptor's offset to the stream's position;
+     * glibc does not (its bug 12724, fixed and reverted), so a reading stream is flushed first. */
+    if (c->st_dir[op->v[0]] == 1 || c->st_dir[op->v[0]] == 3) dt_out(" [fflush=%d]", fflush(f));
+    out_ret(fclose(f), errno), c->st[op->v[0]] = NULL;
+    break;
   case DT_FGETS: {
     char *p = fgets((char *)c->rbuf, (int)len, f);
     if (!p) dt_out(" = NULL eof=%d err=%d", feof(f), ferror(f));

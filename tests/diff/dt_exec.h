@@ -11,7 +11,7 @@
 struct dt_ctx {
   int fd[DT_FD_SLOTS];          /* -1: empty */
   FILE *st[DT_STREAM_SLOTS];    /* NULL: empty */
-  unsigned char st_dir[DT_STREAM_SLOTS]; /* last data direction: 0 none, 1 input, 2 output */
+  unsigned char st_dir[DT_STREAM_SLOTS]; /* last data direction: 0 none, 1 input, 2 output, 3 positioned (may hold read-ahead) */
   unsigned st_gen[DT_STREAM_SLOTS];      /* raw_gen when the stream was last the active handle */
   unsigned raw_gen;                      /* raw descriptor operations so far */
   unsigned char st_wronly[DT_STREAM_SLOTS]; /* opened "w", "a" or "wx": reading it is not compared */
