@@ -330,7 +330,7 @@ static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, ui
     }
     if (rc == 0) {
         __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
-        if ((fence || *appended) && flush_medium(f)) dk_fence();
+        if (fence && flush_medium(f)) dk_fence();
     }
     pthread_rwlock_unlock(&f->rw);
     pthread_mutex_unlock(&f->mu);
@@ -368,11 +368,23 @@ static int write_by_kernel(struct up_file *f, int fd, const char *buf, size_t n,
     return rc;
 }
 
+/* Strict mode's appends: published at once (visible as with sync mode) but not synced -- the record makes
+ * the bytes and the size durable, and strict mode's checkpoint fdatasyncs the file before the record goes;
+ * so the publish leaves meta_dirty as it found it (fsync has nothing to add for it). 0 or -errno. */
+static int publish_logged(struct up_file *f, int fd) {
+    pthread_mutex_lock(&f->mu);
+    bool meta = f->meta_dirty;
+    int rc = up_publish_locked(f, fd);
+    if (rc == 0) f->meta_dirty = meta;
+    pthread_mutex_unlock(&f->mu);
+    return rc;
+}
+
 /* Writes n bytes at off (or at the end when `append`); the offset written at is left in
  * up_io_last_offset. `sync`: UP_IO_ASYNC, UP_IO_SYNC, or UP_IO_LOGGED (strict mode: the write's record
  * is durable already, so overwritten bytes in place are stored -- written back on a flush medium -- but
- * neither fenced nor msync'ed here: strict mode's checkpoint does that for all of them at once; appends
- * are made durable as with UP_IO_SYNC). */
+ * neither fenced nor msync'ed here, and appends are published but not synced: strict mode's checkpoint
+ * makes all of them durable at once). */
 ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append, int sync) {
     if (n == 0) return 0;
     n = DK_MIN(n, DK_MAX_RW_BYTES);
@@ -395,7 +407,7 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
         dk_count(DK_C_write_bytes, n);
     }
     if (sync) {
-        int rc = appended ? up_sync_file(f, fd, true) : 0;
+        int rc = appended ? (sync == UP_IO_LOGGED ? publish_logged(f, fd) : up_sync_file(f, fd, true)) : 0;
         if (!appended && sync != UP_IO_LOGGED) up_io_persist_range(f, off, n);
         if (rc) {
             errno = -rc;

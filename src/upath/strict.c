@@ -45,11 +45,13 @@
 #define STRICT_STG_CHUNK_BYTES DK_HUGE_BYTES /* staging space is allocated as the bump pointer reaches it */
 #define STRICT_DIRTY_FILES_MAX 32u /* files with applied, not yet durable bytes (page cache); full: checkpoint */
 
-/* Bytes applied in place since the last checkpoint, not yet durable (page-cache medium only: on a flush
- * medium the applied stores were written back as they were made and one fence covers them all). */
+/* A file with applied bytes or a size change not yet durable, covered by its records until the checkpoint
+ * makes them durable with an fdatasync of `fd`. Page cache: every written file (the applied bytes are in
+ * the page cache); flush medium: files whose size grew (a published append is file-system metadata: the
+ * applied bytes themselves were written back as they were made, and one fence covers them all). */
 struct strict_dirty {
     struct up_file *f; /* alive until the checkpoint: closing a file is a checkpoint before it is dropped */
-    uint64_t lo, hi;   /* file byte range covering every write applied since the checkpoint */
+    int fd;            /* an internal duplicate of a descriptor the program wrote through */
 };
 
 struct up_strict {
@@ -143,54 +145,59 @@ static struct up_strict *strict_for(struct up_root *r) {
     return r->strict;
 }
 
-/* msync of [lo, hi) of the file's mapping (the parts that are mapped). 0 or -errno. */
-static int msync_file_range(struct up_file *f, uint64_t lo, uint64_t hi) {
-    for (uint64_t off = dk_round_down(lo, DK_PAGE_BYTES); off < hi;) {
-        uint64_t chunk = DK_MIN(hi - off, DK_HUGE_BYTES - (off & (DK_HUGE_BYTES - 1)));
-        char *p = up_map_addr(&f->map, off);
-        if (p && DK_REAL(msync)(p, dk_round_up(chunk, DK_PAGE_BYTES), MS_SYNC) != 0) return -errno;
-        off += chunk;
-    }
-    return 0;
-}
-
 /* Makes every write applied since the last checkpoint durable (the records stop covering them at the
  * reset that follows). Flush medium: the applies wrote back their lines without a fence; the appliers'
  * releases of st->ck (a locked instruction on x86, which orders earlier write-backs and non-temporal
  * stores like a fence) happened before the checkpoint took the write side, and this fence covers this
- * thread's own. Page cache: an msync of each file's applied range. Under st->ck (write side). 0/-errno. */
+ * thread's own. Then an fdatasync of each listed file (page cache: its data; any medium: a size it
+ * gained). Under st->ck (write side). 0 or -errno (the failed entries stay listed). */
 static int applied_make_durable(const struct up_root *r, struct up_strict *st) {
     if (r->persist_as == DK_MEDIUM_DAX) {
         dk_fence();
         dk_count(DK_C_persist_flushes, 1);
     }
     int rc = 0;
+    unsigned kept = 0;
     DK_ERRNO_SAVE;
     for (unsigned i = 0; i < st->dirty_count; i++) {
-        int e = msync_file_range(st->dirty[i].f, st->dirty[i].lo, st->dirty[i].hi);
-        if (e) rc = e;
-        else dk_count(DK_C_persist_msyncs, 1);
+        struct strict_dirty *d = &st->dirty[i];
+        if (DK_REAL(fdatasync)(d->fd) != 0) {
+            rc = -errno;
+            st->dirty[kept++] = *d;
+            continue;
+        }
+        dk_count(DK_C_fsyncs_kernel, 1);
+        up_internal_close(d->fd);
     }
-    if (rc == 0) st->dirty_count = 0;
+    st->dirty_count = kept;
     DK_ERRNO_RESTORE;
     return rc;
 }
 
-/* Notes [off, off+n) of f as applied and not yet durable (page cache). -ENOSPC when the table is full
- * (the caller checkpoints and retries). */
-static int note_applied(struct up_strict *st, struct up_file *f, uint64_t off, size_t n) {
-    if (!track_dirty(f->root)) return 0;
+/* Lists f for the next checkpoint's fdatasync when the medium needs it for a write that grows the file
+ * to `end` (or any write, on the page cache). 0; 1 when the write must be made durable at once instead
+ * (no descriptor to spare); -ENOSPC when the table is full (the caller checkpoints and retries). */
+static int note_applied(struct up_strict *st, struct up_file *f, int fd, uint64_t end, bool append) {
+    if (!track_dirty(f->root) && !append && end <= up_file_size(f)) return 0;
+    if (f->root->persist_as == DK_MEDIUM_VOLATILE) return 0; /* nothing survives power loss anyway */
     int rc = 0;
     pthread_mutex_lock(&st->dirty_mu);
     unsigned i = 0;
     while (i < st->dirty_count && st->dirty[i].f != f) i++;
-    if (i < st->dirty_count) {
-        st->dirty[i].lo = DK_MIN(st->dirty[i].lo, off);
-        st->dirty[i].hi = DK_MAX(st->dirty[i].hi, off + n);
-    } else if (i < STRICT_DIRTY_FILES_MAX) {
-        st->dirty[st->dirty_count++] = (struct strict_dirty){f, off, off + n};
-    } else {
-        rc = -ENOSPC;
+    if (i == st->dirty_count) {
+        if (i == STRICT_DIRTY_FILES_MAX) {
+            rc = -ENOSPC;
+        } else {
+            DK_ERRNO_SAVE;
+            int d = DK_REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 512);
+            DK_ERRNO_RESTORE;
+            if (d < 0) {
+                rc = 1;
+            } else {
+                up_fd_mark_internal(d, true);
+                st->dirty[st->dirty_count++] = (struct strict_dirty){f, d};
+            }
+        }
     }
     pthread_mutex_unlock(&st->dirty_mu);
     return rc;
@@ -285,22 +292,23 @@ static size_t chunk_max(const struct up_strict *st) {
     return (size_t)DK_MIN(st->stg_bytes, (uint64_t)UINT32_MAX & ~(uint64_t)63);
 }
 
-/* Applies a logged write: stored in place (written back on a flush medium) without a fence or msync --
- * the record is durable, and the checkpoint makes the applied bytes durable before the record goes;
- * appends are published and made durable at once (the sync path). While crash testing, in two halves with
- * a crash point between, so that tests see recovery complete a write cut in the middle. */
-static ssize_t apply_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
+/* Applies a logged write: stored in place (written back on a flush medium), appends published, without
+ * a fence, msync or fsync -- the record is durable, and the checkpoint makes the applied bytes and sizes
+ * durable before the record goes (`how`: UP_IO_LOGGED; UP_IO_SYNC when the file could not be listed for
+ * the checkpoint). While crash testing, in two halves with a crash point between, so that tests see
+ * recovery complete a write cut in the middle. */
+static ssize_t apply_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, int how) {
 #ifdef DAXKIT_TEST_BUILD
     if (__atomic_load_n(&dk_crashpoint_active, __ATOMIC_RELAXED) && n > 1) {
         size_t h = n / 2;
-        ssize_t a = up_io_write(f, fd, buf, h, off, false, UP_IO_LOGGED);
+        ssize_t a = up_io_write(f, fd, buf, h, off, false, how);
         if (a != (ssize_t)h) return a;
         DK_CRASH_POINT("strict.write.half_applied");
-        ssize_t b = up_io_write(f, fd, buf + h, n - h, off + h, false, UP_IO_LOGGED);
+        ssize_t b = up_io_write(f, fd, buf + h, n - h, off + h, false, how);
         return b < 0 ? b : a + b;
     }
 #endif
-    return up_io_write(f, fd, buf, n, off, false, UP_IO_LOGGED);
+    return up_io_write(f, fd, buf, n, off, false, how);
 }
 
 ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append) {
@@ -315,14 +323,15 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
     if (append) pthread_mutex_lock(&f->strict_mu);
     if (append) off = up_file_size(f);
     pthread_rwlock_rdlock(&st->ck);
-    int rc = note_applied(st, f, off, n);
+    int rc = note_applied(st, f, fd, off + n, append);
     if (rc == -ENOSPC) { /* every slot holds another file: checkpoint (needs the write side), once */
         pthread_rwlock_unlock(&st->ck);
         up_strict_checkpoint(f->root);
         pthread_rwlock_rdlock(&st->ck);
-        rc = note_applied(st, f, off, n);
+        rc = note_applied(st, f, fd, off + n, append);
     }
-    if (rc == 0) rc = log_write(f->root, st, f, off, buf, n);
+    int how = rc == 1 ? UP_IO_SYNC : UP_IO_LOGGED;
+    if (rc >= 0) rc = log_write(f->root, st, f, off, buf, n);
     if (rc) {
         pthread_rwlock_unlock(&st->ck);
         if (append) pthread_mutex_unlock(&f->strict_mu);
@@ -330,7 +339,7 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
         return -1;
     }
     DK_CRASH_POINT("strict.write.logged");
-    ssize_t w = apply_write(f, fd, buf, n, off);
+    ssize_t w = apply_write(f, fd, buf, n, off, how);
     DK_CRASH_POINT("strict.write.applied");
     pthread_rwlock_unlock(&st->ck);
     if (append) pthread_mutex_unlock(&f->strict_mu);
