@@ -17,7 +17,8 @@
 #   GRAPH_DATA [BUILD/graph-data]        where graphs live (must allow O_DIRECT for uring)
 #   VERIFY_SCALE [20]       graph scale of the verification part
 #   QUICK [0]               1: scale 18 everywhere, one round and trial, no big scale (minutes)
-#   PARTS [all]             any of: engine emu kernels contexts latency iops uring verify ooc (space separated)
+#   CEILING_SCALE [24]      urand scale of the BFS prefetch ceiling (serial plain vs software-pipelined loop)
+#   PARTS [all]             any of: engine emu kernels ceiling contexts latency iops uring verify ooc (space separated)
 # Other processes share the machine: every comparison interleaves its runs and keeps each trial.
 set -euo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
@@ -29,7 +30,7 @@ DATA=${GRAPH_DATA:-$BUILD/graph-data}
 if [ "${QUICK:-0}" = 1 ]; then  # `QUICK=1 make bench`: minutes, scale 18, no big scale
   SCALES=${SCALES:-18} SSSP_SCALES=${SSSP_SCALES:-18} TRIALS=${TRIALS:-1} SWEEP_SCALE=${SWEEP_SCALE:-18}
   BIG_SCALES=${BIG_SCALES-} FILE_SCALES=${FILE_SCALES:-18} ROUNDS=${ROUNDS:-1} CONTEXTS_SCALE=${CONTEXTS_SCALE:-18}
-  VERIFY_SCALE=${VERIFY_SCALE:-18} OOC_SCALE=${OOC_SCALE:-18}
+  VERIFY_SCALE=${VERIFY_SCALE:-18} OOC_SCALE=${OOC_SCALE:-18} CEILING_SCALE=${CEILING_SCALE:-18}
 fi
 SCALES=${SCALES:-20 22}
 BIG_SCALES=${BIG_SCALES-24}
@@ -147,6 +148,15 @@ if want kernels; then
       kernel_runs "$kind" "$s" sssp "$f" dram dram-prefetch emu
     done
   done
+fi
+
+if want ceiling; then  # what prefetching can buy for BFS here without coroutines (bench/graph/bfs_ceiling.cpp)
+  f=$(graph_file urand "${CEILING_SCALE:-24}" 0)
+  log "BFS prefetch ceiling: serial plain vs software-pipelined loop on urand${CEILING_SCALE:-24}"
+  echo "scale,round,loop,distance,cpu_s,ns_per_edge" > "$OUT/ceiling.csv"
+  "$BUILD/bin/daxkit-graph-ceiling" "$f" 2 8 |
+    awk -v s="${CEILING_SCALE:-24}" '/^ceiling:/{for(i=2;i<=NF;i++){split($i,a,"="); v[a[1]]=a[2]}
+         print s","v["round"]","v["loop"]","v["distance"]","v["cpu_s"]","v["ns_per_edge"]}' >> "$OUT/ceiling.csv"
 fi
 
 if want contexts; then

@@ -137,6 +137,20 @@ def sweep(name, key, label):
     return best
 
 
+def ceiling():
+    r = rows("ceiling.csv")
+    if not r:
+        return
+    best = {}
+    for x in r:
+        k = x["loop"]
+        best[k] = min(best.get(k, 1e300), float(x["cpu_s"]))
+    if "plain" in best and "pipelined" in best:
+        say(f"BFS prefetch ceiling, serial, urand{r[0]['scale']} (bfs_ceiling.cpp; thread CPU time, fastest of "
+            f"{len(r) // 2} rounds): plain {best['plain']:.2f} s, software-pipelined {best['pipelined']:.2f} s: "
+            f"{best['plain'] / best['pipelined']:.2f}x (what prefetching can buy here without coroutines)")
+
+
 def contexts():
     best = sweep("contexts.csv", "contexts", "contexts")
     if not best:
@@ -303,7 +317,7 @@ def plot_kernels(best, groups):
         plt.close(fig)
 
 
-for part in (engine, emu_model, kernels, contexts, latency, iops, uring, verify, ooc):
+for part in (engine, emu_model, kernels, ceiling, contexts, latency, iops, uring, verify, ooc):
     part()
     say()
 with open(os.path.join(OUT, "summary.txt"), "w") as f:
