@@ -73,6 +73,8 @@ struct alog_counters {
 struct alog_file {
     pthread_rwlock_t rw;
     int data_fd, log_fd;
+    int dir_fd;               /* tracked size: the data file's directory (the log is removed at clean close) */
+    char log_name[512];       /* .daxkit/<name>.alog, relative to the data file's directory */
     char *data;
     uint64_t data_len;        /* mapped length of the data file (tracked size: the capacity, grows) */
     char *reserve_base;       /* tracked size: the reserved address range holding data (alog_size.c) */

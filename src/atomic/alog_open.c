@@ -54,7 +54,7 @@ static int map_shared(int fd, uint64_t len, bool dax, char **out) {
 }
 
 /* Opens (creating the .daxkit area) and locks the log of `path`; sets *dirfd to the file's directory. */
-static int open_log(const char *path, int *dirfd, int *logfd) {
+static int open_log(struct alog_file *f, const char *path, int *dirfd, int *logfd) {
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
     char dir[4096], name[512];
@@ -63,16 +63,25 @@ static int open_log(const char *path, int *dirfd, int *logfd) {
     if (!slash) strcpy(dir, ".");
     else memcpy(dir, path, dir_len), dir[dir_len] = 0;
     snprintf(name, sizeof name, ALOG_AREA "/%s.alog", base);
+    snprintf(f->log_name, sizeof f->log_name, "%s", name);
     *dirfd = DK_REAL(open)(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (*dirfd < 0) return fail_errno();
     if (DK_REAL(mkdirat)(*dirfd, ALOG_AREA, 0700) != 0 && errno != EEXIST) return fail_errno();
-    *logfd = DK_REAL(openat)(*dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (*logfd < 0) return fail_errno();
-    if (DK_REAL(flock)(*logfd, LOCK_EX | LOCK_NB) != 0) return errno == EWOULDBLOCK ? -EBUSY : fail_errno();
-    return 0;
+    for (int tries = 0;; tries++) {
+        *logfd = DK_REAL(openat)(*dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (*logfd < 0) return fail_errno();
+        if (DK_REAL(flock)(*logfd, LOCK_EX | LOCK_NB) != 0) return errno == EWOULDBLOCK ? -EBUSY : fail_errno();
+        /* A tracked-size log is removed by its clean close (alog_size.c); one we locked after that is gone
+         * from the name: open the name again. */
+        struct stat a, b;
+        if (DK_REAL(fstat)(*logfd, &a) != 0) return fail_errno();
+        if (DK_REAL(fstatat)(*dirfd, name, &b, 0) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev) return 0;
+        if (tries >= 8) return -EBUSY;
+        DK_REAL(close)(*logfd);
+        *logfd = -1;
+    }
 }
 
-/* Opens the data file (and extends it to bytes_min, durably); maps nothing yet. */
 static int open_data(struct alog_file *f, const char *path, uint64_t bytes_min, struct stat *st) {
     f->data_fd = DK_REAL(open)(path, O_RDWR | O_CLOEXEC);
     if (f->data_fd < 0) return fail_errno();
@@ -134,6 +143,8 @@ static int format_log(struct alog_file *f, uint64_t ino, uint64_t dev, uint64_t 
 static int create_log(struct alog_file *f, const struct stat *st, uint64_t data_bytes) {
     uint64_t total = log_total_bytes(data_bytes >> ALOG_BLOCK_SHIFT_MIN, data_bytes);
     if (DK_REAL(ftruncate)(f->log_fd, 0) != 0 || DK_REAL(ftruncate)(f->log_fd, (off_t)total) != 0) return fail_errno();
+    /* Allocated now: a full file system is an error here, not a SIGBUS at a store later. */
+    if (DK_REAL(fallocate)(f->log_fd, 0, 0, (off_t)total) != 0 && errno != EOPNOTSUPP) return fail_errno();
     int rc = map_shared(f->log_fd, total, f->persist_as == DK_MEDIUM_DAX && !f->emulated, &f->logmap);
     if (rc) return rc;
     f->log_len = total;
@@ -218,6 +229,7 @@ static void release_resources(struct alog_file *f) {
     else if (f->data && f->data != MAP_FAILED) DK_REAL(munmap)(f->data, f->data_len);
     if (f->logmap && f->logmap != MAP_FAILED) DK_REAL(munmap)(f->logmap, f->log_len);
     if (f->log_fd >= 0) DK_REAL(close)(f->log_fd); /* drops the flock */
+    if (f->dir_fd >= 0) DK_REAL(close)(f->dir_fd);
     if (f->data_fd >= 0) DK_REAL(close)(f->data_fd);
     alog_radix_fini(f);
     alog_alloc_fini(f);
@@ -229,9 +241,10 @@ static void release_resources(struct alog_file *f) {
 static int open_all(struct alog_file *f, const char *path, const struct daxkit_atomic_options *o) {
     int dirfd = -1;
     struct stat st;
-    int rc = open_log(path, &dirfd, &f->log_fd);
+    int rc = open_log(f, path, &dirfd, &f->log_fd);
     if (!rc) rc = choose_medium(f, dirfd, o->persist);
-    if (dirfd >= 0) DK_REAL(close)(dirfd);
+    if (dirfd >= 0 && (rc || !f->track_size)) DK_REAL(close)(dirfd);
+    else f->dir_fd = dirfd; /* a tracked-size log is removed at its clean close */
     if (!rc) rc = open_data(f, path, f->track_size ? 0 : o->file_bytes_min, &st);
     if (!rc) rc = attach_log(f, &st, o->log_bytes);
     if (!rc && f->track_size) rc = alog_size_prepare(f);
@@ -246,7 +259,7 @@ static int open_engine(const char *path, const struct daxkit_atomic_options *o, 
                        struct alog_file **out) {
     struct alog_file *f = calloc(1, sizeof *f);
     if (!f) return -ENOMEM;
-    f->data_fd = f->log_fd = -1;
+    f->data_fd = f->log_fd = f->dir_fd = -1;
     f->track_size = track_size;
     dk_persist_init(dk_cfg.flush);
     f->policy_mode = o->policy;
@@ -287,6 +300,9 @@ int alog_close_sized(struct alog_file *f, uint64_t *size_out) {
      * committed redo entries reach the file; then the file is made durable and the log emptied. */
     int rc = __atomic_load_n(&f->broken, __ATOMIC_ACQUIRE) ? -EIO : alog_recover(f, 1, false);
     if (!rc && f->track_size) rc = alog_size_release(f, size_out);
+    /* A clean close of a tracked-size log leaves nothing to recover: remove it (under the lock; a process
+     * waiting for it opens the name again, open_log). */
+    if (!rc && f->track_size && f->dir_fd >= 0) DK_REAL(unlinkat)(f->dir_fd, f->log_name, 0);
     pthread_rwlock_unlock(&f->rw);
     pthread_rwlock_destroy(&f->rw);
     release_resources(f);
@@ -302,7 +318,7 @@ int alog_test_open_memory(char *data, uint64_t data_len, char *log, uint64_t log
                           const struct daxkit_atomic_options *o, struct alog_file **out) {
     struct alog_file *f = calloc(1, sizeof *f);
     if (!f) return -ENOMEM;
-    f->data_fd = f->log_fd = -1;
+    f->data_fd = f->log_fd = f->dir_fd = -1;
     f->persist_as = DK_MEDIUM_DAX;
     f->data = data, f->data_len = data_len, f->logmap = log, f->log_len = log_len;
     f->policy_mode = o->policy;

@@ -13,6 +13,7 @@
  * A log that still records a size when the C API maps the file (the program crashed) is settled the same
  * way, and the API then maps the committed size. */
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -69,14 +70,23 @@ int alog_map_reserved(struct alog_file *f) {
     return rc;
 }
 
+/* The file sized to `to` bytes, [from, to) allocated (where the file system can). */
+static int size_allocated(struct alog_file *f, uint64_t from, uint64_t to) {
+    int r = DK_REAL(fallocate)(f->data_fd, 0, (off_t)from, (off_t)(to - from));
+    if (r != 0 && errno == EOPNOTSUPP) r = DK_REAL(ftruncate)(f->data_fd, (off_t)to);
+    return r == 0 ? 0 : fail_errno();
+}
+
 int alog_grow(struct alog_file *f, uint64_t need) {
     if (need <= f->data_len) return 0;
     uint64_t cap = alog_capacity_for(need, f->data_len);
     if (cap > (uint64_t)(f->reserve_base + f->reserve_bytes - f->data) || cap >= ALOG_FILE_BYTES_MAX) return -EFBIG;
-    /* No durability needed: the committed size, not the physical one, is what recovery keeps. */
-    if (DK_REAL(ftruncate)(f->data_fd, (off_t)cap) != 0) return fail_errno();
+    /* No durability needed: the committed size, not the physical one, is what recovery keeps. Allocated
+     * (not just sized): a full file system is ENOSPC here, not a SIGBUS at a store into the mapping. */
+    int rc = size_allocated(f, f->data_len, cap);
+    if (rc) return rc;
     if (cap > f->data_mapped) {
-        int rc = map_fixed(f, f->data_mapped, cap);
+        rc = map_fixed(f, f->data_mapped, cap);
         if (rc) return rc;
         f->data_mapped = cap;
     }
@@ -110,7 +120,10 @@ int alog_size_prepare(struct alog_file *f) {
     f->size_pending = committed;
     /* Recovery may touch any byte below the physical size: keep it until then, and grow to a capacity. */
     uint64_t cap = DK_MAX(f->data_len, alog_capacity_for(committed, 0));
-    if (cap > f->data_len && DK_REAL(ftruncate)(f->data_fd, (off_t)cap) != 0) return fail_errno();
+    if (cap > f->data_len) {
+        int rc = size_allocated(f, f->data_len, cap);
+        if (rc) return rc;
+    }
     f->data_len = cap;
     return 0;
 }
@@ -121,8 +134,9 @@ int alog_size_settle(struct alog_file *f) {
     if (f->size_phys_at_open <= committed) return 0; /* the tail was zero-extended by prepare */
     uint64_t cap = alog_capacity_for(committed, 0);
     DK_CRASH_POINT("atomic.size.before_settle");
-    if (DK_REAL(ftruncate)(f->data_fd, (off_t)committed) != 0 || DK_REAL(ftruncate)(f->data_fd, (off_t)cap) != 0)
-        return fail_errno();
+    if (DK_REAL(ftruncate)(f->data_fd, (off_t)committed) != 0) return fail_errno();
+    int rc = size_allocated(f, committed, cap);
+    if (rc) return rc;
     f->data_len = cap; /* mapped beyond stays reserved; growth maps it again */
     return 0;
 }

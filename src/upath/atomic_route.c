@@ -74,14 +74,29 @@ static int eng_copy(struct up_atomic *a, uint64_t off, const void *buf, size_t n
     return rc;
 }
 
+/* A copy under a->rw held for writing. The log full of this epoch's data (a transaction larger than
+ * DAXKIT_ATOMIC_LOG_BYTES): commit what is there, free it, and go on -- the kernel would not fail the
+ * write, so the program gets an early commit instead (counted, said once). */
+static int copy_or_commit(struct up_file *f, struct up_atomic *a, uint64_t off, const void *buf, size_t n) {
+    int rc = eng_copy(a, off, buf, n);
+    if (rc != -ENOSPC) return rc;
+    dk_count(DK_C_atomic_log_full, 1);
+    dk_log_once("DAXKIT_ATOMIC: more written between two fsyncs than the log holds (DAXKIT_ATOMIC_LOG_BYTES): "
+                "committed early (counted as atomic_log_full)");
+    a->eng->size_pending = up_file_size(f);
+    rc = alog_sync(a->eng);
+    if (!rc) rc = (int)DK_MIN(0, alog_checkpoint_committed(a->eng));
+    return rc ? rc : eng_copy(a, off, buf, n);
+}
+
 /* Zeros for [from, to) where the kernel file may hold old bytes (below zero_from): logged like any write,
  * so a rollback restores them too. Under a->rw for writing. */
-static int zero_fill(struct up_atomic *a, uint64_t from, uint64_t to) {
+static int zero_fill(struct up_file *f, struct up_atomic *a, uint64_t from, uint64_t to) {
     static const char zeros[64 << 10];
     to = DK_MIN(to, a->zero_from);
     for (uint64_t off = from; off < to;) {
         size_t n = (size_t)DK_MIN(to - off, (uint64_t)sizeof zeros);
-        int rc = eng_copy(a, off, zeros, n);
+        int rc = copy_or_commit(f, a, off, zeros, n);
         if (rc) return rc;
         off += n;
     }
@@ -154,8 +169,8 @@ static int write_extending(struct up_file *f, const void *buf, size_t n, uint64_
     uint64_t end = *off + n;
     if (end < *off) return -EFBIG;
     int rc = alog_grow(a->eng, end);
-    if (!rc && *off > size) rc = zero_fill(a, size, *off);
-    if (!rc) rc = eng_copy(a, *off, buf, n);
+    if (!rc && *off > size) rc = zero_fill(f, a, size, *off);
+    if (!rc) rc = copy_or_commit(f, a, *off, buf, n);
     if (rc) return rc;
     if (end > size) set_size(f, end);
     a->zero_from = DK_MAX(a->zero_from, end);
@@ -173,6 +188,7 @@ ssize_t up_atomic_write(struct up_file *f, int fd, const void *buf, size_t n, ui
         gone = !a->eng;
         if (!gone && off + n >= off && off + n <= up_file_size(f)) rc = eng_copy(a, off, buf, n);
         pthread_rwlock_unlock(&a->rw);
+        if (rc == -ENOSPC) rc = -EAGAIN; /* again under the write lock, which may commit early */
     }
     if (rc == -EAGAIN && !gone) {
         pthread_rwlock_wrlock(&a->rw);
@@ -205,7 +221,7 @@ static int truncate_locked(struct up_file *f, uint64_t len) {
     uint64_t size = up_file_size(f);
     if (len > size) {
         int rc = alog_grow(a->eng, len);
-        if (!rc) rc = zero_fill(a, size, len);
+        if (!rc) rc = zero_fill(f, a, size, len);
         if (rc) return rc;
         a->zero_from = DK_MAX(a->zero_from, len); /* invariant: zero_from >= size (overwrites dirty below it) */
     }
@@ -237,7 +253,8 @@ int up_atomic_ftruncate(struct up_file *f, int fd, off_t len) {
 
 int up_atomic_fallocate(struct up_file *f, int fd, int mode, off_t off, off_t len) {
     struct up_atomic *a = f->atomic;
-    if (mode == 0 && off >= 0 && len > 0) { /* plain allocation: at most a size change */
+    int fl = DK_REAL(fcntl)(fd, F_GETFL);
+    if (mode == 0 && off >= 0 && len > 0 && fl >= 0 && (fl & O_ACCMODE) != O_RDONLY) { /* plain allocation: at most a size change */
         uint64_t end = (uint64_t)off + (uint64_t)len;
         pthread_rwlock_wrlock(&a->rw);
         int rc = 0;
