@@ -159,7 +159,8 @@ int up_adopt(int fd, int oflags, const char *path) {
     }
     pthread_mutex_unlock(&up_table_mu);
     if (s) dk_count(DK_C_opens, 1);
-    int arc = s ? up_atomic_adopt(f, fd, oflags) : 0; /* DAXKIT_ATOMIC files */
+    /* DAXKIT_ATOMIC files opened by this program (inherited descriptors, path NULL, stay with the kernel) */
+    int arc = s && path ? up_atomic_adopt(f, fd, oflags) : 0;
     if (arc) {
         up_close(fd);
         DK_ERRNO_RESTORE;

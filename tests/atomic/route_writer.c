@@ -6,7 +6,8 @@
  *
  * On stdout (one write per line, so a SIGKILL never cuts one): "start HASH SIZE" for the content found at
  * open (after the engine's recovery), "pending HASH SIZE" before each fsync and "synced HASH SIZE" after it.
- * The model starts from the file as found, so a driver can kill it and start it again on the same file. */
+ * The model starts from the file as found, so a driver can kill it and start it again on the same file.
+ * ROUTE_WRITER_HOLD_MS=n: keep the file open n ms before closing it (multi-process test). */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -143,6 +144,7 @@ int main(int argc, char **argv) {
         }
     }
     check_read(fd, 0, size);
+    if (getenv("ROUTE_WRITER_HOLD_MS")) usleep((useconds_t)atoi(getenv("ROUTE_WRITER_HOLD_MS")) * 1000u);
     if (close(fd) != 0) die("close");
     return 0;
 }

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# DAXKIT_ATOMIC with two processes on one file: the engine maps a file for one process at a time, so a second
+# process's open waits until the first closes the file (DAXKIT_ATOMIC_WAIT_MS), then sees the committed file,
+# size included. Past the limit the open fails with EBUSY. Exit 0 pass, 1 fail, 77 skip.
+set -uo pipefail
+: "${DAXKIT_BUILD:?run through ctest}"
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../harness/media.sh"
+cli=$DAXKIT_BUILD/bin/daxkit
+w=$DAXKIT_BUILD/tests/route_writer
+[ -x "$cli" ] && [ -x "$w" ] || dk_skip "daxkit or route_writer not built"
+dir=$(mktemp -d /dev/shm/dk_route_multi.XXXXXX)
+out_dir=$(mktemp -d /tmp/dk_route_multi_out.XXXXXX) # outside the managed directory
+trap 'rm -rf "$dir" "$out_dir"' EXIT
+run() { "$cli" run --dir "$dir" --atomic "$dir/*" -- "$w" "$dir/f" "$@"; }
+
+# A writes and holds the file 400 ms; B opens 100 ms after A started.
+ROUTE_WRITER_HOLD_MS=400 run 1 300 7 > "$out_dir/a.out" &
+a=$!
+sleep 0.1
+t0=$(date +%s%N)
+b_start=$(run 2 0 | head -1)
+t1=$(date +%s%N)
+wait $a || { echo "FAIL: writer A failed"; exit 1; }
+a_last=$(grep synced "$out_dir/a.out" | tail -1)
+echo "A's last fsync: $a_last; B found: $b_start; B's open took $(((t1 - t0) / 1000000)) ms"
+[ "${a_last#synced }" = "${b_start#start }" ] || { echo "FAIL: B did not find A's last committed state"; exit 1; }
+[ $(((t1 - t0) / 1000000)) -ge 150 ] || { echo "FAIL: B did not wait for A to close the file"; exit 1; }
+
+# Past DAXKIT_ATOMIC_WAIT_MS the open fails with EBUSY.
+ROUTE_WRITER_HOLD_MS=600 run 3 50 7 > /dev/null &
+a=$!
+sleep 0.2
+out=$(DAXKIT_ATOMIC_WAIT_MS=50 run 4 0 2>&1)
+rc=$?
+wait $a
+echo "$out" | grep -q "Device or resource busy" && [ $rc -ne 0 ] ||
+    { echo "FAIL: an open past DAXKIT_ATOMIC_WAIT_MS did not fail with EBUSY (rc $rc: $out)"; exit 1; }
+# And once A is gone the file opens again, in A's last state.
+[ "$(run 5 0 | head -1 | cut -d' ' -f2-)" = "$(stat -c %s "$dir/f" >/dev/null; run 6 0 | head -1 | cut -d' ' -f2-)" ] ||
+    { echo "FAIL: reopening after A closed"; exit 1; }
+echo "route_multi: ok"
