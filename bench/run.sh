@@ -74,6 +74,9 @@ if want atomic; then
     if [ "$QUICK" = 1 ]; then a_reps=1 a_ops=20000; else a_reps=$MICRO_REPS a_ops=100000; fi
     REPS=$a_reps OPS=$a_ops OUT=$OUT bash "$SRC/bench/atomic.sh" "$BUILD" > "$OUT/logs/atomic.log" 2>&1 ||
         echo "bench: bench/atomic.sh failed (rc $?; see logs/atomic.log)" >&2
+    echo "bench: DAXKIT_ATOMIC vs strict vs kernel, POSIX path (bench/atomic_posix.sh; atomic-posix*.csv, atomic-posix-summary.md)"
+    REPS=$a_reps OPS=$((a_ops / 2)) OUT=$OUT bash "$SRC/bench/atomic_posix.sh" "$BUILD" > "$OUT/logs/atomic-posix.log" 2>&1 ||
+        echo "bench: bench/atomic_posix.sh failed (rc $?; see logs/atomic-posix.log)" >&2
 fi
 
 if want strict; then
