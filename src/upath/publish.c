@@ -16,9 +16,17 @@
 
 /* A descriptor of the file we may write through: fd itself, or a reopen of it (read-only fd). An
  * O_APPEND descriptor writes at the kernel's end of file, which is where relinking starts. */
+/* The descriptor's status flags: a program descriptor's slot mirrors them (access mode from the open,
+ * O_APPEND kept by the F_SETFL path), which spares a system call per publish -- one per fsync for an
+ * fsync-per-append program such as RocksDB with sync=1; other descriptors ask the kernel. */
+static int fd_flags(int fd) {
+    const struct up_slot *s = up_fd_slot(fd);
+    return s ? (int)__atomic_load_n(&s->flags, __ATOMIC_ACQUIRE) : DK_REAL(fcntl)(fd, F_GETFL);
+}
+
 static int publish_fd(const struct up_file *f, int fd, bool *opened) {
     *opened = false;
-    int fl = DK_REAL(fcntl)(fd, F_GETFL);
+    int fl = fd_flags(fd);
     /* The kernel refuses FICLONERANGE into an O_APPEND descriptor: reopen where a clone may happen. */
     bool append_ok = !(fl & O_APPEND) || (f->ksize == f->pub_size && f->root->clone_min_bytes == UINT64_MAX);
     if (fl >= 0 && (fl & O_ACCMODE) != O_RDONLY && append_ok) return fd;
