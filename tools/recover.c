@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "atomic/alog.h"
 #include "commands.h"
 #include "upath/internal.h"
 
@@ -54,7 +55,19 @@ static int recover_one_dir(const char *dir, int json) {
                    (unsigned long long)rep.strict.torn, (unsigned long long)rep.strict.failed,
                    rep.strict.ns / 1e6, rep.strict.ns ? rep.strict.records * 1e3 / rep.strict.ns : 0.0);
     }
-    return rep.sizes.failed || rep.errors || rep.strict.failed ? 1 : 0;
+    struct alog_dir_report arep;
+    if (alog_recover_dir(dir, &arep) == 0 && (arep.recovered || arep.failed || arep.files_gone)) {
+        if (json)
+            printf("{\"dir\":\"%s\",\"atomic_logs\":%llu,\"atomic_recovered\":%llu,\"atomic_failed\":%llu,"
+                   "\"atomic_files_gone\":%llu}\n", dir, (unsigned long long)arep.logs,
+                   (unsigned long long)arep.recovered, (unsigned long long)arep.failed,
+                   (unsigned long long)arep.files_gone);
+        else
+            printf("%s: DAXKIT_ATOMIC: %llu file(s) recovered to their last commit, %llu failed, %llu log(s) whose "
+                   "file is gone (renamed or removed) left in place\n", dir, (unsigned long long)arep.recovered,
+                   (unsigned long long)arep.failed, (unsigned long long)arep.files_gone);
+    }
+    return rep.sizes.failed || rep.errors || rep.strict.failed || arep.failed ? 1 : 0;
 }
 
 int dk_cmd_recover(int argc, char **argv) {

@@ -131,6 +131,13 @@ int alog_open_tracked(const char *path, const struct daxkit_atomic_options *o, s
 int alog_close(struct alog_file *f);
 int alog_close_sized(struct alog_file *f, uint64_t *size_out);
 
+/* ---- `daxkit recover DIR` (alog_recover_dir.c) ---- */
+struct alog_dir_report {
+    uint64_t logs, recovered, failed, files_gone;
+};
+/* Recovers the files of free logs that still have work in dir and its subdirectories. 0 or -errno. */
+int alog_recover_dir(const char *dir, struct alog_dir_report *rep);
+
 /* ---- tracked size (alog_size.c) ---- */
 uint64_t alog_capacity_for(uint64_t size, uint64_t current);
 int alog_map_reserved(struct alog_file *f);

@@ -3,7 +3,8 @@
  * again on the same file. Each restart opens the file (the engine recovers it) and reports what it found:
  * that must be the state -- content hash AND size -- of the last completed fsync, or of the one in flight
  * when the kill came. A last run ends normally; the file read through the kernel, without daxkit, must then
- * be its final state exactly (the route cut the file back to its size at close).
+ * be its final state exactly (the route cut the file back to its size at close). Every fourth killed round is
+ * recovered by `daxkit recover DIR` instead, and the file read through the kernel must be a committed state.
  *
  *   route_crash [DIR|-] [ROUNDS] [mmap]     policy from DAXKIT_ATOMIC_POLICY; SEED=n reproduces (printed)
  *
@@ -114,7 +115,7 @@ int main(int argc, char **argv) {
         committed.size = 1 << 20;
     }
     struct state in_flight = {0};
-    int kills_mid = 0;
+    int kills_mid = 0, recovered_by_command = 0;
     for (int round = 0; round <= rounds; round++) {
         int last = round == rounds;
         int p[2];
@@ -148,6 +149,31 @@ int main(int argc, char **argv) {
             if (pending.valid && !same(&pending, &synced)) in_flight = pending;
             else in_flight = (struct state){0};
         }
+        if (!last && !mmap_mode && round % 4 == 3) {
+            /* `daxkit recover DIR` instead of the next open: the kernel view must then be a committed state. */
+            char cmd[9000];
+            snprintf(cmd, sizeof cmd, "'%s/bin/daxkit' recover '%s' > /dev/null", build, dir);
+            if (system(cmd) != 0) {
+                printf("FAIL round %d: daxkit recover failed\n", round);
+                return 1;
+            }
+            int q[2];
+            if (pipe(q) != 0) return 2;
+            pid_t rp = spawn(q[1], 1, 0, 1);
+            close(q[1]);
+            struct state k = {0}, ks = {0}, kp = {0};
+            read_lines(q[0], &k, &ks, &kp);
+            close(q[0]);
+            waitpid(rp, NULL, 0);
+            if (!same(&k, &committed) && !same(&k, &in_flight)) {
+                printf("FAIL round %d: after daxkit recover the kernel file is %s size %llu; last fsync %s size %llu "
+                       "(SEED=%llu)\n", round, k.hash, k.size, committed.hash, committed.size, seed);
+                return 1;
+            }
+            committed = k;
+            in_flight = (struct state){0};
+            recovered_by_command++;
+        }
         if (last && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
             printf("FAIL: the last run did not end normally (status %d)\n", status);
             return 1;
@@ -171,8 +197,8 @@ int main(int argc, char **argv) {
                start.hash, start.size, committed.hash, committed.size);
         return 1;
     }
-    printf("route_crash: %d rounds (%d restarts saw a recovered file), final size %llu: ok\n", rounds, kills_mid,
-           committed.size);
+    printf("route_crash: %d rounds (%d restarts saw a recovered file, %d recoveries by daxkit recover), final size "
+           "%llu: ok\n", rounds, kills_mid, recovered_by_command, committed.size);
     if (!keep) {
         char cmd[4300];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
