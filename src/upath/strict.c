@@ -189,14 +189,12 @@ static int note_applied(struct up_strict *st, struct up_file *f, int fd, uint64_
             rc = -ENOSPC;
         } else {
             DK_ERRNO_SAVE;
-            int d = DK_REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 512);
+            int d = DK_REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 512); /* above the program's low numbers */
+            if (d >= 0) up_fd_mark_internal(d, true);
+            else if ((d = DK_REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0)) >= 0) d = up_internal_fd(d); /* low RLIMIT_NOFILE */
             DK_ERRNO_RESTORE;
-            if (d < 0) {
-                rc = 1;
-            } else {
-                up_fd_mark_internal(d, true);
-                st->dirty[st->dirty_count++] = (struct strict_dirty){f, d};
-            }
+            if (d < 0) rc = 1;
+            else st->dirty[st->dirty_count++] = (struct strict_dirty){f, d};
         }
     }
     pthread_mutex_unlock(&st->dirty_mu);
