@@ -7,6 +7,12 @@
 #include "common/config.h"
 #include "oplog/oplog.h"
 #include "shim/shim.h"
+#include "upath/atomic_route.h"
+
+/* DAXKIT_ATOMIC: O_TRUNC of a file this process has routed is done by the route after the open (the
+ * kernel must not cut the file under the engine's mapping). */
+#define DK_ATOMIC_KFLAGS(dirfd, path, flags) \
+    (DK_UNLIKELY((flags) & O_TRUNC) && up_enabled ? up_atomic_open_flags(dirfd, path, flags) : (flags))
 
 int dk_after_open(int fd, int flags, const char *path) {
     if (fd < 0 || !up_enabled) return fd;
@@ -44,33 +50,33 @@ static bool strict_create(int flags) { return dk_cfg.mode == DK_MODE_STRICT && u
 
 DK_EXPORT int open(const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open)(path, flags, mode)), flags, path);
+    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags), mode)), flags, path);
 }
 DK_EXPORT int open64(const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open64)(path, flags, mode)), flags, path);
+    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open64)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags), mode)), flags, path);
 }
 DK_EXPORT int openat(int dirfd, const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return dk_after_open(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat)(dirfd, path, flags, mode)), flags, path);
+    return dk_after_open(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags), mode)), flags, path);
 }
 DK_EXPORT int openat64(int dirfd, const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return dk_after_open(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat64)(dirfd, path, flags, mode)), flags, path);
+    return dk_after_open(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat64)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags), mode)), flags, path);
 }
 DK_EXPORT int creat(const char *path, mode_t mode) {
-    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, O_CREAT, DK_REAL(creat)(path, mode)), O_CREAT | O_WRONLY | O_TRUNC, path);
+    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, O_CREAT, (DK_ATOMIC_KFLAGS(AT_FDCWD, path, O_TRUNC) ? DK_REAL(creat)(path, mode) : DK_REAL(open)(path, O_CREAT | O_WRONLY, mode))), O_CREAT | O_WRONLY | O_TRUNC, path);
 }
 DK_EXPORT int creat64(const char *path, mode_t mode) {
-    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, O_CREAT, DK_REAL(creat64)(path, mode)), O_CREAT | O_WRONLY | O_TRUNC, path);
+    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, O_CREAT, (DK_ATOMIC_KFLAGS(AT_FDCWD, path, O_TRUNC) ? DK_REAL(creat64)(path, mode) : DK_REAL(open64)(path, O_CREAT | O_WRONLY, mode))), O_CREAT | O_WRONLY | O_TRUNC, path);
 }
-DK_EXPORT int __open_2(const char *path, int flags) { return dk_after_open(DK_REAL(__open_2)(path, flags), flags, path); }
+DK_EXPORT int __open_2(const char *path, int flags) { return dk_after_open(DK_REAL(__open_2)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags)), flags, path); }
 DK_EXPORT int __open64_2(const char *path, int flags) {
-    return dk_after_open(DK_REAL(__open64_2)(path, flags), flags, path);
+    return dk_after_open(DK_REAL(__open64_2)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags)), flags, path);
 }
 DK_EXPORT int __openat_2(int dirfd, const char *path, int flags) {
-    return dk_after_open(DK_REAL(__openat_2)(dirfd, path, flags), flags, path);
+    return dk_after_open(DK_REAL(__openat_2)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags)), flags, path);
 }
 DK_EXPORT int __openat64_2(int dirfd, const char *path, int flags) {
-    return dk_after_open(DK_REAL(__openat64_2)(dirfd, path, flags), flags, path);
+    return dk_after_open(DK_REAL(__openat64_2)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags)), flags, path);
 }

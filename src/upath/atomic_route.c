@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,6 +46,7 @@ struct up_atomic {
  * lock, finds eng == NULL and goes the plain way. (A few hundred bytes per detach; routes detach at the
  * last close, fork, exec, exit and kernel access.) */
 static pthread_mutex_t detach_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned routes_live; /* attached routes (atomic): opens with O_TRUNC look only when there are some */
 
 /* ---- which files ---- */
 
@@ -316,11 +318,28 @@ static void attach(struct up_file *f, struct alog_file *eng, const char *path) {
     __atomic_store_n(&f->atomic, a, __ATOMIC_RELEASE);
     pthread_rwlock_unlock(&f->rw);
     pthread_mutex_unlock(&f->mu);
+    __atomic_add_fetch(&routes_live, 1, __ATOMIC_RELEASE);
     dk_count(DK_C_atomic_routes, 1);
 }
 
-/* O_TRUNC of a routed file: the kernel cut the file under the engine's mapping already; give the mapping
- * its pages back, then truncate through the route and commit (an O_TRUNC is immediate, as in the kernel). */
+int up_atomic_open_flags(int dirfd, const char *path, int flags) {
+    if (!(flags & O_TRUNC) || !__atomic_load_n(&routes_live, __ATOMIC_ACQUIRE) || !path) return flags;
+    DK_ERRNO_SAVE;
+    struct stat st;
+    bool routed = false;
+    if (DK_REAL(fstatat)(dirfd, path, &st, 0) == 0 && S_ISREG(st.st_mode)) {
+        pthread_mutex_lock(&up_table_mu);
+        struct up_file *f = up_file_lookup(st.st_dev, st.st_ino);
+        routed = f && f->atomic && f->atomic->eng;
+        pthread_mutex_unlock(&up_table_mu);
+    }
+    DK_ERRNO_RESTORE;
+    return routed ? flags & ~O_TRUNC : flags;
+}
+
+/* O_TRUNC of a routed file: the open left the file alone (up_atomic_open_flags); truncate through the route
+ * and commit (an O_TRUNC is immediate, as in the kernel). A kernel that cut the file anyway (an open that
+ * raced with the route's creation) gets the capacity back first. */
 static void truncate_at_open(struct up_file *f) {
     struct up_atomic *a = f->atomic;
     pthread_rwlock_wrlock(&a->rw);
@@ -329,7 +348,6 @@ static void truncate_at_open(struct up_file *f) {
         return;
     }
     int rc = DK_REAL(ftruncate)(a->eng->data_fd, (off_t)a->eng->data_len) == 0 ? 0 : -errno;
-    a->zero_from = 0; /* the kernel zeroed the file, but checkpoints may still store into it */
     if (!rc) rc = truncate_locked(f, 0);
     if (!rc) rc = commit_locked(f, a);
     pthread_rwlock_unlock(&a->rw);
@@ -418,6 +436,7 @@ void up_atomic_detach(struct up_file *f) {
     pthread_rwlock_unlock(&f->rw);
     pthread_mutex_unlock(&f->mu);
     __atomic_store_n(&a->eng, NULL, __ATOMIC_RELEASE);
+    __atomic_sub_fetch(&routes_live, 1, __ATOMIC_RELEASE);
     pthread_rwlock_unlock(&a->rw);
     pthread_mutex_unlock(&detach_mu);
 }

@@ -17,6 +17,9 @@ struct up_slot;
 
 /* true when `path` (absolute) matches one of the DAXKIT_ATOMIC globs. */
 bool up_atomic_wanted(const char *path);
+/* Before the kernel opens `path` (dirfd-relative) with O_TRUNC: the flags to give it -- without O_TRUNC
+ * when the file is routed in this process (the route truncates after the open, up_atomic_adopt). */
+int up_atomic_open_flags(int dirfd, const char *path, int flags);
 /* After adoption of fd (slot bound, up_table_mu not held): routes the file when it matches. 0, or -EBUSY
  * when another process kept the file longer than DAXKIT_ATOMIC_WAIT_MS (the open must fail). */
 int up_atomic_adopt(struct up_file *f, int fd, int oflags);

@@ -1,5 +1,6 @@
 /* An unmodified POSIX program for the DAXKIT_ATOMIC tests (no daxkit API): it keeps a model of its file in
- * memory and, from a seed, overwrites, appends, writes past the end (holes), truncates and reads back
+ * memory and, from a seed, overwrites, appends, writes past the end (holes), truncates (also by a second
+ * open with O_TRUNC) and reads back
  * (every read is compared with the model: a mismatch exits 1), with an fsync every few operations.
  *
  *   route_writer FILE SEED OPS [SYNC_EVERY]
@@ -127,6 +128,18 @@ int main(int argc, char **argv) {
             model_reserve(to);
             if (to > size) memset(model + size, 0, to - size);
             size = to;
+        } else if (r < 78) { /* open it again with O_TRUNC (a commit point, like the close that follows) */
+            size = 0;
+            say("pending");
+            int t = open(argv[1], O_RDWR | O_TRUNC);
+            if (t < 0) die("open O_TRUNC");
+            struct stat st;
+            if (fstat(fd, &st) != 0 || st.st_size != 0) {
+                fprintf(stderr, "route_writer: size %lld after O_TRUNC\n", (long long)st.st_size);
+                return 1;
+            }
+            if (close(t) != 0) die("close");
+            say("synced");
         } else { /* read back */
             uint64_t off = size ? next_rand() % (size + 100) : 0;
             check_read(fd, off, 1 + next_rand() % 5000);
