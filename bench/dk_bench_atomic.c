@@ -396,9 +396,13 @@ int main(int argc, char **argv) {
                 if (all[v] != V_HYBRID) run_dirty(all[v], dirty[d]);
     }
     if (want("mix")) {
+        /* DK_BENCH_MIX_PCT / DK_BENCH_MIX_VARIANT: one cell only (instruction counts under callgrind) */
+        const char *only_pct = getenv("DK_BENCH_MIX_PCT"), *only_v = getenv("DK_BENCH_MIX_VARIANT");
         const uint32_t pct[] = {0, 10, 25, 40, 50, 75, 90, 100};
         for (int p = 0; p < 8; p++)
-            for (int v = 0; v < 4; v++) run_mix(all[v], pct[p]);
+            for (int v = 0; v < 4; v++)
+                if ((!only_pct || (uint32_t)atoi(only_pct) == pct[p]) && (!only_v || !strcmp(only_v, variant_name[all[v]])))
+                    run_mix(all[v], pct[p]);
     }
     if (want("threads"))
         for (uint32_t n = 1; n <= 2; n++)
