@@ -74,11 +74,12 @@ static bool path_below(const struct up_root *r, const char *path) {
     return strncmp(rest, "/.daxkit/", 9) != 0;
 }
 
-/* The file system below a mount root holds nothing else: an absolute name that does not pass through a
- * .daxkit area needs no readlink (a name reached through another mount of the same file system is the
- * same file, and managed alike). */
+/* The file system below a mount root holds nothing else: a name that does not pass through a .daxkit area
+ * needs no readlink (a name reached through another mount of the same file system is the same file, and
+ * managed alike). Relative names count too -- rsync and git open relative to a directory they changed
+ * into; only a program working inside .daxkit itself, by a relative name, would have its file served. */
 static bool hint_below_mount_root(const struct up_root *r, const char *hint) {
-    return r->mount_root && hint && hint[0] == '/' && !strstr(hint, "/.daxkit");
+    return r->mount_root && hint && hint[0] && !strstr(hint, "/.daxkit") && strncmp(hint, ".daxkit", 7) != 0;
 }
 
 struct up_root *up_root_for_fd(int fd, const struct stat *st, const char *path_hint) {
