@@ -309,7 +309,12 @@ static void attach(struct up_file *f, struct alog_file *eng, const char *path) {
     a->eng = eng;
     snprintf(a->path, sizeof a->path, "%s", path);
     a->zero_from = eng->size_pending;
-    pthread_rwlock_init(&a->rw, NULL);
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    /* fsync and appends (write side) must not starve behind a stream of overwrites from other threads */
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&a->rw, &ra);
+    pthread_rwlockattr_destroy(&ra);
     pthread_mutex_lock(&f->mu);
     pthread_rwlock_wrlock(&f->rw);
     up_file_set_size(f, eng->size_pending);
