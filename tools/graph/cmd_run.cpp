@@ -34,7 +34,7 @@ const OptionSpec kRunOptions[] = {
     {"delta", true, "sssp: delta-stepping bucket width (default 1, as GAP)"},
     {"seed", true, "seed for source selection (default 27491095)"},
     {"prefetch-targets", true,
-     "coroutine backends: prefetch+yield before touching neighbours' state: auto (default: off for bfs/bc "
+     "coroutine backends: prefetch+yield before touching neighbours' state: auto (default: off for bfs "
      "when the highest-degree vertices whose state fills half the LLC take half the edges) | on | off"},
     {"no-prefetch-targets", false, "same as --prefetch-targets off"},
     {"emu-model", true, "emu: time (deterministic, default) | thread (device thread polls the SQ)"},
@@ -184,9 +184,10 @@ int cmd_run(const std::string& kernel, int argc, char** argv) {
   }
   if (!prepare_backend(a, g)) return 1;
   const double hot_share = hot_endpoint_share(g, hot_lines(llc_bytes()));
-  // auto: off for BFS and BC on skewed graphs (their state then hits the cache; measured on kron22/24);
-  // SSSP keeps it (kron22 SSSP ran 1.15x faster in CPU time with it).
-  const bool skew_off = kernel != "sssp" && hot_share >= 0.5;
+  // auto: off for BFS on skewed graphs (its one state word per vertex then hits the cache; measured on
+  // kron22/24). BC (depth, sigma, delta per vertex) and SSSP keep it: on kron22 BC with it off ran
+  // 1.3-1.6x slower on emu, and SSSP ran 1.15x faster in CPU time with it on.
+  const bool skew_off = kernel == "bfs" && hot_share >= 0.5;
   a.cfg.prefetch_targets = a.prefetch_targets == "auto" ? !skew_off : a.prefetch_targets == "on";
   BackendRuntime rt(g, a.cfg, a.threads);
   if (!rt.ok()) {
