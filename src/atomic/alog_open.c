@@ -14,13 +14,8 @@
 #include "common/dk.h"
 #include "persist/persist.h"
 #include "shim/libc.h"
+#include "common/mapflags.h"
 
-#ifndef MAP_SYNC
-#define MAP_SYNC 0x80000
-#endif
-#ifndef MAP_SHARED_VALIDATE
-#define MAP_SHARED_VALIDATE 0x03
-#endif
 
 #define ALOG_AREA ".daxkit"
 #define ALOG_LOG_BYTES_MAX (64ull << 30)

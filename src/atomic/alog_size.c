@@ -21,13 +21,8 @@
 #include "common/crashpoint.h"
 #include "common/dk.h"
 #include "shim/libc.h"
+#include "common/mapflags.h"
 
-#ifndef MAP_SYNC
-#define MAP_SYNC 0x80000
-#endif
-#ifndef MAP_SHARED_VALIDATE
-#define MAP_SHARED_VALIDATE 0x03
-#endif
 
 #define ALOG_RESERVE_BYTES_MIN (64ull << 30) /* address space per tracked file (not memory) */
 #define ALOG_GROW_STEP_MAX (64ull << 20)

@@ -16,7 +16,6 @@
 #define OPLOG_ALLOCATE_LINES 32768u
 _Static_assert(OPLOG_ALLOCATE_LINES * DK_OPLOG_LINE_BYTES == DK_HUGE_BYTES, "allocation steps are huge pages");
 _Static_assert(OPLOG_ALLOCATE_LINES >= DK_OPLOG_RECORD_LINES_MAX, "one step holds the longest record");
-#define OPLOG_MADV_POPULATE_WRITE 23 /* <linux/mman.h>, Linux 5.14 */
 
 enum oplog_persist {
     OPLOG_PERSIST_FLUSH, /* dax, DAXKIT_PERSIST=flush, tmpfs: stores + flush + fence */

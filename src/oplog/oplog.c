@@ -18,10 +18,8 @@
 #include "oplog/internal.h"
 #include "persist/persist.h"
 #include "shim/libc.h"
+#include "common/mapflags.h"
 
-#ifndef MAP_SYNC
-#define MAP_SYNC 0x80000
-#endif
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE 1
 #endif
@@ -107,7 +105,7 @@ int oplog_allocate(struct dk_oplog *log, uint64_t end_lines) {
         uintptr_t page_hi = dk_round_up((uintptr_t)log->headers + hi, DK_PAGE_BYTES);
         /* Page cache: the mapping is only read (records go by pwrite); write faults would dirty it. */
         if (log->persist != OPLOG_PERSIST_MSYNC)
-            c->madvise((void *)page_lo, page_hi - page_lo, OPLOG_MADV_POPULATE_WRITE);
+            c->madvise((void *)page_lo, page_hi - page_lo, MADV_POPULATE_WRITE);
         __atomic_store_n(&log->allocated_lines, end_lines, __ATOMIC_RELEASE);
         e = 0;
     }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/dk.h"
+#include "common/mapflags.h"
 #include "oplog/format.h"
 #include "shim/libc.h"
 
@@ -71,7 +72,6 @@ static int deliver(const struct oplog_line *lines, uint64_t slot, uint32_t gener
     return cb ? cb(&rec, ctx) : 0;
 }
 
-#define OPLOG_MADV_POPULATE_READ 22 /* <linux/mman.h>, Linux 5.14 */
 
 /* A byte range of the image that may be read; everything outside every segment is zero (a hole). */
 struct segment {
@@ -190,7 +190,7 @@ int dk_oplog_scan(const char *path, dk_oplog_record_fn cb, void *ctx, struct dk_
     else if ((m = c->mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED) rc = -errno;
     if (rc == 0) rc = data_segments(fd, st.st_size, &segs, &nsegs);
     for (size_t i = 0; rc == 0 && i < nsegs; i++) /* one call instead of a fault per page; best effort */
-        c->madvise((char *)m + segs[i].lo, segs[i].hi - segs[i].lo, OPLOG_MADV_POPULATE_READ);
+        c->madvise((char *)m + segs[i].lo, segs[i].hi - segs[i].lo, MADV_POPULATE_READ);
     if (rc == 0) rc = scan_segments(m, (size_t)st.st_size, segs, nsegs, cb, ctx, stats);
     else if (stats) memset(stats, 0, sizeof *stats);
     free(segs);

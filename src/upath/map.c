@@ -11,19 +11,8 @@
 #include "common/stats.h"
 #include "shim/libc.h"
 #include "upath/internal.h"
+#include "common/mapflags.h"
 
-#ifndef MAP_SYNC
-#define MAP_SYNC 0x80000
-#endif
-#ifndef MAP_SHARED_VALIDATE
-#define MAP_SHARED_VALIDATE 0x03
-#endif
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22
-#endif
 
 #define UP_MAP_EXTENT_MAX_BYTES (1ull << 30) /* one mmap() covers at most 1 GiB */
 
