@@ -11,7 +11,6 @@
  * the file go to the kernel. */
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -25,6 +24,7 @@
 #include "common/log.h"
 #include "common/stats.h"
 #include "upath/atomic_mmap.h"
+#include "upath/policy.h"
 
 #define AMAP_FILES_MAX 64
 #define AMAP_VIEWS_MAX 256
@@ -48,22 +48,7 @@ static struct amap_file amap_files[AMAP_FILES_MAX];
 static struct amap_view amap_views[AMAP_VIEWS_MAX];
 static unsigned amap_live; /* program views (atomic): the munmap/msync hooks cost one load without any */
 
-bool up_atomic_mmap_wanted(const char *path) {
-    const char *spec = dk_cfg.atomic_mmap;
-    if (!spec || !*spec || !path) return false;
-    char glob[PATH_MAX];
-    while (*spec) {
-        const char *end = strchr(spec, ':');
-        size_t n = end ? (size_t)(end - spec) : strlen(spec);
-        if (n && n < sizeof glob) {
-            memcpy(glob, spec, n);
-            glob[n] = 0;
-            if (fnmatch(glob, path, 0) == 0) return true;
-        }
-        spec += n + (end ? 1 : 0);
-    }
-    return false;
-}
+bool up_atomic_mmap_wanted(const char *path) { return up_glob_list_match(dk_cfg.atomic_mmap, path); }
 
 static struct amap_file *file_for(const struct stat *st) {
     for (int i = 0; i < AMAP_FILES_MAX; i++)

@@ -15,7 +15,6 @@
  * the file through the kernel path. */
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +33,7 @@
 #include "upath/internal.h"
 #include "upath/io.h"
 #include "upath/upath.h"
+#include "upath/policy.h"
 
 struct up_atomic {
     struct alog_file *eng; /* NULL once detached */
@@ -50,22 +50,7 @@ static unsigned routes_live; /* attached routes (atomic): opens with O_TRUNC loo
 
 /* ---- which files ---- */
 
-bool up_atomic_wanted(const char *path) {
-    const char *spec = dk_cfg.atomic;
-    if (!spec || !*spec || !path) return false;
-    char glob[PATH_MAX];
-    while (*spec) {
-        const char *end = strchr(spec, ':');
-        size_t n = end ? (size_t)(end - spec) : strlen(spec);
-        if (n && n < sizeof glob) {
-            memcpy(glob, spec, n);
-            glob[n] = 0;
-            if (fnmatch(glob, path, 0) == 0) return true;
-        }
-        spec += n + (end ? 1 : 0);
-    }
-    return false;
-}
+bool up_atomic_wanted(const char *path) { return up_glob_list_match(dk_cfg.atomic, path); }
 
 /* ---- engine calls ---- */
 

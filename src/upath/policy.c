@@ -1,5 +1,6 @@
 /* Append strategy per file: DAXKIT_APPEND="default[,glob=strategy...]" (first matching glob wins). */
 #include <fnmatch.h>
+#include <limits.h>
 #include <string.h>
 
 #include "common/config.h"
@@ -50,4 +51,20 @@ enum up_policy up_policy_for(const char *spec, const char *path) {
         p = end ? end + 1 : p + n;
     }
     return def;
+}
+
+bool up_glob_list_match(const char *spec, const char *path) {
+    if (!spec || !*spec || !path) return false;
+    char glob[PATH_MAX];
+    while (*spec) {
+        const char *end = strchr(spec, ':');
+        size_t n = end ? (size_t)(end - spec) : strlen(spec);
+        if (n && n < sizeof glob) {
+            memcpy(glob, spec, n);
+            glob[n] = 0;
+            if (fnmatch(glob, path, 0) == 0) return true;
+        }
+        spec += n + (end ? 1 : 0);
+    }
+    return false;
 }
