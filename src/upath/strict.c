@@ -375,40 +375,32 @@ void up_strict_done(struct up_file *f) {
 
 /* ---- metadata ---- */
 
-/* The managed root of an absolute or cwd-relative path's directory, or NULL. */
-static struct up_root *root_of_path(int dirfd, const char *path, char *abs, size_t abs_len) {
+/* The directory holding `path` (relative to dirfd), opened; -1 when it cannot be. */
+static int open_parent(int dirfd, const char *path) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (slash == dir) slash[1] = 0;
     else if (slash) *slash = 0;
     else snprintf(dir, sizeof dir, ".");
-    int dfd = DK_REAL(openat)(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return DK_REAL(openat)(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* The managed root holding the directory of `path` (relative to dirfd), or NULL. */
+static struct up_root *root_of_path(int dirfd, const char *path) {
+    int dfd = open_parent(dirfd, path);
     if (dfd < 0) return NULL;
     struct stat st;
     struct up_root *r = NULL;
-    if (DK_REAL(fstat)(dfd, &st) == 0 && up_dev_is_managed(st.st_dev)) {
-        char proc[64];
-        snprintf(proc, sizeof proc, "/proc/self/fd/%d", dfd);
-        ssize_t k = readlink(proc, abs, abs_len - 1);
-        if (k > 0) {
-            abs[k] = 0;
-            for (int i = 0; i < up_roots_count() && !r; i++) {
-                struct up_root *c = up_root_at(i);
-                if (!strncmp(abs, c->path, c->path_len) && (abs[c->path_len] == '/' || !abs[c->path_len]))
-                    r = c;
-            }
-        }
-    }
+    if (DK_REAL(fstat)(dfd, &st) == 0 && up_dev_is_managed(st.st_dev)) r = up_root_for_fd(dfd, &st, NULL);
     DK_REAL(close)(dfd);
     return r;
 }
 
 int up_strict_meta_begin(unsigned type, int dirfd, const char *path, int dirfd2, const char *path2) {
     if (dk_cfg.mode != DK_MODE_STRICT || !up_enabled) return 0;
-    char abs[4096];
-    struct up_root *r = root_of_path(dirfd, path, abs, sizeof abs);
-    if (!r && path2) r = root_of_path(dirfd2, path2, abs, sizeof abs);
+    struct up_root *r = root_of_path(dirfd, path);
+    if (!r && path2) r = root_of_path(dirfd2, path2);
     if (!r) return 0;
     struct up_strict *st = strict_for(r);
     if (!st) return -EIO;
@@ -430,13 +422,7 @@ int up_strict_meta_begin(unsigned type, int dirfd, const char *path, int dirfd2,
 
 /* fsync of the directory holding `path` (the name change is durable when this returns). */
 static void sync_parent(int dirfd, const char *path) {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash == dir) slash[1] = 0;
-    else if (slash) *slash = 0;
-    else snprintf(dir, sizeof dir, ".");
-    int dfd = DK_REAL(openat)(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dfd = open_parent(dirfd, path);
     if (dfd < 0) return;
     DK_REAL(fsync)(dfd);
     DK_REAL(close)(dfd);
