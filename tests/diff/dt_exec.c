@@ -219,6 +219,16 @@ static void ex_dup(struct dt_ctx *c, const struct dt_op *op) {
   if (r >= 0) c->fd[slot] = r;
 }
 
+/* True when a stream opened in append mode is open on the file `fd` refers to. */
+static int append_stream_on(struct dt_ctx *c, int fd) {
+  struct stat a, b;
+  if (fstat(fd, &a) != 0) return 0;
+  for (int s = 0; s < DT_STREAM_SLOTS; s++)
+    if (c->st[s] && c->st_append[s] && fstat(fileno(c->st[s]), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+      return 1;
+  return 0;
+}
+
 static void ex_fcntl(struct dt_ctx *c, const struct dt_op *op) {
   int fd = fd_of(c, op->v[0]);
   errno = 0;
@@ -228,6 +238,10 @@ static void ex_fcntl(struct dt_ctx *c, const struct dt_op *op) {
     else out_ret(fl, errno);
     return;
   }
+  /* An append-mode stream relies on O_APPEND (glibc's fdopen "a" sets it on the shared description); a
+   * program clearing it under the stream leaves the stream's writes undefined, and glibc's file and cookie
+   * streams then write at different places. The tester keeps it while such a stream is open on the file. */
+  if (!op->v[1] && (fl & O_APPEND) && append_stream_on(c, fd)) return dt_out(" = kept (append stream open)");
   fl = op->v[1] ? fl | O_APPEND : fl & ~O_APPEND;
   errno = 0;
   int r = fcntl(fd, F_SETFL, fl);
@@ -450,6 +464,7 @@ static void ex_fopen(struct dt_ctx *c, const struct dt_op *op) {
   c->st_dir[s] = 0;
   c->st_gen[s] = c->raw_gen;
   c->st_wronly[s] = !strchr(mode, '+') && mode[0] != 'r';
+  c->st_append[s] = mode[0] == 'a';
   if (c->st[s]) dt_out(" = ok");
   else dt_out(" = NULL e=%s", err_name(errno));
 }

@@ -15,6 +15,7 @@ struct dt_ctx {
   unsigned st_gen[DT_STREAM_SLOTS];      /* raw_gen when the stream was last the active handle */
   unsigned raw_gen;                      /* raw descriptor operations so far */
   unsigned char st_wronly[DT_STREAM_SLOTS]; /* opened "w", "a" or "wx": reading it is not compared */
+  unsigned char st_append[DT_STREAM_SLOTS]; /* opened "a" or "a+": its writes rely on O_APPEND */
   int dirfd;                    /* the sequence directory, for the *at calls */
   char dir[PATH_MAX + 32];         /* absolute path of the sequence directory */
   int exact_holes;              /* compare SEEK_DATA/SEEK_HOLE results exactly */
