@@ -32,6 +32,8 @@ enum daxkit_atomic_policy {
     DAXKIT_ATOMIC_HYBRID = 0, /* per file: redo while writes >= redo_write_pct of accesses, else undo */
     DAXKIT_ATOMIC_UNDO = 1,   /* always undo logging (old data logged, file updated in place) */
     DAXKIT_ATOMIC_REDO = 2,   /* always redo logging (new data logged, file updated at checkpoint) */
+    DAXKIT_ATOMIC_JOURNAL = 3, /* an append-only redo journal of (offset, length, bytes) records: a copy is
+                                  a copy into DRAM-mapped log pages, written back at sync (small writes) */
 };
 
 enum daxkit_atomic_persist {
@@ -87,7 +89,7 @@ uint64_t daxkit_atomic_length(const struct daxkit_atomic *a);
 
 struct daxkit_atomic_stats {
     uint64_t epoch;                /* current (uncommitted) epoch */
-    uint32_t policy;               /* current policy: DAXKIT_ATOMIC_UNDO or DAXKIT_ATOMIC_REDO */
+    uint32_t policy;               /* current policy: DAXKIT_ATOMIC_UNDO, _REDO or _JOURNAL */
     uint32_t persist_medium;       /* 0 dax (or emulated), 1 pagecache, 2 volatile (enum dk_medium) */
     uint64_t copies, reads, syncs;
     uint64_t log_data_bytes;       /* bytes stored into the log data area (delta + merge fill) */

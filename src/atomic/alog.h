@@ -70,6 +70,28 @@ struct alog_counters {
         policy_switches, recovered_redo, recovered_undo, recovered_discarded;
 };
 
+/* The journal (policy DAXKIT_ATOMIC_JOURNAL; alog_journal.c, alog_jindex.c). Under j.mu. */
+struct alog_jpiece {
+    uint64_t off;   /* file offset; the piece lies inside one 4 KiB block */
+    uint64_t src;   /* its bytes: offset in the log data area */
+    uint32_t len;
+    uint32_t next;  /* next (newer) piece of the block, or UINT32_MAX */
+};
+struct alog_jslot {
+    uint64_t key;   /* 4 KiB block index + 1; 0: empty */
+    uint32_t head, tail;
+};
+struct alog_journal {
+    pthread_mutex_t mu;
+    uint64_t tail;      /* next record's offset in the log data area (also read without j.mu: atomic) */
+    uint64_t flushed;   /* bytes below it were written back by a commit */
+    uint64_t indexed;   /* records below it are in the DRAM index (reads index the rest first) */
+    struct alog_jpiece *pieces;
+    uint32_t pieces_used, pieces_cap, pieces_live; /* pieces_live: linked into a block list */
+    struct alog_jslot *slots;
+    uint32_t slot_mask, slots_used;
+};
+
 struct alog_file {
     pthread_rwlock_t rw;
     int data_fd, log_fd;
@@ -115,6 +137,9 @@ struct alog_file {
     pthread_cond_t ckpt_cond;
     bool ckpt_pending, ckpt_stop;
     uint32_t ckpt_interval_us;
+
+    bool journal;             /* policy DAXKIT_ATOMIC_JOURNAL: copies go to the journal, no entries */
+    struct alog_journal j;
 
     struct alog_counters ctr;
 };
@@ -220,6 +245,29 @@ void alog_ckpt_thread_stop(struct alog_file *f);
 void alog_ckpt_kick(struct alog_file *f);
 /* Starts a thread running fn(arg) with every signal blocked (the caller's mask is unchanged). */
 int alog_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+
+/* ---- the journal (alog_journal.c) ---- */
+int alog_jrnl_init(struct alog_file *f);
+void alog_jrnl_fini(struct alog_file *f);
+/* Appends [off, off+n) as records (under j.mu). 0, -ENOSPC (journal full; earlier records of a copy
+ * larger than 1 MiB stay), or the sticky error. */
+int alog_jrnl_copy(struct alog_file *f, uint64_t off, const void *src, size_t n);
+int alog_jrnl_read(struct alog_file *f, uint64_t off, void *dst, size_t n);
+/* In a commit, before its fence: journal written back, its end staged for the next epoch. */
+void alog_jrnl_stage_commit(struct alog_file *f);
+/* The committed journal length (header slot of the current epoch); 0: nothing to replay. */
+uint64_t alog_jrnl_committed_end(const struct alog_file *f);
+/* Replays the committed journal into the file and empties it, durably (recovery; needs no DRAM state). */
+int64_t alog_jrnl_apply_committed(struct alog_file *f);
+/* The same on a live journal (caller holds f->rw for writing); no-op while it holds uncommitted records. */
+int64_t alog_jrnl_checkpoint(struct alog_file *f);
+bool alog_jrnl_due(const struct alog_file *f); /* half full: checkpoint at this sync */
+/* DRAM index (alog_jindex.c), under j.mu */
+int alog_jindex_init(struct alog_file *f);
+void alog_jindex_fini(struct alog_file *f);
+void alog_jindex_clear(struct alog_file *f);
+int alog_jindex_add(struct alog_file *f, uint64_t off, uint32_t len, uint64_t src);
+void alog_jindex_overlay(struct alog_file *f, uint64_t off, char *dst, uint64_t n);
 
 /* ---- recovery (alog_recover.c) ---- */
 /* Applies the persistent entries by the recovery rule with `threads` threads (0: by size), makes the

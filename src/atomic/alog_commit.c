@@ -31,6 +31,7 @@ static uint32_t decide(struct alog_file *f) {
 static int commit_epoch(struct alog_file *f) {
     /* The size slot: durable with the fence below (undo runs on fence media only) or the log's fdatasync. */
     alog_size_stage_commit(f);
+    if (f->journal) alog_jrnl_stage_commit(f);
     /* Redo: log data and entries durable. Undo: entries were durable before their file stores; the file
      * stores themselves must be durable now. */
     int rc = f->policy == ALOG_REDO ? alog_durable_log_all(f) : alog_durable_data_all(f);
@@ -66,6 +67,11 @@ int alog_sync(struct alog_file *f) {
 int alog_sync_locked(struct alog_file *f) {
     int rc = __atomic_load_n(&f->broken, __ATOMIC_ACQUIRE);
     if (!rc) rc = commit_epoch(f);
+    if (!rc && f->journal) {
+        ALOG_CTR_ADD(f, syncs, 1);
+        if (alog_jrnl_due(f)) rc = (int)DK_MIN(0, alog_jrnl_checkpoint(f));
+        return rc;
+    }
     if (!rc) {
         ALOG_CTR_ADD(f, syncs, 1);
         uint32_t next = decide(f);

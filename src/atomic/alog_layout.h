@@ -49,7 +49,11 @@ struct alog_phdr {
      * fence, so the epoch store selects data and size at once. */
     uint64_t size_slot[2];
     uint64_t size_mode;
-    uint64_t pad1[3];
+    /* The journal (policy DAXKIT_ATOMIC_JOURNAL, alog_journal.c): jend_slot[H & 1] is the length of the
+     * journal committed with header epoch H; records in [0, jend) of the data area are replayed in order.
+     * A commit stores jend_slot[(H + 1) & 1] before the epoch word, like the size slot. 0 in older logs. */
+    uint64_t jend_slot[2];
+    uint64_t pad1;
 };
 static_assert(sizeof(struct alog_phdr) == 128, "header lines");
 static_assert(__builtin_offsetof(struct alog_phdr, epoch) == 64, "epoch alone in its cache line");
@@ -66,6 +70,15 @@ struct alog_pent {
 };
 static_assert(sizeof(struct alog_pent) == ALOG_ENTRY_BYTES, "one entry per cache line");
 
+/* A journal record: this header, then `len` bytes for file offset `off`, padded to ALOG_JREC_ALIGN. */
+struct alog_jrec {
+    uint64_t off;
+    uint32_t len;
+    uint32_t check; /* alog_jrec_check(position, off, len): a record that is not what a commit wrote stops replay */
+};
+#define ALOG_JREC_ALIGN 16u
+static_assert(sizeof(struct alog_jrec) == ALOG_JREC_ALIGN, "record header");
+
 static inline uint64_t alog_mix64(uint64_t x) {
     x ^= x >> 30, x *= 0xbf58476d1ce4e5b9ull;
     x ^= x >> 27, x *= 0x94d049bb133111ebull;
@@ -73,6 +86,9 @@ static inline uint64_t alog_mix64(uint64_t x) {
 }
 static inline uint64_t alog_pent_check(uint64_t word, uint64_t dest, uint64_t log_off, uint32_t shift) {
     return alog_mix64(word ^ alog_mix64(dest ^ alog_mix64(log_off ^ alog_mix64((uint64_t)shift + ALOG_MAGIC))));
+}
+static inline uint32_t alog_jrec_check(uint64_t pos, uint64_t off, uint32_t len) {
+    return (uint32_t)alog_mix64(pos ^ alog_mix64(off ^ ((uint64_t)len << 48) ^ ALOG_MAGIC));
 }
 static inline uint64_t alog_extent(uint32_t start, uint32_t len) { return (uint64_t)len << 32 | start; }
 static inline uint32_t alog_extent_start(uint64_t x) { return (uint32_t)x; }

@@ -25,7 +25,7 @@ int alog_options_resolve(const struct daxkit_atomic_options *in, struct daxkit_a
     if (!in) return 0;
     if (in->version != DAXKIT_ATOMIC_OPTIONS_VERSION) return -EINVAL;
     *out = *in;
-    if (out->policy > DAXKIT_ATOMIC_REDO || out->persist > DAXKIT_ATOMIC_PERSIST_FLUSH) return -EINVAL;
+    if (out->policy > DAXKIT_ATOMIC_JOURNAL || out->persist > DAXKIT_ATOMIC_PERSIST_FLUSH) return -EINVAL;
     if (out->redo_write_pct > 100) return -EINVAL;
     if (out->log_bytes < ALOG_CHUNK_BYTES || out->log_bytes % ALOG_CHUNK_BYTES || out->log_bytes > ALOG_LOG_BYTES_MAX)
         return -EINVAL;
@@ -185,7 +185,7 @@ static int attach_log(struct alog_file *f, const struct stat *st, uint64_t data_
     }
     adopt_log(f);
     if (f->hdr->data_ino == (uint64_t)st->st_ino && f->hdr->data_dev == (uint64_t)st->st_dev) return 0;
-    if (any_entry_valid(f)) return -ESTALE; /* another file's unrecovered log: never apply it to this one */
+    if (any_entry_valid(f) || alog_jrnl_committed_end(f)) return -ESTALE; /* another file's unrecovered log: never apply it to this one */
     alog_store_word(&f->hdr->data_ino, (uint64_t)st->st_ino);
     alog_store_word(&f->hdr->data_dev, (uint64_t)st->st_dev);
     return alog_durable_log_all(f);
@@ -197,6 +197,7 @@ static int init_dram(struct alog_file *f) {
     if (!f->ents || !f->live_bits) return -ENOMEM;
     int rc = alog_alloc_init(f);
     if (!rc) rc = alog_radix_init(f);
+    if (!rc && f->journal) rc = alog_jrnl_init(f);
     if (rc) return rc;
     pthread_rwlockattr_t ra;
     pthread_rwlockattr_init(&ra);
@@ -228,6 +229,7 @@ static void release_resources(struct alog_file *f) {
     if (f->data_fd >= 0) DK_REAL(close)(f->data_fd);
     alog_radix_fini(f);
     alog_alloc_fini(f);
+    if (f->journal) alog_jrnl_fini(f);
     free(f->ents);
     free(f->live_bits);
     free(f);
@@ -258,14 +260,15 @@ static int open_engine(const char *path, const struct daxkit_atomic_options *o, 
     f->track_size = track_size;
     dk_persist_init(dk_cfg.flush);
     f->policy_mode = o->policy;
+    f->journal = o->policy == DAXKIT_ATOMIC_JOURNAL;
     f->redo_write_pct = o->redo_write_pct;
-    f->ckpt_interval_us = o->checkpoint_interval_us;
+    f->ckpt_interval_us = f->journal ? 0 : o->checkpoint_interval_us; /* the journal checkpoints at sync */
     int rc = open_all(f, path, o);
     if (rc) {
         release_resources(f);
         return rc;
     }
-    bool redo = o->policy == DAXKIT_ATOMIC_REDO || f->persist_as == DK_MEDIUM_PAGECACHE;
+    bool redo = o->policy == DAXKIT_ATOMIC_REDO || f->journal || f->persist_as == DK_MEDIUM_PAGECACHE;
     f->policy = redo ? ALOG_REDO : ALOG_UNDO; /* hybrid starts with undo, as Libnvmio does */
     alog_store_word(&f->hdr->policy, f->policy);
     rc = alog_ckpt_thread_start(f);
@@ -317,6 +320,7 @@ int alog_test_open_memory(char *data, uint64_t data_len, char *log, uint64_t log
     f->persist_as = DK_MEDIUM_DAX;
     f->data = data, f->data_len = data_len, f->logmap = log, f->log_len = log_len;
     f->policy_mode = o->policy;
+    f->journal = o->policy == DAXKIT_ATOMIC_JOURNAL;
     f->redo_write_pct = o->redo_write_pct;
     int rc = format ? format_log(f, 0, 0, o->log_bytes) : 0;
     if (!rc) adopt_log(f);
@@ -326,7 +330,7 @@ int alog_test_open_memory(char *data, uint64_t data_len, char *log, uint64_t log
         release_resources(f);
         return rc;
     }
-    f->policy = o->policy == DAXKIT_ATOMIC_REDO ? ALOG_REDO : ALOG_UNDO;
+    f->policy = o->policy == DAXKIT_ATOMIC_REDO || f->journal ? ALOG_REDO : ALOG_UNDO;
     pthread_mutex_init(&f->ckpt_mu, NULL);
     pthread_cond_init(&f->ckpt_cond, NULL);
     *out = f;

@@ -29,6 +29,10 @@ static void read_region_redo(struct alog_file *f, struct alog_leaf *leaf, uint64
 
 int alog_read(struct alog_file *f, uint64_t off, void *dst, size_t n) {
     if (off > f->data_len || n > f->data_len - off) return -EINVAL;
+    if (f->journal) {
+        ALOG_CTR_ADD(f, reads, 1);
+        return alog_jrnl_read(f, off, dst, n);
+    }
     __atomic_add_fetch(&f->reads_epoch, 1, __ATOMIC_RELAXED);
     ALOG_CTR_ADD(f, reads, 1);
     char *d = dst;

@@ -100,6 +100,14 @@ static void run_jobs(struct alog_file *f, struct rec_job *jobs, uint32_t n) {
 }
 
 int alog_recover(struct alog_file *f, uint32_t threads, bool keep_entries) {
+    /* A journal and live entries never coexist: a log is recovered before the other kind is written. */
+    int64_t jn = alog_jrnl_apply_committed(f);
+    if (jn < 0) return (int)jn;
+    ALOG_CTR_ADD(f, recovered_redo, (uint64_t)jn);
+    if (f->journal) {
+        f->j.tail = f->j.flushed = f->j.indexed = 0;
+        alog_jindex_clear(f);
+    }
     uint32_t n = DK_MIN(64u, thread_count(f, threads));
     struct rec_job jobs[64];
     run_jobs(f, jobs, n);

@@ -16,7 +16,7 @@
 
 #define ALOG_RECOVER_DEPTH_MAX 8
 
-/* 1: the log needs recovery (a tracked size, or a valid entry); 0: idle or in use; -errno. */
+/* 1: the log needs recovery (a tracked size, a committed journal, or a valid entry); 0: idle or in use; -errno. */
 static int log_needs_work(int area_fd, const char *log_name, bool *tracked) {
     int fd = DK_REAL(openat)(area_fd, log_name, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -errno;
@@ -25,7 +25,7 @@ static int log_needs_work(int area_fd, const char *log_name, bool *tracked) {
     if (DK_REAL(flock)(fd, LOCK_EX | LOCK_NB) == 0 && DK_REAL(pread)(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
         h.magic == ALOG_MAGIC) {
         *tracked = h.size_mode == ALOG_SIZE_TRACKED;
-        rc = *tracked;
+        rc = *tracked || h.jend_slot[h.epoch & 1] != 0; /* a committed journal not replayed yet */
         struct alog_pent p;
         for (uint64_t i = 0; !rc && i < h.entry_count; i++) {
             if (DK_REAL(pread)(fd, &p, sizeof p, (off_t)(ALOG_HEADER_BYTES + i * ALOG_ENTRY_BYTES)) != (ssize_t)sizeof p)

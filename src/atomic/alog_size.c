@@ -53,7 +53,13 @@ static int map_fixed(struct alog_file *f, uint64_t from, uint64_t to) {
 
 int alog_map_reserved(struct alog_file *f) {
     uint64_t reserve = DK_MAX(ALOG_RESERVE_BYTES_MIN, dk_round_up(2 * f->data_len, DK_HUGE_BYTES));
-    void *r = DK_REAL(mmap)(NULL, reserve + DK_HUGE_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    uint64_t floor = dk_round_up(f->data_len, DK_HUGE_BYTES) + ALOG_GROW_STEP_MAX;
+    void *r;
+    /* A smaller reservation where the address space is limited (valgrind, RLIMIT_AS): growth past it is EFBIG */
+    while ((r = DK_REAL(mmap)(NULL, reserve + DK_HUGE_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                              -1, 0)) == MAP_FAILED &&
+           reserve / 2 >= floor)
+        reserve /= 2;
     if (r == MAP_FAILED) return fail_errno();
     f->reserve_base = r;
     f->reserve_bytes = reserve + DK_HUGE_BYTES;

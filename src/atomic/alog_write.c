@@ -115,6 +115,7 @@ int alog_copy(struct alog_file *f, uint64_t off, const void *src, size_t n) {
     if (off > f->data_len || n > f->data_len - off) return -EFBIG;
     int rc = __atomic_load_n(&f->broken, __ATOMIC_ACQUIRE);
     if (rc) return rc;
+    if (f->journal) return alog_jrnl_copy(f, off, src, n); /* full: -ENOSPC (only a sync can free it) */
     __atomic_add_fetch(&f->writes_epoch, 1, __ATOMIC_RELAXED);
     ALOG_CTR_ADD(f, copies, 1);
     const char *s = src;
@@ -138,6 +139,6 @@ int alog_copy(struct alog_file *f, uint64_t off, const void *src, size_t n) {
 }
 
 int alog_save_old(struct alog_file *f, uint64_t off, size_t n) {
-    if (f->policy != ALOG_UNDO) return -EINVAL;
+    if (f->policy != ALOG_UNDO || f->journal) return -EINVAL;
     return alog_copy(f, off, NULL, n);
 }

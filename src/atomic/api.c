@@ -81,7 +81,7 @@ DK_EXPORT int daxkit_atomic_get_stats(const struct daxkit_atomic *a, struct daxk
     const struct alog_counters *c = &f->ctr;
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
     *s = (struct daxkit_atomic_stats){
-        .epoch = LOAD(f->epoch), .policy = LOAD(f->policy), .persist_medium = (uint32_t)f->persist_as,
+        .epoch = LOAD(f->epoch), .policy = f->journal ? DAXKIT_ATOMIC_JOURNAL : LOAD(f->policy), .persist_medium = (uint32_t)f->persist_as,
         .copies = LOAD(c->copies), .reads = LOAD(c->reads), .syncs = LOAD(c->syncs),
         .log_data_bytes = LOAD(c->log_data_bytes), .log_meta_bytes = LOAD(c->log_meta_bytes),
         .log_bytes_used = LOAD(f->area_used_bytes), .checkpointed_entries = LOAD(c->checkpointed_entries),

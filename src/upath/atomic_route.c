@@ -55,6 +55,9 @@ bool up_atomic_wanted(const char *path) { return up_glob_list_match(dk_cfg.atomi
 /* ---- engine calls ---- */
 
 static int eng_copy(struct up_atomic *a, uint64_t off, const void *buf, size_t n) {
+    /* The journal needs no engine lock here: everything that takes it for writing (commit, checkpoint,
+     * close) runs under a->rw held for writing, which excludes this call. */
+    if (a->eng->journal) return alog_copy(a->eng, off, buf, n);
     pthread_rwlock_rdlock(&a->eng->rw);
     int rc = alog_copy(a->eng, off, buf, n);
     pthread_rwlock_unlock(&a->eng->rw);
@@ -136,7 +139,9 @@ ssize_t up_atomic_read(struct up_file *f, int fd, void *buf, size_t n, uint64_t 
     int rc = 0;
     if (off >= size) n = 0;
     else n = (size_t)DK_MIN((uint64_t)n, size - off);
-    if (n) {
+    if (n && a->eng->journal) {
+        rc = alog_read(a->eng, off, buf, n); /* as in eng_copy */
+    } else if (n) {
         pthread_rwlock_rdlock(&a->eng->rw);
         rc = alog_read(a->eng, off, buf, n);
         pthread_rwlock_unlock(&a->eng->rw);

@@ -1,7 +1,7 @@
 /* Description: the daxkit_atomic_* C API against a model. Argument and error cases (-EFBIG, -EINVAL,
  * -EBUSY, -ENOENT, -ENOSPC and recovery from it, errno left alone), then a seeded random mix of copies
  * (1 B .. 300 KiB), reads checked byte for byte, syncs, and unmap/map cycles without a sync (which must
- * roll back to the last sync) under each policy (undo, redo, hybrid) with and without the checkpoint
+ * roll back to the last sync) under each policy (undo, redo, hybrid, journal) with and without the checkpoint
  * thread. Usage: atomic_api [DIR]; SEED=n reproduces a run. */
 #include "atomic_test.h"
 
@@ -141,8 +141,8 @@ int main(int argc, char **argv) {
     at_path(full, sizeof full, "full");
     log_full_case(full);
     committed = malloc(FILE_BYTES), current = malloc(FILE_BYTES), readbuf = malloc(512u << 10);
-    uint32_t policies[] = {DAXKIT_ATOMIC_UNDO, DAXKIT_ATOMIC_REDO, DAXKIT_ATOMIC_HYBRID};
-    for (int p = 0; p < 3; p++) {
+    uint32_t policies[] = {DAXKIT_ATOMIC_UNDO, DAXKIT_ATOMIC_REDO, DAXKIT_ATOMIC_HYBRID, DAXKIT_ATOMIC_JOURNAL};
+    for (int p = 0; p < 4; p++) {
         model_run(path, policies[p], 0, at_seed + (uint64_t)p);
         model_run(path, policies[p], 200, at_seed + 10 + (uint64_t)p);
     }

@@ -5,7 +5,7 @@
  *       EPOCHS seeded batches of copies and reads and syncs each; after each sync returns it appends
  *       "S k" to DIR/acks (write(2): survives SIGKILL). Halfway it makes an unsynced batch and unmaps and
  *       remaps (unmap rolls it back through the recovery code). Read-heavy and write-heavy batches alternate
- *       so the hybrid policy switches. POLICY: undo|redo|hybrid, or uwp: the batches are stores straight
+ *       so the hybrid policy switches. POLICY: undo|redo|hybrid|journal, or uwp: the batches are stores straight
  *       into a mapping made failure-atomic by userfaultfd write-protection (src/atomic/uwp.h), committed by
  *       dk_uwp_msync (skips with 77 where that is unavailable).
  *   atomic_cp recover DIR   maps and unmaps DIR/f.bin (recovery), twice.
@@ -74,8 +74,7 @@ static int workload_uwp(int ack_fd) {
 }
 
 static int workload(const char *dir, const char *pol) {
-    uint32_t policy = !strcmp(pol, "undo") ? DAXKIT_ATOMIC_UNDO : !strcmp(pol, "redo") ? DAXKIT_ATOMIC_REDO
-                                                                                     : DAXKIT_ATOMIC_HYBRID;
+    uint32_t policy = at_policy(pol);
     at_make_file(path, FILE_BYTES, 1);
     char acks[700];
     snprintf(acks, sizeof acks, "%s/acks", dir);

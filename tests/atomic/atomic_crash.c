@@ -118,11 +118,10 @@ static uint64_t run_child(uint32_t round, uint64_t *rs, bool *got_h0, uint64_t *
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: atomic_crash undo|redo|hybrid [DIR]\n");
+        fprintf(stderr, "usage: atomic_crash undo|redo|hybrid|journal [DIR]\n");
         return 2;
     }
-    policy = !strcmp(argv[1], "undo") ? DAXKIT_ATOMIC_UNDO : !strcmp(argv[1], "redo") ? DAXKIT_ATOMIC_REDO
-                                                                                       : DAXKIT_ATOMIC_HYBRID;
+    policy = at_policy(argv[1]);
     at_setup_dir(argc - 1, argv + 1);
     at_seed = at_seed_from_env();
     uint32_t rounds = getenv("ROUNDS") ? (uint32_t)atoi(getenv("ROUNDS")) : 120;

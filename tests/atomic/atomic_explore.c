@@ -3,7 +3,8 @@
  * region holding the file and its log (persisting as on dax), the explorer records every store, write-back
  * and fence, and materialises the media states a power failure could leave at each crash point. On each,
  * recovery runs on a copy, and the file must equal the state of the last acknowledged sync k or of sync
- * k+1 (in flight). Usage: atomic_explore undo|redo|hybrid [SEED] */
+ * k+1 (in flight). Usage: atomic_explore undo|redo|hybrid|journal [SEED]
+ * (journal: the checkpoint after sync 5 replays and empties the journal, and later records reuse its space) */
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,8 +58,7 @@ static int check(const void *image, size_t bytes, const uint64_t *marks, size_t 
 
 int main(int argc, char **argv) {
     const char *pol = argc > 1 ? argv[1] : "hybrid";
-    uint32_t policy = !strcmp(pol, "undo") ? DAXKIT_ATOMIC_UNDO : !strcmp(pol, "redo") ? DAXKIT_ATOMIC_REDO
-                                                                                     : DAXKIT_ATOMIC_HYBRID;
+    uint32_t policy = at_policy(pol);
     daxkit_atomic_options_init(&opts);
     opts.policy = policy, opts.log_bytes = LOG_DATA_BYTES, opts.checkpoint_interval_us = 0;
     log_bytes = alog_test_log_bytes(LOG_DATA_BYTES);

@@ -113,6 +113,12 @@ static inline uint64_t at_seed_from_env(void) {
     return v;
 }
 
+/* "undo", "redo", "journal", else hybrid. */
+static inline uint32_t at_policy(const char *name) {
+    return !strcmp(name, "undo") ? DAXKIT_ATOMIC_UNDO : !strcmp(name, "redo") ? DAXKIT_ATOMIC_REDO
+         : !strcmp(name, "journal") ? DAXKIT_ATOMIC_JOURNAL : DAXKIT_ATOMIC_HYBRID;
+}
+
 static inline struct daxkit_atomic_options at_opts(uint32_t policy, uint32_t interval_us) {
     struct daxkit_atomic_options o;
     daxkit_atomic_options_init(&o);

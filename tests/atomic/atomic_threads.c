@@ -88,6 +88,7 @@ int main(int argc, char **argv) {
     run(path, DAXKIT_ATOMIC_UNDO);
     run(path, DAXKIT_ATOMIC_REDO);
     run(path, DAXKIT_ATOMIC_HYBRID);
+    run(path, DAXKIT_ATOMIC_JOURNAL);
     printf("PASS\n");
     return 0;
 }

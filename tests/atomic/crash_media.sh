@@ -6,7 +6,7 @@ set -euo pipefail
 . "$DAXKIT_SRC/tests/harness/media.sh"
 dk_need_root
 kind=$1; shift
-policies=${*:-undo redo hybrid}
+policies=${*:-undo redo hybrid journal}
 crash=$(dk_test_bin atomic_crash) || exit 1
 api=$(dk_test_bin atomic_api) || exit 1
 dk_media_mount "$kind"
