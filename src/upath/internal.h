@@ -149,6 +149,10 @@ struct up_file;
 /* Before the kernel size of an extend-strategy file moves to `ext` (> pub_size): make durable the
  * record that lets recovery roll it back to pub_size. Under f->mu. 0 (no record possible is logged). */
 int up_sizerec_extend(struct up_file *f, int fd, uint64_t ext);
+/* Before a stage-strategy relink that a crash can cut moves the kernel size from pub_size towards `size`:
+ * the same record (durable on a flush medium; for this boot only, without msync, on the page cache).
+ * Under f->mu. 0. */
+int up_sizerec_publish_begin(struct up_file *f, int fd, uint64_t size);
 /* After the kernel size was set to the published size (publish, truncate): the record is void. */
 void up_sizerec_clear(struct up_file *f);
 /* The file leaves the table: clear and give back its slot. */

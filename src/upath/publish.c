@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "common/config.h"
+#include "common/crashpoint.h"
 #include "common/log.h"
 #include "common/stats.h"
 #include "persist/persist.h"
@@ -38,16 +39,36 @@ static int publish_fd(const struct up_file *f, int fd, bool *opened) {
     return w;
 }
 
+/* Bytes of the next pwrite of the copy of [start, end), now at off. While crash testing, a copy stops at its
+ * first two page boundaries and at its last one, with a crash point after each piece: the kernel's write
+ * stops at a page boundary when a fatal signal is pending, and tests must see a copy cut there. */
+static uint64_t copy_piece(uint64_t start, uint64_t off, uint64_t end) {
+    uint64_t len = DK_MIN(end - off, DK_MAX_RW_BYTES);
+#ifdef DAXKIT_TEST_BUILD
+    if (__atomic_load_n(&dk_crashpoint_active, __ATOMIC_RELAXED)) {
+        uint64_t first = dk_round_down(start, DK_PAGE_BYTES) + DK_PAGE_BYTES;
+        const uint64_t cuts[] = {first, first + DK_PAGE_BYTES, dk_round_down(end - 1, DK_PAGE_BYTES)};
+        for (int i = 0; i < 3; i++)
+            if (cuts[i] > off && cuts[i] < end) len = DK_MIN(len, cuts[i] - off);
+    }
+#else
+    (void)start;
+#endif
+    return len;
+}
+
 /* pwrite until done; EINTR is retried (it is not the program's call that was interrupted). */
 static int copy_range(int wfd, const char *src, uint64_t off, uint64_t n) {
+    const uint64_t start = off, end = off + n;
     while (n) {
-        ssize_t w = DK_REAL(pwrite)(wfd, src, DK_MIN(n, DK_MAX_RW_BYTES), (off_t)off);
+        ssize_t w = DK_REAL(pwrite)(wfd, src, copy_piece(start, off, end), (off_t)off);
         if (w < 0) {
             if (errno == EINTR) continue;
             return -errno;
         }
         if (w == 0) return -EIO;
         src += w, off += (uint64_t)w, n -= (uint64_t)w;
+        if (n) DK_CRASH_POINT("publish.copy.page_boundary");
     }
     return 0;
 }
@@ -75,6 +96,7 @@ static int relink_slot(struct up_file *f, int wfd, struct up_staged *s, uint64_t
     if (clone) {
         int rc = copy_range(wfd, src, a, head_end - a);
         if (rc) return rc;
+        DK_CRASH_POINT("publish.clone.head_copied");
         rc = clone_range(wfd, s, head_end, tail - head_end);
         if (rc == 0) {
             *cloned = true;
@@ -114,6 +136,7 @@ static int relink_all(struct up_file *f, int wfd) {
             __atomic_store_n(&f->pub_size, b, __ATOMIC_RELEASE);
         }
         up_stage_give_back(f->root, s, cloned);
+        if (done + 1 < f->staged_count) DK_CRASH_POINT("publish.relink.slot_done");
     }
     memmove(f->staged, f->staged + done, (f->staged_count - done) * sizeof *f->staged);
     f->staged_count -= done;
@@ -137,6 +160,19 @@ static int extend_publish(struct up_file *f, int wfd, uint64_t *size) {
     return DK_REAL(ftruncate)(wfd, (off_t)*size) != 0 ? -errno : 0;
 }
 
+/* A relink a crash can cut: more than one kernel call (staging slots; a clone's head and tail) or a
+ * pwrite over a page boundary (the kernel's write stops between pages when a fatal signal is pending).
+ * Strict mode needs no record: its log replays the appends. */
+static bool relink_can_tear(const struct up_file *f, uint64_t size) {
+    uint64_t pub = f->pub_size;
+    if (size <= pub || dk_cfg.mode == DK_MODE_STRICT) return false;
+    if (pub / DK_PAGE_BYTES != (size - 1) / DK_PAGE_BYTES) return true;
+    uint32_t slots = 0;
+    for (uint32_t i = 0; i < f->staged_count; i++)
+        slots += DK_MAX(f->staged[i].base, pub) < DK_MIN(f->staged[i].base + f->staged[i].cap, size);
+    return slots > 1;
+}
+
 int up_publish_locked(struct up_file *f, int fd) {
     uint64_t size = up_file_size(f);
     bool staged = f->strategy == UP_STAGE && (f->staged_count || size != f->pub_size);
@@ -147,11 +183,14 @@ int up_publish_locked(struct up_file *f, int fd) {
     if (wfd < 0) return wfd;
     /* The mapping must cover the new size before pub_size moves (readers trust pub_size). */
     int rc = up_map_keep(f, wfd, size);
+    /* A relink a crash can cut is rolled back by recovery: the record first, cleared below. */
+    if (rc == 0 && staged && relink_can_tear(f, size)) rc = up_sizerec_publish_begin(f, wfd, size);
     if (rc == 0 && staged) rc = relink_all(f, wfd);
     if (rc == 0 && extended) rc = extend_publish(f, wfd, &size);
     if (rc == 0) {
         f->ksize = size;
         __atomic_store_n(&f->pub_size, size, __ATOMIC_RELEASE);
+        DK_CRASH_POINT("publish.before_clear");
         up_sizerec_clear(f); /* after the kernel size moved: a crash in between rolls the publish back */
         dk_count(DK_C_publishes, 1);
     }

@@ -6,6 +6,14 @@
  * cleared. A process that dies leaves its valid records behind; the next one to use the directory (or
  * `daxkit recover DIR`) truncates each such file back to its published size, so appends stay atomic.
  *
+ * The stage strategy uses the same records around a relink that a crash can cut (up_sizerec_publish_begin:
+ * several kernel calls, or one pwrite over a page boundary -- the kernel's write stops between pages when a
+ * fatal signal is pending): pub = the published size before the relink, ext = the size it publishes.
+ * Those are durable on a flush medium (one flush + fence each way). On the page cache they are stored
+ * without msync and carry the boot id: a process crash leaves them in the page cache, where recovery reads
+ * them; after a power loss (another boot) recovery ignores them -- posix mode promises there only what
+ * the last fsync made durable, and a record left valid on disk must not roll back a later fsync'ed publish.
+ *
  * Invariant of a valid record (pub, ext): the kernel size is within [pub, ext], and bytes at or above
  * `pub` were never published. Recovery acts only when pub < st_size <= ext, on the same inode: a file
  * that anyone resized since is left alone. Every step is idempotent; recovery is safe to interrupt. */
@@ -28,7 +36,8 @@
 #define REC_BYTES 4096u
 #define REC_SLOTS 1024u
 #define REC_MAGIC 0x6463657273786164ull /* "daxsrecd" */
-#define REC_PATH_MAX (REC_BYTES - 48)
+#define REC_PATH_MAX (REC_BYTES - 64)
+#define REC_THIS_BOOT 1u /* flags: valid only in the boot whose id it holds (page cache, not msync'ed) */
 
 struct size_rec {        /* one 4 KiB slot */
     uint64_t magic;      /* REC_MAGIC when valid; stored last, cleared first */
@@ -36,8 +45,9 @@ struct size_rec {        /* one 4 KiB slot */
     uint64_t pub;        /* published size */
     uint64_t ext;        /* the largest kernel size set since (grows in place: one 8-byte store) */
     uint32_t path_len;
-    uint32_t pad;
-    char path[REC_PATH_MAX];
+    uint32_t flags;      /* REC_THIS_BOOT (0 in records of earlier versions: their pad) */
+    uint8_t boot[16];    /* the boot id, when REC_THIS_BOOT */
+    char path[REC_PATH_MAX]; /* a hint: recovery checks dev/ino and else searches by inode */
 };
 _Static_assert(sizeof(struct size_rec) == REC_BYTES, "record slot size");
 
@@ -48,8 +58,35 @@ struct up_sizes {
     uint64_t used[REC_SLOTS / 64];
 };
 
-/* Makes [p, p+n) of the record file durable as the root's medium requires. */
-static void rec_persist(const struct up_root *r, void *p, size_t n) {
+/* This boot's id (/proc/sys/kernel/random/boot_id, 16 bytes from its hex digits). false if unreadable. */
+static bool boot_id(uint8_t out[16]) {
+    static uint8_t id[16];
+    static int state; /* 0: not read, 1: read, -1: unreadable */
+    int st = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+    if (st == 0) {
+        char text[64] = {0};
+        int fd = DK_REAL(open)("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? DK_REAL(read)(fd, text, sizeof text - 1) : -1;
+        if (fd >= 0) DK_REAL(close)(fd);
+        uint8_t v[16] = {0};
+        int digits = 0;
+        for (ssize_t i = 0; i < n && digits < 32; i++) {
+            char c = text[i];
+            int x = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+            if (x >= 0) v[digits / 2] |= (uint8_t)(x << (digits % 2 ? 0 : 4)), digits++;
+        }
+        if (digits == 32) memcpy(id, v, sizeof id);
+        st = digits == 32 ? 1 : -1;
+        __atomic_store_n(&state, st, __ATOMIC_RELEASE); /* racing readers compute the same */
+    }
+    if (st == 1) memcpy(out, id, sizeof id);
+    return st == 1;
+}
+
+/* Makes [p, p+n) of the record file durable as the root's medium requires -- unless the record is
+ * valid for this boot only (page cache: the page cache itself survives the process). */
+static void rec_persist(const struct up_root *r, const struct size_rec *rec, void *p, size_t n) {
+    if (rec->flags & REC_THIS_BOOT) return;
     switch (r->persist_as) {
     case DK_MEDIUM_DAX:
         dk_flush_range(p, n);
@@ -118,17 +155,20 @@ static struct size_rec *rec_at(const struct up_sizes *z, int s) {
     return (struct size_rec *)(z->addr + (size_t)s * REC_BYTES);
 }
 
-int up_sizerec_extend(struct up_file *f, int fd, uint64_t ext) {
+/* Makes the file's record valid for (published size, ext), or raises its ext. this_boot: on the page
+ * cache, a record for this boot only (no msync); otherwise durable. */
+static int rec_begin(struct up_file *f, int fd, uint64_t ext, bool this_boot) {
     struct up_sizes *z = f->sizerec_slot ? f->root->sizes : sizes_open(f->root);
     if (!z) return 0; /* no record: the old behaviour (a crash may leave the tail); said once */
     if (f->sizerec_slot && f->sizerec_valid) {
         struct size_rec *rec = rec_at(z, f->sizerec_slot - 1);
         if (ext <= rec->ext) return 0;
         __atomic_store_n(&rec->ext, ext, __ATOMIC_RELEASE);
-        rec_persist(f->root, &rec->ext, sizeof rec->ext);
+        rec_persist(f->root, rec, &rec->ext, sizeof rec->ext);
         return 0;
     }
-    if (!f->sizerec_slot) {
+    bool fresh = !f->sizerec_slot;
+    if (fresh) {
         int s = slot_take(z);
         if (s < 0) {
             dk_log_once("more than %u files extended at once under %s: the rest have no published-size record",
@@ -139,26 +179,38 @@ int up_sizerec_extend(struct up_file *f, int fd, uint64_t ext) {
         f->sizerec_slot = s + 1;
     }
     struct size_rec *rec = rec_at(z, f->sizerec_slot - 1);
-    char proc[64];
-    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-    ssize_t n = readlink(proc, rec->path, REC_PATH_MAX - 1);
-    rec->path_len = n > 0 ? (uint32_t)n : 0;
-    rec->path[rec->path_len] = 0;
+    if (fresh) { /* the path is a hint (renames): read once per slot, not at every publish */
+        char proc[64];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(proc, rec->path, REC_PATH_MAX - 1);
+        rec->path_len = n > 0 ? (uint32_t)n : 0;
+        rec->path[rec->path_len] = 0;
+    }
+    this_boot = this_boot && f->root->persist_as == DK_MEDIUM_PAGECACHE && boot_id(rec->boot);
+    rec->flags = this_boot ? REC_THIS_BOOT : 0;
     rec->dev = (uint64_t)f->dev, rec->ino = (uint64_t)f->ino;
     rec->pub = __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE);
     rec->ext = ext;
-    rec_persist(f->root, rec, 48 + rec->path_len + 1);
+    rec_persist(f->root, rec, rec, 64 + rec->path_len + 1);
     __atomic_store_n(&rec->magic, REC_MAGIC, __ATOMIC_RELEASE);
-    rec_persist(f->root, &rec->magic, sizeof rec->magic);
+    rec_persist(f->root, rec, &rec->magic, sizeof rec->magic);
     f->sizerec_valid = true;
     return 0;
 }
+
+int up_sizerec_extend(struct up_file *f, int fd, uint64_t ext) { return rec_begin(f, fd, ext, false); }
+
+int up_sizerec_publish_begin(struct up_file *f, int fd, uint64_t size) { return rec_begin(f, fd, size, true); }
 
 void up_sizerec_clear(struct up_file *f) {
     if (!f->sizerec_valid) return;
     struct size_rec *rec = rec_at(f->root->sizes, f->sizerec_slot - 1);
     __atomic_store_n(&rec->magic, 0, __ATOMIC_RELEASE);
-    rec_persist(f->root, &rec->magic, sizeof rec->magic);
+    /* Flush medium: written back, not fenced -- the next fence orders it (the fsync that makes the publish
+     * durable fences first, and so does the next record); until then a power loss may leave the record
+     * valid, and recovery rolls back a publish that no fsync had made durable (posix mode allows that). */
+    if (f->root->persist_as == DK_MEDIUM_DAX) dk_flush_range(&rec->magic, sizeof rec->magic);
+    else rec_persist(f->root, rec, &rec->magic, sizeof rec->magic);
     f->sizerec_valid = false;
 }
 
@@ -285,7 +337,11 @@ int up_sizerec_recover(int area_fd, const char *name, struct up_sizerec_report *
         struct size_rec *rec = (struct size_rec *)(a + off);
         if (rec->magic != REC_MAGIC) continue;
         rec->path[REC_PATH_MAX - 1] = 0;
-        recover_one(rec, area_fd, rep);
+        uint8_t boot[16];
+        if (!(rec->flags & REC_THIS_BOOT) || (boot_id(boot) && !memcmp(boot, rec->boot, sizeof boot)))
+            recover_one(rec, area_fd, rep);
+        else
+            rep->untouched++; /* written before a reboot: void (see the top of this file) */
         rec->magic = 0; /* done: a second run (or a late opener of this file) finds nothing to do */
     }
     if (bytes) {

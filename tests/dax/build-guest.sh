@@ -135,7 +135,8 @@ fi
 cp -L "$kernel" "$out/vmlinuz.tmp" && mv "$out/vmlinuz.tmp" "$out/vmlinuz"
 
 # The daxkit part: what BUILD holds now.
-dk_bins=(bin/daxkit tests/dk_difftest tests/shim_crash tests/shim_check tests/dax_counters tests/clone_zero)
+dk_bins=(bin/daxkit tests/dk_difftest tests/shim_crash tests/shim_check tests/dax_counters tests/clone_zero
+         tests/publish_crash)
 droot=$out/daxkit-root
 rm -rf "$droot"
 mkdir -p "$droot/dk/build/lib" "$droot/dk/build/bin" "$droot/dk/build/tests" "$droot/dk/src/tests"
@@ -144,7 +145,7 @@ for b in "${dk_bins[@]}"; do
     [ -x "$build/$b" ] || fail "$build/$b not built (ninja -C $build)"
     cp "$build/$b" "$droot/dk/build/$b"
 done
-for d in harness diff shim dax; do
+for d in harness diff shim dax crash; do
     mkdir -p "$droot/dk/src/tests/$d"
     find "$src/tests/$d" -maxdepth 1 -type f \( -name '*.sh' -o -name '*.py' \) -exec cp {} "$droot/dk/src/tests/$d/" \;
 done

@@ -28,7 +28,10 @@ say "booted at $(uptime_s) s uptime, kernel $(uname -r), $(grep -c ^processor /p
 
 list=short
 for a in $(cat /proc/cmdline); do
-    case $a in dk.list=*) list=${a#dk.list=} ;; esac
+    case $a in
+    dk.list=*) list=${a#dk.list=} ;;
+    dk.only=*) export DK_GUEST_ONLY=${a#dk.only=} ;; # a glob of test names (run-guest.sh --only)
+    esac
 done
 
 for m in $(cat /etc/dk-modules); do

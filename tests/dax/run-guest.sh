@@ -2,8 +2,10 @@
 # Description: boots the FS-DAX guest (QEMU TCG, two emulated NVDIMMs, Debian's 6.1 kernel) and runs the DAX
 # tests inside it (tests/dax/guest-tests.sh on XFS-reflink and ext4, both mounted -o dax=always).
 #
-#   run-guest.sh BUILD [--short|--long] [--timeout SECONDS]
+#   run-guest.sh BUILD [--short|--long] [--only GLOB] [--timeout SECONDS]
 #
+# --only GLOB runs only the tests of the list whose name matches (e.g. 'crash_*ext4*'), for a quick look at
+# one test under TCG.
 # Builds or reuses the image (build-guest.sh; cached under BUILD/dax-guest), boots it with a time limit,
 # echoes the console, and reads one "DK-RESULT name PASS|FAIL|XFAIL|SKIP ..." line per test. Exit 0 when
 # every test passed, skipped, or failed on a known library defect (XFAIL: listed in guest-tests.sh) and the
@@ -21,11 +23,13 @@ build=${1:?usage: run-guest.sh BUILD [--short|--long] [--timeout SECONDS]}
 shift
 list=long
 timeout_s=
+only=
 while [ $# -gt 0 ]; do
     case $1 in
     --short) list=short; shift ;;
     --long) list=long; shift ;;
     --timeout) timeout_s=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
     *) echo "run-guest.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
@@ -67,7 +71,7 @@ qemu_args=(-accel tcg -cpu max -smp "$smp" -M pc,nvdimm=on -m 2G,slots=4,maxmem=
     -object memory-backend-file,id=m0,share=on,mem-path="$tag.xfs.img",size=1G -device nvdimm,id=nv0,memdev=m0
     -object memory-backend-file,id=m1,share=on,mem-path="$tag.ext4.img",size=1G -device nvdimm,id=nv1,memdev=m1
     -kernel "$img/vmlinuz" -initrd "$img/initrd"
-    -append "console=ttyS0 panic=-1 loglevel=4 edd=off dk.list=$list"
+    -append "console=ttyS0 panic=-1 loglevel=4 edd=off dk.list=$list${only:+ dk.only=$only}"
     -nographic -no-reboot -nodefaults -serial stdio -monitor none)
 echo "run-guest: $list list, $smp cpu(s), timeout ${timeout_s}s: $qemu ${qemu_args[*]}"
 t_boot=$(now)
