@@ -3,6 +3,7 @@
 #   - 64 B / 256 B / 1 KiB / 4 KiB random overwrites and appends, fsync every 1 and every 10, on huge tmpfs
 #     with DAXKIT_PERSIST=flush (emulated DAX persistence: labelled) and on XFS on a RAM loop (real fsync);
 #   - strict mode's per-write choice: default (inline up to 1 KiB) vs always staged vs always inline;
+#   - a durable record write's cost by its size on XFS against the kernel path (strict-record-io.csv);
 #   - recovery: records replayed per second after a SIGKILL with N records in the log;
 #   - SQLite: journal_mode=OFF under strict mode against WAL on the kernel path (strict-sqlite.csv).
 # Usage: bench/strict.sh BUILD_DIR OUT_CSV     Environment: OPS [20000], REPS [1], MEDIA [hugetmpfs xfs], SQL_N [20000]
@@ -55,6 +56,18 @@ for medium in $MEDIA; do
         done
     done
 done
+
+# Does a record's size decide its durable write's cost (XFS, page cache)? 64 B / 4 KiB aligned / 4160 B /
+# 5568 B DSYNC writes and the kernel's pwrite + fdatasync, interleaved op by op (strict-record-io.csv).
+if [[ " $MEDIA " == *" xfs "* ]]; then
+    dk_media_mount xfs 1G > /dev/null
+    iocsv=$(dirname "$OUT")/strict-record-io.csv
+    echo "medium,variant,bytes,ops,median_ns,mean_ns,p99_ns,rep" > "$iocsv"
+    for rep in $(seq 1 "$REPS"); do
+        "$BUILD/bin/strict_record_io" "$DK_MNT" xfs 2000 | sed "s/\$/,$rep/" >> "$iocsv"
+    done
+    cat "$iocsv" >&2
+fi
 
 # Recovery rate: N small records left in the log by a SIGKILL, replayed by `daxkit recover`.
 dk_media_mount hugetmpfs 2G > /dev/null

@@ -206,11 +206,7 @@ void up_sizerec_clear(struct up_file *f) {
     if (!f->sizerec_valid) return;
     struct size_rec *rec = rec_at(f->root->sizes, f->sizerec_slot - 1);
     __atomic_store_n(&rec->magic, 0, __ATOMIC_RELEASE);
-    /* Flush medium: written back, not fenced -- the next fence orders it (the fsync that makes the publish
-     * durable fences first, and so does the next record); until then a power loss may leave the record
-     * valid, and recovery rolls back a publish that no fsync had made durable (posix mode allows that). */
-    if (f->root->persist_as == DK_MEDIUM_DAX) dk_flush_range(&rec->magic, sizeof rec->magic);
-    else rec_persist(f->root, rec, &rec->magic, sizeof rec->magic);
+    rec_persist(f->root, rec, &rec->magic, sizeof rec->magic);
     f->sizerec_valid = false;
 }
 
