@@ -82,6 +82,27 @@ static uint32_t write_data_lines(const struct dk_oplog *log, struct oplog_line *
     return crc;
 }
 
+/* Page cache: the same data lines (byte for byte) built in place in the record's buffer, and their crc
+ * in one pass over them -- not line by line through a copy (an 87-line 4 KiB record: the per-line copies
+ * and crc calls were a visible part of a strict write's CPU time). Returns the crc continued over them. */
+static uint32_t build_data_lines(struct oplog_line *dst, const struct oplog_line_hdr *head, const void *data,
+                                 size_t data_len, uint32_t crc) {
+    const unsigned char *src = data;
+    uint16_t count = 0;
+    while (data_len > 0) {
+        struct oplog_line *line = &dst[count++];
+        line->h = *head;
+        line->h.crc = 0;
+        line->h.kind = OPLOG_KIND_DATA;
+        line->h.lines = count;
+        size_t n = DK_MIN(data_len, (size_t)DK_OPLOG_PAYLOAD_BYTES);
+        memcpy(line->payload, src, n);
+        if (n < DK_OPLOG_PAYLOAD_BYTES) memset(line->payload + n, 0, DK_OPLOG_PAYLOAD_BYTES - n);
+        src += n, data_len -= n;
+    }
+    return dk_crc32c(crc, dst, (size_t)count * DK_OPLOG_LINE_BYTES);
+}
+
 int dk_oplog_append(struct dk_oplog *log, unsigned type, const void *fixed48, const void *data, size_t data_len,
                     uint64_t *seq_out) {
     if (type == 0 || type > 255 || data_len > DK_OPLOG_DATA_BYTES_MAX || (data_len && !data)) return -EINVAL;
@@ -110,7 +131,8 @@ int dk_oplog_append(struct dk_oplog *log, unsigned type, const void *fixed48, co
         if (!buf) return -ENOMEM; /* the reserved slots stay empty: recovery skips them */
     }
     /* Data lines first: a process that dies in between leaves lines no valid head claims. */
-    uint32_t crc_all = write_data_lines(log, &buf[1], &head.h, data, data_len, crc);
+    uint32_t crc_all = log->persist == OPLOG_PERSIST_MSYNC ? build_data_lines(&buf[1], &head.h, data, data_len, crc)
+                                                          : write_data_lines(log, &buf[1], &head.h, data, data_len, crc);
     if (lines > 1) DK_CRASH_POINT("oplog.append.data_written");
     dk_assert(slot + lines <= __atomic_load_n(&log->allocated_lines, __ATOMIC_ACQUIRE));
     head.h.crc = crc_all;
