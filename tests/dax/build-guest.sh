@@ -149,7 +149,15 @@ for d in harness diff shim dax crash; do
     mkdir -p "$droot/dk/src/tests/$d"
     find "$src/tests/$d" -maxdepth 1 -type f \( -name '*.sh' -o -name '*.py' \) -exec cp {} "$droot/dk/src/tests/$d/" \;
 done
-for lib in $(libs_of "$build/lib/libdaxkit.so" "${dk_bins[@]/#/$build/}"); do
+# A dynamically linked /bin/true over busybox's static applet: the tests recover "the way a user gets it",
+# by starting a daxkit program (env LD_PRELOAD=... /bin/true), and a static binary ignores LD_PRELOAD --
+# under busybox's true the startup recovery never ran (crash_*_extend failed in the guest only).
+true_bin=$(readlink -f /usr/bin/true)
+if [ -x "$true_bin" ] && ldd "$true_bin" >/dev/null 2>&1; then
+    mkdir -p "$droot/usr/bin" # /bin is a link to usr/bin in the base; busybox --install keeps existing files
+    cp "$true_bin" "$droot/usr/bin/true"
+fi
+for lib in $(libs_of "$build/lib/libdaxkit.so" "${dk_bins[@]/#/$build/}" "$true_bin"); do
     [ -e "$out/base-root$lib" ] && continue
     mkdir -p "$droot$(dirname "$lib")"
     cp -L "$lib" "$droot$lib"
