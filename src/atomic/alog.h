@@ -152,6 +152,13 @@ int alog_open(const char *path, const struct daxkit_atomic_options *o, struct al
 /* The same with the file size tracked as part of the committed state (alog_size.c): the file may be
  * empty; its committed size is f->size_pending when this returns. */
 int alog_open_tracked(const char *path, const struct daxkit_atomic_options *o, struct alog_file **out);
+/* The same with the log at w (a log named by its file, in its root's area: alog_named.c). */
+struct alog_where {
+    const char *root;     /* the managed directory: the log is <root>/.daxkit/atomic/<log_name> */
+    const char *log_name; /* <key>.alog (alog_named_log_name) */
+};
+int alog_open_tracked_at(const char *path, const struct alog_where *w, const struct daxkit_atomic_options *o,
+                         struct alog_file **out);
 /* Closes; with a tracked size, the file is cut to the committed size (*size_out, may be NULL). */
 int alog_close(struct alog_file *f);
 int alog_close_sized(struct alog_file *f, uint64_t *size_out);
@@ -162,6 +169,24 @@ struct alog_dir_report {
 };
 /* Recovers the files of free logs that still have work in dir and its subdirectories. 0 or -errno. */
 int alog_recover_dir(const char *dir, struct alog_dir_report *rep);
+
+/* ---- logs named by their file (alog_named.c): DAXKIT_ATOMIC files ----
+ * <root>/.daxkit/atomic/<key>.alog, key = the file's handle (name_to_handle_at: inode + generation), so a
+ * renamed file keeps its log and a new file under the old name gets its own. The header keeps the key and
+ * the path the file was last opened by (a hint); recovery finds the file by the hint, or by walking the root
+ * for its inode and key when the hint is stale (renamed since). */
+#define ALOG_NAMED_AREA ".daxkit/atomic"
+/* The log name of the open file fd ("<key>.alog"). 0 or -errno. */
+int alog_named_log_name(int fd, char *name, size_t name_bytes);
+/* Opens (creating) <root>/.daxkit/atomic. 0 or -errno. */
+int alog_named_area_open(const char *root, int *dirfd);
+/* Stores the hint (path) and the key in the log header, durably. */
+int alog_named_set_hint(struct alog_file *f, const char *path, const char *log_name);
+/* Recovers the free logs with work left in <root>/.daxkit/atomic (start-up, `daxkit recover`). */
+int alog_recover_named(const char *root, struct alog_dir_report *rep);
+/* 1: the log needs recovery (a tracked size, a committed journal, or a valid entry); 0: no or in use; -errno.
+ * *tracked: it records a size (alog_recover_dir.c). */
+int alog_log_needs_work(int area_fd, const char *log_name, bool *tracked);
 
 /* ---- tracked size (alog_size.c) ---- */
 uint64_t alog_capacity_for(uint64_t size, uint64_t current);

@@ -56,6 +56,12 @@ struct alog_phdr {
     uint64_t pad1;
 };
 static_assert(sizeof(struct alog_phdr) == 128, "header lines");
+/* Logs named by their file (DAXKIT_ATOMIC, alog_named.c): the key (the log's name) and the path the file was
+ * last opened by, NUL-terminated, in the header's free space. Hints only: recovery checks them. */
+#define ALOG_HDR_KEY_OFF 512u
+#define ALOG_HDR_KEY_BYTES 512u
+#define ALOG_HDR_HINT_OFF 1024u
+#define ALOG_HDR_HINT_BYTES 3072u
 static_assert(__builtin_offsetof(struct alog_phdr, epoch) == 64, "epoch alone in its cache line");
 
 struct alog_pent {

@@ -48,20 +48,37 @@ static int map_shared(int fd, uint64_t len, bool dax, char **out) {
     return 0;
 }
 
-/* Opens (creating the .daxkit area) and locks the log of `path`; sets *dirfd to the file's directory. */
-static int open_log(struct alog_file *f, const char *path, int *dirfd, int *logfd) {
+/* The log's directory and name: `w` when given (a log named by its file, alog_named.c), else
+ * <dir of path>/.daxkit and <name>.alog. Sets *dirfd to that directory (created when missing). */
+static int log_place(struct alog_file *f, const char *path, const struct alog_where *w, int *dirfd, char *name,
+                     size_t name_bytes) {
+    if (w) {
+        if (snprintf(name, name_bytes, "%s", w->log_name) >= (int)name_bytes) return -EINVAL;
+        int rc = alog_named_area_open(w->root, dirfd);
+        if (rc) return rc;
+        snprintf(f->log_name, sizeof f->log_name, "%s", name);
+        return 0;
+    }
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
-    char dir[4096], name[512];
+    char dir[4096];
     size_t dir_len = !slash ? 0 : slash == path ? 1 : (size_t)(slash - path);
-    if (dir_len >= sizeof dir || !*base || strlen(base) + sizeof ALOG_AREA + 6 >= sizeof name) return -EINVAL;
+    if (dir_len >= sizeof dir || !*base || strlen(base) + sizeof ALOG_AREA + 6 >= name_bytes) return -EINVAL;
     if (!slash) strcpy(dir, ".");
     else memcpy(dir, path, dir_len), dir[dir_len] = 0;
-    snprintf(name, sizeof name, ALOG_AREA "/%s.alog", base);
+    snprintf(name, name_bytes, ALOG_AREA "/%s.alog", base);
     snprintf(f->log_name, sizeof f->log_name, "%s", name);
-    *dirfd = DK_REAL(open)(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    *dirfd = DK_REAL(open)(dir, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
     if (*dirfd < 0) return fail_errno();
     if (DK_REAL(mkdirat)(*dirfd, ALOG_AREA, 0700) != 0 && errno != EEXIST) return fail_errno();
+    return 0;
+}
+
+/* Opens (creating its directory) and locks the log of `path`; sets *dirfd to the log's base directory. */
+static int open_log(struct alog_file *f, const char *path, const struct alog_where *w, int *dirfd, int *logfd) {
+    char name[512];
+    int rc = log_place(f, path, w, dirfd, name, sizeof name);
+    if (rc) return rc;
     for (int tries = 0;; tries++) {
         *logfd = DK_REAL(openat)(*dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (*logfd < 0) return fail_errno();
@@ -235,10 +252,13 @@ static void release_resources(struct alog_file *f) {
     free(f);
 }
 
-static int open_all(struct alog_file *f, const char *path, const struct daxkit_atomic_options *o) {
+static int open_all(struct alog_file *f, const char *path, const struct alog_where *w,
+                    const struct daxkit_atomic_options *o) {
     int dirfd = -1;
     struct stat st;
-    int rc = open_log(f, path, &dirfd, &f->log_fd);
+    if (DK_REAL(stat)(path, &st) != 0) return fail_errno(); /* checked again once locked; no log for a bad path */
+    if (!S_ISREG(st.st_mode)) return -EINVAL;
+    int rc = open_log(f, path, w, &dirfd, &f->log_fd);
     if (!rc) rc = choose_medium(f, dirfd, o->persist);
     if (dirfd >= 0 && (rc || !f->track_size)) DK_REAL(close)(dirfd);
     else f->dir_fd = dirfd; /* a tracked-size log is removed at its clean close */
@@ -249,11 +269,12 @@ static int open_all(struct alog_file *f, const char *path, const struct daxkit_a
     if (!rc) rc = init_dram(f);
     if (!rc) rc = alog_recover(f, o->recovery_threads, false);
     if (!rc) rc = f->track_size ? alog_size_settle(f) : untrack_size(f);
+    if (!rc && w) rc = alog_named_set_hint(f, path, w->log_name); /* where recovery looks for the file first */
     return rc;
 }
 
-static int open_engine(const char *path, const struct daxkit_atomic_options *o, bool track_size,
-                       struct alog_file **out) {
+static int open_engine(const char *path, const struct alog_where *w, const struct daxkit_atomic_options *o,
+                       bool track_size, struct alog_file **out) {
     struct alog_file *f = calloc(1, sizeof *f);
     if (!f) return -ENOMEM;
     f->data_fd = f->log_fd = f->dir_fd = -1;
@@ -263,7 +284,7 @@ static int open_engine(const char *path, const struct daxkit_atomic_options *o, 
     f->journal = o->policy == DAXKIT_ATOMIC_JOURNAL;
     f->redo_write_pct = o->redo_write_pct;
     f->ckpt_interval_us = f->journal ? 0 : o->checkpoint_interval_us; /* the journal checkpoints at sync */
-    int rc = open_all(f, path, o);
+    int rc = open_all(f, path, w, o);
     if (rc) {
         release_resources(f);
         return rc;
@@ -282,11 +303,16 @@ static int open_engine(const char *path, const struct daxkit_atomic_options *o, 
 }
 
 int alog_open(const char *path, const struct daxkit_atomic_options *o, struct alog_file **out) {
-    return open_engine(path, o, false, out);
+    return open_engine(path, NULL, o, false, out);
 }
 
 int alog_open_tracked(const char *path, const struct daxkit_atomic_options *o, struct alog_file **out) {
-    return open_engine(path, o, true, out);
+    return open_engine(path, NULL, o, true, out);
+}
+
+int alog_open_tracked_at(const char *path, const struct alog_where *w, const struct daxkit_atomic_options *o,
+                         struct alog_file **out) {
+    return open_engine(path, w, o, true, out);
 }
 
 int alog_close(struct alog_file *f) { return alog_close_sized(f, NULL); }

@@ -17,7 +17,7 @@
 #define ALOG_RECOVER_DEPTH_MAX 8
 
 /* 1: the log needs recovery (a tracked size, a committed journal, or a valid entry); 0: idle or in use; -errno. */
-static int log_needs_work(int area_fd, const char *log_name, bool *tracked) {
+int alog_log_needs_work(int area_fd, const char *log_name, bool *tracked) {
     int fd = DK_REAL(openat)(area_fd, log_name, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -errno;
     int rc = 0;
@@ -53,7 +53,7 @@ static void recover_area(const char *dir, struct alog_dir_report *rep) {
         if (n <= 5 || strcmp(e->d_name + n - 5, ".alog") != 0) continue;
         rep->logs++;
         bool tracked = false;
-        int w = log_needs_work(dirfd(d), e->d_name, &tracked);
+        int w = alog_log_needs_work(dirfd(d), e->d_name, &tracked);
         if (w <= 0) continue;
         char path[4400];
         snprintf(path, sizeof path, "%s/%.*s", dir, (int)(n - 5), e->d_name);
@@ -99,5 +99,5 @@ int alog_recover_dir(const char *dir, struct alog_dir_report *rep) {
     if (!d) return -errno;
     closedir(d);
     walk(dir, 0, rep);
-    return 0;
+    return alog_recover_named(dir, rep); /* DAXKIT_ATOMIC logs when dir is a managed root */
 }

@@ -39,7 +39,7 @@ struct up_atomic {
     struct alog_file *eng; /* NULL once detached */
     pthread_rwlock_t rw;
     uint64_t zero_from; /* kernel-file bytes at and past this offset are zeros (never written) */
-    char path[PATH_MAX]; /* the name it was opened by (its log is <dir>/.daxkit/<name>.alog) */
+    char path[PATH_MAX]; /* the name it was opened by (its log: <root>/.daxkit/atomic/<key>.alog) */
 };
 
 /* A detached route is never freed: a thread that loaded f->atomic just before the detach still takes its
@@ -270,15 +270,16 @@ static void sleep_ms(unsigned ms) {
     }
 }
 
-/* Opens the engine on path, waiting for another process to let go of it. */
-static int open_engine(const char *path, struct alog_file **eng) {
+/* Opens the engine on path (its log named by the file, in the root's area), waiting for another process to
+ * let go of it. */
+static int open_engine(const char *path, const struct alog_where *w, struct alog_file **eng) {
     struct daxkit_atomic_options o;
     daxkit_atomic_options_init(&o);
     o.policy = (uint32_t)dk_cfg.atomic_policy;
     o.log_bytes = dk_round_up(dk_cfg.atomic_log_bytes, ALOG_CHUNK_BYTES);
     uint64_t waited_ms = 0;
     for (;;) {
-        int rc = alog_open_tracked(path, &o, eng);
+        int rc = alog_open_tracked_at(path, w, &o, eng);
         if (rc != -EBUSY || waited_ms >= dk_cfg.atomic_wait_ms) return rc;
         if (waited_ms == 0) {
             dk_count(DK_C_atomic_waits, 1);
@@ -349,23 +350,6 @@ static void truncate_at_open(struct up_file *f) {
     if (rc) dk_log("O_TRUNC of a DAXKIT_ATOMIC file could not be committed (%s)", strerror(-rc));
 }
 
-struct held_arg {
-    const struct up_file *f;
-    const char *path;
-    bool held;
-};
-static void held_cb(struct up_file *g, void *arg) {
-    struct held_arg *h = arg;
-    if (g != h->f && g->atomic && g->atomic->eng && !strcmp(g->atomic->path, h->path)) h->held = true;
-}
-static bool log_held_here(const struct up_file *f, const char *path) {
-    struct held_arg h = {f, path, false};
-    pthread_mutex_lock(&up_table_mu);
-    up_file_foreach(held_cb, &h);
-    pthread_mutex_unlock(&up_table_mu);
-    return h.held;
-}
-
 int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
     if (!dk_cfg.atomic[0] || (oflags & (O_PATH | O_DIRECT))) return 0;
     if (__atomic_load_n(&f->atomic, __ATOMIC_ACQUIRE)) {
@@ -384,15 +368,13 @@ int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
         dk_log_verbose("%s: already open through the plain path in this process; not failure-atomic", path);
         return 0;
     }
-    if (log_held_here(f, path)) {
-        /* Another file of this process took that name's log (a routed file renamed away, or unlinked and
-         * its name reused, while still open): this one stays plain until that one is closed. */
-        dk_count(DK_C_atomic_plain, 1);
-        dk_log_verbose("%s: its atomic log is held by another open file of this process; not failure-atomic", path);
-        return 0;
-    }
+    /* The log is named by the file, not the path: it follows renames, and a new file under an old name
+     * gets its own (src/atomic/alog_named.c). */
+    char log_name[512];
+    int rc = alog_named_log_name(fd, log_name, sizeof log_name);
+    struct alog_where w = {.root = f->root->path, .log_name = log_name};
     struct alog_file *eng = NULL;
-    int rc = open_engine(path, &eng);
+    if (!rc) rc = open_engine(path, &w, &eng);
     if (rc == -EBUSY) {
         dk_log("%s stayed open failure-atomically in another process for DAXKIT_ATOMIC_WAIT_MS=%llu ms: open fails "
                "with EBUSY", path, (unsigned long long)dk_cfg.atomic_wait_ms);
@@ -447,6 +429,18 @@ void up_atomic_detach_fd(int fd) {
 static void detach_cb(struct up_file *f, void *arg) {
     (void)arg;
     if (f->atomic) up_atomic_detach(f);
+}
+
+void up_atomic_recover_roots(void) {
+    if (!dk_cfg.atomic_recover_start) return;
+    DK_ERRNO_SAVE;
+    for (int i = 0; i < up_roots_count(); i++) {
+        struct alog_dir_report rep = {0};
+        if (alog_recover_named(up_root_at(i)->path, &rep) == 0 && rep.recovered)
+            dk_log_verbose("%s: %llu DAXKIT_ATOMIC file(s) left by dead processes recovered to their last commit",
+                           up_root_at(i)->path, (unsigned long long)rep.recovered);
+    }
+    DK_ERRNO_RESTORE;
 }
 
 void up_atomic_detach_all(void) {

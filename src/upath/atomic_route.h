@@ -42,6 +42,9 @@ void up_atomic_detach(struct up_file *f);
  * SEEK_HOLE, the program mapping it): commit and detach, so that it sees the exact file. The file stays on
  * the plain path until this process opens it again with no other descriptor open. */
 void up_atomic_detach_fd(int fd);
+/* Library start-up: recovers the DAXKIT_ATOMIC logs that dead processes left in every root (whether or not
+ * this process routes anything), so that every access -- stat, plain reads -- sees the last commit. */
+void up_atomic_recover_roots(void);
 /* fork, exec, exit: every routed file is committed and detached. */
 void up_atomic_detach_all(void);
 /* truncate(path) of a routed file: served by the route. Returns true when handled (*rc: 0 or -1/errno). */

@@ -100,6 +100,7 @@ void up_init(void) {
     /* What a crashed process left (extended tails, staging files) is dealt with before the program
      * sees any managed file. */
     for (int i = 0; i < up_roots_count(); i++) up_recover_dir(up_root_at(i)->path, NULL);
+    up_atomic_recover_roots(); /* DAXKIT_ATOMIC files of dead processes: their last commit, before main */
     up_enabled = true;
     adopt_inherited();
     DK_ERRNO_RESTORE;

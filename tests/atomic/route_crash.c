@@ -1,6 +1,7 @@
 /* DAXKIT_ATOMIC crash test: an unmodified program (route_writer: overwrites, appends, holes, truncates,
  * fsync every few operations) runs under `daxkit run --atomic` and is SIGKILLed at random points, again and
- * again on the same file. Each restart opens the file (the engine recovers it) and reports what it found:
+ * again on the same file. Each restart recovers the file (library start-up, or in odd rounds the route's open)
+ * and reports what it found:
  * that must be the state -- content hash AND size -- of the last completed fsync, or of the one in flight
  * when the kill came. A last run ends normally; the file read through the kernel, without daxkit, must then
  * be its final state exactly (the route cut the file back to its size at close). Every fourth killed round is
@@ -38,10 +39,13 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static pid_t spawn(int out_fd, unsigned long long seed, long ops, int direct) {
+/* direct: the program alone (the kernel path). startup_off: library start-up leaves DAXKIT_ATOMIC logs alone,
+ * so that the route's open recovers the file (both recovery paths are exercised, round by round). */
+static pid_t spawn(int out_fd, unsigned long long seed, long ops, int direct, int startup_off) {
     pid_t p = fork();
     if (p != 0) return p;
     dup2(out_fd, 1);
+    if (startup_off) setenv("DAXKIT_ATOMIC_RECOVER_START", "0", 1);
     char prog[4200], seed_s[32], ops_s[32], glob[4200];
     snprintf(prog, sizeof prog, "%s/tests/%s", build, mmap_mode ? "mmap_writer" : "route_writer");
     snprintf(seed_s, sizeof seed_s, "%llu", seed);
@@ -94,7 +98,9 @@ int main(int argc, char **argv) {
     mmap_mode = argc > 3 && !strcmp(argv[3], "mmap");
     int keep = argc > 1 && strcmp(argv[1], "-") != 0;
     if (keep) snprintf(dir, sizeof dir, "%s", argv[1]);
-    else snprintf(dir, sizeof dir, "/dev/shm/dk_route_crash.%d", getpid());
+    /* A directory of its own: pids wrap at 32768 here, and a dir named by pid that a failed run left (with its
+     * logs) would be met again by a later run. */
+    else if (!mkdtemp(strcpy(dir, "/dev/shm/dk_route_crash.XXXXXX"))) return printf("FAIL: mkdtemp\n"), 1;
     int rounds = argc > 2 ? atoi(argv[2]) : 60;
     mkdir(dir, 0755);
     snprintf(file, sizeof file, "%s/data", dir);
@@ -120,7 +126,7 @@ int main(int argc, char **argv) {
         int last = round == rounds;
         int p[2];
         if (pipe(p) != 0) return 2;
-        pid_t pid = spawn(p[1], seed + (unsigned long long)round, last ? 400 : 1000000, 0);
+        pid_t pid = spawn(p[1], seed + (unsigned long long)round, last ? 400 : 1000000, 0, round % 2);
         close(p[1]);
         if (!last) {
             uint64_t delay_ns = (uint64_t)(rand() % 150000) * 1000ull; /* 0-150 ms: start-up and recovery too */
@@ -159,7 +165,7 @@ int main(int argc, char **argv) {
             }
             int q[2];
             if (pipe(q) != 0) return 2;
-            pid_t rp = spawn(q[1], 1, 0, 1);
+            pid_t rp = spawn(q[1], 1, 0, 1, 0);
             close(q[1]);
             struct state k = {0}, ks = {0}, kp = {0};
             read_lines(q[0], &k, &ks, &kp);
@@ -187,7 +193,7 @@ int main(int argc, char **argv) {
     /* Through the kernel, no daxkit: exact bytes and size. */
     int p[2];
     if (pipe(p) != 0) return 2;
-    pid_t pid = spawn(p[1], 1, 0, 1);
+    pid_t pid = spawn(p[1], 1, 0, 1, 0);
     close(p[1]);
     struct state start = {0}, synced = {0}, pending = {0};
     read_lines(p[0], &start, &synced, &pending);
