@@ -2,7 +2,8 @@
  * (pwrite/pread + fsync on the same file system) in one run. Tests (--tests, comma-separated, default all):
  *   sizes    copies of 128 B, 1 KiB, 4 KiB, 64 KiB at random aligned offsets, sync every 1/10/100
  *   dirty    the cost of one sync after 1, 10, 100, 1000 dirty 4 KiB blocks (epoch commit: O(1))
- *   mix      read:write mixes 100:0 .. 0:100 of 4 KiB ops (sync every 10) under undo, redo and hybrid
+ *   mix      read:write mixes 100:0 .. 0:100 of 4 KiB ops (sync every 10) under undo, redo, hybrid, journal
+ *   (sizes and latency: kernel, hybrid and journal; dirty: kernel, undo, redo, journal)
  *   latency  4 KiB copy + sync, every op: median and p99.9
  *   threads  4 KiB copies, sync every 10 per thread, 1 and 2 threads, on one shared file (one handle) and
  *            on private files (one per thread)
@@ -117,8 +118,8 @@ static void make_file(void) {
 
 /* ---- the two paths behind one interface ---- */
 
-enum variant { V_KERNEL, V_HYBRID, V_UNDO, V_REDO };
-static const char *variant_name[] = {"kernel", "atomic-hybrid", "atomic-undo", "atomic-redo"};
+enum variant { V_KERNEL, V_HYBRID, V_UNDO, V_REDO, V_JOURNAL };
+static const char *variant_name[] = {"kernel", "atomic-hybrid", "atomic-undo", "atomic-redo", "atomic-journal"};
 
 struct target {
     enum variant v;
@@ -135,7 +136,8 @@ static struct target open_target(enum variant v) {
     }
     struct daxkit_atomic_options o;
     daxkit_atomic_options_init(&o);
-    o.policy = v == V_UNDO ? DAXKIT_ATOMIC_UNDO : v == V_REDO ? DAXKIT_ATOMIC_REDO : DAXKIT_ATOMIC_HYBRID;
+    o.policy = v == V_UNDO ? DAXKIT_ATOMIC_UNDO : v == V_REDO ? DAXKIT_ATOMIC_REDO
+             : v == V_JOURNAL ? DAXKIT_ATOMIC_JOURNAL : DAXKIT_ATOMIC_HYBRID;
     o.log_bytes = 256ull << 20;
     int rc = daxkit_atomic_map(path, &o, &t.a);
     if (rc) die("daxkit_atomic_map", rc);
@@ -384,15 +386,16 @@ int main(int argc, char **argv) {
     make_file();
     print_header();
     const uint32_t sizes[] = {128, 1024, 4096, 65536}, syncs[] = {1, 10, 100};
-    const enum variant all[] = {V_KERNEL, V_HYBRID, V_UNDO, V_REDO};
+    const enum variant all[] = {V_KERNEL, V_HYBRID, V_UNDO, V_REDO, V_JOURNAL};
+    const enum variant main3[] = {V_KERNEL, V_HYBRID, V_JOURNAL};
     if (want("sizes"))
         for (int b = 0; b < 4; b++)
             for (int k = 0; k < 3; k++)
-                for (int v = 0; v < 2; v++) run_sizes(all[v], sizes[b], syncs[k]);
+                for (int v = 0; v < 3; v++) run_sizes(main3[v], sizes[b], syncs[k]);
     if (want("dirty")) {
         const uint32_t dirty[] = {1, 10, 100, 1000};
         for (int d = 0; d < 4; d++)
-            for (int v = 0; v < 4; v++)
+            for (int v = 0; v < 5; v++)
                 if (all[v] != V_HYBRID) run_dirty(all[v], dirty[d]);
     }
     if (want("mix")) {
@@ -400,7 +403,7 @@ int main(int argc, char **argv) {
         const char *only_pct = getenv("DK_BENCH_MIX_PCT"), *only_v = getenv("DK_BENCH_MIX_VARIANT");
         const uint32_t pct[] = {0, 10, 25, 40, 50, 75, 90, 100};
         for (int p = 0; p < 8; p++)
-            for (int v = 0; v < 4; v++)
+            for (int v = 0; v < 5; v++)
                 if ((!only_pct || (uint32_t)atoi(only_pct) == pct[p]) && (!only_v || !strcmp(only_v, variant_name[all[v]])))
                     run_mix(all[v], pct[p]);
     }
@@ -413,7 +416,7 @@ int main(int argc, char **argv) {
             for (int k = 0; k < 3; k++)
                 for (int v = 0; v < 2; v++) run_mmap(v == 1, sizes[b], syncs[k]);
     if (want("latency"))
-        for (int v = 0; v < 2; v++) run_latency(all[v]);
+        for (int v = 0; v < 3; v++) run_latency(main3[v]);
     unlink(path);
     return 0;
 }
