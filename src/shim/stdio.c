@@ -2,6 +2,7 @@
  * opened with fopen/fdopen becomes a fopencookie stream whose IO goes through the interposed
  * read/write/lseek/close. fileno() of such a stream returns its descriptor. */
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 struct cookie {
     int fd;
     FILE *fp;
+    char *buf; /* the stream's buffer, sized as glibc sizes a file stream's */
     struct cookie *next;
 };
 
@@ -43,6 +45,7 @@ static int ck_close(void *c) {
         }
     pthread_mutex_unlock(&cookies_mu);
     int r = close(k->fd);
+    free(k->buf); /* glibc flushed before calling us and leaves a program-supplied buffer alone after */
     free(k);
     return r;
 }
@@ -62,6 +65,21 @@ static int mode_flags(const char *mode) {
         else if (*m == 'e') fl |= O_CLOEXEC;
     }
     return fl;
+}
+
+/* A cookie stream would buffer BUFSIZ bytes; glibc's file stream buffers the file's block size when that
+ * is smaller (its _IO_file_doallocate). The same size makes the same writes go straight to the file and
+ * the same ones wait in the buffer, so what other descriptors see before a flush -- or at exit, before
+ * the final flush -- matches the kernel path. Without memory the stream keeps glibc's own buffer. */
+static void give_file_buffer(struct cookie *k) {
+    struct stat st;
+    size_t bytes = BUFSIZ;
+    if (DK_REAL(fstat)(k->fd, &st) == 0 && st.st_blksize > 0 && st.st_blksize < BUFSIZ) bytes = (size_t)st.st_blksize;
+    k->buf = malloc(bytes);
+    if (k->buf && setvbuf(k->fp, k->buf, _IOFBF, bytes) != 0) {
+        free(k->buf);
+        k->buf = NULL;
+    }
 }
 
 /* A cookie stream over managed fd; NULL (errno set) on failure, leaving fd open. */
@@ -84,6 +102,7 @@ static FILE *cookie_stream(int fd, const char *mode) {
         return NULL;
     }
     k->fp = fp;
+    give_file_buffer(k);
     pthread_mutex_lock(&cookies_mu);
     k->next = cookies;
     cookies = k;
