@@ -15,7 +15,8 @@ REPS=${REPS:-3}
 FILE_MIB=${FILE_MIB:-128}
 OPS=${OPS:-0}
 # mode-append-persistence; "flush" is DAXKIT_PERSIST=flush (emulated DAX persistence), "auto" follows the medium.
-VARIANTS=${VARIANTS:-"posix-stage-flush posix-extend-flush sync-stage-flush sync-extend-flush posix-stage-auto posix-extend-auto"}
+# An append strategy "extendkeep" is extend with DAXKIT_EXTEND_SYNC=keep (fsync keeps the extension).
+VARIANTS=${VARIANTS:-"posix-stage-flush posix-extend-flush posix-extendkeep-flush sync-stage-flush sync-extend-flush posix-stage-auto posix-extend-auto"}
 BENCH=$BUILD/bin/dk_bench_posix
 CLI=$BUILD/bin/daxkit
 [ -x "$BENCH" ] || dk_fail "$BENCH missing; build first"
@@ -37,7 +38,9 @@ for rep in $(seq 1 "$REPS"); do
     [ $daxkit_ok = 1 ] || continue
     for v in $VARIANTS; do
         IFS=- read -r mode app persist <<< "$v"
-        if ! "$CLI" run --mode "$mode" --dir "$DIR" --append "$app" --persist "$persist" -- \
+        keep=cut
+        [ "$app" = extendkeep ] && app=extend keep=keep
+        if ! DAXKIT_EXTEND_SYNC=$keep "$CLI" run --mode "$mode" --dir "$DIR" --append "$app" --persist "$persist" -- \
             "$BENCH" "${COMMON[@]}" --variant "daxkit-$v" --seed "$rep" > "$DK_MNT/rows" 2> "$DK_MNT/err"; then
             echo "bench/micro: $MEDIUM daxkit-$v rep $rep FAILED:" >&2
             cat "$DK_MNT/err" >&2

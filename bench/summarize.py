@@ -111,6 +111,8 @@ def targets(groups):
         ("seq read >= 2x kernel (posix-stage-flush)", ratio("daxkit-posix-stage-flush", "seqread"), 2.0, True),
         ("random read >= 1.5x kernel (posix-stage-flush)", ratio("daxkit-posix-stage-flush", "randread"), 1.5, True),
         ("append >= 2.5x kernel (posix-extend-flush)", ratio("daxkit-posix-extend-flush", "append"), 2.5, True),
+        ("append >= 2.5x kernel (posix-extendkeep-flush: EXTEND_SYNC=keep)",
+         ratio("daxkit-posix-extendkeep-flush", "append"), 2.5, True),
         ("append default (stage) never slower than kernel", ratio("daxkit-posix-stage-flush", "append"), 1.0, True),
     ]
     for op in OPS:

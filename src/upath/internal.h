@@ -112,6 +112,10 @@ struct up_staged {                  /* one slot holding the appends for file ran
 int up_stage_take(struct up_root *r, uint64_t base, struct up_staged *out);
 /* Returns a slot after its data moved into the file (cloned slots are refreshed in the background). */
 void up_stage_give_back(struct up_root *r, struct up_staged *s, bool cloned);
+/* Asks the root's background thread to fault in [off, off+len) of the file open as fd (through a
+ * descriptor of the job's own): the extend strategy's next step, so that appends store into pages that
+ * exist. False when not queued (the appends then fault the pages in themselves). */
+bool up_stage_prefault(struct up_root *r, int fd, uint64_t off, uint64_t len);
 int up_stage_fd(const struct up_stg_file *sf);
 /* Forgets every pool after fork (the child must not write into the parent's staging files). */
 void up_stage_after_fork_child(void);
@@ -153,6 +157,10 @@ int up_sizerec_extend(struct up_file *f, int fd, uint64_t ext);
  * the same record (durable on a flush medium; for this boot only, without msync, on the page cache).
  * Under f->mu. 0. */
 int up_sizerec_publish_begin(struct up_file *f, int fd, uint64_t size);
+/* fsync of an extend-strategy file that keeps its extension (FLEX): `size` -- made durable by the caller --
+ * becomes the record's published size, so recovery cuts the file back to it rather than to an older one.
+ * Under f->mu. False when the file has no valid record (the caller publishes by setting the size). */
+bool up_sizerec_commit(struct up_file *f, uint64_t size);
 /* After the kernel size was set to the published size (publish, truncate): the record is void. */
 void up_sizerec_clear(struct up_file *f);
 /* The file leaves the table: clear and give back its slot. */
@@ -201,7 +209,9 @@ struct up_file {
     uint64_t pub_size;      /* every byte below is in the kernel file; size >= pub_size */
     uint64_t ksize;         /* the kernel's i_size as we last set or saw it (extend: a step ahead) */
     struct up_map map;
-    pthread_rwlock_t rw;    /* read: data IO; write: truncate, drop */
+    /* Lock order mu, then rw. rw is taken for writing only with mu held, so holding mu alone excludes its
+     * writers: the paths under mu (appends, locked reads) need not take rw too. */
+    pthread_rwlock_t rw;    /* read: data IO without mu; write: truncate, drop (with mu) */
     pthread_mutex_t mu;     /* appends, size changes, publish */
     pthread_mutex_t strict_mu; /* strict mode: an append's offset, record and apply in one order */
     enum up_strategy strategy;

@@ -170,23 +170,38 @@ static int adopt_kernel_growth(struct up_file *f, int fd) {
     return 0;
 }
 
+/* DAXKIT_EXTEND_SYNC=keep on a medium whose pages or blocks a background fault can prepare (memory, DAX;
+ * not the page cache, where it would dirty zeros for writeback): the appends use a whole step, so the
+ * next one is extended half a step early and faulted in by the background thread meanwhile. With cut,
+ * each fsync frees the tail, so most of a step is never used: no lookahead. */
+static bool prefaults_steps(const struct up_file *f) {
+    return dk_cfg.extend_sync == DK_EXTEND_SYNC_KEEP && f->root->medium.medium != DK_MEDIUM_PAGECACHE;
+}
+
+/* Steps grow with the file (2 MiB up to DAXKIT_EXTEND_STEP_BYTES): small files stay small. */
+static uint64_t step_bytes(const struct up_file *f) {
+    return DK_MIN(dk_cfg.extend_step_bytes, DK_MAX((uint64_t)DK_HUGE_BYTES, f->ksize));
+}
+
 static int extend_to(struct up_file *f, int fd, uint64_t end) {
-    if (end <= f->ksize) return 0;
+    bool ahead = prefaults_steps(f);
+    uint64_t need = ahead ? end + step_bytes(f) / 2 : end;
+    if (need <= f->ksize) return 0;
     int rc = adopt_kernel_growth(f, fd);
-    if (rc || end <= f->ksize) return rc;
-    /* Steps grow with the file (2 MiB up to DAXKIT_EXTEND_STEP_BYTES): small files stay small. */
-    uint64_t step = DK_MIN(dk_cfg.extend_step_bytes, DK_MAX((uint64_t)DK_HUGE_BYTES, f->ksize));
-    uint64_t target = dk_round_up(DK_MAX(end, f->ksize + step), DK_HUGE_BYTES);
+    if (rc || need <= f->ksize) return rc;
+    uint64_t from = f->ksize;
+    uint64_t target = dk_round_up(DK_MAX(need, f->ksize + step_bytes(f)), DK_HUGE_BYTES);
     if (target > UP_MAP_MAX_BYTES) return -EFBIG;
     rc = up_map_grow(f, fd, target, 0);
     if (rc) return rc;
     rc = up_sizerec_extend(f, fd, target); /* durable before the kernel size moves */
     if (rc) return rc;
     if (DK_REAL(ftruncate)(fd, (off_t)target) != 0) return -errno;
-    /* No pre-faulting here: a publish sets the size back, so most of a step is never used. */
     __atomic_store_n(&f->ksize, target, __ATOMIC_RELEASE);
     f->meta_dirty = true;
     dk_count(DK_C_extends, 1);
+    uint64_t pre = dk_round_up(DK_MAX(from, end), DK_HUGE_BYTES); /* the appender faults its own page */
+    if (ahead && pre < target) up_stage_prefault(f->root, fd, pre, target - pre);
     return 0;
 }
 
@@ -308,12 +323,11 @@ static bool overwrite_fast(struct up_file *f, const char *buf, size_t n, uint64_
     return ok;
 }
 
-/* Everything else, under f->mu then f->rw (the lock order): appends, writes across the published end,
+/* Everything else, under f->mu (which excludes rw's writers): appends, writes across the published end,
  * writes into a part not mapped yet. Sets *at and *appended. 0 or -errno. */
 static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, uint64_t *at, bool append,
                         bool *appended, bool fence) {
     pthread_mutex_lock(&f->mu);
-    pthread_rwlock_rdlock(&f->rw);
     uint64_t off = append ? up_file_size(f) : *at;
     uint64_t limit = inplace_limit(f);
     int rc = off < limit ? map_locked(f, fd, DK_MIN(off + n, limit)) : 0;
@@ -332,7 +346,6 @@ static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, ui
         __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
         if (fence && flush_medium(f)) dk_fence();
     }
-    pthread_rwlock_unlock(&f->rw);
     pthread_mutex_unlock(&f->mu);
     *at = off;
     return rc;
@@ -432,10 +445,10 @@ static bool read_fast(struct up_file *f, char *buf, size_t n, uint64_t off) {
     return ok;
 }
 
-/* Under f->mu then f->rw: reads that reach staged bytes or an unmapped part. Returns bytes or -errno. */
+/* Under f->mu (which excludes rw's writers): reads that reach staged bytes or an unmapped part. Returns
+ * bytes or -errno. */
 static ssize_t read_locked(struct up_file *f, int fd, char *buf, size_t n, uint64_t off) {
     pthread_mutex_lock(&f->mu);
-    pthread_rwlock_rdlock(&f->rw);
     uint64_t size = up_file_size(f);
     ssize_t r = 0;
     if (off < size) {
@@ -450,7 +463,6 @@ static ssize_t read_locked(struct up_file *f, int fd, char *buf, size_t n, uint6
             r = (ssize_t)n;
         }
     }
-    pthread_rwlock_unlock(&f->rw);
     pthread_mutex_unlock(&f->mu);
     return r;
 }

@@ -199,13 +199,8 @@ int up_publish_locked(struct up_file *f, int fd) {
     return rc;
 }
 
-int up_sync_file(struct up_file *f, int fd, bool datasync) {
-    pthread_mutex_lock(&f->mu);
-    int rc = up_publish_locked(f, fd);
-    bool meta = f->meta_dirty;
-    f->meta_dirty = false;
-    pthread_mutex_unlock(&f->mu);
-    if (rc) return rc;
+/* Makes the file's published state durable as its medium requires: 0 or -errno (then still dirty). */
+static int persist_file(struct up_file *f, int fd, bool datasync, bool meta) {
     bool dirty = __atomic_exchange_n(&f->dirty, false, __ATOMIC_ACQ_REL);
     bool kernel = false;
     switch (f->root->persist_as) {
@@ -221,13 +216,55 @@ int up_sync_file(struct up_file *f, int fd, bool datasync) {
     int r = datasync ? DK_REAL(fdatasync)(fd) : DK_REAL(fsync)(fd);
     if (r != 0) {
         int e = errno;
-        pthread_mutex_lock(&f->mu);
-        f->meta_dirty = true;
-        pthread_mutex_unlock(&f->mu);
         __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
         return -e;
     }
     return 0;
+}
+
+/* DAXKIT_EXTEND_SYNC=keep, for an extend-strategy file past its logical size with a valid published-size
+ * record: fsync makes the bytes durable -- with the extended kernel size, the first time after a step --
+ * then moves the record's published size up, and leaves the extension in place (FLEX: other processes see
+ * the zero-filled tail until another publish point). Under f->mu throughout, so that no truncate or
+ * publish slips between the data and the record. */
+static bool keeps_extension(const struct up_file *f) {
+    return f->strategy == UP_EXTEND && dk_cfg.extend_sync == DK_EXTEND_SYNC_KEEP && f->sizerec_valid &&
+           f->ksize > up_file_size(f);
+}
+
+static int sync_keeping_extension(struct up_file *f, int fd, bool datasync) {
+    uint64_t size = up_file_size(f);
+    bool meta = f->meta_dirty;
+    f->meta_dirty = false;
+    int rc = persist_file(f, fd, datasync, meta);
+    if (rc) {
+        f->meta_dirty = meta;
+        return rc;
+    }
+    up_sizerec_commit(f, size);
+    if (size > f->pub_size) __atomic_store_n(&f->pub_size, size, __ATOMIC_RELEASE);
+    return 0;
+}
+
+int up_sync_file(struct up_file *f, int fd, bool datasync) {
+    pthread_mutex_lock(&f->mu);
+    if (keeps_extension(f)) {
+        int rc = sync_keeping_extension(f, fd, datasync);
+        pthread_mutex_unlock(&f->mu);
+        return rc;
+    }
+    int rc = up_publish_locked(f, fd);
+    bool meta = f->meta_dirty;
+    f->meta_dirty = false;
+    pthread_mutex_unlock(&f->mu);
+    if (rc) return rc;
+    rc = persist_file(f, fd, datasync, meta);
+    if (rc) {
+        pthread_mutex_lock(&f->mu);
+        f->meta_dirty = true;
+        pthread_mutex_unlock(&f->mu);
+    }
+    return rc;
 }
 
 bool up_refresh_if_idle(struct up_file *f, int fd) {

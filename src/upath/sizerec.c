@@ -3,7 +3,10 @@
  * kernel size first moves past the published size, a record {dev, ino, published size, extended size,
  * path} is made durable in <root>/.daxkit/<tag>.sizes (the process's staging-pool tag, whose lock the
  * owner holds for life). When a publish sets the kernel size back to the logical size, the record is
- * cleared. A process that dies leaves its valid records behind; the next one to use the directory (or
+ * cleared. An fsync keeps the extension (up_sizerec_commit): once the bytes below the logical size are
+ * durable, the record's published size moves up to it -- one 8-byte store made durable, where cutting the
+ * kernel size would free the step's tail (tmpfs splits its huge page) only for the next append to fault it
+ * back in. A process that dies leaves its valid records behind; the next one to use the directory (or
  * `daxkit recover DIR`) truncates each such file back to its published size, so appends stay atomic.
  *
  * The stage strategy uses the same records around a relink that a crash can cut (up_sizerec_publish_begin:
@@ -201,6 +204,16 @@ static int rec_begin(struct up_file *f, int fd, uint64_t ext, bool this_boot) {
 int up_sizerec_extend(struct up_file *f, int fd, uint64_t ext) { return rec_begin(f, fd, ext, false); }
 
 int up_sizerec_publish_begin(struct up_file *f, int fd, uint64_t size) { return rec_begin(f, fd, size, true); }
+
+bool up_sizerec_commit(struct up_file *f, uint64_t size) {
+    if (!f->sizerec_valid) return false;
+    struct size_rec *rec = rec_at(f->root->sizes, f->sizerec_slot - 1);
+    if (size > rec->pub) {
+        __atomic_store_n(&rec->pub, size, __ATOMIC_RELEASE);
+        rec_persist(f->root, rec, &rec->pub, sizeof rec->pub);
+    }
+    return true;
+}
 
 void up_sizerec_clear(struct up_file *f) {
     if (!f->sizerec_valid) return;

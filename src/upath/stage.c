@@ -41,6 +41,13 @@ struct up_stg_file {
     uint32_t stale_count;
 };
 
+/* A range of a file to fault in ahead of the extend strategy's appends; the job owns its descriptor. */
+struct up_prefault {
+    int fd;
+    uint64_t off, len;
+};
+#define UP_PREFAULT_JOBS 8
+
 struct up_pool {
     struct up_root *root;
     int area_fd;
@@ -53,6 +60,8 @@ struct up_pool {
     uint32_t next_file_id;
     bool thread_started;
     bool stopping;
+    struct up_prefault jobs[UP_PREFAULT_JOBS];
+    uint32_t job_count;
 };
 
 static struct up_pool *pools[16];
@@ -164,8 +173,27 @@ static uint32_t pool_target_slots(const struct up_pool *p) {
     return DK_MIN(max, DK_MAX(2u, total / 2));
 }
 
-/* Background work, under p->mu: refresh stale slots, then top up. Drops the lock around system calls. */
+/* Faults the job's range in through a mapping of its own (the program's mappings may change meanwhile;
+ * a range past a size cut since is refused by the kernel, harmlessly), then closes its descriptor. */
+static void prefault_run(const struct up_prefault *j) {
+    const struct dk_libc *c = dk_libc();
+    void *a = c->mmap(NULL, j->len, PROT_READ | PROT_WRITE, MAP_SHARED, j->fd, (off_t)j->off);
+    if (a != MAP_FAILED) {
+        if (madvise(a, j->len, MADV_POPULATE_WRITE) == 0) dk_count(DK_C_prefault_bytes, j->len);
+        c->munmap(a, j->len);
+    }
+    up_internal_close(j->fd);
+}
+
+/* Background work, under p->mu: prefault jobs, refresh stale slots, then top up. Drops the lock around
+ * system calls. */
 static void pool_maintain(struct up_pool *p) {
+    while (p->job_count && !p->stopping) {
+        struct up_prefault j = p->jobs[--p->job_count];
+        pthread_mutex_unlock(&p->mu);
+        prefault_run(&j);
+        pthread_mutex_lock(&p->mu);
+    }
     for (uint32_t i = 0; i < p->file_count; i++) {
         struct up_stg_file *sf = p->files[i];
         for (uint32_t s = 0; sf->stale_count && s < sf->slots; s++) {
@@ -391,6 +419,26 @@ int up_stage_take(struct up_root *r, uint64_t base, struct up_staged *out) {
     return 0;
 }
 
+bool up_stage_prefault(struct up_root *r, int fd, uint64_t off, uint64_t len) {
+    struct up_pool *p = pool_for(r);
+    if (!p || !len) return false;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    int jfd = dk_libc()->open(path, O_RDWR | O_CLOEXEC);
+    if (jfd < 0) return false;
+    jfd = up_internal_fd(jfd);
+    pthread_mutex_lock(&p->mu);
+    bool queued = !p->stopping && p->job_count < UP_PREFAULT_JOBS;
+    if (queued) {
+        p->jobs[p->job_count++] = (struct up_prefault){jfd, off, len};
+        start_thread_locked(p);
+        pthread_cond_signal(&p->wake);
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (!queued) up_internal_close(jfd);
+    return queued;
+}
+
 void up_stage_give_back(struct up_root *r, struct up_staged *s, bool cloned) {
     struct up_pool *p = r->pool;
     dk_assert(p != NULL);
@@ -420,6 +468,7 @@ void up_stage_after_fork_child(void) {
             up_internal_close(sf->fd);
             free(sf->free_bits), free(sf->stale_bits), free(sf);
         }
+        for (uint32_t k = 0; k < p->job_count; k++) up_internal_close(p->jobs[k].fd);
         if (p->lock_fd >= 0) up_internal_close(p->lock_fd);
         up_internal_close(p->area_fd);
         p->root->pool = NULL;

@@ -4,7 +4,8 @@
 # file compared with the acceptable images) and shim_crash loop with 3 seeds (killed at random moments,
 # acknowledged records checked), all checked without the library. Prints what it observed for posix mode
 # (whether the unpublished appends were dropped or kept). Recovery runs between crash and check: the library's
-# start-up for `self`, `daxkit recover` for `loop`. Exit 0 pass, 1 fail, 77 skip.
+# start-up for `self`, `daxkit recover` for `loop`. Further arguments (KEY=VALUE) join the library's
+# environment, e.g. DAXKIT_EXTEND_SYNC=keep. Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${DAXKIT_SRC:=$(cd "$here/../.." && pwd)}"
@@ -23,8 +24,10 @@ dir=$DK_MNT/managed
 mkdir -p "$dir"
 tmp=$(mktemp -d) && dk_on_exit "rm -rf '$tmp'"
 envs=(LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_MODE="$mode" DAXKIT_APPEND="$append" DAXKIT_STAGING_BYTES=8M
-      DAXKIT_STAGING_FILES=1 DK_RECOVER="$DAXKIT_BUILD/bin/daxkit")
+      DAXKIT_STAGING_FILES=1 DK_RECOVER="$DAXKIT_BUILD/bin/daxkit" "${@:4}")
 fails=0
+extra_env=""
+for kv in "${@:4}"; do extra_env+=" --env $kv"; done
 
 env "${envs[@]}" "$bin" "$dir" self "$tmp/img"
 rc=$?
@@ -48,8 +51,8 @@ fi
 
 for seed in 1 2 3; do
     env "${envs[@]}" "$bin" "$dir" loop $seed || {
-        echo "FAIL: shim_crash loop seed $seed ($mode, $append) -- reproduce: tests/shim/run.sh $medium" \
-             "--env DAXKIT_MODE=$mode --env DAXKIT_APPEND=$append shim_crash loop $seed"
+        echo "FAIL: shim_crash loop seed $seed ($mode, $append ${*:4}) -- reproduce: tests/shim/run.sh $medium" \
+             "--env DAXKIT_MODE=$mode --env DAXKIT_APPEND=$append$extra_env shim_crash loop $seed"
         fails=$((fails + 1))
     }
 done
