@@ -290,23 +290,67 @@ static size_t chunk_max(const struct up_strict *st) {
     return (size_t)DK_MIN(st->stg_bytes, (uint64_t)UINT32_MAX & ~(uint64_t)63);
 }
 
-/* Applies a logged write: stored in place (written back on a flush medium), appends published, without
- * a fence, msync or fsync -- the record is durable, and the checkpoint makes the applied bytes and sizes
- * durable before the record goes (`how`: UP_IO_LOGGED; UP_IO_SYNC when the file could not be listed for
- * the checkpoint). While crash testing, in two halves with a crash point between, so that tests see
- * recovery complete a write cut in the middle. */
+/* Page cache: an overwrite of bytes the kernel file already holds is applied by pwrite into the page cache
+ * the mapping shows (made durable by the checkpoint's fdatasync, like a store). A store through the mapping
+ * takes a write fault on every page the last write-back left clean, and the checkpoint's write-back must
+ * then write-protect the mapped pages again (TLB shootdowns): measured 23-35 us of CPU per 4 KiB strict
+ * write by pwrite against 33-43 us by stores (XFS on a RAM loop, 6 interleaved runs). Not through an
+ * O_APPEND descriptor (the kernel would append) nor an O_SYNC/O_DSYNC one (the kernel would sync it).
+ * 1 applied, 0 not taken (the caller stores through the mapping), -errno. */
+static int apply_by_pwrite(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
+    const struct up_slot *s = up_fd_slot(fd);
+    uint32_t fl = s ? __atomic_load_n(&s->flags, __ATOMIC_ACQUIRE) : O_APPEND;
+    if (f->root->persist_as != DK_MEDIUM_PAGECACHE || (fl & (O_APPEND | O_SYNC | O_DSYNC)) ||
+        (fl & O_ACCMODE) == O_RDONLY)
+        return 0;
+    pthread_rwlock_rdlock(&f->rw); /* no truncate in between: the range stays inside the kernel file */
+    int rc = 0;
+    if (off + n <= __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) && off + n <= __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE)) {
+        rc = 1;
+        for (size_t done = 0; done < n && rc == 1;) {
+            ssize_t w = DK_REAL(pwrite)(fd, buf + done, n - done, (off_t)(off + done));
+            if (w > 0) done += (size_t)w;
+            else if (w < 0 && errno == EINTR) continue;
+            else rc = w < 0 ? -errno : -EIO;
+        }
+        __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
+    }
+    pthread_rwlock_unlock(&f->rw);
+    if (rc == 1) {
+        dk_count(DK_C_writes, 1);
+        dk_count(DK_C_write_bytes, n);
+    }
+    return rc;
+}
+
+/* One part of an apply: by pwrite (above) or through up_io_write. */
+static ssize_t apply_part(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, int how) {
+    int k = how == UP_IO_LOGGED ? apply_by_pwrite(f, fd, buf, n, off) : 0;
+    if (k == 0) return up_io_write(f, fd, buf, n, off, false, how);
+    if (k < 0) {
+        errno = -k;
+        return -1;
+    }
+    return (ssize_t)n;
+}
+
+/* Applies a logged write: stored in place (written back on a flush medium; by pwrite on the page cache),
+ * appends published, without a fence, msync or fsync -- the record is durable, and the checkpoint makes
+ * the applied bytes and sizes durable before the record goes (`how`: UP_IO_LOGGED; UP_IO_SYNC when the
+ * file could not be listed for the checkpoint). While crash testing, in two halves with a crash point
+ * between, so that tests see recovery complete a write cut in the middle. */
 static ssize_t apply_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, int how) {
 #ifdef DAXKIT_TEST_BUILD
     if (__atomic_load_n(&dk_crashpoint_active, __ATOMIC_RELAXED) && n > 1) {
         size_t h = n / 2;
-        ssize_t a = up_io_write(f, fd, buf, h, off, false, how);
+        ssize_t a = apply_part(f, fd, buf, h, off, how);
         if (a != (ssize_t)h) return a;
         DK_CRASH_POINT("strict.write.half_applied");
-        ssize_t b = up_io_write(f, fd, buf + h, n - h, off + h, false, how);
+        ssize_t b = apply_part(f, fd, buf + h, n - h, off + h, how);
         return b < 0 ? b : a + b;
     }
 #endif
-    return up_io_write(f, fd, buf, n, off, false, how);
+    return apply_part(f, fd, buf, n, off, how);
 }
 
 ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append) {
@@ -338,6 +382,7 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
     }
     DK_CRASH_POINT("strict.write.logged");
     ssize_t w = apply_write(f, fd, buf, n, off, how);
+    if (w >= 0) up_io_last_offset = off; /* where the write began (the caller moves the offset past it) */
     DK_CRASH_POINT("strict.write.applied");
     pthread_rwlock_unlock(&st->ck);
     if (append) pthread_mutex_unlock(&f->strict_mu);
