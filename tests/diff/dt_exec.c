@@ -441,7 +441,10 @@ static void ex_fopen(struct dt_ctx *c, const struct dt_op *op) {
   char path[PATH_MAX + 64];
   int64_t s = op->v[0];
   const char *mode = fmodes[op->v[2] % 7];
-  if (c->st[s]) dt_out(" [fclosed prev=%d]", fclose(c->st[s])), c->st[s] = NULL;
+  if (c->st[s]) { /* as DT_FCLOSE: an active stream is flushed first (its read-ahead is undefined) */
+    if (c->st_dir[s]) dt_out(" [fflush prev=%d]", fflush(c->st[s]));
+    dt_out(" [fclosed prev=%d]", fclose(c->st[s])), c->st[s] = NULL;
+  }
   errno = 0;
   if (op->kind == DT_FOPEN) {
     path_of(c, op->v[1], (int)op->v[3], path, sizeof path);
