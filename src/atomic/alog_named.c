@@ -4,7 +4,6 @@
  * file through renames; a new file under an old name gets a log of its own. The header keeps the key and
  * the last path as a hint; recovery (start-up, `daxkit recover`) opens the file by the hint when its key
  * still matches, else walks the root for it. */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -140,7 +139,14 @@ int alog_recover_named(const char *root, struct alog_dir_report *rep) {
         if (alog_log_needs_work(dirfd(d), e->d_name, &tracked) <= 0) continue;
         char path[4400];
         if (!find_file(dirfd(d), e->d_name, root, path, sizeof path)) {
-            rep->files_gone++; /* moved out of the root, or removed: the log stays */
+            /* Removed, or moved out of the root: kept as <key>.orphan (for a person to look at), so that
+             * later start-ups do not walk the root for it again. */
+            char orphan[300];
+            snprintf(orphan, sizeof orphan, "%.*s.orphan", (int)(n - 5), e->d_name);
+            DK_REAL(renameat)(dirfd(d), e->d_name, dirfd(d), orphan);
+            dk_log("%s/%s: its file is not in %s any more (removed, or moved out): log kept as %s", area, e->d_name,
+                   root, orphan);
+            rep->files_gone++;
             continue;
         }
         struct daxkit_atomic_options o;

@@ -5,7 +5,7 @@
 #     committed state: library start-up recovered the log, found under the file's key although the file was
 #     renamed after its log was made (the hint in the log is stale: recovery walks the root);
 # (3) the same through the route (--atomic, start-up recovery off) after a second crash, and no log is left
-#     after a clean close.
+#     after a clean close; (4) the log of a crashed file removed since is set aside as <key>.orphan.
 # route_rename.sh [KIND]   KIND: a harness medium (hugetmpfs, xfs); default /dev/shm. Exit 0/1/77.
 set -euo pipefail
 . "$DAXKIT_SRC/tests/harness/media.sh"
@@ -47,4 +47,12 @@ crash_writer "$dir/sub/b" "$dir/c"
 DAXKIT_ATOMIC_RECOVER_START=0 ROUTE_RENAME_OPEN_FIRST=1 "$daxkit" run --dir "$dir" --atomic "$dir/*" -- "$prog" check "$dir/c" "$dir/sub/b" ||
     dk_fail "recovery through the route"
 ls "$dir/.daxkit/atomic/"*.alog > /dev/null 2>&1 && dk_fail "a log is left after a clean close"
+
+# (4) A crashed file then removed by a program not under daxkit: the next start keeps its log as
+# <key>.orphan (said on stderr), so that later start-ups do not walk the root for it again.
+crash_writer "$dir/c" "$dir/d"
+rm -f "$dir/d"
+"$daxkit" run --dir "$dir" -- true 2> /dev/null
+ls "$dir/.daxkit/atomic/"*.orphan > /dev/null 2>&1 || dk_fail "the log of a removed file was not set aside"
+ls "$dir/.daxkit/atomic/"*.alog > /dev/null 2>&1 && dk_fail "the log of a removed file is still a live log"
 echo "route_rename: PASS"
