@@ -203,6 +203,18 @@ static bool rename_victim(int d1, const char *from, int d2, const char *to, stru
     DK_ERRNO_RESTORE;
     return !same;
 }
+/* The working directory: relative names are judged by it (upath/managed.c), once per change. */
+DK_EXPORT int chdir(const char *path) {
+    int r = DK_REAL(chdir)(path);
+    if (r == 0) up_cwd_changed();
+    return r;
+}
+DK_EXPORT int fchdir(int fd) {
+    int r = DK_REAL(fchdir)(fd);
+    if (r == 0) up_cwd_changed();
+    return r;
+}
+
 DK_EXPORT int rename(const char *from, const char *to) {
     struct stat st;
     bool known = rename_victim(AT_FDCWD, from, AT_FDCWD, to, &st);

@@ -14,9 +14,9 @@
 #define DK_ATOMIC_KFLAGS(dirfd, path, flags) \
     (DK_UNLIKELY((flags) & O_TRUNC) && up_enabled ? up_atomic_open_flags(dirfd, path, flags) : (flags))
 
-int dk_after_open(int fd, int flags, const char *path) {
+int dk_after_open(int fd, int flags, int dirfd, const char *path) {
     if (fd < 0 || !up_enabled) return fd;
-    int rc = up_adopt(fd, flags, path);
+    int rc = up_adopt(fd, flags, dirfd, path);
     if (rc) {
         DK_REAL(close)(fd);
         errno = -rc;
@@ -50,33 +50,33 @@ static bool strict_create(int flags) { return dk_cfg.mode == DK_MODE_STRICT && u
 
 DK_EXPORT int open(const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags), mode)), flags, path);
+    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags), mode)), flags, AT_FDCWD, path);
 }
 DK_EXPORT int open64(const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open64)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags), mode)), flags, path);
+    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open64)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags), mode)), flags, AT_FDCWD, path);
 }
 DK_EXPORT int openat(int dirfd, const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return dk_after_open(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags), mode)), flags, path);
+    return dk_after_open(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags), mode)), flags, dirfd, path);
 }
 DK_EXPORT int openat64(int dirfd, const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return dk_after_open(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat64)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags), mode)), flags, path);
+    return dk_after_open(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat64)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags), mode)), flags, dirfd, path);
 }
 DK_EXPORT int creat(const char *path, mode_t mode) {
-    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, O_CREAT, (DK_ATOMIC_KFLAGS(AT_FDCWD, path, O_TRUNC) ? DK_REAL(creat)(path, mode) : DK_REAL(open)(path, O_CREAT | O_WRONLY, mode))), O_CREAT | O_WRONLY | O_TRUNC, path);
+    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, O_CREAT, (DK_ATOMIC_KFLAGS(AT_FDCWD, path, O_TRUNC) ? DK_REAL(creat)(path, mode) : DK_REAL(open)(path, O_CREAT | O_WRONLY, mode))), O_CREAT | O_WRONLY | O_TRUNC, AT_FDCWD, path);
 }
 DK_EXPORT int creat64(const char *path, mode_t mode) {
-    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, O_CREAT, (DK_ATOMIC_KFLAGS(AT_FDCWD, path, O_TRUNC) ? DK_REAL(creat64)(path, mode) : DK_REAL(open64)(path, O_CREAT | O_WRONLY, mode))), O_CREAT | O_WRONLY | O_TRUNC, path);
+    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, O_CREAT, (DK_ATOMIC_KFLAGS(AT_FDCWD, path, O_TRUNC) ? DK_REAL(creat64)(path, mode) : DK_REAL(open64)(path, O_CREAT | O_WRONLY, mode))), O_CREAT | O_WRONLY | O_TRUNC, AT_FDCWD, path);
 }
-DK_EXPORT int __open_2(const char *path, int flags) { return dk_after_open(DK_REAL(__open_2)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags)), flags, path); }
+DK_EXPORT int __open_2(const char *path, int flags) { return dk_after_open(DK_REAL(__open_2)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags)), flags, AT_FDCWD, path); }
 DK_EXPORT int __open64_2(const char *path, int flags) {
-    return dk_after_open(DK_REAL(__open64_2)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags)), flags, path);
+    return dk_after_open(DK_REAL(__open64_2)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags)), flags, AT_FDCWD, path);
 }
 DK_EXPORT int __openat_2(int dirfd, const char *path, int flags) {
-    return dk_after_open(DK_REAL(__openat_2)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags)), flags, path);
+    return dk_after_open(DK_REAL(__openat_2)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags)), flags, dirfd, path);
 }
 DK_EXPORT int __openat64_2(int dirfd, const char *path, int flags) {
-    return dk_after_open(DK_REAL(__openat64_2)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags)), flags, path);
+    return dk_after_open(DK_REAL(__openat64_2)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags)), flags, dirfd, path);
 }

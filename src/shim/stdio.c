@@ -171,7 +171,7 @@ static FILE *freopen_common(const char *path, const char *mode, FILE *fp, bool i
         int fl = fd >= 0 ? DK_REAL(fcntl)(fd, F_GETFL) : -1;
         if (fl >= 0) {
             DK_ERRNO_SAVE;
-            up_adopt(fd, fl, path);
+            up_adopt(fd, fl, AT_FDCWD, path);
             struct up_slot *s = up_fd_slot(fd);
             if (s) {
                 s->kernel = 1;

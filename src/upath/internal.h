@@ -35,6 +35,8 @@ struct up_root {
     size_t path_len;
     dev_t dev;
     bool mount_root;          /* the directory is its file system's root here: dev match suffices */
+    bool cwd_below;           /* the working directory is at or below it (as of cwd_gen_seen) */
+    uint64_t cwd_gen_seen;    /* up_cwd_gen when cwd_below was found; 0: never */
     pthread_mutex_t mu;       /* probe, pool creation */
     bool probed;
     struct dk_medium_info medium;
@@ -49,7 +51,9 @@ int up_roots_init(const char *dirs);   /* returns the number of usable roots */
 int up_roots_count(void);
 struct up_root *up_root_at(int idx);
 /* The root that holds the open regular file `fd` (st from fstat), or NULL. */
-struct up_root *up_root_for_fd(int fd, const struct stat *st, const char *path_hint);
+/* The managed directory of fd (on st->st_dev), or NULL. path_hint: the name it was opened by, relative to
+ * dirfd (AT_FDCWD: the working directory), or NULL. */
+struct up_root *up_root_for_fd(int fd, const struct stat *st, int dirfd, const char *path_hint);
 /* The root whose directory holds `dirfd`-relative `path` (for unlink/rename), or NULL. Cheap reject. */
 bool up_dev_is_managed(dev_t dev);
 /* Probes the root's medium on first use. */

@@ -64,7 +64,7 @@ static void adopt_inherited(void) {
         if (*end || fd == self || fd < 0) continue;
         int fl = DK_REAL(fcntl)((int)fd, F_GETFL);
         if (fl < 0) continue;
-        up_adopt((int)fd, fl, NULL);
+        up_adopt((int)fd, fl, AT_FDCWD, NULL);
         struct up_slot *s = up_fd_slot((int)fd);
         if (s) s->kernel = 1;
     }
@@ -214,7 +214,7 @@ void up_exec_failed(void) {
         int fd = exec_saved_fds[i];
         int fl = DK_REAL(fcntl)(fd, F_GETFL);
         if (fl < 0) continue;
-        up_adopt(fd, fl & ~O_TRUNC, NULL);
+        up_adopt(fd, fl & ~O_TRUNC, AT_FDCWD, NULL);
         struct up_slot *s = up_fd_slot(fd);
         if (s) s->kernel = 1;
     }

@@ -71,7 +71,48 @@ static bool path_below(const struct up_root *r, const char *path) {
     const char *rest = path + r->path_len;
     if (r->path_len == 1) rest = path; /* root "/" */
     if (*rest != '/' && *rest != 0) return false;
-    return strncmp(rest, "/.daxkit/", 9) != 0;
+    return strncmp(rest, "/.daxkit/", 9) != 0 && strcmp(rest, "/.daxkit") != 0;
+}
+
+/* A name that cannot climb out of where it starts, nor enter a .daxkit area: no ".." component, no
+ * ".daxkit" one. */
+static bool name_stays_below(const char *name) {
+    for (const char *p = name; *p;) {
+        while (*p == '/') p++;
+        const char *e = p;
+        while (*e && *e != '/') e++;
+        size_t n = (size_t)(e - p);
+        if ((n == 2 && p[0] == '.' && p[1] == '.') || (n == 7 && !strncmp(p, ".daxkit", 7))) return false;
+        p = e;
+    }
+    return true;
+}
+
+static uint64_t up_cwd_gen = 1; /* moved by chdir/fchdir (up_cwd_changed) */
+
+void up_cwd_changed(void) { __atomic_add_fetch(&up_cwd_gen, 1, __ATOMIC_ACQ_REL); }
+
+/* Whether the working directory is at or below r, found by getcwd once per chdir. A verdict found while
+ * a chdir ran is stored under the generation read before it, so the next call finds it stale. */
+static bool cwd_below(struct up_root *r) {
+    uint64_t gen = __atomic_load_n(&up_cwd_gen, __ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&r->cwd_gen_seen, __ATOMIC_ACQUIRE) == gen) return __atomic_load_n(&r->cwd_below, __ATOMIC_RELAXED);
+    char cwd[PATH_MAX];
+    bool below = getcwd(cwd, sizeof cwd) && path_below(r, cwd);
+    __atomic_store_n(&r->cwd_below, below, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->cwd_gen_seen, gen, __ATOMIC_RELEASE);
+    return below;
+}
+
+/* The name the program opened shows the file below r without asking the kernel: an absolute name below
+ * r's real path, or a name relative to a working directory below r, that neither climbs ("..") nor enters
+ * .daxkit. The file is on r's device (the caller checked). A symbolic link below r that points elsewhere
+ * on that device makes its target managed too -- reached by a name below the directory, as a program
+ * sees it. A name relative to another directory descriptor is not judged here. */
+static bool name_below(struct up_root *r, int dirfd, const char *hint) {
+    if (!hint || !hint[0] || !name_stays_below(hint)) return false;
+    if (hint[0] == '/') return path_below(r, hint);
+    return dirfd == AT_FDCWD && cwd_below(r);
 }
 
 /* The file system below a mount root holds nothing else: a name that does not pass through a .daxkit area
@@ -82,13 +123,13 @@ static bool hint_below_mount_root(const struct up_root *r, const char *hint) {
     return r->mount_root && hint && hint[0] && !strstr(hint, "/.daxkit") && strncmp(hint, ".daxkit", 7) != 0;
 }
 
-struct up_root *up_root_for_fd(int fd, const struct stat *st, const char *path_hint) {
+struct up_root *up_root_for_fd(int fd, const struct stat *st, int dirfd, const char *path_hint) {
     char link[64], path[4096];
     bool have_path = false;
     for (int i = 0; i < root_count; i++) {
         struct up_root *r = &roots[i];
         if (r->dev != st->st_dev) continue;
-        if (hint_below_mount_root(r, path_hint)) return r;
+        if (hint_below_mount_root(r, path_hint) || name_below(r, dirfd, path_hint)) return r;
         if (!have_path) {
             snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
             ssize_t n = readlink(link, path, sizeof path - 1);

@@ -437,7 +437,7 @@ static struct up_root *root_of_path(int dirfd, const char *path) {
     if (dfd < 0) return NULL;
     struct stat st;
     struct up_root *r = NULL;
-    if (DK_REAL(fstat)(dfd, &st) == 0 && up_dev_is_managed(st.st_dev)) r = up_root_for_fd(dfd, &st, NULL);
+    if (DK_REAL(fstat)(dfd, &st) == 0 && up_dev_is_managed(st.st_dev)) r = up_root_for_fd(dfd, &st, AT_FDCWD, NULL);
     DK_REAL(close)(dfd);
     return r;
 }

@@ -120,7 +120,7 @@ static int file_first_map(struct up_file *f, int fd) {
     return 0;
 }
 
-int up_adopt(int fd, int oflags, const char *path) {
+int up_adopt(int fd, int oflags, int dirfd, const char *path) {
     if (!up_enabled || (oflags & O_PATH)) return 0;
     DK_ERRNO_SAVE;
     struct stat st;
@@ -128,7 +128,7 @@ int up_adopt(int fd, int oflags, const char *path) {
         DK_ERRNO_RESTORE;
         return 0;
     }
-    struct up_root *r = up_root_for_fd(fd, &st, path);
+    struct up_root *r = up_root_for_fd(fd, &st, dirfd, path);
     if (!r) {
         DK_ERRNO_RESTORE;
         return 0;

@@ -23,9 +23,12 @@ void up_fini(void);
 struct up_slot *up_serving(int fd);
 
 /* After a successful kernel open(): adopt the descriptor when it names a managed regular file. */
-/* path: the name the program opened (a hint: absolute names on a managed mount root skip a readlink), or NULL.
- * 0, or -EINVAL when refusing (strict config). */
-int up_adopt(int fd, int oflags, const char *path);
+/* path: the name the program opened, relative to dirfd (AT_FDCWD: the working directory), or NULL -- a
+ * hint that spares the readlink of /proc/self/fd when the name alone shows the file below a managed
+ * directory (managed.c). 0, or -EINVAL when refusing (strict config). */
+int up_adopt(int fd, int oflags, int dirfd, const char *path);
+/* The working directory changed (chdir, fchdir): relative names are judged again. */
+void up_cwd_changed(void);
 /* Before the kernel closes fd: publish, drop the descriptor. Returns 0 or -errno of a failed publish. */
 int up_close(int fd);
 /* After the kernel duplicated oldfd to newfd (dup/dup2/dup3/F_DUPFD*). newfd was closed first. */

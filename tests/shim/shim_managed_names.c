@@ -1,0 +1,86 @@
+/* Description: which names reach a managed file. The library judges most names by their text (no readlink
+ * of /proc/self/fd): an absolute name below the managed directory, or a relative one while the working
+ * directory is below it -- unless the name climbs out ("..") or enters .daxkit; a name relative to another
+ * directory descriptor, or from a working directory elsewhere, is resolved by the kernel. Each case opens a
+ * file and checks, by the `opens` counter, whether the library adopted it; chdir and fchdir move the
+ * working directory between the cases. argv[1]: the managed directory (a subdirectory of its mount, so the
+ * mount-root shortcut does not apply). Exit 0 pass, 1 fail. */
+#include "shim_test.h"
+
+static const char *dir;
+
+/* Opens `name` (relative to dirfd), closes it, and returns whether the library adopted it. */
+static bool adopted(int dirfd, const char *name) {
+    uint64_t before[DK_C_COUNT], after[DK_C_COUNT];
+    CHECK(st_stats(getpid(), before), "no stats file");
+    int fd = openat(dirfd, name, O_RDWR | O_CREAT, 0644);
+    CHECK(fd >= 0, "open %s: %s", name, strerror(errno));
+    CHECK(st_stats(getpid(), after), "no stats file");
+    OK(close(fd));
+    return after[DK_C_opens] - before[DK_C_opens] == 1;
+}
+
+static void expect(int dirfd, const char *name, bool managed, const char *why) {
+    bool got = adopted(dirfd, name);
+    CHECK(got == managed, "%s: '%s' %s, expected %s", why, name, got ? "was served" : "was not served",
+          managed ? "served" : "not served");
+}
+
+int main(int argc, char **argv) {
+    st_watchdog(60);
+    st_require_library();
+    dir = st_dir(argc, argv);
+    char sub[PATH_MAX], out[PATH_MAX], abs_in[PATH_MAX], abs_out[PATH_MAX], link[PATH_MAX];
+    st_path(sub, sizeof sub, dir, "sub");
+    snprintf(out, sizeof out, "%s/../outside", dir);
+    char lookalike[PATH_MAX], area[PATH_MAX];
+    st_path(lookalike, sizeof lookalike, dir, ".daxkit-not");
+    st_path(area, sizeof area, dir, ".daxkit");
+    mkdir(sub, 0755);
+    mkdir(out, 0755);
+    mkdir(lookalike, 0755);
+    mkdir(area, 0755); /* the library's own area: never served */
+    st_path(abs_in, sizeof abs_in, sub, "abs");
+    st_path(abs_out, sizeof abs_out, out, "abs");
+    st_path(link, sizeof link, dir, "escape"); /* a link below the directory to one beside it */
+    unlink(link);
+    OK(symlink(out, link));
+
+    expect(AT_FDCWD, abs_in, true, "an absolute name below the directory");
+    expect(AT_FDCWD, abs_out, false, "an absolute name beside it");
+    char climb[PATH_MAX + 32];
+    snprintf(climb, sizeof climb, "%s/../outside/climb", dir);
+    expect(AT_FDCWD, climb, false, "an absolute name that climbs out with ..");
+
+    OK(chdir(sub));
+    expect(AT_FDCWD, "rel", true, "a relative name, working directory below");
+    expect(AT_FDCWD, "./dot", true, "a relative name with a . component");
+    expect(AT_FDCWD, "../../outside/rel", false, "a relative name that climbs out");
+    expect(AT_FDCWD, "../.daxkit-not/x", true, "a name that only starts like .daxkit");
+    expect(AT_FDCWD, "../.daxkit/names-test", false, "a name inside the library's .daxkit area");
+    unlink("../.daxkit/names-test");
+    OK(chdir(dir));
+    /* Judged by its text: named below the directory, it is served (as on a managed mount root, where any
+     * name on the device is); the same file by a name the kernel resolves is not. */
+    expect(AT_FDCWD, "escape/through-link", true, "a plain name through a link below the directory (same device)");
+    expect(AT_FDCWD, "sub/../escape/through-link2", false, "a name through that link with .. (kernel-resolved)");
+
+    OK(chdir(out));
+    expect(AT_FDCWD, "rel", false, "a relative name after chdir beside the directory");
+    char via[PATH_MAX + 32];
+    snprintf(via, sizeof via, "../%s/sub/via", strrchr(dir, '/') + 1);
+    expect(AT_FDCWD, via, true, "a relative name from beside the directory into it (kernel-resolved)");
+
+    int dfd = OK(open(sub, O_RDONLY | O_DIRECTORY));
+    expect(dfd, "at", true, "a name relative to a directory descriptor below it");
+    OK(fchdir(dfd));
+    expect(AT_FDCWD, "after-fchdir", true, "a relative name after fchdir into the directory");
+    int ofd = OK(open(out, O_RDONLY | O_DIRECTORY));
+    OK(fchdir(ofd));
+    expect(AT_FDCWD, "after-fchdir", false, "a relative name after fchdir beside it");
+    expect(dfd, "at2", true, "a name relative to a directory descriptor below it, working directory beside");
+    OK(close(dfd));
+    OK(close(ofd));
+    printf("ok: names are judged as the kernel resolves them (absolute, relative, .., links, chdir, fchdir)\n");
+    return 0;
+}
