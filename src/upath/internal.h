@@ -71,7 +71,10 @@ struct up_extent {           /* one mmap() call: [off, off+len) of the file at a
 };
 
 struct up_map {
-    char **leaf[UP_MAP_LEAVES]; /* chunk index -> address of the chunk's first byte (atomic loads) */
+    /* chunk index -> address of the chunk's first byte (atomic loads): UP_MAP_LEAVES leaf pointers,
+     * allocated at the first mapping -- a file served without a mapping (short-lived, MAP_AFTER_IOS)
+     * costs a few words, not 4 KiB to zero and 512 frees at its drop. */
+    char ***dir;
     uint64_t mapped_bytes;      /* [0, mapped_bytes) is mapped; grows only */
     struct up_extent *ext;
     uint32_t ext_count, ext_cap;
@@ -82,7 +85,9 @@ struct up_map {
 static inline char *up_map_addr(const struct up_map *m, uint64_t off) {
     uint64_t chunk = off >> DK_HUGE_SHIFT;
     if (DK_UNLIKELY(off >= UP_MAP_MAX_BYTES)) return NULL;
-    char **leaf = __atomic_load_n(&m->leaf[chunk >> UP_MAP_LEAF_SHIFT], __ATOMIC_ACQUIRE);
+    char ***dir = __atomic_load_n(&m->dir, __ATOMIC_ACQUIRE);
+    if (DK_UNLIKELY(!dir)) return NULL;
+    char **leaf = __atomic_load_n(&dir[chunk >> UP_MAP_LEAF_SHIFT], __ATOMIC_ACQUIRE);
     if (DK_UNLIKELY(!leaf)) return NULL;
     char *base = __atomic_load_n(&leaf[chunk & (UP_MAP_LEAVES - 1)], __ATOMIC_ACQUIRE);
     return base ? base + (off & (DK_HUGE_BYTES - 1)) : NULL;

@@ -66,9 +66,14 @@ static int map_one(struct up_file *f, int fd, uint64_t off, uint64_t len) {
         m->ext = e, m->ext_cap = cap;
     }
     m->ext[m->ext_count++] = (struct up_extent){p, off, len};
+    if (!m->dir) {
+        char ***dir = calloc(UP_MAP_LEAVES, sizeof *dir);
+        if (!dir) return -ENOMEM; /* mapped but unindexed: reads fall back to the kernel */
+        __atomic_store_n(&m->dir, dir, __ATOMIC_RELEASE);
+    }
     for (uint64_t o = off; o < off + len; o += DK_HUGE_BYTES) {
         uint64_t chunk = o >> DK_HUGE_SHIFT;
-        char ***leafp = &m->leaf[chunk >> UP_MAP_LEAF_SHIFT];
+        char ***leafp = &m->dir[chunk >> UP_MAP_LEAF_SHIFT];
         if (!*leafp) {
             char **leaf = calloc(UP_MAP_LEAVES, sizeof *leaf);
             if (!leaf) return -ENOMEM; /* mapped but unindexed tail: reads fall back to the kernel */
@@ -137,7 +142,10 @@ void up_map_populate(struct up_file *f, uint64_t off, uint64_t len) {
 
 void up_map_drop(struct up_map *m) {
     for (uint32_t i = 0; i < m->ext_count; i++) dk_libc()->munmap(m->ext[i].addr, m->ext[i].len);
-    for (unsigned l = 0; l < UP_MAP_LEAVES; l++) free(m->leaf[l]);
+    if (m->dir) {
+        for (unsigned l = 0; l < UP_MAP_LEAVES; l++) free(m->dir[l]);
+        free(m->dir);
+    }
     free(m->ext);
     memset(m, 0, sizeof *m);
 }
