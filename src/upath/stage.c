@@ -45,6 +45,7 @@ struct up_stg_file {
 struct up_prefault {
     int fd;
     uint64_t off, len;
+    bool dax;
 };
 #define UP_PREFAULT_JOBS 8
 
@@ -174,10 +175,13 @@ static uint32_t pool_target_slots(const struct up_pool *p) {
 }
 
 /* Faults the job's range in through a mapping of its own (the program's mappings may change meanwhile;
- * a range past a size cut since is refused by the kernel, harmlessly), then closes its descriptor. */
+ * a range past a size cut since is refused by the kernel, harmlessly), then closes its descriptor. On
+ * DAX the mapping is MAP_SYNC, so the blocks its faults allocate are durable metadata before they are
+ * used (an fsync after the step's first one would not know of them); without MAP_SYNC, no prefault. */
 static void prefault_run(const struct up_prefault *j) {
     const struct dk_libc *c = dk_libc();
-    void *a = c->mmap(NULL, j->len, PROT_READ | PROT_WRITE, MAP_SHARED, j->fd, (off_t)j->off);
+    int flags = j->dax ? MAP_SHARED_VALIDATE | MAP_SYNC : MAP_SHARED;
+    void *a = c->mmap(NULL, j->len, PROT_READ | PROT_WRITE, flags, j->fd, (off_t)j->off);
     if (a != MAP_FAILED) {
         if (madvise(a, j->len, MADV_POPULATE_WRITE) == 0) dk_count(DK_C_prefault_bytes, j->len);
         c->munmap(a, j->len);
@@ -430,7 +434,7 @@ bool up_stage_prefault(struct up_root *r, int fd, uint64_t off, uint64_t len) {
     pthread_mutex_lock(&p->mu);
     bool queued = !p->stopping && p->job_count < UP_PREFAULT_JOBS;
     if (queued) {
-        p->jobs[p->job_count++] = (struct up_prefault){jfd, off, len};
+        p->jobs[p->job_count++] = (struct up_prefault){jfd, off, len, r->medium.medium == DK_MEDIUM_DAX};
         start_thread_locked(p);
         pthread_cond_signal(&p->wake);
     }
