@@ -104,15 +104,59 @@ static bool cwd_below(struct up_root *r) {
     return below;
 }
 
-/* The name the program opened shows the file below r without asking the kernel: an absolute name below
- * r's real path, or a name relative to a working directory below r, that neither climbs ("..") nor enters
- * .daxkit. The file is on r's device (the caller checked). A symbolic link below r that points elsewhere
- * on that device makes its target managed too -- reached by a name below the directory, as a program
- * sees it. A name relative to another directory descriptor is not judged here. */
+/* Directory descriptors programs open names relative to (rsync, find, git): which roots each directory
+ * is at or below, found by one readlink per directory and kept by descriptor number with the directory's
+ * identity, which an fstat (far cheaper than a readlink of /proc/self/fd) checks at every use -- so a
+ * number reused for another directory, even through calls not interposed (opendir/closedir), is found
+ * out. A directory renamed out of a root keeps its old verdict while its descriptor stays open. */
+#define UP_DIRFD_SLOTS 64
+struct dirfd_verdict {
+    int fd;
+    dev_t dev;
+    ino_t ino;
+    uint32_t below; /* bit i: at or below roots[i] */
+};
+static struct dirfd_verdict dirfd_cache[UP_DIRFD_SLOTS];
+static pthread_mutex_t dirfd_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static uint32_t roots_below(const char *path) {
+    uint32_t m = 0;
+    for (int i = 0; i < root_count; i++)
+        if (path_below(&roots[i], path)) m |= 1u << i;
+    return m;
+}
+
+static bool dirfd_below(const struct up_root *r, int dirfd) {
+    struct stat ds;
+    if (dirfd < 0 || DK_REAL(fstat)(dirfd, &ds) != 0 || !S_ISDIR(ds.st_mode)) return false;
+    uint32_t bit = 1u << (r - roots);
+    struct dirfd_verdict *v = &dirfd_cache[dirfd % UP_DIRFD_SLOTS];
+    pthread_mutex_lock(&dirfd_mu);
+    bool hit = v->fd == dirfd && v->dev == ds.st_dev && v->ino == ds.st_ino;
+    uint32_t below = v->below;
+    pthread_mutex_unlock(&dirfd_mu);
+    if (hit) return below & bit;
+    char link[64], path[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    if (n <= 0) return false;
+    path[n] = 0;
+    below = roots_below(path);
+    pthread_mutex_lock(&dirfd_mu);
+    *v = (struct dirfd_verdict){dirfd, ds.st_dev, ds.st_ino, below};
+    pthread_mutex_unlock(&dirfd_mu);
+    return below & bit;
+}
+
+/* The name the program opened shows the file below r without a readlink of the file: an absolute name
+ * below r's real path, or a name relative to a working directory or a directory descriptor below r, that
+ * neither climbs ("..") nor enters .daxkit. The file is on r's device (the caller checked). A symbolic
+ * link below r that points elsewhere on that device makes its target managed too -- reached by a name
+ * below the directory, as a program sees it. */
 static bool name_below(struct up_root *r, int dirfd, const char *hint) {
     if (!hint || !hint[0] || !name_stays_below(hint)) return false;
     if (hint[0] == '/') return path_below(r, hint);
-    return dirfd == AT_FDCWD && cwd_below(r);
+    return dirfd == AT_FDCWD ? cwd_below(r) : dirfd_below(r, dirfd);
 }
 
 /* The file system below a mount root holds nothing else: a name that does not pass through a .daxkit area

@@ -5,6 +5,8 @@
  * file and checks, by the `opens` counter, whether the library adopted it; chdir and fchdir move the
  * working directory between the cases. argv[1]: the managed directory (a subdirectory of its mount, so the
  * mount-root shortcut does not apply). Exit 0 pass, 1 fail. */
+#include <dirent.h>
+
 #include "shim_test.h"
 
 static const char *dir;
@@ -81,6 +83,18 @@ int main(int argc, char **argv) {
     expect(dfd, "at2", true, "a name relative to a directory descriptor below it, working directory beside");
     OK(close(dfd));
     OK(close(ofd));
+    /* The verdict for a directory descriptor follows the directory, not the number: closedir is not
+     * interposed, so a number reused through opendir must be found out. */
+    DIR *in_dir = opendir(sub);
+    CHECK(in_dir, "opendir %s: %s", sub, strerror(errno));
+    int num = dirfd(in_dir);
+    expect(num, "od", true, "a name relative to an opendir descriptor below the directory");
+    closedir(in_dir);
+    DIR *out_dir = opendir(out);
+    CHECK(out_dir, "opendir %s: %s", out, strerror(errno));
+    if (dirfd(out_dir) != num) NOTE("opendir did not reuse descriptor %d; the reuse case is not exercised", num);
+    expect(dirfd(out_dir), "od", false, "a name relative to an opendir descriptor beside it (number reused)");
+    closedir(out_dir);
     printf("ok: names are judged as the kernel resolves them (absolute, relative, .., links, chdir, fchdir)\n");
     return 0;
 }
