@@ -11,6 +11,7 @@
 #ifndef DK_ATOMIC_ALOG_H
 #define DK_ATOMIC_ALOG_H
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -187,6 +188,11 @@ int alog_recover_named(const char *root, struct alog_dir_report *rep);
 /* 1: the log needs recovery (a tracked size, a committed journal, or a valid entry); 0: no or in use; -errno.
  * *tracked: it records a size (alog_recover_dir.c). */
 int alog_log_needs_work(int area_fd, const char *log_name, bool *tracked);
+/* Opens the log area <dir>/<area> for a scan (alog_area_next); NULL with errno set. */
+DIR *alog_area_open(const char *dir, const char *area);
+/* The next "<key>.alog" in the area that needs recovery (alog_log_needs_work), or NULL at the end; every log
+ * seen is counted in rep->logs. *key_len: the length of <key>; *tracked: it records a size. */
+struct dirent *alog_area_next(DIR *d, struct alog_dir_report *rep, size_t *key_len, bool *tracked);
 
 /* ---- tracked size (alog_size.c) ---- */
 uint64_t alog_capacity_for(uint64_t size, uint64_t current);

@@ -121,31 +121,21 @@ static bool find_file(int afd, const char *name, const char *root, char *path, s
 }
 
 int alog_recover_named(const char *root, struct alog_dir_report *rep) {
-    char area[4200];
-    snprintf(area, sizeof area, "%s/" ALOG_NAMED_AREA, root);
-    int afd = DK_REAL(open)(area, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
-    if (afd < 0) return errno == ENOENT ? 0 : -errno;
-    DIR *d = fdopendir(afd);
-    if (!d) {
-        DK_REAL(close)(afd);
-        return -errno;
-    }
+    DIR *d = alog_area_open(root, ALOG_NAMED_AREA);
+    if (!d) return errno == ENOENT ? 0 : -errno;
     struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t n = strlen(e->d_name);
-        if (n <= 5 || strcmp(e->d_name + n - 5, ".alog") != 0) continue;
-        rep->logs++;
-        bool tracked = false;
-        if (alog_log_needs_work(dirfd(d), e->d_name, &tracked) <= 0) continue;
+    size_t n;
+    bool tracked; /* always tracked here: opened with alog_open_tracked_at */
+    while ((e = alog_area_next(d, rep, &n, &tracked))) {
         char path[4400];
         if (!find_file(dirfd(d), e->d_name, root, path, sizeof path)) {
             /* Removed, or moved out of the root: kept as <key>.orphan (for a person to look at), so that
              * later start-ups do not walk the root for it again. */
             char orphan[300];
-            snprintf(orphan, sizeof orphan, "%.*s.orphan", (int)(n - 5), e->d_name);
+            snprintf(orphan, sizeof orphan, "%.*s.orphan", (int)n, e->d_name);
             DK_REAL(renameat)(dirfd(d), e->d_name, dirfd(d), orphan);
-            dk_log("%s/%s: its file is not in %s any more (removed, or moved out): log kept as %s", area, e->d_name,
-                   root, orphan);
+            dk_log("%s/" ALOG_NAMED_AREA "/%s: its file is not in %s any more (removed, or moved out): log kept as %s",
+                   root, e->d_name, root, orphan);
             rep->files_gone++;
             continue;
         }

@@ -37,26 +37,43 @@ int alog_log_needs_work(int area_fd, const char *log_name, bool *tracked) {
     return rc;
 }
 
-static void recover_area(const char *dir, struct alog_dir_report *rep) {
-    char area[4200];
-    snprintf(area, sizeof area, "%s/.daxkit", dir);
-    int afd = DK_REAL(open)(area, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (afd < 0) return;
+DIR *alog_area_open(const char *dir, const char *area) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, area);
+    int afd = DK_REAL(open)(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (afd < 0) return NULL;
     DIR *d = fdopendir(afd);
     if (!d) {
+        int err = errno;
         DK_REAL(close)(afd);
-        return;
+        errno = err;
     }
+    return d;
+}
+
+struct dirent *alog_area_next(DIR *d, struct alog_dir_report *rep, size_t *key_len, bool *tracked) {
     struct dirent *e;
     while ((e = readdir(d))) {
         size_t n = strlen(e->d_name);
         if (n <= 5 || strcmp(e->d_name + n - 5, ".alog") != 0) continue;
         rep->logs++;
-        bool tracked = false;
-        int w = alog_log_needs_work(dirfd(d), e->d_name, &tracked);
-        if (w <= 0) continue;
+        *tracked = false;
+        if (alog_log_needs_work(dirfd(d), e->d_name, tracked) <= 0) continue;
+        *key_len = n - 5;
+        return e;
+    }
+    return NULL;
+}
+
+static void recover_area(const char *dir, struct alog_dir_report *rep) {
+    DIR *d = alog_area_open(dir, ".daxkit");
+    if (!d) return;
+    struct dirent *e;
+    size_t n;
+    bool tracked;
+    while ((e = alog_area_next(d, rep, &n, &tracked))) {
         char path[4400];
-        snprintf(path, sizeof path, "%s/%.*s", dir, (int)(n - 5), e->d_name);
+        snprintf(path, sizeof path, "%s/%.*s", dir, (int)n, e->d_name);
         struct stat st;
         if (DK_REAL(stat)(path, &st) != 0) {
             rep->files_gone++; /* renamed or removed since: the log stays (docs/atomic.md) */
