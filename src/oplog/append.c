@@ -31,11 +31,10 @@ static int allocate_through(struct dk_oplog *log, uint64_t end_lines) {
     return rc;
 }
 
-/* Stores one whole line: non-temporally into the mapping (the trace sees a 64-byte NT store; no fence), or
- * plainly into a buffer that goes to the file by pwrite (page cache). */
-static void store_line(const struct dk_oplog *log, struct oplog_line *dst, const struct oplog_line *src) {
-    if (log->persist == OPLOG_PERSIST_MSYNC) memcpy(dst, src, sizeof *src);
-    else dk_store_persistent(dst, src, sizeof *src, DK_OPLOG_LINE_BYTES);
+/* Stores one whole line non-temporally into the mapping (the trace sees a 64-byte NT store). No fence.
+ * Flush media only: on the page cache the lines are built in a buffer that goes to the file by pwrite. */
+static void store_line(struct oplog_line *dst, const struct oplog_line *src) {
+    dk_store_persistent(dst, src, sizeof *src, DK_OPLOG_LINE_BYTES);
 }
 
 /* pwritev2 of all n bytes at file_offset with `flags`. 0 or -errno. */
@@ -65,8 +64,8 @@ int oplog_write_durable(struct dk_oplog *log, const void *src, size_t n, uint64_
 }
 
 /* Writes the data lines of a record starting at `dst` and returns the crc continued over them. */
-static uint32_t write_data_lines(const struct dk_oplog *log, struct oplog_line *dst, const struct oplog_line_hdr *head,
-                                 const void *data, size_t data_len, uint32_t crc) {
+static uint32_t write_data_lines(struct oplog_line *dst, const struct oplog_line_hdr *head, const void *data,
+                                 size_t data_len, uint32_t crc) {
     const unsigned char *src = data;
     for (uint16_t i = 1; data_len > 0; i++) {
         struct oplog_line line = {.h = *head};
@@ -76,7 +75,7 @@ static uint32_t write_data_lines(const struct dk_oplog *log, struct oplog_line *
         size_t n = DK_MIN(data_len, (size_t)DK_OPLOG_PAYLOAD_BYTES);
         memcpy(line.payload, src, n);
         crc = dk_crc32c(crc, &line, sizeof line);
-        store_line(log, &dst[i - 1], &line);
+        store_line(&dst[i - 1], &line);
         src += n, data_len -= n;
     }
     return crc;
@@ -132,14 +131,15 @@ int dk_oplog_append(struct dk_oplog *log, unsigned type, const void *fixed48, co
     }
     /* Data lines first: a process that dies in between leaves lines no valid head claims. */
     uint32_t crc_all = log->persist == OPLOG_PERSIST_MSYNC ? build_data_lines(&buf[1], &head.h, data, data_len, crc)
-                                                          : write_data_lines(log, &buf[1], &head.h, data, data_len, crc);
+                                                          : write_data_lines(&buf[1], &head.h, data, data_len, crc);
     if (lines > 1) DK_CRASH_POINT("oplog.append.data_written");
     dk_assert(slot + lines <= __atomic_load_n(&log->allocated_lines, __ATOMIC_ACQUIRE));
     head.h.crc = crc_all;
 #ifdef DAXKIT_TEST_BUILD
     if (dk_oplog_test_broken == DK_OPLOG_BROKEN_CRC_HEAD_ONLY) head.h.crc = crc;
 #endif
-    store_line(log, &buf[0], &head);
+    if (log->persist == OPLOG_PERSIST_MSYNC) buf[0] = head;
+    else store_line(&buf[0], &head);
     DK_CRASH_POINT("oplog.append.before_fence");
     int rc = 0;
     if (log->persist == OPLOG_PERSIST_MSYNC) {
