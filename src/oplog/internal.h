@@ -42,7 +42,7 @@ struct dk_oplog {
 int oplog_allocate(struct dk_oplog *log, uint64_t end_lines);
 /* Page cache: pwrite of n bytes at file_offset, then fdatasync. Returns 0 or -errno. */
 int oplog_write_durable(struct dk_oplog *log, const void *src, size_t n, uint64_t file_offset);
-/* Writes header slot `generation % 2` (store + flush + fence, msync on page cache). */
+/* Writes header slot `generation % 2` (store + flush + fence; page cache: pwrite + fdatasync, oplog_write_durable). */
 int oplog_write_header(struct dk_oplog *log, uint32_t generation, const char *tag);
 
 #endif

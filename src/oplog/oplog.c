@@ -40,7 +40,6 @@ static int tag_ok(const char *tag) {
     return 1;
 }
 
-
 int oplog_write_header(struct dk_oplog *log, uint32_t generation, const char *tag) {
     struct oplog_header h = {0};
     h.magic = OPLOG_MAGIC;
