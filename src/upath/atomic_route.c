@@ -39,7 +39,6 @@ struct up_atomic {
     struct alog_file *eng; /* NULL once detached */
     pthread_rwlock_t rw;
     uint64_t zero_from; /* kernel-file bytes at and past this offset are zeros (never written) */
-    char path[PATH_MAX]; /* the name it was opened by (its log: <root>/.daxkit/atomic/<key>.alog) */
 };
 
 /* A detached route is never freed: a thread that loaded f->atomic just before the detach still takes its
@@ -291,14 +290,13 @@ static int open_engine(const char *path, const struct alog_where *w, struct alog
     }
 }
 
-static void attach(struct up_file *f, struct alog_file *eng, const char *path) {
+static void attach(struct up_file *f, struct alog_file *eng) {
     struct up_atomic *a = calloc(1, sizeof *a);
     if (!a) {
         alog_close_sized(eng, NULL);
         return;
     }
     a->eng = eng;
-    snprintf(a->path, sizeof a->path, "%s", path);
     a->zero_from = eng->size_pending;
     pthread_rwlockattr_t ra;
     pthread_rwlockattr_init(&ra);
@@ -386,7 +384,7 @@ int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
                "fsync", path, strerror(-rc));
         return 0;
     }
-    attach(f, eng, path);
+    attach(f, eng);
     if (f->atomic && (oflags & O_TRUNC) && eng->size_pending) truncate_at_open(f);
     return 0;
 }
