@@ -8,15 +8,13 @@
 
 #include "shim/shim.h"
 #include "upath/atomic_mmap.h"
-#include "upath/atomic_route.h"
 
 static void *mmap_common(void *addr, size_t len, int prot, int fl, int fd, off_t off, bool is64) {
     void *amap;
     if (up_enabled && fd >= 0 && up_fd_slot(fd) && up_atomic_mmap(addr, len, prot, fl, fd, off, &amap)) return amap;
     if (up_enabled && fd >= 0 && !(fl & MAP_ANONYMOUS) && up_fd_slot(fd)) {
         DK_ERRNO_SAVE;
-        up_atomic_detach_fd(fd); /* DAXKIT_ATOMIC: the program's mapping sees the exact file */
-        up_publish_fd(fd); /* mapping by the program is a publish point */
+        up_hand_to_kernel(fd); /* mapping by the program is a publish point */
         DK_ERRNO_RESTORE;
     }
     return is64 ? DK_REAL(mmap64)(addr, len, prot, fl, fd, off) : DK_REAL(mmap)(addr, len, prot, fl, fd, off);
@@ -45,14 +43,12 @@ static void copy_begin(int in, const off_t *in_off, int out, const off_t *out_of
     if (!*min && !*mout) return;
     DK_ERRNO_SAVE;
     if (*min) {
-        up_atomic_detach_fd(in); /* DAXKIT_ATOMIC: the kernel reads the exact file */
-        up_publish_fd(in);
+        up_hand_to_kernel(in);
         if (!in_off) up_offset_to_kernel(in);
         dk_count(DK_C_passthrough, 1);
     }
     if (*mout) {
-        up_atomic_detach_fd(out);
-        up_publish_fd(out);
+        up_hand_to_kernel(out);
         if (!out_off) up_offset_to_kernel(out);
         dk_count(DK_C_passthrough, 1);
     }

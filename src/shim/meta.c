@@ -78,8 +78,7 @@ static int posix_fallocate_common(int fd, off_t off, off_t len, bool is64) {
     int (*real)(int, off_t, off_t) = is64 ? DK_REAL(posix_fallocate64) : DK_REAL(posix_fallocate);
     if (!up_enabled || !up_fd_slot(fd)) return real(fd, off, len);
     DK_ERRNO_SAVE;
-    up_atomic_detach_fd(fd); /* DAXKIT_ATOMIC: the kernel allocates in the exact file */
-    up_publish_fd(fd);
+    up_hand_to_kernel(fd);
     int r = real(fd, off, len); /* returns an error number, errno untouched */
     if (r == 0) up_kernel_changed_fd(fd);
     DK_ERRNO_RESTORE;

@@ -438,6 +438,11 @@ int up_publish_fd(int fd) {
     return publish_file(s->file, fd);
 }
 
+int up_hand_to_kernel(int fd) {
+    up_atomic_detach_fd(fd);
+    return up_publish_fd(fd);
+}
+
 void up_refresh_fd(int fd) {
     struct up_slot *s = up_fd_slot(fd);
     if (s) up_refresh_if_idle(s->file, fd);

@@ -50,6 +50,10 @@ int up_fallocate(struct up_slot *s, int fd, int mode, off_t off, off_t len);
 
 /* Publish point on a descriptor (lock release, app mmap, pass-through of an unserved call). */
 int up_publish_fd(int fd);
+/* The kernel is about to act on the file's bytes itself (the program's mmap, copy_file_range, sendfile,
+ * splice, posix_fallocate): a DAXKIT_ATOMIC file leaves the engine, then the descriptor's file is
+ * published, so the kernel sees the exact file. 0 or -errno of the publish. */
+int up_hand_to_kernel(int fd);
 /* After a lock was acquired or the kernel changed the file: forget our view of its size. */
 void up_refresh_fd(int fd);
 /* After any lock was acquired: the same for every managed file the process has open (a lock often

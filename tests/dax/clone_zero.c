@@ -20,12 +20,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#ifndef MAP_SYNC
-#define MAP_SYNC 0x80000
-#endif
-#ifndef MAP_SHARED_VALIDATE
-#define MAP_SHARED_VALIDATE 0x03
-#endif
+#include "common/mapflags.h"
 
 #define CLONE_BYTES (2u << 20)
 #define DST_OFF (2u << 20)
