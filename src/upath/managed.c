@@ -74,15 +74,16 @@ static bool path_below(const struct up_root *r, const char *path) {
     return strncmp(rest, "/.daxkit/", 9) != 0 && strcmp(rest, "/.daxkit") != 0;
 }
 
-/* A name that cannot climb out of where it starts, nor enter a .daxkit area: no ".." component, no
- * ".daxkit" one. */
-static bool name_stays_below(const char *name) {
+/* A name with no ".daxkit" component (never entering the library's own area) and, unless may_climb, no
+ * ".." one (never climbing out of where it starts). */
+static bool name_components_ok(const char *name, bool may_climb) {
     for (const char *p = name; *p;) {
         while (*p == '/') p++;
         const char *e = p;
         while (*e && *e != '/') e++;
         size_t n = (size_t)(e - p);
-        if ((n == 2 && p[0] == '.' && p[1] == '.') || (n == 7 && !strncmp(p, ".daxkit", 7))) return false;
+        if ((!may_climb && n == 2 && p[0] == '.' && p[1] == '.') || (n == 7 && !strncmp(p, ".daxkit", 7)))
+            return false;
         p = e;
     }
     return true;
@@ -154,7 +155,7 @@ static bool dirfd_below(const struct up_root *r, int dirfd) {
  * link below r that points elsewhere on that device makes its target managed too -- reached by a name
  * below the directory, as a program sees it. */
 static bool name_below(struct up_root *r, int dirfd, const char *hint) {
-    if (!hint || !hint[0] || !name_stays_below(hint)) return false;
+    if (!hint || !hint[0] || !name_components_ok(hint, false)) return false;
     if (hint[0] == '/') return path_below(r, hint);
     return dirfd == AT_FDCWD ? cwd_below(r) : dirfd_below(r, dirfd);
 }
@@ -164,7 +165,7 @@ static bool name_below(struct up_root *r, int dirfd, const char *hint) {
  * managed alike). Relative names count too -- rsync and git open relative to a directory they changed
  * into; only a program working inside .daxkit itself, by a relative name, would have its file served. */
 static bool hint_below_mount_root(const struct up_root *r, const char *hint) {
-    return r->mount_root && hint && hint[0] && !strstr(hint, "/.daxkit") && strncmp(hint, ".daxkit", 7) != 0;
+    return r->mount_root && hint && hint[0] && name_components_ok(hint, true);
 }
 
 struct up_root *up_root_for_fd(int fd, const struct stat *st, int dirfd, const char *path_hint) {
