@@ -17,18 +17,10 @@
 #include "graph/page_image.hpp"
 #include "graph/sg_io.hpp"
 
+#include "check.hpp"
+
 using namespace dk::graph;
 
-static int g_fail = 0;
-#define CHECK(cond, ...)                                 \
-  do {                                                   \
-    if (!(cond)) {                                       \
-      std::fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                 \
-      std::fprintf(stderr, "\n");                        \
-      g_fail++;                                          \
-    }                                                    \
-  } while (0)
 
 static bool has_edge_w(const Csr& g, NodeId u, NodeId v, int32_t w) {
   for (Offset e = g.offsets[u]; e < g.offsets[u + 1]; e++) {

@@ -9,18 +9,10 @@
 #include "graph/generate.hpp"
 #include "graph/skew.hpp"
 
+#include "check.hpp"
+
 using namespace dk::graph;
 
-static int g_fail = 0;
-#define CHECK(cond, ...)                                        \
-  do {                                                          \
-    if (!(cond)) {                                              \
-      std::fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                        \
-      std::fprintf(stderr, "\n");                               \
-      g_fail++;                                                 \
-    }                                                           \
-  } while (0)
 
 // Undirected CSR from degrees alone (neighbour ids do not matter to the measure).
 static Csr csr_with_degrees(const std::vector<int64_t>& deg) {
