@@ -220,6 +220,13 @@ static int truncate_locked(struct up_file *f, uint64_t len) {
     return 0;
 }
 
+/* ftruncate through the route: immediate (committed) except in POSIX mode. Under a->rw for writing. */
+static int ftruncate_locked(struct up_file *f, struct up_atomic *a, uint64_t len) {
+    int rc = truncate_locked(f, len);
+    if (!rc && dk_cfg.mode != DK_MODE_POSIX) rc = commit_locked(f, a);
+    return rc;
+}
+
 /* The kernel does it on the exact file (the route is detached): as the plain path's pass-through does. */
 static int by_kernel(int fd, int r) {
     int e = errno;
@@ -236,8 +243,7 @@ int up_atomic_ftruncate(struct up_file *f, int fd, off_t len) {
         pthread_rwlock_unlock(&a->rw);
         return by_kernel(fd, DK_REAL(ftruncate)(fd, len));
     }
-    int rc = truncate_locked(f, (uint64_t)len);
-    if (!rc && dk_cfg.mode != DK_MODE_POSIX) rc = commit_locked(f, a);
+    int rc = ftruncate_locked(f, a, (uint64_t)len);
     pthread_rwlock_unlock(&a->rw);
     return rc ? fail(rc) : 0;
 }
@@ -457,8 +463,7 @@ bool up_atomic_truncate_inode(dev_t dev, ino_t ino, off_t len, int *rc) {
     if (a) {
         pthread_rwlock_wrlock(&a->rw);
         routed = a->eng != NULL;
-        int r = routed ? truncate_locked(f, (uint64_t)len) : 0;
-        if (routed && !r && dk_cfg.mode != DK_MODE_POSIX) r = commit_locked(f, a);
+        int r = routed ? ftruncate_locked(f, a, (uint64_t)len) : 0;
         pthread_rwlock_unlock(&a->rw);
         if (routed) *rc = r ? fail(r) : 0;
     }
