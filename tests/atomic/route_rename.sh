@@ -44,6 +44,9 @@ echo "route_rename: before recovery the kernel file is $(stat -c %s "$dir/sub/b"
 
 # Again on the renamed file, recovered by the route itself this time (start-up recovery off).
 crash_writer "$dir/sub/b" "$dir/c"
+if "$prog" check "$dir/c" > /dev/null; then
+    dk_fail "the unrecovered kernel file already equals the committed state (second crash): step (3) proves nothing"
+fi
 DAXKIT_ATOMIC_RECOVER_START=0 ROUTE_RENAME_OPEN_FIRST=1 "$daxkit" run --dir "$dir" --atomic "$dir/*" -- "$prog" check "$dir/c" "$dir/sub/b" ||
     dk_fail "recovery through the route"
 ls "$dir/.daxkit/atomic/"*.alog > /dev/null 2>&1 && dk_fail "a log is left after a clean close"
