@@ -174,9 +174,22 @@ static int setup_seq(struct dt_ctx *c, const char *base, uint64_t seed) {
 /* Final state: what every open fd sees, then closes, then both listings. With exit_open nothing is
  * closed and the raw listing is left to the driver, after the process has exited. */
 static void finish_seq(struct dt_ctx *c, int keep, int exit_open) {
+  /* What a stream still buffers is in the file only after a flush (glibc's file and cookie streams buffer
+   * differently after a positioning: CI seed 454735868000), so the descriptors' view is taken after one --
+   * or, when the streams stay open for exit to flush, left to the listing after exit. */
+  int streams_open = 0;
+  for (int i = 0; i < DT_STREAM_SLOTS; i++) {
+    if (!c->st[i]) continue;
+    streams_open = 1;
+    if (!exit_open) dt_out("F st%d fflush=%d\n", i, fflush(c->st[i]));
+  }
   for (int i = 0; i < DT_FD_SLOTS; i++) {
     if (c->fd[i] < 0) continue;
     dt_out("F fd%d", i);
+    if (exit_open && streams_open) {
+      dt_out(" left open (streams open: checked after exit)\n"), dt_flush(log_fd);
+      continue;
+    }
     dt_read_all(c, c->fd[i]);
     if (exit_open) {
       dt_out(" left open\n"), dt_flush(log_fd);
