@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "common/stats.h"
 #include "upath/atomic_mmap.h"
+#include "upath/internal.h"
 #include "upath/policy.h"
 
 #define AMAP_FILES_MAX 64
@@ -94,11 +95,8 @@ bool up_atomic_mmap(void *hint, size_t len, int prot, int fl, int fd, off_t off,
         off < 0 || off % sysconf(_SC_PAGESIZE) || len == 0)
         return false;
     (void)hint;
-    char link[64], path[PATH_MAX];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    ssize_t n = readlink(link, path, sizeof path - 1);
-    if (n <= 0) return false;
-    path[n] = 0;
+    char path[PATH_MAX];
+    if (!up_fd_path(fd, path, sizeof path)) return false;
     struct stat st;
     if (!up_atomic_mmap_wanted(path) || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
     pthread_mutex_lock(&amap_mu);

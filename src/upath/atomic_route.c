@@ -360,11 +360,8 @@ int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
         if (oflags & O_TRUNC) truncate_at_open(f);
         return 0;
     }
-    char link[64], path[PATH_MAX];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    ssize_t n = readlink(link, path, sizeof path - 1);
-    if (n <= 0) return 0;
-    path[n] = 0;
+    char path[PATH_MAX];
+    if (!up_fd_path(fd, path, sizeof path)) return 0;
     if (!up_atomic_wanted(path) || up_atomic_mmap_wanted(path)) return 0; /* mmap globs win */
     if (f->open_refs != 1 || up_file_pinned(f)) {
         /* Opened before through the plain path (or routed once and detached at fork): stays plain. */

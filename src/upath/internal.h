@@ -152,6 +152,11 @@ void up_stage_shutdown(void);
 /* The process's ownership of the root's hidden area: its directory fd and the tag whose <tag>.lock we
  * hold for life (creates the pool's bookkeeping, no staging files). 0 or -errno. */
 int up_stage_owner(struct up_root *r, int *area_fd, const char **tag);
+/* The path the kernel resolved for fd (readlink of /proc/self/fd/N), NUL-terminated in buf[cap]: its
+ * length, or 0 when unknown (errno set). Costs a few microseconds: callers judge by name first. */
+size_t up_fd_path(int fd, char *buf, size_t cap);
+/* A new open file description of fd's file (open of /proc/self/fd/N with flags | O_CLOEXEC), or -1. */
+int up_fd_reopen(int fd, int flags);
 /* Internal descriptors: moved above the program's low numbers and invisible to it. */
 int up_internal_fd(int fd);
 void up_internal_close(int fd);

@@ -17,6 +17,24 @@ static struct up_root roots[UP_ROOTS_MAX];
 static int root_count;
 
 int up_roots_count(void) { return root_count; }
+
+size_t up_fd_path(int fd, char *buf, size_t cap) {
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = cap ? readlink(link, buf, cap - 1) : -1;
+    if (n <= 0) {
+        if (cap) buf[0] = 0;
+        return 0;
+    }
+    buf[n] = 0;
+    return (size_t)n;
+}
+
+int up_fd_reopen(int fd, int flags) {
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    return dk_libc()->open(link, flags | O_CLOEXEC);
+}
 struct up_root *up_root_at(int idx) { return idx >= 0 && idx < root_count ? &roots[idx] : NULL; }
 
 static int root_add(const char *dir) {
@@ -137,11 +155,8 @@ static bool dirfd_below(const struct up_root *r, int dirfd) {
     uint32_t below = v->below;
     pthread_mutex_unlock(&dirfd_mu);
     if (hit) return below & bit;
-    char link[64], path[PATH_MAX];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
-    ssize_t n = readlink(link, path, sizeof path - 1);
-    if (n <= 0) return false;
-    path[n] = 0;
+    char path[PATH_MAX];
+    if (!up_fd_path(dirfd, path, sizeof path)) return false;
     below = roots_below(path);
     pthread_mutex_lock(&dirfd_mu);
     *v = (struct dirfd_verdict){dirfd, ds.st_dev, ds.st_ino, below};
@@ -169,17 +184,14 @@ static bool hint_below_mount_root(const struct up_root *r, const char *hint) {
 }
 
 struct up_root *up_root_for_fd(int fd, const struct stat *st, int dirfd, const char *path_hint) {
-    char link[64], path[4096];
+    char path[4096];
     bool have_path = false;
     for (int i = 0; i < root_count; i++) {
         struct up_root *r = &roots[i];
         if (r->dev != st->st_dev) continue;
         if (hint_below_mount_root(r, path_hint) || name_below(r, dirfd, path_hint)) return r;
         if (!have_path) {
-            snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-            ssize_t n = readlink(link, path, sizeof path - 1);
-            if (n <= 0) return r->mount_root ? r : NULL;
-            path[n] = 0;
+            if (!up_fd_path(fd, path, sizeof path)) return r->mount_root ? r : NULL;
             have_path = true;
         }
         if (path_below(r, path)) return r;

@@ -33,9 +33,7 @@ static int writable_fd(int fd, bool *opened) {
     *opened = false;
     int fl = dk_libc()->fcntl(fd, F_GETFL);
     if (fl >= 0 && (fl & O_ACCMODE) == O_RDWR) return fd;
-    char p[64];
-    snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
-    int w = dk_libc()->open(p, O_RDWR | O_CLOEXEC);
+    int w = up_fd_reopen(fd, O_RDWR);
     if (w < 0) return -1;
     *opened = true;
     return w;

@@ -31,9 +31,7 @@ static int publish_fd(const struct up_file *f, int fd, bool *opened) {
     /* The kernel refuses FICLONERANGE into an O_APPEND descriptor: reopen where a clone may happen. */
     bool append_ok = !(fl & O_APPEND) || (f->ksize == f->pub_size && f->root->clone_min_bytes == UINT64_MAX);
     if (fl >= 0 && (fl & O_ACCMODE) != O_RDONLY && append_ok) return fd;
-    char p[64];
-    snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
-    int w = DK_REAL(open)(p, O_WRONLY | O_CLOEXEC);
+    int w = up_fd_reopen(fd, O_WRONLY);
     if (w < 0) return -errno;
     *opened = true;
     return w;

@@ -183,11 +183,7 @@ static int rec_begin(struct up_file *f, int fd, uint64_t ext, bool this_boot) {
     }
     struct size_rec *rec = rec_at(z, f->sizerec_slot - 1);
     if (fresh) { /* the path is a hint (renames): read once per slot, not at every publish */
-        char proc[64];
-        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-        ssize_t n = readlink(proc, rec->path, REC_PATH_MAX - 1);
-        rec->path_len = n > 0 ? (uint32_t)n : 0;
-        rec->path[rec->path_len] = 0;
+        rec->path_len = (uint32_t)up_fd_path(fd, rec->path, REC_PATH_MAX);
     }
     this_boot = this_boot && f->root->persist_as == DK_MEDIUM_PAGECACHE && boot_id(rec->boot);
     rec->flags = this_boot ? REC_THIS_BOOT : 0;

@@ -426,9 +426,7 @@ int up_stage_take(struct up_root *r, uint64_t base, struct up_staged *out) {
 bool up_stage_prefault(struct up_root *r, int fd, uint64_t off, uint64_t len) {
     struct up_pool *p = pool_for(r);
     if (!p || !len) return false;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    int jfd = dk_libc()->open(path, O_RDWR | O_CLOEXEC);
+    int jfd = up_fd_reopen(fd, O_RDWR);
     if (jfd < 0) return false;
     jfd = up_internal_fd(jfd);
     pthread_mutex_lock(&p->mu);

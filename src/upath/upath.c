@@ -70,15 +70,8 @@ static enum up_strategy auto_strategy(const struct up_root *r, int oflags) {
 static enum up_strategy choose_strategy(const struct up_root *r, int fd, int oflags) {
     const char *spec = dk_cfg.append;
     const char *path = NULL;
-    char link[64], buf[PATH_MAX];
-    if (strchr(spec, '=')) {
-        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-        ssize_t n = readlink(link, buf, sizeof buf - 1);
-        if (n > 0) {
-            buf[n] = 0;
-            path = buf;
-        }
-    }
+    char buf[PATH_MAX];
+    if (strchr(spec, '=') && up_fd_path(fd, buf, sizeof buf)) path = buf;
     switch (up_policy_for(spec, path)) {
     case UP_POLICY_EXTEND: return UP_EXTEND;
     case UP_POLICY_AUTO: return auto_strategy(r, oflags);
