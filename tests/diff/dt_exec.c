@@ -436,6 +436,7 @@ static void ex_names(struct dt_ctx *c, const struct dt_op *op) {
 /* ---------------------------------------------------------------- stdio */
 
 static const char *const fmodes[] = {"r", "r+", "w", "w+", "a", "a+", "wx"};
+static void other_streams_before_stream(struct dt_ctx *c, int64_t s);
 
 static void ex_fopen(struct dt_ctx *c, const struct dt_op *op) {
   char path[PATH_MAX + 64];
@@ -453,7 +454,11 @@ static void ex_fopen(struct dt_ctx *c, const struct dt_op *op) {
     /* A stream over an O_APPEND descriptor opened without 'a': its writes land at the end, but glibc's
      * file streams keep counting from where they thought they were (ftell after a write is off by what
      * the append skipped), while cookie streams ask the descriptor. The tester opens such a stream in
-     * append mode, which makes the position defined (the end after every write) on both sides. */
+     * append mode, which makes the position defined (the end after every write) on both sides.
+     * The new stream is a handle of the descriptor's open file description, and glibc's fdopen in append
+     * mode moves its offset: the active streams are flushed first (POSIX 2.5.1), as before any other use
+     * of a handle (CI seed 455382517487: a read-ahead seek-back landed relative to the moved offset). */
+    other_streams_before_stream(c, s);
     int fl = fcntl(fd_of(c, op->v[1]), F_GETFL);
     if (fl >= 0 && (fl & O_APPEND) && mode[0] != 'a') mode = strchr(mode, '+') ? "a+" : mode[0] == 'r' ? mode : "a";
     int fd = dup(fd_of(c, op->v[1])); /* the stream owns its own fd: no double close */
