@@ -6,6 +6,7 @@
 
 #include "common/crashpoint.h"
 #include "common/dk.h"
+#include "common/pwrite_all.h"
 #include "oplog/internal.h"
 #include "persist/persist.h"
 #include "shim/libc.h"
@@ -37,26 +38,13 @@ static void store_line(struct oplog_line *dst, const struct oplog_line *src) {
     dk_store_persistent(dst, src, sizeof *src, DK_OPLOG_LINE_BYTES);
 }
 
-/* pwritev2 of all n bytes at file_offset with `flags`. 0 or -errno. */
-static int write_all(const struct dk_oplog *log, const char *p, size_t n, uint64_t file_offset, int flags) {
-    const struct dk_libc *c = dk_libc();
-    while (n) {
-        struct iovec v = {(void *)p, n};
-        ssize_t w = c->pwritev2(log->fd, &v, 1, (off_t)file_offset, flags);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return w < 0 ? -errno : -EIO;
-        p += w, n -= (size_t)w, file_offset += (uint64_t)w;
-    }
-    return 0;
-}
-
 int oplog_write_durable(struct dk_oplog *log, const void *src, size_t n, uint64_t file_offset) {
     DK_ERRNO_SAVE;
     /* RWF_DSYNC: one system call, and the kernel syncs just this range (measured a few us less than
      * pwrite + fdatasync); without it (Linux < 4.7), pwrite + fdatasync. */
-    int rc = write_all(log, src, n, file_offset, RWF_DSYNC);
+    int rc = dk_pwrite_all(log->fd, src, n, file_offset, RWF_DSYNC, NULL);
     if (rc == -EOPNOTSUPP || rc == -EINVAL) {
-        rc = write_all(log, src, n, file_offset, 0);
+        rc = dk_pwrite_all(log->fd, src, n, file_offset, 0, NULL);
         if (rc == 0 && dk_libc()->fdatasync(log->fd) != 0) rc = -errno;
     }
     DK_ERRNO_RESTORE;

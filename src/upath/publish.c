@@ -9,6 +9,7 @@
 #include "common/config.h"
 #include "common/crashpoint.h"
 #include "common/log.h"
+#include "common/pwrite_all.h"
 #include "common/stats.h"
 #include "persist/persist.h"
 #include "shim/libc.h"
@@ -55,20 +56,22 @@ static uint64_t copy_piece(uint64_t start, uint64_t off, uint64_t end) {
     return len;
 }
 
-/* pwrite until done; EINTR is retried (it is not the program's call that was interrupted). */
+struct copy_cut {
+    uint64_t start, end; /* the whole copy */
+};
+
+/* dk_pwrite_all's pieces: copy_piece, and the crash point between two pieces. */
+static uint64_t copy_next_piece(void *ctx, uint64_t off, uint64_t left, int first) {
+    const struct copy_cut *c = ctx;
+    if (!first) DK_CRASH_POINT("publish.copy.page_boundary");
+    return DK_MIN(left, copy_piece(c->start, off, c->end));
+}
+
+/* pwrite until done (dk_pwrite_all: EINTR retried, short writes continued). */
 static int copy_range(int wfd, const char *src, uint64_t off, uint64_t n) {
-    const uint64_t start = off, end = off + n;
-    while (n) {
-        ssize_t w = DK_REAL(pwrite)(wfd, src, copy_piece(start, off, end), (off_t)off);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -errno;
-        }
-        if (w == 0) return -EIO;
-        src += w, off += (uint64_t)w, n -= (uint64_t)w;
-        if (n) DK_CRASH_POINT("publish.copy.page_boundary");
-    }
-    return 0;
+    struct copy_cut cut = {off, off + n};
+    const struct dk_pwrite_pieces pieces = {copy_next_piece, &cut};
+    return dk_pwrite_all(wfd, src, n, off, 0, &pieces);
 }
 
 static int clone_range(int wfd, const struct up_staged *s, uint64_t off, uint64_t n) {

@@ -32,6 +32,7 @@
 #include "common/config.h"
 #include "common/crashpoint.h"
 #include "common/log.h"
+#include "common/pwrite_all.h"
 #include "common/stats.h"
 #include "oplog/oplog.h"
 #include "persist/persist.h"
@@ -306,13 +307,8 @@ static int apply_by_pwrite(struct up_file *f, int fd, const char *buf, size_t n,
     pthread_rwlock_rdlock(&f->rw); /* no truncate in between: the range stays inside the kernel file */
     int rc = 0;
     if (off + n <= __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) && off + n <= __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE)) {
-        rc = 1;
-        for (size_t done = 0; done < n && rc == 1;) {
-            ssize_t w = DK_REAL(pwrite)(fd, buf + done, n - done, (off_t)(off + done));
-            if (w > 0) done += (size_t)w;
-            else if (w < 0 && errno == EINTR) continue;
-            else rc = w < 0 ? -errno : -EIO;
-        }
+        rc = dk_pwrite_all(fd, buf, n, off, 0, NULL);
+        if (rc == 0) rc = 1;
         __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
     }
     pthread_rwlock_unlock(&f->rw);

@@ -1,0 +1,35 @@
+/* pwrite until done (see pwrite_all.h). */
+#include "common/pwrite_all.h"
+
+#include <errno.h>
+#include <sys/uio.h>
+
+#include "common/dk.h"
+#include "shim/libc.h"
+
+/* One system call for at most n bytes. */
+static ssize_t pwrite_once(int fd, const char *p, size_t n, uint64_t off, int rwf_flags) {
+    if (rwf_flags == 0) return DK_REAL(pwrite)(fd, p, n, (off_t)off);
+    struct iovec v = {(void *)p, n};
+    return DK_REAL(pwritev2)(fd, &v, 1, (off_t)off, rwf_flags);
+}
+
+int dk_pwrite_all(int fd, const void *src, size_t n, uint64_t off, int rwf_flags,
+                  const struct dk_pwrite_pieces *pieces) {
+    DK_ERRNO_SAVE;
+    const char *p = src;
+    int rc = 0;
+    size_t len = pieces && n ? (size_t)pieces->next(pieces->ctx, off, n, 1) : n;
+    while (n) {
+        ssize_t w = pwrite_once(fd, p, len, off, rwf_flags);
+        if (w < 0 && errno == EINTR) continue; /* the same piece again */
+        if (w <= 0) {
+            rc = w < 0 ? -errno : -EIO;
+            break;
+        }
+        p += w, n -= (size_t)w, off += (uint64_t)w;
+        len = pieces && n ? (size_t)pieces->next(pieces->ctx, off, n, 0) : n;
+    }
+    DK_ERRNO_RESTORE;
+    return rc;
+}

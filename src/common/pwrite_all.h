@@ -1,0 +1,26 @@
+/* pwrite until every byte is written: the one loop behind strict mode's apply, the operation log's
+ * record writes and the relink's copy (issue 3 review). EINTR is retried (it is not the program's call
+ * that was interrupted); a short write continues where it stopped; a write of 0 bytes is -EIO. Goes to
+ * the real libc (never through the shim). errno is left as it was found. */
+#ifndef DK_COMMON_PWRITE_ALL_H
+#define DK_COMMON_PWRITE_ALL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Optional pieces: before the first call and after each call that wrote something while bytes are left,
+ * `next(ctx, off, left, first)` says how many of the `left` bytes still to write at `off` the next calls
+ * may take (0 < result <= left; an EINTR retries the same piece); `first` is nonzero the first time. Test
+ * builds use it to cut the relink's copy at page boundaries with a crash point between the pieces. */
+struct dk_pwrite_pieces {
+    uint64_t (*next)(void *ctx, uint64_t off, uint64_t left, int first);
+    void *ctx;
+};
+
+/* Writes n bytes of src at file offset off of fd: pwrite when rwf_flags is 0, pwritev2(rwf_flags)
+ * otherwise (e.g. RWF_DSYNC). pieces may be NULL (one call when the kernel takes everything). Returns 0 or
+ * -errno (-EIO for a write of 0 bytes). */
+int dk_pwrite_all(int fd, const void *src, size_t n, uint64_t off, int rwf_flags,
+                  const struct dk_pwrite_pieces *pieces);
+
+#endif
