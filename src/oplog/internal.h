@@ -19,7 +19,8 @@ _Static_assert(OPLOG_ALLOCATE_LINES >= DK_OPLOG_RECORD_LINES_MAX, "one step hold
 
 enum oplog_persist {
     OPLOG_PERSIST_FLUSH, /* dax, DAXKIT_PERSIST=flush, tmpfs: stores + flush + fence */
-    OPLOG_PERSIST_MSYNC, /* page cache: lines written by pwrite (never stored through the mapping), fdatasync */
+    OPLOG_PERSIST_PWRITE, /* page cache: lines written by pwritev2(RWF_DSYNC) (never stored through the
+                             mapping); pwrite + fdatasync where the kernel refuses RWF_DSYNC */
 };
 
 struct dk_oplog {
@@ -33,6 +34,7 @@ struct dk_oplog {
     enum oplog_persist persist;
     int fd;
     int sticky_error;             /* a failed pwrite/fdatasync: every later append fails with it */
+    int no_rwf_dsync;             /* the kernel refused RWF_DSYNC once (EOPNOTSUPP/EINVAL): pwrite + fdatasync */
     int creator_pid;              /* diagnostics in the header (a forked child never uses its parent's log) */
     uint64_t allocated_lines;     /* record slots [0, this) have blocks and pages; grows under grow_mu */
     pthread_mutex_t grow_mu;
@@ -40,7 +42,7 @@ struct dk_oplog {
 };
 
 int oplog_allocate(struct dk_oplog *log, uint64_t end_lines);
-/* Page cache: pwrite of n bytes at file_offset, then fdatasync. Returns 0 or -errno. */
+/* Page cache: n bytes at file_offset made durable (pwritev2 RWF_DSYNC, or pwrite + fdatasync). 0 or -errno. */
 int oplog_write_durable(struct dk_oplog *log, const void *src, size_t n, uint64_t file_offset);
 /* Writes header slot `generation % 2` (store + flush + fence; page cache: pwrite + fdatasync, oplog_write_durable). */
 int oplog_write_header(struct dk_oplog *log, uint32_t generation, const char *tag);

@@ -55,7 +55,7 @@ int oplog_write_header(struct dk_oplog *log, uint32_t generation, const char *ta
     else memcpy(h.tag, log->headers[(generation + 1) & 1].tag, sizeof h.tag);
     h.crc = oplog_header_crc(&h);
     struct oplog_header *slot = &log->headers[generation & 1];
-    if (log->persist == OPLOG_PERSIST_MSYNC) return oplog_write_durable(log, &h, sizeof h, (generation & 1) * sizeof h);
+    if (log->persist == OPLOG_PERSIST_PWRITE) return oplog_write_durable(log, &h, sizeof h, (generation & 1) * sizeof h);
 #ifdef DAXKIT_TEST_BUILD
     if (dk_oplog_test_broken == DK_OPLOG_BROKEN_RESET_NO_FENCE && tag == NULL) {
         memcpy(slot, &h, sizeof h); /* plain stores, never written back: the bug under test */
@@ -69,8 +69,8 @@ int oplog_write_header(struct dk_oplog *log, uint32_t generation, const char *ta
 
 /* Page cache: writes zeros over [lo, hi) and makes them durable, so the blocks are allocated *and written*.
  * posix_fallocate would leave unwritten extents on XFS and ext4: the first write-back of each converts it
- * (a journal transaction), and every record's msync would then have to force the journal. Returns 0 or an
- * errno value (posix_fallocate's convention). */
+ * (a journal transaction), and every record's durable write would then have to force the journal. Returns
+ * 0 or an errno value (posix_fallocate's convention). */
 static int zero_fill_durable(int fd, uint64_t lo, uint64_t hi) {
     static const char zeros[64 << 10];
     const struct dk_libc *c = dk_libc();
@@ -97,13 +97,13 @@ int oplog_allocate(struct dk_oplog *log, uint64_t end_lines) {
     if (hi > log->map_bytes) hi = log->map_bytes;
     end_lines = hi / DK_OPLOG_LINE_BYTES - DK_OPLOG_HEADER_LINES;
     DK_ERRNO_SAVE;
-    int e = log->persist == OPLOG_PERSIST_MSYNC ? zero_fill_durable(log->fd, lo, hi)
+    int e = log->persist == OPLOG_PERSIST_PWRITE ? zero_fill_durable(log->fd, lo, hi)
                                                 : c->posix_fallocate(log->fd, (off_t)lo, (off_t)(hi - lo));
     if (e == 0 || e == EOPNOTSUPP || e == EINVAL) {
         uintptr_t page_lo = dk_round_down((uintptr_t)log->headers + lo, DK_PAGE_BYTES);
         uintptr_t page_hi = dk_round_up((uintptr_t)log->headers + hi, DK_PAGE_BYTES);
         /* Page cache: the mapping is only read (records go by pwrite); write faults would dirty it. */
-        if (log->persist != OPLOG_PERSIST_MSYNC)
+        if (log->persist != OPLOG_PERSIST_PWRITE)
             c->madvise((void *)page_lo, page_hi - page_lo, MADV_POPULATE_WRITE);
         __atomic_store_n(&log->allocated_lines, end_lines, __ATOMIC_RELEASE);
         e = 0;
@@ -115,9 +115,9 @@ int oplog_allocate(struct dk_oplog *log, uint64_t end_lines) {
 static enum oplog_persist persist_for(int dirfd, int *map_sync_out) {
     struct dk_medium_info mi;
     *map_sync_out = 0;
-    if (dk_medium_probe(dirfd, DK_PROBE_BASIC, &mi) != 0) return OPLOG_PERSIST_MSYNC; /* the safe choice */
+    if (dk_medium_probe(dirfd, DK_PROBE_BASIC, &mi) != 0) return OPLOG_PERSIST_PWRITE; /* the safe choice */
     *map_sync_out = mi.medium == DK_MEDIUM_DAX && mi.map_sync;
-    if (mi.medium == DK_MEDIUM_PAGECACHE && dk_cfg.persist != DK_PERSIST_FLUSH) return OPLOG_PERSIST_MSYNC;
+    if (mi.medium == DK_MEDIUM_PAGECACHE && dk_cfg.persist != DK_PERSIST_FLUSH) return OPLOG_PERSIST_PWRITE;
     return OPLOG_PERSIST_FLUSH;
 }
 
