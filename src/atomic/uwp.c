@@ -113,6 +113,7 @@ static void uwp_free(struct dk_uwp *u) {
         DK_REAL(close)(u->uffd);
     }
     if (u->stop_fd >= 0) DK_REAL(close)(u->stop_fd);
+    memset(u, 0xa5, sizeof *u); /* poison: a stale use faults at once instead of using a freed log */
     free(u);
 }
 

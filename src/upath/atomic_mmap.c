@@ -37,6 +37,7 @@ struct amap_file {
     dev_t dev;
     ino_t ino;
     unsigned views;
+    unsigned msyncs; /* msync calls using `u` outside amap_mu: `u` lives until the last of them returns */
 };
 struct amap_view {
     char *addr;
@@ -68,6 +69,14 @@ static void forget_in_child(void) {
 
 static void register_fork_handler(void) { pthread_atfork(NULL, NULL, forget_in_child); }
 
+/* The file's last view is gone and no msync uses it: unsynced stores roll back. Under amap_mu. */
+static void file_release_if_unused(struct amap_file *f) {
+    if (!f->u || f->views || f->msyncs) return;
+    int r = dk_uwp_unmap(f->u);
+    f->u = NULL;
+    if (r) dk_log("DAXKIT_ATOMIC_MMAP: unmapping failed (%s)", strerror(-r));
+}
+
 static struct amap_file *file_open(const char *path, const struct stat *st) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, register_fork_handler);
@@ -85,7 +94,8 @@ static struct amap_file *file_open(const char *path, const struct stat *st) {
                     "kernel, msync is not failure-atomic (counted as atomic_mmap_kernel)", path, strerror(-rc));
         return NULL;
     }
-    slot->base = addr, slot->len = len, slot->dev = st->st_dev, slot->ino = st->st_ino, slot->views = 0;
+    slot->base = addr, slot->len = len, slot->dev = st->st_dev, slot->ino = st->st_ino;
+    slot->views = 0, slot->msyncs = 0;
     dk_count(DK_C_atomic_mmap_wp, 1);
     return slot;
 }
@@ -111,9 +121,8 @@ bool up_atomic_mmap(void *hint, size_t len, int prot, int fl, int fd, off_t off,
         f->views++;
         __atomic_add_fetch(&amap_live, 1, __ATOMIC_RELEASE);
         *out = v->addr;
-    } else if (f && !f->views) {
-        dk_uwp_unmap(f->u);
-        f->u = NULL;
+    } else if (f) {
+        file_release_if_unused(f);
     }
     if (!ok && f) dk_log_once("DAXKIT_ATOMIC_MMAP: a mapping past the end of %s (or too many): by the kernel", path);
     pthread_mutex_unlock(&amap_mu);
@@ -138,11 +147,8 @@ bool up_atomic_munmap(void *addr, size_t len, int *rc) {
         *v = (struct amap_view){0};
         __atomic_sub_fetch(&amap_live, 1, __ATOMIC_RELEASE);
         *rc = 0;
-        if (--f->views == 0) { /* the last view: unsynced stores roll back */
-            int r = dk_uwp_unmap(f->u);
-            f->u = NULL;
-            if (r) dk_log("DAXKIT_ATOMIC_MMAP: unmapping failed (%s)", strerror(-r));
-        }
+        f->views--;
+        file_release_if_unused(f); /* the last view: unsynced stores roll back */
     }
     pthread_mutex_unlock(&amap_mu);
     return v != NULL;
@@ -153,10 +159,15 @@ bool up_atomic_msync(void *addr, size_t len, int flags, int *rc) {
     if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return false;
     pthread_mutex_lock(&amap_mu);
     struct amap_view *v = view_at(addr);
-    struct dk_uwp *u = v ? v->file->u : NULL;
+    struct amap_file *f = v ? v->file : NULL;
+    if (f) f->msyncs++; /* a concurrent munmap of the last view must not free `u` under us */
     pthread_mutex_unlock(&amap_mu);
-    if (!u) return false;
-    int r = (flags & MS_SYNC) ? dk_uwp_msync(u) : 0;
+    if (!f) return false;
+    int r = (flags & MS_SYNC) ? dk_uwp_msync(f->u) : 0;
+    pthread_mutex_lock(&amap_mu);
+    f->msyncs--;
+    file_release_if_unused(f);
+    pthread_mutex_unlock(&amap_mu);
     if (r) errno = -r;
     *rc = r ? -1 : 0;
     return true;
@@ -165,12 +176,11 @@ bool up_atomic_msync(void *addr, size_t len, int flags, int *rc) {
 void up_atomic_mmap_release_all(void) {
     if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return;
     pthread_mutex_lock(&amap_mu);
-    for (int i = 0; i < AMAP_FILES_MAX; i++)
-        if (amap_files[i].u) {
-            dk_uwp_unmap(amap_files[i].u); /* exit without msync: roll back, as a crash would */
-            amap_files[i].u = NULL;
-        }
     memset(amap_views, 0, sizeof amap_views);
+    for (int i = 0; i < AMAP_FILES_MAX; i++) { /* exit without msync: roll back, as a crash would */
+        amap_files[i].views = 0;
+        file_release_if_unused(&amap_files[i]); /* one still in an msync: released when it returns */
+    }
     __atomic_store_n(&amap_live, 0, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&amap_mu);
 }
