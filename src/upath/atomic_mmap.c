@@ -8,10 +8,13 @@
  * on XFS/ext4, page cache or DAX, on this kernel) the mmap goes to the kernel, counted (atomic_mmap_kernel)
  * and said once. Limits: writes through write()/pwrite to the same file bypass the protection (not
  * logged); a fork's child stores into the shared mapping unlogged; MAP_FIXED and ranges past the end of
- * the file go to the kernel. */
+ * the file go to the kernel. munmap of part of a view keeps the rest of it protected and tracked (the view is
+ * trimmed or split); the unmapped pages stay reserved inside the file's mapping until its last view goes,
+ * so touching them is not a fault as with the kernel -- it stores into the file, logged. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,6 +26,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/stats.h"
+#include "shim/libc.h"
 #include "upath/atomic_mmap.h"
 #include "upath/internal.h"
 #include "upath/policy.h"
@@ -36,7 +40,7 @@ struct amap_file {
     size_t len;
     dev_t dev;
     ino_t ino;
-    unsigned views;
+    unsigned views;  /* program views of the file (a partly unmapped view may count as two) */
     unsigned msyncs; /* msync calls using `u` outside amap_mu: `u` lives until the last of them returns */
 };
 struct amap_view {
@@ -137,21 +141,83 @@ static struct amap_view *view_at(const void *addr) {
     return NULL;
 }
 
-bool up_atomic_munmap(void *addr, size_t len, int *rc) {
-    (void)len;
-    if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return false;
-    pthread_mutex_lock(&amap_mu);
-    struct amap_view *v = view_at(addr);
-    if (v) {
+static struct amap_file *file_region_at(const char *p) {
+    for (int i = 0; i < AMAP_FILES_MAX; i++)
+        if (amap_files[i].u && p >= amap_files[i].base && p < amap_files[i].base + amap_files[i].len) return &amap_files[i];
+    return NULL;
+}
+
+/* The lowest address in (p, end) where a file's mapping begins or ends or one of its views begins, else end. */
+static const char *next_boundary(const char *p, const char *end) {
+    const char *b = end;
+    for (int i = 0; i < AMAP_FILES_MAX; i++) {
+        const char *fb = amap_files[i].base, *fe = fb + amap_files[i].len;
+        if (amap_files[i].u && fb > p && fb < b) b = fb;
+        if (amap_files[i].u && fe > p && fe < b) b = fe;
+    }
+    for (int i = 0; i < AMAP_VIEWS_MAX; i++)
+        if (amap_views[i].addr && amap_views[i].addr > p && amap_views[i].addr < b) b = amap_views[i].addr;
+    return b;
+}
+
+/* Removes [p, cut_end) from view v (p inside v): drop, trim or split it. -ENOMEM when a split needs a slot
+ * and none is free (as the kernel's munmap fails when splitting would exceed its mapping count). */
+static int view_cut(struct amap_view *v, char *p, char *cut_end) {
+    char *v_end = v->addr + v->len;
+    if (p > v->addr && cut_end < v_end) { /* a hole in the middle: split */
+        struct amap_view *tail = NULL;
+        for (int i = 0; i < AMAP_VIEWS_MAX && !tail; i++)
+            if (!amap_views[i].addr) tail = &amap_views[i];
+        if (!tail) return -ENOMEM;
+        *tail = (struct amap_view){.addr = cut_end, .len = (size_t)(v_end - cut_end), .file = v->file};
+        v->len = (size_t)(p - v->addr);
+        v->file->views++;
+        __atomic_add_fetch(&amap_live, 1, __ATOMIC_RELEASE);
+    } else if (p > v->addr) {
+        v->len = (size_t)(p - v->addr);
+    } else if (cut_end < v_end) {
+        v->len = (size_t)(v_end - cut_end), v->addr = cut_end;
+    } else {
         struct amap_file *f = v->file;
         *v = (struct amap_view){0};
         __atomic_sub_fetch(&amap_live, 1, __ATOMIC_RELEASE);
-        *rc = 0;
         f->views--;
         file_release_if_unused(f); /* the last view: unsynced stores roll back */
     }
+    return 0;
+}
+
+/* munmap over our views: each address of [addr, addr+len) takes away one view covering it (a file mapped
+ * twice returns the same addresses twice); pieces outside every file's mapping go to the kernel. */
+bool up_atomic_munmap(void *addr, size_t len, int *rc) {
+    if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return false;
+    long page = sysconf(_SC_PAGESIZE);
+    char *p = (char *)dk_round_down((uintptr_t)addr, (uintptr_t)page);
+    char *end = (char *)addr + len;
+    pthread_mutex_lock(&amap_mu);
+    bool ours = false;
+    for (char *q = p; q < end && !ours; q = (char *)next_boundary(q, end))
+        ours = view_at(q) != NULL;
+    if (!ours || (uintptr_t)addr % (uintptr_t)page) { /* not ours, or EINVAL: the kernel says so */
+        pthread_mutex_unlock(&amap_mu);
+        return false;
+    }
+    end = (char *)dk_round_up((uintptr_t)end, (uintptr_t)page);
+    *rc = 0;
+    while (p < end && *rc == 0) {
+        struct amap_view *v = view_at(p);
+        struct amap_file *f = v ? v->file : file_region_at(p);
+        char *next = v ? (v->addr + v->len < end ? v->addr + v->len : end) : (char *)next_boundary(p, end);
+        if (v) {
+            int r = view_cut(v, p, next);
+            if (r) errno = -r, *rc = -1;
+        } else if (!f && DK_REAL(munmap)(p, (size_t)(next - p)) != 0) {
+            *rc = -1;
+        }
+        p = next;
+    }
     pthread_mutex_unlock(&amap_mu);
-    return v != NULL;
+    return true;
 }
 
 bool up_atomic_msync(void *addr, size_t len, int flags, int *rc) {
