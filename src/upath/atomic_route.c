@@ -63,6 +63,15 @@ static int eng_copy(struct up_atomic *a, uint64_t off, const void *buf, size_t n
     return rc;
 }
 
+/* The one commit of the route (fsync, publish points, early commits), counted. Under a->rw for writing. */
+static int commit_locked(struct up_file *f, struct up_atomic *a) {
+    if (!a->eng) return 0; /* detached: committed then */
+    a->eng->size_pending = up_file_size(f);
+    int rc = alog_sync(a->eng);
+    if (!rc) dk_count(DK_C_atomic_commits, 1);
+    return rc;
+}
+
 /* A copy under a->rw held for writing. The log full of this epoch's data (a transaction larger than
  * DAXKIT_ATOMIC_LOG_BYTES): commit what is there, free it, and go on -- the kernel would not fail the
  * write, so the program gets an early commit instead (counted, said once). */
@@ -72,8 +81,7 @@ static int copy_or_commit(struct up_file *f, struct up_atomic *a, uint64_t off, 
     dk_count(DK_C_atomic_log_full, 1);
     dk_log_once("DAXKIT_ATOMIC: more written between two fsyncs than the log holds (DAXKIT_ATOMIC_LOG_BYTES): "
                 "committed early (counted as atomic_log_full)");
-    a->eng->size_pending = up_file_size(f);
-    rc = alog_sync(a->eng);
+    rc = commit_locked(f, a);
     if (!rc) rc = (int)DK_MIN(0, alog_checkpoint_committed(a->eng));
     return rc ? rc : eng_copy(a, off, buf, n);
 }
@@ -99,14 +107,6 @@ static void set_size(struct up_file *f, uint64_t size) {
     __atomic_store_n(&f->pub_size, size, __ATOMIC_RELEASE);
     f->ksize = __atomic_load_n(&f->atomic->eng->data_len, __ATOMIC_ACQUIRE);
     pthread_mutex_unlock(&f->mu);
-}
-
-static int commit_locked(struct up_file *f, struct up_atomic *a) {
-    if (!a->eng) return 0; /* detached: committed then */
-    a->eng->size_pending = up_file_size(f);
-    int rc = alog_sync(a->eng);
-    dk_count(DK_C_atomic_commits, 1);
-    return rc;
 }
 
 static int commit(struct up_file *f) {
