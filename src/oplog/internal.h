@@ -35,6 +35,11 @@ struct dk_oplog {
     int fd;
     int sticky_error;             /* a failed pwrite/fdatasync: every later append fails with it */
     int no_rwf_dsync;             /* the kernel refused RWF_DSYNC once (EOPNOTSUPP/EINVAL): pwrite + fdatasync */
+    int direct_fd;                /* page cache: the log opened again with O_DIRECT for records; -1: none */
+    uint32_t direct_align_lines;  /* direct_fd: records start and end on this many lines (the sector); else 1 */
+    void (*close_fd)(int fd);     /* dk_oplog_move_fds's; NULL: close */
+    uint64_t first_slot;          /* where the tail starts after open and reset (direct: the first sector
+                                     after the header lines; else 0) */
     int creator_pid;              /* diagnostics in the header (a forked child never uses its parent's log) */
     uint64_t allocated_lines;     /* record slots [0, this) have blocks and pages; grows under grow_mu */
     pthread_mutex_t grow_mu;
@@ -42,8 +47,12 @@ struct dk_oplog {
 };
 
 int oplog_allocate(struct dk_oplog *log, uint64_t end_lines);
-/* Page cache: n bytes at file_offset made durable (pwritev2 RWF_DSYNC, or pwrite + fdatasync). 0 or -errno. */
-int oplog_write_durable(struct dk_oplog *log, const void *src, size_t n, uint64_t file_offset);
+/* Page cache: n bytes at file_offset of fd (the log's fd or its direct_fd) made durable (pwritev2
+ * RWF_DSYNC, or pwrite + fdatasync). 0 or -errno. */
+int oplog_write_durable(struct dk_oplog *log, int fd, const void *src, size_t n, uint64_t file_offset);
+/* Page cache: opens the log's direct descriptor when the file system allows it and DAXKIT_OPLOG_DIRECT is
+ * auto (sets direct_fd, direct_align_lines, first_slot and the tail); otherwise leaves records buffered. */
+void oplog_open_direct(struct dk_oplog *log, int dirfd, const char *name);
 /* Writes header slot `generation % 2` (store + flush + fence; page cache: pwrite + fdatasync, oplog_write_durable). */
 int oplog_write_header(struct dk_oplog *log, uint32_t generation, const char *tag);
 

@@ -55,7 +55,7 @@ int oplog_write_header(struct dk_oplog *log, uint32_t generation, const char *ta
     else memcpy(h.tag, log->headers[(generation + 1) & 1].tag, sizeof h.tag);
     h.crc = oplog_header_crc(&h);
     struct oplog_header *slot = &log->headers[generation & 1];
-    if (log->persist == OPLOG_PERSIST_PWRITE) return oplog_write_durable(log, &h, sizeof h, (generation & 1) * sizeof h);
+    if (log->persist == OPLOG_PERSIST_PWRITE) return oplog_write_durable(log, log->fd, &h, sizeof h, (generation & 1) * sizeof h);
 #ifdef DAXKIT_TEST_BUILD
     if (dk_oplog_test_broken == DK_OPLOG_BROKEN_RESET_NO_FENCE && tag == NULL) {
         memcpy(slot, &h, sizeof h); /* plain stores, never written back: the bug under test */
@@ -175,6 +175,7 @@ static int open_at(struct dk_oplog *log, const char *dir, int dirfd, const char 
         if (rc == 0) rc = oplog_write_header(log, 1, tag);
         if (rc == 0) rc = publish(log, dirfd, tmp, name);
         if (rc == 0) {
+            oplog_open_direct(log, dirfd, name);
             log->generation = 1;
             snprintf(log->path, sizeof log->path, "%s/%s", dir, name);
             return 0;
@@ -195,6 +196,8 @@ int dk_oplog_open(const char *dir, const char *tag, size_t bytes, struct dk_oplo
     if (posix_memalign((void **)&log, DK_CACHELINE_BYTES, sizeof *log) != 0) return -ENOMEM;
     memset(log, 0, sizeof *log);
     log->fd = -1;
+    log->direct_fd = -1;
+    log->direct_align_lines = 1;
     pthread_mutex_init(&log->grow_mu, NULL);
     log->capacity_lines = capacity;
     int dirfd = dk_libc()->openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -210,6 +213,14 @@ int dk_oplog_open(const char *dir, const char *tag, size_t bytes, struct dk_oplo
     return rc;
 }
 
+static void plain_close(int fd) { dk_libc()->close(fd); }
+
+void dk_oplog_move_fds(struct dk_oplog *log, int (*move_fd)(int fd), void (*close_fd)(int fd)) {
+    log->fd = move_fd(log->fd);
+    if (log->direct_fd >= 0) log->direct_fd = move_fd(log->direct_fd);
+    log->close_fd = close_fd;
+}
+
 int dk_oplog_close(struct dk_oplog *log, int remove) {
     if (!log) return 0;
     DK_ERRNO_SAVE;
@@ -218,7 +229,9 @@ int dk_oplog_close(struct dk_oplog *log, int remove) {
     /* Unlink while the lock is still held: a recoverer can never take a log being removed for a live one. */
     if (remove && c->unlink(log->path) != 0) rc = -errno;
     c->munmap(log->headers, log->map_bytes);
-    c->close(log->fd);
+    void (*close_fd)(int) = log->close_fd ? log->close_fd : plain_close;
+    close_fd(log->fd);
+    if (log->direct_fd >= 0) close_fd(log->direct_fd);
     pthread_mutex_destroy(&log->grow_mu);
     free(log);
     DK_ERRNO_RESTORE;
@@ -233,6 +246,10 @@ void *dk_oplog_mapping(const struct dk_oplog *log, size_t *bytes_out) {
 uint64_t dk_oplog_generation(const struct dk_oplog *log) { return log->generation; }
 uint64_t dk_oplog_lines_used(const struct dk_oplog *log) {
     uint64_t t = __atomic_load_n(&log->tail_lines, __ATOMIC_RELAXED);
-    return t < log->capacity_lines ? t : log->capacity_lines;
+    return (t < log->capacity_lines ? t : log->capacity_lines) - log->first_slot;
 }
 uint64_t dk_oplog_lines_capacity(const struct dk_oplog *log) { return log->capacity_lines; }
+uint32_t dk_oplog_record_lines(const struct dk_oplog *log, size_t data_len) {
+    return (uint32_t)dk_round_up(oplog_lines_for(data_len), log->direct_align_lines);
+}
+uint64_t dk_oplog_first_slot(const struct dk_oplog *log) { return log->first_slot; }

@@ -88,6 +88,12 @@ int dk_oplog_append(struct dk_oplog *log, unsigned type, const void *fixed48, co
  * (close with remove and open a new log). */
 int dk_oplog_reset(struct dk_oplog *log);
 
+/* Replaces the log's descriptors by move_fd(fd) (which returns the new descriptor, or fd itself), and
+ * closes them with close_fd at dk_oplog_close: a library keeps them out of the program's way (high
+ * numbers, hidden from the program's close/dup2). The flock stays held (it belongs to the open file, not
+ * the number). Call before the log is shared. */
+void dk_oplog_move_fds(struct dk_oplog *log, int (*move_fd)(int fd), void (*close_fd)(int fd));
+
 /* Unmaps and closes (which releases the lock). remove != 0: unlink the file first (only when everything
  * logged is applied). Returns 0 or -errno of the unlink. */
 int dk_oplog_close(struct dk_oplog *log, int remove);
@@ -98,6 +104,11 @@ void *dk_oplog_mapping(const struct dk_oplog *log, size_t *bytes_out);
 uint64_t dk_oplog_generation(const struct dk_oplog *log);
 uint64_t dk_oplog_lines_used(const struct dk_oplog *log);
 uint64_t dk_oplog_lines_capacity(const struct dk_oplog *log);
+/* Slots a record with data_len data bytes takes in this log (a direct log pads records to whole sectors),
+ * and the slot where the first record of a generation goes (a direct log: the first sector after the
+ * header lines; otherwise 0). For tests that compute where a record lies. */
+uint32_t dk_oplog_record_lines(const struct dk_oplog *log, size_t data_len);
+uint64_t dk_oplog_first_slot(const struct dk_oplog *log);
 
 /* ---- recovery ---- */
 
@@ -115,7 +126,8 @@ struct dk_oplog_scan_stats {
     uint64_t records_torn;     /* heads of the current generation whose crc or shape is wrong */
     uint64_t lines_orphaned;   /* data lines of the current generation that belong to no valid head */
     uint64_t lines_scanned;    /* record slots examined */
-    uint64_t holes;            /* runs of empty/torn slots followed by a valid record (interrupted appends) */
+    uint64_t holes;            /* runs of empty/torn slots followed by a valid record (interrupted appends);
+                                  empty slots before the first valid record do not count */
     uint64_t last_slot_used;   /* 1 + the last slot of the last valid record (where a tail would resume) */
     uint64_t scan_ns;
 };

@@ -36,7 +36,7 @@ uint32_t oplog_image_generation(const void *image, size_t bytes, uint64_t *capac
 static int record_valid(const struct oplog_line *lines, uint64_t avail, uint32_t generation) {
     const struct oplog_line_hdr *h = &lines[0].h;
     if (h->lines == 0 || h->lines > DK_OPLOG_RECORD_LINES_MAX || h->lines > avail || h->type == 0) return 0;
-    if (h->data_bytes > DK_OPLOG_DATA_BYTES_MAX || oplog_lines_for(h->data_bytes) != h->lines) return 0;
+    if (h->data_bytes > DK_OPLOG_DATA_BYTES_MAX || oplog_lines_for(h->data_bytes) > h->lines) return 0;
     uint32_t crc = dk_crc32c(0, (const char *)&lines[0] + 4, DK_OPLOG_LINE_BYTES - 4);
 #ifdef DAXKIT_TEST_BUILD
     if (dk_oplog_test_broken == DK_OPLOG_BROKEN_CRC_HEAD_ONLY) return crc == h->crc; /* reader of the bug */
@@ -97,7 +97,8 @@ static int scan_slots(struct scan_state *s, uint64_t first, uint64_t end) {
         if (dk_oplog_test_broken == DK_OPLOG_BROKEN_SCAN_STOPS_AT_HOLE && s->in_gap) return 0;
 #endif
         if (h->generation != s->gen || h->kind == 0) { /* empty (zero) or from an earlier generation */
-            s->in_gap = 1, slot++;
+            /* Empty slots before the first record are no hole (a direct log starts at its first sector). */
+            s->in_gap |= s->st.records_valid > 0, slot++;
             continue;
         }
         if (h->kind == OPLOG_KIND_HEAD && record_valid(&s->recs[slot], end - slot, s->gen)) {

@@ -133,6 +133,7 @@ static struct up_strict *strict_create(struct up_root *r) {
         return NULL;
     }
     st->stg_fd = up_internal_fd(fd);
+    dk_oplog_move_fds(st->log, up_internal_fd, up_internal_close); /* out of the program's way */
     st->stg_addr = a;
     return st;
 }

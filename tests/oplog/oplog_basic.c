@@ -90,7 +90,7 @@ static void check_shapes_fill_reset(const char *dir) {
         n++;
     }
     CHECK(rc == -ENOSPC, "append past the end: %d", rc);
-    CHECK(cap - dk_oplog_lines_used(log) < 86, "ENOSPC with %lu lines free", (unsigned long)(cap - dk_oplog_lines_used(log)));
+    CHECK(cap - dk_oplog_lines_used(log) < dk_oplog_record_lines(log, 85 * 48), "ENOSPC with %lu lines free", (unsigned long)(cap - dk_oplog_lines_used(log)));
     struct dk_oplog_scan_stats st;
     struct collect c = scan(dk_oplog_path(log), &st);
     CHECK(c.count == n && c.bad == 0 && c.out_of_order == 0, "scan: %lu of %u, %lu bad, %lu out of order",
@@ -115,8 +115,8 @@ static void check_shapes_fill_reset(const char *dir) {
     CHECK(rc == 0, "longest record: %d", rc);
     /* A flipped byte in record 5's head makes it torn; the records after it still count. */
     int fd = open(dk_oplog_path(log), O_RDWR);
-    uint64_t slot = 0;
-    for (uint32_t i = 0; i < 5; i++) slot += 1 + (rec_data_len(1, i, DK_OPLOG_DATA_BYTES_MAX) + 47) / 48;
+    uint64_t slot = dk_oplog_first_slot(log);
+    for (uint32_t i = 0; i < 5; i++) slot += dk_oplog_record_lines(log, rec_data_len(1, i, DK_OPLOG_DATA_BYTES_MAX));
     off_t at = (off_t)((2 + slot) * 64 + 40);
     unsigned char b;
     CHECK(pread(fd, &b, 1, at) == 1, "pread");
@@ -189,7 +189,7 @@ static void check_growth(const char *dir) {
     struct collect c = scan(path, NULL);
     long long after_scan = allocated_bytes(path);
     CHECK(c.count == 0, "fresh log has %lu records", (unsigned long)c.count);
-    uint32_t n = 80000; /* 80,000 lines: the third 2 MiB step */
+    uint32_t n = 80000 / dk_oplog_record_lines(log, 0); /* 80,000 lines: the third 2 MiB step */
     for (uint32_t i = 0; i < n; i++) {
         int rc = rec_append(log, 2, i, 0, NULL);
         if (rc != 0) {
