@@ -30,6 +30,7 @@
 #include "shim/libc.h"
 #include "upath/atomic_mmap.h"
 #include "upath/atomic_route.h"
+#include "upath/guard.h"
 #include "upath/internal.h"
 #include "upath/io.h"
 #include "upath/upath.h"
@@ -311,12 +312,12 @@ static void attach(struct up_file *f, struct alog_file *eng) {
     pthread_rwlock_init(&a->rw, &ra);
     pthread_rwlockattr_destroy(&ra);
     pthread_mutex_lock(&f->mu);
-    pthread_rwlock_wrlock(&f->rw);
+    up_guard_write_lock(f);
     up_file_set_size(f, eng->size_pending);
     f->pub_size = eng->size_pending;
     f->ksize = eng->data_len;
     __atomic_store_n(&f->atomic, a, __ATOMIC_RELEASE);
-    pthread_rwlock_unlock(&f->rw);
+    up_guard_write_unlock(f);
     pthread_mutex_unlock(&f->mu);
     __atomic_add_fetch(&routes_live, 1, __ATOMIC_RELEASE);
     dk_count(DK_C_atomic_routes, 1);
@@ -407,11 +408,11 @@ void up_atomic_detach(struct up_file *f) {
         dk_log("closing a DAXKIT_ATOMIC file failed (%s): its last commit is what a recovery keeps",
                strerror(-(rc ? rc : crc)));
     pthread_mutex_lock(&f->mu);
-    pthread_rwlock_wrlock(&f->rw);
+    up_guard_write_lock(f);
     __atomic_store_n(&f->atomic, NULL, __ATOMIC_RELEASE);
     up_file_set_size(f, size);
     f->pub_size = f->ksize = size;
-    pthread_rwlock_unlock(&f->rw);
+    up_guard_write_unlock(f);
     pthread_mutex_unlock(&f->mu);
     __atomic_store_n(&a->eng, NULL, __ATOMIC_RELEASE);
     __atomic_sub_fetch(&routes_live, 1, __ATOMIC_RELEASE);

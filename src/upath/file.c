@@ -75,6 +75,7 @@ struct up_file *up_file_get(struct up_root *r, const struct stat *st, const char
     f->root = r;
     f->size = f->pub_size = f->ksize = (uint64_t)st->st_size;
     pthread_rwlock_init(&f->rw, NULL);
+    f->guard_closed = 0;
     pthread_mutex_init(&f->mu, NULL);
     pthread_mutex_init(&f->strict_mu, NULL);
     f->rescue_fd = -1;
@@ -137,6 +138,7 @@ static void unlock_one(struct up_file *f, void *arg) {
 static void reinit_one(struct up_file *f, void *arg) {
     (void)arg;
     pthread_rwlock_init(&f->rw, NULL);
+    f->guard_closed = 0;
     pthread_mutex_init(&f->mu, NULL);
     pthread_mutex_init(&f->strict_mu, NULL);
 }

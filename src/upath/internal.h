@@ -225,7 +225,8 @@ struct up_file {
     struct up_map map;
     /* Lock order mu, then rw. rw is taken for writing only with mu held, so holding mu alone excludes its
      * writers: the paths under mu (appends, locked reads) need not take rw too. */
-    pthread_rwlock_t rw;    /* read: data IO without mu; write: truncate, drop (with mu) */
+    pthread_rwlock_t rw;    /* read: data IO without mu; write: truncate, drop (with mu); see guard.h */
+    uint32_t guard_closed;  /* the guard's write side is in: fast sections take rw (guard.h) */
     pthread_mutex_t mu;     /* appends, size changes, publish */
     pthread_mutex_t strict_mu; /* strict mode: an append's offset, record and apply in one order */
     enum up_strategy strategy;

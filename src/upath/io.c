@@ -11,6 +11,7 @@
 #include "persist/persist.h"
 #include "shim/libc.h"
 #include "upath/atomic_route.h"
+#include "upath/guard.h"
 #include "upath/io.h"
 #include "upath/upath.h"
 
@@ -311,7 +312,7 @@ static ssize_t read_unmapped(struct up_file *f, int fd, char *buf, size_t n, uin
 static bool overwrite_fast(struct up_file *f, const char *buf, size_t n, uint64_t off, bool fence) {
     /* Writes reaching past the published end (appends made by write()) skip the lock: checked again under it. */
     if (off + n > inplace_limit(f)) return false;
-    pthread_rwlock_rdlock(&f->rw);
+    bool fast = up_guard_read_enter(f);
     bool ok = off + n <= inplace_limit(f) && off + n <= __atomic_load_n(&f->map.mapped_bytes, __ATOMIC_ACQUIRE) &&
               __atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE);
     if (ok) {
@@ -319,7 +320,7 @@ static bool overwrite_fast(struct up_file *f, const char *buf, size_t n, uint64_
         __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
         if (fence && flush_medium(f)) dk_fence();
     }
-    pthread_rwlock_unlock(&f->rw);
+    up_guard_read_exit(f, fast);
     return ok;
 }
 
@@ -365,14 +366,14 @@ static int write_by_kernel(struct up_file *f, int fd, const char *buf, size_t n,
         else if ((size_t)w != n) rc = -ENOSPC;
         else {
             uint64_t end = off + n;
-            pthread_rwlock_wrlock(&f->rw);
+            up_guard_write_lock(f);
             if (end > up_file_size(f)) {
                 f->ksize = end;
                 __atomic_store_n(&f->pub_size, end, __ATOMIC_RELEASE);
                 up_file_set_size(f, end);
                 *appended = true;
             }
-            pthread_rwlock_unlock(&f->rw);
+            up_guard_write_unlock(f);
             f->meta_dirty = true;
             *at = off;
         }
@@ -436,12 +437,12 @@ __thread uint64_t up_io_last_offset;
 
 /* Copies [off, off+n) when it is all published and mapped; false otherwise (nothing copied). */
 static bool read_fast(struct up_file *f, char *buf, size_t n, uint64_t off) {
-    pthread_rwlock_rdlock(&f->rw);
+    bool fast = up_guard_read_enter(f);
     bool ok = off + n <= inplace_limit(f) && off + n <= up_file_size(f) &&
               off + n <= __atomic_load_n(&f->map.mapped_bytes, __ATOMIC_ACQUIRE) &&
               __atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE);
     if (ok) up_io_copy_out(f, off, buf, n);
-    pthread_rwlock_unlock(&f->rw);
+    up_guard_read_exit(f, fast);
     return ok;
 }
 

@@ -10,6 +10,7 @@
 #include "common/stats.h"
 #include "persist/persist.h"
 #include "shim/libc.h"
+#include "upath/guard.h"
 #include "upath/io.h"
 #include "upath/policy.h"
 #include "upath/atomic_mmap.h"
@@ -101,6 +102,7 @@ void up_init(void) {
      * sees any managed file. */
     for (int i = 0; i < up_roots_count(); i++) up_recover_dir(up_root_at(i)->path, NULL);
     up_atomic_recover_roots(); /* DAXKIT_ATOMIC files of dead processes: their last commit, before main */
+    up_guard_init();
     up_enabled = true;
     adopt_inherited();
     DK_ERRNO_RESTORE;
@@ -163,6 +165,7 @@ void up_fork_parent(int failed) {
 void up_fork_child(void) {
     if (!up_enabled) return;
     up_file_reinit_locks_all();
+    up_guard_after_fork_child();
     pthread_mutex_init(&up_table_mu, NULL);
     up_stage_after_fork_child();
     up_sizerec_after_fork_child();

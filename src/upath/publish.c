@@ -13,6 +13,7 @@
 #include "common/stats.h"
 #include "persist/persist.h"
 #include "shim/libc.h"
+#include "upath/guard.h"
 #include "upath/io.h"
 #include "upath/upath.h"
 
@@ -280,11 +281,11 @@ bool up_refresh_if_idle(struct up_file *f, int fd) {
             pthread_mutex_unlock(&f->mu);
             return false;
         }
-        if (ns < size) pthread_rwlock_wrlock(&f->rw);
+        if (ns < size) up_guard_write_lock(f);
         f->ksize = ns;
         __atomic_store_n(&f->pub_size, ns, __ATOMIC_RELEASE);
         up_file_set_size(f, ns);
-        if (ns < size) pthread_rwlock_unlock(&f->rw);
+        if (ns < size) up_guard_write_unlock(f);
         changed = true;
     }
     pthread_mutex_unlock(&f->mu);

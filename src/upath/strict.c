@@ -37,6 +37,7 @@
 #include "oplog/oplog.h"
 #include "persist/persist.h"
 #include "shim/libc.h"
+#include "upath/guard.h"
 #include "upath/internal.h"
 #include "upath/io.h"
 #include "upath/upath.h"
@@ -305,14 +306,14 @@ static int apply_by_pwrite(struct up_file *f, int fd, const char *buf, size_t n,
     if (f->root->persist_as != DK_MEDIUM_PAGECACHE || (fl & (O_APPEND | O_SYNC | O_DSYNC)) ||
         (fl & O_ACCMODE) == O_RDONLY)
         return 0;
-    pthread_rwlock_rdlock(&f->rw); /* no truncate in between: the range stays inside the kernel file */
+    bool fast = up_guard_read_enter(f); /* no truncate in between: the range stays inside the kernel file */
     int rc = 0;
     if (off + n <= __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) && off + n <= __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE)) {
         rc = dk_pwrite_all(fd, buf, n, off, 0, NULL);
         if (rc == 0) rc = 1;
         __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
     }
-    pthread_rwlock_unlock(&f->rw);
+    up_guard_read_exit(f, fast);
     if (rc == 1) {
         dk_count(DK_C_writes, 1);
         dk_count(DK_C_write_bytes, n);

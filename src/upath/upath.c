@@ -12,6 +12,7 @@
 #include "persist/persist.h"
 #include "shim/libc.h"
 #include "upath/atomic_route.h"
+#include "upath/guard.h"
 #include "upath/io.h"
 #include "upath/policy.h"
 #include "upath/upath.h"
@@ -92,13 +93,13 @@ static void forget_contents(struct up_file *f, uint64_t ksize) {
 /* A file seen again: take the kernel's size unless this process has appends not yet published. */
 static void file_reopened(struct up_file *f, int fd, const struct stat *st_open, int oflags) {
     pthread_mutex_lock(&f->mu);
-    pthread_rwlock_wrlock(&f->rw);
+    up_guard_write_lock(f);
     /* The size now, under the locks: other threads may have appended and published since the open. */
     struct stat now;
     const struct stat *st = DK_REAL(fstat)(fd, &now) == 0 ? &now : st_open;
     if (oflags & O_TRUNC) forget_contents(f, (uint64_t)st->st_size); /* Linux truncates even O_RDONLY|O_TRUNC */
     else if (!up_file_pinned(f)) forget_contents(f, (uint64_t)st->st_size);
-    pthread_rwlock_unlock(&f->rw);
+    up_guard_write_unlock(f);
     pthread_mutex_unlock(&f->mu);
 }
 
@@ -379,10 +380,10 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
     if (rc == 0 && (uint64_t)len > UP_MAP_MAX_BYTES) rc = -EFBIG;
     if (rc == 0) rc = up_map_keep(f, fd, (uint64_t)len);
     if (rc == 0) {
-        pthread_rwlock_wrlock(&f->rw);
+        up_guard_write_lock(f);
         if (DK_REAL(ftruncate)(fd, len) != 0) rc = -errno;
         else forget_contents(f, (uint64_t)len);
-        pthread_rwlock_unlock(&f->rw);
+        up_guard_write_unlock(f);
         f->meta_dirty = true;
     }
     pthread_mutex_unlock(&f->mu);
@@ -406,12 +407,12 @@ int up_fallocate(struct up_slot *s, int fd, int mode, off_t off, off_t len) {
         rc = up_map_keep(f, fd, (uint64_t)off + (uint64_t)len);
     int r = -1;
     if (rc == 0) {
-        pthread_rwlock_wrlock(&f->rw);
+        up_guard_write_lock(f);
         r = DK_REAL(fallocate)(fd, mode, off, len);
         int e = errno;
         struct stat st;
         if (r == 0 && DK_REAL(fstat)(fd, &st) == 0) forget_contents(f, (uint64_t)st.st_size);
-        pthread_rwlock_unlock(&f->rw);
+        up_guard_write_unlock(f);
         errno = e;
         f->meta_dirty = true;
     }
@@ -465,9 +466,9 @@ void up_kernel_changed_fd(int fd) {
     if (!up_file_pinned(f) && DK_REAL(fstat)(fd, &st) == 0) {
         uint64_t ns = (uint64_t)st.st_size;
         if (ns <= UP_MAP_MAX_BYTES && up_map_keep(f, fd, ns) == 0) {
-            pthread_rwlock_wrlock(&f->rw);
+            up_guard_write_lock(f);
             forget_contents(f, ns);
-            pthread_rwlock_unlock(&f->rw);
+            up_guard_write_unlock(f);
         }
     }
     pthread_mutex_unlock(&f->mu);

@@ -4,7 +4,8 @@
  * self-checking records with O_APPEND (own descriptors, then one shared descriptor) while 2 reader threads
  * keep reading the whole file: a reader sees only intact records (plus a prefix of one record at the end),
  * never bytes that were not written. Final contents are checked in-process and by shim_check without the
- * library after fsync. argv[1]: managed directory. */
+ * library after fsync. (4) map_race: first writes far apart in a fresh file. (5) truncate_race: overwrites
+ * and reads racing truncates (the file guard). argv[1]: managed directory. */
 #include <pthread.h>
 #include <time.h>
 
@@ -290,6 +291,78 @@ static void map_race(void) {
     printf("ok: %d rounds of four first writes far apart in a fresh file\n", rounds);
 }
 
+/* ---- overwrites and reads racing truncates (the file guard, src/upath/guard.h) ---- */
+
+#define TR_BYTES (1u << 20)
+#define TR_KEEP (TR_BYTES / 2) /* the main thread truncates to this and back up; below it nothing is cut */
+#define TR_BLOCKS (TR_BYTES / 4096)
+#define TR_THREADS 3
+
+static volatile int tr_stop;
+static uint32_t tr_gen[TR_BLOCKS]; /* last generation written to each block below TR_KEEP, by its owner */
+
+/* Thread k owns the blocks b with b % TR_THREADS == k: writes a generation to one, then reads another
+ * (anywhere: past the truncated end a read must return 0, inside it a whole block). */
+static void *tr_worker(void *arg) {
+    int fd = ((int *)arg)[0], k = ((int *)arg)[1];
+    uint8_t buf[4096], got[4096];
+    uint32_t s = 77u + (uint32_t)k;
+    while (!__atomic_load_n(&tr_stop, __ATOMIC_RELAXED)) {
+        uint32_t b = (rnd(&s) % (TR_BLOCKS / TR_THREADS)) * TR_THREADS + (uint32_t)k;
+        uint32_t gen = b < TR_KEEP / 4096 ? ++tr_gen[b] : 0;
+        st_fill(buf, gen * 131u + b, 0, sizeof buf);
+        CHECK(pwrite(fd, buf, sizeof buf, (off_t)b * 4096) == (ssize_t)sizeof buf, "truncate_race: pwrite");
+        ssize_t r = pread(fd, got, sizeof got, (off_t)(rnd(&s) % TR_BLOCKS) * 4096);
+        CHECK(r == 0 || r == (ssize_t)sizeof got, "truncate_race: pread returned %zd", r);
+    }
+    return NULL;
+}
+
+/* Three threads overwrite and read 4 KiB blocks of a 1 MiB file while the main thread cuts it to
+ * 512 KiB and grows it back, again and again. A store through the mapping past a cut end would kill
+ * the process (SIGBUS); the truncate must wait for the overwrites in flight. Blocks below 512 KiB must
+ * then hold their last generation, through the library and through the kernel. */
+static void truncate_race(void) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "truncate_race");
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    OK(ftruncate(fd, TR_BYTES));
+    static uint8_t zero[4096];
+    for (uint32_t b = 0; b < TR_BLOCKS; b++) st_pwrite_all(fd, zero, sizeof zero, (off_t)b * 4096); /* mapped */
+    uint64_t before[DK_C_COUNT], after[DK_C_COUNT];
+    CHECK(st_stats(getpid(), before), "stats");
+    pthread_t t[TR_THREADS];
+    int args[TR_THREADS][2];
+    for (int k = 0; k < TR_THREADS; k++) {
+        args[k][0] = fd, args[k][1] = k;
+        CHECK(pthread_create(&t[k], NULL, tr_worker, args[k]) == 0, "pthread_create");
+    }
+    time_t until = time(NULL) + 3;
+    int rounds = 0;
+    for (; rounds < 200 || time(NULL) < until; rounds++) {
+        OK(ftruncate(fd, TR_KEEP));
+        OK(ftruncate(fd, TR_BYTES));
+        if (rounds >= 20000) break;
+    }
+    __atomic_store_n(&tr_stop, 1, __ATOMIC_RELAXED);
+    for (int k = 0; k < TR_THREADS; k++) pthread_join(t[k], NULL);
+    CHECK(st_stats(getpid(), after), "stats");
+    uint8_t want[4096], got[4096];
+    for (uint32_t b = 0; b < TR_KEEP / 4096; b++) {
+        if (tr_gen[b]) st_fill(want, tr_gen[b] * 131u + b, 0, sizeof want);
+        else memset(want, 0, sizeof want);
+        CHECK(pread(fd, got, sizeof got, (off_t)b * 4096) == (ssize_t)sizeof got, "truncate_race: pread");
+        CHECK(!memcmp(got, want, sizeof got), "truncate_race: block %u: not generation %u", b, tr_gen[b]);
+        CHECK(syscall(SYS_pread64, fd, got, sizeof got, (off_t)b * 4096) == (long)sizeof got, "kernel pread");
+        CHECK(!memcmp(got, want, sizeof got), "truncate_race: block %u in the kernel file: not generation %u", b,
+              tr_gen[b]);
+    }
+    OK(close(fd));
+    OK(unlink(path));
+    printf("ok: %d truncate rounds against %d overwriting and reading threads (%llu guard barriers)\n", rounds,
+           TR_THREADS, (unsigned long long)(after[DK_C_guard_barriers] - before[DK_C_guard_barriers]));
+}
+
 int main(int argc, char **argv) {
     dir = st_dir(argc, argv);
     const char *which = argc > 2 ? argv[2] : "all";
@@ -322,6 +395,10 @@ int main(int argc, char **argv) {
         map_race();
         any = true;
     }
-    CHECK(any, "unknown case '%s' (disjoint_shared|disjoint_own|append|open_race|map_race|all)", which);
+    if (all || !strcmp(which, "truncate_race")) {
+        truncate_race();
+        any = true;
+    }
+    CHECK(any, "unknown case '%s' (disjoint_shared|disjoint_own|append|open_race|map_race|truncate_race|all)", which);
     return 0;
 }

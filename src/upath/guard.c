@@ -1,0 +1,109 @@
+/* The file guard's registry of reader records and its write side (guard.h explains the protocol). */
+#include <linux/membarrier.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/stats.h"
+#include "upath/guard.h"
+
+#define READERS_PER_CHUNK 64u
+
+/* Reader records live in chunks that are never freed (a writer may scan them at any time); a chunk
+ * list grows only, so the scan needs no lock. */
+struct reader_chunk {
+    struct up_reader r[READERS_PER_CHUNK];
+    struct reader_chunk *next;
+};
+
+bool up_guard_asym;
+__thread struct up_reader *up_reader_self;
+static struct reader_chunk *chunks; /* newest first */
+static pthread_key_t release_key;   /* frees a thread's record at its exit */
+
+static long membarrier_call(int cmd) { return syscall(__NR_membarrier, cmd, 0, 0); }
+
+static void reader_release(void *p) {
+    struct up_reader *r = p;
+    __atomic_store_n(&r->file, NULL, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->used, 0, __ATOMIC_RELEASE);
+}
+
+static struct up_reader *claim_in(struct reader_chunk *c) {
+    for (unsigned i = 0; i < READERS_PER_CHUNK; i++) {
+        uint32_t free_ = 0;
+        if (!__atomic_load_n(&c->r[i].used, __ATOMIC_RELAXED) &&
+            __atomic_compare_exchange_n(&c->r[i].used, &free_, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            return &c->r[i];
+    }
+    return NULL;
+}
+
+/* A free record, or a new chunk's first; NULL only when memory is out (the caller then locks). */
+static struct up_reader *claim_any(void) {
+    for (;;) {
+        struct reader_chunk *head = __atomic_load_n(&chunks, __ATOMIC_ACQUIRE);
+        for (struct reader_chunk *c = head; c; c = c->next) {
+            struct up_reader *r = claim_in(c);
+            if (r) return r;
+        }
+        struct reader_chunk *c = calloc(1, sizeof *c);
+        if (!c) return NULL;
+        c->r[0].used = 1;
+        c->next = head;
+        if (__atomic_compare_exchange_n(&chunks, &head, c, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return &c->r[0];
+        free(c); /* another thread added a chunk: look again */
+    }
+}
+
+struct up_reader *up_reader_claim(void) {
+    if (!up_guard_asym) return NULL;
+    struct up_reader *r = claim_any();
+    if (!r) return NULL;
+    up_reader_self = r;
+    pthread_setspecific(release_key, r);
+    return r;
+}
+
+static bool readers_in(const struct up_file *f) {
+    for (struct reader_chunk *c = __atomic_load_n(&chunks, __ATOMIC_ACQUIRE); c; c = c->next)
+        for (unsigned i = 0; i < READERS_PER_CHUNK; i++)
+            if (__atomic_load_n(&c->r[i].file, __ATOMIC_ACQUIRE) == f) return true;
+    return false;
+}
+
+void up_guard_write_lock(struct up_file *f) {
+    pthread_rwlock_wrlock(&f->rw);
+    if (!up_guard_asym) return;
+    __atomic_store_n(&f->guard_closed, 1, __ATOMIC_RELAXED);
+    /* After this every thread either saw the fast path closed or is visible in its record. */
+    if (membarrier_call(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        dk_log_once("membarrier failed after registering; readers may race a truncate");
+    }
+    dk_count(DK_C_guard_barriers, 1);
+    while (readers_in(f)) sched_yield(); /* fast sections are short and never block */
+}
+
+void up_guard_write_unlock(struct up_file *f) {
+    if (up_guard_asym) __atomic_store_n(&f->guard_closed, 0, __ATOMIC_RELEASE);
+    pthread_rwlock_unlock(&f->rw);
+}
+
+void up_guard_init(void) {
+    long cmds = membarrier_call(MEMBARRIER_CMD_QUERY);
+    if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED)) return;
+    if (pthread_key_create(&release_key, reader_release) != 0) return;
+    if (membarrier_call(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0) return;
+    up_guard_asym = true;
+}
+
+void up_guard_after_fork_child(void) {
+    for (struct reader_chunk *c = chunks; c; c = c->next)
+        for (unsigned i = 0; i < READERS_PER_CHUNK; i++)
+            if (&c->r[i] != up_reader_self) c->r[i] = (struct up_reader){0};
+    if (up_reader_self) __atomic_store_n(&up_reader_self->file, NULL, __ATOMIC_RELAXED);
+}

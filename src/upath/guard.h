@@ -1,0 +1,64 @@
+/* The file guard: readers and overwriters of a file's mapping (the data fast paths) against the rare
+ * structural changes (truncate, a size shrink, an attach of the atomic route) -- without a locked
+ * instruction on the fast path.
+ *
+ * Why: a locked read-modify-write (any lock's acquire or release) right after a 4 KiB non-temporal copy
+ * waits until every write-combining buffer has drained to memory, which cost 150-200 ns per 4 KiB
+ * overwrite on this machine -- as much as the copy. The fast path here is an asymmetric lock: a thread
+ * announces which file it is in with a plain store into its own reader record, and a writer pays instead:
+ * it closes the fast path, runs membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) (a full barrier on every CPU
+ * running one of our threads, pairing with the readers' compiler barriers), and waits until no reader
+ * record names the file. A reader that finds the fast path closed, or is nested inside another guarded
+ * section (a signal handler), or runs where membarrier is unavailable, takes f->rw for reading as before.
+ *
+ * Lock order is unchanged: f->mu > the guard's write side (which holds f->rw for writing). */
+#ifndef DK_UPATH_GUARD_H
+#define DK_UPATH_GUARD_H
+
+#include "upath/internal.h"
+
+struct up_reader {
+    struct up_file *file; /* the file this thread is in a fast section of, or NULL */
+    uint32_t used;        /* claimed by a live thread */
+    char pad[64 - sizeof(void *) - sizeof(uint32_t)];
+};
+
+extern bool up_guard_asym;                /* membarrier works: fast sections are lock-free */
+extern __thread struct up_reader *up_reader_self;
+struct up_reader *up_reader_claim(void);  /* this thread's record (slow path, first use) */
+
+/* Enters a read-side section on f; returns the token to pass to up_guard_read_exit. */
+static inline bool up_guard_read_enter(struct up_file *f) {
+    struct up_reader *r = up_reader_self;
+    if (__builtin_expect(r == NULL, 0)) r = up_reader_claim();
+    if (__builtin_expect(up_guard_asym && r && __atomic_load_n(&r->file, __ATOMIC_RELAXED) == NULL, 1)) {
+        __atomic_store_n(&r->file, f, __ATOMIC_RELAXED);
+        __asm__ __volatile__("" ::: "memory"); /* membarrier supplies the CPU barrier (see above) */
+        if (__builtin_expect(!__atomic_load_n(&f->guard_closed, __ATOMIC_RELAXED), 1)) return true;
+        __atomic_store_n(&r->file, NULL, __ATOMIC_RELEASE);
+    }
+    pthread_rwlock_rdlock(&f->rw);
+    return false;
+}
+
+/* Leaves the section. The sfence orders non-temporal stores made inside before the record is cleared
+ * (a release store orders ordinary stores only): a writer must not truncate under them. */
+static inline void up_guard_read_exit(struct up_file *f, bool fast) {
+    if (__builtin_expect(fast, 1)) {
+        __builtin_ia32_sfence();
+        __atomic_store_n(&up_reader_self->file, NULL, __ATOMIC_RELEASE);
+    } else {
+        pthread_rwlock_unlock(&f->rw);
+    }
+}
+
+/* The write side: f->rw for writing, the fast path closed and drained. Caller holds f->mu. */
+void up_guard_write_lock(struct up_file *f);
+void up_guard_write_unlock(struct up_file *f);
+
+/* Once at start-up: registers for membarrier; without it every section takes f->rw. */
+void up_guard_init(void);
+/* In a fork child: only the forking thread exists; the others' records are free. */
+void up_guard_after_fork_child(void);
+
+#endif
