@@ -110,6 +110,14 @@ static struct up_staged *staged_slot_for(struct up_file *f, uint64_t off, int *e
     }
 }
 
+/* Staged bytes must be durable themselves only where a relink shares their blocks with the file (a clone,
+ * on a flush medium). Where the relink copies them through the kernel (tmpfs, ext4, any file system
+ * without reflink), that copy into the file is what fsync makes durable: plain cached stores serve, and
+ * the relink then reads them from the cache instead of memory. */
+static bool staging_persists(const struct up_file *f) {
+    return flush_medium(f) && f->root->clone_min_bytes != UINT64_MAX;
+}
+
 /* Stores [off, off+n) into staging; fills a gap after the logical size with zeros. Under f->mu. */
 static int staged_write(struct up_file *f, uint64_t off, const char *buf, size_t n) {
     uint64_t size = up_file_size(f);
@@ -119,7 +127,7 @@ static int staged_write(struct up_file *f, uint64_t off, const char *buf, size_t
         struct up_staged *s = staged_slot_for(f, size, &err);
         if (!s) return err;
         uint64_t len = DK_MIN(off, s->base + s->cap) - size;
-        if (flush_medium(f)) dk_zero_nt(s->addr + (size - s->base), len);
+        if (staging_persists(f)) dk_zero_nt(s->addr + (size - s->base), len);
         else memset(s->addr + (size - s->base), 0, len);
         size += len;
     }
@@ -128,7 +136,8 @@ static int staged_write(struct up_file *f, uint64_t off, const char *buf, size_t
         struct up_staged *s = staged_slot_for(f, off, &err);
         if (!s) return err;
         size_t len = DK_MIN(n, s->base + s->cap - off);
-        store(f, s->addr + (off - s->base), buf, len);
+        if (staging_persists(f)) store(f, s->addr + (off - s->base), buf, len);
+        else memcpy(s->addr + (off - s->base), buf, len);
         off += len, buf += len, n -= len;
     }
     return 0;
