@@ -540,6 +540,7 @@ struct replay_file {
 
 struct replay {
     int root_fd;            /* the managed directory (the area's parent) */
+    dev_t root_dev;         /* its file system's device number now */
     int area_fd;
     char stg_name[128];     /* <tag>.strict.stg */
     char *stg_map;
@@ -562,10 +563,24 @@ static void replay_finish(struct replay *rp, struct replay_file *rf) {
     DK_REAL(close)(rf->fd);
 }
 
+/* A record names its file by (st_dev, st_ino) as they were when it was logged; after a reboot the file
+ * system may have another device number (device enumeration, a loop device attached elsewhere). A file of
+ * a device no longer seen under the directory is looked up by its inode number on the directory's own file
+ * system (where the log lives, and where the program's files were unless it wrote across a mount point).
+ * Returns an open descriptor or -1. */
+static int find_inode_moved(struct replay *rp, uint64_t dev, uint64_t ino) {
+    int fd = up_find_inode(rp->root_fd, rp->root_dev, (ino_t)ino, 0);
+    if (fd >= 0)
+        dk_log_once("recovery: the file system's device number changed since the log was written (%llx -> %llx): "
+                    "files found by inode number", (unsigned long long)dev, (unsigned long long)rp->root_dev);
+    return fd;
+}
+
 static struct replay_file *replay_file(struct replay *rp, uint64_t dev, uint64_t ino) {
     for (unsigned i = 0; i < rp->nfiles; i++)
         if (rp->files[i].dev == dev && rp->files[i].ino == ino) return &rp->files[i];
     int fd = up_find_inode(rp->root_fd, (dev_t)dev, (ino_t)ino, 0);
+    if (fd < 0 && (dev_t)dev != rp->root_dev) fd = find_inode_moved(rp, dev, ino);
     struct stat st;
     if (fd < 0) return NULL;
     if (DK_REAL(fstat)(fd, &st) != 0) {
@@ -670,6 +685,8 @@ static int recover_log(const char *path, void *ctx) {
     uint64_t t0 = now_ns();
     struct replay rp = {.area_fd = oc->area_fd, .rep = oc->rep};
     rp.root_fd = DK_REAL(openat)(oc->area_fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat rs;
+    if (rp.root_fd >= 0 && DK_REAL(fstat)(rp.root_fd, &rs) == 0) rp.root_dev = rs.st_dev;
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     const char *dot = strchr(base, '.');
