@@ -74,7 +74,7 @@ struct alog_counters {
 /* The journal (policy DAXKIT_ATOMIC_JOURNAL; alog_journal.c, alog_jindex.c). Under j.mu. */
 struct alog_jpiece {
     uint64_t off;   /* file offset; the piece lies inside one 4 KiB block */
-    uint64_t src;   /* its bytes: offset in the log data area */
+    uint64_t src;   /* its bytes: journal position (logical; the area offset is src % area_bytes) */
     uint32_t len;
     uint32_t next;  /* next (newer) piece of the block, or UINT32_MAX */
 };
@@ -82,11 +82,17 @@ struct alog_jslot {
     uint64_t key;   /* 4 KiB block index + 1; 0: empty */
     uint32_t head, tail;
 };
+/* Positions are logical (they only grow; the area offset is pos % area_bytes): the journal is circular. */
 struct alog_journal {
     pthread_mutex_t mu;
-    uint64_t tail;      /* next record's offset in the log data area (also read without j.mu: atomic) */
-    uint64_t flushed;   /* bytes below it were written back by a commit */
+    pthread_mutex_t apply_mu; /* one applier at a time (checkpoint thread, a writer short of room, close) */
+    uint64_t tail;      /* next record's position (also read without j.mu: atomic) */
+    uint64_t flushed;   /* records below it were written back */
     uint64_t indexed;   /* records below it are in the DRAM index (reads index the rest first) */
+    uint64_t index_base; /* the index holds records from here on (rebuilt once half a journal below the head) */
+    uint64_t staged;    /* tail staged by the commit in progress (under f->rw for writing) */
+    uint64_t committed; /* end of the committed records (atomic; == hdr->jend_slot[epoch & 1]) */
+    uint64_t head;      /* records below it are applied to the file, durably, and hdr->jhead says so (atomic) */
     struct alog_jpiece *pieces;
     uint32_t pieces_used, pieces_cap, pieces_live; /* pieces_live: linked into a block list */
     struct alog_jslot *slots;
@@ -286,19 +292,32 @@ int alog_jrnl_copy(struct alog_file *f, uint64_t off, const void *src, size_t n)
 int alog_jrnl_read(struct alog_file *f, uint64_t off, void *dst, size_t n);
 /* In a commit, before its fence: journal written back, its end staged for the next epoch. */
 void alog_jrnl_stage_commit(struct alog_file *f);
-/* The committed journal length (header slot of the current epoch); 0: nothing to replay. */
-uint64_t alog_jrnl_committed_end(const struct alog_file *f);
-/* Replays the committed journal into the file and empties it, durably (recovery; needs no DRAM state). */
+/* After the commit's epoch store: the staged end is committed. */
+void alog_jrnl_committed(struct alog_file *f);
+/* Committed journal bytes not yet applied to the file (header: jend_slot[H & 1] - jhead); 0: nothing to replay. */
+uint64_t alog_jrnl_unapplied(const struct alog_phdr *h);
+/* Replays the committed journal into the file and marks it applied, durably (recovery; needs no DRAM state). */
 int64_t alog_jrnl_apply_committed(struct alog_file *f);
-/* The same on a live journal (caller holds f->rw for writing); no-op while it holds uncommitted records. */
+/* The same on a live journal, in steps, from any thread and without f->rw (the checkpoint thread, a
+ * writer short of room, close). Returns records applied or -errno. */
 int64_t alog_jrnl_checkpoint(struct alog_file *f);
-bool alog_jrnl_due(const struct alog_file *f); /* half full: checkpoint at this sync */
+bool alog_jrnl_due(const struct alog_file *f); /* half full: the checkpoint thread (or this sync) applies */
+#ifdef DAXKIT_TEST_BUILD
+/* Test hook: a pad record from the tail to the end of the area, so the next records reuse the area's start. */
+int alog_jrnl_test_pad_to_lap_end(struct alog_file *f);
+#endif
+/* Maps the log's pages now (the first lap's page faults out of the writes). */
+void alog_jrnl_prefault(struct alog_file *f);
+/* The DRAM state of an empty (fully applied) journal at hdr->jhead, after recovery. */
+void alog_jrnl_reset_dram(struct alog_file *f);
 /* DRAM index (alog_jindex.c), under j.mu */
 int alog_jindex_init(struct alog_file *f);
 void alog_jindex_fini(struct alog_file *f);
 void alog_jindex_clear(struct alog_file *f);
 int alog_jindex_add(struct alog_file *f, uint64_t off, uint32_t len, uint64_t src);
-void alog_jindex_overlay(struct alog_file *f, uint64_t off, char *dst, uint64_t n);
+/* Copies the pieces over [off, off+n) of dst, oldest first, skipping those below journal position `from`
+ * (applied to the file already; their space may be reused). */
+void alog_jindex_overlay(struct alog_file *f, uint64_t off, char *dst, uint64_t n, uint64_t from);
 
 /* ---- recovery (alog_recover.c) ---- */
 /* Applies the persistent entries by the recovery rule with `threads` threads (0: by size), makes the

@@ -61,12 +61,7 @@ static int64_t flush_batch(struct alog_file *f, struct ckpt_item *items, uint32_
 }
 
 int64_t alog_checkpoint_committed(struct alog_file *f) {
-    if (f->journal) { /* callers hold no lock of the file's (the ones that do are not in journal mode) */
-        pthread_rwlock_wrlock(&f->rw);
-        int64_t n = alog_jrnl_checkpoint(f);
-        pthread_rwlock_unlock(&f->rw);
-        return n;
-    }
+    if (f->journal) return alog_jrnl_checkpoint(f); /* in steps, under j.apply_mu only */
     uint64_t epoch = __atomic_load_n(&f->epoch, __ATOMIC_ACQUIRE);
     struct ckpt_item items[ALOG_CKPT_BATCH];
     uint32_t n = 0;

@@ -43,6 +43,7 @@ static int commit_epoch(struct alog_file *f) {
     ALOG_CTR_ADD(f, log_meta_bytes, sizeof(uint64_t));
     DK_CRASH_POINT("atomic.sync.after_epoch");
     __atomic_store_n(&f->epoch, f->epoch + 1, __ATOMIC_RELEASE);
+    if (f->journal) alog_jrnl_committed(f);
     return 0;
 }
 
@@ -60,7 +61,7 @@ int alog_sync(struct alog_file *f) {
     pthread_rwlock_wrlock(&f->rw);
     int rc = alog_sync_locked(f);
     pthread_rwlock_unlock(&f->rw);
-    if (!rc) alog_ckpt_kick(f);
+    if (!rc && (!f->journal || alog_jrnl_due(f))) alog_ckpt_kick(f); /* the journal: only once half full */
     return rc;
 }
 
@@ -69,7 +70,7 @@ int alog_sync_locked(struct alog_file *f) {
     if (!rc) rc = commit_epoch(f);
     if (!rc && f->journal) {
         ALOG_CTR_ADD(f, syncs, 1);
-        if (alog_jrnl_due(f)) rc = (int)DK_MIN(0, alog_jrnl_checkpoint(f));
+        if (alog_jrnl_due(f) && !f->ckpt_started) rc = (int)DK_MIN(0, alog_jrnl_checkpoint(f)); /* no thread */
         return rc;
     }
     if (!rc) {

@@ -2,7 +2,8 @@
  * their pieces inside the block, oldest first (a hash table of blocks, open addressing, and an array of
  * pieces). Reads copy the file, then each piece over it in order. A new piece unlinks the older pieces of
  * its block that it covers whole, so a block rewritten again and again keeps a short list. Nothing here
- * is persistent: it is empty at open and after each checkpoint. All under j.mu. */
+ * is persistent: it is empty at open and cleared when everything indexed is applied. Pieces of records
+ * already applied stay until then, skipped by reads. All under j.mu. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,7 +131,7 @@ int alog_jindex_add(struct alog_file *f, uint64_t off, uint32_t len, uint64_t sr
     return 0;
 }
 
-void alog_jindex_overlay(struct alog_file *f, uint64_t off, char *dst, uint64_t n) {
+void alog_jindex_overlay(struct alog_file *f, uint64_t off, char *dst, uint64_t n, uint64_t from) {
     struct alog_journal *j = &f->j;
     uint64_t end = off + n;
     for (uint64_t b = off >> JIDX_BLOCK_SHIFT; b <= (end - 1) >> JIDX_BLOCK_SHIFT; b++) {
@@ -139,7 +140,8 @@ void alog_jindex_overlay(struct alog_file *f, uint64_t off, char *dst, uint64_t 
         for (uint32_t i = s->head; i != JIDX_NONE; i = j->pieces[i].next) {
             const struct alog_jpiece *p = &j->pieces[i];
             uint64_t lo = DK_MAX(off, p->off), hi = DK_MIN(end, p->off + p->len);
-            if (lo < hi) memcpy(dst + (lo - off), f->area + p->src + (lo - p->off), hi - lo);
+            if (lo < hi && p->src >= from)
+                memcpy(dst + (lo - off), f->area + p->src % f->area_bytes + (lo - p->off), hi - lo);
         }
     }
 }

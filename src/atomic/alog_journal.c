@@ -1,14 +1,19 @@
-/* The journal (policy DAXKIT_ATOMIC_JOURNAL): an append-only redo log of (offset, length, bytes) records
- * in the log's data area, for small writes. A copy is a bounds check, a copy of header + bytes into the
- * mapped log with plain stores (no write-back, no fence) and an update of the DRAM index (alog_jindex.c);
- * the file is untouched; the index is brought up to date by the next read. Atomicity is per sync, so nothing needs to be durable before it:
+/* The journal (policy DAXKIT_ATOMIC_JOURNAL): a circular redo log of (offset, length, bytes) records in
+ * the log's data area, for small writes. A copy is a bounds check and a copy of header + bytes into the
+ * mapped log with plain stores (no write-back, no fence); the file is untouched; the DRAM index
+ * (alog_jindex.c) is brought up to date by the next read. Atomicity is per sync, so nothing needs to be
+ * durable before it. Positions are logical (they only grow; area offset = position % area size); a
+ * record never wraps (a pad record fills the end of the area).
  *
  *   sync:        write back [flushed, tail) of the journal, store jend_slot[(H+1) & 1] = tail (with the
- *                size slot), then the ordinary commit: one fence, the epoch word H+1, written back, fence;
- *   checkpoint:  (at a sync once the journal is half full, or when it is full) replay the committed
- *                records in order into the file, make the file durable, then store jend_slot[H & 1] = 0
- *                durably; only then is the area reused;
- *   recovery:    replay [0, jend_slot[H & 1]) in order, make the file durable, then the same reset.
+ *                size slot), then the ordinary commit: one fence, the epoch word H+1, written back, fence.
+ *                Nothing else: applying the records is not the sync's work;
+ *   checkpoint:  the checkpoint thread, kicked by a sync once the journal is half full, replays committed
+ *                records from the head in order into the file, in steps; per step it makes the file
+ *                durable, then stores hdr->jhead past the step durably: only then is that space reused.
+ *                A writer that finds no room applies steps itself (or, with nothing committed to apply,
+ *                gets -ENOSPC); without the thread (interval 0) the sync applies once half full;
+ *   recovery:    replay [jhead, jend_slot[H & 1]) in order, make the file durable, then jhead = jend.
  *
  * Replaying a prefix of records in order again gives the same file (each byte ends as the last record
  * writing it left it), so an interrupted checkpoint or recovery is repaired by running it again. Bytes
@@ -16,6 +21,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "atomic/alog.h"
 #include "common/crashpoint.h"
@@ -26,39 +32,175 @@
 #define ALOG_JREC_BYTES_MAX (1u << 20) /* larger copies are cut into records of this size */
 #define ALOG_JREC_NT_MIN_BYTES 64u      /* checkpoint: non-temporal stores into the file from one line */
 #define ALOG_JREC_NT_APPEND_BYTES 1024u /* append: non-temporal stores into the journal from 1 KiB */
+#define ALOG_JAPPLY_STEP_BYTES (256u << 10) /* a checkpoint step: records applied per head advance */
+#define ALOG_JROOM_STEP_BYTES (64u << 10)   /* a writer short of room applies at least this much */
+#define ALOG_JPREFAULT_BYTES_MAX (256ull << 20) /* log pages mapped at open, ahead of the first lap */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 static uint64_t rec_bytes(uint32_t len) { return dk_round_up(sizeof(struct alog_jrec) + len, ALOG_JREC_ALIGN); }
 
-uint64_t alog_jrnl_committed_end(const struct alog_file *f) { return f->hdr->jend_slot[f->hdr->epoch & 1]; }
+static char *at(const struct alog_file *f, uint64_t pos) { return f->area + pos % f->area_bytes; }
+
+uint64_t alog_jrnl_unapplied(const struct alog_phdr *h) {
+    uint64_t end = h->jend_slot[h->epoch & 1];
+    return end > h->jhead ? end - h->jhead : 0;
+}
 
 int alog_jrnl_init(struct alog_file *f) {
     pthread_mutex_init(&f->j.mu, NULL);
+    pthread_mutex_init(&f->j.apply_mu, NULL);
     return alog_jindex_init(f);
 }
 
 void alog_jrnl_fini(struct alog_file *f) {
     alog_jindex_fini(f);
+    pthread_mutex_destroy(&f->j.apply_mu);
     pthread_mutex_destroy(&f->j.mu);
 }
 
-/* Writes back the journal appended with plain stores since the last write-back (not on pagecache, where
+/* Writes back the journal appended with plain stores, from `flushed` up to `to` (not on pagecache, where
  * the commit's fdatasync of the log does it). Caller holds j.mu or f->rw for writing. */
-static void flush_pending(struct alog_file *f) {
+static void flush_upto(struct alog_file *f, uint64_t to) {
     struct alog_journal *j = &f->j;
-    if (j->tail > j->flushed && f->persist_as != DK_MEDIUM_PAGECACHE) {
-        uint64_t from = dk_round_down(j->flushed, 64);
-        dk_flush_range(f->area + from, j->tail - from);
+    for (uint64_t pos = j->flushed; pos < to && f->persist_as != DK_MEDIUM_PAGECACHE;) {
+        uint64_t end = DK_MIN(to, (pos / f->area_bytes + 1) * f->area_bytes); /* up to the wrap */
+        dk_flush_range(at(f, pos), end - pos);
+        pos = end;
     }
-    j->flushed = j->tail;
+    if (to > j->flushed) j->flushed = to;
+}
+
+static void flush_pending(struct alog_file *f) { flush_upto(f, f->j.tail); }
+
+/* A pad record from the tail to the end of the area (room made by the caller, who holds j.mu). Only its
+ * header is ever read: only that is written back. */
+static void append_pad(struct alog_file *f) {
+    struct alog_journal *j = &f->j;
+    uint64_t pad = f->area_bytes - j->tail % f->area_bytes;
+    uint32_t pad_len = (uint32_t)(pad - sizeof(struct alog_jrec));
+    struct alog_jrec ph = {.off = ALOG_JPAD, .len = pad_len, .check = alog_jrec_check(j->tail, ALOG_JPAD, pad_len)};
+    memcpy(at(f, j->tail), &ph, sizeof ph);
+    flush_upto(f, j->tail + sizeof ph);
+    j->flushed = j->tail + pad;
+    __atomic_store_n(&j->tail, j->tail + pad, __ATOMIC_RELEASE);
+}
+
+/* Replays the records in [*pos, end) into the file, in order, stopping after `budget` bytes (no fence).
+ * Returns records applied; *pos: where it stopped. A record that does not check out or does not fit the
+ * file ends the replay there (said once; the rest of [*pos, end) counts as applied). */
+static uint64_t replay(struct alog_file *f, uint64_t *pos, uint64_t end, uint64_t budget) {
+    uint64_t p = *pos, n = 0;
+    uint64_t data_len = __atomic_load_n(&f->data_len, __ATOMIC_ACQUIRE);
+    while (p + sizeof(struct alog_jrec) <= end && p - *pos < budget) {
+        const struct alog_jrec *h = (const struct alog_jrec *)at(f, p);
+        bool pad = h->off == ALOG_JPAD;
+        if (h->check != alog_jrec_check(p, h->off, h->len) || rec_bytes(h->len) > end - p ||
+            (!pad && (h->off > data_len || h->len > data_len - h->off))) {
+            dk_log("atomic journal record at %llu does not fit the file (truncated since?); replay stops there",
+                   (unsigned long long)p);
+            p = end;
+            break;
+        }
+        if (!pad) {
+            DK_CRASH_POINT("atomic.journal.before_apply");
+            /* non-temporal from one full line up: a random file line is then not read for ownership first */
+            dk_store_persistent(f->data + h->off, h + 1, h->len, ALOG_JREC_NT_MIN_BYTES);
+            n++;
+        }
+        p += rec_bytes(h->len);
+    }
+    *pos = p;
+    return n;
+}
+
+void alog_jrnl_prefault(struct alog_file *f) {
+    int saved = errno;
+    /* The first store to each log page would fault (on huge tmpfs: a 2 MiB page mapped) inside a write;
+     * map them now. An older kernel without MADV_POPULATE_WRITE: EINVAL, and the writes fault as before. */
+    (void)madvise(f->area, (size_t)DK_MIN(f->area_bytes, ALOG_JPREFAULT_BYTES_MAX), MADV_POPULATE_WRITE);
+    errno = saved;
+}
+
+void alog_jrnl_reset_dram(struct alog_file *f) {
+    struct alog_journal *j = &f->j;
+    uint64_t h = f->hdr->jhead;
+    j->tail = j->flushed = j->indexed = j->index_base = j->staged = h;
+    __atomic_store_n(&j->committed, h, __ATOMIC_RELEASE);
+    __atomic_store_n(&j->head, h, __ATOMIC_RELEASE);
+    alog_jindex_clear(f);
+}
+
+/* After a replay up to `to`: the file durable, then the head there, durably. */
+static int advance_head(struct alog_file *f, uint64_t to) {
+    int rc = alog_durable_data_all(f);
+    if (rc) return rc;
+    DK_CRASH_POINT("atomic.journal.before_reset");
+    alog_store_word(&f->hdr->jhead, to);
+    return alog_durable_log_range(f, &f->hdr->jhead, sizeof f->hdr->jhead);
+}
+
+/* One checkpoint step of a live journal: at least `budget` bytes of committed records (all there are, if
+ * fewer). Caller holds j.apply_mu. Returns records applied or -errno. */
+static int64_t apply_step(struct alog_file *f, uint64_t budget) {
+    struct alog_journal *j = &f->j;
+    uint64_t from = __atomic_load_n(&j->head, __ATOMIC_RELAXED), pos = from;
+    uint64_t end = __atomic_load_n(&j->committed, __ATOMIC_ACQUIRE);
+    if (end <= from) return 0;
+    uint64_t n = replay(f, &pos, end, budget);
+    int rc = advance_head(f, pos);
+    if (rc) {
+        __atomic_store_n(&f->broken, rc, __ATOMIC_RELEASE);
+        return rc;
+    }
+    __atomic_store_n(&j->head, pos, __ATOMIC_RELEASE); /* readers skip pieces below it; writers reuse it */
+    ALOG_CTR_ADD(f, checkpointed_entries, n);
+    return (int64_t)n;
+}
+
+int64_t alog_jrnl_checkpoint(struct alog_file *f) {
+    struct alog_journal *j = &f->j;
+    pthread_mutex_lock(&j->apply_mu);
+    uint64_t end = __atomic_load_n(&j->committed, __ATOMIC_ACQUIRE);
+    int64_t total = 0;
+    while (__atomic_load_n(&j->head, __ATOMIC_RELAXED) < end) {
+        int64_t n = apply_step(f, ALOG_JAPPLY_STEP_BYTES);
+        if (n < 0) {
+            total = n;
+            break;
+        }
+        total += n;
+    }
+    pthread_mutex_unlock(&j->apply_mu);
+    return total;
+}
+
+/* Room for `need` more bytes (caller holds j.mu): apply committed records until there is. -ENOSPC when
+ * the uncommitted records alone fill the journal. */
+static int make_room(struct alog_file *f, uint64_t need) {
+    struct alog_journal *j = &f->j;
+    while (f->area_bytes - (j->tail - __atomic_load_n(&j->head, __ATOMIC_ACQUIRE)) < need) {
+        if (__atomic_load_n(&j->committed, __ATOMIC_ACQUIRE) <= __atomic_load_n(&j->head, __ATOMIC_ACQUIRE))
+            return -ENOSPC;
+        pthread_mutex_lock(&j->apply_mu);
+        int64_t n = apply_step(f, DK_MAX(need, (uint64_t)ALOG_JROOM_STEP_BYTES));
+        pthread_mutex_unlock(&j->apply_mu);
+        if (n < 0) return (int)n;
+    }
+    return 0;
 }
 
 /* Appends one record; caller holds j.mu. -ENOSPC: the journal is full (nothing changed). */
 static int append(struct alog_file *f, uint64_t off, const char *src, uint32_t len) {
     struct alog_journal *j = &f->j;
-    uint64_t need = rec_bytes(len);
-    if (need > f->area_bytes - j->tail) return -ENOSPC;
+    uint64_t need = rec_bytes(len), to_end = f->area_bytes - j->tail % f->area_bytes;
+    uint64_t pad = need > to_end ? to_end : 0; /* a record never wraps */
+    int rc = make_room(f, pad + need);
+    if (rc) return rc;
+    if (pad) append_pad(f);
     struct alog_jrec h = {.off = off, .len = len, .check = alog_jrec_check(j->tail, off, len)};
-    char *p = f->area + j->tail;
+    char *p = at(f, j->tail);
     if (len >= ALOG_JREC_NT_APPEND_BYTES) {
         /* A large record: non-temporal stores now (no write-back pass over it at sync), after the small
          * records before it are written back, so that `flushed` can move past it. */
@@ -74,6 +216,17 @@ static int append(struct alog_file *f, uint64_t off, const char *src, uint32_t l
     __atomic_store_n(&f->ctr.log_data_bytes, f->ctr.log_data_bytes + need, __ATOMIC_RELAXED);
     return 0;
 }
+
+#ifdef DAXKIT_TEST_BUILD
+int alog_jrnl_test_pad_to_lap_end(struct alog_file *f) {
+    struct alog_journal *j = &f->j;
+    pthread_mutex_lock(&j->mu);
+    int rc = make_room(f, f->area_bytes - j->tail % f->area_bytes);
+    if (!rc) append_pad(f);
+    pthread_mutex_unlock(&j->mu);
+    return rc;
+}
+#endif
 
 int alog_jrnl_copy(struct alog_file *f, uint64_t off, const void *src, size_t n) {
     struct alog_journal *j = &f->j;
@@ -91,73 +244,43 @@ int alog_jrnl_copy(struct alog_file *f, uint64_t off, const void *src, size_t n)
 }
 
 /* In a commit, before the fence that makes it durable: the journal written back and its end staged in
- * the next epoch's slot. Caller holds f->rw for writing. */
+ * the next epoch's slot. Caller holds f->rw for writing (and with it, through the route, every writer). */
 void alog_jrnl_stage_commit(struct alog_file *f) {
     struct alog_journal *j = &f->j;
     flush_pending(f);
-    alog_store_word(&f->hdr->jend_slot[(f->epoch + 1) & 1], j->tail);
+    j->staged = j->tail;
+    alog_store_word(&f->hdr->jend_slot[(f->epoch + 1) & 1], j->staged);
 }
 
-/* Replays the records in [0, end) into the file, in order (no fence). Returns records applied. A record
- * that does not check out or does not fit the file stops the replay (said once). */
-static uint64_t replay(struct alog_file *f, uint64_t end) {
-    uint64_t pos = 0, n = 0;
-    while (pos + sizeof(struct alog_jrec) <= end) {
-        const struct alog_jrec *h = (const struct alog_jrec *)(f->area + pos);
-        if (h->check != alog_jrec_check(pos, h->off, h->len) || rec_bytes(h->len) > end - pos ||
-            h->off > f->data_len || h->len > f->data_len - h->off) {
-            dk_log("atomic journal record at %llu does not fit the file (truncated since?); replay stops there",
-                   (unsigned long long)pos);
-            break;
-        }
-        DK_CRASH_POINT("atomic.journal.before_apply");
-        /* non-temporal from one full line up: a random file line is then not read for ownership first */
-        dk_store_persistent(f->data + h->off, h + 1, h->len, ALOG_JREC_NT_MIN_BYTES);
-        pos += rec_bytes(h->len);
-        n++;
-    }
-    return n;
-}
+void alog_jrnl_committed(struct alog_file *f) { __atomic_store_n(&f->j.committed, f->j.staged, __ATOMIC_RELEASE); }
 
-/* Replays the committed journal into the file durably, then empties it durably. Used by checkpoints and
- * recovery alike (the journal's DRAM state is not needed). Returns records applied, or -errno. */
+/* Replays the committed journal into the file durably, then marks it applied durably. Used by recovery
+ * (the journal's DRAM state is not needed; the caller sets it from the header after). Returns records
+ * applied, or -errno. */
 int64_t alog_jrnl_apply_committed(struct alog_file *f) {
-    uint64_t end = alog_jrnl_committed_end(f);
-    if (!end) return 0;
-    uint64_t n = replay(f, end);
-    int rc = alog_durable_data_all(f);
-    if (rc) return rc;
-    DK_CRASH_POINT("atomic.journal.before_reset");
-    uint64_t *slot = &f->hdr->jend_slot[f->hdr->epoch & 1];
-    alog_store_word(slot, 0);
-    rc = alog_durable_log_range(f, slot, sizeof *slot);
+    if (!alog_jrnl_unapplied(f->hdr)) return 0;
+    uint64_t pos = f->hdr->jhead, end = f->hdr->jend_slot[f->hdr->epoch & 1];
+    uint64_t n = replay(f, &pos, end, UINT64_MAX);
+    int rc = advance_head(f, end);
     if (rc) return rc;
     ALOG_CTR_ADD(f, checkpointed_entries, n);
     return (int64_t)n;
 }
 
-/* Checkpoint of a live journal; caller holds f->rw for writing. Only a journal holding nothing
- * uncommitted can be emptied: otherwise nothing is done. */
-int64_t alog_jrnl_checkpoint(struct alog_file *f) {
-    struct alog_journal *j = &f->j;
-    if (j->tail != alog_jrnl_committed_end(f)) return 0;
-    int64_t n = alog_jrnl_apply_committed(f);
-    if (n < 0) return n;
-    __atomic_store_n(&j->tail, 0, __ATOMIC_RELEASE);
-    j->flushed = j->indexed = 0;
-    alog_jindex_clear(f);
-    return n;
+/* Half full: time to apply (the checkpoint thread is kicked; without one, the sync applies). */
+bool alog_jrnl_due(const struct alog_file *f) {
+    return f->j.tail - __atomic_load_n(&f->j.head, __ATOMIC_ACQUIRE) >= f->area_bytes / 2;
 }
 
-bool alog_jrnl_due(const struct alog_file *f) { return f->j.tail >= f->area_bytes / 2; }
-
-/* Indexes the records appended since the last read (caller holds j.mu). Writes do not index: a random
- * block's slot is a cache miss, which a program that never reads back should not pay. */
-static int index_upto(struct alog_file *f) {
+/* Indexes the records appended since the last read (caller holds j.mu), from `from` on (the records
+ * below it are applied). Writes do not index: a random block's slot is a cache miss, which a program that
+ * never reads back should not pay. */
+static int index_upto(struct alog_file *f, uint64_t from) {
     struct alog_journal *j = &f->j;
+    if (j->indexed < from) j->indexed = from;
     while (j->indexed < j->tail) {
-        const struct alog_jrec *h = (const struct alog_jrec *)(f->area + j->indexed);
-        int rc = alog_jindex_add(f, h->off, h->len, j->indexed + sizeof *h);
+        const struct alog_jrec *h = (const struct alog_jrec *)at(f, j->indexed);
+        int rc = h->off == ALOG_JPAD ? 0 : alog_jindex_add(f, h->off, h->len, j->indexed + sizeof *h);
         if (rc) return rc;
         j->indexed += rec_bytes(h->len);
     }
@@ -166,11 +289,24 @@ static int index_upto(struct alog_file *f) {
 
 int alog_jrnl_read(struct alog_file *f, uint64_t off, void *dst, size_t n) {
     struct alog_journal *j = &f->j;
-    memcpy(dst, f->data + off, n);
-    if (!__atomic_load_n(&j->tail, __ATOMIC_ACQUIRE)) return 0; /* empty: the file is the truth */
+    if (__atomic_load_n(&j->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&j->head, __ATOMIC_ACQUIRE)) {
+        memcpy(dst, f->data + off, n); /* all applied: the file is the truth */
+        return 0;
+    }
     pthread_mutex_lock(&j->mu);
-    int rc = index_upto(f);
-    if (!rc) alog_jindex_overlay(f, off, dst, n);
+    /* The head first, then the file: a record below the head is in the file by then; those from the head
+     * on are overlaid, and their space is not reused while we hold j.mu (only appends reuse it). */
+    uint64_t from = __atomic_load_n(&j->head, __ATOMIC_ACQUIRE);
+    memcpy(dst, f->data + off, n);
+    int rc = 0;
+    if (from == j->tail || from - j->index_base > f->area_bytes / 2) {
+        alog_jindex_clear(f); /* everything indexed is in the file, or much of it: index again from the head */
+        j->indexed = j->index_base = from;
+    }
+    if (from != j->tail) {
+        rc = index_upto(f, from);
+        if (!rc) alog_jindex_overlay(f, off, dst, n, from);
+    }
     pthread_mutex_unlock(&j->mu);
     return rc;
 }

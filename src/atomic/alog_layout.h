@@ -49,11 +49,13 @@ struct alog_phdr {
      * fence, so the epoch store selects data and size at once. */
     uint64_t size_slot[2];
     uint64_t size_mode;
-    /* The journal (policy DAXKIT_ATOMIC_JOURNAL, alog_journal.c): jend_slot[H & 1] is the length of the
-     * journal committed with header epoch H; records in [0, jend) of the data area are replayed in order.
-     * A commit stores jend_slot[(H + 1) & 1] before the epoch word, like the size slot. 0 in older logs. */
+    /* The journal (policy DAXKIT_ATOMIC_JOURNAL, alog_journal.c), circular, in logical positions (area
+     * offset = position % data_bytes): jend_slot[H & 1] is the end of the journal committed with header
+     * epoch H; records in [jhead, jend) are replayed in order. A commit stores jend_slot[(H + 1) & 1]
+     * before the epoch word, like the size slot; jhead advances only after the records below it are
+     * durable in the file. Older logs: jhead 0, and jend 0 once checkpointed. */
     uint64_t jend_slot[2];
-    uint64_t pad1;
+    uint64_t jhead;
 };
 static_assert(sizeof(struct alog_phdr) == 128, "header lines");
 /* Logs named by their file (DAXKIT_ATOMIC, alog_named.c): the key (the log's name) and the path the file was
@@ -76,7 +78,9 @@ struct alog_pent {
 };
 static_assert(sizeof(struct alog_pent) == ALOG_ENTRY_BYTES, "one entry per cache line");
 
-/* A journal record: this header, then `len` bytes for file offset `off`, padded to ALOG_JREC_ALIGN. */
+/* A journal record: this header, then `len` bytes for file offset `off`, padded to ALOG_JREC_ALIGN. A record
+ * never wraps: the space left before the end of the area is then filled by a pad record (off ALOG_JPAD). */
+#define ALOG_JPAD UINT64_MAX
 struct alog_jrec {
     uint64_t off;
     uint32_t len;

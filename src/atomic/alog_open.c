@@ -202,7 +202,7 @@ static int attach_log(struct alog_file *f, const struct stat *st, uint64_t data_
     }
     adopt_log(f);
     if (f->hdr->data_ino == (uint64_t)st->st_ino && f->hdr->data_dev == (uint64_t)st->st_dev) return 0;
-    if (any_entry_valid(f) || alog_jrnl_committed_end(f)) return -ESTALE; /* another file's unrecovered log: never apply it to this one */
+    if (any_entry_valid(f) || alog_jrnl_unapplied(f->hdr)) return -ESTALE; /* another file's unrecovered log: never apply it to this one */
     alog_store_word(&f->hdr->data_ino, (uint64_t)st->st_ino);
     alog_store_word(&f->hdr->data_dev, (uint64_t)st->st_dev);
     return alog_durable_log_all(f);
@@ -268,6 +268,7 @@ static int open_all(struct alog_file *f, const char *path, const struct alog_whe
     if (!rc) rc = map_data(f);
     if (!rc) rc = init_dram(f);
     if (!rc) rc = alog_recover(f, o->recovery_threads, false);
+    if (!rc && f->journal) alog_jrnl_prefault(f);
     if (!rc) rc = f->track_size ? alog_size_settle(f) : untrack_size(f);
     if (!rc && w) rc = alog_named_set_hint(f, path, w->log_name); /* where recovery looks for the file first */
     return rc;
@@ -283,7 +284,7 @@ static int open_engine(const char *path, const struct alog_where *w, const struc
     f->policy_mode = o->policy;
     f->journal = o->policy == DAXKIT_ATOMIC_JOURNAL;
     f->redo_write_pct = o->redo_write_pct;
-    f->ckpt_interval_us = f->journal ? 0 : o->checkpoint_interval_us; /* the journal checkpoints at sync */
+    f->ckpt_interval_us = o->checkpoint_interval_us;
     int rc = open_all(f, path, w, o);
     if (rc) {
         release_resources(f);

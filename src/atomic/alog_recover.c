@@ -104,10 +104,7 @@ int alog_recover(struct alog_file *f, uint32_t threads, bool keep_entries) {
     int64_t jn = alog_jrnl_apply_committed(f);
     if (jn < 0) return (int)jn;
     ALOG_CTR_ADD(f, recovered_redo, (uint64_t)jn);
-    if (f->journal) {
-        f->j.tail = f->j.flushed = f->j.indexed = 0;
-        alog_jindex_clear(f);
-    }
+    if (f->journal) alog_jrnl_reset_dram(f);
     uint32_t n = DK_MIN(64u, thread_count(f, threads));
     struct rec_job jobs[64];
     run_jobs(f, jobs, n);

@@ -25,7 +25,7 @@ int alog_log_needs_work(int area_fd, const char *log_name, bool *tracked) {
     if (DK_REAL(flock)(fd, LOCK_EX | LOCK_NB) == 0 && DK_REAL(pread)(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
         h.magic == ALOG_MAGIC) {
         *tracked = h.size_mode == ALOG_SIZE_TRACKED;
-        rc = *tracked || h.jend_slot[h.epoch & 1] != 0; /* a committed journal not replayed yet */
+        rc = *tracked || alog_jrnl_unapplied(&h) != 0; /* a committed journal not replayed yet */
         struct alog_pent p;
         for (uint64_t i = 0; !rc && i < h.entry_count; i++) {
             if (DK_REAL(pread)(fd, &p, sizeof p, (off_t)(ALOG_HEADER_BYTES + i * ALOG_ENTRY_BYTES)) != (ssize_t)sizeof p)

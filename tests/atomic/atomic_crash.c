@@ -48,7 +48,7 @@ static void send_u64(int fd, uint64_t v) {
 
 static __attribute__((noreturn)) void child_main(uint32_t round, int fd) {
     struct daxkit_atomic_options o = at_opts(policy, 100);
-    o.log_bytes = 8u << 20;
+    o.log_bytes = policy == DAXKIT_ATOMIC_JOURNAL ? 2u << 20 : 8u << 20; /* the journal goes round */
     struct daxkit_atomic *a;
     int rc = daxkit_atomic_map(path, &o, &a);
     if (rc) {
@@ -79,7 +79,7 @@ static uint32_t match(const struct candidates *c, uint64_t h, const char *what, 
 
 static uint64_t file_hash_after_recovery(void) {
     struct daxkit_atomic_options o = at_opts(policy, 0);
-    o.log_bytes = 8u << 20;
+    o.log_bytes = policy == DAXKIT_ATOMIC_JOURNAL ? 2u << 20 : 8u << 20; /* the journal goes round */
     struct daxkit_atomic *a;
     AT_OK(daxkit_atomic_map(path, &o, &a));
     AT_OK(daxkit_atomic_unmap(a));

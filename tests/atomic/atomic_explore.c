@@ -4,7 +4,9 @@
  * and fence, and materialises the media states a power failure could leave at each crash point. On each,
  * recovery runs on a copy, and the file must equal the state of the last acknowledged sync k or of sync
  * k+1 (in flight). Usage: atomic_explore undo|redo|hybrid|journal [SEED]
- * (journal: the checkpoint after sync 5 replays and empties the journal, and later records reuse its space) */
+ * (journal: the checkpoint after sync 5 replays the journal and advances its head; then a pad record takes
+ * the journal to the end of its area, so that the records of batches 6-8 wrap round and overwrite those of
+ * batches 1-2 -- applied, and never to be replayed again) */
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,6 +85,7 @@ int main(int argc, char **argv) {
         AT_OK(alog_sync(f));
         dk_explorer_mark(k);
         if (k == 5 && alog_checkpoint_committed(f) < 0) AT_FAIL("checkpoint pass");
+        if (k == 5 && policy == DAXKIT_ATOMIC_JOURNAL) AT_OK(alog_jrnl_test_pad_to_lap_end(f));
     }
     dk_explorer_end();
     struct daxkit_atomic_stats s = {0};
