@@ -1,10 +1,14 @@
 /* Description: failure-atomic updates (issue 4, part 5): the daxkit_atomic_* C API against the kernel path
  * (pwrite/pread + fsync on the same file system) in one run. Tests (--tests, comma-separated, default all):
  *   sizes    copies of 128 B, 1 KiB, 4 KiB, 64 KiB at random aligned offsets, sync every 1/10/100
- *   dirty    the cost of one sync after 1, 10, 100, 1000 dirty 4 KiB blocks (epoch commit: O(1))
+ *   dirty    the cost of one sync after 1, 10, 100, 1000 dirty 4 KiB blocks (epoch commit: O(1)), each
+ *            block dirtied by a 128 B copy (sub-block) or by a 4 KiB copy (the whole block)
  *   mix      read:write mixes 100:0 .. 0:100 of 4 KiB ops (sync every 10) under undo, redo, hybrid, journal
  *   (sizes and latency: kernel, hybrid and journal; dirty: kernel, undo, redo, journal)
- *   latency  4 KiB copy + sync, every op: median and p99.9
+ *   latency  4 KiB copy + sync, every op: median and p99.9; also `floor` (a 4 KiB memcpy into DRAM + a
+ *            fence: the machine's own tail). DK_BENCH_CLASSIFY=1: a second, instrumented pass per variant
+ *            says on stderr what happened in each op slower than 2x the median (checkpoint, page fault,
+ *            preemption, blocking, nothing seen)
  *   threads  4 KiB copies, sync every 10 per thread, 1 and 2 threads, on one shared file (one handle) and
  *            on private files (one per thread)
  *   mmap     a program storing 128 B / 4 KiB into its own mapping with msync every 1/10/100: the kernel's
@@ -23,6 +27,7 @@
 #include <string.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -118,8 +123,10 @@ static void make_file(void) {
 
 /* ---- the two paths behind one interface ---- */
 
-enum variant { V_KERNEL, V_HYBRID, V_UNDO, V_REDO, V_JOURNAL };
-static const char *variant_name[] = {"kernel", "atomic-hybrid", "atomic-undo", "atomic-redo", "atomic-journal"};
+enum variant { V_KERNEL, V_HYBRID, V_UNDO, V_REDO, V_JOURNAL, V_FLOOR };
+static const char *variant_name[] = {"kernel", "atomic-hybrid", "atomic-undo", "atomic-redo", "atomic-journal", "floor"};
+static char *floor_buf; /* V_FLOOR: 4 KiB copies into 1 MiB of DRAM, a fence as the "sync" */
+#define FLOOR_BYTES (1u << 20)
 
 struct target {
     enum variant v;
@@ -129,6 +136,11 @@ struct target {
 
 static struct target open_target(enum variant v) {
     struct target t = {.v = v, .fd = -1};
+    if (v == V_FLOOR) {
+        if (!floor_buf && !(floor_buf = aligned_alloc(4096, FLOOR_BYTES))) die("floor buffer", ENOMEM);
+        memset(floor_buf, 1, FLOOR_BYTES);
+        return t;
+    }
     if (v == V_KERNEL) {
         t.fd = open(path, O_RDWR);
         if (t.fd < 0) die("open", errno);
@@ -153,7 +165,9 @@ static void close_target(struct target *t) {
 }
 
 static void t_write(struct target *t, uint64_t off, uint32_t n) {
-    if (t->a) {
+    if (t->v == V_FLOOR) {
+        memcpy(floor_buf + off % (FLOOR_BYTES - n + 1), buf, n);
+    } else if (t->a) {
         int rc = daxkit_atomic_copy(t->a, off, buf, n);
         if (rc) die("daxkit_atomic_copy", rc);
     } else if (pwrite(t->fd, buf, n, (off_t)off) != (ssize_t)n) {
@@ -171,7 +185,9 @@ static void t_read(struct target *t, uint64_t off, uint32_t n, char *dst) {
 }
 
 static void t_sync(struct target *t) {
-    if (t->a) {
+    if (t->v == V_FLOOR) {
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    } else if (t->a) {
         int rc = daxkit_atomic_sync(t->a);
         if (rc) die("daxkit_atomic_sync", rc);
     } else if (fsync(t->fd) != 0) {
@@ -198,19 +214,19 @@ static void run_sizes(enum variant v, uint32_t bs, uint32_t sync_every) {
     emit(&r, ops);
 }
 
-static void run_dirty(enum variant v, uint32_t dirty) {
+static void run_dirty(enum variant v, uint32_t dirty, uint32_t bs) {
     struct target t = open_target(v);
     uint32_t reps = dirty >= 1000 ? 60 : 300;
     uint64_t s = C.seed, blocks = C.file_bytes / 4096;
     uint64_t t0 = now_ns(), c0 = cpu_now_ns();
     for (uint32_t r = 0; r < reps; r++) {
         uint64_t first = rnd(&s) % (blocks - dirty);
-        for (uint32_t i = 0; i < dirty; i++) t_write(&t, (first + i) * 4096 + 512, 128);
+        for (uint32_t i = 0; i < dirty; i++) t_write(&t, (first + i) * 4096 + (bs < 4096 ? 512 : 0), bs);
         uint64_t a = now_ns();
         t_sync(&t);
         lat[r] = now_ns() - a;
     }
-    struct row r = {.variant = variant_name[v], .test = "dirty", .bs = 128, .sync_every = dirty, .write_pct = 100,
+    struct row r = {.variant = variant_name[v], .test = "dirty", .bs = bs, .sync_every = dirty, .write_pct = 100,
                     .dirty_blocks = dirty, .ops = reps, .wall_s = (now_ns() - t0) / 1e9, .cpu_ns = cpu_now_ns() - c0};
     close_target(&t);
     emit(&r, reps);
@@ -234,20 +250,70 @@ static void run_mix(enum variant v, uint32_t write_pct) {
     emit(&r, C.ops);
 }
 
-static void run_latency(enum variant v) {
+/* What happened in one op (DK_BENCH_CLASSIFY): the thread's page faults and context switches around it and the
+ * engine's checkpoint counters. */
+struct op_seen {
+    long faults, preempted, blocked;
+    uint64_t checkpointed;
+};
+
+static struct op_seen seen_now(const struct target *t) {
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    struct op_seen o = {.faults = ru.ru_minflt + ru.ru_majflt, .preempted = ru.ru_nivcsw, .blocked = ru.ru_nvcsw};
+    struct daxkit_atomic_stats st;
+    if (t->a && daxkit_atomic_get_stats(t->a, &st) == 0) o.checkpointed = st.checkpointed_entries + st.sync_checkpoints;
+    return o;
+}
+
+enum { SEEN_CHECKPOINT = 1, SEEN_FAULT = 2, SEEN_PREEMPTED = 4, SEEN_BLOCKED = 8 };
+static uint8_t *seen_class;
+
+static uint8_t classify(struct op_seen a, struct op_seen b) {
+    return (uint8_t)((b.checkpointed != a.checkpointed ? SEEN_CHECKPOINT : 0) | (b.faults != a.faults ? SEEN_FAULT : 0) |
+                     (b.preempted != a.preempted ? SEEN_PREEMPTED : 0) | (b.blocked != a.blocked ? SEEN_BLOCKED : 0));
+}
+
+/* stderr: the ops slower than 2x the median, by the first thing seen in them (checkpoint > fault >
+ * preemption > blocking > nothing), and the p99.9 without the preempted ones. */
+static void report_classes(enum variant v, uint32_t n) {
+    uint64_t *sorted = malloc(n * sizeof *sorted), *kept = malloc(n * sizeof *kept);
+    if (!sorted || !kept) die("classify", ENOMEM);
+    memcpy(sorted, lat, n * sizeof *lat);
+    qsort(sorted, n, sizeof *sorted, cmp_u64);
+    uint64_t median = sorted[n / 2], p999 = sorted[(uint64_t)n * 999 / 1000];
+    uint32_t cnt[5] = {0}, k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint8_t c = seen_class[i];
+        if (!(c & SEEN_PREEMPTED)) kept[k++] = lat[i];
+        if (lat[i] <= 2 * median) continue;
+        cnt[c & SEEN_CHECKPOINT ? 0 : c & SEEN_FAULT ? 1 : c & SEEN_PREEMPTED ? 2 : c & SEEN_BLOCKED ? 3 : 4]++;
+    }
+    qsort(kept, k, sizeof *kept, cmp_u64);
+    fprintf(stderr, "latency-classes,%s,ops %u,median %llu,p99.9 %llu,slow(>2x) %u: checkpoint %u fault %u preempted %u "
+            "blocked %u unexplained %u,p99.9 of the ops not preempted %llu\n", variant_name[v], n,
+            (unsigned long long)median, (unsigned long long)p999, cnt[0] + cnt[1] + cnt[2] + cnt[3] + cnt[4], cnt[0],
+            cnt[1], cnt[2], cnt[3], cnt[4], (unsigned long long)(k ? kept[(uint64_t)k * 999 / 1000] : 0));
+    free(sorted), free(kept);
+}
+
+static void run_latency(enum variant v, bool classified) {
     struct target t = open_target(v);
     uint64_t s = C.seed, slots = C.file_bytes / 4096;
     uint64_t t0 = now_ns(), c0 = cpu_now_ns();
     for (uint32_t i = 0; i < C.ops; i++) {
+        struct op_seen before = classified ? seen_now(&t) : (struct op_seen){0};
         uint64_t a = now_ns();
         t_write(&t, (rnd(&s) % slots) * 4096, 4096);
         t_sync(&t);
         lat[i] = now_ns() - a;
+        if (classified) seen_class[i] = classify(before, seen_now(&t));
     }
     struct row r = {.variant = variant_name[v], .test = "latency", .bs = 4096, .sync_every = 1, .write_pct = 100,
                     .dirty_blocks = 0, .ops = C.ops, .wall_s = (now_ns() - t0) / 1e9, .cpu_ns = cpu_now_ns() - c0};
     close_target(&t);
-    emit(&r, C.ops);
+    if (classified) report_classes(v, C.ops);
+    else emit(&r, C.ops);
 }
 
 /* ---- threads: one shared handle, or private files ---- */
@@ -394,9 +460,10 @@ int main(int argc, char **argv) {
                 for (int v = 0; v < 3; v++) run_sizes(main3[v], sizes[b], syncs[k]);
     if (want("dirty")) {
         const uint32_t dirty[] = {1, 10, 100, 1000};
-        for (int d = 0; d < 4; d++)
-            for (int v = 0; v < 5; v++)
-                if (all[v] != V_HYBRID) run_dirty(all[v], dirty[d]);
+        for (int b = 0; b < 2; b++)
+            for (int d = 0; d < 4; d++)
+                for (int v = 0; v < 5; v++)
+                    if (all[v] != V_HYBRID) run_dirty(all[v], dirty[d], b ? 4096 : 128);
     }
     if (want("mix")) {
         /* DK_BENCH_MIX_PCT / DK_BENCH_MIX_VARIANT: one cell only (instruction counts under callgrind) */
@@ -415,8 +482,14 @@ int main(int argc, char **argv) {
         for (int b = 0; b < 4; b += 2)
             for (int k = 0; k < 3; k++)
                 for (int v = 0; v < 2; v++) run_mmap(v == 1, sizes[b], syncs[k]);
-    if (want("latency"))
-        for (int v = 0; v < 3; v++) run_latency(main3[v]);
+    if (want("latency")) {
+        const enum variant lat_variants[] = {V_FLOOR, V_KERNEL, V_HYBRID, V_JOURNAL};
+        bool classify_too = getenv("DK_BENCH_CLASSIFY") && (seen_class = malloc(C.ops)) != NULL;
+        for (int v = 0; v < 4; v++) {
+            run_latency(lat_variants[v], false);
+            if (classify_too) run_latency(lat_variants[v], true);
+        }
+    }
     unlink(path);
     return 0;
 }
