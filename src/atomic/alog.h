@@ -28,6 +28,7 @@
 #define ALOG_NT_MIN_BYTES 256u
 #define ALOG_CKPT_BATCH 64u
 #define ALOG_POLICY_WINDOW_ACCESSES 256u /* hybrid: accesses that a policy decision needs at least */
+#define ALOG_POLICY_HYSTERESIS_PCT 10u   /* hybrid: redo goes back to undo below threshold - this */
 
 enum alog_policy { ALOG_UNDO = DAXKIT_ATOMIC_UNDO, ALOG_REDO = DAXKIT_ATOMIC_REDO };
 
@@ -306,7 +307,7 @@ bool alog_jrnl_due(const struct alog_file *f); /* half full: the checkpoint thre
 /* Test hook: a pad record from the tail to the end of the area, so the next records reuse the area's start. */
 int alog_jrnl_test_pad_to_lap_end(struct alog_file *f);
 #endif
-/* Maps the log's pages now (the first lap's page faults out of the writes). */
+/* Maps the log data area's pages now (the first lap's page faults out of the writes; any policy). */
 void alog_jrnl_prefault(struct alog_file *f);
 /* The DRAM state of an empty (fully applied) journal at hdr->jhead, after recovery. */
 void alog_jrnl_reset_dram(struct alog_file *f);

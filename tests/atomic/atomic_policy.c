@@ -1,6 +1,7 @@
 /* Description: the hybrid policy switches in both directions. The rule (alog_policy_next): redo for the
- * next epoch when writes >= 40% of this epoch's accesses, else undo, in integers (Libnvmio's integer
- * division never switched). Through the API: a write-heavy epoch moves a file from undo to redo at sync,
+ * next epoch when writes >= 40% of this epoch's accesses, else undo -- but a file in redo goes back only
+ * below 30% (hysteresis: a mix at the threshold would flip at every window), in integers (Libnvmio's
+ * integer division never switched). Through the API: a write-heavy epoch moves a file from undo to redo at sync,
  * a read-heavy one moves it back, each switch checkpoints everything (no entries left), the data stays
  * right across switches, the fixed policies never switch, and short epochs accumulate their counts
  * until 256 accesses back a decision (no flip-flopping on noise when a program syncs every few ops). Usage: atomic_policy [DIR] */
@@ -13,6 +14,11 @@ static void rule(void) {
     AT_CHECK(alog_policy_next(ALOG_UNDO, DAXKIT_ATOMIC_HYBRID, 40, 60, 40) == ALOG_REDO, "40%% writes: redo");
     AT_CHECK(alog_policy_next(ALOG_UNDO, DAXKIT_ATOMIC_HYBRID, 40, 61, 39) == ALOG_UNDO, "39%% writes: undo");
     AT_CHECK(alog_policy_next(ALOG_REDO, DAXKIT_ATOMIC_HYBRID, 40, 3, 2) == ALOG_REDO, "2 of 5 writes: redo");
+    /* hysteresis: from redo, back to undo only below 40 - 10 = 30% writes (no flapping at the threshold) */
+    AT_CHECK(alog_policy_next(ALOG_REDO, DAXKIT_ATOMIC_HYBRID, 40, 61, 39) == ALOG_REDO, "redo, 39%%: stays");
+    AT_CHECK(alog_policy_next(ALOG_REDO, DAXKIT_ATOMIC_HYBRID, 40, 70, 30) == ALOG_REDO, "redo, 30%%: stays");
+    AT_CHECK(alog_policy_next(ALOG_REDO, DAXKIT_ATOMIC_HYBRID, 40, 71, 29) == ALOG_UNDO, "redo, 29%%: undo");
+    AT_CHECK(alog_policy_next(ALOG_REDO, DAXKIT_ATOMIC_HYBRID, 5, 100, 0) == ALOG_UNDO, "threshold 5%%, 0%%: undo");
     AT_CHECK(alog_policy_next(ALOG_REDO, DAXKIT_ATOMIC_HYBRID, 40, 0, 0) == ALOG_REDO, "idle epoch keeps redo");
     AT_CHECK(alog_policy_next(ALOG_UNDO, DAXKIT_ATOMIC_HYBRID, 40, 0, 0) == ALOG_UNDO, "idle epoch keeps undo");
     AT_CHECK(alog_policy_next(ALOG_UNDO, DAXKIT_ATOMIC_UNDO, 40, 0, 100) == ALOG_UNDO, "fixed undo");
@@ -51,6 +57,7 @@ static void hybrid(const char *path) {
     at_make_file(path, FILE_BYTES, 7);
     at_read_file(path, model, FILE_BYTES);
     struct daxkit_atomic_options o = at_opts(DAXKIT_ATOMIC_HYBRID, 0);
+    o.redo_write_pct = 40; /* the threshold (the default is 60) */
     struct daxkit_atomic *a;
     AT_OK(daxkit_atomic_map(path, &o, &a));
     if (at_stats(a).persist_medium == 1) at_skip("pagecache medium: the engine uses redo only there");
@@ -62,7 +69,11 @@ static void hybrid(const char *path) {
     epoch(a, 120, 180, &rs);
     expect_policy(a, DAXKIT_ATOMIC_REDO, 1, "120 writes, 180 reads (exactly 40%)");
     epoch(a, 117, 183, &rs);
-    expect_policy(a, DAXKIT_ATOMIC_UNDO, 2, "117 writes, 183 reads (39%)");
+    expect_policy(a, DAXKIT_ATOMIC_REDO, 1, "117 writes, 183 reads (39%: redo stays down to 30%)");
+    epoch(a, 90, 210, &rs);
+    expect_policy(a, DAXKIT_ATOMIC_REDO, 1, "90 writes, 210 reads (exactly 30%)");
+    epoch(a, 87, 213, &rs);
+    expect_policy(a, DAXKIT_ATOMIC_UNDO, 2, "87 writes, 213 reads (29%)");
     AT_CHECK(at_stats(a).entries_live == 0, "a switch leaves no entries");
     epoch(a, 15, 285, &rs);
     expect_policy(a, DAXKIT_ATOMIC_UNDO, 2, "15 writes, 285 reads");
