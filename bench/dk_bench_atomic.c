@@ -5,8 +5,8 @@
  *            block dirtied by a 128 B copy (sub-block) or by a 4 KiB copy (the whole block)
  *   mix      read:write mixes 100:0 .. 0:100 of 4 KiB ops (sync every 10) under undo, redo, hybrid, journal
  *   (sizes and latency: kernel, hybrid and journal; dirty: kernel, undo, redo, journal)
- *   latency  4 KiB copy + sync, every op: median and p99.9; also `floor` (a 4 KiB memcpy into DRAM + a
- *            fence: the machine's own tail). DK_BENCH_CLASSIFY=1: a second, instrumented pass per variant
+ *   latency  4 KiB copy + sync, every op: median and p99.9; also `floor` (a 4 KiB memcpy into DRAM kept
+ *            busy to DK_BENCH_FLOOR_NS [900] ns, + a fence: the machine's own tail for an op that long). DK_BENCH_CLASSIFY=1: a second, instrumented pass per variant
  *            says on stderr what happened in each op slower than 2x the median (checkpoint, page fault,
  *            preemption, blocking, nothing seen)
  *   threads  4 KiB copies, sync every 10 per thread, 1 and 2 threads, on one shared file (one handle) and
@@ -125,7 +125,11 @@ static void make_file(void) {
 
 enum variant { V_KERNEL, V_HYBRID, V_UNDO, V_REDO, V_JOURNAL, V_FLOOR };
 static const char *variant_name[] = {"kernel", "atomic-hybrid", "atomic-undo", "atomic-redo", "atomic-journal", "floor"};
-static char *floor_buf; /* V_FLOOR: 4 KiB copies into 1 MiB of DRAM, a fence as the "sync" */
+/* V_FLOOR: a 4 KiB copy into 1 MiB of DRAM padded to floor_ns of busy CPU (DK_BENCH_FLOOR_NS, default 900: about
+ * an atomic op), a fence as the "sync": whatever makes it slower is the machine (interrupts, preemption, the
+ * hypervisor), which hits an op of the same length as often. */
+static char *floor_buf;
+static uint64_t floor_ns = 900;
 #define FLOOR_BYTES (1u << 20)
 
 struct target {
@@ -165,8 +169,10 @@ static void close_target(struct target *t) {
 }
 
 static void t_write(struct target *t, uint64_t off, uint32_t n) {
-    if (t->v == V_FLOOR) {
+    if (t->v == V_FLOOR) { /* a 4 KiB copy, then the CPU kept busy until floor_ns have passed */
+        uint64_t t0 = now_ns();
         memcpy(floor_buf + off % (FLOOR_BYTES - n + 1), buf, n);
+        while (now_ns() - t0 < floor_ns) {}
     } else if (t->a) {
         int rc = daxkit_atomic_copy(t->a, off, buf, n);
         if (rc) die("daxkit_atomic_copy", rc);
@@ -244,6 +250,10 @@ static void run_mix(enum variant v, uint32_t write_pct) {
         if ((i + 1) % 10 == 0) t_sync(&t);
         lat[i] = now_ns() - a;
     }
+    struct daxkit_atomic_stats st;
+    if (v == V_HYBRID && daxkit_atomic_get_stats(t.a, &st) == 0) /* stderr: the policy decisions taken */
+        fprintf(stderr, "mix,%s,%u%% writes,%llu syncs,%llu policy switches\n", variant_name[v], write_pct,
+                (unsigned long long)st.syncs, (unsigned long long)st.policy_switches);
     struct row r = {.variant = variant_name[v], .test = "mix", .bs = 4096, .sync_every = 10, .write_pct = write_pct,
                     .dirty_blocks = 0, .ops = C.ops, .wall_s = (now_ns() - t0) / 1e9, .cpu_ns = cpu_now_ns() - c0};
     close_target(&t);
@@ -485,6 +495,7 @@ int main(int argc, char **argv) {
     if (want("latency")) {
         const enum variant lat_variants[] = {V_FLOOR, V_KERNEL, V_HYBRID, V_JOURNAL};
         bool classify_too = getenv("DK_BENCH_CLASSIFY") && (seen_class = malloc(C.ops)) != NULL;
+        if (getenv("DK_BENCH_FLOOR_NS")) floor_ns = strtoull(getenv("DK_BENCH_FLOOR_NS"), NULL, 0);
         for (int v = 0; v < 4; v++) {
             run_latency(lat_variants[v], false);
             if (classify_too) run_latency(lat_variants[v], true);
