@@ -32,6 +32,14 @@
 /* Starts recording stores, write-backs and fences into [base, base + bytes) (fences from anywhere). The
  * region's current contents are the pre-workload image. One recording at a time. Returns 0 or -errno. */
 int dk_explorer_begin(void *base, size_t bytes);
+/* The same over several regions (at most 8, e.g. a log, a staging file and a data file mapped apart): the
+ * image the checker sees is their concatenation, in this order (region i at the sum of the earlier sizes,
+ * each rounded down to whole lines). */
+struct dk_explorer_region {
+    void *base;
+    size_t bytes;
+};
+int dk_explorer_begin_regions(const struct dk_explorer_region *regions, size_t n);
 /* Records a marker at this point of the trace (e.g. "record 17 acknowledged"). Thread-safe. */
 void dk_explorer_mark(uint64_t value);
 /* Stops recording (the trace is kept for dk_explorer_run). */
