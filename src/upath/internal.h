@@ -207,6 +207,15 @@ void up_strict_after_fork_child(void);
 void up_strict_shutdown(void);
 /* Replays the logs of dead owners in <root>/.daxkit (tag NULL: any). 0 or -errno. */
 int up_strict_recover(const char *root_path, int area_fd, const char *tag, struct up_strict_report *rep);
+#ifdef DAXKIT_TEST_BUILD
+/* Test builds: deliberately broken strict-mode orderings the crash-state explorer must catch. */
+enum up_strict_broken {
+    UP_STRICT_BROKEN_NONE = 0,
+    UP_STRICT_BROKEN_CHECKPOINT_NO_FENCE, /* the checkpoint resets the log without fencing the applied bytes */
+    UP_STRICT_BROKEN_STAGED_NO_FENCE,     /* a staged write's record is written before its staged bytes are fenced */
+};
+extern int up_strict_test_broken;
+#endif
 
 /* ---- files (file.c) ---- */
 

@@ -1,31 +1,50 @@
 /* Description: strict mode's write ordering under the crash-state explorer (power failure, not process
- * crash): each write is recorded (inline record: the bytes in the log, ONE fence), then applied to the file
- * with write-backs and NO fence, and acknowledged; a checkpoint makes the applied bytes durable (one fence)
- * before the log's reset (new generation header + fence) makes the records invisible. This is the order of
- * src/upath/strict.c (log_write, apply_write with UP_IO_LOGGED, checkpoint_locked) on a flush medium, run
- * with the real oplog and persist code on one region that holds the log and a 16 KiB "file" side by side.
- * For every crash state, recovery (scan the log image, replay its records onto the file image, as
- * up_strict_recover does) must give the file after the acknowledged writes, or after one more (the write in
- * flight). A power failure between an apply and the checkpoint must recover from the records.
- * argv[1]: correct (must pass) | checkpoint-no-fence (the checkpoint resets the log without fencing the
- * applied bytes first: the explorer must report a lost write). argv[2]: seed (0: clock; printed).
- * Exit 0 pass, 1 fail, 77 skip (the two mappings cannot be placed side by side). */
-
+ * crash), driving the REAL strict path: libdkcore's up_pwrite on a tmpfs directory with DAXKIT_PERSIST=flush
+ * and DAXKIT_MODE=strict, so the persist trace hooks record what src/upath/strict.c and src/oplog actually
+ * store, write back and fence -- the record (inline bytes in the log, or staged bytes in the strict staging
+ * file and a one-line record), the apply into the file's mapping (no fence), and the checkpoints (a full
+ * 64 KiB log, DAXKIT_STRICT_LOG_BYTES, and up_strict_checkpoint_all every CHECKPOINT_EVERY writes, the call
+ * every publish point makes): the applied bytes fenced, then the log reset. Three regions are explored
+ * together: the operation log, the first MiB of the staging file and the 16 KiB data file (found in
+ * /proc/self/maps after a warm-up write). For every crash state, recovery -- the real scan
+ * (dk_oplog_scan_image) and the replay of its inline and staged records onto the file image, as
+ * up_strict_recover does -- must give the file after the acknowledged writes, or after one more.
+ * argv[1]: correct (must pass) | checkpoint-no-fence (test build: strict.c's checkpoint resets the log
+ * without fencing the applied bytes first) | staged-no-fence (a staged write's record is written before
+ * its staged bytes are fenced: one fence for both, as strict.c did until this test drove the real path)
+ * -- for the broken variants the explorer must report the state that loses or garbles a write.
+ * argv[2]: seed (0: clock).
+ * Exit 0 pass, 1 fail, 77 skip (no /dev/shm). */
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "explorer.h"
 #include "oplog/oplog.h"
-#include "persist/persist.h"
+
+/* The user-space path's entry points (src/upath/upath.h, internal.h), declared here. */
+struct up_slot;
+void up_init(void);
+void up_fini(void);
+int up_adopt(int fd, int oflags, const char *path);
+struct up_slot *up_serving(int fd);
+ssize_t up_pwrite(struct up_slot *s, int fd, const void *buf, size_t n, off_t off);
+int up_close(int fd);
+void up_strict_checkpoint_all(void);
+extern int up_strict_test_broken;
 
 #define DATA_BYTES (16u << 10)
+#define STAGING_EXPLORED (1u << 20)
 #define WRITES 300u
-#define CHECKPOINT_EVERY 25u
-#define LEN_MAX 300u
+#define CHECKPOINT_EVERY 40u
+#define LEN_MAX 4096u
+enum { R_LOG, R_STAGING, R_FILE, R_COUNT };
 enum mark_kind { MARK_ACK = 1 };
 
 struct write_op {
@@ -33,36 +52,49 @@ struct write_op {
     unsigned char bytes[LEN_MAX];
 };
 static struct write_op ops[WRITES];
-static size_t data_at; /* offset of the file inside the explored region */
-static size_t log_at, log_bytes;
+static struct dk_explorer_region regions[R_COUNT];
+static size_t region_at[R_COUNT]; /* offset of each region in the explored image */
+static unsigned char file0[DATA_BYTES]; /* the file before the workload */
+static uint64_t data_ino;
 
 /* The file after writes [0, k). */
 static void model_after(unsigned char *file, unsigned k) {
-    memset(file, 0, DATA_BYTES);
+    memcpy(file, file0, DATA_BYTES);
     for (unsigned i = 0; i < k; i++) memcpy(file + ops[i].off, ops[i].bytes, ops[i].len);
 }
 
+struct replay {
+    unsigned char *file;
+    const unsigned char *staging;
+    int bad;
+};
+
 static int replay_cb(const struct dk_oplog_record *r, void *ctx) {
-    unsigned char *file = ctx;
+    struct replay *rp = ctx;
     struct dk_oplog_op op;
     memcpy(&op, r->fixed48, sizeof op);
-    if (r->type != DK_OPLOG_WRITE_INLINE || op.file_offset + r->data_len > DATA_BYTES || r->data_len != op.length)
-        return 1;
-    memcpy(file + op.file_offset, r->data, r->data_len);
+    if (op.ino != data_ino || op.file_offset + op.length > DATA_BYTES) return rp->bad = 1;
+    if (r->type == DK_OPLOG_WRITE_INLINE && r->data_len == op.length)
+        memcpy(rp->file + op.file_offset, r->data, op.length);
+    else if (r->type == DK_OPLOG_WRITE_STAGED && op.staging_offset + op.length <= STAGING_EXPLORED)
+        memcpy(rp->file + op.file_offset, rp->staging + op.staging_offset, op.length);
+    else
+        return rp->bad = 1;
     return 0;
 }
 
 static int check(const void *image, size_t bytes, const uint64_t *marks, size_t n, char *why, size_t why_bytes,
                  void *unused) {
-    (void)unused;
+    (void)unused, (void)bytes;
     long acked = -1;
     for (size_t k = 0; k < n; k++)
         if (marks[k] >> 56 == MARK_ACK) acked = (long)(uint32_t)marks[k];
     static unsigned char file[DATA_BYTES], want[DATA_BYTES];
-    memcpy(file, (const char *)image + data_at, DATA_BYTES);
-    (void)bytes;
-    int rc = dk_oplog_scan_image((const char *)image + log_at, log_bytes, replay_cb, file, NULL);
-    if (rc != 0) return snprintf(why, why_bytes, "recovery scan failed or met a bad record: %d", rc);
+    const unsigned char *img = image;
+    memcpy(file, img + region_at[R_FILE], DATA_BYTES);
+    struct replay rp = {file, img + region_at[R_STAGING], 0};
+    int rc = dk_oplog_scan_image(img + region_at[R_LOG], regions[R_LOG].bytes, replay_cb, &rp, NULL);
+    if (rc != 0) return snprintf(why, why_bytes, "recovery scan failed or met a record it cannot replay: %d", rc);
     for (long k = acked + 1; k <= acked + 2 && k <= (long)WRITES; k++) {
         model_after(want, (unsigned)k);
         if (!memcmp(file, want, DATA_BYTES)) return 0;
@@ -74,75 +106,108 @@ static int check(const void *image, size_t bytes, const uint64_t *marks, size_t 
                     "at byte %zu", acked + 1, b);
 }
 
-/* Places an anonymous shared 16 KiB "file" right below or right above the log mapping. */
-static unsigned char *place_file(unsigned char *log_map, size_t log_len) {
-    unsigned char *tries[2] = {log_map - DATA_BYTES, log_map + log_len};
-    for (int i = 0; i < 2; i++) {
-        void *p = mmap(tries[i], DATA_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
-                       -1, 0);
-        if (p == tries[i]) return p;
-        if (p != MAP_FAILED) munmap(p, DATA_BYTES);
+/* The mapping (file offset 0) whose /proc/self/maps path ends in `suffix`: its base and size. */
+static int find_mapping(const char *suffix, struct dk_explorer_region *out) {
+    FILE *m = fopen("/proc/self/maps", "r");
+    char line[4608];
+    int found = 0;
+    while (!found && m && fgets(line, sizeof line, m)) {
+        unsigned long lo, hi, off;
+        if (sscanf(line, "%lx-%lx %*4s %lx", &lo, &hi, &off) != 3 || off != 0) continue;
+        size_t k = strcspn(line, "\n"), s = strlen(suffix);
+        line[k] = 0;
+        if (k > s && !strcmp(line + k - s, suffix)) *out = (struct dk_explorer_region){(void *)lo, hi - lo}, found = 1;
     }
-    return NULL;
+    if (m) fclose(m);
+    return found;
+}
+
+static void make_ops(uint64_t seed) {
+    srandom((unsigned)seed);
+    for (unsigned i = 0; i < WRITES; i++) {
+        long kind = random() % 10; /* 7: 1-300 B, 2: up to 1 KiB (inline records), 1: up to 4 KiB (staged) */
+        uint32_t max = kind < 7 ? 300 : kind < 9 ? 1024 : LEN_MAX;
+        ops[i].len = 1 + (uint32_t)(random() % max);
+        ops[i].off = (uint32_t)(random() % (DATA_BYTES - ops[i].len + 1));
+        for (uint32_t b = 0; b < ops[i].len; b++) ops[i].bytes[b] = (unsigned char)(random() | 1);
+    }
 }
 
 int main(int argc, char **argv) {
     const char *variant = argc > 1 ? argv[1] : "correct";
-    int broken = !strcmp(variant, "checkpoint-no-fence");
+    int broken = !strcmp(variant, "checkpoint-no-fence") ? 1 : !strcmp(variant, "staged-no-fence") ? 2 : 0;
     if (!broken && strcmp(variant, "correct")) return fprintf(stderr, "unknown variant %s\n", variant), 1;
     uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 0;
     if (!seed) seed = (uint64_t)time(NULL);
-    srandom((unsigned)seed);
-    for (unsigned i = 0; i < WRITES; i++) {
-        ops[i].len = 1 + (uint32_t)(random() % LEN_MAX);
-        ops[i].off = (uint32_t)(random() % (DATA_BYTES - ops[i].len + 1));
-        for (uint32_t b = 0; b < ops[i].len; b++) ops[i].bytes[b] = (unsigned char)(random() | 1);
-    }
+    make_ops(seed);
+    struct stat sb;
+    if (stat("/dev/shm", &sb) != 0) return printf("SKIP: no /dev/shm\n"), 77;
     char dir[] = "/dev/shm/dk-explore-apply.XXXXXX";
     if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
-    struct dk_oplog *log;
-    int rc = dk_oplog_open(dir, "apply", DK_OPLOG_BYTES_MIN, &log);
-    if (rc != 0) return fprintf(stderr, "open: %d\n", rc), 1;
-    unsigned char *log_map = dk_oplog_mapping(log, &log_bytes);
-    unsigned char *file = place_file(log_map, log_bytes);
-    if (!file) {
-        dk_oplog_close(log, 1), rmdir(dir);
-        printf("SKIP: the file mapping cannot be placed next to the log's (the explorer records one region)\n");
-        return 77;
-    }
-    unsigned char *lo = file < log_map ? file : log_map;
-    data_at = (size_t)(file - lo), log_at = (size_t)(log_map - lo);
-    dk_explorer_begin(lo, log_bytes + DATA_BYTES);
-    for (unsigned i = 0; i < WRITES && rc == 0; i++) {
-        if (i > 0 && i % CHECKPOINT_EVERY == 0) {
-            if (!broken) dk_fence(); /* the checkpoint: applied bytes durable before the records go */
-            rc = dk_oplog_reset(log);
-        }
-        struct dk_oplog_op op = {.ino = 1, .file_offset = ops[i].off, .length = ops[i].len};
-        if (rc == 0) rc = dk_oplog_append(log, DK_OPLOG_WRITE_INLINE, &op, ops[i].bytes, ops[i].len, NULL);
-        dk_store_persistent(file + ops[i].off, ops[i].bytes, ops[i].len, 256); /* the apply: no fence */
+    setenv("DAXKIT_DIR", dir, 1);
+    setenv("DAXKIT_MODE", "strict", 1);
+    setenv("DAXKIT_PERSIST", "flush", 1);
+    setenv("DAXKIT_STATS", "0", 1);
+    setenv("DAXKIT_STRICT_LOG_BYTES", "64K", 1);
+    unsetenv("DAXKIT_STRICT_INLINE_BYTES"); /* 1 KiB on a flush medium: larger writes are staged */
+    up_init();
+    char path[128];
+    snprintf(path, sizeof path, "%s/data0", dir);
+    int fd = open(path, O_RDWR | O_CREAT, 0644);
+    if (fd < 0 || ftruncate(fd, DATA_BYTES) != 0 || fstat(fd, &sb) != 0) return perror("data file"), 1;
+    data_ino = (uint64_t)sb.st_ino;
+    if (up_adopt(fd, O_RDWR, path) != 0 || !up_serving(fd)) return printf("FAIL: the file is not served\n"), 1;
+    struct up_slot *s = up_serving(fd);
+    /* First use maps the file and creates the log and the staging file; then a checkpoint empties the log. */
+    static unsigned char warm[LEN_MAX];
+    memset(warm, 0x11, sizeof warm);
+    if (up_pwrite(s, fd, warm, LEN_MAX, 0) != LEN_MAX || up_pwrite(s, fd, warm, 100, 8192) != 100)
+        return printf("FAIL: first writes\n"), 1;
+    up_strict_checkpoint_all();
+    if (!find_mapping(".log", &regions[R_LOG]) || !find_mapping(".strict.stg", &regions[R_STAGING]) ||
+        !find_mapping("/data0", &regions[R_FILE]))
+        return printf("FAIL: the log, staging or data mapping is not in /proc/self/maps\n"), 1;
+    if (regions[R_STAGING].bytes > STAGING_EXPLORED) regions[R_STAGING].bytes = STAGING_EXPLORED;
+    if (regions[R_FILE].bytes < DATA_BYTES) return printf("FAIL: data mapping too small\n"), 1;
+    regions[R_FILE].bytes = DATA_BYTES;
+    for (int r = 1; r < R_COUNT; r++) region_at[r] = region_at[r - 1] + regions[r - 1].bytes;
+    memcpy(file0, regions[R_FILE].base, DATA_BYTES);
+    printf("regions: log %zu KiB, staging %zu KiB (explored), file %u KiB\n", regions[R_LOG].bytes >> 10,
+           regions[R_STAGING].bytes >> 10, DATA_BYTES >> 10);
+
+    up_strict_test_broken = broken; /* enum up_strict_broken: 1 checkpoint, 2 staged write without its fence */
+    if (dk_explorer_begin_regions(regions, R_COUNT) != 0) return printf("FAIL: explorer begin\n"), 1;
+    int failed = 0;
+    for (unsigned i = 0; i < WRITES && !failed; i++) {
+        if (i > 0 && i % CHECKPOINT_EVERY == 0) up_strict_checkpoint_all();
+        failed = up_pwrite(s, fd, ops[i].bytes, ops[i].len, ops[i].off) != (ssize_t)ops[i].len;
         dk_explorer_mark((uint64_t)MARK_ACK << 56 | i);
     }
     dk_explorer_end();
-    dk_oplog_close(log, 1);
-    rmdir(dir);
-    if (rc) return fprintf(stderr, "workload: %d\n", rc), 1;
+    up_strict_test_broken = 0;
+    up_close(fd);
+    close(fd);
+    up_fini();
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) printf("note: could not remove %s\n", dir);
+    if (failed) return printf("FAIL: a strict write failed\n"), 1;
 
     struct dk_explorer_options o = {.seed = seed, .exhaustive_lines_max = 10, .samples_per_point = 128};
     struct dk_explorer_result r;
-    rc = dk_explorer_run(&o, check, NULL, &r);
-    printf("%s: %lu events, %lu fences, %lu crash points, %lu states in %.3f s, %lu failing, seed=%lu\n", variant,
-           (unsigned long)r.events, (unsigned long)r.fences, (unsigned long)r.crash_points, (unsigned long)r.states,
-           r.seconds, (unsigned long)r.failures, (unsigned long)r.seed);
+    int rc = dk_explorer_run(&o, check, NULL, &r);
+    printf("%s: %lu events, %lu fences, %lu crash points, %lu states in %.3f s (CPU %.3f s = %.0f states/s), "
+           "%lu failing, seed=%lu\n", variant, (unsigned long)r.events, (unsigned long)r.fences,
+           (unsigned long)r.crash_points, (unsigned long)r.states, r.seconds, r.cpu_seconds,
+           r.cpu_seconds > 0 ? (double)r.states / r.cpu_seconds : 0.0, (unsigned long)r.failures,
+           (unsigned long)r.seed);
     dk_explorer_free();
-    munmap(file, DATA_BYTES);
     if (rc < 0) return printf("FAIL: explorer: %d\n", rc), 1;
     if (!broken) {
         if (rc) printf("FAIL: %s\n", r.first_failure);
         return rc != 0;
     }
-    if (!rc) return printf("FAIL: the explorer did not catch a checkpoint that resets the log before the applied "
-                           "bytes are fenced\n"), 1;
+    if (!rc) return printf("FAIL: the explorer did not catch the broken ordering (%s)\n", variant), 1;
     printf("ok: bug found: %s\n", r.first_failure);
     return 0;
 }
