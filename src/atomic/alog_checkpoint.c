@@ -111,7 +111,7 @@ static void *ckpt_main(void *arg) {
         f->ckpt_pending = false;
         pthread_mutex_unlock(&f->ckpt_mu);
         int saved = errno;
-        sleep_us(f->ckpt_interval_us);
+        if (!f->journal) sleep_us(f->ckpt_interval_us); /* the journal: kicked once a quarter full, at once */
         (void)alog_checkpoint_committed(f); /* a failure makes f->broken sticky; copies report it */
         errno = saved;
         pthread_mutex_lock(&f->ckpt_mu);

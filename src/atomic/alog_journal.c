@@ -8,11 +8,12 @@
  *   sync:        write back [flushed, tail) of the journal, store jend_slot[(H+1) & 1] = tail (with the
  *                size slot), then the ordinary commit: one fence, the epoch word H+1, written back, fence.
  *                Nothing else: applying the records is not the sync's work;
- *   checkpoint:  the checkpoint thread, kicked by a sync once the journal is half full, replays committed
+ *   checkpoint:  the checkpoint thread, kicked by a sync once the journal is a quarter full, replays committed
  *                records from the head in order into the file, in steps; per step it makes the file
  *                durable, then stores hdr->jhead past the step durably: only then is that space reused.
- *                A writer that finds no room applies steps itself (or, with nothing committed to apply,
- *                gets -ENOSPC); without the thread (interval 0) the sync applies once half full;
+ *                Past 3/4 full a writer applies about its own size (unless the thread is applying), and
+ *                one that finds no room applies steps itself (or, with nothing committed to apply, gets
+ *                -ENOSPC); without the thread (interval 0) the sync applies once half full;
  *   recovery:    replay [jhead, jend_slot[H & 1]) in order, make the file durable, then jhead = jend.
  *
  * Replaying a prefix of records in order again gives the same file (each byte ends as the last record
@@ -33,7 +34,7 @@
 #define ALOG_JREC_NT_MIN_BYTES 64u      /* checkpoint: non-temporal stores into the file from one line */
 #define ALOG_JREC_NT_APPEND_BYTES 1024u /* append: non-temporal stores into the journal from 1 KiB */
 #define ALOG_JAPPLY_STEP_BYTES (256u << 10) /* a checkpoint step: records applied per head advance */
-#define ALOG_JROOM_STEP_BYTES (64u << 10)   /* a writer short of room applies at least this much */
+#define ALOG_JROOM_STEP_BYTES (16u << 10)   /* a writer short of room applies at least this much */
 #define ALOG_JPREFAULT_BYTES_MAX (256ull << 20) /* log pages mapped at open, ahead of the first lap */
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -179,11 +180,23 @@ int64_t alog_jrnl_checkpoint(struct alog_file *f) {
     return total;
 }
 
-/* Room for `need` more bytes (caller holds j.mu): apply committed records until there is. -ENOSPC when
- * the uncommitted records alone fill the journal. */
+static uint64_t used_bytes(const struct alog_file *f) {
+    return f->j.tail - __atomic_load_n(&f->j.head, __ATOMIC_ACQUIRE);
+}
+
+/* Room for `need` more bytes (caller holds j.mu). Past 3/4 full, a writer applies about its own size of
+ * committed records if nobody else is applying (smooth back-pressure when writes outrun the checkpoint
+ * thread); only a full journal makes it wait for the applier. -ENOSPC when the uncommitted records alone
+ * fill the journal. */
 static int make_room(struct alog_file *f, uint64_t need) {
     struct alog_journal *j = &f->j;
-    while (f->area_bytes - (j->tail - __atomic_load_n(&j->head, __ATOMIC_ACQUIRE)) < need) {
+    bool committed_left = __atomic_load_n(&j->committed, __ATOMIC_ACQUIRE) > __atomic_load_n(&j->head, __ATOMIC_ACQUIRE);
+    if (committed_left && used_bytes(f) + need > f->area_bytes / 4 * 3 && pthread_mutex_trylock(&j->apply_mu) == 0) {
+        int64_t n = apply_step(f, DK_MAX(need, (uint64_t)ALOG_JROOM_STEP_BYTES));
+        pthread_mutex_unlock(&j->apply_mu);
+        if (n < 0) return (int)n;
+    }
+    while (f->area_bytes - used_bytes(f) < need) {
         if (__atomic_load_n(&j->committed, __ATOMIC_ACQUIRE) <= __atomic_load_n(&j->head, __ATOMIC_ACQUIRE))
             return -ENOSPC;
         pthread_mutex_lock(&j->apply_mu);
@@ -270,9 +283,10 @@ int64_t alog_jrnl_apply_committed(struct alog_file *f) {
     return (int64_t)n;
 }
 
-/* Half full: time to apply (the checkpoint thread is kicked; without one, the sync applies). */
+/* Time to apply: a quarter full with the checkpoint thread (kicked at once, so it stays ahead of the
+ * writers); half full without one (then the sync applies). */
 bool alog_jrnl_due(const struct alog_file *f) {
-    return f->j.tail - __atomic_load_n(&f->j.head, __ATOMIC_ACQUIRE) >= f->area_bytes / 2;
+    return used_bytes(f) >= f->area_bytes / (f->ckpt_started ? 4 : 2);
 }
 
 /* Indexes the records appended since the last read (caller holds j.mu), from `from` on (the records
