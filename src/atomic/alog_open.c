@@ -208,10 +208,16 @@ static int attach_log(struct alog_file *f, const struct stat *st, uint64_t data_
     return alog_durable_log_all(f);
 }
 
+/* Touches every page of a zeroed allocation: its page faults happen here, not in the copy that first uses it. */
+static void touch_pages(void *p, size_t n) {
+    for (size_t i = 0; i < n; i += DK_PAGE_BYTES) ((volatile char *)p)[i] = 0;
+}
+
 static int init_dram(struct alog_file *f) {
     f->ents = calloc(f->entry_count, sizeof *f->ents);
     f->live_bits = calloc((f->entry_count + 63) / 64, sizeof(uint64_t));
     if (!f->ents || !f->live_bits) return -ENOMEM;
+    if (!f->journal) touch_pages(f->ents, f->entry_count * sizeof *f->ents); /* the journal has no entries */
     int rc = alog_alloc_init(f);
     if (!rc) rc = alog_radix_init(f);
     if (!rc && f->journal) rc = alog_jrnl_init(f);
