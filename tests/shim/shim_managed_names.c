@@ -4,7 +4,9 @@
  * directory descriptor, or from a working directory elsewhere, is resolved by the kernel. Each case opens a
  * file and checks, by the `opens` counter, whether the library adopted it; chdir and fchdir move the
  * working directory between the cases. argv[1]: the managed directory (a subdirectory of its mount, so the
- * mount-root shortcut does not apply). Exit 0 pass, 1 fail. */
+ * mount-root shortcut does not apply). With argv[2] = "root", argv[1] is a mount root instead: every name
+ * on its device is served (the shortcut skips the readlink), except names through its .daxkit area.
+ * Exit 0 pass, 1 fail. */
 #include <dirent.h>
 
 #include "shim_test.h"
@@ -28,10 +30,39 @@ static void expect(int dirfd, const char *name, bool managed, const char *why) {
           managed ? "served" : "not served");
 }
 
+/* The managed directory is a mount root: names are judged by their components alone. */
+static void mount_root_cases(void) {
+    char sub[PATH_MAX], area[PATH_MAX], abs_in[PATH_MAX], abs_area[PATH_MAX];
+    st_path(sub, sizeof sub, dir, "sub");
+    st_path(area, sizeof area, dir, ".daxkit");
+    mkdir(sub, 0755);
+    mkdir(area, 0755); /* the library made it already when it has a staging pool */
+    st_path(abs_in, sizeof abs_in, sub, "abs");
+    st_path(abs_area, sizeof abs_area, area, "names-test");
+    expect(AT_FDCWD, abs_in, true, "an absolute name below the mount root");
+    expect(AT_FDCWD, abs_area, false, "an absolute name inside the mount root's .daxkit area");
+    OK(chdir(sub));
+    expect(AT_FDCWD, "rel", true, "a relative name, working directory below the mount root");
+    expect(AT_FDCWD, "../up", true, "a name climbing with .. (still on the mount: served)");
+    expect(AT_FDCWD, "../.daxkit/names-test2", false, "a relative name into the .daxkit area");
+    expect(AT_FDCWD, "./../.daxkit/../.daxkit/names-test3", false, "a name through .daxkit twice");
+    OK(chdir(dir));
+    expect(AT_FDCWD, ".daxkit/names-test4", false, "a relative name into .daxkit from the mount root");
+    expect(AT_FDCWD, ".daxkit-not", true, "a name that only starts like .daxkit");
+    int dfd = OK(open(sub, O_RDONLY | O_DIRECTORY));
+    expect(dfd, "at", true, "a name relative to a directory descriptor below the mount root");
+    OK(close(dfd));
+    printf("ok: on a managed mount root every name is served except those through .daxkit\n");
+}
+
 int main(int argc, char **argv) {
     st_watchdog(60);
     st_require_library();
     dir = st_dir(argc, argv);
+    if (argc > 2 && !strcmp(argv[2], "root")) {
+        mount_root_cases();
+        return 0;
+    }
     char sub[PATH_MAX], out[PATH_MAX], abs_in[PATH_MAX], abs_out[PATH_MAX], link[PATH_MAX];
     st_path(sub, sizeof sub, dir, "sub");
     snprintf(out, sizeof out, "%s/../outside", dir);
