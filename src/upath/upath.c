@@ -90,16 +90,26 @@ static void forget_contents(struct up_file *f, uint64_t ksize) {
     up_sizerec_clear(f);
 }
 
+/* forget_contents under the guard's write side when the size shrinks (fast sections, which reach up to
+ * the logical size with the extend strategy, must not run past the new end); a size that stays or grows
+ * needs only f->mu, and no membarrier. Under f->mu. */
+static void forget_contents_guarded(struct up_file *f, uint64_t ksize) {
+    bool shrinks = ksize < up_file_size(f) || ksize < __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE);
+    if (shrinks) up_guard_write_lock(f);
+    forget_contents(f, ksize);
+    if (shrinks) up_guard_write_unlock(f);
+}
+
 /* A file seen again: take the kernel's size unless this process has appends not yet published. */
 static void file_reopened(struct up_file *f, int fd, const struct stat *st_open, int oflags) {
     pthread_mutex_lock(&f->mu);
-    up_guard_write_lock(f);
-    /* The size now, under the locks: other threads may have appended and published since the open. */
+    /* The size now, under the lock: other threads may have appended and published since the open. */
     struct stat now;
     const struct stat *st = DK_REAL(fstat)(fd, &now) == 0 ? &now : st_open;
-    if (oflags & O_TRUNC) forget_contents(f, (uint64_t)st->st_size); /* Linux truncates even O_RDONLY|O_TRUNC */
-    else if (!up_file_pinned(f)) forget_contents(f, (uint64_t)st->st_size);
-    up_guard_write_unlock(f);
+    uint64_t ns = (uint64_t)st->st_size;
+    if ((oflags & O_TRUNC) || !up_file_pinned(f)) { /* Linux truncates even O_RDONLY|O_TRUNC */
+        forget_contents_guarded(f, ns);
+    }
     pthread_mutex_unlock(&f->mu);
 }
 
@@ -465,11 +475,7 @@ void up_kernel_changed_fd(int fd) {
     pthread_mutex_lock(&f->mu);
     if (!up_file_pinned(f) && DK_REAL(fstat)(fd, &st) == 0) {
         uint64_t ns = (uint64_t)st.st_size;
-        if (ns <= UP_MAP_MAX_BYTES && up_map_keep(f, fd, ns) == 0) {
-            up_guard_write_lock(f);
-            forget_contents(f, ns);
-            up_guard_write_unlock(f);
-        }
+        if (ns <= UP_MAP_MAX_BYTES && up_map_keep(f, fd, ns) == 0) forget_contents_guarded(f, ns);
     }
     pthread_mutex_unlock(&f->mu);
 }
