@@ -245,6 +245,7 @@ struct up_file {
     bool dirty;             /* data written since the last fsync */
     bool meta_dirty;        /* size or blocks changed since the last fsync (kernel fsync needed) */
     bool unlinked;
+    bool reflinked;         /* blocks were cloned in since the last fsync (publish.c: drop_reflink_mark) */
     bool cached;            /* in the file table */
     bool kernel_only;       /* could not be mapped: every call passes through */
     struct up_atomic *atomic; /* DAXKIT_ATOMIC: served by the failure-atomic engine (atomic_route.c) */

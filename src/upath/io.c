@@ -2,11 +2,13 @@
  * mapping (non-temporal or store + write-back where the medium persists by flushing); appends go to
  * staging (stage) or in place past a pre-extended size (extend), and become part of the file at a
  * publish point (publish.c). */
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "common/config.h"
 #include "common/log.h"
+#include "common/pwrite_all.h"
 #include "common/stats.h"
 #include "persist/persist.h"
 #include "shim/libc.h"
@@ -316,6 +318,33 @@ static ssize_t read_unmapped(struct up_file *f, int fd, char *buf, size_t n, uin
     return r;
 }
 
+/* An overwrite of published bytes on a page-cache medium, by pwrite through the program's descriptor
+ * (posix mode; strict mode's apply). A store through a shared mapping of the page cache takes a write
+ * fault (page_mkwrite) on every page that writeback cleaned, and the fsync must then write-protect each
+ * page again: on XFS, 4 KiB random overwrites with fsync every 10 ran at 0.3x the kernel's pwrite (op
+ * median 6.5 against 3.2 us, fsync 480 against 108 us). Inside a guard section: no truncate of ours cuts
+ * the range in between. 1 when done, 0 when the caller must (not page cache, descriptor not fit, range not
+ * published), or -errno. */
+int up_io_overwrite_by_pwrite(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
+    const struct up_slot *s = up_fd_slot(fd);
+    uint32_t fl = s ? __atomic_load_n(&s->flags, __ATOMIC_ACQUIRE) : O_APPEND;
+    if (f->root->persist_as != DK_MEDIUM_PAGECACHE || (fl & (O_APPEND | O_SYNC | O_DSYNC)) ||
+        (fl & O_ACCMODE) == O_RDONLY)
+        return 0;
+    if (!__atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE) && dk_cfg.mode == DK_MODE_POSIX)
+        return 0; /* not mapped yet: the unmapped path counts its turns (overwrite_unmapped) */
+    bool fast = up_guard_read_enter(f);
+    int rc = 0;
+    if (off + n <= __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) && off + n <= __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE)) {
+        rc = dk_pwrite_all(fd, buf, n, off, 0, NULL);
+        if (rc == 0) rc = 1;
+        __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
+    }
+    up_guard_read_exit(f, fast);
+    if (rc == 1) dk_count(DK_C_pagecache_pwrites, 1);
+    return rc;
+}
+
 /* The common case without f->mu: an overwrite of published, mapped bytes. `fence`: false when the
  * caller persists later (strict mode: the record is durable, the checkpoint fences the applied bytes). */
 static bool overwrite_fast(struct up_file *f, const char *buf, size_t n, uint64_t off, bool fence) {
@@ -412,7 +441,12 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
     if (n == 0) return 0;
     n = DK_MIN(n, DK_MAX_RW_BYTES);
     bool appended = false, fence = sync != UP_IO_LOGGED;
-    if (append || !overwrite_fast(f, buf, n, off, fence)) {
+    int by_kernel = append || sync != UP_IO_ASYNC ? 0 : up_io_overwrite_by_pwrite(f, fd, buf, n, off);
+    if (by_kernel < 0) {
+        errno = -by_kernel;
+        return -1;
+    }
+    if (by_kernel == 0 && (append || !overwrite_fast(f, buf, n, off, fence))) {
         int rc = append || sync ? 0 : overwrite_unmapped(f, fd, buf, n, off);
         rc = rc == 1 ? 0 : rc ? rc : write_locked(f, fd, buf, n, &off, append, &appended, fence);
         if (rc == -ENOSPC || rc == -ENOMEM) rc = write_by_kernel(f, fd, buf, n, &off, append, &appended);

@@ -12,6 +12,8 @@ void up_io_copy_out(const struct up_file *f, uint64_t off, char *buf, size_t n);
 void up_io_persist_range(struct up_file *f, uint64_t off, size_t n);
 enum { UP_IO_ASYNC = 0, UP_IO_SYNC = 1, UP_IO_LOGGED = 2 }; /* up_io_write's `sync` (see io.c) */
 ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append, int sync);
+/* An overwrite of published bytes by pwrite on a page-cache medium: 1 done, 0 not applicable, -errno. */
+int up_io_overwrite_by_pwrite(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off);
 ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off);
 /* Offset the last up_io_write of this thread wrote at (appends choose it). */
 extern __thread uint64_t up_io_last_offset;

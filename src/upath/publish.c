@@ -132,6 +132,7 @@ static int relink_all(struct up_file *f, int wfd) {
         uint64_t a = DK_MAX(s->base, f->pub_size), b = DK_MIN(s->base + s->cap, size);
         bool cloned = false;
         if (a < b) rc = relink_slot(f, wfd, s, a, b, &cloned);
+        if (cloned) __atomic_store_n(&f->reflinked, true, __ATOMIC_RELAXED);
         if (rc) break;
         if (b > f->pub_size) {
             f->ksize = DK_MAX(f->ksize, b);
@@ -201,6 +202,24 @@ int up_publish_locked(struct up_file *f, int fd) {
     return rc;
 }
 
+/* After a kernel fsync: blocks cloned in since the last one are shared no more (their staging slots were
+ * punched when given back), yet the file system still treats the file as reflinked -- XFS looks its
+ * refcount tree up on every write: 4 KiB random overwrites with fsync every 10 took 5.1-6.2 us against
+ * the kernel's 2.5-3.2 us on a file made by relink. An unshare of one block lets it drop that mark when
+ * nothing is shared (xfs_reflink_try_clear_inode_flag); its write-back finds nothing dirty right after
+ * the fsync. Best effort, through a writable descriptor only. */
+static void drop_reflink_mark(struct up_file *f, int fd) {
+    if (!__atomic_exchange_n(&f->reflinked, false, __ATOMIC_ACQ_REL)) return;
+    int fl = fd_flags(fd);
+    if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY) {
+        __atomic_store_n(&f->reflinked, true, __ATOMIC_RELAXED);
+        return;
+    }
+    DK_ERRNO_SAVE;
+    if (DK_REAL(fallocate)(fd, FALLOC_FL_UNSHARE_RANGE, 0, DK_PAGE_BYTES) == 0) dk_count(DK_C_reflink_unshares, 1);
+    DK_ERRNO_RESTORE;
+}
+
 /* Makes the file's published state durable as its medium requires: 0 or -errno (then still dirty). */
 static int persist_file(struct up_file *f, int fd, bool datasync, bool meta) {
     bool dirty = __atomic_exchange_n(&f->dirty, false, __ATOMIC_ACQ_REL);
@@ -221,6 +240,7 @@ static int persist_file(struct up_file *f, int fd, bool datasync, bool meta) {
         __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
         return -e;
     }
+    drop_reflink_mark(f, fd);
     return 0;
 }
 

@@ -32,7 +32,6 @@
 #include "common/config.h"
 #include "common/crashpoint.h"
 #include "common/log.h"
-#include "common/pwrite_all.h"
 #include "common/stats.h"
 #include "oplog/oplog.h"
 #include "persist/persist.h"
@@ -322,19 +321,7 @@ static size_t chunk_max(const struct up_strict *st) {
  * O_APPEND descriptor (the kernel would append) nor an O_SYNC/O_DSYNC one (the kernel would sync it).
  * 1 applied, 0 not taken (the caller stores through the mapping), -errno. */
 static int apply_by_pwrite(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
-    const struct up_slot *s = up_fd_slot(fd);
-    uint32_t fl = s ? __atomic_load_n(&s->flags, __ATOMIC_ACQUIRE) : O_APPEND;
-    if (f->root->persist_as != DK_MEDIUM_PAGECACHE || (fl & (O_APPEND | O_SYNC | O_DSYNC)) ||
-        (fl & O_ACCMODE) == O_RDONLY)
-        return 0;
-    bool fast = up_guard_read_enter(f); /* no truncate in between: the range stays inside the kernel file */
-    int rc = 0;
-    if (off + n <= __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) && off + n <= __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE)) {
-        rc = dk_pwrite_all(fd, buf, n, off, 0, NULL);
-        if (rc == 0) rc = 1;
-        __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
-    }
-    up_guard_read_exit(f, fast);
+    int rc = up_io_overwrite_by_pwrite(f, fd, buf, n, off);
     if (rc == 1) {
         dk_count(DK_C_writes, 1);
         dk_count(DK_C_write_bytes, n);

@@ -1,0 +1,58 @@
+/* Description: overwrites on a page-cache medium (XFS, ext4) go to the kernel by pwrite once the file is
+ * mapped (a store through the mapping would take a write fault per page that write-back cleaned), reads
+ * stay on the mapping; and an fsync after appends relinked by clone asks the file system to drop the
+ * file's reflink mark (XFS). Bytes are checked through the library and through raw system calls.
+ * argv[1]: managed directory on xfs or ext4 (registered there only). Exit 0 pass, 1 fail. */
+#include "shim_test.h"
+
+static uint64_t counter(enum dk_counter c) {
+    uint64_t v[DK_C_COUNT];
+    CHECK(st_stats(getpid(), v), "stats");
+    return v[c];
+}
+
+int main(int argc, char **argv) {
+    const char *dir = st_dir(argc, argv);
+    st_require_library();
+    st_watchdog(60);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/pagecache", dir);
+    static char block[4096], got[4096];
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    for (int i = 0; i < 64; i++) {
+        memset(block, 'a' + i % 26, sizeof block);
+        st_write_all(fd, block, sizeof block);
+    }
+    OK(fsync(fd));
+    for (int i = 0; i < 16; i++) CHECK(pread(fd, got, sizeof got, (off_t)i * 4096) == (ssize_t)sizeof got, "pread");
+    uint64_t before = counter(DK_C_pagecache_pwrites);
+    for (int i = 0; i < 32; i++) {
+        memset(block, 'A' + i % 26, sizeof block);
+        CHECK(pwrite(fd, block, sizeof block, (off_t)i * 4096) == (ssize_t)sizeof block, "pwrite %d", i);
+    }
+    uint64_t by_kernel = counter(DK_C_pagecache_pwrites) - before;
+    CHECK(by_kernel == 32, "%llu of 32 overwrites went by pwrite", (unsigned long long)by_kernel);
+    for (int i = 0; i < 64; i++) {
+        char want = (char)(i < 32 ? 'A' + i % 26 : 'a' + i % 26);
+        CHECK(pread(fd, got, sizeof got, (off_t)i * 4096) == (ssize_t)sizeof got, "pread %d", i);
+        CHECK(got[0] == want && got[4095] == want, "block %d through the library: '%c', want '%c'", i, got[0], want);
+        CHECK(syscall(SYS_pread64, fd, got, sizeof got, (off_t)i * 4096) == (long)sizeof got, "raw pread %d", i);
+        CHECK(got[0] == want && got[4095] == want, "block %d in the kernel file: '%c', want '%c'", i, got[0], want);
+    }
+    /* Appends large enough to be relinked by clone where the file system shares blocks. */
+    uint64_t clones = counter(DK_C_relink_clones), unshares = counter(DK_C_reflink_unshares);
+    static char big[1 << 20];
+    memset(big, 'z', sizeof big);
+    for (int i = 0; i < 4; i++) st_write_all(fd, big, sizeof big);
+    OK(fsync(fd));
+    if (counter(DK_C_relink_clones) > clones)
+        CHECK(counter(DK_C_reflink_unshares) > unshares, "an fsync after a clone did not drop the reflink mark");
+    CHECK(syscall(SYS_pread64, fd, got, sizeof got, (off_t)(64 * 4096 + 3 * (1 << 20))) == (long)sizeof got &&
+              got[0] == 'z', "appended bytes in the kernel file");
+    OK(close(fd));
+    OK(unlink(path));
+    printf("ok: 32 overwrites by pwrite, reads from the mapping; %llu clone(s), %llu reflink mark(s) dropped\n",
+           (unsigned long long)(counter(DK_C_relink_clones) - clones),
+           (unsigned long long)(counter(DK_C_reflink_unshares) - unshares));
+    return 0;
+}
