@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -25,8 +26,11 @@ static pthread_key_t release_key;   /* frees a thread's record at its exit */
 
 static long membarrier_call(int cmd) { return syscall(__NR_membarrier, cmd, 0, 0); }
 
+/* At thread exit (a key destructor, on the exiting thread): the record goes back, and the thread forgets it
+ * -- a later destructor doing IO claims another one rather than share this one with its next owner. */
 static void reader_release(void *p) {
     struct up_reader *r = p;
+    if (up_reader_self == r) up_reader_self = NULL;
     __atomic_store_n(&r->file, NULL, __ATOMIC_RELAXED);
     __atomic_store_n(&r->used, 0, __ATOMIC_RELEASE);
 }
@@ -85,7 +89,13 @@ void up_guard_write_lock(struct up_file *f) {
         dk_log_once("membarrier failed after registering; readers may race a truncate");
     }
     dk_count(DK_C_guard_barriers, 1);
-    while (readers_in(f)) sched_yield(); /* fast sections are short and never block */
+    /* Fast sections are short, but a page-cache pwrite inside one can block on the device: yield, then
+     * sleep, rather than spin a core away (the raw system call: libc's nanosleep is a cancellation point,
+     * and the caller holds locks). */
+    for (unsigned spins = 0; readers_in(f); spins++) {
+        if (spins < 64) sched_yield();
+        else syscall(SYS_nanosleep, &(struct timespec){0, 50000}, NULL);
+    }
 }
 
 void up_guard_write_unlock(struct up_file *f) {
