@@ -38,6 +38,20 @@ static void store_line(struct oplog_line *dst, const struct oplog_line *src) {
     dk_store_persistent(dst, src, sizeof *src, DK_OPLOG_LINE_BYTES);
 }
 
+#ifdef DAXKIT_TEST_BUILD
+int dk_oplog_test_refuse_rwf_dsync;
+unsigned long dk_oplog_test_rwf_dsync_tries;
+#endif
+
+/* pwritev2(RWF_DSYNC) of all n bytes (test builds can play a kernel that refuses the flag). */
+static int write_dsync(int fd, const void *src, size_t n, uint64_t file_offset) {
+#ifdef DAXKIT_TEST_BUILD
+    __atomic_add_fetch(&dk_oplog_test_rwf_dsync_tries, 1, __ATOMIC_RELAXED);
+    if (dk_oplog_test_refuse_rwf_dsync) return -EOPNOTSUPP;
+#endif
+    return dk_pwrite_all(fd, src, n, file_offset, RWF_DSYNC, NULL);
+}
+
 int oplog_write_durable(struct dk_oplog *log, int fd, const void *src, size_t n, uint64_t file_offset) {
     DK_ERRNO_SAVE;
     /* RWF_DSYNC: one system call, and the kernel syncs just this range (measured a few us less than
@@ -45,7 +59,7 @@ int oplog_write_durable(struct dk_oplog *log, int fd, const void *src, size_t n,
      * asked once per log, not at every record. */
     int rc = -EOPNOTSUPP;
     if (!__atomic_load_n(&log->no_rwf_dsync, __ATOMIC_RELAXED)) {
-        rc = dk_pwrite_all(fd, src, n, file_offset, RWF_DSYNC, NULL);
+        rc = write_dsync(fd, src, n, file_offset);
         if (rc == -EOPNOTSUPP || rc == -EINVAL) __atomic_store_n(&log->no_rwf_dsync, 1, __ATOMIC_RELAXED);
     }
     if (rc == -EOPNOTSUPP || rc == -EINVAL) {

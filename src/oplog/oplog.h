@@ -164,6 +164,10 @@ enum dk_oplog_broken {
     DK_OPLOG_BROKEN_SCAN_STOPS_AT_HOLE, /* recovery stops at the first empty or torn slot */
 };
 extern int dk_oplog_test_broken;
+/* Test builds: nonzero plays a kernel that refuses RWF_DSYNC (EOPNOTSUPP); the count of RWF_DSYNC writes
+ * tried (a log asks once, then uses pwrite + fdatasync: tests/oplog/oplog_basic.c). */
+extern int dk_oplog_test_refuse_rwf_dsync;
+extern unsigned long dk_oplog_test_rwf_dsync_tries;
 #endif
 
 #endif

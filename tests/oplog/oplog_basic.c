@@ -245,6 +245,28 @@ static void check_threads(const char *dir) {
     dk_oplog_close(log, 1);
 }
 
+/* A kernel without RWF_DSYNC (played by the test build): the page-cache log asks once (at most one
+ * RWF_DSYNC write per log), then writes records with pwrite + fdatasync; the records are all there. */
+static void check_no_rwf_dsync(const char *dir) {
+    dk_oplog_test_refuse_rwf_dsync = 1;
+    unsigned long tries0 = dk_oplog_test_rwf_dsync_tries;
+    struct dk_oplog *log;
+    int rc = dk_oplog_open(dir, "nodsync", DK_OPLOG_BYTES_MIN, &log);
+    CHECK(rc == 0, "open without RWF_DSYNC: %d", rc);
+    if (rc == 0) {
+        for (uint32_t i = 0; i < 20; i++) CHECK(rec_append(log, 3, i, DK_OPLOG_DATA_BYTES_MAX, NULL) == 0, "append %u", i);
+        CHECK(dk_oplog_reset(log) == 0, "reset");
+        for (uint32_t i = 0; i < 20; i++) CHECK(rec_append(log, 3, i, DK_OPLOG_DATA_BYTES_MAX, NULL) == 0, "append %u", i);
+        struct collect c = scan(dk_oplog_path(log), NULL);
+        CHECK(c.count == 20 && c.bad == 0, "without RWF_DSYNC: %lu of 20 records", (unsigned long)c.count);
+        unsigned long tries = dk_oplog_test_rwf_dsync_tries - tries0;
+        CHECK(tries <= 1, "RWF_DSYNC asked %lu times for one log (once expected on a page-cache medium)", tries);
+        printf("kernel without RWF_DSYNC: asked %lu time(s), then pwrite + fdatasync; 20 of 20 records\n", tries);
+        dk_oplog_close(log, 1);
+    }
+    dk_oplog_test_refuse_rwf_dsync = 0;
+}
+
 int main(int argc, char **argv) {
     char dir[256];
     int made = 0;
@@ -259,6 +281,7 @@ int main(int argc, char **argv) {
     check_orphans(dir);
     check_threads(dir);
     check_growth(dir);
+    check_no_rwf_dsync(dir);
     if (made) rmdir(dir);
     printf("%s: %lu failures (crc32c %s)\n", dir, failures, dk_crc32c_have_hw() ? "sse4.2" : "table");
     return failures ? 1 : 0;
