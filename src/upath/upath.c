@@ -103,9 +103,13 @@ static void forget_contents_guarded(struct up_file *f, uint64_t ksize) {
 /* A file seen again: take the kernel's size unless this process has appends not yet published. */
 static void file_reopened(struct up_file *f, int fd, const struct stat *st_open, int oflags) {
     pthread_mutex_lock(&f->mu);
-    /* The size now, under the lock: other threads may have appended and published since the open. */
+    /* The size now, under the lock: another thread may have published (or truncated) since the open's
+     * fstat -- then the size it left, f->ksize, differs from what the open saw, and the kernel is asked
+     * again. Equal: nothing of this process moved the size since (every change of ours sets ksize under
+     * f->mu), so the open's fstat stands -- one fstat per reopen (rsync reopens each new file). */
     struct stat now;
-    const struct stat *st = DK_REAL(fstat)(fd, &now) == 0 ? &now : st_open;
+    const struct stat *st = st_open;
+    if ((uint64_t)st_open->st_size != f->ksize && DK_REAL(fstat)(fd, &now) == 0) st = &now;
     uint64_t ns = (uint64_t)st->st_size;
     if ((oflags & O_TRUNC) || !up_file_pinned(f)) { /* Linux truncates even O_RDONLY|O_TRUNC */
         forget_contents_guarded(f, ns);
