@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Per-file costs of short-lived, file-creating programs (issue 2's metadata-heavy targets): rsync -a of a
+# source tree, git init + add + commit of it, and sqlite3 transactions with a rollback journal -- each run
+# through the kernel, with the library loaded and nothing managed ("preload"), and under `daxkit run --dir`
+# ("daxkit"), variants interleaved per repetition. The figure is CPU time (user + system, children
+# included: /usr/bin/time), which another engineer's build on the other core disturbs far less than wall
+# time; the summary gives medians and the ratio to the kernel's median (> 1: daxkit used more CPU).
+# With INSN=1 each variant runs once under callgrind instead (instruction counts of every process, summed:
+# noise-free, but user space only -- the kernel's work in system calls is not counted).
+# Usage: bench/perfile.sh BUILD_DIR [MEDIUM] [OUT_CSV]   (MEDIUM: tmpfs (default) | hugetmpfs | xfs | ext4)
+# Environment: REPS (5), WORKLOADS ("rsync git sqlite"), VARIANTS ("kernel preload daxkit"), SQL_N (1000),
+#              SRC_TREE (/usr/include/linux), INSN (0).
+# Rows: medium,workload,variant,metric,value,rep  (metric cpu_s, wall_s, or insn).
+set -euo pipefail
+BUILD=$(cd "${1:?build dir}" && pwd)
+MEDIUM=${2:-tmpfs}
+OUT=${3:-/dev/null}
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+export DAXKIT_BUILD=$BUILD DAXKIT_SRC=$SRC
+. "$SRC/tests/harness/media.sh"
+REPS=${REPS:-5}
+WORKLOADS=${WORKLOADS:-"rsync git sqlite"}
+VARIANTS=${VARIANTS:-"kernel preload daxkit"}
+SQL_N=${SQL_N:-1000}
+TREE=${SRC_TREE:-/usr/include/linux}
+INSN=${INSN:-0}
+LIB=$(dk_lib) || exit 1
+dk_need_cmd rsync git sqlite3
+[ "$INSN" = 1 ] && { dk_need_cmd valgrind; REPS=1; }
+[ -d "$TREE" ] || dk_skip "$TREE missing"
+
+dk_media_mount "$MEDIUM" 2G > /dev/null
+ROOT=$DK_MNT
+ROWS=$(mktemp)
+dk_on_exit rm -f "$ROWS"
+cp -a "$TREE" "$ROOT/src" # copied into each run's directory, untimed: the source is managed too (bench/apps.sh)
+export GIT_CONFIG_NOSYSTEM=1 HOME=$ROOT GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@b GIT_COMMITTER_NAME=b \
+    GIT_COMMITTER_EMAIL=b@b
+
+# Runs "$@" with the variant's environment, adding its CPU and wall time (or instructions) to CPU_S/WALL_S.
+run() {
+    local env=(env -u DAXKIT_DIR -u LD_PRELOAD)
+    case $VARIANT in
+    preload) env+=(LD_PRELOAD="$LIB") ;;
+    daxkit) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR") ;;
+    esac
+    if [ "$INSN" = 1 ]; then
+        local cg
+        cg=$(mktemp -d)
+        "${env[@]}" valgrind -q --tool=callgrind --trace-children=yes --callgrind-out-file="$cg/cg.%p" "$@" \
+            > /dev/null
+        INSNS=$((INSNS + $(cat "$cg"/cg.* | awk '$1 == "summary:" { s += $2 } END { print s + 0 }')))
+        rm -rf "$cg"
+        return
+    fi
+    local t
+    t=$(mktemp)
+    "${env[@]}" /usr/bin/time -f '%U %S %e' -o "$t" "$@" > /dev/null
+    read -r u s e < "$t"
+    rm -f "$t"
+    CPU_S=$(awk -v a="$CPU_S" -v u="$u" -v s="$s" 'BEGIN { printf "%.3f", a + u + s }')
+    WALL_S=$(awk -v a="$WALL_S" -v e="$e" 'BEGIN { printf "%.3f", a + e }')
+}
+
+work_rsync() {
+    cp -a "$ROOT/src" "$DIR/s"
+    run rsync -a "$DIR/s/" "$DIR/r/"
+}
+work_git() {
+    cp -a "$ROOT/src" "$DIR/g"
+    run git -C "$DIR/g" init -q
+    run git -C "$DIR/g" add -A
+    run git -C "$DIR/g" commit -q -m x
+}
+# Autocommit inserts: each transaction creates, writes, syncs and deletes the -journal file.
+work_sqlite() {
+    awk -v n="$SQL_N" 'BEGIN { print "PRAGMA journal_mode=delete;"
+        print "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, n INTEGER);"
+        for (i = 1; i <= n; i++) printf "INSERT INTO t VALUES(%d, hex(randomblob(50)), %d);\n", i, i }' > "$ROOT/i.sql"
+    run sh -c "sqlite3 '$DIR/t.db' < '$ROOT/i.sql'"
+}
+
+for REP in $(seq 1 "$REPS"); do
+    for w in $WORKLOADS; do
+        for VARIANT in $VARIANTS; do
+            DIR=$ROOT/$VARIANT.$REP
+            rm -rf "$DIR"
+            mkdir -p "$DIR"
+            CPU_S=0 WALL_S=0 INSNS=0
+            "work_$w"
+            if [ "$INSN" = 1 ]; then
+                echo "$MEDIUM,$w,$VARIANT,insn,$INSNS,$REP" >> "$ROWS"
+            else
+                echo "$MEDIUM,$w,$VARIANT,cpu_s,$CPU_S,$REP" >> "$ROWS"
+                echo "$MEDIUM,$w,$VARIANT,wall_s,$WALL_S,$REP" >> "$ROWS"
+            fi
+            rm -rf "$DIR"
+        done
+    done
+done
+cat "$ROWS" >> "$OUT"
+echo "load: $(uptime | sed 's/.*load average: //')  medium $MEDIUM  reps $REPS  commit $(git -C "$SRC" rev-parse --short HEAD)"
+# Medians per (workload, variant, metric), and each one's ratio to the kernel's.
+sort -t, -k2,2 -k4,4 -k3,3 "$ROWS" | awk -F, '
+    { k = $2 "," $3 "," $4; v[k] = v[k] " " $5; keys[k] = 1 }
+    END {
+        for (k in keys) {
+            n = split(substr(v[k], 2), a, " ")
+            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+            med[k] = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+            all[k] = v[k]
+        }
+        printf "%-8s %-8s %-7s %14s %7s   %s\n", "workload", "variant", "metric", "median", "/kernel", "runs"
+        for (k in keys) {
+            split(k, p, ",")
+            kk = p[1] ",kernel," p[3]
+            r = (kk in med) && med[kk] > 0 ? sprintf("%.2fx", med[k] / med[kk]) : "-"
+            printf "%-8s %-8s %-7s %14s %7s  %s\n", p[1], p[2], p[3], med[k], r, all[k]
+        }
+    }' | { read -r h; echo "$h"; sort; }
