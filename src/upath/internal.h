@@ -110,15 +110,20 @@ void up_map_drop(struct up_map *m);
 struct up_stg_file;                 /* one pre-allocated staging file, mapped */
 
 struct up_staged {                  /* one slot holding the appends for file range [base, base+cap) */
-    struct up_stg_file *sf;
+    struct up_stg_file *sf;         /* NULL: a heap slot (process memory; see stage.c) */
     uint32_t slot;
     uint64_t base, cap;
     char *addr;                     /* address of file offset `base` in the staging mapping */
     uint64_t sf_off;                /* staging file offset of `base` (same offset within a block) */
 };
 
-/* Takes a free slot from the root's pool for file offsets starting at `base`. 0 or -errno. */
-int up_stage_take(struct up_root *r, uint64_t base, struct up_staged *out);
+static inline bool up_staged_on_heap(const struct up_staged *s) { return s->sf == NULL; }
+/* Takes a slot for file offsets starting at `base`, to be written up to `end` first: when heap_ok (the
+ * first slot of an append burst) and the root's relink copies, process memory; else a free slot of the
+ * root's pool. 0 or -errno. */
+int up_stage_take(struct up_root *r, uint64_t base, uint64_t end, bool heap_ok, struct up_staged *out);
+/* Grows a heap slot to cover offsets up to `end` (within DAXKIT_STAGE_HEAP_BYTES). False: take a pool slot. */
+bool up_stage_grow(struct up_staged *s, uint64_t end);
 /* Returns a slot after its data moved into the file (cloned slots are refreshed in the background). */
 void up_stage_give_back(struct up_root *r, struct up_staged *s, bool cloned);
 /* Asks the root's background thread to fault in [off, off+len) of the file open as fd (through a

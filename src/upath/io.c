@@ -76,11 +76,13 @@ void up_io_persist_range(struct up_file *f, uint64_t off, size_t n) {
 
 /* ---- staged appends ---- */
 
-/* The staged slot covering file offset `off` (off >= pub_size), taking new slots as needed. */
-static struct up_staged *staged_slot_for(struct up_file *f, uint64_t off, int *err) {
+/* The staged slot covering file offset `off` (off >= pub_size), about to be written up to `end`, taking
+ * new slots (or growing a heap slot) as needed. */
+static struct up_staged *staged_slot_for(struct up_file *f, uint64_t off, uint64_t end, int *err) {
     for (;;) {
         if (f->staged_count) {
             struct up_staged *last = &f->staged[f->staged_count - 1];
+            if (off >= last->base + last->cap) up_stage_grow(last, DK_MAX(end, off + 1));
             if (off < last->base + last->cap) {
                 /* Slots are contiguous from pub_size: index arithmetic finds most, a scan the rest. */
                 for (uint32_t i = 0; i < f->staged_count; i++) {
@@ -103,7 +105,7 @@ static struct up_staged *staged_slot_for(struct up_file *f, uint64_t off, int *e
         }
         uint64_t base = f->staged_count ? f->staged[f->staged_count - 1].base + f->staged[f->staged_count - 1].cap
                                         : f->pub_size;
-        int rc = up_stage_take(f->root, base, &f->staged[f->staged_count]);
+        int rc = up_stage_take(f->root, base, DK_MAX(end, off + 1), f->staged_count == 0, &f->staged[f->staged_count]);
         if (rc) {
             *err = rc;
             return NULL;
@@ -126,7 +128,7 @@ static int staged_write(struct up_file *f, uint64_t off, const char *buf, size_t
     dk_assert(off >= f->pub_size);
     while (size < off) { /* zero-fill the gap: a staged slot may hold old bytes */
         int err = 0;
-        struct up_staged *s = staged_slot_for(f, size, &err);
+        struct up_staged *s = staged_slot_for(f, size, off + n, &err);
         if (!s) return err;
         uint64_t len = DK_MIN(off, s->base + s->cap) - size;
         if (staging_persists(f)) dk_zero_nt(s->addr + (size - s->base), len);
@@ -135,7 +137,7 @@ static int staged_write(struct up_file *f, uint64_t off, const char *buf, size_t
     }
     while (n) {
         int err = 0;
-        struct up_staged *s = staged_slot_for(f, off, &err);
+        struct up_staged *s = staged_slot_for(f, off, off + n, &err);
         if (!s) return err;
         size_t len = DK_MIN(n, s->base + s->cap - off);
         if (staging_persists(f)) store(f, s->addr + (off - s->base), buf, len);

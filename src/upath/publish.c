@@ -94,7 +94,8 @@ static int relink_slot(struct up_file *f, int wfd, struct up_staged *s, uint64_t
     const char *src = s->addr + (a - s->base);
     uint64_t blk = DK_PAGE_BYTES;
     uint64_t head_end = dk_round_up(a, blk), tail = dk_round_down(b, blk);
-    bool clone = b - a >= f->root->clone_min_bytes && f->root->medium.block_bytes <= blk && head_end < tail;
+    bool clone = b - a >= f->root->clone_min_bytes && f->root->medium.block_bytes <= blk && head_end < tail &&
+                 !up_staged_on_heap(s);
     if (clone) {
         int rc = copy_range(wfd, src, a, head_end - a);
         if (rc) return rc;

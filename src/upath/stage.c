@@ -391,7 +391,71 @@ static void start_thread_locked(struct up_pool *p) {
     pthread_attr_destroy(&a);
 }
 
-int up_stage_take(struct up_root *r, uint64_t base, struct up_staged *out) {
+/* ---- heap slots: appends held in process memory where relink copies anyway ----
+ *
+ * On a medium without block sharing a relink is a pwrite of the staged bytes, wherever they are: a staging
+ * file adds only its creation -- the hidden area, an owner lock, fallocate and populate of 4 MiB, a
+ * background thread -- paid by every process that appends at all (rsync, git: ~15% of their CPU time on
+ * tmpfs). The first slot of an append burst is therefore process memory, grown as the appends need up to
+ * DAXKIT_STAGE_HEAP_BYTES; beyond that the burst continues in pool slots. Nothing else changes: the bytes
+ * are invisible to other processes until the publish copies them (publish.c), and the staging pool was
+ * never read by recovery (posix and sync modes publish before acknowledging what must survive). */
+
+#define UP_HEAP_FIRST_BYTES 4096u
+/* All heap slots of the process: 256 files each holding a whole DAXKIT_STAGE_HEAP_BYTES default (1 MiB). */
+#define UP_HEAP_TOTAL_BYTES_MAX (256ull << 20)
+static uint64_t heap_bytes_total; /* atomic */
+
+static bool heap_reserve(uint64_t bytes) {
+    uint64_t now = __atomic_add_fetch(&heap_bytes_total, bytes, __ATOMIC_RELAXED);
+    if (now <= UP_HEAP_TOTAL_BYTES_MAX) return true;
+    __atomic_sub_fetch(&heap_bytes_total, bytes, __ATOMIC_RELAXED);
+    return false;
+}
+
+static void heap_release(uint64_t bytes) { __atomic_sub_fetch(&heap_bytes_total, bytes, __ATOMIC_RELAXED); }
+
+/* The capacity of a heap slot now holding cap bytes, to cover [base, end): doubling, page-rounded, at most
+ * DAXKIT_STAGE_HEAP_BYTES (the rest of the range then goes to pool slots). */
+static uint64_t heap_cap_for(uint64_t base, uint64_t end, uint64_t cap) {
+    uint64_t need = dk_round_up(end - base, DK_PAGE_BYTES);
+    return DK_MIN(dk_cfg.stage_heap_bytes, DK_MAX(DK_MAX(cap * 2, (uint64_t)UP_HEAP_FIRST_BYTES), need));
+}
+
+/* A heap slot for [base, end), when the root's relink copies and the first write fits (a larger one goes
+ * to the pool at once). */
+static bool heap_take(const struct up_root *r, uint64_t base, uint64_t end, struct up_staged *out) {
+    if (r->clone_min_bytes != UINT64_MAX || end - base > dk_cfg.stage_heap_bytes) return false;
+    uint64_t cap = heap_cap_for(base, DK_MAX(end, base + 1), 0);
+    if (!heap_reserve(cap)) return false;
+    char *buf = malloc(cap);
+    if (!buf) {
+        heap_release(cap);
+        return false;
+    }
+    *out = (struct up_staged){.sf = NULL, .slot = 0, .base = base, .cap = cap, .addr = buf, .sf_off = 0};
+    dk_count(DK_C_stage_heap_slots, 1);
+    return true;
+}
+
+bool up_stage_grow(struct up_staged *s, uint64_t end) {
+    if (!up_staged_on_heap(s) || end <= s->base + s->cap) return false;
+    uint64_t cap = heap_cap_for(s->base, end, s->cap);
+    if (cap <= s->cap || !heap_reserve(cap - s->cap)) return false;
+    char *buf = realloc(s->addr, cap);
+    if (!buf) {
+        heap_release(cap - s->cap);
+        return false;
+    }
+    s->addr = buf;
+    s->cap = cap;
+    return true;
+}
+
+/* ---- slots ---- */
+
+int up_stage_take(struct up_root *r, uint64_t base, uint64_t end, bool heap_ok, struct up_staged *out) {
+    if (heap_ok && heap_take(r, base, end, out)) return 0;
     struct up_pool *p = pool_for(r);
     if (!p) return -ENOSPC;
     pthread_mutex_lock(&p->mu);
@@ -442,6 +506,13 @@ bool up_stage_prefault(struct up_root *r, int fd, uint64_t off, uint64_t len) {
 }
 
 void up_stage_give_back(struct up_root *r, struct up_staged *s, bool cloned) {
+    if (up_staged_on_heap(s)) {
+        dk_assert(!cloned);
+        free(s->addr);
+        heap_release(s->cap);
+        s->addr = NULL;
+        return;
+    }
     struct up_pool *p = r->pool;
     dk_assert(p != NULL);
     struct up_stg_file *sf = s->sf;
