@@ -159,8 +159,11 @@ static struct size_rec *rec_at(const struct up_sizes *z, int s) {
 }
 
 /* Makes the file's record valid for (published size, ext), or raises its ext. this_boot: on the page
- * cache, a record for this boot only (no msync); otherwise durable. */
-static int rec_begin(struct up_file *f, int fd, uint64_t ext, bool this_boot) {
+ * cache, a record for this boot only (no msync); otherwise durable. with_path: the record carries the
+ * file's path (a readlink of /proc/self/fd, ~4 us of CPU) -- for extend records, valid for as long as the
+ * file is extended; a publish's record is valid for the microseconds of its relink (and the file is often
+ * renamed right after: rsync, git), so recovery finds that rare one by inode (up_find_inode). */
+static int rec_begin(struct up_file *f, int fd, uint64_t ext, bool this_boot, bool with_path) {
     struct up_sizes *z = f->sizerec_slot ? f->root->sizes : sizes_open(f->root);
     if (!z) return 0; /* no record: the old behaviour (a crash may leave the tail); said once */
     if (f->sizerec_slot && f->sizerec_valid) {
@@ -182,9 +185,9 @@ static int rec_begin(struct up_file *f, int fd, uint64_t ext, bool this_boot) {
         f->sizerec_slot = s + 1;
     }
     struct size_rec *rec = rec_at(z, f->sizerec_slot - 1);
-    if (fresh) { /* the path is a hint (renames): read once per slot, not at every publish */
+    if (fresh) rec->path_len = 0, rec->path[0] = 0;
+    if (with_path && !rec->path_len) /* a hint (renames): read once per slot, not at every extension */
         rec->path_len = (uint32_t)up_fd_path(fd, rec->path, REC_PATH_MAX);
-    }
     this_boot = this_boot && f->root->persist_as == DK_MEDIUM_PAGECACHE && boot_id(rec->boot);
     rec->flags = this_boot ? REC_THIS_BOOT : 0;
     rec->dev = (uint64_t)f->dev, rec->ino = (uint64_t)f->ino;
@@ -197,9 +200,9 @@ static int rec_begin(struct up_file *f, int fd, uint64_t ext, bool this_boot) {
     return 0;
 }
 
-int up_sizerec_extend(struct up_file *f, int fd, uint64_t ext) { return rec_begin(f, fd, ext, false); }
+int up_sizerec_extend(struct up_file *f, int fd, uint64_t ext) { return rec_begin(f, fd, ext, false, true); }
 
-int up_sizerec_publish_begin(struct up_file *f, int fd, uint64_t size) { return rec_begin(f, fd, size, true); }
+int up_sizerec_publish_begin(struct up_file *f, int fd, uint64_t size) { return rec_begin(f, fd, size, true, false); }
 
 bool up_sizerec_commit(struct up_file *f, uint64_t size) {
     if (!f->sizerec_valid) return false;
@@ -257,7 +260,7 @@ void up_sizerec_shutdown(struct up_root *r, int area_fd, const char *tag) {
 
 /* Finds the inode in the tree below dirfd (depth-limited), opening it for writing. -1 if not found. */
 int up_find_inode(int dirfd, dev_t dev, ino_t ino, int depth) {
-    if (depth > 8) return -1;
+    if (depth > 32) return -1; /* 2 descriptors per level */
     int d2 = DK_REAL(openat)(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
     if (!d) {
