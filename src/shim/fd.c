@@ -1,4 +1,5 @@
 /* Descriptor calls: close, close_range, dup family, fcntl, flock, lseek. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 
 DK_EXPORT int close(int fd) {
     if (DK_LIKELY(up_enabled)) {
+        up_dirfd_forget(fd);
         if (DK_UNLIKELY(up_fd_is_internal(fd))) {
             errno = EBADF; /* the program never opened it */
             return -1;
@@ -43,6 +45,7 @@ static void range_cb(int fd, struct up_fd *e, void *arg) {
 
 DK_EXPORT int close_range(unsigned int first, unsigned int last, int flags) {
     if (!up_enabled || (flags & CLOSE_RANGE_CLOEXEC) || first > last) return DK_REAL(close_range)(first, last, flags);
+    up_dirfd_forget_range(first, last);
     struct range_arg a = {.first = first, .last = last};
     up_fd_foreach(range_cb, &a);
     /* Close around daxkit's own descriptors (sorted ascending by the walk). */
@@ -64,6 +67,7 @@ DK_EXPORT int dup(int fd) {
 }
 
 static int dup_to(int oldfd, int newfd, int flags, bool three) {
+    if (up_enabled) up_dirfd_forget(newfd);
     if (up_enabled && oldfd != newfd && up_fd_slot(newfd) && DK_REAL(fcntl)(oldfd, F_GETFD) >= 0) up_close(newfd);
     int r = three ? DK_REAL(dup3)(oldfd, newfd, flags) : DK_REAL(dup2)(oldfd, newfd);
     if (r >= 0 && up_enabled && oldfd != newfd && up_fd_slot(oldfd)) up_dup(oldfd, newfd);
@@ -170,4 +174,11 @@ DK_EXPORT off_t lseek64(int fd, off_t off, int whence) {
     struct up_slot *s;
     if (up_enabled && (s = up_serving(fd))) return up_lseek(s, fd, off, whence);
     return DK_REAL(lseek64)(fd, off, whence);
+}
+
+/* glibc's closedir closes its descriptor without the interposed close: a directory descriptor's verdict
+ * (upath/managed.c) must be forgotten here, or a number reused by the next opendir would inherit it. */
+DK_EXPORT int closedir(DIR *d) {
+    if (up_enabled && d) up_dirfd_forget(dirfd(d));
+    return DK_REAL(closedir)(d);
 }

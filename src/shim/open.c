@@ -16,6 +16,7 @@
 
 int dk_after_open(int fd, int flags, int dirfd, const char *path) {
     if (fd < 0 || !up_enabled) return fd;
+    up_dirfd_forget(fd); /* the number names a new file now */
     int rc = up_adopt(fd, flags, dirfd, path);
     if (rc) {
         DK_REAL(close)(fd);

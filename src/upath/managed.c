@@ -124,19 +124,22 @@ static bool cwd_below(struct up_root *r) {
 }
 
 /* Directory descriptors programs open names relative to (rsync, find, git): which roots each directory
- * is at or below, found by one readlink per directory and kept by descriptor number with the directory's
- * identity, which an fstat (far cheaper than a readlink of /proc/self/fd) checks at every use -- so a
- * number reused for another directory, even through calls not interposed (opendir/closedir), is found
- * out. A directory renamed out of a root keeps its old verdict while its descriptor stays open. */
+ * is at or below, found by one readlink per directory and kept by descriptor number until the number is
+ * closed or made to name another file: close, close_range, dup2/dup3 onto it, closedir (interposed for
+ * this: glibc's opendir/closedir open and close without the interposed calls) and every open returning
+ * it forget the number's verdict (up_dirfd_forget). Checking the directory's identity with an fstat at
+ * each use instead cost rsync one system call per file. Not seen: a number closed by a raw system call
+ * and reused for another directory keeps the old verdict; a directory renamed out of a root keeps its
+ * verdict while its descriptor stays open. A verdict found while its number was forgotten (a close racing
+ * the readlink) is not stored: dirfd_gen moves at every forget. */
 #define UP_DIRFD_SLOTS 64
 struct dirfd_verdict {
-    int fd;
-    dev_t dev;
-    ino_t ino;
+    int fd;         /* -1: empty */
     uint32_t below; /* bit i: at or below roots[i] */
 };
-static struct dirfd_verdict dirfd_cache[UP_DIRFD_SLOTS];
+static struct dirfd_verdict dirfd_cache[UP_DIRFD_SLOTS] = {[0 ... UP_DIRFD_SLOTS - 1] = {.fd = -1}};
 static pthread_mutex_t dirfd_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t dirfd_gen; /* atomic */
 
 static uint32_t roots_below(const char *path) {
     uint32_t m = 0;
@@ -146,22 +149,48 @@ static uint32_t roots_below(const char *path) {
 }
 
 static bool dirfd_below(const struct up_root *r, int dirfd) {
-    struct stat ds;
-    if (dirfd < 0 || DK_REAL(fstat)(dirfd, &ds) != 0 || !S_ISDIR(ds.st_mode)) return false;
+    if (dirfd < 0) return false;
     uint32_t bit = 1u << (r - roots);
     struct dirfd_verdict *v = &dirfd_cache[dirfd % UP_DIRFD_SLOTS];
     pthread_mutex_lock(&dirfd_mu);
-    bool hit = v->fd == dirfd && v->dev == ds.st_dev && v->ino == ds.st_ino;
+    bool hit = v->fd == dirfd;
     uint32_t below = v->below;
     pthread_mutex_unlock(&dirfd_mu);
     if (hit) return below & bit;
+    uint64_t gen = __atomic_load_n(&dirfd_gen, __ATOMIC_ACQUIRE);
     char path[PATH_MAX];
-    if (!up_fd_path(dirfd, path, sizeof path)) return false;
+    if (!up_fd_path(dirfd, path, sizeof path)) return false; /* the open succeeded: dirfd is a directory */
     below = roots_below(path);
     pthread_mutex_lock(&dirfd_mu);
-    *v = (struct dirfd_verdict){dirfd, ds.st_dev, ds.st_ino, below};
+    if (__atomic_load_n(&dirfd_gen, __ATOMIC_ACQUIRE) == gen) *v = (struct dirfd_verdict){dirfd, below};
     pthread_mutex_unlock(&dirfd_mu);
     return below & bit;
+}
+
+void up_dirfd_forget_range(unsigned first, unsigned last) {
+    __atomic_add_fetch(&dirfd_gen, 1, __ATOMIC_ACQ_REL);
+    bool any = false;
+    for (unsigned i = 0; i < UP_DIRFD_SLOTS && !any; i++) {
+        int fd = __atomic_load_n(&dirfd_cache[i].fd, __ATOMIC_RELAXED);
+        any = fd >= 0 && (unsigned)fd >= first && (unsigned)fd <= last;
+    }
+    if (!any) return;
+    pthread_mutex_lock(&dirfd_mu);
+    for (unsigned i = 0; i < UP_DIRFD_SLOTS; i++) {
+        int fd = dirfd_cache[i].fd;
+        if (fd >= 0 && (unsigned)fd >= first && (unsigned)fd <= last) dirfd_cache[i].fd = -1;
+    }
+    pthread_mutex_unlock(&dirfd_mu);
+}
+
+void up_dirfd_forget(int fd) {
+    if (fd < 0) return;
+    __atomic_add_fetch(&dirfd_gen, 1, __ATOMIC_ACQ_REL);
+    struct dirfd_verdict *v = &dirfd_cache[fd % UP_DIRFD_SLOTS];
+    if (__atomic_load_n(&v->fd, __ATOMIC_RELAXED) != fd) return;
+    pthread_mutex_lock(&dirfd_mu);
+    if (v->fd == fd) v->fd = -1;
+    pthread_mutex_unlock(&dirfd_mu);
 }
 
 /* The name the program opened shows the file below r without a readlink of the file: an absolute name

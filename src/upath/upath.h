@@ -29,6 +29,10 @@ struct up_slot *up_serving(int fd);
 int up_adopt(int fd, int oflags, int dirfd, const char *path);
 /* The working directory changed (chdir, fchdir): relative names are judged again. */
 void up_cwd_changed(void);
+/* The descriptor number fd (or every number in [first, last]) was closed or now names another file: its
+ * verdict as a directory descriptor is forgotten (managed.c). */
+void up_dirfd_forget(int fd);
+void up_dirfd_forget_range(unsigned first, unsigned last);
 /* Before the kernel closes fd: publish, drop the descriptor. Returns 0 or -errno of a failed publish. */
 int up_close(int fd);
 /* After the kernel duplicated oldfd to newfd (dup/dup2/dup3/F_DUPFD*). newfd was closed first. */

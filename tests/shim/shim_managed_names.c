@@ -114,8 +114,8 @@ int main(int argc, char **argv) {
     expect(dfd, "at2", true, "a name relative to a directory descriptor below it, working directory beside");
     OK(close(dfd));
     OK(close(ofd));
-    /* The verdict for a directory descriptor follows the directory, not the number: closedir is not
-     * interposed, so a number reused through opendir must be found out. */
+    /* The verdict for a directory descriptor follows the directory, not the number: glibc's closedir
+     * closes without the interposed close, so a number reused through opendir must be found out. */
     DIR *in_dir = opendir(sub);
     CHECK(in_dir, "opendir %s: %s", sub, strerror(errno));
     int num = dirfd(in_dir);
