@@ -3,13 +3,14 @@
 # source tree, git init + add + commit of it, and sqlite3 transactions with a rollback journal -- each run
 # through the kernel, with the library loaded and nothing managed ("preload"), and under `daxkit run --dir`
 # ("daxkit"), variants interleaved per repetition. The figure is CPU time (user + system, children
-# included: /usr/bin/time), which another engineer's build on the other core disturbs far less than wall
-# time; the summary gives medians and the ratio to the kernel's median (> 1: daxkit used more CPU).
+# included: perf stat -e task-clock), which another engineer's build on the other core disturbs far less
+# than wall time; the summary gives medians and the ratio to the kernel's median (> 1: daxkit used more CPU).
 # With INSN=1 each variant runs once under callgrind instead (instruction counts of every process, summed:
 # noise-free, but user space only -- the kernel's work in system calls is not counted).
 # Usage: bench/perfile.sh BUILD_DIR [MEDIUM] [OUT_CSV]   (MEDIUM: tmpfs (default) | hugetmpfs | xfs | ext4)
 # Environment: REPS (5), WORKLOADS ("rsync git sqlite"), VARIANTS ("kernel preload daxkit"), SQL_N (1000),
-#              SRC_TREE (/usr/include/linux), INSN (0).
+#              SRC_TREE (/usr/include/linux), INSN (0); variant "base" runs daxkit with BASE_LIB (another
+#              build's libdaxkit.so: before/after in one interleaved run).
 # Rows: medium,workload,variant,metric,value,rep  (metric cpu_s, wall_s, or insn).
 set -euo pipefail
 BUILD=$(cd "${1:?build dir}" && pwd)
@@ -25,7 +26,7 @@ SQL_N=${SQL_N:-1000}
 TREE=${SRC_TREE:-/usr/include/linux}
 INSN=${INSN:-0}
 LIB=$(dk_lib) || exit 1
-dk_need_cmd rsync git sqlite3
+dk_need_cmd rsync git sqlite3 perf
 [ "$INSN" = 1 ] && { dk_need_cmd valgrind; REPS=1; }
 [ -d "$TREE" ] || dk_skip "$TREE missing"
 
@@ -43,6 +44,7 @@ run() {
     case $VARIANT in
     preload) env+=(LD_PRELOAD="$LIB") ;;
     daxkit) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR") ;;
+    base) env+=(LD_PRELOAD="${BASE_LIB:?variant base needs BASE_LIB}" DAXKIT_DIR="$DIR") ;;
     esac
     if [ "$INSN" = 1 ]; then
         local cg
@@ -53,13 +55,15 @@ run() {
         rm -rf "$cg"
         return
     fi
-    local t
+    local t t0 cpu
     t=$(mktemp)
-    "${env[@]}" /usr/bin/time -f '%U %S %e' -o "$t" "$@" > /dev/null
-    read -r u s e < "$t"
+    t0=$(date +%s%N)
+    # task-clock of the command and every child (perf stat inherits); ms, far finer than time(1)'s 10 ms
+    perf stat -x, -e task-clock -o "$t" -- "${env[@]}" "$@" > /dev/null
+    cpu=$(awk -F, '$3 == "task-clock" { print $1 / 1000 }' "$t")
     rm -f "$t"
-    CPU_S=$(awk -v a="$CPU_S" -v u="$u" -v s="$s" 'BEGIN { printf "%.3f", a + u + s }')
-    WALL_S=$(awk -v a="$WALL_S" -v e="$e" 'BEGIN { printf "%.3f", a + e }')
+    CPU_S=$(awk -v a="$CPU_S" -v c="$cpu" 'BEGIN { printf "%.4f", a + c }')
+    WALL_S=$(awk -v a="$WALL_S" -v t0="$t0" -v t1="$(date +%s%N)" 'BEGIN { printf "%.4f", a + (t1 - t0) / 1e9 }')
 }
 
 work_rsync() {
