@@ -101,7 +101,9 @@ _dk_media_remove() {
     fi
     [ -n "$loop" ] && losetup -d "$loop" 2>/dev/null
     [ -n "$image" ] && rm -f "$image"
-    [ -n "$dir" ] && rmdir "$dir" 2>/dev/null
+    # A directory that is not empty (a test's leftover beside its medium, e.g. strict/powerloss.sh's
+    # <medium>.acked.PID after a failure) stays: under set -e a failing rmdir here ended every later test.
+    [ -n "$dir" ] && { rmdir "$dir" 2>/dev/null || true; }
     return 0
 }
 
