@@ -415,6 +415,39 @@ static bool heap_reserve(uint64_t bytes) {
 
 static void heap_release(uint64_t bytes) { __atomic_sub_fetch(&heap_bytes_total, bytes, __ATOMIC_RELAXED); }
 
+/* The largest heap buffer given back, kept for the next burst: malloc hands buffers of 128 KiB and more out
+ * as fresh mappings (and trims the heap's top), so without it each such burst page-faulted all its pages
+ * anew (rsync of /usr/include/linux: ~500 page faults more than the kernel path). At most
+ * DAXKIT_STAGE_HEAP_BYTES is kept, not counted in heap_bytes_total. */
+static struct {
+    char *buf;
+    uint64_t cap;
+} heap_spare;
+static pthread_mutex_t heap_spare_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* A buffer of at least *cap bytes: the spare when large enough (*cap becomes its size), else malloc. */
+static char *heap_alloc(uint64_t *cap) {
+    char *buf = NULL;
+    pthread_mutex_lock(&heap_spare_mu);
+    if (heap_spare.buf && heap_spare.cap >= *cap) {
+        buf = heap_spare.buf, *cap = heap_spare.cap;
+        heap_spare.buf = NULL, heap_spare.cap = 0;
+    }
+    pthread_mutex_unlock(&heap_spare_mu);
+    return buf ? buf : malloc(*cap);
+}
+
+static void heap_free(char *buf, uint64_t cap) {
+    pthread_mutex_lock(&heap_spare_mu);
+    if (cap > heap_spare.cap && cap <= dk_cfg.stage_heap_bytes) {
+        char *old = heap_spare.buf;
+        heap_spare.buf = buf, heap_spare.cap = cap;
+        buf = old;
+    }
+    pthread_mutex_unlock(&heap_spare_mu);
+    free(buf);
+}
+
 /* The capacity of a heap slot now holding cap bytes, to cover [base, end): doubling, page-rounded, at most
  * DAXKIT_STAGE_HEAP_BYTES (the rest of the range then goes to pool slots). */
 static uint64_t heap_cap_for(uint64_t base, uint64_t end, uint64_t cap) {
@@ -427,12 +460,12 @@ static uint64_t heap_cap_for(uint64_t base, uint64_t end, uint64_t cap) {
 static bool heap_take(const struct up_root *r, uint64_t base, uint64_t end, struct up_staged *out) {
     if (r->clone_min_bytes != UINT64_MAX || end - base > dk_cfg.stage_heap_bytes) return false;
     uint64_t cap = heap_cap_for(base, DK_MAX(end, base + 1), 0);
-    if (!heap_reserve(cap)) return false;
-    char *buf = malloc(cap);
-    if (!buf) {
-        heap_release(cap);
-        return false;
+    char *buf = heap_alloc(&cap);
+    if (buf && !heap_reserve(cap)) {
+        heap_free(buf, cap);
+        buf = NULL;
     }
+    if (!buf) return false;
     *out = (struct up_staged){.sf = NULL, .slot = 0, .base = base, .cap = cap, .addr = buf, .sf_off = 0};
     dk_count(DK_C_stage_heap_slots, 1);
     return true;
@@ -508,7 +541,7 @@ bool up_stage_prefault(struct up_root *r, int fd, uint64_t off, uint64_t len) {
 void up_stage_give_back(struct up_root *r, struct up_staged *s, bool cloned) {
     if (up_staged_on_heap(s)) {
         dk_assert(!cloned);
-        free(s->addr);
+        heap_free(s->addr, s->cap);
         heap_release(s->cap);
         s->addr = NULL;
         return;
@@ -556,6 +589,7 @@ void up_stage_after_fork_child(void) {
     }
     pool_count = 0;
     pthread_mutex_init(&pools_mu, NULL);
+    pthread_mutex_init(&heap_spare_mu, NULL); /* another thread may have held it at fork */
 }
 
 /* At exit: remove our staging files and lock (everything was published by the caller). */
