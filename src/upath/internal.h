@@ -56,6 +56,10 @@ struct up_root *up_root_at(int idx);
 struct up_root *up_root_for_fd(int fd, const struct stat *st, int dirfd, const char *path_hint);
 /* The root whose directory holds `dirfd`-relative `path` (for unlink/rename), or NULL. Cheap reject. */
 bool up_dev_is_managed(dev_t dev);
+/* A directory was opened as fd by `name` relative to dirfd: when the name shows it at or below roots (the
+ * text rules of name_below), that is its verdict as a directory descriptor -- no readlink at its first use
+ * (rsync opens each directory relative to its parent's descriptor). */
+void up_dirfd_note_open(int fd, int dirfd, const char *name);
 /* Probes the root's medium on first use. */
 void up_root_probe(struct up_root *r);
 

@@ -204,6 +204,16 @@ static bool name_below(struct up_root *r, int dirfd, const char *hint) {
     return dirfd == AT_FDCWD ? cwd_below(r) : dirfd_below(r, dirfd);
 }
 
+void up_dirfd_note_open(int fd, int dirfd, const char *name) {
+    uint32_t below = 0;
+    for (int i = 0; i < root_count; i++)
+        if (name_below(&roots[i], dirfd, name)) below |= 1u << i;
+    if (!below || fd < 0) return; /* not below by its name: the kernel's path decides at first use */
+    pthread_mutex_lock(&dirfd_mu);
+    dirfd_cache[fd % UP_DIRFD_SLOTS] = (struct dirfd_verdict){fd, below};
+    pthread_mutex_unlock(&dirfd_mu);
+}
+
 /* The file system below a mount root holds nothing else: a name that does not pass through a .daxkit area
  * needs no readlink (a name reached through another mount of the same file system is the same file, and
  * managed alike). Relative names count too -- rsync and git open relative to a directory they changed

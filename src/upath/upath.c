@@ -129,7 +129,9 @@ static int file_first_map(struct up_file *f, int fd) {
 }
 
 int up_adopt(int fd, int oflags, int dirfd, const char *path) {
-    if (!up_enabled || (oflags & O_PATH)) return 0;
+    if (!up_enabled) return 0;
+    if ((oflags & O_DIRECTORY) && path) up_dirfd_note_open(fd, dirfd, path); /* the kernel checked: a directory */
+    if (oflags & O_PATH) return 0;
     DK_ERRNO_SAVE;
     struct stat st;
     if (DK_REAL(fstat)(fd, &st) != 0 || !S_ISREG(st.st_mode) || !up_dev_is_managed(st.st_dev)) {
