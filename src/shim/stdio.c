@@ -214,9 +214,12 @@ DK_EXPORT size_t fread_unlocked(void *buf, size_t size, size_t n, FILE *fp) {
  * buffered input: fseek(fp, 0, SEEK_CUR) -- the call C requires between writing and reading -- lands at the
  * buffered block's start plus the old read offset instead of after the bytes written (reproduced with a
  * plain fopencookie stream, glibc 2.36). Its ftell is right in that state, so a relative seek on our
- * streams is made absolute first. */
+ * streams is made absolute first -- unless the stream does not know its offset (an appending stream after
+ * a write: _offset is -1): glibc then seeks the descriptor relatively, without reading ahead, on both
+ * kinds of stream, and an absolute seek would read a block ahead where the file stream does not (the
+ * next fwrite then flushes at a different point: CI seed 460482943039). */
 static int seek_common(FILE *fp, off_t off, int whence, int (*real)(FILE *, off_t, int)) {
-    if (whence == SEEK_CUR && cookie_fd(fp) >= 0) {
+    if (whence == SEEK_CUR && fp->_offset != -1 && cookie_fd(fp) >= 0) {
         off_t cur = ftello(fp);
         if (cur < 0) return -1;
         if (off > 0 && cur > INT64_MAX - off) {
