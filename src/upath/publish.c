@@ -217,7 +217,9 @@ static void drop_reflink_mark(struct up_file *f, int fd) {
         return;
     }
     DK_ERRNO_SAVE;
-    if (DK_REAL(fallocate)(fd, FALLOC_FL_UNSHARE_RANGE, 0, DK_PAGE_BYTES) == 0) dk_count(DK_C_reflink_unshares, 1);
+    /* KEEP_SIZE: without it the call would extend a file shorter than the block (diff seed 461582589002). */
+    if (DK_REAL(fallocate)(fd, FALLOC_FL_UNSHARE_RANGE | FALLOC_FL_KEEP_SIZE, 0, DK_PAGE_BYTES) == 0)
+        dk_count(DK_C_reflink_unshares, 1);
     DK_ERRNO_RESTORE;
 }
 
