@@ -2,6 +2,7 @@
 #include "common/pwrite_all.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sys/uio.h>
 
 #include "common/dk.h"
@@ -14,9 +15,15 @@ static ssize_t pwrite_once(int fd, const char *p, size_t n, uint64_t off, int rw
     return DK_REAL(pwritev2)(fd, &v, 1, (off_t)off, rwf_flags);
 }
 
+/* Callers hold locks (a file's mutex or guard, the log's): libc's pwrite is a cancellation point, and a
+ * thread cancelled inside would leave them held for good. Cancellation is off for the loop and back as it
+ * was after it (the program's own call stays a cancellation point at its entry). The libc table is still
+ * called, so fault injection reaches these writes. */
 int dk_pwrite_all(int fd, const void *src, size_t n, uint64_t off, int rwf_flags,
                   const struct dk_pwrite_pieces *pieces) {
     DK_ERRNO_SAVE;
+    int cancel_was;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_was);
     const char *p = src;
     int rc = 0;
     size_t len = pieces && n ? (size_t)pieces->next(pieces->ctx, off, n, 1) : n;
@@ -30,6 +37,7 @@ int dk_pwrite_all(int fd, const void *src, size_t n, uint64_t off, int rwf_flags
         p += w, n -= (size_t)w, off += (uint64_t)w;
         len = pieces && n ? (size_t)pieces->next(pieces->ctx, off, n, 0) : n;
     }
+    pthread_setcancelstate(cancel_was, NULL);
     DK_ERRNO_RESTORE;
     return rc;
 }

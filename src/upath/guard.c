@@ -85,8 +85,12 @@ void up_guard_write_lock(struct up_file *f) {
     __atomic_store_n(&f->guard_closed, 1, __ATOMIC_RELAXED);
     /* After this every thread either saw the fast path closed or is visible in its record. */
     if (membarrier_call(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
+        /* Never seen after a successful registration; should it happen, fast sections end here: new ones
+         * take f->rw, and the wait below drains those already in (best effort: without the barrier a
+         * reader's record may show late). */
+        __atomic_store_n(&up_guard_asym, false, __ATOMIC_SEQ_CST);
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        dk_log_once("membarrier failed after registering; readers may race a truncate");
+        dk_log_once("membarrier failed after registering; the data path takes its read-write locks from now on");
     }
     dk_count(DK_C_guard_barriers, 1);
     /* Fast sections are short, but a page-cache pwrite inside one can block on the device: yield, then

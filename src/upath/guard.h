@@ -8,8 +8,11 @@
  * announces which file it is in with a plain store into its own reader record, and a writer pays instead:
  * it closes the fast path, runs membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) (a full barrier on every CPU
  * running one of our threads, pairing with the readers' compiler barriers), and waits until no reader
- * record names the file. A reader that finds the fast path closed, or is nested inside another guarded
- * section (a signal handler), or runs where membarrier is unavailable, takes f->rw for reading as before.
+ * record names the file. A reader that finds the fast path closed, or is nested inside a guarded section
+ * of another file (a signal handler), or runs where membarrier is unavailable, takes f->rw for reading as
+ * before; one nested inside a section of the same file is covered by it. A thread's first guarded IO
+ * claims its record (calloc, pthread_setspecific): in a signal handler that interrupted malloc, that
+ * first claim is not async-signal-safe.
  *
  * Lock order is unchanged: f->mu > the guard's write side (which holds f->rw for writing). */
 #ifndef DK_UPATH_GUARD_H
@@ -27,27 +30,37 @@ extern bool up_guard_asym;                /* membarrier works: fast sections are
 extern __thread struct up_reader *up_reader_self;
 struct up_reader *up_reader_claim(void);  /* this thread's record (slow path, first use) */
 
-/* Enters a read-side section on f; returns the token to pass to up_guard_read_exit. */
-static inline bool up_guard_read_enter(struct up_file *f) {
+/* How a section was entered (the token to pass to up_guard_read_exit). */
+enum up_guard_entry { UP_GUARD_LOCKED = 0, UP_GUARD_FAST = 1, UP_GUARD_NESTED = 2 };
+
+/* Enters a read-side section on f. A section nested in one on the same file (a signal handler doing IO
+ * on the file it interrupted) is covered by the outer one: it takes nothing -- taking f->rw there would
+ * deadlock against a truncate waiting for the outer section. */
+static inline enum up_guard_entry up_guard_read_enter(struct up_file *f) {
     struct up_reader *r = up_reader_self;
     if (__builtin_expect(r == NULL, 0)) r = up_reader_claim();
-    if (__builtin_expect(up_guard_asym && r && __atomic_load_n(&r->file, __ATOMIC_RELAXED) == NULL, 1)) {
-        __atomic_store_n(&r->file, f, __ATOMIC_RELAXED);
-        __asm__ __volatile__("" ::: "memory"); /* membarrier supplies the CPU barrier (see above) */
-        if (__builtin_expect(!__atomic_load_n(&f->guard_closed, __ATOMIC_RELAXED), 1)) return true;
-        __atomic_store_n(&r->file, NULL, __ATOMIC_RELEASE);
+    if (__builtin_expect(up_guard_asym && r != NULL, 1)) {
+        struct up_file *in = __atomic_load_n(&r->file, __ATOMIC_RELAXED);
+        if (in == f) return UP_GUARD_NESTED;
+        if (__builtin_expect(in == NULL, 1)) {
+            __atomic_store_n(&r->file, f, __ATOMIC_RELAXED);
+            __asm__ __volatile__("" ::: "memory"); /* membarrier supplies the CPU barrier (see above) */
+            /* acquire: the loads of the section (sizes, the map) stay after this check */
+            if (__builtin_expect(!__atomic_load_n(&f->guard_closed, __ATOMIC_ACQUIRE), 1)) return UP_GUARD_FAST;
+            __atomic_store_n(&r->file, NULL, __ATOMIC_RELEASE);
+        }
     }
     pthread_rwlock_rdlock(&f->rw);
-    return false;
+    return UP_GUARD_LOCKED;
 }
 
 /* Leaves the section. The sfence orders non-temporal stores made inside before the record is cleared
  * (a release store orders ordinary stores only): a writer must not truncate under them. */
-static inline void up_guard_read_exit(struct up_file *f, bool fast) {
-    if (__builtin_expect(fast, 1)) {
+static inline void up_guard_read_exit(struct up_file *f, enum up_guard_entry how) {
+    if (__builtin_expect(how == UP_GUARD_FAST, 1)) {
         __builtin_ia32_sfence();
         __atomic_store_n(&up_reader_self->file, NULL, __ATOMIC_RELEASE);
-    } else {
+    } else if (how == UP_GUARD_LOCKED) {
         pthread_rwlock_unlock(&f->rw);
     }
 }

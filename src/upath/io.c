@@ -296,13 +296,8 @@ static int overwrite_unmapped(struct up_file *f, int fd, const char *buf, size_t
     pthread_mutex_lock(&f->mu);
     int rc = 0;
     if (unmapped_take_turn(f, off + n)) {
-        rc = 1;
-        for (size_t done = 0; done < n && rc == 1;) {
-            ssize_t w = DK_REAL(pwrite)(fd, buf + done, n - done, (off_t)(off + done));
-            if (w > 0) done += (size_t)w;
-            else if (w == 0) rc = -EIO;
-            else if (errno != EINTR) rc = -errno;
-        }
+        rc = dk_pwrite_all(fd, buf, n, off, 0, NULL); /* no cancellation under f->mu */
+        if (rc == 0) rc = 1;
         f->meta_dirty = true; /* in the kernel's page cache (or written through DAX): its fsync persists it */
         dk_count(DK_C_pt_unmapped, 1);
     }
@@ -317,7 +312,10 @@ static ssize_t read_unmapped(struct up_file *f, int fd, char *buf, size_t n, uin
     pthread_mutex_lock(&f->mu);
     ssize_t r = 0;
     if (unmapped_take_turn(f, off + n)) {
+        int cancel_was; /* pread is a cancellation point, and f->mu is held */
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_was);
         r = DK_REAL(pread)(fd, buf, n, (off_t)off);
+        pthread_setcancelstate(cancel_was, NULL);
         if (r != (ssize_t)n) r = 0; /* shrunk under us, or an error: the mapped path decides */
         else dk_count(DK_C_pt_unmapped, 1);
     }
@@ -340,7 +338,7 @@ int up_io_overwrite_by_pwrite(struct up_file *f, int fd, const char *buf, size_t
         return 0;
     if (!__atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE) && dk_cfg.mode == DK_MODE_POSIX)
         return 0; /* not mapped yet: the unmapped path counts its turns (overwrite_unmapped) */
-    bool fast = up_guard_read_enter(f);
+    enum up_guard_entry fast = up_guard_read_enter(f);
     int rc = 0;
     if (off + n <= __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) && off + n <= __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE)) {
         rc = dk_pwrite_all(fd, buf, n, off, 0, NULL);
@@ -357,7 +355,7 @@ int up_io_overwrite_by_pwrite(struct up_file *f, int fd, const char *buf, size_t
 static bool overwrite_fast(struct up_file *f, const char *buf, size_t n, uint64_t off, bool fence) {
     /* Writes reaching past the published end (appends made by write()) skip the lock: checked again under it. */
     if (off + n > inplace_limit(f)) return false;
-    bool fast = up_guard_read_enter(f);
+    enum up_guard_entry fast = up_guard_read_enter(f);
     bool ok = off + n <= inplace_limit(f) && off + n <= __atomic_load_n(&f->map.mapped_bytes, __ATOMIC_ACQUIRE) &&
               __atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE);
     if (ok) {
@@ -406,7 +404,12 @@ static int write_by_kernel(struct up_file *f, int fd, const char *buf, size_t n,
     int rc = up_publish_locked(f, fd);
     if (rc == 0) {
         uint64_t off = append ? up_file_size(f) : *at;
+        int cancel_was; /* pwrite is a cancellation point, and f->mu is held */
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_was);
         ssize_t w = DK_REAL(pwrite)(fd, buf, n, (off_t)off); /* on an O_APPEND fd this appends: off is the end */
+        int e = errno;
+        pthread_setcancelstate(cancel_was, NULL);
+        errno = e;
         if (w < 0) rc = -errno;
         else if ((size_t)w != n) rc = -ENOSPC;
         else {
@@ -487,7 +490,7 @@ __thread uint64_t up_io_last_offset;
 
 /* Copies [off, off+n) when it is all published and mapped; false otherwise (nothing copied). */
 static bool read_fast(struct up_file *f, char *buf, size_t n, uint64_t off) {
-    bool fast = up_guard_read_enter(f);
+    enum up_guard_entry fast = up_guard_read_enter(f);
     bool ok = off + n <= inplace_limit(f) && off + n <= up_file_size(f) &&
               off + n <= __atomic_load_n(&f->map.mapped_bytes, __ATOMIC_ACQUIRE) &&
               __atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE);
