@@ -118,12 +118,13 @@ static uint64_t replay(struct alog_file *f, uint64_t *pos, uint64_t end, uint64_
 
 void alog_jrnl_prefault(struct alog_file *f) {
     /* The first store to each page would fault (on huge tmpfs: a 2 MiB page mapped) inside a copy; map the
-     * log area and the file (undo stores into it) now. Not on pagecache media: a written page is a dirty
+     * log area now. Not on pagecache media: a written page is a dirty
      * page there, written back later. An older kernel without MADV_POPULATE_WRITE: EINVAL, faults as before. */
     if (f->persist_as == DK_MEDIUM_PAGECACHE) return;
     int saved = errno;
     (void)madvise(f->logmap, (size_t)DK_MIN(f->log_len, ALOG_JPREFAULT_BYTES_MAX), MADV_POPULATE_WRITE);
-    if (f->data && f->data_len) (void)madvise(f->data, (size_t)DK_MIN(f->data_len, ALOG_JPREFAULT_BYTES_MAX), MADV_POPULATE_WRITE);
+    /* Not the program's file: populating it, even for reading, would fill its holes on tmpfs (a 200 MiB
+     * sparse file took 200 MiB at its open) and, on DAX, allocate blocks (review finding 4). */
     errno = saved;
 }
 

@@ -553,9 +553,12 @@ void up_stage_give_back(struct up_root *r, struct up_staged *s, bool cloned) {
      * overwrite of the file there is a copy-on-write in the file system (XFS: 4 KiB random overwrites
      * with fsync every 10 ran 5.1-6.2 us against the kernel's 2.5-3.2 until the background refresh got
      * to them). The re-allocation waits for the background thread. */
-    if (cloned)
+    if (cloned) {
+        DK_ERRNO_SAVE; /* a failed punch (only a slower overwrite later) must not show in the program's errno */
         dk_libc()->fallocate(sf->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)s->slot * UP_SLOT_BYTES,
                              UP_SLOT_BYTES);
+        DK_ERRNO_RESTORE;
+    }
     pthread_mutex_lock(&p->mu);
     if (cloned) {
         sf->stale_bits[s->slot / 64] |= 1ull << (s->slot % 64);
