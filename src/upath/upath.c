@@ -396,10 +396,12 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
     if (rc == 0 && (uint64_t)len > UP_MAP_MAX_BYTES) rc = -EFBIG;
     if (rc == 0) rc = up_map_keep(f, fd, (uint64_t)len);
     if (rc == 0) {
-        up_guard_write_lock(f);
+        /* Growing cuts nothing a fast section may be using: only a shrink closes them (a membarrier). */
+        bool shrinks = (uint64_t)len < up_file_size(f) || (uint64_t)len < __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE);
+        if (shrinks) up_guard_write_lock(f);
         if (DK_REAL(ftruncate)(fd, len) != 0) rc = -errno;
         else forget_contents(f, (uint64_t)len);
-        up_guard_write_unlock(f);
+        if (shrinks) up_guard_write_unlock(f);
         f->meta_dirty = true;
     }
     pthread_mutex_unlock(&f->mu);
