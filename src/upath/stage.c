@@ -425,7 +425,16 @@ static struct {
 } heap_spare;
 static pthread_mutex_t heap_spare_mu = PTHREAD_MUTEX_INITIALIZER;
 
-/* A buffer of at least *cap bytes: the spare when large enough (*cap becomes its size), else malloc. */
+/* A page-aligned buffer: appends copy into it at the offset their bytes have in the file's block, as they
+ * do into a pool slot. malloc's alignment (16 bytes past a page for a large chunk) put each 4 KiB copy 16
+ * bytes off a page-aligned source, and rep movsb on this AMD CPU crawled at that distance: 1.5-2.3 us
+ * per 4 KiB append against 150-220 ns. */
+static char *heap_buffer(uint64_t cap) {
+    void *p = NULL;
+    return posix_memalign(&p, DK_PAGE_BYTES, cap) == 0 ? p : NULL;
+}
+
+/* A buffer of at least *cap bytes: the spare when large enough (*cap becomes its size), else a new one. */
 static char *heap_alloc(uint64_t *cap) {
     char *buf = NULL;
     pthread_mutex_lock(&heap_spare_mu);
@@ -434,7 +443,7 @@ static char *heap_alloc(uint64_t *cap) {
         heap_spare.buf = NULL, heap_spare.cap = 0;
     }
     pthread_mutex_unlock(&heap_spare_mu);
-    return buf ? buf : malloc(*cap);
+    return buf ? buf : heap_buffer(*cap);
 }
 
 static void heap_free(char *buf, uint64_t cap) {
@@ -475,11 +484,13 @@ bool up_stage_grow(struct up_staged *s, uint64_t end) {
     if (!up_staged_on_heap(s) || end <= s->base + s->cap) return false;
     uint64_t cap = heap_cap_for(s->base, end, s->cap);
     if (cap <= s->cap || !heap_reserve(cap - s->cap)) return false;
-    char *buf = realloc(s->addr, cap);
+    char *buf = heap_buffer(cap); /* realloc would not keep the page alignment */
     if (!buf) {
         heap_release(cap - s->cap);
         return false;
     }
+    memcpy(buf, s->addr, s->cap);
+    free(s->addr);
     s->addr = buf;
     s->cap = cap;
     return true;
