@@ -218,18 +218,19 @@ DK_EXPORT size_t fread_unlocked(void *buf, size_t size, size_t n, FILE *fp) {
  * a write: _offset is -1): glibc then seeks the descriptor relatively, without reading ahead, on both
  * kinds of stream, and an absolute seek would read a block ahead where the file stream does not (the
  * next fwrite then flushes at a different point: CI seed 460482943039). */
+/* glibc's fseek writes pending output out before it finds the target invalid; so does ours. */
+static int seek_refused(FILE *fp, int e) {
+    if (fp->_IO_write_ptr > fp->_IO_write_base) fflush(fp);
+    errno = e;
+    return -1;
+}
+
 static int seek_common(FILE *fp, off_t off, int whence, int (*real)(FILE *, off_t, int)) {
     if (whence == SEEK_CUR && fp->_offset != -1 && cookie_fd(fp) >= 0) {
         off_t cur = ftello(fp);
         if (cur < 0) return -1;
-        if (off > 0 && cur > INT64_MAX - off) {
-            errno = EOVERFLOW;
-            return -1;
-        }
-        if (cur + off < 0) {
-            errno = EINVAL;
-            return -1;
-        }
+        if (off > 0 && cur > INT64_MAX - off) return seek_refused(fp, EOVERFLOW);
+        if (cur + off < 0) return seek_refused(fp, EINVAL); /* atomic_diff seed 462484834079 */
         return DK_REAL(fseeko)(fp, cur + off, SEEK_SET);
     }
     return real(fp, off, whence);
