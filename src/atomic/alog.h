@@ -302,7 +302,8 @@ int64_t alog_jrnl_apply_committed(struct alog_file *f);
 /* The same on a live journal, in steps, from any thread and without f->rw (the checkpoint thread, a
  * writer short of room, close). Returns records applied or -errno. */
 int64_t alog_jrnl_checkpoint(struct alog_file *f);
-bool alog_jrnl_due(const struct alog_file *f); /* half full: the checkpoint thread (or this sync) applies */
+/* A quarter full with the checkpoint thread (it applies), half without (the sync applies). */
+bool alog_jrnl_due(const struct alog_file *f);
 #ifdef DAXKIT_TEST_BUILD
 /* Test hook: a pad record from the tail to the end of the area, so the next records reuse the area's start. */
 int alog_jrnl_test_pad_to_lap_end(struct alog_file *f);

@@ -65,7 +65,7 @@ int alog_sync(struct alog_file *f) {
     pthread_rwlock_wrlock(&f->rw);
     int rc = alog_sync_locked(f);
     pthread_rwlock_unlock(&f->rw);
-    if (!rc && (!f->journal || alog_jrnl_due(f))) alog_ckpt_kick(f); /* the journal: only once half full */
+    if (!rc && (!f->journal || alog_jrnl_due(f))) alog_ckpt_kick(f); /* the journal: once a quarter full */
     return rc;
 }
 

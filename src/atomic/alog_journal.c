@@ -181,8 +181,9 @@ int64_t alog_jrnl_checkpoint(struct alog_file *f) {
     return total;
 }
 
+/* Writers move j.tail under j.mu; alog_jrnl_due reads it without (alog_sync). */
 static uint64_t used_bytes(const struct alog_file *f) {
-    return f->j.tail - __atomic_load_n(&f->j.head, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&f->j.tail, __ATOMIC_ACQUIRE) - __atomic_load_n(&f->j.head, __ATOMIC_ACQUIRE);
 }
 
 /* Room for `need` more bytes (caller holds j.mu). Past 3/4 full, a writer applies about its own size of
