@@ -2,8 +2,9 @@
 # route_counts under `daxkit run --atomic` with a 2 MiB log (early commits). Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 : "${DAXKIT_BUILD:?run through ctest}"
-[ -x "$DAXKIT_BUILD/bin/daxkit" ] && [ -x "$DAXKIT_BUILD/tests/route_counts" ] || { echo "SKIP: not built"; exit 77; }
+. "$(cd "$(dirname "$0")" && pwd)/../harness/media.sh"
+cli=$(dk_cli) || exit 1 # a binary the build did not produce is a failure, not a skip
+prog=$(dk_test_bin route_counts) || exit 1
 dir=$(mktemp -d /dev/shm/dk_route_counts.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
-DAXKIT_ATOMIC_LOG_BYTES=2M "$DAXKIT_BUILD/bin/daxkit" run --dir "$dir" --atomic "$dir/*" -- \
-    "$DAXKIT_BUILD/tests/route_counts" "$dir/f"
+DAXKIT_ATOMIC_LOG_BYTES=2M "$cli" run --dir "$dir" --atomic "$dir/*" -- "$prog" "$dir/f"

@@ -6,9 +6,8 @@ set -uo pipefail
 : "${DAXKIT_BUILD:?run through ctest}"
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../harness/media.sh"
-cli=$DAXKIT_BUILD/bin/daxkit
-w=$DAXKIT_BUILD/tests/route_writer
-[ -x "$cli" ] && [ -x "$w" ] || dk_skip "daxkit or route_writer not built"
+cli=$(dk_cli) || exit 1 # a binary the build did not produce is a failure, not a skip
+w=$(dk_test_bin route_writer) || exit 1
 dir=$(mktemp -d /dev/shm/dk_route_multi.XXXXXX)
 out_dir=$(mktemp -d /tmp/dk_route_multi_out.XXXXXX) # outside the managed directory
 trap 'rm -rf "$dir" "$out_dir"' EXIT
