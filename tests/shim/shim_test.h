@@ -216,6 +216,45 @@ static inline bool st_stats(pid_t pid, uint64_t out[DK_C_COUNT]) {
     return ok;
 }
 
+/* This process's counters as `daxkit stats PID --json` prints them (NUL-terminated, in a static buffer).
+ * The CLI is started with raw clone/execve (no publish point, the route stays attached) and read from a
+ * pipe while this process waits. */
+static inline const char *st_stats_cli_json(void) {
+    static char json[16384];
+    int p[2];
+    CHECK(syscall(SYS_pipe2, p, 0) == 0, "pipe2: %s", strerror(errno));
+    const char *b = getenv("DAXKIT_BUILD");
+    CHECK(b && *b, "DAXKIT_BUILD not set");
+    static char cli[PATH_MAX], pid[16];
+    snprintf(cli, sizeof cli, "%s/bin/daxkit", b);
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    char *argv[] = {cli, "stats", pid, "--json", NULL};
+    static char *envp[] = {"PATH=/usr/bin:/bin", NULL};
+    long child = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+    if (child == 0) {
+        syscall(SYS_dup2, p[1], 1);
+        syscall(SYS_execve, cli, argv, envp);
+        syscall(SYS_exit_group, 126);
+    }
+    syscall(SYS_close, p[1]);
+    size_t got = 0;
+    for (long r; (r = syscall(SYS_read, p[0], json + got, sizeof json - 1 - got)) > 0;) got += (size_t)r;
+    json[got] = 0;
+    syscall(SYS_close, p[0]);
+    int status = 0;
+    syscall(SYS_wait4, child, &status, 0, NULL);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daxkit stats %s --json failed: %s", pid, json);
+    return json;
+}
+/* The counter `name` in st_stats_cli_json's output; fails when it is not there. */
+static inline unsigned long long st_json_counter(const char *json, const char *name) {
+    char key[64];
+    snprintf(key, sizeof key, "\"%s\": ", name);
+    const char *p = strstr(json, key);
+    CHECK(p != NULL, "daxkit stats output lacks %s: %s", name, json);
+    return strtoull(p + strlen(key), NULL, 10);
+}
+
 /* Fails unless the library is loaded and manages a directory (the test would prove nothing). */
 static inline void st_require_library(void) {
     uint64_t v[DK_C_COUNT];
