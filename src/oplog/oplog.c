@@ -253,3 +253,7 @@ uint32_t dk_oplog_record_lines(const struct dk_oplog *log, size_t data_len) {
     return (uint32_t)dk_round_up(oplog_lines_for(data_len), log->direct_align_lines);
 }
 uint64_t dk_oplog_first_slot(const struct dk_oplog *log) { return log->first_slot; }
+enum dk_oplog_records_by dk_oplog_records_by(const struct dk_oplog *log) {
+    if (log->persist != OPLOG_PERSIST_PWRITE) return DK_OPLOG_RECORDS_FLUSHED;
+    return log->direct_fd >= 0 ? DK_OPLOG_RECORDS_DIRECT : DK_OPLOG_RECORDS_BUFFERED;
+}

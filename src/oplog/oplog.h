@@ -109,6 +109,10 @@ uint64_t dk_oplog_lines_capacity(const struct dk_oplog *log);
  * header lines; otherwise 0). For tests that compute where a record lies. */
 uint32_t dk_oplog_record_lines(const struct dk_oplog *log, size_t data_len);
 uint64_t dk_oplog_first_slot(const struct dk_oplog *log);
+/* How this log's records reach the medium (tests and diagnostics): stores + cache-line flush + fence (DAX,
+ * tmpfs), pwrite through the page cache, or pwrite through its O_DIRECT descriptor. */
+enum dk_oplog_records_by { DK_OPLOG_RECORDS_FLUSHED, DK_OPLOG_RECORDS_BUFFERED, DK_OPLOG_RECORDS_DIRECT };
+enum dk_oplog_records_by dk_oplog_records_by(const struct dk_oplog *log);
 
 /* ---- recovery ---- */
 
