@@ -6,6 +6,8 @@
 
 #include "common/crashpoint.h"
 #include "common/dk.h"
+#include "common/log.h"
+#include "common/stats.h"
 #include "common/pwrite_all.h"
 #include "oplog/internal.h"
 #include "persist/persist.h"
@@ -41,33 +43,58 @@ static void store_line(struct oplog_line *dst, const struct oplog_line *src) {
 #ifdef DAXKIT_TEST_BUILD
 int dk_oplog_test_refuse_rwf_dsync;
 unsigned long dk_oplog_test_rwf_dsync_tries;
+int dk_oplog_test_direct_einval;
 #endif
 
-/* pwritev2(RWF_DSYNC) of all n bytes (test builds can play a kernel that refuses the flag). */
-static int write_dsync(int fd, const void *src, size_t n, uint64_t file_offset) {
+/* pwritev2 (rwf_flags) of all n bytes. Test builds can play a kernel that refuses RWF_DSYNC, and an O_DIRECT
+ * descriptor that refuses every write with EINVAL. */
+static int write_all(struct dk_oplog *log, int fd, const void *src, size_t n, uint64_t file_offset, int rwf_flags) {
 #ifdef DAXKIT_TEST_BUILD
-    __atomic_add_fetch(&dk_oplog_test_rwf_dsync_tries, 1, __ATOMIC_RELAXED);
-    if (dk_oplog_test_refuse_rwf_dsync) return -EOPNOTSUPP;
+    if (rwf_flags) __atomic_add_fetch(&dk_oplog_test_rwf_dsync_tries, 1, __ATOMIC_RELAXED);
+    if (rwf_flags && dk_oplog_test_refuse_rwf_dsync) return -EOPNOTSUPP;
+    if (fd == log->direct_fd && dk_oplog_test_direct_einval) return -EINVAL;
+#else
+    (void)log;
 #endif
-    return dk_pwrite_all(fd, src, n, file_offset, RWF_DSYNC, NULL);
+    return dk_pwrite_all(fd, src, n, file_offset, rwf_flags, NULL);
 }
 
 int oplog_write_durable(struct dk_oplog *log, int fd, const void *src, size_t n, uint64_t file_offset) {
     DK_ERRNO_SAVE;
     /* RWF_DSYNC: one system call, and the kernel syncs just this range (measured a few us less than
      * pwrite + fdatasync); a kernel without it (Linux < 4.7: EOPNOTSUPP, or EINVAL for an unknown flag) is
-     * asked once per log, not at every record. */
+     * asked once per log, not at every record. An EINVAL from the O_DIRECT descriptor says nothing about
+     * the flag (the direct write itself was refused): it goes back to the caller (oplog_write_record). */
     int rc = -EOPNOTSUPP;
     if (!__atomic_load_n(&log->no_rwf_dsync, __ATOMIC_RELAXED)) {
-        rc = write_dsync(fd, src, n, file_offset);
+        rc = write_all(log, fd, src, n, file_offset, RWF_DSYNC);
+        if (rc == -EINVAL && fd == log->direct_fd) goto out;
         if (rc == -EOPNOTSUPP || rc == -EINVAL) __atomic_store_n(&log->no_rwf_dsync, 1, __ATOMIC_RELAXED);
     }
     if (rc == -EOPNOTSUPP || rc == -EINVAL) {
-        rc = dk_pwrite_all(fd, src, n, file_offset, 0, NULL);
+        rc = write_all(log, fd, src, n, file_offset, 0);
         if (rc == 0 && dk_libc()->fdatasync(fd) != 0) rc = -errno;
     }
+out:
     DK_ERRNO_RESTORE;
     return rc;
+}
+
+/* A page-cache record made durable: through the O_DIRECT descriptor until it refuses a write with EINVAL
+ * (a file system or device that takes no direct write of this shape), then through the buffered descriptor
+ * for good (said once per log). The direct descriptor stays open until dk_oplog_close: another appender
+ * may be writing through it right now, and a closed number can be reused by the program at once. */
+static int oplog_write_record(struct dk_oplog *log, const void *src, size_t n, uint64_t file_offset) {
+    if (log->direct_fd >= 0 && !__atomic_load_n(&log->direct_refused, __ATOMIC_RELAXED)) {
+        int rc = oplog_write_durable(log, log->direct_fd, src, n, file_offset);
+        if (rc != -EINVAL) return rc;
+        if (!__atomic_exchange_n(&log->direct_refused, 1, __ATOMIC_RELAXED)) {
+            dk_log("%s: the O_DIRECT descriptor refused a record write (EINVAL): records go through the page "
+                   "cache from now on", log->path);
+            dk_count(DK_C_fallbacks, 1);
+        }
+    }
+    return oplog_write_durable(log, log->fd, src, n, file_offset);
 }
 
 /* Writes the data lines of a record starting at `dst` and returns the crc continued over them. */
@@ -153,8 +180,8 @@ int dk_oplog_append(struct dk_oplog *log, unsigned type, const void *fixed48, co
     DK_CRASH_POINT("oplog.append.before_fence");
     int rc = 0;
     if (log->persist == OPLOG_PERSIST_PWRITE) {
-        rc = oplog_write_durable(log, log->direct_fd >= 0 ? log->direct_fd : log->fd, buf,
-                                 (size_t)lines * DK_OPLOG_LINE_BYTES, (DK_OPLOG_HEADER_LINES + slot) * DK_OPLOG_LINE_BYTES);
+        rc = oplog_write_record(log, buf, (size_t)lines * DK_OPLOG_LINE_BYTES,
+                                (DK_OPLOG_HEADER_LINES + slot) * DK_OPLOG_LINE_BYTES);
         if (buf != small) free(buf);
     } else {
 #ifdef DAXKIT_TEST_BUILD

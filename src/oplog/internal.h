@@ -36,6 +36,7 @@ struct dk_oplog {
     int sticky_error;             /* a failed pwrite/fdatasync: every later append fails with it */
     int no_rwf_dsync;             /* the kernel refused RWF_DSYNC once (EOPNOTSUPP/EINVAL): pwrite + fdatasync */
     int direct_fd;                /* page cache: the log opened again with O_DIRECT for records; -1: none */
+    int direct_refused;           /* direct_fd refused a record write (EINVAL): records go by fd from then on */
     uint32_t direct_align_lines;  /* direct_fd: records start and end on this many lines (the sector); else 1 */
     void (*close_fd)(int fd);     /* dk_oplog_move_fds's; NULL: close */
     uint64_t first_slot;          /* where the tail starts after open and reset (direct: the first sector

@@ -255,5 +255,6 @@ uint32_t dk_oplog_record_lines(const struct dk_oplog *log, size_t data_len) {
 uint64_t dk_oplog_first_slot(const struct dk_oplog *log) { return log->first_slot; }
 enum dk_oplog_records_by dk_oplog_records_by(const struct dk_oplog *log) {
     if (log->persist != OPLOG_PERSIST_PWRITE) return DK_OPLOG_RECORDS_FLUSHED;
-    return log->direct_fd >= 0 ? DK_OPLOG_RECORDS_DIRECT : DK_OPLOG_RECORDS_BUFFERED;
+    int direct = log->direct_fd >= 0 && !__atomic_load_n(&log->direct_refused, __ATOMIC_RELAXED);
+    return direct ? DK_OPLOG_RECORDS_DIRECT : DK_OPLOG_RECORDS_BUFFERED;
 }

@@ -172,6 +172,9 @@ extern int dk_oplog_test_broken;
  * tried (a log asks once, then uses pwrite + fdatasync: tests/oplog/oplog_basic.c). */
 extern int dk_oplog_test_refuse_rwf_dsync;
 extern unsigned long dk_oplog_test_rwf_dsync_tries;
+/* Test builds: nonzero plays an O_DIRECT descriptor that refuses every write with EINVAL (the log must go on
+ * through its buffered descriptor). */
+extern int dk_oplog_test_direct_einval;
 #endif
 
 #endif
