@@ -43,7 +43,11 @@ struct oplog_header {
     uint64_t capacity_lines; /* record slots after the two header lines */
     uint64_t created_ns;     /* CLOCK_REALTIME at creation (diagnostics) */
     uint32_t creator_pid;    /* diagnostics only: ownership is the flock, never the pid */
-    char tag[28];
+    char tag[20];            /* NUL-terminated (tags of at most 19 characters) */
+    uint64_t area_dev;       /* st_dev of the log's directory at creation, so recovery can tell that file
+                                system renumbered after a reboot; 0: unknown. Logs written before it had
+                                char tag[28] here: zero padding after a short tag (read as 0), and a tag of
+                                20 or more characters fills tag[19] (oplog_header_area_dev says unknown) */
 };
 _Static_assert(sizeof(struct oplog_header) == DK_OPLOG_LINE_BYTES, "a header is one cache line");
 _Static_assert(DK_OPLOG_RECORD_LINES_MAX <= UINT16_MAX, "a record's line count fits the 16-bit lines field");
@@ -60,7 +64,12 @@ static inline uint32_t oplog_lines_for(size_t data_len) {
     return 1u + (uint32_t)((data_len + DK_OPLOG_PAYLOAD_BYTES - 1) / DK_OPLOG_PAYLOAD_BYTES);
 }
 
-/* The generation in force in an image (0: neither slot valid); *capacity_out gets its capacity. */
-uint32_t oplog_image_generation(const void *image, size_t bytes, uint64_t *capacity_out);
+static inline uint64_t oplog_header_area_dev(const struct oplog_header *h) {
+    return h->tag[sizeof h->tag - 1] == 0 ? h->area_dev : 0;
+}
+
+/* The generation in force in an image (0: neither slot valid); *capacity_out gets its capacity and
+ * *area_dev_out its oplog_header_area_dev. */
+uint32_t oplog_image_generation(const void *image, size_t bytes, uint64_t *capacity_out, uint64_t *area_dev_out);
 
 #endif

@@ -41,6 +41,7 @@ struct dk_oplog {
     void (*close_fd)(int fd);     /* dk_oplog_move_fds's; NULL: close */
     uint64_t first_slot;          /* where the tail starts after open and reset (direct: the first sector
                                      after the header lines; else 0) */
+    uint64_t area_dev;            /* st_dev of the log's directory at creation (in every header) */
     int creator_pid;              /* diagnostics in the header (a forked child never uses its parent's log) */
     uint64_t allocated_lines;     /* record slots [0, this) have blocks and pages; grows under grow_mu */
     pthread_mutex_t grow_mu;

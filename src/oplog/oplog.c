@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,6 +51,7 @@ int oplog_write_header(struct dk_oplog *log, uint32_t generation, const char *ta
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     h.created_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    h.area_dev = log->area_dev;
     h.creator_pid = (uint32_t)log->creator_pid; /* not getpid() at every reset: a checkpoint is hot */
     if (tag) strncpy(h.tag, tag, sizeof h.tag - 1);
     else memcpy(h.tag, log->headers[(generation + 1) & 1].tag, sizeof h.tag);
@@ -129,6 +131,9 @@ static int build_tmp(struct dk_oplog *log, int dirfd, const char *tmp, size_t by
     log->fd = fd;
     if (c->flock(fd, LOCK_EX | LOCK_NB) != 0) return -errno;
     if (c->ftruncate(fd, (off_t)bytes) != 0) return -errno;
+    struct stat st;
+    if (c->fstat(fd, &st) != 0) return -errno;
+    log->area_dev = (uint64_t)st.st_dev;
     void *m = MAP_FAILED;
     if (map_sync) m = c->mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
     if (m == MAP_FAILED) m = c->mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

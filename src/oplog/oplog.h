@@ -122,6 +122,8 @@ struct dk_oplog_record {
     const void *fixed48;   /* the head payload (48 bytes; points into the image) */
     const void *data;      /* NULL when data_len == 0; gathered into a buffer when the record has data */
     size_t data_len;
+    uint64_t area_dev;     /* the log header's: st_dev of the log's directory when the log was created (0:
+                              unknown, a log from before this was recorded) */
 };
 
 struct dk_oplog_scan_stats {

@@ -17,7 +17,7 @@ static int header_valid(const struct oplog_header *h) {
            h->generation != 0 && h->crc == oplog_header_crc(h);
 }
 
-uint32_t oplog_image_generation(const void *image, size_t bytes, uint64_t *capacity_out) {
+uint32_t oplog_image_generation(const void *image, size_t bytes, uint64_t *capacity_out, uint64_t *area_dev_out) {
     if (bytes < DK_OPLOG_HEADER_LINES * DK_OPLOG_LINE_BYTES) return 0;
     const struct oplog_header *h = image;
     uint64_t file_capacity = bytes / DK_OPLOG_LINE_BYTES - DK_OPLOG_HEADER_LINES;
@@ -29,6 +29,7 @@ uint32_t oplog_image_generation(const void *image, size_t bytes, uint64_t *capac
     }
     if (!best) return 0;
     *capacity_out = best->capacity_lines;
+    *area_dev_out = oplog_header_area_dev(best);
     return best->generation;
 }
 
@@ -60,11 +61,11 @@ static void gather(const struct oplog_line *lines, unsigned char *buf) {
     }
 }
 
-static int deliver(const struct oplog_line *lines, uint64_t slot, uint32_t generation, unsigned char *buf,
-                   dk_oplog_record_fn cb, void *ctx) {
+static int deliver(const struct oplog_line *lines, uint64_t slot, uint32_t generation, uint64_t area_dev,
+                   unsigned char *buf, dk_oplog_record_fn cb, void *ctx) {
     const struct oplog_line_hdr *h = &lines[0].h;
     struct dk_oplog_record rec = {.seq = (uint64_t)generation << 32 | slot, .type = h->type,
-                                  .fixed48 = lines[0].payload, .data_len = h->data_bytes};
+                                  .fixed48 = lines[0].payload, .data_len = h->data_bytes, .area_dev = area_dev};
     if (h->data_bytes) {
         gather(lines, buf);
         rec.data = buf;
@@ -81,6 +82,7 @@ struct segment {
 struct scan_state {
     const struct oplog_line *recs;
     uint32_t gen;
+    uint64_t area_dev; /* the header's */
     int in_gap;
     unsigned char *buf;
     dk_oplog_record_fn cb;
@@ -105,7 +107,7 @@ static int scan_slots(struct scan_state *s, uint64_t first, uint64_t end) {
             s->st.holes += s->in_gap; /* an interrupted record (or an empty slot) before this valid one */
             s->in_gap = 0;
             s->st.records_valid++;
-            int rc = deliver(&s->recs[slot], slot, s->gen, s->buf, s->cb, s->ctx);
+            int rc = deliver(&s->recs[slot], slot, s->gen, s->area_dev, s->buf, s->cb, s->ctx);
             slot += h->lines;
             s->st.last_slot_used = slot;
             if (rc) return rc;
@@ -126,7 +128,7 @@ static int scan_segments(const void *image, size_t bytes, const struct segment *
     const uint64_t header_bytes = DK_OPLOG_HEADER_LINES * DK_OPLOG_LINE_BYTES;
     uint64_t t0 = dk_now_ns(), capacity = 0;
     if (nsegs > 0 && segs[0].lo == 0 && segs[0].hi >= header_bytes)
-        s.st.generation = oplog_image_generation(image, bytes, &capacity);
+        s.st.generation = oplog_image_generation(image, bytes, &capacity, &s.area_dev);
     int rc = s.st.generation ? 0 : -EINVAL;
     if (rc == 0 && !(s.buf = malloc(DK_OPLOG_DATA_BYTES_MAX))) rc = -ENOMEM;
     s.recs = (const struct oplog_line *)((const char *)image + header_bytes);

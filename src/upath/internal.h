@@ -143,6 +143,7 @@ struct up_sizerec_report {
 };
 struct up_strict_report {
     uint64_t logs, records, replayed, torn, meta_seen, files_gone, failed, ns;
+    uint64_t other_fs; /* records of a device not the log's, whose file was not found: not replayed */
 };
 struct up_recover_report {
     uint64_t owners_gone;            /* processes whose lock was free */

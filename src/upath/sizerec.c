@@ -258,7 +258,8 @@ void up_sizerec_shutdown(struct up_root *r, int area_fd, const char *tag) {
 
 /* ---- recovery ---- */
 
-/* Finds the inode in the tree below dirfd (depth-limited), opening it for writing. -1 if not found. */
+/* Finds the inode in the tree below dirfd (depth-limited; .daxkit areas skipped), opening it for writing.
+ * -1 if not found. */
 int up_find_inode(int dirfd, dev_t dev, ino_t ino, int depth) {
     if (depth > 32) return -1; /* 2 descriptors per level */
     int d2 = DK_REAL(openat)(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -270,7 +271,8 @@ int up_find_inode(int dirfd, dev_t dev, ino_t ino, int depth) {
     int found = -1;
     struct dirent *e;
     while (found < 0 && (e = DK_REAL(readdir)(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, ".daxkit"))
+            continue; /* the area's logs and staging files are never a program's file */
         if (e->d_ino == ino && e->d_type != DT_DIR) {
             int fd = DK_REAL(openat)(dirfd, e->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
             struct stat st;

@@ -548,7 +548,7 @@ struct replay_file {
 
 struct replay {
     int root_fd;            /* the managed directory (the area's parent) */
-    dev_t root_dev;         /* its file system's device number now */
+    dev_t area_dev_now;     /* the area's (the log's) file system's device number now */
     int area_fd;
     char stg_name[128];     /* <tag>.strict.stg */
     char *stg_map;
@@ -572,23 +572,35 @@ static void replay_finish(struct replay *rp, struct replay_file *rf) {
 }
 
 /* A record names its file by (st_dev, st_ino) as they were when it was logged; after a reboot the file
- * system may have another device number (device enumeration, a loop device attached elsewhere). A file of
- * a device no longer seen under the directory is looked up by its inode number on the directory's own file
- * system (where the log lives, and where the program's files were unless it wrote across a mount point).
- * Returns an open descriptor or -1. */
-static int find_inode_moved(struct replay *rp, uint64_t dev, uint64_t ino) {
-    int fd = up_find_inode(rp->root_fd, rp->root_dev, (ino_t)ino, 0);
+ * system may have another device number (device enumeration, a loop device attached elsewhere). The log's
+ * header holds the device number of its directory at creation (rec_area_dev): a record of that device
+ * whose file is not found is looked up by inode number on the file system the log is on now -- only when
+ * that number changed (the log's file system is the one renumbered). A record of any other device (a file
+ * system mounted below the directory and not mounted now, a file deleted there) or of a log that recorded
+ * no device is never translated: another file with its inode number is not its file. Returns an open
+ * descriptor or -1 (*other_fs: the record's device is neither). */
+static int find_inode_moved(struct replay *rp, uint64_t dev, uint64_t ino, uint64_t rec_area_dev, int *other_fs) {
+    *other_fs = 0;
+    if ((dev_t)dev == rp->area_dev_now) return -1; /* its file system is here, with its number: the file is gone */
+    if (rec_area_dev == 0 || dev != rec_area_dev) {
+        *other_fs = 1;
+        return -1;
+    }
+    int fd = up_find_inode(rp->root_fd, rp->area_dev_now, (ino_t)ino, 0);
     if (fd >= 0)
         dk_log_once("recovery: the file system's device number changed since the log was written (%llx -> %llx): "
-                    "files found by inode number", (unsigned long long)dev, (unsigned long long)rp->root_dev);
+                    "files found by inode number", (unsigned long long)dev, (unsigned long long)rp->area_dev_now);
     return fd;
 }
 
-static struct replay_file *replay_file(struct replay *rp, uint64_t dev, uint64_t ino) {
+/* The file a record names, open (NULL: not found; *other_fs as find_inode_moved's). */
+static struct replay_file *replay_file(struct replay *rp, uint64_t dev, uint64_t ino, uint64_t rec_area_dev,
+                                       int *other_fs) {
+    *other_fs = 0;
     for (unsigned i = 0; i < rp->nfiles; i++)
         if (rp->files[i].dev == dev && rp->files[i].ino == ino) return &rp->files[i];
     int fd = up_find_inode(rp->root_fd, (dev_t)dev, (ino_t)ino, 0);
-    if (fd < 0 && (dev_t)dev != rp->root_dev) fd = find_inode_moved(rp, dev, ino);
+    if (fd < 0) fd = find_inode_moved(rp, dev, ino, rec_area_dev, other_fs);
     struct stat st;
     if (fd < 0) return NULL;
     if (DK_REAL(fstat)(fd, &st) != 0) {
@@ -663,7 +675,15 @@ static int replay_one(const struct dk_oplog_record *rec, void *ctx) {
         rp->rep->meta_seen++; /* create/unlink/rename: atomic in the kernel file system already */
         return 0;
     }
-    struct replay_file *rf = replay_file(rp, op.dev, op.ino);
+    int other_fs;
+    struct replay_file *rf = replay_file(rp, op.dev, op.ino, rec->area_dev, &other_fs);
+    if (!rf && other_fs) {
+        rp->rep->other_fs++; /* not the log's file system: never placed by inode number */
+        dk_log_once("recovery: records of file %llu on device %llx (not the log's file system %llx; not mounted "
+                    "here now, or the file is gone) not replayed (more such records are only counted)",
+                    (unsigned long long)op.ino, (unsigned long long)op.dev, (unsigned long long)rec->area_dev);
+        return 0;
+    }
     if (!rf) {
         rp->rep->files_gone++; /* unlinked since: nothing to repair */
         return 0;
@@ -694,7 +714,7 @@ static int recover_log(const char *path, void *ctx) {
     struct replay rp = {.area_fd = oc->area_fd, .rep = oc->rep};
     rp.root_fd = DK_REAL(openat)(oc->area_fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     struct stat rs;
-    if (rp.root_fd >= 0 && DK_REAL(fstat)(rp.root_fd, &rs) == 0) rp.root_dev = rs.st_dev;
+    if (DK_REAL(fstat)(oc->area_fd, &rs) == 0) rp.area_dev_now = rs.st_dev;
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     const char *dot = strchr(base, '.');
