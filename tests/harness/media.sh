@@ -148,7 +148,16 @@ _dk_media_loop() {
     out=$("$@" "$DK_MEDIA_IMAGE" 2>&1) || dk_skip "cannot make the $kind medium: '$* IMAGE' failed: $out"
     out=$(losetup --find --show "$DK_MEDIA_IMAGE" 2>&1) || dk_skip "loop devices unavailable: losetup: $out"
     DK_MEDIA_LOOP=$out
-    dk_on_exit "losetup -d '$DK_MEDIA_LOOP' 2>/dev/null || true"
+    dk_on_exit "dk_loop_detach_ours '$DK_MEDIA_LOOP' '$DK_MEDIA_IMAGE'"
+}
+
+# Detaches loop device DEV if it still holds IMAGE. A test that moves its medium to another device
+# (strict/powerloss.sh) leaves the old number free, and another test running at the same time may have
+# taken it since: an unconditional detach at exit took that test's device away (CI: strict_powerloss_ext4,
+# "losetup -d /dev/loop2 failed").
+dk_loop_detach_ours() {
+    [ "$(losetup -n -O BACK-FILE "$1" 2>/dev/null)" = "$2" ] && losetup -d "$1" 2>/dev/null
+    return 0
 }
 
 # KIND dir: a fresh subdirectory of $DK_MEDIA_DIR, an existing directory on the medium under test.

@@ -43,7 +43,7 @@ power_loss() {
         out=$(losetup --find --show "$DK_MEDIA_IMAGE" 2>&1) || dk_fail "losetup of the state image failed: $out"
         losetup -d "$DK_MEDIA_LOOP" || dk_fail "losetup -d $DK_MEDIA_LOOP failed"
         DK_MEDIA_LOOP=$out
-        dk_on_exit "losetup -d '$DK_MEDIA_LOOP' 2>/dev/null || true"
+        dk_on_exit "dk_loop_detach_ours '$DK_MEDIA_LOOP' '$DK_MEDIA_IMAGE'"
     else
         losetup -d "$DK_MEDIA_LOOP" || dk_fail "losetup -d $DK_MEDIA_LOOP failed"
         for try in 1 2 3 4 5 6 7 8 9 10; do
