@@ -24,8 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "strict_io_common.h"
+
 #define VARIANTS 5
-#define FILE_BYTES (64u << 20)
 #define KERNEL_PAGES 8192u /* the kernel variant's random offsets: a 32 MiB range */
 
 static const char *const names[VARIANTS] = {"buffered-dsync", "direct-dsync", "direct-fdatasync",
@@ -33,28 +34,11 @@ static const char *const names[VARIANTS] = {"buffered-dsync", "direct-dsync", "d
 static const size_t bytes_of[VARIANTS] = {5568, 5632, 5632, 4608, 4096};
 static const int direct_of[VARIANTS] = {0, 1, 1, 1, 0};
 
-static uint64_t clock_ns(clockid_t id) {
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* A file of FILE_BYTES written with zeros and synced, then (re)opened O_DIRECT where the variant says. */
+/* The log-like file, (re)opened O_DIRECT where the variant says. */
 static int make_file(const char *dir, int v) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/direct_io.%d", dir, v);
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return -1;
-    static char zeros[1 << 20];
-    for (uint64_t off = 0; off < FILE_BYTES; off += sizeof zeros)
-        if (pwrite(fd, zeros, sizeof zeros, (off_t)off) != (ssize_t)sizeof zeros) return -1;
-    if (fsync(fd) != 0) return -1;
-    if (!direct_of[v]) return fd;
+    int fd = make_synced_file(dir, "direct_io", v, path);
+    if (fd < 0 || !direct_of[v]) return fd;
     close(fd);
     return open(path, O_RDWR | O_DIRECT);
 }

@@ -19,34 +19,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "strict_io_common.h"
+
 #define VARIANTS 5
-#define FILE_BYTES (64u << 20)
 #define KERNEL_PAGES 8192u /* the kernel variant's random offsets: a 32 MiB range */
 
 static const char *const names[VARIANTS] = {"line", "page", "line+page", "inline", "kernel"};
 static const size_t bytes_of[VARIANTS] = {64, 4096, 4160, 5568, 4096};
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* A file of FILE_BYTES written with zeros and synced: blocks allocated and written, as the log's are. */
+/* The log-like file the records go to. */
 static int make_file(const char *dir, int v) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/record_io.%d", dir, v);
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return -1;
-    static char zeros[1 << 20];
-    for (uint64_t off = 0; off < FILE_BYTES; off += sizeof zeros)
-        if (pwrite(fd, zeros, sizeof zeros, (off_t)off) != (ssize_t)sizeof zeros) return -1;
-    return fsync(fd) == 0 ? fd : -1;
+    return make_synced_file(dir, "record_io", v, path);
 }
 
 /* One operation of variant v; *next is its append offset. 0 or -1. */
@@ -87,9 +71,9 @@ int main(int argc, char **argv) {
     unsigned rng = 1;
     for (unsigned i = 0; i < ops; i++)
         for (int v = 0; v < VARIANTS; v++) {
-            uint64_t t0 = now_ns();
+            uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
             if (one_op(v, fds[v], buf, &next[v], &rng) != 0) return perror("strict_record_io: write"), 1;
-            ns[v][i] = now_ns() - t0;
+            ns[v][i] = clock_ns(CLOCK_MONOTONIC) - t0;
             sum[v] += ns[v][i];
         }
     for (int v = 0; v < VARIANTS; v++) {
