@@ -20,16 +20,7 @@
 #include "oplog/oplog.h"
 #include "records.h"
 
-static unsigned long failures;
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            failures++;                                                      \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);           \
-            printf(__VA_ARGS__);                                             \
-            printf("\n");                                                    \
-        }                                                                    \
-    } while (0)
+#include "../harness/check.h"
 
 static void check_crc32c(void) {
     static const struct { const char *s; size_t n; int fill; uint32_t crc; } v[] = {
@@ -317,6 +308,6 @@ int main(int argc, char **argv) {
     check_no_rwf_dsync(dir);
     check_direct_einval(dir);
     if (made) rmdir(dir);
-    printf("%s: %lu failures (crc32c %s)\n", dir, failures, dk_crc32c_have_hw() ? "sse4.2" : "table");
-    return failures ? 1 : 0;
+    printf("%s: %lu failures (crc32c %s)\n", dir, dk_check_failures, dk_crc32c_have_hw() ? "sse4.2" : "table");
+    return dk_check_failures ? 1 : 0;
 }

@@ -22,16 +22,7 @@
 #define DEV_OLD 0x7e5700001ull   /* not any device here */
 #define DEV_OTHER 0x7e5700002ull
 
-static unsigned long failures;
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            failures++;                                                        \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);             \
-            printf(__VA_ARGS__);                                               \
-            printf("\n");                                                      \
-        }                                                                      \
-    } while (0)
+#include "../harness/check.h"
 
 static void write_file(const char *path, char fill, size_t n) {
     char buf[4096];
@@ -135,6 +126,6 @@ int main(void) {
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) printf("note: %s failed\n", cmd);
-    printf("%s: %lu failures\n", dir, failures);
-    return failures ? 1 : 0;
+    printf("%s: %lu failures\n", dir, dk_check_failures);
+    return dk_check_failures ? 1 : 0;
 }
