@@ -93,8 +93,12 @@ static void forget_contents(struct up_file *f, uint64_t ksize) {
 /* forget_contents under the guard's write side when the size shrinks (fast sections, which reach up to
  * the logical size with the extend strategy, must not run past the new end); a size that stays or grows
  * needs only f->mu, and no membarrier. Under f->mu. */
+static bool size_shrinks(const struct up_file *f, uint64_t to) {
+    return to < up_file_size(f) || to < __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE);
+}
+
 static void forget_contents_guarded(struct up_file *f, uint64_t ksize) {
-    bool shrinks = ksize < up_file_size(f) || ksize < __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE);
+    bool shrinks = size_shrinks(f, ksize);
     if (shrinks) up_guard_write_lock(f);
     forget_contents(f, ksize);
     if (shrinks) up_guard_write_unlock(f);
@@ -397,7 +401,7 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
     if (rc == 0) rc = up_map_keep(f, fd, (uint64_t)len);
     if (rc == 0) {
         /* Growing cuts nothing a fast section may be using: only a shrink closes them (a membarrier). */
-        bool shrinks = (uint64_t)len < up_file_size(f) || (uint64_t)len < __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE);
+        bool shrinks = size_shrinks(f, (uint64_t)len);
         if (shrinks) up_guard_write_lock(f);
         if (DK_REAL(ftruncate)(fd, len) != 0) rc = -errno;
         else forget_contents(f, (uint64_t)len);
