@@ -22,8 +22,7 @@ static ssize_t pwrite_once(int fd, const char *p, size_t n, uint64_t off, int rw
 int dk_pwrite_all(int fd, const void *src, size_t n, uint64_t off, int rwf_flags,
                   const struct dk_pwrite_pieces *pieces) {
     DK_ERRNO_SAVE;
-    int cancel_was;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_was);
+    int cancel_was = dk_cancel_off();
     const char *p = src;
     int rc = 0;
     size_t len = pieces && n ? (size_t)pieces->next(pieces->ctx, off, n, 1) : n;
@@ -37,7 +36,7 @@ int dk_pwrite_all(int fd, const void *src, size_t n, uint64_t off, int rwf_flags
         p += w, n -= (size_t)w, off += (uint64_t)w;
         len = pieces && n ? (size_t)pieces->next(pieces->ctx, off, n, 0) : n;
     }
-    pthread_setcancelstate(cancel_was, NULL);
+    dk_cancel_restore(cancel_was);
     DK_ERRNO_RESTORE;
     return rc;
 }

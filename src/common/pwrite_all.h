@@ -5,6 +5,8 @@
 #ifndef DK_COMMON_PWRITE_ALL_H
 #define DK_COMMON_PWRITE_ALL_H
 
+#include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,5 +24,19 @@ struct dk_pwrite_pieces {
  * -errno (-EIO for a write of 0 bytes). */
 int dk_pwrite_all(int fd, const void *src, size_t n, uint64_t off, int rwf_flags,
                   const struct dk_pwrite_pieces *pieces);
+
+/* Cancellation off around a system call the library makes under its own locks (libc's read/write family
+ * are cancellation points: a thread cancelled inside would leave the locks held). dk_cancel_off returns the
+ * state to hand back to dk_cancel_restore, which keeps errno. */
+static inline int dk_cancel_off(void) {
+    int was;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &was);
+    return was;
+}
+static inline void dk_cancel_restore(int was) {
+    int e = errno;
+    pthread_setcancelstate(was, NULL);
+    errno = e;
+}
 
 #endif

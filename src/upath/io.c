@@ -312,10 +312,9 @@ static ssize_t read_unmapped(struct up_file *f, int fd, char *buf, size_t n, uin
     pthread_mutex_lock(&f->mu);
     ssize_t r = 0;
     if (unmapped_take_turn(f, off + n)) {
-        int cancel_was; /* pread is a cancellation point, and f->mu is held */
-        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_was);
+        int cancel_was = dk_cancel_off(); /* f->mu is held */
         r = DK_REAL(pread)(fd, buf, n, (off_t)off);
-        pthread_setcancelstate(cancel_was, NULL);
+        dk_cancel_restore(cancel_was);
         if (r != (ssize_t)n) r = 0; /* shrunk under us, or an error: the mapped path decides */
         else dk_count(DK_C_pt_unmapped, 1);
     }
@@ -331,11 +330,10 @@ static ssize_t read_unmapped(struct up_file *f, int fd, char *buf, size_t n, uin
  * the range in between. 1 when done, 0 when the caller must (not page cache, descriptor not fit, range not
  * published), or -errno. */
 int up_io_overwrite_by_pwrite(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
+    if (f->root->persist_as != DK_MEDIUM_PAGECACHE) return 0; /* first: every overwrite on any medium asks */
     const struct up_slot *s = up_fd_slot(fd);
     uint32_t fl = s ? __atomic_load_n(&s->flags, __ATOMIC_ACQUIRE) : O_APPEND;
-    if (f->root->persist_as != DK_MEDIUM_PAGECACHE || (fl & (O_APPEND | O_SYNC | O_DSYNC)) ||
-        (fl & O_ACCMODE) == O_RDONLY)
-        return 0;
+    if ((fl & (O_APPEND | O_SYNC | O_DSYNC)) || (fl & O_ACCMODE) == O_RDONLY) return 0;
     if (!__atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE) && dk_cfg.mode == DK_MODE_POSIX)
         return 0; /* not mapped yet: the unmapped path counts its turns (overwrite_unmapped) */
     enum up_guard_entry fast = up_guard_read_enter(f);
@@ -404,12 +402,9 @@ static int write_by_kernel(struct up_file *f, int fd, const char *buf, size_t n,
     int rc = up_publish_locked(f, fd);
     if (rc == 0) {
         uint64_t off = append ? up_file_size(f) : *at;
-        int cancel_was; /* pwrite is a cancellation point, and f->mu is held */
-        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_was);
+        int cancel_was = dk_cancel_off(); /* f->mu is held */
         ssize_t w = DK_REAL(pwrite)(fd, buf, n, (off_t)off); /* on an O_APPEND fd this appends: off is the end */
-        int e = errno;
-        pthread_setcancelstate(cancel_was, NULL);
-        errno = e;
+        dk_cancel_restore(cancel_was);
         if (w < 0) rc = -errno;
         else if ((size_t)w != n) rc = -ENOSPC;
         else {
