@@ -13,6 +13,7 @@
 #include "persist/persist.h"
 #include "shim/libc.h"
 #include "upath/atomic_route.h"
+#include "upath/fsize.h"
 #include "upath/guard.h"
 #include "upath/io.h"
 #include "upath/upath.h"
@@ -289,20 +290,32 @@ static bool unmapped_take_turn(struct up_file *f, uint64_t end) {
     return true;
 }
 
+/* The program's write handed to the kernel as one pwrite, as the program would have made it: the
+ * kernel's count (short after a partial failure, as the kernel returns it) or -errno. Cancellation off:
+ * the caller holds f->mu or a guard section. */
+static ssize_t pwrite_as_program(int fd, const char *buf, size_t n, uint64_t off) {
+    int cancel_was = dk_cancel_off();
+    ssize_t w = DK_REAL(pwrite)(fd, buf, n, (off_t)off);
+    if (w < 0) w = -errno;
+    else if (w == 0) w = -EIO; /* n > 0: the kernel made no progress and named no error */
+    dk_cancel_restore(cancel_was);
+    return w;
+}
+
 /* An overwrite of published bytes by pwrite while the file is not mapped (the descriptor is no O_APPEND
- * one: the caller's write is not an append). 1 when done, 0 when the mapped path must do it, or -errno. */
-static int overwrite_unmapped(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
+ * one: the caller's write is not an append). Bytes written (the kernel's count), 0 when the mapped path
+ * must do it, or -errno. */
+static ssize_t overwrite_unmapped(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
     if (__atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE) || off + n > inplace_limit(f)) return 0; /* cheap reject */
     pthread_mutex_lock(&f->mu);
-    int rc = 0;
+    ssize_t w = 0;
     if (unmapped_take_turn(f, off + n)) {
-        rc = dk_pwrite_all(fd, buf, n, off, 0, NULL); /* no cancellation under f->mu */
-        if (rc == 0) rc = 1;
+        w = pwrite_as_program(fd, buf, n, off);
         f->meta_dirty = true; /* in the kernel's page cache (or written through DAX): its fsync persists it */
         dk_count(DK_C_pt_unmapped, 1);
     }
     pthread_mutex_unlock(&f->mu);
-    return rc;
+    return w;
 }
 
 /* A read of published bytes by pread while the file is not mapped. Bytes read, 0 when the mapped path
@@ -329,16 +342,26 @@ static ssize_t read_unmapped(struct up_file *f, int fd, char *buf, size_t n, uin
  * median 6.5 against 3.2 us, fsync 480 against 108 us). Inside a guard section: no truncate of ours cuts
  * the range in between. 1 when done, 0 when the caller must (not page cache, descriptor not fit, range not
  * published), or -errno. */
-int up_io_overwrite_by_pwrite(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
-    if (f->root->persist_as != DK_MEDIUM_PAGECACHE) return 0; /* first: every overwrite on any medium asks */
+/* Whether an overwrite through `fd` may go to the page cache by pwrite (see above). */
+static bool pwrite_fits(struct up_file *f, int fd) {
+    if (f->root->persist_as != DK_MEDIUM_PAGECACHE) return false; /* first: every overwrite on any medium asks */
     const struct up_slot *s = up_fd_slot(fd);
     uint32_t fl = s ? __atomic_load_n(&s->flags, __ATOMIC_ACQUIRE) : O_APPEND;
-    if ((fl & (O_APPEND | O_SYNC | O_DSYNC)) || (fl & O_ACCMODE) == O_RDONLY) return 0;
-    if (!__atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE) && dk_cfg.mode == DK_MODE_POSIX)
-        return 0; /* not mapped yet: the unmapped path counts its turns (overwrite_unmapped) */
+    if ((fl & (O_APPEND | O_SYNC | O_DSYNC)) || (fl & O_ACCMODE) == O_RDONLY) return false;
+    /* not mapped yet in posix mode: the unmapped path counts its turns (overwrite_unmapped) */
+    return __atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE) || dk_cfg.mode != DK_MODE_POSIX;
+}
+
+/* Under a guard section: [off, off+n) is published and inside the kernel size. */
+static bool published(struct up_file *f, size_t n, uint64_t off) {
+    return off + n <= __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) && off + n <= __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE);
+}
+
+int up_io_overwrite_by_pwrite(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
+    if (!pwrite_fits(f, fd)) return 0;
     enum up_guard_entry fast = up_guard_read_enter(f);
     int rc = 0;
-    if (off + n <= __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) && off + n <= __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE)) {
+    if (published(f, n, off)) {
         rc = dk_pwrite_all(fd, buf, n, off, 0, NULL);
         if (rc == 0) rc = 1;
         __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
@@ -346,6 +369,21 @@ int up_io_overwrite_by_pwrite(struct up_file *f, int fd, const char *buf, size_t
     up_guard_read_exit(f, fast);
     if (rc == 1) dk_count(DK_C_pagecache_pwrites, 1);
     return rc;
+}
+
+/* The program's overwrite on a page-cache medium (posix mode): one pwrite, whose count -- short after a
+ * partial failure -- is the program's answer, as on the kernel path. Bytes, 0 when not taken, -errno. */
+static ssize_t overwrite_by_program_pwrite(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
+    if (!pwrite_fits(f, fd)) return 0;
+    enum up_guard_entry fast = up_guard_read_enter(f);
+    ssize_t w = 0;
+    if (published(f, n, off)) {
+        w = pwrite_as_program(fd, buf, n, off);
+        __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
+    }
+    up_guard_read_exit(f, fast);
+    if (w > 0) dk_count(DK_C_pagecache_pwrites, 1);
+    return w;
 }
 
 /* The common case without f->mu: an overwrite of published, mapped bytes. `fence`: false when the
@@ -394,21 +432,17 @@ static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, ui
 }
 
 /* Fallback when staging or mapping ran out: publish what is staged, then let the kernel write (its own
- * ENOSPC, if any, is the program's answer). Counted. 0 or -errno. */
-static int write_by_kernel(struct up_file *f, int fd, const char *buf, size_t n, uint64_t *at, bool append,
-                           bool *appended) {
+ * ENOSPC, if any, is the program's answer, and so is a short count). Counted. Bytes written or -errno. */
+static ssize_t write_by_kernel(struct up_file *f, int fd, const char *buf, size_t n, uint64_t *at, bool append,
+                               bool *appended) {
     dk_count(DK_C_fallbacks, 1);
     pthread_mutex_lock(&f->mu);
-    int rc = up_publish_locked(f, fd);
-    if (rc == 0) {
+    ssize_t w = up_publish_locked(f, fd);
+    if (w == 0) {
         uint64_t off = append ? up_file_size(f) : *at;
-        int cancel_was = dk_cancel_off(); /* f->mu is held */
-        ssize_t w = DK_REAL(pwrite)(fd, buf, n, (off_t)off); /* on an O_APPEND fd this appends: off is the end */
-        dk_cancel_restore(cancel_was);
-        if (w < 0) rc = -errno;
-        else if ((size_t)w != n) rc = -ENOSPC;
-        else {
-            uint64_t end = off + n;
+        w = pwrite_as_program(fd, buf, n, off); /* on an O_APPEND fd this appends: off is the end */
+        if (w > 0) {
+            uint64_t end = off + (uint64_t)w;
             up_guard_write_lock(f);
             if (end > up_file_size(f)) {
                 f->ksize = end;
@@ -422,7 +456,23 @@ static int write_by_kernel(struct up_file *f, int fd, const char *buf, size_t n,
         }
     }
     pthread_mutex_unlock(&f->mu);
-    return rc;
+    return w;
+}
+
+/* posix and sync modes under a finite RLIMIT_FSIZE: every write is the kernel's (after a publish of what
+ * is staged), so that its short count, EFBIG and SIGXFSZ are the program's, even for appends racing on an
+ * O_APPEND descriptor, and nothing is accepted that could not be published. Counted as fallbacks. */
+static ssize_t write_under_fsize_limit(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off,
+                                       bool append, int sync) {
+    bool appended = false;
+    ssize_t w = write_by_kernel(f, fd, buf, n, &off, append, &appended);
+    int rc = w > 0 && sync ? up_sync_file(f, fd, true) : 0;
+    if (w < 0 || rc < 0) {
+        errno = w < 0 ? (int)-w : -rc;
+        return -1;
+    }
+    up_io_last_offset = off;
+    return w;
 }
 
 /* Strict mode's appends: published at once (visible as with sync mode) but not synced -- the record makes
@@ -446,20 +496,22 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
     if (n == 0) return 0;
     n = DK_MIN(n, DK_MAX_RW_BYTES);
     bool appended = false, fence = sync != UP_IO_LOGGED;
-    int by_kernel = append || sync != UP_IO_ASYNC ? 0 : up_io_overwrite_by_pwrite(f, fd, buf, n, off);
-    if (by_kernel < 0) {
-        errno = -by_kernel;
+    if (DK_UNLIKELY(up_fsize_limited()) && sync != UP_IO_LOGGED)
+        return write_under_fsize_limit(f, fd, buf, n, off, append, sync);
+    /* Handed to the kernel as the program's own pwrite, its count is the answer (short counts included). */
+    ssize_t w = append || sync != UP_IO_ASYNC ? 0 : overwrite_by_program_pwrite(f, fd, buf, n, off);
+    if (w == 0 && !append && overwrite_fast(f, buf, n, off, fence)) w = (ssize_t)n;
+    if (w == 0 && !append && sync == UP_IO_ASYNC) w = overwrite_unmapped(f, fd, buf, n, off);
+    if (w == 0) {
+        int rc = write_locked(f, fd, buf, n, &off, append, &appended, fence);
+        w = rc == 0 ? (ssize_t)n : rc;
+        if (rc == -ENOSPC || rc == -ENOMEM) w = write_by_kernel(f, fd, buf, n, &off, append, &appended);
+    }
+    if (w < 0) {
+        errno = (int)-w;
         return -1;
     }
-    if (by_kernel == 0 && (append || !overwrite_fast(f, buf, n, off, fence))) {
-        int rc = append || sync ? 0 : overwrite_unmapped(f, fd, buf, n, off);
-        rc = rc == 1 ? 0 : rc ? rc : write_locked(f, fd, buf, n, &off, append, &appended, fence);
-        if (rc == -ENOSPC || rc == -ENOMEM) rc = write_by_kernel(f, fd, buf, n, &off, append, &appended);
-        if (rc) {
-            errno = -rc;
-            return -1;
-        }
-    }
+    n = (size_t)w;
     up_io_last_offset = off;
     if (appended) {
         dk_count(DK_C_appends, 1);
@@ -544,8 +596,16 @@ static inline bool sync_writes(const struct up_slot *s) {
     return dk_cfg.mode != DK_MODE_POSIX || (s->flags & (O_SYNC | O_DSYNC));
 }
 
-/* One write of the program: strict mode logs it first (strict.c); the others go straight to the path. */
+/* One write of the program: strict mode logs it first (strict.c); the others go straight to the path.
+ * Under a finite RLIMIT_FSIZE the write is cut or refused first, as the kernel would (fsize.c). */
 static ssize_t write_op(struct up_slot *s, int fd, const void *buf, size_t n, uint64_t off, bool append) {
+    if (DK_UNLIKELY(up_fsize_limited())) {
+        int rc = up_fsize_clamp(append ? up_file_size(s->file) : off, &n);
+        if (rc) {
+            errno = -rc;
+            return -1;
+        }
+    }
     if (DK_UNLIKELY(s->file->atomic)) return up_atomic_write(s->file, fd, buf, n, off, append, sync_writes(s));
     if (dk_cfg.mode == DK_MODE_STRICT) return up_strict_write(s->file, fd, buf, n, off, append);
     return up_io_write(s->file, fd, buf, n, off, append, sync_writes(s));

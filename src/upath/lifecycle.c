@@ -10,6 +10,7 @@
 #include "common/stats.h"
 #include "persist/persist.h"
 #include "shim/libc.h"
+#include "upath/fsize.h"
 #include "upath/guard.h"
 #include "upath/io.h"
 #include "upath/policy.h"
@@ -103,6 +104,7 @@ void up_init(void) {
     for (int i = 0; i < up_roots_count(); i++) up_recover_dir(up_root_at(i)->path, NULL);
     up_atomic_recover_roots(); /* DAXKIT_ATOMIC files of dead processes: their last commit, before main */
     up_guard_init();
+    up_fsize_refresh();
     up_enabled = true;
     adopt_inherited();
     DK_ERRNO_RESTORE;

@@ -1,0 +1,35 @@
+/* Resource limits the data path honours: after the program changes RLIMIT_FSIZE (setrlimit, prlimit on
+ * itself) the write path reads it again (upath/fsize.c). */
+#include <sys/resource.h>
+#include <unistd.h>
+
+_Static_assert(sizeof(struct rlimit) == sizeof(struct rlimit64), "rlimit64 is rlimit on this ABI");
+
+#include "shim/shim.h"
+#include "upath/fsize.h"
+
+static int after_limit_change(int r, int res) {
+    if (r == 0 && res == RLIMIT_FSIZE) {
+        DK_ERRNO_SAVE;
+        up_fsize_refresh();
+        DK_ERRNO_RESTORE;
+    }
+    return r;
+}
+
+DK_EXPORT int setrlimit(__rlimit_resource_t res, const struct rlimit *rl) {
+    return after_limit_change(DK_REAL(setrlimit)(res, rl), (int)res);
+}
+/* 64-bit hosts: struct rlimit64 is struct rlimit. */
+DK_EXPORT int setrlimit64(__rlimit_resource_t res, const struct rlimit64 *rl) {
+    return setrlimit(res, (const struct rlimit *)rl);
+}
+
+DK_EXPORT int prlimit(pid_t pid, __rlimit_resource_t res, const struct rlimit *nl, struct rlimit *ol) {
+    int r = DK_REAL(prlimit)(pid, res, nl, ol);
+    bool self = pid == 0 || pid == DK_REAL(getpid)();
+    return nl && self ? after_limit_change(r, (int)res) : r;
+}
+DK_EXPORT int prlimit64(pid_t pid, __rlimit_resource_t res, const struct rlimit64 *nl, struct rlimit64 *ol) {
+    return prlimit(pid, res, (const struct rlimit *)nl, (struct rlimit *)ol);
+}
