@@ -119,10 +119,15 @@ static int fcntl_common(int fd, int cmd, void *arg, bool is64) {
                 errno = -rc;
                 return -1;
             }
-            return real(fd, cmd, arg);
+            struct up_lock_call c = up_lock_call_begin();
+            int r = real(fd, cmd, arg);
+            up_lock_done(c, fd, cmd, l, r == 0); /* keeps count of the locks held (upath/reclock.c) */
+            return r;
         }
+        struct up_lock_call c = up_lock_call_begin();
         int r = real(fd, cmd, arg);
-        if (r == 0) up_refresh_all(); /* another process may have published while we waited */
+        /* another process may have published while we waited: sizes are re-read (upath/reclock.c) */
+        up_lock_done(c, fd, cmd, l, r == 0);
         return r;
     }
     return real(fd, cmd, arg);

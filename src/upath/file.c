@@ -137,6 +137,7 @@ static void unlock_one(struct up_file *f, void *arg) {
 }
 static void reinit_one(struct up_file *f, void *arg) {
     (void)arg;
+    up_locks_closed(f); /* a child holds none of its parent's POSIX locks */
     pthread_rwlock_init(&f->rw, NULL);
     f->guard_closed = 0;
     pthread_mutex_init(&f->mu, NULL);

@@ -231,6 +231,17 @@ extern int up_strict_test_broken;
 
 enum up_strategy { UP_STAGE, UP_EXTEND };
 
+/* POSIX record locks this process holds on a file, as a union of byte ranges (reclock.c). */
+#define UP_LOCK_RANGES 8
+struct up_lockset {
+    uint64_t start[UP_LOCK_RANGES], end[UP_LOCK_RANGES]; /* [start, end), apart, UINT64_MAX: to the end */
+    uint8_t n;
+    bool unknown;               /* not followed exactly: counts as not held */
+    bool held_at_refresh;       /* held when the size was last re-read after a lock (refresh_gen) */
+    uint64_t lapses;            /* times the set went empty or unknown */
+    uint64_t lapses_at_refresh;
+};
+
 struct up_file {
     dev_t dev;
     ino_t ino;
@@ -264,6 +275,8 @@ struct up_file {
     bool sizerec_valid;     /* the record is valid: the kernel size may exceed pub_size */
     uint32_t unmapped_ios;  /* reads/overwrites sent to the kernel while the file was not mapped */
     uint64_t refresh_gen;   /* up_refresh_gen when the kernel size was last re-read (upath.c) */
+    struct up_lockset locks; /* under mu */
+    bool size_unsure;       /* a lock was taken without a re-read (reclock.c): check before using the end */
 };
 
 /* Appends not yet in the kernel file: the file must not be evicted. */
@@ -276,6 +289,17 @@ static inline uint64_t up_file_size(const struct up_file *f) {
 }
 static inline void up_file_set_size(struct up_file *f, uint64_t s) {
     __atomic_store_n(&f->size, s, __ATOMIC_RELEASE);
+}
+
+/* reclock.c: at a size re-read after a lock (refresh_gen set), under mu; at a close of any descriptor of
+ * the file (POSIX locks are released), under mu. */
+void up_locks_note_refresh(struct up_file *f);
+void up_locks_closed(struct up_file *f);
+/* Before an operation that depends on the file's exact end (append, write past it, SEEK_END): the size is
+ * re-read when a lock was taken without one. */
+void up_size_verify_slow(struct up_file *f, int fd);
+static inline void up_size_verify(struct up_file *f, int fd) {
+    if (DK_UNLIKELY(__atomic_load_n(&f->size_unsure, __ATOMIC_RELAXED))) up_size_verify_slow(f, fd);
 }
 
 extern pthread_mutex_t up_table_mu;

@@ -495,6 +495,8 @@ static int publish_logged(struct up_file *f, int fd) {
 ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append, int sync) {
     if (n == 0) return 0;
     n = DK_MIN(n, DK_MAX_RW_BYTES);
+    if (DK_UNLIKELY(__atomic_load_n(&f->size_unsure, __ATOMIC_RELAXED)) && (append || off + n > up_file_size(f)))
+        up_size_verify_slow(f, fd); /* an exact end is needed: reclock.c */
     bool appended = false, fence = sync != UP_IO_LOGGED;
     if (DK_UNLIKELY(up_fsize_limited()) && sync != UP_IO_LOGGED)
         return write_under_fsize_limit(f, fd, buf, n, off, append, sync);

@@ -295,9 +295,11 @@ int up_sync_file(struct up_file *f, int fd, bool datasync) {
 bool up_refresh_if_idle(struct up_file *f, int fd) {
     bool changed = false;
     pthread_mutex_lock(&f->mu);
+    __atomic_store_n(&f->size_unsure, false, __ATOMIC_RELAXED);
     uint64_t size = up_file_size(f);
     bool idle = size == f->pub_size && size == f->ksize && f->staged_count == 0;
     struct stat st;
+    if (idle) dk_count(DK_C_size_rereads, 1);
     if (idle && DK_REAL(fstat)(fd, &st) == 0 && (uint64_t)st.st_size != size) {
         uint64_t ns = (uint64_t)st.st_size;
         if (ns > size && up_map_keep(f, fd, ns) != 0) {

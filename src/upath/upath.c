@@ -38,6 +38,9 @@ static void resync(int fd, struct up_fd *e, struct up_slot *s) {
 static void refresh_for(struct up_file *f, int fd, uint64_t gen) {
     __atomic_store_n(&f->refresh_gen, gen, __ATOMIC_RELAXED);
     DK_ERRNO_SAVE;
+    pthread_mutex_lock(&f->mu);
+    up_locks_note_refresh(f); /* a further lock while these are held needs no re-read (reclock.c) */
+    pthread_mutex_unlock(&f->mu);
     up_refresh_if_idle(f, fd);
     DK_ERRNO_RESTORE;
 }
@@ -162,6 +165,11 @@ int up_adopt(int fd, int oflags, int dirfd, const char *path) {
             if (file_first_map(f, fd) != 0) dk_count(DK_C_pt_mapfail, 1);
         }
         f->refresh_gen = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE); /* its size was just read */
+        if (known) {
+            pthread_mutex_lock(&f->mu);
+            up_locks_note_refresh(f);
+            pthread_mutex_unlock(&f->mu);
+        }
         uint32_t flags = (uint32_t)oflags & (O_ACCMODE | O_APPEND | O_SYNC | O_DSYNC | O_DIRECT);
         s = up_slot_new(f, flags, 0);
         if (s && (oflags & O_DIRECT)) s->kernel = 1;
@@ -213,6 +221,9 @@ int up_close(int fd) {
     struct up_file *f = s->file;
     int rc = publish_file(f, fd);
     if (rc) keep_rescue_fd(f, fd);
+    pthread_mutex_lock(&f->mu);
+    up_locks_closed(f); /* the kernel drops the process's POSIX locks on the file at any close of it */
+    pthread_mutex_unlock(&f->mu);
     pthread_mutex_lock(&up_table_mu);
     struct up_slot *last = up_fd_unbind(fd);
     if (last) {
@@ -338,7 +349,10 @@ off_t up_lseek(struct up_slot *s, int fd, off_t off, int whence) {
     switch (whence) {
     case SEEK_SET: base = 0; break;
     case SEEK_CUR: base = (int64_t)__atomic_load_n(&s->offset, __ATOMIC_ACQUIRE); break;
-    case SEEK_END: base = (int64_t)up_file_size(f); break;
+    case SEEK_END:
+        up_size_verify(f, fd);
+        base = (int64_t)up_file_size(f);
+        break;
     case SEEK_DATA:
     case SEEK_HOLE: {
         up_atomic_detach_fd(fd); /* DAXKIT_ATOMIC: the kernel answers for the exact file */

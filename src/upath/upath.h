@@ -63,6 +63,16 @@ void up_refresh_fd(int fd);
 /* After any lock was acquired: the same for every managed file the process has open (a lock often
  * guards other files than its own: SQLite's WAL is guarded by locks in the -shm file). */
 void up_refresh_all(void);
+/* fcntl F_SETLK/F_SETLKW/F_OFD_SETLK(W) on a managed descriptor: begin before the kernel call, done after
+ * it (ok: it succeeded). An acquisition moves the refresh generation (as up_refresh_all), except for a file
+ * the process held a POSIX lock on ever since its size was last read (reclock.c). */
+struct up_lock_call {
+    uint64_t seq;
+    bool busy;
+};
+struct up_lock_call up_lock_call_begin(void);
+struct flock;
+void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l, bool ok);
 /* Before a kernel call that uses the file offset of fd (sendfile etc.): make the kernel's offset ours,
  * and afterwards take it back. */
 void up_offset_to_kernel(int fd);

@@ -11,6 +11,12 @@
  *   lock_overwrite  the same with a counter overwritten in place at offset 0 (fcntl locks).
  *   append_relink  appends through an O_APPEND descriptor published by fsync (unaligned sizes, several
  *               rounds): the file equals what was written (XFS refuses FICLONERANGE into an O_APPEND file).
+ *   lock_escalate  SQLite's lock pattern (a read lock on a "shared" byte, read, then write locks on a
+ *               "reserved" and the "shared" byte while the first is held, overwrite, unlock all): the size
+ *               is re-read once per round, not after each escalation (counters size_rereads and
+ *               refresh_skips); and a lock taken that way still sees another process's append made under a
+ *               lock that did not conflict with the held one: an append at SEEK_END after it lands past
+ *               the other process's bytes (upath/reclock.c). Also run by two processes at once.
  * argv[1]: managed directory; argv[2]: case (or "all"). */
 #include <sys/file.h>
 #include <sys/wait.h>
@@ -204,6 +210,120 @@ static void case_append_relink(void) {
     printf("ok: appends through an O_APPEND descriptor land exactly at each fsync\n");
 }
 
+/* ---- lock escalation (upath/reclock.c) ---- */
+
+enum { SHARED_BYTE = 100, RESERVED_BYTE = 200 };
+
+static void range_lock(int fd, short type, off_t at) {
+    struct flock l = {.l_type = type, .l_whence = SEEK_SET, .l_start = at, .l_len = type == F_UNLCK && at == 0 ? 0 : 1};
+    OK(fcntl(fd, F_SETLKW, &l));
+}
+
+/* One SQLite-like transaction: shared, read, reserved, exclusive (the shared byte as a write lock),
+ * overwrite the counter at 0, release everything. */
+static void escalate_round(int fd) {
+    char line[17] = {0};
+    unsigned v = 0;
+    range_lock(fd, F_RDLCK, SHARED_BYTE);
+    CHECK(pread(fd, line, 16, 0) == 16 && sscanf(line, "%u", &v) == 1, "lock_escalate: counter unreadable");
+    range_lock(fd, F_WRLCK, RESERVED_BYTE);
+    range_lock(fd, F_WRLCK, SHARED_BYTE);
+    snprintf(line, sizeof line, "%015u\n", v + 1);
+    st_pwrite_all(fd, line, 16, 0);
+    range_lock(fd, F_UNLCK, 0);
+}
+
+static int wait_byte(int rfd) {
+    char c = 0;
+    CHECK(read(rfd, &c, 1) == 1, "lock_escalate: pipe closed");
+    return c;
+}
+
+static void case_lock_escalate(void) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "lock_escalate");
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    st_write_all(fd, "000000000000000\n", 16);
+    OK(fsync(fd));
+    const int rounds = 200;
+    for (int i = 0; i < 24; i++) OK(pread(fd, (char[16]){0}, 16, 0)); /* mapped: reads stop going to the kernel */
+    const char *j0 = st_stats_cli_json();
+    unsigned long long rereads0 = st_json_counter(j0, "size_rereads"), skips0 = st_json_counter(j0, "refresh_skips");
+    for (int i = 0; i < rounds; i++) escalate_round(fd);
+    const char *j1 = st_stats_cli_json();
+    unsigned long long rereads = st_json_counter(j1, "size_rereads") - rereads0;
+    unsigned long long skips = st_json_counter(j1, "refresh_skips") - skips0;
+    CHECK(rereads <= (unsigned long long)rounds + 2, "lock_escalate: %llu size re-reads in %d rounds (one per round expected)",
+          rereads, rounds);
+    CHECK(skips >= 2ull * rounds, "lock_escalate: %llu escalations without a re-read in %d rounds (expected %d)", skips,
+          rounds, 2 * rounds);
+    printf("ok: lock_escalate: %d rounds, %llu size re-reads, %llu escalations without one\n", rounds, rereads, skips);
+
+    /* Another process appends under a lock that does not conflict with the one held here (the reserved
+     * byte), after this process read the size holding the shared byte; this process then takes the
+     * reserved byte (no re-read) and appends at SEEK_END: behind the other's line, as with the kernel. */
+    int to_child[2], to_parent[2];
+    OK(pipe(to_child));
+    OK(pipe(to_parent));
+    pid_t pid = OK(fork());
+    if (pid == 0) {
+        OK(close(fd)); /* while both processes hold it, the kernel would serve the parent's descriptor */
+        int cfd = OK(open(path, O_RDWR));
+        OK(write(to_parent[1], "r", 1));
+        wait_byte(to_child[0]);
+        range_lock(cfd, F_WRLCK, RESERVED_BYTE);
+        OK(lseek(cfd, 0, SEEK_END));
+        st_write_all(cfd, "child..........\n", 16);
+        range_lock(cfd, F_UNLCK, 0); /* publishes */
+        OK(write(to_parent[1], "c", 1));
+        OK(close(cfd));
+        _exit(0);
+    }
+    wait_byte(to_parent[0]);
+    range_lock(fd, F_RDLCK, SHARED_BYTE);
+    char line[16];
+    CHECK(pread(fd, line, 16, 0) == 16, "lock_escalate: pread");
+    off_t before = st_fsize(fd);
+    OK(write(to_child[1], "p", 1));
+    wait_byte(to_parent[0]);
+    range_lock(fd, F_WRLCK, RESERVED_BYTE);
+    off_t at = OK(lseek(fd, 0, SEEK_END));
+    CHECK(at == before + 16, "lock_escalate: SEEK_END after the escalation is %lld; the other process's append made it %lld",
+          (long long)at, (long long)before + 16);
+    st_write_all(fd, "parent.........\n", 16);
+    range_lock(fd, F_UNLCK, 0);
+    int status;
+    OK(waitpid(pid, &status, 0));
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "lock_escalate: child status 0x%x", status);
+    OK(close(fd));
+    char want[64];
+    snprintf(want, sizeof want, "%015u\nchild..........\nparent.........\n", rounds);
+    CHECK(st_check("text", path, want) == 0, "lock_escalate: the file is not counter + child's line + parent's line");
+    printf("ok: lock_escalate: an append after an escalation lands behind another process's append\n");
+
+    /* Two processes running the rounds at once: the counter ends exact. */
+    fd = OK(open(path, O_RDWR | O_TRUNC));
+    st_write_all(fd, "000000000000000\n", 16);
+    OK(close(fd));
+    pid_t w[2];
+    for (int i = 0; i < 2; i++) {
+        w[i] = OK(fork());
+        if (w[i] == 0) {
+            int wfd = OK(open(path, O_RDWR));
+            for (int r = 0; r < rounds; r++) escalate_round(wfd);
+            OK(close(wfd));
+            _exit(0);
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        OK(waitpid(w[i], &status, 0));
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "lock_escalate: worker %d status 0x%x", i, status);
+    }
+    snprintf(want, sizeof want, "%015u\n", 2 * rounds);
+    CHECK(st_check("text", path, want) == 0, "lock_escalate: two processes: final counter wrong");
+    printf("ok: lock_escalate: two processes x %d escalating rounds, final counter exact\n", rounds);
+}
+
 int main(int argc, char **argv) {
     dir = st_dir(argc, argv);
     const char *which = argc > 2 ? argv[2] : "all";
@@ -218,6 +338,7 @@ int main(int argc, char **argv) {
     if (all || !strcmp(which, "lock_append")) case_lock("lock_append", LK_FCNTL, false), any = true;
     if (all || !strcmp(which, "lock_flock")) case_lock("lock_flock", LK_FLOCK, false), any = true;
     if (all || !strcmp(which, "lock_overwrite")) case_lock("lock_overwrite", LK_FCNTL, true), any = true;
+    if (all || !strcmp(which, "lock_escalate")) case_lock_escalate(), any = true;
     CHECK(any, "unknown case '%s'", which);
     return 0;
 }

@@ -1,0 +1,160 @@
+/* POSIX record locks this process holds on a managed file, and what a new lock on it means for the
+ * file's size. A lock acquisition is where other processes' size changes must become visible (writers
+ * publish before they unlock): it moves the refresh generation, and each file re-reads its kernel size
+ * (one fstat) at its next served call (upath.c: up_serving). A lock taken on a file while this process has
+ * held another lock on it ever since its size was last read does not make *that* file re-read its size:
+ * a program whose writers change a file only under a lock that conflicts with every lock its readers hold
+ * -- SQLite: EXCLUSIVE covers the SHARED range; its RESERVED, PENDING and EXCLUSIVE locks are all taken
+ * while SHARED is held -- cannot have changed it in between. The generation still moves for every other
+ * file (the lock may guard them). Operations that depend on the exact end of such a file -- an append, a
+ * write past the end, SEEK_END -- re-read the size first (up_size_verify), so a writer that extended the
+ * file under a lock this process's locks did not conflict with is still seen; a shrink by such a writer is
+ * seen only at the next lock taken with nothing held (docs/guarantees.md).
+ *
+ * The locks are tracked as a union of byte ranges (their types do not matter: "held" is all that is
+ * asked). Whatever cannot be followed exactly makes the set unknown, which counts as not held, until a
+ * whole-file unlock or a close empties it: SEEK_END-relative ranges, more than UP_LOCK_RANGES pieces,
+ * lock calls of two threads overlapping in time, descriptors served by the kernel. Open file description
+ * locks (F_OFD_*) and flock are not tracked: their acquisitions always move the generation. */
+#include <fcntl.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "common/stats.h"
+#include "upath/io.h"
+#include "upath/upath.h"
+
+/* Lock calls of this process: started, and in flight. Two that overlap in time may reach the kernel in
+ * either order: the set becomes unknown. */
+static uint64_t calls_started;
+static uint32_t calls_in_flight;
+
+static void set_empty(struct up_lockset *ls) {
+    ls->n = 0;
+    ls->unknown = false;
+}
+
+static bool held(const struct up_lockset *ls) { return !ls->unknown && ls->n > 0; }
+
+/* [a, b) joins the set (overlapping and touching ranges merge). */
+static void add_range(struct up_lockset *ls, uint64_t a, uint64_t b) {
+    if (ls->unknown) return;
+    uint8_t k = 0;
+    for (uint8_t i = 0; i < ls->n; i++) {
+        if (ls->end[i] < a || ls->start[i] > b) { /* apart: keep */
+            ls->start[k] = ls->start[i], ls->end[k] = ls->end[i], k++;
+            continue;
+        }
+        a = DK_MIN(a, ls->start[i]), b = DK_MAX(b, ls->end[i]);
+    }
+    if (k == UP_LOCK_RANGES) {
+        ls->unknown = true;
+        return;
+    }
+    ls->start[k] = a, ls->end[k] = b;
+    ls->n = k + 1;
+}
+
+/* [a, b) leaves the set (a range may split in two). */
+static void sub_range(struct up_lockset *ls, uint64_t a, uint64_t b) {
+    if (ls->unknown) return;
+    uint64_t start[2 * UP_LOCK_RANGES], end[2 * UP_LOCK_RANGES];
+    uint8_t k = 0;
+    for (uint8_t i = 0; i < ls->n; i++) {
+        if (ls->start[i] < a) start[k] = ls->start[i], end[k] = DK_MIN(ls->end[i], a), k++;
+        if (ls->end[i] > b) start[k] = DK_MAX(ls->start[i], b), end[k] = ls->end[i], k++;
+    }
+    if (k > UP_LOCK_RANGES) {
+        ls->unknown = true;
+        return;
+    }
+    for (uint8_t i = 0; i < k; i++) ls->start[i] = start[i], ls->end[i] = end[i];
+    ls->n = k;
+}
+
+/* The byte range of l on the served slot s: false when it cannot be known here. */
+static bool lock_range(const struct up_slot *s, const struct flock *l, uint64_t *a, uint64_t *b) {
+    int64_t base;
+    switch (l->l_whence) {
+    case SEEK_SET: base = 0; break;
+    case SEEK_CUR: base = (int64_t)__atomic_load_n(&s->offset, __ATOMIC_ACQUIRE); break;
+    default: return false; /* SEEK_END: the kernel's size at the time of the call */
+    }
+    int64_t start, len = (int64_t)l->l_len;
+    if (__builtin_add_overflow(base, (int64_t)l->l_start, &start)) return false;
+    if (len < 0) {
+        if (__builtin_add_overflow(start, len, &start)) return false;
+        len = -len;
+    }
+    if (start < 0) return false;
+    *a = (uint64_t)start;
+    *b = len == 0 || (uint64_t)start > UINT64_MAX - (uint64_t)len ? UINT64_MAX : (uint64_t)start + (uint64_t)len;
+    return true;
+}
+
+/* After a change of the set: a lapse in holding ends "held since the size was read". Under f->mu. */
+static void after_change(struct up_file *f) {
+    if (!held(&f->locks)) f->locks.lapses++;
+}
+
+static bool is_posix_setlk(int cmd) { return cmd == F_SETLK || cmd == F_SETLKW; }
+
+struct up_lock_call up_lock_call_begin(void) {
+    struct up_lock_call c;
+    c.busy = __atomic_fetch_add(&calls_in_flight, 1, __ATOMIC_ACQ_REL) != 0;
+    c.seq = __atomic_fetch_add(&calls_started, 1, __ATOMIC_ACQ_REL);
+    return c;
+}
+
+void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l, bool ok) {
+    bool overlapped = c.busy || __atomic_load_n(&calls_started, __ATOMIC_ACQUIRE) != c.seq + 1;
+    overlapped |= __atomic_sub_fetch(&calls_in_flight, 1, __ATOMIC_ACQ_REL) != 0;
+    bool unlock = l->l_type == F_UNLCK;
+    if (!ok) return;
+    struct up_slot *s = up_fd_slot(fd);
+    struct up_file *f = s ? s->file : NULL;
+    bool posix = is_posix_setlk(cmd) && f && dk_cfg.mode != DK_MODE_STRICT && !f->atomic;
+    bool exempt = false;
+    uint64_t gen_was = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE);
+    if (posix) {
+        pthread_mutex_lock(&f->mu);
+        uint64_t a = 0, b = 0;
+        bool known = !overlapped && !s->kernel && __atomic_load_n(&s->procs, __ATOMIC_ACQUIRE) <= 1 &&
+                     lock_range(s, l, &a, &b);
+        /* Held since the size was read: the file is up to date, and no lapse since that read. */
+        exempt = !unlock && known && held(&f->locks) && f->locks.held_at_refresh &&
+                 f->locks.lapses == f->locks.lapses_at_refresh &&
+                 __atomic_load_n(&f->refresh_gen, __ATOMIC_RELAXED) == gen_was;
+        if (!known) f->locks.unknown = true;
+        else if (unlock && a == 0 && b == UINT64_MAX) set_empty(&f->locks); /* also ends an unknown set */
+        else if (unlock) sub_range(&f->locks, a, b);
+        else add_range(&f->locks, a, b);
+        after_change(f);
+        pthread_mutex_unlock(&f->mu);
+    }
+    if (unlock) return;
+    uint64_t gen = __atomic_add_fetch(&up_refresh_gen, 1, __ATOMIC_ACQ_REL); /* every other file */
+    if (exempt && gen == gen_was + 1) { /* no other lock moved it meanwhile */
+        /* This file keeps the size it read; an exact end is checked when next needed. */
+        __atomic_store_n(&f->size_unsure, true, __ATOMIC_RELAXED);
+        uint64_t expect = gen_was;
+        __atomic_compare_exchange_n(&f->refresh_gen, &expect, gen, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+        dk_count(DK_C_refresh_skips, 1);
+    }
+}
+
+void up_locks_note_refresh(struct up_file *f) {
+    f->locks.held_at_refresh = held(&f->locks);
+    f->locks.lapses_at_refresh = f->locks.lapses;
+}
+
+void up_locks_closed(struct up_file *f) {
+    set_empty(&f->locks);
+    f->locks.lapses++;
+}
+
+void up_size_verify_slow(struct up_file *f, int fd) {
+    DK_ERRNO_SAVE;
+    up_refresh_if_idle(f, fd);
+    DK_ERRNO_RESTORE;
+}
