@@ -151,6 +151,7 @@ DK_EXPORT int statx(int d, const char *p, int fl, unsigned int mask, struct stat
 
 /* The inode `path` names now, if it is a managed regular file. */
 static bool victim(int dirfd, const char *path, struct stat *st) {
+    if (!up_victim_matters()) return false;
     DK_ERRNO_SAVE;
     bool ok = DK_REAL(fstatat)(dirfd, path, st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st->st_mode) &&
               up_dev_is_managed(st->st_dev);

@@ -135,10 +135,20 @@ static int file_first_map(struct up_file *f, int fd) {
     return 0;
 }
 
+/* The kernel's character devices by their canonical names: never a managed regular file, so their open
+ * needs no fstat to tell (rsync and git open /dev/urandom once for every file they write). */
+static bool device_name(const char *path) {
+    static const char *const names[] = {"/dev/urandom", "/dev/random", "/dev/null", "/dev/zero", "/dev/full", "/dev/tty"};
+    if (!path || strncmp(path, "/dev/", 5) != 0) return false;
+    for (size_t i = 0; i < DK_ARRAY_LEN(names); i++)
+        if (strcmp(path, names[i]) == 0) return true;
+    return false;
+}
+
 int up_adopt(int fd, int oflags, int dirfd, const char *path) {
     if (!up_enabled) return 0;
     if ((oflags & O_DIRECTORY) && path) up_dirfd_note_open(fd, dirfd, path); /* the kernel checked: a directory */
-    if (oflags & O_PATH) return 0;
+    if ((oflags & O_PATH) || device_name(path)) return 0;
     DK_ERRNO_SAVE;
     struct stat st;
     if (DK_REAL(fstat)(fd, &st) != 0 || !S_ISREG(st.st_mode) || !up_dev_is_managed(st.st_dev)) {
@@ -153,6 +163,10 @@ int up_adopt(int fd, int oflags, int dirfd, const char *path) {
     if (up_refuse_flag) return -EINVAL;
     up_root_probe(r);
     pthread_mutex_lock(&up_table_mu);
+    struct up_file *old = up_file_lookup(st.st_dev, st.st_ino);
+    /* A closed entry of another managed directory on the same file system: an inode number reused after an
+     * unlink whose victim was not looked up (up_victim_matters) -- the file starts afresh. */
+    if (old && old->root != r && old->open_refs == 0 && !up_file_pinned(old)) up_file_forget(st.st_dev, st.st_ino);
     bool known = up_file_lookup(st.st_dev, st.st_ino) != NULL;
     struct up_file *f = up_file_get(r, &st, NULL);
     struct up_slot *s = NULL;
@@ -165,6 +179,7 @@ int up_adopt(int fd, int oflags, int dirfd, const char *path) {
             if (file_first_map(f, fd) != 0) dk_count(DK_C_pt_mapfail, 1);
         }
         f->refresh_gen = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE); /* its size was just read */
+        f->victims_seen = __atomic_load_n(&up_victims_unseen, __ATOMIC_ACQUIRE);
         if (known) {
             pthread_mutex_lock(&f->mu);
             up_locks_note_refresh(f);
@@ -214,6 +229,36 @@ static void keep_rescue_fd(struct up_file *f, int fd) {
     f->rescue_fd = d;
 }
 
+/* ---- names removed: is the victim worth a stat? ---- */
+
+/* What a cached file holds beyond its size is its mapping (pages of a deleted file on tmpfs stay allocated
+ * while mapped). While no file of this process is mapped, the inode an unlink or rename-over removes need
+ * not be looked up: a closed entry of it keeps a size only -- an inode number reused later is reopened with
+ * the kernel's size (file_reopened) -- and an open one is checked at its last close, if it was mapped
+ * meanwhile (last_close_of_mapped). git add: one lstat per object file less (link + unlink of its
+ * temporary name). */
+uint64_t up_files_mapped;
+uint64_t up_victims_unseen;
+
+bool up_victim_matters(void) {
+    if (__atomic_load_n(&up_files_mapped, __ATOMIC_ACQUIRE)) return true;
+    if (dk_cfg.mode == DK_MODE_STRICT || dk_cfg.atomic[0]) return true; /* their engines keep more than a size */
+    __atomic_add_fetch(&up_victims_unseen, 1, __ATOMIC_ACQ_REL);
+    dk_count(DK_C_victim_skips, 1);
+    return false;
+}
+
+/* The last close of a file mapped while open, after an unlink whose victim was not looked up: if that
+ * removed its last name, the entry (and its mapping) goes now, as up_name_removed would have done.
+ * Under up_table_mu, before the descriptor is closed. */
+static void last_close_of_mapped(struct up_file *f, int fd) {
+    if (!f->map.ext_count || f->victims_seen == __atomic_load_n(&up_victims_unseen, __ATOMIC_ACQUIRE)) return;
+    struct stat st;
+    DK_ERRNO_SAVE;
+    if (DK_REAL(fstat)(fd, &st) == 0 && st.st_nlink == 0) f->unlinked = true;
+    DK_ERRNO_RESTORE;
+}
+
 int up_close(int fd) {
     struct up_fd *e = up_fd_entry(fd);
     struct up_slot *s = e ? e->slot : NULL;
@@ -226,6 +271,7 @@ int up_close(int fd) {
     pthread_mutex_unlock(&f->mu);
     pthread_mutex_lock(&up_table_mu);
     struct up_slot *last = up_fd_unbind(fd);
+    if (last && f->open_refs == 1) last_close_of_mapped(f, fd);
     if (last) {
         if (f->atomic && f->open_refs == 1) up_atomic_detach(f);
         up_slot_drop_local(last);

@@ -84,6 +84,9 @@ void up_kernel_changed_fd(int fd);
 void up_fix_stat(dev_t dev, ino_t ino, off_t *size);
 /* The same for fstat of a descriptor (finds files whose name is gone). */
 void up_fix_fstat(int fd, off_t *size);
+/* Before unlink/rename-over: whether the victim must be looked up (lstat) and given to up_name_removed --
+ * false while no file is mapped (counted; upath.c). */
+bool up_victim_matters(void);
 /* Name-space operations: before unlink/rename-over, the victim's (dev, ino) from lstat. */
 void up_name_removed(dev_t dev, ino_t ino);
 /* truncate(path) after the kernel did it. */

@@ -212,7 +212,7 @@ static void case_append_relink(void) {
 
 /* ---- lock escalation (upath/reclock.c) ---- */
 
-enum { SHARED_BYTE = 100, RESERVED_BYTE = 200 };
+enum { SHARED_BYTE = 100, RESERVED_BYTE = 200, WRITER_BYTE = 300 };
 
 static void range_lock(int fd, short type, off_t at) {
     struct flock l = {.l_type = type, .l_whence = SEEK_SET, .l_start = at, .l_len = type == F_UNLCK && at == 0 ? 0 : 1};
@@ -220,10 +220,12 @@ static void range_lock(int fd, short type, off_t at) {
 }
 
 /* One SQLite-like transaction: shared, read, reserved, exclusive (the shared byte as a write lock),
- * overwrite the counter at 0, release everything. */
-static void escalate_round(int fd) {
+ * overwrite the counter at 0, release everything. With `writers`, a write lock on a byte of their own
+ * first: two processes escalating with blocking locks would deadlock (SQLite's own locks do not wait). */
+static void escalate_round(int fd, bool writers) {
     char line[17] = {0};
     unsigned v = 0;
+    if (writers) range_lock(fd, F_WRLCK, WRITER_BYTE);
     range_lock(fd, F_RDLCK, SHARED_BYTE);
     CHECK(pread(fd, line, 16, 0) == 16 && sscanf(line, "%u", &v) == 1, "lock_escalate: counter unreadable");
     range_lock(fd, F_WRLCK, RESERVED_BYTE);
@@ -249,7 +251,7 @@ static void case_lock_escalate(void) {
     for (int i = 0; i < 24; i++) OK(pread(fd, (char[16]){0}, 16, 0)); /* mapped: reads stop going to the kernel */
     const char *j0 = st_stats_cli_json();
     unsigned long long rereads0 = st_json_counter(j0, "size_rereads"), skips0 = st_json_counter(j0, "refresh_skips");
-    for (int i = 0; i < rounds; i++) escalate_round(fd);
+    for (int i = 0; i < rounds; i++) escalate_round(fd, false);
     const char *j1 = st_stats_cli_json();
     unsigned long long rereads = st_json_counter(j1, "size_rereads") - rereads0;
     unsigned long long skips = st_json_counter(j1, "refresh_skips") - skips0;
@@ -310,7 +312,7 @@ static void case_lock_escalate(void) {
         w[i] = OK(fork());
         if (w[i] == 0) {
             int wfd = OK(open(path, O_RDWR));
-            for (int r = 0; r < rounds; r++) escalate_round(wfd);
+            for (int r = 0; r < rounds; r++) escalate_round(wfd, true);
             OK(close(wfd));
             _exit(0);
         }

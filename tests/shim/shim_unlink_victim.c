@@ -1,0 +1,124 @@
+/* Description: unlink and rename-over without looking the victim up while no file of the process is
+ * mapped (upath.c: up_victim_matters), and what must still happen to the removed inode:
+ *   1. a closed, never mapped file is unlinked: counted as victim_skips, no lstat;
+ *   2. a file unlinked while open (victim not looked up), then read until it is mapped, then closed: its
+ *      entry and mapping go at that close -- the file system gets its space back (statvfs), as with the
+ *      kernel -- instead of lingering in the closed-file cache (last_close_of_mapped);
+ *   3. while a file is mapped, an unlink looks its victim up: no skip counted, and a mapped, closed file
+ *      unlinked gives its space back at once;
+ *   4. names reused after skipped unlinks (XFS reuses inode numbers at once): each new file reads back
+ *      exactly what was written to it, with its own size (fstat, stat, SEEK_END).
+ * argv[1]: managed directory. Runs with DAXKIT_MAP_AFTER_IOS=0 (files are mapped at their first read). */
+#include <sys/statvfs.h>
+
+#include "shim_test.h"
+
+static const char *dir;
+
+static uint64_t counter(int c) {
+    uint64_t v[DK_C_COUNT];
+    CHECK(st_stats(getpid(), v), "no stats file");
+    return v[c];
+}
+
+static uint64_t free_bytes(void) {
+    struct statvfs s;
+    OK(statvfs(dir, &s));
+    return (uint64_t)s.f_bfree * s.f_frsize;
+}
+
+/* Free bytes once at least `want` more than `before` are free, or after 2 s (XFS frees the blocks of an
+ * unlinked inode in the background; syncfs hurries it). */
+static uint64_t free_bytes_after(uint64_t before, uint64_t want) {
+    int d = OK(open(dir, O_RDONLY | O_DIRECTORY));
+    uint64_t now = free_bytes();
+    for (int i = 0; i < 100 && now < before + want; i++) {
+        syncfs(d);
+        usleep(20000);
+        now = free_bytes();
+    }
+    OK(close(d));
+    return now;
+}
+
+static void make(const char *path, size_t n, uint8_t seed) {
+    static uint8_t buf[8 << 20];
+    st_fill(buf, seed, 0, n);
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    st_write_all(fd, buf, n);
+    OK(fsync(fd));
+    OK(close(fd));
+}
+
+int main(int argc, char **argv) {
+    dir = st_dir(argc, argv);
+    st_require_library();
+    st_watchdog(60);
+    char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX];
+    st_path(a, sizeof a, dir, "a");
+    st_path(b, sizeof b, dir, "b");
+    st_path(c, sizeof c, dir, "c");
+    const size_t big = 8 << 20;
+    static uint8_t buf[8 << 20];
+
+    /* 1 */
+    make(a, 1000, 1);
+    uint64_t skips = counter(DK_C_victim_skips);
+    OK(unlink(a));
+    CHECK(counter(DK_C_victim_skips) == skips + 1, "1: an unlink with nothing mapped looked its victim up");
+    printf("ok: 1: unlink with no file mapped: victim not looked up\n");
+
+    /* 2 */
+    make(b, big, 2);
+    int fd = OK(open(b, O_RDONLY));
+    OK(unlink(b));
+    CHECK(counter(DK_C_victim_skips) == skips + 2, "2: the unlink of an open, unmapped file looked its victim up");
+    uint64_t maps = counter(DK_C_maps);
+    CHECK(pread(fd, buf, big, 0) == (ssize_t)big && st_mismatch(buf, 2, 0, big) < 0, "2: read back wrong");
+    CHECK(counter(DK_C_maps) > maps, "2: the file was not mapped by its read (DAXKIT_MAP_AFTER_IOS=0 expected)");
+    uint64_t before = free_bytes();
+    OK(close(fd));
+    uint64_t after = free_bytes_after(before, big - big / 8);
+    CHECK(after >= before + big - big / 8,
+          "2: closing the unlinked, mapped file gave back %lld bytes of %zu (its mapping stayed cached)",
+          (long long)(after - before), big);
+    printf("ok: 2: an unlinked file mapped while open gives its space back at close (%llu bytes)\n",
+           (unsigned long long)(after - before));
+
+    /* 3 */
+    make(c, big, 3);
+    fd = OK(open(c, O_RDONLY));
+    CHECK(pread(fd, buf, 4096, 0) == 4096, "3: pread");
+    OK(close(fd)); /* closed and mapped: cached */
+    skips = counter(DK_C_victim_skips);
+    before = free_bytes();
+    OK(unlink(c));
+    after = free_bytes_after(before, big - big / 8);
+    CHECK(counter(DK_C_victim_skips) == skips, "3: an unlink while a file is mapped did not look its victim up");
+    CHECK(after >= before + big - big / 8, "3: unlinking a mapped, closed file gave back %lld bytes of %zu",
+          (long long)(after - before), big);
+    printf("ok: 3: with a file mapped, unlink looks the victim up and drops it at once\n");
+
+    /* 4: nothing mapped any more; names come and go, inode numbers are reused */
+    for (int i = 0; i < 50; i++) {
+        size_t n = 100 + (size_t)i * 37;
+        make(a, n, (uint8_t)(10 + i));
+        fd = OK(open(a, O_RDWR));
+        CHECK(st_fsize(fd) == (off_t)n, "4: round %d: fstat size %lld, expected %zu", i, (long long)st_fsize(fd), n);
+        CHECK(lseek(fd, 0, SEEK_END) == (off_t)n, "4: round %d: SEEK_END", i);
+        CHECK(pread(fd, buf, n + 10, 0) == (ssize_t)n && st_mismatch(buf, (uint8_t)(10 + i), 0, n) < 0,
+              "4: round %d: read back wrong", i);
+        OK(close(fd));
+        struct stat st;
+        OK(stat(a, &st));
+        CHECK(st.st_size == (off_t)n, "4: round %d: stat size %lld", i, (long long)st.st_size);
+        if (i % 2) OK(unlink(a));
+        else {
+            make(b, 10, 9);
+            OK(rename(b, a)); /* over a: a victim too */
+            OK(unlink(a));
+        }
+    }
+    printf("ok: 4: 50 files made, reopened and removed by unlink or rename-over read back exactly\n");
+    return 0;
+}
