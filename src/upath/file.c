@@ -26,7 +26,20 @@ struct up_file *up_file_lookup(dev_t dev, ino_t ino) {
     return NULL;
 }
 
+uint64_t up_closed_mapped;
+
+/* A closed file that keeps a mapping: counted (unlink looks its victims up while there is one). */
+static void closed_mapped_set(struct up_file *f) {
+    if (f->closed_mapped || !f->map.ext_count) return;
+    f->closed_mapped = true;
+    __atomic_add_fetch(&up_closed_mapped, 1, __ATOMIC_ACQ_REL);
+}
+
 static void lru_unlink(struct up_file *f) {
+    if (f->closed_mapped) { /* reopened or freed */
+        f->closed_mapped = false;
+        __atomic_sub_fetch(&up_closed_mapped, 1, __ATOMIC_ACQ_REL);
+    }
     if (!f->lru_next) return;
     f->lru_prev->lru_next = f->lru_next;
     f->lru_next->lru_prev = f->lru_prev;
@@ -94,11 +107,15 @@ struct up_file *up_file_get(struct up_root *r, const struct stat *st, const char
 void up_file_put(struct up_file *f) {
     dk_assert(f->open_refs > 0);
     if (--f->open_refs > 0) return;
-    if (up_file_pinned(f)) return; /* kept until published (up_publish_all) */
+    if (up_file_pinned(f)) { /* kept until published (up_publish_all) */
+        closed_mapped_set(f);
+        return;
+    }
     if (f->unlinked || !f->cached || dk_cfg.cache_files == 0) {
         file_free(f);
         return;
     }
+    closed_mapped_set(f);
     f->lru_prev = lru.lru_prev;
     f->lru_next = &lru;
     lru.lru_prev->lru_next = f;

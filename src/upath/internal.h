@@ -276,7 +276,8 @@ struct up_file {
     uint32_t unmapped_ios;  /* reads/overwrites sent to the kernel while the file was not mapped */
     uint64_t refresh_gen;   /* up_refresh_gen when the kernel size was last re-read (upath.c) */
     struct up_lockset locks; /* under mu */
-    uint64_t victims_seen;  /* up_victims_unseen at the last adoption (upath.c: last_close_of_mapped) */
+    uint64_t victims_seen;  /* up_victims_unseen when the entry was made (upath.c: last_close_of_mapped) */
+    bool closed_mapped;     /* counted in up_closed_mapped (file.c) */
     bool size_unsure;       /* a lock was taken without a re-read (reclock.c): check before using the end */
 };
 
@@ -304,7 +305,7 @@ static inline void up_size_verify(struct up_file *f, int fd) {
 }
 
 extern pthread_mutex_t up_table_mu;
-extern uint64_t up_files_mapped;   /* files of the table with a mapping (map.c) */
+extern uint64_t up_closed_mapped;  /* closed files of the table that keep a mapping (file.c) */
 extern uint64_t up_victims_unseen; /* names removed without looking the victim up (upath.c) */
 extern uint64_t up_refresh_gen; /* moved by every lock acquisition; see up_refresh_all */
 /* Finds or creates the file for (st->st_dev, st->st_ino); takes an open reference. Caller holds

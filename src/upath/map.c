@@ -63,7 +63,6 @@ static int map_one(struct up_file *f, int fd, uint64_t off, uint64_t len) {
         }
         m->ext = e, m->ext_cap = cap;
     }
-    if (m->ext_count == 0) __atomic_add_fetch(&up_files_mapped, 1, __ATOMIC_ACQ_REL);
     m->ext[m->ext_count++] = (struct up_extent){p, off, len};
     if (!m->dir) {
         char ***dir = calloc(UP_MAP_LEAVES, sizeof *dir);
@@ -140,7 +139,6 @@ void up_map_populate(struct up_file *f, uint64_t off, uint64_t len) {
 }
 
 void up_map_drop(struct up_map *m) {
-    if (m->ext_count) __atomic_sub_fetch(&up_files_mapped, 1, __ATOMIC_ACQ_REL);
     for (uint32_t i = 0; i < m->ext_count; i++) dk_libc()->munmap(m->ext[i].addr, m->ext[i].len);
     if (m->dir) {
         for (unsigned l = 0; l < UP_MAP_LEAVES; l++) free(m->dir[l]);

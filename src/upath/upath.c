@@ -135,20 +135,29 @@ static int file_first_map(struct up_file *f, int fd) {
     return 0;
 }
 
-/* The kernel's character devices by their canonical names: never a managed regular file, so their open
- * needs no fstat to tell (rsync and git open /dev/urandom once for every file they write). */
-static bool device_name(const char *path) {
+/* Names that never open a managed regular file, so that their open needs no fstat to tell: the kernel's
+ * character devices by their canonical names (rsync and git open /dev/urandom once for every file they
+ * write), and a managed directory itself by the absolute name it was given (SQLite opens the database's
+ * directory to fsync it, once per rollback-journal transaction). */
+static bool never_a_file(const char *path) {
     static const char *const names[] = {"/dev/urandom", "/dev/random", "/dev/null", "/dev/zero", "/dev/full", "/dev/tty"};
-    if (!path || strncmp(path, "/dev/", 5) != 0) return false;
-    for (size_t i = 0; i < DK_ARRAY_LEN(names); i++)
-        if (strcmp(path, names[i]) == 0) return true;
+    if (!path || path[0] != '/') return false;
+    if (strncmp(path, "/dev/", 5) == 0)
+        for (size_t i = 0; i < DK_ARRAY_LEN(names); i++)
+            if (strcmp(path, names[i]) == 0) return true;
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--;
+    for (int i = 0; i < up_roots_count(); i++) {
+        const struct up_root *r = up_root_at(i);
+        if (r->path_len == n && memcmp(r->path, path, n) == 0) return true;
+    }
     return false;
 }
 
 int up_adopt(int fd, int oflags, int dirfd, const char *path) {
     if (!up_enabled) return 0;
     if ((oflags & O_DIRECTORY) && path) up_dirfd_note_open(fd, dirfd, path); /* the kernel checked: a directory */
-    if ((oflags & O_PATH) || device_name(path)) return 0;
+    if ((oflags & O_PATH) || never_a_file(path)) return 0;
     DK_ERRNO_SAVE;
     struct stat st;
     if (DK_REAL(fstat)(fd, &st) != 0 || !S_ISREG(st.st_mode) || !up_dev_is_managed(st.st_dev)) {
@@ -179,7 +188,7 @@ int up_adopt(int fd, int oflags, int dirfd, const char *path) {
             if (file_first_map(f, fd) != 0) dk_count(DK_C_pt_mapfail, 1);
         }
         f->refresh_gen = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE); /* its size was just read */
-        f->victims_seen = __atomic_load_n(&up_victims_unseen, __ATOMIC_ACQUIRE);
+        if (!known) f->victims_seen = __atomic_load_n(&up_victims_unseen, __ATOMIC_ACQUIRE);
         if (known) {
             pthread_mutex_lock(&f->mu);
             up_locks_note_refresh(f);
@@ -232,24 +241,24 @@ static void keep_rescue_fd(struct up_file *f, int fd) {
 /* ---- names removed: is the victim worth a stat? ---- */
 
 /* What a cached file holds beyond its size is its mapping (pages of a deleted file on tmpfs stay allocated
- * while mapped). While no file of this process is mapped, the inode an unlink or rename-over removes need
- * not be looked up: a closed entry of it keeps a size only -- an inode number reused later is reopened with
- * the kernel's size (file_reopened) -- and an open one is checked at its last close, if it was mapped
- * meanwhile (last_close_of_mapped). git add: one lstat per object file less (link + unlink of its
- * temporary name). */
-uint64_t up_files_mapped;
+ * while mapped). While no *closed* file of this process keeps a mapping, the inode an unlink or rename-over
+ * removes need not be looked up: a closed entry of it keeps a size only -- an inode number reused later is
+ * reopened with the kernel's size (file_reopened) -- and an open one, mapped or not, is checked at its
+ * last close if it is mapped then (last_close_of_mapped). git add: one lstat per object file less (link +
+ * unlink of its temporary name); SQLite with a rollback journal: one per transaction (the journal's
+ * unlink; the database is open). */
 uint64_t up_victims_unseen;
 
 bool up_victim_matters(void) {
-    if (__atomic_load_n(&up_files_mapped, __ATOMIC_ACQUIRE)) return true;
+    if (__atomic_load_n(&up_closed_mapped, __ATOMIC_ACQUIRE)) return true;
     if (dk_cfg.mode == DK_MODE_STRICT || dk_cfg.atomic[0]) return true; /* their engines keep more than a size */
     __atomic_add_fetch(&up_victims_unseen, 1, __ATOMIC_ACQ_REL);
     dk_count(DK_C_victim_skips, 1);
     return false;
 }
 
-/* The last close of a file mapped while open, after an unlink whose victim was not looked up: if that
- * removed its last name, the entry (and its mapping) goes now, as up_name_removed would have done.
+/* The last close of a mapped file, after an unlink whose victim was not looked up since the entry was made:
+ * if that removed its last name, the entry (and its mapping) goes now, as up_name_removed would have done.
  * Under up_table_mu, before the descriptor is closed. */
 static void last_close_of_mapped(struct up_file *f, int fd) {
     if (!f->map.ext_count || f->victims_seen == __atomic_load_n(&up_victims_unseen, __ATOMIC_ACQUIRE)) return;

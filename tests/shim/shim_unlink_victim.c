@@ -1,11 +1,12 @@
-/* Description: unlink and rename-over without looking the victim up while no file of the process is
- * mapped (upath.c: up_victim_matters), and what must still happen to the removed inode:
+/* Description: unlink and rename-over without looking the victim up while no closed file of the process
+ * keeps a mapping (upath.c: up_victim_matters), and what must still happen to the removed inode:
  *   1. a closed, never mapped file is unlinked: counted as victim_skips, no lstat;
  *   2. a file unlinked while open (victim not looked up), then read until it is mapped, then closed: its
  *      entry and mapping go at that close -- the file system gets its space back (statvfs), as with the
- *      kernel -- instead of lingering in the closed-file cache (last_close_of_mapped);
- *   3. while a file is mapped, an unlink looks its victim up: no skip counted, and a mapped, closed file
- *      unlinked gives its space back at once;
+ *      kernel -- instead of lingering in the closed-file cache (last_close_of_mapped); the same for a file
+ *      mapped before its unlink (an open, mapped file does not make unlinks look victims up);
+ *   3. while a closed file keeps a mapping, an unlink looks its victim up: no skip counted, and that
+ *      file unlinked gives its space back at once;
  *   4. names reused after skipped unlinks (XFS reuses inode numbers at once): each new file reads back
  *      exactly what was written to it, with its own size (fstat, stat, SEEK_END).
  * argv[1]: managed directory. Runs with DAXKIT_MAP_AFTER_IOS=0 (files are mapped at their first read). */
@@ -84,6 +85,18 @@ int main(int argc, char **argv) {
           (long long)(after - before), big);
     printf("ok: 2: an unlinked file mapped while open gives its space back at close (%llu bytes)\n",
            (unsigned long long)(after - before));
+    make(b, big, 4);
+    fd = OK(open(b, O_RDONLY));
+    CHECK(pread(fd, buf, 4096, 0) == 4096, "2: pread");
+    skips = counter(DK_C_victim_skips);
+    OK(unlink(b));
+    CHECK(counter(DK_C_victim_skips) == skips + 1, "2: an open, mapped file made the unlink look its victim up");
+    before = free_bytes();
+    OK(close(fd));
+    after = free_bytes_after(before, big - big / 8);
+    CHECK(after >= before + big - big / 8, "2: closing the unlinked file mapped before its unlink gave back %lld bytes of %zu",
+          (long long)(after - before), big);
+    printf("ok: 2: the same for a file mapped before its unlink\n");
 
     /* 3 */
     make(c, big, 3);
@@ -94,10 +107,10 @@ int main(int argc, char **argv) {
     before = free_bytes();
     OK(unlink(c));
     after = free_bytes_after(before, big - big / 8);
-    CHECK(counter(DK_C_victim_skips) == skips, "3: an unlink while a file is mapped did not look its victim up");
+    CHECK(counter(DK_C_victim_skips) == skips, "3: an unlink while a closed file is mapped did not look its victim up");
     CHECK(after >= before + big - big / 8, "3: unlinking a mapped, closed file gave back %lld bytes of %zu",
           (long long)(after - before), big);
-    printf("ok: 3: with a file mapped, unlink looks the victim up and drops it at once\n");
+    printf("ok: 3: with a closed file mapped, unlink looks the victim up and drops it at once\n");
 
     /* 4: nothing mapped any more; names come and go, inode numbers are reused */
     for (int i = 0; i < 50; i++) {
