@@ -30,10 +30,15 @@ extern struct dk_libc dk_libc_table;
 extern int dk_libc_ready;
 #define DK_REAL(name) (__builtin_expect(dk_libc_ready, 1) ? dk_libc_table.name : dk_libc()->name)
 
-/* Test hook: the `nth` call (1-based, counted from now) of `name` fails with `err`; with `sticky`
- * every later call fails too. Returns 0, or -1 if `name` is unknown or variadic. */
+/* `err` value for DK_REAL(pwrite) and copy_file_range: instead of failing, the call moves half the bytes
+ * (at least one) and returns that short count, as a kernel does when a device fills up part-way. */
+#define DK_LIBC_FAULT_SHORT (-2)
+
+/* Test hook: the `nth` call (1-based, counted from now) of `name` fails with `err` (or, with
+ * DK_LIBC_FAULT_SHORT, comes back short); with `sticky` every later call does too. Returns 0, or -1 if
+ * `name` is unknown, variadic, or cannot come back short. */
 int dk_libc_fail_nth(const char *name, unsigned long nth, int err, int sticky);
-/* Parses "call:nth:errno[:sticky]" (errno by name or number) and arms it. Returns 0 or -1. */
+/* Parses "call:nth:errno[:sticky]" (errno by name or number, or SHORT) and arms it. Returns 0 or -1. */
 int dk_libc_fail_parse(const char *spec);
 /* Restores every slot to the real function. */
 void dk_libc_fail_reset(void);
