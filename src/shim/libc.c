@@ -80,16 +80,11 @@ static int fault_hit(int idx, int *e) {
 #undef F
 #undef V
 
-/* The short-count variants: half the bytes (at least one), the real call's own result otherwise. */
+/* The short-count variant: half the bytes (at least one), the real call's own result otherwise. */
 static ssize_t short_pwrite(int fd, const void *buf, size_t n, off_t off) {
     int e;
     if (n > 1 && fault_hit(FAULT_pwrite, &e)) n /= 2;
     return real_table.pwrite(fd, buf, n, off);
-}
-static ssize_t short_copy_file_range(int in, off_t *in_off, int out, off_t *out_off, size_t n, unsigned fl) {
-    int e;
-    if (n > 1 && fault_hit(FAULT_copy_file_range, &e)) n /= 2;
-    return real_table.copy_file_range(in, in_off, out, out_off, n, fl);
 }
 
 static int arm(int idx, unsigned long nth, int err, int sticky) {
@@ -108,11 +103,6 @@ int dk_libc_fail_nth(const char *name, unsigned long nth, int err, int sticky) {
         if (!strcmp(name, "pwrite")) {
             arm(FAULT_pwrite, nth, 0, sticky);
             __atomic_store_n(&dk_libc_table.pwrite, short_pwrite, __ATOMIC_RELEASE);
-            return 0;
-        }
-        if (!strcmp(name, "copy_file_range")) {
-            arm(FAULT_copy_file_range, nth, 0, sticky);
-            __atomic_store_n(&dk_libc_table.copy_file_range, short_copy_file_range, __ATOMIC_RELEASE);
             return 0;
         }
         return -1;

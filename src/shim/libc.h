@@ -30,7 +30,7 @@ extern struct dk_libc dk_libc_table;
 extern int dk_libc_ready;
 #define DK_REAL(name) (__builtin_expect(dk_libc_ready, 1) ? dk_libc_table.name : dk_libc()->name)
 
-/* `err` value for DK_REAL(pwrite) and copy_file_range: instead of failing, the call moves half the bytes
+/* `err` value for pwrite (the library's writes go through it): instead of failing, the call moves half the bytes
  * (at least one) and returns that short count, as a kernel does when a device fills up part-way. */
 #define DK_LIBC_FAULT_SHORT (-2)
 
