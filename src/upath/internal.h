@@ -213,6 +213,9 @@ int up_strict_fsync(struct up_file *f, int fd, bool datasync);
 /* Checkpoints the root's log (or every root's): nothing logged before may be replayed after this. */
 void up_strict_checkpoint(struct up_root *r);
 void up_strict_checkpoint_all(void);
+/* Strict mode: applies this file's staged overwrites that wait for a checkpoint (a checkpoint of its root),
+ * before a read or a write that must see them in the file. */
+void up_strict_drain(struct up_file *f);
 void up_strict_after_fork_child(void);
 void up_strict_shutdown(void);
 /* Replays the logs of dead owners in <root>/.daxkit (tag NULL: any). 0 or -errno. */
@@ -223,6 +226,7 @@ enum up_strict_broken {
     UP_STRICT_BROKEN_NONE = 0,
     UP_STRICT_BROKEN_CHECKPOINT_NO_FENCE, /* the checkpoint resets the log without fencing the applied bytes */
     UP_STRICT_BROKEN_STAGED_NO_FENCE,     /* a staged write's record is written before its staged bytes are fenced */
+    UP_STRICT_BROKEN_APPLY_AFTER_RESET,   /* the checkpoint resets the log before it applies the waiting overwrites */
 };
 extern int up_strict_test_broken;
 #endif
@@ -279,6 +283,8 @@ struct up_file {
     uint64_t victims_seen;  /* up_victims_unseen when the entry was made (upath.c: last_close_of_mapped) */
     bool closed_mapped;     /* counted in up_closed_mapped (file.c) */
     bool size_unsure;       /* a lock was taken without a re-read (reclock.c): check before using the end */
+    uint32_t strict_lazy;   /* strict mode: overwrites logged and staged, applied at the checkpoint (atomic) */
+    bool strict_eager;      /* strict mode: the program mapped the file -- every write is applied at once */
 };
 
 /* Appends not yet in the kernel file: the file must not be evicted. */

@@ -403,6 +403,16 @@ static bool overwrite_fast(struct up_file *f, const char *buf, size_t n, uint64_
     return ok;
 }
 
+bool up_io_overwrite_mapped(struct up_file *f, const char *buf, size_t n, uint64_t off) {
+    return overwrite_fast(f, buf, n, off, false);
+}
+
+bool up_io_in_place(const struct up_file *f, uint64_t off, size_t n) {
+    return off + n <= inplace_limit(f) && off + n <= up_file_size(f) &&
+           off + n <= __atomic_load_n(&f->map.mapped_bytes, __ATOMIC_ACQUIRE) &&
+           __atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE);
+}
+
 /* Everything else, under f->mu (which excludes rw's writers): appends, writes across the published end,
  * writes into a part not mapped yet. Sets *at and *appended. 0 or -errno. */
 static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, uint64_t *at, bool append,
@@ -571,6 +581,8 @@ static ssize_t read_locked(struct up_file *f, int fd, char *buf, size_t n, uint6
 }
 
 ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off) {
+    /* Strict mode: staged overwrites of this file wait for the checkpoint to apply them (strict.c). */
+    if (DK_UNLIKELY(__atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE))) up_strict_drain(f);
     n = DK_MIN(n, DK_MAX_RW_BYTES);
     uint64_t size = up_file_size(f);
     if (off >= size || n == 0) {

@@ -14,6 +14,11 @@ enum { UP_IO_ASYNC = 0, UP_IO_SYNC = 1, UP_IO_LOGGED = 2 }; /* up_io_write's `sy
 ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append, int sync);
 /* An overwrite of published bytes by pwrite on a page-cache medium: 1 done, 0 not applicable, -errno. */
 int up_io_overwrite_by_pwrite(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off);
+/* An overwrite of published, mapped bytes stored in place (written back on a flush medium, no fence):
+ * false when [off, off+n) is not all of that kind (nothing stored). */
+bool up_io_overwrite_mapped(struct up_file *f, const char *buf, size_t n, uint64_t off);
+/* [off, off+n) is published, within the size and mapped: an overwrite there is a store (racy hint). */
+bool up_io_in_place(const struct up_file *f, uint64_t off, size_t n);
 ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off);
 /* Offset the last up_io_write of this thread wrote at (appends choose it). */
 extern __thread uint64_t up_io_last_offset;

@@ -44,6 +44,18 @@
 #define STRICT_STAGING_ID 1u /* the strict staging file of a tag: <tag>.strict.stg */
 #define STRICT_STG_CHUNK_BYTES DK_HUGE_BYTES /* staging space is allocated as the bump pointer reaches it */
 #define STRICT_DIRTY_FILES_MAX 32u /* files with applied, not yet durable bytes (page cache); full: checkpoint */
+#define STRICT_LAZY_MAX 16384u /* staged overwrites waiting for the checkpoint (64 MiB of 4 KiB ones); full: checkpoint */
+#define STRICT_LAZY_HASH (2u * STRICT_LAZY_MAX) /* the apply's (file, offset) -> newest entry table */
+
+/* A staged overwrite whose record is durable and whose bytes are not in the file yet: the checkpoint
+ * stores them there (flush and volatile media; see log_write). */
+struct strict_lazy {
+    struct up_file *f;  /* alive until the checkpoint, like strict_dirty's */
+    uint64_t off;       /* file offset */
+    uint64_t stg_off;   /* where the bytes are in the staging file */
+    uint64_t seq;       /* the record's place in the log (generation << 32 | slot): the apply order */
+    uint32_t len;       /* 0: reserved, but its record was not written (skipped) */
+};
 
 /* A file with applied bytes or a size change not yet durable, covered by its records until the checkpoint
  * makes them durable with an fdatasync of `fd`. Page cache: every written file (the applied bytes are in
@@ -66,6 +78,9 @@ struct up_strict {
     pthread_mutex_t dirty_mu;
     unsigned dirty_count;
     struct strict_dirty dirty[STRICT_DIRTY_FILES_MAX];
+    struct strict_lazy *lazy; /* STRICT_LAZY_MAX entries (NULL on the page cache: no lazy apply there) */
+    uint32_t *lazy_hash;      /* STRICT_LAZY_HASH slots: entry index + 1, 0 empty (the apply's, under ck) */
+    uint32_t lazy_used;       /* entries handed out since the checkpoint (atomic; may run past the end) */
 };
 
 static uint64_t now_ns(void) {
@@ -130,6 +145,11 @@ static struct up_strict *strict_create(struct up_root *r) {
         if (st->log) dk_oplog_close(st->log, 1);
         free(st);
         return NULL;
+    }
+    if (r->persist_as != DK_MEDIUM_PAGECACHE) {
+        st->lazy = calloc(STRICT_LAZY_MAX, sizeof *st->lazy);
+        st->lazy_hash = st->lazy ? calloc(STRICT_LAZY_HASH, sizeof *st->lazy_hash) : NULL;
+        if (!st->lazy_hash) free(st->lazy), st->lazy = NULL; /* then every write is applied at once */
     }
     st->stg_fd = up_internal_fd(fd);
     dk_oplog_move_fds(st->log, up_internal_fd, up_internal_close); /* out of the program's way */
@@ -209,17 +229,88 @@ static int note_applied(struct up_strict *st, struct up_file *f, int fd, uint64_
     return rc;
 }
 
-/* Waits for operations in flight, makes what they applied durable, then starts a new log generation and
- * reuses the staging file. */
+static int lazy_by_seq(const void *a, const void *b) {
+    uint64_t x = ((const struct strict_lazy *)a)->seq, y = ((const struct strict_lazy *)b)->seq;
+    return x < y ? -1 : x > y;
+}
+
+static uint32_t lazy_hash_of(const struct strict_lazy *e) {
+    uint64_t h = ((uint64_t)(uintptr_t)e->f ^ e->off * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
+    return (uint32_t)(h >> 40) & (STRICT_LAZY_HASH - 1);
+}
+
+/* Marks every entry that a later entry of the same file and offset overwrites entirely (len = 0): its
+ * bytes would never be the file's (the later one is applied after it, over all of them). Overwriting one
+ * block many times between two checkpoints -- a database's hot pages -- then costs one apply. */
+static void lazy_coalesce(struct up_strict *st, uint32_t n) {
+    memset(st->lazy_hash, 0, STRICT_LAZY_HASH * sizeof *st->lazy_hash);
+    for (uint32_t i = 0; i < n; i++) { /* in log order: a slot ends with the newest entry of its key */
+        struct strict_lazy *e = &st->lazy[i];
+        if (e->len == 0) continue;
+        uint32_t h = lazy_hash_of(e);
+        while (st->lazy_hash[h]) {
+            struct strict_lazy *o = &st->lazy[st->lazy_hash[h] - 1];
+            if (o->f == e->f && o->off == e->off) break;
+            h = (h + 1) & (STRICT_LAZY_HASH - 1);
+        }
+        if (st->lazy_hash[h]) {
+            struct strict_lazy *o = &st->lazy[st->lazy_hash[h] - 1];
+            if (o->len <= e->len) o->len = 0; /* covered by e, which comes later */
+        }
+        st->lazy_hash[h] = i + 1;
+    }
+}
+
+/* Stores the waiting staged overwrites into their files, in log order (written back on a flush medium; the
+ * checkpoint's fence follows), and forgets them. Under st->ck (write side: every entry is complete). An
+ * entry whose range is no longer published and mapped (a truncate by name raced with the write) is
+ * skipped and counted: the file's size cut it, as it would have cut the applied bytes. */
+static void lazy_apply(struct up_strict *st) {
+    uint32_t n = DK_MIN(__atomic_load_n(&st->lazy_used, __ATOMIC_ACQUIRE), STRICT_LAZY_MAX);
+    if (!st->lazy || n == 0) return;
+    bool sorted = true;
+    for (uint32_t i = 1; i < n && sorted; i++) sorted = st->lazy[i - 1].seq <= st->lazy[i].seq;
+    if (!sorted) qsort(st->lazy, n, sizeof *st->lazy, lazy_by_seq);
+    lazy_coalesce(st, n);
+    for (uint32_t i = 0; i < n; i++) {
+        struct strict_lazy *e = &st->lazy[i];
+        if (e->len == 0) continue;
+#ifdef DAXKIT_TEST_BUILD
+        if (i == n / 2) DK_CRASH_POINT("strict.checkpoint.half_applied");
+#endif
+        if (!up_io_overwrite_mapped(e->f, st->stg_addr + e->stg_off, e->len, e->off)) dk_count(DK_C_fallbacks, 1);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (st->lazy[i].f) __atomic_store_n(&st->lazy[i].f->strict_lazy, 0, __ATOMIC_RELEASE);
+    memset(st->lazy, 0, (size_t)n * sizeof *st->lazy);
+    __atomic_store_n(&st->lazy_used, 0, __ATOMIC_RELEASE);
+}
+
+/* Waits for operations in flight, applies the staged overwrites that wait for it, makes what was applied
+ * durable, then starts a new log generation and reuses the staging file. */
 static void checkpoint_locked(struct up_root *r, struct up_strict *st) {
     if (dk_oplog_lines_used(st->log) == 0) return;
+#ifdef DAXKIT_TEST_BUILD
+    bool after_reset = up_strict_test_broken == UP_STRICT_BROKEN_APPLY_AFTER_RESET;
+#else
+    const bool after_reset = false;
+#endif
+    if (!after_reset) lazy_apply(st);
     DK_CRASH_POINT("strict.checkpoint.before_durable");
     if (applied_make_durable(r, st) != 0) return; /* the records stay: a later checkpoint tries again */
     DK_CRASH_POINT("strict.checkpoint.before_reset");
     if (dk_oplog_reset(st->log) == 0) {
+        if (after_reset) lazy_apply(st); /* broken on purpose: the records are gone before the bytes are in */
         __atomic_store_n(&st->stg_used, 0, __ATOMIC_RELEASE);
         dk_count(DK_C_strict_checkpoints, 1);
     }
+}
+
+
+void up_strict_program_maps(int fd) {
+    if (dk_cfg.mode != DK_MODE_STRICT) return;
+    struct up_slot *s = up_fd_slot(fd);
+    if (s && s->file) __atomic_store_n(&s->file->strict_eager, true, __ATOMIC_RELEASE);
 }
 
 void up_strict_checkpoint(struct up_root *r) {
@@ -276,36 +367,72 @@ static void staging_fence(const struct up_root *r) {
     if (r->persist_as != DK_MEDIUM_PAGECACHE) dk_fence();
 }
 
-/* Appends the record of a write of [off, off+n) under st->ck (read side); checkpoints when full. */
+/* Appends the record of a write of [off, off+n) under st->ck (read side). `lz`: a waiting-overwrite entry
+ * (lazy_reserve) -- the write is staged and its entry filled in once its record is durable. 0 or -errno
+ * (-ENOSPC: the log or the staging file is full; the caller checkpoints and tries again). */
 static int log_write(struct up_root *r, struct up_strict *st, const struct up_file *f, uint64_t off,
-                     const char *buf, size_t n) {
+                     const char *buf, size_t n, struct strict_lazy *lz) {
     struct dk_oplog_op op = {.dev = (uint64_t)f->dev, .ino = (uint64_t)f->ino, .file_offset = off,
                              .length = (uint32_t)n};
-    for (int attempt = 0;; attempt++) {
-        int rc;
-        if (n <= inline_max_for(r)) {
-            rc = dk_oplog_append(st->log, DK_OPLOG_WRITE_INLINE, &op, buf, n, NULL);
-            if (rc == 0) dk_count(DK_C_strict_inline, 1);
-        } else {
-            uint64_t at = __atomic_fetch_add(&st->stg_used, dk_round_up(n, 64), __ATOMIC_ACQ_REL);
-            if (at + n <= st->stg_bytes && (rc = staging_reserve(r, st, at + n)) == 0) {
-                dk_copy_nt(st->stg_addr + at, buf, n);
-                staging_persist(r, st, at, n);
-                op.staging_id = STRICT_STAGING_ID;
-                op.staging_offset = at;
-                staging_fence(r);
-                rc = dk_oplog_append(st->log, DK_OPLOG_WRITE_STAGED, &op, NULL, 0, NULL);
-                if (rc == 0) dk_count(DK_C_strict_staged, 1);
-            } else if (at + n > st->stg_bytes) {
-                rc = -ENOSPC;
-            }
-        }
-        if (rc != -ENOSPC || attempt > 0) return rc;
-        /* Full: checkpoint (needs the write side), then try once more. */
-        pthread_rwlock_unlock(&st->ck);
-        up_strict_checkpoint(r);
-        pthread_rwlock_rdlock(&st->ck);
+    int rc = -ENOSPC;
+    if (!lz && n <= inline_max_for(r)) {
+        rc = dk_oplog_append(st->log, DK_OPLOG_WRITE_INLINE, &op, buf, n, NULL);
+        if (rc == 0) dk_count(DK_C_strict_inline, 1);
+        return rc;
     }
+    uint64_t at = __atomic_fetch_add(&st->stg_used, dk_round_up(n, 64), __ATOMIC_ACQ_REL);
+    if (at + n <= st->stg_bytes && (rc = staging_reserve(r, st, at + n)) == 0) {
+        dk_copy_nt(st->stg_addr + at, buf, n);
+        staging_persist(r, st, at, n);
+        op.staging_id = STRICT_STAGING_ID;
+        op.staging_offset = at;
+        staging_fence(r);
+        uint64_t seq = 0;
+        rc = dk_oplog_append(st->log, DK_OPLOG_WRITE_STAGED, &op, NULL, 0, &seq);
+        if (rc == 0) dk_count(DK_C_strict_staged, 1);
+        if (rc == 0 && lz) {
+            lz->off = off, lz->stg_off = at, lz->seq = seq;
+            __atomic_store_n(&lz->len, (uint32_t)n, __ATOMIC_RELEASE);
+        }
+    }
+    return rc;
+}
+
+/* Flush and volatile media: a staged overwrite of bytes the file holds (published, mapped) is not applied
+ * at the write but by the next checkpoint (or the next read of the file, or a write that is applied at
+ * once), from the staging file: the write copies its bytes once (into the staging file) instead of twice,
+ * and stores nothing into the file. Its record is durable before the write returns, as ever, so a crash
+ * before the checkpoint is repaired by recovery's replay; reads of this process see the bytes (they apply
+ * first); other processes see them at the writer's next publish point (close, lock release, ...), not at
+ * fsync (docs/strict.md). Not for a file the program maps (the mapping must show every write) nor with
+ * DAXKIT_STRICT_APPLY=write. Reserves an entry under st->ck (read side) and counts the file's waiting
+ * overwrites. NULL: apply now; *full: the table is full (drain it, then try again). */
+static struct strict_lazy *lazy_reserve(struct up_strict *st, struct up_file *f, uint64_t off, size_t n,
+                                        bool append, bool *full) {
+    *full = false;
+    if (!st->lazy || append || n <= inline_max_for(f->root) || f->atomic || dk_cfg.strict_apply == 1 /* write */ ||
+        __atomic_load_n(&f->strict_eager, __ATOMIC_ACQUIRE) || !up_io_in_place(f, off, n))
+        return NULL;
+    uint32_t i = __atomic_fetch_add(&st->lazy_used, 1, __ATOMIC_ACQ_REL);
+    if (i >= STRICT_LAZY_MAX) {
+        *full = true;
+        return NULL;
+    }
+    st->lazy[i].f = f; /* len stays 0 until the record is durable */
+    __atomic_add_fetch(&f->strict_lazy, 1, __ATOMIC_ACQ_REL);
+    return &st->lazy[i];
+}
+
+/* Applies every waiting overwrite now (write side of st->ck; no checkpoint: their records stay valid). */
+static void lazy_drain(struct up_strict *st) {
+    pthread_rwlock_wrlock(&st->ck);
+    lazy_apply(st);
+    pthread_rwlock_unlock(&st->ck);
+}
+
+void up_strict_drain(struct up_file *f) {
+    struct up_strict *st = __atomic_load_n(&f->root->strict, __ATOMIC_ACQUIRE);
+    if (st && __atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE)) lazy_drain(st);
 }
 
 /* The largest write one record carries: the staging file's size (bigger writes are atomic per chunk). */
@@ -370,16 +497,27 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
      * are serialised (overwrites are not). */
     if (append) pthread_mutex_lock(&f->strict_mu);
     if (append) off = up_file_size(f);
-    pthread_rwlock_rdlock(&st->ck);
-    int rc = note_applied(st, f, fd, off + n, append);
-    if (rc == -ENOSPC) { /* every slot holds another file: checkpoint (needs the write side), once */
+    int rc, how = UP_IO_LOGGED;
+    struct strict_lazy *lz;
+    for (int attempt = 0;; attempt++) {
+        pthread_rwlock_rdlock(&st->ck);
+        bool full;
+        lz = lazy_reserve(st, f, off, n, append, &full);
+        /* A write applied now goes in after the file's waiting overwrites (the apply order is the log's). */
+        if (attempt < 2 && (full || (!lz && __atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE)))) {
+            pthread_rwlock_unlock(&st->ck);
+            if (full) up_strict_checkpoint(f->root); /* and the staging file is reused from its start */
+            else lazy_drain(st);
+            continue;
+        }
+        rc = lz ? 0 : note_applied(st, f, fd, off + n, append); /* -ENOSPC: every slot holds another file */
+        how = rc == 1 ? UP_IO_SYNC : UP_IO_LOGGED;
+        if (rc >= 0) rc = log_write(f->root, st, f, off, buf, n, lz);
+        if (rc != -ENOSPC || attempt >= 2) break;
+        /* Full: checkpoint (needs the write side), then try again. */
         pthread_rwlock_unlock(&st->ck);
         up_strict_checkpoint(f->root);
-        pthread_rwlock_rdlock(&st->ck);
-        rc = note_applied(st, f, fd, off + n, append);
     }
-    int how = rc == 1 ? UP_IO_SYNC : UP_IO_LOGGED;
-    if (rc >= 0) rc = log_write(f->root, st, f, off, buf, n);
     if (rc) {
         pthread_rwlock_unlock(&st->ck);
         if (append) pthread_mutex_unlock(&f->strict_mu);
@@ -387,7 +525,14 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
         return -1;
     }
     DK_CRASH_POINT("strict.write.logged");
-    ssize_t w = apply_write(f, fd, buf, n, off, how);
+    ssize_t w = (ssize_t)n;
+    if (lz) {
+        dk_count(DK_C_strict_lazy, 1);
+        dk_count(DK_C_writes, 1);
+        dk_count(DK_C_write_bytes, n);
+    } else {
+        w = apply_write(f, fd, buf, n, off, how);
+    }
     if (w >= 0) up_io_last_offset = off; /* where the write began (the caller moves the offset past it) */
     DK_CRASH_POINT("strict.write.applied");
     pthread_rwlock_unlock(&st->ck);
@@ -399,12 +544,24 @@ int up_strict_log_truncate(struct up_file *f, uint64_t len) {
     struct up_strict *st = strict_for(f->root);
     if (!st) return -EIO;
     struct dk_oplog_op op = {.dev = (uint64_t)f->dev, .ino = (uint64_t)f->ino, .file_offset = len};
-    pthread_rwlock_rdlock(&st->ck);
+    /* Waiting overwrites are applied first, and none is staged while the truncate runs (the write side,
+     * held until up_strict_done): one logged before the truncate and applied after it would land beyond
+     * the new size, or be cut where recovery's replay, in log order, would not cut it. */
+    if (st->lazy) {
+        pthread_rwlock_wrlock(&st->ck);
+        lazy_apply(st);
+    } else {
+        pthread_rwlock_rdlock(&st->ck);
+    }
     int rc = dk_oplog_append(st->log, DK_OPLOG_TRUNCATE, &op, NULL, 0, NULL);
     if (rc == -ENOSPC) {
-        pthread_rwlock_unlock(&st->ck);
-        up_strict_checkpoint(f->root);
-        pthread_rwlock_rdlock(&st->ck);
+        if (st->lazy) {
+            checkpoint_locked(f->root, st); /* the write side is ours already */
+        } else {
+            pthread_rwlock_unlock(&st->ck);
+            up_strict_checkpoint(f->root);
+            pthread_rwlock_rdlock(&st->ck);
+        }
         rc = dk_oplog_append(st->log, DK_OPLOG_TRUNCATE, &op, NULL, 0, NULL);
     }
     return rc; /* the caller truncates, then calls up_strict_done */
@@ -495,6 +652,8 @@ void up_strict_after_fork_child(void) {
         if (!st) continue;
         DK_REAL(munmap)(st->stg_addr, st->stg_bytes);
         up_internal_close(st->stg_fd);
+        free(st->lazy);
+        free(st->lazy_hash);
         free(st); /* the log's mapping and lock descriptor are the parent's: leaked on purpose, never used */
         r->strict = NULL;
     }
@@ -506,6 +665,7 @@ void up_strict_shutdown(void) {
         struct up_strict *st = r->strict;
         if (!st) continue;
         pthread_rwlock_wrlock(&st->ck);
+        lazy_apply(st);
         if (applied_make_durable(r, st) != 0) { /* keep the log: recovery replays it */
             pthread_rwlock_unlock(&st->ck);
             continue;

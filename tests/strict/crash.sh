@@ -31,7 +31,7 @@ filter='strict|oplog'
 case $how in
 cli) recover="$cli recover {dir}" ;;
 startup) recover="env LD_PRELOAD=$lib DAXKIT_DIR={dir} DAXKIT_MODE=strict /bin/true" ;;
-none) recover=true; filter='strict.write.half_applied' ;;
+none) recover=true; filter='strict.write.half_applied|strict.checkpoint.half_applied' ;;
 *) dk_fail "unknown recovery '$how' (cli|startup|none)" ;;
 esac
 echo "strict crash test: medium $medium, recovery $how, $threads thread(s), workload seed $seed, at most $runs runs"

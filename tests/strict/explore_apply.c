@@ -9,10 +9,16 @@
  * /proc/self/maps after a warm-up write). For every crash state, recovery -- the real scan
  * (dk_oplog_scan_image) and the replay of its inline and staged records onto the file image, as
  * up_strict_recover does -- must give the file after the acknowledged writes, or after one more.
- * argv[1]: correct (must pass) | checkpoint-no-fence (test build: strict.c's checkpoint resets the log
- * without fencing the applied bytes first) | staged-no-fence (a staged write's record is written before
- * its staged bytes are fenced: one fence for both, as strict.c did until this test drove the real path)
- * -- for the broken variants the explorer must report the state that loses or garbles a write.
+ * A staged overwrite (more than 1 KiB here) is not applied at the write: its bytes wait in the staging file
+ * until the checkpoint (or the next write applied at once to the file) stores them into the file, in log
+ * order. The default mix (70 % 1-300 B, 20 % up to 1 KiB inline, 10 % up to 4 KiB staged) mostly applies
+ * them at the next inline write; the `-staged` mix (25 % 1-300 B, 75 % 1-4 KiB, most staged) keeps many
+ * waiting until the checkpoint.
+ * argv[1]: correct, correct-staged (must pass) | checkpoint-no-fence (test build: strict.c's checkpoint
+ * resets the log without fencing the applied bytes first) | staged-no-fence (a staged write's record is
+ * written before its staged bytes are fenced: one fence for both, as strict.c did until this test drove
+ * the real path) | apply-after-reset (staged mix: the checkpoint resets the log, then applies the waiting
+ * overwrites) -- for the broken variants the explorer must report the state that loses or garbles a write.
  * argv[2]: seed (0: clock).
  * Exit 0 pass, 1 fail, 77 skip (no /dev/shm). */
 #include <fcntl.h>
@@ -122,11 +128,13 @@ static int find_mapping(const char *suffix, struct dk_explorer_region *out) {
     return found;
 }
 
-static void make_ops(uint64_t seed) {
+static void make_ops(uint64_t seed, bool staged_mix) {
     srandom((unsigned)seed);
     for (unsigned i = 0; i < WRITES; i++) {
-        long kind = random() % 10; /* 7: 1-300 B, 2: up to 1 KiB (inline records), 1: up to 4 KiB (staged) */
-        uint32_t max = kind < 7 ? 300 : kind < 9 ? 1024 : LEN_MAX;
+        long kind = random() % 20;
+        uint32_t max;
+        if (staged_mix) max = kind < 5 ? 300 : LEN_MAX; /* 5: 1-300 B inline, 15: 1 B-4 KiB (3/4 of them staged) */
+        else max = kind < 14 ? 300 : kind < 18 ? 1024 : LEN_MAX; /* 14: 1-300 B, 4: up to 1 KiB, 2: up to 4 KiB */
         ops[i].len = 1 + (uint32_t)(random() % max);
         ops[i].off = (uint32_t)(random() % (DATA_BYTES - ops[i].len + 1));
         for (uint32_t b = 0; b < ops[i].len; b++) ops[i].bytes[b] = (unsigned char)(random() | 1);
@@ -135,11 +143,14 @@ static void make_ops(uint64_t seed) {
 
 int main(int argc, char **argv) {
     const char *variant = argc > 1 ? argv[1] : "correct";
-    int broken = !strcmp(variant, "checkpoint-no-fence") ? 1 : !strcmp(variant, "staged-no-fence") ? 2 : 0;
-    if (!broken && strcmp(variant, "correct")) return fprintf(stderr, "unknown variant %s\n", variant), 1;
+    int broken = !strcmp(variant, "checkpoint-no-fence") ? 1 : !strcmp(variant, "staged-no-fence") ? 2
+                 : !strcmp(variant, "apply-after-reset") ? 3 : 0;
+    bool staged_mix = broken == 3 || !strcmp(variant, "correct-staged");
+    if (!broken && strcmp(variant, "correct") && strcmp(variant, "correct-staged"))
+        return fprintf(stderr, "unknown variant %s\n", variant), 1;
     uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 0;
     if (!seed) seed = (uint64_t)time(NULL);
-    make_ops(seed);
+    make_ops(seed, staged_mix);
     struct stat sb;
     if (stat("/dev/shm", &sb) != 0) return printf("SKIP: no /dev/shm\n"), 77;
     char dir[] = "/dev/shm/dk-explore-apply.XXXXXX";
@@ -175,7 +186,8 @@ int main(int argc, char **argv) {
     printf("regions: log %zu KiB, staging %zu KiB (explored), file %u KiB\n", regions[R_LOG].bytes >> 10,
            regions[R_STAGING].bytes >> 10, DATA_BYTES >> 10);
 
-    up_strict_test_broken = broken; /* enum up_strict_broken: 1 checkpoint, 2 staged write without its fence */
+    up_strict_test_broken = broken; /* enum up_strict_broken: 1 checkpoint, 2 staged write without its fence,
+                                     * 3 waiting overwrites applied after the log reset */
     if (dk_explorer_begin_regions(regions, R_COUNT) != 0) return printf("FAIL: explorer begin\n"), 1;
     int failed = 0;
     for (unsigned i = 0; i < WRITES && !failed; i++) {

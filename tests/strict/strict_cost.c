@@ -2,12 +2,16 @@
  * hooks while the real strict path (libdkcore: up_init, up_pwrite, up_fsync, up_close) serves writes on a
  * tmpfs directory with DAXKIT_PERSIST=flush. Every store is attributed to the mapping it lands in
  * (/proc/self/maps: the operation log, the strict staging file, or the data file). Asserted per operation:
- *   4 KiB overwrite (staged)   1 record = ONE 64-byte log line, 4 KiB staged, 4 KiB applied, TWO fences
- *                              (the staged bytes, then the record that points at them: explore_apply.c)
+ *   4 KiB overwrite (staged)   1 record = ONE 64-byte log line, 4 KiB staged, nothing applied (the bytes wait
+ *                              in the staging file for the checkpoint), TWO fences (the staged bytes, then
+ *                              the record that points at them: explore_apply.c)
+ *   the next read              applies the waiting overwrites (4 KiB each into the file), no log line, no fence
  *   100 B overwrite (inline)   1 record = one head line + 3 data lines (the bytes), 100 B applied, ONE fence
  *   40 B overwrite (inline)    1 record = one head line + 1 data line, 40 B applied, ONE fence
+ *   DAXKIT_STRICT_APPLY=write  a 4 KiB overwrite applied at once: 4 KiB staged, 4 KiB applied, two fences
  *   fsync                      nothing (no store, no fence, no checkpoint: every write is durable already)
- *   close (checkpoint)         two fences (the applied bytes, then the new generation's header line)
+ *   close (checkpoint)         the waiting overwrites applied (4 KiB each), two fences (the applied bytes,
+ *                              then the new generation's header line); the kernel file then holds them
  * and the bytes read back. Exit 0 pass, 1 fail, 77 skip (no /dev/shm). */
 #include <fcntl.h>
 #include <stdbool.h>
@@ -19,6 +23,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "common/config.h"
 #include "persist/persist.h"
 
 /* The user-space path's entry points (src/upath/upath.h), declared here so this test does not depend on
@@ -127,8 +132,8 @@ static void fill(unsigned char *b, size_t n, unsigned seed) {
     for (size_t i = 0; i < n; i++) b[i] = (unsigned char)(seed * 131 + i * 7 + 1);
 }
 
-/* n-byte overwrites at `stride` apart: counted, then read back. */
-static void overwrites(struct up_slot *s, int fd, size_t n, uint64_t stride, unsigned seed) {
+/* n-byte overwrites at `stride` apart: counted, then read back (unless what follows is counted first). */
+static void overwrites(struct up_slot *s, int fd, size_t n, uint64_t stride, unsigned seed, bool read_back) {
     _Static_assert(OPS * 4096ull <= FILE_BYTES, "writes of one pass never overlap");
     static unsigned char buf[4096], back[4096];
     dk_persist_set_trace(&counter);
@@ -137,7 +142,7 @@ static void overwrites(struct up_slot *s, int fd, size_t n, uint64_t stride, uns
         if (up_pwrite(s, fd, buf, n, (off_t)((i * stride) % FILE_BYTES)) != (ssize_t)n) failures++;
     }
     dk_persist_set_trace(NULL);
-    for (unsigned i = 0; i < OPS; i++) {
+    for (unsigned i = 0; i < OPS && read_back; i++) {
         fill(buf, n, seed + i);
         uint64_t off = (i * stride) % FILE_BYTES;
         if (up_pread(s, fd, back, n, (off_t)off) != (ssize_t)n || memcmp(buf, back, n)) {
@@ -168,12 +173,25 @@ int main(void) {
     if (up_pwrite(s, fd, warm, 4096, 0) != 4096 || up_pwrite(s, fd, warm, 100, 8192) != 100)
         return printf("FAIL: first writes\n"), 1;
 
-    overwrites(s, fd, 4096, 4096, 1);
-    expect("4 KiB overwrite (staged)", OPS, 64, 4096, 4096, 2);
-    overwrites(s, fd, 100, 4096, 2);
+    overwrites(s, fd, 4096, 4096, 1, false);
+    expect("4 KiB overwrite (staged)", OPS, 64, 4096, 0, 2);
+    static unsigned char one;
+    dk_persist_set_trace(&counter);
+    if (up_pread(s, fd, &one, 1, 0) != 1) failures++;
+    dk_persist_set_trace(NULL);
+    expect("next read (applies them)", 1, 0, 0, OPS * 4096ul, 0);
+    overwrites(s, fd, 4096, 4096, 1, true); /* the same bytes again, read back */
+    event_count = 0;
+    overwrites(s, fd, 100, 4096, 2, true);
     expect("100 B overwrite (inline)", OPS, 4 * 64, 0, 100, 1);
-    overwrites(s, fd, 40, 512, 3);
+    overwrites(s, fd, 40, 512, 3, true);
     expect("40 B overwrite (inline)", OPS, 2 * 64, 0, 40, 1);
+    dk_cfg.strict_apply = 1; /* DAXKIT_STRICT_APPLY=write */
+    overwrites(s, fd, 4096, 4096, 5, true);
+    expect("4 KiB overwrite, apply=write", OPS, 64, 4096, 4096, 2);
+    dk_cfg.strict_apply = 0;
+    overwrites(s, fd, 4096, 4096, 6, false);
+    expect("4 KiB overwrite (staged)", OPS, 64, 4096, 0, 2);
 
     dk_persist_set_trace(&counter);
     if (up_fsync(s, fd, false) != 0) failures++;
@@ -184,7 +202,17 @@ int main(void) {
     if (up_close(fd) != 0) failures++;
     dk_persist_set_trace(NULL);
     close(fd);
-    expect("close (checkpoint)", 1, 64, 0, 0, 2);
+    expect("close (checkpoint)", 1, 64, 0, OPS * 4096ul, 2);
+    /* What the checkpoint applied is in the kernel file. */
+    fd = open(path, O_RDONLY);
+    static unsigned char want[4096], got[4096];
+    for (unsigned i = 0; fd >= 0 && i < OPS; i++) {
+        fill(want, 4096, 6 + i);
+        if (pread(fd, got, 4096, (off_t)i * 4096) != 4096 || memcmp(want, got, 4096)) {
+            if (failures++ < 10) printf("FAIL: 4 KiB write %u not in the file after the checkpoint\n", i);
+        }
+    }
+    if (fd >= 0) close(fd);
 
     up_fini();
     char cmd[256];
@@ -192,6 +220,7 @@ int main(void) {
     if (system(cmd) != 0) printf("note: could not remove %s\n", dir);
     if (failures) return printf("FAIL: %lu check(s) failed\n", failures), 1;
     printf("ok: one record per strict write, one fence per inline write and two per staged write (staged bytes, "
-           "then the record); fsync costs nothing; a checkpoint costs two fences\n");
+           "then the record); a staged overwrite applied at the next read or checkpoint; fsync costs nothing; a "
+           "checkpoint costs two fences\n");
     return 0;
 }
