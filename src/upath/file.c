@@ -14,6 +14,26 @@ static struct up_file *buckets[UP_FILE_BUCKETS];
 static struct up_file lru = {.lru_prev = &lru, .lru_next = &lru}; /* closed files, oldest first */
 static uint64_t lru_count;
 static struct up_file all = {.all_prev = &all, .all_next = &all};
+/* Files not on the closed list (open, or closed and pinned): what a publish of every file must visit.
+ * The closed list may hold DAXKIT_CACHE_FILES entries a publish has nothing to do for -- e.g. SQLite's
+ * deleted journals, one per transaction, whose unlink did not look them up (upath.c) -- and SQLite
+ * publishes every file at each of its three unlocks per transaction. */
+static struct up_file active = {.act_prev = &active, .act_next = &active};
+
+static void active_add(struct up_file *f) {
+    if (f->act_next) return;
+    f->act_prev = active.act_prev;
+    f->act_next = &active;
+    active.act_prev->act_next = f;
+    active.act_prev = f;
+}
+
+static void active_remove(struct up_file *f) {
+    if (!f->act_next) return;
+    f->act_prev->act_next = f->act_next;
+    f->act_next->act_prev = f->act_prev;
+    f->act_prev = f->act_next = NULL;
+}
 
 static unsigned bucket_of(dev_t dev, ino_t ino) {
     uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ull ^ (uint64_t)dev * 0xc2b2ae3d27d4eb4full;
@@ -45,6 +65,7 @@ static void lru_unlink(struct up_file *f) {
     f->lru_next->lru_prev = f->lru_prev;
     f->lru_prev = f->lru_next = NULL;
     lru_count--;
+    active_add(f);
 }
 
 static void table_remove(struct up_file *f) {
@@ -58,6 +79,7 @@ static void file_free(struct up_file *f) {
     dk_assert(f->open_refs == 0);
     dk_assert(f->staged_count == 0);
     lru_unlink(f);
+    active_remove(f);
     if (f->cached) table_remove(f);
     f->all_prev->all_next = f->all_next;
     f->all_next->all_prev = f->all_prev;
@@ -93,6 +115,10 @@ struct up_file *up_file_get(struct up_root *r, const struct stat *st, const char
     pthread_mutex_init(&f->strict_mu, NULL);
     f->rescue_fd = -1;
     f->open_refs = 1;
+    /* posix mode: what another entry of this inode left -- one dropped from the closed list, one of an
+     * earlier process -- may not be durable yet: the first fsync goes to the kernel where the medium needs
+     * it (persist_file). sync and strict mode made every operation durable when it returned. */
+    f->meta_dirty = dk_cfg.mode == DK_MODE_POSIX;
     unsigned b = bucket_of(f->dev, f->ino);
     f->hash_next = buckets[b];
     buckets[b] = f;
@@ -101,6 +127,7 @@ struct up_file *up_file_get(struct up_root *r, const struct stat *st, const char
     f->all_next = &all;
     all.all_prev->all_next = f;
     all.all_prev = f;
+    active_add(f);
     return f;
 }
 
@@ -116,6 +143,7 @@ void up_file_put(struct up_file *f) {
         return;
     }
     closed_mapped_set(f);
+    active_remove(f);
     f->lru_prev = lru.lru_prev;
     f->lru_next = &lru;
     lru.lru_prev->lru_next = f;
@@ -131,6 +159,14 @@ void up_file_forget(dev_t dev, ino_t ino) {
      * stays findable (stat by descriptor, /proc/self/fd reopen) and is freed at the last close. */
     if (f->open_refs == 0 && !up_file_pinned(f)) file_free(f);
     else f->unlinked = true;
+}
+
+void up_file_foreach_active(void (*fn)(struct up_file *f, void *arg), void *arg) {
+    struct up_file *next;
+    for (struct up_file *f = active.act_next; f != &active; f = next) {
+        next = f->act_next;
+        fn(f, arg);
+    }
 }
 
 void up_file_foreach(void (*fn)(struct up_file *f, void *arg), void *arg) {

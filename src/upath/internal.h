@@ -252,6 +252,7 @@ struct up_file {
     struct up_file *hash_next;
     struct up_file *lru_prev, *lru_next; /* on the closed list when open_refs == 0 */
     struct up_file *all_prev, *all_next; /* every live file, including forgotten ones still open */
+    struct up_file *act_prev, *act_next; /* files not on the closed list (file.c) */
     struct up_root *root;
     uint64_t size;          /* logical size this process sees (atomic access) */
     uint64_t pub_size;      /* every byte below is in the kernel file; size >= pub_size */
@@ -324,6 +325,8 @@ struct up_file *up_file_lookup(dev_t dev, ino_t ino);
 void up_file_forget(dev_t dev, ino_t ino);
 /* Calls fn for every file in the table (caller holds up_table_mu). */
 void up_file_foreach(void (*fn)(struct up_file *f, void *arg), void *arg);
+/* The same for files not on the closed list (open, or closed with appends not yet published). */
+void up_file_foreach_active(void (*fn)(struct up_file *f, void *arg), void *arg);
 void up_file_lock_all(void);
 void up_file_unlock_all(void);
 void up_file_reinit_locks_all(void);

@@ -626,7 +626,7 @@ void up_publish_all(void) {
     if (!up_enabled) return;
     DK_ERRNO_SAVE;
     pthread_mutex_lock(&up_table_mu);
-    up_file_foreach(publish_one, NULL);
+    up_file_foreach_active(publish_one, NULL); /* closed-list files are published (up_file_put) */
     pthread_mutex_unlock(&up_table_mu);
     if (dk_cfg.mode == DK_MODE_STRICT) up_strict_checkpoint_all();
     DK_ERRNO_RESTORE;

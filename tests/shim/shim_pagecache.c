@@ -1,7 +1,10 @@
 /* Description: overwrites on a page-cache medium (XFS, ext4) go to the kernel by pwrite once the file is
  * mapped (a store through the mapping would take a write fault per page that write-back cleaned), reads
  * stay on the mapping; and an fsync after appends relinked by clone asks the file system to drop the
- * file's reflink mark (XFS). Bytes are checked through the library and through raw system calls.
+ * file's reflink mark (XFS). Bytes are checked through the library and through raw system calls. Last, a
+ * file overwritten, closed without fsync and dropped from the library's closed-file cache (more closed
+ * files than DAXKIT_CACHE_FILES since) is reopened: its fsync must reach the kernel (the page cache still
+ * holds the overwrites; a fresh entry knew nothing dirty and skipped it).
  * argv[1]: managed directory on xfs or ext4 (registered there only). Exit 0 pass, 1 fail. */
 #include "shim_test.h"
 
@@ -63,5 +66,27 @@ int main(int argc, char **argv) {
     printf("ok: 32 overwrites by pwrite, reads from the mapping; %llu clone(s), %llu reflink mark(s) dropped\n",
            (unsigned long long)(counter(DK_C_relink_clones) - clones),
            (unsigned long long)(counter(DK_C_reflink_unshares) - unshares));
+
+    fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    st_write_all(fd, block, sizeof block);
+    OK(fsync(fd));
+    st_pwrite_all(fd, big, 4096, 0); /* in the page cache only */
+    OK(close(fd));
+    const char *cache = getenv("DAXKIT_CACHE_FILES");
+    int others = (cache ? atoi(cache) : 128) + 2;
+    for (int i = 0; i < others; i++) {
+        char other[4300];
+        snprintf(other, sizeof other, "%s/other.%d", dir, i);
+        int ofd = OK(open(other, O_RDWR | O_CREAT, 0644));
+        OK(close(ofd));
+    }
+    fd = OK(open(path, O_RDWR));
+    uint64_t kfs = counter(DK_C_fsyncs_kernel);
+    OK(fsync(fd));
+    CHECK(counter(DK_C_fsyncs_kernel) == kfs + 1,
+          "the fsync of a file reopened after its entry left the cache did not reach the kernel (its overwrite "
+          "is in the page cache only)");
+    OK(close(fd));
+    printf("ok: an fsync after a reopen reaches the kernel although the cache forgot the file\n");
     return 0;
 }
