@@ -7,11 +7,15 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/statfs.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include "atomic/alog.h"
 #include "atomic/uwp.h"
+#include "atomic/uwp_internal.h"
 #include "common/crashpoint.h"
 #include "common/dk.h"
 #include "persist/persist.h"
@@ -27,59 +31,52 @@
 #define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)
 #endif
 
-struct dk_uwp {
-    struct alog_file *f;
-    int uffd, stop_fd;
-    uint64_t len;            /* registered length (page multiple) */
-    pthread_t thread;
-    bool thread_started;
-    int error;               /* sticky -errno: a page could not be logged */
-    unsigned long long faults;
-    uint64_t dirty_pages;    /* msync scratch */
-};
-
-/* userfaultfd(2) for user-mode faults (allowed without privilege), else /dev/userfaultfd. Non-blocking:
- * the handler polls it together with its stop eventfd and must never sleep in read(). */
-static int uffd_open(void) {
-    int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+/* userfaultfd(2), else /dev/userfaultfd. Non-blocking: the handler polls it together with its stop eventfd
+ * and must never sleep in read(). user_mode_only: allowed without privilege. */
+int uwp_uffd_open(bool user_mode_only) {
+    int mode = user_mode_only ? UFFD_USER_MODE_ONLY : 0;
+    int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | mode);
     if (fd >= 0) return fd;
     int e = errno;
     int dev = DK_REAL(open)("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
     if (dev < 0) return -(e == ENOSYS ? ENOSYS : e);
-    fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+    fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK | mode);
     e = errno;
     DK_REAL(close)(dev);
     return fd >= 0 ? fd : -e;
 }
 
-static int protect(struct dk_uwp *u, uint64_t off, uint64_t n, bool wp) {
-    struct uffdio_writeprotect w = {.range = {(uintptr_t)u->f->data + off, n},
+int uwp_protect(struct dk_uwp *u, uint64_t off, uint64_t n, bool wp) {
+    struct uffdio_writeprotect w = {.range = {(uintptr_t)uwp_base(u) + off, n},
                                     .mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0};
     return ioctl(u->uffd, UFFDIO_WRITEPROTECT, &w) == 0 ? 0 : -errno;
 }
 
 static int uffd_setup(struct dk_uwp *u) {
-    u->uffd = uffd_open();
+    u->uffd = uwp_uffd_open(true);
     if (u->uffd < 0) return u->uffd;
     struct uffdio_api api = {.api = UFFD_API,
                              .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_WP_HUGETLBFS_SHMEM};
     if (ioctl(u->uffd, UFFDIO_API, &api) != 0) return errno == EINVAL ? -EOPNOTSUPP : -errno;
     struct uffdio_register reg = {.range = {(uintptr_t)u->f->data, u->len}, .mode = UFFDIO_REGISTER_MODE_WP};
     if (ioctl(u->uffd, UFFDIO_REGISTER, &reg) != 0) return errno == EINVAL ? -EOPNOTSUPP : -errno;
-    return protect(u, 0, u->len, true);
+    return uwp_protect(u, 0, u->len, true);
 }
 
-/* One write fault: save the page's old bytes (durably), then let the store proceed. */
+/* One write fault: save the page's old bytes (durably), then let the store proceed. The protection is
+ * lifted before f->rw is released: were it lifted after, an msync in between would commit the epoch with
+ * the page still protected, and the store would land in the next epoch with no undo entry there (a crash
+ * would then keep it, and the page would stay writable, unlogged, from then on). */
 static void on_write_fault(struct dk_uwp *u, uint64_t addr) {
     uint64_t off = dk_round_down(addr - (uintptr_t)u->f->data, DK_PAGE_BYTES);
     pthread_rwlock_rdlock(&u->f->rw); /* msync holds it for writing: the page joins the next epoch */
     int rc = alog_save_old(u->f, off, DK_PAGE_BYTES);
     if (!rc) rc = alog_durable_log_all(u->f); /* the undo bytes before any store can reach the page */
-    pthread_rwlock_unlock(&u->f->rw);
     DK_CRASH_POINT("atomic.uwp.fault.logged");
     if (rc) __atomic_store_n(&u->error, rc, __ATOMIC_RELEASE); /* never leave the program blocked */
     __atomic_add_fetch(&u->faults, 1, __ATOMIC_RELAXED);
-    protect(u, off, DK_PAGE_BYTES, false); /* also wakes the faulting thread */
+    uwp_protect(u, off, DK_PAGE_BYTES, false); /* also wakes the faulting thread */
+    pthread_rwlock_unlock(&u->f->rw);
 }
 
 static void *handler_main(void *arg) {
@@ -94,9 +91,11 @@ static void *handler_main(void *arg) {
         struct uffd_msg m[16];
         ssize_t got = read(u->uffd, m, sizeof m);
         if (got < 0) continue; /* EAGAIN: another wakeup */
-        for (ssize_t i = 0; i < got / (ssize_t)sizeof m[0]; i++)
-            if (m[i].event == UFFD_EVENT_PAGEFAULT && (m[i].arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP))
-                on_write_fault(u, m[i].arg.pagefault.address);
+        for (ssize_t i = 0; i < got / (ssize_t)sizeof m[0]; i++) {
+            if (m[i].event != UFFD_EVENT_PAGEFAULT) continue;
+            if (u->shadow) uwp_shadow_fault(u, m[i].arg.pagefault.address, m[i].arg.pagefault.flags);
+            else if (m[i].arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) on_write_fault(u, m[i].arg.pagefault.address);
+        }
     }
     return NULL;
 }
@@ -108,24 +107,46 @@ static void uwp_free(struct dk_uwp *u) {
         pthread_join(u->thread, NULL);
     }
     if (u->uffd >= 0) {
-        struct uffdio_range r = {(uintptr_t)u->f->data, u->len};
-        ioctl(u->uffd, UFFDIO_UNREGISTER, &r);
+        struct uffdio_range r = {(uintptr_t)uwp_base(u), u->len};
+        if (r.start) ioctl(u->uffd, UFFDIO_UNREGISTER, &r);
         DK_REAL(close)(u->uffd);
     }
     if (u->stop_fd >= 0) DK_REAL(close)(u->stop_fd);
+    if (u->shadow) uwp_shadow_free(u); /* the file never saw the stores made since the last msync */
     memset(u, 0xa5, sizeof *u); /* poison: a stale use faults at once instead of using a freed log */
     free(u);
 }
 
-int dk_uwp_map(const char *path, const struct daxkit_atomic_options *o, struct dk_uwp **out, void **addr, size_t *len) {
+/* Memory whose mappings userfaultfd can write-protect on this kernel (6.x): shmem and hugetlbfs. */
+static bool wp_capable_fs(const char *path) {
+    struct statfs s;
+    return statfs(path, &s) == 0 && (s.f_type == TMPFS_MAGIC || s.f_type == HUGETLBFS_MAGIC);
+}
+
+/* The shadow's engine: the journal (a diff per dirty page at msync), applied by msync itself (no thread),
+ * with room for every page of the mapping changing in one msync when the log is new. */
+static void shadow_options(struct daxkit_atomic_options *o, uint64_t file_bytes) {
+    uint64_t pages = dk_round_up(file_bytes, DK_PAGE_BYTES) / DK_PAGE_BYTES;
+    uint64_t need = dk_round_up(pages * (DK_PAGE_BYTES + sizeof(struct alog_jrec)) + (2u << 20), 2u << 20);
+    o->policy = DAXKIT_ATOMIC_JOURNAL;
+    o->checkpoint_interval_us = 0;
+    if (o->log_bytes < need) o->log_bytes = need;
+}
+
+static int uwp_map(const char *path, const struct daxkit_atomic_options *o, bool shadow, struct dk_uwp **out,
+                   void **addr, size_t *len) {
     DK_ERRNO_SAVE;
     struct daxkit_atomic_options opt;
+    struct stat st;
     int rc = alog_options_resolve(o, &opt);
+    if (!rc && stat(path, &st) != 0) rc = -errno;
     struct dk_uwp *u = rc ? NULL : calloc(1, sizeof *u);
     if (!rc && !u) rc = -ENOMEM;
     if (rc) goto out;
-    u->uffd = u->stop_fd = -1;
-    opt.policy = DAXKIT_ATOMIC_UNDO;
+    u->uffd = u->stop_fd = u->shadow_fd = -1;
+    shadow = shadow || !wp_capable_fs(path);
+    if (shadow) shadow_options(&opt, (uint64_t)st.st_size);
+    else opt.policy = DAXKIT_ATOMIC_UNDO;
     rc = alog_open(path, &opt, &u->f);
     if (rc) {
         free(u);
@@ -133,7 +154,9 @@ int dk_uwp_map(const char *path, const struct daxkit_atomic_options *o, struct d
     }
     u->len = dk_round_up(u->f->data_len, DK_PAGE_BYTES);
     u->stop_fd = eventfd(0, EFD_CLOEXEC);
-    rc = u->stop_fd < 0 ? -errno : u->f->policy != ALOG_UNDO ? -EOPNOTSUPP : uffd_setup(u);
+    if (u->stop_fd < 0) rc = -errno;
+    else if (shadow) rc = u->len ? uwp_shadow_setup(u) : -EINVAL;
+    else rc = u->f->policy != ALOG_UNDO ? -EOPNOTSUPP : uffd_setup(u);
     if (!rc) rc = alog_thread_start(&u->thread, handler_main, u);
     u->thread_started = rc == 0;
     if (rc) {
@@ -142,10 +165,28 @@ int dk_uwp_map(const char *path, const struct daxkit_atomic_options *o, struct d
         alog_close(f);
         goto out;
     }
-    *out = u, *addr = u->f->data, *len = u->f->data_len;
+    *out = u, *addr = uwp_base(u), *len = u->f->data_len;
 out:
     DK_ERRNO_RESTORE;
     return rc;
+}
+
+int dk_uwp_map(const char *path, const struct daxkit_atomic_options *o, struct dk_uwp **out, void **addr, size_t *len) {
+    return uwp_map(path, o, false, out, addr, len);
+}
+
+int dk_uwp_map_shadow(const char *path, const struct daxkit_atomic_options *o, struct dk_uwp **out, void **addr,
+                      size_t *len) {
+    return uwp_map(path, o, true, out, addr, len);
+}
+
+bool dk_uwp_shadowed(const struct dk_uwp *u) { return u->shadow; }
+
+void dk_uwp_file_written(struct dk_uwp *u, uint64_t off, uint64_t n) {
+    if (!u->shadow) return; /* the program maps the file itself: it sees the bytes already */
+    DK_ERRNO_SAVE;
+    uwp_shadow_file_written(u, off, n);
+    DK_ERRNO_RESTORE;
 }
 
 #define UWP_PROTECT_EACH_MAX 64u /* more dirty pages than this: one ioctl over the whole mapping */
@@ -165,7 +206,7 @@ static int for_epoch_pages(struct dk_uwp *u, int (*fn)(struct dk_uwp *, uint64_t
 }
 
 static int count_page(struct dk_uwp *u, uint64_t off, uint64_t n) { return (void)off, (void)n, ++u->dirty_pages, 0; }
-static int protect_page(struct dk_uwp *u, uint64_t off, uint64_t n) { return protect(u, off, n, true); }
+static int protect_page(struct dk_uwp *u, uint64_t off, uint64_t n) { return uwp_protect(u, off, n, true); }
 static int flush_page(struct dk_uwp *u, uint64_t off, uint64_t n) { return dk_flush_range(u->f->data + off, n), 0; }
 
 /* Write-protects the pages of this epoch (first: a store racing with msync then faults and waits for the
@@ -173,7 +214,7 @@ static int flush_page(struct dk_uwp *u, uint64_t off, uint64_t n) { return dk_fl
 static int close_epoch_pages(struct dk_uwp *u) {
     u->dirty_pages = 0;
     for_epoch_pages(u, count_page);
-    int rc = u->dirty_pages > UWP_PROTECT_EACH_MAX ? protect(u, 0, u->len, true) : for_epoch_pages(u, protect_page);
+    int rc = u->dirty_pages > UWP_PROTECT_EACH_MAX ? uwp_protect(u, 0, u->len, true) : for_epoch_pages(u, protect_page);
     if (!rc && u->f->persist_as != DK_MEDIUM_PAGECACHE) for_epoch_pages(u, flush_page);
     return rc;
 }
@@ -183,13 +224,17 @@ int dk_uwp_msync(struct dk_uwp *u) {
     struct alog_file *f = u->f;
     pthread_rwlock_wrlock(&f->rw);
     int rc = __atomic_load_n(&u->error, __ATOMIC_ACQUIRE);
-    /* Protect before the commit: a store from another thread from here on faults and waits for the lock,
-     * so it lands in the next epoch; the stores already made are all in pages logged this epoch. */
-    if (!rc) rc = close_epoch_pages(u);
-    DK_CRASH_POINT("atomic.uwp.msync.before_commit");
-    if (!rc) rc = alog_sync_locked(f);
+    if (!rc && u->shadow) {
+        rc = uwp_shadow_msync_locked(u);
+    } else if (!rc) {
+        /* Protect before the commit: a store from another thread from here on faults and waits for the
+         * lock, so it lands in the next epoch; the stores already made are all in pages logged this epoch. */
+        rc = close_epoch_pages(u);
+        DK_CRASH_POINT("atomic.uwp.msync.before_commit");
+        if (!rc) rc = alog_sync_locked(f);
+    }
     pthread_rwlock_unlock(&f->rw);
-    if (!rc) alog_ckpt_kick(f);
+    if (!rc && !u->shadow) alog_ckpt_kick(f);
     DK_ERRNO_RESTORE;
     return rc;
 }

@@ -5,14 +5,18 @@
  * write-protects again. After a crash, mapping the file (dk_uwp_map or daxkit_atomic_map) rolls back the
  * pages of the unfinished epoch: the file is the state of the last completed dk_uwp_msync.
  *
- * Limits on this kernel (6.x): userfaultfd write-protection works on anonymous, shmem (tmpfs) and
- * hugetlbfs memory only; registering a mapping of an XFS/ext4 (page cache or DAX) file fails, and
- * dk_uwp_map returns -EOPNOTSUPP. docs/atomic.md describes the route for those media. Stores made by other
- * threads while dk_uwp_msync runs belong to the epoch being committed or to the next one, never half. */
+ * Where userfaultfd cannot write-protect the file's own mapping -- XFS and ext4 files (page cache or DAX) on
+ * this kernel (6.x): only anonymous, shmem and hugetlbfs memory -- the program gets a shmem shadow of the
+ * file instead (uwp_shadow.c): msync journals each dirty page's changed bytes and applies them to the file
+ * before it returns. Then read() of the file sees the state of the last msync, not stores made since.
+ * Stores made by other threads while dk_uwp_msync runs belong to the epoch being committed or to the next
+ * one, never half. */
 #ifndef DK_ATOMIC_UWP_H
 #define DK_ATOMIC_UWP_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "daxkit/atomic.h"
 
@@ -22,12 +26,21 @@ struct dk_uwp;
  * policy is ignored: always undo). Returns 0 or -errno: -EOPNOTSUPP no userfaultfd write-protection for
  * this file's memory; -EPERM userfaultfd not permitted (vm.unprivileged_userfaultfd and no privilege). */
 int dk_uwp_map(const char *path, const struct daxkit_atomic_options *o, struct dk_uwp **out, void **addr, size_t *len);
+/* The same with the shadow (uwp_shadow.c) even where the file's own mapping could be protected (tmpfs):
+ * for tests and benchmarks. dk_uwp_map takes the shadow by itself on any other file system. */
+int dk_uwp_map_shadow(const char *path, const struct daxkit_atomic_options *o, struct dk_uwp **out, void **addr,
+                      size_t *len);
+/* true: the program stores into the shadow of the file, not into the file's mapping. */
+bool dk_uwp_shadowed(const struct dk_uwp *u);
 /* Commits every store made since the previous msync. Returns 0 or -errno (then the previous state stands;
  * -EIO/-ENOSPC also when a page could not be logged earlier: that epoch is not atomic and is refused). */
 int dk_uwp_msync(struct dk_uwp *u);
+/* The program changed [off, off + n) of the file by write() (or the like): with the shadow, the bytes are
+ * copied into the shadow pages present (the mapping sees them, as with the kernel). Not logged either way. */
+void dk_uwp_file_written(struct dk_uwp *u, uint64_t off, uint64_t n);
 /* Rolls back unsynced stores, unmaps, frees. */
 int dk_uwp_unmap(struct dk_uwp *u);
-/* Write faults handled so far (pages logged). */
+/* First stores to a page in an epoch so far (pages logged, or marked dirty in the shadow). */
 unsigned long long dk_uwp_faults(const struct dk_uwp *u);
 
 #endif

@@ -4,13 +4,17 @@
  * every program mmap of it returns an address inside that mapping. msync(MS_SYNC) commits every store made
  * since the previous one (the whole file, not just the range); MS_ASYNC does nothing (nor does Linux write
  * back). munmap of the last program mapping, and exit, roll back stores not msync'ed, as a crash would; the
- * next mapping of the file after a crash rolls them back too. Where write-protection is unavailable (files
- * on XFS/ext4, page cache or DAX, on this kernel) the mmap goes to the kernel, counted (atomic_mmap_kernel)
- * and said once. Limits: writes through write()/pwrite to the same file bypass the protection (not
- * logged); a fork's child stores into the shared mapping unlogged; MAP_FIXED and ranges past the end of
- * the file go to the kernel. munmap of part of a view keeps the rest of it protected and tracked (the view is
- * trimmed or split); the unmapped pages stay reserved inside the file's mapping until its last view goes,
- * so touching them is not a fault as with the kernel -- it stores into the file, logged. */
+ * next mapping of the file after a crash rolls them back too. Where userfaultfd cannot protect the file's
+ * own mapping (XFS/ext4 files, page cache or DAX, on this kernel) the program maps a protected shmem shadow
+ * of the file instead (uwp_shadow.c; counted atomic_mmap_shadow): msync journals the changed bytes and
+ * applies them, so read() of the file sees the last msync's state, not the stores made since; mmap goes to
+ * the kernel (atomic_mmap_kernel, said once) only where even shmem cannot be protected. Limits: writes
+ * through write()/pwrite to the same file bypass the protection (not logged; with the shadow, pages the
+ * program touched before do not see them, and an msync of a page stored into reverts them); a fork's child
+ * stores into the shared mapping unlogged (the shadow: the child has no mapping there); MAP_FIXED and ranges
+ * past the end of the file go to the kernel. munmap of part of a view keeps the rest of it protected and
+ * tracked (the view is trimmed or split); the unmapped pages stay reserved inside the file's mapping until
+ * its last view goes, so touching them is not a fault as with the kernel -- it stores into the file, logged. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -90,7 +94,8 @@ static struct amap_file *file_open(const char *path, const struct stat *st) {
     if (!slot) return NULL;
     void *addr;
     size_t len;
-    int rc = dk_uwp_map(path, NULL, &slot->u, &addr, &len);
+    int rc = dk_cfg.atomic_mmap_shadow ? dk_uwp_map_shadow(path, NULL, &slot->u, &addr, &len)
+                                       : dk_uwp_map(path, NULL, &slot->u, &addr, &len);
     if (rc) {
         slot->u = NULL;
         dk_count(DK_C_atomic_mmap_kernel, 1);
@@ -101,6 +106,7 @@ static struct amap_file *file_open(const char *path, const struct stat *st) {
     slot->base = addr, slot->len = len, slot->dev = st->st_dev, slot->ino = st->st_ino;
     slot->views = 0, slot->msyncs = 0;
     dk_count(DK_C_atomic_mmap_wp, 1);
+    if (dk_uwp_shadowed(slot->u)) dk_count(DK_C_atomic_mmap_shadow, 1);
     return slot;
 }
 
@@ -237,6 +243,21 @@ bool up_atomic_msync(void *addr, size_t len, int flags, int *rc) {
     if (r) errno = -r;
     *rc = r ? -1 : 0;
     return true;
+}
+
+void up_atomic_mmap_wrote(dev_t dev, ino_t ino, uint64_t off, uint64_t n) {
+    if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return;
+    struct stat st = {.st_dev = dev, .st_ino = ino};
+    pthread_mutex_lock(&amap_mu);
+    struct amap_file *f = file_for(&st);
+    if (f) f->msyncs++; /* `u` lives until we are done (as for an msync) */
+    pthread_mutex_unlock(&amap_mu);
+    if (!f) return;
+    dk_uwp_file_written(f->u, off, n);
+    pthread_mutex_lock(&amap_mu);
+    f->msyncs--;
+    file_release_if_unused(f);
+    pthread_mutex_unlock(&amap_mu);
 }
 
 void up_atomic_mmap_release_all(void) {

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* true when `path` (absolute) matches one of the DAXKIT_ATOMIC_MMAP globs. */
@@ -14,6 +15,9 @@ bool up_atomic_mmap(void *hint, size_t len, int prot, int fl, int fd, off_t off,
 bool up_atomic_munmap(void *addr, size_t len, int *rc);
 /* MS_SYNC commits (*rc 0, or -1 with errno); MS_ASYNC does nothing. */
 bool up_atomic_msync(void *addr, size_t len, int flags, int *rc);
+/* The program wrote [off, off + n) of the file (dev, ino) through a descriptor: a mapping of it served by the
+ * shadow sees the bytes (dk_uwp_file_written). One load when no file is mapped. */
+void up_atomic_mmap_wrote(dev_t dev, ino_t ino, uint64_t off, uint64_t n);
 /* Exit: stores not msync'ed roll back. */
 void up_atomic_mmap_release_all(void);
 

@@ -12,6 +12,7 @@
 #include "common/stats.h"
 #include "persist/persist.h"
 #include "shim/libc.h"
+#include "upath/atomic_mmap.h"
 #include "upath/atomic_route.h"
 #include "upath/fsize.h"
 #include "upath/guard.h"
@@ -621,8 +622,11 @@ static ssize_t write_op(struct up_slot *s, int fd, const void *buf, size_t n, ui
         }
     }
     if (DK_UNLIKELY(s->file->atomic)) return up_atomic_write(s->file, fd, buf, n, off, append, sync_writes(s));
-    if (dk_cfg.mode == DK_MODE_STRICT) return up_strict_write(s->file, fd, buf, n, off, append);
-    return up_io_write(s->file, fd, buf, n, off, append, sync_writes(s));
+    ssize_t r = dk_cfg.mode == DK_MODE_STRICT ? up_strict_write(s->file, fd, buf, n, off, append)
+                                              : up_io_write(s->file, fd, buf, n, off, append, sync_writes(s));
+    /* DAXKIT_ATOMIC_MMAP: a shadow of this file shows the bytes (appends lie past every mapping of it) */
+    if (r > 0 && !append) up_atomic_mmap_wrote(s->file->dev, s->file->ino, off, (uint64_t)r);
+    return r;
 }
 
 ssize_t up_read(struct up_slot *s, int fd, void *buf, size_t n) {

@@ -7,7 +7,8 @@
  *       remaps (unmap rolls it back through the recovery code). Read-heavy and write-heavy batches alternate
  *       so the hybrid policy switches. POLICY: undo|redo|hybrid|journal, or uwp: the batches are stores straight
  *       into a mapping made failure-atomic by userfaultfd write-protection (src/atomic/uwp.h), committed by
- *       dk_uwp_msync (skips with 77 where that is unavailable).
+ *       dk_uwp_msync (skips with 77 where that is unavailable); uwp-shadow: the same through
+ *       the shmem shadow that XFS/ext4 files get (uwp_shadow.c; diffs journaled and applied at msync).
  *   atomic_cp recover DIR   maps and unmaps DIR/f.bin (recovery), twice.
  *   atomic_cp verify DIR    DIR/f.bin equals the state after the last acknowledged sync k or after k+1.
  * Exit 0 ok, 1 failure (reason printed). */
@@ -48,20 +49,24 @@ static struct daxkit_atomic *map_it(uint32_t policy, uint32_t interval_us) {
     return a;
 }
 
-static int workload_uwp(int ack_fd) {
+static int uwp_map(bool shadow, struct daxkit_atomic_options *o, struct dk_uwp **u, void **addr, size_t *len) {
+    return shadow ? dk_uwp_map_shadow(path, o, u, addr, len) : dk_uwp_map(path, o, u, addr, len);
+}
+
+static int workload_uwp(int ack_fd, bool shadow) {
     struct daxkit_atomic_options o = at_opts(DAXKIT_ATOMIC_UNDO, 50);
     o.log_bytes = 4u << 20;
     struct dk_uwp *u;
     void *addr;
     size_t len;
-    int rc = dk_uwp_map(path, &o, &u, &addr, &len);
+    int rc = uwp_map(shadow, &o, &u, &addr, &len);
     if (rc == -EOPNOTSUPP || rc == -EPERM || rc == -ENOSYS) at_skip("userfaultfd write-protection unavailable here");
     AT_OK(rc);
     for (uint64_t k = 1; k <= EPOCHS; k++) {
         if (k == EPOCHS / 2) {
             batch(ROLLBACK_BATCH, addr, NULL); /* never msynced: unmap rolls it back */
             AT_OK(dk_uwp_unmap(u));
-            AT_OK(dk_uwp_map(path, &o, &u, &addr, &len));
+            AT_OK(uwp_map(shadow, &o, &u, &addr, &len));
         }
         batch(k, addr, NULL); /* stores straight into the mapping */
         AT_OK(dk_uwp_msync(u));
@@ -80,7 +85,7 @@ static int workload(const char *dir, const char *pol) {
     snprintf(acks, sizeof acks, "%s/acks", dir);
     int fd = open(acks, O_WRONLY | O_CREAT | O_APPEND, 0644);
     AT_CHECK(fd >= 0, "open acks");
-    if (!strcmp(pol, "uwp")) return workload_uwp(fd);
+    if (!strncmp(pol, "uwp", 3)) return workload_uwp(fd, !strcmp(pol, "uwp-shadow"));
     struct daxkit_atomic *a = map_it(policy, 50);
     for (uint64_t k = 1; k <= EPOCHS; k++) {
         if (k == EPOCHS / 2) {

@@ -29,6 +29,12 @@ static void epoch_stores(uint64_t round, uint64_t k, char *dst) {
     }
 }
 
+static bool shadow; /* UWP_SHADOW=1: the shmem shadow (uwp_shadow.c) even on tmpfs; XFS/ext4 take it anyway */
+
+static int map(struct daxkit_atomic_options *o, struct dk_uwp **u, void **addr, size_t *len) {
+    return shadow ? dk_uwp_map_shadow(path, o, u, addr, len) : dk_uwp_map(path, o, u, addr, len);
+}
+
 static struct daxkit_atomic_options opts(void) {
     struct daxkit_atomic_options o = at_opts(DAXKIT_ATOMIC_UNDO, 100);
     o.log_bytes = 8u << 20;
@@ -40,12 +46,13 @@ static void basic(void) {
     struct dk_uwp *u;
     void *addr;
     size_t len;
-    int rc = dk_uwp_map(path, &o, &u, &addr, &len);
+    int rc = map(&o, &u, &addr, &len);
     if (rc == -EOPNOTSUPP || rc == -EPERM || rc == -ENOSYS) {
         fprintf(stderr, "SKIP: userfaultfd write-protection unavailable for %s (%s)\n", at_dir, strerror(-rc));
         exit(77);
     }
     AT_OK(rc);
+    printf("mode: %s\n", dk_uwp_shadowed(u) ? "shmem shadow of the file" : "the file's mapping write-protected");
     AT_CHECK(len == FILE_BYTES, "length");
     char *m = addr;
     static char want[FILE_BYTES], got[FILE_BYTES];
@@ -70,7 +77,7 @@ static __attribute__((noreturn)) void child(uint64_t round, int fd) {
     struct dk_uwp *u;
     void *addr;
     size_t len;
-    if (dk_uwp_map(path, &o, &u, &addr, &len)) _exit(2);
+    if (map(&o, &u, &addr, &len)) _exit(2);
     send_u64(fd, at_hash(addr, FILE_BYTES));
     for (uint64_t k = 1;; k++) {
         epoch_stores(round, k, addr);
@@ -92,6 +99,7 @@ static uint64_t recovered_hash(void) {
 int main(int argc, char **argv) {
     at_setup_dir(argc, argv);
     at_seed = at_seed_from_env();
+    shadow = getenv("UWP_SHADOW") && atoi(getenv("UWP_SHADOW"));
     uint32_t rounds = getenv("ROUNDS") ? (uint32_t)atoi(getenv("ROUNDS")) : 60;
     printf("atomic_uwp seed=%llu rounds=%u dir=%s\n", (unsigned long long)at_seed, rounds, at_dir);
     at_path(path, sizeof path, "mapped.bin");
