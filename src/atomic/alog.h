@@ -48,7 +48,15 @@ struct alog_ent {
     uint16_t leaf_slot;
     bool redo;
     bool live;
+    /* Redo entries superseded, not retired (alog_write.c): a write into a block whose entry is committed but
+     * not checkpointed makes a new entry holding the old delta + the new bytes; the old one stays valid
+     * (committed bytes not in the file yet) off the radix slot, linked here, until the new one is committed
+     * and checkpointed. Under the leaf's mutex. */
+    struct alog_ent *older;  /* the entry this one superseded (which may supersede another) */
+    struct alog_ent *newer;  /* the entry that superseded this one; NULL: this one is in the radix slot */
+    uint32_t older_count;    /* length of the `older` chain */
 };
+#define ALOG_SUPERSEDE_CHAIN_MAX 4u /* a longer chain: the writer retires the block synchronously instead */
 
 struct alog_leaf {
     pthread_mutex_t mu;
@@ -69,7 +77,7 @@ struct alog_chunk {
 
 struct alog_counters {
     uint64_t copies, reads, syncs, log_data_bytes, log_meta_bytes, checkpointed_entries, sync_checkpoints,
-        policy_switches, recovered_redo, recovered_undo, recovered_discarded;
+        policy_switches, recovered_redo, recovered_undo, recovered_discarded, superseded;
 };
 
 /* The journal (policy DAXKIT_ATOMIC_JOURNAL; alog_journal.c, alog_jindex.c). Under j.mu. */
@@ -257,8 +265,13 @@ void alog_entry_apply(struct alog_file *f, const struct alog_ent *e);
 void alog_entry_invalidate(struct alog_file *f, struct alog_ent *e);
 /* Unlinks the entry from its leaf and frees its slot and log block. */
 void alog_entry_release(struct alog_file *f, struct alog_ent *e);
-/* A committed entry met by a writer: checkpoint (redo) and release it, durably. Returns 0 or -errno. */
+/* A committed entry met by a writer: checkpoint (redo) and release it, durably, with the entries it
+ * superseded (their invalidation durable before its own). Returns 0 or -errno. */
 int alog_entry_retire(struct alog_file *f, struct alog_ent *e);
+/* Invalidates (store + write-back, no fence) the entries e superseded and detaches them from e; they are
+ * obsolete once e is committed (e holds their bytes). Returns the first of the detached chain (linked by
+ * `older`), or NULL. */
+struct alog_ent *alog_entry_detach_older(struct alog_file *f, struct alog_ent *e);
 
 /* ---- data path (alog_write.c, alog_read.c) ---- */
 int alog_copy(struct alog_file *f, uint64_t off, const void *src, size_t n);

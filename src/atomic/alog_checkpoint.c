@@ -8,7 +8,10 @@
  * that the scheduler has preempted (measured: syncs of ~1 ms on the loaded 2-core machine). That is safe
  * because a pass takes a snapshot of the epoch and touches only entries committed by then, each under its
  * region lock and re-checked by generation; a concurrent epoch advance or policy switch (whose own pass
- * frees the same entries, or applies the same bytes) changes neither. unmap stops the thread first. */
+ * frees the same entries, or applies the same bytes) changes neither. unmap stops the thread first.
+ * A superseded entry (alog_write.c) is never applied: the pass that applies the newest entry of its block
+ * invalidates it in the apply phase (safe: the newest is committed and holds its bytes), so that its
+ * invalidation is durable before the newest one's. */
 #include <errno.h>
 #include <signal.h>
 #include <time.h>
@@ -21,7 +24,10 @@ struct ckpt_item {
     struct alog_ent *e;
     struct alog_leaf *leaf;
     uint64_t gen;
+    bool older; /* an entry its batch entry superseded: invalidated already (in the apply phase) */
 };
+
+#define CKPT_ITEMS_MAX (ALOG_CKPT_BATCH * (1 + ALOG_SUPERSEDE_CHAIN_MAX))
 
 /* Locks the leaf of e if e is still the committed entry `gen` (or any committed entry when gen == 0). */
 static struct alog_leaf *lock_if_committed(struct alog_file *f, struct alog_ent *e, uint64_t gen, uint64_t epoch) {
@@ -41,8 +47,13 @@ static int64_t flush_batch(struct alog_file *f, struct ckpt_item *items, uint32_
     DK_CRASH_POINT("atomic.checkpoint.after_apply");
     int rc = alog_durable_data_all(f);
     if (rc) return rc;
+    /* Superseded entries were invalidated with their successor's apply: durable before the successor's own
+     * invalidation (on dax and tmpfs the data fence above covers the log's write-backs; not on pagecache). */
+    bool older = false;
+    for (uint32_t i = 0; i < n; i++) older |= items[i].older;
+    if (older && f->persist_as == DK_MEDIUM_PAGECACHE && (rc = alog_durable_log_all(f)) != 0) return rc;
     for (uint32_t i = 0; i < n; i++) {
-        if (!lock_if_committed(f, items[i].e, items[i].gen, epoch)) continue;
+        if (items[i].older || !lock_if_committed(f, items[i].e, items[i].gen, epoch)) continue;
         alog_entry_invalidate(f, items[i].e);
         pthread_mutex_unlock(&items[i].leaf->mu);
     }
@@ -52,7 +63,7 @@ static int64_t flush_batch(struct alog_file *f, struct ckpt_item *items, uint32_
     int64_t done = 0;
     for (uint32_t i = 0; i < n; i++) {
         if (!lock_if_committed(f, items[i].e, items[i].gen, epoch)) continue;
-        if (items[i].e->redo) ALOG_CTR_ADD(f, checkpointed_entries, 1);
+        if (items[i].e->redo && !items[i].older) ALOG_CTR_ADD(f, checkpointed_entries, 1);
         alog_entry_release(f, items[i].e);
         pthread_mutex_unlock(&items[i].leaf->mu);
         done++;
@@ -63,14 +74,14 @@ static int64_t flush_batch(struct alog_file *f, struct ckpt_item *items, uint32_
 int64_t alog_checkpoint_committed(struct alog_file *f) {
     if (f->journal) return alog_jrnl_checkpoint(f); /* in steps, under j.apply_mu only */
     uint64_t epoch = __atomic_load_n(&f->epoch, __ATOMIC_ACQUIRE);
-    struct ckpt_item items[ALOG_CKPT_BATCH];
+    struct ckpt_item items[CKPT_ITEMS_MAX];
     uint32_t n = 0;
     int64_t total = 0;
     uint64_t words = (f->entry_count + 63) / 64;
     for (uint64_t w = 0; w <= words; w++) {
         uint64_t bits = w < words ? __atomic_load_n(&f->live_bits[w], __ATOMIC_ACQUIRE) : 0;
         while (bits || (w == words && n)) {
-            if (n == ALOG_CKPT_BATCH || (w == words && n)) {
+            if (n + 1 + ALOG_SUPERSEDE_CHAIN_MAX > CKPT_ITEMS_MAX || (w == words && n)) {
                 int64_t r = flush_batch(f, items, n, epoch);
                 if (r < 0) return r;
                 total += r, n = 0;
@@ -80,8 +91,15 @@ int64_t alog_checkpoint_committed(struct alog_file *f) {
             bits &= bits - 1;
             struct alog_leaf *leaf = lock_if_committed(f, e, 0, epoch);
             if (!leaf) continue;
+            if (e->newer) { /* superseded: its bytes reach the file with the newest entry of its block */
+                pthread_mutex_unlock(&leaf->mu);
+                continue;
+            }
             if (e->redo) alog_entry_apply(f, e);
-            items[n++] = (struct ckpt_item){e, leaf, e->gen};
+            items[n++] = (struct ckpt_item){e, leaf, e->gen, false};
+            /* e is committed and holds the bytes of the entries it superseded: they go now, before e */
+            for (struct alog_ent *o = alog_entry_detach_older(f, e); o; o = o->older)
+                items[n++] = (struct ckpt_item){o, leaf, o->gen, true};
             pthread_mutex_unlock(&leaf->mu);
         }
     }

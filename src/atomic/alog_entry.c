@@ -26,6 +26,8 @@ int alog_entry_create(struct alog_file *f, struct alog_leaf *leaf, uint64_t base
     e->ext_start = e->ext_len = 0;
     e->leaf_slot = (uint16_t)((base & ((1ull << ALOG_LEAF_SHIFT) - 1)) >> ALOG_BLOCK_SHIFT_MIN);
     e->redo = f->policy == ALOG_REDO;
+    e->older = e->newer = NULL;
+    e->older_count = 0;
     __atomic_store_n(&e->live, true, __ATOMIC_RELEASE); /* last: a checkpoint seeing it live sees the rest */
     dk_assert(leaf->slot[e->leaf_slot] == NULL);
     leaf->slot[e->leaf_slot] = e;
@@ -74,8 +76,13 @@ void alog_entry_invalidate(struct alog_file *f, struct alog_ent *e) {
 void alog_entry_release(struct alog_file *f, struct alog_ent *e) {
     uint64_t idx = (uint64_t)(e - f->ents);
     struct alog_leaf *leaf = e->leaf;
-    dk_assert(e->live && leaf->slot[e->leaf_slot] == e);
-    leaf->slot[e->leaf_slot] = NULL;
+    dk_assert(e->live);
+    if (leaf->slot[e->leaf_slot] == e) {
+        leaf->slot[e->leaf_slot] = NULL;
+    } else { /* superseded: off the slot; unlink it from its chain (a detached chain is released whole) */
+        if (e->newer && e->newer->older == e) e->newer->older = e->older, e->newer->older_count--;
+        if (e->older && e->older->newer == e) e->older->newer = e->newer;
+    }
     dk_assert(leaf->live_count > 0);
     leaf->live_count--;
     __atomic_store_n(&e->live, false, __ATOMIC_RELEASE);
@@ -83,9 +90,18 @@ void alog_entry_release(struct alog_file *f, struct alog_ent *e) {
     alog_free_entry(f, idx, e->log_off, e->shift);
 }
 
+struct alog_ent *alog_entry_detach_older(struct alog_file *f, struct alog_ent *e) {
+    struct alog_ent *chain = e->older;
+    for (struct alog_ent *o = chain; o; o = o->older) alog_entry_invalidate(f, o);
+    e->older = NULL;
+    e->older_count = 0;
+    return chain;
+}
+
 /* Redo: the file gets the committed delta and must hold it durably before the entry stops saying so, and
- * the invalidation must be durable before its log block can be reused. Undo: a committed undo entry is
- * obsolete; recovery ignores it whatever its word says, so it can go at once. */
+ * the invalidation must be durable before its log block can be reused. The entries it superseded go first
+ * (durably): were e invalid and one of them valid, recovery would put that older delta over e's bytes.
+ * Undo: a committed undo entry is obsolete; recovery ignores it whatever its word says, so it can go at once. */
 int alog_entry_retire(struct alog_file *f, struct alog_ent *e) {
     dk_assert(e->epoch < f->epoch);
     if (e->redo) {
@@ -93,11 +109,22 @@ int alog_entry_retire(struct alog_file *f, struct alog_ent *e) {
         DK_CRASH_POINT("atomic.retire.after_apply");
         int rc = alog_durable_data_range(f, e->dest_off + e->ext_start, e->ext_len);
         if (rc) return rc;
+        struct alog_ent *chain = alog_entry_detach_older(f, e);
+        if (chain) {
+            DK_CRASH_POINT("atomic.retire.after_invalidate_older");
+            rc = alog_durable_log_all(f);
+            if (rc) return rc;
+        }
         alog_entry_invalidate(f, e);
         DK_CRASH_POINT("atomic.retire.after_invalidate");
         rc = alog_durable_log_range(f, e->p, sizeof *e->p);
         if (rc) return rc;
         ALOG_CTR_ADD(f, checkpointed_entries, 1);
+        while (chain) {
+            struct alog_ent *next = chain->older;
+            alog_entry_release(f, chain);
+            chain = next;
+        }
     } else {
         alog_entry_invalidate(f, e);
     }

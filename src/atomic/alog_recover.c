@@ -1,8 +1,9 @@
 /* Recovery: scan the persistent index entries (no radix tree is needed) and apply the recovery rule of
  * alog_layout.h, in parallel over index ranges; then make the file durable and invalidate every entry.
  * Applying an entry copies fixed log bytes to a fixed place, and entries applied in one pass never overlap
- * (one entry per block per epoch; a committed redo entry is durably invalidated before its block gets
- * another), so a crash during recovery is repaired by running it again. Also used by unmap: the same rule
+ * (one entry per block per epoch; of a block's committed redo entries only the newest is applied -- an
+ * entry superseding another holds its bytes, alog_write.c -- and one is durably invalidated before its
+ * block gets an entry any other way), so a crash during recovery is repaired by running it again. Also used by unmap: the same rule
  * rolls back unsynced undo entries and checkpoints committed redo ones. */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 struct rec_job {
     struct alog_file *f;
     uint64_t from, to, epoch;
+    const uint64_t *older_bits; /* committed redo entries superseded by a newer committed one: not applied */
     uint64_t redo, undo, discarded;
     bool stopped;
 };
@@ -46,6 +48,8 @@ static void rec_one(struct rec_job *j, struct alog_pent *p) {
     uint64_t e = word >> ALOG_WORD_EPOCH_SHIFT;
     bool redo = (word & ALOG_WORD_REDO) != 0;
     bool apply = redo ? e < j->epoch : e == j->epoch;
+    uint64_t idx = (uint64_t)(p - f->pents);
+    if (apply && j->older_bits && (j->older_bits[idx / 64] >> (idx % 64) & 1)) apply = false;
     if (apply && !entry_sane(f, p)) {
         dk_log("atomic log entry %llu does not fit the file (truncated since?); not applied",
                (unsigned long long)(p - f->pents));
@@ -77,19 +81,66 @@ static void *rec_main(void *arg) {
     return NULL;
 }
 
+/* A committed redo entry (by the rule) whose check holds, or UINT64_MAX. */
+static uint64_t committed_redo_epoch(const struct alog_pent *p, uint64_t epoch) {
+    uint64_t word = __atomic_load_n(&p->word, __ATOMIC_ACQUIRE);
+    if (!(word & ALOG_WORD_VALID) || !(word & ALOG_WORD_REDO)) return UINT64_MAX;
+    if (p->check != alog_pent_check(word, p->dest_off, p->log_off, p->shift)) return UINT64_MAX;
+    uint64_t e = word >> ALOG_WORD_EPOCH_SHIFT;
+    return e < epoch ? e : UINT64_MAX;
+}
+
+struct blk_epoch {
+    uint64_t dest_off, epoch, idx;
+};
+
+static int by_block_then_epoch(const void *a, const void *b) {
+    const struct blk_epoch *x = a, *y = b;
+    if (x->dest_off != y->dest_off) return x->dest_off < y->dest_off ? -1 : 1;
+    return x->epoch < y->epoch ? -1 : x->epoch > y->epoch;
+}
+
+/* Marks the committed redo entries that a newer committed entry of the same block superseded. NULL when
+ * there are none (the usual case), or -ENOMEM in *rc. */
+static uint64_t *superseded_bits(struct alog_file *f, int *rc) {
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < f->entry_count; i++) n += committed_redo_epoch(&f->pents[i], f->epoch) != UINT64_MAX;
+    if (n < 2) return NULL;
+    struct blk_epoch *v = malloc(n * sizeof *v);
+    uint64_t *bits = calloc((f->entry_count + 63) / 64, sizeof *bits);
+    if (!v || !bits) {
+        free(v), free(bits);
+        *rc = -ENOMEM;
+        return NULL;
+    }
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < f->entry_count && k < n; i++) {
+        uint64_t e = committed_redo_epoch(&f->pents[i], f->epoch);
+        if (e != UINT64_MAX) v[k++] = (struct blk_epoch){f->pents[i].dest_off, e, i};
+    }
+    qsort(v, k, sizeof *v, by_block_then_epoch);
+    bool any = false;
+    for (uint64_t i = 0; i + 1 < k; i++)
+        if (v[i].dest_off == v[i + 1].dest_off) bits[v[i].idx / 64] |= 1ull << (v[i].idx % 64), any = true;
+    free(v);
+    if (!any) free(bits);
+    return any ? bits : NULL;
+}
+
 static uint32_t thread_count(const struct alog_file *f, uint32_t want) {
     if (want) return want;
     uint64_t t = f->entry_count / ALOG_RECOVERY_ENTRIES_PER_THREAD;
     return (uint32_t)DK_MAX(1, DK_MIN(ALOG_RECOVERY_THREADS_MAX, t));
 }
 
-static void run_jobs(struct alog_file *f, struct rec_job *jobs, uint32_t n) {
+static void run_jobs(struct alog_file *f, struct rec_job *jobs, uint32_t n, const uint64_t *older_bits) {
     pthread_t tid[64];
     bool started[64] = {0};
     uint64_t per = (f->entry_count + n - 1) / n;
     for (uint32_t i = 0; i < n; i++) {
         jobs[i] = (struct rec_job){.f = f, .from = DK_MIN(f->entry_count, i * per),
-                                   .to = DK_MIN(f->entry_count, (i + 1) * per), .epoch = f->epoch};
+                                   .to = DK_MIN(f->entry_count, (i + 1) * per), .epoch = f->epoch,
+                                   .older_bits = older_bits};
         if (i > 0) started[i] = alog_thread_start(&tid[i], rec_main, &jobs[i]) == 0;
     }
     rec_main(&jobs[0]);
@@ -107,7 +158,11 @@ int alog_recover(struct alog_file *f, uint32_t threads, bool keep_entries) {
     if (f->journal) alog_jrnl_reset_dram(f);
     uint32_t n = DK_MIN(64u, thread_count(f, threads));
     struct rec_job jobs[64];
-    run_jobs(f, jobs, n);
+    int rc = 0;
+    uint64_t *older_bits = superseded_bits(f, &rc);
+    if (rc) return rc;
+    run_jobs(f, jobs, n, older_bits);
+    free(older_bits);
     bool stopped = false;
     for (uint32_t i = 0; i < n; i++) {
         stopped |= jobs[i].stopped;
@@ -116,7 +171,7 @@ int alog_recover(struct alog_file *f, uint32_t threads, bool keep_entries) {
         ALOG_CTR_ADD(f, recovered_discarded, jobs[i].discarded);
     }
     if (stopped) return -EINTR;
-    int rc = alog_durable_data_all(f);
+    rc = alog_durable_data_all(f);
     if (rc || keep_entries) return rc;
     for (uint64_t i = 0; i < f->entry_count; i++) {
         if (!__atomic_load_n(&f->pents[i].word, __ATOMIC_RELAXED)) continue;

@@ -4,7 +4,8 @@
  *   undo: the old bytes of the range not yet saved this epoch go to the log block, durably, before the
  *         new bytes go to the file in place.
  * A block keeps one delta [start, start+len) per epoch; a later write merges into the hull, filling any gap
- * from the file (which holds the block's committed content: a committed entry is checkpointed first). */
+ * from the file. A block's committed entry not checkpointed yet is superseded (redo: a new entry holds its
+ * delta too, see block_write_supersede) or retired first (undo; redo past ALOG_SUPERSEDE_CHAIN_MAX). */
 #include <errno.h>
 #include <string.h>
 
@@ -76,11 +77,43 @@ static int block_write_merge(struct alog_file *f, struct alog_ent *e, uint32_t a
     return 0;
 }
 
+/* The write [a, a+n) into a block whose redo entry `old` is committed but not checkpointed: a new entry of
+ * this epoch holds old's delta and the write (gaps from the file, which lacks only old's delta), and old
+ * stays valid, off the radix slot (old->newer), until the new one is committed and checkpointed -- no
+ * apply and no fence in the write (before: apply, two fences). Recovery applies the newest committed
+ * entry of a block only (alog_recover.c): it holds every older one's bytes. -ENOSPC: nothing changed. */
+static int block_write_supersede(struct alog_file *f, struct alog_leaf *leaf, struct alog_ent *old, uint32_t a,
+                                 const void *src, uint32_t n) {
+    leaf->slot[old->leaf_slot] = NULL; /* alog_entry_create installs the new entry there */
+    struct alog_ent *e;
+    int rc = alog_entry_create(f, leaf, old->dest_off, old->shift, &e);
+    if (rc) {
+        leaf->slot[old->leaf_slot] = old;
+        return rc;
+    }
+    dk_assert(e->redo);
+    uint32_t lo = old->ext_start, hi = old->ext_start + old->ext_len, b = a + n;
+    alog_store(f, e->log + lo, old->log + lo, hi - lo);
+    ALOG_CTR_ADD(f, log_data_bytes, hi - lo);
+    log_from_file(f, e, b, lo); /* gaps between old's delta and the write: the file has them */
+    log_from_file(f, e, hi, a);
+    log_from_user(f, e, a, src, n);
+    e->ext_start = DK_MIN(lo, a), e->ext_len = DK_MAX(hi, b) - e->ext_start;
+    e->older = old, e->older_count = old->older_count + 1;
+    old->newer = e;
+    DK_CRASH_POINT("atomic.copy.supersede.before_publish");
+    alog_entry_publish(f, e); /* durable with the commit, like any redo entry */
+    ALOG_CTR_ADD(f, superseded, 1);
+    return 0;
+}
+
 /* One block's part of a write; caller holds leaf->mu. -ENOSPC: nothing was changed. */
 static int block_write(struct alog_file *f, struct alog_leaf *leaf, uint64_t base, uint32_t shift, uint32_t a,
                        const void *src, uint32_t n) {
     uint32_t s = (uint32_t)((base & ((1ull << ALOG_LEAF_SHIFT) - 1)) >> ALOG_BLOCK_SHIFT_MIN);
     struct alog_ent *e = leaf->slot[s];
+    if (e && e->epoch < f->epoch && e->redo && src && e->older_count < ALOG_SUPERSEDE_CHAIN_MAX)
+        return block_write_supersede(f, leaf, e, a, src, n);
     if (e && e->epoch < f->epoch) {
         int rc = alog_entry_retire(f, e);
         if (rc) return rc;
