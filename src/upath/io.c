@@ -415,9 +415,10 @@ bool up_io_in_place(const struct up_file *f, uint64_t off, size_t n) {
 }
 
 /* Everything else, under f->mu (which excludes rw's writers): appends, writes across the published end,
- * writes into a part not mapped yet. Sets *at and *appended. 0 or -errno. */
+ * writes into a part not mapped yet. Sets *at and *appended, and *in_place to the bytes stored over
+ * published ones (still there when the appending part fails). 0 or -errno. */
 static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, uint64_t *at, bool append,
-                        bool *appended, bool fence) {
+                        bool *appended, bool fence, size_t *in_place) {
     pthread_mutex_lock(&f->mu);
     uint64_t off = append ? up_file_size(f) : *at;
     uint64_t limit = inplace_limit(f);
@@ -426,6 +427,7 @@ static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, ui
         if (off + n <= limit) up_io_overwrite(f, off, buf, n);
         else if (off < limit) {
             up_io_overwrite(f, off, buf, limit - off);
+            *in_place = limit - off;
             rc = append_locked(f, fd, limit, buf + (limit - off), n - (limit - off));
             *appended = true;
         } else {
@@ -516,9 +518,14 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
     if (w == 0 && !append && overwrite_fast(f, buf, n, off, fence)) w = (ssize_t)n;
     if (w == 0 && !append && sync == UP_IO_ASYNC) w = overwrite_unmapped(f, fd, buf, n, off);
     if (w == 0) {
-        int rc = write_locked(f, fd, buf, n, &off, append, &appended, fence);
+        size_t in_place = 0;
+        int rc = write_locked(f, fd, buf, n, &off, append, &appended, fence, &in_place);
         w = rc == 0 ? (ssize_t)n : rc;
         if (rc == -ENOSPC || rc == -ENOMEM) w = write_by_kernel(f, fd, buf, n, &off, append, &appended);
+        if (w < 0 && in_place) { /* the head is written: a short count, as the kernel's */
+            w = (ssize_t)in_place;
+            appended = false;
+        }
     }
     if (w < 0) {
         errno = (int)-w;
