@@ -46,6 +46,11 @@
 #define STRICT_DIRTY_FILES_MAX 32u /* files with applied, not yet durable bytes (page cache); full: checkpoint */
 #define STRICT_LAZY_MAX 16384u /* staged overwrites waiting for the checkpoint (64 MiB of 4 KiB ones); full: checkpoint */
 #define STRICT_LAZY_HASH (2u * STRICT_LAZY_MAX) /* the apply's (file, offset) -> newest entry table */
+/* An apply that coalesced away less than this share of its entries (percent) turns the staged-overwrite
+ * wait off for the next STRICT_EAGER_CHECKPOINTS checkpoints: reading the staged bytes back from memory
+ * costs more than the second copy at the write saves unless repeated overwrites are skipped. */
+#define STRICT_LAZY_MIN_COALESCED_PCT 25u
+#define STRICT_EAGER_CHECKPOINTS 8u
 
 /* A staged overwrite whose record is durable and whose bytes are not in the file yet: the checkpoint
  * stores them there (flush and volatile media; see log_write). */
@@ -81,6 +86,7 @@ struct up_strict {
     struct strict_lazy *lazy; /* STRICT_LAZY_MAX entries (NULL on the page cache: no lazy apply there) */
     uint32_t *lazy_hash;      /* STRICT_LAZY_HASH slots: entry index + 1, 0 empty (the apply's, under ck) */
     uint32_t lazy_used;       /* entries handed out since the checkpoint (atomic; may run past the end) */
+    uint32_t eager_left;      /* checkpoints until staged overwrites wait again (changed under ck's write side) */
 };
 
 static uint64_t now_ns(void) {
@@ -234,31 +240,37 @@ static int lazy_by_seq(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static uint32_t lazy_hash_of(const struct strict_lazy *e) {
+static uint32_t lazy_hash_of(const struct strict_lazy *e, uint32_t mask) {
     uint64_t h = ((uint64_t)(uintptr_t)e->f ^ e->off * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
-    return (uint32_t)(h >> 40) & (STRICT_LAZY_HASH - 1);
+    return (uint32_t)(h >> 40) & mask;
 }
 
 /* Marks every entry that a later entry of the same file and offset overwrites entirely (len = 0): its
  * bytes would never be the file's (the later one is applied after it, over all of them). Overwriting one
  * block many times between two checkpoints -- a database's hot pages -- then costs one apply. */
-static void lazy_coalesce(struct up_strict *st, uint32_t n) {
-    memset(st->lazy_hash, 0, STRICT_LAZY_HASH * sizeof *st->lazy_hash);
+static uint32_t lazy_coalesce(struct up_strict *st, uint32_t n) {
+    uint32_t skipped = 0;
+    if (n < 2) return 0;
+    uint32_t slots = 4; /* a power of two >= 2n: clearing it costs what the entries do (one per transaction: SQLite) */
+    while (slots < 2 * n) slots *= 2;
+    uint32_t mask = slots - 1;
+    memset(st->lazy_hash, 0, slots * sizeof *st->lazy_hash);
     for (uint32_t i = 0; i < n; i++) { /* in log order: a slot ends with the newest entry of its key */
         struct strict_lazy *e = &st->lazy[i];
         if (e->len == 0) continue;
-        uint32_t h = lazy_hash_of(e);
+        uint32_t h = lazy_hash_of(e, mask);
         while (st->lazy_hash[h]) {
             struct strict_lazy *o = &st->lazy[st->lazy_hash[h] - 1];
             if (o->f == e->f && o->off == e->off) break;
-            h = (h + 1) & (STRICT_LAZY_HASH - 1);
+            h = (h + 1) & mask;
         }
         if (st->lazy_hash[h]) {
             struct strict_lazy *o = &st->lazy[st->lazy_hash[h] - 1];
-            if (o->len <= e->len) o->len = 0; /* covered by e, which comes later */
+            if (o->len <= e->len) o->len = 0, skipped++; /* covered by e, which comes later */
         }
         st->lazy_hash[h] = i + 1;
     }
+    return skipped;
 }
 
 /* Stores the waiting staged overwrites into their files, in log order (written back on a flush medium; the
@@ -271,7 +283,11 @@ static void lazy_apply(struct up_strict *st) {
     bool sorted = true;
     for (uint32_t i = 1; i < n && sorted; i++) sorted = st->lazy[i - 1].seq <= st->lazy[i].seq;
     if (!sorted) qsort(st->lazy, n, sizeof *st->lazy, lazy_by_seq);
-    lazy_coalesce(st, n);
+    uint32_t skipped = lazy_coalesce(st, n);
+    if (skipped * 100u < n * STRICT_LAZY_MIN_COALESCED_PCT) {
+        st->eager_left = STRICT_EAGER_CHECKPOINTS; /* under ck's write side: no entry waits after this apply */
+        dk_count(DK_C_strict_lazy_off, 1);
+    }
     for (uint32_t i = 0; i < n; i++) {
         struct strict_lazy *e = &st->lazy[i];
         if (e->len == 0) continue;
@@ -296,6 +312,7 @@ static void checkpoint_locked(struct up_root *r, struct up_strict *st) {
     const bool after_reset = false;
 #endif
     if (!after_reset) lazy_apply(st);
+    if (st->eager_left) st->eager_left--;
     DK_CRASH_POINT("strict.checkpoint.before_durable");
     if (applied_make_durable(r, st) != 0) return; /* the records stay: a later checkpoint tries again */
     DK_CRASH_POINT("strict.checkpoint.before_reset");
@@ -404,13 +421,14 @@ static int log_write(struct up_root *r, struct up_strict *st, const struct up_fi
  * and stores nothing into the file. Its record is durable before the write returns, as ever, so a crash
  * before the checkpoint is repaired by recovery's replay; reads of this process see the bytes (they apply
  * first); other processes see them at the writer's next publish point (close, lock release, ...), not at
- * fsync (docs/strict.md). Not for a file the program maps (the mapping must show every write) nor with
- * DAXKIT_STRICT_APPLY=write. Reserves an entry under st->ck (read side) and counts the file's waiting
+ * fsync (docs/strict.md). Not for a file the program maps (the mapping must show every write), nor with
+ * DAXKIT_STRICT_APPLY=write, nor (auto) for a few checkpoints after an apply that coalesced little. Reserves an entry under st->ck (read side) and counts the file's waiting
  * overwrites. NULL: apply now; *full: the table is full (drain it, then try again). */
 static struct strict_lazy *lazy_reserve(struct up_strict *st, struct up_file *f, uint64_t off, size_t n,
                                         bool append, bool *full) {
     *full = false;
     if (!st->lazy || append || n <= inline_max_for(f->root) || f->atomic || dk_cfg.strict_apply == 1 /* write */ ||
+        (dk_cfg.strict_apply == 0 /* auto */ && st->eager_left) ||
         __atomic_load_n(&f->strict_eager, __ATOMIC_ACQUIRE) || !up_io_in_place(f, off, n))
         return NULL;
     uint32_t i = __atomic_fetch_add(&st->lazy_used, 1, __ATOMIC_ACQ_REL);

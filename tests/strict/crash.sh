@@ -6,7 +6,10 @@
 # and checks that the files equal the model after the acknowledged operations or after one more.
 # ARGV[2], recovery: `cli` (daxkit recover DIR), `startup` (the next daxkit program that starts with DIR
 # managed), or `none`: the negative control -- without recovery a write cut in the middle must be caught,
-# so this mode passes only when the driver reports failures. Exit 0 pass, 1 fail, 77 skip.
+# so this mode passes only when the driver reports failures. ARGV[5]: workload seed ('-' or none: the
+# clock). ARGV[6]: DAXKIT_STRICT_APPLY (default checkpoint: every staged overwrite waits for the
+# checkpoint on a flush/volatile medium -- the most waiting applies to crash in; auto: as programs run).
+# Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${DAXKIT_SRC:=$(cd "$here/../.." && pwd)}"
@@ -14,18 +17,20 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 
-medium=${1:?usage: crash.sh MEDIUM cli|startup|none [RUNS] [THREADS] [SEED]}
+medium=${1:?usage: crash.sh MEDIUM cli|startup|none [RUNS] [THREADS] [SEED|-] [APPLY]}
 how=${2:?recovery: cli|startup|none}
 runs=${3:-80}
 threads=${4:-1}
-seed=${5:-$(( $(date +%s) % 100000 ))}
+seed=${5:--}
+[ "$seed" = - ] && seed=$(( $(date +%s) % 100000 ))
+apply=${6:-checkpoint}
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
 dk_need_cmd python3
 dk_media_mount "$medium" 2G >/dev/null
 model="python3 $here/strict_model.py"
 ops=60
-work="env LD_PRELOAD=$lib DAXKIT_DIR={dir} DAXKIT_MODE=strict $model workload {dir} $seed $ops $threads"
+work="env LD_PRELOAD=$lib DAXKIT_DIR={dir} DAXKIT_MODE=strict DAXKIT_STRICT_APPLY=$apply $model workload {dir} $seed $ops $threads"
 check="$model check {dir} $seed $ops $threads"
 filter='strict|oplog'
 case $how in
@@ -34,7 +39,7 @@ startup) recover="env LD_PRELOAD=$lib DAXKIT_DIR={dir} DAXKIT_MODE=strict /bin/t
 none) recover=true; filter='strict.write.half_applied|strict.checkpoint.half_applied' ;;
 *) dk_fail "unknown recovery '$how' (cli|startup|none)" ;;
 esac
-echo "strict crash test: medium $medium, recovery $how, $threads thread(s), workload seed $seed, at most $runs runs"
+echo "strict crash test: medium $medium, recovery $how, $threads thread(s), workload seed $seed, apply $apply, at most $runs runs"
 python3 "$DAXKIT_SRC/tests/crash/drive.py" --workload "$work" --recover "$recover" --check "$check" \
     --filter "$filter" --max-runs "$runs" --dir-root "$DK_MNT" --seed "$seed" > "$DK_MNT/drive.log" 2>&1
 rc=$?

@@ -161,6 +161,9 @@ int main(int argc, char **argv) {
     setenv("DAXKIT_STATS", "0", 1);
     setenv("DAXKIT_STRICT_LOG_BYTES", "64K", 1);
     unsetenv("DAXKIT_STRICT_INLINE_BYTES"); /* 1 KiB on a flush medium: larger writes are staged */
+    /* The staged mix: every staged overwrite waits (auto would apply them at once after the first applies,
+     * which coalesce little here); the default mix runs as programs do (auto). */
+    setenv("DAXKIT_STRICT_APPLY", staged_mix ? "checkpoint" : "auto", 1);
     up_init();
     char path[128];
     snprintf(path, sizeof path, "%s/data0", dir);

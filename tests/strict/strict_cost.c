@@ -8,7 +8,9 @@
  *   the next read              applies the waiting overwrites (4 KiB each into the file), no log line, no fence
  *   100 B overwrite (inline)   1 record = one head line + 3 data lines (the bytes), 100 B applied, ONE fence
  *   40 B overwrite (inline)    1 record = one head line + 1 data line, 40 B applied, ONE fence
+ *   one block written 1,000 times: the next read applies it once (4 KiB into the file), the newest bytes
  *   DAXKIT_STRICT_APPLY=write  a 4 KiB overwrite applied at once: 4 KiB staged, 4 KiB applied, two fences
+ *   auto, after applies that coalesced nothing: applied at once as well
  *   fsync                      nothing (no store, no fence, no checkpoint: every write is durable already)
  *   close (checkpoint)         the waiting overwrites applied (4 KiB each), two fences (the applied bytes,
  *                              then the new generation's header line); the kernel file then holds them
@@ -161,6 +163,7 @@ int main(void) {
     setenv("DAXKIT_PERSIST", "flush", 1);
     setenv("DAXKIT_STATS", "0", 1);
     unsetenv("DAXKIT_STRICT_INLINE_BYTES");
+    setenv("DAXKIT_STRICT_APPLY", "checkpoint", 1); /* not auto: the counts below would switch it off */
     up_init();
     char path[128];
     snprintf(path, sizeof path, "%s/data0", dir);
@@ -186,10 +189,24 @@ int main(void) {
     expect("100 B overwrite (inline)", OPS, 4 * 64, 0, 100, 1);
     overwrites(s, fd, 40, 512, 3, true);
     expect("40 B overwrite (inline)", OPS, 2 * 64, 0, 40, 1);
+    /* One block overwritten OPS times: the apply stores only the newest. */
+    overwrites(s, fd, 4096, 0, 7, false);
+    expect("4 KiB overwrite of 1 block", OPS, 64, 4096, 0, 2);
+    static unsigned char want1[4096], got1[4096];
+    dk_persist_set_trace(&counter);
+    if (up_pread(s, fd, got1, 4096, 0) != 4096) failures++;
+    dk_persist_set_trace(NULL);
+    expect("next read (coalesced)", 1, 0, 0, 4096, 0);
+    fill(want1, 4096, 7 + OPS - 1);
+    if (memcmp(want1, got1, 4096)) failures++, printf("FAIL: the coalesced block is not the newest write\n");
     dk_cfg.strict_apply = 1; /* DAXKIT_STRICT_APPLY=write */
     overwrites(s, fd, 4096, 4096, 5, true);
     expect("4 KiB overwrite, apply=write", OPS, 64, 4096, 4096, 2);
+    /* auto: the last applies of distinct blocks coalesced nothing, so writes are applied at once for now. */
     dk_cfg.strict_apply = 0;
+    overwrites(s, fd, 4096, 4096, 8, true);
+    expect("4 KiB overwrite, auto", OPS, 64, 4096, 4096, 2);
+    dk_cfg.strict_apply = 2; /* checkpoint */
     overwrites(s, fd, 4096, 4096, 6, false);
     expect("4 KiB overwrite (staged)", OPS, 64, 4096, 0, 2);
 
