@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Per-file costs of short-lived, file-creating programs (issue 2's metadata-heavy targets): rsync -a of a
-# source tree, git init + add + commit of it, and sqlite3 transactions with a rollback journal -- each run
+# source tree, git init + add + commit of it, and sqlite3 transactions with a rollback journal; and, as CPU
+# rather than wall time, the write-heavy ones of bench/apps.sh (sqlite3 in WAL mode, db_bench fillsync,
+# redis-server with appendfsync always: the server's CPU per run of redis-benchmark) -- each run
 # through the kernel, with the library loaded and nothing managed ("preload"), and under `daxkit run --dir`
 # ("daxkit"), variants interleaved per repetition. The figure is CPU time (user + system, children
 # included: perf stat -e task-clock), which another engineer's build on the other core disturbs far less
@@ -8,7 +10,8 @@
 # With INSN=1 each variant runs once under callgrind instead (instruction counts of every process, summed:
 # noise-free, but user space only -- the kernel's work in system calls is not counted).
 # Usage: bench/perfile.sh BUILD_DIR [MEDIUM] [OUT_CSV]   (MEDIUM: tmpfs (default) | hugetmpfs | xfs | ext4)
-# Environment: REPS (5), WORKLOADS ("rsync git sqlite"), VARIANTS ("kernel preload daxkit"), SQL_N (1000),
+# Environment: REPS (5), WORKLOADS ("rsync git sqlite"; also sqlitewal fillsync redis), VARIANTS ("kernel
+#              preload daxkit"), SQL_N (1000), SYNC_N (5000 synced puts), REDIS_N (20000 SETs),
 #              SRC_TREE (/usr/include/linux), INSN (0); variant "base" runs daxkit with BASE_LIB (another
 #              build's libdaxkit.so: before/after in one interleaved run).
 # Rows: medium,workload,variant,metric,value,rep  (metric cpu_s, wall_s, or insn).
@@ -23,6 +26,8 @@ REPS=${REPS:-5}
 WORKLOADS=${WORKLOADS:-"rsync git sqlite"}
 VARIANTS=${VARIANTS:-"kernel preload daxkit"}
 SQL_N=${SQL_N:-1000}
+SYNC_N=${SYNC_N:-5000}
+REDIS_N=${REDIS_N:-20000}
 TREE=${SRC_TREE:-/usr/include/linux}
 INSN=${INSN:-0}
 LIB=$(dk_lib) || exit 1
@@ -82,6 +87,47 @@ work_sqlite() {
         print "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, n INTEGER);"
         for (i = 1; i <= n; i++) printf "INSERT INTO t VALUES(%d, hex(randomblob(50)), %d);\n", i, i }' > "$ROOT/i.sql"
     run sh -c "sqlite3 '$DIR/t.db' < '$ROOT/i.sql'"
+}
+# The same inserts in WAL mode, synchronous=FULL (bench/apps.sh's insert-txn-wal).
+work_sqlitewal() {
+    awk -v n="$SQL_N" 'BEGIN { print "PRAGMA journal_mode=wal;"; print "PRAGMA synchronous=FULL;"
+        print "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, n INTEGER);"
+        for (i = 1; i <= n; i++) printf "INSERT INTO t VALUES(%d, hex(randomblob(50)), %d);\n", i, i }' > "$ROOT/w.sql"
+    run sh -c "sqlite3 '$DIR/t.db' < '$ROOT/w.sql'"
+}
+# Every put synced (bench/apps.sh's fillsync).
+work_fillsync() {
+    run sh -c "db_bench --db='$DIR/syncdb' --benchmarks=fillrandom --sync=1 --num=$SYNC_N --value_size=100 \
+        --compression_type=none --seed=1 --stats_interval_seconds=0 2> /dev/null"
+}
+# The server's CPU (task-clock of redis-server alone) for REDIS_N SETs with appendfsync always; the client
+# runs without the library.
+work_redis() {
+    [ "$INSN" = 1 ] && { echo "perfile: redis is measured by CPU time only (INSN=1 skips it)" >&2; return 0; }
+    local port t t0 i
+    port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 12000 ))
+    local env=(env -u DAXKIT_DIR -u LD_PRELOAD)
+    case $VARIANT in
+    preload) env+=(LD_PRELOAD="$LIB") ;;
+    daxkit) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR") ;;
+    base) env+=(LD_PRELOAD="${BASE_LIB:?variant base needs BASE_LIB}" DAXKIT_DIR="$DIR") ;;
+    esac
+    t=$(mktemp)
+    t0=$(date +%s%N)
+    perf stat -x, -e task-clock -o "$t" -- "${env[@]}" redis-server --bind 127.0.0.1 --port "$port" --dir "$DIR" \
+        --appendonly yes --appendfsync always --save "" --daemonize no --logfile "$DIR/redis.log" \
+        > /dev/null 2>&1 < /dev/null &
+    local pid=$!
+    for i in $(seq 1 200); do
+        [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" = PONG ] && break
+        sleep 0.05
+    done
+    redis-benchmark -h 127.0.0.1 -p "$port" -t set -n "$REDIS_N" -c 4 -r 100000 -d 64 -q > /dev/null 2>&1
+    redis-cli -h 127.0.0.1 -p "$port" shutdown nosave > /dev/null 2>&1 || true
+    wait "$pid" || true
+    CPU_S=$(awk -F, '$3 == "task-clock" { printf "%.4f", $1 / 1000 }' "$t")
+    WALL_S=$(awk -v t0="$t0" -v t1="$(date +%s%N)" 'BEGIN { printf "%.4f", (t1 - t0) / 1e9 }')
+    rm -f "$t"
 }
 
 for REP in $(seq 1 "$REPS"); do
