@@ -138,13 +138,14 @@ static int file_first_map(struct up_file *f, int fd) {
 /* Names that never open a managed regular file, so that their open needs no fstat to tell: the kernel's
  * character devices by their canonical names (rsync and git open /dev/urandom once for every file they
  * write), and a managed directory itself by the absolute name it was given (SQLite opens the database's
- * directory to fsync it, once per rollback-journal transaction). */
-static bool never_a_file(const char *path) {
+ * directory to fsync it, once per rollback-journal transaction) -- unless O_TMPFILE makes a file in it. */
+static bool never_a_file(const char *path, int oflags) {
     static const char *const names[] = {"/dev/urandom", "/dev/random", "/dev/null", "/dev/zero", "/dev/full", "/dev/tty"};
     if (!path || path[0] != '/') return false;
     if (strncmp(path, "/dev/", 5) == 0)
         for (size_t i = 0; i < DK_ARRAY_LEN(names); i++)
             if (strcmp(path, names[i]) == 0) return true;
+    if ((oflags & O_TMPFILE) == O_TMPFILE) return false; /* an unnamed file in that directory */
     size_t n = strlen(path);
     while (n > 1 && path[n - 1] == '/') n--;
     for (int i = 0; i < up_roots_count(); i++) {
@@ -157,7 +158,7 @@ static bool never_a_file(const char *path) {
 int up_adopt(int fd, int oflags, int dirfd, const char *path) {
     if (!up_enabled) return 0;
     if ((oflags & O_DIRECTORY) && path) up_dirfd_note_open(fd, dirfd, path); /* the kernel checked: a directory */
-    if ((oflags & O_PATH) || never_a_file(path)) return 0;
+    if ((oflags & O_PATH) || never_a_file(path, oflags)) return 0;
     DK_ERRNO_SAVE;
     struct stat st;
     if (DK_REAL(fstat)(fd, &st) != 0 || !S_ISREG(st.st_mode) || !up_dev_is_managed(st.st_dev)) {

@@ -126,6 +126,21 @@ int main(int argc, char **argv) {
     if (dirfd(out_dir) != num) NOTE("opendir did not reuse descriptor %d; the reuse case is not exercised", num);
     expect(dirfd(out_dir), "od", false, "a name relative to an opendir descriptor beside it (number reused)");
     closedir(out_dir);
+
+    /* The managed directory by its own name is a directory (no fstat at its open) -- unless O_TMPFILE
+     * makes an unnamed file in it. */
+    uint64_t before[DK_C_COUNT], after[DK_C_COUNT];
+    CHECK(st_stats(getpid(), before), "no stats file");
+    int tfd = open(dir, O_RDWR | O_TMPFILE, 0600);
+    if (tfd < 0) NOTE("O_TMPFILE refused here (%s): not exercised", strerror(errno));
+    else {
+        CHECK(st_stats(getpid(), after), "no stats file");
+        CHECK(after[DK_C_opens] - before[DK_C_opens] == 1, "an O_TMPFILE file in the directory was not served");
+        OK(close(tfd));
+    }
+    int rfd = OK(open(dir, O_RDONLY));
+    OK(fsync(rfd)); /* SQLite's directory sync */
+    OK(close(rfd));
     printf("ok: names are judged as the kernel resolves them (absolute, relative, .., links, chdir, fchdir)\n");
     return 0;
 }
