@@ -10,7 +10,7 @@
 # With INSN=1 each variant runs once under callgrind instead (instruction counts of every process, summed:
 # noise-free, but user space only -- the kernel's work in system calls is not counted).
 # Usage: bench/perfile.sh BUILD_DIR [MEDIUM] [OUT_CSV]   (MEDIUM: tmpfs (default) | hugetmpfs | xfs | ext4)
-# Environment: REPS (5), WORKLOADS ("rsync git sqlite"; also sqlitewal fillsync redis), VARIANTS ("kernel
+# Environment: REPS (5), WORKLOADS ("rsync git sqlite"; also tar sqlitewal fillsync redis), VARIANTS ("kernel
 #              preload daxkit"), SQL_N (1000), SYNC_N (5000 synced puts), REDIS_N (20000 SETs),
 #              SRC_TREE (/usr/include/linux), INSN (0); variant "base" runs daxkit with BASE_LIB (another
 #              build's libdaxkit.so: before/after in one interleaved run).
@@ -74,6 +74,13 @@ run() {
 work_rsync() {
     cp -a "$ROOT/src" "$DIR/s"
     run rsync -a "$DIR/s/" "$DIR/r/"
+}
+# tar cf of the tree, then tar xf of the archive (bench/apps.sh's tar-create and tar-extract).
+work_tar() {
+    cp -a "$ROOT/src" "$DIR/t"
+    run tar -C "$DIR" -cf "$DIR/t.tar" t
+    mkdir -p "$DIR/x"
+    run tar -C "$DIR/x" -xf "$DIR/t.tar"
 }
 work_git() {
     cp -a "$ROOT/src" "$DIR/g"

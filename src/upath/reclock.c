@@ -24,10 +24,10 @@
 #include "upath/io.h"
 #include "upath/upath.h"
 
-/* Lock calls of this process: started, and in flight. Two that overlap in time may reach the kernel in
- * either order: the set becomes unknown. */
-static uint64_t calls_started;
-static uint32_t calls_in_flight;
+/* Lock calls of this process: in flight (high 32 bits) and started (low 32 bits), one atomic word. Two
+ * that overlap in time may reach the kernel in either order: the set becomes unknown. */
+static uint64_t calls;
+#define CALL_IN_FLIGHT (1ull << 32)
 
 static void set_empty(struct up_lockset *ls) {
     ls->n = 0;
@@ -55,20 +55,26 @@ static void add_range(struct up_lockset *ls, uint64_t a, uint64_t b) {
     ls->n = k + 1;
 }
 
-/* [a, b) leaves the set (a range may split in two). */
+/* [a, b) leaves the set (in place: a range may split in two). */
 static void sub_range(struct up_lockset *ls, uint64_t a, uint64_t b) {
     if (ls->unknown) return;
-    uint64_t start[2 * UP_LOCK_RANGES], end[2 * UP_LOCK_RANGES];
     uint8_t k = 0;
+    bool split = false;
+    uint64_t split_end = 0;
     for (uint8_t i = 0; i < ls->n; i++) {
-        if (ls->start[i] < a) start[k] = ls->start[i], end[k] = DK_MIN(ls->end[i], a), k++;
-        if (ls->end[i] > b) start[k] = DK_MAX(ls->start[i], b), end[k] = ls->end[i], k++;
+        uint64_t s = ls->start[i], e = ls->end[i];
+        if (e <= a || s >= b) ls->start[k] = s, ls->end[k] = e, k++;               /* apart */
+        else if (s < a && e > b) ls->start[k] = s, ls->end[k] = a, k++, split = true, split_end = e;
+        else if (s < a) ls->start[k] = s, ls->end[k] = a, k++;                     /* its head stays */
+        else if (e > b) ls->start[k] = b, ls->end[k] = e, k++;                     /* its tail stays */
     }
-    if (k > UP_LOCK_RANGES) {
-        ls->unknown = true;
-        return;
+    if (split) {
+        if (k == UP_LOCK_RANGES) {
+            ls->unknown = true;
+            return;
+        }
+        ls->start[k] = b, ls->end[k] = split_end, k++;
     }
-    for (uint8_t i = 0; i < k; i++) ls->start[i] = start[i], ls->end[i] = end[i];
     ls->n = k;
 }
 
@@ -100,15 +106,13 @@ static void after_change(struct up_file *f) {
 static bool is_posix_setlk(int cmd) { return cmd == F_SETLK || cmd == F_SETLKW; }
 
 struct up_lock_call up_lock_call_begin(void) {
-    struct up_lock_call c;
-    c.busy = __atomic_fetch_add(&calls_in_flight, 1, __ATOMIC_ACQ_REL) != 0;
-    c.seq = __atomic_fetch_add(&calls_started, 1, __ATOMIC_ACQ_REL);
-    return c;
+    uint64_t before = __atomic_fetch_add(&calls, CALL_IN_FLIGHT | 1, __ATOMIC_ACQ_REL);
+    return (struct up_lock_call){.seq = (uint32_t)before, .busy = (before >> 32) != 0};
 }
 
 void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l, bool ok) {
-    bool overlapped = c.busy || __atomic_load_n(&calls_started, __ATOMIC_ACQUIRE) != c.seq + 1;
-    overlapped |= __atomic_sub_fetch(&calls_in_flight, 1, __ATOMIC_ACQ_REL) != 0;
+    uint64_t now = __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL);
+    bool overlapped = c.busy || (now >> 32) != 0 || (uint32_t)now != (uint32_t)(c.seq + 1);
     bool unlock = l->l_type == F_UNLCK;
     if (!ok) return;
     struct up_slot *s = up_fd_slot(fd);
