@@ -112,7 +112,8 @@ static int block_write(struct alog_file *f, struct alog_leaf *leaf, uint64_t bas
                        const void *src, uint32_t n) {
     uint32_t s = (uint32_t)((base & ((1ull << ALOG_LEAF_SHIFT) - 1)) >> ALOG_BLOCK_SHIFT_MIN);
     struct alog_ent *e = leaf->slot[s];
-    if (e && e->epoch < f->epoch && e->redo && src && e->older_count < ALOG_SUPERSEDE_CHAIN_MAX)
+    if (e && e->epoch < f->epoch && e->redo && f->policy == ALOG_REDO && src &&
+        e->older_count < ALOG_SUPERSEDE_CHAIN_MAX)
         return block_write_supersede(f, leaf, e, a, src, n);
     if (e && e->epoch < f->epoch) {
         int rc = alog_entry_retire(f, e);
