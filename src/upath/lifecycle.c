@@ -80,6 +80,13 @@ void up_init(void) {
     dk_config_load(&dk_cfg, NULL, report_config);
     config_errors += validate_more();
     dk_persist_init(dk_cfg.flush);
+    up_fsize_refresh(); /* before any file of ours is made: they could cross it (SIGXFSZ) */
+    if (!dk_cfg.disable && up_fsize_limited()) {
+        dk_log("RLIMIT_FSIZE is %llu bytes: daxkit's own files (staging, logs, stats) could cross it and the "
+               "kernel would kill the program with SIGXFSZ; running without acceleration (raise `ulimit -f`)",
+               (unsigned long long)up_fsize_limit_bytes);
+        dk_cfg.disable = true;
+    }
     if (config_errors) {
         if (dk_cfg.strict_config) {
             dk_log("DAXKIT_STRICT_CONFIG=1: opening managed files fails with EINVAL until the options are fixed");
@@ -104,7 +111,6 @@ void up_init(void) {
     for (int i = 0; i < up_roots_count(); i++) up_recover_dir(up_root_at(i)->path, NULL);
     up_atomic_recover_roots(); /* DAXKIT_ATOMIC files of dead processes: their last commit, before main */
     up_guard_init();
-    up_fsize_refresh();
     up_enabled = true;
     adopt_inherited();
     DK_ERRNO_RESTORE;
