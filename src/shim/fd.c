@@ -68,6 +68,7 @@ DK_EXPORT int dup(int fd) {
 
 static int dup_to(int oldfd, int newfd, int flags, bool three) {
     if (up_enabled) up_dirfd_forget(newfd);
+    if (up_enabled && oldfd != newfd && DK_UNLIKELY(up_fd_is_internal(newfd))) up_aux_vacate(newfd);
     if (up_enabled && oldfd != newfd && up_fd_slot(newfd) && DK_REAL(fcntl)(oldfd, F_GETFD) >= 0) up_close(newfd);
     int r = three ? DK_REAL(dup3)(oldfd, newfd, flags) : DK_REAL(dup2)(oldfd, newfd);
     if (r >= 0 && up_enabled && oldfd != newfd && up_fd_slot(oldfd)) up_dup(oldfd, newfd);

@@ -115,6 +115,7 @@ int up_fd_bind(int fd, struct up_slot *s) {
     e->stale = 0;
     entry_note(fd, e->internal, true);
     e->internal = 0;
+    e->aux_of = NULL;
     __atomic_store_n(&e->slot, s, __ATOMIC_RELEASE);
     return 0;
 }

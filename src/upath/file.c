@@ -85,6 +85,7 @@ static void file_free(struct up_file *f) {
     f->all_next->all_prev = f->all_prev;
     up_sizerec_release(f);
     up_map_drop(&f->map);
+    up_aux_close(f);
     free(f->staged);
     pthread_rwlock_destroy(&f->rw);
     pthread_mutex_destroy(&f->mu);
@@ -114,6 +115,7 @@ struct up_file *up_file_get(struct up_root *r, const struct stat *st, const char
     pthread_mutex_init(&f->mu, NULL);
     pthread_mutex_init(&f->strict_mu, NULL);
     f->rescue_fd = -1;
+    f->aux_fd = -1;
     f->open_refs = 1;
     /* posix mode: what another entry of this inode left -- one dropped from the closed list, one of an
      * earlier process -- may not be durable yet: the first fsync goes to the kernel where the medium needs

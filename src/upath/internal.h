@@ -130,10 +130,10 @@ int up_stage_take(struct up_root *r, uint64_t base, uint64_t end, bool heap_ok, 
 bool up_stage_grow(struct up_staged *s, uint64_t end);
 /* Returns a slot after its data moved into the file (cloned slots are refreshed in the background). */
 void up_stage_give_back(struct up_root *r, struct up_staged *s, bool cloned);
-/* Asks the root's background thread to fault in [off, off+len) of the file open as fd (through a
- * descriptor of the job's own): the extend strategy's next step, so that appends store into pages that
- * exist. False when not queued (the appends then fault the pages in themselves). */
-bool up_stage_prefault(struct up_root *r, int fd, uint64_t off, uint64_t len);
+/* Asks the root's background thread to fault in [off, off+len) of f, open as fd (through a mapping made
+ * here, under f->mu): the extend strategy's next step, so that appends store into pages that exist. False
+ * when not queued (the appends then fault the pages in themselves). */
+bool up_stage_prefault(struct up_file *f, int fd, uint64_t off, uint64_t len);
 int up_stage_fd(const struct up_stg_file *sf);
 /* Forgets every pool after fork (the child must not write into the parent's staging files). */
 void up_stage_after_fork_child(void);
@@ -276,6 +276,7 @@ struct up_file {
     bool kernel_only;       /* could not be mapped: every call passes through */
     struct up_atomic *atomic; /* DAXKIT_ATOMIC: served by the failure-atomic engine (atomic_route.c) */
     int rescue_fd;          /* internal duplicate kept when a publish at close failed (-1: none) */
+    int aux_fd;             /* the file reopened read-write for mapping and relinks, under mu (auxfd.c) */
     int sizerec_slot;       /* published-size record slot + 1 (0: none) */
     bool sizerec_valid;     /* the record is valid: the kernel size may exceed pub_size */
     uint32_t unmapped_ios;  /* reads/overwrites sent to the kernel while the file was not mapped */
@@ -350,7 +351,21 @@ struct up_fd {
     struct up_slot *slot;
     uint32_t internal;                /* a descriptor daxkit owns: invisible to the program */
     uint32_t stale;                   /* the kernel offset moved while shared: resync before use */
+    struct up_file *aux_of;           /* internal: the file whose aux_fd this is (auxfd.c) */
 };
+
+/* ---- a file's auxiliary descriptor (auxfd.c) ---- */
+/* A descriptor of f that can map it read-write and be relinked into (not O_APPEND): the program's own fd
+ * when it is O_RDWR without O_APPEND (need_rdwr) or writable without O_APPEND, else the file reopened once
+ * and kept until the program closes a descriptor of the file. -errno when the file cannot be reopened so.
+ * Under f->mu. */
+int up_aux_fd(struct up_file *f, int fd, bool need_rdwr);
+/* The program closes a descriptor of f (the kernel drops the process's POSIX locks on the file then):
+ * the auxiliary descriptor goes too. Under f->mu. */
+void up_aux_close(struct up_file *f);
+/* The program is about to dup2/dup3 onto newfd, one of daxkit's descriptors: an auxiliary one moves to
+ * another number first. */
+void up_aux_vacate(int newfd);
 
 #define UP_FD_LEAF 1024
 #define UP_FD_LEAVES 1024             /* 1M descriptors */

@@ -222,7 +222,7 @@ static int extend_to(struct up_file *f, int fd, uint64_t end) {
     f->meta_dirty = true;
     dk_count(DK_C_extends, 1);
     uint64_t pre = dk_round_up(DK_MAX(from, end), DK_HUGE_BYTES); /* the appender faults its own page */
-    if (ahead && pre < target) up_stage_prefault(f->root, fd, pre, target - pre);
+    if (ahead && pre < target) up_stage_prefault(f, fd, pre, target - pre);
     return 0;
 }
 

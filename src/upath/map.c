@@ -28,17 +28,6 @@ static char *reserve_aligned(uint64_t len) {
     return a;
 }
 
-/* An fd we can map read-write: the program's own when it is O_RDWR, else a reopen through /proc. */
-static int writable_fd(int fd, bool *opened) {
-    *opened = false;
-    int fl = dk_libc()->fcntl(fd, F_GETFL);
-    if (fl >= 0 && (fl & O_ACCMODE) == O_RDWR) return fd;
-    int w = up_fd_reopen(fd, O_RDWR);
-    if (w < 0) return -1;
-    *opened = true;
-    return w;
-}
-
 static int map_one(struct up_file *f, int fd, uint64_t off, uint64_t len) {
     const struct dk_libc *c = dk_libc();
     struct up_map *m = &f->map;
@@ -93,14 +82,13 @@ int up_map_grow(struct up_file *f, int fd, uint64_t want_bytes, uint64_t populat
     /* Grow geometrically so a growing file needs few mappings (vm.max_map_count is finite). */
     uint64_t target = DK_MAX(want_bytes, dk_round_up(m->mapped_bytes + m->mapped_bytes / 2, DK_HUGE_BYTES));
     target = DK_MIN(target, UP_MAP_MAX_BYTES);
-    bool opened = false;
     int wfd = fd;
     if (m->ext_count == 0) {
-        wfd = writable_fd(fd, &opened);
+        wfd = up_aux_fd(f, fd, true);
         m->writable = wfd >= 0;
         if (wfd < 0) wfd = fd;
     } else if (m->writable) {
-        wfd = writable_fd(fd, &opened);
+        wfd = up_aux_fd(f, fd, true);
         if (wfd < 0) return -EACCES;
     }
     int rc = 0;
@@ -110,7 +98,6 @@ int up_map_grow(struct up_file *f, int fd, uint64_t want_bytes, uint64_t populat
         rc = map_one(f, wfd, start, len);
         start += len;
     }
-    if (opened) dk_libc()->close(wfd);
     if (rc == 0 && dk_cfg.populate && populate_bytes) up_map_populate(f, 0, populate_bytes);
     return rc;
 }

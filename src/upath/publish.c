@@ -27,16 +27,14 @@ static int fd_flags(int fd) {
     return s ? (int)__atomic_load_n(&s->flags, __ATOMIC_ACQUIRE) : DK_REAL(fcntl)(fd, F_GETFL);
 }
 
-static int publish_fd(const struct up_file *f, int fd, bool *opened) {
-    *opened = false;
+/* The descriptor to relink through: the program's own when it can take the relink, else the file's
+ * auxiliary one (never a reopen closed after use: that would drop the program's POSIX locks). */
+static int publish_fd(struct up_file *f, int fd) {
     int fl = fd_flags(fd);
-    /* The kernel refuses FICLONERANGE into an O_APPEND descriptor: reopen where a clone may happen. */
+    /* The kernel refuses FICLONERANGE into an O_APPEND descriptor: another descriptor where a clone may happen. */
     bool append_ok = !(fl & O_APPEND) || (f->ksize == f->pub_size && f->root->clone_min_bytes == UINT64_MAX);
     if (fl >= 0 && (fl & O_ACCMODE) != O_RDONLY && append_ok) return fd;
-    int w = up_fd_reopen(fd, O_WRONLY);
-    if (w < 0) return -errno;
-    *opened = true;
-    return w;
+    return up_aux_fd(f, fd, false);
 }
 
 /* Bytes of the next pwrite of the copy of [start, end), now at off. While crash testing, a copy stops at its
@@ -182,8 +180,7 @@ int up_publish_locked(struct up_file *f, int fd) {
     bool staged = f->strategy == UP_STAGE && (f->staged_count || size != f->pub_size);
     bool extended = f->strategy == UP_EXTEND && f->ksize != size;
     if (!staged && !extended) return 0;
-    bool opened;
-    int wfd = publish_fd(f, fd, &opened);
+    int wfd = publish_fd(f, fd);
     if (wfd < 0) return wfd;
     /* The mapping must cover the new size before pub_size moves (readers trust pub_size). */
     int rc = up_map_keep(f, wfd, size);
@@ -199,7 +196,6 @@ int up_publish_locked(struct up_file *f, int fd) {
         dk_count(DK_C_publishes, 1);
     }
     f->meta_dirty = true;
-    if (opened) DK_REAL(close)(wfd);
     return rc;
 }
 

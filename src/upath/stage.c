@@ -41,11 +41,11 @@ struct up_stg_file {
     uint32_t stale_count;
 };
 
-/* A range of a file to fault in ahead of the extend strategy's appends; the job owns its descriptor. */
+/* A range of a file to fault in ahead of the extend strategy's appends: a mapping of its own, made by
+ * the appender (no descriptor: closing one would drop the program's POSIX locks), unmapped when done. */
 struct up_prefault {
-    int fd;
-    uint64_t off, len;
-    bool dax;
+    void *addr;
+    uint64_t len;
 };
 #define UP_PREFAULT_JOBS 8
 
@@ -174,19 +174,13 @@ static uint32_t pool_target_slots(const struct up_pool *p) {
     return DK_MIN(max, DK_MAX(2u, total / 2));
 }
 
-/* Faults the job's range in through a mapping of its own (the program's mappings may change meanwhile;
- * a range past a size cut since is refused by the kernel, harmlessly), then closes its descriptor. On
- * DAX the mapping is MAP_SYNC, so the blocks its faults allocate are durable metadata before they are
- * used (an fsync after the step's first one would not know of them); without MAP_SYNC, no prefault. */
+/* Faults the job's range in through its own mapping (the program's mappings may change meanwhile; a
+ * range past a size cut since is refused by the kernel, harmlessly), then unmaps it. On DAX the mapping
+ * is MAP_SYNC, so the blocks its faults allocate are durable metadata before they are used (an fsync
+ * after the step's first one would not know of them); without MAP_SYNC, no prefault. */
 static void prefault_run(const struct up_prefault *j) {
-    const struct dk_libc *c = dk_libc();
-    int flags = j->dax ? MAP_SHARED_VALIDATE | MAP_SYNC : MAP_SHARED;
-    void *a = c->mmap(NULL, j->len, PROT_READ | PROT_WRITE, flags, j->fd, (off_t)j->off);
-    if (a != MAP_FAILED) {
-        if (madvise(a, j->len, MADV_POPULATE_WRITE) == 0) dk_count(DK_C_prefault_bytes, j->len);
-        c->munmap(a, j->len);
-    }
-    up_internal_close(j->fd);
+    if (madvise(j->addr, j->len, MADV_POPULATE_WRITE) == 0) dk_count(DK_C_prefault_bytes, j->len);
+    dk_libc()->munmap(j->addr, j->len);
 }
 
 /* Background work, under p->mu: prefault jobs, refresh stale slots, then top up. Drops the lock around
@@ -554,21 +548,24 @@ int up_stage_take(struct up_root *r, uint64_t base, uint64_t end, bool heap_ok, 
     return 0;
 }
 
-bool up_stage_prefault(struct up_root *r, int fd, uint64_t off, uint64_t len) {
-    struct up_pool *p = pool_for(r);
+bool up_stage_prefault(struct up_file *f, int fd, uint64_t off, uint64_t len) {
+    struct up_pool *p = pool_for(f->root);
     if (!p || !len) return false;
-    int jfd = up_fd_reopen(fd, O_RDWR);
-    if (jfd < 0) return false;
-    jfd = up_internal_fd(jfd);
+    int mfd = up_aux_fd(f, fd, true);
+    if (mfd < 0) return false;
+    const struct dk_libc *c = dk_libc();
+    int flags = f->root->medium.medium == DK_MEDIUM_DAX ? MAP_SHARED_VALIDATE | MAP_SYNC : MAP_SHARED;
+    void *a = c->mmap(NULL, len, PROT_READ | PROT_WRITE, flags, mfd, (off_t)off);
+    if (a == MAP_FAILED) return false;
     pthread_mutex_lock(&p->mu);
     bool queued = !p->stopping && p->job_count < UP_PREFAULT_JOBS;
     if (queued) {
-        p->jobs[p->job_count++] = (struct up_prefault){jfd, off, len, r->medium.medium == DK_MEDIUM_DAX};
+        p->jobs[p->job_count++] = (struct up_prefault){a, len};
         start_thread_locked(p);
         pthread_cond_signal(&p->wake);
     }
     pthread_mutex_unlock(&p->mu);
-    if (!queued) up_internal_close(jfd);
+    if (!queued) c->munmap(a, len);
     return queued;
 }
 
@@ -618,7 +615,7 @@ void up_stage_after_fork_child(void) {
             up_internal_close(sf->fd);
             free(sf->free_bits), free(sf->stale_bits), free(sf);
         }
-        for (uint32_t k = 0; k < p->job_count; k++) up_internal_close(p->jobs[k].fd);
+        for (uint32_t k = 0; k < p->job_count; k++) dk_libc()->munmap(p->jobs[k].addr, p->jobs[k].len);
         if (p->lock_fd >= 0) up_internal_close(p->lock_fd);
         up_internal_close(p->area_fd);
         p->root->pool = NULL;

@@ -278,6 +278,7 @@ int up_close(int fd) {
     if (rc) keep_rescue_fd(f, fd);
     pthread_mutex_lock(&f->mu);
     up_locks_closed(f); /* the kernel drops the process's POSIX locks on the file at any close of it */
+    up_aux_close(f);    /* so closing ours now takes nothing more from the program */
     pthread_mutex_unlock(&f->mu);
     pthread_mutex_lock(&up_table_mu);
     struct up_slot *last = up_fd_unbind(fd);

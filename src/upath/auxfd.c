@@ -1,0 +1,72 @@
+/* A file's auxiliary descriptor. Mapping a file read-write needs an O_RDWR descriptor, and a relink by
+ * FICLONERANGE one without O_APPEND; the program's may be neither. The kernel drops all of a process's
+ * POSIX record locks on a file at the close of *any* of its descriptors, so a reopen closed right after
+ * use took the program's locks away (a read-only SQLite connection lost its SHARED lock at its file's
+ * first mapping; an O_APPEND writer its lock at a publish). The reopened descriptor is kept instead, and
+ * closed only when the program closes a descriptor of the file -- when the kernel drops the locks anyway.
+ * It is not moved to a high number (closing the low one would drop them too): a program's dup2 onto it
+ * moves it first (up_aux_vacate). */
+#include <fcntl.h>
+#include <sys/resource.h>
+
+#include "common/stats.h"
+#include "shim/libc.h"
+#include "upath/internal.h"
+
+static bool fits(int fl, bool need_rdwr) {
+    if (fl < 0 || (fl & O_APPEND)) return false;
+    return need_rdwr ? (fl & O_ACCMODE) == O_RDWR : (fl & O_ACCMODE) != O_RDONLY;
+}
+
+static void own(struct up_file *f, int fd) {
+    up_fd_mark_internal(fd, true);
+    struct up_fd *e = up_fd_entry(fd);
+    if (e) e->aux_of = f;
+    f->aux_fd = fd;
+}
+
+int up_aux_fd(struct up_file *f, int fd, bool need_rdwr) {
+    if (fits(dk_libc()->fcntl(fd, F_GETFL), need_rdwr)) return fd;
+    if (f->aux_fd >= 0) return f->aux_fd; /* opened O_RDWR: fits both */
+    DK_ERRNO_SAVE;
+    int a = up_fd_reopen(fd, O_RDWR);
+    int e = errno;
+    DK_ERRNO_RESTORE;
+    if (a < 0) return -e;
+    own(f, a);
+    dk_count(DK_C_aux_opens, 1);
+    return a;
+}
+
+void up_aux_close(struct up_file *f) {
+    if (f->aux_fd < 0) return;
+    struct up_fd *e = up_fd_entry(f->aux_fd);
+    if (e) e->aux_of = NULL;
+    up_fd_mark_internal(f->aux_fd, false);
+    DK_ERRNO_SAVE;
+    dk_libc()->close(f->aux_fd);
+    DK_ERRNO_RESTORE;
+    f->aux_fd = -1;
+}
+
+void up_aux_vacate(int newfd) {
+    struct up_fd *e = up_fd_entry(newfd);
+    struct up_file *f = e ? e->aux_of : NULL;
+    if (!f) return;
+    pthread_mutex_lock(&f->mu);
+    if (f->aux_fd == newfd) {
+        const struct dk_libc *c = dk_libc();
+        struct rlimit rl;
+        int floor = 512;
+        if (c->getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+            floor = (int)DK_MAX(16, (long)rl.rlim_cur - 64);
+        DK_ERRNO_SAVE;
+        int moved = c->fcntl(newfd, F_DUPFD_CLOEXEC, floor);
+        DK_ERRNO_RESTORE;
+        e->aux_of = NULL;
+        up_fd_mark_internal(newfd, false); /* the program's dup2 closes it in the kernel next */
+        f->aux_fd = -1;
+        if (moved >= 0) own(f, moved);
+    }
+    pthread_mutex_unlock(&f->mu);
+}

@@ -1,0 +1,141 @@
+/* The program's POSIX record locks survive everything the library does behind its back. The kernel drops
+ * all of a process's locks on a file at the close of any of its descriptors, so the library must never
+ * open and close an extra descriptor of a file the program may hold locked (review 7, finding 3: a
+ * read-only descriptor's lock vanished at the file's first mapping, an O_APPEND writer's at a publish).
+ * Each case takes a lock, makes the library map / publish / prefault / fork, and asks another process
+ * (raw system calls, no library) whether the lock is still there; then the program dup2s onto the
+ * library's own descriptor and everything must still work. argv[1]: managed directory. argv[2]: the case
+ * (rdonly_map, append_publish, extend_prefault). append_publish reopens only where the publish clones
+ * (XFS): on huge tmpfs it checks that the publish and the fork keep the lock. */
+#include "shim_test.h"
+
+/* Whether a process other than us sees our lock on [start, start+len): F_GETLK from a raw child. */
+static bool lock_held(const char *path, short type, off_t start, off_t len) {
+    pid_t parent = getpid();
+    pid_t c = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+    if (c == 0) {
+        int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR);
+        struct flock fl = {.l_type = (short)(type == F_RDLCK ? F_WRLCK : F_WRLCK), .l_whence = SEEK_SET,
+                           .l_start = start, .l_len = len};
+        if (fd < 0 || syscall(SYS_fcntl, fd, F_GETLK, &fl) != 0) syscall(SYS_exit_group, 2);
+        syscall(SYS_exit_group, fl.l_type != F_UNLCK && fl.l_pid == parent ? 0 : 1);
+    }
+    CHECK(c > 0, "clone: %s", strerror(errno));
+    int st;
+    CHECK(syscall(SYS_wait4, c, &st, 0, NULL) == c, "wait4");
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 2, "the checker could not open %s or ask for the lock", path);
+    return WEXITSTATUS(st) == 0;
+}
+
+static void take(int fd, short type) {
+    struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    CHECK(fcntl(fd, F_SETLK, &fl) == 0, "F_SETLK: %s", strerror(errno));
+}
+
+static void make(const char *path, size_t n) {
+    static uint8_t buf[1 << 20];
+    st_fill(buf, 1, 0, n);
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    st_write_all(fd, buf, n);
+    OK(close(fd));
+}
+
+static bool open_at_start[64];
+static int program_fds[8], n_program_fds;
+
+static int prog_open(const char *path, int flags) {
+    int fd = OK(open(path, flags));
+    if (n_program_fds < 8) program_fds[n_program_fds++] = fd;
+    return fd;
+}
+
+static bool is_program_fd(int n) {
+    for (int i = 0; i < n_program_fds; i++)
+        if (program_fds[i] == n) return true;
+    return n < 64 && open_at_start[n];
+}
+
+/* The program dup2s onto every descriptor number below 64 that it did not open (the library's own,
+ * invisible to it): the library must move out of the way and keep serving the file, and a write through
+ * it must reach the file. */
+static void dup2_over_internal(int fd, const char *path, bool append) {
+    int victims = 0;
+    for (int n = 3; n < 64; n++) {
+        if (is_program_fd(n) || syscall(SYS_fcntl, n, F_GETFD) < 0) continue;
+        int null = OK(open("/dev/null", O_RDONLY));
+        OK(dup2(null, n));
+        OK(close(null));
+        OK(close(n));
+        victims++;
+    }
+    struct stat st;
+    OK(fstat(fd, &st));
+    off_t at = append ? st.st_size : 0;
+    CHECK(pwrite(fd, "Q", 1, 0) == 1, "pwrite after the program took the library's descriptor numbers: %s",
+          strerror(errno));
+    OK(fsync(fd));
+    char c = 0;
+    int r = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY);
+    CHECK(r >= 0 && syscall(SYS_pread64, r, &c, 1, at) == 1 && c == 'Q',
+          "the byte written after the dup2s is not in the file (read '%c')", c);
+    syscall(SYS_close, r);
+    NOTE("%d descriptor number(s) of the library's taken over by dup2; %s still served", victims, path);
+}
+
+static uint64_t reopens(void) {
+    uint64_t v[DK_C_COUNT];
+    CHECK(st_stats(getpid(), v), "stats");
+    return v[DK_C_aux_opens];
+}
+
+int main(int argc, char **argv) {
+    const char *dir = st_dir(argc, argv);
+    st_require_library();
+    CHECK(argc > 2, "usage: shim_locks_kept DIR rdonly_map|append_publish|extend_prefault");
+    st_watchdog(60);
+    for (int n = 0; n < 64; n++) open_at_start[n] = syscall(SYS_fcntl, n, F_GETFD) >= 0;
+    const char *what = argv[2];
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "locked");
+    uint8_t buf[65536];
+    if (!strcmp(what, "rdonly_map")) { /* SQLite's read-only connection: SHARED lock, then reads */
+        make(path, 1 << 20);
+        int fd = prog_open(path, O_RDONLY);
+        take(fd, F_RDLCK);
+        for (int i = 0; i < 40; i++) CHECK(pread(fd, buf, 4096, (off_t)i * 4096) == 4096, "pread");
+        CHECK(lock_held(path, F_RDLCK, 0, 1), "the read lock is gone after the library mapped the file");
+        int w = prog_open(path, O_WRONLY); /* a writable descriptor of the same file: the lock stays ours */
+        take(w, F_WRLCK);
+        OK(pwrite(w, buf, 4096, 8192));
+        CHECK(lock_held(path, F_WRLCK, 0, 1), "the write lock is gone after an overwrite");
+        CHECK(reopens() > 0, "the library did not reopen the read-only file to map it: the case tests nothing");
+        dup2_over_internal(w, path, false);
+    } else if (!strcmp(what, "append_publish")) { /* an O_APPEND writer under its own lock */
+        make(path, 0);
+        int fd = prog_open(path, O_WRONLY | O_APPEND);
+        take(fd, F_WRLCK);
+        for (int i = 0; i < 8; i++) st_write_all(fd, buf, 5000);
+        OK(fsync(fd));
+        CHECK(lock_held(path, F_WRLCK, 0, 1), "the lock is gone after the publish at fsync");
+        st_write_all(fd, buf, 60000);
+        pid_t c = fork(); /* a publish point */
+        if (c == 0) _exit(0);
+        CHECK(c > 0 && waitpid(c, NULL, 0) == c, "fork/waitpid");
+        CHECK(lock_held(path, F_WRLCK, 0, 1), "the lock is gone after the publish at fork");
+        dup2_over_internal(fd, path, true);
+    } else if (!strcmp(what, "extend_prefault")) { /* DAXKIT_APPEND=extend, DAXKIT_EXTEND_SYNC=keep */
+        make(path, 0);
+        int fd = prog_open(path, O_WRONLY);
+        take(fd, F_WRLCK);
+        for (int i = 0; i < 400; i++) st_write_all(fd, buf, sizeof buf); /* 25 MiB: several steps ahead */
+        OK(fsync(fd));
+        usleep(100000); /* let the background thread finish its prefaults */
+        CHECK(lock_held(path, F_WRLCK, 0, 1), "the lock is gone after the extension steps and prefaults");
+        CHECK(reopens() > 0, "the library did not reopen the write-only file to map it: the case tests nothing");
+        dup2_over_internal(fd, path, false);
+    } else {
+        FAIL("unknown case %s", what);
+    }
+    NOTE("%s: lock held throughout; %llu file(s) reopened by the library", what, (unsigned long long)reopens());
+    return 0;
+}
