@@ -228,7 +228,11 @@ static int persist_file(struct up_file *f, int fd, bool datasync, bool meta) {
         dk_fence();      /* data stores were written back as they were made */
         kernel = meta;   /* sizes and relinked blocks are file-system metadata */
         break;
-    case DK_MEDIUM_PAGECACHE: kernel = meta || dirty; break;
+    case DK_MEDIUM_PAGECACHE:
+        /* Always: fsync makes durable what any process wrote into the page cache, not only this one. */
+        kernel = true;
+        (void)dirty;
+        break;
     case DK_MEDIUM_VOLATILE: kernel = false; break; /* nothing to make durable; survives process crash */
     }
     if (!kernel) return 0;

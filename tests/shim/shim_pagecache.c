@@ -88,5 +88,22 @@ int main(int argc, char **argv) {
           "is in the page cache only)");
     OK(close(fd));
     printf("ok: an fsync after a reopen reaches the kernel although the cache forgot the file\n");
+
+    /* fsync makes durable what *any* process wrote: another one's write (raw system calls, no fsync of its
+     * own) while this process has nothing dirty must still reach the kernel's fsync (review 7, finding 17). */
+    fd = OK(open(path, O_RDWR));
+    st_pwrite_all(fd, big, 4096, 0);
+    OK(fsync(fd));
+    int raw = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY);
+    CHECK(raw >= 0 && syscall(SYS_pwrite64, raw, "OTHER", 5, 0) == 5, "the other writer's pwrite");
+    syscall(SYS_close, raw);
+    kfs = counter(DK_C_fsyncs_kernel);
+    OK(fsync(fd));
+    OK(fdatasync(fd));
+    CHECK(counter(DK_C_fsyncs_kernel) == kfs + 2,
+          "fsync/fdatasync with nothing of this process dirty skipped the kernel: another writer's bytes stay "
+          "in the page cache only (%llu kernel syncs of 2)", (unsigned long long)(counter(DK_C_fsyncs_kernel) - kfs));
+    OK(close(fd));
+    printf("ok: fsync and fdatasync reach the kernel when only another process wrote\n");
     return 0;
 }
