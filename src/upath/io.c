@@ -336,14 +336,7 @@ static ssize_t read_unmapped(struct up_file *f, int fd, char *buf, size_t n, uin
     return r;
 }
 
-/* An overwrite of published bytes on a page-cache medium, by pwrite through the program's descriptor
- * (posix mode; strict mode's apply). A store through a shared mapping of the page cache takes a write
- * fault (page_mkwrite) on every page that writeback cleaned, and the fsync must then write-protect each
- * page again: on XFS, 4 KiB random overwrites with fsync every 10 ran at 0.3x the kernel's pwrite (op
- * median 6.5 against 3.2 us, fsync 480 against 108 us). Inside a guard section: no truncate of ours cuts
- * the range in between. 1 when done, 0 when the caller must (not page cache, descriptor not fit, range not
- * published), or -errno. */
-/* Whether an overwrite through `fd` may go to the page cache by pwrite (see above). */
+/* Whether an overwrite through `fd` may go to the page cache by pwrite (see overwrite_by_pwrite). */
 static bool pwrite_fits(struct up_file *f, int fd) {
     if (f->root->persist_as != DK_MEDIUM_PAGECACHE) return false; /* first: every overwrite on any medium asks */
     const struct up_slot *s = up_fd_slot(fd);
@@ -353,38 +346,34 @@ static bool pwrite_fits(struct up_file *f, int fd) {
     return __atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE) || dk_cfg.mode != DK_MODE_POSIX;
 }
 
-/* Under a guard section: [off, off+n) is published and inside the kernel size. */
-static bool published(struct up_file *f, size_t n, uint64_t off) {
-    return off + n <= __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) && off + n <= __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE);
-}
-
-int up_io_overwrite_by_pwrite(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
-    if (!pwrite_fits(f, fd)) return 0;
-    enum up_guard_entry fast = up_guard_read_enter(f);
-    int rc = 0;
-    if (published(f, n, off)) {
-        rc = dk_pwrite_all(fd, buf, n, off, 0, NULL);
-        if (rc == 0) rc = 1;
-        __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
-    }
-    up_guard_read_exit(f, fast);
-    if (rc == 1) dk_count(DK_C_pagecache_pwrites, 1);
-    return rc;
-}
-
-/* The program's overwrite on a page-cache medium (posix mode): one pwrite, whose count -- short after a
- * partial failure -- is the program's answer, as on the kernel path. Bytes, 0 when not taken, -errno. */
-static ssize_t overwrite_by_program_pwrite(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
+/* An overwrite of published bytes on a page-cache medium, by pwrite through the program's descriptor
+ * (posix mode; strict mode's apply). A store through a shared mapping of the page cache takes a write
+ * fault (page_mkwrite) on every page that writeback cleaned, and the fsync must then write-protect each
+ * page again: on XFS, 4 KiB random overwrites with fsync every 10 ran at 0.3x the kernel's pwrite (op
+ * median 6.5 against 3.2 us, fsync 480 against 108 us). Inside a guard section: no truncate of ours cuts
+ * the range in between. `whole`: write until done (strict's apply), else one pwrite whose count -- short
+ * after a partial failure -- is the program's answer, as on the kernel path. Bytes written, 0 when the
+ * caller must (not page cache, descriptor not fit, range not published), or -errno. */
+static ssize_t overwrite_by_pwrite(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool whole) {
     if (!pwrite_fits(f, fd)) return 0;
     enum up_guard_entry fast = up_guard_read_enter(f);
     ssize_t w = 0;
-    if (published(f, n, off)) {
-        w = pwrite_as_program(fd, buf, n, off);
+    if (off + n <= __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) && off + n <= __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE)) {
+        if (!whole) w = pwrite_as_program(fd, buf, n, off);
+        else {
+            int rc = dk_pwrite_all(fd, buf, n, off, 0, NULL);
+            w = rc ? rc : (ssize_t)n;
+        }
         __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
     }
     up_guard_read_exit(f, fast);
     if (w > 0) dk_count(DK_C_pagecache_pwrites, 1);
     return w;
+}
+
+int up_io_overwrite_by_pwrite(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
+    ssize_t w = overwrite_by_pwrite(f, fd, buf, n, off, true);
+    return w > 0 ? 1 : (int)w;
 }
 
 /* The common case without f->mu: an overwrite of published, mapped bytes. `fence`: false when the
@@ -514,7 +503,7 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
     if (DK_UNLIKELY(up_fsize_limited()) && sync != UP_IO_LOGGED)
         return write_under_fsize_limit(f, fd, buf, n, off, append, sync);
     /* Handed to the kernel as the program's own pwrite, its count is the answer (short counts included). */
-    ssize_t w = append || sync != UP_IO_ASYNC ? 0 : overwrite_by_program_pwrite(f, fd, buf, n, off);
+    ssize_t w = append || sync != UP_IO_ASYNC ? 0 : overwrite_by_pwrite(f, fd, buf, n, off, false);
     if (w == 0 && !append && overwrite_fast(f, buf, n, off, fence)) w = (ssize_t)n;
     if (w == 0 && !append && sync == UP_IO_ASYNC) w = overwrite_unmapped(f, fd, buf, n, off);
     if (w == 0) {
@@ -619,9 +608,11 @@ static inline bool sync_writes(const struct up_slot *s) {
 }
 
 /* One write of the program: strict mode logs it first (strict.c); the others go straight to the path.
- * Under a finite RLIMIT_FSIZE the write is cut or refused first, as the kernel would (fsize.c). */
+ * Under a finite RLIMIT_FSIZE a strict or atomic write is cut or refused first, as the kernel would
+ * (fsize.c); posix and sync writes go to the kernel then (write_under_fsize_limit). */
 static ssize_t write_op(struct up_slot *s, int fd, const void *buf, size_t n, uint64_t off, bool append) {
-    if (DK_UNLIKELY(up_fsize_limited())) {
+    bool own_path = s->file->atomic || dk_cfg.mode == DK_MODE_STRICT; /* the others hand it to the kernel */
+    if (DK_UNLIKELY(up_fsize_limited()) && own_path) {
         int rc = up_fsize_clamp(append ? up_file_size(s->file) : off, &n);
         if (rc) {
             errno = -rc;

@@ -20,14 +20,15 @@ dev=$DK_MEDIA_LOOP
 dir=$DK_MNT/managed
 mkdir -p "$dir"
 
-mark() { # mark FILE: prints the inode's reflink flag (0/1) as on disk
+mark() { # mark FILE: sets MARK to the inode's reflink flag (0/1) as on disk (not in a subshell: a skip
+    # or a failure inside $(...) would end only the subshell)
     local ino out
     ino=$(stat -c %i "$1") || dk_fail "stat $1"
     xfs_freeze -f "$DK_MNT" || dk_fail "xfs_freeze -f $DK_MNT"
     out=$(xfs_db -r -c "inode $ino" -c "print v3.reflink" "$dev" 2>&1)
     xfs_freeze -u "$DK_MNT" || dk_fail "xfs_freeze -u $DK_MNT"
     case $out in
-    *"v3.reflink = "[01]*) echo "${out##*= }" ;;
+    *"v3.reflink = "[01]*) MARK=${out##*= } ;;
     *) dk_skip "xfs_db cannot show the reflink flag here: $out" ;;
     esac
 }
@@ -35,13 +36,13 @@ mark() { # mark FILE: prints the inode's reflink flag (0/1) as on disk
 head -c 4194304 /dev/urandom > "$DK_MNT/src" || dk_fail "write the source"
 cp --reflink=always "$DK_MNT/src" "$DK_MNT/control" 2>/dev/null || dk_skip "no reflink on this XFS (cp --reflink failed)"
 sync
-control=$(mark "$DK_MNT/control")
-[ "$control" = 1 ] || dk_fail "a file made by cp --reflink reads reflink=$control: the probe cannot see the mark"
+mark "$DK_MNT/control"
+[ "$MARK" = 1 ] || dk_fail "a file made by cp --reflink reads reflink=$MARK: the probe cannot see the mark"
 
 # 4 MiB of 256 KiB appends: staged, relinked by clone at the fsync (whole blocks), then the slot is given back.
 LD_PRELOAD=$lib DAXKIT_DIR=$dir DAXKIT_STATS=1 \
     dd if="$DK_MNT/src" of="$dir/file" bs=256K conv=fsync status=none || dk_fail "dd under daxkit failed"
 cmp -s "$DK_MNT/src" "$dir/file" || dk_fail "the file written under daxkit differs from its source"
-got=$(mark "$dir/file")
-[ "$got" = 0 ] || dk_fail "after daxkit's fsync the file still carries XFS's reflink mark (reflink=$got)"
+mark "$dir/file"
+[ "$MARK" = 0 ] || dk_fail "after daxkit's fsync the file still carries XFS's reflink mark (reflink=$MARK)"
 echo "reflink_mark: control reflink=1, the file written under daxkit reflink=0 after fsync: pass"
