@@ -5,7 +5,8 @@
  * first mapping; an O_APPEND writer its lock at a publish). The reopened descriptor is kept instead, and
  * closed only when the program closes a descriptor of the file -- when the kernel drops the locks anyway.
  * It is not moved to a high number (closing the low one would drop them too): a program's dup2 onto it
- * moves it first (up_aux_vacate). */
+ * moves it first (up_aux_vacate). Strict mode's checkpoint keeps a duplicate for its fdatasync the same
+ * way (sync_fd). */
 #include <fcntl.h>
 #include <sys/resource.h>
 
@@ -18,11 +19,21 @@ static bool fits(int fl, bool need_rdwr) {
     return need_rdwr ? (fl & O_ACCMODE) == O_RDWR : (fl & O_ACCMODE) != O_RDONLY;
 }
 
-static void own(struct up_file *f, int fd) {
+static void own(struct up_file *f, int fd, int *field) {
     up_fd_mark_internal(fd, true);
     struct up_fd *e = up_fd_entry(fd);
     if (e) e->aux_of = f;
-    f->aux_fd = fd;
+    *field = fd;
+}
+
+static void disown(int *field) {
+    struct up_fd *e = up_fd_entry(*field);
+    if (e) e->aux_of = NULL;
+    up_fd_mark_internal(*field, false);
+    DK_ERRNO_SAVE;
+    dk_libc()->close(*field);
+    DK_ERRNO_RESTORE;
+    *field = -1;
 }
 
 int up_aux_fd(struct up_file *f, int fd, bool need_rdwr) {
@@ -33,20 +44,25 @@ int up_aux_fd(struct up_file *f, int fd, bool need_rdwr) {
     int e = errno;
     DK_ERRNO_RESTORE;
     if (a < 0) return -e;
-    own(f, a);
+    own(f, a, &f->aux_fd);
     dk_count(DK_C_aux_opens, 1);
     return a;
 }
 
-void up_aux_close(struct up_file *f) {
-    if (f->aux_fd < 0) return;
-    struct up_fd *e = up_fd_entry(f->aux_fd);
-    if (e) e->aux_of = NULL;
-    up_fd_mark_internal(f->aux_fd, false);
+int up_sync_fd(struct up_file *f, int fd) {
+    if (f->sync_fd >= 0) return f->sync_fd;
     DK_ERRNO_SAVE;
-    dk_libc()->close(f->aux_fd);
+    int d = dk_libc()->fcntl(fd, F_DUPFD_CLOEXEC, 512); /* above the program's low numbers; nothing closed */
+    if (d < 0) d = dk_libc()->fcntl(fd, F_DUPFD_CLOEXEC, 0); /* a low RLIMIT_NOFILE */
     DK_ERRNO_RESTORE;
-    f->aux_fd = -1;
+    if (d >= 0) own(f, d, &f->sync_fd);
+    return d;
+}
+
+void up_aux_close(struct up_file *f) {
+    if (f->aux_fd >= 0) disown(&f->aux_fd);
+    /* one the checkpoint still lists (its fdatasync failed) stays until the next close of the file */
+    if (f->sync_fd >= 0 && !up_strict_lists(f)) disown(&f->sync_fd);
 }
 
 void up_aux_vacate(int newfd) {
@@ -54,7 +70,8 @@ void up_aux_vacate(int newfd) {
     struct up_file *f = e ? e->aux_of : NULL;
     if (!f) return;
     pthread_mutex_lock(&f->mu);
-    if (f->aux_fd == newfd) {
+    int *field = f->aux_fd == newfd ? &f->aux_fd : f->sync_fd == newfd ? &f->sync_fd : NULL;
+    if (field) {
         const struct dk_libc *c = dk_libc();
         struct rlimit rl;
         int floor = 512;
@@ -65,8 +82,8 @@ void up_aux_vacate(int newfd) {
         DK_ERRNO_RESTORE;
         e->aux_of = NULL;
         up_fd_mark_internal(newfd, false); /* the program's dup2 closes it in the kernel next */
-        f->aux_fd = -1;
-        if (moved >= 0) own(f, moved);
+        *field = -1;
+        if (moved >= 0) own(f, moved, field);
     }
     pthread_mutex_unlock(&f->mu);
 }

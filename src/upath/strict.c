@@ -68,7 +68,7 @@ struct strict_lazy {
  * applied bytes themselves were written back as they were made, and one fence covers them all). */
 struct strict_dirty {
     struct up_file *f; /* alive until the checkpoint: closing a file is a checkpoint before it is dropped */
-    int fd;            /* an internal duplicate of a descriptor the program wrote through */
+    int fd;            /* f->sync_fd: a duplicate of a descriptor the program wrote through */
 };
 
 struct up_strict {
@@ -200,12 +200,21 @@ static int applied_make_durable(const struct up_root *r, struct up_strict *st) {
             st->dirty[kept++] = *d;
             continue;
         }
-        dk_count(DK_C_fsyncs_kernel, 1);
-        up_internal_close(d->fd);
+        dk_count(DK_C_fsyncs_kernel, 1); /* its descriptor stays: closing one drops the program's locks */
     }
     st->dirty_count = kept;
     DK_ERRNO_RESTORE;
     return rc;
+}
+
+bool up_strict_lists(struct up_file *f) {
+    struct up_strict *st = __atomic_load_n(&f->root->strict, __ATOMIC_ACQUIRE);
+    if (!st) return false;
+    pthread_mutex_lock(&st->dirty_mu);
+    bool listed = false;
+    for (unsigned i = 0; i < st->dirty_count && !listed; i++) listed = st->dirty[i].f == f;
+    pthread_mutex_unlock(&st->dirty_mu);
+    return listed;
 }
 
 /* Lists f for the next checkpoint's fdatasync when the medium needs it for a write that grows the file
@@ -222,11 +231,7 @@ static int note_applied(struct up_strict *st, struct up_file *f, int fd, uint64_
         if (i == STRICT_DIRTY_FILES_MAX) {
             rc = -ENOSPC;
         } else {
-            DK_ERRNO_SAVE;
-            int d = DK_REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 512); /* above the program's low numbers */
-            if (d >= 0) up_fd_mark_internal(d, true);
-            else if ((d = DK_REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0)) >= 0) d = up_internal_fd(d); /* low RLIMIT_NOFILE */
-            DK_ERRNO_RESTORE;
+            int d = up_sync_fd(f, fd); /* kept until the program closes the file (auxfd.c) */
             if (d < 0) rc = 1;
             else st->dirty[st->dirty_count++] = (struct strict_dirty){f, d};
         }

@@ -5,7 +5,7 @@
  * Each case takes a lock, makes the library map / publish / prefault / fork, and asks another process
  * (raw system calls, no library) whether the lock is still there; then the program dup2s onto the
  * library's own descriptor and everything must still work. argv[1]: managed directory. argv[2]: the case
- * (rdonly_map, append_publish, extend_prefault). append_publish reopens only where the publish clones
+ * (rdonly_map, append_publish, extend_prefault, strict_checkpoint). append_publish reopens only where the publish clones
  * (XFS): on huge tmpfs it checks that the publish and the fork keep the lock. */
 #include "shim_test.h"
 
@@ -91,7 +91,7 @@ static uint64_t reopens(void) {
 int main(int argc, char **argv) {
     const char *dir = st_dir(argc, argv);
     st_require_library();
-    CHECK(argc > 2, "usage: shim_locks_kept DIR rdonly_map|append_publish|extend_prefault");
+    CHECK(argc > 2, "usage: shim_locks_kept DIR rdonly_map|append_publish|extend_prefault|strict_checkpoint");
     st_watchdog(60);
     for (int n = 0; n < 64; n++) open_at_start[n] = syscall(SYS_fcntl, n, F_GETFD) >= 0;
     const char *what = argv[2];
@@ -132,6 +132,22 @@ int main(int argc, char **argv) {
         usleep(100000); /* let the background thread finish its prefaults */
         CHECK(lock_held(path, F_WRLCK, 0, 1), "the lock is gone after the extension steps and prefaults");
         CHECK(reopens() > 0, "the library did not reopen the write-only file to map it: the case tests nothing");
+        dup2_over_internal(fd, path, false);
+    } else if (!strcmp(what, "strict_checkpoint")) { /* SQLite back from EXCLUSIVE to SHARED after a commit */
+        make(path, 1 << 16);
+        int fd = prog_open(path, O_RDWR);
+        struct flock shared = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 100, .l_len = 1};
+        struct flock excl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 200, .l_len = 1};
+        OK(fcntl(fd, F_SETLK, &shared));
+        for (int round = 0; round < 3; round++) {
+            OK(fcntl(fd, F_SETLK, &excl));
+            OK(pwrite(fd, buf, 4096, 8192));
+            OK(pwrite(fd, buf, 4096, 1 << 16)); /* and an append */
+            excl.l_type = F_UNLCK; /* a publish point: the checkpoint fdatasyncs the file */
+            OK(fcntl(fd, F_SETLK, &excl));
+            excl.l_type = F_WRLCK;
+            CHECK(lock_held(path, F_RDLCK, 100, 1), "round %d: the shared lock is gone after the checkpoint", round);
+        }
         dup2_over_internal(fd, path, false);
     } else {
         FAIL("unknown case %s", what);
