@@ -7,12 +7,17 @@
  * It is not moved to a high number (closing the low one would drop them too): a program's dup2 onto it
  * moves it first (up_aux_vacate). Strict mode's checkpoint keeps a duplicate for its fdatasync the same
  * way (sync_fd). */
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 
 #include "common/stats.h"
 #include "shim/libc.h"
 #include "upath/internal.h"
+
+/* Kept descriptors count against the program's RLIMIT_NOFILE: at most a quarter of it (16 at least) are
+ * ours; past that the callers do without (a read-only mapping, a relink by copy, no prefault). */
+static uint32_t kept_count;
 
 static bool fits(int fl, bool need_rdwr) {
     if (fl < 0 || (fl & O_APPEND)) return false;
@@ -24,6 +29,7 @@ static void own(struct up_file *f, int fd, int *field) {
     struct up_fd *e = up_fd_entry(fd);
     if (e) e->aux_of = f;
     *field = fd;
+    __atomic_add_fetch(&kept_count, 1, __ATOMIC_RELAXED);
 }
 
 static void disown(int *field) {
@@ -34,11 +40,24 @@ static void disown(int *field) {
     dk_libc()->close(*field);
     DK_ERRNO_RESTORE;
     *field = -1;
+    __atomic_sub_fetch(&kept_count, 1, __ATOMIC_RELAXED);
+}
+
+static bool within_budget(void) {
+    struct rlimit rl;
+    uint64_t budget = 128;
+    if (dk_libc()->getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        budget = DK_MAX(16, rl.rlim_cur / 4);
+    return __atomic_load_n(&kept_count, __ATOMIC_RELAXED) < budget;
 }
 
 int up_aux_fd(struct up_file *f, int fd, bool need_rdwr) {
     if (fits(dk_libc()->fcntl(fd, F_GETFL), need_rdwr)) return fd;
     if (f->aux_fd >= 0) return f->aux_fd; /* opened O_RDWR: fits both */
+    if (!within_budget()) {
+        dk_count(DK_C_aux_refusals, 1);
+        return -EMFILE;
+    }
     DK_ERRNO_SAVE;
     int a = up_fd_reopen(fd, O_RDWR);
     int e = errno;
@@ -83,6 +102,7 @@ void up_aux_vacate(int newfd) {
         e->aux_of = NULL;
         up_fd_mark_internal(newfd, false); /* the program's dup2 closes it in the kernel next */
         *field = -1;
+        __atomic_sub_fetch(&kept_count, 1, __ATOMIC_RELAXED);
         if (moved >= 0) own(f, moved, field);
     }
     pthread_mutex_unlock(&f->mu);

@@ -463,8 +463,9 @@ static ssize_t write_by_kernel(struct up_file *f, int fd, const char *buf, size_
 
 /* posix and sync modes under a finite RLIMIT_FSIZE: every write is the kernel's (after a publish of what
  * is staged), so that its short count, EFBIG and SIGXFSZ are the program's, even for appends racing on an
- * O_APPEND descriptor, and nothing is accepted that could not be published. Counted as fallbacks. */
-static ssize_t write_under_fsize_limit(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off,
+ * O_APPEND descriptor, and nothing is accepted that could not be published. Also every write to a file
+ * mapped read-only. Counted as fallbacks. */
+static ssize_t write_through_kernel(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off,
                                        bool append, int sync) {
     bool appended = false;
     ssize_t w = write_by_kernel(f, fd, buf, n, &off, append, &appended);
@@ -501,7 +502,10 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
         up_size_verify_slow(f, fd); /* an exact end is needed: reclock.c */
     bool appended = false, fence = sync != UP_IO_LOGGED;
     if (DK_UNLIKELY(up_fsize_limited()) && sync != UP_IO_LOGGED)
-        return write_under_fsize_limit(f, fd, buf, n, off, append, sync);
+        return write_through_kernel(f, fd, buf, n, off, append, sync);
+    /* Mapped read-only (no read-write descriptor could be had: auxfd.c): stores would fault. */
+    if (DK_UNLIKELY(__atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE) && !f->map.writable))
+        return write_through_kernel(f, fd, buf, n, off, append, sync);
     /* Handed to the kernel as the program's own pwrite, its count is the answer (short counts included). */
     ssize_t w = append || sync != UP_IO_ASYNC ? 0 : overwrite_by_pwrite(f, fd, buf, n, off, false);
     if (w == 0 && !append && overwrite_fast(f, buf, n, off, fence)) w = (ssize_t)n;
@@ -609,7 +613,7 @@ static inline bool sync_writes(const struct up_slot *s) {
 
 /* One write of the program: strict mode logs it first (strict.c); the others go straight to the path.
  * Under a finite RLIMIT_FSIZE a strict or atomic write is cut or refused first, as the kernel would
- * (fsize.c); posix and sync writes go to the kernel then (write_under_fsize_limit). */
+ * (fsize.c); posix and sync writes go to the kernel then (write_through_kernel). */
 static ssize_t write_op(struct up_slot *s, int fd, const void *buf, size_t n, uint64_t off, bool append) {
     bool own_path = s->file->atomic || dk_cfg.mode == DK_MODE_STRICT; /* the others hand it to the kernel */
     if (DK_UNLIKELY(up_fsize_limited()) && own_path) {

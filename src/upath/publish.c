@@ -28,13 +28,20 @@ static int fd_flags(int fd) {
 }
 
 /* The descriptor to relink through: the program's own when it can take the relink, else the file's
- * auxiliary one (never a reopen closed after use: that would drop the program's POSIX locks). */
-static int publish_fd(struct up_file *f, int fd) {
+ * auxiliary one (never a reopen closed after use: that would drop the program's POSIX locks). *may_clone
+ * false: only through the program's O_APPEND descriptor, by copies at its end (no auxiliary descriptor to
+ * spare). */
+static int publish_fd(struct up_file *f, int fd, bool *may_clone) {
     int fl = fd_flags(fd);
+    bool writable = fl >= 0 && (fl & O_ACCMODE) != O_RDONLY;
+    bool at_end = f->ksize == f->pub_size; /* an O_APPEND pwrite lands at the kernel's end */
+    *may_clone = true;
     /* The kernel refuses FICLONERANGE into an O_APPEND descriptor: another descriptor where a clone may happen. */
-    bool append_ok = !(fl & O_APPEND) || (f->ksize == f->pub_size && f->root->clone_min_bytes == UINT64_MAX);
-    if (fl >= 0 && (fl & O_ACCMODE) != O_RDONLY && append_ok) return fd;
-    return up_aux_fd(f, fd, false);
+    if (writable && (!(fl & O_APPEND) || (at_end && f->root->clone_min_bytes == UINT64_MAX))) return fd;
+    int a = up_aux_fd(f, fd, false);
+    if (a >= 0 || !writable || !at_end) return a;
+    *may_clone = false;
+    return fd;
 }
 
 /* Bytes of the next pwrite of the copy of [start, end), now at off. While crash testing, a copy stops at its
@@ -88,11 +95,12 @@ static int clone_range(int wfd, const struct up_staged *s, uint64_t off, uint64_
 
 /* Moves [a, b) of slot s into the file: whole blocks by clone when worth it, the rest by copy.
  * Sets *cloned when any block was shared. */
-static int relink_slot(struct up_file *f, int wfd, struct up_staged *s, uint64_t a, uint64_t b, bool *cloned) {
+static int relink_slot(struct up_file *f, int wfd, struct up_staged *s, uint64_t a, uint64_t b, bool may_clone,
+                       bool *cloned) {
     const char *src = s->addr + (a - s->base);
     uint64_t blk = DK_PAGE_BYTES;
     uint64_t head_end = dk_round_up(a, blk), tail = dk_round_down(b, blk);
-    bool clone = b - a >= f->root->clone_min_bytes && f->root->medium.block_bytes <= blk && head_end < tail &&
+    bool clone = may_clone && b - a >= f->root->clone_min_bytes && f->root->medium.block_bytes <= blk && head_end < tail &&
                  !up_staged_on_heap(s);
     if (clone) {
         int rc = copy_range(wfd, src, a, head_end - a);
@@ -122,7 +130,7 @@ static int relink_slot(struct up_file *f, int wfd, struct up_staged *s, uint64_t
 }
 
 /* Relinks staged slots in file order; on failure the unrelinked rest stays staged. */
-static int relink_all(struct up_file *f, int wfd) {
+static int relink_all(struct up_file *f, int wfd, bool may_clone) {
     uint64_t size = up_file_size(f);
     uint32_t done = 0;
     int rc = 0;
@@ -130,7 +138,7 @@ static int relink_all(struct up_file *f, int wfd) {
         struct up_staged *s = &f->staged[done];
         uint64_t a = DK_MAX(s->base, f->pub_size), b = DK_MIN(s->base + s->cap, size);
         bool cloned = false;
-        if (a < b) rc = relink_slot(f, wfd, s, a, b, &cloned);
+        if (a < b) rc = relink_slot(f, wfd, s, a, b, may_clone, &cloned);
         if (cloned) __atomic_store_n(&f->reflinked, true, __ATOMIC_RELAXED);
         if (rc) break;
         if (b > f->pub_size) {
@@ -180,13 +188,14 @@ int up_publish_locked(struct up_file *f, int fd) {
     bool staged = f->strategy == UP_STAGE && (f->staged_count || size != f->pub_size);
     bool extended = f->strategy == UP_EXTEND && f->ksize != size;
     if (!staged && !extended) return 0;
-    int wfd = publish_fd(f, fd);
+    bool may_clone;
+    int wfd = publish_fd(f, fd, &may_clone);
     if (wfd < 0) return wfd;
     /* The mapping must cover the new size before pub_size moves (readers trust pub_size). */
     int rc = up_map_keep(f, wfd, size);
     /* A relink a crash can cut is rolled back by recovery: the record first, cleared below. */
     if (rc == 0 && staged && relink_can_tear(f, size)) rc = up_sizerec_publish_begin(f, wfd, size);
-    if (rc == 0 && staged) rc = relink_all(f, wfd);
+    if (rc == 0 && staged) rc = relink_all(f, wfd, may_clone);
     if (rc == 0 && extended) rc = extend_publish(f, wfd, &size);
     if (rc == 0) {
         f->ksize = size;

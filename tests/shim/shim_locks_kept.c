@@ -5,8 +5,11 @@
  * Each case takes a lock, makes the library map / publish / prefault / fork, and asks another process
  * (raw system calls, no library) whether the lock is still there; then the program dup2s onto the
  * library's own descriptor and everything must still work. argv[1]: managed directory. argv[2]: the case
- * (rdonly_map, append_publish, extend_prefault, strict_checkpoint). append_publish reopens only where the publish clones
+ * (rdonly_map, append_publish, extend_prefault, strict_checkpoint, budget: kept descriptors stay within a
+ * quarter of RLIMIT_NOFILE and a file mapped read-only for want of one is still written correctly). append_publish reopens only where the publish clones
  * (XFS): on huge tmpfs it checks that the publish and the fork keep the lock. */
+#include <sys/resource.h>
+
 #include "shim_test.h"
 
 /* Whether a process other than us sees our lock on [start, start+len): F_GETLK from a raw child. */
@@ -91,7 +94,7 @@ static uint64_t reopens(void) {
 int main(int argc, char **argv) {
     const char *dir = st_dir(argc, argv);
     st_require_library();
-    CHECK(argc > 2, "usage: shim_locks_kept DIR rdonly_map|append_publish|extend_prefault|strict_checkpoint");
+    CHECK(argc > 2, "usage: shim_locks_kept DIR rdonly_map|append_publish|extend_prefault|strict_checkpoint|budget");
     st_watchdog(60);
     for (int n = 0; n < 64; n++) open_at_start[n] = syscall(SYS_fcntl, n, F_GETFD) >= 0;
     const char *what = argv[2];
@@ -149,6 +152,34 @@ int main(int argc, char **argv) {
             CHECK(lock_held(path, F_RDLCK, 100, 1), "round %d: the shared lock is gone after the checkpoint", round);
         }
         dup2_over_internal(fd, path, false);
+    } else if (!strcmp(what, "budget")) { /* kept descriptors stay within a quarter of RLIMIT_NOFILE */
+        struct rlimit rl;
+        OK(getrlimit(RLIMIT_NOFILE, &rl));
+        rl.rlim_cur = 96; /* a budget of 24 */
+        OK(setrlimit(RLIMIT_NOFILE, &rl));
+        int fds[40];
+        char name[PATH_MAX];
+        for (int i = 0; i < 40; i++) {
+            snprintf(name, sizeof name, "%s.%d", path, i);
+            make(name, 1 << 16);
+            fds[i] = OK(open(name, O_RDONLY));
+            for (int k = 0; k < 4; k++) CHECK(pread(fds[i], buf, 4096, 0) == 4096, "pread %s", name);
+        }
+        uint64_t v[DK_C_COUNT];
+        CHECK(st_stats(getpid(), v), "stats");
+        CHECK(v[DK_C_aux_opens] == 24 && v[DK_C_aux_refusals] >= 16,
+              "%llu reopens kept and %llu refused for 40 read-only files with 96 descriptors allowed (want 24, >= 16)",
+              (unsigned long long)v[DK_C_aux_opens], (unsigned long long)v[DK_C_aux_refusals]);
+        /* the last file is mapped read-only: a write through a new writable descriptor must still work */
+        int w = OK(open(name, O_WRONLY));
+        CHECK(pwrite(w, "Z", 1, 0) == 1, "pwrite into a file mapped read-only: %s", strerror(errno));
+        CHECK(pread(fds[39], buf, 1, 0) == 1 && buf[0] == 'Z', "the write is not seen through the read-only mapping");
+        OK(close(w));
+        for (int i = 0; i < 40; i++) OK(close(fds[i]));
+        CHECK(st_stats(getpid(), v) && v[DK_C_aux_opens] == 24, "stats");
+        NOTE("budget: 24 files reopened, %llu did without (read-only mapping); a write to one of them served",
+             (unsigned long long)v[DK_C_aux_refusals]);
+        return 0;
     } else {
         FAIL("unknown case %s", what);
     }
