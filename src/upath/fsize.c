@@ -24,7 +24,7 @@ void up_fsize_refresh(void) {
 int up_fsize_clamp(uint64_t off, size_t *n) {
     uint64_t lim = __atomic_load_n(&up_fsize_limit_bytes, __ATOMIC_RELAXED);
     if (off + *n <= lim) return 0;
-    if (off >= lim) {
+    if (off >= lim) { /* *n == 0 (a truncate to off): past the limit */
         pthread_kill(pthread_self(), SIGXFSZ); /* as the kernel's send_sig(SIGXFSZ, current) */
         return -EFBIG;
     }

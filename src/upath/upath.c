@@ -12,6 +12,7 @@
 #include "persist/persist.h"
 #include "shim/libc.h"
 #include "upath/atomic_route.h"
+#include "upath/fsize.h"
 #include "upath/guard.h"
 #include "upath/io.h"
 #include "upath/policy.h"
@@ -454,8 +455,19 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
         errno = EINVAL;
         return -1;
     }
-    if (f->atomic) return up_atomic_ftruncate(f, fd, len);
     bool strict = dk_cfg.mode == DK_MODE_STRICT;
+    /* Refusals strict and atomic modes must not log first (recovery would apply what was refused): the
+     * file-size limit (the kernel's EFBIG and SIGXFSZ) and the largest size daxkit maps. */
+    if (strict || f->atomic) {
+        size_t none = 0;
+        int rc = up_fsize_limited() ? up_fsize_clamp((uint64_t)len, &none) : 0;
+        if (rc == 0 && (uint64_t)len > UP_MAP_MAX_BYTES) rc = -EFBIG;
+        if (rc) {
+            errno = -rc;
+            return -1;
+        }
+    }
+    if (f->atomic) return up_atomic_ftruncate(f, fd, len);
     if (strict) {
         int lr = up_strict_log_truncate(f, (uint64_t)len);
         if (lr) {
