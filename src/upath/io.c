@@ -585,6 +585,10 @@ ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off)
     /* Strict mode: staged overwrites of this file wait for the checkpoint to apply them (strict.c). */
     if (DK_UNLIKELY(__atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE))) up_strict_drain(f);
     n = DK_MIN(n, DK_MAX_RW_BYTES);
+    /* A read reaching past the end as known while the size is unsure (reclock.c) needs the exact end: a
+     * record straddling it must not come back cut (review 7, finding 4). */
+    if (DK_UNLIKELY(__atomic_load_n(&f->size_unsure, __ATOMIC_RELAXED)) && n && off + n > up_file_size(f))
+        up_size_verify_slow(f, fd);
     uint64_t size = up_file_size(f);
     if (off >= size || n == 0) {
         if (n && up_refresh_if_idle(f, fd)) size = up_file_size(f);

@@ -289,6 +289,13 @@ static void case_lock_escalate(void) {
     OK(write(to_child[1], "p", 1));
     wait_byte(to_parent[0]);
     range_lock(fd, F_WRLCK, RESERVED_BYTE);
+    /* A read across the end as it was: the other process's line must come with it, not a cut record
+     * (review 7, finding 4: 8 bytes of 24 before the fix). */
+    char across[32];
+    ssize_t got = pread(fd, across, sizeof across, before - 8);
+    CHECK(got == 24 && !memcmp(across + 8, "child..........\n", 16),
+          "lock_escalate: a read across the old end after the escalation returned %zd bytes (want 24: the other "
+          "process's line)", got);
     off_t at = OK(lseek(fd, 0, SEEK_END));
     CHECK(at == before + 16, "lock_escalate: SEEK_END after the escalation is %lld; the other process's append made it %lld",
           (long long)at, (long long)before + 16);
