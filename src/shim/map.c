@@ -11,10 +11,14 @@
 
 static void *mmap_common(void *addr, size_t len, int prot, int fl, int fd, off_t off, bool is64) {
     void *amap;
+    if (up_enabled && fd >= 0 && !(fl & MAP_ANONYMOUS) && up_fd_slot(fd)) {
+        DK_ERRNO_SAVE;
+        up_strict_program_maps(fd); /* strict mode: waiting writes applied, and every later one at once */
+        DK_ERRNO_RESTORE;
+    }
     if (up_enabled && fd >= 0 && up_fd_slot(fd) && up_atomic_mmap(addr, len, prot, fl, fd, off, &amap)) return amap;
     if (up_enabled && fd >= 0 && !(fl & MAP_ANONYMOUS) && up_fd_slot(fd)) {
         DK_ERRNO_SAVE;
-        up_strict_program_maps(fd); /* strict mode: its writes applied at once from now on */
         up_hand_to_kernel(fd); /* mapping by the program is a publish point */
         DK_ERRNO_RESTORE;
     }

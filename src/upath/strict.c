@@ -332,7 +332,9 @@ static void checkpoint_locked(struct up_root *r, struct up_strict *st) {
 void up_strict_program_maps(int fd) {
     if (dk_cfg.mode != DK_MODE_STRICT) return;
     struct up_slot *s = up_fd_slot(fd);
-    if (s && s->file) __atomic_store_n(&s->file->strict_eager, true, __ATOMIC_RELEASE);
+    if (!s || !s->file) return;
+    __atomic_store_n(&s->file->strict_eager, true, __ATOMIC_RELEASE);
+    up_strict_drain(s->file); /* also before a DAXKIT_ATOMIC_MMAP view, which is no publish point */
 }
 
 void up_strict_checkpoint(struct up_root *r) {

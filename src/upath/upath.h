@@ -54,8 +54,8 @@ int up_fallocate(struct up_slot *s, int fd, int mode, off_t off, off_t len);
 
 /* Publish point on a descriptor (lock release, app mmap, pass-through of an unserved call). */
 int up_publish_fd(int fd);
-/* Strict mode: the program maps the managed file open as fd -- from now on its writes are applied at once
- * (the mapping must show them). Call before up_hand_to_kernel (whose checkpoint applies waiting ones). */
+/* Strict mode: the program maps the managed file open as fd -- its waiting staged overwrites are applied
+ * now and its later writes at once (the mapping must show them). Call before the mapping is made. */
 void up_strict_program_maps(int fd);
 /* The kernel is about to act on the file's bytes itself (the program's mmap, copy_file_range, sendfile,
  * splice, posix_fallocate): a DAXKIT_ATOMIC file leaves the engine, then the descriptor's file is
