@@ -26,11 +26,15 @@ int dk_after_open(int fd, int flags, int dirfd, const char *path) {
     return fd;
 }
 
-/* Strict mode: a create is logged before the kernel call and durable (directory fsync) when it returns. */
+/* Strict mode: a create is logged before the kernel call and durable (directory fsync) when it returns;
+ * an open that truncates checkpoints the file's directory first, so that no record older than the
+ * truncate can replay over it after a crash (review 7, finding 9). */
 static bool strict_create(int flags) { return dk_cfg.mode == DK_MODE_STRICT && up_enabled && (flags & O_CREAT); }
+static bool strict_trunc(int flags) { return dk_cfg.mode == DK_MODE_STRICT && up_enabled && (flags & O_TRUNC); }
 #define STRICT_OPEN(dirfd, path, flags, call)                                                       \
     ({                                                                                             \
         int fd_ = -1;                                                                              \
+        if (strict_trunc(flags)) up_strict_before_truncating_open(dirfd, path);                    \
         if (strict_create(flags) && up_strict_meta_begin(DK_OPLOG_CREATE, dirfd, path, dirfd, NULL)) \
             errno = EIO;                                                                           \
         else {                                                                                     \
@@ -66,18 +70,20 @@ DK_EXPORT int openat64(int dirfd, const char *path, int flags, ...) {
     return dk_after_open(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat64)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags), mode)), flags, dirfd, path);
 }
 DK_EXPORT int creat(const char *path, mode_t mode) {
-    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, O_CREAT, (DK_ATOMIC_KFLAGS(AT_FDCWD, path, O_TRUNC) ? DK_REAL(creat)(path, mode) : DK_REAL(open)(path, O_CREAT | O_WRONLY, mode))), O_CREAT | O_WRONLY | O_TRUNC, AT_FDCWD, path);
+    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, O_CREAT | O_TRUNC, (DK_ATOMIC_KFLAGS(AT_FDCWD, path, O_TRUNC) ? DK_REAL(creat)(path, mode) : DK_REAL(open)(path, O_CREAT | O_WRONLY, mode))), O_CREAT | O_WRONLY | O_TRUNC, AT_FDCWD, path);
 }
 DK_EXPORT int creat64(const char *path, mode_t mode) {
-    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, O_CREAT, (DK_ATOMIC_KFLAGS(AT_FDCWD, path, O_TRUNC) ? DK_REAL(creat64)(path, mode) : DK_REAL(open64)(path, O_CREAT | O_WRONLY, mode))), O_CREAT | O_WRONLY | O_TRUNC, AT_FDCWD, path);
+    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, O_CREAT | O_TRUNC, (DK_ATOMIC_KFLAGS(AT_FDCWD, path, O_TRUNC) ? DK_REAL(creat64)(path, mode) : DK_REAL(open64)(path, O_CREAT | O_WRONLY, mode))), O_CREAT | O_WRONLY | O_TRUNC, AT_FDCWD, path);
 }
-DK_EXPORT int __open_2(const char *path, int flags) { return dk_after_open(DK_REAL(__open_2)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags)), flags, AT_FDCWD, path); }
+DK_EXPORT int __open_2(const char *path, int flags) {
+    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(__open_2)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags))), flags, AT_FDCWD, path);
+}
 DK_EXPORT int __open64_2(const char *path, int flags) {
-    return dk_after_open(DK_REAL(__open64_2)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags)), flags, AT_FDCWD, path);
+    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(__open64_2)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags))), flags, AT_FDCWD, path);
 }
 DK_EXPORT int __openat_2(int dirfd, const char *path, int flags) {
-    return dk_after_open(DK_REAL(__openat_2)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags)), flags, dirfd, path);
+    return dk_after_open(STRICT_OPEN(dirfd, path, flags, DK_REAL(__openat_2)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags))), flags, dirfd, path);
 }
 DK_EXPORT int __openat64_2(int dirfd, const char *path, int flags) {
-    return dk_after_open(DK_REAL(__openat64_2)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags)), flags, dirfd, path);
+    return dk_after_open(STRICT_OPEN(dirfd, path, flags, DK_REAL(__openat64_2)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags))), flags, dirfd, path);
 }

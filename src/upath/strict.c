@@ -653,6 +653,11 @@ int up_strict_meta_begin(unsigned type, int dirfd, const char *path, int dirfd2,
     return rc;
 }
 
+void up_strict_before_truncating_open(int dirfd, const char *path) {
+    struct up_root *r = root_of_path(dirfd, path);
+    if (r && __atomic_load_n(&r->strict, __ATOMIC_ACQUIRE)) up_strict_checkpoint(r);
+}
+
 /* fsync of the directory holding `path` (the name change is durable when this returns). */
 static void sync_parent(int dirfd, const char *path) {
     int dfd = open_parent(dirfd, path);

@@ -100,6 +100,9 @@ int up_publish_inode(dev_t dev, ino_t ino);
 /* Strict mode's metadata operations (oplog record types CREATE/UNLINK/RENAME): logged before the kernel
  * call (0, or -errno: the call must fail), made durable after it. No-ops in other modes or off-tree. */
 int up_strict_meta_begin(unsigned type, int dirfd, const char *path, int dirfd2, const char *path2);
+/* Strict mode, before an open with O_TRUNC of `path`: a checkpoint of its managed directory, so that no
+ * record older than the truncate can replay over the file after a crash. */
+void up_strict_before_truncating_open(int dirfd, const char *path);
 void up_strict_meta_end(int dirfd, const char *path, int dirfd2, const char *path2);
 
 /* Process events. */
