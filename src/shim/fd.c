@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -81,6 +82,22 @@ static int is_setlk(int cmd) {
     return cmd == F_SETLK || cmd == F_SETLKW || cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW;
 }
 
+/* A lock call on a managed descriptor, begun and done in reclock.c's count. F_SETLKW is a cancellation
+ * point (in glibc also for an unlock): a thread cancelled in it must still end its call. */
+static int counted_lock(int (*real)(int, int, ...), int fd, int cmd, struct flock *l) {
+    struct up_lock_call c = up_lock_call_begin();
+    int r;
+    if (cmd == F_SETLKW || cmd == F_OFD_SETLKW) {
+        pthread_cleanup_push(up_lock_cancelled, NULL);
+        r = real(fd, cmd, l);
+        pthread_cleanup_pop(0);
+    } else {
+        r = real(fd, cmd, l);
+    }
+    up_lock_done(c, fd, cmd, l, r == 0);
+    return r;
+}
+
 static int fcntl_common(int fd, int cmd, void *arg, bool is64) {
     int (*real)(int, int, ...) = is64 ? DK_REAL(fcntl64) : DK_REAL(fcntl);
     if (!up_enabled) return real(fd, cmd, arg);
@@ -120,16 +137,10 @@ static int fcntl_common(int fd, int cmd, void *arg, bool is64) {
                 errno = -rc;
                 return -1;
             }
-            struct up_lock_call c = up_lock_call_begin();
-            int r = real(fd, cmd, arg);
-            up_lock_done(c, fd, cmd, l, r == 0); /* keeps count of the locks held (upath/reclock.c) */
-            return r;
+            return counted_lock(real, fd, cmd, l); /* keeps count of the locks held (upath/reclock.c) */
         }
-        struct up_lock_call c = up_lock_call_begin();
-        int r = real(fd, cmd, arg);
         /* another process may have published while we waited: sizes are re-read (upath/reclock.c) */
-        up_lock_done(c, fd, cmd, l, r == 0);
-        return r;
+        return counted_lock(real, fd, cmd, l);
     }
     return real(fd, cmd, arg);
 }

@@ -13,9 +13,13 @@
  *
  * The locks are tracked as a union of byte ranges (their types do not matter: "held" is all that is
  * asked). Whatever cannot be followed exactly makes the set unknown, which counts as not held, until a
- * whole-file unlock or a close empties it: SEEK_END-relative ranges, more than UP_LOCK_RANGES pieces,
- * lock calls of two threads overlapping in time, descriptors served by the kernel. Open file description
- * locks (F_OFD_*) and flock are not tracked: their acquisitions always move the generation. */
+ * whole-file unlock empties it (counted: lock_set_unknown): SEEK_CUR- and SEEK_END-relative ranges (another
+ * thread may move the offset, or the end, around the kernel call), more than UP_LOCK_RANGES pieces, lock
+ * calls of two threads overlapping in time (a thread cancelled inside F_SETLKW ends its call too: the
+ * caller's cleanup handler), descriptors served by the kernel, and a close of the file: up_close runs before
+ * the kernel's close, which drops the process's locks on the file -- also one another thread takes in
+ * between. Open file description locks (F_OFD_*) and flock are not tracked: their acquisitions always
+ * move the generation. */
 #include <fcntl.h>
 #include <stdint.h>
 
@@ -28,6 +32,11 @@
  * that overlap in time may reach the kernel in either order: the set becomes unknown. */
 static uint64_t calls;
 #define CALL_IN_FLIGHT (1ull << 32)
+
+static void set_unknown(struct up_lockset *ls) {
+    if (!ls->unknown) dk_count(DK_C_lock_set_unknown, 1);
+    ls->unknown = true;
+}
 
 static void set_empty(struct up_lockset *ls) {
     ls->n = 0;
@@ -48,7 +57,7 @@ static void add_range(struct up_lockset *ls, uint64_t a, uint64_t b) {
         a = DK_MIN(a, ls->start[i]), b = DK_MAX(b, ls->end[i]);
     }
     if (k == UP_LOCK_RANGES) {
-        ls->unknown = true;
+        set_unknown(ls);
         return;
     }
     ls->start[k] = a, ls->end[k] = b;
@@ -70,7 +79,7 @@ static void sub_range(struct up_lockset *ls, uint64_t a, uint64_t b) {
     }
     if (split) {
         if (k == UP_LOCK_RANGES) {
-            ls->unknown = true;
+            set_unknown(ls);
             return;
         }
         ls->start[k] = b, ls->end[k] = split_end, k++;
@@ -79,15 +88,12 @@ static void sub_range(struct up_lockset *ls, uint64_t a, uint64_t b) {
 }
 
 /* The byte range of l on the served slot s: false when it cannot be known here. */
-static bool lock_range(const struct up_slot *s, const struct flock *l, uint64_t *a, uint64_t *b) {
-    int64_t base;
-    switch (l->l_whence) {
-    case SEEK_SET: base = 0; break;
-    case SEEK_CUR: base = (int64_t)__atomic_load_n(&s->offset, __ATOMIC_ACQUIRE); break;
-    default: return false; /* SEEK_END: the kernel's size at the time of the call */
-    }
-    int64_t start, len = (int64_t)l->l_len;
-    if (__builtin_add_overflow(base, (int64_t)l->l_start, &start)) return false;
+static bool lock_range(const struct flock *l, uint64_t *a, uint64_t *b) {
+    /* SEEK_CUR: the offset the kernel used is gone by now -- another thread's read or lseek on the
+     * descriptor may have moved it between the call and this look (review 7, finding 13a).
+     * SEEK_END: the kernel's size at the time of the call. */
+    if (l->l_whence != SEEK_SET) return false;
+    int64_t start = (int64_t)l->l_start, len = (int64_t)l->l_len;
     if (len < 0) {
         if (__builtin_add_overflow(start, len, &start)) return false;
         len = -len;
@@ -124,12 +130,12 @@ void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l,
         pthread_mutex_lock(&f->mu);
         uint64_t a = 0, b = 0;
         bool known = !overlapped && !s->kernel && __atomic_load_n(&s->procs, __ATOMIC_ACQUIRE) <= 1 &&
-                     lock_range(s, l, &a, &b);
+                     lock_range(l, &a, &b);
         /* Held since the size was read: the file is up to date, and no lapse since that read. */
         exempt = !unlock && known && held(&f->locks) && f->locks.held_at_refresh &&
                  f->locks.lapses == f->locks.lapses_at_refresh &&
                  __atomic_load_n(&f->refresh_gen, __ATOMIC_RELAXED) == gen_was;
-        if (!known) f->locks.unknown = true;
+        if (!known) set_unknown(&f->locks);
         else if (unlock && a == 0 && b == UINT64_MAX) set_empty(&f->locks); /* also ends an unknown set */
         else if (unlock) sub_range(&f->locks, a, b);
         else add_range(&f->locks, a, b);
@@ -152,8 +158,16 @@ void up_locks_note_refresh(struct up_file *f) {
     f->locks.lapses_at_refresh = f->locks.lapses;
 }
 
+void up_lock_cancelled(void *unused) {
+    (void)unused;
+    __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL); /* started stays: later calls see overlap */
+}
+
 void up_locks_closed(struct up_file *f) {
-    set_empty(&f->locks);
+    /* Unknown, not empty: the kernel's close comes after this, and drops whatever lock another thread
+     * takes on the file meanwhile (review 7, finding 13b). The next whole-file unlock empties it. */
+    if (held(&f->locks)) dk_count(DK_C_lock_set_unknown, 1);
+    f->locks.unknown = true;
     f->locks.lapses++;
 }
 

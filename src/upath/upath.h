@@ -76,6 +76,9 @@ struct up_lock_call {
 struct up_lock_call up_lock_call_begin(void);
 struct flock;
 void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l, bool ok);
+/* The cleanup handler of a lock call that may block (F_SETLKW): a thread cancelled inside the kernel call
+ * ends its call here, or every later lock call of the process would count as overlapped. */
+void up_lock_cancelled(void *unused);
 /* Before a kernel call that uses the file offset of fd (sendfile etc.): make the kernel's offset ours,
  * and afterwards take it back. */
 void up_offset_to_kernel(int fd);

@@ -17,7 +17,12 @@
  *               refresh_skips); and a lock taken that way still sees another process's append made under a
  *               lock that did not conflict with the held one: an append at SEEK_END after it lands past
  *               the other process's bytes (upath/reclock.c). Also run by two processes at once.
+ *   lock_unknown  what the lock bookkeeping cannot follow makes the set unknown (review 7, finding 13): a
+ *               shared lock given relative to the offset (SEEK_CUR) is not counted as held, so the
+ *               escalations after it re-read the size; a thread cancelled while waiting in F_SETLKW does
+ *               not switch the bookkeeping off for the process (escalations skip re-reads again after it).
  * argv[1]: managed directory; argv[2]: case (or "all"). */
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 
@@ -333,6 +338,74 @@ static void case_lock_escalate(void) {
     printf("ok: lock_escalate: two processes x %d escalating rounds, final counter exact\n", rounds);
 }
 
+static void *wait_for_lock(void *arg) {
+    int fd = *(int *)arg;
+    struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = WRITER_BYTE, .l_len = 1};
+    fcntl(fd, F_SETLKW, &l); /* blocks: the other process holds the byte; cancelled here */
+    return NULL;
+}
+
+static unsigned long long skips_now(void) { return st_json_counter(st_stats_cli_json(), "refresh_skips"); }
+
+static void case_lock_unknown(void) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "lock_unknown");
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    st_write_all(fd, "000000000000000\n", 16);
+    OK(fsync(fd));
+    for (int i = 0; i < 24; i++) OK(pread(fd, (char[16]){0}, 16, 0));
+    for (int i = 0; i < 3; i++) escalate_round(fd, false); /* the bookkeeping works here */
+    unsigned long long s0 = skips_now();
+    for (int i = 0; i < 3; i++) escalate_round(fd, false);
+    unsigned long long s1 = skips_now();
+    CHECK(s1 - s0 >= 6, "lock_unknown: %llu escalations without a re-read in 3 plain rounds (expected 6)", s1 - s0);
+
+    /* (a) the shared lock relative to the offset: the kernel used the offset at its call, which another
+     * thread may move before the library looks -- not followed, so not held: the escalations re-read. */
+    unsigned long long u0 = st_json_counter(st_stats_cli_json(), "lock_set_unknown");
+    OK(lseek(fd, SHARED_BYTE, SEEK_SET));
+    struct flock cur = {.l_type = F_RDLCK, .l_whence = SEEK_CUR, .l_start = 0, .l_len = 1};
+    OK(fcntl(fd, F_SETLKW, &cur));
+    CHECK(pread(fd, (char[16]){0}, 16, 0) == 16, "lock_unknown: pread");
+    range_lock(fd, F_WRLCK, RESERVED_BYTE);
+    range_lock(fd, F_WRLCK, SHARED_BYTE);
+    range_lock(fd, F_UNLCK, 0);
+    unsigned long long s2 = skips_now(), u1 = st_json_counter(st_stats_cli_json(), "lock_set_unknown");
+    CHECK(s2 == s1, "lock_unknown: %llu escalations skipped their re-read after a SEEK_CUR shared lock", s2 - s1);
+    CHECK(u1 > u0, "lock_unknown: lock_set_unknown did not count the SEEK_CUR lock");
+
+    /* (c) a thread cancelled while it waits in F_SETLKW for a byte another process holds. */
+    int to_child[2], to_parent[2];
+    OK(pipe(to_child));
+    OK(pipe(to_parent));
+    pid_t pid = OK(fork());
+    if (pid == 0) {
+        int cfd = OK(open(path, O_RDWR));
+        range_lock(cfd, F_WRLCK, WRITER_BYTE);
+        OK(write(to_parent[1], "l", 1));
+        wait_byte(to_child[0]);
+        _exit(0);
+    }
+    wait_byte(to_parent[0]);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, wait_for_lock, &fd) == 0, "lock_unknown: pthread_create");
+    usleep(200 * 1000);
+    CHECK(pthread_cancel(t) == 0, "lock_unknown: pthread_cancel");
+    void *res = NULL;
+    CHECK(pthread_join(t, &res) == 0 && res == PTHREAD_CANCELED, "lock_unknown: the waiting thread was not cancelled");
+    OK(write(to_child[1], "x", 1));
+    int status;
+    OK(waitpid(pid, &status, 0));
+    range_lock(fd, F_UNLCK, 0);
+    for (int i = 0; i < 3; i++) escalate_round(fd, false);
+    unsigned long long s3 = skips_now();
+    CHECK(s3 - s2 >= 6,
+          "lock_unknown: %llu escalations without a re-read in 3 rounds after a thread was cancelled in F_SETLKW "
+          "(expected 6: the bookkeeping switched itself off)", s3 - s2);
+    OK(close(fd));
+    printf("ok: lock_unknown: a SEEK_CUR lock is not counted as held; a cancelled F_SETLKW leaves the count working\n");
+}
+
 int main(int argc, char **argv) {
     dir = st_dir(argc, argv);
     const char *which = argc > 2 ? argv[2] : "all";
@@ -348,6 +421,7 @@ int main(int argc, char **argv) {
     if (all || !strcmp(which, "lock_flock")) case_lock("lock_flock", LK_FLOCK, false), any = true;
     if (all || !strcmp(which, "lock_overwrite")) case_lock("lock_overwrite", LK_FCNTL, true), any = true;
     if (all || !strcmp(which, "lock_escalate")) case_lock_escalate(), any = true;
+    if (all || !strcmp(which, "lock_unknown")) case_lock_unknown(), any = true;
     CHECK(any, "unknown case '%s'", which);
     return 0;
 }
