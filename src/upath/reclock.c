@@ -28,10 +28,16 @@
 #include "upath/io.h"
 #include "upath/upath.h"
 
-/* Lock calls of this process: in flight (high 32 bits) and started (low 32 bits), one atomic word. Two
- * that overlap in time may reach the kernel in either order: the set becomes unknown. */
+/* Lock calls of this process: started (high 32 bits) and in flight (low 32 bits), one atomic word. Two
+ * that overlap in time may reach the kernel in either order: the set becomes unknown. The in-flight half
+ * never exceeds the number of threads, so it never carries; the started half wraps off the top harmlessly
+ * (compared mod 2^32). (The other way round, the started half carried into the in-flight one after 2^32
+ * calls and every later lock counted as overlapped: review 7, finding 24.) */
 static uint64_t calls;
-#define CALL_IN_FLIGHT (1ull << 32)
+#define CALL_IN_FLIGHT 1ull
+#define CALL_STARTED (1ull << 32)
+static uint32_t in_flight(uint64_t v) { return (uint32_t)v; }
+static uint32_t started(uint64_t v) { return (uint32_t)(v >> 32); }
 
 static void set_unknown(struct up_lockset *ls) {
     if (!ls->unknown) dk_count(DK_C_lock_set_unknown, 1);
@@ -112,13 +118,13 @@ static void after_change(struct up_file *f) {
 static bool is_posix_setlk(int cmd) { return cmd == F_SETLK || cmd == F_SETLKW; }
 
 struct up_lock_call up_lock_call_begin(void) {
-    uint64_t before = __atomic_fetch_add(&calls, CALL_IN_FLIGHT | 1, __ATOMIC_ACQ_REL);
-    return (struct up_lock_call){.seq = (uint32_t)before, .busy = (before >> 32) != 0};
+    uint64_t before = __atomic_fetch_add(&calls, CALL_STARTED | CALL_IN_FLIGHT, __ATOMIC_ACQ_REL);
+    return (struct up_lock_call){.seq = started(before), .busy = in_flight(before) != 0};
 }
 
 void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l, bool ok) {
     uint64_t now = __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL);
-    bool overlapped = c.busy || (now >> 32) != 0 || (uint32_t)now != (uint32_t)(c.seq + 1);
+    bool overlapped = c.busy || in_flight(now) != 0 || started(now) != (uint32_t)(c.seq + 1);
     bool unlock = l->l_type == F_UNLCK;
     if (!ok) return;
     struct up_slot *s = up_fd_slot(fd);
@@ -160,7 +166,7 @@ void up_locks_note_refresh(struct up_file *f) {
 
 void up_lock_cancelled(void *unused) {
     (void)unused;
-    __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL); /* started stays: later calls see overlap */
+    __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL); /* its start stays: a call it overlapped sees it */
 }
 
 void up_locks_closed(struct up_file *f) {
