@@ -1,5 +1,8 @@
 /* The file table: one up_file per inode this process uses, keyed by (dev, ino). An inode number is not
- * reused while we hold a mapping of it, so the key stays unique for as long as the entry lives. */
+ * reused while we hold a descriptor or a mapping of it. A closed, unmapped entry may outlive its inode: an
+ * unlink or rename-over whose victim was not looked up (upath.c: up_victim_matters) leaves it here, and the
+ * file system may hand its number to a new file -- up_adopt starts such an entry afresh when it is opened
+ * again after a skipped lookup, and up_victims_unseen tells it so. */
 #include <stdlib.h>
 #include <string.h>
 

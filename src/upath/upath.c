@@ -175,9 +175,15 @@ int up_adopt(int fd, int oflags, int dirfd, const char *path) {
     up_root_probe(r);
     pthread_mutex_lock(&up_table_mu);
     struct up_file *old = up_file_lookup(st.st_dev, st.st_ino);
-    /* A closed entry of another managed directory on the same file system: an inode number reused after an
-     * unlink whose victim was not looked up (up_victim_matters) -- the file starts afresh. */
-    if (old && old->root != r && old->open_refs == 0 && !up_file_pinned(old)) up_file_forget(st.st_dev, st.st_ino);
+    /* A closed entry whose inode number may have been reused: of another managed directory on the same file
+     * system, or closed without a mapping (nothing kept the inode) while unlinks skipped their victim
+     * lookup (up_victim_matters) since it was made -- the file starts afresh, or it would inherit the old
+     * file's append strategy (chosen from the old name), kernel_only, I/O counts and dirty flags (review 7,
+     * finding 7). A closed mapped entry keeps its inode alive: its number cannot have been reused. */
+    if (old && old->open_refs == 0 && !up_file_pinned(old) &&
+        (old->root != r ||
+         (!old->map.ext_count && old->victims_seen != __atomic_load_n(&up_victims_unseen, __ATOMIC_ACQUIRE))))
+        up_file_forget(st.st_dev, st.st_ino);
     bool known = up_file_lookup(st.st_dev, st.st_ino) != NULL;
     struct up_file *f = up_file_get(r, &st, NULL);
     struct up_slot *s = NULL;

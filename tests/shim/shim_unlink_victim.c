@@ -10,7 +10,14 @@
  *      file unlinked is unmapped at once;
  *   4. names reused after skipped unlinks (XFS reuses inode numbers at once): each new file reads back
  *      exactly what was written to it, with its own size (fstat, stat, SEEK_END).
- * argv[1]: managed directory. Runs with DAXKIT_MAP_AFTER_IOS=0 (files are mapped at their first read). */
+ * argv[1]: managed directory. Runs with DAXKIT_MAP_AFTER_IOS=0 (files are mapped at their first read).
+ * argv[2] = "reuse" (run with DAXKIT_APPEND='stage,*.aof=extend', XFS): instead, a file written and
+ * unlinked without ever being read (closed, unmapped: its entry stays, the unlink skips the lookup), then a
+ * new file appendonly.aof given the same inode number: it gets the strategy its own name selects (extend),
+ * not the one the old entry chose from the old name (review 7, finding 7). Skips when the file system
+ * hands out another inode number. */
+#include <sys/statvfs.h>
+
 #include "shim_test.h"
 
 static const char *dir;
@@ -55,10 +62,50 @@ static void make(const char *path, size_t n, uint8_t seed) {
     OK(close(fd));
 }
 
+static int reuse(void) {
+    char tmp[PATH_MAX], aof[PATH_MAX];
+    st_path(tmp, sizeof tmp, dir, "x.tmp");
+    st_path(aof, sizeof aof, dir, "appendonly.aof");
+    static uint8_t buf[64 << 10];
+    for (int attempt = 0; attempt < 20; attempt++) {
+        st_fill(buf, 7, 0, sizeof buf);
+        int fd = OK(open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+        st_write_all(fd, buf, sizeof buf);
+        OK(fsync(fd));
+        ino_t old = ino_of(fd);
+        OK(close(fd));
+        uint64_t skips = counter(DK_C_victim_skips);
+        OK(unlink(tmp));
+        CHECK(counter(DK_C_victim_skips) == skips + 1, "reuse: the unlink looked its victim up (the case is not reached)");
+        struct statvfs sv;
+        OK(statvfs(dir, &sv)); /* XFS frees unlinked inodes in the background; statfs waits for that */
+        fd = OK(open(aof, O_WRONLY | O_CREAT | O_EXCL | O_APPEND, 0644));
+        if (ino_of(fd) != old) {
+            OK(close(fd));
+            OK(unlink(aof));
+            usleep(10 * 1000); /* XFS may free the inode in the background (inodegc) */
+            continue;
+        }
+        uint64_t extends = counter(DK_C_extends);
+        for (int i = 0; i < 64; i++) st_write_all(fd, buf, 4096);
+        CHECK(counter(DK_C_extends) > extends,
+              "reuse: appendonly.aof (inode %llu, reused from x.tmp) was not served by the extend strategy its "
+              "name selects: the old entry's strategy was kept", (unsigned long long)old);
+        OK(fsync(fd));
+        OK(close(fd));
+        CHECK(st_check("size", aof, "262144") == 0, "reuse: appendonly.aof is not 256 KiB after fsync");
+        printf("ok: reuse: a file given a removed file's inode number (attempt %d) gets its own append strategy\n",
+               attempt);
+        return 0;
+    }
+    SKIP("reuse: the file system never handed the unlinked file's inode number to the next new file (20 tries)");
+}
+
 int main(int argc, char **argv) {
     dir = st_dir(argc, argv);
     st_require_library();
     st_watchdog(60);
+    if (argc > 2 && !strcmp(argv[2], "reuse")) return reuse();
     char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX];
     st_path(a, sizeof a, dir, "a");
     st_path(b, sizeof b, dir, "b");
