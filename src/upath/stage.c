@@ -396,8 +396,11 @@ static void start_thread_locked(struct up_pool *p) {
  * never read by recovery (posix and sync modes publish before acknowledging what must survive). */
 
 #define UP_HEAP_FIRST_BYTES 4096u
-/* All heap slots of the process: 32 files each holding a whole DAXKIT_STAGE_HEAP_BYTES default (8 MiB). */
-#define UP_HEAP_TOTAL_BYTES_MAX (256ull << 20)
+/* All heap slots of the process together: anonymous memory that is not reclaimable as the pool's page cache
+ * is, so bounded well below what 8 MiB per file would add up to (a logger with 32 logs: 256 MiB). 64 MiB
+ * holds a whole DAXKIT_STAGE_HEAP_BYTES (its maximum too) for one burst and the small bursts of many files;
+ * past it appends continue in pool slots (review 7, finding 25). */
+#define UP_HEAP_TOTAL_BYTES_MAX (64ull << 20)
 static uint64_t heap_bytes_total; /* atomic */
 
 static bool heap_reserve(uint64_t bytes) {
