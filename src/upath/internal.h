@@ -214,8 +214,11 @@ int up_strict_fsync(struct up_file *f, int fd, bool datasync);
 void up_strict_checkpoint(struct up_root *r);
 void up_strict_checkpoint_all(void);
 /* Strict mode: applies this file's staged overwrites that wait for a checkpoint (a checkpoint of its root),
- * before a read or a write that must see them in the file. */
-void up_strict_drain(struct up_file *f);
+ * before a read or a write that must see them in the file. False when it cannot now: the thread is inside
+ * a strict operation (a signal handler interrupted it) -- a read then overlays them (up_strict_overlay). */
+bool up_strict_drain(struct up_file *f);
+/* Strict mode: copies the waiting staged overwrites of f that fall in [off, off+n) over buf. */
+void up_strict_overlay(struct up_file *f, char *buf, size_t n, uint64_t off);
 void up_strict_after_fork_child(void);
 void up_strict_shutdown(void);
 /* Replays the logs of dead owners in <root>/.daxkit (tag NULL: any). 0 or -errno. */

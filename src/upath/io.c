@@ -582,8 +582,9 @@ static ssize_t read_locked(struct up_file *f, int fd, char *buf, size_t n, uint6
 }
 
 ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off) {
-    /* Strict mode: staged overwrites of this file wait for the checkpoint to apply them (strict.c). */
-    if (DK_UNLIKELY(__atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE))) up_strict_drain(f);
+    /* Strict mode: staged overwrites of this file wait for the checkpoint to apply them (strict.c); a
+     * signal handler that interrupted a strict operation of its thread reads them over the file instead. */
+    bool overlay = DK_UNLIKELY(__atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE)) && !up_strict_drain(f);
     n = DK_MIN(n, DK_MAX_RW_BYTES);
     /* A read reaching past the end as known while the size is unsure (reclock.c) needs the exact end: a
      * record straddling it must not come back cut (review 7, finding 4). */
@@ -602,6 +603,7 @@ ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off)
         errno = (int)-r;
         return -1;
     }
+    if (DK_UNLIKELY(overlay)) up_strict_overlay(f, buf, (size_t)r, off);
     dk_count(DK_C_reads, 1);
     dk_count(DK_C_read_bytes, (uint64_t)r);
     return r;

@@ -89,6 +89,26 @@ struct up_strict {
     uint32_t eager_left;      /* checkpoints until staged overwrites wait again (changed under ck's write side) */
 };
 
+/* st->ck through these: a thread-local count of the holds this thread has, so that a read made by a
+ * signal handler that interrupted a strict operation of its own thread never waits for the write side it
+ * can never get (up_strict_drain). */
+static __thread int ck_held; /* counted from before the lock call to after the unlock: no window */
+static inline void ck_rdlock(struct up_strict *st) {
+    ck_held++;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    pthread_rwlock_rdlock(&st->ck);
+}
+static inline void ck_wrlock(struct up_strict *st) {
+    ck_held++;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    pthread_rwlock_wrlock(&st->ck);
+}
+static inline void ck_unlock(struct up_strict *st) {
+    pthread_rwlock_unlock(&st->ck);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    ck_held--;
+}
+
 static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -340,9 +360,9 @@ void up_strict_program_maps(int fd) {
 void up_strict_checkpoint(struct up_root *r) {
     struct up_strict *st = __atomic_load_n(&r->strict, __ATOMIC_ACQUIRE);
     if (!st || dk_oplog_lines_used(st->log) == 0) return;
-    pthread_rwlock_wrlock(&st->ck);
+    ck_wrlock(st);
     checkpoint_locked(r, st);
-    pthread_rwlock_unlock(&st->ck);
+    ck_unlock(st);
 }
 
 void up_strict_checkpoint_all(void) {
@@ -450,14 +470,34 @@ static struct strict_lazy *lazy_reserve(struct up_strict *st, struct up_file *f,
 
 /* Applies every waiting overwrite now (write side of st->ck; no checkpoint: their records stay valid). */
 static void lazy_drain(struct up_strict *st) {
-    pthread_rwlock_wrlock(&st->ck);
+    ck_wrlock(st);
     lazy_apply(st);
-    pthread_rwlock_unlock(&st->ck);
+    ck_unlock(st);
 }
 
-void up_strict_drain(struct up_file *f) {
+bool up_strict_drain(struct up_file *f) {
     struct up_strict *st = __atomic_load_n(&f->root->strict, __ATOMIC_ACQUIRE);
-    if (st && __atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE)) lazy_drain(st);
+    if (!st || !__atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE)) return true;
+    if (ck_held) return false; /* a signal handler inside a strict operation of this thread: see overlay */
+    lazy_drain(st);
+    return true;
+}
+
+void up_strict_overlay(struct up_file *f, char *buf, size_t n, uint64_t off) {
+    struct up_strict *st = __atomic_load_n(&f->root->strict, __ATOMIC_ACQUIRE);
+    if (!st || !st->lazy) return;
+    /* Called only with st->ck held by this thread (a signal handler inside a strict operation): no other
+     * thread can reset the table now, and taking the lock again could wait for ever (this thread may hold
+     * the write side). Entries other threads are adding have len 0 until their record is durable. */
+    uint32_t used = DK_MIN(__atomic_load_n(&st->lazy_used, __ATOMIC_ACQUIRE), STRICT_LAZY_MAX);
+    for (uint32_t i = 0; i < used; i++) { /* reservation order: the log's for one thread's writes */
+        const struct strict_lazy *e = &st->lazy[i];
+        uint32_t len = __atomic_load_n(&e->len, __ATOMIC_ACQUIRE);
+        if (e->f != f || len == 0 || e->off >= off + n || e->off + len <= off) continue;
+        uint64_t a = DK_MAX(e->off, off), b = DK_MIN(e->off + len, off + n);
+        memcpy(buf + (a - off), st->stg_addr + e->stg_off + (a - e->off), b - a);
+    }
+    dk_count(DK_C_strict_overlays, 1);
 }
 
 /* The largest write one record carries: the staging file's size (bigger writes are atomic per chunk). */
@@ -525,12 +565,12 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
     int rc, how = UP_IO_LOGGED;
     struct strict_lazy *lz;
     for (int attempt = 0;; attempt++) {
-        pthread_rwlock_rdlock(&st->ck);
+        ck_rdlock(st);
         bool full;
         lz = lazy_reserve(st, f, off, n, append, &full);
         /* A write applied now goes in after the file's waiting overwrites (the apply order is the log's). */
         if (attempt < 2 && (full || (!lz && __atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE)))) {
-            pthread_rwlock_unlock(&st->ck);
+            ck_unlock(st);
             if (full) up_strict_checkpoint(f->root); /* and the staging file is reused from its start */
             else lazy_drain(st);
             continue;
@@ -540,11 +580,11 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
         if (rc >= 0) rc = log_write(f->root, st, f, off, buf, n, lz);
         if (rc != -ENOSPC || attempt >= 2) break;
         /* Full: checkpoint (needs the write side), then try again. */
-        pthread_rwlock_unlock(&st->ck);
+        ck_unlock(st);
         up_strict_checkpoint(f->root);
     }
     if (rc) {
-        pthread_rwlock_unlock(&st->ck);
+        ck_unlock(st);
         if (append) pthread_mutex_unlock(&f->strict_mu);
         errno = -rc == ENOSPC ? ENOSPC : EIO;
         return -1;
@@ -560,7 +600,7 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
     }
     if (w >= 0) up_io_last_offset = off; /* where the write began (the caller moves the offset past it) */
     DK_CRASH_POINT("strict.write.applied");
-    pthread_rwlock_unlock(&st->ck);
+    ck_unlock(st);
     if (append) pthread_mutex_unlock(&f->strict_mu);
     return w;
 }
@@ -573,19 +613,19 @@ int up_strict_log_truncate(struct up_file *f, uint64_t len) {
      * held until up_strict_done): one logged before the truncate and applied after it would land beyond
      * the new size, or be cut where recovery's replay, in log order, would not cut it. */
     if (st->lazy) {
-        pthread_rwlock_wrlock(&st->ck);
+        ck_wrlock(st);
         lazy_apply(st);
     } else {
-        pthread_rwlock_rdlock(&st->ck);
+        ck_rdlock(st);
     }
     int rc = dk_oplog_append(st->log, DK_OPLOG_TRUNCATE, &op, NULL, 0, NULL);
     if (rc == -ENOSPC) {
         if (st->lazy) {
             checkpoint_locked(f->root, st); /* the write side is ours already */
         } else {
-            pthread_rwlock_unlock(&st->ck);
+            ck_unlock(st);
             up_strict_checkpoint(f->root);
-            pthread_rwlock_rdlock(&st->ck);
+            ck_rdlock(st);
         }
         rc = dk_oplog_append(st->log, DK_OPLOG_TRUNCATE, &op, NULL, 0, NULL);
     }
@@ -594,7 +634,11 @@ int up_strict_log_truncate(struct up_file *f, uint64_t len) {
 
 int up_strict_fsync(struct up_file *f, int fd, bool datasync) {
     /* Every acknowledged write and truncate is durable in the log (its record) and appends were published
-     * and made durable when they were written: only metadata the sync path left dirty needs the kernel. */
+     * and made durable when they were written: only metadata the sync path left dirty needs the kernel.
+     * Overwrites waiting for a checkpoint are applied: after fsync another process reads them in the file
+     * (a SQLite WAL checkpointer fsyncs the database, then tells readers through shared memory), and no
+     * later apply can land over what another process writes after it (review 7, findings 8 and 8b). */
+    up_strict_drain(f);
     pthread_mutex_lock(&f->mu);
     bool meta = f->meta_dirty || up_file_size(f) != f->pub_size || f->staged_count;
     pthread_mutex_unlock(&f->mu);
@@ -603,7 +647,7 @@ int up_strict_fsync(struct up_file *f, int fd, bool datasync) {
 
 void up_strict_done(struct up_file *f) {
     struct up_strict *st = __atomic_load_n(&f->root->strict, __ATOMIC_ACQUIRE);
-    if (st) pthread_rwlock_unlock(&st->ck);
+    if (st) ck_unlock(st);
 }
 
 /* ---- metadata ---- */
@@ -694,10 +738,10 @@ void up_strict_shutdown(void) {
         struct up_root *r = up_root_at(i);
         struct up_strict *st = r->strict;
         if (!st) continue;
-        pthread_rwlock_wrlock(&st->ck);
+        ck_wrlock(st);
         lazy_apply(st);
         if (applied_make_durable(r, st) != 0) { /* keep the log: recovery replays it */
-            pthread_rwlock_unlock(&st->ck);
+            ck_unlock(st);
             continue;
         }
         /* Every operation completed and is durable: the log has nothing recovery would need. */
@@ -718,7 +762,7 @@ void up_strict_shutdown(void) {
             }
         }
         r->strict = NULL;
-        pthread_rwlock_unlock(&st->ck);
+        ck_unlock(st);
     }
 }
 

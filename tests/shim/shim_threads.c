@@ -380,10 +380,15 @@ static void nest_on_signal(int sig) {
     nest_handled++;
     errno = saved;
 }
+static int nest_overwrite; /* signal_nested_write: the thread overwrites (strict mode: staged, waiting) */
 static void *nest_reader(void *arg) {
     (void)arg;
     static char b[1 << 16]; /* inside the shortest size: always the guarded fast path, never f->mu */
-    while (!nest_stop) (void)!pread(nest_fd, b, sizeof b, 0), nest_reads++;
+    for (long i = 0; !nest_stop; i++) {
+        if (nest_overwrite) (void)!pwrite(nest_fd, b, 4096, (i % 128) * 4096);
+        else (void)!pread(nest_fd, b, sizeof b, 0);
+        nest_reads++;
+    }
     return NULL;
 }
 static void *nest_truncater(void *arg) {
@@ -513,6 +518,12 @@ int main(int argc, char **argv) {
         truncate_race();
         any = true;
     }
+    if (all || !strcmp(which, "signal_nested_write")) {
+        nest_overwrite = 1; /* the handler's read interrupts an overwrite: in strict mode, inside its lock */
+        signal_nested();
+        nest_overwrite = 0;
+        any = true;
+    }
     if (all || !strcmp(which, "signal_nested")) {
         signal_nested();
         any = true;
@@ -522,6 +533,6 @@ int main(int argc, char **argv) {
         any = true;
     }
     CHECK(any, "unknown case '%s' (disjoint_shared|disjoint_own|append|open_race|map_race|truncate_race|"
-               "signal_nested|cancel_race|all)", which);
+               "signal_nested|signal_nested_write|cancel_race|all)", which);
     return 0;
 }
