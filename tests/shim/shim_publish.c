@@ -404,6 +404,8 @@ static void case_lock_unknown(void) {
           "(expected 6: the bookkeeping switched itself off)", s3 - s2);
     OK(close(fd));
     printf("ok: lock_unknown: a SEEK_CUR lock is not counted as held; a cancelled F_SETLKW leaves the count working\n");
+}
+
 /* After write + fsync another process reads the written bytes in the file (review 7, finding 8: strict
  * mode's staged overwrites waited for the next checkpoint, not for fsync), and an apply after fsync never
  * lands over another process's later write (8b). The other process is the kernel view: raw system calls. */
