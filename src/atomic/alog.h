@@ -111,6 +111,7 @@ struct alog_journal {
 struct alog_file {
     pthread_rwlock_t rw;
     int data_fd, log_fd;
+    bool data_fd_borrowed; /* alog_where.data_fd_plus1: not ours to close */
     int dir_fd;               /* tracked size: the data file's directory (the log is removed at clean close) */
     char log_name[512];       /* .daxkit/<name>.alog, relative to the data file's directory */
     char *data;
@@ -172,6 +173,8 @@ int alog_open_tracked(const char *path, const struct daxkit_atomic_options *o, s
 struct alog_where {
     const char *root;     /* the managed directory: the log is <root>/.daxkit/atomic/<log_name> */
     const char *log_name; /* <key>.alog (alog_named_log_name) */
+    int data_fd_plus1;    /* the data file's descriptor + 1 to use and never close (0: open it by path) -- the
+                           * caller keeps it while the program may hold POSIX locks on the file */
 };
 int alog_open_tracked_at(const char *path, const struct alog_where *w, const struct daxkit_atomic_options *o,
                          struct alog_file **out);

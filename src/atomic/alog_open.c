@@ -94,8 +94,10 @@ static int open_log(struct alog_file *f, const char *path, const struct alog_whe
     }
 }
 
-static int open_data(struct alog_file *f, const char *path, uint64_t bytes_min, struct stat *st) {
-    f->data_fd = DK_REAL(open)(path, O_RDWR | O_CLOEXEC);
+static int open_data(struct alog_file *f, const char *path, const struct alog_where *w, uint64_t bytes_min,
+                     struct stat *st) {
+    f->data_fd_borrowed = w && w->data_fd_plus1 > 0;
+    f->data_fd = f->data_fd_borrowed ? w->data_fd_plus1 - 1 : DK_REAL(open)(path, O_RDWR | O_CLOEXEC);
     if (f->data_fd < 0) return fail_errno();
     if (DK_REAL(fstat)(f->data_fd, st) != 0) return fail_errno();
     if (!S_ISREG(st->st_mode)) return -EINVAL;
@@ -249,7 +251,7 @@ static void release_resources(struct alog_file *f) {
     if (f->logmap && f->logmap != MAP_FAILED) DK_REAL(munmap)(f->logmap, f->log_len);
     if (f->log_fd >= 0) DK_REAL(close)(f->log_fd); /* drops the flock */
     if (f->dir_fd >= 0) DK_REAL(close)(f->dir_fd);
-    if (f->data_fd >= 0) DK_REAL(close)(f->data_fd);
+    if (f->data_fd >= 0 && !f->data_fd_borrowed) DK_REAL(close)(f->data_fd);
     alog_radix_fini(f);
     alog_alloc_fini(f);
     if (f->journal) alog_jrnl_fini(f);
@@ -268,7 +270,7 @@ static int open_all(struct alog_file *f, const char *path, const struct alog_whe
     if (!rc) rc = choose_medium(f, dirfd, o->persist);
     if (dirfd >= 0 && (rc || !f->track_size)) DK_REAL(close)(dirfd);
     else f->dir_fd = dirfd; /* a tracked-size log is removed at its clean close */
-    if (!rc) rc = open_data(f, path, f->track_size ? 0 : o->file_bytes_min, &st);
+    if (!rc) rc = open_data(f, path, w, f->track_size ? 0 : o->file_bytes_min, &st);
     if (!rc) rc = attach_log(f, &st, o->log_bytes);
     if (!rc && f->track_size) rc = alog_size_prepare(f);
     if (!rc) rc = map_data(f);

@@ -374,7 +374,13 @@ int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
      * gets its own (src/atomic/alog_named.c). */
     char log_name[512];
     int rc = alog_named_log_name(fd, log_name, sizeof log_name);
-    struct alog_where w = {.root = f->root->path, .log_name = log_name};
+    /* The engine's descriptor of the file is ours, kept until the program closes one of its own: closing it
+     * at a detach while the program keeps the file open would drop the program's POSIX locks (auxfd.c). */
+    pthread_mutex_lock(&f->mu);
+    int dfd = rc ? rc : up_atomic_fd(f, fd);
+    pthread_mutex_unlock(&f->mu);
+    if (dfd < 0) rc = dfd;
+    struct alog_where w = {.root = f->root->path, .log_name = log_name, .data_fd_plus1 = dfd + 1};
     struct alog_file *eng = NULL;
     if (!rc) rc = open_engine(path, &w, &eng);
     if (rc == -EBUSY) {
@@ -418,6 +424,15 @@ void up_atomic_detach(struct up_file *f) {
     __atomic_sub_fetch(&routes_live, 1, __ATOMIC_RELEASE);
     pthread_rwlock_unlock(&a->rw);
     pthread_mutex_unlock(&detach_mu);
+}
+
+void up_atomic_hold(void) { pthread_mutex_lock(&detach_mu); }
+
+void up_atomic_release(void) { pthread_mutex_unlock(&detach_mu); }
+
+void up_atomic_fd_moved(struct up_file *f, int to) {
+    struct up_atomic *a = f->atomic;
+    if (a && a->eng) __atomic_store_n(&a->eng->data_fd, to, __ATOMIC_RELEASE);
 }
 
 void up_atomic_detach_fd(int fd) {

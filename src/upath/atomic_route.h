@@ -42,6 +42,12 @@ void up_atomic_detach(struct up_file *f);
  * SEEK_HOLE, the program mapping it): commit and detach, so that it sees the exact file. The file stays on
  * the plain path until this process opens it again with no other descriptor open. */
 void up_atomic_detach_fd(int fd);
+/* Holds off detaches (up_atomic_release lets them go on); before f->mu. */
+void up_atomic_hold(void);
+void up_atomic_release(void);
+/* f->atomic_fd moved to `to` (a program's dup2 onto it, up_aux_vacate): an attached engine uses the new
+ * number. Under up_atomic_hold and f->mu. */
+void up_atomic_fd_moved(struct up_file *f, int to);
 /* Library start-up: recovers the DAXKIT_ATOMIC logs that dead processes left in every root (whether or not
  * this process routes anything), so that every access -- stat, plain reads -- sees the last commit. */
 void up_atomic_recover_roots(void);

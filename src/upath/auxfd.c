@@ -6,13 +6,17 @@
  * closed only when the program closes a descriptor of the file -- when the kernel drops the locks anyway.
  * It is not moved to a high number (closing the low one would drop them too): a program's dup2 onto it
  * moves it first (up_aux_vacate). Strict mode's checkpoint keeps a duplicate for its fdatasync the same
- * way (sync_fd). */
+ * way (sync_fd), and so does the DAXKIT_ATOMIC engine its descriptor (atomic_fd): the engine lets the file
+ * go at fork, the program's mmap, copy_file_range... while the program keeps its descriptors (review 7,
+ * finding 3d); the kept descriptor goes at the program's next close, or after the detach at its last. All
+ * are close-on-exec: an exec still drops the program's locks on such a file. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 
 #include "common/stats.h"
 #include "shim/libc.h"
+#include "upath/atomic_route.h"
 #include "upath/internal.h"
 
 /* Kept descriptors count against the program's RLIMIT_NOFILE: at most a quarter of it (16 at least) are
@@ -78,8 +82,20 @@ int up_sync_fd(struct up_file *f, int fd) {
     return d;
 }
 
+int up_atomic_fd(struct up_file *f, int fd) {
+    if (f->atomic_fd >= 0) return f->atomic_fd;
+    DK_ERRNO_SAVE;
+    int a = up_fd_reopen(fd, O_RDWR);
+    int e = errno;
+    DK_ERRNO_RESTORE;
+    if (a < 0) return -e;
+    own(f, a, &f->atomic_fd);
+    return a;
+}
+
 void up_aux_close(struct up_file *f) {
     if (f->aux_fd >= 0) disown(&f->aux_fd);
+    if (f->atomic_fd >= 0 && !f->atomic) disown(&f->atomic_fd); /* attached: the engine still uses it */
     /* one the checkpoint still lists (its fdatasync failed) stays until the next close of the file */
     if (f->sync_fd >= 0 && !up_strict_lists(f)) disown(&f->sync_fd);
 }
@@ -88,8 +104,12 @@ void up_aux_vacate(int newfd) {
     struct up_fd *e = up_fd_entry(newfd);
     struct up_file *f = e ? e->aux_of : NULL;
     if (!f) return;
+    up_atomic_hold(); /* the engine that may use atomic_fd stays attached or detached meanwhile */
     pthread_mutex_lock(&f->mu);
-    int *field = f->aux_fd == newfd ? &f->aux_fd : f->sync_fd == newfd ? &f->sync_fd : NULL;
+    int *field = f->aux_fd == newfd      ? &f->aux_fd
+                 : f->sync_fd == newfd   ? &f->sync_fd
+                 : f->atomic_fd == newfd ? &f->atomic_fd
+                                         : NULL;
     if (field) {
         const struct dk_libc *c = dk_libc();
         struct rlimit rl;
@@ -104,6 +124,8 @@ void up_aux_vacate(int newfd) {
         *field = -1;
         __atomic_sub_fetch(&kept_count, 1, __ATOMIC_RELAXED);
         if (moved >= 0) own(f, moved, field);
+        if (field == &f->atomic_fd) up_atomic_fd_moved(f, moved);
     }
     pthread_mutex_unlock(&f->mu);
+    up_atomic_release();
 }

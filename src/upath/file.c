@@ -120,6 +120,7 @@ struct up_file *up_file_get(struct up_root *r, const struct stat *st, const char
     f->rescue_fd = -1;
     f->aux_fd = -1;
     f->sync_fd = -1;
+    f->atomic_fd = -1;
     f->open_refs = 1;
     /* posix mode: what another entry of this inode left -- one dropped from the closed list, one of an
      * earlier process -- may not be durable yet: the first fsync goes to the kernel where the medium needs

@@ -291,7 +291,12 @@ int up_close(int fd) {
     struct up_slot *last = up_fd_unbind(fd);
     if (last && f->open_refs == 1) last_close_of_mapped(f, fd);
     if (last) {
-        if (f->atomic && f->open_refs == 1) up_atomic_detach(f);
+        if (f->atomic && f->open_refs == 1) {
+            up_atomic_detach(f);
+            pthread_mutex_lock(&f->mu);
+            up_aux_close(f); /* the engine's descriptor, kept past the detach: the program's close follows */
+            pthread_mutex_unlock(&f->mu);
+        }
         up_slot_drop_local(last);
         up_file_put(f);
     }

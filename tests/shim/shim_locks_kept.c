@@ -7,7 +7,10 @@
  * library's own descriptor and everything must still work. argv[1]: managed directory. argv[2]: the case
  * (rdonly_map, append_publish, extend_prefault, strict_checkpoint, budget: kept descriptors stay within a
  * quarter of RLIMIT_NOFILE and a file mapped read-only for want of one is still written correctly). append_publish reopens only where the publish clones
- * (XFS): on huge tmpfs it checks that the publish and the fork keep the lock. */
+ * (XFS): on huge tmpfs it checks that the publish and the fork keep the lock. atomic_detach (DAXKIT_ATOMIC=*):
+ * the engine lets the file go while the program keeps its descriptor -- at fork, the program's mmap,
+ * SEEK_DATA, fallocate with a mode, copy_file_range -- and its own descriptor must not be closed then
+ * (review 7, finding 3d). */
 #include <sys/resource.h>
 
 #include "shim_test.h"
@@ -85,6 +88,57 @@ static void dup2_over_internal(int fd, const char *path, bool append) {
     NOTE("%d descriptor number(s) of the library's taken over by dup2; %s still served", victims, path);
 }
 
+static uint64_t counter(int which) {
+    uint64_t v[DK_C_COUNT];
+    CHECK(st_stats(getpid(), v), "stats");
+    return v[which];
+}
+
+/* One detach trigger while the program holds a write lock on a routed file. */
+static void atomic_detach_by(const char *path, const char *trigger, int round) {
+    static uint8_t buf[8192];
+    uint64_t routes = counter(DK_C_atomic_routes);
+    int fd = prog_open(path, O_RDWR);
+    CHECK(counter(DK_C_atomic_routes) == routes + 1, "%s: the open was not routed to the atomic engine", trigger);
+    take(fd, F_WRLCK);
+    st_fill(buf, (uint32_t)round + 7, 0, sizeof buf);
+    CHECK(pwrite(fd, buf, sizeof buf, 0) == (ssize_t)sizeof buf, "pwrite: %s", strerror(errno));
+    OK(fsync(fd));
+    CHECK(lock_held(path, F_WRLCK, 0, 1), "%s: the lock is gone before the detach (routed write + fsync)", trigger);
+    if (!strcmp(trigger, "fork")) {
+        pid_t c = fork();
+        if (c == 0) _exit(0);
+        CHECK(c > 0 && waitpid(c, NULL, 0) == c, "fork/waitpid");
+    } else if (!strcmp(trigger, "mmap")) {
+        void *m = mmap(NULL, sizeof buf, PROT_READ, MAP_SHARED, fd, 0);
+        CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
+        CHECK(!memcmp(m, buf, sizeof buf), "the mapping does not show the committed write");
+        OK(munmap(m, sizeof buf));
+    } else if (!strcmp(trigger, "seek_data")) {
+        CHECK(lseek(fd, 0, SEEK_DATA) == 0, "SEEK_DATA: %s", strerror(errno));
+    } else if (!strcmp(trigger, "fallocate")) {
+        CHECK(fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 65536) == 0 || errno == EOPNOTSUPP, "fallocate: %s",
+              strerror(errno));
+    } else if (!strcmp(trigger, "copy_file_range")) {
+        char other[PATH_MAX];
+        snprintf(other, sizeof other, "%s.copy", path);
+        int o = OK(open(other, O_RDWR | O_CREAT | O_TRUNC, 0644));
+        loff_t from = 0;
+        CHECK(copy_file_range(fd, &from, o, NULL, 4096, 0) == 4096, "copy_file_range: %s", strerror(errno));
+        OK(close(o));
+    }
+    CHECK(lock_held(path, F_WRLCK, 0, 1), "the lock is gone after the engine let the file go at %s", trigger);
+    uint8_t back[sizeof buf];
+    CHECK(pread(fd, back, sizeof back, 0) == (ssize_t)sizeof back && !memcmp(back, buf, sizeof buf),
+          "%s: the data read back after the detach differs", trigger);
+    if (round < 4) {
+        OK(close(fd)); /* drops the lock, and the library's descriptor with it */
+        n_program_fds--;
+    } else {
+        dup2_over_internal(fd, path, false);
+    }
+}
+
 static uint64_t reopens(void) {
     uint64_t v[DK_C_COUNT];
     CHECK(st_stats(getpid(), v), "stats");
@@ -94,7 +148,7 @@ static uint64_t reopens(void) {
 int main(int argc, char **argv) {
     const char *dir = st_dir(argc, argv);
     st_require_library();
-    CHECK(argc > 2, "usage: shim_locks_kept DIR rdonly_map|append_publish|extend_prefault|strict_checkpoint|budget");
+    CHECK(argc > 2, "usage: shim_locks_kept DIR rdonly_map|append_publish|extend_prefault|strict_checkpoint|budget|atomic_detach");
     st_watchdog(60);
     for (int n = 0; n < 64; n++) open_at_start[n] = syscall(SYS_fcntl, n, F_GETFD) >= 0;
     const char *what = argv[2];
@@ -152,6 +206,14 @@ int main(int argc, char **argv) {
             CHECK(lock_held(path, F_RDLCK, 100, 1), "round %d: the shared lock is gone after the checkpoint", round);
         }
         dup2_over_internal(fd, path, false);
+    } else if (!strcmp(what, "atomic_detach")) { /* DAXKIT_ATOMIC=*: the engine's own descriptor */
+        make(path, 1 << 16);
+        const char *triggers[] = {"fork", "mmap", "seek_data", "fallocate", "copy_file_range"};
+        for (int i = 0; i < 5; i++) /* argv[3]: that trigger only */
+            if (argc <= 3 || !strcmp(argv[3], triggers[i])) atomic_detach_by(path, triggers[i], argc > 3 ? 4 : i);
+        NOTE("atomic_detach: lock held after the detach at %s", argc > 3 ? argv[3] :
+             "fork, mmap, SEEK_DATA, fallocate(KEEP_SIZE), copy_file_range");
+        return 0;
     } else if (!strcmp(what, "budget")) { /* kept descriptors stay within a quarter of RLIMIT_NOFILE */
         struct rlimit rl;
         OK(getrlimit(RLIMIT_NOFILE, &rl));
