@@ -1,5 +1,6 @@
-/* Resource limits the data path honours: after the program changes RLIMIT_FSIZE (setrlimit, prlimit on
- * itself) the write path reads it again (upath/fsize.c). */
+/* Resource limits the data path honours: before the program sets a finite RLIMIT_FSIZE (setrlimit, prlimit
+ * on itself) everything staged is published, and after it the write path reads the limit again
+ * (upath/fsize.c). */
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -17,7 +18,18 @@ static int after_limit_change(int r, int res) {
     return r;
 }
 
+/* Before a file-size limit takes effect: what is staged or extended is published while the kernel still
+ * accepts it (a publish past a new limit would be refused, and the appends lost). */
+static void before_limit_change(int res, const struct rlimit *nl) {
+    if (res == RLIMIT_FSIZE && nl && nl->rlim_cur != RLIM_INFINITY && up_enabled) {
+        DK_ERRNO_SAVE;
+        up_publish_all();
+        DK_ERRNO_RESTORE;
+    }
+}
+
 DK_EXPORT int setrlimit(__rlimit_resource_t res, const struct rlimit *rl) {
+    before_limit_change((int)res, rl);
     return after_limit_change(DK_REAL(setrlimit)(res, rl), (int)res);
 }
 /* 64-bit hosts: struct rlimit64 is struct rlimit. */
@@ -26,8 +38,9 @@ DK_EXPORT int setrlimit64(__rlimit_resource_t res, const struct rlimit64 *rl) {
 }
 
 DK_EXPORT int prlimit(pid_t pid, __rlimit_resource_t res, const struct rlimit *nl, struct rlimit *ol) {
-    int r = DK_REAL(prlimit)(pid, res, nl, ol);
     bool self = pid == 0 || pid == DK_REAL(getpid)();
+    if (self) before_limit_change((int)res, nl);
+    int r = DK_REAL(prlimit)(pid, res, nl, ol);
     return nl && self ? after_limit_change(r, (int)res) : r;
 }
 DK_EXPORT int prlimit64(pid_t pid, __rlimit_resource_t res, const struct rlimit64 *nl, struct rlimit64 *ol) {

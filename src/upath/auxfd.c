@@ -5,8 +5,7 @@
  * first mapping; an O_APPEND writer its lock at a publish). The reopened descriptor is kept instead, and
  * closed only when the program closes a descriptor of the file -- when the kernel drops the locks anyway.
  * It is not moved to a high number (closing the low one would drop them too): a program's dup2 onto it
- * moves it first (up_aux_vacate). Strict mode's checkpoint keeps a duplicate for its fdatasync the same
- * way (sync_fd), and so does the DAXKIT_ATOMIC engine its descriptor (atomic_fd): the engine lets the file
+ * moves it first (up_aux_vacate). The DAXKIT_ATOMIC engine's descriptor (atomic_fd) is kept the same way: the engine lets the file
  * go at fork, the program's mmap, copy_file_range... while the program keeps its descriptors (review 7,
  * finding 3d); the kept descriptor goes at the program's next close, or after the detach at its last. All
  * are close-on-exec: an exec still drops the program's locks on such a file. */
@@ -72,16 +71,6 @@ int up_aux_fd(struct up_file *f, int fd, bool need_rdwr) {
     return a;
 }
 
-int up_sync_fd(struct up_file *f, int fd) {
-    if (f->sync_fd >= 0) return f->sync_fd;
-    DK_ERRNO_SAVE;
-    int d = dk_libc()->fcntl(fd, F_DUPFD_CLOEXEC, 512); /* above the program's low numbers; nothing closed */
-    if (d < 0) d = dk_libc()->fcntl(fd, F_DUPFD_CLOEXEC, 0); /* a low RLIMIT_NOFILE */
-    DK_ERRNO_RESTORE;
-    if (d >= 0) own(f, d, &f->sync_fd);
-    return d;
-}
-
 int up_atomic_fd(struct up_file *f, int fd) {
     if (f->atomic_fd >= 0) return f->atomic_fd;
     DK_ERRNO_SAVE;
@@ -96,8 +85,6 @@ int up_atomic_fd(struct up_file *f, int fd) {
 void up_aux_close(struct up_file *f) {
     if (f->aux_fd >= 0) disown(&f->aux_fd);
     if (f->atomic_fd >= 0 && !f->atomic) disown(&f->atomic_fd); /* attached: the engine still uses it */
-    /* one the checkpoint still lists (its fdatasync failed) stays until the next close of the file */
-    if (f->sync_fd >= 0 && !up_strict_lists(f)) disown(&f->sync_fd);
 }
 
 void up_aux_vacate(int newfd) {
@@ -107,7 +94,6 @@ void up_aux_vacate(int newfd) {
     up_atomic_hold(); /* the engine that may use atomic_fd stays attached or detached meanwhile */
     pthread_mutex_lock(&f->mu);
     int *field = f->aux_fd == newfd      ? &f->aux_fd
-                 : f->sync_fd == newfd   ? &f->sync_fd
                  : f->atomic_fd == newfd ? &f->atomic_fd
                                          : NULL;
     if (field) {

@@ -119,7 +119,6 @@ struct up_file *up_file_get(struct up_root *r, const struct stat *st, const char
     pthread_mutex_init(&f->strict_mu, NULL);
     f->rescue_fd = -1;
     f->aux_fd = -1;
-    f->sync_fd = -1;
     f->atomic_fd = -1;
     f->open_refs = 1;
     /* posix mode: what another entry of this inode left -- one dropped from the closed list, one of an

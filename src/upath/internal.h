@@ -280,7 +280,6 @@ struct up_file {
     struct up_atomic *atomic; /* DAXKIT_ATOMIC: served by the failure-atomic engine (atomic_route.c) */
     int rescue_fd;          /* internal duplicate kept when a publish at close failed (-1: none) */
     int aux_fd;             /* the file reopened read-write for mapping and relinks, under mu (auxfd.c) */
-    int sync_fd;            /* strict: a duplicate for the checkpoint's fdatasync, under strict's dirty_mu (auxfd.c) */
     int atomic_fd;          /* DAXKIT_ATOMIC: the engine's descriptor of the file, kept past a detach (auxfd.c) */
     int sizerec_slot;       /* published-size record slot + 1 (0: none) */
     bool sizerec_valid;     /* the record is valid: the kernel size may exceed pub_size */
@@ -368,9 +367,6 @@ int up_aux_fd(struct up_file *f, int fd, bool need_rdwr);
 /* The program closes a descriptor of f (the kernel drops the process's POSIX locks on the file then):
  * the auxiliary descriptor goes too. Under f->mu. */
 void up_aux_close(struct up_file *f);
-/* Strict mode: a duplicate of fd for the checkpoint's fdatasync of f, made once and kept like the
- * auxiliary descriptor (closing one would drop the program's POSIX locks). -1 when none can be made. */
-int up_sync_fd(struct up_file *f, int fd);
 /* DAXKIT_ATOMIC: the file reopened read-write for the engine (one kept from an earlier route is used again),
  * kept like the auxiliary descriptor -- also when the engine lets the file go while the program keeps it
  * open (fork, the program's mmap, ...): only a close of the program's drops it. -errno when it cannot be
@@ -379,8 +375,7 @@ int up_atomic_fd(struct up_file *f, int fd);
 /* The program is about to dup2/dup3 onto newfd, one of daxkit's descriptors: an auxiliary one moves to
  * another number first. */
 void up_aux_vacate(int newfd);
-/* Strict mode: whether f waits in the checkpoint's list of files to fdatasync (strict.c). */
-bool up_strict_lists(struct up_file *f);
+
 
 #define UP_FD_LEAF 1024
 #define UP_FD_LEAVES 1024             /* 1M descriptors */

@@ -68,7 +68,7 @@ struct strict_lazy {
  * applied bytes themselves were written back as they were made, and one fence covers them all). */
 struct strict_dirty {
     struct up_file *f; /* alive until the checkpoint: closing a file is a checkpoint before it is dropped */
-    int fd;            /* f->sync_fd: a duplicate of a descriptor the program wrote through */
+    int fd;            /* the descriptor the program last wrote the file through (note_applied) */
 };
 
 struct up_strict {
@@ -227,19 +227,12 @@ static int applied_make_durable(const struct up_root *r, struct up_strict *st) {
     return rc;
 }
 
-bool up_strict_lists(struct up_file *f) {
-    struct up_strict *st = __atomic_load_n(&f->root->strict, __ATOMIC_ACQUIRE);
-    if (!st) return false;
-    pthread_mutex_lock(&st->dirty_mu);
-    bool listed = false;
-    for (unsigned i = 0; i < st->dirty_count && !listed; i++) listed = st->dirty[i].f == f;
-    pthread_mutex_unlock(&st->dirty_mu);
-    return listed;
-}
-
 /* Lists f for the next checkpoint's fdatasync when the medium needs it for a write that grows the file
- * to `end` (or any write, on the page cache). 0; 1 when the write must be made durable at once instead
- * (no descriptor to spare); -ENOSPC when the table is full (the caller checkpoints and retries). */
+ * to `end` (or any write, on the page cache), through the descriptor the program wrote through -- no
+ * duplicate of its own: closing one would drop the program's POSIX locks on the file (review 7, findings
+ * 21, 26, 29). That descriptor stays open while the file is listed: every close of a descriptor of the
+ * file (close, dup2 over it, close_range, exec) is a checkpoint first, which empties the list; a later
+ * write lists its own descriptor. 0, or -ENOSPC when the table is full (the caller checkpoints and retries). */
 static int note_applied(struct up_strict *st, struct up_file *f, int fd, uint64_t end, bool append) {
     if (!track_dirty(f->root) && !append && end <= up_file_size(f)) return 0;
     if (f->root->persist_as == DK_MEDIUM_VOLATILE) return 0; /* nothing survives power loss anyway */
@@ -247,15 +240,9 @@ static int note_applied(struct up_strict *st, struct up_file *f, int fd, uint64_
     pthread_mutex_lock(&st->dirty_mu);
     unsigned i = 0;
     while (i < st->dirty_count && st->dirty[i].f != f) i++;
-    if (i == st->dirty_count) {
-        if (i == STRICT_DIRTY_FILES_MAX) {
-            rc = -ENOSPC;
-        } else {
-            int d = up_sync_fd(f, fd); /* kept until the program closes the file (auxfd.c) */
-            if (d < 0) rc = 1;
-            else st->dirty[st->dirty_count++] = (struct strict_dirty){f, d};
-        }
-    }
+    if (i < st->dirty_count) st->dirty[i].fd = fd; /* the newest writer's descriptor: surely open now */
+    else if (i == STRICT_DIRTY_FILES_MAX) rc = -ENOSPC;
+    else st->dirty[st->dirty_count++] = (struct strict_dirty){f, fd};
     pthread_mutex_unlock(&st->dirty_mu);
     return rc;
 }

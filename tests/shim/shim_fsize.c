@@ -10,7 +10,7 @@
 #include "shim_test.h"
 
 #define LIMIT_BYTES ((1u << 20) + 100u)
-#define STEPS 12
+#define STEPS 13
 
 struct step {
     ssize_t ret;
@@ -48,6 +48,12 @@ static void run(const char *dir, struct step out[STEPS], char **img, size_t *len
     CHECK(fd >= 0, "open %s: %s", path, strerror(errno));
     int afd = open(path, O_WRONLY | O_APPEND);
     CHECK(afd >= 0, "open O_APPEND %s: %s", path, strerror(errno));
+    char bigpath[PATH_MAX];
+    st_path(bigpath, sizeof bigpath, dir, "fsize.big"); /* 2 MiB, made before the limit: above it */
+    int big = open(bigpath, O_CREAT | O_RDWR | O_TRUNC, 0644);
+    CHECK(big >= 0 && write(big, buf, 700 << 10) == 700 << 10 && write(big, buf, 700 << 10) == 700 << 10 &&
+              write(big, buf, 648 << 10) == 648 << 10,
+          "make %s: %s", bigpath, strerror(errno));
     set_limit(true, LIMIT_BYTES);
     int k = 0, s0;
     s0 = xfsz_signals, record(&out[k++], write(fd, buf, 512 << 10), s0);           /* inside */
@@ -58,11 +64,12 @@ static void run(const char *dir, struct step out[STEPS], char **img, size_t *len
     s0 = xfsz_signals, record(&out[k++], pwrite(fd, buf, 1, LIMIT_BYTES + 4096), s0);  /* past it */
     s0 = xfsz_signals, record(&out[k++], write(afd, buf, 100), s0);                /* append at the limit */
     s0 = xfsz_signals, record(&out[k++], ftruncate(fd, LIMIT_BYTES + 10), s0);     /* kernel's own check */
+    s0 = xfsz_signals, record(&out[k++], ftruncate(big, 1536 << 10), s0);         /* a shrink past it: allowed */
     s0 = xfsz_signals, record(&out[k++], fsync(fd), s0);
     set_limit(false, RLIM_INFINITY);
     s0 = xfsz_signals, record(&out[k++], write(afd, buf, 4096), s0); /* served again */
     s0 = xfsz_signals, record(&out[k++], write(afd, buf + 1, 4096), s0);
-    s0 = xfsz_signals, record(&out[k++], close(afd) | close(fd), s0);
+    s0 = xfsz_signals, record(&out[k++], close(afd) | close(fd) | close(big), s0);
     CHECK(k == STEPS, "%d steps, want %d", k, STEPS);
     fd = open(path, O_RDONLY);
     CHECK(fd >= 0, "reopen %s: %s", path, strerror(errno));
