@@ -685,7 +685,11 @@ int up_strict_meta_begin(unsigned type, int dirfd, const char *path, int dirfd2,
 }
 
 void up_strict_before_truncating_open(int dirfd, const char *path) {
-    struct up_root *r = root_of_path(dirfd, path);
+    DK_ERRNO_SAVE;
+    struct stat st;
+    bool exists = DK_REAL(fstatat)(dirfd, path, &st, 0) == 0; /* a new file has no records to replay */
+    struct up_root *r = exists ? root_of_path(dirfd, path) : NULL;
+    DK_ERRNO_RESTORE;
     if (r && __atomic_load_n(&r->strict, __ATOMIC_ACQUIRE)) up_strict_checkpoint(r);
 }
 
