@@ -29,8 +29,8 @@ bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 # baseline: served
 out=$(env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" "$probe" "$dir" 2>&1) || bad "probe fails with a good configuration: $out"
-echo "$out" | grep -q "^active 1" || bad "good configuration: the library is not active: $out"
-echo "$out" | grep -qE "^served reads [1-9][0-9]* appends [1-9]" || bad "good configuration: nothing served in user space: $out"
+grep -q "^active 1" <<< "$out" || bad "good configuration: the library is not active: $out"
+grep -qE "^served reads [1-9][0-9]* appends [1-9]" <<< "$out" || bad "good configuration: nothing served in user space: $out"
 
 # bad values: VAR=VALUE  pattern-the-message-must-contain (accepted values)
 while read -r var value accepted; do
@@ -38,10 +38,10 @@ while read -r var value accepted; do
     out=$(env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" "$var=$value" "$probe" "$dir" 2>&1)
     rc=$?
     [ $rc -eq 0 ] || bad "$var=$value: the program did not run correctly (exit $rc): $out"
-    echo "$out" | grep -q "DAXKIT_$var\|$var" || true
-    echo "$out" | grep -v "^active\|^served\|^shim_check" | grep -q "$var" || bad "$var=$value: no message naming $var: $out"
-    echo "$out" | grep -qF -- "$accepted" || bad "$var=$value: the message does not give the accepted values ('$accepted'): $out"
-    echo "$out" | grep -q "^active 0" || bad "$var=$value: the program ran accelerated despite the bad value: $out"
+    grep -q "DAXKIT_$var\|$var" <<< "$out" || true
+    grep -v "^active\|^served\|^shim_check" <<< "$out" | grep "$var" >/dev/null || bad "$var=$value: no message naming $var: $out"
+    grep -qF -- "$accepted" <<< "$out" || bad "$var=$value: the message does not give the accepted values ('$accepted'): $out"
+    grep -q "^active 0" <<< "$out" || bad "$var=$value: the program ran accelerated despite the bad value: $out"
     echo "ok: $var=$value -> $(echo "$out" | grep -m1 "$var")"
 done <<'LIST'
 DAXKIT_MODE bogus posix|sync|strict
@@ -55,7 +55,7 @@ LIST
 
 # unknown variable
 out=$(env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_FOO=1 "$probe" "$dir" 2>&1) || bad "DAXKIT_FOO=1: the program failed: $out"
-echo "$out" | grep -q "DAXKIT_FOO" || bad "DAXKIT_FOO=1 is not reported: $out"
+grep -q "DAXKIT_FOO" <<< "$out" || bad "DAXKIT_FOO=1 is not reported: $out"
 echo "ok: DAXKIT_FOO -> $(echo "$out" | grep -m1 DAXKIT_FOO)"
 
 # strict: daxkit run refuses; preloaded directly, managed opens fail with EINVAL
@@ -64,10 +64,10 @@ out=$(env DAXKIT_STRICT_CONFIG=1 DAXKIT_MODE=bogus "$cli" run --dir "$dir" -- to
 rc=$?
 [ $rc -ne 0 ] || bad "DAXKIT_STRICT_CONFIG=1 with DAXKIT_MODE=bogus: daxkit run exited 0"
 [ ! -e "$tmp/ran" ] || bad "DAXKIT_STRICT_CONFIG=1: daxkit run started the command despite a bad option"
-echo "$out" | grep -q "MODE" || bad "DAXKIT_STRICT_CONFIG=1: daxkit run's refusal does not name the variable: $out"
+grep -q "MODE" <<< "$out" || bad "DAXKIT_STRICT_CONFIG=1: daxkit run's refusal does not name the variable: $out"
 echo "ok: strict daxkit run refuses (exit $rc): $(echo "$out" | head -1)"
 out=$(env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_STRICT_CONFIG=1 DAXKIT_MODE=bogus "$probe" "$dir" 2>&1)
-echo "$out" | grep -q "^open errno 22" || bad "DAXKIT_STRICT_CONFIG=1 preloaded: managed open did not fail with EINVAL: $out"
+grep -q "^open errno 22" <<< "$out" || bad "DAXKIT_STRICT_CONFIG=1 preloaded: managed open did not fail with EINVAL: $out"
 # without strict, daxkit run warns and runs
 rm -f "$tmp/ran"
 env DAXKIT_MODE=bogus "$cli" run --dir "$dir" -- touch "$tmp/ran" >/dev/null 2>&1
@@ -88,12 +88,12 @@ out=$(env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_VERBOSE=1 DAXKIT_NT_MIN_BYT
     || bad "verbose run failed: $out"
 banner=$(echo "$out" | grep -m1 "loaded")
 [ -n "$banner" ] || bad "DAXKIT_VERBOSE=1 printed no banner: $out"
-echo "$banner" | grep -q "NT_MIN_BYTES=512" || bad "banner lacks DAXKIT_NT_MIN_BYTES=512: $banner"
-echo "$banner" | grep -q "CACHE_FILES=7" || bad "banner lacks DAXKIT_CACHE_FILES=7: $banner"
-echo "$banner" | grep -q "POPULATE\|STAGING_FILES" && bad "banner lists default values: $banner"
+grep -q "NT_MIN_BYTES=512" <<< "$banner" || bad "banner lacks DAXKIT_NT_MIN_BYTES=512: $banner"
+grep -q "CACHE_FILES=7" <<< "$banner" || bad "banner lacks DAXKIT_CACHE_FILES=7: $banner"
+grep -q "POPULATE\|STAGING_FILES" <<< "$banner" && bad "banner lists default values: $banner"
 echo "ok: banner: $banner"
 out=$(env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_NT_MIN_BYTES=512 "$probe" "$dir" 2>&1)
-echo "$out" | grep -q "loaded" && bad "a banner is printed without DAXKIT_VERBOSE: $out"
+grep -q "loaded" <<< "$out" && bad "a banner is printed without DAXKIT_VERBOSE: $out"
 
 echo "config.sh: $fails failure(s)"
 [ $fails -eq 0 ]
