@@ -306,7 +306,8 @@ static inline void up_file_set_size(struct up_file *f, uint64_t s) {
 }
 
 /* reclock.c: at a size re-read after a lock (refresh_gen set), under mu; at a close of any descriptor of
- * the file (POSIX locks are released), under mu. */
+ * the file, before the kernel's close releases the POSIX locks, under mu: the set becomes unknown (not
+ * held) until the next whole-file unlock. */
 void up_locks_note_refresh(struct up_file *f);
 void up_locks_closed(struct up_file *f);
 /* Before an operation that depends on the file's exact end (append, write past it, SEEK_END): the size is
