@@ -37,6 +37,7 @@
 #include "persist/persist.h"
 #include "shim/libc.h"
 #include "upath/guard.h"
+#include "upath/fsize.h"
 #include "upath/internal.h"
 #include "upath/io.h"
 #include "upath/upath.h"
@@ -666,6 +667,9 @@ int up_strict_meta_begin(unsigned type, int dirfd, const char *path, int dirfd2,
     struct up_root *r = root_of_path(dirfd, path);
     if (!r && path2) r = root_of_path(dirfd2, path2);
     if (!r) return 0;
+    /* No log made under a finite file-size limit (it could cross it): the kernel's own call, unlogged, as
+     * for the files opened meanwhile (up_adopt). */
+    if (up_fsize_limited() && !__atomic_load_n(&r->strict, __ATOMIC_ACQUIRE)) return 0;
     struct up_strict *st = strict_for(r);
     if (!st) return -EIO;
     char data[2 * 4096 + 2];

@@ -172,6 +172,15 @@ int up_adopt(int fd, int oflags, int dirfd, const char *path) {
         return 0;
     }
     if (up_refuse_flag) return -EINVAL;
+    /* A file-size limit the program set itself after start-up: strict mode's log and the atomic journal,
+     * made at a first open, may be larger than it, and the kernel would kill the program with SIGXFSZ for
+     * growing one (review 7, finding 1b): such opens stay the kernel's while the limit is finite. */
+    if (DK_UNLIKELY(up_fsize_limited()) && (dk_cfg.mode == DK_MODE_STRICT || dk_cfg.atomic[0])) {
+        dk_count(DK_C_fallbacks, 1);
+        dk_log_once("RLIMIT_FSIZE is finite: files opened from now on under %s are served by the kernel", r->path);
+        DK_ERRNO_RESTORE;
+        return 0;
+    }
     up_root_probe(r);
     pthread_mutex_lock(&up_table_mu);
     struct up_file *old = up_file_lookup(st.st_dev, st.st_ino);

@@ -32,5 +32,26 @@ for limit_kib in 16 2048; do
         fi
     done
 done
+# The program lowers its own limit before its first managed open (review 7, finding 1b): strict mode's log and
+# the atomic journal, made at that open, must not cross it.
+for cfg in "DAXKIT_MODE=strict" "DAXKIT_ATOMIC=*"; do
+    rm -rf "${dir:?}"/* "$dir/.daxkit"
+    out=$(env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" "$cfg" python3 -c '
+import os, resource, sys
+resource.setrlimit(resource.RLIMIT_FSIZE, (2 << 20, resource.RLIM_INFINITY))
+fd = os.open(sys.argv[1] + "/f", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, b"x" * 8192)
+os.fsync(fd)
+os.close(fd)
+' "$dir" 2>&1)
+    rc=$?
+    size=$(stat -c %s "$dir/f" 2>/dev/null || echo none)
+    if [ $rc -ne 0 ] || [ "$size" != 8192 ]; then
+        echo "FAIL: setrlimit(RLIMIT_FSIZE, 2 MiB) by the program, $cfg: exit $rc (SIGXFSZ is 153), size $size: $out"
+        fails=$((fails + 1))
+    else
+        echo "ok: setrlimit by the program, then a managed open, $cfg: ran (the file served by the kernel)"
+    fi
+done
 [ $fails -eq 0 ] || exit 1
 exit 0
