@@ -5,10 +5,11 @@
  * first mapping; an O_APPEND writer its lock at a publish). The reopened descriptor is kept instead, and
  * closed only when the program closes a descriptor of the file -- when the kernel drops the locks anyway.
  * It is not moved to a high number (closing the low one would drop them too): a program's dup2 onto it
- * moves it first (up_aux_vacate). The DAXKIT_ATOMIC engine's descriptor (atomic_fd) is kept the same way: the engine lets the file
- * go at fork, the program's mmap, copy_file_range... while the program keeps its descriptors (review 7,
- * finding 3d); the kept descriptor goes at the program's next close, or after the detach at its last. All
- * are close-on-exec: an exec still drops the program's locks on such a file. */
+ * moves it first (up_aux_vacate). The DAXKIT_ATOMIC engine's descriptor (atomic_fd) is kept the same
+ * way: the engine lets the file go at fork, the program's mmap, copy_file_range... while the program
+ * keeps its descriptors (review 7, finding 3d); the kept descriptor goes at the program's next close, or
+ * after the detach at its last. All are close-on-exec: an exec still drops the program's locks on such a
+ * file. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -97,13 +98,8 @@ void up_aux_vacate(int newfd) {
                  : f->atomic_fd == newfd ? &f->atomic_fd
                                          : NULL;
     if (field) {
-        const struct dk_libc *c = dk_libc();
-        struct rlimit rl;
-        int floor = 512;
-        if (c->getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-            floor = (int)DK_MAX(16, (long)rl.rlim_cur - 64);
         DK_ERRNO_SAVE;
-        int moved = c->fcntl(newfd, F_DUPFD_CLOEXEC, floor);
+        int moved = dk_libc()->fcntl(newfd, F_DUPFD_CLOEXEC, up_internal_fd_floor());
         DK_ERRNO_RESTORE;
         e->aux_of = NULL;
         up_fd_mark_internal(newfd, false); /* the program's dup2 closes it in the kernel next */

@@ -72,13 +72,17 @@ static pthread_mutex_t pools_mu = PTHREAD_MUTEX_INITIALIZER;
 int up_stage_fd(const struct up_stg_file *sf) { return sf->fd; }
 
 /* Moves an internal descriptor out of the low numbers the program expects to get from open(). */
-int up_internal_fd(int fd) {
-    const struct dk_libc *c = dk_libc();
+int up_internal_fd_floor(void) {
     struct rlimit rl;
     int floor = 512;
-    if (c->getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    if (dk_libc()->getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
         floor = (int)DK_MAX(16, (long)rl.rlim_cur - 64);
-    int hi = c->fcntl(fd, F_DUPFD_CLOEXEC, floor);
+    return floor;
+}
+
+int up_internal_fd(int fd) {
+    const struct dk_libc *c = dk_libc();
+    int hi = c->fcntl(fd, F_DUPFD_CLOEXEC, up_internal_fd_floor());
     if (hi >= 0) {
         c->close(fd);
         fd = hi;
