@@ -466,7 +466,7 @@ static ssize_t write_by_kernel(struct up_file *f, int fd, const char *buf, size_
  * O_APPEND descriptor, and nothing is accepted that could not be published. Also every write to a file
  * mapped read-only. Counted as fallbacks. */
 static ssize_t write_through_kernel(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off,
-                                       bool append, int sync) {
+                                    bool append, int sync) {
     bool appended = false;
     ssize_t w = write_by_kernel(f, fd, buf, n, &off, append, &appended);
     int rc = w > 0 && sync ? up_sync_file(f, fd, true) : 0;
