@@ -474,9 +474,11 @@ bool up_strict_drain(struct up_file *f) {
 void up_strict_overlay(struct up_file *f, char *buf, size_t n, uint64_t off) {
     struct up_strict *st = __atomic_load_n(&f->root->strict, __ATOMIC_ACQUIRE);
     if (!st || !st->lazy) return;
-    /* Called only with st->ck held by this thread (a signal handler inside a strict operation): no other
-     * thread can reset the table now, and taking the lock again could wait for ever (this thread may hold
-     * the write side). Entries other threads are adding have len 0 until their record is durable. */
+    /* Called only while this thread holds a checkpoint lock (a signal handler inside a strict operation),
+     * normally this root's: no other thread can reset the table now, and taking the lock again could wait
+     * for ever (this thread may hold the write side). Entries other threads are adding have len 0 until
+     * their record is durable. (Held on another root's lock only, a checkpoint of this root could race the
+     * copy: the handler may then read the file without a waiting overwrite -- two roots and a handler.) */
     uint32_t used = DK_MIN(__atomic_load_n(&st->lazy_used, __ATOMIC_ACQUIRE), STRICT_LAZY_MAX);
     for (uint32_t i = 0; i < used; i++) { /* reservation order: the log's for one thread's writes */
         const struct strict_lazy *e = &st->lazy[i];
