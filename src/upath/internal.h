@@ -273,7 +273,6 @@ struct up_file {
     struct up_staged *staged; /* stage strategy: slots covering [pub_size, size), in file order */
     uint32_t staged_count, staged_cap;
     uint32_t open_refs;     /* descriptors of this process referring to the file */
-    bool dirty;             /* data written since the last fsync */
     bool meta_dirty;        /* size or blocks changed since the last fsync (kernel fsync needed) */
     bool unlinked;
     bool reflinked;         /* blocks were cloned in since the last fsync (publish.c: drop_reflink_mark) */

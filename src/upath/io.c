@@ -364,7 +364,6 @@ static ssize_t overwrite_by_pwrite(struct up_file *f, int fd, const char *buf, s
             int rc = dk_pwrite_all(fd, buf, n, off, 0, NULL);
             w = rc ? rc : (ssize_t)n;
         }
-        __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
     }
     up_guard_read_exit(f, fast);
     if (w > 0) dk_count(DK_C_pagecache_pwrites, 1);
@@ -386,7 +385,6 @@ static bool overwrite_fast(struct up_file *f, const char *buf, size_t n, uint64_
               __atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE);
     if (ok) {
         up_io_overwrite(f, off, buf, n);
-        __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
         if (fence && flush_medium(f)) dk_fence();
     }
     up_guard_read_exit(f, fast);
@@ -424,10 +422,7 @@ static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, ui
             *appended = true;
         }
     }
-    if (rc == 0) {
-        __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
-        if (fence && flush_medium(f)) dk_fence();
-    }
+    if (rc == 0 && fence && flush_medium(f)) dk_fence();
     pthread_mutex_unlock(&f->mu);
     *at = off;
     return rc;

@@ -228,9 +228,9 @@ static void drop_reflink_mark(struct up_file *f, int fd) {
     DK_ERRNO_RESTORE;
 }
 
-/* Makes the file's published state durable as its medium requires: 0 or -errno (then still dirty). */
+/* Makes the file's published state durable as its medium requires: 0, or -errno (the caller marks its
+ * metadata dirty again). */
 static int persist_file(struct up_file *f, int fd, bool datasync, bool meta) {
-    bool dirty = __atomic_exchange_n(&f->dirty, false, __ATOMIC_ACQ_REL);
     bool kernel = false;
     switch (f->root->persist_as) {
     case DK_MEDIUM_DAX:
@@ -240,18 +240,13 @@ static int persist_file(struct up_file *f, int fd, bool datasync, bool meta) {
     case DK_MEDIUM_PAGECACHE:
         /* Always: fsync makes durable what any process wrote into the page cache, not only this one. */
         kernel = true;
-        (void)dirty;
         break;
     case DK_MEDIUM_VOLATILE: kernel = false; break; /* nothing to make durable; survives process crash */
     }
     if (!kernel) return 0;
     dk_count(DK_C_fsyncs_kernel, 1);
     int r = datasync ? DK_REAL(fdatasync)(fd) : DK_REAL(fsync)(fd);
-    if (r != 0) {
-        int e = errno;
-        __atomic_store_n(&f->dirty, true, __ATOMIC_RELAXED);
-        return -e;
-    }
+    if (r != 0) return -errno;
     drop_reflink_mark(f, fd);
     return 0;
 }
