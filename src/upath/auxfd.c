@@ -56,7 +56,7 @@ static bool within_budget(void) {
 }
 
 int up_aux_fd(struct up_file *f, int fd, bool need_rdwr) {
-    if (fits(dk_libc()->fcntl(fd, F_GETFL), need_rdwr)) return fd;
+    if (fits(up_fd_flags(fd), need_rdwr)) return fd;
     if (f->aux_fd >= 0) return f->aux_fd; /* opened O_RDWR: fits both */
     if (!within_budget()) {
         dk_count(DK_C_aux_refusals, 1);

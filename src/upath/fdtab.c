@@ -1,4 +1,5 @@
 /* Descriptor table (private) and open-file-description slots (shared with fork relatives). */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -136,6 +137,11 @@ struct up_slot *up_fd_unbind(int fd) {
 /* Called by the owner of the file reference once the process's last descriptor on `s` is gone. */
 void up_slot_drop_local(struct up_slot *s);
 void up_slot_drop_local(struct up_slot *s) { slot_release_proc(s); }
+
+int up_fd_flags(int fd) {
+    const struct up_slot *s = up_fd_slot(fd);
+    return s ? (int)__atomic_load_n(&s->flags, __ATOMIC_ACQUIRE) : DK_REAL(fcntl)(fd, F_GETFL);
+}
 
 void up_fd_mark_internal(int fd, bool internal) {
     struct up_fd *e = entry_alloc(fd);

@@ -394,6 +394,9 @@ static inline struct up_slot *up_fd_slot(int fd) {
     return e ? __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE) : NULL;
 }
 
+/* A descriptor's status flags (F_GETFL): its slot's when managed, else the kernel's; -1 when closed. */
+int up_fd_flags(int fd);
+
 int up_fdtab_init(void);
 struct up_slot *up_slot_new(struct up_file *f, uint32_t flags, uint64_t offset);
 /* Binds fd to slot (the process's reference count on the slot goes up). Caller holds up_table_mu. */

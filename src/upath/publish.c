@@ -22,17 +22,12 @@
 /* The descriptor's status flags: a program descriptor's slot mirrors them (access mode from the open,
  * O_APPEND kept by the F_SETFL path), which spares a system call per publish -- one per fsync for an
  * fsync-per-append program such as RocksDB with sync=1; other descriptors ask the kernel. */
-static int fd_flags(int fd) {
-    const struct up_slot *s = up_fd_slot(fd);
-    return s ? (int)__atomic_load_n(&s->flags, __ATOMIC_ACQUIRE) : DK_REAL(fcntl)(fd, F_GETFL);
-}
-
 /* The descriptor to relink through: the program's own when it can take the relink, else the file's
  * auxiliary one (never a reopen closed after use: that would drop the program's POSIX locks). *may_clone
  * false: only through the program's O_APPEND descriptor, by copies at its end (no auxiliary descriptor to
  * spare). */
 static int publish_fd(struct up_file *f, int fd, bool *may_clone) {
-    int fl = fd_flags(fd);
+    int fl = up_fd_flags(fd);
     bool writable = fl >= 0 && (fl & O_ACCMODE) != O_RDONLY;
     bool at_end = f->ksize == f->pub_size; /* an O_APPEND pwrite lands at the kernel's end */
     *may_clone = true;
@@ -216,7 +211,7 @@ int up_publish_locked(struct up_file *f, int fd) {
  * the fsync. Best effort, through a writable descriptor only. */
 static void drop_reflink_mark(struct up_file *f, int fd) {
     if (!__atomic_exchange_n(&f->reflinked, false, __ATOMIC_ACQ_REL)) return;
-    int fl = fd_flags(fd);
+    int fl = up_fd_flags(fd);
     if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY) {
         __atomic_store_n(&f->reflinked, true, __ATOMIC_RELAXED);
         return;
