@@ -512,9 +512,9 @@ static int apply_by_pwrite(struct up_file *f, int fd, const char *buf, size_t n,
 }
 
 /* One part of an apply: by pwrite (above) or through up_io_write. */
-static ssize_t apply_part(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, int how) {
-    int k = how == UP_IO_LOGGED ? apply_by_pwrite(f, fd, buf, n, off) : 0;
-    if (k == 0) return up_io_write(f, fd, buf, n, off, false, how);
+static ssize_t apply_part(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
+    int k = apply_by_pwrite(f, fd, buf, n, off);
+    if (k == 0) return up_io_write(f, fd, buf, n, off, false, UP_IO_LOGGED);
     if (k < 0) {
         errno = -k;
         return -1;
@@ -524,21 +524,20 @@ static ssize_t apply_part(struct up_file *f, int fd, const char *buf, size_t n, 
 
 /* Applies a logged write: stored in place (written back on a flush medium; by pwrite on the page cache),
  * appends published, without a fence, msync or fsync -- the record is durable, and the checkpoint makes
- * the applied bytes and sizes durable before the record goes (`how`: UP_IO_LOGGED; UP_IO_SYNC when the
- * file could not be listed for the checkpoint). While crash testing, in two halves with a crash point
+ * the applied bytes and sizes durable before the record goes. While crash testing, in two halves with a crash point
  * between, so that tests see recovery complete a write cut in the middle. */
-static ssize_t apply_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, int how) {
+static ssize_t apply_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
 #ifdef DAXKIT_TEST_BUILD
     if (__atomic_load_n(&dk_crashpoint_active, __ATOMIC_RELAXED) && n > 1) {
         size_t h = n / 2;
-        ssize_t a = apply_part(f, fd, buf, h, off, how);
+        ssize_t a = apply_part(f, fd, buf, h, off);
         if (a != (ssize_t)h) return a;
         DK_CRASH_POINT("strict.write.half_applied");
-        ssize_t b = apply_part(f, fd, buf + h, n - h, off + h, how);
+        ssize_t b = apply_part(f, fd, buf + h, n - h, off + h);
         return b < 0 ? b : a + b;
     }
 #endif
-    return apply_part(f, fd, buf, n, off, how);
+    return apply_part(f, fd, buf, n, off);
 }
 
 ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append) {
@@ -552,7 +551,7 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
      * are serialised (overwrites are not). */
     if (append) pthread_mutex_lock(&f->strict_mu);
     if (append) off = up_file_size(f);
-    int rc, how = UP_IO_LOGGED;
+    int rc;
     struct strict_lazy *lz;
     for (int attempt = 0;; attempt++) {
         ck_rdlock(st);
@@ -566,7 +565,6 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
             continue;
         }
         rc = lz ? 0 : note_applied(st, f, fd, off + n, append); /* -ENOSPC: every slot holds another file */
-        how = rc == 1 ? UP_IO_SYNC : UP_IO_LOGGED;
         if (rc >= 0) rc = log_write(f->root, st, f, off, buf, n, lz);
         if (rc != -ENOSPC || attempt >= 2) break;
         /* Full: checkpoint (needs the write side), then try again. */
@@ -586,7 +584,7 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
         dk_count(DK_C_writes, 1);
         dk_count(DK_C_write_bytes, n);
     } else {
-        w = apply_write(f, fd, buf, n, off, how);
+        w = apply_write(f, fd, buf, n, off);
     }
     if (w >= 0) up_io_last_offset = off; /* where the write began (the caller moves the offset past it) */
     DK_CRASH_POINT("strict.write.applied");
