@@ -6,7 +6,8 @@
  * (raw system calls, no library) whether the lock is still there; then the program dup2s onto the
  * library's own descriptor and everything must still work. argv[1]: managed directory. argv[2]: the case
  * (rdonly_map, append_publish, extend_prefault, strict_checkpoint, budget: kept descriptors stay within a
- * quarter of RLIMIT_NOFILE and a file mapped read-only for want of one is still written correctly). append_publish reopens only where the publish clones
+ * quarter of RLIMIT_NOFILE and a file mapped read-only for want of one is still written correctly, an O_APPEND file relinked by
+ * copy through the program's descriptor). append_publish reopens only where the publish clones
  * (XFS): on huge tmpfs it checks that the publish and the fork keep the lock. atomic_detach (DAXKIT_ATOMIC=*):
  * the engine lets the file go while the program keeps its descriptor -- at fork, the program's mmap,
  * SEEK_DATA, fallocate with a mode, copy_file_range -- and its own descriptor must not be closed then
@@ -237,6 +238,21 @@ int main(int argc, char **argv) {
         CHECK(pwrite(w, "Z", 1, 0) == 1, "pwrite into a file mapped read-only: %s", strerror(errno));
         CHECK(pread(fds[39], buf, 1, 0) == 1 && buf[0] == 'Z', "the write is not seen through the read-only mapping");
         OK(close(w));
+        /* An O_APPEND file on XFS would be relinked by clone through a reopen; none to spare: by copy at
+         * the end of the program's own descriptor, and the bytes land in order. */
+        snprintf(name, sizeof name, "%s.append", path);
+        int a = OK(open(name, O_WRONLY | O_APPEND | O_CREAT | O_TRUNC, 0644));
+        uint64_t before[DK_C_COUNT];
+        CHECK(st_stats(getpid(), before), "stats");
+        static uint8_t pat[3 << 18];
+        st_fill(pat, 9, 0, sizeof pat);
+        for (int k = 0; k < 3; k++) st_write_all(a, pat + k * (1 << 18), 1 << 18);
+        OK(fsync(a));
+        CHECK(st_stats(getpid(), v), "stats");
+        CHECK(v[DK_C_relink_clones] == before[DK_C_relink_clones] && v[DK_C_aux_opens] == 24,
+              "the O_APPEND file was relinked by clone through a reopen past the budget");
+        CHECK(st_check_image(name, pat, sizeof pat), "the O_APPEND file relinked by copy differs from what was written");
+        OK(close(a));
         for (int i = 0; i < 40; i++) OK(close(fds[i]));
         CHECK(st_stats(getpid(), v) && v[DK_C_aux_opens] == 24, "stats");
         NOTE("budget: 24 files reopened, %llu did without (read-only mapping); a write to one of them served",
