@@ -6,8 +6,8 @@
  * (raw system calls, no library) whether the lock is still there; then the program dup2s onto the
  * library's own descriptor and everything must still work. argv[1]: managed directory. argv[2]: the case
  * (rdonly_map, append_publish, extend_prefault, strict_checkpoint, budget: kept descriptors stay within a
- * quarter of RLIMIT_NOFILE and a file mapped read-only for want of one is still written correctly, an O_APPEND file relinked by
- * copy through the program's descriptor). append_publish reopens only where the publish clones
+ * quarter of RLIMIT_NOFILE, a file mapped read-only for want of one is still written correctly, and an
+ * O_APPEND file is relinked by copy through the program's descriptor). append_publish reopens only where the publish clones
  * (XFS): on huge tmpfs it checks that the publish and the fork keep the lock. atomic_detach (DAXKIT_ATOMIC=*):
  * the engine lets the file go while the program keeps its descriptor -- at fork, the program's mmap,
  * SEEK_DATA, fallocate with a mode, copy_file_range -- and its own descriptor must not be closed then
