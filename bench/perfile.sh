@@ -13,7 +13,8 @@
 # Environment: REPS (5), WORKLOADS ("rsync git sqlite"; also tar sqlitewal fillsync redis), VARIANTS ("kernel
 #              preload daxkit"), SQL_N (1000), SYNC_N (5000 synced puts), REDIS_N (20000 SETs),
 #              SRC_TREE (/usr/include/linux), INSN (0); variant "base" runs daxkit with BASE_LIB (another
-#              build's libdaxkit.so: before/after in one interleaved run).
+#              build's libdaxkit.so: before/after in one interleaved run); "daxkit-auto" runs daxkit with
+#              DAXKIT_APPEND=auto (a log fsynced per record moves to extend with keep).
 # Rows: medium,workload,variant,metric,value,rep  (metric cpu_s, wall_s, or insn).
 set -euo pipefail
 BUILD=$(cd "${1:?build dir}" && pwd)
@@ -49,6 +50,7 @@ run() {
     case $VARIANT in
     preload) env+=(LD_PRELOAD="$LIB") ;;
     daxkit) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR") ;;
+    daxkit-auto) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_APPEND=auto) ;;
     base) env+=(LD_PRELOAD="${BASE_LIB:?variant base needs BASE_LIB}" DAXKIT_DIR="$DIR") ;;
     esac
     if [ "$INSN" = 1 ]; then
@@ -117,6 +119,7 @@ work_redis() {
     case $VARIANT in
     preload) env+=(LD_PRELOAD="$LIB") ;;
     daxkit) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR") ;;
+    daxkit-auto) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_APPEND=auto) ;;
     base) env+=(LD_PRELOAD="${BASE_LIB:?variant base needs BASE_LIB}" DAXKIT_DIR="$DIR") ;;
     esac
     t=$(mktemp)

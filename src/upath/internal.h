@@ -270,6 +270,10 @@ struct up_file {
     pthread_mutex_t mu;     /* appends, size changes, publish */
     pthread_mutex_t strict_mu; /* strict mode: an append's offset, record and apply in one order */
     enum up_strategy strategy;
+    bool auto_policy;       /* the strategy was chosen by DAXKIT_APPEND=auto (upath.c) */
+    bool auto_keep;         /* auto moved it to extend with keep (publish.c: up_note_sync_streak) */
+    uint32_t sync_streak;   /* fsyncs in a row that each published exactly one append (stage) */
+    uint32_t appends_unpublished; /* append calls since the last publish, under mu */
     struct up_staged *staged; /* stage strategy: slots covering [pub_size, size), in file order */
     uint32_t staged_count, staged_cap;
     uint32_t open_refs;     /* descriptors of this process referring to the file */

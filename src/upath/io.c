@@ -196,7 +196,7 @@ static int adopt_kernel_growth(struct up_file *f, int fd) {
  * next one is extended half a step early and faulted in by the background thread meanwhile. With cut,
  * each fsync frees the tail, so most of a step is never used: no lookahead. */
 static bool prefaults_steps(const struct up_file *f) {
-    return dk_cfg.extend_sync == DK_EXTEND_SYNC_KEEP && f->root->medium.medium != DK_MEDIUM_PAGECACHE;
+    return up_keeps_on_sync(f) && f->root->medium.medium != DK_MEDIUM_PAGECACHE;
 }
 
 /* Steps grow with the file (2 MiB up to DAXKIT_EXTEND_STEP_BYTES): small files stay small. */
@@ -236,6 +236,7 @@ static inline uint64_t inplace_limit(const struct up_file *f) {
 /* Appending part of a write, under f->mu: [off, off+n), where off+n > inplace limit. */
 static int append_locked(struct up_file *f, int fd, uint64_t off, const char *buf, size_t n) {
     uint64_t end = off + n;
+    f->appends_unpublished++; /* publish.c: a file fsynced after every single append */
     if (f->strategy == UP_EXTEND) {
         int rc = extend_to(f, fd, end);
         if (rc) return rc;

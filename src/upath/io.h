@@ -28,6 +28,9 @@ extern __thread uint64_t up_io_last_offset;
 int up_publish_locked(struct up_file *f, int fd);
 /* Publishes and makes the file durable as the medium requires (fsync semantics). 0/-errno. */
 int up_sync_file(struct up_file *f, int fd, bool datasync);
+/* fsync of an extend-strategy file keeps its extension (FLEX): DAXKIT_EXTEND_SYNC=keep, or a file auto moved
+ * to extend because it is fsynced after every single append (DAXKIT_AUTO_KEEP_AFTER). */
+bool up_keeps_on_sync(const struct up_file *f);
 /* At EOF: when this process has nothing unpublished, take the kernel's size (another process may have
  * appended). Returns true when the size changed. */
 bool up_refresh_if_idle(struct up_file *f, int fd);

@@ -72,14 +72,15 @@ static enum up_strategy auto_strategy(const struct up_root *r, int oflags) {
     return (oflags & O_APPEND) && r->medium.medium == DK_MEDIUM_DAX ? UP_EXTEND : UP_STAGE;
 }
 
-static enum up_strategy choose_strategy(const struct up_root *r, int fd, int oflags) {
+static enum up_strategy choose_strategy(const struct up_root *r, int fd, int oflags, bool *by_auto) {
     const char *spec = dk_cfg.append;
     const char *path = NULL;
     char buf[PATH_MAX];
     if (strchr(spec, '=') && up_fd_path(fd, buf, sizeof buf)) path = buf;
+    *by_auto = false;
     switch (up_policy_for(spec, path)) {
     case UP_POLICY_EXTEND: return UP_EXTEND;
-    case UP_POLICY_AUTO: return auto_strategy(r, oflags);
+    case UP_POLICY_AUTO: *by_auto = true; return auto_strategy(r, oflags);
     default: return UP_STAGE;
     }
 }
@@ -201,7 +202,7 @@ int up_adopt(int fd, int oflags, int dirfd, const char *path) {
             file_reopened(f, fd, &st, oflags);
             if (f->ksize > UP_MAP_MAX_BYTES) f->kernel_only = true;
         } else {
-            f->strategy = choose_strategy(r, fd, oflags);
+            f->strategy = choose_strategy(r, fd, oflags, &f->auto_policy);
             if (file_first_map(f, fd) != 0) dk_count(DK_C_pt_mapfail, 1);
         }
         f->refresh_gen = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE); /* its size was just read */

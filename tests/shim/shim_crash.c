@@ -8,6 +8,8 @@
  *          pipe; the parent kills it with SIGKILL after a random delay and checks the file without the
  *          library: intact records in order; sync mode: at least every acknowledged one; posix mode: exactly
  *          the records of some publish point (a multiple of 10, not beyond the acknowledged count).
+ *          SHIM_CRASH_SYNC_EVERY=N fsyncs every N records instead of 10 (1: a log synced per record, which
+ *          DAXKIT_APPEND=auto moves to extend with keep).
  *          Between the kill and the check, `daxkit recover DIR` runs (DK_RECOVER names the binary); the
  *          self case is recovered by crash.sh through the library's start-up instead.
  * argv[1]: managed directory; argv[2]: self|loop; argv[3] (self): OUT prefix; argv[4] (loop): seed. */
@@ -53,14 +55,20 @@ static int case_self(const char *dir, const char *out) {
     return 1;
 }
 
+static uint32_t sync_every(void) {
+    const char *e = getenv("SHIM_CRASH_SYNC_EVERY");
+    return e && atoi(e) > 0 ? (uint32_t)atoi(e) : 10;
+}
+
 static void child_loop(const char *path, int ackfd, bool sync) {
+    uint32_t every = sync_every();
     int fd = OK(open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
     uint8_t rec[512];
     for (uint32_t seq = 0;; seq++) {
         st_rec_make(rec, 0, seq);
         st_write_all(fd, rec, st_rec_len(0, seq));
-        if (!sync && (seq + 1) % 10 == 0) OK(fsync(fd));
-        uint32_t acked = sync ? seq + 1 : (seq + 1) / 10 * 10; /* records promised durable */
+        if (!sync && (seq + 1) % every == 0) OK(fsync(fd));
+        uint32_t acked = sync ? seq + 1 : (seq + 1) / every * every; /* records promised durable */
         if (syscall(SYS_write, ackfd, &acked, sizeof acked) != sizeof acked) _exit(3);
         if (seq >= 200000) _exit(4);
     }
@@ -119,7 +127,8 @@ static int case_loop(const char *dir, unsigned seed) {
     if (sync) {
         CHECK(n >= acked, "sync mode: %u records in the file, %u were acknowledged before SIGKILL", n, acked);
     } else {
-        CHECK(n % 10 == 0, "posix mode: %u records in the file: not a publish point (every 10)", n);
+        CHECK(n % sync_every() == 0, "posix mode: %u records in the file: not a publish point (every %u)", n,
+              sync_every());
         CHECK(n >= acked, "posix mode: %u records in the file, %u were fsynced before SIGKILL", n, acked);
     }
     printf("ok: %s mode, SIGKILL after %ld us: %u records acknowledged, %u in the file\n", sync ? "sync" : "posix",

@@ -21,6 +21,13 @@
  *               shared lock given relative to the offset (SEEK_CUR) is not counted as held, so the
  *               escalations after it re-read the size; a thread cancelled while waiting in F_SETLKW does
  *               not switch the bookkeeping off for the process (escalations skip re-reads again after it).
+ *   auto_keep   DAXKIT_APPEND=auto with a log fsynced after every single record: after
+ *               DAXKIT_AUTO_KEEP_AFTER (8) such fsyncs the file moves to extend with keep (counter auto_keeps);
+ *               from then on another program sees every fsynced byte and a size at least theirs (a zero-filled
+ *               tail: the documented deviation), and exactly the records after close, after an flock unlock
+ *               of the reopened file (which moves it back to stage), and after a batch of two appends per
+ *               fsync. argv[3] "never" (DAXKIT_AUTO_KEEP_AFTER=0, or the stage strategy): the size after every
+ *               fsync is exact.
  * argv[1]: managed directory; argv[2]: case (or "all"). */
 #include <pthread.h>
 #include <sys/file.h>
@@ -440,6 +447,47 @@ static void case_fsync_visible(void) {
     printf("ok: fsync_visible: written bytes visible to another process after fsync, its later writes kept\n");
 }
 
+static unsigned long long auto_keeps_now(void) { return st_json_counter(st_stats_cli_json(), "auto_keeps"); }
+
+static void case_auto_keep(bool never) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "auto_keep.log");
+    unsigned long long k0 = auto_keeps_now();
+    int fd = OK(open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644));
+    uint64_t size = 0;
+    bool tail_seen = false;
+    for (int i = 0; i < 40; i++) {
+        size = append(fd, size, 100 + (size_t)i);
+        OK(i % 2 ? fdatasync(fd) : fsync(fd));
+        seen_bytes_by_other(path, size, "fsync of a single append");
+        long long k = st_ksize(path);
+        CHECK(k >= (long long)size, "auto_keep: round %d: another program sees size %lld, below the %llu fsynced bytes",
+              i, k, (unsigned long long)size);
+        CHECK(!never || k == (long long)size, "auto_keep: round %d: size %lld after fsync with DAXKIT_AUTO_KEEP_AFTER=0, "
+              "expected %llu", i, k, (unsigned long long)size);
+        tail_seen |= k > (long long)size;
+    }
+    unsigned long long moved = auto_keeps_now() - k0;
+    CHECK(moved == (never ? 0u : 1u), "auto_keep: %llu files moved to extend with keep (expected %d)", moved, never ? 0 : 1);
+    CHECK(tail_seen == !never, "auto_keep: the kernel size %s past the fsynced bytes", tail_seen ? "went" : "never went");
+    for (int i = 0; i < 4; i++) { /* two appends per fsync: still served, still fsynced exactly */
+        size = append(fd, size, 3000);
+        size = append(fd, size, 5);
+        OK(fsync(fd));
+        seen_bytes_by_other(path, size, "fsync of two appends");
+    }
+    OK(close(fd));
+    seen_by_other(path, size, size, "close of the auto-kept log");
+    fd = OK(open(path, O_WRONLY | O_APPEND));
+    OK(flock(fd, LOCK_EX));
+    size = append(fd, size, 4096);
+    OK(flock(fd, LOCK_UN));
+    seen_by_other(path, size, size, "flock unlock of the reopened log");
+    OK(close(fd));
+    printf("ok: auto_keep: %s\n", never ? "never moved with DAXKIT_AUTO_KEEP_AFTER=0"
+                                        : "a log fsynced per record moved to extend-keep; exact at close and unlock");
+}
+
 int main(int argc, char **argv) {
     dir = st_dir(argc, argv);
     const char *which = argc > 2 ? argv[2] : "all";
@@ -457,6 +505,7 @@ int main(int argc, char **argv) {
     if (all || !strcmp(which, "lock_escalate")) case_lock_escalate(), any = true;
     if (all || !strcmp(which, "lock_unknown")) case_lock_unknown(), any = true;
     if (all || !strcmp(which, "fsync_visible")) case_fsync_visible(), any = true;
+    if (!strcmp(which, "auto_keep")) case_auto_keep(argc > 3 && !strcmp(argv[3], "never")), any = true;
     CHECK(any, "unknown case '%s'", which);
     return 0;
 }
