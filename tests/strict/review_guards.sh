@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Description: three strict-mode behaviours that session 7's review fixed and no other test pinned
+# (huge tmpfs, DAXKIT_PERSIST=flush):
+#   - default apply: a 4 KiB overwrite the program never fsyncs must not come back over a later write by
+#     another process (the kernel's answer: the later write wins) -- fails if the default apply waits;
+#   - an ftruncate refused (past the 512 GiB daxkit maps) is not logged: a crash right after it and `daxkit recover` leave
+#     the file at its size, not at the refused one;
+#   - strict x DAXKIT_ATOMIC_MMAP: with the staged overwrites waiting (DAXKIT_STRICT_APPLY=checkpoint), a
+#     program's mapping of the file shows its own write() at once, both with the shmem shadow and without.
+# Exit 0 pass, 1 fail, 77 skip.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+: "${DAXKIT_SRC:=$(cd "$here/../.." && pwd)}"
+: "${DAXKIT_BUILD:=$DAXKIT_SRC/build}"
+export DAXKIT_SRC DAXKIT_BUILD
+. "$DAXKIT_SRC/tests/harness/media.sh"
+lib=$(dk_lib) || exit 1
+daxkit=$(dk_cli) || exit 1
+dk_need_cmd python3
+dk_media_mount hugetmpfs 1G >/dev/null
+dir=$DK_MNT/managed
+mkdir -p "$dir"
+fails=0
+strict() { env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_MODE=strict DAXKIT_PERSIST=flush "$@"; }
+
+# 1. The later writer wins (review 7, finding 30).
+rm -rf "$dir"/* "$dir"/.daxkit
+first=$(strict python3 - "$dir/lost" <<'PY'
+import os, subprocess, sys
+p = sys.argv[1]
+fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, b"a" * 8192); os.fsync(fd)
+for _ in range(20): os.pread(fd, 16, 0)
+# The later writer is started first: a fork or exec is a publish point, the write below must not meet one.
+other = subprocess.Popen(["env", "-u", "LD_PRELOAD", "python3", "-c",
+    "import os,sys; sys.stdin.read(1); f=os.open(sys.argv[1], os.O_WRONLY); os.pwrite(f, b'CCCC', 0); os.close(f)",
+    p], stdin=subprocess.PIPE)
+os.pwrite(fd, b"B" * 4096, 0)                       # acknowledged, never fsynced
+other.stdin.write(b"g"); other.stdin.close()
+if other.wait() != 0: sys.exit(2)
+os.close(fd)                                        # strict's close: a checkpoint
+print(open(p, "rb").read(1).decode())
+PY
+)
+if [ "$first" = C ]; then echo "ok: a later writer's bytes survive the strict writer's close"
+else echo "FAIL: first byte '$first' after the strict writer's close; the kernel's answer is 'C' (the later write)"; fails=1; fi
+
+# 2. A refused ftruncate is not replayed (review 7, finding 20). RLIMIT_FSIZE's refusal cannot reach the log
+# any more (a program that lowers the limit hands its strict files to the kernel), so the refusal here is
+# the other one: a size past the 512 GiB that daxkit maps (EFBIG; the kernel's tmpfs would make it sparse).
+rm -rf "$dir"/* "$dir"/.daxkit
+strict python3 - "$dir/ftr" <<'PY'
+import errno, os, signal, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, b"a" * 4096); os.fsync(fd)
+try:
+    os.ftruncate(fd, 600 << 30)
+    print("FAIL: ftruncate to 600 GiB succeeded under strict mode (daxkit maps at most 512 GiB)"); sys.exit(3)
+except OSError as e:
+    if e.errno != errno.EFBIG: print("FAIL: ftruncate failed with", e); sys.exit(3)
+os.kill(os.getpid(), signal.SIGKILL)
+PY
+[ $? -eq 3 ] && fails=1
+"$daxkit" recover "$dir" >/dev/null || { echo "FAIL: daxkit recover $dir failed"; fails=1; }
+size=$(stat -c %s "$dir/ftr")
+if [ "$size" = 4096 ]; then echo "ok: a refused ftruncate and a crash leave the size at 4096 after recovery"
+else echo "FAIL: size $size after recovery (want 4096: the ftruncate was refused)"; fails=1; fi
+
+# 3. The program's mapping shows its own write under DAXKIT_ATOMIC_MMAP (review 7, finding 22).
+for shadow in auto always; do
+    rm -rf "$dir"/* "$dir"/.daxkit
+    got=$(strict DAXKIT_STRICT_APPLY=checkpoint DAXKIT_ATOMIC_MMAP='*.dat' DAXKIT_ATOMIC_MMAP_SHADOW=$shadow \
+        python3 - "$dir/am.dat" <<'PY'
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, b"a" * 65536); os.fsync(fd)
+for _ in range(20): os.pread(fd, 16, 0)
+m = mmap.mmap(fd, 65536)
+_ = m[8192]                                          # the page touched
+os.pwrite(fd, b"W" * 4096, 8192)
+before = chr(m[8192])
+m[100] = ord("x"); m.flush()                         # an msync of another page
+print(before + chr(m[8192]) + os.pread(fd, 1, 8192).decode())
+m.close(); os.close(fd)
+PY
+)
+    if [ "$got" = WWW ]; then echo "ok: shadow=$shadow: the mapping shows the program's write before and after an msync"
+    else echo "FAIL: shadow=$shadow: mapping/after msync/read() show '$got' (want 'WWW')"; fails=1; fi
+done
+[ $fails -eq 0 ] || dk_fail "strict mode lost a behaviour session 7's review fixed (above)"
+echo "ok: all three"
