@@ -27,7 +27,7 @@ lib=$BUILD/lib/libdaxkit.so
 mkdir -p "$OUT"
 dk_media_mount hugetmpfs 2G
 csv=$OUT/atomic-posix.csv
-echo "variant,bs,ops,fsync_every,ops_per_s,cpu_ns_per_op,median_ns,p999_ns,fsync_median_ns,rep" > "$csv"
+echo "variant,bs,ops,fsync_every,ops_per_s,cpu_ns_per_op,median_ns,p999_ns,fsync_median_ns,op_median_ns,op_p999_ns,rep" > "$csv"
 dir=$DK_MNT/bench
 
 variant_env() {  # VARIANT -> env array

@@ -1,7 +1,9 @@
 /* Random overwrites with an fsync every N, through whatever the process resolves (the kernel, or daxkit when
  * preloaded: strict mode, DAXKIT_ATOMIC, ...), measured over the pass only: wall time and process CPU time
  * (all threads: a background checkpoint thread's work counts), one CSV row:
- *   variant,bs,ops,fsync_every,ops_per_s,cpu_ns_per_op,median_ns,p999_ns,fsync_median_ns
+ *   variant,bs,ops,fsync_every,ops_per_s,cpu_ns_per_op,median_ns,p999_ns,fsync_median_ns,op_median_ns,op_p999_ns
+ * (median_ns, p999_ns: the write alone; op_*: the write plus the fsync after it, when one follows -- with
+ * FSYNC_EVERY 1, the "write + fsync" latency)
  *
  *   dk_bench_fsync_writes DIR VARIANT BS OPS FSYNC_EVERY [FILE_MIB=32] [SEED=1]
  * The file is written once first (every byte) and fsync'ed; the pass then overwrites BS bytes at random
@@ -45,8 +47,8 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/fsync_writes.dat", argv[1]);
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
     char *buf = aligned_alloc(4096, 1 << 20);
-    uint64_t *lat = calloc(ops, sizeof *lat), *fs = calloc(ops / every + 1, sizeof *fs);
-    if (fd < 0 || !buf || !lat || !fs) return 1;
+    uint64_t *lat = calloc(ops, sizeof *lat), *fs = calloc(ops / every + 1, sizeof *fs), *op = calloc(ops, sizeof *op);
+    if (fd < 0 || !buf || !lat || !fs || !op) return 1;
     memset(buf, 'a', 1 << 20);
     for (uint64_t off = 0; off < file_bytes; off += 1 << 20)
         if (pwrite(fd, buf, 1 << 20, (off_t)off) != 1 << 20) return 1;
@@ -58,19 +60,22 @@ int main(int argc, char **argv) {
         buf[i % bs] = (char)i;
         uint64_t a = now_ns();
         if (pwrite(fd, buf, bs, (off_t)((rng % blocks) * bs)) != (ssize_t)bs) return 1;
-        lat[i] = now_ns() - a;
+        lat[i] = op[i] = now_ns() - a;
         if ((i + 1) % every == 0) {
             a = now_ns();
             if (fsync(fd) != 0) return 1;
             fs[nfs++] = now_ns() - a;
+            op[i] += fs[nfs - 1];
         }
     }
     uint64_t wall = now_ns() - t0, cpu = cpu_ns() - c0;
     qsort(lat, ops, sizeof *lat, cmp);
     qsort(fs, nfs, sizeof *fs, cmp);
-    printf("%s,%zu,%u,%u,%.0f,%.0f,%llu,%llu,%llu\n", argv[2], bs, ops, every, ops / (wall / 1e9), (double)cpu / ops,
+    qsort(op, ops, sizeof *op, cmp);
+    printf("%s,%zu,%u,%u,%.0f,%.0f,%llu,%llu,%llu,%llu,%llu\n", argv[2], bs, ops, every, ops / (wall / 1e9), (double)cpu / ops,
            (unsigned long long)lat[ops / 2], (unsigned long long)lat[(uint64_t)ops * 999 / 1000],
-           (unsigned long long)(nfs ? fs[nfs / 2] : 0));
+           (unsigned long long)(nfs ? fs[nfs / 2] : 0), (unsigned long long)op[ops / 2],
+           (unsigned long long)op[(uint64_t)ops * 999 / 1000]);
     close(fd);
     unlink(path);
     return 0;

@@ -77,7 +77,9 @@ struct alog_chunk {
 
 struct alog_counters {
     uint64_t copies, reads, syncs, log_data_bytes, log_meta_bytes, checkpointed_entries, sync_checkpoints,
-        policy_switches, recovered_redo, recovered_undo, recovered_discarded, superseded;
+        policy_switches, recovered_redo, recovered_undo, recovered_discarded, superseded,
+        paced_entries, /* journal records applied by copies (pacing), not by checkpoint passes */
+        paced_partial; /* copies that applied part of a record (the rest by the next ones) */
 };
 
 /* The journal (policy DAXKIT_ATOMIC_JOURNAL; alog_journal.c, alog_jindex.c). Under j.mu. */
@@ -102,6 +104,8 @@ struct alog_journal {
     uint64_t staged;    /* tail staged by the commit in progress (under f->rw for writing) */
     uint64_t committed; /* end of the committed records (atomic; == hdr->jend_slot[epoch & 1]) */
     uint64_t head;      /* records below it are applied to the file, durably, and hdr->jhead says so (atomic) */
+    uint64_t pace_pos;  /* pacing: records below it applied by copies, durable at the next fence (under apply_mu) */
+    uint64_t pace_at, pace_done; /* pacing: pace_done bytes of the record at pace_at applied (under apply_mu) */
     struct alog_jpiece *pieces;
     uint32_t pieces_used, pieces_cap, pieces_live; /* pieces_live: linked into a block list */
     struct alog_jslot *slots;
@@ -156,6 +160,7 @@ struct alog_file {
     uint32_t ckpt_interval_us;
 
     bool journal;             /* policy DAXKIT_ATOMIC_JOURNAL: copies go to the journal, no entries */
+    bool jpace;               /* journal: copies apply committed records (fence media; DAXKIT_ATOMIC_PACE) */
     struct alog_journal j;
 
     struct alog_counters ctr;
@@ -254,6 +259,9 @@ int alog_radix_init(struct alog_file *f);
 void alog_radix_fini(struct alog_file *f);
 /* The leaf of the 2 MiB region holding `off`; creates missing nodes when `create`. NULL: absent/ENOMEM. */
 struct alog_leaf *alog_radix_leaf(struct alog_file *f, uint64_t off, bool create);
+/* Creates the leaves of [0, bytes) now (first touches and allocations out of the copies). */
+int alog_radix_prealloc(struct alog_file *f, uint64_t bytes);
+#define ALOG_RADIX_PREALLOC_BYTES_MAX (1ull << 30) /* larger files: leaves past 1 GiB made by the copies */
 
 /* ---- entries (alog_entry.c); caller holds the entry's leaf->mu ---- */
 /* Publishes a new entry for the block [base, base + (1 << shift)) holding the delta [start, start+len) of
@@ -318,9 +326,22 @@ int64_t alog_jrnl_apply_committed(struct alog_file *f);
 /* The same on a live journal, in steps, from any thread and without f->rw (the checkpoint thread, a
  * writer short of room, close). Returns records applied or -errno. */
 int64_t alog_jrnl_checkpoint(struct alog_file *f);
+/* Pacing (alog_journal.c says how): copies apply committed records; a commit makes them durable with its
+ * first fence. pace_begin (before that fence): the head the commit may store, with j.apply_mu held, or 0;
+ * after the fence, pace_head stores it in the epoch word's line; after the commit, pace_done (ok: the DRAM
+ * head moves). */
+uint64_t alog_jrnl_pace_begin(struct alog_file *f);
+void alog_jrnl_pace_head(struct alog_file *f, uint64_t to);
+void alog_jrnl_pace_done(struct alog_file *f, uint64_t to, bool ok);
 /* A quarter full with the checkpoint thread (it applies), half without (the sync applies). */
 bool alog_jrnl_due(const struct alog_file *f);
 #ifdef DAXKIT_TEST_BUILD
+/* Test hook: a deliberately broken protocol step, for the explorer to catch (atomic_explore). */
+enum alog_broken {
+    ALOG_BROKEN_NONE = 0,
+    ALOG_BROKEN_PACE_HEAD_BEFORE_FENCE, /* pacing stores jhead before the fence that makes the applied bytes durable */
+};
+extern int alog_test_broken;
 /* Test hook: a pad record from the tail to the end of the area, so the next records reuse the area's start. */
 int alog_jrnl_test_pad_to_lap_end(struct alog_file *f);
 #endif

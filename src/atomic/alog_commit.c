@@ -35,14 +35,19 @@ static uint32_t decide(struct alog_file *f) {
 static int commit_epoch(struct alog_file *f) {
     /* The size slot: durable with the fence below (undo runs on fence media only) or the log's fdatasync. */
     alog_size_stage_commit(f);
-    if (f->journal) alog_jrnl_stage_commit(f);
+    uint64_t paced = 0; /* the journal: the head past the records that copies applied (pacing) */
+    if (f->journal) {
+        alog_jrnl_stage_commit(f);
+        paced = alog_jrnl_pace_begin(f); /* their non-temporal stores into the file: durable with the fence below */
+    }
     /* Redo: log data and entries durable. Undo: entries were durable before their file stores; the file
      * stores themselves must be durable now. */
     int rc = f->policy == ALOG_REDO ? alog_durable_log_all(f) : alog_durable_data_all(f);
-    if (rc) return rc;
-    DK_CRASH_POINT("atomic.sync.before_epoch");
-    alog_store_word(&f->hdr->epoch, f->epoch + 1);
-    rc = alog_durable_log_range(f, &f->hdr->epoch, sizeof f->hdr->epoch);
+    if (!rc && paced) alog_jrnl_pace_head(f, paced); /* same line as the epoch word: durable with it */
+    if (!rc) DK_CRASH_POINT("atomic.sync.before_epoch");
+    if (!rc) alog_store_word(&f->hdr->epoch, f->epoch + 1);
+    if (!rc) rc = alog_durable_log_range(f, &f->hdr->epoch, sizeof f->hdr->epoch);
+    if (paced) alog_jrnl_pace_done(f, paced, rc == 0);
     if (rc) return rc;
     ALOG_CTR_ADD(f, log_meta_bytes, sizeof(uint64_t));
     DK_CRASH_POINT("atomic.sync.after_epoch");

@@ -222,6 +222,8 @@ static int init_dram(struct alog_file *f) {
     if (!f->journal) touch_pages(f->ents, f->entry_count * sizeof *f->ents); /* the journal has no entries */
     int rc = alog_alloc_init(f);
     if (!rc) rc = alog_radix_init(f);
+    /* the per-block engine: radix leaves of the mapped file made now, not by its first copy into a region */
+    if (!rc && !f->journal) rc = alog_radix_prealloc(f, DK_MIN(f->data_len, ALOG_RADIX_PREALLOC_BYTES_MAX));
     if (!rc && f->journal) rc = alog_jrnl_init(f);
     if (rc) return rc;
     pthread_rwlockattr_t ra;
@@ -282,6 +284,14 @@ static int open_all(struct alog_file *f, const char *path, const struct alog_whe
     return rc;
 }
 
+/* Journal pacing (alog_journal.c): DAXKIT_ATOMIC_PACE=1, on fence media only (on pagecache the applied
+ * bytes would need the file's own fdatasync in every commit). Off by default: it costs CPU and median
+ * latency (docs/atomic.md, "Pacing"). */
+static bool pace_wanted(const struct alog_file *f) {
+    const char *env = getenv("DAXKIT_ATOMIC_PACE");
+    return f->journal && f->persist_as != DK_MEDIUM_PAGECACHE && env && strcmp(env, "1") == 0;
+}
+
 static int open_engine(const char *path, const struct alog_where *w, const struct daxkit_atomic_options *o,
                        bool track_size, struct alog_file **out) {
     struct alog_file *f = calloc(1, sizeof *f);
@@ -298,6 +308,7 @@ static int open_engine(const char *path, const struct alog_where *w, const struc
         release_resources(f);
         return rc;
     }
+    f->jpace = pace_wanted(f);
     bool redo = o->policy == DAXKIT_ATOMIC_REDO || f->journal || f->persist_as == DK_MEDIUM_PAGECACHE;
     f->policy = redo ? ALOG_REDO : ALOG_UNDO; /* hybrid starts with undo, as Libnvmio does */
     alog_store_word(&f->hdr->policy, f->policy);
@@ -366,6 +377,7 @@ int alog_test_open_memory(char *data, uint64_t data_len, char *log, uint64_t log
         return rc;
     }
     f->policy = o->policy == DAXKIT_ATOMIC_REDO || f->journal ? ALOG_REDO : ALOG_UNDO;
+    f->jpace = pace_wanted(f);
     pthread_mutex_init(&f->ckpt_mu, NULL);
     pthread_cond_init(&f->ckpt_cond, NULL);
     *out = f;

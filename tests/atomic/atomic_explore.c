@@ -3,8 +3,12 @@
  * region holding the file and its log (persisting as on dax), the explorer records every store, write-back
  * and fence, and materialises the media states a power failure could leave at each crash point. On each,
  * recovery runs on a copy, and the file must equal the state of the last acknowledged sync k or of sync
- * k+1 (in flight). Usage: atomic_explore undo|redo|hybrid|journal [SEED]
- * (journal: the checkpoint after sync 5 replays the journal and advances its head; then a pad record takes
+ * k+1 (in flight). Usage: atomic_explore undo|redo|hybrid|journal|journal-pace|journal-pace-head-early [SEED]
+ * (journal-pace-head-early, the broken variant of pacing -- the journal head stored at the write, before the
+ * fence that makes the bytes it applied durable -- must be caught: exit 0 only if the explorer finds a
+ * failing state)
+ * (journal-pace: batch 3 adds a 20 KiB copy, which later writes apply in parts; journal: the checkpoint after
+ * sync 5 replays the journal and advances its head; then a pad record takes
  * the journal to the end of its area, so that the records of batches 6-8 wrap round and overwrite those of
  * batches 1-2 -- applied, and never to be replayed again) */
 #include <stdlib.h>
@@ -22,6 +26,7 @@ static uint64_t log_bytes;
 static struct daxkit_atomic_options opts;
 static char *states[EPOCHS + 1];
 static char *scratch;
+static bool journal_big; /* journal: batch 3 adds a 20 KiB copy, which the next batches' writes apply in parts */
 
 /* Batch k: small and block-sized copies, merges, rewrites of blocks committed in batch k-1. */
 static void batch(uint32_t k, char *model, struct alog_file *f) {
@@ -35,6 +40,12 @@ static void batch(uint32_t k, char *model, struct alog_file *f) {
         for (uint32_t j = 0; j < n; j++) buf[j] = (char)at_rand(&rs);
         if (model) memcpy(model + off, buf, n);
         if (f && alog_copy(f, off, buf, n)) AT_FAIL("copy in batch %u", k);
+    }
+    if (journal_big && k == 3) {
+        static char big[20u << 10];
+        for (uint32_t j = 0; j < sizeof big; j++) big[j] = (char)at_rand(&rs);
+        if (model) memcpy(model + 8192, big, sizeof big);
+        if (f && alog_copy(f, 8192, big, sizeof big)) AT_FAIL("big copy in batch %u", k);
     }
 }
 
@@ -60,7 +71,10 @@ static int check(const void *image, size_t bytes, const uint64_t *marks, size_t 
 
 int main(int argc, char **argv) {
     const char *pol = argc > 1 ? argv[1] : "hybrid";
-    uint32_t policy = at_policy(pol);
+    int broken = strcmp(pol, "journal-pace-head-early") == 0 ? ALOG_BROKEN_PACE_HEAD_BEFORE_FENCE : ALOG_BROKEN_NONE;
+    uint32_t policy = at_policy(broken ? "journal-pace" : pol);
+    bool paced = policy == DAXKIT_ATOMIC_JOURNAL && getenv("DAXKIT_ATOMIC_PACE") && !strcmp(getenv("DAXKIT_ATOMIC_PACE"), "1");
+    journal_big = paced;
     daxkit_atomic_options_init(&opts);
     opts.policy = policy, opts.log_bytes = LOG_DATA_BYTES, opts.checkpoint_interval_us = 0;
     log_bytes = alog_test_log_bytes(LOG_DATA_BYTES);
@@ -77,6 +91,7 @@ int main(int argc, char **argv) {
     }
     struct alog_file *f;
     AT_OK(alog_test_open_memory(mem, DATA_BYTES, mem + DATA_BYTES, log_bytes, true, &opts, &f));
+    alog_test_broken = broken;
     AT_CHECK(dk_explorer_begin(mem, region) == 0, "explorer begin");
     for (uint32_t k = 1; k <= EPOCHS; k++) {
         batch(k, NULL, f);
@@ -88,6 +103,8 @@ int main(int argc, char **argv) {
         if (k == 5 && policy == DAXKIT_ATOMIC_JOURNAL) AT_OK(alog_jrnl_test_pad_to_lap_end(f));
     }
     dk_explorer_end();
+    alog_test_broken = ALOG_BROKEN_NONE;
+    uint64_t applied = f->ctr.paced_entries, partial = f->ctr.paced_partial;
     struct daxkit_atomic_stats s = {0};
     uint64_t switches = f->ctr.policy_switches, retired = f->ctr.sync_checkpoints;
     alog_test_close_memory(f);
@@ -97,12 +114,21 @@ int main(int argc, char **argv) {
     struct dk_explorer_result r;
     int rc = dk_explorer_run(&eo, check, NULL, &r);
     printf("%s: %llu events, %llu fences, %llu crash points (%llu sampled, up to %llu uncertain lines), %llu states "
-           "in %.2f s, %llu failing, %llu policy switches, %llu write-time checkpoints, seed=%llu\n",
+           "in %.2f s, %llu failing, %llu policy switches, %llu write-time checkpoints, %llu records applied by copies "
+           "(pacing), %llu in part, seed=%llu\n",
            pol, (unsigned long long)r.events, (unsigned long long)r.fences, (unsigned long long)r.crash_points,
            (unsigned long long)r.sampled_points, (unsigned long long)r.uncertain_lines_max,
            (unsigned long long)r.states, r.seconds, (unsigned long long)r.failures, (unsigned long long)switches,
-           (unsigned long long)retired, (unsigned long long)r.seed);
+           (unsigned long long)retired, (unsigned long long)applied, (unsigned long long)partial, (unsigned long long)r.seed);
     if (rc < 0) AT_FAIL("explorer: %d", rc);
+    if (paced && (applied == 0 || partial == 0))
+        AT_FAIL("pacing not explored (%llu records applied by copies, %llu in part)", (unsigned long long)applied,
+                (unsigned long long)partial);
+    if (broken) {
+        AT_CHECK(rc != 0, "the explorer did not catch the broken variant %s", pol);
+        printf("ok: bug found: %s\nPASS\n", r.first_failure);
+        return 0;
+    }
     if (rc) AT_FAIL("%s", r.first_failure);
     AT_CHECK(r.crash_points > EPOCHS, "too few crash points (%llu): nothing explored?", (unsigned long long)r.crash_points);
     printf("PASS\n");

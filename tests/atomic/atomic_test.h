@@ -114,9 +114,11 @@ static inline uint64_t at_seed_from_env(void) {
 }
 
 /* "undo", "redo", "journal", else hybrid. */
+/* undo|redo|journal|hybrid; journal-pace: the journal with pacing (sets DAXKIT_ATOMIC_PACE=1 for the engine) */
 static inline uint32_t at_policy(const char *name) {
+    if (!strcmp(name, "journal-pace")) setenv("DAXKIT_ATOMIC_PACE", "1", 1);
     return !strcmp(name, "undo") ? DAXKIT_ATOMIC_UNDO : !strcmp(name, "redo") ? DAXKIT_ATOMIC_REDO
-         : !strcmp(name, "journal") ? DAXKIT_ATOMIC_JOURNAL : DAXKIT_ATOMIC_HYBRID;
+         : !strncmp(name, "journal", 7) ? DAXKIT_ATOMIC_JOURNAL : DAXKIT_ATOMIC_HYBRID;
 }
 
 static inline struct daxkit_atomic_options at_opts(uint32_t policy, uint32_t interval_us) {

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# 4 KiB write + fsync latency (issue 4's last target: p99.9 under 2x the median), every path in one run, on a
+# fresh huge-page tmpfs with DAXKIT_PERSIST=flush (the dax code path: an EMULATION of persistent memory):
+#   C API (dk_bench_atomic --tests latency): floor (a busy 900 ns op with no IO: the machine's own tail),
+#     kernel (pwrite + fsync), atomic-hybrid, atomic-journal -- each followed by a classified pass
+#     (DK_BENCH_CLASSIFY=1: what each op slower than 2x the median saw, on stderr);
+#   POSIX path (dk_bench_fsync_writes, fsync after every 4 KiB write, per-op = write + fsync): posix-kernel,
+#     posix-atomic (DAXKIT_ATOMIC, the journal).
+# Interleaved: repetition x pinning (none, or `taskset -c CPU`) x journal pacing (DAXKIT_ATOMIC_PACE=1|0).
+#   bench/atomic_latency.sh [BUILD_DIR]   Env: REPS [5], OPS [50000], PINS ["none 1"], PACE ["1 0"], OUT,
+#                                         BENCH_BIN [BUILD/bin/dk_bench_atomic] (another build, for A/B)
+# Outputs: $OUT/atomic-latency.csv (rep,pin,pace,path,median_ns,p999_ns), $OUT/atomic-latency-classes.txt
+# and $OUT/atomic-latency-summary.md (medians over repetitions; the ratio is p99.9 / median per run, then
+# the median and range of those ratios). Print `uptime` with the numbers: the tail is the machine's too.
+set -euo pipefail
+BUILD=$(cd "${1:-build}" && pwd)
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-$SRC/bench/results}
+REPS=${REPS:-5}
+OPS=${OPS:-50000}
+PINS=${PINS:-none 1}
+PACE=${PACE:-1 0}
+BENCH_BIN=${BENCH_BIN:-$BUILD/bin/dk_bench_atomic}
+export DAXKIT_SRC=$SRC DAXKIT_BUILD=$BUILD
+. "$SRC/tests/harness/media.sh"
+dk_need_root
+posix=$BUILD/bin/dk_bench_fsync_writes
+lib=$BUILD/lib/libdaxkit.so
+[ -x "$BENCH_BIN" ] && [ -x "$posix" ] && [ -r "$lib" ] || dk_fail "$BENCH_BIN, $posix or $lib not built"
+mkdir -p "$OUT"
+dk_media_mount hugetmpfs 2G
+export DAXKIT_PERSIST=flush
+csv=$OUT/atomic-latency.csv
+classes=$OUT/atomic-latency-classes.txt
+echo "rep,pin,pace,path,median_ns,p999_ns" > "$csv"
+: > "$classes"
+dir=$DK_MNT/bench
+echo "load before: $(uptime)" | tee -a "$classes" >&2
+for rep in $(seq 1 "$REPS"); do
+    for pin in $PINS; do
+        for pace in $PACE; do
+            pre=(env DAXKIT_ATOMIC_PACE="$pace")
+            [ "$pin" = none ] || pre+=(taskset -c "$pin")
+            echo "bench/atomic_latency.sh: repetition $rep of $REPS, pin $pin, pace $pace" >&2
+            rm -rf "$dir" && mkdir -p "$dir"
+            echo "# rep $rep pin $pin pace $pace" >> "$classes"
+            "${pre[@]}" env DK_BENCH_CLASSIFY=1 "$BENCH_BIN" --dir "$dir" --medium hugetmpfs-flush --tests latency \
+                --ops "$OPS" --seed "$rep" 2>>"$classes" |
+                awk -F, -v p="$rep,$pin,$pace" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+                    { print p "," $c["variant"] "," $c["median_ns"] "," $c["p999_ns"] }' >> "$csv"
+            for v in kernel atomic; do
+                rm -rf "$dir" && mkdir -p "$dir"
+                env=()
+                [ $v = kernel ] || env=(LD_PRELOAD="$lib" DAXKIT_DIR="$dir" "DAXKIT_ATOMIC=$dir/*")
+                "${pre[@]}" env "${env[@]}" "$posix" "$dir" "posix-$v" 4096 "$OPS" 1 64 "$rep" |
+                    awk -F, -v p="$rep,$pin,$pace" '{ print p "," $1 "," $10 "," $11 }' >> "$csv"
+            done
+        done
+    done
+done
+echo "load after: $(uptime)" | tee -a "$classes" >&2
+python3 - "$csv" <<'EOF' | tee "${csv%.csv}-summary.md"
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+groups = {}
+for r in rows:
+    groups.setdefault((r['pin'], r['pace'], r['path']), []).append(r)
+order = ['floor', 'kernel', 'posix-kernel', 'atomic-hybrid', 'atomic-journal', 'posix-atomic']
+print('4 KiB write + fsync, every op; huge tmpfs, DAXKIT_PERSIST=flush. Medians over repetitions; ratio = p99.9 / median')
+print('per run, median (range) over runs. pace = DAXKIT_ATOMIC_PACE (the journal only; other paths repeat).\n')
+print('| pinned | pace | path | runs | median ns | p99.9 ns | p99.9 / median | runs under 2x |')
+print('|---|---|---|---|---|---|---|---|')
+for pin in sorted({k[0] for k in groups}):
+    for pace in sorted({k[1] for k in groups}, reverse=True):
+        for path in order:
+            rs = groups.get((pin, pace, path))
+            if not rs:
+                continue
+            med = statistics.median(float(r['median_ns']) for r in rs)
+            p = statistics.median(float(r['p999_ns']) for r in rs)
+            ratios = sorted(float(r['p999_ns']) / float(r['median_ns']) for r in rs)
+            under = sum(x < 2 for x in ratios)
+            print(f"| {'cpu ' + pin if pin != 'none' else 'no'} | {pace} | {path} | {len(rs)} | {med:,.0f} | {p:,.0f} | "
+                  f"{statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}) | {under} |")
+EOF
