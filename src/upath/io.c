@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 
 #include "common/config.h"
+#include "common/crashpoint.h"
 #include "common/log.h"
 #include "common/pwrite_all.h"
 #include "common/stats.h"
@@ -617,6 +618,9 @@ static inline bool sync_writes(const struct up_slot *s) {
  * Under a finite RLIMIT_FSIZE a strict or atomic write is cut or refused first, as the kernel would
  * (fsize.c); posix and sync writes go to the kernel then (write_through_kernel). */
 static ssize_t write_op(struct up_slot *s, int fd, const void *buf, size_t n, uint64_t off, bool append) {
+    /* Between two writes of the program, in every mode: a crash here cuts a group of writes (a SQLite
+     * commit's pages) between two of them (tests/strict/sqlite_crash.sh). */
+    DK_CRASH_POINT("upath.write.begin");
     bool own_path = s->file->atomic || dk_cfg.mode == DK_MODE_STRICT; /* the others hand it to the kernel */
     if (DK_UNLIKELY(up_fsize_limited()) && own_path) {
         int rc = up_fsize_clamp(append ? up_file_size(s->file) : off, &n);

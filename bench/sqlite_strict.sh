@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# SQLite commits under strict mode with SQLite's own journal off against SQLite WAL on the kernel path (issue
+# 3, target 3), variants interleaved run by run on one huge tmpfs. Per run: the process's CPU time (perf stat
+# -e task-clock: user + system of sqlite3 and everything it runs) and wall time, per transaction.
+#   kernel-wal   sqlite3 alone, journal_mode=WAL, synchronous=FULL
+#   kernel-off   sqlite3 alone, journal_mode=OFF (no crash guarantee at all: reference only)
+#   strict-off   daxkit run --mode strict --persist flush --append stage, journal_mode=OFF
+#   atomic-off   daxkit run --mode posix --persist flush --atomic 'DIR/*.db', journal_mode=OFF (each fsync-to-fsync
+#                group of writes all or nothing: DAXKIT_ATOMIC, docs/atomic.md)
+# The strict rows use DAXKIT_PERSIST=flush (emulated DAX persistence: every transaction durable and all or
+# nothing when it commits); the kernel's fdatasync on tmpfs makes nothing durable -- say so when quoting.
+# Usage: bench/sqlite_strict.sh BUILD_DIR [OUT_CSV]
+# Environment: N (20000 transactions), REPS (3), VARIANTS ("kernel-wal kernel-off strict-off"),
+#              LOCKING (normal | exclusive), STRACE=1 (also count system calls per transaction, 2,000 txns),
+#              EXTRA_ENV (extra VAR=VALUE words for the daxkit variants, e.g. DAXKIT_STRICT_APPLY=write).
+set -euo pipefail
+BUILD=$(cd "${1:?build dir}" && pwd)
+OUT=${2:-/dev/null}
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+export DAXKIT_BUILD=$BUILD DAXKIT_SRC=$SRC
+. "$SRC/tests/harness/media.sh"
+dk_need_cmd sqlite3 perf awk
+N=${N:-20000}
+REPS=${REPS:-3}
+VARIANTS=${VARIANTS:-"kernel-wal kernel-off strict-off"}
+LOCKING=${LOCKING:-normal}
+CLI=$BUILD/bin/daxkit
+dk_media_mount hugetmpfs 2G > /dev/null
+[ -s "$OUT" ] || [ "$OUT" = /dev/null ] || echo "variant,locking,txns,cpu_ms,wall_ms,cpu_us_per_txn,rep,load1" > "$OUT"
+
+prefix() {  # VARIANT DIR -> the command prefix in PFX
+    PFX=()
+    case $1 in
+    kernel-*) ;;
+    strict-*) PFX=(env ${EXTRA_ENV:-} "$CLI" run --mode strict --dir "$2" --append stage --persist flush --) ;;
+    sync-*) PFX=(env ${EXTRA_ENV:-} "$CLI" run --mode sync --dir "$2" --append stage --persist flush --) ;;
+    atomic-*) PFX=(env ${EXTRA_ENV:-} "$CLI" run --mode posix --dir "$2" --atomic "$2/*.db" --persist flush --) ;;
+    *) dk_fail "unknown variant $1" ;;
+    esac
+}
+journal() { case $1 in *-wal) echo wal ;; *) echo off ;; esac; }
+
+setup() {  # VARIANT N -> $DK_MNT/VARIANT with an empty table and the insert script
+    local v=$1 n=$2 d=$DK_MNT/$1 j
+    j=$(journal "$v")
+    rm -rf "$d" && mkdir -p "$d"
+    prefix "$v" "$d"
+    printf 'PRAGMA journal_mode=%s;\nCREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, n INTEGER);\n' "$j" |
+        "${PFX[@]}" sqlite3 "$d/x.db" > /dev/null
+    awk -v m="$j" -v n="$n" -v l="$LOCKING" 'BEGIN { print "PRAGMA journal_mode=" m ";"
+        print "PRAGMA synchronous=FULL;"; print "PRAGMA locking_mode=" l ";"
+        for (i = 1; i <= n; i++) printf "INSERT INTO t VALUES(%d, hex(randomblob(50)), %d);\n", i, i }' > "$d/i.sql"
+}
+
+check() {  # VARIANT N: every row committed, the database intact
+    local d=$DK_MNT/$1 got
+    got=$(sqlite3 "$d/x.db" 'PRAGMA integrity_check; SELECT count(*) FROM t;' | tr '\n' ' ')
+    [ "$got" = "ok $2 " ] || dk_fail "$1: after the run the database says '$got' (expected 'ok $2')"
+}
+
+echo "bench/sqlite_strict: N=$N REPS=$REPS LOCKING=$LOCKING variants: $VARIANTS; $(uptime)" >&2
+printf '%-12s %4s %10s %10s %12s %12s %6s\n' variant rep cpu_ms wall_ms cpu_us/txn wall_us/txn load >&2
+for rep in $(seq 1 "$REPS"); do
+    for v in $VARIANTS; do
+        setup "$v" "$N"
+        d=$DK_MNT/$v
+        prefix "$v" "$d"
+        load=$(cut -d' ' -f1 /proc/loadavg)
+        t0=$(date +%s%N)
+        cpu=$(perf stat -x, -e task-clock -- "${PFX[@]}" sqlite3 "$d/x.db" < "$d/i.sql" 2>&1 > /dev/null |
+              awk -F, '$3 == "task-clock" || $3 ~ /^task-clock/ { print $1 }')
+        t1=$(date +%s%N)
+        check "$v" "$N"
+        wall=$(awk -v ns=$((t1 - t0)) 'BEGIN { printf "%.1f", ns / 1e6 }')
+        awk -v v="$v" -v r="$rep" -v c="$cpu" -v w="$wall" -v n="$N" -v l="$load" 'BEGIN {
+            printf "%-12s %4d %10.1f %10.1f %12.2f %12.2f %6s\n", v, r, c, w, c * 1000 / n, w * 1000 / n, l }' >&2
+        echo "$v,$LOCKING,$N,$cpu,$wall,$(awk -v c="$cpu" -v n="$N" 'BEGIN { printf "%.2f", c * 1000 / n }'),$rep,$load" >> "$OUT"
+    done
+done
+
+if [ "${STRACE:-0}" = 1 ]; then
+    dk_need_cmd strace
+    sn=2000
+    for v in $VARIANTS; do
+        setup "$v" "$sn"
+        d=$DK_MNT/$v
+        prefix "$v" "$d"
+        "${PFX[@]}" strace -f -c -o "$d/strace.txt" sqlite3 "$d/x.db" < "$d/i.sql" > /dev/null
+        echo "== $v: system calls per transaction ($sn transactions, start-up included)" >&2
+        awk -v n="$sn" '$NF ~ /^[a-z_0-9]+$/ && $1 ~ /^[0-9.]+$/ && $NF != "total" {
+            calls = ($5 ~ /^[0-9]+$/ && NF == 6) ? $4 : $4; err = (NF == 6) ? $5 : 0
+            if (calls / n >= 0.01) printf "  %-16s %7.2f  (errors %.2f)\n", $NF, calls / n, err / n }' "$d/strace.txt" >&2
+    done
+fi
