@@ -622,6 +622,11 @@ static ssize_t write_op(struct up_slot *s, int fd, const void *buf, size_t n, ui
      * commit's pages) between two of them (tests/strict/sqlite_crash.sh). */
     DK_CRASH_POINT("upath.write.begin");
     bool own_path = s->file->atomic || dk_cfg.mode == DK_MODE_STRICT; /* the others hand it to the kernel */
+    /* Strict mode decides an append's offset, and whether a write lies in place, before up_io_write would
+     * check an end left unsure by a lock taken without a size re-read (reclock.c): check it here. */
+    if (DK_UNLIKELY(__atomic_load_n(&s->file->size_unsure, __ATOMIC_RELAXED)) && dk_cfg.mode == DK_MODE_STRICT &&
+        (append || off + n > up_file_size(s->file)))
+        up_size_verify_slow(s->file, fd);
     if (DK_UNLIKELY(up_fsize_limited()) && own_path) {
         int rc = up_fsize_clamp(append ? up_file_size(s->file) : off, &n);
         if (rc) {

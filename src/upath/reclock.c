@@ -129,7 +129,7 @@ void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l,
     if (!ok) return;
     struct up_slot *s = up_fd_slot(fd);
     struct up_file *f = s ? s->file : NULL;
-    bool posix = is_posix_setlk(cmd) && f && dk_cfg.mode != DK_MODE_STRICT && !f->atomic;
+    bool posix = is_posix_setlk(cmd) && f && !f->atomic; /* strict too: its writes check an unsure end (io.c) */
     bool exempt = false;
     uint64_t gen_was = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE);
     if (posix) {

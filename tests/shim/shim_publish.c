@@ -253,6 +253,50 @@ static int wait_byte(int rfd) {
     return c;
 }
 
+/* As in case_lock_escalate's second part, but the parent's line goes through an O_APPEND descriptor right
+ * after the escalation (no SEEK_END, no read first): the append's offset must be the exact end too. Strict
+ * mode decides it before the write path would check an unsure end (upath/io.c write_op): without that
+ * check the parent's line overwrote the other process's. */
+static void append_after_escalation(const char *path) {
+    int fd = OK(open(path, O_RDWR | O_TRUNC));
+    st_write_all(fd, "000000000000000\n", 16);
+    OK(fsync(fd));
+    for (int i = 0; i < 24; i++) OK(pread(fd, (char[16]){0}, 16, 0)); /* mapped */
+    range_lock(fd, F_UNLCK, 0); /* the lock bookkeeping starts known (a close left it unknown) */
+    int to_child[2], to_parent[2];
+    OK(pipe(to_child));
+    OK(pipe(to_parent));
+    pid_t pid = OK(fork());
+    if (pid == 0) {
+        OK(close(fd));
+        int cfd = OK(open(path, O_RDWR | O_APPEND));
+        OK(write(to_parent[1], "r", 1));
+        wait_byte(to_child[0]);
+        range_lock(cfd, F_WRLCK, RESERVED_BYTE);
+        st_write_all(cfd, "child..........\n", 16);
+        range_lock(cfd, F_UNLCK, 0);
+        OK(write(to_parent[1], "c", 1));
+        OK(close(cfd));
+        _exit(0);
+    }
+    wait_byte(to_parent[0]);
+    range_lock(fd, F_RDLCK, SHARED_BYTE);
+    OK(pread(fd, (char[16]){0}, 16, 0)); /* the size is read here: 16 */
+    OK(write(to_child[1], "p", 1));
+    wait_byte(to_parent[0]);
+    range_lock(fd, F_WRLCK, RESERVED_BYTE); /* held since the size was read: no re-read */
+    OK(fcntl(fd, F_SETFL, O_APPEND));
+    st_write_all(fd, "parent.........\n", 16);
+    range_lock(fd, F_UNLCK, 0);
+    int status;
+    OK(waitpid(pid, &status, 0));
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "lock_escalate: child status 0x%x", status);
+    OK(close(fd));
+    CHECK(st_check("text", (char *)path, "000000000000000\nchild..........\nparent.........\n") == 0,
+          "lock_escalate: an O_APPEND write after an escalation did not land behind another process's append");
+    printf("ok: lock_escalate: an O_APPEND write after an escalation lands behind another process's append\n");
+}
+
 static void case_lock_escalate(void) {
     char path[PATH_MAX];
     st_path(path, sizeof path, dir, "lock_escalate");
@@ -321,6 +365,7 @@ static void case_lock_escalate(void) {
     snprintf(want, sizeof want, "%015u\nchild..........\nparent.........\n", rounds);
     CHECK(st_check("text", path, want) == 0, "lock_escalate: the file is not counter + child's line + parent's line");
     printf("ok: lock_escalate: an append after an escalation lands behind another process's append\n");
+    append_after_escalation(path);
 
     /* Two processes running the rounds at once: the counter ends exact. */
     fd = OK(open(path, O_RDWR | O_TRUNC));
