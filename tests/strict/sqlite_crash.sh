@@ -17,7 +17,9 @@
 #                    writes is all or nothing (docs/atomic.md): must pass
 #           posix    DAXKIT_MODE=posix alone (negative control): passes only if the checker catches a
 #                    crashed commit (a damaged database or a half transaction) in at least one run
-# Usage: sqlite_crash.sh MEDIUM VARIANT [RUNS [SEED]]. Exit 0 pass, 1 fail, 77 skip.
+#   VARIANT:exclusive  the same with PRAGMA locking_mode=EXCLUSIVE (no lock round per transaction: the
+#                    writes of a commit are grouped by the fsync alone)
+# Usage: sqlite_crash.sh MEDIUM VARIANT[:exclusive] [RUNS [SEED]]. Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${DAXKIT_SRC:=$(cd "$here/../.." && pwd)}"
@@ -26,7 +28,9 @@ export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 
 medium=${1:?usage: sqlite_crash.sh MEDIUM VARIANT [RUNS [SEED]]}
-variant=${2:?variant: strict | atomic | posix}
+variant=${2:?variant: strict | atomic | posix, optionally :exclusive}
+locking=normal
+case $variant in *:exclusive) locking=exclusive variant=${variant%:*} ;; esac
 runs=${3:-12}
 seed=${4:-$((RANDOM * 32768 + RANDOM))}
 txns=30
@@ -48,11 +52,12 @@ esac
 
 writer='
 import os, sqlite3, sys
-db, txns, rows, acks = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+db, txns, rows, acks, locking = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 a = os.open(acks, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 c = sqlite3.connect(db, isolation_level=None)
 c.execute("PRAGMA journal_mode=OFF")
 c.execute("PRAGMA synchronous=FULL")
+c.execute("PRAGMA locking_mode=%s" % locking)
 for k in range(1, txns + 1):
     c.execute("BEGIN")
     for i in range(rows):
@@ -97,11 +102,11 @@ fresh() {
 # How many writes the program makes to managed files (the crash site's occurrences).
 fresh
 env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" "${venv[@]}" DAXKIT_TEST_CRASH="count:$work/counts" \
-    python3 -c "$writer" "$dir/x.db" $txns $rows "$work/acks" || dk_fail "the counting run failed"
+    python3 -c "$writer" "$dir/x.db" $txns $rows "$work/acks" $locking || dk_fail "the counting run failed"
 writes=$(awk '$1 == "upath.write.begin" { n += $2 } END { print n + 0 }' "$work/counts")
 [ "$writes" -gt $txns ] || dk_fail "the counting run saw $writes writes for $txns transactions (crash points compiled out?)"
 verdict=$(python3 -c "$checker" "$dir/x.db" $txns $rows) || dk_fail "without a crash: $verdict"
-echo "sqlite_crash: $variant on $medium: $writes writes in $txns transactions (about $((writes / txns)) per commit); seed $seed, $runs runs"
+echo "sqlite_crash: $variant ($locking locking) on $medium: $writes writes in $txns transactions (about $((writes / txns)) per commit); seed $seed, $runs runs"
 
 bad=0
 RANDOM=$seed
@@ -109,7 +114,7 @@ for run in $(seq 1 "$runs"); do
     occ=$((2 + (RANDOM * 32768 + RANDOM) % (writes - 1)))
     fresh
     ( env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" "${venv[@]}" DAXKIT_TEST_CRASH="upath.write.begin:$occ" \
-        python3 -c "$writer" "$dir/x.db" $txns $rows "$work/acks" 2>"$work/err" ) 2>/dev/null
+        python3 -c "$writer" "$dir/x.db" $txns $rows "$work/acks" $locking 2>"$work/err"; s=$?; exit $s ) 2>/dev/null
     status=$?
     acked=$(tail -n 1 "$work/acks" 2>/dev/null)
     acked=${acked:-0}
@@ -125,5 +130,5 @@ if [ "$variant" = posix ]; then
     echo "ok: negative control: $bad of $runs crashed commits caught without atomic commits (seed $seed)"
     exit 0
 fi
-[ $bad -eq 0 ] || dk_fail "$variant: $bad of $runs runs left a damaged database, half a transaction or lost an acknowledged one (seed $seed; rerun: $0 $medium $variant $runs $seed)"
+[ $bad -eq 0 ] || dk_fail "$variant: $bad of $runs runs left a damaged database, half a transaction or lost an acknowledged one (seed $seed; rerun: $0 $medium $2 $runs $seed)"
 echo "ok: $variant: every run recovered to whole transactions with every acknowledged one (seed $seed)"
