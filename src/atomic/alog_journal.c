@@ -267,7 +267,10 @@ void alog_jrnl_pace_head(struct alog_file *f, uint64_t to) {
 #ifdef DAXKIT_TEST_BUILD
     if (alog_test_broken == ALOG_BROKEN_PACE_HEAD_BEFORE_FENCE) return; /* stored already */
 #endif
-    alog_store_word(&f->hdr->jhead, to);
+    /* A plain 8-byte store: the commit's alog_store_word of the epoch writes the line back right after. */
+    static_assert(__builtin_offsetof(struct alog_phdr, jhead) / 64 == __builtin_offsetof(struct alog_phdr, epoch) / 64,
+                  "jhead shares the epoch word's line");
+    __atomic_store_n(&f->hdr->jhead, to, __ATOMIC_RELAXED);
 }
 
 /* After the commit (ok) or its failure: the head moves in DRAM only once jhead is durable. */
