@@ -280,6 +280,7 @@ static int sync_keeping_extension(struct up_file *f, int fd, bool datasync) {
     }
     up_sizerec_commit(f, size);
     if (size > f->pub_size) __atomic_store_n(&f->pub_size, size, __ATOMIC_RELEASE);
+    f->appends_unpublished = 0;
     return 0;
 }
 
