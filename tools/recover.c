@@ -29,7 +29,7 @@ static int recover_one_dir(const char *dir, int json) {
         printf("{\"dir\":\"%s\",\"owners_gone\":%llu,\"files_removed\":%llu,\"rolled_back\":%llu,"
                "\"bytes_dropped\":%llu,\"untouched\":%llu,\"files_gone\":%llu,\"failed\":%llu,\"errors\":%llu,"
                "\"strict_logs\":%llu,\"strict_records\":%llu,\"strict_replayed\":%llu,\"strict_torn\":%llu,"
-               "\"strict_meta\":%llu,\"strict_failed\":%llu,\"strict_other_fs\":%llu,\"strict_replay_us\":%.1f,\"elapsed_us\":%.1f}\n",
+               "\"strict_meta\":%llu,\"strict_failed\":%llu,\"strict_other_fs\":%llu,\"strict_staged_torn\":%llu,\"strict_replay_us\":%.1f,\"elapsed_us\":%.1f}\n",
                dir, (unsigned long long)rep.owners_gone, (unsigned long long)rep.files_removed,
                (unsigned long long)rep.sizes.rolled_back, (unsigned long long)rep.sizes.bytes_dropped,
                (unsigned long long)rep.sizes.untouched, (unsigned long long)rep.sizes.gone,
@@ -37,7 +37,8 @@ static int recover_one_dir(const char *dir, int json) {
                (unsigned long long)rep.strict.logs, (unsigned long long)rep.strict.records,
                (unsigned long long)rep.strict.replayed, (unsigned long long)rep.strict.torn,
                (unsigned long long)rep.strict.meta_seen, (unsigned long long)rep.strict.failed,
-               (unsigned long long)rep.strict.other_fs, rep.strict.ns / 1e3, ns / 1e3);
+               (unsigned long long)rep.strict.other_fs, (unsigned long long)rep.strict.staged_torn,
+               rep.strict.ns / 1e3, ns / 1e3);
     } else {
         printf("%s: %llu dead process(es); %llu file(s) rolled back to their published size (%llu bytes of "
                "unpublished tail dropped), %llu left alone (resized since), %llu no longer found, %llu "

@@ -136,9 +136,8 @@ static uint32_t build_data_lines(struct oplog_line *dst, const struct oplog_line
     return dk_crc32c(crc, dst, (size_t)count * DK_OPLOG_LINE_BYTES);
 }
 
-int dk_oplog_append(struct dk_oplog *log, unsigned type, const void *fixed48, const void *data, size_t data_len,
-                    uint64_t *seq_out) {
-    if (type == 0 || type > 255 || data_len > DK_OPLOG_DATA_BYTES_MAX || (data_len && !data)) return -EINVAL;
+int dk_oplog_reserve(struct dk_oplog *log, size_t data_len, struct dk_oplog_reservation *res) {
+    if (data_len > DK_OPLOG_DATA_BYTES_MAX) return -EINVAL;
     int sticky = __atomic_load_n(&log->sticky_error, __ATOMIC_RELAXED);
     if (sticky) return sticky;
     /* A direct record fills whole sectors (its padding lines are zero data lines the crc covers). */
@@ -150,8 +149,17 @@ int dk_oplog_append(struct dk_oplog *log, unsigned type, const void *fixed48, co
         int rc = allocate_through(log, slot + lines);
         if (rc != 0) return rc; /* the reserved slots stay empty: recovery skips them */
     }
+    *res = (struct dk_oplog_reservation){slot, lines, data_len};
     DK_CRASH_POINT("oplog.append.reserved");
+    return 0;
+}
 
+int dk_oplog_commit(struct dk_oplog *log, const struct dk_oplog_reservation *res, unsigned type, const void *fixed48,
+                    const void *data, uint64_t *seq_out) {
+    size_t data_len = res->data_len;
+    uint64_t slot = res->slot;
+    uint32_t lines = res->lines;
+    if (type == 0 || type > 255 || (data_len && !data)) return -EINVAL; /* the slots stay empty */
     struct oplog_line head = {.h = {.kind = OPLOG_KIND_HEAD, .type = (uint8_t)type, .lines = (uint16_t)lines,
                                     .generation = log->generation, .data_bytes = (uint32_t)data_len}};
     if (fixed48) memcpy(head.payload, fixed48, DK_OPLOG_PAYLOAD_BYTES);
@@ -197,6 +205,14 @@ int dk_oplog_append(struct dk_oplog *log, unsigned type, const void *fixed48, co
     DK_CRASH_POINT("oplog.append.durable");
     if (seq_out) *seq_out = (uint64_t)log->generation << 32 | slot;
     return 0;
+}
+
+int dk_oplog_append(struct dk_oplog *log, unsigned type, const void *fixed48, const void *data, size_t data_len,
+                    uint64_t *seq_out) {
+    if (type == 0 || type > 255 || data_len > DK_OPLOG_DATA_BYTES_MAX || (data_len && !data)) return -EINVAL;
+    struct dk_oplog_reservation res;
+    int rc = dk_oplog_reserve(log, data_len, &res);
+    return rc ? rc : dk_oplog_commit(log, &res, type, fixed48, data, seq_out);
 }
 
 int dk_oplog_reset(struct dk_oplog *log) {

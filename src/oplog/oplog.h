@@ -46,6 +46,9 @@ enum dk_oplog_type {
     DK_OPLOG_RENAME = 7,       /* data: old path NUL new path NUL */
     DK_OPLOG_RELINK_DONE = 8,  /* staged data of (dev, ino) up to seq `aux` is in the file */
     DK_OPLOG_CHECKPOINT = 9,   /* everything before this record is applied */
+    DK_OPLOG_WRITE_STAGED_CRC = 10, /* as WRITE_STAGED, op.aux = crc32c of the staged bytes: they and the
+                                       record are made durable by the record's one fence, in no order, so
+                                       recovery replays it only when the staged bytes match (else: torn) */
     DK_OPLOG_TYPE_USER = 64,
 };
 
@@ -56,7 +59,8 @@ struct dk_oplog_op {
     uint64_t staging_offset; /* byte offset in the staging file */
     uint32_t length;         /* bytes */
     uint32_t staging_id;     /* which staging file (the caller's numbering) */
-    uint64_t aux;            /* type-specific (RELINK_DONE: seq; CREATE: mode; RENAME: flags) */
+    uint64_t aux;            /* type-specific (RELINK_DONE: seq; CREATE: mode; RENAME: flags;
+                                WRITE_STAGED_CRC: crc32c of the staged bytes) */
 };
 _Static_assert(sizeof(struct dk_oplog_op) == DK_OPLOG_PAYLOAD_BYTES, "head payload is 48 bytes");
 
@@ -80,6 +84,22 @@ int dk_oplog_open(const char *dir, const char *tag, size_t bytes, struct dk_oplo
  * -EIO (sticky) when pwrite/fdatasync failed on a page-cache medium. Thread-safe; never blocks on other appenders. */
 int dk_oplog_append(struct dk_oplog *log, unsigned type, const void *fixed48, const void *data, size_t data_len,
                     uint64_t *seq_out);
+
+/* dk_oplog_append in two halves, for a caller with work between them that no locked instruction may follow
+ * before the record's fence: the reservation (a compare-and-swap on the tail, which on x86 waits for every
+ * earlier non-temporal store to drain) comes first, then the caller's stores (strict mode's staged copy),
+ * then dk_oplog_commit writes the record and fences once. A reservation never committed leaves its slots
+ * empty (recovery skips them, as a record cut before its head was written). Return values as
+ * dk_oplog_append's (reserve: -ENOSPC, -EINVAL for data_len, the sticky error; commit: -EINVAL for a bad
+ * type, -EIO). */
+struct dk_oplog_reservation {
+    uint64_t slot;
+    uint32_t lines;
+    size_t data_len;
+};
+int dk_oplog_reserve(struct dk_oplog *log, size_t data_len, struct dk_oplog_reservation *res);
+int dk_oplog_commit(struct dk_oplog *log, const struct dk_oplog_reservation *res, unsigned type, const void *fixed48,
+                    const void *data, uint64_t *seq_out);
 
 /* After the caller has checkpointed (everything logged so far is applied and durable elsewhere): starts a
  * new generation, persisted in the header before this returns; the tail goes back to slot 0. Old records

@@ -6,6 +6,7 @@
 
 #include "common/config.h"
 #include "common/dk.h"
+#include "persist/internal.h"
 
 enum nt_kind { NT_SSE2, NT_AVX2, NT_AVX512 };
 
@@ -133,6 +134,9 @@ static void trace_store(const void *dst, size_t n, int nt) {
     const struct dk_persist_trace *t = trace;
     if (DK_UNLIKELY(t != NULL) && n) t->store(dst, n, nt);
 }
+
+void persist_trace_store(const void *dst, size_t n, int non_temporal) { trace_store(dst, n, non_temporal); }
+int persist_nt_avx512(void) { return nt_kind == NT_AVX512; }
 
 void dk_copy_flush(void *dst, const void *src, size_t n) {
     memcpy(dst, src, n);

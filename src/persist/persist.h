@@ -25,6 +25,9 @@ void dk_flush_range(const void *p, size_t n);
 void dk_fence(void);
 /* Copies with non-temporal stores; unaligned head and tail lines are stored and written back. No fence. */
 void dk_copy_nt(void *dst, const void *src, size_t n);
+/* dk_copy_nt that also returns dk_crc32c(crc, <the bytes stored>): computed from the registers stored, so a
+ * source changed meanwhile cannot make the two disagree. No fence. (copy_crc.c) */
+uint32_t dk_copy_nt_crc32c(void *dst, const void *src, size_t n, uint32_t crc);
 /* Copies with ordinary stores, then writes back the lines. No fence. */
 void dk_copy_flush(void *dst, const void *src, size_t n);
 /* Zero-fills with non-temporal stores (head/tail written back). No fence. */

@@ -144,6 +144,7 @@ struct up_sizerec_report {
 struct up_strict_report {
     uint64_t logs, records, replayed, torn, meta_seen, files_gone, failed, ns;
     uint64_t other_fs; /* records of a device not the log's, whose file was not found: not replayed */
+    uint64_t staged_torn; /* staged records whose staged bytes do not match their crc (counted in torn too) */
 };
 struct up_recover_report {
     uint64_t owners_gone;            /* processes whose lock was free */
@@ -225,12 +226,18 @@ void up_strict_after_fork_child(void);
 void up_strict_shutdown(void);
 /* Replays the logs of dead owners in <root>/.daxkit (tag NULL: any). 0 or -errno. */
 int up_strict_recover(const char *root_path, int area_fd, const char *tag, struct up_strict_report *rep);
+/* Whether a staged write's staged bytes are those its record was written with (DK_OPLOG_WRITE_STAGED_CRC:
+ * their crc32c matches; a DK_OPLOG_WRITE_STAGED record of an older log carries none: true). Recovery
+ * replays only intact ones. */
+struct dk_oplog_op;
+bool up_strict_staged_intact(unsigned type, const struct dk_oplog_op *op, const void *staged);
 #ifdef DAXKIT_TEST_BUILD
 /* Test builds: deliberately broken strict-mode orderings the crash-state explorer must catch. */
 enum up_strict_broken {
     UP_STRICT_BROKEN_NONE = 0,
     UP_STRICT_BROKEN_CHECKPOINT_NO_FENCE, /* the checkpoint resets the log without fencing the applied bytes */
-    UP_STRICT_BROKEN_STAGED_NO_FENCE,     /* a staged write's record is written before its staged bytes are fenced */
+    UP_STRICT_BROKEN_STAGED_NO_FENCE,     /* a staged write's record carries no crc of its staged bytes, and no fence
+                                             orders them before it */
     UP_STRICT_BROKEN_APPLY_AFTER_RESET,   /* the checkpoint resets the log before it applies the waiting overwrites */
 };
 extern int up_strict_test_broken;

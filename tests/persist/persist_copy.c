@@ -1,8 +1,9 @@
-/* Description: dk_copy_nt, dk_copy_flush, dk_zero_nt and dk_store_persistent write exactly the right bytes
+/* Description: dk_copy_nt, dk_copy_nt_crc32c, dk_copy_flush, dk_zero_nt and dk_store_persistent write exactly the right bytes
  * for every size 0..1100 at every destination alignment within a cache line (and many source alignments),
  * leave every byte outside the destination and the whole source untouched, and do not read or write past
  * a page that ends at the buffer's end -- with the flush instruction chosen by DAXKIT_FLUSH=ARGV[1]
- * (auto|clwb|clflushopt|clflush), parsed through the option table as the library does.
+ * (auto|clwb|clflushopt|clflush), parsed through the option table as the library does. dk_copy_nt_crc32c
+ * must also return dk_crc32c of the bytes (continued from a seed), there and for sizes up to 1 MiB.
  * Exit 0 pass, 1 fail. */
 #include <cpuid.h>
 #include <stdint.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/crc32c.h"
 #include "persist/persist.h"
 
 #define SIZE_MAX_TESTED 1100u
@@ -20,9 +22,12 @@
 #define LINE 64u
 #define FAILURES_SHOWN 10
 
-enum fn { FN_COPY_NT, FN_COPY_FLUSH, FN_ZERO_NT, FN_STORE_256, FN_STORE_1, FN_COUNT };
+enum fn { FN_COPY_NT, FN_COPY_FLUSH, FN_ZERO_NT, FN_STORE_256, FN_STORE_1, FN_COPY_NT_CRC, FN_COUNT };
 static const char *fn_name[FN_COUNT] = {"dk_copy_nt", "dk_copy_flush", "dk_zero_nt",
-                                        "dk_store_persistent(nt_min=256)", "dk_store_persistent(nt_min=1)"};
+                                        "dk_store_persistent(nt_min=256)", "dk_store_persistent(nt_min=1)",
+                                        "dk_copy_nt_crc32c"};
+#define CRC_SEED 0x1234abcdu
+static bool crc_wrong; /* the last FN_COPY_NT_CRC returned something else than dk_crc32c of the source */
 static const char *choice_arg = "auto";
 static unsigned long failures, checks;
 
@@ -33,6 +38,7 @@ static void run_fn(enum fn f, char *dst, const char *src, size_t n) {
     case FN_ZERO_NT: dk_zero_nt(dst, n); break;
     case FN_STORE_256: dk_store_persistent(dst, src, n, 256); break;
     case FN_STORE_1: dk_store_persistent(dst, src, n, 1); break;
+    case FN_COPY_NT_CRC: crc_wrong = dk_copy_nt_crc32c(dst, src, n, CRC_SEED) != dk_crc32c(CRC_SEED, src, n); break;
     case FN_COUNT: break;
     }
     dk_fence();
@@ -66,6 +72,7 @@ static void check_case(enum fn f, uint8_t *arena, uint8_t *src_arena, size_t n, 
     memcpy(arena, guard_image, arena_bytes);
     run_fn(f, (char *)arena + lo, (const char *)src_arena + salign, n);
     checks++;
+    if (f == FN_COPY_NT_CRC && crc_wrong) fail(f, n, dalign, salign, "crc differs from dk_crc32c's", 0);
     const uint8_t *want = f == FN_ZERO_NT ? zeros : src_image + salign;
     if (memcmp(arena, guard_image, lo) != 0)
         fail(f, n, dalign, salign, "byte before the destination changed",
@@ -100,6 +107,7 @@ static int check_page_edges(void) {
             run_fn((enum fn)f, d_end - n, s_end - n, n);
             for (size_t i = 0; i < n; i++) s_start[i] = (char)src_byte(i, 5);
             run_fn((enum fn)f, d_start, s_start, n);
+            if (f == FN_COPY_NT_CRC && crc_wrong) fail((enum fn)f, n, 0, 0, "crc differs at a page edge", 0);
             for (size_t i = 0; i < n; i++) {
                 uint8_t want_end = f == FN_ZERO_NT ? 0 : src_byte(i, 9);
                 uint8_t want_start = f == FN_ZERO_NT ? 0 : src_byte(i, 5);
@@ -159,6 +167,22 @@ int main(int argc, char **argv) {
                 for (size_t si = 0; si < sizeof salign / sizeof salign[0]; si++)
                     check_case((enum fn)f, arena, src_arena, n, da, salign[si]);
     if (check_page_edges() != 0) return 1;
+    /* dk_copy_nt_crc32c on large sizes (many 256-byte fold groups, every tail shape), 64-byte aligned. */
+    size_t big = (1u << 20) + 256;
+    char *bd = aligned_alloc(LINE, big), *bs = aligned_alloc(LINE, big);
+    if (!bd || !bs) return 1;
+    for (size_t i = 0; i < big; i++) bs[i] = (char)src_byte(i, 0x77);
+    static const size_t sizes[] = {256, 320, 448, 512, 4096, 4097, 4159, 4160, 4352, 12288, 65536 + 17, 1u << 20};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (size_t sa = 0; sa < 3; sa++) {
+            size_t n = sizes[i];
+            memset(bd, 0, big);
+            run_fn(FN_COPY_NT_CRC, bd, bs + sa * 7, n);
+            checks++;
+            if (crc_wrong) fail(FN_COPY_NT_CRC, n, 0, sa * 7, "crc differs from dk_crc32c's (large)", 0);
+            else if (memcmp(bd, bs + sa * 7, n) != 0) fail(FN_COPY_NT_CRC, n, 0, sa * 7, "wrong byte (large)", 0);
+        }
+    free(bd), free(bs);
     free(arena), free(src_arena);
     printf("%lu cases checked, %lu failures\n", checks, failures);
     return failures ? 1 : 0;

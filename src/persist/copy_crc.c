@@ -1,0 +1,133 @@
+/* dk_copy_nt_crc32c: a non-temporal copy that also returns the CRC-32C of the bytes it stored, computed
+ * from the very registers it stores (a program that changes the source meanwhile cannot make the copy and
+ * its crc disagree). Strict mode puts this crc into a staged write's record, so that one fence makes the
+ * staged bytes and the record durable together (recovery replays the record only when the staged bytes
+ * match it) instead of a fence between them.
+ *
+ * Fast path (AVX-512 non-temporal copies and VPCLMULQDQ, a 64-byte aligned destination, >= 256 bytes):
+ * the 64-byte lines are folded into four 512-bit accumulators with carry-less multiplies while they are
+ * stored (the textbook CRC folding, reflected: a 128-bit lane moves D bits forward as
+ * clmul(low qword, x^(D+31) mod P) ^ clmul(high qword, x^(D-33) mod P), constants bit-reflected), then
+ * reduced to 128 bits and finished with the crc32 instruction. Otherwise the bytes go through a small
+ * bounce buffer: copied there once, then checksummed and stored from it. */
+#include <cpuid.h>
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/crc32c.h"
+#include "common/dk.h"
+#include "persist/internal.h"
+#include "persist/persist.h"
+
+#define CRC32C_POLY 0x1EDC6F41u /* x^32 + ... in normal (not reflected) form */
+#define FOLD_GROUP_BYTES 256u   /* four 64-byte accumulators */
+
+struct fold_k { /* one lane's pair: low qword's and high qword's multiplier */
+    uint64_t lo, hi;
+};
+static struct fold_k k2048, k512, k384, k256, k128;
+static int fold_state; /* 0 unknown, 1 unavailable, 2 ready */
+
+/* x^e mod P, bit-reflected into 32 bits. */
+static uint64_t xpow_reflected(unsigned e) {
+    uint32_t r = 1;
+    for (unsigned i = 0; i < e; i++) r = (r << 1) ^ ((r >> 31) ? CRC32C_POLY : 0u);
+    uint32_t v = 0;
+    for (int i = 0; i < 32; i++)
+        if (r >> i & 1) v |= 1u << (31 - i);
+    return v;
+}
+
+static struct fold_k fold_by(unsigned bits) { return (struct fold_k){xpow_reflected(bits + 31), xpow_reflected(bits - 33)}; }
+
+static bool fold_available(void) {
+    int s = __atomic_load_n(&fold_state, __ATOMIC_ACQUIRE);
+    if (s) return s == 2;
+    unsigned a, b, c, d;
+    bool ok = persist_nt_avx512() && dk_crc32c_have_hw() && __get_cpuid_count(7, 0, &a, &b, &c, &d) &&
+              (c >> 10 & 1); /* VPCLMULQDQ (AVX-512 state is enabled: persist_nt_avx512) */
+    if (ok) { /* the same values whichever thread computes them first */
+        k2048 = fold_by(2048), k512 = fold_by(512), k384 = fold_by(384), k256 = fold_by(256), k128 = fold_by(128);
+    }
+    __atomic_store_n(&fold_state, ok ? 2 : 1, __ATOMIC_RELEASE);
+    return ok;
+}
+
+__attribute__((target("avx512f,vpclmulqdq"))) static inline __m512i fold(__m512i z, __m512i k, __m512i next) {
+    return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z, k, 0x00), _mm512_clmulepi64_epi128(z, k, 0x11),
+                                     next, 0x96); /* a ^ b ^ c */
+}
+
+__attribute__((target("avx512f"))) static inline __m512i k_all(struct fold_k k) {
+    return _mm512_set_epi64((long long)k.hi, (long long)k.lo, (long long)k.hi, (long long)k.lo, (long long)k.hi,
+                            (long long)k.lo, (long long)k.hi, (long long)k.lo);
+}
+
+/* Copies `lines` (>= 4) whole lines to the 64-byte aligned d with non-temporal stores; returns the raw crc
+ * (no inversions) continued from raw crc c. */
+__attribute__((target("avx512f,vpclmulqdq,sse4.2"))) static uint64_t copy_fold(char *d, const char *s, size_t lines,
+                                                                              uint32_t c) {
+    __m512i z[4];
+    for (int j = 0; j < 4; j++) {
+        z[j] = _mm512_loadu_si512((const void *)(s + 64 * j));
+        _mm512_stream_si512((void *)(d + 64 * j), z[j]);
+    }
+    z[0] = _mm512_xor_si512(z[0], _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, (long long)c)); /* the initial value */
+    size_t i = 4;
+    __m512i k = k_all(k2048);
+    for (; i + 4 <= lines; i += 4) {
+        for (int j = 0; j < 4; j++) {
+            __m512i a = _mm512_loadu_si512((const void *)(s + 64 * (i + j)));
+            _mm512_stream_si512((void *)(d + 64 * (i + j)), a);
+            z[j] = fold(z[j], k, a);
+        }
+    }
+    k = k_all(k512);
+    z[1] = fold(z[0], k, z[1]);
+    z[2] = fold(z[1], k, z[2]);
+    z[3] = fold(z[2], k, z[3]);
+    /* The four lanes of z[3] (16 bytes each, in order) move 48, 32 and 16 bytes forward onto the last. */
+    __m512i kl = _mm512_set_epi64(0, 0, (long long)k128.hi, (long long)k128.lo, (long long)k256.hi,
+                                  (long long)k256.lo, (long long)k384.hi, (long long)k384.lo);
+    __m512i t = _mm512_xor_si512(_mm512_clmulepi64_epi128(z[3], kl, 0x00), _mm512_clmulepi64_epi128(z[3], kl, 0x11));
+    __m128i x = _mm_xor_si128(_mm_xor_si128(_mm512_extracti32x4_epi32(t, 0), _mm512_extracti32x4_epi32(t, 1)),
+                              _mm_xor_si128(_mm512_extracti32x4_epi32(t, 2), _mm512_extracti32x4_epi32(z[3], 3)));
+    uint64_t r = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(x));
+    r = _mm_crc32_u64(r, (uint64_t)_mm_extract_epi64(x, 1));
+    for (; i < lines; i++) { /* the last 1-3 lines: stored, then checksummed from what was stored */
+        _Alignas(64) uint64_t w[8];
+        __m512i a = _mm512_loadu_si512((const void *)(s + 64 * i));
+        _mm512_stream_si512((void *)(d + 64 * i), a);
+        _mm512_store_si512((void *)w, a);
+        for (int j = 0; j < 8; j++) r = _mm_crc32_u64(r, w[j]);
+    }
+    return r;
+}
+
+uint32_t dk_copy_nt_crc32c(void *dst, const void *src, size_t n, uint32_t crc) {
+    char *d = dst;
+    const char *s = src;
+    if (n >= FOLD_GROUP_BYTES && ((uintptr_t)d & (DK_CACHELINE_BYTES - 1)) == 0 && fold_available()) {
+        size_t body = n & ~(size_t)(DK_CACHELINE_BYTES - 1), tail = n - body;
+        uint32_t r = (uint32_t)copy_fold(d, s, body / DK_CACHELINE_BYTES, ~crc);
+        persist_trace_store(d, body, 1);
+        crc = ~r;
+        if (tail) { /* copied once into a line of our own, then checksummed and stored from it */
+            _Alignas(64) char b[DK_CACHELINE_BYTES];
+            memcpy(b, s + body, tail);
+            crc = dk_crc32c(crc, b, tail);
+            dk_copy_flush(d + body, b, tail);
+        }
+        return crc;
+    }
+    _Alignas(64) char b[FOLD_GROUP_BYTES];
+    for (size_t off = 0; off < n;) {
+        size_t k = DK_MIN(n - off, (size_t)FOLD_GROUP_BYTES);
+        memcpy(b, s + off, k);
+        crc = dk_crc32c(crc, b, k);
+        dk_copy_nt(d + off, b, k);
+        off += k;
+    }
+    return crc;
+}
