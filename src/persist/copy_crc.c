@@ -9,7 +9,8 @@
  * stored (the textbook CRC folding, reflected: a 128-bit lane moves D bits forward as
  * clmul(low qword, x^(D+31) mod P) ^ clmul(high qword, x^(D-33) mod P), constants bit-reflected), then
  * reduced to 128 bits and finished with the crc32 instruction. Otherwise the bytes go through a small
- * bounce buffer: copied there once, then checksummed and stored from it. */
+ * bounce buffer: copied there once, then checksummed and stored from it. dk_crc32c_wide is the same fold
+ * without the copy (the page cache's inline records, recovery's check of staged bytes). */
 #include <cpuid.h>
 #include <immintrin.h>
 #include <stdint.h>
@@ -41,12 +42,22 @@ static uint64_t xpow_reflected(unsigned e) {
 
 static struct fold_k fold_by(unsigned bits) { return (struct fold_k){xpow_reflected(bits + 31), xpow_reflected(bits - 33)}; }
 
+/* AVX-512F and VPCLMULQDQ, with the OS saving the AVX-512 state (XCR0: SSE, AVX, opmask, ZMM), and the
+ * crc32 instruction. */
+static bool fold_cpu(void) {
+    unsigned a, b, c, d;
+    if (!dk_crc32c_have_hw() || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    if (!(b >> 16 & 1) || !(c >> 10 & 1)) return false;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c >> 27 & 1)) return false; /* OSXSAVE */
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & 0xe6) == 0xe6;
+}
+
 static bool fold_available(void) {
     int s = __atomic_load_n(&fold_state, __ATOMIC_ACQUIRE);
     if (s) return s == 2;
-    unsigned a, b, c, d;
-    bool ok = persist_nt_avx512() && dk_crc32c_have_hw() && __get_cpuid_count(7, 0, &a, &b, &c, &d) &&
-              (c >> 10 & 1); /* VPCLMULQDQ (AVX-512 state is enabled: persist_nt_avx512) */
+    bool ok = fold_cpu();
     if (ok) { /* the same values whichever thread computes them first */
         k2048 = fold_by(2048), k512 = fold_by(512), k384 = fold_by(384), k256 = fold_by(256), k128 = fold_by(128);
     }
@@ -64,14 +75,15 @@ __attribute__((target("avx512f"))) static inline __m512i k_all(struct fold_k k) 
                             (long long)k.lo, (long long)k.hi, (long long)k.lo);
 }
 
-/* Copies `lines` (>= 4) whole lines to the 64-byte aligned d with non-temporal stores; returns the raw crc
- * (no inversions) continued from raw crc c. */
-__attribute__((target("avx512f,vpclmulqdq,sse4.2"))) static uint64_t copy_fold(char *d, const char *s, size_t lines,
-                                                                              uint32_t c) {
+/* Folds `lines` (>= 4) whole lines at s and returns the raw crc (no inversions) continued from raw crc c;
+ * when `store`, also copies them to the 64-byte aligned d with non-temporal stores (specialised inline:
+ * the flag is a constant in each caller). */
+__attribute__((target("avx512f,vpclmulqdq,sse4.2"), always_inline)) static inline uint64_t
+fold_lines(char *d, const char *s, size_t lines, uint32_t c, const bool store) {
     __m512i z[4];
     for (int j = 0; j < 4; j++) {
         z[j] = _mm512_loadu_si512((const void *)(s + 64 * j));
-        _mm512_stream_si512((void *)(d + 64 * j), z[j]);
+        if (store) _mm512_stream_si512((void *)(d + 64 * j), z[j]);
     }
     z[0] = _mm512_xor_si512(z[0], _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, (long long)c)); /* the initial value */
     size_t i = 4;
@@ -79,7 +91,7 @@ __attribute__((target("avx512f,vpclmulqdq,sse4.2"))) static uint64_t copy_fold(c
     for (; i + 4 <= lines; i += 4) {
         for (int j = 0; j < 4; j++) {
             __m512i a = _mm512_loadu_si512((const void *)(s + 64 * (i + j)));
-            _mm512_stream_si512((void *)(d + 64 * (i + j)), a);
+            if (store) _mm512_stream_si512((void *)(d + 64 * (i + j)), a);
             z[j] = fold(z[j], k, a);
         }
     }
@@ -98,11 +110,27 @@ __attribute__((target("avx512f,vpclmulqdq,sse4.2"))) static uint64_t copy_fold(c
     for (; i < lines; i++) { /* the last 1-3 lines: stored, then checksummed from what was stored */
         _Alignas(64) uint64_t w[8];
         __m512i a = _mm512_loadu_si512((const void *)(s + 64 * i));
-        _mm512_stream_si512((void *)(d + 64 * i), a);
+        if (store) _mm512_stream_si512((void *)(d + 64 * i), a);
         _mm512_store_si512((void *)w, a);
         for (int j = 0; j < 8; j++) r = _mm_crc32_u64(r, w[j]);
     }
     return r;
+}
+
+__attribute__((target("avx512f,vpclmulqdq,sse4.2"))) static uint64_t copy_fold(char *d, const char *s, size_t lines,
+                                                                              uint32_t c) {
+    return fold_lines(d, s, lines, c, true);
+}
+
+__attribute__((target("avx512f,vpclmulqdq,sse4.2"))) static uint64_t crc_fold(const char *s, size_t lines, uint32_t c) {
+    return fold_lines(NULL, s, lines, c, false);
+}
+
+uint32_t dk_crc32c_wide(uint32_t crc, const void *p, size_t n) {
+    if (n < FOLD_GROUP_BYTES || !fold_available()) return dk_crc32c(crc, p, n);
+    size_t body = n & ~(size_t)(DK_CACHELINE_BYTES - 1);
+    crc = ~(uint32_t)crc_fold(p, body / DK_CACHELINE_BYTES, ~crc);
+    return body < n ? dk_crc32c(crc, (const char *)p + body, n - body) : crc;
 }
 
 uint32_t dk_copy_nt_crc32c(void *dst, const void *src, size_t n, uint32_t crc) {

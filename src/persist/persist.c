@@ -136,7 +136,6 @@ static void trace_store(const void *dst, size_t n, int nt) {
 }
 
 void persist_trace_store(const void *dst, size_t n, int non_temporal) { trace_store(dst, n, non_temporal); }
-int persist_nt_avx512(void) { return nt_kind == NT_AVX512; }
 
 void dk_copy_flush(void *dst, const void *src, size_t n) {
     memcpy(dst, src, n);

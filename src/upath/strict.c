@@ -404,7 +404,7 @@ static bool staged_unordered_without_crc(void) {
 }
 
 bool up_strict_staged_intact(unsigned type, const struct dk_oplog_op *op, const void *staged) {
-    return type != DK_OPLOG_WRITE_STAGED_CRC || dk_crc32c(0, staged, op->length) == (uint32_t)op->aux;
+    return type != DK_OPLOG_WRITE_STAGED_CRC || dk_crc32c_wide(0, staged, op->length) == (uint32_t)op->aux;
 }
 
 /* Appends the record of a write of [off, off+n) under st->ck (read side). `lz`: a waiting-overwrite entry
@@ -528,8 +528,16 @@ static int apply_by_pwrite(struct up_file *f, int fd, const char *buf, size_t n,
     return rc;
 }
 
-/* One part of an apply: by pwrite (above) or through up_io_write. */
+/* One part of an apply: stored straight into the mapping (flush and volatile media: an overwrite of
+ * published, mapped bytes -- what up_io_write would do after its checks for the cases it also serves:
+ * appends, the page cache, a read-only mapping), by pwrite (above), or through up_io_write. */
 static ssize_t apply_part(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
+    if (f->root->persist_as != DK_MEDIUM_PAGECACHE && __atomic_load_n(&f->map.writable, __ATOMIC_RELAXED) &&
+        up_io_overwrite_mapped(f, buf, n, off)) {
+        dk_count(DK_C_writes, 1);
+        dk_count(DK_C_write_bytes, n);
+        return (ssize_t)n;
+    }
     int k = apply_by_pwrite(f, fd, buf, n, off);
     if (k == 0) return up_io_write(f, fd, buf, n, off, false, UP_IO_LOGGED);
     if (k < 0) {

@@ -3,7 +3,8 @@
  * leave every byte outside the destination and the whole source untouched, and do not read or write past
  * a page that ends at the buffer's end -- with the flush instruction chosen by DAXKIT_FLUSH=ARGV[1]
  * (auto|clwb|clflushopt|clflush), parsed through the option table as the library does. dk_copy_nt_crc32c
- * must also return dk_crc32c of the bytes (continued from a seed), there and for sizes up to 1 MiB.
+ * must also return dk_crc32c of the bytes (continued from a seed), there and for sizes up to 1 MiB, and so
+ * must dk_crc32c_wide for those large sizes.
  * Exit 0 pass, 1 fail. */
 #include <cpuid.h>
 #include <stdint.h>
@@ -181,6 +182,8 @@ int main(int argc, char **argv) {
             checks++;
             if (crc_wrong) fail(FN_COPY_NT_CRC, n, 0, sa * 7, "crc differs from dk_crc32c's (large)", 0);
             else if (memcmp(bd, bs + sa * 7, n) != 0) fail(FN_COPY_NT_CRC, n, 0, sa * 7, "wrong byte (large)", 0);
+            else if (dk_crc32c_wide(CRC_SEED, bs + sa * 7, n) != dk_crc32c(CRC_SEED, bs + sa * 7, n))
+                fail(FN_COPY_NT_CRC, n, 0, sa * 7, "dk_crc32c_wide differs from dk_crc32c", 0);
         }
     free(bd), free(bs);
     free(arena), free(src_arena);

@@ -9,6 +9,8 @@
 # so this mode passes only when the driver reports failures. ARGV[5]: workload seed ('-' or none: the
 # clock). ARGV[6]: DAXKIT_STRICT_APPLY (default checkpoint: every staged overwrite waits for the
 # checkpoint on a flush/volatile medium -- the most waiting applies to crash in; auto: as programs run).
+# ARGV[7]: the crash sites to sample (a regular expression; default: every strict and oplog site, or the
+# two half-applied sites for `none`).
 # Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -17,7 +19,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 
-medium=${1:?usage: crash.sh MEDIUM cli|startup|none [RUNS] [THREADS] [SEED|-] [APPLY]}
+medium=${1:?usage: crash.sh MEDIUM cli|startup|none [RUNS] [THREADS] [SEED|-] [APPLY] [SITES]}
 how=${2:?recovery: cli|startup|none}
 runs=${3:-80}
 threads=${4:-1}
@@ -39,6 +41,7 @@ startup) recover="env LD_PRELOAD=$lib DAXKIT_DIR={dir} DAXKIT_MODE=strict /bin/t
 none) recover=true; filter='strict.write.half_applied|strict.checkpoint.half_applied' ;;
 *) dk_fail "unknown recovery '$how' (cli|startup|none)" ;;
 esac
+[ -n "${7:-}" ] && filter=$7
 echo "strict crash test: medium $medium, recovery $how, $threads thread(s), workload seed $seed, apply $apply, at most $runs runs"
 python3 "$DAXKIT_SRC/tests/crash/drive.py" --workload "$work" --recover "$recover" --check "$check" \
     --filter "$filter" --max-runs "$runs" --dir-root "$DK_MNT" --seed "$seed" > "$DK_MNT/drive.log" 2>&1

@@ -5,7 +5,8 @@
         run under daxkit (DAXKIT_MODE=strict, DAXKIT_DIR=DIR): each of THREADS threads (default 1) runs OPS
         seeded operations (seed SEED+thread) on its own two files -- overwrites of 1 B to 40 KiB (inline and
         staged records), appends through an O_APPEND descriptor, truncates down and up, renames (the file
-        moves to a new name), an fsync every 7 operations -- appending the index of each completed
+        moves to a new name), an fsync every 7 operations, a close and reopen of the file's read-write
+        descriptor every 10 (a checkpoint in strict mode) -- appending the index of each completed
         operation to DIR.acked.T (outside the managed directory, so the kernel writes it)
     strict_model.py check-content DIR SEED OPS [THREADS]
         the same comparison of the files only (no recovery expected yet): exit 1 when some thread's files
@@ -93,6 +94,11 @@ def run_thread(d, t, seed, n):
             os.ftruncate(fds[f], off)
         if i % 7 == 6:
             os.fsync(fds[f])
+        if i % 10 == 9:
+            # A close is a publish point: strict mode checkpoints there (crash sites strict.checkpoint.*,
+            # which fsync -- not a checkpoint -- never reaches). The file is reopened under its name now.
+            os.close(fds[f])
+            fds[f] = os.open(os.path.join(d, names[f]), os.O_RDWR)
         os.write(ack, b"%d\n" % (i + 1))
 
 
