@@ -10,7 +10,9 @@
  *   100 B overwrite (inline)   1 record = one head line + 3 data lines (the bytes), 100 B applied, ONE fence
  *   40 B overwrite (inline)    1 record = one head line + 1 data line, 40 B applied, ONE fence
  *   one block written 1,000 times: the next read applies it once (4 KiB into the file), the newest bytes
- *   DAXKIT_STRICT_APPLY=write  a 4 KiB overwrite applied at once: 4 KiB staged, 4 KiB applied, one fence
+ *   DAXKIT_STRICT_APPLY=write  a 4 KiB overwrite applied at once: 4 KiB staged, 4 KiB applied, one fence;
+ *                              12 MiB of such writes take exactly one checkpoint (the staging file is
+ *                              reused after 8 MiB, not at its 64 MiB end)
  *   auto, after applies that coalesced nothing: applied at once as well
  *   fsync                      the waiting overwrites applied (4 KiB each: other processes read them after
  *                              fsync), no log line, no fence, no checkpoint (every write is durable already)
@@ -41,6 +43,7 @@ ssize_t up_pwrite(struct up_slot *s, int fd, const void *buf, size_t n, off_t of
 ssize_t up_pread(struct up_slot *s, int fd, void *buf, size_t n, off_t off);
 int up_fsync(struct up_slot *s, int fd, bool datasync);
 int up_close(int fd);
+void up_strict_checkpoint_all(void);
 
 #define OPS 1000u
 #define FILE_BYTES (8u << 20)
@@ -202,8 +205,25 @@ int main(void) {
     fill(want1, 4096, 7 + OPS - 1);
     if (memcmp(want1, got1, 4096)) failures++, printf("FAIL: the coalesced block is not the newest write\n");
     dk_cfg.strict_apply = 1; /* DAXKIT_STRICT_APPLY=write */
+    up_strict_checkpoint_all(); /* the staging file from its start: the next 4 MiB stay below the reuse mark */
     overwrites(s, fd, 4096, 4096, 5, true);
     expect("4 KiB overwrite, apply=write", OPS, 64, 4096, 4096, 1);
+    /* apply=write reuses the staging file after 8 MiB (a checkpoint: one header line, two fences) instead of
+     * at its 64 MiB end: 3,000 more 4 KiB writes (12 MiB staged in all) take exactly one checkpoint. */
+    struct tally sum = {0};
+    for (unsigned pass = 0; pass < 3; pass++) {
+        overwrites(s, fd, 4096, 4096, 10 + pass, false);
+        struct tally t = tally_events();
+        for (int w = 0; w < W_COUNT; w++) sum.store_bytes[w] += t.store_bytes[w];
+        sum.fences += t.fences;
+    }
+    bool reuse_ok = !event_overflow && sum.store_bytes[W_LOG] == (3ul * OPS + 1) * 64 &&
+                    sum.store_bytes[W_STAGING] == 3ul * OPS * 4096 && sum.fences == 3ul * OPS + 2;
+    printf("%-26s %5u ops: %lu log lines, %lu fences (one checkpoint: %lu lines, %lu fences) -> %s\n",
+           "apply=write, 12 MiB staged", 3 * OPS, sum.store_bytes[W_LOG] / 64, sum.fences, 3ul * OPS + 1,
+           3ul * OPS + 2, reuse_ok ? "ok" : "FAIL");
+    failures += !reuse_ok;
+    event_overflow = 0;
     /* auto: the last applies of distinct blocks coalesced nothing, so writes are applied at once for now. */
     dk_cfg.strict_apply = 0;
     overwrites(s, fd, 4096, 4096, 8, true);
