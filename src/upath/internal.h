@@ -269,6 +269,7 @@ struct up_file {
     uint64_t size;          /* logical size this process sees (atomic access) */
     uint64_t pub_size;      /* every byte below is in the kernel file; size >= pub_size */
     uint64_t ksize;         /* the kernel's i_size as we last set or saw it (extend: a step ahead) */
+    uint64_t backed_end;    /* extend: bytes below have storage allocated (io.c: back_extension), under mu */
     struct up_map map;
     /* Lock order mu, then rw. rw is taken for writing only with mu held, so holding mu alone excludes its
      * writers: the paths under mu (appends, locked reads) need not take rw too. */

@@ -212,6 +212,7 @@ static int extend_to(struct up_file *f, int fd, uint64_t end) {
     int rc = adopt_kernel_growth(f, fd);
     if (rc || need <= f->ksize) return rc;
     uint64_t from = f->ksize;
+    if (f->backed_end > from) f->backed_end = from; /* past the kernel size only the holes we make now */
     uint64_t target = dk_round_up(DK_MAX(need, f->ksize + step_bytes(f)), DK_HUGE_BYTES);
     if (target > UP_MAP_MAX_BYTES) return -EFBIG;
     rc = up_map_grow(f, fd, target, 0);
@@ -224,6 +225,27 @@ static int extend_to(struct up_file *f, int fd, uint64_t end) {
     dk_count(DK_C_extends, 1);
     uint64_t pre = dk_round_up(DK_MAX(from, end), DK_HUGE_BYTES); /* the appender faults its own page */
     if (ahead && pre < target) up_stage_prefault(f, fd, pre, target - pre);
+    return 0;
+}
+
+/* Allocates the storage under [backed_end, end) before the appender stores there, one 2 MiB piece (or
+ * what the kernel size leaves) at a time. A step is made by ftruncate, so it is a hole: a store into a
+ * hole the medium cannot fill (a full tmpfs, a memory cgroup's limit, a full DAX or page-cache file
+ * system) is a SIGBUS that kills the program, where the kernel path's write returns ENOSPC. fallocate
+ * turns it into -ENOSPC, which write_locked's caller answers through the kernel (write_by_kernel).
+ * Where the background prefault got there first the call finds the pages and costs one system call
+ * per 2 MiB. Under f->mu. 0 or -errno. */
+static int back_extension(struct up_file *f, int fd, uint64_t end) {
+    if (end <= f->backed_end) return 0;
+    uint64_t hi = DK_MIN(dk_round_up(end, DK_HUGE_BYTES), f->ksize);
+    if (hi < end) hi = end;
+    uint64_t lo = f->backed_end;
+    if (DK_REAL(fallocate)(fd, 0, (off_t)lo, (off_t)(hi - lo)) != 0) {
+        if (errno != EOPNOTSUPP) return -errno;
+        hi = UINT64_MAX; /* the medium cannot allocate ahead: its faults are the only answer */
+    }
+    dk_count(DK_C_extend_backs, 1);
+    f->backed_end = hi;
     return 0;
 }
 
@@ -240,6 +262,7 @@ static int append_locked(struct up_file *f, int fd, uint64_t off, const char *bu
     f->appends_unpublished++; /* publish.c: a file fsynced after every single append */
     if (f->strategy == UP_EXTEND) {
         int rc = extend_to(f, fd, end);
+        if (rc == 0) rc = back_extension(f, fd, end);
         if (rc) return rc;
         up_io_overwrite(f, off, buf, n);
     } else {
