@@ -432,6 +432,7 @@ bool up_io_in_place(const struct up_file *f, uint64_t off, size_t n) {
 static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, uint64_t *at, bool append,
                         bool *appended, bool fence, size_t *in_place) {
     pthread_mutex_lock(&f->mu);
+    if (append && !f->appends_o_append) f->appends_o_append = true;
     uint64_t off = append ? up_file_size(f) : *at;
     uint64_t limit = inplace_limit(f);
     int rc = off < limit ? map_locked(f, fd, DK_MIN(off + n, limit)) : 0;

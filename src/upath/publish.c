@@ -292,9 +292,14 @@ static int sync_keeping_extension(struct up_file *f, int fd, bool datasync) {
  * docs/benchmarks.md). posix mode only (sync mode publishes every append anyway), on memory and DAX media
  * (on the page cache fsync reaches the kernel regardless, and a background fault would dirty zeros for
  * write-back). Under f->mu, after a successful publish of `appends` append calls. */
+/* Not a file appended through an O_APPEND descriptor: such a log may be shared (an audit log, a journal
+ * two programs append to), and another process's O_APPEND write lands at the kernel's end -- past the
+ * kept extension, which would then sit as zeros in the middle of the log (review 8, finding 1). A file
+ * whose writer tracks its own offset (RocksDB's WAL) is not shared that way without locks, whose
+ * release is a publish point. */
 static void note_sync_streak(struct up_file *f, uint32_t appends) {
     if (f->strategy != UP_STAGE || !f->auto_policy || !dk_cfg.auto_keep_after || dk_cfg.mode != DK_MODE_POSIX ||
-        f->atomic || f->root->medium.medium == DK_MEDIUM_PAGECACHE) return;
+        f->atomic || f->appends_o_append || f->root->medium.medium == DK_MEDIUM_PAGECACHE) return;
     if (appends != 1) {
         f->sync_streak = 0;
         return;

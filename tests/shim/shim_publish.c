@@ -22,7 +22,8 @@
  *               escalations after it re-read the size; a thread cancelled while waiting in F_SETLKW does
  *               not switch the bookkeeping off for the process (escalations skip re-reads again after it).
  *   auto_keep   DAXKIT_APPEND=auto with a log fsynced after every single record: after
- *               DAXKIT_AUTO_KEEP_AFTER (8) such fsyncs the file moves to extend with keep (counter auto_keeps);
+ *               DAXKIT_AUTO_KEEP_AFTER (8) such fsyncs the file moves to extend with keep (counter auto_keeps),
+ *               unless it was appended through O_APPEND (a shared log: another program's record follows);
  *               from then on another program sees every fsynced byte and a size at least theirs (a zero-filled
  *               tail: the documented deviation), and exactly the records after close, after an flock unlock
  *               of the reopened file (which moves it back to stage), and after a batch of two appends per
@@ -494,11 +495,46 @@ static void case_fsync_visible(void) {
 
 static unsigned long long auto_keeps_now(void) { return st_json_counter(st_stats_cli_json(), "auto_keeps"); }
 
+/* A log two programs append to with O_APPEND, each record fdatasync'ed (an audit log): auto must not keep
+ * an extension there -- the other program's record lands at the kernel's end, and a kept extension would
+ * sit as zeros before it (review 8, finding 1). Kernel path: 16 contiguous records, the other's at 1000. */
+static void auto_keep_shared_log(void) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "auto_keep_shared.log");
+    unsigned long long k0 = auto_keeps_now();
+    int fd = OK(open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644));
+    char rec[100];
+    for (int i = 0; i < 15; i++) {
+        if (i == 10) { /* the other program (raw system calls: not under daxkit) */
+            int o = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_APPEND);
+            CHECK(o >= 0, "auto_keep: raw open of the shared log: %s", strerror(errno));
+            memset(rec, 'B', sizeof rec);
+            CHECK(syscall(SYS_write, o, rec, sizeof rec) == (long)sizeof rec, "auto_keep: the other's append failed");
+            syscall(SYS_close, o);
+        }
+        memset(rec, 'A', sizeof rec);
+        st_write_all(fd, rec, sizeof rec);
+        OK(fdatasync(fd));
+    }
+    OK(close(fd));
+    int r = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY);
+    static char all[1 << 16];
+    long n = syscall(SYS_read, r, all, sizeof all);
+    syscall(SYS_close, r);
+    CHECK(n == 1600, "auto_keep: the shared log holds %ld bytes (kernel: 1600, 16 records of 100)", n);
+    for (long i = 0; i < n; i++)
+        CHECK(all[i] == (i >= 1000 && i < 1100 ? 'B' : 'A'),
+              "auto_keep: byte %ld of the shared log is %d (kernel: the other's record at 1000, no zeros)", i, all[i]);
+    CHECK(auto_keeps_now() == k0, "auto_keep: a log appended through O_APPEND moved to extend with keep");
+}
+
 static void case_auto_keep(bool never) {
+    auto_keep_shared_log();
     char path[PATH_MAX];
     st_path(path, sizeof path, dir, "auto_keep.log");
     unsigned long long k0 = auto_keeps_now();
-    int fd = OK(open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644));
+    /* The writer tracks its own offset (RocksDB's WAL): no O_APPEND. */
+    int fd = OK(open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
     uint64_t size = 0;
     bool tail_seen = false;
     for (int i = 0; i < 40; i++) {
