@@ -16,6 +16,7 @@ DK_EXPORT int close(int fd) {
             errno = EBADF; /* the program never opened it */
             return -1;
         }
+        if (DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) up_pending_drop(fd); /* never used: nothing to do */
         if (up_fd_slot(fd)) {
             int rc = up_close(fd);
             int r = DK_REAL(close)(fd);
@@ -39,9 +40,10 @@ static void range_cb(int fd, struct up_fd *e, void *arg) {
     if ((unsigned)fd < a->first || (unsigned)fd > a->last) return;
     if (e->internal) {
         if (a->n_internal < 64) a->internal[a->n_internal++] = fd;
-    } else if (e->slot) {
-        up_close(fd);
+        return;
     }
+    if (__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE)) up_pending_drop(fd);
+    if (e->slot) up_close(fd);
 }
 
 DK_EXPORT int close_range(unsigned int first, unsigned int last, int flags) {
@@ -62,6 +64,7 @@ DK_EXPORT int close_range(unsigned int first, unsigned int last, int flags) {
 }
 
 DK_EXPORT int dup(int fd) {
+    if (up_enabled) up_resolve(fd); /* two descriptors, one description: one slot */
     int r = DK_REAL(dup)(fd);
     if (r >= 0 && up_enabled && up_fd_slot(fd)) up_dup(fd, r);
     return r;
@@ -70,6 +73,9 @@ DK_EXPORT int dup(int fd) {
 static int dup_to(int oldfd, int newfd, int flags, bool three) {
     if (up_enabled) up_dirfd_forget(newfd);
     if (up_enabled && oldfd != newfd && DK_UNLIKELY(up_fd_is_internal(newfd))) up_aux_vacate(newfd);
+    if (up_enabled && oldfd != newfd) up_resolve(oldfd);
+    if (up_enabled && oldfd != newfd && up_fd_pending_entry(newfd) && DK_REAL(fcntl)(oldfd, F_GETFD) >= 0)
+        up_pending_drop(newfd);
     if (up_enabled && oldfd != newfd && up_fd_slot(newfd) && DK_REAL(fcntl)(oldfd, F_GETFD) >= 0) up_close(newfd);
     int r = three ? DK_REAL(dup3)(oldfd, newfd, flags) : DK_REAL(dup2)(oldfd, newfd);
     if (r >= 0 && up_enabled && oldfd != newfd && up_fd_slot(oldfd)) up_dup(oldfd, newfd);
@@ -101,6 +107,7 @@ static int counted_lock(int (*real)(int, int, ...), int fd, int cmd, struct floc
 static int fcntl_common(int fd, int cmd, void *arg, bool is64) {
     int (*real)(int, int, ...) = is64 ? DK_REAL(fcntl64) : DK_REAL(fcntl);
     if (!up_enabled) return real(fd, cmd, arg);
+    if (cmd != F_GETFD && cmd != F_SETFD && cmd != F_GETFL) up_resolve(fd);
     if (!up_fd_slot(fd)) {
         /* A lock on any file may guard managed ones: its release publishes them. */
         if (is_setlk(cmd) && arg && ((struct flock *)arg)->l_type == F_UNLCK) up_publish_all();
@@ -182,14 +189,29 @@ DK_EXPORT int flock(int fd, int op) {
     return r;
 }
 
+/* A pending descriptor that may pass reads through seeks in the kernel (its offset is the kernel's
+ * until adopted); any other is adopted first (SEEK_END must see the file's staged appends). */
+static off_t pending_seek(int fd, off_t r) {
+    struct up_fd *e = up_fd_pending_entry(fd);
+    if (e && r >= 0) __atomic_store_n(&e->pend_off, (uint64_t)r, __ATOMIC_RELAXED);
+    return r;
+}
 DK_EXPORT off_t lseek(int fd, off_t off, int whence) {
     struct up_slot *s;
     if (up_enabled && (s = up_serving(fd))) return up_lseek(s, fd, off, whence);
+    if (up_enabled && DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) {
+        if (up_pending_may_pass(fd)) return pending_seek(fd, DK_REAL(lseek)(fd, off, whence));
+        if ((s = up_serving(fd))) return up_lseek(s, fd, off, whence);
+    }
     return DK_REAL(lseek)(fd, off, whence);
 }
 DK_EXPORT off_t lseek64(int fd, off_t off, int whence) {
     struct up_slot *s;
     if (up_enabled && (s = up_serving(fd))) return up_lseek(s, fd, off, whence);
+    if (up_enabled && DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) {
+        if (up_pending_may_pass(fd)) return pending_seek(fd, DK_REAL(lseek64)(fd, off, whence));
+        if ((s = up_serving(fd))) return up_lseek(s, fd, off, whence);
+    }
     return DK_REAL(lseek64)(fd, off, whence);
 }
 

@@ -11,6 +11,7 @@
 
 static void *mmap_common(void *addr, size_t len, int prot, int fl, int fd, off_t off, bool is64) {
     void *amap;
+    if (up_enabled && fd >= 0 && !(fl & MAP_ANONYMOUS)) up_resolve(fd); /* the program maps it: ours to know */
     if (up_enabled && fd >= 0 && !(fl & MAP_ANONYMOUS) && up_fd_slot(fd)) {
         DK_ERRNO_SAVE;
         up_strict_program_maps(fd); /* strict mode: waiting writes applied, and every later one at once */
@@ -43,6 +44,10 @@ DK_EXPORT int msync(void *addr, size_t len, int fl) {
 
 /* Before an in-kernel copy: publish both ends; move offsets the call will use into the kernel. */
 static void copy_begin(int in, const off_t *in_off, int out, const off_t *out_off, bool *min, bool *mout) {
+    if (up_enabled) {
+        up_resolve(in);
+        up_resolve(out);
+    }
     *min = up_enabled && up_fd_slot(in);
     *mout = up_enabled && up_fd_slot(out);
     if (!*min && !*mout) return;

@@ -13,6 +13,7 @@
 
 DK_EXPORT int fsync(int fd) {
     struct up_slot *s;
+    if (up_enabled) up_pending_may_pass(fd); /* a pending fd that may not pass is adopted */
     if (up_enabled && (s = up_serving(fd))) {
         DK_CANCEL_POINT();
         return up_fsync(s, fd, false);
@@ -22,6 +23,7 @@ DK_EXPORT int fsync(int fd) {
 }
 DK_EXPORT int fdatasync(int fd) {
     struct up_slot *s;
+    if (up_enabled) up_pending_may_pass(fd);
     if (up_enabled && (s = up_serving(fd))) {
         DK_CANCEL_POINT();
         return up_fsync(s, fd, true);
@@ -31,12 +33,14 @@ DK_EXPORT int fdatasync(int fd) {
 }
 DK_EXPORT int sync_file_range(int fd, off_t off, off_t n, unsigned int fl) {
     /* Starts write-back of a range: publish so the range is in the file, then let the kernel do it. */
+    if (up_enabled) up_pending_may_pass(fd);
     if (up_enabled && up_fd_slot(fd)) up_publish_fd(fd);
     return DK_REAL(sync_file_range)(fd, off, n, fl);
 }
 
 DK_EXPORT int ftruncate(int fd, off_t len) {
     struct up_slot *s;
+    if (up_enabled) up_resolve(fd);
     if (up_enabled && (s = up_serving(fd))) return up_ftruncate(s, fd, len);
     bool m = up_enabled && dk_pt_begin(fd);
     int r = DK_REAL(ftruncate)(fd, len);
@@ -67,6 +71,7 @@ DK_EXPORT int truncate64(const char *path, off_t len) { return truncate_path(pat
 
 DK_EXPORT int fallocate(int fd, int mode, off_t off, off_t len) {
     struct up_slot *s;
+    if (up_enabled) up_resolve(fd);
     if (up_enabled && (s = up_serving(fd))) return up_fallocate(s, fd, mode, off, len);
     bool m = up_enabled && dk_pt_begin(fd);
     int r = DK_REAL(fallocate)(fd, mode, off, len);
@@ -77,6 +82,7 @@ DK_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len) { return fallo
 
 static int posix_fallocate_common(int fd, off_t off, off_t len, bool is64) {
     int (*real)(int, off_t, off_t) = is64 ? DK_REAL(posix_fallocate64) : DK_REAL(posix_fallocate);
+    if (up_enabled) up_resolve(fd);
     if (!up_enabled || !up_fd_slot(fd)) return real(fd, off, len);
     DK_ERRNO_SAVE;
     up_hand_to_kernel(fd);
@@ -100,7 +106,14 @@ static inline int fix(int r, struct stat *st) {
 }
 #define FIX64(r, st) fix((r), (struct stat *)(st)) /* struct stat64 == struct stat on x86-64 */
 
-static inline int fixfd(int r, int fd, struct stat *st) {
+/* The program's fstat of a pending descriptor (upath/pending.c) adopts it from the result: no fstat of ours. */
+static inline bool pend_begin(int fd) { return up_enabled && up_pending_fstat_begin(fd); }
+static inline int fixfd_pend(int r, int fd, struct stat *st, bool pend) {
+    if (DK_UNLIKELY(pend) && r == 0) {
+        DK_ERRNO_SAVE;
+        up_pending_adopt(fd, st);
+        DK_ERRNO_RESTORE;
+    }
     if (r == 0 && up_enabled && S_ISREG(st->st_mode)) {
         DK_ERRNO_SAVE;
         if (up_fd_slot(fd)) up_fix_fstat(fd, &st->st_size);
@@ -114,20 +127,29 @@ DK_EXPORT int stat(const char *p, struct stat *st) { return fix(DK_REAL(stat)(p,
 DK_EXPORT int stat64(const char *p, struct stat64 *st) { return FIX64(DK_REAL(stat64)(p, st), st); }
 DK_EXPORT int lstat(const char *p, struct stat *st) { return fix(DK_REAL(lstat)(p, st), st); }
 DK_EXPORT int lstat64(const char *p, struct stat64 *st) { return FIX64(DK_REAL(lstat64)(p, st), st); }
-DK_EXPORT int fstat(int fd, struct stat *st) { return fixfd(DK_REAL(fstat)(fd, st), fd, st); }
-DK_EXPORT int fstat64(int fd, struct stat64 *st) { return fixfd(DK_REAL(fstat64)(fd, st), fd, (struct stat *)st); }
-DK_EXPORT int fstatat(int d, const char *p, struct stat *st, int fl) { return fix(DK_REAL(fstatat)(d, p, st, fl), st); }
+#define FIXFD(fd, call, st)                           \
+    ({                                                \
+        bool pend_ = pend_begin(fd);                  \
+        fixfd_pend((call), (fd), (struct stat *)(st), pend_); \
+    })
+/* fstatat(fd, "", AT_EMPTY_PATH): glibc's own fstat since 2.33, and what programs call for it too */
+static inline bool by_fd(const char *p, int fl) { return (fl & AT_EMPTY_PATH) && p && !p[0]; }
+DK_EXPORT int fstat(int fd, struct stat *st) { return FIXFD(fd, DK_REAL(fstat)(fd, st), st); }
+DK_EXPORT int fstat64(int fd, struct stat64 *st) { return FIXFD(fd, DK_REAL(fstat64)(fd, st), st); }
+DK_EXPORT int fstatat(int d, const char *p, struct stat *st, int fl) {
+    if (by_fd(p, fl)) return FIXFD(d, DK_REAL(fstatat)(d, p, st, fl), st);
+    return fix(DK_REAL(fstatat)(d, p, st, fl), st);
+}
 DK_EXPORT int fstatat64(int d, const char *p, struct stat64 *st, int fl) {
+    if (by_fd(p, fl)) return FIXFD(d, DK_REAL(fstatat64)(d, p, st, fl), st);
     return FIX64(DK_REAL(fstatat64)(d, p, st, fl), st);
 }
 DK_EXPORT int __xstat(int v, const char *p, struct stat *st) { return fix(DK_REAL(__xstat)(v, p, st), st); }
 DK_EXPORT int __xstat64(int v, const char *p, struct stat64 *st) { return FIX64(DK_REAL(__xstat64)(v, p, st), st); }
 DK_EXPORT int __lxstat(int v, const char *p, struct stat *st) { return fix(DK_REAL(__lxstat)(v, p, st), st); }
 DK_EXPORT int __lxstat64(int v, const char *p, struct stat64 *st) { return FIX64(DK_REAL(__lxstat64)(v, p, st), st); }
-DK_EXPORT int __fxstat(int v, int fd, struct stat *st) { return fixfd(DK_REAL(__fxstat)(v, fd, st), fd, st); }
-DK_EXPORT int __fxstat64(int v, int fd, struct stat64 *st) {
-    return fixfd(DK_REAL(__fxstat64)(v, fd, st), fd, (struct stat *)st);
-}
+DK_EXPORT int __fxstat(int v, int fd, struct stat *st) { return FIXFD(fd, DK_REAL(__fxstat)(v, fd, st), st); }
+DK_EXPORT int __fxstat64(int v, int fd, struct stat64 *st) { return FIXFD(fd, DK_REAL(__fxstat64)(v, fd, st), st); }
 DK_EXPORT int __fxstatat(int v, int d, const char *p, struct stat *st, int fl) {
     return fix(DK_REAL(__fxstatat)(v, d, p, st, fl), st);
 }

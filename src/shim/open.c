@@ -14,10 +14,10 @@
 #define DK_ATOMIC_KFLAGS(dirfd, path, flags) \
     (DK_UNLIKELY((flags) & O_TRUNC) && up_enabled ? up_atomic_open_flags(dirfd, path, flags) : (flags))
 
-int dk_after_open(int fd, int flags, int dirfd, const char *path) {
+int dk_after_open(int fd, int flags, int dirfd, const char *path, uint64_t epoch) {
     if (fd < 0 || !up_enabled) return fd;
     up_dirfd_forget(fd); /* the number names a new file now */
-    int rc = up_adopt(fd, flags, dirfd, path);
+    int rc = up_adopt_epoch_open(fd, flags, dirfd, path, epoch);
     if (rc) {
         DK_REAL(close)(fd);
         errno = -rc;
@@ -44,6 +44,14 @@ static bool strict_trunc(int flags) { return dk_cfg.mode == DK_MODE_STRICT && up
         fd_;                                                                                       \
     })
 
+/* The adoption epoch is read before the kernel's open (upath/pending.c). */
+#define OPENED(call, flags, dirfd, path)                \
+    ({                                                  \
+        uint64_t ep_ = up_enabled ? up_epoch_now() : 0; \
+        int ofd_ = (call);                              \
+        dk_after_open(ofd_, flags, dirfd, path, ep_);   \
+    })
+
 #define OPEN_MODE(flags)                      \
     mode_t mode = 0;                          \
     if (DK_OPEN_NEEDS_MODE(flags)) {          \
@@ -55,35 +63,35 @@ static bool strict_trunc(int flags) { return dk_cfg.mode == DK_MODE_STRICT && up
 
 DK_EXPORT int open(const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags), mode)), flags, AT_FDCWD, path);
+    return OPENED(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags), mode)), flags, AT_FDCWD, path);
 }
 DK_EXPORT int open64(const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open64)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags), mode)), flags, AT_FDCWD, path);
+    return OPENED(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open64)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags), mode)), flags, AT_FDCWD, path);
 }
 DK_EXPORT int openat(int dirfd, const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return dk_after_open(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags), mode)), flags, dirfd, path);
+    return OPENED(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags), mode)), flags, dirfd, path);
 }
 DK_EXPORT int openat64(int dirfd, const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return dk_after_open(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat64)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags), mode)), flags, dirfd, path);
+    return OPENED(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat64)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags), mode)), flags, dirfd, path);
 }
 DK_EXPORT int creat(const char *path, mode_t mode) {
-    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, O_CREAT | O_TRUNC, (DK_ATOMIC_KFLAGS(AT_FDCWD, path, O_TRUNC) ? DK_REAL(creat)(path, mode) : DK_REAL(open)(path, O_CREAT | O_WRONLY, mode))), O_CREAT | O_WRONLY | O_TRUNC, AT_FDCWD, path);
+    return OPENED(STRICT_OPEN(AT_FDCWD, path, O_CREAT | O_TRUNC, (DK_ATOMIC_KFLAGS(AT_FDCWD, path, O_TRUNC) ? DK_REAL(creat)(path, mode) : DK_REAL(open)(path, O_CREAT | O_WRONLY, mode))), O_CREAT | O_WRONLY | O_TRUNC, AT_FDCWD, path);
 }
 DK_EXPORT int creat64(const char *path, mode_t mode) {
-    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, O_CREAT | O_TRUNC, (DK_ATOMIC_KFLAGS(AT_FDCWD, path, O_TRUNC) ? DK_REAL(creat64)(path, mode) : DK_REAL(open64)(path, O_CREAT | O_WRONLY, mode))), O_CREAT | O_WRONLY | O_TRUNC, AT_FDCWD, path);
+    return OPENED(STRICT_OPEN(AT_FDCWD, path, O_CREAT | O_TRUNC, (DK_ATOMIC_KFLAGS(AT_FDCWD, path, O_TRUNC) ? DK_REAL(creat64)(path, mode) : DK_REAL(open64)(path, O_CREAT | O_WRONLY, mode))), O_CREAT | O_WRONLY | O_TRUNC, AT_FDCWD, path);
 }
 DK_EXPORT int __open_2(const char *path, int flags) {
-    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(__open_2)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags))), flags, AT_FDCWD, path);
+    return OPENED(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(__open_2)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags))), flags, AT_FDCWD, path);
 }
 DK_EXPORT int __open64_2(const char *path, int flags) {
-    return dk_after_open(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(__open64_2)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags))), flags, AT_FDCWD, path);
+    return OPENED(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(__open64_2)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags))), flags, AT_FDCWD, path);
 }
 DK_EXPORT int __openat_2(int dirfd, const char *path, int flags) {
-    return dk_after_open(STRICT_OPEN(dirfd, path, flags, DK_REAL(__openat_2)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags))), flags, dirfd, path);
+    return OPENED(STRICT_OPEN(dirfd, path, flags, DK_REAL(__openat_2)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags))), flags, dirfd, path);
 }
 DK_EXPORT int __openat64_2(int dirfd, const char *path, int flags) {
-    return dk_after_open(STRICT_OPEN(dirfd, path, flags, DK_REAL(__openat64_2)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags))), flags, dirfd, path);
+    return OPENED(STRICT_OPEN(dirfd, path, flags, DK_REAL(__openat64_2)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags))), flags, dirfd, path);
 }

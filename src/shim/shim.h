@@ -38,7 +38,7 @@ static inline void dk_pt_end_changed(bool managed, int fd) {
 }
 
 /* Adopts a descriptor the kernel just opened; refuses it under DAXKIT_STRICT_CONFIG with bad options. */
-int dk_after_open(int fd, int flags, int dirfd, const char *path); /* path: as given, relative to dirfd, or NULL */
+int dk_after_open(int fd, int flags, int dirfd, const char *path, uint64_t epoch); /* path: as given, relative to dirfd, or NULL */
 /* Mode argument of open: present with O_CREAT or O_TMPFILE. */
 #define DK_OPEN_NEEDS_MODE(flags) (((flags) & O_CREAT) || ((flags) & O_TMPFILE) == O_TMPFILE)
 

@@ -120,6 +120,7 @@ static FILE *fopen_common(const char *path, const char *mode, bool is64) {
     }
     int fd = open(path, fl, 0666);
     if (fd < 0) return NULL;
+    up_resolve(fd); /* a managed file's stream must be ours: glibc's FILE calls the kernel directly */
     /* As glibc's file streams: a write-only append stream starts at the end (ftell says so). */
     if (up_fd_slot(fd) && (fl & O_APPEND) && (fl & O_ACCMODE) == O_WRONLY) lseek(fd, 0, SEEK_END);
     FILE *fp = up_fd_slot(fd) ? cookie_stream(fd, mode) : DK_REAL(fdopen)(fd, mode);
@@ -134,6 +135,7 @@ DK_EXPORT FILE *fopen(const char *path, const char *mode) { return fopen_common(
 DK_EXPORT FILE *fopen64(const char *path, const char *mode) { return fopen_common(path, mode, true); }
 
 DK_EXPORT FILE *fdopen(int fd, const char *mode) {
+    if (up_enabled) up_resolve(fd);
     if (up_enabled && up_fd_slot(fd)) {
         int fl = mode_flags(mode), cur = DK_REAL(fcntl)(fd, F_GETFL);
         if (fl < 0 || cur < 0) {
@@ -163,6 +165,7 @@ DK_EXPORT FILE *fdopen(int fd, const char *mode) {
 static FILE *freopen_common(const char *path, const char *mode, FILE *fp, bool is64) {
     if (up_enabled) {
         int fd = fileno(fp);
+        if (fd >= 0) up_resolve(fd);
         if (fd >= 0 && up_fd_slot(fd)) up_publish_fd(fd);
     }
     FILE *r = is64 ? DK_REAL(freopen64)(path, mode, fp) : DK_REAL(freopen)(path, mode, fp);

@@ -114,7 +114,8 @@ int up_fd_bind(int fd, struct up_slot *s) {
     dk_assert(e->slot == NULL);
     local_refs[slot_index(s)]++;
     e->stale = 0;
-    entry_note(fd, e->internal, true);
+    entry_note(fd, e->internal || __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE), true);
+    __atomic_store_n(&e->pending, UP_PEND_NONE, __ATOMIC_RELEASE);
     e->internal = 0;
     e->aux_of = NULL;
     __atomic_store_n(&e->slot, s, __ATOMIC_RELEASE);
@@ -146,8 +147,28 @@ int up_fd_flags(int fd) {
 void up_fd_mark_internal(int fd, bool internal) {
     struct up_fd *e = entry_alloc(fd);
     if (!e) return;
-    entry_note(fd, e->slot || e->internal, e->slot || internal);
+    bool pend = __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) != UP_PEND_NONE;
+    entry_note(fd, e->slot || e->internal || pend, e->slot || internal);
+    __atomic_store_n(&e->pending, UP_PEND_NONE, __ATOMIC_RELEASE); /* the number is ours now */
     e->internal = internal;
+}
+
+bool up_fd_set_pending(int fd, int oflags, uint32_t below, uint64_t epoch) {
+    struct up_fd *e = entry_alloc(fd);
+    if (!e || e->slot || e->internal) return false;
+    e->pend_oflags = oflags;
+    e->pend_below = below;
+    e->pend_ios = 0;
+    e->pend_off = 0;
+    e->pend_epoch = epoch;
+    entry_note(fd, __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) != UP_PEND_NONE, true);
+    __atomic_store_n(&e->pending, UP_PEND_WAITING, __ATOMIC_RELEASE);
+    return true;
+}
+
+void up_fd_clear_pending(int fd, struct up_fd *e) {
+    __atomic_store_n(&e->pending, UP_PEND_NONE, __ATOMIC_RELEASE);
+    entry_note(fd, true, e->slot || e->internal);
 }
 
 static void leaf_foreach(unsigned l, void (*fn)(int fd, struct up_fd *e, void *arg), void *arg) {
@@ -158,7 +179,8 @@ static void leaf_foreach(unsigned l, void (*fn)(int fd, struct up_fd *e, void *a
         while (bits) {
             unsigned i = w * 64 + (unsigned)__builtin_ctzll(bits);
             bits &= bits - 1;
-            if (leaf[i].slot || leaf[i].internal) fn((int)(l * UP_FD_LEAF + i), &leaf[i], arg);
+            if (leaf[i].slot || leaf[i].internal || __atomic_load_n(&leaf[i].pending, __ATOMIC_ACQUIRE))
+                fn((int)(l * UP_FD_LEAF + i), &leaf[i], arg);
         }
     }
 }

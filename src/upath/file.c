@@ -23,8 +23,15 @@ static struct up_file all = {.all_prev = &all, .all_next = &all};
  * publishes every file at each of its three unlocks per transaction. */
 static struct up_file active = {.act_prev = &active, .act_next = &active};
 
+uint32_t up_active_files;
+/* Moved at every adoption, before its fstat -- before a file becomes active: a pending descriptor passing
+ * reads through may be of that file, and is adopted before its next read (pending.c). Starts at 1: a
+ * pending epoch of 0 means "never pass". */
+uint64_t up_adopt_epoch = 1;
+
 static void active_add(struct up_file *f) {
     if (f->act_next) return;
+    __atomic_add_fetch(&up_active_files, 1, __ATOMIC_ACQ_REL);
     f->act_prev = active.act_prev;
     f->act_next = &active;
     active.act_prev->act_next = f;
@@ -33,6 +40,7 @@ static void active_add(struct up_file *f) {
 
 static void active_remove(struct up_file *f) {
     if (!f->act_next) return;
+    __atomic_sub_fetch(&up_active_files, 1, __ATOMIC_ACQ_REL);
     f->act_prev->act_next = f->act_next;
     f->act_next->act_prev = f->act_prev;
     f->act_prev = f->act_next = NULL;

@@ -371,7 +371,16 @@ struct up_fd {
     uint32_t internal;                /* a descriptor daxkit owns: invisible to the program */
     uint32_t stale;                   /* the kernel offset moved while shared: resync before use */
     struct up_file *aux_of;           /* internal: the file whose aux_fd this is (auxfd.c) */
+    /* Lazy adoption (pending.c): opened, not looked at yet -- the kernel serves it meanwhile. */
+    uint32_t pending;                 /* UP_PEND_* (atomic) */
+    uint32_t pend_busy;               /* calls passing through right now (atomic) */
+    int pend_oflags;                  /* the open's flags */
+    uint32_t pend_below;              /* roots the open's name showed it below (up_roots_by_name) */
+    uint32_t pend_ios;                /* reads passed through */
+    uint64_t pend_off;                /* the kernel's offset (reads and lseeks passed through move it) */
+    uint64_t pend_epoch;              /* up_adopt_epoch under which it may pass reads through; 0: never */
 };
+enum { UP_PEND_NONE = 0, UP_PEND_WAITING = 1, UP_PEND_ADOPTING = 2 };
 
 /* ---- a file's auxiliary descriptor (auxfd.c) ---- */
 /* A descriptor of f that can map it read-write and be relinked into (not O_APPEND): the program's own fd
@@ -424,6 +433,20 @@ static inline bool up_fd_is_internal(int fd) {
     struct up_fd *e = up_fd_entry(fd);
     return e && e->internal;
 }
+/* Lazy adoption (pending.c). A pending descriptor has no slot: every call that is not pending-aware
+ * passes it to the kernel, which is right while no other state of ours refers to its file. */
+bool up_fd_set_pending(int fd, int oflags, uint32_t below, uint64_t epoch); /* false: adopt now */
+void up_fd_clear_pending(int fd, struct up_fd *e);
+/* Moved at every adoption (file.c): a pending descriptor that passes reads through may be of the file
+ * adopted, and must be adopted before its next read. */
+extern uint64_t up_adopt_epoch;
+extern uint32_t up_active_files; /* files on the active list (file.c), atomic */
+extern bool up_locks_ever;       /* reclock.c saw a POSIX lock taken on a managed file (pending.c) */
+/* Adopts fd with stat st (NULL: fstat here); root from the name mask, else a readlink. Keeps the
+ * offset given. 0 (or unmanaged). */
+int up_adopt_stat(int fd, int oflags, const struct stat *st, uint32_t below, uint64_t offset, bool kernel);
+struct up_root *up_root_for_fd_mask(int fd, const struct stat *st, uint32_t below);
+uint32_t up_roots_by_name(int dirfd, const char *path);
 /* Iterates over managed descriptors (caller holds up_table_mu). */
 void up_fd_foreach(void (*fn)(int fd, struct up_fd *e, void *arg), void *arg);
 /* Fork bookkeeping of slot process counts. */

@@ -152,6 +152,7 @@ static void mark_stale_cb(int fd, struct up_fd *e, void *arg) {
 void up_fork_prepare(void) {
     if (!up_enabled) return;
     DK_ERRNO_SAVE;
+    up_pending_adopt_all(); /* or parent and child would each adopt the shared description */
     up_publish_all();
     up_atomic_detach_all(); /* relatives share routed files through the kernel path */
     pthread_mutex_lock(&up_table_mu);
@@ -202,6 +203,7 @@ static void exec_hand_over_cb(int fd, struct up_fd *e, void *arg) {
 void up_exec_prepare(bool spawn) {
     if (!up_enabled) return;
     DK_ERRNO_SAVE;
+    if (spawn) up_pending_adopt_all(); /* the child shares them: handed to the kernel below */
     up_publish_all();
     up_atomic_detach_all();
     pthread_mutex_lock(&up_table_mu);

@@ -222,6 +222,44 @@ static bool hint_below_mount_root(const struct up_root *r, const char *hint) {
     return r->mount_root && hint && hint[0] && name_components_ok(hint, true);
 }
 
+/* Lazy adoption: what the name alone shows at the open, before the file is looked at -- the roots whose
+ * directory the name is at or below by text (or whose mount root the name stays within). A name relative
+ * to a directory descriptor costs that directory's one readlink (kept per descriptor number, as for an
+ * adoption at the open: by the adoption the number may name another directory); the file's own
+ * readlink decides at its adoption where the name showed nothing. */
+uint32_t up_roots_by_name(int dirfd, const char *path) {
+    uint32_t m = 0;
+    if (!path || !path[0]) return 0;
+    for (int i = 0; i < root_count; i++) {
+        struct up_root *r = &roots[i];
+        bool below = hint_below_mount_root(r, path);
+        if (!below && name_components_ok(path, false))
+            below = path[0] == '/' ? path_below(r, path)
+                    : dirfd == AT_FDCWD ? cwd_below(r)
+                                        : dirfd_below(r, dirfd);
+        if (below) m |= 1u << i;
+    }
+    return m;
+}
+
+/* The adoption of a descriptor opened earlier (up_roots_by_name gave `below`): a root on the file's device
+ * that its name showed, else the path the kernel reports. */
+struct up_root *up_root_for_fd_mask(int fd, const struct stat *st, uint32_t below) {
+    char path[4096];
+    bool have_path = false;
+    for (int i = 0; i < root_count; i++) {
+        struct up_root *r = &roots[i];
+        if (r->dev != st->st_dev) continue;
+        if (below & (1u << i)) return r;
+        if (!have_path) {
+            if (!up_fd_path(fd, path, sizeof path)) return r->mount_root ? r : NULL;
+            have_path = true;
+        }
+        if (path_below(r, path)) return r;
+    }
+    return NULL;
+}
+
 struct up_root *up_root_for_fd(int fd, const struct stat *st, int dirfd, const char *path_hint) {
     char path[4096];
     bool have_path = false;

@@ -157,11 +157,16 @@ static bool never_a_file(const char *path, int oflags) {
     return false;
 }
 
-int up_adopt(int fd, int oflags, int dirfd, const char *path) {
+static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up_root *r, uint64_t offset,
+                         bool kernel);
+
+int up_adopt_epoch_open(int fd, int oflags, int dirfd, const char *path, uint64_t epoch) {
     if (!up_enabled) return 0;
     if ((oflags & O_DIRECTORY) && path) up_dirfd_note_open(fd, dirfd, path); /* the kernel checked: a directory */
     if ((oflags & O_PATH) || never_a_file(path, oflags)) return 0;
+    if (path && epoch && up_pending_open(fd, oflags, dirfd, path, epoch)) return 0; /* looked at when first used */
     DK_ERRNO_SAVE;
+    __atomic_add_fetch(&up_adopt_epoch, 1, __ATOMIC_SEQ_CST); /* before the fstat: see pending.c */
     struct stat st;
     if (DK_REAL(fstat)(fd, &st) != 0 || !S_ISREG(st.st_mode) || !up_dev_is_managed(st.st_dev)) {
         DK_ERRNO_RESTORE;
@@ -173,13 +178,33 @@ int up_adopt(int fd, int oflags, int dirfd, const char *path) {
         return 0;
     }
     if (up_refuse_flag) return -EINVAL;
+    int rc = adopt_in_root(fd, oflags, &st, r, 0, false);
+    if (rc == 0 && path && up_fd_slot(fd)) rc = up_atomic_adopt(up_fd_slot(fd)->file, fd, oflags);
+    if (rc) up_close(fd); /* DAXKIT_ATOMIC files opened by this program (inherited ones stay with the kernel) */
+    DK_ERRNO_RESTORE;
+    return rc;
+}
+
+int up_adopt(int fd, int oflags, int dirfd, const char *path) {
+    return up_adopt_epoch_open(fd, oflags, dirfd, path, 0);
+}
+
+int up_adopt_stat(int fd, int oflags, const struct stat *st, uint32_t below, uint64_t offset, bool kernel) {
+    struct up_root *r = up_root_for_fd_mask(fd, st, below);
+    return r ? adopt_in_root(fd, oflags, st, r, offset, kernel) : 0;
+}
+
+/* The managed regular file fd (stat st) of root r joins the tables: a slot at `offset`, served by the
+ * kernel when `kernel`. */
+static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up_root *r, uint64_t offset,
+                         bool kernel) {
+    struct stat st = *st_in;
     /* A file-size limit the program set itself after start-up: strict mode's log and the atomic journal,
      * made at a first open, may be larger than it, and the kernel would kill the program with SIGXFSZ for
      * growing one (review 7, finding 1b): such opens stay the kernel's while the limit is finite. */
     if (DK_UNLIKELY(up_fsize_limited()) && (dk_cfg.mode == DK_MODE_STRICT || dk_cfg.atomic[0])) {
         dk_count(DK_C_fallbacks, 1);
         dk_log_once("RLIMIT_FSIZE is finite: files opened from now on under %s are served by the kernel", r->path);
-        DK_ERRNO_RESTORE;
         return 0;
     }
     up_root_probe(r);
@@ -213,8 +238,8 @@ int up_adopt(int fd, int oflags, int dirfd, const char *path) {
             pthread_mutex_unlock(&f->mu);
         }
         uint32_t flags = (uint32_t)oflags & (O_ACCMODE | O_APPEND | O_SYNC | O_DSYNC | O_DIRECT);
-        s = up_slot_new(f, flags, 0);
-        if (s && (oflags & O_DIRECT)) s->kernel = 1;
+        s = up_slot_new(f, flags, offset);
+        if (s && ((oflags & O_DIRECT) || kernel)) s->kernel = 1;
         if (s && up_fd_bind(fd, s) != 0) {
             up_slot_drop_local(s);
             s = NULL;
@@ -223,14 +248,6 @@ int up_adopt(int fd, int oflags, int dirfd, const char *path) {
     }
     pthread_mutex_unlock(&up_table_mu);
     if (s) dk_count(DK_C_opens, 1);
-    /* DAXKIT_ATOMIC files opened by this program (inherited descriptors, path NULL, stay with the kernel) */
-    int arc = s && path ? up_atomic_adopt(f, fd, oflags) : 0;
-    if (arc) {
-        up_close(fd);
-        DK_ERRNO_RESTORE;
-        return arc;
-    }
-    DK_ERRNO_RESTORE;
     return 0;
 }
 

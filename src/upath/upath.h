@@ -27,6 +27,41 @@ struct up_slot *up_serving(int fd);
  * hint that spares the readlink of /proc/self/fd when the name alone shows the file below a managed
  * directory (managed.c). 0, or -EINVAL when refusing (strict config). */
 int up_adopt(int fd, int oflags, int dirfd, const char *path);
+/* The same, with lazy adoption (pending.c): epoch is up_epoch_now() read before the kernel's open. */
+int up_adopt_epoch_open(int fd, int oflags, int dirfd, const char *path, uint64_t epoch);
+static inline uint64_t up_epoch_now(void) { return __atomic_load_n(&up_adopt_epoch, __ATOMIC_SEQ_CST); }
+
+/* ---- lazy adoption (pending.c) ---- */
+extern bool up_refuse_flag;
+/* At the open: made pending (true) or to be adopted now. */
+bool up_pending_open(int fd, int oflags, int dirfd, const char *path, uint64_t epoch);
+/* The entry of a pending descriptor, or NULL. Lock-free. */
+static inline struct up_fd *up_fd_pending_entry(int fd) {
+    struct up_fd *e = up_fd_entry(fd);
+    return e && DK_UNLIKELY(__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) != UP_PEND_NONE) ? e : NULL;
+}
+/* Adopts a pending descriptor now: from the program's fstat result `st`, or (NULL) by its own fstat. A
+ * descriptor that is not a managed regular file just stops being pending. */
+void up_pending_adopt(int fd, const struct stat *st);
+/* Before a call that needs daxkit's view of fd's file (dup, fcntl, mmap, ...): a pending fd is adopted. */
+static inline void up_resolve(int fd) {
+    if (DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) up_pending_adopt(fd, NULL);
+}
+/* A call that the kernel may serve for a descriptor that passes data calls through (lseek, fsync): true
+ * when fd is not pending or may pass; else it is adopted now and false is returned. */
+bool up_pending_may_pass(int fd);
+/* A read on pending e: true when it passes through (then call up_pending_passed with its result), false
+ * when fd was adopted (or found unmanaged) instead -- look it up again. Writes adopt (up_pending_adopt). */
+bool up_pending_pass(int fd, struct up_fd *e);
+/* moves: the read moved the offset by r. */
+void up_pending_passed(struct up_fd *e, ssize_t r, bool moves);
+/* The program's fstat of fd: true when fd is pending and is to be adopted from the result. */
+bool up_pending_fstat_begin(int fd);
+/* Before the kernel closes fd (or dup2 closes it): a pending fd is forgotten. */
+void up_pending_drop(int fd);
+/* fork and posix_spawn: every pending descriptor is adopted first. */
+void up_pending_adopt_all(void);
+
 /* The working directory changed (chdir, fchdir): relative names are judged again. */
 void up_cwd_changed(void);
 /* The descriptor number fd (or every number in [first, last]) was closed or now names another file: its
