@@ -445,11 +445,26 @@ static pthread_mutex_t heap_spare_mu = PTHREAD_MUTEX_INITIALIZER;
  * mremap grows without copying what it holds (tar cf of /usr/include/linux, one 6.5 MB burst: 3.5 M
  * instructions of growth copies). Which kind a buffer is follows from its capacity. */
 #define UP_HEAP_MAP_BYTES (256u << 10)
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/* A mapped buffer's pages [addr, addr + len) are made now, in one call: the appends filling them would take
+ * a page fault per 4 KiB (tar cf of /usr/include/linux, one 6.5 MB burst: 1,690 page faults against the
+ * kernel path's 206, 399 populated; CPU 17.5 -> 16.2 ms, kernel 12). The capacity is at most twice what
+ * the burst holds. Before Linux 5.14: EINVAL, the faults as before. */
+static void heap_populate(char *addr, uint64_t len) {
+    DK_ERRNO_SAVE;
+    madvise(addr, len, MADV_POPULATE_WRITE);
+    DK_ERRNO_RESTORE;
+}
 
 static char *heap_buffer(uint64_t cap) {
     if (cap >= UP_HEAP_MAP_BYTES) {
         void *m = dk_libc()->mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        return m == MAP_FAILED ? NULL : m;
+        if (m == MAP_FAILED) return NULL;
+        heap_populate(m, cap);
+        return m;
     }
     void *p = NULL;
     return posix_memalign(&p, DK_PAGE_BYTES, cap) == 0 ? p : NULL;
@@ -516,6 +531,7 @@ bool up_stage_grow(struct up_staged *s, uint64_t end) {
     if (s->cap >= UP_HEAP_MAP_BYTES) { /* a mapping already: moved by the page tables, not copied */
         void *m = mremap(s->addr, s->cap, cap, MREMAP_MAYMOVE);
         buf = m == MAP_FAILED ? NULL : m;
+        if (buf) heap_populate(buf + s->cap, cap - s->cap);
     } else {
         buf = heap_buffer(cap); /* realloc would not keep the page alignment */
         if (buf) {
