@@ -216,8 +216,12 @@ DK_EXPORT off_t lseek64(int fd, off_t off, int whence) {
 }
 
 /* glibc's closedir closes its descriptor without the interposed close: a directory descriptor's verdict
- * (upath/managed.c) must be forgotten here, or a number reused by the next opendir would inherit it. */
+ * (upath/managed.c) must be forgotten here, or a number reused by the next opendir would inherit it; so
+ * must a pending descriptor (a directory the program opened with open() and handed to fdopendir). */
 DK_EXPORT int closedir(DIR *d) {
-    if (up_enabled && d) up_dirfd_forget(dirfd(d));
+    if (up_enabled && d) {
+        up_dirfd_forget(dirfd(d));
+        if (DK_UNLIKELY(up_fd_pending_entry(dirfd(d)) != NULL)) up_pending_drop(dirfd(d));
+    }
     return DK_REAL(closedir)(d);
 }
