@@ -5,7 +5,8 @@
 #   - strict mode's per-write choice: default (inline up to 1 KiB) vs always staged vs always inline;
 #   - a durable record write's cost by its size on XFS against the kernel path (strict-record-io.csv);
 #   - recovery: records replayed per second after a SIGKILL with N records in the log;
-#   - SQLite: journal_mode=OFF under strict mode against WAL on the kernel path (strict-sqlite.csv).
+#   - SQLite: journal_mode=OFF under strict mode (and under posix + DAXKIT_ATOMIC, which keeps a commit whole)
+#     against WAL on the kernel path (strict-sqlite.csv; bench/sqlite_strict.sh measures CPU per transaction).
 # Usage: bench/strict.sh BUILD_DIR OUT_CSV     Environment: OPS [20000], REPS [1], MEDIA [hugetmpfs xfs], SQL_N [20000]
 set -euo pipefail
 BUILD=$(cd "${1:?build dir}" && pwd)
@@ -103,11 +104,13 @@ if command -v sqlite3 > /dev/null; then
     SQL_N=${SQL_N:-20000}
     for rep in $(seq 1 "$REPS"); do
         for locking in normal exclusive; do
-            for vj in kernel:wal kernel:off strict:off strict:wal sync:wal; do
+            for vj in kernel:wal kernel:off strict:off strict:wal sync:wal atomic:off; do
                 v=${vj%:*} j=${vj#*:} d=$DK_MNT/sqlite-$v-$j
                 rm -rf "$d" && mkdir -p "$d"
                 pfx=()
                 [ "$v" = kernel ] || pfx=("$CLI" run --mode "$v" --dir "$d" --append stage --persist flush --)
+                # posix mode with DAXKIT_ATOMIC on the database: each commit (fsync) whole (docs/strict.md)
+                [ "$v" = atomic ] && pfx=("$CLI" run --mode posix --dir "$d" --atomic "$d/*.db" --persist flush --)
                 printf 'PRAGMA journal_mode=%s;\nCREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, n INTEGER);\n' "$j" |
                     "${pfx[@]}" sqlite3 "$d/x.db" > /dev/null
                 awk -v m="$j" -v n="$SQL_N" -v l="$locking" 'BEGIN { print "PRAGMA journal_mode=" m ";"
