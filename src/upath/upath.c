@@ -487,15 +487,36 @@ int up_fsync(struct up_slot *s, int fd, bool datasync) {
     return 0;
 }
 
+/* A size past what daxkit maps (UP_MAP_MAX_BYTES): the file becomes the kernel's, as one opened that large
+ * is (file_first_map), and the kernel answers -- a sparse file of any size its file system allows. What is
+ * staged is published first; strict mode checkpoints first and does not log it (fallocate's way: no older
+ * record may replay over it) and makes it synchronous. Counted as a pass-through. 0 or -1 with errno. */
+static int truncate_past_mapping(struct up_file *f, int fd, off_t len) {
+    if (dk_cfg.mode == DK_MODE_STRICT) up_strict_checkpoint(f->root);
+    pthread_mutex_lock(&f->mu);
+    int rc = up_publish_locked(f, fd);
+    if (rc == 0) __atomic_store_n(&f->kernel_only, true, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&f->mu);
+    if (rc) {
+        errno = -rc;
+        return -1;
+    }
+    dk_count(DK_C_pt_mapfail, 1);
+    if (DK_REAL(ftruncate)(fd, len) != 0) return -1;
+    return dk_cfg.mode == DK_MODE_POSIX ? 0 : DK_REAL(fsync)(fd);
+}
+
 int up_ftruncate(struct up_slot *s, int fd, off_t len) {
     struct up_file *f = s->file;
     if (len < 0 || (s->flags & O_ACCMODE) == O_RDONLY) {
         errno = EINVAL;
         return -1;
     }
+    if ((uint64_t)len > UP_MAP_MAX_BYTES && !f->atomic) return truncate_past_mapping(f, fd, len);
     bool strict = dk_cfg.mode == DK_MODE_STRICT;
     /* Refusals strict and atomic modes must not log first (recovery would apply what was refused): the
-     * file-size limit (the kernel's EFBIG and SIGXFSZ) and the largest size daxkit maps. */
+     * file-size limit (the kernel's EFBIG and SIGXFSZ) and, for the atomic engine, the largest size daxkit
+     * maps. */
     if (strict || f->atomic) {
         size_t none = 0; /* the kernel checks the limit only for growth (inode_newsize_ok): a shrink passes */
         bool grows = (uint64_t)len > up_file_size(f);
@@ -519,7 +540,6 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
     int rc = 0;
     /* Staged bytes below the new size must reach the file first; those above just go away. */
     if ((uint64_t)len > f->pub_size && f->strategy == UP_STAGE) rc = up_publish_locked(f, fd);
-    if (rc == 0 && (uint64_t)len > UP_MAP_MAX_BYTES) rc = -EFBIG;
     if (rc == 0) rc = up_map_keep(f, fd, (uint64_t)len);
     if (rc == 0) {
         /* Growing cuts nothing a fast section may be using: only a shrink closes them (a membarrier). */
