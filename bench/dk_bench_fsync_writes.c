@@ -72,7 +72,8 @@ int main(int argc, char **argv) {
     qsort(lat, ops, sizeof *lat, cmp);
     qsort(fs, nfs, sizeof *fs, cmp);
     qsort(op, ops, sizeof *op, cmp);
-    printf("%s,%zu,%u,%u,%.0f,%.0f,%llu,%llu,%llu,%llu,%llu\n", argv[2], bs, ops, every, ops / (wall / 1e9), (double)cpu / ops,
+    printf("%s,%zu,%u,%u,%.0f,%.0f,%llu,%llu,%llu,%llu,%llu\n", argv[2], bs, ops, every, ops / (wall / 1e9),
+           (double)cpu / ops,
            (unsigned long long)lat[ops / 2], (unsigned long long)lat[(uint64_t)ops * 999 / 1000],
            (unsigned long long)(nfs ? fs[nfs / 2] : 0), (unsigned long long)op[ops / 2],
            (unsigned long long)op[(uint64_t)ops * 999 / 1000]);

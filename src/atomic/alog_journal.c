@@ -9,9 +9,9 @@
  *                size slot), then the ordinary commit: one fence, the epoch word H+1, written back, fence.
  *                With pacing, jhead past the records copies applied is stored after the first fence, in
  *                the epoch word's line. Nothing else: applying the records is not the sync's work;
- *   pacing:      (fence media, the default) each copy applies up to twice its own size of committed
- *                records from the head on (pace_write), so the journal stays about two epochs long and
- *                no op pays a burst; the thread below is then only the fallback;
+ *   pacing:      (DAXKIT_ATOMIC_PACE=1, fence media) each copy of 1 KiB or more applies up to twice its
+ *                size of committed records from the head on (pace_write), so the journal stays about two
+ *                epochs long and no op pays a burst; the thread below is then only the fallback;
  *   checkpoint:  the checkpoint thread, kicked by a sync once the journal is a quarter full, replays committed
  *                records from the head in order into the file, in steps; per step it makes the file
  *                durable, then stores hdr->jhead past the step durably: only then is that space reused.
@@ -187,21 +187,22 @@ int64_t alog_jrnl_checkpoint(struct alog_file *f) {
     return total;
 }
 
-/* Pacing (a fence medium, unless DAXKIT_ATOMIC_PACE=0): each copy applies committed records from the head
- * on into the file -- up to twice the bytes it appended -- and the next commit makes them durable with its
- * first fence, then stores jhead past the whole records applied, after that fence, in the epoch word's
- * line: the epoch's write-back and fence make the new head durable too (alog_commit.c). Only copies of
+/* Pacing (DAXKIT_ATOMIC_PACE=1, fence media): each copy applies committed records from the head on into the
+ * file -- up to twice the bytes it appended -- and the next commit makes them durable with its first fence,
+ * then stores jhead past the whole records applied, after that fence, in the epoch word's line: the epoch's
+ * write-back and fence make the new head durable too (alog_commit.c). Only copies of
  * ALOG_JREC_NT_APPEND_BYTES and more apply: they append with non-temporal stores, and the locked
  * instruction that ends the copy (the unlock) waits for those to drain anyway, so the applied bytes
  * (non-temporal too) drain with them. A small copy pays no drain, and one after applying would wait for
  * its stores to random file lines (measured: 128 B writes with an fsync every 10 took 1.9x the CPU): small
- * writes leave the applying to the larger ones or, in a workload of only small writes, to the thread. In steady state each write applies the epoch before the last commit's (the journal holds
- * about two epochs); after a large epoch the writes catch up at about their own size each, so no op pays a
- * burst, and the sync stays the O(1) commit whatever was written. j.pace_pos: the records below it are
- * applied (durable once a commit or a checkpoint step has fenced; the durable head may lag). A record
- * larger than what is left of the budget is applied in part: j.pace_done bytes of the record at j.pace_at
- * (the head stays at the record, so recovery or the thread apply it whole again, which gives the same
- * bytes). The checkpoint thread is only the fallback past a quarter full. Caller holds j.apply_mu. */
+ * writes leave the applying to the larger ones or, in a workload of only small writes, to the thread.
+ * In steady state each write applies the epoch before the last commit's (the journal holds about two
+ * epochs); after a large epoch the writes catch up at about their own size each, so no op pays a burst, and
+ * the sync stays the O(1) commit whatever was written. j.pace_pos: the records below it are applied
+ * (durable once a commit or a checkpoint step has fenced; the durable head may lag). A record larger than
+ * what is left of the budget is applied in part: j.pace_done bytes of the record at j.pace_at (the head
+ * stays at the record, so recovery or the thread apply it whole again, which gives the same bytes). The
+ * checkpoint thread is only the fallback past a quarter full. Caller holds j.apply_mu. */
 static uint64_t pace_apply(struct alog_file *f, uint64_t *pos, uint64_t end, uint64_t budget) {
     struct alog_journal *j = &f->j;
     uint64_t p = *pos, n = 0, done = j->pace_at == p ? j->pace_done : 0;

@@ -53,8 +53,9 @@ int alog_radix_prealloc(struct alog_file *f, uint64_t bytes) {
     for (uint64_t off = 0; off < bytes; off += 1ull << ALOG_LEAF_SHIFT) {
         struct alog_leaf *leaf = alog_radix_leaf(f, off, true);
         if (!leaf) return -ENOMEM;
-        for (size_t i = 0; i < sizeof *leaf; i += DK_PAGE_BYTES) ((volatile char *)leaf)[i] = ((volatile char *)leaf)[i];
-        ((volatile char *)leaf)[sizeof *leaf - 1] = ((volatile char *)leaf)[sizeof *leaf - 1];
+        volatile char *b = (volatile char *)leaf;
+        for (size_t i = 0; i < sizeof *leaf; i += DK_PAGE_BYTES) b[i] = b[i];
+        b[sizeof *leaf - 1] = b[sizeof *leaf - 1];
     }
     return 0;
 }

@@ -73,7 +73,8 @@ int main(int argc, char **argv) {
     const char *pol = argc > 1 ? argv[1] : "hybrid";
     int broken = strcmp(pol, "journal-pace-head-early") == 0 ? ALOG_BROKEN_PACE_HEAD_BEFORE_FENCE : ALOG_BROKEN_NONE;
     uint32_t policy = at_policy(broken ? "journal-pace" : pol);
-    bool paced = policy == DAXKIT_ATOMIC_JOURNAL && getenv("DAXKIT_ATOMIC_PACE") && !strcmp(getenv("DAXKIT_ATOMIC_PACE"), "1");
+    const char *pace_env = getenv("DAXKIT_ATOMIC_PACE"); /* at_policy("journal-pace") sets it */
+    bool paced = policy == DAXKIT_ATOMIC_JOURNAL && pace_env && !strcmp(pace_env, "1");
     journal_big = paced;
     daxkit_atomic_options_init(&opts);
     opts.policy = policy, opts.log_bytes = LOG_DATA_BYTES, opts.checkpoint_interval_us = 0;
@@ -119,7 +120,8 @@ int main(int argc, char **argv) {
            pol, (unsigned long long)r.events, (unsigned long long)r.fences, (unsigned long long)r.crash_points,
            (unsigned long long)r.sampled_points, (unsigned long long)r.uncertain_lines_max,
            (unsigned long long)r.states, r.seconds, (unsigned long long)r.failures, (unsigned long long)switches,
-           (unsigned long long)retired, (unsigned long long)applied, (unsigned long long)partial, (unsigned long long)r.seed);
+           (unsigned long long)retired, (unsigned long long)applied, (unsigned long long)partial,
+           (unsigned long long)r.seed);
     if (rc < 0) AT_FAIL("explorer: %d", rc);
     if (paced && (applied == 0 || partial == 0))
         AT_FAIL("pacing not explored (%llu records applied by copies, %llu in part)", (unsigned long long)applied,
