@@ -582,9 +582,11 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
      * are serialised (overwrites are not). */
     if (append) pthread_mutex_lock(&f->strict_mu);
     if (append) off = up_file_size(f);
-    if (dk_cfg.strict_apply == 1 /* write */ && n > inline_max_for(f->root) && n <= STRICT_STG_REUSE_BYTES &&
-        __atomic_load_n(&st->stg_used, __ATOMIC_RELAXED) + n > STRICT_STG_REUSE_BYTES)
-        up_strict_checkpoint(f->root); /* reuse the staging file early (a failed one changes nothing) */
+    /* Reuse the staging file early (a failed checkpoint changes nothing) -- not from a signal handler that
+     * interrupted a strict operation of this thread, which holds st->ck: it would wait for itself. */
+    if (dk_cfg.strict_apply == 1 /* write */ && !ck_held && n > inline_max_for(f->root) &&
+        n <= STRICT_STG_REUSE_BYTES && __atomic_load_n(&st->stg_used, __ATOMIC_RELAXED) + n > STRICT_STG_REUSE_BYTES)
+        up_strict_checkpoint(f->root);
     int rc;
     struct strict_lazy *lz;
     for (int attempt = 0;; attempt++) {
