@@ -8,6 +8,7 @@
  * and reads racing truncates (the file guard). (6) signal_nested: a handler reading the file its thread
  * reads, against truncates. (7) cancel_race: writers cancelled during truncates. argv[1]: managed dir. */
 #include <pthread.h>
+#include <sys/time.h>
 #include <time.h>
 
 #include "shim_test.h"
@@ -439,6 +440,49 @@ static void signal_nested(void) {
            nest_truncs, nest_handled);
 }
 
+/* A handler reading the file its thread is reading while that read holds the file mutex: the first reads
+ * of a file (unmapped, under the mutex: DAXKIT_MAP_AFTER_IOS) and the first mapping (review 8, finding 9:
+ * both hung). Each round opens, reads 100 bytes and closes; SIGALRM every 50 us reads 16 bytes of the same
+ * descriptor. The watchdog catches the hang. */
+static volatile int first_fd = -1;
+static volatile long first_handled;
+static void first_on_signal(int sig) {
+    (void)sig;
+    int saved = errno, fd = first_fd;
+    char b[16];
+    if (fd >= 0 && pread(fd, b, sizeof b, 0) == (ssize_t)sizeof b && b[0] == 's') first_handled++;
+    errno = saved;
+}
+static void signal_nested_first(void) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "signal_nested_first");
+    int w = OK(open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+    char b[8192];
+    memset(b, 's', sizeof b);
+    st_write_all(w, b, sizeof b);
+    OK(close(w));
+    struct sigaction sa = {0}, old;
+    sa.sa_handler = first_on_signal;
+    sa.sa_flags = SA_RESTART;
+    OK(sigaction(SIGALRM, &sa, &old));
+    struct itimerval it = {{0, 50}, {0, 50}}, none = {{0, 0}, {0, 0}};
+    OK(setitimer(ITIMER_REAL, &it, NULL));
+    long rounds = 0;
+    for (; rounds < 30000; rounds++) {
+        int fd = OK(open(path, O_RDONLY));
+        first_fd = fd;
+        CHECK(pread(fd, b, 100, 0) == 100 && b[0] == 's', "signal_nested_first: round %ld: the read", rounds);
+        first_fd = -1;
+        OK(close(fd));
+    }
+    OK(setitimer(ITIMER_REAL, &none, NULL));
+    OK(sigaction(SIGALRM, &old, NULL));
+    OK(unlink(path));
+    CHECK(first_handled > 0, "signal_nested_first: no handler read in %ld rounds (the timer never fired?)", rounds);
+    printf("ok: signal_nested_first: %ld rounds of open + first read + close, %ld reads from a handler\n", rounds,
+           first_handled);
+}
+
 /* ---- cancelled writers against truncates ---- */
 
 static int cancel_fd;
@@ -531,11 +575,15 @@ int main(int argc, char **argv) {
         signal_nested();
         any = true;
     }
+    if (all || !strcmp(which, "signal_nested_first")) {
+        signal_nested_first();
+        any = true;
+    }
     if (all || !strcmp(which, "cancel_race")) {
         cancel_race();
         any = true;
     }
     CHECK(any, "unknown case '%s' (disjoint_shared|disjoint_own|append|open_race|map_race|truncate_race|"
-               "signal_nested|signal_nested_write|cancel_race|all)", which);
+               "signal_nested|signal_nested_write|signal_nested_first|cancel_race|all)", which);
     return 0;
 }
