@@ -14,7 +14,10 @@
 #include "oplog/oplog.h"
 
 #define OPLOG_MAGIC 0x4c4f4b44u /* "DKOL" */
-#define OPLOG_VERSION 1u
+/* 2: record type DK_OPLOG_WRITE_STAGED_CRC (session 8). A reader accepts its own version and older ones and
+ * refuses a newer log (dk_oplog_scan: -EPROTONOSUPPORT), which recovery then keeps: a reader that does not
+ * know a record type must not drop the log's acknowledged writes. */
+#define OPLOG_VERSION 2u
 #define OPLOG_KIND_HEAD 0xa5u
 #define OPLOG_KIND_DATA 0x5au
 

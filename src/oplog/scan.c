@@ -13,8 +13,13 @@
 #include "shim/libc.h"
 
 static int header_valid(const struct oplog_header *h) {
-    return h->magic == OPLOG_MAGIC && h->version == OPLOG_VERSION && h->line_bytes == DK_OPLOG_LINE_BYTES &&
-           h->generation != 0 && h->crc == oplog_header_crc(h);
+    return h->magic == OPLOG_MAGIC && h->version >= 1 && h->version <= OPLOG_VERSION &&
+           h->line_bytes == DK_OPLOG_LINE_BYTES && h->generation != 0 && h->crc == oplog_header_crc(h);
+}
+
+/* A header slot of a log written by a newer daxkit (its records may be of types this one does not know). */
+static bool header_newer(const struct oplog_header *h) {
+    return h->magic == OPLOG_MAGIC && h->version > OPLOG_VERSION && h->crc == oplog_header_crc(h);
 }
 
 uint32_t oplog_image_generation(const void *image, size_t bytes, uint64_t *capacity_out, uint64_t *area_dev_out) {
@@ -130,6 +135,8 @@ static int scan_segments(const void *image, size_t bytes, const struct segment *
     if (nsegs > 0 && segs[0].lo == 0 && segs[0].hi >= header_bytes)
         s.st.generation = oplog_image_generation(image, bytes, &capacity, &s.area_dev);
     int rc = s.st.generation ? 0 : -EINVAL;
+    for (unsigned i = 0; rc && bytes >= header_bytes && i < DK_OPLOG_HEADER_LINES; i++)
+        if (header_newer((const struct oplog_header *)image + i)) rc = -EPROTONOSUPPORT;
     if (rc == 0 && !(s.buf = malloc(DK_OPLOG_DATA_BYTES_MAX))) rc = -ENOMEM;
     s.recs = (const struct oplog_line *)((const char *)image + header_bytes);
     s.gen = (uint32_t)s.st.generation;

@@ -821,6 +821,7 @@ struct replay {
     struct replay_file files[64];
     unsigned nfiles;
     struct up_strict_report *rep;
+    bool unknown_type;      /* a record of a type this version does not know: the log is kept */
 };
 
 /* Sets the final size, makes the file durable, lets it go. */
@@ -937,6 +938,11 @@ static int replay_one(const struct dk_oplog_record *rec, void *ctx) {
     struct dk_oplog_op op;
     memcpy(&op, rec->fixed48, sizeof op);
     bool staged = rec->type == DK_OPLOG_WRITE_STAGED || rec->type == DK_OPLOG_WRITE_STAGED_CRC;
+    if (rec->type == 0 || rec->type > DK_OPLOG_WRITE_STAGED_CRC) { /* a newer writer's: never skipped silently */
+        rp->unknown_type = true;
+        rp->rep->failed++;
+        return 0;
+    }
     if (rec->type != DK_OPLOG_WRITE_INLINE && !staged && rec->type != DK_OPLOG_TRUNCATE) {
         rp->rep->meta_seen++; /* create/unlink/rename: atomic in the kernel file system already */
         return 0;
@@ -1006,7 +1012,10 @@ static int recover_log(const char *path, void *ctx) {
                oc->root_path, (unsigned long long)(ss.records_torn + staged_torn), base,
                staged_torn ? ", of them staged writes whose staged bytes did not reach the medium" : "");
     /* Replayed and durable: the log goes (a crash before this line replays it again, which is harmless). */
-    if (rc == 0 || rc == -EINVAL) {
+    if (rc == -EPROTONOSUPPORT || rp.unknown_type)
+        dk_log("%s: %s was written by a newer daxkit (%s): kept, not replayed -- recover it with that version",
+               oc->root_path, base, rc ? "its log version" : "a record type this version does not know");
+    if ((rc == 0 && !rp.unknown_type) || rc == -EINVAL) {
         DK_REAL(unlink)(path);
         DK_REAL(unlinkat)(oc->area_fd, rp.stg_name, 0);
     } else {
