@@ -44,7 +44,7 @@ DK_EXPORT int ftruncate(int fd, off_t len) {
     if (up_enabled && (s = up_serving(fd))) return up_ftruncate(s, fd, len);
     bool m = up_enabled && dk_pt_begin(fd);
     int r = DK_REAL(ftruncate)(fd, len);
-    if (r == 0) dk_pt_end_changed(m, fd);
+    if (r == 0) r = dk_pt_end_changed(m, fd);
     return r;
 }
 DK_EXPORT int ftruncate64(int fd, off_t len) { return ftruncate(fd, len); }
@@ -75,7 +75,7 @@ DK_EXPORT int fallocate(int fd, int mode, off_t off, off_t len) {
     if (up_enabled && (s = up_serving(fd))) return up_fallocate(s, fd, mode, off, len);
     bool m = up_enabled && dk_pt_begin(fd);
     int r = DK_REAL(fallocate)(fd, mode, off, len);
-    if (r == 0) dk_pt_end_changed(m, fd);
+    if (r == 0) r = dk_pt_end_changed(m, fd);
     return r;
 }
 DK_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len) { return fallocate(fd, mode, off, len); }

@@ -33,7 +33,7 @@
             }                                            \
             bool m_ = dk_pt_begin(fd);                   \
             ssize_t r_ = real_call;                      \
-            if (changes && r_ > 0) dk_pt_end_changed(m_, fd); \
+            if (changes && r_ > 0 && dk_pt_end_changed(m_, fd) != 0) return -1; \
             return r_;                                   \
         }                                                \
         return real_call;                                \

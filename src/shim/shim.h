@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 
+#include "common/config.h"
 #include "common/dk.h"
 #include "common/stats.h"
 #include "shim/libc.h"
@@ -29,12 +30,18 @@ static inline bool dk_pt_begin(int fd) {
     return true;
 }
 
-/* After a pass-through call that may have changed the file's data or size. */
-static inline void dk_pt_end_changed(bool managed, int fd) {
-    if (!managed) return;
+/* After a pass-through call that changed the file's data or size: our view follows the kernel's, and in
+ * sync and strict modes the change is made durable before the call returns (those modes' promise holds on
+ * a descriptor the kernel serves -- shared with a fork relative, O_DIRECT, a file past 512 GiB -- though
+ * such a write is not atomic: docs/guarantees.md). 0, or -1 with the fdatasync's errno. */
+static inline int dk_pt_end_changed(bool managed, int fd) {
+    if (!managed) return 0;
     DK_ERRNO_SAVE;
     up_kernel_changed_fd(fd);
     DK_ERRNO_RESTORE;
+    if (dk_cfg.mode == DK_MODE_POSIX) return 0;
+    dk_count(DK_C_pt_synced, 1);
+    return DK_REAL(fdatasync)(fd);
 }
 
 /* Adopts a descriptor the kernel just opened; refuses it under DAXKIT_STRICT_CONFIG with bad options. */
