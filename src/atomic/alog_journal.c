@@ -9,9 +9,10 @@
  *                size slot), then the ordinary commit: one fence, the epoch word H+1, written back, fence.
  *                With pacing, jhead past the records copies applied is stored after the first fence, in
  *                the epoch word's line. Nothing else: applying the records is not the sync's work;
- *   pacing:      (DAXKIT_ATOMIC_PACE=1, fence media) each copy of 1 KiB or more applies up to twice its
- *                size of committed records from the head on (pace_write), so the journal stays about two
- *                epochs long and no op pays a burst; the thread below is then only the fallback;
+ *   pacing:      (off by default; DAXKIT_ATOMIC_PACE on, fence media only) each copy of 1 KiB or more
+ *                applies up to twice its size of committed records from the head on (pace_write), so the
+ *                journal stays about two epochs long and no op pays a burst; the thread below is then only
+ *                the fallback;
  *   checkpoint:  the checkpoint thread, kicked by a sync once the journal is a quarter full, replays committed
  *                records from the head in order into the file, in steps; per step it makes the file
  *                durable, then stores hdr->jhead past the step durably: only then is that space reused.
@@ -187,9 +188,10 @@ int64_t alog_jrnl_checkpoint(struct alog_file *f) {
     return total;
 }
 
-/* Pacing (DAXKIT_ATOMIC_PACE=1, fence media): each copy applies committed records from the head on into the
- * file -- up to twice the bytes it appended -- and the next commit makes them durable with its first fence,
- * then stores jhead past the whole records applied, after that fence, in the epoch word's line: the epoch's
+/* Pacing (off by default; DAXKIT_ATOMIC_PACE on, fence media: alog_open.c pace_wanted): each copy applies
+ * committed records from the head on into the file -- up to twice the bytes it appended -- and the next
+ * commit makes them durable with its first fence, then stores jhead past the whole records applied, after
+ * that fence, in the epoch word's line: the epoch's
  * write-back and fence make the new head durable too (alog_commit.c). Only copies of
  * ALOG_JREC_NT_APPEND_BYTES and more apply: they append with non-temporal stores, and the locked
  * instruction that ends the copy (the unlock) waits for those to drain anyway, so the applied bytes

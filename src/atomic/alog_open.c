@@ -284,12 +284,14 @@ static int open_all(struct alog_file *f, const char *path, const struct alog_whe
     return rc;
 }
 
-/* Journal pacing (alog_journal.c): DAXKIT_ATOMIC_PACE=1, on fence media only (on pagecache the applied
- * bytes would need the file's own fdatasync in every commit). Off by default: it costs CPU and median
- * latency (docs/atomic.md, "Pacing"). */
+/* Journal pacing (alog_journal.c): DAXKIT_ATOMIC_PACE (a BOOL option: 1/yes/true/on), on fence media only
+ * (on pagecache the applied bytes would need the file's own fdatasync in every commit). Off by default: it
+ * costs CPU and median latency (docs/atomic.md, "Pacing"). Read from dk_cfg where the library loaded it
+ * (the shim: the value DAXKIT_STRICT_CONFIG checked and `daxkit config` shows), else from the environment
+ * at each open with the same parser (a program using only the engine, e.g. the tests linking dkcore). */
 static bool pace_wanted(const struct alog_file *f) {
-    const char *env = getenv("DAXKIT_ATOMIC_PACE");
-    return f->journal && f->persist_as != DK_MEDIUM_PAGECACHE && env && strcmp(env, "1") == 0;
+    bool on = dk_cfg_loaded ? dk_cfg.atomic_pace : dk_config_env_bool("ATOMIC_PACE", false);
+    return f->journal && f->persist_as != DK_MEDIUM_PAGECACHE && on;
 }
 
 static int open_engine(const char *path, const struct alog_where *w, const struct daxkit_atomic_options *o,

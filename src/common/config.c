@@ -7,6 +7,7 @@
 #include "common/dk.h"
 
 struct dk_config dk_cfg;
+bool dk_cfg_loaded;
 
 enum opt_type { T_BOOL, T_UINT, T_SIZE, T_ENUM, T_STR };
 
@@ -102,6 +103,14 @@ static int parse_bool(const char *s, bool *out) {
         return 0;
     }
     return -1;
+}
+
+bool dk_config_env_bool(const char *name, bool def) {
+    char key[64];
+    snprintf(key, sizeof key, "DAXKIT_%s", name);
+    const char *v = getenv(key);
+    bool b;
+    return v && parse_bool(v, &b) == 0 ? b : def;
 }
 
 /* Stores `s` into the field of `o`. Returns 0 or -1 when the value is not acceptable. */
@@ -209,6 +218,7 @@ int dk_config_load(struct dk_config *cfg, char *const *envp, void (*report)(cons
             report(msg);
         }
     }
+    if (cfg == &dk_cfg) dk_cfg_loaded = true;
     return bad + report_unknown(envp, report);
 }
 

@@ -23,12 +23,18 @@ struct dk_config {
 };
 
 extern struct dk_config dk_cfg;
+/* True once dk_config_load has filled dk_cfg (the library's start-up, up_init); a program that uses only
+ * the engine (tests linking dkcore) has no loaded dk_cfg and reads single options with dk_config_env_bool. */
+extern bool dk_cfg_loaded;
 
 /* Fills *cfg from defaults and the environment `envp` (NULL: the process environment, read with
  * getenv). Bad values keep their default. Returns the number of bad variables; `report` (may be NULL)
  * receives one message per bad variable naming it and the accepted values. Unknown DAXKIT_* names are
  * reported too (a typo must not silently do nothing). */
 int dk_config_load(struct dk_config *cfg, char *const *envp, void (*report)(const char *msg));
+/* The BOOL option DAXKIT_<name> from the process environment, parsed as dk_config_load parses it
+ * (1/yes/true/on, 0/no/false/off); `def` when unset or not a valid value. */
+bool dk_config_env_bool(const char *name, bool def);
 /* Fills *cfg with defaults only. */
 void dk_config_defaults(struct dk_config *cfg);
 /* Writes the option reference (name, type, default, bounds, doc) as text. */

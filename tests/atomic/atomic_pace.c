@@ -12,6 +12,7 @@
  * last, the file after unmap equals the model. Usage: atomic_pace [DIR] */
 #include "atomic/alog.h"
 #include "atomic_test.h"
+#include "common/config.h"
 
 #define FILE_BYTES (16u << 20)
 #define BLOCKS (FILE_BYTES / 4096u)
@@ -38,7 +39,8 @@ static uint64_t head(struct alog_file *f) { return __atomic_load_n(&f->j.head, _
 
 int main(int argc, char **argv) {
     at_setup_dir(argc, argv);
-    setenv("DAXKIT_ATOMIC_PACE", "1", 1); /* the mode under test (off by default) */
+    /* the mode under test (off by default), spelled as a BOOL option (1/yes/true/on): "true" must turn it on */
+    setenv("DAXKIT_ATOMIC_PACE", "true", 1);
     char path[600];
     at_path(path, sizeof path, "paced.bin");
     at_make_file(path, FILE_BYTES, 3);
@@ -47,7 +49,7 @@ int main(int argc, char **argv) {
     close(fd);
 
     struct alog_file *f = open_engine(path);
-    AT_CHECK(f->jpace, "pacing is off on %s (medium %d)", at_dir, (int)f->persist_as);
+    AT_CHECK(f->jpace, "DAXKIT_ATOMIC_PACE=true: pacing is off on %s (medium %d)", at_dir, (int)f->persist_as);
     static char buf[4096];
     uint64_t ends[1001] = {head(f)}; /* ends[k]: journal position after epoch k's record */
     for (uint32_t k = 1; k <= 1000; k++) {
@@ -131,6 +133,16 @@ int main(int argc, char **argv) {
         AT_OK(alog_sync(f));
     }
     AT_CHECK(head(f) == h0 && f->ctr.paced_entries == 0, "pacing off, yet the head moved");
+    AT_OK(alog_close(f));
+
+    /* where the library loaded its options (the shim), the engine reads dk_cfg: DAXKIT_ATOMIC_PACE=on at load,
+     * whatever the environment says afterwards (the value DAXKIT_STRICT_CONFIG checked and `daxkit config` shows) */
+    setenv("DAXKIT_ATOMIC_PACE", "on", 1);
+    dk_config_load(&dk_cfg, NULL, NULL);
+    AT_CHECK(dk_cfg.atomic_pace, "DAXKIT_ATOMIC_PACE=on not loaded");
+    setenv("DAXKIT_ATOMIC_PACE", "0", 1);
+    f = open_engine(path);
+    AT_CHECK(f->jpace, "dk_cfg.atomic_pace is on, yet the engine left pacing off");
     AT_OK(alog_close(f));
     unsetenv("DAXKIT_ATOMIC_PACE");
 
