@@ -48,7 +48,8 @@ static void free_child(void *c, unsigned level) {
 }
 
 /* The leaves (and the nodes above them) of [0, bytes), made now and their pages touched, so that no copy
- * allocates or first-touches one (a leaf is ~4 KiB: 2 MiB of DRAM per GiB of file). 0 or -ENOMEM. */
+ * into that range allocates or first-touches one (a leaf is ~4 KiB: 2 MiB of DRAM per GiB of file; the
+ * caller bounds `bytes`, ALOG_RADIX_PREALLOC_BYTES_MAX). 0 or -ENOMEM. */
 int alog_radix_prealloc(struct alog_file *f, uint64_t bytes) {
     for (uint64_t off = 0; off < bytes; off += 1ull << ALOG_LEAF_SHIFT) {
         struct alog_leaf *leaf = alog_radix_leaf(f, off, true);
