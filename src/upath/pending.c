@@ -89,15 +89,33 @@ bool up_pending_fstat_begin(int fd) {
     return true;
 }
 
+/* The entry this thread is adopting or dropping (one at a time), so that a signal handler using the same
+ * descriptor meanwhile does not wait for its own thread: its call goes to the kernel (the caller finds no
+ * slot), as for any descriptor the kernel serves (review 8, finding 12: it spun forever). */
+static __thread const struct up_fd *claimed_by_me;
+
+/* Takes the entry from WAITING to ADOPTING; true when this call did (the caller then ends with
+ * claimed_by_me = *outer). Otherwise another thread has it: waits until it is done -- unless this very
+ * thread has it (a handler nested in the adoption), which returns at once. The mark is set before the
+ * compare-and-swap, so a handler arriving right after it sees it. */
+static bool pending_claim(struct up_fd *e, const struct up_fd **outer) {
+    *outer = claimed_by_me;
+    claimed_by_me = e;
+    uint32_t expect = UP_PEND_WAITING;
+    if (__atomic_compare_exchange_n(&e->pending, &expect, UP_PEND_ADOPTING, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST))
+        return true;
+    claimed_by_me = *outer;
+    if (*outer == e) return false;
+    while (__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) == UP_PEND_ADOPTING) sched_yield();
+    return false;
+}
+
 void up_pending_adopt(int fd, const struct stat *given) {
     struct up_fd *e = up_fd_entry(fd);
     if (!e) return;
-    uint32_t expect = UP_PEND_WAITING;
-    if (!__atomic_compare_exchange_n(&e->pending, &expect, UP_PEND_ADOPTING, false, __ATOMIC_SEQ_CST,
-                                     __ATOMIC_SEQ_CST)) {
-        while (__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) == UP_PEND_ADOPTING) sched_yield();
-        return; /* another thread adopted it (or found it unmanaged) */
-    }
+    const struct up_fd *outer;
+    if (!pending_claim(e, &outer)) return; /* another thread adopted it (or found it unmanaged), or nested */
     /* Reads passing through now move the offset after we read it: the kernel serves the slot then. */
     bool busy = __atomic_load_n(&e->pend_busy, __ATOMIC_SEQ_CST) != 0;
     DK_ERRNO_SAVE;
@@ -113,18 +131,15 @@ void up_pending_adopt(int fd, const struct stat *given) {
         }
     }
     if (__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) != UP_PEND_NONE) up_fd_clear_pending(fd, e);
+    claimed_by_me = outer;
     DK_ERRNO_RESTORE;
 }
 
 void up_pending_drop(int fd) {
     struct up_fd *e = up_fd_entry(fd);
     if (!e) return;
-    uint32_t expect = UP_PEND_WAITING;
-    if (!__atomic_compare_exchange_n(&e->pending, &expect, UP_PEND_ADOPTING, false, __ATOMIC_SEQ_CST,
-                                     __ATOMIC_SEQ_CST)) {
-        while (__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) == UP_PEND_ADOPTING) sched_yield();
-        return; /* adopted meanwhile: the caller closes it as a managed descriptor */
-    }
+    const struct up_fd *outer;
+    if (!pending_claim(e, &outer)) return; /* adopted meanwhile: the caller closes it as a managed descriptor */
     if (__atomic_load_n(&up_locks_ever, __ATOMIC_ACQUIRE)) {
         /* The kernel's close drops the process's POSIX locks on the file: tell its entry (reclock.c). */
         DK_ERRNO_SAVE;
@@ -142,6 +157,7 @@ void up_pending_drop(int fd) {
         DK_ERRNO_RESTORE;
     }
     up_fd_clear_pending(fd, e);
+    claimed_by_me = outer;
     dk_count(DK_C_lazy_closes, 1);
 }
 

@@ -442,7 +442,7 @@ static void signal_nested(void) {
 
 /* A handler reading the file its thread is reading while that read holds the file mutex: the first reads
  * of a file (unmapped, under the mutex: DAXKIT_MAP_AFTER_IOS) and the first mapping (review 8, finding 9:
- * both hung). Each round opens, reads 100 bytes and closes; SIGALRM every 50 us reads 16 bytes of the same
+ * both hung); with `adopt_by_fcntl`, while the thread adopts the descriptor (finding 12: spun forever). Each round opens, reads 100 bytes and closes; SIGALRM every 50 us reads 16 bytes of the same
  * descriptor. The watchdog catches the hang. */
 static volatile int first_fd = -1;
 static volatile long first_handled;
@@ -453,7 +453,7 @@ static void first_on_signal(int sig) {
     if (fd >= 0 && pread(fd, b, sizeof b, 0) == (ssize_t)sizeof b && b[0] == 's') first_handled++;
     errno = saved;
 }
-static void signal_nested_first(void) {
+static void signal_nested_first(bool adopt_by_fcntl) {
     char path[PATH_MAX];
     st_path(path, sizeof path, dir, "signal_nested_first");
     int w = OK(open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
@@ -471,6 +471,10 @@ static void signal_nested_first(void) {
     for (; rounds < 30000; rounds++) {
         int fd = OK(open(path, O_RDONLY));
         first_fd = fd;
+        if (adopt_by_fcntl) { /* lazy adoption's first use: the handler's read meets the adoption (review 8, 12) */
+            struct flock l = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
+            OK(fcntl(fd, F_GETLK, &l));
+        }
         CHECK(pread(fd, b, 100, 0) == 100 && b[0] == 's', "signal_nested_first: round %ld: the read", rounds);
         first_fd = -1;
         OK(close(fd));
@@ -576,7 +580,11 @@ int main(int argc, char **argv) {
         any = true;
     }
     if (all || !strcmp(which, "signal_nested_first")) {
-        signal_nested_first();
+        signal_nested_first(false);
+        any = true;
+    }
+    if (all || !strcmp(which, "signal_nested_adopt")) {
+        signal_nested_first(true);
         any = true;
     }
     if (all || !strcmp(which, "cancel_race")) {
@@ -584,6 +592,6 @@ int main(int argc, char **argv) {
         any = true;
     }
     CHECK(any, "unknown case '%s' (disjoint_shared|disjoint_own|append|open_race|map_race|truncate_race|"
-               "signal_nested|signal_nested_write|signal_nested_first|cancel_race|all)", which);
+               "signal_nested|signal_nested_write|signal_nested_first|signal_nested_adopt|cancel_race|all)", which);
     return 0;
 }
