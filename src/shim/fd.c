@@ -202,6 +202,8 @@ DK_EXPORT off_t lseek(int fd, off_t off, int whence) {
     if (up_enabled && DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) {
         if (up_pending_may_pass(fd)) return pending_seek(fd, DK_REAL(lseek)(fd, off, whence));
         if ((s = up_serving(fd))) return up_lseek(s, fd, off, whence);
+    } else if (up_enabled && (s = up_serving(fd))) { /* another thread adopted it between the two looks */
+        return up_lseek(s, fd, off, whence);
     }
     return DK_REAL(lseek)(fd, off, whence);
 }
@@ -211,6 +213,8 @@ DK_EXPORT off_t lseek64(int fd, off_t off, int whence) {
     if (up_enabled && DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) {
         if (up_pending_may_pass(fd)) return pending_seek(fd, DK_REAL(lseek64)(fd, off, whence));
         if ((s = up_serving(fd))) return up_lseek(s, fd, off, whence);
+    } else if (up_enabled && (s = up_serving(fd))) { /* another thread adopted it between the two looks */
+        return up_lseek(s, fd, off, whence);
     }
     return DK_REAL(lseek64)(fd, off, whence);
 }

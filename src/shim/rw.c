@@ -30,6 +30,8 @@
                 }                                        \
                 up_pending_adopt(fd, NULL);              \
                 if ((cond) && (s_ = up_serving(fd)) != NULL) goto served_; \
+            } else if ((cond) && (s_ = up_serving(fd)) != NULL) { \
+                goto served_; /* another thread adopted it between the two looks */ \
             }                                            \
             bool m_ = dk_pt_begin(fd);                   \
             ssize_t r_ = real_call;                      \
