@@ -344,13 +344,13 @@ static ssize_t overwrite_unmapped(struct up_file *f, int fd, const char *buf, si
     return w;
 }
 
-/* A read of published bytes by pread while the file is not mapped. Bytes read, 0 when the mapped path
- * must do it. */
 /* The file whose mutex this thread's read is taking or holding (read_unmapped, read_locked), set from before
  * the lock call to after the unlock: a signal handler's read of the same file then goes to the kernel
  * (read_nested) instead of waiting for a mutex its own thread holds. */
 static __thread const struct up_file *read_mu_file;
 
+/* A read of published bytes by pread while the file is not mapped. Bytes read, 0 when the mapped path
+ * must do it. */
 static ssize_t read_unmapped(struct up_file *f, int fd, char *buf, size_t n, uint64_t off) {
     if (__atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE) || off + n > inplace_limit(f)) return 0; /* cheap reject */
     const struct up_file *outer = read_mu_file;

@@ -285,15 +285,14 @@ static int sync_keeping_extension(struct up_file *f, int fd, bool datasync) {
 }
 
 /* DAXKIT_APPEND=auto: a stage-strategy file whose fsyncs each published exactly one append, AUTO_KEEP_AFTER
- * times in a row -- a write-ahead log or AOF synced per record (RocksDB with sync=1, redis appendfsync
- * always) -- moves to extend with keep: the stage strategy pays each such fsync a pwrite of the record
+ * times in a row -- a write-ahead log synced per record (RocksDB with sync=1) -- moves to extend with keep: the stage strategy pays each such fsync a pwrite of the record
  * (a second copy, and the system call the kernel path pays as its write), extend-keep a store into the
  * mapping and no system call (db_bench fillsync on huge tmpfs: 0.88x the kernel's CPU time against 1.05x,
  * docs/benchmarks.md). posix mode only (sync mode publishes every append anyway), on memory and DAX media
  * (on the page cache fsync reaches the kernel regardless, and a background fault would dirty zeros for
- * write-back). Under f->mu, after a successful publish of `appends` append calls. */
-/* Not a file appended through an O_APPEND descriptor: such a log may be shared (an audit log, a journal
- * two programs append to), and another process's O_APPEND write lands at the kernel's end -- past the
+ * write-back). Under f->mu, after a successful publish of `appends` append calls.
+ * Not a file appended through an O_APPEND descriptor (redis's AOF): such a log may be shared (an audit
+ * log, a journal two programs append to), and another process's O_APPEND write lands at the kernel's end -- past the
  * kept extension, which would then sit as zeros in the middle of the log (review 8, finding 1). A file
  * whose writer tracks its own offset (RocksDB's WAL) is not shared that way without locks, whose
  * release is a publish point. */
