@@ -106,6 +106,39 @@ static struct up_strict_report run(const char *dir, uint64_t header_area_dev) {
     return rep;
 }
 
+/* A log holding a record of a type this version does not know (a newer daxkit's) beside a write it knows:
+ * nothing is replayed and the log is kept (review 8, finding 17: the known write was replayed and the log
+ * kept, so a later recovery by the newer version would redo it over whatever was written in between). */
+static void run_unknown_type(const char *dir) {
+    char area[512], victim[600];
+    snprintf(area, sizeof area, "%s/.daxkit", dir);
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    write_file(victim, 'a', 4096);
+    struct stat st;
+    if (stat(victim, &st) != 0) perror(victim), exit(1);
+    struct dk_oplog *log;
+    int rc = dk_oplog_open(area, "strict", DK_OPLOG_BYTES_MIN, &log);
+    if (rc != 0) printf("dk_oplog_open: %d\n", rc), exit(1);
+    append_write(log, st.st_dev, st.st_ino, 0, 'K');
+    struct dk_oplog_op op = {.dev = st.st_dev, .ino = st.st_ino};
+    CHECK(dk_oplog_append(log, DK_OPLOG_WRITE_STAGED_CRC + 1, &op, NULL, 0, NULL) == 0, "append of a new type");
+    char path[4200];
+    snprintf(path, sizeof path, "%s", dk_oplog_path(log));
+    dk_oplog_close(log, 0);
+    int area_fd = open(area, O_RDONLY | O_DIRECTORY);
+    struct up_strict_report rep = {0};
+    CHECK(up_strict_recover(dir, area_fd, "strict", &rep) == 0, "up_strict_recover");
+    close(area_fd);
+    CHECK(access(path, F_OK) == 0, "a log with a record type this version does not know was removed");
+    CHECK(byte_at(victim, 0) == 'a', "a log with an unknown record type was replayed in part: victim[0] '%c'",
+          byte_at(victim, 0));
+    CHECK(rep.failed >= 1, "recovery of a log it cannot read counted no failure");
+    printf("unknown record type: log kept, nothing replayed (victim[0] '%c'), failed %lu\n", byte_at(victim, 0),
+           (unsigned long)rep.failed);
+    unlink(path);
+    unlink(victim);
+}
+
 int main(void) {
     char dir[] = "/dev/shm/dk-strict-recover-dev.XXXXXX", area[64];
     if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
@@ -122,6 +155,8 @@ int main(void) {
     CHECK(r.replayed == 0 && r.other_fs == 3 && r.files_gone == 0,
           "no recorded device: replayed %lu (0), other_fs %lu (3), gone %lu (0)", (unsigned long)r.replayed,
           (unsigned long)r.other_fs, (unsigned long)r.files_gone);
+
+    run_unknown_type(dir);
 
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
