@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_clock.h"
+
 #include "common/crc32c.h"
 #include "persist/persist.h"
 
@@ -37,12 +39,6 @@ static const char *names[V_COUNT] = {"sync: copy + fence",
                                      "staged copy with crc, no fence",
                                      "staged copy, no fence",
                                      "crc32 instruction, 4 KiB"};
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static char *map_file(const char *dir, const char *name, size_t bytes) {
     char path[4096];
