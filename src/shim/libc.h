@@ -11,8 +11,10 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <utime.h>
 
 #undef fread_unlocked /* a macro in optimised builds; we need the function */
 

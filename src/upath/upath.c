@@ -714,6 +714,45 @@ int up_publish_inode(dev_t dev, ino_t ino) {
     return 0;
 }
 
+/* ---- attribute calls: the file's appends go in before its times, mode or owner are set ---- */
+
+/* Whether the kernel's view of f may still change by a publish: unpublished appends or an extension to
+ * cut, or (strict mode) operations the checkpoint has not applied yet. */
+static bool publish_pending(const struct up_file *f) {
+    return !f->atomic && (up_file_pinned(f) || dk_cfg.mode == DK_MODE_STRICT);
+}
+
+void up_publish_before_attr_fd(int fd) {
+    struct up_slot *s = up_fd_slot(fd);
+    if (!s || !publish_pending(s->file)) return;
+    DK_ERRNO_SAVE;
+    publish_file(s->file, fd); /* a failure keeps the appends for the next publish point, which reports it */
+    DK_ERRNO_RESTORE;
+}
+
+static void any_pending_cb(struct up_file *f, void *arg) {
+    if (publish_pending(f)) *(bool *)arg = true;
+}
+
+void up_publish_before_attr_path(int dirfd, const char *path, int atflags) {
+    if (!up_enabled || !path) return;
+    bool any = false;
+    pthread_mutex_lock(&up_table_mu);
+    up_file_foreach_active(any_pending_cb, &any);
+    pthread_mutex_unlock(&up_table_mu);
+    if (!any) return; /* nothing of this process can change the file later: no stat */
+    DK_ERRNO_SAVE;
+    struct stat st;
+    if (DK_REAL(fstatat)(dirfd, path, &st, atflags & (AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH)) == 0 &&
+        S_ISREG(st.st_mode) && up_dev_is_managed(st.st_dev)) {
+        pthread_mutex_lock(&up_table_mu);
+        struct up_file *f = up_file_lookup(st.st_dev, st.st_ino);
+        if (f && publish_pending(f)) publish_one(f, NULL);
+        pthread_mutex_unlock(&up_table_mu);
+    }
+    DK_ERRNO_RESTORE;
+}
+
 void up_truncated(dev_t dev, ino_t ino, off_t len) {
     (void)len;
     pthread_mutex_lock(&up_table_mu);

@@ -134,6 +134,13 @@ void up_name_removed(dev_t dev, ino_t ino);
 void up_truncated(dev_t dev, ino_t ino, off_t len);
 /* Publishes the file with (dev, ino) if this process has unpublished appends for it (truncate(path)). */
 int up_publish_inode(dev_t dev, ino_t ino);
+/* Before the kernel sets a file's times, mode or owner (futimens, fchmod, fchown, utimensat, chmod...):
+ * the file's unpublished appends go in first, as they would have through the kernel -- a publish after the
+ * call (a pwrite, an extension cut) would set mtime again over the program's futimens (tar xf, cp -p) and
+ * clear a set-user-ID bit its fchmod had just set. By descriptor; by name (dirfd, path, AT_* flags) only
+ * while the process has unpublished appends (one stat then). DAXKIT_ATOMIC files keep their groups. */
+void up_publish_before_attr_fd(int fd);
+void up_publish_before_attr_path(int dirfd, const char *path, int atflags);
 
 /* Strict mode's metadata operations (oplog record types CREATE/UNLINK/RENAME): logged before the kernel
  * call (0, or -errno: the call must fail), made durable after it. No-ops in other modes or off-tree. */

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Description: tar under daxkit: create an archive of a source tree (deterministic: sorted, fixed mtime and
 # owner), extract it, re-create an archive from the extracted tree, and extract with --append'ed members;
-# archives must be byte-identical to the kernel run's, extracted trees identical to the source.
+# archives must be byte-identical to the kernel run's, extracted trees identical to the source, and the
+# extracted files' mtimes those of the archive (tar sets them by futimens before its close: a publish at
+# the close dated every file "now").
 # Usage: tar.sh MEDIUM
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -23,7 +25,8 @@ run() {  # DIR [PREFIX...]
     "$@" tar -czf "$dir/c.tgz" "${TAROPTS[@]}" -C "$dir/x" .
     echo "$(sha256sum < "$dir/a.tar" | cut -c1-16) $(sha256sum < "$dir/b.tar" | cut -c1-16)" \
          "$("$@" tar -tzvf "$dir/c.tgz" | sha256sum | cut -c1-16)" \
-         "$(dk_tree_sum "$dir/x/$(basename "$SRC")") $(dk_tree_sum "$dir/y/$(basename "$SRC")")"
+         "$(dk_tree_sum "$dir/x/$(basename "$SRC")") $(dk_tree_sum "$dir/y/$(basename "$SRC")")" \
+         "$(cd "$dir/x" && find . -type f -printf '%T@ %p\n' | LC_ALL=C sort | sha256sum | cut -c1-16)"
 }
 src=$(dk_tree_sum "$SRC")
 k=$(run "$K")

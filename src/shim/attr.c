@@ -1,0 +1,81 @@
+/* Attribute calls -- times, mode, owner -- on managed files: the file's unpublished appends go in first.
+ * Through the kernel a program's write is in the file before its futimens; under daxkit it may still be
+ * staged, and the publish at close (a pwrite, or the cut of an extension) would set mtime again after the
+ * program set it (tar xf, cp -p: every extracted file dated now) and clear a set-user-ID bit fchmod had
+ * just set. The call itself always goes to the kernel. */
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <utime.h>
+
+#include "shim/shim.h"
+
+static inline void before_fd(int fd) {
+    if (up_enabled) up_publish_before_attr_fd(fd); /* a pending descriptor (lazy adoption) holds no appends */
+}
+static inline void before_path(int dirfd, const char *path, int atflags) {
+    if (up_enabled) up_publish_before_attr_path(dirfd, path, atflags);
+}
+/* utimensat(fd, NULL, ...) is futimens (a Linux extension); AT_EMPTY_PATH with "" names dirfd itself. */
+static inline void before_at(int dirfd, const char *path, int fl) {
+    if (!path || (!path[0] && (fl & AT_EMPTY_PATH))) before_fd(dirfd);
+    else before_path(dirfd, path, fl);
+}
+
+DK_EXPORT int futimens(int fd, const struct timespec t[2]) {
+    before_fd(fd);
+    return DK_REAL(futimens)(fd, t);
+}
+DK_EXPORT int utimensat(int dirfd, const char *path, const struct timespec t[2], int fl) {
+    before_at(dirfd, path, fl);
+    return DK_REAL(utimensat)(dirfd, path, t, fl);
+}
+DK_EXPORT int futimes(int fd, const struct timeval tv[2]) {
+    before_fd(fd);
+    return DK_REAL(futimes)(fd, tv);
+}
+DK_EXPORT int futimesat(int dirfd, const char *path, const struct timeval tv[2]) {
+    before_at(dirfd, path, 0);
+    return DK_REAL(futimesat)(dirfd, path, tv);
+}
+DK_EXPORT int utimes(const char *path, const struct timeval tv[2]) {
+    before_path(AT_FDCWD, path, 0);
+    return DK_REAL(utimes)(path, tv);
+}
+DK_EXPORT int lutimes(const char *path, const struct timeval tv[2]) {
+    before_path(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW);
+    return DK_REAL(lutimes)(path, tv);
+}
+DK_EXPORT int utime(const char *path, const struct utimbuf *t) {
+    before_path(AT_FDCWD, path, 0);
+    return DK_REAL(utime)(path, t);
+}
+
+DK_EXPORT int fchmod(int fd, mode_t mode) {
+    before_fd(fd);
+    return DK_REAL(fchmod)(fd, mode);
+}
+DK_EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int fl) {
+    before_at(dirfd, path, fl);
+    return DK_REAL(fchmodat)(dirfd, path, mode, fl);
+}
+DK_EXPORT int chmod(const char *path, mode_t mode) {
+    before_path(AT_FDCWD, path, 0);
+    return DK_REAL(chmod)(path, mode);
+}
+DK_EXPORT int fchown(int fd, uid_t uid, gid_t gid) {
+    before_fd(fd);
+    return DK_REAL(fchown)(fd, uid, gid);
+}
+DK_EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int fl) {
+    before_at(dirfd, path, fl);
+    return DK_REAL(fchownat)(dirfd, path, uid, gid, fl);
+}
+DK_EXPORT int chown(const char *path, uid_t uid, gid_t gid) {
+    before_path(AT_FDCWD, path, 0);
+    return DK_REAL(chown)(path, uid, gid);
+}
+DK_EXPORT int lchown(const char *path, uid_t uid, gid_t gid) {
+    before_path(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW);
+    return DK_REAL(lchown)(path, uid, gid);
+}
