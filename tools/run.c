@@ -13,7 +13,8 @@
 
 static void run_usage(void) {
     fprintf(stderr, "usage: daxkit run [--mode posix|sync|strict] [--dir PATH]... [--append stage|extend|auto[,GLOB=...]]\n"
-                    "                  [--atomic GLOB[:GLOB...]] [--atomic-mmap GLOB[:GLOB...]]\n"
+                    "                  [--atomic GLOB[:GLOB...]] [--atomic-commit auto|write|fsync]\n"
+                    "                  [--atomic-mmap GLOB[:GLOB...]]\n"
                     "                  [--persist auto|flush] [--verbose] [--] COMMAND [ARGS]\n");
 }
 
@@ -87,6 +88,7 @@ int dk_cmd_run(int argc, char **argv) {
         if (!strcmp(a, "--mode")) setenv("DAXKIT_MODE", v, 1);
         else if (!strcmp(a, "--append")) setenv("DAXKIT_APPEND", v, 1);
         else if (!strcmp(a, "--atomic")) setenv("DAXKIT_ATOMIC", v, 1);
+        else if (!strcmp(a, "--atomic-commit")) setenv("DAXKIT_ATOMIC_COMMIT", v, 1);
         else if (!strcmp(a, "--atomic-mmap")) setenv("DAXKIT_ATOMIC_MMAP", v, 1);
         else if (!strcmp(a, "--persist")) setenv("DAXKIT_PERSIST", v, 1);
         else if (!strcmp(a, "--dir")) {

@@ -344,6 +344,7 @@ bool alog_jrnl_due(const struct alog_file *f);
 enum alog_broken {
     ALOG_BROKEN_NONE = 0,
     ALOG_BROKEN_PACE_HEAD_BEFORE_FENCE, /* pacing stores jhead before the fence that makes the applied bytes durable */
+    ALOG_BROKEN_SIZE_SAME_SLOT,         /* a commit stores the new size into the committed epoch's slot */
 };
 extern int alog_test_broken;
 /* Test hook: a pad record from the tail to the end of the area, so the next records reuse the area's start. */

@@ -52,6 +52,11 @@ static unsigned routes_live; /* attached routes (atomic): opens with O_TRUNC loo
 
 bool up_atomic_wanted(const char *path) { return up_glob_list_match(dk_cfg.atomic, path); }
 
+bool up_atomic_commit_each_write(void) {
+    if (dk_cfg.atomic_commit == DK_ATOMIC_COMMIT_AUTO) return dk_cfg.mode != DK_MODE_POSIX;
+    return dk_cfg.atomic_commit == DK_ATOMIC_COMMIT_WRITE;
+}
+
 /* ---- engine calls ---- */
 
 static int eng_copy(struct up_atomic *a, uint64_t off, const void *buf, size_t n) {
@@ -188,7 +193,9 @@ ssize_t up_atomic_write(struct up_file *f, int fd, const void *buf, size_t n, ui
         if (!gone) rc = write_extending(f, buf, n, &off, append);
         pthread_rwlock_unlock(&a->rw);
     }
-    if (gone) return up_io_write(f, fd, buf, n, off, append, sync);
+    if (gone) /* the plain path of the mode (io.c's write_op) */
+        return dk_cfg.mode == DK_MODE_STRICT ? up_strict_write(f, fd, buf, n, off, append)
+                                             : up_io_write(f, fd, buf, n, off, append, sync || dk_cfg.mode != DK_MODE_POSIX);
     if (rc) return fail(rc);
     up_io_last_offset = off;
     dk_count(DK_C_atomic_writes, 1);
@@ -221,10 +228,12 @@ static int truncate_locked(struct up_file *f, uint64_t len) {
     return 0;
 }
 
-/* ftruncate through the route: immediate (committed) except in POSIX mode. Under a->rw for writing. */
+/* ftruncate through the route: committed at once where every write is (up_atomic_commit_each_write), else
+ * part of the group the next commit makes whole (a SQLite commit may cut the file before its fsync). Under
+ * a->rw for writing. */
 static int ftruncate_locked(struct up_file *f, struct up_atomic *a, uint64_t len) {
     int rc = truncate_locked(f, len);
-    if (!rc && dk_cfg.mode != DK_MODE_POSIX) rc = commit_locked(f, a);
+    if (!rc && up_atomic_commit_each_write()) rc = commit_locked(f, a);
     return rc;
 }
 
@@ -258,6 +267,7 @@ int up_atomic_fallocate(struct up_file *f, int fd, int mode, off_t off, off_t le
         int rc = 0;
         bool gone = !a->eng;
         if (!gone && end > up_file_size(f)) rc = truncate_locked(f, end);
+        if (!gone && !rc && up_atomic_commit_each_write()) rc = commit_locked(f, a); /* as ftruncate */
         pthread_rwlock_unlock(&a->rw);
         if (!gone) return rc ? fail(rc) : 0;
     }
@@ -370,6 +380,10 @@ int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
         dk_log_verbose("%s: already open through the plain path in this process; not failure-atomic", path);
         return 0;
     }
+    /* Strict mode: records of the file from an earlier, plain open in this process (a checkpoint that
+     * could not finish at its close) must not be replayed over the route's commits after a crash; while
+     * routed, strict mode logs none of the file's data (io.c's write_op, upath.c's ftruncate). */
+    if (dk_cfg.mode == DK_MODE_STRICT) up_strict_checkpoint(f->root);
     /* The log is named by the file, not the path: it follows renames, and a new file under an old name
      * gets its own (src/atomic/alog_named.c). */
     char log_name[512];

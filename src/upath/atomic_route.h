@@ -24,6 +24,11 @@ int up_atomic_open_flags(int dirfd, const char *path, int flags);
  * when another process kept the file longer than DAXKIT_ATOMIC_WAIT_MS (the open must fail). */
 int up_atomic_adopt(struct up_file *f, int fd, int oflags);
 
+/* DAXKIT_ATOMIC_COMMIT: true when every write (and ftruncate) of a routed file commits -- `write`, or
+ * `auto` in sync and strict mode; false when only fsync, fdatasync and the publish points do (`fsync`, or
+ * `auto` in posix mode). O_SYNC/O_DSYNC descriptors commit each write either way (io.c). */
+bool up_atomic_commit_each_write(void);
+
 /* The data calls of a routed file (fd: the program's descriptor); they return what the libc call would
  * (value, errno). A route detached meanwhile by another thread sends the call down the plain path. */
 ssize_t up_atomic_read(struct up_file *f, int fd, void *buf, size_t n, uint64_t off);

@@ -682,7 +682,9 @@ static ssize_t write_op(struct up_slot *s, int fd, const void *buf, size_t n, ui
             return -1;
         }
     }
-    if (DK_UNLIKELY(s->file->atomic)) return up_atomic_write(s->file, fd, buf, n, off, append, sync_writes(s));
+    if (DK_UNLIKELY(s->file->atomic)) /* commits per write, or at fsync (DAXKIT_ATOMIC_COMMIT) */
+        return up_atomic_write(s->file, fd, buf, n, off, append,
+                               (s->flags & (O_SYNC | O_DSYNC)) || up_atomic_commit_each_write());
     ssize_t r = dk_cfg.mode == DK_MODE_STRICT ? up_strict_write(s->file, fd, buf, n, off, append)
                                               : up_io_write(s->file, fd, buf, n, off, append, sync_writes(s));
     /* DAXKIT_ATOMIC_MMAP: a shadow of this file shows the bytes (appends lie past every mapping of it) */

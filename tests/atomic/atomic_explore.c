@@ -3,7 +3,13 @@
  * region holding the file and its log (persisting as on dax), the explorer records every store, write-back
  * and fence, and materialises the media states a power failure could leave at each crash point. On each,
  * recovery runs on a copy, and the file must equal the state of the last acknowledged sync k or of sync
- * k+1 (in flight). Usage: atomic_explore undo|redo|hybrid|journal|journal-pace|journal-pace-head-early [SEED]
+ * k+1 (in flight). Usage: atomic_explore undo|redo|hybrid|journal|journal-pace|journal-pace-head-early|
+ * journal-sized|journal-sized-same-slot [SEED]
+ * (journal-sized: the configuration of a DAXKIT_ATOMIC file under `daxkit run` -- the journal with the file
+ * size tracked as part of the commit (alog_size.c), the commit path of every fsync-group commit of
+ * src/upath/atomic_route.c, also DAXKIT_ATOMIC_COMMIT=fsync in strict mode: every sync records another size,
+ * and the recovered data and size must belong to the same sync; journal-sized-same-slot, its broken variant
+ * -- the new size stored into the committed epoch's slot -- must be caught)
  * (journal-pace-head-early, the broken variant of pacing -- the journal head stored at the write, before the
  * fence that makes the bytes it applied durable -- must be caught: exit 0 only if the explorer finds a
  * failing state)
@@ -15,6 +21,7 @@
 #include <string.h>
 
 #include "atomic/alog.h"
+#include "atomic/alog_layout.h"
 #include "atomic_test.h"
 #include "explorer.h"
 
@@ -27,6 +34,8 @@ static struct daxkit_atomic_options opts;
 static char *states[EPOCHS + 1];
 static char *scratch;
 static bool journal_big; /* journal: batch 3 adds a 20 KiB copy, which the next batches' writes apply in parts */
+static bool sized;       /* journal-sized: the size tracked; sync k records sizes[k] */
+static uint64_t sizes[EPOCHS + 1];
 
 /* Batch k: small and block-sized copies, merges, rewrites of blocks committed in batch k-1. */
 static void batch(uint32_t k, char *model, struct alog_file *f) {
@@ -60,10 +69,18 @@ static int check(const void *image, size_t bytes, const uint64_t *marks, size_t 
         snprintf(why, why_bytes, "recovery failed: %d", rc);
         return 1;
     }
+    uint64_t size = 0;
+    bool size_ok = alog_size_recorded(f, &size);
     alog_test_close_memory(f);
     uint64_t last = nmarks ? marks[nmarks - 1] : 0;
-    if (memcmp(scratch, states[last], DATA_BYTES) == 0) return 0;
-    if (last < EPOCHS && memcmp(scratch, states[last + 1], DATA_BYTES) == 0) return 0;
+    for (uint64_t k = last; k <= last + 1 && k <= EPOCHS; k++) {
+        if (memcmp(scratch, states[k], DATA_BYTES) != 0) continue;
+        if (!sized) return 0;
+        if (size_ok && size == sizes[k]) return 0;
+        snprintf(why, why_bytes, "bytes of sync %llu with size %llu (sync %llu recorded %llu)", (unsigned long long)k,
+                 (unsigned long long)size, (unsigned long long)k, (unsigned long long)sizes[k]);
+        return 1;
+    }
     snprintf(why, why_bytes, "file is neither sync %llu (acknowledged) nor sync %llu", (unsigned long long)last,
              (unsigned long long)last + 1);
     return 1;
@@ -71,8 +88,11 @@ static int check(const void *image, size_t bytes, const uint64_t *marks, size_t 
 
 int main(int argc, char **argv) {
     const char *pol = argc > 1 ? argv[1] : "hybrid";
-    int broken = strcmp(pol, "journal-pace-head-early") == 0 ? ALOG_BROKEN_PACE_HEAD_BEFORE_FENCE : ALOG_BROKEN_NONE;
-    uint32_t policy = at_policy(broken ? "journal-pace" : pol);
+    int broken = !strcmp(pol, "journal-pace-head-early")   ? ALOG_BROKEN_PACE_HEAD_BEFORE_FENCE
+               : !strcmp(pol, "journal-sized-same-slot") ? ALOG_BROKEN_SIZE_SAME_SLOT
+                                                         : ALOG_BROKEN_NONE;
+    sized = strstr(pol, "journal-sized") == pol;
+    uint32_t policy = at_policy(broken == ALOG_BROKEN_PACE_HEAD_BEFORE_FENCE ? "journal-pace" : pol);
     const char *pace_env = getenv("DAXKIT_ATOMIC_PACE"); /* at_policy("journal-pace") sets it */
     bool paced = policy == DAXKIT_ATOMIC_JOURNAL && pace_env && !strcmp(pace_env, "1");
     journal_big = paced;
@@ -92,12 +112,19 @@ int main(int argc, char **argv) {
     }
     struct alog_file *f;
     AT_OK(alog_test_open_memory(mem, DATA_BYTES, mem + DATA_BYTES, log_bytes, true, &opts, &f));
+    for (uint32_t k = 0; k <= EPOCHS; k++) sizes[k] = DATA_BYTES - 1000ull * k - (k % 2) * 7;
+    if (sized) { /* as alog_size_prepare leaves a tracked log: the size of the current epoch recorded */
+        f->track_size = true;
+        f->hdr->size_slot[f->hdr->epoch & 1] = sizes[0];
+        f->hdr->size_mode = ALOG_SIZE_TRACKED;
+    }
     alog_test_broken = broken;
     AT_CHECK(dk_explorer_begin(mem, region) == 0, "explorer begin");
     for (uint32_t k = 1; k <= EPOCHS; k++) {
         batch(k, NULL, f);
         /* hybrid: a switch every other sync (its checkpoint pass is explored too) */
         if (policy == DAXKIT_ATOMIC_HYBRID) f->reads_epoch = k % 2 ? 0 : 100000, f->writes_epoch = k % 2 ? 100000 : 1;
+        if (sized) f->size_pending = sizes[k];
         AT_OK(alog_sync(f));
         dk_explorer_mark(k);
         if (k == 5 && alog_checkpoint_committed(f) < 0) AT_FAIL("checkpoint pass");

@@ -10,7 +10,9 @@
 # (docs/atomic.md "Log size").
 #   LOG_BYTES 32M  above the transaction: must pass (the documented remedy)
 #   LOG_BYTES 16M  the default, below it: fails today (label knownbug): 4,080 of 6,000 rows updated
-# Usage: sqlite_bigtxn_crash.sh MEDIUM LOG_BYTES. Exit 0 pass, 1 fail, 77 skip.
+#   MODE (optional, default posix): strict = DAXKIT_MODE=strict with DAXKIT_ATOMIC_COMMIT=fsync (session 9:
+#   the opt-in that gives strict mode fsync-group commits for the database); the same two outcomes
+# Usage: sqlite_bigtxn_crash.sh MEDIUM LOG_BYTES [MODE]. Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${DAXKIT_SRC:=$(cd "$here/../.." && pwd)}"
@@ -20,6 +22,7 @@ export DAXKIT_SRC DAXKIT_BUILD
 
 medium=${1:?usage: sqlite_bigtxn_crash.sh MEDIUM LOG_BYTES}
 log_bytes=${2:?LOG_BYTES (DAXKIT_ATOMIC_LOG_BYTES)}
+mode=${3:-posix}
 dk_need_cmd python3
 python3 -c 'import sqlite3' 2>/dev/null || dk_skip "python3 has no sqlite3 module"
 lib=$(dk_lib) || exit 1
@@ -28,7 +31,12 @@ dk_media_mount "$medium" 512M >/dev/null
 dir=$DK_MNT/managed
 work=$DK_MNT/work
 mkdir -p "$dir" "$work"
-venv=(DAXKIT_MODE=posix DAXKIT_PERSIST=flush "DAXKIT_ATOMIC=$dir/*.db" "DAXKIT_ATOMIC_LOG_BYTES=$log_bytes")
+case $mode in
+posix) venv=(DAXKIT_MODE=posix) ;;
+strict) venv=(DAXKIT_MODE=strict DAXKIT_ATOMIC_COMMIT=fsync) ;;
+*) dk_fail "MODE is posix or strict, not $mode" ;;
+esac
+venv+=(DAXKIT_PERSIST=flush "DAXKIT_ATOMIC=$dir/*.db" "DAXKIT_ATOMIC_LOG_BYTES=$log_bytes")
 
 writer='
 import sqlite3, sys
@@ -76,7 +84,7 @@ status=$?
 "$cli" recover "$dir" > "$work/recover" 2>&1 || { cat "$work/recover"; dk_fail "daxkit recover failed"; }
 verdict=$(python3 -c "$checker" "$dir/x.db" 0)
 ok=$?
-echo "sqlite_bigtxn_crash: DAXKIT_ATOMIC_LOG_BYTES=$log_bytes on $medium: $writes writes in one transaction" \
+echo "sqlite_bigtxn_crash: $mode mode, DAXKIT_ATOMIC_LOG_BYTES=$log_bytes on $medium: $writes writes in one transaction" \
      "(early-commit warnings in the counting run: $early); killed at write $occ before COMMIT: $verdict"
 [ $ok -eq 0 ] || dk_fail "a crash before COMMIT left part of a ${writes}-page transaction (DAXKIT_ATOMIC_LOG_BYTES=$log_bytes; docs/atomic.md \"Log size\")"
 exit 0

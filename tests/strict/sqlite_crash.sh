@@ -17,6 +17,12 @@
 #                    writes is all or nothing (docs/atomic.md): must pass
 #           posix    DAXKIT_MODE=posix alone (negative control): passes only if the checker catches a
 #                    crashed commit (a damaged database or a half transaction) in at least one run
+#           strict-atomic  DAXKIT_MODE=strict with DAXKIT_ATOMIC on the database and DAXKIT_ATOMIC_COMMIT=fsync
+#                    (session 9): the database's writes commit as fsync-to-fsync groups, the rest of strict
+#                    mode stays per write: must pass
+#           strict-atomic-write  the same with DAXKIT_ATOMIC_COMMIT=write (each write its own commit, the
+#                    default in strict mode; negative control): passes only if the checker catches a crashed
+#                    commit in at least one run
 #   VARIANT:exclusive  the same with PRAGMA locking_mode=EXCLUSIVE (no lock round per transaction: the
 #                    writes of a commit are grouped by the fsync alone)
 # Usage: sqlite_crash.sh MEDIUM VARIANT[:exclusive] [RUNS [SEED]]. Exit 0 pass, 1 fail, 77 skip.
@@ -28,7 +34,7 @@ export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 
 medium=${1:?usage: sqlite_crash.sh MEDIUM VARIANT [RUNS [SEED]]}
-variant=${2:?variant: strict | atomic | posix, optionally :exclusive}
+variant=${2:?variant: strict | atomic | posix | strict-atomic | strict-atomic-write, optionally :exclusive}
 locking=normal
 case $variant in *:exclusive) locking=exclusive variant=${variant%:*} ;; esac
 runs=${3:-12}
@@ -47,6 +53,8 @@ case $variant in
 strict) venv=(DAXKIT_MODE=strict DAXKIT_PERSIST=flush) ;;
 atomic) venv=(DAXKIT_MODE=posix DAXKIT_PERSIST=flush "DAXKIT_ATOMIC=$dir/*.db") ;;
 posix) venv=(DAXKIT_MODE=posix) ;;
+strict-atomic) venv=(DAXKIT_MODE=strict DAXKIT_PERSIST=flush "DAXKIT_ATOMIC=$dir/*.db" DAXKIT_ATOMIC_COMMIT=fsync) ;;
+strict-atomic-write) venv=(DAXKIT_MODE=strict DAXKIT_PERSIST=flush "DAXKIT_ATOMIC=$dir/*.db" DAXKIT_ATOMIC_COMMIT=write) ;;
 *) dk_fail "unknown variant $variant" ;;
 esac
 
@@ -125,7 +133,7 @@ for run in $(seq 1 "$runs"); do
     [ $ok -eq 0 ] || bad=$((bad + 1))
 done
 
-if [ "$variant" = posix ]; then
+if [ "$variant" = posix ] || [ "$variant" = strict-atomic-write ]; then
     [ $bad -gt 0 ] || dk_fail "negative control: no run of $runs left a damaged database or half a transaction (seed $seed): the test cannot tell"
     echo "ok: negative control: $bad of $runs crashed commits caught without atomic commits (seed $seed)"
     exit 0
