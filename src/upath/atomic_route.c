@@ -432,6 +432,7 @@ void up_atomic_detach(struct up_file *f) {
     __atomic_store_n(&f->atomic, NULL, __ATOMIC_RELEASE);
     up_file_set_size(f, size);
     f->pub_size = f->ksize = size;
+    up_holes_clamp(f, 0); /* the engine sized the file its own way: probed again (holes.c) */
     up_guard_write_unlock(f);
     pthread_mutex_unlock(&f->mu);
     __atomic_store_n(&a->eng, NULL, __ATOMIC_RELEASE);

@@ -120,7 +120,8 @@ struct up_file *up_file_get(struct up_root *r, const struct stat *st, const char
     f->dev = st->st_dev;
     f->ino = st->st_ino;
     f->root = r;
-    f->size = f->pub_size = f->ksize = f->backed_end = (uint64_t)st->st_size;
+    f->size = f->pub_size = f->ksize = (uint64_t)st->st_size;
+    f->backed_end = 0; /* found at the first mapped access (holes.c) */
     pthread_rwlock_init(&f->rw, NULL);
     f->guard_closed = 0;
     pthread_mutex_init(&f->mu, NULL);

@@ -100,6 +100,12 @@ static inline char *up_map_addr(const struct up_map *m, uint64_t off) {
 struct up_file;
 /* Maps [0, want_bytes) (rounded up to 2 MiB) using `fd`; populates up to `populate_bytes`. 0 or -errno. */
 int up_map_grow(struct up_file *f, int fd, uint64_t want_bytes, uint64_t populate_bytes);
+
+/* holes.c: which part of a file has storage, so that no mapped access touches a hole */
+void up_holes_clamp(struct up_file *f, uint64_t to);
+void up_holes_probe_first(struct up_file *f, int fd);
+int up_holes_back(struct up_file *f, int fd, uint64_t off, uint64_t end);
+bool up_holes_covered(struct up_file *f, int fd, uint64_t end);
 /* Pre-faults [off, off+len) for writing (new pages after a size change). */
 void up_map_populate(struct up_file *f, uint64_t off, uint64_t len);
 /* Keeps the invariant "a mapped file is mapped up to its kernel size": grows the mapping to `bytes` if
@@ -269,7 +275,10 @@ struct up_file {
     uint64_t size;          /* logical size this process sees (atomic access) */
     uint64_t pub_size;      /* every byte below is in the kernel file; size >= pub_size */
     uint64_t ksize;         /* the kernel's i_size as we last set or saw it (extend: a step ahead) */
-    uint64_t backed_end;    /* extend: bytes below have storage allocated (io.c: back_extension), under mu */
+    uint64_t backed_end;    /* every byte below has storage: mapped loads and stores stay below it (holes.c);
+                             * written under mu, read atomically */
+    bool holes_probed;      /* backed_end was found by SEEK_HOLE once (the first mapping) */
+    uint32_t hole_ios;      /* reads and writes sent past backed_end since the last probe, under mu */
     struct up_map map;
     /* Lock order mu, then rw. rw is taken for writing only with mu held, so holding mu alone excludes its
      * writers: the paths under mu (appends, locked reads) need not take rw too. */

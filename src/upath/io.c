@@ -185,6 +185,7 @@ static int adopt_kernel_growth(struct up_file *f, int fd) {
     if (ks > UP_MAP_MAX_BYTES) return -EFBIG;
     int rc = up_map_grow(f, fd, ks, 0);
     if (rc) return rc;
+    up_holes_clamp(f, f->ksize); /* what that process left may have holes */
     __atomic_store_n(&f->ksize, ks, __ATOMIC_RELEASE);
     if (ks > f->pub_size) __atomic_store_n(&f->pub_size, ks, __ATOMIC_RELEASE);
     if (ks > up_file_size(f)) up_file_set_size(f, ks);
@@ -212,7 +213,7 @@ static int extend_to(struct up_file *f, int fd, uint64_t end) {
     int rc = adopt_kernel_growth(f, fd);
     if (rc || need <= f->ksize) return rc;
     uint64_t from = f->ksize;
-    if (f->backed_end > from) f->backed_end = from; /* past the kernel size only the holes we make now */
+    up_holes_clamp(f, from); /* past the kernel size only the holes we make now */
     uint64_t target = dk_round_up(DK_MAX(need, f->ksize + step_bytes(f)), DK_HUGE_BYTES);
     if (target > UP_MAP_MAX_BYTES) return -EFBIG;
     rc = up_map_grow(f, fd, target, 0);
@@ -236,6 +237,7 @@ static int extend_to(struct up_file *f, int fd, uint64_t end) {
  * Where the background prefault got there first the call finds the pages and costs one system call
  * per 2 MiB. Under f->mu. 0 or -errno. */
 static int back_extension(struct up_file *f, int fd, uint64_t end) {
+    up_holes_probe_first(f, fd); /* a hole of the program's below: allocated too (holes.c) */
     if (end <= f->backed_end) return 0;
     uint64_t hi = DK_MIN(dk_round_up(end, DK_HUGE_BYTES), f->ksize);
     if (hi < end) hi = end;
@@ -245,7 +247,7 @@ static int back_extension(struct up_file *f, int fd, uint64_t end) {
         hi = UINT64_MAX; /* the medium cannot allocate ahead: its faults are the only answer */
     }
     dk_count(DK_C_extend_backs, 1);
-    f->backed_end = hi;
+    __atomic_store_n(&f->backed_end, hi, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -272,6 +274,8 @@ static int append_locked(struct up_file *f, int fd, uint64_t off, const char *bu
             if (rc) return rc;
         }
         if (off < pub) { /* the head overwrites published bytes */
+            int rc = up_holes_back(f, fd, off, pub);
+            if (rc) return rc;
             up_io_overwrite(f, off, buf, pub - off);
             buf += pub - off, n -= pub - off, off = pub;
         }
@@ -279,6 +283,7 @@ static int append_locked(struct up_file *f, int fd, uint64_t off, const char *bu
             /* A write far past the end: let the kernel make the hole rather than staging zeros. */
             int rc = up_publish_locked(f, fd);
             if (rc) return rc;
+            up_holes_clamp(f, f->ksize);
             if (DK_REAL(ftruncate)(fd, (off_t)off) != 0) return -errno;
             rc = up_map_keep(f, fd, off);
             if (rc) return rc;
@@ -296,10 +301,11 @@ static int append_locked(struct up_file *f, int fd, uint64_t off, const char *bu
 
 /* Under f->mu: the mapping covers [0, end) (and the kernel size, once the file is mapped at all). */
 static int map_locked(struct up_file *f, int fd, uint64_t end) {
+    up_holes_probe_first(f, fd);
     if (f->map.ext_count && end <= f->map.mapped_bytes) return 0;
     uint64_t want = DK_MAX(end, f->ksize);
     if (want > UP_MAP_MAX_BYTES) return -EFBIG;
-    return up_map_grow(f, fd, want, f->map.ext_count ? 0 : f->ksize);
+    return up_map_grow(f, fd, want, f->map.ext_count ? 0 : DK_MIN(f->ksize, f->backed_end)); /* holes.c */
 }
 
 /* ---- files not mapped yet ---- */
@@ -424,6 +430,7 @@ static bool overwrite_fast(struct up_file *f, const char *buf, size_t n, uint64_
     if (off + n > inplace_limit(f)) return false;
     enum up_guard_entry fast = up_guard_read_enter(f);
     bool ok = off + n <= inplace_limit(f) && off + n <= __atomic_load_n(&f->map.mapped_bytes, __ATOMIC_ACQUIRE) &&
+              off + n <= __atomic_load_n(&f->backed_end, __ATOMIC_ACQUIRE) &&
               __atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE);
     if (ok) {
         up_io_overwrite(f, off, buf, n);
@@ -440,6 +447,7 @@ bool up_io_overwrite_mapped(struct up_file *f, const char *buf, size_t n, uint64
 bool up_io_in_place(const struct up_file *f, uint64_t off, size_t n) {
     return off + n <= inplace_limit(f) && off + n <= up_file_size(f) &&
            off + n <= __atomic_load_n(&f->map.mapped_bytes, __ATOMIC_ACQUIRE) &&
+           off + n <= __atomic_load_n(&f->backed_end, __ATOMIC_ACQUIRE) &&
            __atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE);
 }
 
@@ -453,6 +461,7 @@ static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, ui
     uint64_t off = append ? up_file_size(f) : *at;
     uint64_t limit = inplace_limit(f);
     int rc = off < limit ? map_locked(f, fd, DK_MIN(off + n, limit)) : 0;
+    if (rc == 0 && off < limit) rc = up_holes_back(f, fd, off, DK_MIN(off + n, limit)); /* -ENOSPC: the kernel's */
     if (rc == 0) {
         if (off + n <= limit) up_io_overwrite(f, off, buf, n);
         else if (off < limit) {
@@ -480,6 +489,7 @@ static ssize_t write_by_kernel(struct up_file *f, int fd, const char *buf, size_
     ssize_t w = up_publish_locked(f, fd);
     if (w == 0) {
         uint64_t off = append ? up_file_size(f) : *at;
+        if (off > f->ksize) up_holes_clamp(f, f->ksize); /* the kernel leaves a hole before off */
         w = pwrite_as_program(fd, buf, n, off); /* on an O_APPEND fd this appends: off is the end */
         if (w > 0) {
             uint64_t end = off + (uint64_t)w;
@@ -538,7 +548,7 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
     n = DK_MIN(n, DK_MAX_RW_BYTES);
     if (DK_UNLIKELY(__atomic_load_n(&f->size_unsure, __ATOMIC_RELAXED)) && (append || off + n > up_file_size(f)))
         up_size_verify_slow(f, fd); /* an exact end is needed: reclock.c */
-    bool appended = false, fence = sync != UP_IO_LOGGED;
+    bool appended = false, fence = sync != UP_IO_LOGGED, by_kernel = false;
     if (DK_UNLIKELY(up_fsize_limited()) && sync != UP_IO_LOGGED)
         return write_through_kernel(f, fd, buf, n, off, append, sync);
     /* Mapped read-only (no read-write descriptor could be had: auxfd.c): stores would fault. */
@@ -552,7 +562,10 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
         size_t in_place = 0;
         int rc = write_locked(f, fd, buf, n, &off, append, &appended, fence, &in_place);
         w = rc == 0 ? (ssize_t)n : rc;
-        if (rc == -ENOSPC || rc == -ENOMEM) w = write_by_kernel(f, fd, buf, n, &off, append, &appended);
+        if (rc == -ENOSPC || rc == -ENOMEM) {
+            w = write_by_kernel(f, fd, buf, n, &off, append, &appended);
+            by_kernel = true;
+        }
         if (w < 0 && in_place) { /* the head is written: a short count, as the kernel's */
             w = (ssize_t)in_place;
             appended = false;
@@ -572,8 +585,10 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
         dk_count(DK_C_write_bytes, n);
     }
     if (sync) {
-        int rc = appended ? (sync == UP_IO_LOGGED ? publish_logged(f, fd) : up_sync_file(f, fd, true)) : 0;
-        if (!appended && sync != UP_IO_LOGGED) up_io_persist_range(f, off, n);
+        /* A kernel's overwrite (a hole filled, holes.c) may have allocated: its fdatasync, not a flush. */
+        bool syncs_file = appended || (by_kernel && sync == UP_IO_SYNC);
+        int rc = syncs_file ? (sync == UP_IO_LOGGED ? publish_logged(f, fd) : up_sync_file(f, fd, true)) : 0;
+        if (!syncs_file && sync != UP_IO_LOGGED) up_io_persist_range(f, off, n);
         if (rc) {
             errno = -rc;
             return -1;
@@ -591,10 +606,21 @@ static bool read_fast(struct up_file *f, char *buf, size_t n, uint64_t off) {
     enum up_guard_entry fast = up_guard_read_enter(f);
     bool ok = off + n <= inplace_limit(f) && off + n <= up_file_size(f) &&
               off + n <= __atomic_load_n(&f->map.mapped_bytes, __ATOMIC_ACQUIRE) &&
+              off + n <= __atomic_load_n(&f->backed_end, __ATOMIC_ACQUIRE) &&
               __atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE);
     if (ok) up_io_copy_out(f, off, buf, n);
     up_guard_read_exit(f, fast);
     return ok;
+}
+
+/* A read of published bytes past backed_end (holes.c): the kernel's pread, which allocates nothing. Under
+ * f->mu. Bytes (short if the file shrank under us) or -errno. */
+static ssize_t read_holes(int fd, char *buf, size_t n, uint64_t off) {
+    int cancel_was = dk_cancel_off();
+    ssize_t r = DK_REAL(pread)(fd, buf, n, (off_t)off);
+    if (r < 0) r = -errno;
+    dk_cancel_restore(cancel_was);
+    return r;
 }
 
 /* Under f->mu (which excludes rw's writers): reads that reach staged bytes or an unmapped part. Returns
@@ -611,7 +637,13 @@ static ssize_t read_locked(struct up_file *f, int fd, char *buf, size_t n, uint6
         size_t direct = off < limit ? DK_MIN(n, limit - off) : 0;
         int rc = direct ? map_locked(f, fd, off + direct) : 0;
         if (rc) r = rc;
-        else {
+        else if (direct && !up_holes_covered(f, fd, off + direct)) {
+            r = read_holes(fd, buf, direct, off); /* published bytes: the kernel has them all */
+            if (r == (ssize_t)direct && direct < n) {
+                staged_read(f, off + direct, buf + direct, n - direct);
+                r = (ssize_t)n;
+            }
+        } else {
             if (direct) up_io_copy_out(f, off, buf, direct);
             if (direct < n) staged_read(f, off + direct, buf + direct, n - direct);
             r = (ssize_t)n;

@@ -137,6 +137,8 @@ static int relink_all(struct up_file *f, int wfd, bool may_clone) {
         if (cloned) __atomic_store_n(&f->reflinked, true, __ATOMIC_RELAXED);
         if (rc) break;
         if (b > f->pub_size) {
+            if (__atomic_load_n(&f->backed_end, __ATOMIC_RELAXED) >= a) /* written or cloned: storage (holes.c) */
+                __atomic_store_n(&f->backed_end, b, __ATOMIC_RELEASE);
             f->ksize = DK_MAX(f->ksize, b);
             __atomic_store_n(&f->pub_size, b, __ATOMIC_RELEASE);
         }
@@ -157,6 +159,7 @@ static int extend_publish(struct up_file *f, int wfd, uint64_t *size) {
         uint64_t ns = (uint64_t)st.st_size;
         int rc = up_map_keep(f, wfd, ns);
         if (rc) return rc;
+        up_holes_clamp(f, DK_MIN(*size, f->ksize)); /* what that process left may have holes */
         up_file_set_size(f, ns);
         *size = ns;
         dk_count(DK_C_fallbacks, 1);
@@ -347,6 +350,7 @@ bool up_refresh_if_idle(struct up_file *f, int fd) {
             return false;
         }
         if (ns < size) up_guard_write_lock(f);
+        up_holes_clamp(f, DK_MIN(size, ns));
         f->ksize = ns;
         __atomic_store_n(&f->pub_size, ns, __ATOMIC_RELEASE);
         up_file_set_size(f, ns);

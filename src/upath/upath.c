@@ -89,6 +89,7 @@ static enum up_strategy choose_strategy(const struct up_root *r, int fd, int ofl
 static void forget_contents(struct up_file *f, uint64_t ksize) {
     for (uint32_t i = 0; i < f->staged_count; i++) up_stage_give_back(f->root, &f->staged[i], false);
     f->staged_count = 0;
+    up_holes_clamp(f, DK_MIN(f->ksize, ksize)); /* a size grown by the kernel is a hole (holes.c) */
     f->ksize = ksize;
     __atomic_store_n(&f->pub_size, ksize, __ATOMIC_RELEASE);
     up_file_set_size(f, ksize);
@@ -572,8 +573,12 @@ int up_fallocate(struct up_slot *s, int fd, int mode, off_t off, off_t len) {
     int r = -1;
     if (rc == 0) {
         up_guard_write_lock(f);
+        uint64_t ks = f->ksize;
         r = DK_REAL(fallocate)(fd, mode, off, len);
         int e = errno;
+        /* Only an allocation that starts inside the file makes no hole (a punch, a collapse, an insert, a
+         * zeroed range may; holes.c). */
+        if (r == 0 && ((mode & ~FALLOC_FL_KEEP_SIZE) || (uint64_t)off > ks)) up_holes_clamp(f, DK_MIN((uint64_t)off, ks));
         struct stat st;
         if (r == 0 && DK_REAL(fstat)(fd, &st) == 0) forget_contents(f, (uint64_t)st.st_size);
         up_guard_write_unlock(f);

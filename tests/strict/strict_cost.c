@@ -173,7 +173,8 @@ int main(void) {
     char path[128];
     snprintf(path, sizeof path, "%s/data0", dir);
     int fd = open(path, O_RDWR | O_CREAT, 0644);
-    if (fd < 0 || ftruncate(fd, FILE_BYTES) != 0) return perror("data file"), 1;
+    /* Allocated, not a hole: overwrites of holes are the kernel's (src/upath/holes.c). */
+    if (fd < 0 || fallocate(fd, 0, 0, FILE_BYTES) != 0) return perror("data file"), 1;
     if (up_adopt(fd, O_RDWR, path) != 0 || !up_serving(fd)) return printf("FAIL: the file is not served\n"), 1;
     struct up_slot *s = up_serving(fd);
     static unsigned char warm[4096];
