@@ -215,6 +215,28 @@ int dk_oplog_append(struct dk_oplog *log, unsigned type, const void *fixed48, co
     return rc ? rc : dk_oplog_commit(log, &res, type, fixed48, data, seq_out);
 }
 
+int dk_oplog_retract(struct dk_oplog *log, uint64_t seq) {
+    uint64_t slot = seq & UINT32_MAX;
+    if (seq >> 32 != log->generation) return 0; /* reset since: the record is no longer valid anyway */
+    const struct oplog_line_hdr *h = &log->records[slot].h;
+    if (log->persist != OPLOG_PERSIST_PWRITE && (h->kind != OPLOG_KIND_HEAD || h->data_bytes)) return -EINVAL;
+    /* The head line only: a record without data is one line (a direct one: its sector, zero data lines);
+     * the scan takes a line of kind 0 for an empty slot and goes on. */
+    uint32_t lines = dk_oplog_record_lines(log, 0);
+    int rc = 0;
+    if (log->persist == OPLOG_PERSIST_PWRITE) {
+        _Alignas(DK_PAGE_BYTES) struct oplog_line zero[16] = {0};
+        dk_assert(lines <= DK_ARRAY_LEN(zero));
+        rc = oplog_write_record(log, zero, (size_t)lines * DK_OPLOG_LINE_BYTES,
+                                (DK_OPLOG_HEADER_LINES + slot) * DK_OPLOG_LINE_BYTES);
+    } else {
+        static const struct oplog_line zero;
+        store_line(&log->records[slot], &zero);
+        dk_fence();
+    }
+    return rc ? -EIO : 0;
+}
+
 int dk_oplog_reset(struct dk_oplog *log) {
     if (log->generation == UINT32_MAX) return -EOVERFLOW;
     DK_ERRNO_SAVE;

@@ -101,6 +101,12 @@ int dk_oplog_reserve(struct dk_oplog *log, size_t data_len, struct dk_oplog_rese
 int dk_oplog_commit(struct dk_oplog *log, const struct dk_oplog_reservation *res, unsigned type, const void *fixed48,
                     const void *data, uint64_t *seq_out);
 
+/* Takes back a record without data (seq from dk_oplog_append) the caller's operation did not do after all
+ * -- a truncate the kernel refused -- so that recovery never replays it: its head line becomes an empty
+ * slot, durable before the return. Only while no reset can run (the caller excludes it). A crash before
+ * the retraction is durable replays the operation, as for any operation in flight. 0 or -errno. */
+int dk_oplog_retract(struct dk_oplog *log, uint64_t seq);
+
 /* After the caller has checkpointed (everything logged so far is applied and durable elsewhere): starts a
  * new generation, persisted in the header before this returns; the tail goes back to slot 0. Old records
  * become invisible to recovery at the instant the header line persists. The caller must make sure no

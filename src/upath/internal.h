@@ -213,8 +213,11 @@ int up_find_inode(int dirfd, dev_t dev, ino_t ino, int depth);
 /* A write in strict mode: logged, then applied through the sync path. Returns what write(2) would. */
 ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append);
 /* Logs a truncate to `len` and holds the checkpoint lock (read side) until up_strict_done. 0 or -errno
- * (then the lock is held too: call up_strict_done). */
-int up_strict_log_truncate(struct up_file *f, uint64_t len);
+ * (then the lock is held too: call up_strict_done). *seq: the record, for up_strict_retract. */
+int up_strict_log_truncate(struct up_file *f, uint64_t len, uint64_t *seq);
+/* The logged truncate did not happen (the kernel refused it): its record is taken back before the lock
+ * goes, so that recovery never applies it (review 8, finding 4). */
+void up_strict_retract(struct up_file *f, uint64_t seq);
 void up_strict_done(struct up_file *f);
 /* fsync/fdatasync in strict mode: acknowledged operations are durable in the log already; only metadata the
  * sync path left dirty goes to the kernel. No checkpoint. 0 or -errno. */

@@ -629,7 +629,7 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
     return w;
 }
 
-int up_strict_log_truncate(struct up_file *f, uint64_t len) {
+int up_strict_log_truncate(struct up_file *f, uint64_t len, uint64_t *seq) {
     struct up_strict *st = strict_for(f->root);
     if (!st) return -EIO;
     struct dk_oplog_op op = {.dev = (uint64_t)f->dev, .ino = (uint64_t)f->ino, .file_offset = len};
@@ -642,7 +642,7 @@ int up_strict_log_truncate(struct up_file *f, uint64_t len) {
     } else {
         ck_rdlock(st);
     }
-    int rc = dk_oplog_append(st->log, DK_OPLOG_TRUNCATE, &op, NULL, 0, NULL);
+    int rc = dk_oplog_append(st->log, DK_OPLOG_TRUNCATE, &op, NULL, 0, seq);
     if (rc == -ENOSPC) {
         if (st->lazy) {
             checkpoint_locked(f->root, st); /* the write side is ours already */
@@ -651,9 +651,17 @@ int up_strict_log_truncate(struct up_file *f, uint64_t len) {
             up_strict_checkpoint(f->root);
             ck_rdlock(st);
         }
-        rc = dk_oplog_append(st->log, DK_OPLOG_TRUNCATE, &op, NULL, 0, NULL);
+        rc = dk_oplog_append(st->log, DK_OPLOG_TRUNCATE, &op, NULL, 0, seq);
     }
     return rc; /* the caller truncates, then calls up_strict_done */
+}
+
+void up_strict_retract(struct up_file *f, uint64_t seq) {
+    struct up_strict *st = __atomic_load_n(&f->root->strict, __ATOMIC_ACQUIRE);
+    int rc = st ? dk_oplog_retract(st->log, seq) : 0;
+    if (rc) dk_log("strict: a refused truncate's record could not be taken back (%s): recovery after a crash would "
+                   "apply it", strerror(-rc));
+    else dk_count(DK_C_strict_retracts, 1);
 }
 
 int up_strict_fsync(struct up_file *f, int fd, bool datasync) {

@@ -529,8 +529,10 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
         }
     }
     if (f->atomic) return up_atomic_ftruncate(f, fd, len);
+    uint64_t seq = 0;
+    bool truncated = false;
     if (strict) {
-        int lr = up_strict_log_truncate(f, (uint64_t)len);
+        int lr = up_strict_log_truncate(f, (uint64_t)len, &seq);
         if (lr) {
             up_strict_done(f);
             errno = EIO;
@@ -547,12 +549,13 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
         bool shrinks = size_shrinks(f, (uint64_t)len);
         if (shrinks) up_guard_write_lock(f);
         if (DK_REAL(ftruncate)(fd, len) != 0) rc = -errno;
-        else forget_contents(f, (uint64_t)len);
+        else forget_contents(f, (uint64_t)len), truncated = true;
         if (shrinks) up_guard_write_unlock(f);
         f->meta_dirty = true;
     }
     pthread_mutex_unlock(&f->mu);
     if (rc == 0 && dk_cfg.mode != DK_MODE_POSIX) rc = up_sync_file(f, fd, true);
+    if (strict && !truncated) up_strict_retract(f, seq); /* refused (EPERM, EINTR, ...): never replayed */
     if (strict) up_strict_done(f);
     if (rc) {
         errno = -rc;

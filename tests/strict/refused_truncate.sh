@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Description: strict mode logs a truncate before the kernel runs it; when the kernel refuses it (EPERM:
+# an append-only file), the record must be taken back, or recovery after a crash applies a truncate that
+# never happened (review 8, finding 4: the file came back with 0 bytes). A Python program under the library
+# appends a line to an append-only file (chattr +a), fsyncs, has ftruncate(0) refused and kills itself;
+# after the flag is cleared, `daxkit recover` must leave the file as the program left it, with the refusal
+# counted (strict_retracts). Exit 0 pass, 1 fail, 77 skip.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+: "${DAXKIT_SRC:=$(cd "$here/../.." && pwd)}"
+: "${DAXKIT_BUILD:=$DAXKIT_SRC/build}"
+export DAXKIT_SRC DAXKIT_BUILD
+. "$DAXKIT_SRC/tests/harness/media.sh"
+
+medium=${1:?usage: refused_truncate.sh MEDIUM}
+dk_need_cmd python3
+dk_need_cmd chattr
+lib=$(dk_lib) || exit 1
+cli=$(dk_cli) || exit 1
+dk_media_mount "$medium" 512M >/dev/null
+dir=$DK_MNT/managed
+mkdir -p "$dir"
+printf 'line one\nline two\n' > "$dir/log"
+chattr +a "$dir/log" 2>/dev/null || dk_skip "chattr +a is refused on $medium"
+dk_on_exit "chattr -a '$dir/log' 2>/dev/null"
+out=$(env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_MODE=strict DAXKIT_STATS=1 python3 - "$dir/log" <<'PY' 2>&1
+import os, signal, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+os.write(fd, b"line three\n"); os.fsync(fd)
+try:
+    os.ftruncate(fd, 0); print("ftruncate succeeded")
+except OSError as e:
+    print("ftruncate refused: %s" % e.strerror)
+sys.stdout.flush()
+os.kill(os.getpid(), signal.SIGKILL)
+PY
+)
+echo "$out"
+printf '%s\n' "$out" | grep -q "^ftruncate refused: Operation not permitted$" ||
+    dk_fail "the refused ftruncate did not come back with EPERM, as the kernel's does"
+before=$(stat -c %s "$dir/log")
+chattr -a "$dir/log"
+"$cli" recover "$dir" | head -5
+after=$(stat -c %s "$dir/log")
+echo "size before recovery $before, after $after"
+[ "$before" = 29 ] || dk_fail "the file was $before bytes before recovery (want 29)"
+[ "$after" = 29 ] || dk_fail "recovery applied the refused truncate: $after bytes (want 29)"
+[ "$(tail -n1 "$dir/log")" = "line three" ] || dk_fail "the appended line is gone"
+echo "ok: the refused truncate was never replayed"
