@@ -2,12 +2,14 @@
 #include <linux/membarrier.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "common/stats.h"
+#include "shim/libc.h"
 #include "upath/guard.h"
 
 #define READERS_PER_CHUNK 64u
@@ -23,6 +25,9 @@ bool up_guard_asym;
 __thread struct up_reader *up_reader_self;
 static struct reader_chunk *chunks; /* newest first */
 static pthread_key_t release_key;   /* frees a thread's record at its exit */
+/* This thread is claiming its record: a signal handler's IO meanwhile takes the locked path instead of
+ * claiming a second one (review 9, finding 1). */
+static __thread bool claiming;
 
 static long membarrier_call(int cmd) { return syscall(__NR_membarrier, cmd, 0, 0); }
 
@@ -45,7 +50,9 @@ static struct up_reader *claim_in(struct reader_chunk *c) {
     return NULL;
 }
 
-/* A free record, or a new chunk's first; NULL only when memory is out (the caller then locks). */
+/* A free record, or a new chunk's first; NULL only when memory is out (the caller then locks). Chunks come
+ * from mmap, not malloc: a thread's first guarded IO may be a signal handler's that interrupted malloc
+ * (review 9, finding 1: a nested calloc corrupted the heap -- abort -- or, with threads, hung). */
 static struct up_reader *claim_any(void) {
     for (;;) {
         struct reader_chunk *head = __atomic_load_n(&chunks, __ATOMIC_ACQUIRE);
@@ -53,22 +60,29 @@ static struct up_reader *claim_any(void) {
             struct up_reader *r = claim_in(c);
             if (r) return r;
         }
-        struct reader_chunk *c = calloc(1, sizeof *c);
-        if (!c) return NULL;
+        struct reader_chunk *c = DK_REAL(mmap)(NULL, sizeof *c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (c == MAP_FAILED) return NULL;
         c->r[0].used = 1;
         c->next = head;
         if (__atomic_compare_exchange_n(&chunks, &head, c, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             return &c->r[0];
-        free(c); /* another thread added a chunk: look again */
+        DK_REAL(munmap)(c, sizeof *c); /* another thread added a chunk: look again */
     }
 }
 
 struct up_reader *up_reader_claim(void) {
-    if (!up_guard_asym) return NULL;
+    if (!up_guard_asym || claiming) return NULL; /* a handler inside this thread's claim: the locked path */
+    DK_ERRNO_SAVE;
+    claiming = true;
+    __asm__ __volatile__("" ::: "memory"); /* a handler sees the flag before the claim starts */
     struct up_reader *r = claim_any();
-    if (!r) return NULL;
-    up_reader_self = r;
-    pthread_setspecific(release_key, r);
+    if (r) {
+        up_reader_self = r;
+        pthread_setspecific(release_key, r);
+    }
+    __asm__ __volatile__("" ::: "memory");
+    claiming = false;
+    DK_ERRNO_RESTORE;
     return r;
 }
 

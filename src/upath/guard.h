@@ -11,8 +11,8 @@
  * record names the file. A reader that finds the fast path closed, or is nested inside a guarded section
  * of another file (a signal handler), or runs where membarrier is unavailable, takes f->rw for reading as
  * before; one nested inside a section of the same file is covered by it. A thread's first guarded IO
- * claims its record (calloc, pthread_setspecific): in a signal handler that interrupted malloc, that
- * first claim is not async-signal-safe.
+ * claims its record (from mmap'ed chunks, then pthread_setspecific, which allocates nothing for the
+ * library's early key): a signal handler's IO during that claim takes the locked path (guard.c).
  *
  * Lock order is unchanged: f->mu > the guard's write side (which holds f->rw for writing). */
 #ifndef DK_UPATH_GUARD_H
