@@ -1,13 +1,18 @@
 /* Random overwrites with an fsync every N, through whatever the process resolves (the kernel, or daxkit when
  * preloaded: strict mode, DAXKIT_ATOMIC, ...), measured over the pass only: wall time and process CPU time
  * (all threads: a background checkpoint thread's work counts), one CSV row:
- *   variant,bs,ops,fsync_every,ops_per_s,cpu_ns_per_op,median_ns,p999_ns,fsync_median_ns,op_median_ns,op_p999_ns
+ *   variant,bs,ops,fsync_every,ops_per_s,cpu_ns_per_op,median_ns,p999_ns,fsync_median_ns,op_median_ns,op_p999_ns,
+ *   op_p90_ns,op_p99_ns,op_mean_ns
  * (median_ns, p999_ns: the write alone; op_*: the write plus the fsync after it, when one follows -- with
- * FSYNC_EVERY 1, the "write + fsync" latency)
+ * FSYNC_EVERY 1, the "write + fsync" latency; op_mean_ns includes what the percentiles hide, e.g. a
+ * checkpoint's write-back burst every few thousand operations)
  *
  *   dk_bench_fsync_writes DIR VARIANT BS OPS FSYNC_EVERY [FILE_MIB=32] [SEED=1]
  * The file is written once first (every byte) and fsync'ed; the pass then overwrites BS bytes at random
- * BS-aligned offsets. Exit 0, 1 a call failed, 2 usage. */
+ * BS-aligned offsets. Environment: DK_BENCH_WARM=1 reads the file once before the pass (its pages cached
+ * however it was written: strict mode publishes the first writes by relinking, which leaves the page cache
+ * empty); DK_BENCH_DUMP_OPS=PATH writes every op's latency (ns, pass order) to PATH, one per line.
+ * Exit 0, 1 a call failed, 2 usage. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,6 +49,9 @@ int main(int argc, char **argv) {
     for (uint64_t off = 0; off < file_bytes; off += 1 << 20)
         if (pwrite(fd, buf, 1 << 20, (off_t)off) != 1 << 20) return 1;
     if (fsync(fd) != 0) return 1;
+    if (getenv("DK_BENCH_WARM")) /* read the file once: its pages cached, however it was written */
+        for (uint64_t off = 0; off < file_bytes; off += 1 << 20)
+            if (pread(fd, buf, 1 << 20, (off_t)off) != 1 << 20) return 1;
     uint64_t blocks = file_bytes / bs, nfs = 0;
     uint64_t t0 = now_ns(), c0 = cpu_ns();
     for (uint32_t i = 0; i < ops; i++) {
@@ -59,15 +67,21 @@ int main(int argc, char **argv) {
             op[i] += fs[nfs - 1];
         }
     }
-    uint64_t wall = now_ns() - t0, cpu = cpu_ns() - c0;
+    uint64_t wall = now_ns() - t0, cpu = cpu_ns() - c0, op_sum = 0;
+    const char *dump = getenv("DK_BENCH_DUMP_OPS"); /* every op's latency in pass order, one per line */
+    FILE *df = dump ? fopen(dump, "w") : NULL;
+    for (uint32_t i = 0; df && i < ops; i++) fprintf(df, "%llu\n", (unsigned long long)op[i]);
+    if (df) fclose(df);
+    for (uint32_t i = 0; i < ops; i++) op_sum += op[i];
     qsort(lat, ops, sizeof *lat, cmp);
     qsort(fs, nfs, sizeof *fs, cmp);
     qsort(op, ops, sizeof *op, cmp);
-    printf("%s,%zu,%u,%u,%.0f,%.0f,%llu,%llu,%llu,%llu,%llu\n", argv[2], bs, ops, every, ops / (wall / 1e9),
+    printf("%s,%zu,%u,%u,%.0f,%.0f,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.0f\n", argv[2], bs, ops, every, ops / (wall / 1e9),
            (double)cpu / ops,
            (unsigned long long)lat[ops / 2], (unsigned long long)lat[(uint64_t)ops * 999 / 1000],
            (unsigned long long)(nfs ? fs[nfs / 2] : 0), (unsigned long long)op[ops / 2],
-           (unsigned long long)op[(uint64_t)ops * 999 / 1000]);
+           (unsigned long long)op[(uint64_t)ops * 999 / 1000], (unsigned long long)op[(uint64_t)ops * 90 / 100],
+           (unsigned long long)op[(uint64_t)ops * 99 / 100], (double)op_sum / ops);
     close(fd);
     unlink(path);
     return 0;

@@ -55,6 +55,11 @@ int oplog_write_durable(struct dk_oplog *log, int fd, const void *src, size_t n,
 /* Page cache: opens the log's direct descriptor when the file system allows it and DAXKIT_OPLOG_DIRECT is
  * auto (sets direct_fd, direct_align_lines, first_slot and the tail); otherwise leaves records buffered. */
 void oplog_open_direct(struct dk_oplog *log, int dirfd, const char *name);
+/* Page cache: writes zeros over [lo, hi) of the log through its direct descriptor and makes them durable
+ * (RWF_DSYNC): an allocation step without the page cache -- no 2 MiB copied into cached pages, written back,
+ * then invalidated page by page by the direct records. 0 done; 1 not taken (no direct descriptor, an
+ * unaligned range, a refused or failed write): the caller writes the zeros buffered. */
+int oplog_zero_direct(struct dk_oplog *log, uint64_t lo, uint64_t hi);
 /* Writes header slot `generation % 2` (store + flush + fence; page cache: pwrite + fdatasync, oplog_write_durable). */
 int oplog_write_header(struct dk_oplog *log, uint32_t generation, const char *tag);
 

@@ -99,8 +99,9 @@ int oplog_allocate(struct dk_oplog *log, uint64_t end_lines) {
     if (hi > log->map_bytes) hi = log->map_bytes;
     end_lines = hi / DK_OPLOG_LINE_BYTES - DK_OPLOG_HEADER_LINES;
     DK_ERRNO_SAVE;
-    int e = log->persist == OPLOG_PERSIST_PWRITE ? zero_fill_durable(log->fd, lo, hi)
-                                                : c->posix_fallocate(log->fd, (off_t)lo, (off_t)(hi - lo));
+    int e = log->persist != OPLOG_PERSIST_PWRITE ? c->posix_fallocate(log->fd, (off_t)lo, (off_t)(hi - lo))
+            : oplog_zero_direct(log, lo, hi) == 0 ? 0
+                                                  : zero_fill_durable(log->fd, lo, hi);
     if (e == 0 || e == EOPNOTSUPP || e == EINVAL) {
         uintptr_t page_lo = dk_round_down((uintptr_t)log->headers + lo, DK_PAGE_BYTES);
         uintptr_t page_hi = dk_round_up((uintptr_t)log->headers + hi, DK_PAGE_BYTES);

@@ -203,6 +203,8 @@ extern unsigned long dk_oplog_test_rwf_dsync_tries;
 /* Test builds: nonzero plays an O_DIRECT descriptor that refuses every write with EINVAL (the log must go on
  * through its buffered descriptor). */
 extern int dk_oplog_test_direct_einval;
+/* Test builds: allocation steps zero-written through the direct descriptor (oplog_zero_direct). */
+extern unsigned long dk_oplog_test_zero_direct_steps;
 #endif
 
 #endif

@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -204,6 +207,57 @@ static void check_growth(const char *dir) {
     dk_oplog_close(log, 1);
 }
 
+/* Extents of [0, end) of path flagged unwritten (FIEMAP), or -1 when the file system does not say. */
+static int unwritten_extents(const char *path, uint64_t end) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return -1;
+    struct {
+        struct fiemap fm;
+        struct fiemap_extent ext[256];
+    } q = {.fm = {.fm_start = 0, .fm_length = end, .fm_flags = FIEMAP_FLAG_SYNC, .fm_extent_count = 256}};
+    int rc = ioctl(fd, FS_IOC_FIEMAP, &q);
+    close(fd);
+    if (rc != 0) return -1;
+    int n = 0;
+    for (unsigned i = 0; i < q.fm.fm_mapped_extents; i++) n += (q.ext[i].fe_flags & FIEMAP_EXTENT_UNWRITTEN) != 0;
+    return n;
+}
+
+/* A log with direct records (page cache): the allocation steps after the first are zero-written through
+ * the O_DIRECT descriptor with RWF_DSYNC (counted by the test build), and the extents they leave are written
+ * ones (none unwritten for a record's sync to convert). Buffered, each 2 MiB step was copied into the page
+ * cache, written back and synced, and its large folios then invalidated by the first direct record landing
+ * in them. */
+static void check_direct_steps(const char *dir) {
+    struct dk_oplog *log;
+    int rc = dk_oplog_open(dir, "dsteps", 16u << 20, &log);
+    CHECK(rc == 0, "open 16 MiB for the direct steps: %d", rc);
+    if (rc != 0) return;
+    if (dk_oplog_records_by(log) != DK_OPLOG_RECORDS_DIRECT) {
+        printf("skipped check_direct_steps: %s gives this log no O_DIRECT descriptor (records flushed, or no "
+               "STATX_DIOALIGN); oplog_media_xfs and oplog_media_ext4 run it\n", dir);
+        dk_oplog_close(log, 1);
+        return;
+    }
+    unsigned long direct0 = dk_oplog_test_zero_direct_steps;
+    uint32_t n = 0; /* records until the tail is past 5 MiB: the steps ending at 4 and 6 MiB are allocated */
+    while (dk_oplog_lines_used(log) * DK_OPLOG_LINE_BYTES < (5u << 20))
+        if (rec_append(log, 5, n++, DK_OPLOG_DATA_BYTES_MAX, NULL) != 0) {
+            CHECK(0, "append %u", n - 1);
+            break;
+        }
+    unsigned long direct = dk_oplog_test_zero_direct_steps - direct0;
+    CHECK(direct == 2, "%lu of the 2 allocation steps after the first were zero-written directly", direct);
+    int unwritten = unwritten_extents(dk_oplog_path(log), 6u << 20);
+    CHECK(unwritten <= 0, "%d unwritten extents in the log's first 6 MiB", unwritten);
+    struct collect c = scan(dk_oplog_path(log), NULL);
+    CHECK(c.count == n && c.bad == 0, "direct steps: %lu of %u records, %lu bad", (unsigned long)c.count, n,
+          (unsigned long)c.bad);
+    printf("direct allocation steps: %u records past 5 MiB, %lu steps zero-written directly, %d unwritten "
+           "extents (-1: no FIEMAP)\n", n, direct, unwritten);
+    dk_oplog_close(log, 1);
+}
+
 struct thread_arg {
     struct dk_oplog *log;
     uint32_t writer, appended;
@@ -347,6 +401,7 @@ int main(int argc, char **argv) {
     check_growth(dir);
     check_no_rwf_dsync(dir);
     check_direct_einval(dir);
+    check_direct_steps(dir);
     check_versions(dir);
     if (made) rmdir(dir);
     printf("%s: %lu failures (crc32c %s)\n", dir, dk_check_failures, dk_crc32c_have_hw() ? "sse4.2" : "table");
