@@ -38,6 +38,18 @@ DK_EXPORT int sync_file_range(int fd, off_t off, off_t n, unsigned int fl) {
     return DK_REAL(sync_file_range)(fd, off, n, fl);
 }
 
+/* sync and syncfs write back what is in the kernel's files: the process's unpublished appends go in first
+ * (every file: syncfs's file system may hold any of them), so that they are durable when the call returns
+ * as they would be through the kernel. */
+DK_EXPORT void sync(void) {
+    if (up_enabled) up_publish_all();
+    DK_REAL(sync)();
+}
+DK_EXPORT int syncfs(int fd) {
+    if (up_enabled) up_publish_all();
+    return DK_REAL(syncfs)(fd);
+}
+
 DK_EXPORT int ftruncate(int fd, off_t len) {
     struct up_slot *s;
     if (up_enabled) up_resolve(fd);
