@@ -29,7 +29,8 @@ static int recover_one_dir(const char *dir, int json) {
         printf("{\"dir\":\"%s\",\"owners_gone\":%llu,\"files_removed\":%llu,\"rolled_back\":%llu,"
                "\"bytes_dropped\":%llu,\"untouched\":%llu,\"files_gone\":%llu,\"failed\":%llu,\"errors\":%llu,"
                "\"strict_logs\":%llu,\"strict_records\":%llu,\"strict_replayed\":%llu,\"strict_torn\":%llu,"
-               "\"strict_meta\":%llu,\"strict_failed\":%llu,\"strict_other_fs\":%llu,\"strict_staged_torn\":%llu,\"strict_replay_us\":%.1f,\"elapsed_us\":%.1f}\n",
+               "\"strict_meta\":%llu,\"strict_failed\":%llu,\"strict_other_fs\":%llu,\"strict_staged_torn\":%llu,"
+               "\"strict_files_reused\":%llu,\"reused\":%llu,\"strict_replay_us\":%.1f,\"elapsed_us\":%.1f}\n",
                dir, (unsigned long long)rep.owners_gone, (unsigned long long)rep.files_removed,
                (unsigned long long)rep.sizes.rolled_back, (unsigned long long)rep.sizes.bytes_dropped,
                (unsigned long long)rep.sizes.untouched, (unsigned long long)rep.sizes.gone,
@@ -38,24 +39,29 @@ static int recover_one_dir(const char *dir, int json) {
                (unsigned long long)rep.strict.replayed, (unsigned long long)rep.strict.torn,
                (unsigned long long)rep.strict.meta_seen, (unsigned long long)rep.strict.failed,
                (unsigned long long)rep.strict.other_fs, (unsigned long long)rep.strict.staged_torn,
+               (unsigned long long)rep.strict.files_reused, (unsigned long long)rep.sizes.reused,
                rep.strict.ns / 1e3, ns / 1e3);
     } else {
         printf("%s: %llu dead process(es); %llu file(s) rolled back to their published size (%llu bytes of "
                "unpublished tail dropped), %llu left alone (resized since), %llu no longer found, %llu "
+               "gone with their inode number reused by another file (left alone), %llu "
                "failed; %llu leftover file(s) removed; %.1f us\n",
                dir, (unsigned long long)rep.owners_gone, (unsigned long long)rep.sizes.rolled_back,
                (unsigned long long)rep.sizes.bytes_dropped, (unsigned long long)rep.sizes.untouched,
-               (unsigned long long)rep.sizes.gone, (unsigned long long)rep.sizes.failed,
+               (unsigned long long)rep.sizes.gone, (unsigned long long)rep.sizes.reused,
+               (unsigned long long)rep.sizes.failed,
                (unsigned long long)rep.files_removed, ns / 1e3);
         if (rep.strict.logs)
             printf("%s: strict mode: %llu operation log(s), %llu valid record(s): %llu replayed, %llu metadata "
                    "(atomic in the kernel), %llu torn (ignored: never acknowledged), %llu failed, %llu of a file "
-                   "system not mounted here (not replayed); %.1f ms, "
+                   "system not mounted here (not replayed), %llu of a file that is gone whose inode number "
+                   "another file has now (not replayed); %.1f ms, "
                    "%.2f million records/s\n",
                    dir, (unsigned long long)rep.strict.logs, (unsigned long long)rep.strict.records,
                    (unsigned long long)rep.strict.replayed, (unsigned long long)rep.strict.meta_seen,
                    (unsigned long long)rep.strict.torn, (unsigned long long)rep.strict.failed,
-                   (unsigned long long)rep.strict.other_fs, rep.strict.ns / 1e6, rep.strict.ns ? rep.strict.records * 1e3 / rep.strict.ns : 0.0);
+                   (unsigned long long)rep.strict.other_fs, (unsigned long long)rep.strict.files_reused,
+                   rep.strict.ns / 1e6, rep.strict.ns ? rep.strict.records * 1e3 / rep.strict.ns : 0.0);
     }
     struct alog_dir_report arep;
     if (alog_recover_dir(dir, &arep) == 0 && (arep.recovered || arep.failed || arep.files_gone)) {

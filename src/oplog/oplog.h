@@ -60,7 +60,10 @@ struct dk_oplog_op {
     uint32_t length;         /* bytes */
     uint32_t staging_id;     /* which staging file (the caller's numbering) */
     uint64_t aux;            /* type-specific (RELINK_DONE: seq; CREATE: mode; RENAME: flags;
-                                WRITE_STAGED_CRC: crc32c of the staged bytes) */
+                                WRITE_STAGED_CRC: crc32c of the staged bytes in bits 31..0). Strict mode's
+                                write and truncate records: bits 63..32 the file's identity (0: none;
+                                src/upath/ident.c), so recovery never takes a file that reused the inode
+                                number for the record's file */
 };
 _Static_assert(sizeof(struct dk_oplog_op) == DK_OPLOG_PAYLOAD_BYTES, "head payload is 48 bytes");
 

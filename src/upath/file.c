@@ -112,6 +112,8 @@ struct up_file *up_file_get(struct up_root *r, const struct stat *st, const char
     struct up_file *f = up_file_lookup(st->st_dev, st->st_ino);
     if (f) {
         lru_unlink(f);
+        /* Closed, the entry held no descriptor of its inode: the number may now be another file's. */
+        if (f->open_refs == 0) up_file_ident_forget(f);
         f->open_refs++;
         return f;
     }

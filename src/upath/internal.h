@@ -146,11 +146,14 @@ void up_stage_after_fork_child(void);
 /* What recovery found and did in one managed directory. */
 struct up_sizerec_report {
     uint64_t rolled_back, bytes_dropped, untouched, gone, failed;
+    uint64_t reused; /* the record's file is gone and another file has its inode number: left alone */
 };
 struct up_strict_report {
     uint64_t logs, records, replayed, torn, meta_seen, files_gone, failed, ns;
     uint64_t other_fs; /* records of a device not the log's, whose file was not found: not replayed */
     uint64_t staged_torn; /* staged records whose staged bytes do not match their crc (counted in torn too) */
+    uint64_t files_reused; /* records of a file that is gone, whose inode number another file has now: not
+                              replayed (counted in files_gone too) */
 };
 struct up_recover_report {
     uint64_t owners_gone;            /* processes whose lock was free */
@@ -214,7 +217,7 @@ int up_find_inode(int dirfd, dev_t dev, ino_t ino, int depth);
 ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append);
 /* Logs a truncate to `len` and holds the checkpoint lock (read side) until up_strict_done. 0 or -errno
  * (then the lock is held too: call up_strict_done). *seq: the record, for up_strict_retract. */
-int up_strict_log_truncate(struct up_file *f, uint64_t len, uint64_t *seq);
+int up_strict_log_truncate(struct up_file *f, int fd, uint64_t len, uint64_t *seq);
 /* The logged truncate did not happen (the kernel refused it): its record is taken back before the lock
  * goes, so that recovery never applies it (review 8, finding 4). */
 void up_strict_retract(struct up_file *f, uint64_t seq);
@@ -317,7 +320,22 @@ struct up_file {
     bool size_unsure;       /* a lock was taken without a re-read (reclock.c): check before using the end */
     uint32_t strict_lazy;   /* strict mode: overwrites logged and staged, applied at the checkpoint (atomic) */
     bool strict_eager;      /* strict mode: the program mapped the file -- every write is applied at once */
+    uint64_t ident;         /* ident.c: 1 << 32 | the file's identity once computed (0: not yet; atomic) */
 };
+
+/* ---- identity beyond (dev, ino) (ident.c) ---- */
+/* A 32-bit hash of fd's file handle (inode number and generation): a file created later on a reused inode
+ * number has another. 0: unknown (no handles on that file system). Keeps errno. */
+uint32_t up_fd_ident(int fd);
+/* The same for f (open as fd), computed at its first use and cached: a load and a branch per call after
+ * that (strict mode calls it per write). */
+uint32_t up_file_ident_slow(struct up_file *f, int fd);
+static inline uint32_t up_file_ident(struct up_file *f, int fd) {
+    uint64_t v = __atomic_load_n(&f->ident, __ATOMIC_RELAXED);
+    return DK_LIKELY(v >> 32) ? (uint32_t)v : up_file_ident_slow(f, fd);
+}
+/* The entry may now stand for another inode with the same number (reopened from the closed list). */
+void up_file_ident_forget(struct up_file *f);
 
 /* Appends not yet in the kernel file: the file must not be evicted. */
 static inline bool up_file_pinned(const struct up_file *f) {

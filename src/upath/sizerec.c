@@ -39,8 +39,9 @@
 #define REC_BYTES 4096u
 #define REC_SLOTS 1024u
 #define REC_MAGIC 0x6463657273786164ull /* "daxsrecd" */
-#define REC_PATH_MAX (REC_BYTES - 64)
+#define REC_PATH_MAX (REC_BYTES - 64 - 8)
 #define REC_THIS_BOOT 1u /* flags: valid only in the boot whose id it holds (page cache, not msync'ed) */
+#define REC_IDENT 2u     /* flags: `ident` holds the file's identity (ident.c; session 9) */
 
 struct size_rec {        /* one 4 KiB slot */
     uint64_t magic;      /* REC_MAGIC when valid; stored last, cleared first */
@@ -51,6 +52,9 @@ struct size_rec {        /* one 4 KiB slot */
     uint32_t flags;      /* REC_THIS_BOOT (0 in records of earlier versions: their pad) */
     uint8_t boot[16];    /* the boot id, when REC_THIS_BOOT */
     char path[REC_PATH_MAX]; /* a hint: recovery checks dev/ino and else searches by inode */
+    uint64_t ident;      /* REC_IDENT: the file's identity (low 32 bits): a file that reused the inode
+                            number has another. Records of earlier versions: the end of their path (which
+                            an earlier reader cuts at byte 4095, here ident's last byte: it ignores it) */
 };
 _Static_assert(sizeof(struct size_rec) == REC_BYTES, "record slot size");
 
@@ -102,6 +106,18 @@ static void rec_persist(const struct up_root *r, const struct size_rec *rec, voi
     }
     case DK_MEDIUM_VOLATILE: break; /* a shared mapping survives the process; power loss loses all */
     }
+}
+
+/* The record's head, path and identity (the slot's two ends) made durable: one fence, or one msync of the
+ * slot's page (a slot is one page). */
+static void rec_persist_new(const struct up_root *r, struct size_rec *rec) {
+    if (r->persist_as == DK_MEDIUM_DAX && !(rec->flags & REC_THIS_BOOT)) {
+        dk_flush_range(rec, 64 + rec->path_len + 1);
+        dk_flush_range(&rec->ident, sizeof rec->ident);
+        dk_fence();
+        return;
+    }
+    rec_persist(r, rec, rec, REC_BYTES);
 }
 
 static struct up_sizes *sizes_open(struct up_root *r) {
@@ -189,11 +205,13 @@ static int rec_begin(struct up_file *f, int fd, uint64_t ext, bool this_boot, bo
     if (with_path && !rec->path_len) /* a hint (renames): read once per slot, not at every extension */
         rec->path_len = (uint32_t)up_fd_path(fd, rec->path, REC_PATH_MAX);
     this_boot = this_boot && f->root->persist_as == DK_MEDIUM_PAGECACHE && boot_id(rec->boot);
-    rec->flags = this_boot ? REC_THIS_BOOT : 0;
+    uint32_t ident = up_file_ident(f, fd); /* a load after the file's first record */
+    rec->ident = ident;
+    rec->flags = (this_boot ? REC_THIS_BOOT : 0) | (ident ? REC_IDENT : 0);
     rec->dev = (uint64_t)f->dev, rec->ino = (uint64_t)f->ino;
     rec->pub = __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE);
     rec->ext = ext;
-    rec_persist(f->root, rec, rec, 64 + rec->path_len + 1);
+    rec_persist_new(f->root, rec);
     __atomic_store_n(&rec->magic, REC_MAGIC, __ATOMIC_RELEASE);
     rec_persist(f->root, rec, &rec->magic, sizeof rec->magic);
     f->sizerec_valid = true;
@@ -309,6 +327,14 @@ static void recover_one(struct size_rec *rec, int area_fd, struct up_sizerec_rep
     int fd = open_recorded(rec, area_fd);
     if (fd < 0) {
         rep->gone++;
+        return;
+    }
+    uint32_t ident = (rec->flags & REC_IDENT) ? up_fd_ident(fd) : 0;
+    if (ident && ident != (uint32_t)rec->ident) { /* its file is gone; another has its inode number */
+        rep->reused++;
+        dk_log_verbose("%s: inode %llu is another file now: its size record is void", rec->path,
+                       (unsigned long long)rec->ino);
+        DK_REAL(close)(fd);
         return;
     }
     struct stat st;

@@ -409,6 +409,13 @@ static bool staged_unordered_without_crc(void) {
 #endif
 }
 
+/* A write or truncate record carries its file's identity (ident.c) in op.aux bits 63..32 (0: not recorded
+ * -- logs of earlier versions, or a file system without handles); a staged record's crc stays in bits
+ * 31..0. Readers before session 9 ignore those bits (a staged record's crc is compared as 32 bits), so the
+ * log's version is unchanged: such a reader replays as it always did. */
+static inline uint64_t op_ident_bits(uint32_t ident) { return (uint64_t)ident << 32; }
+static inline uint32_t op_ident(const struct dk_oplog_op *op) { return (uint32_t)(op->aux >> 32); }
+
 bool up_strict_staged_intact(unsigned type, const struct dk_oplog_op *op, const void *staged) {
     return type != DK_OPLOG_WRITE_STAGED_CRC || dk_crc32c_wide(0, staged, op->length) == (uint32_t)op->aux;
 }
@@ -416,10 +423,10 @@ bool up_strict_staged_intact(unsigned type, const struct dk_oplog_op *op, const 
 /* Appends the record of a write of [off, off+n) under st->ck (read side). `lz`: a waiting-overwrite entry
  * (lazy_reserve) -- the write is staged and its entry filled in once its record is durable. 0 or -errno
  * (-ENOSPC: the log or the staging file is full; the caller checkpoints and tries again). */
-static int log_write(struct up_root *r, struct up_strict *st, const struct up_file *f, uint64_t off,
+static int log_write(struct up_root *r, struct up_strict *st, const struct up_file *f, uint32_t ident, uint64_t off,
                      const char *buf, size_t n, struct strict_lazy *lz) {
     struct dk_oplog_op op = {.dev = (uint64_t)f->dev, .ino = (uint64_t)f->ino, .file_offset = off,
-                             .length = (uint32_t)n};
+                             .length = (uint32_t)n, .aux = op_ident_bits(ident)};
     int rc = -ENOSPC;
     if (!lz && n <= inline_max_for(r)) {
         rc = dk_oplog_append(st->log, DK_OPLOG_WRITE_INLINE, &op, buf, n, NULL);
@@ -436,12 +443,12 @@ static int log_write(struct up_root *r, struct up_strict *st, const struct up_fi
     uint64_t at = __atomic_fetch_add(&st->stg_used, dk_round_up(n, 64), __ATOMIC_ACQ_REL);
     rc = -ENOSPC; /* the staging file is full: the reserved slot stays empty (recovery skips it) */
     if (at + n <= st->stg_bytes && (rc = staging_reserve(r, st, at + n)) == 0) {
-        op.aux = dk_copy_nt_crc32c(st->stg_addr + at, buf, n, 0);
+        op.aux |= dk_copy_nt_crc32c(st->stg_addr + at, buf, n, 0);
         staging_persist(r, st, at, n);
         op.staging_id = STRICT_STAGING_ID;
         op.staging_offset = at;
         unsigned type = DK_OPLOG_WRITE_STAGED_CRC; /* no fence between the staged bytes and the record */
-        if (staged_unordered_without_crc()) type = DK_OPLOG_WRITE_STAGED, op.aux = 0;
+        if (staged_unordered_without_crc()) type = DK_OPLOG_WRITE_STAGED, op.aux = op_ident_bits(ident);
         uint64_t seq = 0;
         rc = dk_oplog_commit(st->log, &res, type, &op, NULL, &seq);
         if (rc == 0) dk_count(DK_C_strict_staged, 1);
@@ -589,6 +596,7 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
         up_strict_checkpoint(f->root);
     int rc;
     struct strict_lazy *lz;
+    uint32_t ident = up_file_ident(f, fd); /* a load: computed at the file's first logged operation */
     for (int attempt = 0;; attempt++) {
         ck_rdlock(st);
         bool full;
@@ -601,7 +609,7 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
             continue;
         }
         rc = lz ? 0 : note_applied(st, f, fd, off + n, append); /* -ENOSPC: every slot holds another file */
-        if (rc >= 0) rc = log_write(f->root, st, f, off, buf, n, lz);
+        if (rc >= 0) rc = log_write(f->root, st, f, ident, off, buf, n, lz);
         if (rc != -ENOSPC || attempt >= 2) break;
         /* Full: checkpoint (needs the write side), then try again. */
         ck_unlock(st);
@@ -629,10 +637,11 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
     return w;
 }
 
-int up_strict_log_truncate(struct up_file *f, uint64_t len, uint64_t *seq) {
+int up_strict_log_truncate(struct up_file *f, int fd, uint64_t len, uint64_t *seq) {
     struct up_strict *st = strict_for(f->root);
     if (!st) return -EIO;
-    struct dk_oplog_op op = {.dev = (uint64_t)f->dev, .ino = (uint64_t)f->ino, .file_offset = len};
+    struct dk_oplog_op op = {.dev = (uint64_t)f->dev, .ino = (uint64_t)f->ino, .file_offset = len,
+                             .aux = op_ident_bits(up_file_ident(f, fd))};
     /* Waiting overwrites are applied first, and none is staged while the truncate runs (the write side,
      * held until up_strict_done): one logged before the truncate and applied after it would land beyond
      * the new size, or be cut where recovery's replay, in log order, would not cut it. */
@@ -812,6 +821,7 @@ void up_strict_shutdown(void) {
  * records extend the file and is set to the logical size when the file is finished. */
 struct replay_file {
     uint64_t dev, ino;
+    uint32_t ident;  /* the identity of the file found (ident.c; 0: unknown) */
     int fd;
     char *map;
     uint64_t cap;    /* bytes mapped */
@@ -887,7 +897,7 @@ static struct replay_file *replay_file(struct replay *rp, uint64_t dev, uint64_t
         rp->nfiles--;
     }
     struct replay_file *rf = &rp->files[rp->nfiles++];
-    *rf = (struct replay_file){dev, ino, fd, NULL, 0, (uint64_t)st.st_size, (uint64_t)st.st_size};
+    *rf = (struct replay_file){dev, ino, up_fd_ident(fd), fd, NULL, 0, (uint64_t)st.st_size, (uint64_t)st.st_size};
     return rf;
 }
 
@@ -969,6 +979,14 @@ static int replay_one(const struct dk_oplog_record *rec, void *ctx) {
     }
     if (!rf) {
         rp->rep->files_gone++; /* unlinked since: nothing to repair */
+        return 0;
+    }
+    uint32_t ident = op_ident(&op);
+    if (ident && rf->ident && ident != rf->ident) { /* its file is gone; another file has its inode number */
+        rp->rep->files_gone++;
+        rp->rep->files_reused++;
+        dk_log_once("recovery: records of a file that is gone (inode %llu, now another file's) not replayed "
+                    "(more such records are only counted)", (unsigned long long)op.ino);
         return 0;
     }
     int rc;

@@ -532,7 +532,7 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
     uint64_t seq = 0;
     bool truncated = false;
     if (strict) {
-        int lr = up_strict_log_truncate(f, (uint64_t)len, &seq);
+        int lr = up_strict_log_truncate(f, fd, (uint64_t)len, &seq);
         if (lr) {
             up_strict_done(f);
             errno = EIO;
