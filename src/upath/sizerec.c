@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/crashpoint.h"
 #include "common/log.h"
 #include "common/stats.h"
 #include "persist/persist.h"
@@ -329,6 +330,7 @@ static void recover_one(struct size_rec *rec, int area_fd, struct up_sizerec_rep
         rep->gone++;
         return;
     }
+    DK_CRASH_POINT("sizerec.recover.file_open"); /* tests/shim/recover_race.c holds a recoverer here */
     uint32_t ident = (rec->flags & REC_IDENT) ? up_fd_ident(fd) : 0;
     if (ident && ident != (uint32_t)rec->ident) { /* its file is gone; another has its inode number */
         rep->reused++;

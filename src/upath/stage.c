@@ -248,7 +248,28 @@ static void *pool_thread(void *arg) {
     return NULL;
 }
 
-/* Removes staging files and locks whose owner is gone (its flock can be taken). */
+/* Locks `name` (an owner's .lock) without blocking: the descriptor when its owner is gone and the name
+ * still refers to the file locked -- a recoverer that finished with this owner unlinks the name before it
+ * lets the lock go, so a late opener of the old file never handles the owner a second time. Else -1. */
+static int lock_dead_owner(int area_fd, const char *name) {
+    const struct dk_libc *c = dk_libc();
+    int lfd = c->openat(area_fd, name, O_RDWR | O_CLOEXEC);
+    if (lfd < 0) return -1;
+    struct stat a, b;
+    if (c->flock(lfd, LOCK_EX | LOCK_NB) != 0 || c->fstat(lfd, &a) != 0 ||
+        c->fstatat(area_fd, name, &b, AT_SYMLINK_NOFOLLOW) != 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
+        c->close(lfd);
+        return -1;
+    }
+    return lfd;
+}
+
+/* Removes staging files and locks whose owner is gone (its flock can be taken), after rolling back the
+ * owner's published-size records. Each dead owner's lock stays held until its records are done and its
+ * files and lock name removed (as dk_oplog_find_orphans holds a log's): a second recoverer running at the
+ * same time (every daxkit process recovers its directories at start; `daxkit recover`) cannot take it and
+ * skips that owner, instead of replaying its records over what the first one and live programs did since
+ * (review 9, finding 2: a record replayed late truncated a live program's fsynced append). */
 void up_stage_reclaim(const char *root_path, int area_fd, struct up_recover_report *rep) {
     struct up_recover_report ignored;
     if (!rep) rep = memset(&ignored, 0, sizeof ignored);
@@ -261,18 +282,16 @@ void up_stage_reclaim(const char *root_path, int area_fd, struct up_recover_repo
     }
     struct dirent *e;
     char dead[64][48];
+    int dead_fd[64];
     int ndead = 0;
     while ((e = c->readdir(d)) && ndead < 64) {
         size_t n = strlen(e->d_name);
         if (n < 6 || n >= 48 + 5 || strcmp(e->d_name + n - 5, ".lock") != 0) continue;
-        int lfd = c->openat(area_fd, e->d_name, O_RDWR | O_CLOEXEC);
+        int lfd = lock_dead_owner(area_fd, e->d_name);
         if (lfd < 0) continue;
-        if (c->flock(lfd, LOCK_EX | LOCK_NB) == 0) {
-            snprintf(dead[ndead], sizeof dead[ndead], "%.*s", (int)(n - 5), e->d_name);
-            ndead++;
-            rep->owners_gone++;
-        }
-        c->close(lfd);
+        snprintf(dead[ndead], sizeof dead[ndead], "%.*s", (int)(n - 5), e->d_name);
+        dead_fd[ndead++] = lfd; /* held until this owner is finished (below) */
+        rep->owners_gone++;
     }
     /* Operation logs have their own owner lock: every orphan is replayed (and removed) first. */
     if (up_strict_recover(root_path, area_fd, NULL, &rep->strict) != 0) rep->errors++;
@@ -307,11 +326,13 @@ void up_stage_reclaim(const char *root_path, int area_fd, struct up_recover_repo
             dk_log_verbose("%s: removed %s left by a process that is gone", root_path, e->d_name);
         }
     }
-    /* The dead owners' locks go last, so a crash here leaves them to be found again. */
+    /* The dead owners' locks go last, so a crash here leaves them to be found again; each name is removed
+     * while its lock is still held (lock_dead_owner's check), then the lock is let go. */
     for (int i = 0; i < ndead; i++) {
         char lname[80];
         snprintf(lname, sizeof lname, "%.47s.lock", dead[i]);
         c->unlinkat(area_fd, lname, 0);
+        c->close(dead_fd[i]);
     }
     closedir(d);
 }
