@@ -128,6 +128,7 @@ static struct up_sizes *sizes_open(struct up_root *r) {
     const char *tag;
     if (up_stage_owner(r, &area_fd, &tag) != 0) return NULL;
     pthread_mutex_lock(&r->mu);
+    DK_ERRNO_SAVE; /* reached from a publish or an extending write: nothing here is the program's errno */
     if (!r->sizes) {
         char name[80];
         snprintf(name, sizeof name, "%s.sizes", tag);
@@ -148,6 +149,7 @@ static struct up_sizes *sizes_open(struct up_root *r) {
             if (fd >= 0) DK_REAL(close)(fd);
         }
     }
+    DK_ERRNO_RESTORE;
     pthread_mutex_unlock(&r->mu);
     return r->sizes;
 }

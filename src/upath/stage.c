@@ -380,7 +380,12 @@ static struct up_pool *pool_for(struct up_root *r) {
     if (__atomic_load_n(&r->pool, __ATOMIC_ACQUIRE)) return r->pool;
     pthread_mutex_lock(&pools_mu);
     if (!r->pool && pool_count < DK_ARRAY_LEN(pools)) {
+        /* Reached from served calls (a write, an fsync): the area's mkdirat (EEXIST on every run after the
+         * first), the reclaim's probes of live owners' locks and a failed creation must not show in the
+         * program's errno (review 9, finding 9). */
+        DK_ERRNO_SAVE;
         struct up_pool *p = pool_create(r);
+        DK_ERRNO_RESTORE;
         if (p) {
             pools[pool_count++] = p;
             __atomic_store_n(&r->pool, p, __ATOMIC_RELEASE);
@@ -583,8 +588,11 @@ int up_stage_take(struct up_root *r, uint64_t base, uint64_t end, bool heap_ok, 
     for (uint32_t i = 0; i < p->file_count && !sf; i++)
         if (take_from(p->files[i], &slot)) sf = p->files[i];
     if (!sf && p->file_count < UP_POOL_FILES_MAX) {
-        /* The background thread fell behind: create one here (counted as a fallback). */
+        /* The background thread fell behind: create one here (counted as a fallback; a failure is -ENOSPC
+         * for the caller, which goes to the kernel: its errno is not the program's). */
+        DK_ERRNO_SAVE;
         struct up_stg_file *n = stg_create(p);
+        DK_ERRNO_RESTORE;
         if (n) {
             p->files[p->file_count++] = n;
             dk_count(DK_C_fallbacks, 1);
@@ -612,7 +620,9 @@ bool up_stage_prefault(struct up_file *f, int fd, uint64_t off, uint64_t len) {
     if (mfd < 0) return false;
     const struct dk_libc *c = dk_libc();
     int flags = f->root->medium.medium == DK_MEDIUM_DAX ? MAP_SHARED_VALIDATE | MAP_SYNC : MAP_SHARED;
+    DK_ERRNO_SAVE; /* a failed mapping only means no prefault: the extending write succeeded */
     void *a = c->mmap(NULL, len, PROT_READ | PROT_WRITE, flags, mfd, (off_t)off);
+    DK_ERRNO_RESTORE;
     if (a == MAP_FAILED) return false;
     pthread_mutex_lock(&p->mu);
     bool queued = !p->stopping && p->job_count < UP_PREFAULT_JOBS;

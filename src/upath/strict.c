@@ -195,7 +195,13 @@ static struct up_strict *strict_for(struct up_root *r) {
     struct up_strict *st = __atomic_load_n(&r->strict, __ATOMIC_ACQUIRE);
     if (st) return st;
     pthread_mutex_lock(&r->mu);
-    if (!r->strict) __atomic_store_n(&r->strict, strict_create(r), __ATOMIC_RELEASE);
+    if (!r->strict) {
+        /* Made at a create or the first write: the area's probes and a failed set-up (the caller's error is
+         * EIO) must not show in the program's errno (review 9, finding 9). */
+        DK_ERRNO_SAVE;
+        __atomic_store_n(&r->strict, strict_create(r), __ATOMIC_RELEASE);
+        DK_ERRNO_RESTORE;
+    }
     pthread_mutex_unlock(&r->mu);
     return r->strict;
 }
