@@ -4,7 +4,8 @@
  * write ENOSPC (review 8, finding 10). The first mapping's populate also allocated every hole below the
  * kernel size: a sparse file on tmpfs became as large as its size in memory at its first read. So mapped
  * loads and stores stay below f->backed_end, under which every byte has storage:
- *  - the first mapped access finds the first hole (SEEK_HOLE), and only what lies below it is populated;
+ *  - the first mapped access finds the first hole (tmpfs: st_blocks, else mincore of the mapping; extent
+ *    file systems: FIEMAP; else SEEK_HOLE), and only what lies below it is populated;
  *  - a size grown by anything but writes (ftruncate, another process, a write far past the end, an
  *    fallocate that punches or moves ranges) lowers it to where the new holes may begin (up_holes_clamp);
  *  - a publish raises it over the appends it moved in, when they join it;
@@ -18,6 +19,7 @@
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -66,19 +68,47 @@ static uint64_t fiemap_end(int fd, uint64_t from, uint64_t to) {
     return pos;
 }
 
-/* Moves backed_end over the storage that follows it, up to the kernel size: tmpfs counts every allocated
- * page in st_blocks (one fstat says "no hole" for most files, including fallocated ones); file systems
- * with extents answer FIEMAP; the rest SEEK_HOLE. Under f->mu. */
-static void probe(struct up_file *f, int fd) {
+/* The end of the pages that follow `from` without a gap, up to `to`, by mincore on the file's mapping
+ * (tmpfs: a page exists, allocated by a write or by fallocate, or it is a hole -- SEEK_HOLE calls a
+ * fallocated page a hole, st_blocks also counts pages past the end); a swapped-out page counts as a gap
+ * (the kernel then serves it: slower, never wrong). Stops where the mapping does. */
+static uint64_t mincore_end(const struct up_file *f, uint64_t from, uint64_t to) {
+    unsigned char vec[DK_HUGE_BYTES / DK_PAGE_BYTES];
+    uint64_t pos = dk_round_down(from, DK_PAGE_BYTES);
+    to = DK_MIN(to, __atomic_load_n(&f->map.mapped_bytes, __ATOMIC_ACQUIRE));
+    while (pos < to) {
+        uint64_t chunk_end = DK_MIN(dk_round_down(pos, DK_HUGE_BYTES) + DK_HUGE_BYTES, to);
+        char *addr = up_map_addr(&f->map, pos);
+        size_t len = (size_t)(chunk_end - pos);
+        if (!addr || mincore(addr, dk_round_up(len, DK_PAGE_BYTES), vec) != 0) break;
+        for (size_t i = 0; i < dk_round_up(len, DK_PAGE_BYTES) / DK_PAGE_BYTES; i++)
+            if (!(vec[i] & 1)) return DK_MAX(from, pos + i * DK_PAGE_BYTES);
+        pos = chunk_end;
+    }
+    return DK_MAX(from, DK_MIN(pos, to));
+}
+
+/* Whether a tmpfs file has storage for every page of its size, by st_blocks (which counts pages made by
+ * fallocate -- mincore and SEEK_HOLE call those holes): exactly its size in pages, or in huge pages. Pages
+ * past the end (fallocate with KEEP_SIZE) as many as the holes would fool it; before any allocation of
+ * ours it is asked once, at the first probe, and that coincidence is left (docs/guarantees.md). */
+static bool tmpfs_full(int fd, uint64_t k) {
+    struct stat st;
+    if (DK_REAL(fstat)(fd, &st) != 0) return false;
+    uint64_t b = (uint64_t)st.st_blocks * 512;
+    return b == dk_round_up(k, DK_PAGE_BYTES) || b == dk_round_up(k, DK_HUGE_BYTES);
+}
+
+/* Moves backed_end over the storage that follows it, up to the kernel size: tmpfs pages by st_blocks at
+ * the first probe, else by mincore; extents by FIEMAP (unwritten extents have storage); else SEEK_HOLE.
+ * Under f->mu. */
+static void probe(struct up_file *f, int fd, bool first) {
     uint64_t from = f->backed_end, k = f->ksize, to = from;
     f->hole_ios = 0;
     if (from >= k) return;
     int e = errno;
-    struct stat st;
-    if (f->root->medium.medium == DK_MEDIUM_VOLATILE && DK_REAL(fstat)(fd, &st) == 0 &&
-        (uint64_t)st.st_blocks * 512 >= k)
-        to = k;
-    if (to < k && f->root->medium.medium != DK_MEDIUM_VOLATILE) to = fiemap_end(fd, from, k);
+    if (f->root->medium.medium == DK_MEDIUM_VOLATILE) to = first && tmpfs_full(fd, k) ? k : mincore_end(f, from, k);
+    else to = fiemap_end(fd, from, k);
     if (to < k) to = DK_MAX(to, seek_hole(fd, to));
     errno = e;
     dk_count(DK_C_hole_probes, 1);
@@ -88,14 +118,14 @@ static void probe(struct up_file *f, int fd) {
 void up_holes_probe_first(struct up_file *f, int fd) {
     if (f->holes_probed) return;
     f->holes_probed = true;
-    probe(f, fd);
+    probe(f, fd, true);
 }
 
 /* Whether [0, end) has storage, probing again now and then. Under f->mu. */
 static bool covered(struct up_file *f, int fd, uint64_t end) {
     up_holes_probe_first(f, fd);
     if (end <= f->backed_end) return true;
-    if (f->hole_ios++ % HOLES_REPROBE_IOS == 0) probe(f, fd);
+    if (f->hole_ios++ % HOLES_REPROBE_IOS == 0) probe(f, fd, false);
     return end <= f->backed_end;
 }
 
@@ -126,6 +156,6 @@ int up_holes_back(struct up_file *f, int fd, uint64_t off, uint64_t end) {
     }
     dk_count(DK_C_hole_backs, 1);
     __atomic_store_n(&f->backed_end, hi, __ATOMIC_RELEASE);
-    if (hi < k) probe(f, fd); /* data may follow: a file filled from both ends */
+    if (hi < k) probe(f, fd, false); /* data may follow: a file filled from both ends */
     return 0;
 }

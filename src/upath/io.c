@@ -301,11 +301,18 @@ static int append_locked(struct up_file *f, int fd, uint64_t off, const char *bu
 
 /* Under f->mu: the mapping covers [0, end) (and the kernel size, once the file is mapped at all). */
 static int map_locked(struct up_file *f, int fd, uint64_t end) {
-    up_holes_probe_first(f, fd);
-    if (f->map.ext_count && end <= f->map.mapped_bytes) return 0;
+    if (f->map.ext_count && end <= f->map.mapped_bytes) {
+        up_holes_probe_first(f, fd);
+        return 0;
+    }
     uint64_t want = DK_MAX(end, f->ksize);
     if (want > UP_MAP_MAX_BYTES) return -EFBIG;
-    return up_map_grow(f, fd, want, f->map.ext_count ? 0 : DK_MIN(f->ksize, f->backed_end)); /* holes.c */
+    bool first = !f->map.ext_count;
+    int rc = up_map_grow(f, fd, want, 0);
+    if (rc) return rc;
+    up_holes_probe_first(f, fd); /* on the mapping (mincore), before anything touches it */
+    if (first && dk_cfg.populate) up_map_populate(f, 0, DK_MIN(f->ksize, f->backed_end)); /* holes.c */
+    return 0;
 }
 
 /* ---- files not mapped yet ---- */

@@ -242,13 +242,16 @@ static int applied_make_durable(const struct up_root *r, struct up_strict *st) {
 }
 
 /* Lists f for the next checkpoint's fdatasync when the medium needs it for a write that grows the file
- * to `end` (or any write, on the page cache), through the descriptor the program wrote through -- no
+ * to `end` or lies past its first hole (or any write, on the page cache), through the descriptor the program wrote through -- no
  * duplicate of its own: closing one would drop the program's POSIX locks on the file (review 7, findings
  * 21, 26, 29). That descriptor stays open while the file is listed: every close of a descriptor of the
  * file (close, dup2 over it, close_range, exec) is a checkpoint first, which empties the list; a later
  * write lists its own descriptor. 0, or -ENOSPC when the table is full (the caller checkpoints and retries). */
 static int note_applied(struct up_strict *st, struct up_file *f, int fd, uint64_t end, bool append) {
-    if (!track_dirty(f->root) && !append && end <= up_file_size(f)) return 0;
+    /* An overwrite past the file's first hole is applied by the kernel's pwrite (holes.c), which allocates:
+     * listed too, on every medium (review 9, finding 8). */
+    if (!track_dirty(f->root) && !append && end <= up_file_size(f) && end <= __atomic_load_n(&f->backed_end, __ATOMIC_ACQUIRE))
+        return 0;
     if (f->root->persist_as == DK_MEDIUM_VOLATILE) return 0; /* nothing survives power loss anyway */
     int rc = 0;
     pthread_mutex_lock(&st->dirty_mu);

@@ -56,6 +56,23 @@ while n < 16384:
 good = all(os.pread(fd, 4096, i * 4096) == (b"%08d" % i) * 512 for i in range(n) if i * 4096 not in far)
 print("acknowledged %d intact %s" % (n, good))
 os.close(fd)
+os.unlink(d + "/img")
+# 4. pages allocated past the end (fallocate KEEP_SIZE) must not pass for the holes' storage (review 9, 7)
+fd = os.open(d + "/past", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+os.pwrite(fd, b"p" * 4096, 0)
+os.ftruncate(fd, 20 * MiB)
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.fallocate(fd, 1, ctypes.c_long(20 * MiB), ctypes.c_long(8 * MiB)) != 0:  # FALLOC_FL_KEEP_SIZE
+    print("no KEEP_SIZE fallocate"); sys.exit(1)
+m = 1
+while m < 5120:
+    try:
+        if os.pwrite(fd, b"q" * 4096, m * 4096) != 4096: print("short past write"); break
+    except OSError as e:
+        print("past: error %s after %d pages" % (errno.errorcode.get(e.errno, e.errno), m)); break
+    m += 1
+os.close(fd)
 PY
 )
     rc=$?
@@ -64,6 +81,7 @@ PY
     printf '%s\n' "$out" | grep -q "^holes_blocks 0$" || { echo "FAIL: $cfg: reading holes allocated them"; fails=1; }
     printf '%s\n' "$out" | grep -q "error ENOSPC" || { echo "FAIL: $cfg: no ENOSPC"; fails=1; }
     printf '%s\n' "$out" | grep -q "^acknowledged .* intact True$" || { echo "FAIL: $cfg: a written page is wrong"; fails=1; }
+    printf '%s\n' "$out" | grep -q "^past: error ENOSPC" || { echo "FAIL: $cfg: no ENOSPC past preallocated pages"; fails=1; }
 done
 [ $fails -eq 0 ] || dk_fail "a sparse file on a full $medium did not behave as with the kernel (above)"
 echo "ok: holes read as zeros without allocation, far writes land, the fill ends in ENOSPC with every page intact"
