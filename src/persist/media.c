@@ -105,14 +105,19 @@ int dk_medium_probe(int dirfd, int flags, struct dk_medium_info *out) {
     out->fs_magic = (uint64_t)sfs.f_type;
     snprintf(out->fs_name, sizeof out->fs_name, "%s", fs_name(out->fs_magic));
     out->block_bytes = (uint32_t)sfs.f_bsize;
-    int fd = dk_medium_scratch_open(dirfd, "ms");
-    if (fd < 0) {
+    /* tmpfs and ramfs have neither DAX nor block sharing: no scratch files to find that out (three
+     * inodes and a 64 KiB write per process that touches a managed file -- on huge tmpfs a 2 MiB page). */
+    bool memory_fs = out->fs_magic == TMPFS_MAGIC || out->fs_magic == RAMFS_MAGIC;
+    int fd = memory_fs ? -1 : dk_medium_scratch_open(dirfd, "ms");
+    if (fd < 0 && !memory_fs) {
         DK_ERRNO_RESTORE;
         return fd;
     }
-    out->map_sync = probe_map_sync(fd);
-    c->close(fd);
-    out->reflink = probe_reflink(dirfd, out->map_sync, &out->clone_zero_lost);
+    if (!memory_fs) {
+        out->map_sync = probe_map_sync(fd);
+        c->close(fd);
+        out->reflink = probe_reflink(dirfd, out->map_sync, &out->clone_zero_lost);
+    }
     if (out->map_sync) out->medium = DK_MEDIUM_DAX;
     else if (out->fs_magic == TMPFS_MAGIC || out->fs_magic == RAMFS_MAGIC) out->medium = DK_MEDIUM_VOLATILE;
     else out->medium = DK_MEDIUM_PAGECACHE;
