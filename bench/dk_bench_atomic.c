@@ -8,7 +8,8 @@
  *   latency  4 KiB copy + sync, every op: median and p99.9; also `floor` (a 4 KiB memcpy into DRAM kept
  *            busy to DK_BENCH_FLOOR_NS [900] ns, + a fence: the machine's own tail for an op that long). DK_BENCH_CLASSIFY=1: a second, instrumented pass per variant
  *            says on stderr what happened in each op slower than 2x the median (checkpoint, page fault,
- *            preemption, blocking, nothing seen)
+ *            preemption, blocking, nothing seen); DK_BENCH_TRACE=FILE: a third pass says what the engine did in
+ *            each slow op (journal record into a new 2 MiB page, window pad, checkpoint, pacing; run_latency)
  *   threads  4 KiB copies, sync every 10 per thread, 1 and 2 threads, on one shared file (one handle) and
  *            on private files (one per thread)
  *   mmap     a program storing 128 B / 4 KiB into its own mapping with msync every 1/10/100: the kernel's
@@ -33,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atomic/alog.h"
 #include "atomic/uwp.h"
 #include "daxkit/atomic.h"
 
@@ -308,9 +310,79 @@ static void report_classes(enum variant v, uint32_t n) {
     free(sorted), free(kept);
 }
 
-static void run_latency(enum variant v, bool classified) {
+/* DK_BENCH_TRACE=FILE: a third latency pass per variant (after the plain and the classified ones) takes an
+ * engine probe after every op (loads only, no system call: alog_probe_of) and appends one row per op slower
+ * than 2x the median to FILE -- what the engine did in it: a record into a 2 MiB page of the journal not written in this lap yet, a pad (wrap),
+ * the head moved (applied records made durable), checkpoint or pacing work -- and a summary line per
+ * variant to stderr (slow ops by what they did, and how many of all ops did the same). */
+static FILE *trace;
+static struct alog_probe *probes;
+static uint64_t *op_start_ns, *class_lat;
+static uint8_t *op_kind;
+
+static uint64_t pct_of(const uint64_t *v, uint32_t n, uint64_t *median) {
+    uint64_t *sorted = malloc(n * sizeof *sorted);
+    if (!sorted) die("trace", ENOMEM);
+    memcpy(sorted, v, n * sizeof *v);
+    qsort(sorted, n, sizeof *sorted, cmp_u64);
+    *median = sorted[n / 2];
+    uint64_t p = sorted[(uint64_t)n * 999 / 1000];
+    free(sorted);
+    return p;
+}
+
+#define TRACE_PAGE_BYTES (2ull << 20)
+
+static bool new_page(const struct alog_probe *a, const struct alog_probe *b) {
+    if (!b->area_bytes || b->jtail == a->jtail) return false;
+    uint64_t from = a->jtail % b->area_bytes, last = (b->jtail - 1) % b->area_bytes;
+    return from / TRACE_PAGE_BYTES != last / TRACE_PAGE_BYTES || b->jtail - a->jtail > TRACE_PAGE_BYTES;
+}
+
+static void report_trace(enum variant v, uint32_t n, const struct alog_probe *first) {
+    uint64_t median, p999 = pct_of(lat, n, &median);
+    enum { K_PAGE, K_WRAP, K_CKPT, K_PACED, K_HEAD, K_NONE, K_N };
+    static const char *kname[K_N] = {"new-page", "wrap", "checkpoint", "paced", "head-moved", "none"};
+    uint32_t slow[K_N] = {0}, all[K_N] = {0}, nslow = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct alog_probe *a = i ? &probes[i - 1] : first, *b = &probes[i];
+        bool wr = b->jwraps != a->jwraps, pg = !wr && new_page(a, b),
+             ck = b->checkpointed != a->checkpointed || b->sync_checkpoints != a->sync_checkpoints,
+             pc = b->paced != a->paced, hd = b->jhead != a->jhead;
+        int k = pg ? K_PAGE : wr ? K_WRAP : ck ? K_CKPT : pc ? K_PACED : hd ? K_HEAD : K_NONE;
+        all[k]++, op_kind[i] = (uint8_t)k;
+        if (lat[i] <= 2 * median) continue;
+        slow[k]++, nslow++;
+        fprintf(trace, "%s,%u,%llu,%llu,%llu,%d,%d,%d,%d,%lld\n", variant_name[v], i, (unsigned long long)lat[i],
+                (unsigned long long)(op_start_ns[i] - op_start_ns[0]) / 1000,
+                (unsigned long long)(b->area_bytes ? b->jtail % b->area_bytes >> 10 : 0), pg, wr, ck, pc,
+                (long long)(b->jhead - a->jhead) >> 10);
+    }
+    fprintf(stderr, "latency-trace,%s,ops %u,median %llu,p99.9 %llu,slow(>2x) %u:", variant_name[v], n,
+            (unsigned long long)median, (unsigned long long)p999, nslow);
+    for (int k = 0; k < K_N; k++) fprintf(stderr, " %s %u/%u", kname[k], slow[k], all[k]);
+    fprintf(stderr, " (slow/all ops); median ns of the ops that:");
+    for (int k = 0; k < K_N; k++) {
+        uint32_t m = 0;
+        for (uint32_t i = 0; i < n; i++)
+            if (op_kind[i] == k) class_lat[m++] = lat[i];
+        uint64_t med = 0;
+        if (m) pct_of(class_lat, m, &med);
+        if (m) fprintf(stderr, " %s %llu", kname[k], (unsigned long long)med);
+    }
+    fprintf(stderr, "\n");
+    fflush(trace);
+}
+
+enum lat_pass { PASS_PLAIN, PASS_CLASSIFIED, PASS_TRACED };
+
+static void run_latency(enum variant v, enum lat_pass pass) {
+    bool classified = pass == PASS_CLASSIFIED;
     struct target t = open_target(v);
     uint64_t s = C.seed, slots = C.file_bytes / 4096;
+    bool traced = pass == PASS_TRACED;
+    struct alog_probe first = {0};
+    if (traced && t.a) alog_probe_of(t.a, &first);
     uint64_t t0 = now_ns(), c0 = cpu_now_ns();
     for (uint32_t i = 0; i < C.ops; i++) {
         struct op_seen before = classified ? seen_now(&t) : (struct op_seen){0};
@@ -319,11 +391,16 @@ static void run_latency(enum variant v, bool classified) {
         t_sync(&t);
         lat[i] = now_ns() - a;
         if (classified) seen_class[i] = classify(before, seen_now(&t));
+        if (traced) {
+            op_start_ns[i] = a;
+            if (t.a) alog_probe_of(t.a, &probes[i]);
+        }
     }
     struct row r = {.variant = variant_name[v], .test = "latency", .bs = 4096, .sync_every = 1, .write_pct = 100,
                     .dirty_blocks = 0, .ops = C.ops, .wall_s = (now_ns() - t0) / 1e9, .cpu_ns = cpu_now_ns() - c0};
     close_target(&t);
-    if (classified) report_classes(v, C.ops);
+    if (traced) report_trace(v, C.ops, &first);
+    else if (classified) report_classes(v, C.ops);
     else emit(&r, C.ops);
 }
 
@@ -503,9 +580,17 @@ int main(int argc, char **argv) {
         const enum variant lat_variants[] = {V_FLOOR, V_KERNEL, V_HYBRID, V_JOURNAL};
         bool classify_too = getenv("DK_BENCH_CLASSIFY") && (seen_class = malloc(C.ops)) != NULL;
         if (getenv("DK_BENCH_FLOOR_NS")) floor_ns = strtoull(getenv("DK_BENCH_FLOOR_NS"), NULL, 0);
+        if (getenv("DK_BENCH_TRACE")) {
+            if (!(trace = fopen(getenv("DK_BENCH_TRACE"), "a"))) die("DK_BENCH_TRACE", errno);
+            probes = calloc(C.ops, sizeof *probes), op_start_ns = calloc(C.ops, sizeof *op_start_ns);
+            op_kind = malloc(C.ops), class_lat = calloc(C.ops, sizeof *class_lat);
+            if (!probes || !op_start_ns || !op_kind || !class_lat) die("trace", ENOMEM);
+            fprintf(trace, "variant,op,ns,t_us,tail_kib,new_page,wrap,checkpoint,paced,head_moved_kib\n");
+        }
         for (int v = 0; v < 4; v++) {
-            run_latency(lat_variants[v], false);
-            if (classify_too) run_latency(lat_variants[v], true);
+            run_latency(lat_variants[v], PASS_PLAIN);
+            if (classify_too) run_latency(lat_variants[v], PASS_CLASSIFIED);
+            if (trace) run_latency(lat_variants[v], PASS_TRACED);
         }
     }
     unlink(path);

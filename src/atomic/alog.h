@@ -79,7 +79,9 @@ struct alog_counters {
     uint64_t copies, reads, syncs, log_data_bytes, log_meta_bytes, checkpointed_entries, sync_checkpoints,
         policy_switches, recovered_redo, recovered_undo, recovered_discarded, superseded,
         paced_entries, /* journal records applied by copies (pacing), not by checkpoint passes */
-        paced_partial; /* copies that applied part of a record (the rest by the next ones) */
+        paced_partial, /* copies that applied part of a record (the rest by the next ones) */
+        jwraps,        /* journal: pad records (the next record goes to the area's start) */
+        jwraps_early;  /* journal: of those, window pads (a commit past the window, the head far enough on) */
 };
 
 /* The journal (policy DAXKIT_ATOMIC_JOURNAL; alog_journal.c, alog_jindex.c). Under j.mu. */
@@ -106,6 +108,7 @@ struct alog_journal {
     uint64_t head;      /* records below it are applied to the file, durably, and hdr->jhead says so (atomic) */
     uint64_t pace_pos;  /* pacing: records below it applied by copies, durable at the next fence (under apply_mu) */
     uint64_t pace_at, pace_done; /* pacing: pace_done bytes of the record at pace_at applied (under apply_mu) */
+    uint64_t wpad_end, wpad_bytes; /* the last window pad (alog_jrnl_stage_commit): its end and length (atomic) */
     struct alog_jpiece *pieces;
     uint32_t pieces_used, pieces_cap, pieces_live; /* pieces_live: linked into a block list */
     struct alog_jslot *slots;
@@ -161,10 +164,18 @@ struct alog_file {
 
     bool journal;             /* policy DAXKIT_ATOMIC_JOURNAL: copies go to the journal, no entries */
     bool jpace;               /* journal: copies apply committed records (fence media; DAXKIT_ATOMIC_PACE) */
+    uint64_t jwindow;         /* journal: a commit past this area offset goes back to the start (0: never) */
     struct alog_journal j;
 
     struct alog_counters ctr;
 };
+
+/* What the engine has done so far, read without locks or system calls (benchmarks: dk_bench_atomic's per-op
+ * trace, DK_BENCH_TRACE; not exported). The journal's positions are logical (area offset: pos % area_bytes). */
+struct alog_probe {
+    uint64_t jtail, jhead, area_bytes, checkpointed, paced, sync_checkpoints, jwraps;
+};
+void alog_probe_of(const struct daxkit_atomic *a, struct alog_probe *p);
 
 /* Options with defaults filled in and checked. Returns 0 or -EINVAL. */
 int alog_options_resolve(const struct daxkit_atomic_options *in, struct daxkit_atomic_options *out);
@@ -339,12 +350,16 @@ void alog_jrnl_pace_head(struct alog_file *f, uint64_t to);
 void alog_jrnl_pace_done(struct alog_file *f, uint64_t to, bool ok);
 /* A quarter full with the checkpoint thread (it applies), half without (the sync applies). */
 bool alog_jrnl_due(const struct alog_file *f);
+/* The journal's window (f->jwindow) for its area: ALOG_JWINDOW_BYTES, at most a quarter of the area
+ * (test builds: DAXKIT_TEST_ATOMIC_JWINDOW bytes, 0 = off). */
+uint64_t alog_jrnl_window(const struct alog_file *f);
 #ifdef DAXKIT_TEST_BUILD
 /* Test hook: a deliberately broken protocol step, for the explorer to catch (atomic_explore). */
 enum alog_broken {
     ALOG_BROKEN_NONE = 0,
     ALOG_BROKEN_PACE_HEAD_BEFORE_FENCE, /* pacing stores jhead before the fence that makes the applied bytes durable */
     ALOG_BROKEN_SIZE_SAME_SLOT,         /* a commit stores the new size into the committed epoch's slot */
+    ALOG_BROKEN_WINDOW_PAD_NOT_WRITTEN_BACK, /* a window pad's header left in the cache at the commit */
 };
 extern int alog_test_broken;
 /* Test hook: a pad record from the tail to the end of the area, so the next records reuse the area's start. */

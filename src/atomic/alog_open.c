@@ -311,6 +311,7 @@ static int open_engine(const char *path, const struct alog_where *w, const struc
         return rc;
     }
     f->jpace = pace_wanted(f);
+    f->jwindow = alog_jrnl_window(f);
     bool redo = o->policy == DAXKIT_ATOMIC_REDO || f->journal || f->persist_as == DK_MEDIUM_PAGECACHE;
     f->policy = redo ? ALOG_REDO : ALOG_UNDO; /* hybrid starts with undo, as Libnvmio does */
     alog_store_word(&f->hdr->policy, f->policy);
@@ -380,6 +381,7 @@ int alog_test_open_memory(char *data, uint64_t data_len, char *log, uint64_t log
     }
     f->policy = o->policy == DAXKIT_ATOMIC_REDO || f->journal ? ALOG_REDO : ALOG_UNDO;
     f->jpace = pace_wanted(f);
+    f->jwindow = alog_jrnl_window(f);
     pthread_mutex_init(&f->ckpt_mu, NULL);
     pthread_cond_init(&f->ckpt_cond, NULL);
     *out = f;

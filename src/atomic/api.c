@@ -95,3 +95,12 @@ DK_EXPORT int daxkit_atomic_get_stats(const struct daxkit_atomic *a, struct daxk
 #undef LOAD
     return 0;
 }
+
+void alog_probe_of(const struct daxkit_atomic *a, struct alog_probe *p) {
+    const struct alog_file *f = a->f;
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+    *p = (struct alog_probe){.jtail = LOAD(f->j.tail), .jhead = LOAD(f->j.head), .area_bytes = f->area_bytes,
+                             .checkpointed = LOAD(f->ctr.checkpointed_entries), .paced = LOAD(f->ctr.paced_entries),
+                             .sync_checkpoints = LOAD(f->ctr.sync_checkpoints), .jwraps = LOAD(f->ctr.jwraps)};
+#undef LOAD
+}

@@ -4,12 +4,15 @@
  * and fence, and materialises the media states a power failure could leave at each crash point. On each,
  * recovery runs on a copy, and the file must equal the state of the last acknowledged sync k or of sync
  * k+1 (in flight). Usage: atomic_explore undo|redo|hybrid|journal|journal-pace|journal-pace-head-early|
- * journal-sized|journal-sized-same-slot [SEED]
+ * journal-sized|journal-sized-same-slot|journal-window|journal-window-pad-unflushed [SEED]
  * (journal-sized: the configuration of a DAXKIT_ATOMIC file under `daxkit run` -- the journal with the file
  * size tracked as part of the commit (alog_size.c), the commit path of every fsync-group commit of
  * src/upath/atomic_route.c, also DAXKIT_ATOMIC_COMMIT=fsync in strict mode: every sync records another size,
  * and the recovered data and size must belong to the same sync; journal-sized-same-slot, its broken variant
  * -- the new size stored into the committed epoch's slot -- must be caught)
+ * (journal-window: pacing with an 8 KiB window, so commits end laps with window pads and the next records
+ * reuse the area's start; its broken variant journal-window-pad-unflushed leaves the pad's header unwritten
+ * back at the commit, so recovery may stop at a stale header before committed records: must be caught)
  * (journal-pace-head-early, the broken variant of pacing -- the journal head stored at the write, before the
  * fence that makes the bytes it applied durable -- must be caught: exit 0 only if the explorer finds a
  * failing state)
@@ -88,10 +91,12 @@ static int check(const void *image, size_t bytes, const uint64_t *marks, size_t 
 
 int main(int argc, char **argv) {
     const char *pol = argc > 1 ? argv[1] : "hybrid";
-    int broken = !strcmp(pol, "journal-pace-head-early")   ? ALOG_BROKEN_PACE_HEAD_BEFORE_FENCE
-               : !strcmp(pol, "journal-sized-same-slot") ? ALOG_BROKEN_SIZE_SAME_SLOT
-                                                         : ALOG_BROKEN_NONE;
+    int broken = !strcmp(pol, "journal-pace-head-early")         ? ALOG_BROKEN_PACE_HEAD_BEFORE_FENCE
+               : !strcmp(pol, "journal-sized-same-slot")      ? ALOG_BROKEN_SIZE_SAME_SLOT
+               : !strcmp(pol, "journal-window-pad-unflushed") ? ALOG_BROKEN_WINDOW_PAD_NOT_WRITTEN_BACK
+                                                              : ALOG_BROKEN_NONE;
     sized = strstr(pol, "journal-sized") == pol;
+    bool window = !strncmp(pol, "journal-window", 14);
     uint32_t policy = at_policy(broken == ALOG_BROKEN_PACE_HEAD_BEFORE_FENCE ? "journal-pace" : pol);
     const char *pace_env = getenv("DAXKIT_ATOMIC_PACE"); /* at_policy("journal-pace") sets it */
     bool paced = policy == DAXKIT_ATOMIC_JOURNAL && pace_env && !strcmp(pace_env, "1");
@@ -128,11 +133,11 @@ int main(int argc, char **argv) {
         AT_OK(alog_sync(f));
         dk_explorer_mark(k);
         if (k == 5 && alog_checkpoint_committed(f) < 0) AT_FAIL("checkpoint pass");
-        if (k == 5 && policy == DAXKIT_ATOMIC_JOURNAL) AT_OK(alog_jrnl_test_pad_to_lap_end(f));
+        if (k == 5 && policy == DAXKIT_ATOMIC_JOURNAL && !window) AT_OK(alog_jrnl_test_pad_to_lap_end(f));
     }
     dk_explorer_end();
     alog_test_broken = ALOG_BROKEN_NONE;
-    uint64_t applied = f->ctr.paced_entries, partial = f->ctr.paced_partial;
+    uint64_t applied = f->ctr.paced_entries, partial = f->ctr.paced_partial, wraps = f->ctr.jwraps_early;
     struct daxkit_atomic_stats s = {0};
     uint64_t switches = f->ctr.policy_switches, retired = f->ctr.sync_checkpoints;
     alog_test_close_memory(f);
@@ -143,16 +148,17 @@ int main(int argc, char **argv) {
     int rc = dk_explorer_run(&eo, check, NULL, &r);
     printf("%s: %llu events, %llu fences, %llu crash points (%llu sampled, up to %llu uncertain lines), %llu states "
            "in %.2f s, %llu failing, %llu policy switches, %llu write-time checkpoints, %llu records applied by copies "
-           "(pacing), %llu in part, seed=%llu\n",
+           "(pacing), %llu in part, %llu window pads, seed=%llu\n",
            pol, (unsigned long long)r.events, (unsigned long long)r.fences, (unsigned long long)r.crash_points,
            (unsigned long long)r.sampled_points, (unsigned long long)r.uncertain_lines_max,
            (unsigned long long)r.states, r.seconds, (unsigned long long)r.failures, (unsigned long long)switches,
            (unsigned long long)retired, (unsigned long long)applied, (unsigned long long)partial,
-           (unsigned long long)r.seed);
+           (unsigned long long)wraps, (unsigned long long)r.seed);
     if (rc < 0) AT_FAIL("explorer: %d", rc);
     if (paced && (applied == 0 || partial == 0))
         AT_FAIL("pacing not explored (%llu records applied by copies, %llu in part)", (unsigned long long)applied,
                 (unsigned long long)partial);
+    if (window && wraps < 2) AT_FAIL("the window was not explored (%llu window pads)", (unsigned long long)wraps);
     if (broken) {
         AT_CHECK(rc != 0, "the explorer did not catch the broken variant %s", pol);
         printf("ok: bug found: %s\nPASS\n", r.first_failure);

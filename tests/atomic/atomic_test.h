@@ -117,6 +117,10 @@ static inline uint64_t at_seed_from_env(void) {
 /* undo|redo|journal|hybrid; journal-pace: the journal with pacing (sets DAXKIT_ATOMIC_PACE=1 for the engine) */
 static inline uint32_t at_policy(const char *name) {
     if (!strcmp(name, "journal-pace")) setenv("DAXKIT_ATOMIC_PACE", "1", 1);
+    if (!strncmp(name, "journal-window", 14)) { /* pacing, and an 8 KiB window: the journal wraps at commits */
+        setenv("DAXKIT_ATOMIC_PACE", "1", 1);
+        setenv("DAXKIT_TEST_ATOMIC_JWINDOW", "8192", 1);
+    }
     return !strcmp(name, "undo") ? DAXKIT_ATOMIC_UNDO : !strcmp(name, "redo") ? DAXKIT_ATOMIC_REDO
          : !strncmp(name, "journal", 7) ? DAXKIT_ATOMIC_JOURNAL : DAXKIT_ATOMIC_HYBRID;
 }
