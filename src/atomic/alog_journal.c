@@ -9,7 +9,7 @@
  *                size slot), then the ordinary commit: one fence, the epoch word H+1, written back, fence.
  *                With pacing, jhead past the records copies applied is stored after the first fence, in
  *                the epoch word's line. Nothing else: applying the records is not the sync's work;
- *   pacing:      (off by default; DAXKIT_ATOMIC_PACE on, fence media only) each copy of 1 KiB or more
+ *   pacing:      (on by default; DAXKIT_ATOMIC_PACE, fence media only) each copy of 1 KiB or more
  *                applies up to twice its size of committed records from the head on (pace_write), so the
  *                journal stays about two epochs long and no op pays a burst; the thread below is then only
  *                the fallback;
@@ -234,7 +234,7 @@ int64_t alog_jrnl_checkpoint(struct alog_file *f) {
     return total;
 }
 
-/* Pacing (off by default; DAXKIT_ATOMIC_PACE on, fence media: alog_open.c pace_wanted): each copy applies
+/* Pacing (on by default; DAXKIT_ATOMIC_PACE, fence media: alog_open.c pace_wanted): each copy applies
  * committed records from the head on into the file -- up to twice the bytes it appended -- and the next
  * commit makes them durable with its first fence, then stores jhead past the whole records applied, after
  * that fence, in the epoch word's line: the epoch's

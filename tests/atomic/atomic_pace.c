@@ -8,7 +8,7 @@
  * then one epoch of 150 records: the following copies apply two records each (twice their own size), never
  * a burst, and catch up in ~150 epochs; then one 256 KiB record, applied in parts of ~8 KiB by ~32 copies
  * while the durable head stays at it;
- * then DAXKIT_ATOMIC_PACE=0: the head stays put for 100 epochs (the switch the benchmarks compare with);
+ * (first: unset, pacing is on -- the default since session 9); then DAXKIT_ATOMIC_PACE=0: the head stays put for 100 epochs (the switch the benchmarks compare with);
  * last, the file after unmap equals the model. Usage: atomic_pace [DIR] */
 #include "atomic/alog.h"
 #include "atomic_test.h"
@@ -39,7 +39,14 @@ static uint64_t head(struct alog_file *f) { return __atomic_load_n(&f->j.head, _
 
 int main(int argc, char **argv) {
     at_setup_dir(argc, argv);
-    /* the mode under test (off by default), spelled as a BOOL option (1/yes/true/on): "true" must turn it on */
+    /* the mode under test, on by default (session 9) and spelled as a BOOL option (1/yes/true/on) */
+    char path0[600];
+    at_path(path0, sizeof path0, "default.bin");
+    at_make_file(path0, 1u << 20, 4);
+    unsetenv("DAXKIT_ATOMIC_PACE");
+    struct alog_file *f0 = open_engine(path0);
+    AT_CHECK(f0->jpace, "DAXKIT_ATOMIC_PACE unset: pacing is off on %s (medium %d)", at_dir, (int)f0->persist_as);
+    AT_OK(alog_close(f0));
     setenv("DAXKIT_ATOMIC_PACE", "true", 1);
     /* the journal's window off (test builds): the positions below assume only end-of-area pads; pacing with
      * the window is atomic_jwindow's */

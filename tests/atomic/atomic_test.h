@@ -117,6 +117,7 @@ static inline uint64_t at_seed_from_env(void) {
 /* undo|redo|journal|hybrid; journal-pace: the journal with pacing (sets DAXKIT_ATOMIC_PACE=1 for the engine) */
 static inline uint32_t at_policy(const char *name) {
     if (!strcmp(name, "journal-pace")) setenv("DAXKIT_ATOMIC_PACE", "1", 1);
+    if (!strcmp(name, "journal")) setenv("DAXKIT_ATOMIC_PACE", "0", 1); /* the thread (pacing is the default) */
     if (!strncmp(name, "journal-window", 14)) { /* pacing, and an 8 KiB window: the journal wraps at commits */
         setenv("DAXKIT_ATOMIC_PACE", "1", 1);
         setenv("DAXKIT_TEST_ATOMIC_JWINDOW", "8192", 1);
