@@ -305,9 +305,13 @@ static void pace_write(struct alog_file *f, uint64_t appended) {
     pthread_mutex_unlock(&j->apply_mu);
 }
 
+/* In a commit (caller holds f->rw for writing, the route's lock too: no copy runs, so pace_pos, which only
+ * copies move, is stable here): nothing applied by copies -- small writes only -- takes no lock at all
+ * (measured: the trylock + unlock were +5-8% CPU per 128 B write + fsync once pacing was the default). */
 uint64_t alog_jrnl_pace_begin(struct alog_file *f) {
     struct alog_journal *j = &f->j;
-    if (!f->jpace || pthread_mutex_trylock(&j->apply_mu) != 0) return 0;
+    if (!f->jpace || j->pace_pos <= __atomic_load_n(&j->head, __ATOMIC_ACQUIRE)) return 0;
+    if (pthread_mutex_trylock(&j->apply_mu) != 0) return 0;
     if (j->pace_pos > __atomic_load_n(&j->head, __ATOMIC_RELAXED)) return j->pace_pos;
     pthread_mutex_unlock(&j->apply_mu);
     return 0;

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# CPU per write (all threads) of DAXKIT_ATOMIC's journal through the POSIX path: pacing (DAXKIT_ATOMIC_PACE=1)
+# against the checkpoint thread (=0), for this build and optionally another (A/B), interleaved in every
+# repetition; with strict mode once at 128 B / fsync every 10 (issue 4's 3x-strict target). On a fresh
+# huge-page tmpfs with DAXKIT_PERSIST=flush (the dax code path: an EMULATION of persistent memory).
+#   bench/atomic_pace_cpu.sh BUILD [BASE_BUILD]   Env: REPS [3], SIZES [128 1024 4096 65536], EVERY [1 10]
+# Prints one line per repetition, size and fsync interval: CPU ns per write (dk_bench_fsync_writes' column 6)
+# of each build x pacing; print `uptime` with it (it is printed before and after).
+set -euo pipefail
+BUILD=$(cd "${1:?usage: atomic_pace_cpu.sh BUILD [BASE_BUILD]}" && pwd)
+BASE=${2:+$(cd "$2" && pwd)}
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+export DAXKIT_SRC=$SRC DAXKIT_BUILD=$BUILD
+. "$SRC/tests/harness/media.sh"
+dk_need_root
+dk_media_mount hugetmpfs 2G >/dev/null
+export DAXKIT_PERSIST=flush
+dir=$DK_MNT/bench
+builds="new=$BUILD${BASE:+ base=$BASE}"
+echo "load before: $(uptime)"
+for rep in $(seq 1 "${REPS:-3}"); do
+    for bs in ${SIZES:-128 1024 4096 65536}; do
+        for every in ${EVERY:-1 10}; do
+            ops=50000
+            [ "$bs" -lt 65536 ] || ops=10000
+            line="rep $rep bs $bs every $every"
+            for b in $builds; do
+                for pace in 1 0; do
+                    rm -rf "$dir" && mkdir -p "$dir"
+                    cpu=$(env DAXKIT_ATOMIC_PACE=$pace LD_PRELOAD="${b#*=}/lib/libdaxkit.so" DAXKIT_DIR="$dir" \
+                        "DAXKIT_ATOMIC=$dir/*" "${b#*=}/bin/dk_bench_fsync_writes" "$dir" posix-atomic "$bs" $ops \
+                        "$every" 64 "$rep" 2>/dev/null | awk -F, '{ print $6 }')
+                    line="$line | ${b%%=*} pace $pace: $cpu"
+                done
+            done
+            if [ "$bs" = 128 ] && [ "$every" = 10 ]; then
+                rm -rf "$dir" && mkdir -p "$dir"
+                cpu=$(env LD_PRELOAD="$BUILD/lib/libdaxkit.so" DAXKIT_DIR="$dir" DAXKIT_MODE=strict \
+                    "$BUILD/bin/dk_bench_fsync_writes" "$dir" posix-strict "$bs" $ops "$every" 64 "$rep" 2>/dev/null |
+                    awk -F, '{ print $6 }')
+                line="$line | new strict: $cpu"
+            fi
+            echo "$line"
+        done
+    done
+done
+echo "load after: $(uptime)"
