@@ -270,6 +270,7 @@ struct up_lockset {
     uint64_t lapses_at_refresh;
 };
 
+#define UP_STRICT_INFLIGHT_SLOTS 8u /* strict writes of one file logged and not yet applied, tracked at once */
 struct up_file {
     dev_t dev;
     ino_t ino;
@@ -321,6 +322,10 @@ struct up_file {
     uint32_t strict_lazy;   /* strict mode: overwrites logged and staged, applied at the checkpoint (atomic) */
     bool strict_eager;      /* strict mode: the program mapped the file -- every write is applied at once */
     uint64_t ident;         /* ident.c: 1 << 32 | the file's identity once computed (0: not yet; atomic) */
+    /* strict.c: writes between their record and the end of their apply (bit i: slot i in use), so that
+     * overlapping ones are applied in log order (review 9, finding 3). */
+    uint32_t strict_inflight_bits;
+    struct up_strict_inflight { uint64_t off, end, seq; } strict_inflight[UP_STRICT_INFLIGHT_SLOTS];
 };
 
 /* ---- identity beyond (dev, ino) (ident.c) ---- */

@@ -20,6 +20,7 @@
  * with an fsync of the directory (and the file, for create); the kernel file system makes each of them
  * atomic, so recovery reports them and replays none. */
 #include <fcntl.h>
+#include <sched.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -433,12 +434,12 @@ bool up_strict_staged_intact(unsigned type, const struct dk_oplog_op *op, const 
  * (lazy_reserve) -- the write is staged and its entry filled in once its record is durable. 0 or -errno
  * (-ENOSPC: the log or the staging file is full; the caller checkpoints and tries again). */
 static int log_write(struct up_root *r, struct up_strict *st, const struct up_file *f, uint32_t ident, uint64_t off,
-                     const char *buf, size_t n, struct strict_lazy *lz) {
+                     const char *buf, size_t n, struct strict_lazy *lz, uint64_t *seq_out) {
     struct dk_oplog_op op = {.dev = (uint64_t)f->dev, .ino = (uint64_t)f->ino, .file_offset = off,
                              .length = (uint32_t)n, .aux = op_ident_bits(ident)};
     int rc = -ENOSPC;
     if (!lz && n <= inline_max_for(r)) {
-        rc = dk_oplog_append(st->log, DK_OPLOG_WRITE_INLINE, &op, buf, n, NULL);
+        rc = dk_oplog_append(st->log, DK_OPLOG_WRITE_INLINE, &op, buf, n, seq_out);
         if (rc == 0) dk_count(DK_C_strict_inline, 1);
         return rc;
     }
@@ -460,6 +461,7 @@ static int log_write(struct up_root *r, struct up_strict *st, const struct up_fi
         if (staged_unordered_without_crc()) type = DK_OPLOG_WRITE_STAGED, op.aux = op_ident_bits(ident);
         uint64_t seq = 0;
         rc = dk_oplog_commit(st->log, &res, type, &op, NULL, &seq);
+        *seq_out = seq;
         if (rc == 0) dk_count(DK_C_strict_staged, 1);
         if (rc == 0 && lz) {
             lz->off = off, lz->stg_off = at, lz->seq = seq;
@@ -587,6 +589,74 @@ static ssize_t apply_write(struct up_file *f, int fd, const char *buf, size_t n,
     return apply_part(f, fd, buf, n, off);
 }
 
+/* ---- the apply order of overlapping writes (review 9, finding 3) ----
+ * Recovery replays records in log order; two threads' overlapping writes of one file must therefore be
+ * applied in log order too, or after both returned the file shows one write and a crash before the next
+ * checkpoint recovers it to the other. Each write applied at once takes a slot of its file's in-flight
+ * table before its record and leaves it after its apply; before applying, a write waits for every
+ * overlapping write in the table whose record comes first (lower seq). Alone in the table (the common
+ * case) it waits for nothing: a compare-and-swap and an atomic and next to the locked instructions the
+ * write makes anyway (st->ck). A slot's seq: 0 being filled in, INFLIGHT_SEQ_UNKNOWN before its record
+ * is durable, else the record's (generation << 32 | slot: never 0, never all ones). No cycle: a write
+ * waits only for writes with a lower seq, and for a write's seq to become known, which waits for nothing
+ * (a write that must checkpoint first leaves its slot). Not for a signal handler's write that interrupted
+ * a strict operation of its own thread (that one could never finish): it takes no slot. */
+#define INFLIGHT_SEQ_UNKNOWN UINT64_MAX
+
+static int inflight_claim(struct up_file *f, uint64_t off, uint64_t end) {
+    uint32_t b = __atomic_load_n(&f->strict_inflight_bits, __ATOMIC_RELAXED);
+    for (;;) {
+        const uint32_t all = (1u << UP_STRICT_INFLIGHT_SLOTS) - 1;
+        if ((b & all) == all) { /* more writes of one file at once than slots: wait for one to finish */
+            sched_yield();
+            b = __atomic_load_n(&f->strict_inflight_bits, __ATOMIC_RELAXED);
+            continue;
+        }
+        uint32_t i = (uint32_t)__builtin_ctz(~b);
+        if (__atomic_compare_exchange_n(&f->strict_inflight_bits, &b, b | (1u << i), false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            struct up_strict_inflight *s = &f->strict_inflight[i];
+            s->off = off, s->end = end;
+            __atomic_store_n(&s->seq, INFLIGHT_SEQ_UNKNOWN, __ATOMIC_RELEASE);
+            return (int)i;
+        }
+    }
+}
+
+static void inflight_release(struct up_file *f, int i) {
+    __atomic_store_n(&f->strict_inflight[i].seq, 0, __ATOMIC_RELEASE);
+    __atomic_fetch_and(&f->strict_inflight_bits, ~(1u << i), __ATOMIC_RELEASE);
+}
+
+static __attribute__((noinline)) void inflight_wait_others(struct up_file *f, uint32_t others, uint64_t seq,
+                                                           uint64_t off, uint64_t end) {
+    bool waited = false;
+    for (uint32_t j = 0; j < UP_STRICT_INFLIGHT_SLOTS; j++) {
+        if (!(others & (1u << j))) continue;
+        const struct up_strict_inflight *s = &f->strict_inflight[j];
+        for (;;) {
+            if (!(__atomic_load_n(&f->strict_inflight_bits, __ATOMIC_ACQUIRE) & (1u << j))) break;
+            uint64_t sj = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+            if (sj == 0 || sj == INFLIGHT_SEQ_UNKNOWN) { /* being filled in, or its record not yet durable */
+                sched_yield();
+                continue;
+            }
+            if (sj > seq || s->off >= end || s->end <= off) break; /* logged after this one, or no overlap */
+            while (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) == sj) sched_yield(); /* until it is applied */
+            waited = true;
+            break;
+        }
+    }
+    if (waited) dk_count(DK_C_strict_overlap_waits, 1);
+}
+
+/* Waits until no write logged before `seq` that overlaps [off, end) is still being applied. */
+static inline void inflight_wait(struct up_file *f, int mine, uint64_t seq, uint64_t off, uint64_t end) {
+    __atomic_store_n(&f->strict_inflight[mine].seq, seq, __ATOMIC_RELEASE);
+    uint32_t others = __atomic_load_n(&f->strict_inflight_bits, __ATOMIC_ACQUIRE) & ~(1u << mine);
+    if (DK_UNLIKELY(others != 0)) inflight_wait_others(f, others, seq, off, end);
+}
+
 ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append) {
     struct up_strict *st = strict_for(f->root);
     if (!st) {
@@ -606,6 +676,9 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
     int rc;
     struct strict_lazy *lz;
     uint32_t ident = up_file_ident(f, fd); /* a load: computed at the file's first logged operation */
+    bool nested = ck_held > 0; /* a signal handler inside a strict operation of this thread */
+    int slot = -1;             /* this write's place in f's in-flight table */
+    uint64_t seq = 0;
     for (int attempt = 0;; attempt++) {
         ck_rdlock(st);
         bool full;
@@ -618,7 +691,11 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
             continue;
         }
         rc = lz ? 0 : note_applied(st, f, fd, off + n, append); /* -ENOSPC: every slot holds another file */
-        if (rc >= 0) rc = log_write(f->root, st, f, ident, off, buf, n, lz);
+        if (rc >= 0) {
+            if (!lz && !nested) slot = inflight_claim(f, off, off + n);
+            rc = log_write(f->root, st, f, ident, off, buf, n, lz, &seq);
+            if (rc && slot >= 0) inflight_release(f, slot), slot = -1; /* before a checkpoint waits for us */
+        }
         if (rc != -ENOSPC || attempt >= 2) break;
         /* Full: checkpoint (needs the write side), then try again. */
         ck_unlock(st);
@@ -637,7 +714,9 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
         dk_count(DK_C_writes, 1);
         dk_count(DK_C_write_bytes, n);
     } else {
+        if (slot >= 0) inflight_wait(f, slot, seq, off, off + n);
         w = apply_write(f, fd, buf, n, off);
+        if (slot >= 0) inflight_release(f, slot);
     }
     if (w >= 0) up_io_last_offset = off; /* where the write began (the caller moves the offset past it) */
     DK_CRASH_POINT("strict.write.applied");

@@ -1,0 +1,123 @@
+/* Description: strict mode applies two threads' overlapping writes of one file in log order (review 9,
+ * finding 3). Recovery replays records in log order, so the file after both writes returned must show the
+ * write whose record comes later -- else a crash before the next checkpoint recovers it to the other one,
+ * a state the program never saw after both writes completed. Thread T1 writes 'T' over a range; a
+ * crash-point hook (test builds) holds it at strict.write.logged (its record durable, nothing applied) and
+ * lets thread T2 write 'M' over the same range, waiting up to 300 ms for T2 to return; then T1 applies.
+ * T2's record comes after T1's, so the file must show 'M'. Before the fix T2 applied and returned at once
+ * and T1's apply landed last: the file showed 'T'. For an inline (100 B) and a staged (4 KiB) write, with
+ * the real strict path of libdkcore (up_pwrite, DAXKIT_PERSIST=flush, DAXKIT_STRICT_APPLY=write) on
+ * /dev/shm. Exit 0 pass, 1 fail, 77 skip. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/crashpoint.h"
+
+struct up_slot;
+void up_init(void);
+int up_adopt(int fd, int oflags, const char *path);
+struct up_slot *up_serving(int fd);
+ssize_t up_pwrite(struct up_slot *s, int fd, const void *buf, size_t n, off_t off);
+ssize_t up_pread(struct up_slot *s, int fd, void *buf, size_t n, off_t off);
+
+#define T2_WAIT_MS 300
+
+static __thread bool is_t1;
+static bool fired, t2_returned_early;
+static sem_t go, t2_done;
+static struct up_slot *slot;
+static int data_fd;
+static size_t len;
+static off_t where;
+
+static void *t2_main(void *arg) {
+    (void)arg;
+    static char m[8192];
+    memset(m, 'M', sizeof m);
+    sem_wait(&go);
+    if (up_pwrite(slot, data_fd, m, len, where) != (ssize_t)len) printf("FAIL: T2's write\n"), exit(1);
+    sem_post(&t2_done);
+    return NULL;
+}
+
+static void hook(const char *site) {
+    if (!is_t1 || fired || strcmp(site, "strict.write.logged") != 0) return;
+    fired = true;
+    sem_post(&go);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += T2_WAIT_MS * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L, ts.tv_nsec %= 1000000000L;
+    int rc;
+    while ((rc = sem_timedwait(&t2_done, &ts)) != 0 && errno == EINTR) {}
+    t2_returned_early = rc == 0; /* else T2 waits for this write's apply (the fix) */
+}
+
+static int round_of(size_t n, off_t off) {
+    len = n, where = off, fired = false, t2_returned_early = false;
+    sem_init(&go, 0, 0);
+    sem_init(&t2_done, 0, 0);
+    pthread_t t2;
+    pthread_create(&t2, NULL, t2_main, NULL);
+    static char t[8192];
+    memset(t, 'T', sizeof t);
+    is_t1 = true;
+    ssize_t w = up_pwrite(slot, data_fd, t, n, off);
+    is_t1 = false;
+    if (!fired) sem_post(&go); /* not held: let T2 go anyway */
+    if (!t2_returned_early) sem_wait(&t2_done);
+    pthread_join(t2, NULL);
+    if (w != (ssize_t)n) return printf("FAIL: T1's write returned %zd\n", w), 1;
+    if (!fired) return printf("FAIL: T1 never reached strict.write.logged (not a strict write?)\n"), 1;
+    char got[8192];
+    if (up_pread(slot, data_fd, got, n, off) != (ssize_t)n) return printf("FAIL: read back\n"), 1;
+    size_t ms = 0, ts = 0;
+    for (size_t i = 0; i < n; i++) ms += got[i] == 'M', ts += got[i] == 'T';
+    printf("%zu-byte writes: T2 %s while T1 was between its record and its apply; the file shows %zu 'M' "
+           "(T2, logged second) and %zu 'T' (T1, logged first)\n", n,
+           t2_returned_early ? "returned" : "waited", ms, ts);
+    if (ms != n) {
+        printf("FAIL: after both writes returned the file shows T1's bytes, logged first: recovery, replaying "
+               "in log order, would give T2's\n");
+        return 1;
+    }
+    return 0;
+}
+
+int main(void) {
+    struct stat sb;
+    if (stat("/dev/shm", &sb) != 0) return printf("SKIP: no /dev/shm\n"), 77;
+    char dir[] = "/dev/shm/dk-overlap-order.XXXXXX";
+    if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
+    setenv("DAXKIT_DIR", dir, 1);
+    setenv("DAXKIT_MODE", "strict", 1);
+    setenv("DAXKIT_PERSIST", "flush", 1);
+    setenv("DAXKIT_STATS", "0", 1);
+    setenv("DAXKIT_STRICT_APPLY", "write", 1);
+    unsetenv("DAXKIT_STRICT_INLINE_BYTES"); /* 1 KiB on a flush medium: the 4 KiB write is staged */
+    up_init();
+    char path[128];
+    snprintf(path, sizeof path, "%s/data", dir);
+    data_fd = open(path, O_RDWR | O_CREAT, 0644);
+    if (data_fd < 0 || ftruncate(data_fd, 64 << 10) != 0) return perror("data file"), 1;
+    if (up_adopt(data_fd, O_RDWR, path) != 0 || !(slot = up_serving(data_fd)))
+        return printf("FAIL: the file is not served\n"), 1;
+    static char warm[8192];
+    if (up_pwrite(slot, data_fd, warm, sizeof warm, 0) != (ssize_t)sizeof warm) return printf("FAIL: first write\n"), 1;
+    dk_crashpoint_set_hook(hook);
+    int fails = round_of(100, 1000) + round_of(4096, 16384);
+    dk_crashpoint_set_hook(NULL);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return fails ? 1 : 0;
+}
