@@ -132,6 +132,14 @@ void up_fini(void) {
     /* After this, every call passes through (stdio flushes at exit still arrive): the kernel's offsets
      * must be ours. */
     pthread_mutex_lock(&up_table_mu);
+    /* Other threads' appends since the publish above are published, and no later one is acknowledged: the
+     * files stay locked until the process is gone (review 9, finding 14; its threads die with it). Not in
+     * strict mode, whose appends are published when written, and whose shutdown below waits for strict
+     * operations in flight -- one of them may be waiting for a file's lock. */
+    if (dk_cfg.mode != DK_MODE_STRICT) {
+        up_file_lock_all();
+        up_publish_all_held();
+    }
     up_fd_foreach(sync_offset_cb, NULL);
     up_enabled = false;
     up_fdtab_release_all();
@@ -156,11 +164,15 @@ void up_fork_prepare(void) {
     up_publish_all();
     up_atomic_detach_all(); /* relatives share routed files through the kernel path */
     pthread_mutex_lock(&up_table_mu);
+    /* Another thread's append since the publish above: the child must not get it (it would publish it
+     * again). Before the descriptors become shared: a write through one then goes to the kernel's end at
+     * once, past anything still staged (review 9, finding 13). */
+    up_file_lock_all();
+    up_publish_all_held();
     /* Shared descriptors are served by the kernel while both processes hold them. */
     up_fd_foreach(sync_offset_cb, NULL);
     up_fd_foreach(mark_stale_cb, NULL);
     up_fdtab_fork_prepare();
-    up_file_lock_all();
     DK_ERRNO_RESTORE;
 }
 
@@ -187,6 +199,7 @@ void up_fork_child(void) {
 
 static int exec_saved_fds[1024];
 static int exec_saved_count;
+static bool exec_holds_files; /* up_table_mu and every file's locks are held across the execve */
 
 static void exec_hand_over_cb(int fd, struct up_fd *e, void *arg) {
     bool spawn = *(bool *)arg;
@@ -207,6 +220,15 @@ void up_exec_prepare(bool spawn) {
     up_publish_all();
     up_atomic_detach_all();
     pthread_mutex_lock(&up_table_mu);
+    if (!spawn) {
+        /* Other threads' appends since the publish above, then none until the image is gone: an append
+         * acknowledged now would die with it (review 9, finding 14). Before the descriptors are handed
+         * over: a write through a handed-over one goes to the kernel's end at once, past anything still
+         * staged. Held until execve fails. */
+        up_file_lock_all();
+        up_publish_all_held();
+        exec_holds_files = true;
+    }
     exec_saved_count = 0;
     up_fd_foreach(exec_hand_over_cb, &spawn);
     if (!spawn) {
@@ -215,6 +237,8 @@ void up_exec_prepare(bool spawn) {
             struct up_slot *last = up_fd_unbind(exec_saved_fds[i]);
             if (last) up_slot_drop_local(last);
         }
+        DK_ERRNO_RESTORE;
+        return;
     }
     pthread_mutex_unlock(&up_table_mu);
     DK_ERRNO_RESTORE;
@@ -223,6 +247,11 @@ void up_exec_prepare(bool spawn) {
 void up_exec_failed(void) {
     if (!up_enabled) return;
     DK_ERRNO_SAVE;
+    if (exec_holds_files) {
+        exec_holds_files = false;
+        up_file_unlock_all();
+        pthread_mutex_unlock(&up_table_mu);
+    }
     for (int i = 0; i < exec_saved_count; i++) {
         int fd = exec_saved_fds[i];
         int fl = DK_REAL(fcntl)(fd, F_GETFL);

@@ -691,6 +691,25 @@ static void publish_one(struct up_file *f, void *arg) {
     }
 }
 
+/* publish_one for a file whose mu this thread holds already (up_file_lock_all). */
+static void publish_held(struct up_file *f, void *arg) {
+    (void)arg;
+    if (!up_file_pinned(f)) return;
+    struct find_fd_arg a = {f, -1};
+    up_fd_foreach(find_fd_cb, &a);
+    int fd = a.fd >= 0 ? a.fd : f->rescue_fd;
+    if (fd < 0) return;
+    int rc = up_publish_locked(f, fd);
+    if (rc) dk_log("could not move appends into a file under %s (%s); they are lost when this process ends",
+                   f->root->path, strerror(-rc));
+}
+
+void up_publish_all_held(void) {
+    DK_ERRNO_SAVE;
+    up_file_foreach(publish_held, NULL);
+    DK_ERRNO_RESTORE;
+}
+
 /* A lock acquisition is where another process's size changes must become visible (lock-disciplined
  * programs publish before they unlock). Rather than fstat every open managed file at every lock -- SQLite
  * in WAL mode locks its -shm file several times per transaction -- the lock moves a generation, and a file

@@ -159,5 +159,9 @@ void up_exec_prepare(bool spawn);
 void up_exec_failed(void);
 /* At exit/_exit: publish everything. */
 void up_publish_all(void);
+/* Under up_table_mu with every file's locks held (up_file_lock_all): publishes what other threads appended
+ * after an up_publish_all -- before fork, exec and exit, which would copy those appends into a child (that
+ * publishes them again) or end the image with them (review 9, findings 13 and 14). */
+void up_publish_all_held(void);
 
 #endif
