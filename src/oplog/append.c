@@ -225,8 +225,9 @@ int dk_oplog_retract(struct dk_oplog *log, uint64_t seq) {
     uint32_t lines = dk_oplog_record_lines(log, 0);
     int rc = 0;
     if (log->persist == OPLOG_PERSIST_PWRITE) {
-        _Alignas(DK_PAGE_BYTES) struct oplog_line zero[16] = {0};
-        dk_assert(lines <= DK_ARRAY_LEN(zero));
+        /* A direct record fills its sector: up to a page of lines (direct.c accepts alignments to a page). */
+        static _Alignas(DK_PAGE_BYTES) const struct oplog_line zero[DK_PAGE_BYTES / DK_OPLOG_LINE_BYTES];
+        if (lines > DK_ARRAY_LEN(zero)) return -EINVAL;
         rc = oplog_write_record(log, zero, (size_t)lines * DK_OPLOG_LINE_BYTES,
                                 (DK_OPLOG_HEADER_LINES + slot) * DK_OPLOG_LINE_BYTES);
     } else {

@@ -17,7 +17,21 @@ dk_need_cmd python3
 dk_need_cmd chattr
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
-dk_media_mount "$medium" 512M >/dev/null
+if [ "$medium" = xfs4k ]; then
+    # XFS over a loop device with 4 KiB logical sectors: the log's direct records fill 4 KiB (64 lines), and
+    # so must the retraction's zeros (review 9, finding 16: a 1 KiB buffer trapped).
+    dk_need_root
+    dk_need_cmd mkfs.xfs
+    img=$(mktemp /dev/shm/dk-refused-4k.XXXXXX) && truncate -s 512M "$img" || dk_skip "no image file"
+    loop=$(losetup --find --show --sector-size 4096 "$img" 2>/dev/null) || { rm -f "$img"; dk_skip "losetup --sector-size 4096 refused"; }
+    mnt=$(mktemp -d)
+    dk_on_exit "umount -l '$mnt' 2>/dev/null; losetup -d '$loop'; rm -f '$img'; rmdir '$mnt'"
+    mkfs.xfs -q -f "$loop" && mount "$loop" "$mnt" || dk_fail "mkfs/mount of the 4 KiB-sector XFS"
+    [ "$(blockdev --getss "$loop")" = 4096 ] || dk_fail "the loop device does not have 4 KiB sectors"
+    DK_MNT=$mnt
+else
+    dk_media_mount "$medium" 512M >/dev/null
+fi
 dir=$DK_MNT/managed
 mkdir -p "$dir"
 printf 'line one\nline two\n' > "$dir/log"
