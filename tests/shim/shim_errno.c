@@ -133,6 +133,9 @@ static void test_errno_kept_wide(void) {
     KEEP(fcntl(fd, F_SETLK, &l));
     KEEP(flock(fd, LOCK_EX));
     KEEP(flock(fd, LOCK_UN));
+    KEEP(lockf(fd, F_TLOCK, 0));
+    KEEP(lockf(fd, F_TEST, 0));
+    KEEP(lockf(fd, F_ULOCK, 0));
     KEEP(fcntl(fd, F_GETFL));
     KEEP(fcntl(fd, F_SETFL, O_APPEND));
     KEEP(write(fd, buf, 100));

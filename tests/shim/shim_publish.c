@@ -8,6 +8,9 @@
  *   lock_append two processes, 300 iterations each, take an fcntl write lock, read the last counter line
  *               of a file and append the next one, unlock: the file ends up holding 1..600 in order.
  *   lock_flock  the same with flock(LOCK_EX)/flock(LOCK_UN).
+ *   lock_lockf  lockf(F_ULOCK) publishes (another program sees the appends), F_TEST/F_TLOCK as glibc's, the
+ *               range from the library's offset after served writes (fcntl's SEEK_CUR ranges too); then the
+ *               counter with lockf(F_LOCK/F_ULOCK).
  *   lock_overwrite  the same with a counter overwritten in place at offset 0 (fcntl locks).
  *   append_relink  appends through an O_APPEND descriptor published by fsync (unaligned sizes, several
  *               rounds): the file equals what was written (XFS refuses FICLONERANGE into an O_APPEND file).
@@ -138,11 +141,18 @@ static void case_visibility(void) {
 
 /* ---- lock-disciplined counters in two processes ---- */
 
-enum lock_kind { LK_FCNTL, LK_FLOCK };
+enum lock_kind { LK_FCNTL, LK_FLOCK, LK_LOCKF };
 
 static void lock(int fd, enum lock_kind k, bool on) {
     if (k == LK_FLOCK) {
         OK(flock(fd, on ? LOCK_EX : LOCK_UN));
+        return;
+    }
+    if (k == LK_LOCKF) { /* the whole file: lockf's range starts at the offset */
+        off_t at = OK(lseek(fd, 0, SEEK_CUR));
+        OK(lseek(fd, 0, SEEK_SET));
+        OK(lockf(fd, on ? F_LOCK : F_ULOCK, 0));
+        OK(lseek(fd, at, SEEK_SET));
         return;
     }
     struct flock l = {.l_type = on ? F_WRLCK : F_UNLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
@@ -201,6 +211,69 @@ static void case_lock(const char *name, enum lock_kind k, bool overwrite) {
         CHECK(st_check("counter", path, st_fmt("%d", 2 * iters)) == 0, "%s: counter file wrong", name);
     }
     printf("ok: %s: two processes x %d locked read-modify-write iterations, final value exact\n", name, iters);
+}
+
+/* lockf(3) (review 9, finding 10): glibc's lockf calls its internal fcntl, which a preload never sees; the
+ * shim's own lockf makes F_ULOCK a publish point and F_LOCK a size refresh as fcntl's are. Then the lock
+ * counter of two processes under lockf, and lockf's range starts at the descriptor's offset -- the
+ * library's, after served writes. */
+static void case_lockf(void) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "lockf");
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND, 0644));
+    OK(lockf(fd, F_LOCK, 0));
+    uint64_t size = append(fd, 0, 100);
+    size = append(fd, size, 5000);
+    OK(lseek(fd, 0, SEEK_SET));
+    OK(lockf(fd, F_ULOCK, 0));
+    seen_by_other(path, size, size, "lockf(F_ULOCK)");
+    OK(lockf(fd, F_TLOCK, 0));
+    OK(lockf(fd, F_TEST, 0)); /* our own lock: 0 */
+    OK(lockf(fd, F_ULOCK, 0));
+    ERR(lockf(fd, 42, 0), EINVAL);
+    ERR(lockf(-1, F_LOCK, 0), EBADF);
+    OK(close(fd));
+    /* the range from the offset: 7,000 bytes written (served), then lockf(F_LOCK, 10) is [7000, 7010) */
+    fd = OK(open(path, O_RDWR | O_TRUNC));
+    static char buf[7000];
+    st_write_all(fd, buf, sizeof buf);
+    OK(lockf(fd, F_LOCK, 10));
+    struct flock rel = {.l_type = F_WRLCK, .l_whence = SEEK_CUR, .l_start = 20, .l_len = 5}; /* [7020, 7025) */
+    OK(fcntl(fd, F_SETLK, &rel));
+    int pipefd[2];
+    OK(pipe(pipefd));
+    pid_t pid = OK(fork());
+    if (pid == 0) { /* another process: which bytes are locked? */
+        int cfd = OK(open(path, O_RDWR));
+        struct flock at_off = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 7000, .l_len = 10};
+        struct flock at_0 = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 10};
+        struct flock rel_off = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 7020, .l_len = 5};
+        struct flock rel_0 = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 20, .l_len = 5};
+        OK(fcntl(cfd, F_GETLK, &at_off));
+        OK(fcntl(cfd, F_GETLK, &at_0));
+        OK(fcntl(cfd, F_GETLK, &rel_off));
+        OK(fcntl(cfd, F_GETLK, &rel_0));
+        char r = at_off.l_type != F_UNLCK && at_0.l_type == F_UNLCK ? 'y' : 'n';
+        if (r == 'y' && !(rel_off.l_type != F_UNLCK && rel_0.l_type == F_UNLCK)) r = 'c';
+        OK(lseek(cfd, 7000, SEEK_SET));
+        int t = lockf(cfd, F_TEST, 10); /* held by the parent: EACCES */
+        if (!(t == -1 && errno == EACCES)) r = 't';
+        if (write(pipefd[1], &r, 1) != 1) _exit(1);
+        _exit(0);
+    }
+    char r = 0;
+    CHECK(read(pipefd[0], &r, 1) == 1, "the child said nothing");
+    int status;
+    OK(waitpid(pid, &status, 0));
+    CHECK(r != 'n', "lockf(F_LOCK, 10) after 7,000 written bytes did not lock [7000, 7010) (the kernel's offset?)");
+    CHECK(r != 't', "lockf(F_TEST) in another process did not see the lock (EACCES)");
+    CHECK(r != 'c', "fcntl(F_SETLK) with SEEK_CUR + 20 after 7,000 written bytes did not lock [7020, 7025)");
+    OK(lockf(fd, F_ULOCK, 10));
+    OK(close(fd));
+    close(pipefd[0]), close(pipefd[1]);
+    printf("ok: lockf: F_ULOCK publishes (another program sees %llu bytes), F_TEST/F_TLOCK/EINVAL/EBADF as glibc's, "
+           "the range starts at the library's offset (and fcntl's SEEK_CUR ranges)\n", (unsigned long long)size);
+    case_lock("lock_lockf", LK_LOCKF, false);
 }
 
 static void case_append_relink(void) {
@@ -582,6 +655,7 @@ int main(int argc, char **argv) {
     if (all || !strcmp(which, "append_relink")) case_append_relink(), any = true;
     if (all || !strcmp(which, "lock_append")) case_lock("lock_append", LK_FCNTL, false), any = true;
     if (all || !strcmp(which, "lock_flock")) case_lock("lock_flock", LK_FLOCK, false), any = true;
+    if (all || !strcmp(which, "lock_lockf")) case_lockf(), any = true;
     if (all || !strcmp(which, "lock_overwrite")) case_lock("lock_overwrite", LK_FCNTL, true), any = true;
     if (all || !strcmp(which, "lock_escalate")) case_lock_escalate(), any = true;
     if (all || !strcmp(which, "lock_unknown")) case_lock_unknown(), any = true;
