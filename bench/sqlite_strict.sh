@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # SQLite commits under strict mode with SQLite's own journal off against SQLite WAL on the kernel path (issue
 # 3, target 3), variants interleaved run by run on one huge tmpfs. Per run: the process's CPU time (perf stat
-# -e task-clock: user + system of sqlite3 and everything it runs) and wall time, per transaction.
+# -e task-clock: user + system of sqlite3 and everything it runs; also split into user_time and system_time)
+# and wall time, per transaction.
 #   kernel-wal   sqlite3 alone, journal_mode=WAL, synchronous=FULL
 #   kernel-off   sqlite3 alone, journal_mode=OFF (no crash guarantee at all: reference only)
 #   strict-off   daxkit run --mode strict --persist flush --append stage, journal_mode=OFF
 #   atomic-off   daxkit run --mode posix --persist flush --atomic 'DIR/*.db', journal_mode=OFF (each fsync-to-fsync
 #                group of writes all or nothing: DAXKIT_ATOMIC, docs/atomic.md)
+#   strict-atomic-off  daxkit run --mode strict --persist flush --atomic 'DIR/*.db' --atomic-commit fsync,
+#                journal_mode=OFF (session 9: strict mode, the database committed as fsync-to-fsync groups --
+#                the configuration with SQLite's crash guarantee, docs/strict.md)
 # The strict rows use DAXKIT_PERSIST=flush (emulated DAX persistence: every transaction durable and all or
 # nothing when it commits); the kernel's fdatasync on tmpfs makes nothing durable -- say so when quoting.
 # Usage: bench/sqlite_strict.sh BUILD_DIR [OUT_CSV]
@@ -26,12 +30,14 @@ VARIANTS=${VARIANTS:-"kernel-wal kernel-off strict-off"}
 LOCKING=${LOCKING:-normal}
 CLI=$BUILD/bin/daxkit
 dk_media_mount hugetmpfs 2G > /dev/null
-[ -s "$OUT" ] || [ "$OUT" = /dev/null ] || echo "variant,locking,txns,cpu_ms,wall_ms,cpu_us_per_txn,rep,load1" > "$OUT"
+[ -s "$OUT" ] || [ "$OUT" = /dev/null ] || echo "variant,locking,txns,cpu_ms,wall_ms,cpu_us_per_txn,rep,load1,user_us_per_txn,sys_us_per_txn" > "$OUT"
 
 prefix() {  # VARIANT DIR -> the command prefix in PFX
     PFX=()
     case $1 in
     kernel-*) ;;
+    strict-atomic-*) PFX=(env ${EXTRA_ENV:-} "$CLI" run --mode strict --dir "$2" --append stage --persist flush
+                          --atomic "$2/*.db" --atomic-commit fsync --) ;;
     strict-*) PFX=(env ${EXTRA_ENV:-} "$CLI" run --mode strict --dir "$2" --append stage --persist flush --) ;;
     sync-*) PFX=(env ${EXTRA_ENV:-} "$CLI" run --mode sync --dir "$2" --append stage --persist flush --) ;;
     atomic-*) PFX=(env ${EXTRA_ENV:-} "$CLI" run --mode posix --dir "$2" --atomic "$2/*.db" --persist flush --) ;;
@@ -59,7 +65,7 @@ check() {  # VARIANT N: every row committed, the database intact
 }
 
 echo "bench/sqlite_strict: N=$N REPS=$REPS LOCKING=$LOCKING variants: $VARIANTS; $(uptime)" >&2
-printf '%-12s %4s %10s %10s %12s %12s %6s\n' variant rep cpu_ms wall_ms cpu_us/txn wall_us/txn load >&2
+printf '%-17s %4s %10s %10s %12s %12s %6s %10s %10s\n' variant rep cpu_ms wall_ms cpu_us/txn wall_us/txn load user_us sys_us >&2
 for rep in $(seq 1 "$REPS"); do
     for v in $VARIANTS; do
         setup "$v" "$N"
@@ -67,14 +73,18 @@ for rep in $(seq 1 "$REPS"); do
         prefix "$v" "$d"
         load=$(cut -d' ' -f1 /proc/loadavg)
         t0=$(date +%s%N)
-        cpu=$(perf stat -x, -e task-clock -- "${PFX[@]}" sqlite3 "$d/x.db" < "$d/i.sql" 2>&1 > /dev/null |
-              awk -F, '$3 == "task-clock" || $3 ~ /^task-clock/ { print $1 }')
+        read -r cpu usr sys < <(perf stat -x, -e task-clock,user_time,system_time -- "${PFX[@]}" sqlite3 "$d/x.db" \
+              < "$d/i.sql" 2>&1 > /dev/null | awk -F, '$3 ~ /^task-clock/ { c = $1 } $3 ~ /^user_time/ { u = $1 }
+              $3 ~ /^system_time/ { s = $1 } END { print c, (u == "" ? -1 : u / 1e6), (s == "" ? -1 : s / 1e6) }')
         t1=$(date +%s%N)
         check "$v" "$N"
         wall=$(awk -v ns=$((t1 - t0)) 'BEGIN { printf "%.1f", ns / 1e6 }')
-        awk -v v="$v" -v r="$rep" -v c="$cpu" -v w="$wall" -v n="$N" -v l="$load" 'BEGIN {
-            printf "%-12s %4d %10.1f %10.1f %12.2f %12.2f %6s\n", v, r, c, w, c * 1000 / n, w * 1000 / n, l }' >&2
-        echo "$v,$LOCKING,$N,$cpu,$wall,$(awk -v c="$cpu" -v n="$N" 'BEGIN { printf "%.2f", c * 1000 / n }'),$rep,$load" >> "$OUT"
+        awk -v v="$v" -v r="$rep" -v c="$cpu" -v w="$wall" -v n="$N" -v l="$load" -v u="$usr" -v s="$sys" 'BEGIN {
+            printf "%-17s %4d %10.1f %10.1f %12.2f %12.2f %6s %10.2f %10.2f\n", v, r, c, w, c * 1000 / n, w * 1000 / n, l,
+                   u * 1000 / n, s * 1000 / n }' >&2
+        echo "$v,$LOCKING,$N,$cpu,$wall,$(awk -v c="$cpu" -v n="$N" -v u="$usr" -v s="$sys" 'BEGIN {
+            printf "%.2f", c * 1000 / n }'),$rep,$load,$(awk -v u="$usr" -v s="$sys" -v n="$N" 'BEGIN {
+            printf "%.2f,%.2f", u * 1000 / n, s * 1000 / n }')" >> "$OUT"
     done
 done
 

@@ -40,6 +40,11 @@ struct up_atomic {
     struct alog_file *eng; /* NULL once detached */
     pthread_rwlock_t rw;
     uint64_t zero_from; /* kernel-file bytes at and past this offset are zeros (never written) */
+    /* Since the last commit nothing was copied (dirty false) and the size is committed_size: a commit would
+     * record the state the last one did, so it is skipped (a SQLite transaction reaches 4-8 publish points
+     * -- its lock releases -- after the one fsync that has something to commit). */
+    bool dirty;
+    uint64_t committed_size;
 };
 
 /* A detached route is never freed: a thread that loaded f->atomic just before the detach still takes its
@@ -61,7 +66,8 @@ bool up_atomic_commit_each_write(void) {
 
 static int eng_copy(struct up_atomic *a, uint64_t off, const void *buf, size_t n) {
     /* The journal needs no engine lock here: everything that takes it for writing (commit, checkpoint,
-     * close) runs under a->rw held for writing, which excludes this call. */
+     * close) runs under a->rw held for writing, which excludes this call (and orders the flag with it). */
+    if (!__atomic_load_n(&a->dirty, __ATOMIC_RELAXED)) __atomic_store_n(&a->dirty, true, __ATOMIC_RELAXED);
     if (a->eng->journal) return alog_copy(a->eng, off, buf, n);
     pthread_rwlock_rdlock(&a->eng->rw);
     int rc = alog_copy(a->eng, off, buf, n);
@@ -72,10 +78,25 @@ static int eng_copy(struct up_atomic *a, uint64_t off, const void *buf, size_t n
 /* The one commit of the route (fsync, publish points, early commits), counted. Under a->rw for writing. */
 static int commit_locked(struct up_file *f, struct up_atomic *a) {
     if (!a->eng) return 0; /* detached: committed then */
-    a->eng->size_pending = up_file_size(f);
+    uint64_t size = up_file_size(f);
+    if (!a->dirty && size == a->committed_size) return 0; /* the last commit's state: nothing to make whole */
+    a->eng->size_pending = size;
     int rc = alog_sync(a->eng);
-    if (!rc) dk_count(DK_C_atomic_commits, 1);
-    return rc;
+    if (rc) return rc;
+    dk_count(DK_C_atomic_commits, 1);
+    __atomic_store_n(&a->committed_size, size, __ATOMIC_RELAXED);
+    __atomic_store_n(&a->dirty, false, __ATOMIC_RELEASE); /* after the commit is durable: see nothing_new */
+    return 0;
+}
+
+/* Without the lock: nothing written since the last commit, which is durable. A write or size change still
+ * in flight in another thread need not be in this commit (it has not returned); one that returned before
+ * the caller's call is ordered before it by the program's own synchronization, and its dirty flag or size
+ * with it. Saves the lock round trip at the publish points that find nothing new -- SQLite's three lock
+ * releases per transaction, each a commit of this file twice (its own descriptor, then every file). */
+static bool nothing_new(struct up_file *f, struct up_atomic *a) {
+    return !__atomic_load_n(&a->dirty, __ATOMIC_ACQUIRE) &&
+           up_file_size(f) == __atomic_load_n(&a->committed_size, __ATOMIC_RELAXED);
 }
 
 /* A copy under a->rw held for writing. The log full of this epoch's data (a transaction larger than
@@ -117,7 +138,7 @@ static void set_size(struct up_file *f, uint64_t size) {
 
 static int commit(struct up_file *f) {
     struct up_atomic *a = f->atomic;
-    if (!a) return 0;
+    if (!a || nothing_new(f, a)) return 0;
     pthread_rwlock_wrlock(&a->rw);
     int rc = commit_locked(f, a);
     pthread_rwlock_unlock(&a->rw);
@@ -315,6 +336,7 @@ static void attach(struct up_file *f, struct alog_file *eng) {
     }
     a->eng = eng;
     a->zero_from = eng->size_pending;
+    a->committed_size = eng->size_pending; /* alog_size_prepare: the size recovery keeps */
     pthread_rwlockattr_t ra;
     pthread_rwlockattr_init(&ra);
     /* fsync and appends (write side) must not starve behind a stream of overwrites from other threads */

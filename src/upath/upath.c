@@ -677,11 +677,16 @@ static void find_fd_cb(int fd, struct up_fd *e, void *arg) {
 static void publish_one(struct up_file *f, void *arg) {
     (void)arg;
     if (!up_file_pinned(f)) return;
-    struct find_fd_arg a = {f, -1};
-    up_fd_foreach(find_fd_cb, &a);
-    int fd = a.fd >= 0 ? a.fd : f->rescue_fd;
-    if (fd < 0) return;
-    int rc = publish_file(f, fd);
+    int rc;
+    if (f->atomic) { /* a commit needs no descriptor (and skips itself when nothing changed) */
+        rc = up_atomic_publish(f);
+    } else {
+        struct find_fd_arg a = {f, -1};
+        up_fd_foreach(find_fd_cb, &a);
+        int fd = a.fd >= 0 ? a.fd : f->rescue_fd;
+        if (fd < 0) return;
+        rc = publish_file(f, fd);
+    }
     if (rc) dk_log("could not move appends into a file under %s (%s); they are lost when this process ends",
                    f->root->path, strerror(-rc));
     if (rc == 0 && f->rescue_fd >= 0) {
