@@ -697,14 +697,15 @@ ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off)
 
 static inline bool readable(const struct up_slot *s) { return (s->flags & O_ACCMODE) != O_WRONLY; }
 static inline bool writable(const struct up_slot *s) { return (s->flags & O_ACCMODE) != O_RDONLY; }
-static inline bool sync_writes(const struct up_slot *s) {
-    return dk_cfg.mode != DK_MODE_POSIX || (s->flags & (O_SYNC | O_DSYNC));
-}
+/* `fl`: the descriptor's flags with a call's own (pwritev2's RWF_DSYNC, RWF_APPEND) added -- never stored
+ * into the slot, which every thread and dup of the descriptor shares (review 9, finding 22). */
+static inline bool sync_writes(uint32_t fl) { return dk_cfg.mode != DK_MODE_POSIX || (fl & (O_SYNC | O_DSYNC)); }
 
 /* One write of the program: strict mode logs it first (strict.c); the others go straight to the path.
  * Under a finite RLIMIT_FSIZE a strict or atomic write is cut or refused first, as the kernel would
  * (fsize.c); posix and sync writes go to the kernel then (write_through_kernel). */
-static ssize_t write_op(struct up_slot *s, int fd, const void *buf, size_t n, uint64_t off, bool append) {
+static ssize_t write_op(struct up_slot *s, int fd, const void *buf, size_t n, uint64_t off, uint32_t fl) {
+    bool append = fl & O_APPEND;
     /* Between two writes of the program, in every mode: a crash here cuts a group of writes (a SQLite
      * commit's pages) between two of them (tests/strict/sqlite_crash.sh). */
     DK_CRASH_POINT("upath.write.begin");
@@ -723,9 +724,9 @@ static ssize_t write_op(struct up_slot *s, int fd, const void *buf, size_t n, ui
     }
     if (DK_UNLIKELY(s->file->atomic)) /* commits per write, or at fsync (DAXKIT_ATOMIC_COMMIT) */
         return up_atomic_write(s->file, fd, buf, n, off, append,
-                               (s->flags & (O_SYNC | O_DSYNC)) || up_atomic_commit_each_write());
+                               (fl & (O_SYNC | O_DSYNC)) || up_atomic_commit_each_write());
     ssize_t r = dk_cfg.mode == DK_MODE_STRICT ? up_strict_write(s->file, fd, buf, n, off, append)
-                                              : up_io_write(s->file, fd, buf, n, off, append, sync_writes(s));
+                                              : up_io_write(s->file, fd, buf, n, off, append, sync_writes(fl));
     /* DAXKIT_ATOMIC_MMAP: a shadow of this file shows the bytes (appends lie past every mapping of it) */
     if (r > 0 && !append) up_atomic_mmap_wrote(s->file->dev, s->file->ino, off, (uint64_t)r);
     return r;
@@ -757,21 +758,22 @@ ssize_t up_pread(struct up_slot *s, int fd, void *buf, size_t n, off_t off) {
     return up_io_read(s->file, fd, buf, n, (uint64_t)off);
 }
 
-ssize_t up_write(struct up_slot *s, int fd, const void *buf, size_t n) {
+ssize_t up_write_flags(struct up_slot *s, int fd, const void *buf, size_t n, uint32_t call_fl) {
     if (!writable(s)) {
         errno = EBADF;
         return -1;
     }
     if (n == 0) return 0;
     pos_lock(s);
-    bool append = s->flags & O_APPEND;
-    ssize_t r = write_op(s, fd, buf, n, s->offset, append);
+    ssize_t r = write_op(s, fd, buf, n, s->offset, __atomic_load_n(&s->flags, __ATOMIC_RELAXED) | call_fl);
     if (r > 0) s->offset = up_io_last_offset + (uint64_t)r;
     pos_unlock(s);
     return r;
 }
 
-ssize_t up_pwrite(struct up_slot *s, int fd, const void *buf, size_t n, off_t off) {
+ssize_t up_write(struct up_slot *s, int fd, const void *buf, size_t n) { return up_write_flags(s, fd, buf, n, 0); }
+
+ssize_t up_pwrite_flags(struct up_slot *s, int fd, const void *buf, size_t n, off_t off, uint32_t call_fl) {
     if (off < 0) {
         errno = EINVAL;
         return -1;
@@ -782,5 +784,9 @@ ssize_t up_pwrite(struct up_slot *s, int fd, const void *buf, size_t n, off_t of
     }
     if (n == 0) return 0;
     /* Linux: pwrite on an O_APPEND descriptor appends, whatever the offset. */
-    return write_op(s, fd, buf, n, (uint64_t)off, s->flags & O_APPEND);
+    return write_op(s, fd, buf, n, (uint64_t)off, __atomic_load_n(&s->flags, __ATOMIC_RELAXED) | call_fl);
+}
+
+ssize_t up_pwrite(struct up_slot *s, int fd, const void *buf, size_t n, off_t off) {
+    return up_pwrite_flags(s, fd, buf, n, off, 0);
 }

@@ -426,13 +426,9 @@ ssize_t up_writev(struct up_slot *s, int fd, const struct iovec *iov, int cnt, o
     bool append = (flags & RWF_APPEND) != 0;
     if (!use_off && !sync && !append) r = up_write(s, fd, buf, n);
     else if (use_off && !sync && !append) r = up_pwrite(s, fd, buf, n, off);
-    else {
-        /* per-call flags: sync and/or append for this write only */
-        uint32_t saved = s->flags;
-        uint32_t fl = saved | (sync ? O_DSYNC : 0) | (append ? O_APPEND : 0);
-        __atomic_store_n(&s->flags, fl, __ATOMIC_RELAXED);
-        r = use_off ? up_pwrite(s, fd, buf, n, off) : up_write(s, fd, buf, n);
-        __atomic_store_n(&s->flags, saved, __ATOMIC_RELAXED);
+    else { /* sync and/or append for this write only: passed down, never stored into the shared slot */
+        uint32_t fl = (sync ? O_DSYNC : 0) | (append ? O_APPEND : 0);
+        r = use_off ? up_pwrite_flags(s, fd, buf, n, off, fl) : up_write_flags(s, fd, buf, n, fl);
     }
     if (tmp && tmp != stackbuf) free(tmp);
     return r;

@@ -81,6 +81,9 @@ bool up_rwf_served(int flags);
 ssize_t up_readv(struct up_slot *s, int fd, const struct iovec *iov, int cnt, off_t off, int flags, bool use_off);
 ssize_t up_write(struct up_slot *s, int fd, const void *buf, size_t n);
 ssize_t up_pwrite(struct up_slot *s, int fd, const void *buf, size_t n, off_t off);
+/* The same with a call's own flags (O_DSYNC, O_APPEND from pwritev2's RWF_*) added for this write only. */
+ssize_t up_write_flags(struct up_slot *s, int fd, const void *buf, size_t n, uint32_t call_fl);
+ssize_t up_pwrite_flags(struct up_slot *s, int fd, const void *buf, size_t n, off_t off, uint32_t call_fl);
 ssize_t up_writev(struct up_slot *s, int fd, const struct iovec *iov, int cnt, off_t off, int flags, bool use_off);
 off_t up_lseek(struct up_slot *s, int fd, off_t off, int whence);
 int up_fsync(struct up_slot *s, int fd, bool datasync);
