@@ -22,7 +22,8 @@ for cfg in kernel "DAXKIT_MODE=posix" "DAXKIT_MODE=sync" "DAXKIT_MODE=strict DAX
     rm -rf "$dir"/* "$dir"/.daxkit
     pre=()
     [ "$cfg" = kernel ] || pre=(env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_STAGING_BYTES=2M DAXKIT_STAGING_FILES=1 $cfg)
-    out=$("${pre[@]}" python3 - "$dir" <<'PY' 2>&1
+    errf=$(mktemp) # the library's messages apart: a line of them inside a result line broke its grep
+    out=$("${pre[@]}" python3 - "$dir" <<'PY' 2>"$errf"
 import errno, os, sys
 d = sys.argv[1]
 MiB = 1 << 20
@@ -77,6 +78,8 @@ PY
 )
     rc=$?
     echo "$cfg: exit $rc: $(printf '%s' "$out" | tr '\n' ' ')"
+    [ -s "$errf" ] && sed 's/^/  stderr: /' "$errf"
+    rm -f "$errf"
     if [ $rc -ne 0 ]; then echo "FAIL: $cfg: the program died or failed (exit $rc; 135 = SIGBUS)"; fails=1; continue; fi
     printf '%s\n' "$out" | grep -q "^holes_blocks 0$" || { echo "FAIL: $cfg: reading holes allocated them"; fails=1; }
     printf '%s\n' "$out" | grep -q "error ENOSPC" || { echo "FAIL: $cfg: no ENOSPC"; fails=1; }
