@@ -1,7 +1,7 @@
 /* Attribute calls -- times, mode, owner -- on managed files: the file's unpublished appends go in first.
  * Through the kernel a program's write is in the file before its futimens; under daxkit it may still be
  * staged, and the publish at close (a pwrite, or the cut of an extension) would set mtime again after the
- * program set it (tar xf, cp -p: every extracted file dated now) and clear a set-user-ID bit fchmod had
+ * program set it (tar xf: every extracted file dated now) and clear a set-user-ID bit fchmod had
  * just set. The call itself always goes to the kernel. */
 #include <fcntl.h>
 #include <sys/stat.h>

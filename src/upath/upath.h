@@ -139,7 +139,7 @@ void up_truncated(dev_t dev, ino_t ino, off_t len);
 int up_publish_inode(dev_t dev, ino_t ino);
 /* Before the kernel sets a file's times, mode or owner (futimens, fchmod, fchown, utimensat, chmod...):
  * the file's unpublished appends go in first, as they would have through the kernel -- a publish after the
- * call (a pwrite, an extension cut) would set mtime again over the program's futimens (tar xf, cp -p) and
+ * call (a pwrite, an extension cut) would set mtime again over the program's futimens (tar xf) and
  * clear a set-user-ID bit its fchmod had just set. By descriptor; by name (dirfd, path, AT_* flags) only
  * while the process has unpublished appends (one stat then). DAXKIT_ATOMIC files keep their groups. */
 void up_publish_before_attr_fd(int fd);

@@ -3,8 +3,7 @@
 # (MEDIUM = ARGV[1]; ARGV[2]: append strategy, default stage). Through the kernel a write is in the file
 # before the program's futimens; under daxkit it is published later (at close), and that publish -- a
 # pwrite, or the cut of an extension -- sets mtime again and, for a caller without CAP_FSETID, clears the
-# set-user-ID bit. tar xf (write, futimens, fchown, fchmod, close) dated every extracted file "now"; cp -p
-# does the same. Cases, each a fresh file with appends not yet published when the attribute is set:
+# set-user-ID bit. tar xf (write, futimens, fchown, fchmod, close) dated every extracted file "now". Cases, each a fresh file with appends not yet published when the attribute is set:
 #   fd    write + futimens(fd) + close                -> mtime as set
 #   path  write + utimensat(path) + close (fd open)   -> mtime as set
 #   at    write + utimensat(dirfd, name) + close      -> mtime as set
