@@ -52,7 +52,7 @@ struct row {
     uint32_t bs, sync_every, write_pct, dirty_blocks, ops;
     double wall_s;
     uint64_t cpu_ns;      /* process CPU time (user + system, all threads: the checkpoint thread too) */
-    uint64_t median_ns, p999_ns, mean_ns;
+    uint64_t median_ns, p999_ns, mean_ns, p99_ns, max_ns;
 };
 
 static struct cfg C = {.medium = "unknown", .tests = "sizes,dirty,mix,latency,threads,mmap", .file_bytes = 64ull << 20,
@@ -91,7 +91,7 @@ static int cmp_u64(const void *a, const void *b) {
 
 static void print_header(void) {
     printf("medium,variant,test,bs,sync_every,write_pct,dirty_blocks,ops,ops_per_s,median_ns,p999_ns,mean_ns,wall_s,"
-           "cpu_ns_per_op\n");
+           "cpu_ns_per_op,p99_ns,max_ns\n");
 }
 
 static void emit(struct row *r, uint32_t n) {
@@ -101,10 +101,12 @@ static void emit(struct row *r, uint32_t n) {
     r->median_ns = n ? lat[n / 2] : 0;
     r->p999_ns = n ? lat[(uint64_t)n * 999 / 1000] : 0;
     r->mean_ns = n ? sum / n : 0;
-    printf("%s,%s,%s,%u,%u,%u,%u,%u,%.0f,%llu,%llu,%llu,%.4f,%.0f\n", C.medium, r->variant, r->test, r->bs,
+    r->p99_ns = n ? lat[(uint64_t)n * 99 / 100] : 0;
+    r->max_ns = n ? lat[n - 1] : 0;
+    printf("%s,%s,%s,%u,%u,%u,%u,%u,%.0f,%llu,%llu,%llu,%.4f,%.0f,%llu,%llu\n", C.medium, r->variant, r->test, r->bs,
            r->sync_every, r->write_pct, r->dirty_blocks, r->ops, r->wall_s > 0 ? r->ops / r->wall_s : 0,
            (unsigned long long)r->median_ns, (unsigned long long)r->p999_ns, (unsigned long long)r->mean_ns, r->wall_s,
-           r->ops ? (double)r->cpu_ns / r->ops : 0);
+           r->ops ? (double)r->cpu_ns / r->ops : 0, (unsigned long long)r->p99_ns, (unsigned long long)r->max_ns);
     fflush(stdout);
 }
 
