@@ -28,6 +28,12 @@ static inline void pos_lock(struct up_slot *s) {
 }
 static inline void pos_unlock(struct up_slot *s) { __atomic_store_n(&s->pad[0], 0, __ATOMIC_RELEASE); }
 
+/* The file whose mutex this thread is taking or holding for a read (read_unmapped, read_locked) or a write
+ * (overwrite_unmapped, write_locked, write_by_kernel: review 9, finding 25), set from before the lock call
+ * to after the unlock: a signal handler's read of the same file then goes to the kernel (read_nested)
+ * instead of waiting for a mutex its own thread holds. */
+static __thread const struct up_file *mu_file;
+
 /* ---- copying ---- */
 
 static inline bool flush_medium(const struct up_file *f) { return f->root->persist_as == DK_MEDIUM_DAX; }
@@ -346,6 +352,8 @@ static ssize_t pwrite_as_program(int fd, const char *buf, size_t n, uint64_t off
  * must do it, or -errno. */
 static ssize_t overwrite_unmapped(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
     if (__atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE) || off + n > inplace_limit(f)) return 0; /* cheap reject */
+    const struct up_file *outer = mu_file;
+    mu_file = f;
     pthread_mutex_lock(&f->mu);
     ssize_t w = 0;
     if (unmapped_take_turn(f, off + n)) {
@@ -354,20 +362,17 @@ static ssize_t overwrite_unmapped(struct up_file *f, int fd, const char *buf, si
         dk_count(DK_C_pt_unmapped, 1);
     }
     pthread_mutex_unlock(&f->mu);
+    mu_file = outer;
     return w;
 }
 
-/* The file whose mutex this thread's read is taking or holding (read_unmapped, read_locked), set from before
- * the lock call to after the unlock: a signal handler's read of the same file then goes to the kernel
- * (read_nested) instead of waiting for a mutex its own thread holds. */
-static __thread const struct up_file *read_mu_file;
 
 /* A read of published bytes by pread while the file is not mapped. Bytes read, 0 when the mapped path
  * must do it. */
 static ssize_t read_unmapped(struct up_file *f, int fd, char *buf, size_t n, uint64_t off) {
     if (__atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE) || off + n > inplace_limit(f)) return 0; /* cheap reject */
-    const struct up_file *outer = read_mu_file;
-    read_mu_file = f;
+    const struct up_file *outer = mu_file;
+    mu_file = f;
     pthread_mutex_lock(&f->mu);
     ssize_t r = 0;
     if (unmapped_take_turn(f, off + n)) {
@@ -378,7 +383,7 @@ static ssize_t read_unmapped(struct up_file *f, int fd, char *buf, size_t n, uin
         else dk_count(DK_C_pt_unmapped, 1);
     }
     pthread_mutex_unlock(&f->mu);
-    read_mu_file = outer;
+    mu_file = outer;
     return r;
 }
 
@@ -463,6 +468,8 @@ bool up_io_in_place(const struct up_file *f, uint64_t off, size_t n) {
  * published ones (still there when the appending part fails). 0 or -errno. */
 static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, uint64_t *at, bool append,
                         bool *appended, bool fence, size_t *in_place) {
+    const struct up_file *outer = mu_file;
+    mu_file = f;
     pthread_mutex_lock(&f->mu);
     if (append && !f->appends_o_append) f->appends_o_append = true;
     uint64_t off = append ? up_file_size(f) : *at;
@@ -483,6 +490,7 @@ static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, ui
     }
     if (rc == 0 && fence && flush_medium(f)) dk_fence();
     pthread_mutex_unlock(&f->mu);
+    mu_file = outer;
     *at = off;
     return rc;
 }
@@ -492,6 +500,8 @@ static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, ui
 static ssize_t write_by_kernel(struct up_file *f, int fd, const char *buf, size_t n, uint64_t *at, bool append,
                                bool *appended) {
     dk_count(DK_C_fallbacks, 1);
+    const struct up_file *outer = mu_file;
+    mu_file = f;
     pthread_mutex_lock(&f->mu);
     ssize_t w = up_publish_locked(f, fd);
     if (w == 0) {
@@ -513,6 +523,7 @@ static ssize_t write_by_kernel(struct up_file *f, int fd, const char *buf, size_
         }
     }
     pthread_mutex_unlock(&f->mu);
+    mu_file = outer;
     return w;
 }
 
@@ -633,8 +644,8 @@ static ssize_t read_holes(int fd, char *buf, size_t n, uint64_t off) {
 /* Under f->mu (which excludes rw's writers): reads that reach staged bytes or an unmapped part. Returns
  * bytes or -errno. */
 static ssize_t read_locked(struct up_file *f, int fd, char *buf, size_t n, uint64_t off) {
-    const struct up_file *outer = read_mu_file;
-    read_mu_file = f;
+    const struct up_file *outer = mu_file;
+    mu_file = f;
     pthread_mutex_lock(&f->mu);
     uint64_t size = up_file_size(f);
     ssize_t r = 0;
@@ -657,7 +668,7 @@ static ssize_t read_locked(struct up_file *f, int fd, char *buf, size_t n, uint6
         }
     }
     pthread_mutex_unlock(&f->mu);
-    read_mu_file = outer;
+    mu_file = outer;
     return r;
 }
 
@@ -678,7 +689,7 @@ ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off)
     n = DK_MIN(n, size - off);
     ssize_t r;
     if (read_fast(f, buf, n, off)) r = (ssize_t)n;
-    else if (DK_UNLIKELY(read_mu_file == f)) r = read_nested(fd, buf, n, off);
+    else if (DK_UNLIKELY(mu_file == f)) r = read_nested(fd, buf, n, off);
     else {
         r = read_unmapped(f, fd, buf, n, off);
         if (r == 0) r = read_locked(f, fd, buf, n, off);
