@@ -1,7 +1,9 @@
 /* The floor of a strict 4 KiB overwrite on a flush medium, in persist primitives only (no daxkit path, no
  * locks): what sync mode's write costs (one non-temporal 4 KiB copy into the file, one fence) against
  * strict mode's protocols -- session 7's (staged copy, fence, record line, fence, apply copy) and session
- * 8's (staged copy with its crc32c folded in, record line, one fence, apply copy) -- plus the pieces:
+ * 8's (staged copy with its crc32c folded in, record line, one fence, apply copy), the same with the apply
+ * drained before the next write (what the real path does: the file guard's exit fences the apply's
+ * non-temporal stores, so a truncate never runs under them; session 9) -- plus the pieces:
  * the crc-fused copy against the plain copy, and the crc32 instruction's serial crc of 4 KiB.
  * The file (32 MiB, random 4 KiB blocks), the staging area (64 MiB, sequential) and the log (16 MiB,
  * sequential lines) are shared mappings of files in DIR (a huge-page tmpfs: the emulated DAX medium of
@@ -31,10 +33,11 @@
 #define BLOCK 4096u
 #define ROUNDS_MAX 101
 
-enum { V_SYNC, V_STRICT7, V_STRICT8, V_STRICT8_NOCRC, V_COPY_CRC, V_COPY, V_CRC_SERIAL, V_COUNT };
+enum { V_SYNC, V_STRICT7, V_STRICT8, V_STRICT8_DRAINED, V_STRICT8_NOCRC, V_COPY_CRC, V_COPY, V_CRC_SERIAL, V_COUNT };
 static const char *names[V_COUNT] = {"sync: copy + fence",
                                      "strict session 7: stage + fence + line + fence + apply",
                                      "strict session 8: stage with crc + line + fence + apply",
+                                     "the same + fence after the apply (the real path drains it)",
                                      "(one fence without the crc: not correct)",
                                      "staged copy with crc, no fence",
                                      "staged copy, no fence",
@@ -92,6 +95,10 @@ int main(int argc, char **argv) {
                 case V_STRICT8:
                     sink += dk_copy_nt_crc32c(s, buf, BLOCK, 0);
                     dk_copy_nt(l, line, 64), dk_fence(), dk_copy_nt(d, buf, BLOCK);
+                    break;
+                case V_STRICT8_DRAINED: /* the file guard's exit drains the apply before the write returns */
+                    sink += dk_copy_nt_crc32c(s, buf, BLOCK, 0);
+                    dk_copy_nt(l, line, 64), dk_fence(), dk_copy_nt(d, buf, BLOCK), dk_fence();
                     break;
                 case V_STRICT8_NOCRC: dk_copy_nt(s, buf, BLOCK), dk_copy_nt(l, line, 64), dk_fence(), dk_copy_nt(d, buf, BLOCK); break;
                 case V_COPY_CRC: sink += dk_copy_nt_crc32c(s, buf, BLOCK, 0); break;

@@ -8,9 +8,10 @@
  * announces which file it is in with a plain store into its own reader record, and a writer pays instead:
  * it closes the fast path, runs membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) (a full barrier on every CPU
  * running one of our threads, pairing with the readers' compiler barriers), and waits until no reader
- * record names the file. A reader that finds the fast path closed, or is nested inside a guarded section
- * of another file (a signal handler), or runs where membarrier is unavailable, takes f->rw for reading as
- * before; one nested inside a section of the same file is covered by it. A thread's first guarded IO
+ * record names the file (a writer alone among the threads that hold reader records -- a single-threaded
+ * program -- needs neither: a fence and a look at the count of held records). A reader that finds the
+ * fast path closed, or is nested inside a guarded section of another file (a signal handler), or runs
+ * where membarrier is unavailable, takes f->rw for reading as before; one nested inside a section of the same file is covered by it. A thread's first guarded IO
  * claims its record (from mmap'ed chunks, then pthread_setspecific, which allocates nothing for the
  * library's early key): a signal handler's IO during that claim takes the locked path (guard.c).
  *
@@ -22,9 +23,12 @@
 
 struct up_reader {
     struct up_file *file; /* the file this thread is in a fast section of, or NULL */
+    const void *strict;   /* the strict log (struct up_strict) whose checkpoint lock this thread holds the
+                             fast read side of, or NULL (strict.c: the same protocol on st->ck) */
     uint32_t used;        /* claimed by a live thread */
-    char pad[64 - sizeof(void *) - sizeof(uint32_t)];
+    char pad[64 - 2 * sizeof(void *) - sizeof(uint32_t)];
 };
+_Static_assert(sizeof(struct up_reader) == 64, "a reader record is one cache line");
 
 extern bool up_guard_asym;                /* membarrier works: fast sections are lock-free */
 extern __thread struct up_reader *up_reader_self;
@@ -68,6 +72,12 @@ static inline void up_guard_read_exit(struct up_file *f, enum up_guard_entry how
 /* The write side: f->rw for writing, the fast path closed and drained. Caller holds f->mu. */
 void up_guard_write_lock(struct up_file *f);
 void up_guard_write_unlock(struct up_file *f);
+
+/* The same asymmetric protocol for another lock whose fast readers name `key` in their record's `strict`
+ * field (strict mode's checkpoint lock): sets *closed, runs the barrier, waits until no record names key.
+ * The caller holds that lock's slow side for writing (which excludes the slow readers); it clears *closed
+ * (release) before dropping it. Only when up_guard_asym. */
+void up_guard_close_and_drain(uint32_t *closed, const void *key);
 
 /* Once at start-up: registers for membarrier; without it every section takes f->rw. */
 void up_guard_init(void);

@@ -251,6 +251,8 @@ enum up_strict_broken {
     UP_STRICT_BROKEN_STAGED_NO_FENCE,     /* a staged write's record carries no crc of its staged bytes, and no fence
                                              orders them before it */
     UP_STRICT_BROKEN_APPLY_AFTER_RESET,   /* the checkpoint resets the log before it applies the waiting overwrites */
+    UP_STRICT_BROKEN_CK_NO_DRAIN,         /* a writer of the checkpoint lock takes its rwlock only, without closing
+                                             the write path's fast read side and waiting for it (strict_ck_threads) */
 };
 extern int up_strict_test_broken;
 #endif
