@@ -34,11 +34,12 @@ static bool strict_trunc(int flags) { return dk_cfg.mode == DK_MODE_STRICT && up
 #define STRICT_OPEN(dirfd, path, flags, call)                                                       \
     ({                                                                                             \
         int fd_ = -1;                                                                              \
-        if (strict_trunc(flags)) up_strict_before_truncating_open(dirfd, path);                    \
+        bool sync_trunc_ = strict_trunc(flags) && up_strict_before_truncating_open(dirfd, path);   \
         if (strict_create(flags) && up_strict_meta_begin(DK_OPLOG_CREATE, dirfd, path, dirfd, NULL)) \
             errno = EIO;                                                                           \
         else {                                                                                     \
             fd_ = (call);                                                                          \
+            if (fd_ >= 0 && sync_trunc_) up_strict_after_truncating_open(fd_);                     \
             if (fd_ >= 0 && strict_create(flags)) up_strict_meta_end(dirfd, path, dirfd, NULL);    \
         }                                                                                          \
         fd_;                                                                                       \

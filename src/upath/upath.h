@@ -150,7 +150,9 @@ void up_publish_before_attr_path(int dirfd, const char *path, int atflags);
 int up_strict_meta_begin(unsigned type, int dirfd, const char *path, int dirfd2, const char *path2);
 /* Strict mode, before an open with O_TRUNC of `path`: a checkpoint of its managed directory, so that no
  * record older than the truncate can replay over the file after a crash. */
-void up_strict_before_truncating_open(int dirfd, const char *path);
+bool up_strict_before_truncating_open(int dirfd, const char *path);
+/* After such an open (when the call above returned true): the truncate made durable (fdatasync). */
+void up_strict_after_truncating_open(int fd);
 void up_strict_meta_end(int dirfd, const char *path, int dirfd2, const char *path2);
 
 /* Process events. */
