@@ -1,11 +1,13 @@
-/* Attribute calls -- times, mode, owner -- on managed files: the file's unpublished appends go in first.
- * Through the kernel a program's write is in the file before its futimens; under daxkit it may still be
- * staged, and the publish at close (a pwrite, or the cut of an extension) would set mtime again after the
- * program set it (tar xf: every extracted file dated now) and clear a set-user-ID bit fchmod had
- * just set. The call itself always goes to the kernel. */
+/* Attribute calls -- times, mode, owner, extended attributes -- on managed files: the file's unpublished
+ * appends go in first. Through the kernel a program's write is in the file before its futimens; under daxkit
+ * it may still be staged, and the publish at close (a pwrite, or the cut of an extension) would set mtime
+ * again after the program set it (tar xf: every extracted file dated now), clear a set-user-ID bit fchmod
+ * had just set, and remove a file capability (security.capability) fsetxattr had just set (every write
+ * drops it, also for root: review 9, finding 6). The call itself always goes to the kernel. */
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/xattr.h>
 #include <utime.h>
 
 #include "shim/shim.h"
@@ -78,4 +80,31 @@ DK_EXPORT int chown(const char *path, uid_t uid, gid_t gid) {
 DK_EXPORT int lchown(const char *path, uid_t uid, gid_t gid) {
     before_path(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW);
     return DK_REAL(lchown)(path, uid, gid);
+}
+
+/* Extended attributes, every name (a write removes security.capability; publishing first keeps any
+ * attribute set after the data as through the kernel). */
+DK_EXPORT int fsetxattr(int fd, const char *name, const void *value, size_t size, int flags) {
+    before_fd(fd);
+    return DK_REAL(fsetxattr)(fd, name, value, size, flags);
+}
+DK_EXPORT int setxattr(const char *path, const char *name, const void *value, size_t size, int flags) {
+    before_path(AT_FDCWD, path, 0);
+    return DK_REAL(setxattr)(path, name, value, size, flags);
+}
+DK_EXPORT int lsetxattr(const char *path, const char *name, const void *value, size_t size, int flags) {
+    before_path(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW);
+    return DK_REAL(lsetxattr)(path, name, value, size, flags);
+}
+DK_EXPORT int fremovexattr(int fd, const char *name) {
+    before_fd(fd);
+    return DK_REAL(fremovexattr)(fd, name);
+}
+DK_EXPORT int removexattr(const char *path, const char *name) {
+    before_path(AT_FDCWD, path, 0);
+    return DK_REAL(removexattr)(path, name);
+}
+DK_EXPORT int lremovexattr(const char *path, const char *name) {
+    before_path(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW);
+    return DK_REAL(lremovexattr)(path, name);
 }

@@ -9,6 +9,11 @@
 #   at    write + utimensat(dirfd, name) + close      -> mtime as set
 #   suid  as user nobody: write + fchmod(04755) + close -> the set-user-ID bit kept (the kernel keeps it:
 #         the bit is cleared by writes *after* it is set, and there are none)
+#   cap   write + fsetxattr(fd, security.capability) + close -> the file capability kept (every write
+#         removes it, also root's: review 9, finding 6; a program setting it by descriptor before close,
+#         as rpm and libcap's cap_set_fd users do)
+#   cappath  write + setxattr(path, security.capability) + close (fd open) -> kept
+#   xrm   write + fsetxattr(user.a) + fremovexattr(user.a) + fsetxattr(security.capability) + close -> kept
 # Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -29,7 +34,7 @@ chown nobody:nogroup "$DK_MNT/nobody" # the suid case's own managed directory (i
 # Each case prints "name mtime mode" of its file after the program ended; run once through the kernel and
 # once under daxkit, the lines must match.
 prog='
-import os, stat, sys
+import os, stat, struct, sys
 d, case = sys.argv[1], sys.argv[2]
 p = os.path.join(d, case)
 t = 1234567890
@@ -46,12 +51,27 @@ elif case == "at":
     os.close(dfd)
 elif case == "suid":
     os.chmod(fd, 0o4755)                        # fchmod
+cap = struct.pack("<IIIII", 0x02000001, 1 << 13, 0, 0, 0)   # VFS_CAP_REVISION_2 | effective, CAP_NET_RAW
+if case == "cap":
+    os.setxattr(fd, "security.capability", cap) # fsetxattr
+elif case == "cappath":
+    os.setxattr(p, "security.capability", cap)  # setxattr
+elif case == "xrm":
+    os.setxattr(fd, "user.a", b"1")             # fsetxattr
+    os.write(fd, b"z" * 100)
+    os.removexattr(fd, "user.a")                # fremovexattr
+    os.setxattr(fd, "security.capability", cap)
 os.close(fd)
 st = os.stat(p)
-print(case, int(st.st_mtime) if case != "suid" else "-", oct(stat.S_IMODE(st.st_mode)), st.st_size)
+try:
+    has = os.getxattr(p, "security.capability").hex()
+except OSError as e:
+    has = "none"
+times = case in ("fd", "path", "at")
+print(case, int(st.st_mtime) if times else "-", oct(stat.S_IMODE(st.st_mode)), st.st_size, has)
 '
 fails=0
-for case in fd path at suid; do
+for case in fd path at suid cap cappath xrm; do
     dir=$DK_MNT/managed
     run=(python3 -c "$prog")
     if [ "$case" = suid ]; then # an interpreter user nobody can run (not one under /root)
