@@ -28,7 +28,7 @@ mkdir -p "$DIR"
 COMMON=(--dir "$DIR" --medium "$MEDIUM" --file-mib "$FILE_MIB" --ops "$OPS")
 
 daxkit_ok=1
-if ! nm -D --defined-only "$BUILD/lib/libdaxkit.so" 2>/dev/null | grep -qw pwrite; then
+if ! nm -D --defined-only "$BUILD/lib/libdaxkit.so" 2>/dev/null | grep -w pwrite >/dev/null; then # not -q: under pipefail, nm killed by SIGPIPE made it "missing"
     daxkit_ok=0
     echo "bench/micro: libdaxkit.so interposes nothing yet; kernel and floor only" >&2
 fi
