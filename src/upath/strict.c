@@ -869,7 +869,15 @@ int up_strict_meta_begin(unsigned type, int dirfd, const char *path, int dirfd2,
      * for the files opened meanwhile (up_adopt). */
     if (up_fsize_limited() && !__atomic_load_n(&r->strict, __ATOMIC_ACQUIRE)) return 0;
     struct up_strict *st = strict_for(r);
-    if (!st) return -EIO;
+    if (!st) {
+        /* No log can be made (a full medium: its log and staging file need space). The records of names
+         * are never replayed -- the change is atomic in the kernel and made durable by the directory fsync
+         * of up_strict_meta_end -- and without a log this process has no data records the change could
+         * reorder: the kernel's call, unlogged and counted. A program can free space by deleting files
+         * (review 9, finding 27: rm, mv and creates failed with EIO). */
+        dk_count(DK_C_strict_meta_unlogged, 1);
+        return 0;
+    }
     char data[2 * 4096 + 2];
     size_t a = strnlen(path, 4095), b = path2 ? strnlen(path2, 4095) : 0;
     memcpy(data, path, a);
