@@ -15,6 +15,7 @@
 
 #include "atomic/alog.h"
 #include "common/dk.h"
+#include "common/fhandle.h"
 #include "common/log.h"
 #include "persist/persist.h"
 #include "shim/libc.h"
@@ -22,16 +23,12 @@
 #define NAMED_WALK_DEPTH_MAX 8
 
 static int key_of_fd(int fd, char *key, size_t key_bytes) {
-    union {
-        struct file_handle h;
-        char space[sizeof(struct file_handle) + MAX_HANDLE_SZ];
-    } u;
-    u.h.handle_bytes = MAX_HANDLE_SZ;
-    int mount_id;
-    if (name_to_handle_at(fd, "", &u.h, &mount_id, AT_EMPTY_PATH) == 0) {
-        size_t used = (size_t)snprintf(key, key_bytes, "h%x-", (unsigned)u.h.handle_type);
-        for (unsigned i = 0; i < u.h.handle_bytes && used + 3 < key_bytes; i++)
-            used += (size_t)snprintf(key + used, key_bytes - used, "%02x", (unsigned char)u.h.f_handle[i]);
+    struct dk_fhandle fh;
+    if (dk_fhandle_of_fd(fd, &fh) == 0) {
+        const struct file_handle *h = &fh.u.h;
+        size_t used = (size_t)snprintf(key, key_bytes, "h%x-", (unsigned)h->handle_type);
+        for (unsigned i = 0; i < h->handle_bytes && used + 3 < key_bytes; i++)
+            used += (size_t)snprintf(key + used, key_bytes - used, "%02x", (unsigned char)h->f_handle[i]);
         return 0;
     }
     struct stat st;

@@ -13,23 +13,17 @@
 #include <fcntl.h>
 
 #include "common/dk.h"
+#include "common/fhandle.h"
 #include "upath/internal.h"
 
 #define IDENT_KNOWN (1ull << 32) /* f->ident: bit 32 set once computed; bits 31..0 the identity (0: none) */
 
 uint32_t up_fd_ident(int fd) {
-    union {
-        struct file_handle h;
-        char space[sizeof(struct file_handle) + MAX_HANDLE_SZ];
-    } u;
-    u.h.handle_bytes = MAX_HANDLE_SZ;
-    int mount_id;
-    DK_ERRNO_SAVE;
-    int rc = name_to_handle_at(fd, "", &u.h, &mount_id, AT_EMPTY_PATH);
-    DK_ERRNO_RESTORE;
-    if (rc != 0 || u.h.handle_bytes > MAX_HANDLE_SZ) return 0;
-    uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)(uint32_t)u.h.handle_type; /* FNV-1a, 64 bits */
-    for (unsigned i = 0; i < u.h.handle_bytes; i++) h = (h ^ (unsigned char)u.h.f_handle[i]) * 0x100000001b3ull;
+    struct dk_fhandle fh;
+    if (dk_fhandle_of_fd(fd, &fh) != 0) return 0;
+    const struct file_handle *hd = &fh.u.h;
+    uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)(uint32_t)hd->handle_type; /* FNV-1a, 64 bits */
+    for (unsigned i = 0; i < hd->handle_bytes; i++) h = (h ^ (unsigned char)hd->f_handle[i]) * 0x100000001b3ull;
     uint32_t id = (uint32_t)(h ^ (h >> 32));
     return id ? id : 1; /* 0 is "unknown" */
 }
