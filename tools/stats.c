@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/stats.h"
@@ -18,11 +19,18 @@ static const struct dk_stats_file *map_stats(int pid) {
     snprintf(path, sizeof path, DK_STATS_DIR "/stats.%d", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return NULL;
+    /* A file shorter than ours (a process starting, or one of a library with fewer counters: its slots are
+     * laid out differently) is not read: the mapping past its end would be a SIGBUS. */
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof(struct dk_stats_file)) {
+        close(fd);
+        return NULL;
+    }
     void *p = mmap(NULL, sizeof(struct dk_stats_file), PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
     if (p == MAP_FAILED) return NULL;
     const struct dk_stats_file *f = p;
-    if (f->magic != DK_STATS_MAGIC) {
+    if (f->magic != DK_STATS_MAGIC || f->counters != DK_C_COUNT) {
         munmap(p, sizeof *f);
         return NULL;
     }
@@ -53,20 +61,16 @@ static void print_line(const struct dk_stats_file *f) {
     fflush(stdout);
 }
 
-/* Lists live processes; removes the files of processes that are gone. */
+/* Lists live processes; removes the files of processes that are gone (dk_stats_sweep). */
 static int list_all(bool json) {
+    dk_stats_sweep(); /* files of processes that are gone (their lock is free) */
     DIR *d = opendir(DK_STATS_DIR);
     int count = 0;
     if (json) printf("[");
     for (struct dirent *e; d && (e = readdir(d));) {
         int pid;
         if (sscanf(e->d_name, "stats.%d", &pid) != 1) continue;
-        if (!alive(pid)) {
-            char path[300];
-            snprintf(path, sizeof path, DK_STATS_DIR "/%s", e->d_name);
-            unlink(path);
-            continue;
-        }
+        if (!alive(pid)) continue; /* swept above, or kept by its lock: another pid namespace's */
         const struct dk_stats_file *f = map_stats(pid);
         if (!f) continue;
         if (json) {

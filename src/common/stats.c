@@ -1,8 +1,13 @@
 #include "common/stats.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -18,6 +23,16 @@ static struct dk_stats_file private_stats; /* before init, or when stats are dis
 static struct dk_stats_file *stats = &private_stats;
 static char stats_path[64];
 static pid_t stats_pid;
+/* The stats file stays open with an flock (LOCK_EX) on it for the process's life: its owner is alive while
+ * the lock is held, whatever pid namespace it is in and whoever reuses its pid later (dk_stats_sweep). */
+static int stats_fd = -1;
+static int (*stats_fd_move)(int);
+static void (*stats_fd_close)(int);
+
+void dk_stats_set_fd_hooks(int (*move)(int), void (*close_fd)(int)) {
+    stats_fd_move = move;
+    stats_fd_close = close_fd;
+}
 
 struct dk_stats_slot *dk_stats_claim_slot(void) {
     struct dk_stats_file *f = __atomic_load_n(&stats, __ATOMIC_ACQUIRE);
@@ -30,26 +45,65 @@ struct dk_stats_slot *dk_stats_claim_slot(void) {
     return dk_stats_tls;
 }
 
+/* Opens path and takes its lock: -1 when a live owner keeps it locked (a process of another pid namespace
+ * with our pid number), or it cannot be made. A sweep may hold the lock of the file for an instant, and
+ * remove it between our open and our lock: then the file is opened again. */
+static int lock_stats_file(const char *path) {
+    const struct dk_libc *c = dk_libc();
+    for (int tries = 0; tries < 4; tries++) {
+        int fd = c->open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0) return -1;
+        struct stat a, b;
+        if (c->flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            if (c->fstat(fd, &a) == 0 && c->stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+                return fd;
+        } else {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+        c->close(fd);
+    }
+    return -1;
+}
+
 static struct dk_stats_file *map_stats_file(pid_t pid) {
     const struct dk_libc *c = dk_libc();
     c->mkdirat(AT_FDCWD, DK_STATS_DIR, 01777);
     snprintf(stats_path, sizeof stats_path, DK_STATS_DIR "/stats.%d", (int)pid);
-    int fd = c->open(stats_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) return NULL;
-    void *p = MAP_FAILED;
-    if (c->ftruncate(fd, sizeof(struct dk_stats_file)) == 0)
-        p = c->mmap(NULL, sizeof(struct dk_stats_file), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    c->close(fd);
-    if (p == MAP_FAILED) {
-        c->unlink(stats_path);
+    int fd = lock_stats_file(stats_path);
+    if (fd < 0) {
+        stats_path[0] = 0; /* never unlink a file we do not own */
         return NULL;
     }
+    void *p = MAP_FAILED;
+    /* Truncated to nothing first: the sized file reads as zeros (dk_stats_open relies on it). Mapped through
+     * a second open file description: a mapping keeps its description (and so an flock on it) alive, and a
+     * fork child inherits the mapping -- the lock must go with this process's descriptor alone. */
+    if (c->ftruncate(fd, 0) == 0 && c->ftruncate(fd, sizeof(struct dk_stats_file)) == 0) {
+        int mfd = c->open(stats_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW); /* locked by us: not swept meanwhile */
+        if (mfd >= 0) {
+            p = c->mmap(NULL, sizeof(struct dk_stats_file), PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+            c->close(mfd);
+        }
+    }
+    if (p == MAP_FAILED) {
+        c->unlink(stats_path);
+        c->close(fd);
+        stats_path[0] = 0;
+        return NULL;
+    }
+    stats_fd = stats_fd_move ? stats_fd_move(fd) : fd; /* kept, with its lock, for the process's life */
     return p;
 }
 
 void dk_stats_open(int enabled, const char *mode, const char *dirs, const char *note) {
     DK_ERRNO_SAVE;
     pid_t pid = dk_libc()->getpid();
+    if (stats_fd >= 0) { /* a fork child: the parent's descriptor (closing our copy leaves its lock) */
+        if (stats_fd_close) stats_fd_close(stats_fd);
+        else dk_libc()->close(stats_fd);
+        stats_fd = -1;
+    }
     struct dk_stats_file *f = enabled ? map_stats_file(pid) : NULL;
     if (!f) {
         f = &private_stats;
@@ -76,12 +130,51 @@ void dk_stats_open(int enabled, const char *mode, const char *dirs, const char *
     DK_ERRNO_RESTORE;
 }
 
+/* Removes path if no live process holds its lock. true if removed. */
+static bool remove_if_unlocked(const char *path) {
+    const struct dk_libc *c = dk_libc();
+    int fd = c->open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return false;
+    bool gone = c->flock(fd, LOCK_EX | LOCK_NB) == 0 && c->unlink(path) == 0;
+    c->close(fd);
+    return gone;
+}
+
 void dk_stats_remove_stale(void) {
     DK_ERRNO_SAVE;
     char path[64];
     snprintf(path, sizeof path, DK_STATS_DIR "/stats.%d", (int)dk_libc()->getpid());
-    dk_libc()->unlink(path);
+    remove_if_unlocked(path);
     DK_ERRNO_RESTORE;
+}
+
+int dk_stats_sweep(void) {
+    DK_ERRNO_SAVE;
+    const struct dk_libc *c = dk_libc();
+    int dfd = c->open(DK_STATS_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0) c->close(dfd);
+        DK_ERRNO_RESTORE;
+        return 0;
+    }
+    pid_t self = c->getpid();
+    int removed = 0;
+    for (struct dirent *e; (e = c->readdir(d));) {
+        if (strncmp(e->d_name, "stats.", 6) != 0) continue;
+        char *end;
+        long pid = strtol(e->d_name + 6, &end, 10);
+        if (*end || pid <= 0 || pid == self) continue;
+        /* A process with that pid here: taken for the owner (one system call); the file is swept when that
+         * pid is gone. No such process: the owner may still live in another pid namespace -- its lock says. */
+        if (kill((pid_t)pid, 0) == 0 || errno == EPERM) continue;
+        char path[300];
+        snprintf(path, sizeof path, DK_STATS_DIR "/%s", e->d_name);
+        if (remove_if_unlocked(path)) removed++;
+    }
+    c->closedir(d);
+    DK_ERRNO_RESTORE;
+    return removed;
 }
 
 void dk_stats_close(void) {

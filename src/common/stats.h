@@ -1,4 +1,6 @@
-/* Live counters in a small per-process mapped file (/dev/shm/daxkit/stats.PID), read by `daxkit stats`.
+/* Live counters in a small per-process mapped file (/dev/shm/daxkit/stats.PID, locked by its owner with
+ * flock while it lives), read by `daxkit stats`. Files of killed processes are swept by the next daxkit
+ * process's start-up and by `daxkit stats`.
  * Each thread counts into a slot of its own (plain stores, no atomics on the data path); the reader sums
  * slots. Threads beyond the slot count share the last slot with atomic adds. */
 #ifndef DK_COMMON_STATS_H
@@ -49,8 +51,15 @@ static inline void dk_count(enum dk_counter c, uint64_t n) {
 /* Creates and maps this process's stats file (or private memory when disabled). Call once at start,
  * and in a forked child. */
 void dk_stats_open(int enabled, const char *mode, const char *dirs, const char *note);
-/* Removes a stats file named after this process's pid (left by a killed process with the same pid). */
+/* How the stats file's descriptor (held with its lock) is moved out of the program's way and closed (the
+ * preload's internal descriptors); without hooks it stays where open put it. Call before dk_stats_open. */
+void dk_stats_set_fd_hooks(int (*move)(int), void (*close_fd)(int));
+/* Removes a stats file named after this process's pid (left by a killed process with the same pid) unless
+ * a live owner (another pid namespace) holds its lock. */
 void dk_stats_remove_stale(void);
+/* Removes the stats files of processes that are gone (killed: SIGKILL, a crash, an OOM kill leave them):
+ * a file whose pid no process here has and whose lock nobody holds. Returns how many. */
+int dk_stats_sweep(void);
 /* Removes this process's stats file (at exit). */
 void dk_stats_close(void);
 /* Reader side: counter names and docs. */

@@ -104,7 +104,9 @@ void up_init(void) {
         return;
     }
     const char *note = dk_cfg.persist == DK_PERSIST_FLUSH ? "persistence emulated (DAXKIT_PERSIST=flush)" : "";
+    dk_stats_set_fd_hooks(up_internal_fd, up_internal_close);
     dk_stats_open(dk_cfg.stats, dk_config_enum_name("MODE", dk_cfg.mode), dk_cfg.dir, note);
+    if (dk_cfg.stats) dk_stats_sweep(); /* killed processes' files (review 9, finding 12) */
     banner();
     /* What a crashed process left (extended tails, staging files) is dealt with before the program
      * sees any managed file. */

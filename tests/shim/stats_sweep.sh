@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Description: stats files of killed processes are swept (review 9, finding 12). Every daxkit process keeps
+# /dev/shm/daxkit/stats.PID open with an flock on it; a clean exit removes it, a SIGKILL (or a crash, an OOM
+# kill) left it for good. The next daxkit process's start-up and `daxkit stats` remove the files whose pid
+# no process here has and whose lock is free; a live process's file stays -- also one whose pid is unknown
+# here but whose lock is held (a process of another pid namespace: simulated with flock(1) on a file named
+# after a pid above pid_max). Background processes write nowhere: ctest waits for whoever holds its output.
+# Exit 0 pass, 1 fail, 77 skip.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+: "${DAXKIT_SRC:=$(cd "$here/../.." && pwd)}"
+: "${DAXKIT_BUILD:=$DAXKIT_SRC/build}"
+export DAXKIT_SRC DAXKIT_BUILD
+. "$DAXKIT_SRC/tests/harness/media.sh"
+
+lib=$(dk_lib) || exit 1
+cli=$(dk_cli) || exit 1
+dk_need_cmd flock
+dk_media_mount tmpfs >/dev/null
+dir=$DK_MNT/managed
+mkdir -p "$dir"
+S=/dev/shm/daxkit
+run=(env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_STATS=1) # a simple command: $! is the process's pid
+pids=()
+dk_on_exit 'kill -9 "${pids[@]}" 2>/dev/null; rm -f "$S/stats.4194305" "$S/stats.4194306"'
+wait_file() { for _ in $(seq 100); do [ -e "$1" ] && return 0; sleep 0.05; done; return 1; }
+
+"${run[@]}" sleep 60 >/dev/null 2>&1 & live=$!; pids+=($live)
+"${run[@]}" sleep 60 >/dev/null 2>&1 & dead1=$!; pids+=($dead1)
+"${run[@]}" sleep 60 >/dev/null 2>&1 & dead2=$!; pids+=($dead2)
+for p in $live $dead1 $dead2; do wait_file $S/stats.$p || dk_fail "no stats file for daxkit process $p"; done
+kill -9 $dead1 $dead2; wait $dead1 $dead2 2>/dev/null
+[ -e $S/stats.$dead1 ] || dk_skip "a killed process's stats file is gone without a sweep"
+# another namespace's live owner (its pid unknown here, its lock held) and a dead one (no lock)
+: > $S/stats.4194306
+(exec 9>$S/stats.4194305 && flock 9 && exec sleep 60) >/dev/null 2>&1 & pids+=($!) # the locker is $!
+wait_file $S/stats.4194305 || dk_fail "flock(1) did not make its file"
+sleep 0.2
+
+fails=0
+check() { # check WHAT PATH present|absent
+    if [ "$3" = present ] && [ ! -e "$2" ]; then echo "FAIL: $1: $2 was removed"; fails=$((fails + 1));
+    elif [ "$3" = absent ] && [ -e "$2" ]; then echo "FAIL: $1: $2 was left"; fails=$((fails + 1));
+    else echo "ok   $1: $2 $3"; fi
+}
+"${run[@]}" true # a daxkit process's start-up sweeps
+check "start-up, killed process" $S/stats.$dead1 absent
+check "start-up, killed process" $S/stats.$dead2 absent
+check "start-up, unlocked file of an unknown pid" $S/stats.4194306 absent
+check "start-up, live process" $S/stats.$live present
+check "start-up, locked file of an unknown pid" $S/stats.4194305 present
+
+"${run[@]}" sleep 60 >/dev/null 2>&1 & dead3=$!; pids+=($dead3)
+wait_file $S/stats.$dead3 || dk_fail "no stats file for daxkit process $dead3"
+kill -9 $dead3; wait $dead3 2>/dev/null
+"$cli" stats --json >/dev/null # without the library: the command sweeps
+check "daxkit stats, killed process" $S/stats.$dead3 absent
+check "daxkit stats, live process" $S/stats.$live present
+check "daxkit stats, locked file of an unknown pid" $S/stats.4194305 present
+"$cli" stats --json | grep -q "\"pid\": $live" || { echo "FAIL: daxkit stats does not list live process $live"; fails=$((fails + 1)); }
+
+# a fork child holds no lock on its parent's file (it closes the descriptor it inherited): the parent's file
+# is swept after the parent is killed while the child lives on; the child's own file stays
+"${run[@]}" python3 -c 'import os, time
+c = os.fork()
+if c == 0:
+    time.sleep(60); os._exit(0)
+print(c, flush=True); time.sleep(60)' > "$DK_MNT/child" 2>/dev/null & parent=$!; pids+=($parent)
+for _ in $(seq 100); do [ -s "$DK_MNT/child" ] && break; sleep 0.05; done
+child=$(cat "$DK_MNT/child"); pids+=($child)
+wait_file $S/stats.$child || dk_fail "no stats file for the fork child $child"
+kill -9 $parent; wait $parent 2>/dev/null
+"${run[@]}" true
+check "start-up, killed parent (its fork child alive)" $S/stats.$parent absent
+check "start-up, the parent's live fork child" $S/stats.$child present
+
+[ "$fails" = 0 ] || dk_fail "$fails check(s) failed"
+echo "stats_sweep.sh: killed processes' stats files swept at start-up and by daxkit stats; live ones kept"
