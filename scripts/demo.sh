@@ -38,7 +38,7 @@ mkdir -p "$MNT/kernel" "$MNT/daxkit" "$MNT/work"
 DK_HOW=
 if [ "$("$CLI" run --dir "$MNT/daxkit" -- /bin/sh -c 'echo launched' 2>/dev/null || true)" = launched ]; then
     DK_HOW=launcher
-elif nm -D --defined-only "$LIB" 2>/dev/null | grep -qw pwrite; then
+elif nm -D --defined-only "$LIB" 2>/dev/null | grep -w pwrite >/dev/null; then # not -q (pipefail, SIGPIPE)
     DK_HOW=preload
 fi
 run_daxkit() {

@@ -35,7 +35,7 @@ dk_progs_need_daxkit() {
     fi
     lib=$(dk_lib) || exit 1
     cli=$(dk_cli) || exit 1
-    nm -D --defined-only "$lib" 2>/dev/null | grep -qw pwrite ||
+    nm -D --defined-only "$lib" 2>/dev/null | grep -w pwrite >/dev/null || # not -q: under pipefail nm, killed by SIGPIPE once its output passed 4 KiB, made every test skip
         dk_skip "$lib exports no file functions yet (placeholder library): nothing to compare with the kernel"
     out=$("$cli" run --dir /nonexistent -- /bin/sh -c 'echo launched' 2>&1) || true
     if [ "$out" = launched ]; then
