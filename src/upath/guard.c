@@ -37,8 +37,7 @@ static long membarrier_call(int cmd) { return syscall(__NR_membarrier, cmd, 0, 0
 static void reader_release(void *p) {
     struct up_reader *r = p;
     if (up_reader_self == r) up_reader_self = NULL;
-    __atomic_store_n(&r->file, NULL, __ATOMIC_RELAXED);
-    __atomic_store_n(&r->strict, NULL, __ATOMIC_RELAXED);
+    for (unsigned k = 0; k < UP_ASYM_KINDS; k++) __atomic_store_n(&r->in[k], NULL, __ATOMIC_RELAXED);
     __atomic_store_n(&r->used, 0, __ATOMIC_RELEASE);
     __atomic_sub_fetch(&claimed, 1, __ATOMIC_SEQ_CST);
 }
@@ -90,18 +89,15 @@ struct up_reader *up_reader_claim(void) {
     return r;
 }
 
-/* A record names key: in its `file` field (strict == false) or its `strict` field. */
-static bool readers_in(const void *key, bool strict) {
+/* A record names key for lock kind `kind`. */
+static bool readers_in(enum up_asym_kind kind, const void *key) {
     for (struct reader_chunk *c = __atomic_load_n(&chunks, __ATOMIC_ACQUIRE); c; c = c->next)
-        for (unsigned i = 0; i < READERS_PER_CHUNK; i++) {
-            const void *in = strict ? __atomic_load_n(&c->r[i].strict, __ATOMIC_ACQUIRE)
-                                    : (const void *)__atomic_load_n(&c->r[i].file, __ATOMIC_ACQUIRE);
-            if (in == key) return true;
-        }
+        for (unsigned i = 0; i < READERS_PER_CHUNK; i++)
+            if (__atomic_load_n(&c->r[i].in[kind], __ATOMIC_ACQUIRE) == key) return true;
     return false;
 }
 
-static void close_and_drain(uint32_t *closed, const void *key, bool strict) {
+static void close_and_drain(enum up_asym_kind kind, uint32_t *closed, const void *key) {
     __atomic_store_n(closed, 1, __ATOMIC_RELAXED);
     /* No record held but this thread's (a single-threaded program): no other thread can be in a fast
      * section, and one that claims a record from now on sees the path closed -- its claim's locked add to
@@ -110,8 +106,7 @@ static void close_and_drain(uint32_t *closed, const void *key, bool strict) {
      * strict checkpoint at every lock release would pay. */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     struct up_reader *self = up_reader_self;
-    const void *own = !self ? NULL : strict ? __atomic_load_n(&self->strict, __ATOMIC_RELAXED)
-                                            : (const void *)__atomic_load_n(&self->file, __ATOMIC_RELAXED);
+    const void *own = self ? __atomic_load_n(&self->in[kind], __ATOMIC_RELAXED) : NULL;
     /* (A signal handler whose thread is inside a fast section on key waits below for ever, as it did for
      * the lock before: never through it.) */
     if (__atomic_load_n(&claimed, __ATOMIC_RELAXED) == (self != NULL ? 1u : 0u) && own != key) return;
@@ -128,7 +123,7 @@ static void close_and_drain(uint32_t *closed, const void *key, bool strict) {
     /* Fast sections are short, but a page-cache pwrite inside one can block on the device: yield, then
      * sleep, rather than spin a core away (the raw system call: libc's nanosleep is a cancellation point,
      * and the caller holds locks). */
-    for (unsigned spins = 0; readers_in(key, strict); spins++) {
+    for (unsigned spins = 0; readers_in(kind, key); spins++) {
         if (spins < 64) sched_yield();
         else syscall(SYS_nanosleep, &(struct timespec){0, 50000}, NULL);
     }
@@ -136,11 +131,11 @@ static void close_and_drain(uint32_t *closed, const void *key, bool strict) {
 
 void up_guard_write_lock(struct up_file *f) {
     pthread_rwlock_wrlock(&f->rw);
-    if (up_guard_asym) close_and_drain(&f->guard_closed, f, false);
+    if (up_guard_asym) close_and_drain(UP_ASYM_FILE, &f->guard_closed, f);
 }
 
-void up_guard_close_and_drain(uint32_t *closed, const void *key) {
-    if (up_guard_asym) close_and_drain(closed, key, true);
+void up_guard_close_and_drain(enum up_asym_kind kind, uint32_t *closed, const void *key) {
+    if (up_guard_asym) close_and_drain(kind, closed, key);
 }
 
 void up_guard_write_unlock(struct up_file *f) {
@@ -162,7 +157,6 @@ void up_guard_after_fork_child(void) {
             if (&c->r[i] != up_reader_self) c->r[i] = (struct up_reader){0};
     __atomic_store_n(&claimed, up_reader_self != NULL ? 1u : 0u, __ATOMIC_RELAXED);
     if (up_reader_self) {
-        __atomic_store_n(&up_reader_self->file, NULL, __ATOMIC_RELAXED);
-        __atomic_store_n(&up_reader_self->strict, NULL, __ATOMIC_RELAXED);
+        for (unsigned k = 0; k < UP_ASYM_KINDS; k++) __atomic_store_n(&up_reader_self->in[k], NULL, __ATOMIC_RELAXED);
     }
 }

@@ -21,12 +21,18 @@
 
 #include "upath/internal.h"
 
+/* The locks that use this protocol: a record names, per lock kind, the object whose fast read side its
+ * thread is in. */
+enum up_asym_kind {
+    UP_ASYM_FILE,   /* the file guard: a struct up_file (its f->rw, f->guard_closed) */
+    UP_ASYM_STRICT, /* strict mode's checkpoint lock: a struct up_strict (st->ck, st->ck_closed; strict.c) */
+    UP_ASYM_KINDS
+};
+
 struct up_reader {
-    struct up_file *file; /* the file this thread is in a fast section of, or NULL */
-    const void *strict;   /* the strict log (struct up_strict) whose checkpoint lock this thread holds the
-                             fast read side of, or NULL (strict.c: the same protocol on st->ck) */
-    uint32_t used;        /* claimed by a live thread */
-    char pad[64 - 2 * sizeof(void *) - sizeof(uint32_t)];
+    const void *in[UP_ASYM_KINDS]; /* per kind, the object this thread is in a fast section of, or NULL */
+    uint32_t used;                 /* claimed by a live thread */
+    char pad[64 - UP_ASYM_KINDS * sizeof(void *) - sizeof(uint32_t)];
 };
 _Static_assert(sizeof(struct up_reader) == 64, "a reader record is one cache line");
 
@@ -34,50 +40,60 @@ extern bool up_guard_asym;                /* membarrier works: fast sections are
 extern __thread struct up_reader *up_reader_self;
 struct up_reader *up_reader_claim(void);  /* this thread's record (slow path, first use) */
 
-/* How a section was entered (the token to pass to up_guard_read_exit). */
+/* How a section was entered (the token to pass to the exit). */
 enum up_guard_entry { UP_GUARD_LOCKED = 0, UP_GUARD_FAST = 1, UP_GUARD_NESTED = 2 };
 
-/* Enters a read-side section on f. A section nested in one on the same file (a signal handler doing IO
- * on the file it interrupted) is covered by the outer one: it takes nothing -- taking f->rw there would
- * deadlock against a truncate waiting for the outer section. */
-static inline enum up_guard_entry up_guard_read_enter(struct up_file *f) {
+/* Enters a read-side section on `key` of lock kind `kind`, whose writer sets *closed and whose slow side
+ * is `rw`. A section nested in one on the same key (a signal handler doing IO on the file it interrupted)
+ * is covered by the outer one: it takes nothing -- taking rw there would deadlock against a writer waiting
+ * for the outer section. */
+static inline enum up_guard_entry up_asym_read_enter(enum up_asym_kind kind, const void *key, const uint32_t *closed,
+                                                     pthread_rwlock_t *rw) {
     struct up_reader *r = up_reader_self;
     if (__builtin_expect(r == NULL, 0)) r = up_reader_claim();
     if (__builtin_expect(up_guard_asym && r != NULL, 1)) {
-        struct up_file *in = __atomic_load_n(&r->file, __ATOMIC_RELAXED);
-        if (in == f) return UP_GUARD_NESTED;
+        const void *in = __atomic_load_n(&r->in[kind], __ATOMIC_RELAXED);
+        if (in == key) return UP_GUARD_NESTED;
         if (__builtin_expect(in == NULL, 1)) {
-            __atomic_store_n(&r->file, f, __ATOMIC_RELAXED);
+            __atomic_store_n(&r->in[kind], key, __ATOMIC_RELAXED);
             __asm__ __volatile__("" ::: "memory"); /* membarrier supplies the CPU barrier (see above) */
             /* acquire: the loads of the section (sizes, the map) stay after this check */
-            if (__builtin_expect(!__atomic_load_n(&f->guard_closed, __ATOMIC_ACQUIRE), 1)) return UP_GUARD_FAST;
-            __atomic_store_n(&r->file, NULL, __ATOMIC_RELEASE);
+            if (__builtin_expect(!__atomic_load_n(closed, __ATOMIC_ACQUIRE), 1)) return UP_GUARD_FAST;
+            __atomic_store_n(&r->in[kind], NULL, __ATOMIC_RELEASE);
         }
     }
-    pthread_rwlock_rdlock(&f->rw);
+    pthread_rwlock_rdlock(rw);
     return UP_GUARD_LOCKED;
 }
 
 /* Leaves the section. The sfence orders non-temporal stores made inside before the record is cleared
  * (a release store orders ordinary stores only): a writer must not truncate under them. */
-static inline void up_guard_read_exit(struct up_file *f, enum up_guard_entry how) {
+static inline void up_asym_read_exit(enum up_asym_kind kind, pthread_rwlock_t *rw, enum up_guard_entry how) {
     if (__builtin_expect(how == UP_GUARD_FAST, 1)) {
         __builtin_ia32_sfence();
-        __atomic_store_n(&up_reader_self->file, NULL, __ATOMIC_RELEASE);
+        __atomic_store_n(&up_reader_self->in[kind], NULL, __ATOMIC_RELEASE);
     } else if (how == UP_GUARD_LOCKED) {
-        pthread_rwlock_unlock(&f->rw);
+        pthread_rwlock_unlock(rw);
     }
+}
+
+/* The file guard's read side on f. */
+static inline enum up_guard_entry up_guard_read_enter(struct up_file *f) {
+    return up_asym_read_enter(UP_ASYM_FILE, f, &f->guard_closed, &f->rw);
+}
+static inline void up_guard_read_exit(struct up_file *f, enum up_guard_entry how) {
+    up_asym_read_exit(UP_ASYM_FILE, &f->rw, how);
 }
 
 /* The write side: f->rw for writing, the fast path closed and drained. Caller holds f->mu. */
 void up_guard_write_lock(struct up_file *f);
 void up_guard_write_unlock(struct up_file *f);
 
-/* The same asymmetric protocol for another lock whose fast readers name `key` in their record's `strict`
- * field (strict mode's checkpoint lock): sets *closed, runs the barrier, waits until no record names key.
+/* The same asymmetric protocol for another lock whose fast readers name `key` in their record's `in[kind]`
+ * (strict mode's checkpoint lock): sets *closed, runs the barrier, waits until no record names key.
  * The caller holds that lock's slow side for writing (which excludes the slow readers); it clears *closed
  * (release) before dropping it. Only when up_guard_asym. */
-void up_guard_close_and_drain(uint32_t *closed, const void *key);
+void up_guard_close_and_drain(enum up_asym_kind kind, uint32_t *closed, const void *key);
 
 /* Once at start-up: registers for membarrier; without it every section takes f->rw. */
 void up_guard_init(void);

@@ -116,32 +116,14 @@ struct up_strict {
  * for reading; one nested in a fast section of the same root is covered by it. Other read sides (a
  * truncate's record) take ck as before. */
 static __thread int ck_held; /* counted from before the lock call to after the unlock: no window */
-enum ck_entry { CK_LOCKED, CK_FAST, CK_NESTED };
-static inline enum ck_entry ck_read_enter(struct up_strict *st) {
+/* guard.h's asymmetric read side, on st->ck, counted in ck_held. */
+static inline enum up_guard_entry ck_read_enter(struct up_strict *st) {
     ck_held++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    struct up_reader *r = up_reader_self;
-    if (__builtin_expect(r == NULL, 0)) r = up_reader_claim();
-    if (__builtin_expect(up_guard_asym && r != NULL, 1)) {
-        const void *in = __atomic_load_n(&r->strict, __ATOMIC_RELAXED);
-        if (in == st) return CK_NESTED;
-        if (__builtin_expect(in == NULL, 1)) {
-            __atomic_store_n(&r->strict, st, __ATOMIC_RELAXED);
-            __asm__ __volatile__("" ::: "memory"); /* membarrier supplies the CPU barrier (guard.h) */
-            if (__builtin_expect(!__atomic_load_n(&st->ck_closed, __ATOMIC_ACQUIRE), 1)) return CK_FAST;
-            __atomic_store_n(&r->strict, NULL, __ATOMIC_RELEASE);
-        }
-    }
-    pthread_rwlock_rdlock(&st->ck);
-    return CK_LOCKED;
+    return up_asym_read_enter(UP_ASYM_STRICT, st, &st->ck_closed, &st->ck);
 }
-static inline void ck_read_exit(struct up_strict *st, enum ck_entry how) {
-    if (__builtin_expect(how == CK_FAST, 1)) {
-        __builtin_ia32_sfence();
-        __atomic_store_n(&up_reader_self->strict, NULL, __ATOMIC_RELEASE);
-    } else if (how == CK_LOCKED) {
-        pthread_rwlock_unlock(&st->ck);
-    }
+static inline void ck_read_exit(struct up_strict *st, enum up_guard_entry how) {
+    up_asym_read_exit(UP_ASYM_STRICT, &st->ck, how);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     ck_held--;
 }
@@ -163,7 +145,7 @@ static inline void ck_wrlock(struct up_strict *st) {
 #ifdef DAXKIT_TEST_BUILD
     if (up_strict_test_broken == UP_STRICT_BROKEN_CK_NO_DRAIN) return; /* broken on purpose */
 #endif
-    up_guard_close_and_drain(&st->ck_closed, st);
+    up_guard_close_and_drain(UP_ASYM_STRICT, &st->ck_closed, st);
 }
 static inline void ck_wrunlock(struct up_strict *st) {
     __atomic_store_n(&st->ck_closed, 0, __ATOMIC_RELEASE);
@@ -733,7 +715,7 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
     bool nested = ck_held > 0; /* a signal handler inside a strict operation of this thread */
     int slot = -1;             /* this write's place in f's in-flight table */
     uint64_t seq = 0;
-    enum ck_entry ck;
+    enum up_guard_entry ck;
     for (int attempt = 0;; attempt++) {
         ck = ck_read_enter(st);
         bool full;
