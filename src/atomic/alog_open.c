@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -262,6 +263,21 @@ static void release_resources(struct alog_file *f) {
     free(f);
 }
 
+/* The engine's kept descriptors move to a high number, out of the way of the program's open(), which must
+ * get the lowest free number (review 9, finding 21; upath/auxfd.c): 64 below RLIMIT_NOFILE's soft limit,
+ * as up_internal_fd_floor. The log's flock belongs to its open file description: the duplicate keeps it.
+ * The descriptor stays where it is when the move fails (a low limit, no free high number). */
+static int fd_high(int fd) {
+    struct rlimit rl;
+    int floor = 512;
+    if (DK_REAL(getrlimit)(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        floor = (int)DK_MAX(16, (long)rl.rlim_cur - 64);
+    int hi = fd >= 0 && fd < floor ? DK_REAL(fcntl)(fd, F_DUPFD_CLOEXEC, floor) : -1;
+    if (hi < 0) return fd;
+    DK_REAL(close)(fd);
+    return hi;
+}
+
 static int open_all(struct alog_file *f, const char *path, const struct alog_where *w,
                     const struct daxkit_atomic_options *o) {
     int dirfd = -1;
@@ -270,8 +286,9 @@ static int open_all(struct alog_file *f, const char *path, const struct alog_whe
     if (!S_ISREG(st.st_mode)) return -EINVAL;
     int rc = open_log(f, path, w, &dirfd, &f->log_fd);
     if (!rc) rc = choose_medium(f, dirfd, o->persist);
+    if (!rc) f->log_fd = fd_high(f->log_fd);
     if (dirfd >= 0 && (rc || !f->track_size)) DK_REAL(close)(dirfd);
-    else f->dir_fd = dirfd; /* a tracked-size log is removed at its clean close */
+    else f->dir_fd = fd_high(dirfd); /* a tracked-size log is removed at its clean close */
     if (!rc) rc = open_data(f, path, w, f->track_size ? 0 : o->file_bytes_min, &st);
     if (!rc) rc = attach_log(f, &st, o->log_bytes);
     if (!rc && f->track_size) rc = alog_size_prepare(f);

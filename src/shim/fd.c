@@ -107,6 +107,7 @@ static int counted_lock(int (*real)(int, int, ...), int fd, int cmd, struct floc
 static int fcntl_common(int fd, int cmd, void *arg, bool is64) {
     int (*real)(int, int, ...) = is64 ? DK_REAL(fcntl64) : DK_REAL(fcntl);
     if (!up_enabled) return real(fd, cmd, arg);
+    if ((cmd == F_SETLK || cmd == F_SETLKW) && arg && ((struct flock *)arg)->l_type != F_UNLCK) up_aux_lock_gate();
     if (cmd != F_GETFD && cmd != F_SETFD && cmd != F_GETFL) up_resolve(fd);
     if (!up_fd_slot(fd)) {
         /* A lock on any file may guard managed ones: its release publishes them. */

@@ -4,14 +4,22 @@
  * use took the program's locks away (a read-only SQLite connection lost its SHARED lock at its file's
  * first mapping; an O_APPEND writer its lock at a publish). The reopened descriptor is kept instead, and
  * closed only when the program closes a descriptor of the file -- when the kernel drops the locks anyway.
- * It is not moved to a high number (closing the low one would drop them too): a program's dup2 onto it
- * moves it first (up_aux_vacate). The DAXKIT_ATOMIC engine's descriptor (atomic_fd) is kept the same
+ * A reopen takes the lowest free number, which the program's next open() was to get (POSIX's lowest-number
+ * rule: close(1) then open() must give 1 -- review 9, finding 21). So free numbers 0-2 are filled with
+ * placeholders (opens of "/" with O_PATH, another file: closing them drops no lock) around the reopen, and
+ * the reopened descriptor moves to a high number (up_internal_fd_floor) by dup and close of the low one --
+ * unless the process has ever asked for a POSIX record lock (F_SETLK/F_SETLKW, lockf: up_aux_lock_gate):
+ * then the close would drop its locks, and the descriptor stays at the low number (>= 3). A lock call
+ * racing a move waits for the move's close. A process image cannot see locks taken before its exec (they
+ * survive exec): such a lock on a file this image then reopens is dropped by the move. A program's dup2
+ * onto a kept descriptor moves it first (up_aux_vacate). The DAXKIT_ATOMIC engine's descriptor (atomic_fd) is kept the same
  * way: the engine lets the file go at fork, the program's mmap, copy_file_range... while the program
  * keeps its descriptors (review 7, finding 3d); the kept descriptor goes at the program's next close, or
  * after the detach at its last. All are close-on-exec: an exec still drops the program's locks on such a
  * file. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/resource.h>
 
 #include "common/stats.h"
@@ -55,6 +63,63 @@ static bool within_budget(void) {
     return __atomic_load_n(&kept_count, __ATOMIC_RELAXED) < budget;
 }
 
+/* Set by the first POSIX lock request of the process, for good; movers counts reopens between their look
+ * at it and their close of the low number (a lock call that sees one waits: Dekker's handshake, both
+ * sequentially consistent). mover_here: this thread is one (a signal handler's lock call must not wait for
+ * its own thread). */
+static bool posix_locks_asked;
+static uint32_t movers;
+static __thread bool mover_here;
+
+void up_aux_lock_gate(void) {
+    if (DK_LIKELY(__atomic_load_n(&posix_locks_asked, __ATOMIC_RELAXED)) && !__atomic_load_n(&movers, __ATOMIC_SEQ_CST))
+        return;
+    __atomic_store_n(&posix_locks_asked, true, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&movers, __ATOMIC_SEQ_CST) && !mover_here) sched_yield();
+}
+
+/* Fills free numbers 0-2 with placeholders; returns how many, their numbers in ph. */
+static int fill_low(int ph[3]) {
+    const struct dk_libc *c = dk_libc();
+    int n = 0;
+    for (int i = 0; i < 3; i++) {
+        if (c->fcntl(i, F_GETFD) >= 0) continue;
+        int p = c->open("/", O_PATH | O_CLOEXEC);
+        if (p < 0) break;
+        if (p > 2) { /* taken meanwhile by another thread: nothing below 3 is free now */
+            c->close(p);
+            break;
+        }
+        ph[n++] = p;
+    }
+    return n;
+}
+
+/* The file reopened read-write, at a number the program's next open would not have taken (header). */
+static int reopen_kept(int fd) {
+    const struct dk_libc *c = dk_libc();
+    int ph[3];
+    int n_ph = fill_low(ph);
+    int a = up_fd_reopen(fd, O_RDWR);
+    int e = errno;
+    if (a >= 0) {
+        mover_here = true;
+        __atomic_add_fetch(&movers, 1, __ATOMIC_SEQ_CST);
+        if (!__atomic_load_n(&posix_locks_asked, __ATOMIC_SEQ_CST)) {
+            int hi = c->fcntl(a, F_DUPFD_CLOEXEC, up_internal_fd_floor());
+            if (hi >= 0) { /* else (a low RLIMIT_NOFILE, all high numbers taken) the low number stays */
+                c->close(a);
+                a = hi;
+            }
+        }
+        __atomic_sub_fetch(&movers, 1, __ATOMIC_SEQ_CST);
+        mover_here = false;
+    }
+    for (int i = 0; i < n_ph; i++) c->close(ph[i]);
+    errno = e;
+    return a;
+}
+
 int up_aux_fd(struct up_file *f, int fd, bool need_rdwr) {
     if (fits(up_fd_flags(fd), need_rdwr)) return fd;
     if (f->aux_fd >= 0) return f->aux_fd; /* opened O_RDWR: fits both */
@@ -63,7 +128,7 @@ int up_aux_fd(struct up_file *f, int fd, bool need_rdwr) {
         return -EMFILE;
     }
     DK_ERRNO_SAVE;
-    int a = up_fd_reopen(fd, O_RDWR);
+    int a = reopen_kept(fd);
     int e = errno;
     DK_ERRNO_RESTORE;
     if (a < 0) return -e;
@@ -75,7 +140,7 @@ int up_aux_fd(struct up_file *f, int fd, bool need_rdwr) {
 int up_atomic_fd(struct up_file *f, int fd) {
     if (f->atomic_fd >= 0) return f->atomic_fd;
     DK_ERRNO_SAVE;
-    int a = up_fd_reopen(fd, O_RDWR);
+    int a = reopen_kept(fd);
     int e = errno;
     DK_ERRNO_RESTORE;
     if (a < 0) return -e;
