@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/resource.h>

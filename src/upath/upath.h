@@ -99,6 +99,9 @@ void up_strict_program_maps(int fd);
  * splice, posix_fallocate): a DAXKIT_ATOMIC file leaves the engine, then the descriptor's file is
  * published, so the kernel sees the exact file. 0 or -errno of the publish. */
 int up_hand_to_kernel(int fd);
+/* fd (0, 1 or 2) has just become a descriptor of a managed file: the kernel serves that file from now on
+ * (upath.c). No-op for other numbers and unmanaged descriptors. */
+void up_std_fd_to_kernel(int fd);
 /* After a lock was acquired or the kernel changed the file: forget our view of its size. */
 void up_refresh_fd(int fd);
 /* After any lock was acquired: the same for every managed file the process has open (a lock often

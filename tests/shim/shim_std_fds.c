@@ -6,7 +6,13 @@
  * the program's next open() is to get by POSIX's lowest-number rule. aux_moved: a free number below the
  * file's; after the reopen, open() must still return it. aux_locked_low: the process holds a POSIX lock on
  * the file (the kept descriptor must not move: closing its first number would drop the lock) and its fd 1
- * is free: open() must return 1, and the lock must still be there. */
+ * is free: open() must return 1, and the lock must still be there.
+ *
+ * dup2_std, reopen_stdout, reopen_stdout_trunc (review 9, finding 17): a managed file on descriptor 1 or 2
+ * -- by dup2 (the daemon idiom), or close(1) then open() -- is written by stdio with libc's internal write,
+ * unseen by the library, and by the program's write(): every line must be in the file, in program order.
+ * dprintf (finding 18): dprintf/vdprintf/__dprintf_chk to a managed descriptor between write()s. Each
+ * case reads the file back with raw system calls after closing it. */
 #include <dirent.h>
 #include <limits.h>
 
@@ -96,12 +102,96 @@ static void case_aux_locked_low(const char *dir) {
     OK(close(fd));
 }
 
+/* The file's bytes as the kernel has them (raw system calls: no library call). */
+static void expect_file(const char *path, const char *want) {
+    char got[8192];
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY);
+    CHECK(fd >= 0, "open %s: %s", path, strerror(errno));
+    ssize_t n = 0, r;
+    while ((r = syscall(SYS_read, fd, got + n, sizeof got - 1 - (size_t)n)) > 0) n += r;
+    syscall(SYS_close, fd);
+    got[n] = 0;
+    CHECK(strcmp(got, want) == 0, "%s holds %zd bytes '%s', not %zu bytes '%s'", path, n, got, strlen(want), want);
+}
+
+static void case_dup2_std(const char *dir) {
+    char p[PATH_MAX];
+    st_path(p, sizeof p, dir, "out");
+    int save1 = OK(dup(1)), save2 = OK(dup(2));
+    int fd = OK(open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+    st_write_all(fd, "hello\n", 6);
+    fflush(stdout);
+    OK(dup2(fd, 1)); /* the daemon idiom: stdout and stderr into the log */
+    printf("world\n");
+    fflush(stdout);
+    st_write_all(1, "again\n", 6);
+    OK(dup2(fd, 2));
+    fprintf(stderr, "stderr %d\n", 2); /* unbuffered: one internal write */
+    st_write_all(fd, "tail\n", 5);
+    OK(dup2(save2, 2));
+    OK(close(fd));
+    puts("last");
+    fflush(stdout);
+    OK(dup2(save1, 1));
+    expect_file(p, "hello\nworld\nagain\nstderr 2\ntail\nlast\n");
+}
+
+static void reopen_stdout(const char *dir, int extra) {
+    char p[PATH_MAX];
+    st_path(p, sizeof p, dir, "out2");
+    int save1 = OK(dup(1));
+    fflush(stdout);
+    OK(close(1));
+    int fd = OK(open(p, O_WRONLY | O_CREAT | O_TRUNC | extra, 0644));
+    CHECK(fd == 1, "open() returned %d, not 1", fd);
+    st_write_all(fd, "hello\n", 6);
+    printf("world fd=%d\n", fd);
+    fflush(stdout);
+    st_write_all(1, "again\n", 6);
+    puts("last");
+    fflush(stdout);
+    OK(dup2(save1, 1));
+    expect_file(p, "hello\nworld fd=1\nagain\nlast\n");
+}
+
+int __dprintf_chk(int fd, int flag, const char *fmt, ...);
+
+static int my_vdprintf(int fd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vdprintf(fd, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+static void case_dprintf(const char *dir) {
+    char p[PATH_MAX], want[8192], big[3001];
+    st_path(p, sizeof p, dir, "dp");
+    memset(big, 'b', 3000);
+    big[3000] = 0;
+    int fd = OK(open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+    st_write_all(fd, "one\n", 4);
+    CHECK(dprintf(fd, "two %d\n", 2) == 6, "dprintf");
+    st_write_all(fd, "three\n", 6);
+    CHECK(my_vdprintf(fd, "four %d\n", 4) == 7, "vdprintf");
+    CHECK(__dprintf_chk(fd, 1, "five %s\n", "5") == 7, "__dprintf_chk");
+    CHECK(dprintf(fd, "%s\n", big) == 3001, "dprintf of 3001 bytes");
+    st_write_all(fd, "six\n", 4);
+    OK(close(fd));
+    snprintf(want, sizeof want, "one\ntwo 2\nthree\nfour 4\nfive 5\n%s\nsix\n", big);
+    expect_file(p, want);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) SKIP("usage: shim_std_fds DIR CASE");
     st_watchdog(60);
     const char *dir = argv[1], *c = argv[2];
     if (strcmp(c, "aux_moved") == 0) case_aux_moved(dir);
     else if (strcmp(c, "aux_locked_low") == 0) case_aux_locked_low(dir);
+    else if (strcmp(c, "dup2_std") == 0) case_dup2_std(dir);
+    else if (strcmp(c, "reopen_stdout") == 0) reopen_stdout(dir, O_APPEND);
+    else if (strcmp(c, "reopen_stdout_trunc") == 0) reopen_stdout(dir, 0);
+    else if (strcmp(c, "dprintf") == 0) case_dprintf(dir);
     else FAIL("unknown case %s", c);
     NOTE("%s: pass", c);
     return 0;
