@@ -244,6 +244,17 @@ int dk_oplog_close(struct dk_oplog *log, int remove) {
     return rc;
 }
 
+void dk_oplog_drop_inherited(struct dk_oplog *log) {
+    if (!log) return;
+    DK_ERRNO_SAVE;
+    dk_libc()->munmap(log->headers, log->map_bytes);
+    void (*close_fd)(int) = log->close_fd ? log->close_fd : plain_close;
+    close_fd(log->fd); /* the child's copy only: the lock is the open file description's, the parent's */
+    if (log->direct_fd >= 0) close_fd(log->direct_fd);
+    free(log); /* grow_mu is not destroyed: another thread of the parent may have held it at fork */
+    DK_ERRNO_RESTORE;
+}
+
 const char *dk_oplog_path(const struct dk_oplog *log) { return log->path; }
 void *dk_oplog_mapping(const struct dk_oplog *log, size_t *bytes_out) {
     if (bytes_out) *bytes_out = log->map_bytes;

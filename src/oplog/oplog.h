@@ -127,6 +127,13 @@ void dk_oplog_move_fds(struct dk_oplog *log, int (*move_fd)(int fd), void (*clos
  * logged is applied). Returns 0 or -errno of the unlink. */
 int dk_oplog_close(struct dk_oplog *log, int remove);
 
+/* In a fork child: lets go of the parent's log without touching it -- unmaps it and closes the child's
+ * copies of its descriptors. The flock stays with the parent (its copy of the open file description still
+ * holds it), and once the parent is gone no descriptor of the child keeps it: recovery then finds the log
+ * an orphan and replays it (review 9, finding 11: a child that kept the copy made the log look alive, and
+ * the start-up reclaim removed it unreplayed). Never unlocks, never unlinks, never writes. */
+void dk_oplog_drop_inherited(struct dk_oplog *log);
+
 /* Accessors: the file path, the mapping (for the crash-state explorer), capacity and the current state. */
 const char *dk_oplog_path(const struct dk_oplog *log);
 void *dk_oplog_mapping(const struct dk_oplog *log, size_t *bytes_out);

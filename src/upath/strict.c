@@ -921,7 +921,11 @@ void up_strict_after_fork_child(void) {
         up_internal_close(st->stg_fd);
         free(st->lazy);
         free(st->lazy_hash);
-        free(st); /* the log's mapping and lock descriptor are the parent's: leaked on purpose, never used */
+        /* The log stays the parent's: the child closes its copies of the log's descriptors, or after the
+         * parent's death the inherited copy would keep the log's flock taken and recovery would never
+         * replay it (review 9, finding 11). A strict child that writes makes a log of its own. */
+        dk_oplog_drop_inherited(st->log);
+        free(st);
         r->strict = NULL;
     }
 }
