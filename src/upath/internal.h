@@ -154,6 +154,7 @@ struct up_strict_report {
     uint64_t staged_torn; /* staged records whose staged bytes do not match their crc (counted in torn too) */
     uint64_t files_reused; /* records of a file that is gone, whose inode number another file has now: not
                               replayed (counted in files_gone too) */
+    uint64_t logs_kept;    /* logs with records that failed for want of space: kept for a later recovery */
 };
 struct up_recover_report {
     uint64_t owners_gone;            /* processes whose lock was free */

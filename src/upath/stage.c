@@ -264,6 +264,15 @@ static int lock_dead_owner(int area_fd, const char *name) {
     return lfd;
 }
 
+static bool name_ends(const char *name, const char *suffix) {
+    size_t n = strlen(name), m = strlen(suffix);
+    return n > m && strcmp(name + n - m, suffix) == 0;
+}
+/* An operation log, or one being built (dk_oplog_open's <tag>.<pid>.<n>.log / .tmp). */
+static bool oplog_file(const char *name) { return name_ends(name, ".log") || name_ends(name, ".tmp"); }
+/* Strict mode's staging file (<tag>.strict.stg): its records' bytes, removed with the log's replay. */
+static bool strict_staging_file(const char *name) { return name_ends(name, ".strict.stg"); }
+
 /* Removes staging files and locks whose owner is gone (its flock can be taken), after rolling back the
  * owner's published-size records. Each dead owner's lock stays held until its records are done and its
  * files and lock name removed (as dk_oplog_find_orphans holds a log's): a second recoverer running at the
@@ -304,16 +313,37 @@ void up_stage_reclaim(const char *root_path, int area_fd, struct up_recover_repo
             dk_log_verbose("%s: %llu file(s) rolled back to their published size after a crash", root_path,
                            (unsigned long long)(rep->sizes.rolled_back - before));
     }
+    /* Operation logs are removed by their own recovery alone, after their replay: a log still there has an
+     * owner lock someone holds (a descriptor inherited by a process alive now), or a replay that failed; it
+     * stays, with its staging file, for a later recovery (review 9, finding 11: this loop removed a dead
+     * owner's log -- and the staged bytes its records point to -- unreplayed). */
+    char logged[64][48]; /* tags with a log still here (more than 64: every strict staging file is kept) */
+    int nlogged = 0;
+    bool logged_overflow = false;
+    rewinddir(d);
+    while ((e = c->readdir(d))) {
+        const char *dot = strchr(e->d_name, '.');
+        if (!dot || !oplog_file(e->d_name) || dot - e->d_name >= 48) continue;
+        if (nlogged == 64) logged_overflow = true;
+        else snprintf(logged[nlogged++], sizeof logged[0], "%.*s", (int)(dot - e->d_name), e->d_name);
+    }
     rewinddir(d);
     while ((e = c->readdir(d))) {
         bool gone = false;
+        if (oplog_file(e->d_name)) continue; /* dk_oplog_find_orphans's (above) */
+        const char *dot = strchr(e->d_name, '.');
+        if (strict_staging_file(e->d_name)) { /* kept while its tag has a log */
+            bool keep = logged_overflow;
+            for (int i = 0; i < nlogged && !keep; i++)
+                keep = strlen(logged[i]) == (size_t)(dot - e->d_name) && !strncmp(logged[i], e->d_name, dot - e->d_name);
+            if (keep) continue;
+        }
         for (int i = 0; i < ndead && !gone; i++) {
             size_t n = strlen(dead[i]);
             gone = strncmp(e->d_name, dead[i], n) == 0 && e->d_name[n] == '.';
         }
         /* An owner's lock exists (locked) before its first staging file: a staging file whose lock is
          * missing was left by an owner that is gone. */
-        const char *dot = strchr(e->d_name, '.');
         size_t n = strlen(e->d_name);
         if (!gone && dot && n > 4 && !strcmp(e->d_name + n - 4, ".stg")) {
             char lname[64];

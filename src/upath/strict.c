@@ -976,6 +976,8 @@ struct replay_file {
     uint64_t cap;    /* bytes mapped */
     uint64_t ksize;  /* the kernel's size */
     uint64_t lsize;  /* the size the records so far give the file */
+    uint64_t alloc_lo, alloc_hi; /* [lo, hi) has its blocks allocated and unshared (replay_alloc) */
+    unsigned alloc_how;          /* 0 unshare + keep size, 1 keep size, 2 no fallocate: records by pwrite */
 };
 
 struct replay {
@@ -989,6 +991,7 @@ struct replay {
     unsigned nfiles;
     struct up_strict_report *rep;
     bool unknown_type;      /* a record of a type this version does not know: the log is kept */
+    bool no_space;          /* a record failed for want of space (or memory): the log is kept for a later run */
 };
 
 /* Sets the final size, makes the file durable, lets it go. */
@@ -1046,8 +1049,46 @@ static struct replay_file *replay_file(struct replay *rp, uint64_t dev, uint64_t
         rp->nfiles--;
     }
     struct replay_file *rf = &rp->files[rp->nfiles++];
-    *rf = (struct replay_file){dev, ino, up_fd_ident(fd), fd, NULL, 0, (uint64_t)st.st_size, (uint64_t)st.st_size};
+    *rf = (struct replay_file){dev, ino, up_fd_ident(fd), fd, NULL, 0, (uint64_t)st.st_size, (uint64_t)st.st_size,
+                               0, 0, 0};
     return rf;
+}
+
+static bool errno_no_space(int e) { return e == ENOSPC || e == EDQUOT || e == ENOMEM || e == EFBIG; }
+
+/* Allocates (and unshares: a reflinked block would be copied at the store) the blocks of [off, end), so that
+ * the store through the mapping cannot fault: a page a full medium cannot allocate is SIGBUS, and recovery
+ * runs inside every program started under daxkit (review 9, finding 15: on a full tmpfs `daxkit recover`, ls
+ * and /bin/true under daxkit all died of SIGBUS). A 2 MiB-aligned step around the range at a time (one call
+ * per step, not per record), the range alone when the medium has no room for the step. 0: store through
+ * the mapping; 1: write by pwrite (no fallocate here: the kernel's write reports ENOSPC instead of a
+ * fault); -1 with errno. */
+static int replay_alloc(struct replay_file *rf, uint64_t off, uint64_t end) {
+    if (off >= rf->alloc_lo && end <= rf->alloc_hi) return 0;
+    if (rf->alloc_how == 2) return 1;
+    uint64_t lo = dk_round_down(off, DK_HUGE_BYTES);
+    uint64_t hi = DK_MAX(end, DK_MIN(dk_round_up(end, DK_HUGE_BYTES), rf->lsize)); /* no blocks left past EOF */
+    for (int exact = 0; exact < 2; exact++) {
+        if (exact) lo = off, hi = end;
+        for (;;) {
+            int mode = FALLOC_FL_KEEP_SIZE | (rf->alloc_how == 0 ? FALLOC_FL_UNSHARE_RANGE : 0);
+            if (DK_REAL(fallocate)(rf->fd, mode, (off_t)lo, (off_t)(hi - lo)) == 0) {
+                if (rf->alloc_hi >= lo && rf->alloc_lo <= hi && rf->alloc_hi > rf->alloc_lo) /* one interval */
+                    rf->alloc_lo = DK_MIN(rf->alloc_lo, lo), rf->alloc_hi = DK_MAX(rf->alloc_hi, hi);
+                else
+                    rf->alloc_lo = lo, rf->alloc_hi = hi;
+                return 0;
+            }
+            if (errno == EINTR) continue;
+            if ((errno == EOPNOTSUPP || errno == EINVAL) && rf->alloc_how < 2) {
+                if (++rf->alloc_how == 2) return 1; /* neither flag set is taken here */
+                continue;
+            }
+            break;
+        }
+        if (!errno_no_space(errno)) return -1;
+    }
+    return -1;
 }
 
 /* Makes [0, end) writable through the mapping (kernel size and mapping grow in steps). 0 or -1. */
@@ -1072,7 +1113,21 @@ static int replay_reserve(struct replay_file *rf, uint64_t end) {
 
 static int replay_bytes(struct replay_file *rf, const void *src, uint64_t n, uint64_t off) {
     if (replay_reserve(rf, off + n) != 0) return -1;
-    memcpy(rf->map + off, src, n);
+    int how = replay_alloc(rf, off, off + n);
+    if (how < 0) return -1;
+    if (how == 0) {
+        memcpy(rf->map + off, src, n);
+    } else {
+        for (uint64_t done = 0; done < n;) { /* the mapping and the page cache are one: no ordering to keep */
+            ssize_t w = DK_REAL(pwrite)(rf->fd, (const char *)src + done, (size_t)(n - done), (off_t)(off + done));
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) {
+                if (w == 0) errno = ENOSPC;
+                return -1;
+            }
+            done += (uint64_t)w;
+        }
+    }
     rf->lsize = DK_MAX(rf->lsize, off + n);
     return 0;
 }
@@ -1117,6 +1172,10 @@ static int replay_one(const struct dk_oplog_record *rec, void *ctx) {
         rp->rep->meta_seen++; /* create/unlink/rename: atomic in the kernel file system already */
         return 0;
     }
+    if (rp->no_space) { /* the rest waits for the next recovery, in log order, after the record that failed */
+        rp->rep->failed++;
+        return 0;
+    }
     int other_fs;
     struct replay_file *rf = replay_file(rp, op.dev, op.ino, rec->area_dev, &other_fs);
     if (!rf && other_fs) {
@@ -1148,12 +1207,16 @@ static int replay_one(const struct dk_oplog_record *rec, void *ctx) {
             rp->rep->staged_torn++;
             return 0;
         }
-        rc = src ? replay_bytes(rf, src, op.length, op.file_offset) : -1;
+        rc = src ? replay_bytes(rf, src, op.length, op.file_offset) : (errno = ENOENT, -1);
     } else {
         rc = replay_truncate(rf, op.file_offset);
     }
-    if (rc) rp->rep->failed++;
-    else rp->rep->replayed++;
+    if (rc) {
+        rp->rep->failed++;
+        if (errno_no_space(errno)) rp->no_space = true;
+    } else {
+        rp->rep->replayed++;
+    }
     return 0;
 }
 
@@ -1197,7 +1260,12 @@ static int recover_log(const char *path, void *ctx) {
     if (rc == -EPROTONOSUPPORT || rp.unknown_type)
         dk_log("%s: %s was written by a newer daxkit (%s): kept, not replayed -- recover it with that version",
                oc->root_path, base, rc ? "its log version" : "a record type this version does not know");
-    if ((rc == 0 && !rp.unknown_type) || rc == -EINVAL) {
+    if (rp.no_space) {
+        oc->rep->logs_kept++;
+        dk_log("%s: %s: records could not be replayed for want of space on the medium: the log is kept and "
+               "replayed by a later recovery (free space, then run `daxkit recover %s`)", oc->root_path, base,
+               oc->root_path);
+    } else if ((rc == 0 && !rp.unknown_type) || rc == -EINVAL) {
         DK_REAL(unlink)(path);
         DK_REAL(unlinkat)(oc->area_fd, rp.stg_name, 0);
     } else {
