@@ -33,7 +33,7 @@ sleep 0.2
 out=$(DAXKIT_ATOMIC_WAIT_MS=50 run 4 0 2>&1)
 rc=$?
 wait $a
-echo "$out" | grep -q "Device or resource busy" && [ $rc -ne 0 ] ||
+grep -q "Device or resource busy" <<<"$out" && [ $rc -ne 0 ] ||
     { echo "FAIL: an open past DAXKIT_ATOMIC_WAIT_MS did not fail with EBUSY (rc $rc: $out)"; exit 1; }
 # And once A is gone the file opens again, in A's last state.
 [ "$(run 5 0 | head -1 | cut -d' ' -f2-)" = "$(stat -c %s "$dir/f" >/dev/null; run 6 0 | head -1 | cut -d' ' -f2-)" ] ||

@@ -49,8 +49,8 @@ PY
     rc=$?
     echo "$cfg: exit $rc: $(printf '%s' "$out" | tr '\n' ' ')"
     if [ $rc -ne 0 ]; then echo "FAIL: $cfg: the program died (exit $rc; 135 = SIGBUS)"; fails=1; continue; fi
-    printf '%s\n' "$out" | grep -q "error ENOSPC" || { echo "FAIL: $cfg: no ENOSPC"; fails=1; }
-    printf '%s\n' "$out" | grep -q "^acknowledged .* intact True$" ||
+    grep -q "error ENOSPC" <<<"$out" || { echo "FAIL: $cfg: no ENOSPC"; fails=1; }
+    grep -q "^acknowledged .* intact True$" <<<"$out" ||
         { echo "FAIL: $cfg: an acknowledged record is missing or wrong"; fails=1; }
 done
 [ $fails -eq 0 ] || dk_fail "a full $medium did not give the kernel's answer under some append strategy (above)"

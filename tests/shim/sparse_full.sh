@@ -81,10 +81,10 @@ PY
     [ -s "$errf" ] && sed 's/^/  stderr: /' "$errf"
     rm -f "$errf"
     if [ $rc -ne 0 ]; then echo "FAIL: $cfg: the program died or failed (exit $rc; 135 = SIGBUS)"; fails=1; continue; fi
-    printf '%s\n' "$out" | grep -q "^holes_blocks 0$" || { echo "FAIL: $cfg: reading holes allocated them"; fails=1; }
-    printf '%s\n' "$out" | grep -Eq "error E(NOSPC|NOMEM)" || { echo "FAIL: $cfg: no ENOSPC (or ENOMEM: memory short)"; fails=1; }
-    printf '%s\n' "$out" | grep -q "^acknowledged .* intact True$" || { echo "FAIL: $cfg: a written page is wrong"; fails=1; }
-    printf '%s\n' "$out" | grep -Eq "^past: error E(NOSPC|NOMEM)" || { echo "FAIL: $cfg: no ENOSPC past preallocated pages"; fails=1; }
+    grep -q "^holes_blocks 0$" <<<"$out" || { echo "FAIL: $cfg: reading holes allocated them"; fails=1; }
+    grep -Eq "error E(NOSPC|NOMEM)" <<<"$out" || { echo "FAIL: $cfg: no ENOSPC (or ENOMEM: memory short)"; fails=1; }
+    grep -q "^acknowledged .* intact True$" <<<"$out" || { echo "FAIL: $cfg: a written page is wrong"; fails=1; }
+    grep -Eq "^past: error E(NOSPC|NOMEM)" <<<"$out" || { echo "FAIL: $cfg: no ENOSPC past preallocated pages"; fails=1; }
 done
 [ $fails -eq 0 ] || dk_fail "a sparse file on a full $medium did not behave as with the kernel (above)"
 echo "ok: holes read as zeros without allocation, far writes land, the fill ends in ENOSPC with every page intact"

@@ -24,8 +24,8 @@ print("LOGS", " ".join(sorted(e for e in os.listdir(d + "/.daxkit") if e.endswit
 rc=$?
 echo "$out" | tail -5
 [ $rc -eq 0 ] || dk_fail "daxkit run --mode strict exited $rc"
-echo "$out" | grep -q "without acceleration" && dk_fail "daxkit run --mode strict ran the program unaccelerated"
-echo "$out" | grep -q "loaded: .*DAXKIT_MODE=strict" || dk_fail "no banner naming DAXKIT_MODE=strict"
-echo "$out" | grep -q "^LOGS .*\.log" || dk_fail "no operation log in $dir/.daxkit while the strict program ran"
+grep -q "without acceleration" <<<"$out" && dk_fail "daxkit run --mode strict ran the program unaccelerated"
+grep -q "loaded: .*DAXKIT_MODE=strict" <<<"$out" || dk_fail "no banner naming DAXKIT_MODE=strict"
+grep -q "^LOGS .*\.log" <<<"$out" || dk_fail "no operation log in $dir/.daxkit while the strict program ran"
 [ "$(cat "$dir/f")" = "$(printf 'x%.0s' $(seq 100))" ] || dk_fail "the file does not hold the 100 bytes written"
 echo "launcher.sh: daxkit run --mode strict runs the program in strict mode"

@@ -50,7 +50,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 PY
 )
 echo "$out"
-printf '%s\n' "$out" | grep -q "^ftruncate refused: Operation not permitted$" ||
+grep -q "^ftruncate refused: Operation not permitted$" <<<"$out" ||
     dk_fail "the refused ftruncate did not come back with EPERM, as the kernel's does"
 before=$(stat -c %s "$dir/log")
 chattr -a "$dir/log"
