@@ -15,8 +15,8 @@
 #include "commands.h"
 
 static const struct dk_stats_file *map_stats(int pid) {
-    char path[96];
-    snprintf(path, sizeof path, DK_STATS_DIR "/stats.%d", pid);
+    char path[256];
+    snprintf(path, sizeof path, "%s/stats.%d", dk_stats_dir(), pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return NULL;
     /* A file shorter than ours (a process starting, or one of a library with fewer counters: its slots are
@@ -64,7 +64,7 @@ static void print_line(const struct dk_stats_file *f) {
 /* Lists live processes; removes the files of processes that are gone (dk_stats_sweep). */
 static int list_all(bool json) {
     dk_stats_sweep(); /* files of processes that are gone (their lock is free) */
-    DIR *d = opendir(DK_STATS_DIR);
+    DIR *d = opendir(dk_stats_dir());
     int count = 0;
     if (json) printf("[");
     for (struct dirent *e; d && (e = readdir(d));) {

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/config.h"
 #include "common/dk.h"
 #include "shim/libc.h"
 
@@ -21,7 +22,7 @@ __thread int dk_stats_tls_shared __attribute__((tls_model("initial-exec")));
 
 static struct dk_stats_file private_stats; /* before init, or when stats are disabled */
 static struct dk_stats_file *stats = &private_stats;
-static char stats_path[64];
+static char stats_path[256];
 static pid_t stats_pid;
 /* The stats file stays open with an flock (LOCK_EX) on it for the process's life: its owner is alive while
  * the lock is held, whatever pid namespace it is in and whoever reuses its pid later (dk_stats_sweep). */
@@ -43,6 +44,11 @@ struct dk_stats_slot *dk_stats_claim_slot(void) {
     }
     dk_stats_tls = &f->slot[idx];
     return dk_stats_tls;
+}
+
+const char *dk_stats_dir(void) {
+    const char *d = dk_cfg_loaded ? dk_cfg.stats_dir : getenv("DAXKIT_STATS_DIR");
+    return d && d[0] == '/' && strlen(d) <= 200 ? d : DK_STATS_DIR;
 }
 
 /* Opens path and takes its lock: -1 when a live owner keeps it locked (a process of another pid namespace
@@ -68,8 +74,8 @@ static int lock_stats_file(const char *path) {
 
 static struct dk_stats_file *map_stats_file(pid_t pid) {
     const struct dk_libc *c = dk_libc();
-    c->mkdirat(AT_FDCWD, DK_STATS_DIR, 01777);
-    snprintf(stats_path, sizeof stats_path, DK_STATS_DIR "/stats.%d", (int)pid);
+    c->mkdirat(AT_FDCWD, dk_stats_dir(), 01777);
+    snprintf(stats_path, sizeof stats_path, "%s/stats.%d", dk_stats_dir(), (int)pid);
     int fd = lock_stats_file(stats_path);
     if (fd < 0) {
         stats_path[0] = 0; /* never unlink a file we do not own */
@@ -142,8 +148,8 @@ static bool remove_if_unlocked(const char *path) {
 
 void dk_stats_remove_stale(void) {
     DK_ERRNO_SAVE;
-    char path[64];
-    snprintf(path, sizeof path, DK_STATS_DIR "/stats.%d", (int)dk_libc()->getpid());
+    char path[256];
+    snprintf(path, sizeof path, "%s/stats.%d", dk_stats_dir(), (int)dk_libc()->getpid());
     remove_if_unlocked(path);
     DK_ERRNO_RESTORE;
 }
@@ -151,7 +157,7 @@ void dk_stats_remove_stale(void) {
 int dk_stats_sweep(void) {
     DK_ERRNO_SAVE;
     const struct dk_libc *c = dk_libc();
-    int dfd = c->open(DK_STATS_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dfd = c->open(dk_stats_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
     if (!d) {
         if (dfd >= 0) c->close(dfd);
@@ -168,8 +174,8 @@ int dk_stats_sweep(void) {
         /* A process with that pid here: taken for the owner (one system call); the file is swept when that
          * pid is gone. No such process: the owner may still live in another pid namespace -- its lock says. */
         if (kill((pid_t)pid, 0) == 0 || errno == EPERM) continue;
-        char path[300];
-        snprintf(path, sizeof path, DK_STATS_DIR "/%s", e->d_name);
+        char path[480];
+        snprintf(path, sizeof path, "%s/%s", dk_stats_dir(), e->d_name);
         if (remove_if_unlocked(path)) removed++;
     }
     c->closedir(d);

@@ -18,7 +18,11 @@ enum dk_counter {
 
 #define DK_STATS_MAGIC 0x444b535441545331ull /* "DKSTATS1" */
 #define DK_STATS_SLOTS 64
-#define DK_STATS_DIR "/dev/shm/daxkit"
+#define DK_STATS_DIR "/dev/shm/daxkit" /* DAXKIT_STATS_DIR's default */
+
+/* The directory of the counter files: DAXKIT_STATS_DIR (the loaded configuration in the library, the
+ * environment in the tools), DK_STATS_DIR when unset, empty, relative or longer than 200 bytes. */
+const char *dk_stats_dir(void);
 
 struct dk_stats_slot {
     uint64_t v[DK_C_COUNT];

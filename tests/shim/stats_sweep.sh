@@ -5,6 +5,8 @@
 # no process here has and whose lock is free; a live process's file stays -- also one whose pid is unknown
 # here but whose lock is held (a process of another pid namespace: simulated with flock(1) on a file named
 # after a pid above pid_max). Background processes write nowhere: ctest waits for whoever holds its output.
+# The files go to a directory of the test's own (DAXKIT_STATS_DIR): in /dev/shm/daxkit every daxkit process
+# of a parallel test run sweeps, and took the killed processes' files before this test could look.
 # Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -19,7 +21,8 @@ dk_need_cmd flock
 dk_media_mount tmpfs >/dev/null
 dir=$DK_MNT/managed
 mkdir -p "$dir"
-S=/dev/shm/daxkit
+S=$DK_MNT/stats
+export DAXKIT_STATS_DIR=$S # the library and `daxkit stats` alike
 run=(env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_STATS=1) # a simple command: $! is the process's pid
 pids=()
 dk_on_exit 'kill -9 "${pids[@]}" 2>/dev/null; rm -f "$S/stats.4194305" "$S/stats.4194306"'
@@ -28,7 +31,8 @@ wait_file() { for _ in $(seq 100); do [ -e "$1" ] && return 0; sleep 0.05; done;
 "${run[@]}" sleep 60 >/dev/null 2>&1 & live=$!; pids+=($live)
 "${run[@]}" sleep 60 >/dev/null 2>&1 & dead1=$!; pids+=($dead1)
 "${run[@]}" sleep 60 >/dev/null 2>&1 & dead2=$!; pids+=($dead2)
-for p in $live $dead1 $dead2; do wait_file $S/stats.$p || dk_fail "no stats file for daxkit process $p"; done
+for p in $live $dead1 $dead2; do wait_file $S/stats.$p || dk_fail "no stats file for daxkit process $p in DAXKIT_STATS_DIR"; done
+[ ! -e /dev/shm/daxkit/stats.$live ] || dk_fail "DAXKIT_STATS_DIR=$S set, yet /dev/shm/daxkit/stats.$live was made"
 kill -9 $dead1 $dead2; wait $dead1 $dead2 2>/dev/null
 [ -e $S/stats.$dead1 ] || dk_skip "a killed process's stats file is gone without a sweep"
 # another namespace's live owner (its pid unknown here, its lock held) and a dead one (no lock)
@@ -57,7 +61,7 @@ kill -9 $dead3; wait $dead3 2>/dev/null
 check "daxkit stats, killed process" $S/stats.$dead3 absent
 check "daxkit stats, live process" $S/stats.$live present
 check "daxkit stats, locked file of an unknown pid" $S/stats.4194305 present
-"$cli" stats --json | grep -q "\"pid\": $live" || { echo "FAIL: daxkit stats does not list live process $live"; fails=$((fails + 1)); }
+grep -q "\"pid\": $live" <<<"$("$cli" stats --json)" || { echo "FAIL: daxkit stats does not list live process $live"; fails=$((fails + 1)); }
 
 # a fork child holds no lock on its parent's file (it closes the descriptor it inherited): the parent's file
 # is swept after the parent is killed while the child lives on; the child's own file stays
