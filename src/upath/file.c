@@ -9,6 +9,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "upath/internal.h"
+#include "upath/io.h"
 
 #define UP_FILE_BUCKETS 4096
 
@@ -195,13 +196,17 @@ void up_file_foreach(void (*fn)(struct up_file *f, void *arg), void *arg) {
 }
 
 /* Fork safety: hold every file's locks across fork so neither process inherits a half-held one. */
+/* A file whose mutex this thread's interrupted call may hold (a signal handler's fork, exec or exit) is
+ * left alone, by both: it would wait for itself (review 9, finding 30). */
 static void lock_one(struct up_file *f, void *arg) {
     (void)arg;
+    if (DK_UNLIKELY(f == up_io_held_file())) return;
     pthread_mutex_lock(&f->mu);
     pthread_rwlock_wrlock(&f->rw);
 }
 static void unlock_one(struct up_file *f, void *arg) {
     (void)arg;
+    if (DK_UNLIKELY(f == up_io_held_file())) return;
     pthread_rwlock_unlock(&f->rw);
     pthread_mutex_unlock(&f->mu);
 }

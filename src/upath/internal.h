@@ -228,6 +228,11 @@ void up_strict_done(struct up_file *f);
 int up_strict_fsync(struct up_file *f, int fd, bool datasync);
 /* Checkpoints the root's log (or every root's): nothing logged before may be replayed after this. */
 void up_strict_checkpoint(struct up_root *r);
+/* This thread holds (or is taking) a checkpoint lock: a signal handler on it interrupted a strict operation. */
+bool up_strict_ck_held(void);
+/* A signal handler on this thread interrupted a call of the library that holds (or is taking) a file's
+ * mutex or a strict checkpoint lock: nothing may wait for those (review 9, finding 30). */
+bool up_thread_in_call(void);
 void up_strict_checkpoint_all(void);
 /* Strict mode: applies this file's staged overwrites that wait for a checkpoint (a checkpoint of its root),
  * before a read or a write that must see them in the file. False when it cannot now: the thread is inside

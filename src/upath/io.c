@@ -34,6 +34,8 @@ static inline void pos_unlock(struct up_slot *s) { __atomic_store_n(&s->pad[0], 
  * instead of waiting for a mutex its own thread holds. */
 static __thread const struct up_file *mu_file;
 
+const struct up_file *up_io_held_file(void) { return mu_file; }
+
 /* ---- copying ---- */
 
 static inline bool flush_medium(const struct up_file *f) { return f->root->persist_as == DK_MEDIUM_DAX; }
@@ -605,7 +607,10 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
     if (sync) {
         /* A kernel's overwrite (a hole filled, holes.c) may have allocated: its fdatasync, not a flush. */
         bool syncs_file = appended || (by_kernel && sync == UP_IO_SYNC);
+        const struct up_file *outer = mu_file;
+        mu_file = f; /* the publish takes f->mu: a handler's _exit must not wait for it (finding 30) */
         int rc = syncs_file ? (sync == UP_IO_LOGGED ? publish_logged(f, fd) : up_sync_file(f, fd, true)) : 0;
+        mu_file = outer;
         if (!syncs_file && sync != UP_IO_LOGGED) up_io_persist_range(f, off, n);
         if (rc) {
             errno = -rc;

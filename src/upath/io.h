@@ -20,6 +20,10 @@ bool up_io_overwrite_mapped(struct up_file *f, const char *buf, size_t n, uint64
 /* [off, off+n) is published, within the size and mapped: an overwrite there is a store (racy hint). */
 bool up_io_in_place(const struct up_file *f, uint64_t off, size_t n);
 ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off);
+/* The file whose mutex this thread is taking, holding or has just let go of for a read or a write, or NULL:
+ * a signal handler that interrupted such a call must not wait for that mutex (_exit/exit/exec/fork in a
+ * handler: review 9, finding 30). */
+const struct up_file *up_io_held_file(void);
 /* Offset the last up_io_write of this thread wrote at (appends choose it). */
 extern __thread uint64_t up_io_last_offset;
 

@@ -125,12 +125,20 @@ static void sync_offset_cb(int fd, struct up_fd *e, void *arg) {
     DK_REAL(lseek)(fd, (off_t)__atomic_load_n(&s->offset, __ATOMIC_ACQUIRE), SEEK_SET);
 }
 
+/* _exit or exit in a signal handler that interrupted a call of its thread holding a file's mutex (review 9,
+ * finding 30): nothing may wait for what that call holds -- its file's mutex, perhaps the staging pool's,
+ * strict's checkpoint. Every other file is published (posix and sync modes; the interrupted one too when
+ * its mutex is free: publish_one), and the image ends as at a crash otherwise: strict's log and the
+ * staging area stay for the recovery at the next start, which replays or reclaims them. */
 void up_fini(void) {
     if (!up_enabled) return;
     DK_ERRNO_SAVE;
+    bool nested = up_thread_in_call();
     up_publish_all();
-    up_atomic_detach_all();
-    up_atomic_mmap_release_all();
+    if (!nested) {
+        up_atomic_detach_all();
+        up_atomic_mmap_release_all();
+    }
     /* After this, every call passes through (stdio flushes at exit still arrive): the kernel's offsets
      * must be ours. */
     pthread_mutex_lock(&up_table_mu);
@@ -144,10 +152,12 @@ void up_fini(void) {
     }
     up_fd_foreach(sync_offset_cb, NULL);
     up_enabled = false;
-    up_fdtab_release_all();
+    if (!nested) up_fdtab_release_all();
     pthread_mutex_unlock(&up_table_mu);
-    up_strict_shutdown();
-    up_stage_shutdown();
+    if (!nested) {
+        up_strict_shutdown();
+        up_stage_shutdown();
+    }
     dk_stats_close();
     DK_ERRNO_RESTORE;
 }

@@ -540,6 +540,8 @@ static void lazy_drain(struct up_strict *st) {
     ck_wrunlock(st);
 }
 
+bool up_strict_ck_held(void) { return ck_held != 0; }
+
 bool up_strict_drain(struct up_file *f) {
     struct up_strict *st = __atomic_load_n(&f->root->strict, __ATOMIC_ACQUIRE);
     if (!st || !__atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE)) return true;

@@ -288,7 +288,7 @@ static int publish_file(struct up_file *f, int fd) {
     pthread_mutex_lock(&f->mu);
     int rc = up_publish_locked(f, fd);
     pthread_mutex_unlock(&f->mu);
-    if (dk_cfg.mode == DK_MODE_STRICT) up_strict_checkpoint(f->root);
+    if (dk_cfg.mode == DK_MODE_STRICT && !up_thread_in_call()) up_strict_checkpoint(f->root); /* see up_publish_all */
     return rc;
 }
 
@@ -698,9 +698,22 @@ static void find_fd_cb(int fd, struct up_fd *e, void *arg) {
     if (a->fd < 0 && e->slot && e->slot->file == a->f) a->fd = fd;
 }
 
+bool up_thread_in_call(void) { return up_io_held_file() != NULL || up_strict_ck_held(); }
+
 static void publish_one(struct up_file *f, void *arg) {
     (void)arg;
     if (!up_file_pinned(f)) return;
+    /* A signal handler's publish point (_exit, exit, exec, fork) that interrupted this thread's call on f:
+     * published only when f's mutex turns out free (the signal came before the lock or after the unlock);
+     * else its state may be half-changed, and the thread would wait for itself forever (review 9, finding
+     * 30). Its appends since the last publish point are lost then, as at a crash. */
+    if (DK_UNLIKELY(f == up_io_held_file())) {
+        if (pthread_mutex_trylock(&f->mu) != 0) {
+            dk_count(DK_C_publish_held_skips, 1);
+            return;
+        }
+        pthread_mutex_unlock(&f->mu);
+    }
     int rc;
     if (f->atomic) { /* a commit needs no descriptor (and skips itself when nothing changed) */
         rc = up_atomic_publish(f);
@@ -723,7 +736,7 @@ static void publish_one(struct up_file *f, void *arg) {
 /* publish_one for a file whose mu this thread holds already (up_file_lock_all). */
 static void publish_held(struct up_file *f, void *arg) {
     (void)arg;
-    if (!up_file_pinned(f)) return;
+    if (!up_file_pinned(f) || f == up_io_held_file()) return; /* not locked by up_file_lock_all */
     struct find_fd_arg a = {f, -1};
     up_fd_foreach(find_fd_cb, &a);
     int fd = a.fd >= 0 ? a.fd : f->rescue_fd;
@@ -757,7 +770,8 @@ void up_publish_all(void) {
     pthread_mutex_lock(&up_table_mu);
     up_file_foreach_active(publish_one, NULL); /* closed-list files are published (up_file_put) */
     pthread_mutex_unlock(&up_table_mu);
-    if (dk_cfg.mode == DK_MODE_STRICT) up_strict_checkpoint_all();
+    /* (not from a signal handler that interrupted a call of its thread: it may be one the checkpoint waits for) */
+    if (dk_cfg.mode == DK_MODE_STRICT && !up_thread_in_call()) up_strict_checkpoint_all();
     DK_ERRNO_RESTORE;
 }
 
