@@ -127,7 +127,7 @@ void up_pending_adopt(int fd, const struct stat *given) {
             uint64_t off = busy ? 0 : __atomic_load_n(&e->pend_off, __ATOMIC_RELAXED);
             /* the kernel applied O_TRUNC at the open; appends staged since by another descriptor stay */
             up_adopt_stat(fd, e->pend_oflags & ~O_TRUNC, sp, e->pend_below, off, busy);
-            if (fd <= 2) up_std_fd_to_kernel(fd);
+            if (fd <= 2) up_std_fd_to_kernel(fd, false);
             dk_count(DK_C_lazy_adoptions, 1);
         }
     }

@@ -182,7 +182,7 @@ int up_adopt_epoch_open(int fd, int oflags, int dirfd, const char *path, uint64_
     int rc = adopt_in_root(fd, oflags, &st, r, 0, false);
     if (rc == 0 && path && up_fd_slot(fd)) rc = up_atomic_adopt(up_fd_slot(fd)->file, fd, oflags);
     if (rc) up_close(fd); /* DAXKIT_ATOMIC files opened by this program (inherited ones stay with the kernel) */
-    else if (fd <= 2) up_std_fd_to_kernel(fd);
+    else if (fd <= 2) up_std_fd_to_kernel(fd, false);
     DK_ERRNO_RESTORE;
     return rc;
 }
@@ -191,11 +191,13 @@ int up_adopt_epoch_open(int fd, int oflags, int dirfd, const char *path, uint64_
  * (dup2(log, 1)), inherited there -- is the kernel's from now on, every descriptor of it (review 9,
  * findings 17 and 18): glibc's standard streams, perror, psignal and the like write those numbers with
  * libc's internal write, which no preload sees, at the kernel's offset and end. What is staged is
- * published, the kernel's offset is set from the slot, and the file becomes kernel_only: its other
+ * published, the kernel's offset is set from the slot (a dup's: offset_from_slot; an adoption's slot starts
+ * at the kernel's offset -- an inherited descriptor's may be shared with the parent), and the file becomes
+ * kernel_only: its other
  * descriptors pass through too (publishing first, reading the kernel's size after a change, fdatasync'ed
  * in sync and strict modes: shim.h's dk_pt_begin/dk_pt_end_changed), so the unseen writes and the seen ones
  * meet in the kernel, in program order. It stays the kernel's while the process has it cached. */
-void up_std_fd_to_kernel(int fd) {
+void up_std_fd_to_kernel(int fd, bool offset_from_slot) {
     if ((unsigned)fd > 2) return;
     struct up_slot *s = up_fd_slot(fd);
     if (!s) return;
@@ -204,7 +206,8 @@ void up_std_fd_to_kernel(int fd) {
     up_hand_to_kernel(fd); /* the atomic route lets it go; published (strict: checkpointed) */
     pthread_mutex_lock(&f->mu);
     if (!f->atomic) up_publish_locked(f, fd); /* appends another thread staged meanwhile */
-    if (!__atomic_load_n(&s->kernel, __ATOMIC_ACQUIRE) && __atomic_load_n(&s->procs, __ATOMIC_ACQUIRE) <= 1)
+    if (offset_from_slot && !__atomic_load_n(&s->kernel, __ATOMIC_ACQUIRE) &&
+        __atomic_load_n(&s->procs, __ATOMIC_ACQUIRE) <= 1)
         DK_REAL(lseek)(fd, (off_t)__atomic_load_n(&s->offset, __ATOMIC_ACQUIRE), SEEK_SET);
     __atomic_store_n(&s->kernel, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&f->kernel_only, true, __ATOMIC_RELEASE);
@@ -365,7 +368,7 @@ void up_dup(int oldfd, int newfd) {
     struct up_slot *s = e ? e->slot : NULL;
     if (s && !up_fd_slot(newfd)) up_fd_bind(newfd, s);
     pthread_mutex_unlock(&up_table_mu);
-    if (s && newfd <= 2) up_std_fd_to_kernel(newfd);
+    if (s && newfd <= 2) up_std_fd_to_kernel(newfd, true);
 }
 
 /* ---- vectors ---- */

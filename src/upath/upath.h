@@ -100,8 +100,9 @@ void up_strict_program_maps(int fd);
  * published, so the kernel sees the exact file. 0 or -errno of the publish. */
 int up_hand_to_kernel(int fd);
 /* fd (0, 1 or 2) has just become a descriptor of a managed file: the kernel serves that file from now on
- * (upath.c). No-op for other numbers and unmanaged descriptors. */
-void up_std_fd_to_kernel(int fd);
+ * (upath.c). offset_from_slot: fd's slot has the offset (a dup), not the kernel (an adoption). No-op for
+ * other numbers and unmanaged descriptors. */
+void up_std_fd_to_kernel(int fd, bool offset_from_slot);
 /* After a lock was acquired or the kernel changed the file: forget our view of its size. */
 void up_refresh_fd(int fd);
 /* After any lock was acquired: the same for every managed file the process has open (a lock often
