@@ -189,10 +189,25 @@ static size_t inline_max_for(const struct up_root *r) {
  * its first file is used, which may be after the log was set up for a create). */
 static bool track_dirty(const struct up_root *r) { return r->persist_as == DK_MEDIUM_PAGECACHE; }
 
+/* Why the last strict_create failed (an errno value): a write or truncate that finds no log fails with
+ * ENOSPC when it was space (the log's first 2 MiB, its staging file), EIO otherwise. */
+static int strict_create_errno;
+
+static bool errno_no_space(int e) { return e == ENOSPC || e == EDQUOT || e == ENOMEM || e == EFBIG; }
+
+/* The errno of a data operation that has no log (strict_for returned NULL). */
+static int no_log_errno(void) {
+    return errno_no_space(__atomic_load_n(&strict_create_errno, __ATOMIC_RELAXED)) ? ENOSPC : EIO;
+}
+
 static struct up_strict *strict_create(struct up_root *r) {
     int area_fd;
     const char *tag;
-    if (up_stage_owner(r, &area_fd, &tag) != 0) return NULL;
+    int owner = up_stage_owner(r, &area_fd, &tag);
+    if (owner != 0) {
+        __atomic_store_n(&strict_create_errno, -owner, __ATOMIC_RELAXED);
+        return NULL;
+    }
     char area[4200], name[96];
     snprintf(area, sizeof area, "%s/.daxkit", r->path);
     struct up_strict *st = calloc(1, sizeof *st);
@@ -210,8 +225,10 @@ static struct up_strict *strict_create(struct up_root *r) {
     if (fd >= 0 && DK_REAL(ftruncate)(fd, (off_t)st->stg_bytes) == 0)
         a = DK_REAL(mmap)(NULL, st->stg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (rc != 0 || a == MAP_FAILED) {
-        dk_log_once("strict mode cannot set up its log in %s (%s): writes there fail with EIO until it can",
-                    area, strerror(rc ? -rc : errno));
+        int e = rc ? -rc : errno;
+        __atomic_store_n(&strict_create_errno, e, __ATOMIC_RELAXED);
+        dk_log_once("strict mode cannot set up its log in %s (%s): writes and truncates there fail with %s until it can",
+                    area, strerror(e), errno_no_space(e) ? "ENOSPC" : "EIO");
         if (fd >= 0) DK_REAL(close)(fd);
         if (st->log) dk_oplog_close(st->log, 1);
         free(st);
@@ -488,7 +505,17 @@ static int log_write(struct up_root *r, struct up_strict *st, const struct up_fi
     if (rc) return rc;
     uint64_t at = __atomic_fetch_add(&st->stg_used, dk_round_up(n, 64), __ATOMIC_ACQ_REL);
     rc = -ENOSPC; /* the staging file is full: the reserved slot stays empty (recovery skips it) */
-    if (at + n <= st->stg_bytes && (rc = staging_reserve(r, st, at + n)) == 0) {
+    if (at + n <= st->stg_bytes && (rc = staging_reserve(r, st, at + n)) != 0 && !lz && n <= DK_OPLOG_DATA_BYTES_MAX &&
+        errno_no_space(-rc)) {
+        /* The medium has no room for staging (a full medium, before the staging file's first chunk): a write
+         * small enough to travel inside its record is logged inline instead -- an overwrite of allocated
+         * blocks needs no new block, as with the kernel (review 9, finding 27's update: it failed with EIO).
+         * The reserved slot stays empty. */
+        rc = dk_oplog_append(st->log, DK_OPLOG_WRITE_INLINE, &op, buf, n, seq_out);
+        if (rc == 0) dk_count(DK_C_strict_inline, 1);
+        return rc;
+    }
+    if (rc == 0) {
         op.aux |= dk_copy_nt_crc32c(st->stg_addr + at, buf, n, 0);
         staging_persist(r, st, at, n);
         op.staging_id = STRICT_STAGING_ID;
@@ -698,7 +725,7 @@ static inline void inflight_wait(struct up_file *f, int mine, uint64_t seq, uint
 ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append) {
     struct up_strict *st = strict_for(f->root);
     if (!st) {
-        errno = EIO;
+        errno = no_log_errno(); /* ENOSPC on a medium too full for the log (review 9, finding 27) */
         return -1;
     }
     n = DK_MIN(n, chunk_max(st));
@@ -766,7 +793,7 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
 
 int up_strict_log_truncate(struct up_file *f, int fd, uint64_t len, uint64_t *seq) {
     struct up_strict *st = strict_for(f->root);
-    if (!st) return -EIO;
+    if (!st) return -no_log_errno();
     struct dk_oplog_op op = {.dev = (uint64_t)f->dev, .ino = (uint64_t)f->ino, .file_offset = len,
                              .aux = op_ident_bits(up_file_ident(f, fd))};
     /* Waiting overwrites are applied first, and none is staged while the truncate runs (the write side,
@@ -1055,8 +1082,6 @@ static struct replay_file *replay_file(struct replay *rp, uint64_t dev, uint64_t
                                0, 0, 0};
     return rf;
 }
-
-static bool errno_no_space(int e) { return e == ENOSPC || e == EDQUOT || e == ENOMEM || e == EFBIG; }
 
 /* Allocates (and unshares: a reflinked block would be copied at the store) the blocks of [off, end), so that
  * the store through the mapping cannot fault: a page a full medium cannot allocate is SIGBUS, and recovery

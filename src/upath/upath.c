@@ -562,7 +562,7 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
         int lr = up_strict_log_truncate(f, fd, (uint64_t)len, &seq);
         if (lr) {
             up_strict_done(f);
-            errno = EIO;
+            errno = lr == -ENOSPC ? ENOSPC : EIO;
             return -1;
         }
     }
