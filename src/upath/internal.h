@@ -217,12 +217,14 @@ int up_find_inode(int dirfd, dev_t dev, ino_t ino, int depth);
 /* A write in strict mode: logged, then applied through the sync path. Returns what write(2) would. */
 ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append);
 /* Logs a truncate to `len` and holds the checkpoint lock (read side) until up_strict_done. 0 or -errno
- * (then the lock is held too: call up_strict_done). *seq: the record, for up_strict_retract. */
-int up_strict_log_truncate(struct up_file *f, int fd, uint64_t len, uint64_t *seq);
+ * (then the lock is held too: call up_strict_done). *seq: the record, for up_strict_retract. *slot: the
+ * truncate's place in f's in-flight table (-1: none), held until up_strict_done: writes logged after it
+ * are applied after the kernel's truncate, and it returns once writes logged before it are applied. */
+int up_strict_log_truncate(struct up_file *f, int fd, uint64_t len, uint64_t *seq, int *slot);
 /* The logged truncate did not happen (the kernel refused it): its record is taken back before the lock
  * goes, so that recovery never applies it (review 8, finding 4). */
 void up_strict_retract(struct up_file *f, uint64_t seq);
-void up_strict_done(struct up_file *f);
+void up_strict_done(struct up_file *f, int slot);
 /* fsync/fdatasync in strict mode: acknowledged operations are durable in the log already; only metadata the
  * sync path left dirty goes to the kernel. No checkpoint. 0 or -errno. */
 int up_strict_fsync(struct up_file *f, int fd, bool datasync);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/crashpoint.h"
 #include "common/log.h"
 #include "common/stats.h"
 #include "persist/persist.h"
@@ -557,14 +558,16 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
     }
     if (f->atomic) return up_atomic_ftruncate(f, fd, len);
     uint64_t seq = 0;
+    int inflight = -1; /* the truncate's place in the file's strict in-flight table */
     bool truncated = false;
     if (strict) {
-        int lr = up_strict_log_truncate(f, fd, (uint64_t)len, &seq);
+        int lr = up_strict_log_truncate(f, fd, (uint64_t)len, &seq, &inflight);
         if (lr) {
-            up_strict_done(f);
+            up_strict_done(f, inflight);
             errno = lr == -ENOSPC ? ENOSPC : EIO;
             return -1;
         }
+        DK_CRASH_POINT("strict.truncate.logged");
     }
     pthread_mutex_lock(&f->mu);
     int rc = 0;
@@ -583,7 +586,7 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
     pthread_mutex_unlock(&f->mu);
     if (rc == 0 && dk_cfg.mode != DK_MODE_POSIX) rc = up_sync_file(f, fd, true);
     if (strict && !truncated) up_strict_retract(f, seq); /* refused (EPERM, EINTR, ...): never replayed */
-    if (strict) up_strict_done(f);
+    if (strict) up_strict_done(f, inflight);
     if (rc) {
         errno = -rc;
         return -1;

@@ -7,7 +7,14 @@
  * T2's record comes after T1's, so the file must show 'M'. Before the fix T2 applied and returned at once
  * and T1's apply landed last: the file showed 'T'. For an inline (100 B) and a staged (4 KiB) write, with
  * the real strict path of libdkcore (up_pwrite, DAXKIT_PERSIST=flush, DAXKIT_STRICT_APPLY=write) on
- * /dev/shm. Exit 0 pass, 1 fail, 77 skip. */
+ * /dev/shm. Exit 0 pass, 1 fail, 77 skip.
+ * `truncate DIR` (DIR on a page-cache medium, XFS: there a truncate takes the checkpoint lock's read side and
+ * is ordered by the in-flight table; tests/strict/truncate_order.sh): a write against an ftruncate, both
+ * orders (finding 3's truncate half). T1's write of [1000, 1100) held at strict.write.logged while T2
+ * truncates to 500: T2 must wait, the file ends at 500 bytes (before the fix: T1's apply after the
+ * truncate left 1,100). T1's ftruncate(500) held at strict.truncate.logged while T2 writes [1000, 1100):
+ * T2 must wait, the file ends at 1,100 bytes, zeros from 500 (before the fix: 500 -- the write cut by a
+ * truncate logged before it). Recovery, replaying in log order, gives those sizes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -28,6 +35,7 @@ int up_adopt(int fd, int oflags, const char *path);
 struct up_slot *up_serving(int fd);
 ssize_t up_pwrite(struct up_slot *s, int fd, const void *buf, size_t n, off_t off);
 ssize_t up_pread(struct up_slot *s, int fd, void *buf, size_t n, off_t off);
+int up_ftruncate(struct up_slot *s, int fd, off_t len);
 
 #define T2_WAIT_MS 300
 
@@ -38,19 +46,25 @@ static struct up_slot *slot;
 static int data_fd;
 static size_t len;
 static off_t where;
+static const char *hold_site = "strict.write.logged"; /* where T1 is held */
+static off_t t2_truncate = -1;                          /* >= 0: T2 truncates to it instead of writing */
 
 static void *t2_main(void *arg) {
     (void)arg;
     static char m[8192];
     memset(m, 'M', sizeof m);
     sem_wait(&go);
-    if (up_pwrite(slot, data_fd, m, len, where) != (ssize_t)len) printf("FAIL: T2's write\n"), exit(1);
+    if (t2_truncate >= 0) {
+        if (up_ftruncate(slot, data_fd, t2_truncate) != 0) printf("FAIL: T2's ftruncate\n"), exit(1);
+    } else if (up_pwrite(slot, data_fd, m, len, where) != (ssize_t)len) {
+        printf("FAIL: T2's write\n"), exit(1);
+    }
     sem_post(&t2_done);
     return NULL;
 }
 
 static void hook(const char *site) {
-    if (!is_t1 || fired || strcmp(site, "strict.write.logged") != 0) return;
+    if (!is_t1 || fired || strcmp(site, hold_site) != 0) return;
     fired = true;
     sem_post(&go);
     struct timespec ts;
@@ -93,14 +107,53 @@ static int round_of(size_t n, off_t off) {
     return 0;
 }
 
-int main(void) {
+/* T1 writes [1000, 1100) or truncates to 500 (held at hold_site), T2 does the other: the size after both. */
+static int truncate_round(bool t1_truncates) {
+    if (up_ftruncate(slot, data_fd, 64 << 10) != 0) return printf("FAIL: resize\n"), 1;
+    len = 100, where = 1000, fired = false, t2_returned_early = false;
+    hold_site = t1_truncates ? "strict.truncate.logged" : "strict.write.logged";
+    t2_truncate = t1_truncates ? -1 : 500;
+    sem_init(&go, 0, 0);
+    sem_init(&t2_done, 0, 0);
+    pthread_t t2;
+    pthread_create(&t2, NULL, t2_main, NULL);
+    static char t[100];
+    memset(t, 'T', sizeof t);
+    is_t1 = true;
+    int rc = t1_truncates ? up_ftruncate(slot, data_fd, 500) : (up_pwrite(slot, data_fd, t, 100, 1000) == 100 ? 0 : -1);
+    is_t1 = false;
+    if (!fired) sem_post(&go);
+    if (!t2_returned_early) sem_wait(&t2_done);
+    pthread_join(t2, NULL);
+    if (rc != 0) return printf("FAIL: T1's %s\n", t1_truncates ? "ftruncate" : "write"), 1;
+    if (!fired) return printf("FAIL: T1 never reached %s\n", hold_site), 1;
+    struct stat st;
+    if (fstat(data_fd, &st) != 0) return perror("fstat"), 1;
+    off_t want = t1_truncates ? 1100 : 500;
+    printf("%s logged first, %s second: T2 %s while T1 was between its record and its apply; the file is %lld "
+           "bytes (want %lld, what recovery's replay in log order gives)\n",
+           t1_truncates ? "ftruncate(500)" : "write [1000, 1100)", t1_truncates ? "write [1000, 1100)" : "ftruncate(500)",
+           t2_returned_early ? "returned" : "waited", (long long)st.st_size, (long long)want);
+    if (st.st_size != want) return printf("FAIL: the write and the truncate were applied in the other order than logged\n"), 1;
+    if (t1_truncates) {
+        char got[600];
+        if (up_pread(slot, data_fd, got, sizeof got, 500) != (ssize_t)sizeof got) return printf("FAIL: read back\n"), 1;
+        for (size_t i = 0; i < sizeof got; i++)
+            if (got[i] != (i < 500 ? 0 : 'M')) return printf("FAIL: byte %zu is %d\n", 500 + i, got[i]), 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    bool trunc = argc > 2 && !strcmp(argv[1], "truncate");
     struct stat sb;
-    if (stat("/dev/shm", &sb) != 0) return printf("SKIP: no /dev/shm\n"), 77;
-    char dir[] = "/dev/shm/dk-overlap-order.XXXXXX";
-    if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
+    if (!trunc && stat("/dev/shm", &sb) != 0) return printf("SKIP: no /dev/shm\n"), 77;
+    char tmpl[] = "/dev/shm/dk-overlap-order.XXXXXX";
+    char *dir = trunc ? argv[2] : tmpl;
+    if (!trunc && !mkdtemp(dir)) return perror("mkdtemp"), 1;
     setenv("DAXKIT_DIR", dir, 1);
     setenv("DAXKIT_MODE", "strict", 1);
-    setenv("DAXKIT_PERSIST", "flush", 1);
+    if (!trunc) setenv("DAXKIT_PERSIST", "flush", 1); /* else the medium's own: the page cache on XFS */
     setenv("DAXKIT_STATS", "0", 1);
     setenv("DAXKIT_STRICT_APPLY", "write", 1);
     unsetenv("DAXKIT_STRICT_INLINE_BYTES"); /* 1 KiB on a flush medium: the 4 KiB write is staged */
@@ -114,8 +167,9 @@ int main(void) {
     static char warm[8192];
     if (up_pwrite(slot, data_fd, warm, sizeof warm, 0) != (ssize_t)sizeof warm) return printf("FAIL: first write\n"), 1;
     dk_crashpoint_set_hook(hook);
-    int fails = round_of(100, 1000) + round_of(4096, 16384);
+    int fails = trunc ? truncate_round(false) + truncate_round(true) : round_of(100, 1000) + round_of(4096, 16384);
     dk_crashpoint_set_hook(NULL);
+    if (trunc) return fails ? 1 : 0;
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
