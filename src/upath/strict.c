@@ -13,8 +13,13 @@
  * Checkpoint: every record before it is applied and durable (each operation completes synchronously), so
  * a checkpoint waits for operations in flight, resets the log (one persisted header line) and the staging
  * bump pointer. It runs when the log or the staging file is full and at every publish point of a file
- * (fsync, close, lock release, fork, exec, ...), so an old record can never be replayed over what another
- * process wrote to the file after that point.
+ * except fsync and fdatasync (close, lock release, fork, exec, a call passed to the kernel, ...), so an old
+ * record is never replayed over what another process wrote to the file after such a point. fsync is not
+ * a checkpoint (up_strict_fsync: it applies the waiting overwrites, nothing more), nor is any ordering the
+ * program makes by other means (a pipe, a socket, shared memory, a marker file): another process that
+ * writes the same bytes after this one's fsync or message, with no close or lock release of this process
+ * in between, can see its bytes replaced by this process's record after this process crashes -- the
+ * limitation docs/strict.md states (review 9, finding 5: this comment claimed fsync was a checkpoint).
  *
  * Metadata operations (create, unlink, rename) are logged before the kernel does them and made durable
  * with an fsync of the directory (and the file, for create); the kernel file system makes each of them
