@@ -26,6 +26,7 @@
 #define ALOG_LEAF_SHIFT 21u        /* a leaf covers 2 MiB of the file: 512 slots of 4 KiB */
 #define ALOG_FILE_BYTES_MAX (1ull << 48) /* 3 internal levels x 9 bits + 21 bits: 256 TiB */
 #define ALOG_NT_MIN_BYTES 256u
+#define ALOG_BPACE_NT_MIN_BYTES (32u << 10) /* redo log data with pacing: plain stores below (alog_write.c) */
 #define ALOG_CKPT_BATCH 64u
 #define ALOG_POLICY_WINDOW_ACCESSES 256u /* hybrid: accesses that a policy decision needs at least */
 #define ALOG_POLICY_HYSTERESIS_PCT 10u   /* hybrid: redo goes back to undo below threshold - this */
@@ -58,6 +59,15 @@ struct alog_ent {
 };
 #define ALOG_SUPERSEDE_CHAIN_MAX 4u /* a longer chain: the writer retires the block synchronously instead */
 
+/* One entry of a checkpoint batch (alog_checkpoint.c): a pass's, or a paced commit's (f->bpace). */
+struct alog_ckpt_item {
+    struct alog_ent *e;
+    struct alog_leaf *leaf;
+    uint64_t gen;
+    bool older; /* an entry its batch entry superseded: invalidated already (in the apply phase) */
+};
+#define ALOG_CKPT_ITEMS_MAX (ALOG_CKPT_BATCH * (1 + ALOG_SUPERSEDE_CHAIN_MAX))
+
 struct alog_leaf {
     pthread_mutex_t mu;
     uint32_t granule_shift;  /* block size of the region's entries while live_count > 0 */
@@ -78,7 +88,7 @@ struct alog_chunk {
 struct alog_counters {
     uint64_t copies, reads, syncs, log_data_bytes, log_meta_bytes, checkpointed_entries, sync_checkpoints,
         policy_switches, recovered_redo, recovered_undo, recovered_discarded, superseded,
-        paced_entries, /* journal records applied by copies (pacing), not by checkpoint passes */
+        paced_entries, /* journal records applied by copies, entries applied by commits (pacing), not by passes */
         paced_partial, /* copies that applied part of a record (the rest by the next ones) */
         jwraps,        /* journal: pad records (the next record goes to the area's start) */
         jwraps_early;  /* journal: of those, window pads (a commit past the window, the head far enough on) */
@@ -161,6 +171,15 @@ struct alog_file {
     pthread_cond_t ckpt_cond;
     bool ckpt_pending, ckpt_stop;
     uint32_t ckpt_interval_us;
+
+    /* Pacing of the per-block engine (alog_checkpoint.c, alog_bpace_*): each commit applies committed entries
+     * itself, about twice the bytes logged since the last one, inside the commit's own two fences. */
+    bool bpace;               /* undo/redo/hybrid on fence media with DAXKIT_ATOMIC_PACE */
+    uint64_t bpace_seen;      /* ctr.log_data_bytes at the last paced commit (under rw for writing) */
+    uint64_t bpace_word;      /* live_bits word the next paced commit's scan starts at */
+    uint64_t live_words_hi;   /* live_bits words ever used (atomic max; bounds the paced scan) */
+    uint32_t bpace_n;         /* items applied by the commit in progress */
+    struct alog_ckpt_item bpace_items[ALOG_CKPT_ITEMS_MAX];
 
     bool journal;             /* policy DAXKIT_ATOMIC_JOURNAL: copies go to the journal, no entries */
     bool jpace;               /* journal: copies apply committed records (fence media; DAXKIT_ATOMIC_PACE) */
@@ -320,6 +339,15 @@ int64_t alog_checkpoint_committed(struct alog_file *f);
 int alog_ckpt_thread_start(struct alog_file *f);
 void alog_ckpt_thread_stop(struct alog_file *f);
 void alog_ckpt_kick(struct alog_file *f);
+/* Pacing of the per-block engine (f->bpace), called by the commit under f->rw held for writing:
+ * bpace_apply before its first fence (committed entries applied, about twice the bytes logged since the last
+ * commit; returns how many), bpace_invalidate after that fence (their invalidations written back: durable
+ * with the epoch word's fence), bpace_release after the epoch word's fence (ok: the commit succeeded). */
+uint32_t alog_bpace_apply(struct alog_file *f);
+void alog_bpace_invalidate(struct alog_file *f);
+void alog_bpace_release(struct alog_file *f, bool ok);
+/* With pacing the thread is the fallback: kicked once the log is a quarter full. */
+bool alog_bpace_due(const struct alog_file *f);
 /* Starts a thread running fn(arg) with every signal blocked (the caller's mask is unchanged). */
 int alog_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
@@ -360,6 +388,7 @@ enum alog_broken {
     ALOG_BROKEN_PACE_HEAD_BEFORE_FENCE, /* pacing stores jhead before the fence that makes the applied bytes durable */
     ALOG_BROKEN_SIZE_SAME_SLOT,         /* a commit stores the new size into the committed epoch's slot */
     ALOG_BROKEN_WINDOW_PAD_NOT_WRITTEN_BACK, /* a window pad's header left in the cache at the commit */
+    ALOG_BROKEN_BPACE_INVALIDATE_EARLY, /* per-block pacing invalidates an applied entry before the fence */
 };
 extern int alog_test_broken;
 /* Test hook: a pad record from the tail to the end of the area, so the next records reuse the area's start. */

@@ -20,14 +20,8 @@
 #include "common/crashpoint.h"
 #include "common/dk.h"
 
-struct ckpt_item {
-    struct alog_ent *e;
-    struct alog_leaf *leaf;
-    uint64_t gen;
-    bool older; /* an entry its batch entry superseded: invalidated already (in the apply phase) */
-};
-
-#define CKPT_ITEMS_MAX (ALOG_CKPT_BATCH * (1 + ALOG_SUPERSEDE_CHAIN_MAX))
+#define ckpt_item alog_ckpt_item
+#define CKPT_ITEMS_MAX ALOG_CKPT_ITEMS_MAX
 
 /* Locks the leaf of e if e is still the committed entry `gen` (or any committed entry when gen == 0). */
 static struct alog_leaf *lock_if_committed(struct alog_file *f, struct alog_ent *e, uint64_t gen, uint64_t epoch) {
@@ -104,6 +98,99 @@ int64_t alog_checkpoint_committed(struct alog_file *f) {
         }
     }
     return total;
+}
+
+/* Pacing of the per-block engine (session 10; DAXKIT_ATOMIC_PACE, fence media: alog_open.c). The thread
+ * applied in passes of up to the whole log -- pinned to the writer's CPU, 0.6-6 ms in which no write ran
+ * (docs/atomic.md, "Session 9"). With pacing each commit applies committed entries itself, about twice the
+ * bytes logged since the last commit (at least one entry), in the three phases of a pass but inside the
+ * commit's own two fences, so it adds no fence and no write-back beyond the applied bytes and the
+ * invalidation words:
+ *   apply (before the commit's first fence): a committed entry's delta into the file, written back (redo;
+ *     undo entries have nothing to apply); the entries it superseded invalidated, as in a pass;
+ *   invalidate (after that fence, which made the applied bytes durable): the entry's word, written back --
+ *     durable with the epoch word's fence; a crash before it finds the entry valid and committed, and
+ *     recovery applies the same bytes again;
+ *   release (after the epoch word's fence): its slot and log block may be reused.
+ * Everything runs under f->rw held for writing (no copy, read or commit meanwhile) and under each entry's
+ * region lock, re-checked by generation like a pass's phases: a fallback pass of the thread may meet the
+ * same entries and apply the same bytes. The scan starts where the last one stopped and covers the
+ * live_bits words ever used (slots are taken lowest first: a few words in steady state). */
+static bool bpace_take(struct alog_file *f, struct alog_ent *e, uint64_t epoch, uint64_t *bytes) {
+    if (__atomic_load_n(&e->epoch, __ATOMIC_RELAXED) >= epoch) return false; /* this epoch's: not committed */
+    struct alog_leaf *leaf = lock_if_committed(f, e, 0, epoch);
+    if (!leaf) return false;
+    if (e->newer) { /* superseded: goes with the newest entry of its block */
+        pthread_mutex_unlock(&leaf->mu);
+        return false;
+    }
+    if (e->redo) alog_entry_apply(f, e), *bytes += e->ext_len;
+    struct ckpt_item *items = f->bpace_items;
+    uint32_t n = f->bpace_n;
+    items[n++] = (struct ckpt_item){e, leaf, e->gen, false};
+#ifdef DAXKIT_TEST_BUILD
+    if (alog_test_broken == ALOG_BROKEN_BPACE_INVALIDATE_EARLY) alog_entry_invalidate(f, e); /* before the fence */
+#endif
+    for (struct alog_ent *o = alog_entry_detach_older(f, e); o; o = o->older)
+        items[n++] = (struct ckpt_item){o, leaf, o->gen, true};
+    f->bpace_n = n;
+    pthread_mutex_unlock(&leaf->mu);
+    return true;
+}
+
+uint32_t alog_bpace_apply(struct alog_file *f) {
+    f->bpace_n = 0;
+    if (!f->bpace) return 0;
+    uint64_t logged = __atomic_load_n(&f->ctr.log_data_bytes, __ATOMIC_RELAXED);
+    uint64_t budget = 2 * (logged - f->bpace_seen);
+    f->bpace_seen = logged;
+    if (!budget) return 0; /* nothing written since the last commit: nothing applied */
+    uint64_t words = DK_MIN((f->entry_count + 63) / 64, __atomic_load_n(&f->live_words_hi, __ATOMIC_RELAXED));
+    uint64_t epoch = f->epoch, bytes = 0;
+    bool any = false;
+    for (uint64_t k = 0; k < words; k++) {
+        uint64_t w = (f->bpace_word + k) % words;
+        uint64_t bits = __atomic_load_n(&f->live_bits[w], __ATOMIC_ACQUIRE);
+        while (bits) {
+            if ((any && bytes >= budget) || f->bpace_n + 1 + ALOG_SUPERSEDE_CHAIN_MAX > CKPT_ITEMS_MAX) {
+                f->bpace_word = w;
+                goto out;
+            }
+            struct alog_ent *e = &f->ents[w * 64 + (uint64_t)__builtin_ctzll(bits)];
+            bits &= bits - 1;
+            any |= bpace_take(f, e, epoch, &bytes);
+        }
+    }
+out:
+    if (f->bpace_n) DK_CRASH_POINT("atomic.sync.pace.after_apply");
+    return f->bpace_n;
+}
+
+void alog_bpace_invalidate(struct alog_file *f) {
+    struct ckpt_item *items = f->bpace_items;
+    uint64_t epoch = f->epoch;
+    for (uint32_t i = 0; i < f->bpace_n; i++) {
+        if (items[i].older || !lock_if_committed(f, items[i].e, items[i].gen, epoch)) continue;
+        alog_entry_invalidate(f, items[i].e);
+        pthread_mutex_unlock(&items[i].leaf->mu);
+    }
+    DK_CRASH_POINT("atomic.sync.pace.after_invalidate");
+}
+
+void alog_bpace_release(struct alog_file *f, bool ok) {
+    struct ckpt_item *items = f->bpace_items;
+    uint64_t epoch = f->epoch; /* the commit may have advanced it: the items were committed before */
+    for (uint32_t i = 0; ok && i < f->bpace_n; i++) {
+        if (!lock_if_committed(f, items[i].e, items[i].gen, epoch)) continue;
+        if (items[i].e->redo && !items[i].older) ALOG_CTR_ADD(f, paced_entries, 1);
+        alog_entry_release(f, items[i].e);
+        pthread_mutex_unlock(&items[i].leaf->mu);
+    }
+    f->bpace_n = 0; /* not ok: they stay live (applied, perhaps invalidated); a later pass takes them */
+}
+
+bool alog_bpace_due(const struct alog_file *f) {
+    return __atomic_load_n(&f->area_used_bytes, __ATOMIC_RELAXED) > f->area_bytes / 4;
 }
 
 int alog_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {

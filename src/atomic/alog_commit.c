@@ -40,14 +40,19 @@ static int commit_epoch(struct alog_file *f) {
         alog_jrnl_stage_commit(f);
         paced = alog_jrnl_pace_begin(f); /* their non-temporal stores into the file: durable with the fence below */
     }
+    /* The per-block engine's pacing: committed entries applied now, durable with the fence below, invalidated
+     * after it (durable with the epoch word's fence), released after that (alog_checkpoint.c). */
+    uint32_t bpaced = f->journal ? 0 : alog_bpace_apply(f);
     /* Redo: log data and entries durable. Undo: entries were durable before their file stores; the file
      * stores themselves must be durable now. */
     int rc = f->policy == ALOG_REDO ? alog_durable_log_all(f) : alog_durable_data_all(f);
     if (!rc && paced) alog_jrnl_pace_head(f, paced); /* same line as the epoch word: durable with it */
+    if (!rc && bpaced) alog_bpace_invalidate(f);
     if (!rc) DK_CRASH_POINT("atomic.sync.before_epoch");
     if (!rc) alog_store_word(&f->hdr->epoch, f->epoch + 1);
     if (!rc) rc = alog_durable_log_range(f, &f->hdr->epoch, sizeof f->hdr->epoch);
     if (paced) alog_jrnl_pace_done(f, paced, rc == 0);
+    if (bpaced) alog_bpace_release(f, rc == 0);
     if (rc) return rc;
     ALOG_CTR_ADD(f, log_meta_bytes, sizeof(uint64_t));
     DK_CRASH_POINT("atomic.sync.after_epoch");
@@ -70,7 +75,8 @@ int alog_sync(struct alog_file *f) {
     pthread_rwlock_wrlock(&f->rw);
     int rc = alog_sync_locked(f);
     pthread_rwlock_unlock(&f->rw);
-    if (!rc && (!f->journal || alog_jrnl_due(f))) alog_ckpt_kick(f); /* the journal: once a quarter full */
+    /* The journal, and the per-block engine with pacing: the thread only once a quarter full */
+    if (!rc && (f->journal ? alog_jrnl_due(f) : !f->bpace || alog_bpace_due(f))) alog_ckpt_kick(f);
     return rc;
 }
 

@@ -33,6 +33,9 @@ int alog_entry_create(struct alog_file *f, struct alog_leaf *leaf, uint64_t base
     leaf->slot[e->leaf_slot] = e;
     leaf->live_count++;
     __atomic_or_fetch(&f->live_bits[idx / 64], 1ull << (idx % 64), __ATOMIC_RELEASE);
+    uint64_t words = (uint64_t)idx / 64 + 1, hi = __atomic_load_n(&f->live_words_hi, __ATOMIC_RELAXED);
+    while (words > hi && !__atomic_compare_exchange_n(&f->live_words_hi, &hi, words, true, __ATOMIC_RELAXED,
+                                                      __ATOMIC_RELAXED)) {}
     *out = e;
     return 0;
 }

@@ -307,10 +307,14 @@ static int open_all(struct alog_file *f, const char *path, const struct alog_whe
  * writes, and no write waits for the thread (docs/atomic.md, "Pacing"). Read from dk_cfg where the library loaded it
  * (the shim: the value DAXKIT_STRICT_CONFIG checked and `daxkit config` shows), else from the environment
  * at each open with the same parser (a program using only the engine, e.g. the tests linking dkcore). */
-static bool pace_wanted(const struct alog_file *f) {
+static bool pace_on(const struct alog_file *f) {
     bool on = dk_cfg_loaded ? dk_cfg.atomic_pace : dk_config_env_bool("ATOMIC_PACE", true);
-    return f->journal && f->persist_as != DK_MEDIUM_PAGECACHE && on;
+    return f->persist_as != DK_MEDIUM_PAGECACHE && on;
 }
+static bool pace_wanted(const struct alog_file *f) { return f->journal && pace_on(f); }
+/* Session 10: the same option paces the per-block engine (undo/redo/hybrid; alog_checkpoint.c, alog_bpace_*):
+ * each commit applies committed entries itself instead of waking the thread. */
+static bool bpace_wanted(const struct alog_file *f) { return !f->journal && pace_on(f); }
 
 static int open_engine(const char *path, const struct alog_where *w, const struct daxkit_atomic_options *o,
                        bool track_size, struct alog_file **out) {
@@ -329,6 +333,7 @@ static int open_engine(const char *path, const struct alog_where *w, const struc
         return rc;
     }
     f->jpace = pace_wanted(f);
+    f->bpace = bpace_wanted(f);
     f->jwindow = alog_jrnl_window(f);
     bool redo = o->policy == DAXKIT_ATOMIC_REDO || f->journal || f->persist_as == DK_MEDIUM_PAGECACHE;
     f->policy = redo ? ALOG_REDO : ALOG_UNDO; /* hybrid starts with undo, as Libnvmio does */
@@ -399,6 +404,7 @@ int alog_test_open_memory(char *data, uint64_t data_len, char *log, uint64_t log
     }
     f->policy = o->policy == DAXKIT_ATOMIC_REDO || f->journal ? ALOG_REDO : ALOG_UNDO;
     f->jpace = pace_wanted(f);
+    f->bpace = bpace_wanted(f);
     f->jwindow = alog_jrnl_window(f);
     pthread_mutex_init(&f->ckpt_mu, NULL);
     pthread_cond_init(&f->ckpt_cond, NULL);

@@ -20,14 +20,22 @@ static uint32_t shift_for_bytes(size_t n) {
     return s;
 }
 
+/* Into the entry's log block. With pacing (f->bpace) the next commit reads a redo delta back to apply it:
+ * plain stores + write-back keep it in the cache (below ALOG_BPACE_NT_MIN_BYTES), where non-temporal stores
+ * sent it to memory and the commit's apply read it back from there. */
+static void log_store(struct alog_file *f, struct alog_ent *e, uint32_t a, const void *src, uint32_t n) {
+    if (f->bpace && e->redo) dk_store_persistent(e->log + a, src, n, ALOG_BPACE_NT_MIN_BYTES);
+    else alog_store(f, e->log + a, src, n);
+}
+
 static void log_from_file(struct alog_file *f, struct alog_ent *e, uint32_t a, uint32_t b) {
     if (b <= a) return;
-    alog_store(f, e->log + a, f->data + e->dest_off + a, b - a);
+    log_store(f, e, a, f->data + e->dest_off + a, b - a);
     ALOG_CTR_ADD(f, log_data_bytes, b - a);
 }
 
 static void log_from_user(struct alog_file *f, struct alog_ent *e, uint32_t a, const void *src, uint32_t n) {
-    alog_store(f, e->log + a, src, n);
+    log_store(f, e, a, src, n);
     ALOG_CTR_ADD(f, log_data_bytes, n);
 }
 
@@ -93,7 +101,7 @@ static int block_write_supersede(struct alog_file *f, struct alog_leaf *leaf, st
     }
     dk_assert(e->redo);
     uint32_t lo = old->ext_start, hi = old->ext_start + old->ext_len, b = a + n;
-    alog_store(f, e->log + lo, old->log + lo, hi - lo);
+    log_store(f, e, lo, old->log + lo, hi - lo);
     ALOG_CTR_ADD(f, log_data_bytes, hi - lo);
     log_from_file(f, e, b, lo); /* gaps between old's delta and the write: the file has them */
     log_from_file(f, e, hi, a);

@@ -3,7 +3,8 @@
  * region holding the file and its log (persisting as on dax), the explorer records every store, write-back
  * and fence, and materialises the media states a power failure could leave at each crash point. On each,
  * recovery runs on a copy, and the file must equal the state of the last acknowledged sync k or of sync
- * k+1 (in flight). Usage: atomic_explore undo|redo|hybrid|journal|journal-pace|journal-pace-head-early|
+ * k+1 (in flight). Usage: atomic_explore undo|redo|hybrid|redo-pace|redo-pace-invalidate-early|redo-thread|
+ * journal|journal-pace|journal-pace-head-early|
  * journal-sized|journal-sized-same-slot|journal-window|journal-window-pad-unflushed [SEED]
  * (journal-sized: the configuration of a DAXKIT_ATOMIC file under `daxkit run` -- the journal with the file
  * size tracked as part of the commit (alog_size.c), the commit path of every fsync-group commit of
@@ -13,6 +14,9 @@
  * (journal-window: pacing with an 8 KiB window, so commits end laps with window pads and the next records
  * reuse the area's start; its broken variant journal-window-pad-unflushed leaves the pad's header unwritten
  * back at the commit, so recovery may stop at a stale header before committed records: must be caught)
+ * (redo-pace: the per-block engine's pacing, each commit applying committed entries (alog_bpace_*); its
+ * broken variant redo-pace-invalidate-early invalidates an applied entry before the fence that makes its
+ * bytes durable: must be caught; redo-thread: the checkpoint thread's path, pacing off)
  * (journal-pace-head-early, the broken variant of pacing -- the journal head stored at the write, before the
  * fence that makes the bytes it applied durable -- must be caught: exit 0 only if the explorer finds a
  * failing state)
@@ -94,6 +98,7 @@ int main(int argc, char **argv) {
     int broken = !strcmp(pol, "journal-pace-head-early")         ? ALOG_BROKEN_PACE_HEAD_BEFORE_FENCE
                : !strcmp(pol, "journal-sized-same-slot")      ? ALOG_BROKEN_SIZE_SAME_SLOT
                : !strcmp(pol, "journal-window-pad-unflushed") ? ALOG_BROKEN_WINDOW_PAD_NOT_WRITTEN_BACK
+               : !strcmp(pol, "redo-pace-invalidate-early")   ? ALOG_BROKEN_BPACE_INVALIDATE_EARLY
                                                               : ALOG_BROKEN_NONE;
     sized = strstr(pol, "journal-sized") == pol;
     bool window = !strncmp(pol, "journal-window", 14);
@@ -101,6 +106,8 @@ int main(int argc, char **argv) {
     const char *pace_env = getenv("DAXKIT_ATOMIC_PACE"); /* at_policy("journal-pace") sets it */
     bool paced = policy == DAXKIT_ATOMIC_JOURNAL && pace_env && !strcmp(pace_env, "1");
     journal_big = paced;
+    /* the per-block engine's pacing (session 10): redo-pace must apply entries in its commits */
+    bool bpaced = !strncmp(pol, "redo-pace", 9);
     daxkit_atomic_options_init(&opts);
     opts.policy = policy, opts.log_bytes = LOG_DATA_BYTES, opts.checkpoint_interval_us = 0;
     log_bytes = alog_test_log_bytes(LOG_DATA_BYTES);
@@ -158,6 +165,7 @@ int main(int argc, char **argv) {
     if (paced && (applied == 0 || partial == 0))
         AT_FAIL("pacing not explored (%llu records applied by copies, %llu in part)", (unsigned long long)applied,
                 (unsigned long long)partial);
+    if (bpaced && applied == 0) AT_FAIL("per-block pacing not explored (no entry applied by a commit)");
     if (window && wraps < 2) AT_FAIL("the window was not explored (%llu window pads)", (unsigned long long)wraps);
     if (broken) {
         AT_CHECK(rc != 0, "the explorer did not catch the broken variant %s", pol);

@@ -122,7 +122,10 @@ static inline uint32_t at_policy(const char *name) {
         setenv("DAXKIT_ATOMIC_PACE", "1", 1);
         setenv("DAXKIT_TEST_ATOMIC_JWINDOW", "8192", 1);
     }
-    return !strcmp(name, "undo") ? DAXKIT_ATOMIC_UNDO : !strcmp(name, "redo") ? DAXKIT_ATOMIC_REDO
+    /* the per-block engine (session 10): NAME-pace paces its commits (the default), NAME-thread has the thread */
+    if (strncmp(name, "journal", 7) && strstr(name, "-pace")) setenv("DAXKIT_ATOMIC_PACE", "1", 1);
+    if (strncmp(name, "journal", 7) && strstr(name, "-thread")) setenv("DAXKIT_ATOMIC_PACE", "0", 1);
+    return !strncmp(name, "undo", 4) ? DAXKIT_ATOMIC_UNDO : !strncmp(name, "redo", 4) ? DAXKIT_ATOMIC_REDO
          : !strncmp(name, "journal", 7) ? DAXKIT_ATOMIC_JOURNAL : DAXKIT_ATOMIC_HYBRID;
 }
 
