@@ -15,7 +15,8 @@
 #              SRC_TREE (/usr/include/linux), INSN (0); variant "base" runs daxkit with BASE_LIB (another
 #              build's libdaxkit.so: before/after in one interleaved run); "daxkit-auto" runs daxkit with
 #              DAXKIT_APPEND=auto (a log fsynced per record moves to extend with keep); "eager" runs daxkit
-#              with DAXKIT_ADOPT_AFTER_IOS=0 (every managed file adopted at its open: no lazy adoption).
+#              with DAXKIT_ADOPT_AFTER_IOS=0 (every managed file adopted at its open: no lazy adoption), "lazy"
+#              with DAXKIT_ADOPT_AFTER_IOS=4.
 # Rows: medium,workload,variant,metric,value,rep  (metric cpu_s, wall_s, or insn).
 set -euo pipefail
 BUILD=$(cd "${1:?build dir}" && pwd)
@@ -53,6 +54,7 @@ run() {
     daxkit) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR") ;;
     daxkit-auto) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_APPEND=auto) ;;
     eager) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_ADOPT_AFTER_IOS=0) ;;
+    lazy) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_ADOPT_AFTER_IOS=4) ;;
     base) env+=(LD_PRELOAD="${BASE_LIB:?variant base needs BASE_LIB}" DAXKIT_DIR="$DIR") ;;
     esac
     if [ "$INSN" = 1 ]; then

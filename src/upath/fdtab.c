@@ -115,10 +115,15 @@ int up_fd_bind(int fd, struct up_slot *s) {
     local_refs[slot_index(s)]++;
     e->stale = 0;
     entry_note(fd, e->internal || __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE), true);
-    __atomic_store_n(&e->pending, UP_PEND_NONE, __ATOMIC_RELEASE);
     e->internal = 0;
     e->aux_of = NULL;
+    /* The slot before the pending state ends: another thread's call on a descriptor being adopted looks
+     * for a slot, then (none) at the pending state, and waits while it is ADOPTING -- with the state
+     * cleared first it found neither in between and sent its write to the kernel, under a file entry that
+     * had just read the size (lazy adoption's open race, shim_threads map_race: one first write of four
+     * lost in ~1 run of 45; every run with a sleep between the two stores). */
     __atomic_store_n(&e->slot, s, __ATOMIC_RELEASE);
+    __atomic_store_n(&e->pending, UP_PEND_NONE, __ATOMIC_RELEASE);
     return 0;
 }
 
