@@ -123,7 +123,7 @@ static inline bool pend_begin(int fd) { return up_enabled && up_pending_fstat_be
 static inline int fixfd_pend(int r, int fd, struct stat *st, bool pend) {
     if (DK_UNLIKELY(pend) && r == 0) {
         DK_ERRNO_SAVE;
-        up_pending_adopt(fd, st);
+        up_pending_fstat_done(fd, st);
         DK_ERRNO_RESTORE;
     }
     if (r == 0 && up_enabled && S_ISREG(st->st_mode)) {

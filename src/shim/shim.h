@@ -25,7 +25,7 @@ static inline bool dk_pt_begin(int fd) {
     else if (s->file->kernel_only) dk_count(DK_C_pt_mapfail, 1);
     else dk_count(DK_C_pt_exported, 1); /* shared with a fork relative */
     DK_ERRNO_SAVE;
-    up_publish_fd(fd);
+    up_publish_fd_before_kernel(fd);
     DK_ERRNO_RESTORE;
     return true;
 }

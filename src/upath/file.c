@@ -30,6 +30,10 @@ uint32_t up_active_files;
  * pending epoch of 0 means "never pass". */
 uint64_t up_adopt_epoch = 1;
 
+/* Under up_table_mu. The epoch moves again once the file is on the list: a pending descriptor that
+ * looked for the file's entry under up_table_mu before this and found none is adopted before its next
+ * read (pending.c: up_pending_fstat_done; the adoption's own move, before its fstat, may come before
+ * such a look). */
 static void active_add(struct up_file *f) {
     if (f->act_next) return;
     __atomic_add_fetch(&up_active_files, 1, __ATOMIC_ACQ_REL);
@@ -37,6 +41,7 @@ static void active_add(struct up_file *f) {
     f->act_next = &active;
     active.act_prev->act_next = f;
     active.act_prev = f;
+    __atomic_add_fetch(&up_adopt_epoch, 1, __ATOMIC_SEQ_CST);
 }
 
 static void active_remove(struct up_file *f) {

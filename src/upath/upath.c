@@ -634,6 +634,24 @@ int up_publish_fd(int fd) {
     return publish_file(s->file, fd);
 }
 
+/* Lock-free: a kernel-served descriptor's every call lands here, and a signal handler's call interrupting
+ * its own thread's publish would wait for the mutex that thread holds -- with nothing to publish there is
+ * nothing to wait for (shim_signal_claim, multi-threaded, with lazy adoption on: another thread's handler
+ * adopted the descriptor while the main thread's read was in the kernel, so the slot became
+ * kernel-served, and a handler then interrupted the main thread's publish: 5 of 30 children hung). An
+ * append another thread is making meanwhile is concurrent with the call either way. */
+void up_publish_fd_before_kernel(int fd) {
+    struct up_slot *s = up_fd_slot(fd);
+    if (!s) return;
+    const struct up_file *f = s->file;
+    bool idle = dk_cfg.mode != DK_MODE_STRICT && !__atomic_load_n(&f->atomic, __ATOMIC_RELAXED) &&
+                __atomic_load_n(&f->staged_count, __ATOMIC_ACQUIRE) == 0 &&
+                __atomic_load_n(&f->rescue_fd, __ATOMIC_RELAXED) < 0 &&
+                __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) == up_file_size(f) &&
+                __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE) == up_file_size(f);
+    if (!idle) up_publish_fd(fd);
+}
+
 int up_hand_to_kernel(int fd) {
     up_atomic_detach_fd(fd);
     return up_publish_fd(fd);

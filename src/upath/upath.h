@@ -55,8 +55,12 @@ bool up_pending_may_pass(int fd);
 bool up_pending_pass(int fd, struct up_fd *e);
 /* moves: the read moved the offset by r. */
 void up_pending_passed(struct up_fd *e, ssize_t r, bool moves);
-/* The program's fstat of fd: true when fd is pending and is to be adopted from the result. */
+/* The program's fstat of fd: true when fd is pending and is to be adopted from the result -- then, after a
+ * successful fstat, call up_pending_fstat_done with it. */
 bool up_pending_fstat_begin(int fd);
+/* After up_pending_fstat_begin: adopts fd from the program's fstat result `st`, or lets it pass its reads
+ * when no file of this process can differ from the kernel's view of st's inode. */
+void up_pending_fstat_done(int fd, const struct stat *st);
 /* Before the kernel closes fd (or dup2 closes it): a pending fd is forgotten. */
 void up_pending_drop(int fd);
 /* fork and posix_spawn: every pending descriptor is adopted first. */
@@ -92,6 +96,9 @@ int up_fallocate(struct up_slot *s, int fd, int mode, off_t off, off_t len);
 
 /* Publish point on a descriptor (lock release, app mmap, pass-through of an unserved call). */
 int up_publish_fd(int fd);
+/* Before a call the kernel serves on managed fd: its file's publish, skipped without taking the file's
+ * mutex when nothing of this process waits to reach the kernel file. */
+void up_publish_fd_before_kernel(int fd);
 /* Strict mode: the program maps the managed file open as fd -- its waiting staged overwrites are applied
  * now and its later writes at once (the mapping must show them). Call before the mapping is made. */
 void up_strict_program_maps(int fd);

@@ -14,7 +14,11 @@
  *             later read share one offset.
  *   lockclose a pending descriptor closed while the process holds a POSIX lock on its file: the lock is
  *             gone (the kernel drops it), so taking it again re-reads the size another process changed.
- *   offset    a pending descriptor read and lseek'ed in the kernel, then adopted: its offset carries over. */
+ *   offset    a pending descriptor read and lseek'ed in the kernel, then adopted: its offset carries over.
+ *   fstatpass a descriptor opened while another file has staged appends (tar cf's sources while its archive
+ *             is staged) and fstat'ed by the program passes its reads when its inode is apart from the
+ *             process's open files (no adoption); one whose inode has staged appends is adopted by that
+ *             fstat and reads them. */
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -204,6 +208,36 @@ static int case_offset(const char *dir) {
     return 0;
 }
 
+static int case_fstatpass(const char *dir) {
+    char *a = st_fmt("%s/pa", dir), *b = st_fmt("%s/pb", dir);
+    make_file(b, "0123456789"); /* its entry is closed, with nothing unpublished */
+    int fa = OK(open(a, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+    CHECK(write(fa, "xyz", 3) == 3, "append");
+    CHECK(st_ksize(a) == 0, "the append is not staged (kernel size %lld): the case tests nothing", st_ksize(a));
+    uint64_t opens = count(DK_C_opens), passes = count(DK_C_lazy_fstat_passes);
+    int fd = OK(open(b, O_RDONLY)); /* another file is active: no passing by the open's rule */
+    struct stat st;
+    OK(fstat(fd, &st));
+    CHECK(st.st_size == 10, "fstat size %lld", (long long)st.st_size);
+    char buf[16];
+    for (int i = 0; i < AFTER; i++) CHECK(read(fd, buf, 1) == 1 && buf[0] == '0' + i, "read %d", i);
+    OK(close(fd));
+    CHECK(count(DK_C_opens) == opens, "%llu adoptions of a descriptor whose file the fstat showed apart",
+          (unsigned long long)(count(DK_C_opens) - opens));
+    CHECK(count(DK_C_lazy_fstat_passes) == passes + 1, "the pass was not counted");
+    /* the same steps on the file with staged appends: its reads must come from daxkit */
+    fd = OK(open(a, O_RDONLY));
+    OK(fstat(fd, &st));
+    CHECK(st.st_size == 3, "fstat size %lld of a file with 3 staged bytes", (long long)st.st_size);
+    ssize_t r = read(fd, buf, sizeof buf);
+    CHECK(r == 3 && !memcmp(buf, "xyz", 3), "read %zd bytes of a file with 3 staged bytes: passed to the kernel", r);
+    OK(close(fd));
+    OK(close(fa));
+    expect_bytes(a, "xyz", 3);
+    printf("ok: fstatpass\n");
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *dir = st_dir(argc, argv);
     st_require_library();
@@ -219,5 +253,6 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "lockclose")) return case_lockclose(dir, argv[0]);
     if (!strcmp(c, "lockclose_child")) return lockclose_child(argv[3]);
     if (!strcmp(c, "offset")) return case_offset(dir);
+    if (!strcmp(c, "fstatpass")) return case_fstatpass(dir);
     FAIL("unknown case '%s'", c);
 }
