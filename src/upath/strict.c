@@ -501,25 +501,26 @@ static int log_write(struct up_root *r, struct up_strict *st, const struct up_fi
         if (rc == 0) dk_count(DK_C_strict_inline, 1);
         return rc;
     }
-    /* The record's slot is reserved before the staged copy: the reservation's compare-and-swap (a locked
-     * instruction) after the copy would wait for its non-temporal stores to drain -- a fence in all but
-     * name -- and then the record's own fence would drain the record line alone (measured: no gain from
-     * the crc until the reservation moved). Now nothing locked runs between the copy and the one fence. */
-    struct dk_oplog_reservation res;
-    rc = dk_oplog_reserve(st->log, 0, &res);
-    if (rc) return rc;
+    /* Staging space first: the medium may have no room for it, and then a write small enough to travel
+     * inside its record is logged inline instead -- an overwrite of allocated blocks needs no new block, as
+     * with the kernel (review 9, finding 27's update: it failed with EIO). Decided before the record's slot
+     * is reserved, so the record's seq is the reservation's (review 10, finding 21: an inline append after
+     * a reservation made a second, later seq). Then the slot is reserved before the staged copy: the
+     * reservation's compare-and-swap (a locked instruction) after the copy would wait for its non-temporal
+     * stores to drain -- a fence in all but name -- and then the record's own fence would drain the record
+     * line alone (measured: no gain from the crc until the reservation moved). Now nothing locked runs
+     * between the copy and the one fence. */
     uint64_t at = __atomic_fetch_add(&st->stg_used, dk_round_up(n, 64), __ATOMIC_ACQ_REL);
-    rc = -ENOSPC; /* the staging file is full: the reserved slot stays empty (recovery skips it) */
-    if (at + n <= st->stg_bytes && (rc = staging_reserve(r, st, at + n)) != 0 && !lz && n <= DK_OPLOG_DATA_BYTES_MAX &&
-        errno_no_space(-rc)) {
-        /* The medium has no room for staging (a full medium, before the staging file's first chunk): a write
-         * small enough to travel inside its record is logged inline instead -- an overwrite of allocated
-         * blocks needs no new block, as with the kernel (review 9, finding 27's update: it failed with EIO).
-         * The reserved slot stays empty. */
+    if (at + n > st->stg_bytes) return -ENOSPC; /* the staging file is full: the caller checkpoints */
+    rc = staging_reserve(r, st, at + n);
+    if (rc && !lz && n <= DK_OPLOG_DATA_BYTES_MAX && errno_no_space(-rc)) {
         rc = dk_oplog_append(st->log, DK_OPLOG_WRITE_INLINE, &op, buf, n, seq_out);
         if (rc == 0) dk_count(DK_C_strict_inline, 1);
         return rc;
     }
+    if (rc) return rc;
+    struct dk_oplog_reservation res;
+    rc = dk_oplog_reserve(st->log, 0, &res);
     if (rc == 0) {
         op.aux |= dk_copy_nt_crc32c(st->stg_addr + at, buf, n, 0);
         staging_persist(r, st, at, n);
