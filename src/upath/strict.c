@@ -1183,6 +1183,7 @@ static int replay_bytes(struct replay_file *rf, const void *src, uint64_t n, uin
 static int replay_truncate(struct replay_file *rf, uint64_t len) {
     if (DK_REAL(ftruncate)(rf->fd, (off_t)len) != 0) return -1; /* zeroes beyond len for later extensions */
     rf->ksize = rf->lsize = len;
+    rf->alloc_lo = rf->alloc_hi = 0; /* a shrink freed blocks: allocate again before storing there */
     return 0;
 }
 
@@ -1207,6 +1208,25 @@ static bool type_unknown(uint32_t type) { return type == 0 || type > DK_OPLOG_WR
 
 static int note_unknown_type(const struct dk_oplog_record *rec, void *ctx) {
     if (type_unknown(rec->type)) *(bool *)ctx = true;
+    return 0;
+}
+
+/* Before any record is replayed: allocates the blocks every write record of the log stores into (a scan
+ * of its own). A log the medium has no room for is then replayed by none of its records (rp->no_space):
+ * a partial replay kept for later would be applied again from its first record by every later recovery
+ * -- every program started there -- over what was written since (review 10, finding 14). */
+static int alloc_one(const struct dk_oplog_record *rec, void *ctx) {
+    struct replay *rp = ctx;
+    struct dk_oplog_op op;
+    memcpy(&op, rec->fixed48, sizeof op);
+    bool staged = rec->type == DK_OPLOG_WRITE_STAGED || rec->type == DK_OPLOG_WRITE_STAGED_CRC;
+    if (rp->no_space || (rec->type != DK_OPLOG_WRITE_INLINE && !staged)) return 0;
+    int other_fs;
+    struct replay_file *rf = replay_file(rp, op.dev, op.ino, rec->area_dev, &other_fs);
+    uint32_t ident = op_ident(&op);
+    if (!rf || (ident && rf->ident && ident != rf->ident)) return 0; /* not replayed (replay_one says why) */
+    uint64_t n = staged ? op.length : rec->data_len;
+    if (replay_alloc(rf, op.file_offset, op.file_offset + n) < 0 && errno_no_space(errno)) rp->no_space = true;
     return 0;
 }
 
@@ -1291,6 +1311,8 @@ static int recover_log(const char *path, void *ctx) {
      * partial replay now and a whole one later (with the version that wrote it) would redo these records
      * over whatever was written in between (review 8, finding 17). One scan more, before any replay. */
     int rc = dk_oplog_scan(path, note_unknown_type, &rp.unknown_type, NULL);
+    if (rc == 0 && !rp.unknown_type) rc = dk_oplog_scan(path, alloc_one, &rp, NULL);
+    /* (no_space: replay_one counts every data record failed and stores nothing) */
     if (rc == 0 && !rp.unknown_type) rc = dk_oplog_scan(path, replay_one, &rp, &ss);
     uint64_t staged_torn = oc->rep->staged_torn - staged_torn0; /* counted in rep->torn by replay_one */
     for (unsigned i = 0; i < rp.nfiles; i++) replay_finish(&rp, &rp.files[i]);
@@ -1310,7 +1332,7 @@ static int recover_log(const char *path, void *ctx) {
                oc->root_path, base, rc ? "its log version" : "a record type this version does not know");
     if (rp.no_space) {
         oc->rep->logs_kept++;
-        dk_log("%s: %s: records could not be replayed for want of space on the medium: the log is kept and "
+        dk_log_once("%s: %s: records could not be replayed for want of space on the medium: the log is kept and "
                "replayed by a later recovery (free space, then run `daxkit recover %s`)", oc->root_path, base,
                oc->root_path);
     } else if ((rc == 0 && !rp.unknown_type) || rc == -EINVAL) {
