@@ -754,6 +754,11 @@ ssize_t up_read(struct up_slot *s, int fd, void *buf, size_t n) {
         return -1;
     }
     pos_lock(s);
+    if (DK_UNLIKELY(up_end_overflows(s->offset, n))) {
+        pos_unlock(s);
+        errno = EINVAL;
+        return -1;
+    }
     ssize_t r = DK_UNLIKELY(s->file->atomic) ? up_atomic_read(s->file, fd, buf, n, s->offset)
                                              : up_io_read(s->file, fd, buf, n, s->offset);
     if (r > 0) s->offset += (uint64_t)r;
@@ -770,6 +775,10 @@ ssize_t up_pread(struct up_slot *s, int fd, void *buf, size_t n, off_t off) {
         errno = EBADF;
         return -1;
     }
+    if (DK_UNLIKELY(up_end_overflows((uint64_t)off, n))) {
+        errno = EINVAL;
+        return -1;
+    }
     if (DK_UNLIKELY(s->file->atomic)) return up_atomic_read(s->file, fd, buf, n, (uint64_t)off);
     return up_io_read(s->file, fd, buf, n, (uint64_t)off);
 }
@@ -781,6 +790,11 @@ ssize_t up_write_flags(struct up_slot *s, int fd, const void *buf, size_t n, uin
     }
     if (n == 0) return 0;
     pos_lock(s);
+    if (DK_UNLIKELY(up_end_overflows(s->offset, n))) {
+        pos_unlock(s);
+        errno = EINVAL;
+        return -1;
+    }
     ssize_t r = write_op(s, fd, buf, n, s->offset, __atomic_load_n(&s->flags, __ATOMIC_RELAXED) | call_fl);
     if (r > 0) s->offset = up_io_last_offset + (uint64_t)r;
     pos_unlock(s);
@@ -799,6 +813,10 @@ ssize_t up_pwrite_flags(struct up_slot *s, int fd, const void *buf, size_t n, of
         return -1;
     }
     if (n == 0) return 0;
+    if (DK_UNLIKELY(up_end_overflows((uint64_t)off, n))) {
+        errno = EINVAL;
+        return -1;
+    }
     /* Linux: pwrite on an O_APPEND descriptor appends, whatever the offset. */
     return write_op(s, fd, buf, n, (uint64_t)off, __atomic_load_n(&s->flags, __ATOMIC_RELAXED) | call_fl);
 }

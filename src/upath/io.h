@@ -24,6 +24,10 @@ ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off)
  * a signal handler that interrupted such a call must not wait for that mutex (_exit/exit/exec/fork in a
  * handler: review 9, finding 30). */
 const struct up_file *up_io_held_file(void);
+/* The kernel's rw_verify_area: a read or write whose end, offset + n, passes the largest file offset
+ * (INT64_MAX) is refused with EINVAL before anything happens -- also an O_APPEND write, by the descriptor's
+ * offset (review 9, finding 23: a write at INT64_MAX succeeded and left the offset at 2^63). off <= INT64_MAX. */
+static inline bool up_end_overflows(uint64_t off, size_t n) { return n > (uint64_t)INT64_MAX - off; }
 /* Offset the last up_io_write of this thread wrote at (appends choose it). */
 extern __thread uint64_t up_io_last_offset;
 

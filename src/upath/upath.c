@@ -400,6 +400,7 @@ static int vec_check(const struct up_slot *s, int fd, const struct iovec *iov, i
         return r < 0 ? -errno : -EBADF;
     }
     *total = iov_total(iov, cnt);
+    if (*total >= 0 && use_off && up_end_overflows((uint64_t)off, (size_t)*total)) return -EINVAL; /* io.h */
     return *total < 0 ? (int)*total : 0;
 }
 
