@@ -10,9 +10,9 @@
  * the reopened descriptor moves to a high number (up_internal_fd_floor) by dup and close of the low one --
  * unless the process has ever asked for a POSIX record lock (F_SETLK/F_SETLKW, lockf: up_aux_lock_gate):
  * then the close would drop its locks, and the descriptor stays at the low number (>= 3). A lock call
- * racing a move waits for the move's close. A process image cannot see locks taken before its exec (they
- * survive exec): such a lock on a file this image then reopens is dropped by the move. A program's dup2
- * onto a kept descriptor moves it first (up_aux_vacate). The DAXKIT_ATOMIC engine's descriptor (atomic_fd) is kept the same
+ * racing a move waits for the move's close. Locks taken before the exec of this image survive into it
+ * unseen by the gate: /proc/locks is read once, before the first move (inherited_locks_seen). A program's
+ * dup2 onto a kept descriptor moves it first (up_aux_vacate). The DAXKIT_ATOMIC engine's descriptor (atomic_fd) is kept the same
  * way: the engine lets the file go at fork, the program's mmap, copy_file_range... while the program
  * keeps its descriptors (review 7, finding 3d); the kept descriptor goes at the program's next close, or
  * after the detach at its last. All are close-on-exec: an exec still drops the program's locks on such a
@@ -20,7 +20,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "common/stats.h"
 #include "shim/libc.h"
@@ -95,9 +98,44 @@ static int fill_low(int ph[3]) {
     return n;
 }
 
+/* Locks this process image never asked for: taken before an exec, they survive into it (a wrapper that
+ * locks a file and execs the program: review 10, finding 12). Once, before the first move: /proc/locks
+ * lists every POSIX lock with its owner's pid (as this pid namespace sees it; a lock is owned by the
+ * process, which keeps its pid across exec). Any line "N: POSIX ... <our pid> ..." that is not a waiter's
+ * ("->") counts as a lock asked for; later ones pass the gate. Unreadable: assumed held (no move). */
+static bool inherited_locks_seen(void) {
+    static int state; /* 0 not looked yet, 1 none, 2 some (or unknown) */
+    int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+    if (s) return s == 2;
+    const struct dk_libc *c = dk_libc();
+    bool found = false;
+    int lfd = c->open("/proc/locks", O_RDONLY | O_CLOEXEC);
+    if (lfd < 0) found = true;
+    char buf[8192], line[256], me[24];
+    snprintf(me, sizeof me, " %d ", (int)getpid());
+    size_t ll = 0;
+    ssize_t r;
+    while (!found && lfd >= 0 && (r = c->read(lfd, buf, sizeof buf)) > 0) {
+        for (ssize_t i = 0; i < r && !found; i++) {
+            if (buf[i] != '\n') {
+                if (ll < sizeof line - 1) line[ll++] = buf[i];
+                continue;
+            }
+            line[ll] = 0;
+            ll = 0;
+            found = strstr(line, ": POSIX ") && !strstr(line, "->") && strstr(line, me);
+        }
+    }
+    if (lfd >= 0) c->close(lfd);
+    __atomic_store_n(&state, found ? 2 : 1, __ATOMIC_RELEASE);
+    return found;
+}
+
 /* The file reopened read-write, at a number the program's next open would not have taken (header). */
 static int reopen_kept(int fd) {
     const struct dk_libc *c = dk_libc();
+    if (!__atomic_load_n(&posix_locks_asked, __ATOMIC_RELAXED) && inherited_locks_seen())
+        __atomic_store_n(&posix_locks_asked, true, __ATOMIC_SEQ_CST);
     int ph[3];
     int n_ph = fill_low(ph);
     int a = up_fd_reopen(fd, O_RDWR);

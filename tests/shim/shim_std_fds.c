@@ -6,7 +6,9 @@
  * the program's next open() is to get by POSIX's lowest-number rule. aux_moved: a free number below the
  * file's; after the reopen, open() must still return it. aux_locked_low: the process holds a POSIX lock on
  * the file (the kept descriptor must not move: closing its first number would drop the lock) and its fd 1
- * is free: open() must return 1, and the lock must still be there.
+ * is free: open() must return 1, and the lock must still be there. aux_unseen_lock (review 10, finding 12):
+ * a lock the library never saw asked for -- taken before an exec (a locking wrapper), here by a raw
+ * system call -- must survive the reopen too.
  *
  * dup2_std, reopen_stdout, reopen_stdout_trunc (review 9, finding 17): a managed file on descriptor 1 or 2
  * -- by dup2 (the daemon idiom), or close(1) then open() -- is written by stdio with libc's internal write,
@@ -182,12 +184,29 @@ static void case_dprintf(const char *dir) {
     expect_file(p, want);
 }
 
+static void case_aux_unseen_lock(const char *dir) {
+    char p[PATH_MAX], real[PATH_MAX];
+    st_path(p, sizeof p, dir, "log");
+    int lfd = OK(open(p, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    CHECK(realpath(p, real), "realpath");
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    CHECK(syscall(SYS_fcntl, lfd, F_SETLK, &fl) == 0, "raw F_SETLK: %s", strerror(errno)); /* unseen */
+    CHECK(lock_held(real), "the lock is not there before the writes");
+    int fd = OK(open(p, O_WRONLY));
+    write_then_overwrite(fd);
+    CHECK(other_fd_of(real, fd) >= 0, "no second descriptor of the file: the library did not reopen it");
+    CHECK(lock_held(real), "the lock the library never saw asked for is gone after its reopen");
+    OK(close(fd));
+    OK(close(lfd));
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) SKIP("usage: shim_std_fds DIR CASE");
     st_watchdog(60);
     const char *dir = argv[1], *c = argv[2];
     if (strcmp(c, "aux_moved") == 0) case_aux_moved(dir);
     else if (strcmp(c, "aux_locked_low") == 0) case_aux_locked_low(dir);
+    else if (strcmp(c, "aux_unseen_lock") == 0) case_aux_unseen_lock(dir);
     else if (strcmp(c, "dup2_std") == 0) case_dup2_std(dir);
     else if (strcmp(c, "reopen_stdout") == 0) reopen_stdout(dir, O_APPEND);
     else if (strcmp(c, "reopen_stdout_trunc") == 0) reopen_stdout(dir, 0);
