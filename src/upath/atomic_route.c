@@ -195,7 +195,23 @@ static int write_extending(struct up_file *f, const void *buf, size_t n, uint64_
     return 0;
 }
 
+/* The file whose route this thread's write is in (its locks, its commit), or NULL: a signal handler's
+ * _exit/exit/exec/fork must not commit it (publish_one), it would wait for the lock its thread holds
+ * (review 9, finding 30). */
+static __thread const struct up_file *write_file;
+const struct up_file *up_atomic_held_file(void) { return write_file; }
+
+static ssize_t atomic_write(struct up_file *f, int fd, const void *buf, size_t n, uint64_t off, bool append, bool sync);
+
 ssize_t up_atomic_write(struct up_file *f, int fd, const void *buf, size_t n, uint64_t off, bool append, bool sync) {
+    const struct up_file *outer = write_file;
+    write_file = f;
+    ssize_t r = atomic_write(f, fd, buf, n, off, append, sync);
+    write_file = outer;
+    return r;
+}
+
+static ssize_t atomic_write(struct up_file *f, int fd, const void *buf, size_t n, uint64_t off, bool append, bool sync) {
     struct up_atomic *a = f->atomic;
     if (n == 0) return 0;
     n = DK_MIN(n, DK_MAX_RW_BYTES);

@@ -46,6 +46,8 @@ void up_atomic_detach(struct up_file *f);
 /* The kernel is about to read or change the file behind fd (copy_file_range, sendfile, splice, SEEK_DATA,
  * SEEK_HOLE, the program mapping it): commit and detach, so that it sees the exact file. The file stays on
  * the plain path until this process opens it again with no other descriptor open. */
+/* The file whose route a write of this thread is in (up_atomic_write), or NULL (review 9, finding 30). */
+const struct up_file *up_atomic_held_file(void);
 void up_atomic_detach_fd(int fd);
 /* Holds off detaches (up_atomic_release lets them go on); before f->mu. */
 void up_atomic_hold(void);

@@ -723,7 +723,9 @@ static void find_fd_cb(int fd, struct up_fd *e, void *arg) {
     if (a->fd < 0 && e->slot && e->slot->file == a->f) a->fd = fd;
 }
 
-bool up_thread_in_call(void) { return up_io_held_file() != NULL || up_strict_ck_held(); }
+bool up_thread_in_call(void) {
+    return up_io_held_file() != NULL || up_strict_ck_held() || up_atomic_held_file() != NULL;
+}
 
 static void publish_one(struct up_file *f, void *arg) {
     (void)arg;
@@ -738,6 +740,10 @@ static void publish_one(struct up_file *f, void *arg) {
             return;
         }
         pthread_mutex_unlock(&f->mu);
+    }
+    if (DK_UNLIKELY(f->atomic && f == up_atomic_held_file())) { /* its route's lock: the same, not tried */
+        dk_count(DK_C_publish_held_skips, 1);
+        return;
     }
     int rc;
     if (f->atomic) { /* a commit needs no descriptor (and skips itself when nothing changed) */
