@@ -205,13 +205,14 @@ void up_file_foreach(void (*fn)(struct up_file *f, void *arg), void *arg) {
  * left alone, by both: it would wait for itself (review 9, finding 30). */
 static void lock_one(struct up_file *f, void *arg) {
     (void)arg;
-    if (DK_UNLIKELY(f == up_io_held_file())) return;
+    f->lock_all_skipped = f == up_io_held_file() || up_mutex_mine(&f->mu);
+    if (DK_UNLIKELY(f->lock_all_skipped)) return;
     pthread_mutex_lock(&f->mu);
     pthread_rwlock_wrlock(&f->rw);
 }
 static void unlock_one(struct up_file *f, void *arg) {
     (void)arg;
-    if (DK_UNLIKELY(f == up_io_held_file())) return;
+    if (DK_UNLIKELY(f->lock_all_skipped)) return;
     pthread_rwlock_unlock(&f->rw);
     pthread_mutex_unlock(&f->mu);
 }

@@ -235,6 +235,14 @@ bool up_strict_ck_held(void);
 /* A signal handler on this thread interrupted a call of the library that holds (or is taking) a file's
  * mutex or a strict checkpoint lock: nothing may wait for those (review 9, finding 30). */
 bool up_thread_in_call(void);
+/* Set by up_fini to the exiting thread's id: up_mutex_mine then tells whether a mutex is held by the call
+ * a signal handler on this thread interrupted (glibc records a normal mutex's owner). 0 elsewhere. */
+extern __thread pid_t up_exit_tid;
+/* A file's publish was skipped for that reason during this exit. */
+extern __thread bool up_exit_skipped;
+static inline bool up_mutex_mine(pthread_mutex_t *m) {
+    return up_exit_tid && __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) == up_exit_tid;
+}
 void up_strict_checkpoint_all(void);
 /* Strict mode: applies this file's staged overwrites that wait for a checkpoint (a checkpoint of its root),
  * before a read or a write that must see them in the file. False when it cannot now: the thread is inside
@@ -317,6 +325,7 @@ struct up_file {
     bool reflinked;         /* blocks were cloned in since the last fsync (publish.c: drop_reflink_mark) */
     bool cached;            /* in the file table */
     bool kernel_only;       /* could not be mapped: every call passes through */
+    bool lock_all_skipped;  /* up_file_lock_all left it alone (its mutex is this thread's), under up_table_mu */
     struct up_atomic *atomic; /* DAXKIT_ATOMIC: served by the failure-atomic engine (atomic_route.c) */
     int rescue_fd;          /* internal duplicate kept when a publish at close failed (-1: none) */
     int aux_fd;             /* the file reopened read-write for mapping and relinks, under mu (auxfd.c) */

@@ -129,12 +129,23 @@ static void sync_offset_cb(int fd, struct up_fd *e, void *arg) {
  * finding 30): nothing may wait for what that call holds -- its file's mutex, perhaps the staging pool's,
  * strict's checkpoint. Every other file is published (posix and sync modes; the interrupted one too when
  * its mutex is free: publish_one), and the image ends as at a crash otherwise: strict's log and the
- * staging area stay for the recovery at the next start, which replays or reclaims them. */
+ * staging area stay for the recovery at the next start, which replays or reclaims them. A call holding a
+ * file's mutex without that mark (a close's publish) is told by glibc's record of the mutex's owner
+ * (up_mutex_mine); one inside the file table's lock leaves nothing to walk: only the stats file is closed. */
 void up_fini(void) {
     if (!up_enabled) return;
     DK_ERRNO_SAVE;
+    up_exit_tid = gettid();
+    if (DK_UNLIKELY(up_mutex_mine(&up_table_mu))) {
+        dk_count(DK_C_publish_held_skips, 1);
+        up_enabled = false;
+        dk_stats_close();
+        DK_ERRNO_RESTORE;
+        return;
+    }
     bool nested = up_thread_in_call();
     up_publish_all();
+    nested = nested || up_exit_skipped;
     if (!nested) {
         up_atomic_detach_all();
         up_atomic_mmap_release_all();

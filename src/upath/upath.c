@@ -723,6 +723,9 @@ static void find_fd_cb(int fd, struct up_fd *e, void *arg) {
     if (a->fd < 0 && e->slot && e->slot->file == a->f) a->fd = fd;
 }
 
+__thread pid_t up_exit_tid;
+__thread bool up_exit_skipped;
+
 bool up_thread_in_call(void) {
     return up_io_held_file() != NULL || up_strict_ck_held() || up_atomic_held_file() != NULL;
 }
@@ -733,16 +736,19 @@ static void publish_one(struct up_file *f, void *arg) {
     /* A signal handler's publish point (_exit, exit, exec, fork) that interrupted this thread's call on f:
      * published only when f's mutex turns out free (the signal came before the lock or after the unlock);
      * else its state may be half-changed, and the thread would wait for itself forever (review 9, finding
-     * 30). Its appends since the last publish point are lost then, as at a crash. */
-    if (DK_UNLIKELY(f == up_io_held_file())) {
+     * 30). Its appends since the last publish point are lost then, as at a crash. At exit, any call of the
+     * thread holding f's mutex (a close's publish: glibc's owner field) counts too. */
+    if (DK_UNLIKELY(f == up_io_held_file() || up_mutex_mine(&f->mu))) {
         if (pthread_mutex_trylock(&f->mu) != 0) {
             dk_count(DK_C_publish_held_skips, 1);
+            up_exit_skipped = true;
             return;
         }
         pthread_mutex_unlock(&f->mu);
     }
     if (DK_UNLIKELY(f->atomic && f == up_atomic_held_file())) { /* its route's lock: the same, not tried */
         dk_count(DK_C_publish_held_skips, 1);
+        up_exit_skipped = true;
         return;
     }
     int rc;
@@ -767,7 +773,7 @@ static void publish_one(struct up_file *f, void *arg) {
 /* publish_one for a file whose mu this thread holds already (up_file_lock_all). */
 static void publish_held(struct up_file *f, void *arg) {
     (void)arg;
-    if (!up_file_pinned(f) || f == up_io_held_file()) return; /* not locked by up_file_lock_all */
+    if (!up_file_pinned(f) || f->lock_all_skipped) return; /* not locked by up_file_lock_all */
     struct find_fd_arg a = {f, -1};
     up_fd_foreach(find_fd_cb, &a);
     int fd = a.fd >= 0 ? a.fd : f->rescue_fd;

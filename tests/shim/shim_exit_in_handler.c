@@ -4,14 +4,17 @@
  * _exit or exit. Each of RUNS children appends 4 KiB records with a one-shot timer (1-8 ms) whose handler
  * ends the process; every child must end within 10 s, and what the file holds must be whole records of its
  * bytes, at least the appends the child saw acknowledged before the one interrupted in sync and strict
- * modes (posix mode may lose that file's appends since its last publish point, as at a crash: documented). */
+ * modes (posix mode may lose that file's appends since its last publish point, as at a crash: documented).
+ * argv[3] "close_loop": each child opens, appends to and closes 16 files in turn instead (the handler lands
+ * in a close's publish, which holds the file's mutex too); every file must hold whole records. */
 #include <sys/time.h>
 
 #include "shim_test.h"
 
 enum { RUNS = 8, REC = 4096 };
 
-static bool use_exit;
+static bool use_exit, close_loop;
+enum { LOOP_FILES = 16 };
 static void on_alarm(int sig) {
     (void)sig;
     if (use_exit) exit(0);
@@ -32,6 +35,13 @@ static void child(const char *path, unsigned delay_us, volatile uint64_t *acked)
     __atomic_add_fetch(acked, 1, __ATOMIC_SEQ_CST);
     struct itimerval it = {{0, 0}, {0, (suseconds_t)delay_us}};
     setitimer(ITIMER_REAL, &it, NULL);
+    for (unsigned i = 0; close_loop; i++) {
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s.%u", path, i % LOOP_FILES);
+        int f = open(p, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (f < 0 || write(f, rec, sizeof rec) != (ssize_t)sizeof rec) _exit(4);
+        close(f);
+    }
     for (;;) {
         if (write(fd, rec, sizeof rec) != (ssize_t)sizeof rec) _exit(4);
         __atomic_add_fetch(acked, 1, __ATOMIC_SEQ_CST);
@@ -70,6 +80,7 @@ static uint64_t check_file(const char *path) {
 int main(int argc, char **argv) {
     if (argc < 3) SKIP("usage: shim_exit_in_handler DIR _exit|exit");
     use_exit = strcmp(argv[2], "exit") == 0;
+    close_loop = argc > 3 && strcmp(argv[3], "close_loop") == 0;
     const char *mode = getenv("DAXKIT_MODE");
     bool keeps_acked = mode && (strcmp(mode, "sync") == 0 || strcmp(mode, "strict") == 0);
     volatile uint64_t *acked = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -92,6 +103,11 @@ int main(int argc, char **argv) {
         }
         CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "run %u: child status 0x%x", run, st);
         uint64_t recs = check_file(path);
+        for (unsigned i = 0; close_loop && i < LOOP_FILES; i++) {
+            char p[PATH_MAX];
+            snprintf(p, sizeof p, "%s.%u", path, i);
+            if (access(p, F_OK) == 0) check_file(p);
+        }
         if (keeps_acked)
             CHECK(recs >= *acked, "run %u: %llu records in the file, %llu appends were acknowledged", run,
                   (unsigned long long)recs, (unsigned long long)*acked);
