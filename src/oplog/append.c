@@ -14,12 +14,13 @@
 #include "shim/libc.h"
 
 /* Reserves `lines` consecutive slots by CAS on the DRAM tail. Returns the first slot, or UINT64_MAX when
- * they do not fit (the tail is left alone, so smaller records may still fit). */
+ * they do not fit (the tail is left alone, so smaller records may still fit). Acquire-release (oplog.h: the
+ * same locked instruction on x86; the order is for the compiler and the model). */
 static uint64_t reserve(struct dk_oplog *log, uint32_t lines) {
     uint64_t cur = __atomic_load_n(&log->tail_lines, __ATOMIC_RELAXED);
     do {
         if (cur + lines > log->capacity_lines) return UINT64_MAX;
-    } while (!__atomic_compare_exchange_n(&log->tail_lines, &cur, cur + lines, 1, __ATOMIC_RELAXED,
+    } while (!__atomic_compare_exchange_n(&log->tail_lines, &cur, cur + lines, 1, __ATOMIC_ACQ_REL,
                                           __ATOMIC_RELAXED));
     return cur;
 }
@@ -149,7 +150,7 @@ int dk_oplog_reserve(struct dk_oplog *log, size_t data_len, struct dk_oplog_rese
         int rc = allocate_through(log, slot + lines);
         if (rc != 0) return rc; /* the reserved slots stay empty: recovery skips them */
     }
-    *res = (struct dk_oplog_reservation){slot, lines, data_len};
+    *res = (struct dk_oplog_reservation){slot, lines, data_len, (uint64_t)log->generation << 32 | slot};
     DK_CRASH_POINT("oplog.append.reserved");
     return 0;
 }

@@ -94,11 +94,14 @@ int dk_oplog_append(struct dk_oplog *log, unsigned type, const void *fixed48, co
  * then dk_oplog_commit writes the record and fences once. A reservation never committed leaves its slots
  * empty (recovery skips them, as a record cut before its head was written). Return values as
  * dk_oplog_append's (reserve: -ENOSPC, -EINVAL for data_len, the sticky error; commit: -EINVAL for a bad
- * type, -EIO). */
+ * type, -EIO). The reservation is an acquire-release read-modify-write of the tail: what a thread stored
+ * before its reservation is visible to every thread after a later one (strict mode's apply order relies on
+ * it: strict.c). */
 struct dk_oplog_reservation {
     uint64_t slot;
     uint32_t lines;
     size_t data_len;
+    uint64_t seq; /* the record's seq (as dk_oplog_commit's seq_out), known from the reservation on */
 };
 int dk_oplog_reserve(struct dk_oplog *log, size_t data_len, struct dk_oplog_reservation *res);
 int dk_oplog_commit(struct dk_oplog *log, const struct dk_oplog_reservation *res, unsigned type, const void *fixed48,

@@ -223,10 +223,10 @@ static void reinit_one(struct up_file *f, void *arg) {
     f->guard_closed = 0;
     pthread_mutex_init(&f->mu, NULL);
     pthread_mutex_init(&f->strict_mu, NULL);
-    /* The parent's threads that were between a strict record and its apply do not exist here (and the
-     * child logs to a log of its own): none may be waited for. */
-    f->strict_inflight_bits = 0;
-    memset(f->strict_inflight, 0, sizeof f->strict_inflight);
+    /* The parent's other threads do not exist here (their reader records are free again: guard.c), and
+     * the child logs to a log of its own: its writes start unshared. */
+    f->strict_writer = 0;
+    f->strict_shared = 0;
 }
 void up_file_lock_all(void) { up_file_foreach(lock_one, NULL); }
 void up_file_unlock_all(void) { up_file_foreach(unlock_one, NULL); }

@@ -19,11 +19,15 @@
 struct reader_chunk {
     struct up_reader r[READERS_PER_CHUNK];
     struct reader_chunk *next;
+    uint32_t hi; /* records [hi, READERS_PER_CHUNK) were never claimed (a scan stops there) */
 };
 
 bool up_guard_asym;
 __thread struct up_reader *up_reader_self;
-static struct reader_chunk *chunks; /* newest first */
+/* The first chunk is static: a thread can always borrow a record (up_reader_borrow) without mapping. */
+static struct reader_chunk first_chunk;
+static struct reader_chunk *chunks = &first_chunk; /* newest first */
+static bool key_ready;              /* release_key exists: threads may claim records */
 static uint32_t claimed;            /* records held by live threads (a locked add at each claim) */
 static pthread_key_t release_key;   /* frees a thread's record at its exit */
 /* This thread is claiming its record: a signal handler's IO meanwhile takes the locked path instead of
@@ -38,16 +42,27 @@ static void reader_release(void *p) {
     struct up_reader *r = p;
     if (up_reader_self == r) up_reader_self = NULL;
     for (unsigned k = 0; k < UP_ASYM_KINDS; k++) __atomic_store_n(&r->in[k], NULL, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->w.seq, 0, __ATOMIC_RELAXED); /* (no strict write is in flight at a thread's exit) */
     __atomic_store_n(&r->used, 0, __ATOMIC_RELEASE);
     __atomic_sub_fetch(&claimed, 1, __ATOMIC_SEQ_CST);
 }
 
+/* A record just taken: its id, at its first claim (only its holder writes or reads it). */
+static struct up_reader *taken(struct up_reader *r) {
+    static uint32_t last_id;
+    if (r->id == 0) r->id = __atomic_add_fetch(&last_id, 1, __ATOMIC_RELAXED);
+    return r;
+}
+
 static struct up_reader *claim_in(struct reader_chunk *c) {
-    for (unsigned i = 0; i < READERS_PER_CHUNK; i++) {
+    for (uint32_t i = 0; i < READERS_PER_CHUNK; i++) {
         uint32_t free_ = 0;
         if (!__atomic_load_n(&c->r[i].used, __ATOMIC_RELAXED) &&
-            __atomic_compare_exchange_n(&c->r[i].used, &free_, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-            return &c->r[i];
+            __atomic_compare_exchange_n(&c->r[i].used, &free_, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            uint32_t hi = __atomic_load_n(&c->hi, __ATOMIC_RELAXED); /* before the record is used */
+            while (hi <= i && !__atomic_compare_exchange_n(&c->hi, &hi, i + 1, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {}
+            return taken(&c->r[i]);
+        }
     }
     return NULL;
 }
@@ -65,15 +80,18 @@ static struct up_reader *claim_any(void) {
         struct reader_chunk *c = DK_REAL(mmap)(NULL, sizeof *c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (c == MAP_FAILED) return NULL;
         c->r[0].used = 1;
+        c->hi = 1;
         c->next = head;
         if (__atomic_compare_exchange_n(&chunks, &head, c, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-            return &c->r[0];
+            return taken(&c->r[0]);
         DK_REAL(munmap)(c, sizeof *c); /* another thread added a chunk: look again */
     }
 }
 
 struct up_reader *up_reader_claim(void) {
-    if (!up_guard_asym || claiming) return NULL; /* a handler inside this thread's claim: the locked path */
+    /* Claimed without membarrier too (its fast sections then take the locks; strict mode's writes still
+     * publish their ranges in it). A handler inside this thread's claim: the locked path. */
+    if (!__atomic_load_n(&key_ready, __ATOMIC_ACQUIRE) || claiming) return NULL;
     DK_ERRNO_SAVE;
     claiming = true;
     __asm__ __volatile__("" ::: "memory"); /* a handler sees the flag before the claim starts */
@@ -87,6 +105,25 @@ struct up_reader *up_reader_claim(void) {
     claiming = false;
     DK_ERRNO_RESTORE;
     return r;
+}
+
+struct up_reader *up_reader_borrow(void) {
+    for (;;) {
+        struct up_reader *r = claim_any(); /* not counted in `claimed`: its in[] stay NULL */
+        if (r) return r;
+        sched_yield(); /* every record taken and no memory for a chunk: wait for one to be given back */
+    }
+}
+
+void up_reader_give_back(struct up_reader *r) {
+    __atomic_store_n(&r->w.seq, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->used, 0, __ATOMIC_RELEASE);
+}
+
+void up_readers_each(bool (*fn)(const struct up_reader *r, void *ctx), void *ctx) {
+    for (struct reader_chunk *c = __atomic_load_n(&chunks, __ATOMIC_ACQUIRE); c; c = c->next)
+        for (uint32_t i = 0, hi = __atomic_load_n(&c->hi, __ATOMIC_ACQUIRE); i < hi; i++)
+            if (__atomic_load_n(&c->r[i].used, __ATOMIC_ACQUIRE) && fn(&c->r[i], ctx)) return;
 }
 
 /* A record names key for lock kind `kind`. */
@@ -144,9 +181,10 @@ void up_guard_write_unlock(struct up_file *f) {
 }
 
 void up_guard_init(void) {
+    if (pthread_key_create(&release_key, reader_release) != 0) return;
+    __atomic_store_n(&key_ready, true, __ATOMIC_RELEASE);
     long cmds = membarrier_call(MEMBARRIER_CMD_QUERY);
     if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED)) return;
-    if (pthread_key_create(&release_key, reader_release) != 0) return;
     if (membarrier_call(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0) return;
     up_guard_asym = true;
 }

@@ -29,16 +29,36 @@ enum up_asym_kind {
     UP_ASYM_KINDS
 };
 
+/* A strict write between its record and the end of its apply, published by its thread (strict.c, "the
+ * apply order of overlapping writes"): file (a struct up_file), byte range, record seq (0: none in flight;
+ * UINT64_MAX: its seq not known yet). Written by the record's holder only, read by other writers. */
+struct up_reader_write {
+    const void *file;
+    uint64_t off, end, seq;
+};
+
 struct up_reader {
     const void *in[UP_ASYM_KINDS]; /* per kind, the object this thread is in a fast section of, or NULL */
-    uint32_t used;                 /* claimed by a live thread */
-    char pad[64 - UP_ASYM_KINDS * sizeof(void *) - sizeof(uint32_t)];
-};
+    uint32_t used;                 /* claimed by a live thread (or borrowed for one operation) */
+    uint32_t id;                   /* unique, never 0: set at the record's first claim (written by its holder) */
+    struct up_reader_write w;      /* strict mode's write in flight */
+} __attribute__((aligned(64)));
 _Static_assert(sizeof(struct up_reader) == 64, "a reader record is one cache line");
 
 extern bool up_guard_asym;                /* membarrier works: fast sections are lock-free */
 extern __thread struct up_reader *up_reader_self;
-struct up_reader *up_reader_claim(void);  /* this thread's record (slow path, first use) */
+/* This thread's record (slow path, first use; claimed with or without membarrier). NULL when memory is out,
+ * or in a signal handler that interrupted this thread's own claim. */
+struct up_reader *up_reader_claim(void);
+/* A free record for one operation of a thread that has none (up_reader_claim gave NULL): taken by a
+ * compare-and-swap, given back with up_reader_give_back. Never NULL (the first chunk is static; when every
+ * record is taken and no chunk can be mapped, it yields until one is given back). */
+struct up_reader *up_reader_borrow(void);
+void up_reader_give_back(struct up_reader *r);
+/* Calls fn on every record in use (claimed or borrowed; chunks are never freed: no lock) until it returns
+ * true. A record claimed before the caller's last acquire operation that a claimer's later release ordered
+ * is seen (the claim is a compare-and-swap). */
+void up_readers_each(bool (*fn)(const struct up_reader *r, void *ctx), void *ctx);
 
 /* How a section was entered (the token to pass to the exit). */
 enum up_guard_entry { UP_GUARD_LOCKED = 0, UP_GUARD_FAST = 1, UP_GUARD_NESTED = 2 };

@@ -216,15 +216,21 @@ int up_find_inode(int dirfd, dev_t dev, ino_t ino, int depth);
 
 /* A write in strict mode: logged, then applied through the sync path. Returns what write(2) would. */
 ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append);
+/* Where a strict truncate is published as in flight (strict.c, the apply order): a reader record, or NULL. */
+struct up_reader;
+struct up_strict_pub {
+    struct up_reader *r;
+    bool borrowed;
+};
 /* Logs a truncate to `len` and holds the checkpoint lock (read side) until up_strict_done. 0 or -errno
- * (then the lock is held too: call up_strict_done). *seq: the record, for up_strict_retract. *slot: the
- * truncate's place in f's in-flight table (-1: none), held until up_strict_done: writes logged after it
- * are applied after the kernel's truncate, and it returns once writes logged before it are applied. */
-int up_strict_log_truncate(struct up_file *f, int fd, uint64_t len, uint64_t *seq, int *slot);
+ * (then the lock is held too: call up_strict_done). *seq: the record, for up_strict_retract. *pub: the
+ * truncate published as in flight, until up_strict_done: writes logged after it are applied after the
+ * kernel's truncate, and it returns once writes logged before it are applied. */
+int up_strict_log_truncate(struct up_file *f, int fd, uint64_t len, uint64_t *seq, struct up_strict_pub *pub);
 /* The logged truncate did not happen (the kernel refused it): its record is taken back before the lock
  * goes, so that recovery never applies it (review 8, finding 4). */
 void up_strict_retract(struct up_file *f, uint64_t seq);
-void up_strict_done(struct up_file *f, int slot);
+void up_strict_done(struct up_file *f, struct up_strict_pub *pub);
 /* fsync/fdatasync in strict mode: acknowledged operations are durable in the log already; only metadata the
  * sync path left dirty goes to the kernel. No checkpoint. 0 or -errno. */
 int up_strict_fsync(struct up_file *f, int fd, bool datasync);
@@ -288,7 +294,6 @@ struct up_lockset {
     uint64_t lapses_at_refresh;
 };
 
-#define UP_STRICT_INFLIGHT_SLOTS 8u /* strict writes of one file logged and not yet applied, tracked at once */
 struct up_file {
     dev_t dev;
     ino_t ino;
@@ -341,10 +346,12 @@ struct up_file {
     uint32_t strict_lazy;   /* strict mode: overwrites logged and staged, applied at the checkpoint (atomic) */
     bool strict_eager;      /* strict mode: the program mapped the file -- every write is applied at once */
     uint64_t ident;         /* ident.c: 1 << 32 | the file's identity once computed (0: not yet; atomic) */
-    /* strict.c: writes between their record and the end of their apply (bit i: slot i in use), so that
-     * overlapping ones are applied in log order (review 9, finding 3). */
-    uint32_t strict_inflight_bits;
-    struct up_strict_inflight { uint64_t off, end, seq; } strict_inflight[UP_STRICT_INFLIGHT_SLOTS];
+    /* strict.c, the apply order of overlapping writes (review 9, finding 3), per epoch of the root's
+     * checkpoint lock (a new one at each hold of its write side): the first writer's reader record
+     * (epoch << 32 | record id), and the epoch in which a write through another record was seen -- only
+     * then do writes look for overlapping writes of other threads. */
+    uint64_t strict_writer;
+    uint32_t strict_shared;
 };
 
 /* ---- identity beyond (dev, ino) (ident.c) ---- */

@@ -89,6 +89,7 @@ struct up_strict {
     struct dk_oplog *log;
     pthread_rwlock_t ck;     /* read: an operation between its record and the end of its apply; write: checkpoint */
     uint32_t ck_closed;      /* a writer of ck is in: the write path's fast read side takes ck instead (below) */
+    uint32_t ck_epoch;       /* holds of ck's write side so far + 1 (never 0): the apply order's epoch (below) */
     int stg_fd;
     char *stg_addr;
     uint64_t stg_bytes;
@@ -151,6 +152,9 @@ static inline void ck_wrlock(struct up_strict *st) {
     if (up_strict_test_broken == UP_STRICT_BROKEN_CK_NO_DRAIN) return; /* broken on purpose */
 #endif
     up_guard_close_and_drain(UP_ASYM_STRICT, &st->ck_closed, st);
+    /* No strict write is in flight now: the files' first writers and marks start afresh (inflight_publish). */
+    uint32_t e = st->ck_epoch + 1;
+    __atomic_store_n(&st->ck_epoch, e ? e : 1, __ATOMIC_RELAXED); /* read by the read sides after ck_wrunlock */
 }
 static inline void ck_wrunlock(struct up_strict *st) {
     __atomic_store_n(&st->ck_closed, 0, __ATOMIC_RELEASE);
@@ -218,6 +222,7 @@ static struct up_strict *strict_create(struct up_root *r) {
     struct up_strict *st = calloc(1, sizeof *st);
     if (!st) return NULL;
     pthread_rwlock_init(&st->ck, NULL);
+    st->ck_epoch = 1;
     pthread_mutex_init(&st->stg_mu, NULL);
     pthread_mutex_init(&st->dirty_mu, NULL);
     int rc = dk_oplog_open(area, tag, dk_cfg.strict_log_bytes, &st->log); /* 16 MiB: a checkpoint is cheap */
@@ -460,6 +465,112 @@ static int staging_reserve(const struct up_root *r, struct up_strict *st, uint64
     return rc;
 }
 
+/* ---- the apply order of overlapping writes (review 9, finding 3) ----
+ * Recovery replays records in log order; two threads' overlapping writes of one file must therefore be
+ * applied in log order too, or after both returned the file shows one write and a crash before the next
+ * checkpoint recovers it to the other. Each write applied at once publishes its file, range and seq in its
+ * thread's reader record (guard.h: struct up_reader_write) before its record's slot is reserved, and
+ * withdraws them after its apply; before applying, a write waits for every overlapping write of the same
+ * file whose record comes first (lower seq) -- but looks for them only when the file has been written
+ * through two records in the current epoch (f->strict_shared; an epoch ends at each hold of the checkpoint
+ * lock's write side -- a checkpoint, a drain, a truncate -- when no strict write is in flight, so a file
+ * that one thread made and another then writes is looked at only until the next checkpoint). So a file one
+ * thread writes costs plain stores and loads: no locked instruction beyond the log's own reservation and a
+ * compare-and-swap per file and epoch (session 9's per-file table took a slot by compare-and-swap and left
+ * it by an atomic and: two locked instructions per write).
+ *
+ * Why nothing is missed: the reservation is an acquire-release read-modify-write of the log's tail
+ * (oplog.h), and seqs follow reservation order. If write A's seq is lower than write B's, A's reservation
+ * came first, so everything A's thread stored before it -- A's published range and, were A's record not the
+ * file's first writer's, its store of f->strict_shared -- is visible to B after B's reservation. Two writes
+ * in flight at once are in one epoch (each holds the read side). Of two writes of one file through
+ * different records at most one is the epoch's first writer's; the other marks the file shared in that
+ * epoch before its reservation, and whichever of the two comes later sees the mark and looks. A record is
+ * held by one thread at a time (a thread that has none borrows one for the write), so the first writer's
+ * record is one thread at any moment. The entry's seq: UINT64_MAX from the publication until the
+ * slot is reserved (a looker yields: the writer takes nothing in between that could wait for it), then the
+ * record's (generation << 32 | slot: never 0, never all ones), then 0 after the apply (whose stores are
+ * drained by then: the file guard's exit fences, or the lock it took is released). A looker that finds
+ * another file in a record skips it: a write to this file published there after the looker's reservation
+ * comes after it. No cycle: a write waits only for lower seqs, and for a seq to become known. Not for a
+ * signal handler's write that interrupted a strict operation of its own thread (that one could never
+ * finish, and the record's entry is the interrupted write's): it publishes nothing. A truncate to `len`
+ * on the page cache publishes [len, UINT64_MAX) the same way (up_strict_log_truncate) and withdraws it
+ * after the kernel's truncate (up_strict_done). */
+#define INFLIGHT_SEQ_UNKNOWN UINT64_MAX
+
+/* Publishes a write of [off, end) of f in this thread's record (borrowed when it has none: *borrowed), in
+ * epoch `epoch` (st->ck_epoch, read under the read side). */
+static struct up_reader *inflight_publish(struct up_file *f, uint32_t epoch, uint64_t off, uint64_t end,
+                                          bool *borrowed) {
+    struct up_reader *r = up_reader_self; /* claimed by ck_read_enter when it could be */
+    *borrowed = r == NULL;
+    if (*borrowed) r = up_reader_borrow();
+    __atomic_store_n(&r->w.seq, INFLIGHT_SEQ_UNKNOWN, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->w.off, off, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->w.end, end, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->w.file, f, __ATOMIC_RELEASE);
+    uint64_t mine = (uint64_t)epoch << 32 | r->id;
+    uint64_t first = __atomic_load_n(&f->strict_writer, __ATOMIC_RELAXED);
+    if (DK_UNLIKELY(first != mine)) {
+        /* The epoch's first write of f takes it (once per file and epoch); a write through another record
+         * marks f. */
+        if (((uint32_t)(first >> 32) == epoch || !__atomic_compare_exchange_n(&f->strict_writer, &first, mine, false,
+                                                                               __ATOMIC_RELAXED, __ATOMIC_RELAXED)) &&
+            __atomic_load_n(&f->strict_shared, __ATOMIC_RELAXED) != epoch)
+            __atomic_store_n(&f->strict_shared, epoch, __ATOMIC_RELAXED); /* ordered by the reservation that follows */
+    }
+    return r;
+}
+
+/* The write's record slot is reserved: its seq is known (log_write). */
+static inline void inflight_seq(struct up_reader *r, uint64_t seq) { __atomic_store_n(&r->w.seq, seq, __ATOMIC_RELEASE); }
+
+/* The write is applied (or gave up before its record): nothing waits for it any more. */
+static inline void inflight_withdraw(struct up_reader *r, bool borrowed) {
+    __atomic_store_n(&r->w.seq, 0, __ATOMIC_RELEASE);
+    if (borrowed) up_reader_give_back(r);
+}
+
+struct inflight_look {
+    const struct up_file *f;
+    const struct up_reader *self;
+    uint64_t seq, off, end;
+    bool waited;
+};
+
+/* Waits, when r holds a write of the same file logged before this one and overlapping it, until it is applied. */
+static bool inflight_wait_one(const struct up_reader *r, void *ctx) {
+    struct inflight_look *l = ctx;
+    if (r == l->self) return false;
+    for (;;) {
+        if (__atomic_load_n(&r->w.file, __ATOMIC_ACQUIRE) != l->f) return false;
+        uint64_t s = __atomic_load_n(&r->w.seq, __ATOMIC_ACQUIRE);
+        if (s == 0) return false; /* none in flight */
+        if (s == INFLIGHT_SEQ_UNKNOWN) { /* its slot is not reserved yet */
+            sched_yield();
+            continue;
+        }
+        const void *file = __atomic_load_n(&r->w.file, __ATOMIC_ACQUIRE);
+        uint64_t o = __atomic_load_n(&r->w.off, __ATOMIC_ACQUIRE), e = __atomic_load_n(&r->w.end, __ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&r->w.seq, __ATOMIC_ACQUIRE) != s) continue; /* its thread moved on meanwhile */
+        if (file != l->f || s > l->seq || o >= l->end || e <= l->off) return false; /* later, or no overlap */
+        while (__atomic_load_n(&r->w.seq, __ATOMIC_ACQUIRE) == s) sched_yield(); /* until it is applied */
+        l->waited = true;
+        return false;
+    }
+}
+
+/* Before the apply of the write published in `self` with record `seq` (in `epoch`): waits until no write of
+ * f logged before it that overlaps [off, end) is still being applied. A file one record writes: one load. */
+static inline void inflight_wait(struct up_file *f, uint32_t epoch, const struct up_reader *self, uint64_t seq,
+                                 uint64_t off, uint64_t end) {
+    if (DK_LIKELY(__atomic_load_n(&f->strict_shared, __ATOMIC_ACQUIRE) != epoch)) return;
+    struct inflight_look l = {f, self, seq, off, end, false};
+    up_readers_each(inflight_wait_one, &l);
+    if (l.waited) dk_count(DK_C_strict_overlap_waits, 1);
+}
+
 /* A staged write's record carries the crc32c of its staged bytes (DK_OPLOG_WRITE_STAGED_CRC, computed from
  * the registers the copy stored), so the record's one fence makes both durable, in no particular order:
  * after a power failure that left the record line on media and some staged lines not, recovery finds the
@@ -488,19 +599,32 @@ bool up_strict_staged_intact(unsigned type, const struct dk_oplog_op *op, const 
     return type != DK_OPLOG_WRITE_STAGED_CRC || dk_crc32c_wide(0, staged, op->length) == (uint32_t)op->aux;
 }
 
+/* An inline record of the write, its seq published in `wr` (when given) between its reservation and its
+ * commit. */
+static int log_inline(struct up_strict *st, const struct dk_oplog_op *op, const char *buf, size_t n,
+                      struct up_reader *wr, uint64_t *seq_out) {
+    struct dk_oplog_reservation res;
+    int rc = dk_oplog_reserve(st->log, n, &res);
+    if (rc == 0 && wr) inflight_seq(wr, res.seq);
+    if (rc == 0) rc = dk_oplog_commit(st->log, &res, DK_OPLOG_WRITE_INLINE, op, buf, seq_out);
+    if (rc == 0) dk_count(DK_C_strict_inline, 1);
+    return rc;
+}
+
 /* Appends the record of a write of [off, off+n) under st->ck (read side). `lz`: a waiting-overwrite entry
- * (lazy_reserve) -- the write is staged and its entry filled in once its record is durable. 0 or -errno
- * (-ENOSPC: the log or the staging file is full; the caller checkpoints and tries again). */
+ * (lazy_reserve) -- the write is staged and its entry filled in once its record is durable. `wr`: the
+ * write's published entry (inflight_publish), given its seq as soon as the record's slot is reserved: one
+ * reservation per write, whose seq its record carries (the inline fallback is decided before any
+ * reservation) -- a write whose seq stayed unknown would keep every later overlapping write waiting while
+ * it waited for them. 0 or -errno (-ENOSPC: the log or the staging file is full; the caller checkpoints and
+ * tries again). */
 static int log_write(struct up_root *r, struct up_strict *st, const struct up_file *f, uint32_t ident, uint64_t off,
-                     const char *buf, size_t n, struct strict_lazy *lz, uint64_t *seq_out) {
+                     const char *buf, size_t n, struct strict_lazy *lz, struct up_reader *wr, uint64_t *seq_out) {
     struct dk_oplog_op op = {.dev = (uint64_t)f->dev, .ino = (uint64_t)f->ino, .file_offset = off,
                              .length = (uint32_t)n, .aux = op_ident_bits(ident)};
+    struct dk_oplog_reservation res;
     int rc = -ENOSPC;
-    if (!lz && n <= inline_max_for(r)) {
-        rc = dk_oplog_append(st->log, DK_OPLOG_WRITE_INLINE, &op, buf, n, seq_out);
-        if (rc == 0) dk_count(DK_C_strict_inline, 1);
-        return rc;
-    }
+    if (!lz && n <= inline_max_for(r)) return log_inline(st, &op, buf, n, wr, seq_out);
     /* Staging space first: the medium may have no room for it, and then a write small enough to travel
      * inside its record is logged inline instead -- an overwrite of allocated blocks needs no new block, as
      * with the kernel (review 9, finding 27's update: it failed with EIO). Decided before the record's slot
@@ -513,14 +637,10 @@ static int log_write(struct up_root *r, struct up_strict *st, const struct up_fi
     uint64_t at = __atomic_fetch_add(&st->stg_used, dk_round_up(n, 64), __ATOMIC_ACQ_REL);
     if (at + n > st->stg_bytes) return -ENOSPC; /* the staging file is full: the caller checkpoints */
     rc = staging_reserve(r, st, at + n);
-    if (rc && !lz && n <= DK_OPLOG_DATA_BYTES_MAX && errno_no_space(-rc)) {
-        rc = dk_oplog_append(st->log, DK_OPLOG_WRITE_INLINE, &op, buf, n, seq_out);
-        if (rc == 0) dk_count(DK_C_strict_inline, 1);
-        return rc;
-    }
+    if (rc && !lz && n <= DK_OPLOG_DATA_BYTES_MAX && errno_no_space(-rc)) return log_inline(st, &op, buf, n, wr, seq_out);
     if (rc) return rc;
-    struct dk_oplog_reservation res;
     rc = dk_oplog_reserve(st->log, 0, &res);
+    if (rc == 0 && wr) inflight_seq(wr, res.seq);
     if (rc == 0) {
         op.aux |= dk_copy_nt_crc32c(st->stg_addr + at, buf, n, 0);
         staging_persist(r, st, at, n);
@@ -660,76 +780,6 @@ static ssize_t apply_write(struct up_file *f, int fd, const char *buf, size_t n,
     return apply_part(f, fd, buf, n, off);
 }
 
-/* ---- the apply order of overlapping writes (review 9, finding 3) ----
- * Recovery replays records in log order; two threads' overlapping writes of one file must therefore be
- * applied in log order too, or after both returned the file shows one write and a crash before the next
- * checkpoint recovers it to the other. Each write applied at once takes a slot of its file's in-flight
- * table before its record and leaves it after its apply; before applying, a write waits for every
- * overlapping write in the table whose record comes first (lower seq). Alone in the table (the common
- * case) it waits for nothing: a compare-and-swap and an atomic and next to the locked instructions the
- * write makes anyway (st->ck). A slot's seq: 0 being filled in, INFLIGHT_SEQ_UNKNOWN before its record
- * is durable, else the record's (generation << 32 | slot: never 0, never all ones). No cycle: a write
- * waits only for writes with a lower seq, and for a write's seq to become known, which waits for nothing
- * (a write that must checkpoint first leaves its slot). Not for a signal handler's write that interrupted
- * a strict operation of its own thread (that one could never finish): it takes no slot. A truncate to
- * `len` on the page cache takes a slot for [len, UINT64_MAX) the same way (up_strict_log_truncate), left
- * after the kernel's truncate (up_strict_done). */
-#define INFLIGHT_SEQ_UNKNOWN UINT64_MAX
-
-static int inflight_claim(struct up_file *f, uint64_t off, uint64_t end) {
-    uint32_t b = __atomic_load_n(&f->strict_inflight_bits, __ATOMIC_RELAXED);
-    for (;;) {
-        const uint32_t all = (1u << UP_STRICT_INFLIGHT_SLOTS) - 1;
-        if ((b & all) == all) { /* more writes of one file at once than slots: wait for one to finish */
-            sched_yield();
-            b = __atomic_load_n(&f->strict_inflight_bits, __ATOMIC_RELAXED);
-            continue;
-        }
-        uint32_t i = (uint32_t)__builtin_ctz(~b);
-        if (__atomic_compare_exchange_n(&f->strict_inflight_bits, &b, b | (1u << i), false, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED)) {
-            struct up_strict_inflight *s = &f->strict_inflight[i];
-            s->off = off, s->end = end;
-            __atomic_store_n(&s->seq, INFLIGHT_SEQ_UNKNOWN, __ATOMIC_RELEASE);
-            return (int)i;
-        }
-    }
-}
-
-static void inflight_release(struct up_file *f, int i) {
-    __atomic_store_n(&f->strict_inflight[i].seq, 0, __ATOMIC_RELEASE);
-    __atomic_fetch_and(&f->strict_inflight_bits, ~(1u << i), __ATOMIC_RELEASE);
-}
-
-static __attribute__((noinline)) void inflight_wait_others(struct up_file *f, uint32_t others, uint64_t seq,
-                                                           uint64_t off, uint64_t end) {
-    bool waited = false;
-    for (uint32_t j = 0; j < UP_STRICT_INFLIGHT_SLOTS; j++) {
-        if (!(others & (1u << j))) continue;
-        const struct up_strict_inflight *s = &f->strict_inflight[j];
-        for (;;) {
-            if (!(__atomic_load_n(&f->strict_inflight_bits, __ATOMIC_ACQUIRE) & (1u << j))) break;
-            uint64_t sj = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
-            if (sj == 0 || sj == INFLIGHT_SEQ_UNKNOWN) { /* being filled in, or its record not yet durable */
-                sched_yield();
-                continue;
-            }
-            if (sj > seq || s->off >= end || s->end <= off) break; /* logged after this one, or no overlap */
-            while (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) == sj) sched_yield(); /* until it is applied */
-            waited = true;
-            break;
-        }
-    }
-    if (waited) dk_count(DK_C_strict_overlap_waits, 1);
-}
-
-/* Waits until no write logged before `seq` that overlaps [off, end) is still being applied. */
-static inline void inflight_wait(struct up_file *f, int mine, uint64_t seq, uint64_t off, uint64_t end) {
-    __atomic_store_n(&f->strict_inflight[mine].seq, seq, __ATOMIC_RELEASE);
-    uint32_t others = __atomic_load_n(&f->strict_inflight_bits, __ATOMIC_ACQUIRE) & ~(1u << mine);
-    if (DK_UNLIKELY(others != 0)) inflight_wait_others(f, others, seq, off, end);
-}
-
 ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append) {
     struct up_strict *st = strict_for(f->root);
     if (!st) {
@@ -750,7 +800,9 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
     struct strict_lazy *lz;
     uint32_t ident = up_file_ident(f, fd); /* a load: computed at the file's first logged operation */
     bool nested = ck_held > 0; /* a signal handler inside a strict operation of this thread */
-    int slot = -1;             /* this write's place in f's in-flight table */
+    struct up_reader *wr = NULL; /* where this write is published (inflight_publish) */
+    bool borrowed = false;
+    uint32_t epoch = 0;
     uint64_t seq = 0;
     enum up_guard_entry ck;
     for (int attempt = 0;; attempt++) {
@@ -766,9 +818,12 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
         }
         rc = lz ? 0 : note_applied(st, f, fd, off + n, append); /* -ENOSPC: every slot holds another file */
         if (rc >= 0) {
-            if (!lz && !nested) slot = inflight_claim(f, off, off + n);
-            rc = log_write(f->root, st, f, ident, off, buf, n, lz, &seq);
-            if (rc && slot >= 0) inflight_release(f, slot), slot = -1; /* before a checkpoint waits for us */
+            if (!lz && !nested) {
+                epoch = __atomic_load_n(&st->ck_epoch, __ATOMIC_RELAXED);
+                wr = inflight_publish(f, epoch, off, off + n, &borrowed);
+            }
+            rc = log_write(f->root, st, f, ident, off, buf, n, lz, wr, &seq);
+            if (rc && wr) inflight_withdraw(wr, borrowed), wr = NULL; /* before a checkpoint waits for us */
         }
         if (rc != -ENOSPC || attempt >= 2) break;
         /* Full: checkpoint (needs the write side), then try again. */
@@ -788,9 +843,9 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
         dk_count(DK_C_writes, 1);
         dk_count(DK_C_write_bytes, n);
     } else {
-        if (slot >= 0) inflight_wait(f, slot, seq, off, off + n);
+        if (wr) inflight_wait(f, epoch, wr, seq, off, off + n);
         w = apply_write(f, fd, buf, n, off);
-        if (slot >= 0) inflight_release(f, slot);
+        if (wr) inflight_withdraw(wr, borrowed);
     }
     if (w >= 0) up_io_last_offset = off; /* where the write began (the caller moves the offset past it) */
     DK_CRASH_POINT("strict.write.applied");
@@ -799,8 +854,16 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
     return w;
 }
 
-int up_strict_log_truncate(struct up_file *f, int fd, uint64_t len, uint64_t *seq, int *slot) {
-    *slot = -1;
+/* A truncate's record (reservation, published seq, commit), as log_write's inline path. */
+static int log_truncate(struct up_strict *st, const struct dk_oplog_op *op, struct up_reader *wr, uint64_t *seq) {
+    struct dk_oplog_reservation res;
+    int rc = dk_oplog_reserve(st->log, 0, &res);
+    if (rc == 0 && wr) inflight_seq(wr, res.seq);
+    return rc ? rc : dk_oplog_commit(st->log, &res, DK_OPLOG_TRUNCATE, op, NULL, seq);
+}
+
+int up_strict_log_truncate(struct up_file *f, int fd, uint64_t len, uint64_t *seq, struct up_strict_pub *pub) {
+    *pub = (struct up_strict_pub){NULL, false};
     struct up_strict *st = strict_for(f->root);
     if (!st) return -no_log_errno();
     struct dk_oplog_op op = {.dev = (uint64_t)f->dev, .ino = (uint64_t)f->ino, .file_offset = len,
@@ -809,33 +872,37 @@ int up_strict_log_truncate(struct up_file *f, int fd, uint64_t len, uint64_t *se
      * held until up_strict_done): one logged before the truncate and applied after it would land beyond
      * the new size, or be cut where recovery's replay, in log order, would not cut it. Without waiting
      * overwrites (the page cache) the read side is taken, and the truncate is ordered against the file's
-     * writes by the in-flight table, as a write of [len, end of file space) (review 9, finding 3's truncate
-     * half: a write logged before a shrinking truncate and applied after it left the file longer than
-     * recovery's replay would; a write logged after one and applied before it was cut). Not a signal
-     * handler's truncate inside a strict operation of its own thread (no slot, as for writes). */
+     * writes as a write of [len, end of file space) published in the thread's reader record (review 9,
+     * finding 3's truncate half: a write logged before a shrinking truncate and applied after it left the
+     * file longer than recovery's replay would; a write logged after one and applied before it was cut).
+     * Not a signal handler's truncate inside a strict operation of its own thread (nothing published, as
+     * for writes). */
     bool nested = ck_held > 0;
+    uint32_t epoch = 0;
     if (st->lazy) {
         ck_wrlock(st);
         lazy_apply(st);
     } else {
         ck_rdlock(st);
-        if (!nested) *slot = inflight_claim(f, len, UINT64_MAX);
+        epoch = __atomic_load_n(&st->ck_epoch, __ATOMIC_RELAXED);
+        if (!nested) pub->r = inflight_publish(f, epoch, len, UINT64_MAX, &pub->borrowed);
     }
-    int rc = dk_oplog_append(st->log, DK_OPLOG_TRUNCATE, &op, NULL, 0, seq);
+    int rc = log_truncate(st, &op, pub->r, seq);
     if (rc == -ENOSPC) {
         if (st->lazy) {
             checkpoint_locked(f->root, st); /* the write side is ours already */
         } else {
-            if (*slot >= 0) inflight_release(f, *slot); /* before the checkpoint waits for writers that wait for it */
+            if (pub->r) inflight_withdraw(pub->r, pub->borrowed), pub->r = NULL; /* before the checkpoint waits */
             ck_rdunlock(st);
             up_strict_checkpoint(f->root);
             ck_rdlock(st);
-            if (!nested) *slot = inflight_claim(f, len, UINT64_MAX);
+            epoch = __atomic_load_n(&st->ck_epoch, __ATOMIC_RELAXED);
+            if (!nested) pub->r = inflight_publish(f, epoch, len, UINT64_MAX, &pub->borrowed);
         }
-        rc = dk_oplog_append(st->log, DK_OPLOG_TRUNCATE, &op, NULL, 0, seq);
+        rc = log_truncate(st, &op, pub->r, seq);
     }
-    if (rc && *slot >= 0) inflight_release(f, *slot), *slot = -1;
-    if (*slot >= 0) inflight_wait(f, *slot, *seq, len, UINT64_MAX); /* writes logged before it are applied */
+    if (rc && pub->r) inflight_withdraw(pub->r, pub->borrowed), pub->r = NULL;
+    if (pub->r) inflight_wait(f, epoch, pub->r, *seq, len, UINT64_MAX); /* writes logged before it are applied */
     return rc; /* the caller truncates, then calls up_strict_done */
 }
 
@@ -860,8 +927,8 @@ int up_strict_fsync(struct up_file *f, int fd, bool datasync) {
     return meta ? up_sync_file(f, fd, datasync) : 0;
 }
 
-void up_strict_done(struct up_file *f, int slot) {
-    if (slot >= 0) inflight_release(f, slot); /* the kernel's truncate is done: writes logged after it apply */
+void up_strict_done(struct up_file *f, struct up_strict_pub *pub) {
+    if (pub->r) inflight_withdraw(pub->r, pub->borrowed), pub->r = NULL; /* the kernel's truncate is done */
     struct up_strict *st = __atomic_load_n(&f->root->strict, __ATOMIC_ACQUIRE);
     if (!st) return;
     if (st->lazy) ck_wrunlock(st); /* as up_strict_log_truncate took it */

@@ -559,12 +559,12 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
     }
     if (f->atomic) return up_atomic_ftruncate(f, fd, len);
     uint64_t seq = 0;
-    int inflight = -1; /* the truncate's place in the file's strict in-flight table */
+    struct up_strict_pub inflight = {0}; /* the truncate published as in flight (strict.c) */
     bool truncated = false;
     if (strict) {
         int lr = up_strict_log_truncate(f, fd, (uint64_t)len, &seq, &inflight);
         if (lr) {
-            up_strict_done(f, inflight);
+            up_strict_done(f, &inflight);
             errno = lr == -ENOSPC ? ENOSPC : EIO;
             return -1;
         }
@@ -587,7 +587,7 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
     pthread_mutex_unlock(&f->mu);
     if (rc == 0 && dk_cfg.mode != DK_MODE_POSIX) rc = up_sync_file(f, fd, true);
     if (strict && !truncated) up_strict_retract(f, seq); /* refused (EPERM, EINTR, ...): never replayed */
-    if (strict) up_strict_done(f, inflight);
+    if (strict) up_strict_done(f, &inflight);
     if (rc) {
         errno = -rc;
         return -1;

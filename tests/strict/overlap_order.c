@@ -7,11 +7,14 @@
  * T2's record comes after T1's, so the file must show 'M'. Before the fix T2 applied and returned at once
  * and T1's apply landed last: the file showed 'T'. For an inline (100 B) and a staged (4 KiB) write, with
  * the real strict path of libdkcore (up_pwrite, DAXKIT_PERSIST=flush, DAXKIT_STRICT_APPLY=write) on
- * /dev/shm. Exit 0 pass, 1 fail, 77 skip.
+ * /dev/shm. Each size twice: T1 the main thread (the file's first writer, session 10: writes look for
+ * others only once a second thread has written the file) and T2 a new thread; then the other way round --
+ * the held write is the new thread's and the first writer's comes second, so it is the first writer that
+ * must notice the other. Exit 0 pass, 1 fail, 77 skip.
  * `truncate DIR` (DIR on a page-cache medium, XFS: there a truncate takes the checkpoint lock's read side and
- * is ordered by the in-flight table; tests/strict/truncate_order.sh): a write against an ftruncate, both
- * orders (finding 3's truncate half). T1's write of [1000, 1100) held at strict.write.logged while T2
- * truncates to 500: T2 must wait, the file ends at 500 bytes (before the fix: T1's apply after the
+ * is ordered like a write of [len, end of file space); tests/strict/truncate_order.sh): a write against an
+ * ftruncate, both orders (finding 3's truncate half). T1's write of [1000, 1100) held at strict.write.logged
+ * while T2 truncates to 500: T2 must wait, the file ends at 500 bytes (before the fix: T1's apply after the
  * truncate left 1,100). T1's ftruncate(500) held at strict.truncate.logged while T2 writes [1000, 1100):
  * T2 must wait, the file ends at 1,100 bytes, zeros from 500 (before the fix: 500 -- the write cut by a
  * truncate logged before it). Recovery, replaying in log order, gives those sizes. */
@@ -49,8 +52,7 @@ static off_t where;
 static const char *hold_site = "strict.write.logged"; /* where T1 is held */
 static off_t t2_truncate = -1;                          /* >= 0: T2 truncates to it instead of writing */
 
-static void *t2_main(void *arg) {
-    (void)arg;
+static void write_m(void) {
     static char m[8192];
     memset(m, 'M', sizeof m);
     sem_wait(&go);
@@ -60,6 +62,27 @@ static void *t2_main(void *arg) {
         printf("FAIL: T2's write\n"), exit(1);
     }
     sem_post(&t2_done);
+}
+
+static ssize_t write_t(void) {
+    static char t[8192];
+    memset(t, 'T', sizeof t);
+    is_t1 = true;
+    ssize_t w = up_pwrite(slot, data_fd, t, len, where);
+    is_t1 = false;
+    if (!fired) sem_post(&go); /* not held: let T2 go anyway */
+    return w;
+}
+
+static ssize_t t1_result;
+static void *t2_main(void *arg) {
+    (void)arg;
+    write_m();
+    return NULL;
+}
+static void *t1_main(void *arg) {
+    (void)arg;
+    t1_result = write_t();
     return NULL;
 }
 
@@ -76,28 +99,32 @@ static void hook(const char *site) {
     t2_returned_early = rc == 0; /* else T2 waits for this write's apply (the fix) */
 }
 
-static int round_of(size_t n, off_t off) {
+/* reversed: T1 (held) is a new thread, T2 the main thread (the file's first writer). */
+static int round_of(size_t n, off_t off, bool reversed) {
     len = n, where = off, fired = false, t2_returned_early = false;
     sem_init(&go, 0, 0);
     sem_init(&t2_done, 0, 0);
-    pthread_t t2;
-    pthread_create(&t2, NULL, t2_main, NULL);
-    static char t[8192];
-    memset(t, 'T', sizeof t);
-    is_t1 = true;
-    ssize_t w = up_pwrite(slot, data_fd, t, n, off);
-    is_t1 = false;
-    if (!fired) sem_post(&go); /* not held: let T2 go anyway */
-    if (!t2_returned_early) sem_wait(&t2_done);
-    pthread_join(t2, NULL);
+    pthread_t other;
+    ssize_t w;
+    if (!reversed) {
+        pthread_create(&other, NULL, t2_main, NULL);
+        w = write_t();
+        if (!t2_returned_early) sem_wait(&t2_done);
+        pthread_join(other, NULL);
+    } else {
+        pthread_create(&other, NULL, t1_main, NULL);
+        write_m(); /* waits for the hook's go */
+        pthread_join(other, NULL);
+        w = t1_result;
+    }
     if (w != (ssize_t)n) return printf("FAIL: T1's write returned %zd\n", w), 1;
     if (!fired) return printf("FAIL: T1 never reached strict.write.logged (not a strict write?)\n"), 1;
     char got[8192];
     if (up_pread(slot, data_fd, got, n, off) != (ssize_t)n) return printf("FAIL: read back\n"), 1;
     size_t ms = 0, ts = 0;
     for (size_t i = 0; i < n; i++) ms += got[i] == 'M', ts += got[i] == 'T';
-    printf("%zu-byte writes: T2 %s while T1 was between its record and its apply; the file shows %zu 'M' "
-           "(T2, logged second) and %zu 'T' (T1, logged first)\n", n,
+    printf("%s%zu-byte writes: T2 %s while T1 was between its record and its apply; the file shows %zu 'M' "
+           "(T2, logged second) and %zu 'T' (T1, logged first)\n", reversed ? "reversed, " : "", n,
            t2_returned_early ? "returned" : "waited", ms, ts);
     if (ms != n) {
         printf("FAIL: after both writes returned the file shows T1's bytes, logged first: recovery, replaying "
@@ -158,18 +185,40 @@ int main(int argc, char **argv) {
     setenv("DAXKIT_STRICT_APPLY", "write", 1);
     unsetenv("DAXKIT_STRICT_INLINE_BYTES"); /* 1 KiB on a flush medium: the 4 KiB write is staged */
     up_init();
-    char path[128];
-    snprintf(path, sizeof path, "%s/data", dir);
-    data_fd = open(path, O_RDWR | O_CREAT, 0644);
-    if (data_fd < 0 || ftruncate(data_fd, 64 << 10) != 0) return perror("data file"), 1;
-    if (up_adopt(data_fd, O_RDWR, path) != 0 || !(slot = up_serving(data_fd)))
-        return printf("FAIL: the file is not served\n"), 1;
-    static char warm[8192];
-    if (up_pwrite(slot, data_fd, warm, sizeof warm, 0) != (ssize_t)sizeof warm) return printf("FAIL: first write\n"), 1;
-    dk_crashpoint_set_hook(hook);
-    int fails = trunc ? truncate_round(false) + truncate_round(true) : round_of(100, 1000) + round_of(4096, 16384);
-    dk_crashpoint_set_hook(NULL);
-    if (trunc) return fails ? 1 : 0;
+    if (trunc) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/data", dir);
+        data_fd = open(path, O_RDWR | O_CREAT, 0644);
+        if (data_fd < 0 || ftruncate(data_fd, 64 << 10) != 0) return perror("data file"), 1;
+        if (up_adopt(data_fd, O_RDWR, path) != 0 || !(slot = up_serving(data_fd)))
+            return printf("FAIL: the file is not served\n"), 1;
+        static char warm[8192];
+        if (up_pwrite(slot, data_fd, warm, sizeof warm, 0) != (ssize_t)sizeof warm)
+            return printf("FAIL: first write\n"), 1;
+        dk_crashpoint_set_hook(hook);
+        int fails = truncate_round(false) + truncate_round(true);
+        dk_crashpoint_set_hook(NULL);
+        return fails ? 1 : 0;
+    }
+    /* One file for the two rounds in order; one fresh file for each reversed round (a file a second thread
+     * has written stays marked for good, so the first writer's own look is tested on a file of its own). */
+    static const char *const names[] = {"data", "rev100", "rev4096"};
+    int fails = 0;
+    for (unsigned i = 0; i < 3; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        data_fd = open(path, O_RDWR | O_CREAT, 0644);
+        if (data_fd < 0 || ftruncate(data_fd, 64 << 10) != 0) return perror("data file"), 1;
+        if (up_adopt(data_fd, O_RDWR, path) != 0 || !(slot = up_serving(data_fd)))
+            return printf("FAIL: the file is not served\n"), 1;
+        static char warm[8192]; /* by the main thread: the file's first writer */
+        if (up_pwrite(slot, data_fd, warm, sizeof warm, 0) != (ssize_t)sizeof warm)
+            return printf("FAIL: first write\n"), 1;
+        dk_crashpoint_set_hook(hook);
+        if (i == 0) fails += round_of(100, 1000, false) + round_of(4096, 16384, false);
+        else fails += round_of(i == 1 ? 100 : 4096, i == 1 ? 1000 : 16384, true);
+        dk_crashpoint_set_hook(NULL);
+    }
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
