@@ -36,6 +36,9 @@ extern __thread uint64_t up_io_last_offset;
 int up_publish_locked(struct up_file *f, int fd);
 /* Publishes and makes the file durable as the medium requires (fsync semantics). 0/-errno. */
 int up_sync_file(struct up_file *f, int fd, bool datasync);
+/* Blocks were cloned into f since this was last called: lets the file system drop the file's reflink mark
+ * when nothing in it is shared any more (best effort; keeps errno). */
+void up_drop_reflink_mark(struct up_file *f, int fd);
 /* fsync of an extend-strategy file keeps its extension (FLEX): DAXKIT_EXTEND_SYNC=keep, or a file auto moved
  * to extend because it is fsynced after every single append (DAXKIT_AUTO_KEEP_AFTER). */
 bool up_keeps_on_sync(const struct up_file *f);

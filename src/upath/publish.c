@@ -221,8 +221,9 @@ int up_publish_locked(struct up_file *f, int fd) {
  * the kernel's 2.5-3.2 us on a file made by relink. An unshare of one block lets it drop that mark when
  * nothing is shared (xfs_reflink_try_clear_inode_flag); its write-back finds nothing dirty right after
  * the fsync. Best effort, through a writable descriptor only. */
-static void drop_reflink_mark(struct up_file *f, int fd) {
-    if (!__atomic_exchange_n(&f->reflinked, false, __ATOMIC_ACQ_REL)) return;
+void up_drop_reflink_mark(struct up_file *f, int fd) {
+    if (!__atomic_load_n(&f->reflinked, __ATOMIC_RELAXED) || !__atomic_exchange_n(&f->reflinked, false, __ATOMIC_ACQ_REL))
+        return; /* (the load first: strict mode asks at every fsync) */
     int fl = up_fd_flags(fd);
     if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY) {
         __atomic_store_n(&f->reflinked, true, __ATOMIC_RELAXED);
@@ -254,7 +255,7 @@ static int persist_file(struct up_file *f, int fd, bool datasync, bool meta) {
     dk_count(DK_C_fsyncs_kernel, 1);
     int r = datasync ? DK_REAL(fdatasync)(fd) : DK_REAL(fsync)(fd);
     if (r != 0) return -errno;
-    drop_reflink_mark(f, fd);
+    up_drop_reflink_mark(f, fd);
     return 0;
 }
 
