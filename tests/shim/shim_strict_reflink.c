@@ -5,6 +5,10 @@
  *         strict 4 KiB write's CPU samples). The staging slots are punched when given back, so nothing is
  *         shared: the fsync asks the file system to drop the mark, as sync mode's fsync does (counter
  *         reflink_unshares), once.
+ *   copy  without DAXKIT_CLONE_MIN_BYTES strict mode publishes appends on the page cache by copy, never by
+ *         clone (session 10): the log makes them durable, and a clone wrote the staged range back
+ *         synchronously inside the append, left the file's pages out of the page cache and the file marked
+ *         reflinked (counters relink_clones stays, relink_copies grows).
  * The bytes are checked through raw system calls. argv[1]: managed directory on XFS. Exit 0 pass, 1 fail,
  * 77 skip (drop: no clone made, nothing to drop). */
 #include "shim_test.h"
@@ -64,6 +68,19 @@ int main(int argc, char **argv) {
                (unsigned long long)dropped);
         return 0;
     }
-    fprintf(stderr, "usage: shim_strict_reflink DIR drop\n");
+    if (strcmp(what, "copy") == 0) {
+        uint64_t copies = counter(DK_C_relink_copies);
+        int fd = append_4m(path);
+        uint64_t cloned = counter(DK_C_relink_clones) - clones, copied = counter(DK_C_relink_copies) - copies;
+        CHECK(cloned == 0, "%llu append(s) of strict mode on the page cache published by clone, want by copy",
+              (unsigned long long)cloned);
+        CHECK(copied >= 1, "no append published by copy either (%llu)", (unsigned long long)copied);
+        check_bytes(fd);
+        OK(close(fd));
+        OK(unlink(path));
+        printf("ok: 4 MiB of appends published by %llu copies, no clone\n", (unsigned long long)copied);
+        return 0;
+    }
+    fprintf(stderr, "usage: shim_strict_reflink DIR drop|copy\n");
     return 1;
 }
