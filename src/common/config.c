@@ -9,7 +9,8 @@
 struct dk_config dk_cfg;
 bool dk_cfg_loaded;
 
-enum opt_type { T_BOOL, T_UINT, T_SIZE, T_ENUM, T_STR };
+enum opt_type { T_BOOL, T_UINT, T_SIZE, T_ENUM, T_STR, T_PATH };
+#define DK_PATH_OPT_MAX 200 /* bytes of a PATH option: room for "/stats.PID" and the like after it */
 
 struct opt_desc {
     const char *name;   /* without the DAXKIT_ prefix */
@@ -29,7 +30,7 @@ static const struct opt_desc opts[] = {
 };
 
 static const char *type_name(enum opt_type t) {
-    static const char *names[] = {"bool", "uint", "size", "enum", "string"};
+    static const char *names[] = {"bool", "uint", "size", "enum", "string", "path"};
     return names[t];
 }
 
@@ -130,6 +131,9 @@ static int set_value(struct dk_config *cfg, const struct opt_desc *o, const char
         *(int *)field = idx;
         return 0;
     }
+    case T_PATH:
+        if (s[0] != '/' || strlen(s) > DK_PATH_OPT_MAX) return -1;
+        /* fall through */
     case T_STR: {
         char *copy = strdup(s);
         if (!copy) return -1;
@@ -143,7 +147,7 @@ static int set_value(struct dk_config *cfg, const struct opt_desc *o, const char
 void dk_config_defaults(struct dk_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
     for (size_t i = 0; i < DK_ARRAY_LEN(opts); i++) {
-        if (opts[i].type == T_STR) {
+        if (opts[i].type == T_STR || opts[i].type == T_PATH) {
             *(const char **)((char *)cfg + opts[i].offset) = opts[i].def; /* static string */
             continue;
         }
@@ -161,6 +165,7 @@ static void describe_accepted(const struct opt_desc *o, char *buf, size_t len) {
                           (unsigned long long)o->lo, (unsigned long long)o->hi); break;
     case T_ENUM: snprintf(buf, len, "one of %s", o->values); break;
     case T_STR: snprintf(buf, len, "a string"); break;
+    case T_PATH: snprintf(buf, len, "an absolute path of at most %d bytes", DK_PATH_OPT_MAX); break;
     }
 }
 
@@ -240,7 +245,8 @@ static void format_value(const struct dk_config *cfg, const struct opt_desc *o, 
     case T_UINT:
     case T_SIZE: snprintf(buf, len, "%llu", (unsigned long long)*(const uint64_t *)field); break;
     case T_ENUM: snprintf(buf, len, "%s", dk_config_enum_name(o->name, *(const int *)field)); break;
-    case T_STR: snprintf(buf, len, "%s", *(const char *const *)field); break;
+    case T_STR:
+    case T_PATH: snprintf(buf, len, "%s", *(const char *const *)field); break;
     }
 }
 

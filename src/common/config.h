@@ -18,6 +18,7 @@ struct dk_config {
 #define DK_FIELD_SIZE uint64_t
 #define DK_FIELD_ENUM int
 #define DK_FIELD_STR const char *
+#define DK_FIELD_PATH const char *
 #define OPT(field, NAME, TYPE, def, lo, hi, values, doc) DK_FIELD_##TYPE field;
 #include "common/options.def"
 #undef OPT

@@ -137,11 +137,21 @@ void dk_stats_open(int enabled, const char *mode, const char *dirs, const char *
 }
 
 /* Removes path if no live process holds its lock. true if removed. */
+/* True when fd is a daxkit stats file: its magic, or the zeros of one whose owner died between sizing and
+ * mapping it. Anything else named stats.N in the directory (DAXKIT_STATS_DIR may be a shared one) is not ours. */
+static bool is_stats_file(int fd) {
+    struct stat st;
+    uint64_t magic = 0;
+    if (dk_libc()->fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    if (dk_libc()->pread(fd, &magic, sizeof magic, 0) != (ssize_t)sizeof magic) return false;
+    return magic == DK_STATS_MAGIC || (magic == 0 && st.st_size == (off_t)sizeof(struct dk_stats_file));
+}
+
 static bool remove_if_unlocked(const char *path) {
     const struct dk_libc *c = dk_libc();
     int fd = c->open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) return false;
-    bool gone = c->flock(fd, LOCK_EX | LOCK_NB) == 0 && c->unlink(path) == 0;
+    bool gone = c->flock(fd, LOCK_EX | LOCK_NB) == 0 && is_stats_file(fd) && c->unlink(path) == 0;
     c->close(fd);
     return gone;
 }

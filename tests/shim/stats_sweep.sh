@@ -25,7 +25,7 @@ S=$DK_MNT/stats
 export DAXKIT_STATS_DIR=$S # the library and `daxkit stats` alike
 run=(env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_STATS=1) # a simple command: $! is the process's pid
 pids=()
-dk_on_exit 'kill -9 "${pids[@]}" 2>/dev/null; rm -f "$S/stats.4194305" "$S/stats.4194306"'
+dk_on_exit 'kill -9 "${pids[@]}" 2>/dev/null; rm -f "$S/stats.4194305" "$S/stats.4194306" "$S/stats.4194307"'
 wait_file() { for _ in $(seq 100); do [ -e "$1" ] && return 0; sleep 0.05; done; return 1; }
 
 "${run[@]}" sleep 60 >/dev/null 2>&1 & live=$!; pids+=($live)
@@ -36,7 +36,8 @@ for p in $live $dead1 $dead2; do wait_file $S/stats.$p || dk_fail "no stats file
 kill -9 $dead1 $dead2; wait $dead1 $dead2 2>/dev/null
 [ -e $S/stats.$dead1 ] || dk_skip "a killed process's stats file is gone without a sweep"
 # another namespace's live owner (its pid unknown here, its lock held) and a dead one (no lock)
-: > $S/stats.4194306
+cp $S/stats.$live $S/stats.4194306 # a stats file (its header), no lock
+echo "a report of 2024" > $S/stats.4194307 # not daxkit's: a shared DAXKIT_STATS_DIR may hold such names
 (exec 9>$S/stats.4194305 && flock 9 && exec sleep 60) >/dev/null 2>&1 & pids+=($!) # the locker is $!
 wait_file $S/stats.4194305 || dk_fail "flock(1) did not make its file"
 sleep 0.2
@@ -51,6 +52,7 @@ check() { # check WHAT PATH present|absent
 check "start-up, killed process" $S/stats.$dead1 absent
 check "start-up, killed process" $S/stats.$dead2 absent
 check "start-up, unlocked file of an unknown pid" $S/stats.4194306 absent
+check "start-up, a file that is not daxkit's" $S/stats.4194307 present
 check "start-up, live process" $S/stats.$live present
 check "start-up, locked file of an unknown pid" $S/stats.4194305 present
 
@@ -78,5 +80,9 @@ kill -9 $parent; wait $parent 2>/dev/null
 check "start-up, killed parent (its fork child alive)" $S/stats.$parent absent
 check "start-up, the parent's live fork child" $S/stats.$child present
 
+# a relative DAXKIT_STATS_DIR is a configuration error naming the variable, not a silent fallback
+out=$(DAXKIT_STATS_DIR=relative/dir "${run[@]}" true 2>&1)
+if grep -q "DAXKIT_STATS_DIR" <<<"$out" && grep -q "absolute path" <<<"$out"; then echo "ok   relative DAXKIT_STATS_DIR reported"
+else echo "FAIL: relative DAXKIT_STATS_DIR not reported: $out"; fails=$((fails + 1)); fi
 [ "$fails" = 0 ] || dk_fail "$fails check(s) failed"
 echo "stats_sweep.sh: killed processes' stats files swept at start-up and by daxkit stats; live ones kept"
