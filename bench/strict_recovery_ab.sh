@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Strict recovery rate, two builds interleaved on one crashed log (session 10: recovery allocates what it
 # stores -- replay_alloc's fallocate per 2 MiB step -- against the store-only replay before it).
-# One strict process writes N records (40 B overwrites spread over a 4 MiB file, as bench/strict.sh's
-# recovery part, or SHAPE=append: 4 KiB appends growing a new file) and is SIGKILLed; the directory is
-# kept as a snapshot, and each run restores it and times `daxkit recover --json` (strict_replay_us) of
-# build A, then of build B, RUNS times. Prints one line per run and the medians (records per second) and
+# Before each recovery one strict process (build B's library) writes N records (40 B overwrites spread
+# over a 4 MiB file, as bench/strict.sh's recovery part, or SHAPE=append: 4 KiB appends growing a new file)
+# and is SIGKILLed; `daxkit recover --json` of build A, then of build B, is timed (strict_replay_us,
+# records replayed), RUNS times. Prints one line per run and the medians (records per second) and
 # the load average.
 # Usage: bench/strict_recovery_ab.sh BUILD_A BUILD_B [N=500000] [RUNS=7]
 #        Environment: MEDIUM [hugetmpfs] (tests/harness/media.sh kinds), SHAPE [overwrite|append]
@@ -20,9 +20,10 @@ export DAXKIT_BUILD=$B DAXKIT_SRC=$SRC
 . "$SRC/tests/harness/media.sh"
 dk_media_mount "$MEDIUM" 2G > /dev/null
 dir=$DK_MNT/recover
-snap=$DK_MNT/snapshot
-mkdir -p "$dir"
-env LD_PRELOAD="$B/lib/libdaxkit.so" DAXKIT_DIR="$dir" DAXKIT_MODE=strict DAXKIT_PERSIST=flush python3 -c '
+crash() {  # makes the crashed log afresh (a copy of the directory would give the file another inode
+           # number: its records would find no file, and the run would time the misses)
+    rm -rf "$dir" && mkdir -p "$dir"
+    env LD_PRELOAD="$B/lib/libdaxkit.so" DAXKIT_DIR="$dir" DAXKIT_MODE=strict DAXKIT_PERSIST=flush python3 -c '
 import os, signal, sys
 n, shape = int(sys.argv[2]), sys.argv[3]
 fd = os.open(sys.argv[1] + "/f", os.O_RDWR | os.O_CREAT, 0o644)
@@ -34,13 +35,13 @@ else:
     b = b"r" * 40
     for i in range(n): os.pwrite(fd, b, (i * 64) % (1 << 22))
 os.kill(os.getpid(), signal.SIGKILL)' "$dir" "$N" "$SHAPE" 2>/dev/null || true
-cp -a "$dir" "$snap"
-rate() {  # BUILD -> records per second of one recovery of the snapshot
-    rm -rf "$dir" && cp -a "$snap" "$dir"
+}
+rate() {  # BUILD -> records per second of one recovery of a fresh crashed log, and records replayed
+    crash
     "$1/bin/daxkit" recover --json "$dir" | python3 -c '
 import json, sys
 r = json.loads(sys.stdin.readline())
-print("%.0f %d" % (r["strict_records"] / (r["strict_replay_us"] / 1e6), r["strict_records"]))'
+print("%.0f %d" % (r["strict_replayed"] / (r["strict_replay_us"] / 1e6), r["strict_replayed"]))'
 }
 ra=() rb=()
 for i in $(seq "$RUNS"); do
