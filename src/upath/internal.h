@@ -423,7 +423,7 @@ struct up_slot {                      /* 64 bytes, MAP_SHARED: shared with fork 
     uint32_t kernel;                  /* kernel is authoritative: pass data calls through */
     uint32_t gen;
     struct up_file *file;             /* same address in every fork relative */
-    uint64_t pad[4];
+    uint64_t pad[4];                  /* [0] offset lock, [1] offset handed to the kernel (io.c) */
 };
 
 /* Per-process descriptor entry. */

@@ -28,6 +28,20 @@ static inline void pos_lock(struct up_slot *s) {
 }
 static inline void pos_unlock(struct up_slot *s) { __atomic_store_n(&s->pad[0], 0, __ATOMIC_RELEASE); }
 
+/* pad[1]: the slot's offset was handed to the kernel (its file became kernel_only). A call in flight on the
+ * slot holds the offset lock and moves s->offset at its end, so the hand-over waits for it; a call after
+ * it passes through (up_serving) and moves the kernel's offset, which no later hand-over may overwrite. */
+void up_io_offset_to_kernel(struct up_slot *s, int fd) {
+    if (__atomic_load_n(&s->pad[1], __ATOMIC_ACQUIRE) || s->kernel || __atomic_load_n(&s->procs, __ATOMIC_ACQUIRE) > 1)
+        return; /* a shared or kernel slot: the kernel's offset is the truth already */
+    DK_ERRNO_SAVE;
+    pos_lock(s);
+    if (!s->pad[1]) DK_REAL(lseek)(fd, (off_t)s->offset, SEEK_SET);
+    __atomic_store_n(&s->pad[1], 1, __ATOMIC_RELEASE);
+    pos_unlock(s);
+    DK_ERRNO_RESTORE;
+}
+
 /* The file whose mutex this thread is taking or holding for a read (read_unmapped, read_locked) or a write
  * (overwrite_unmapped, write_locked, write_by_kernel: review 9, finding 25), set from before the lock call
  * to after the unlock: a signal handler's read of the same file then goes to the kernel (read_nested)
@@ -677,6 +691,15 @@ static ssize_t read_locked(struct up_file *f, int fd, char *buf, size_t n, uint6
     return r;
 }
 
+/* A read the mapping cannot serve because the file outgrew it (another process's growth, a write past
+ * UP_MAP_MAX_BYTES through the kernel): the file becomes the kernel's and the kernel reads -- a read never
+ * answers EFBIG (review 9, finding 24). Bytes or -errno. */
+static ssize_t read_past_mapping(struct up_file *f, int fd, char *buf, size_t n, uint64_t off) {
+    int rc = up_kernel_takes_over(f, fd);
+    if (rc) return rc;
+    return read_holes(fd, buf, n, off); /* the kernel's pread, cancellation off (a slot's offset lock may be held) */
+}
+
 ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off) {
     /* Strict mode: staged overwrites of this file wait for the checkpoint to apply them (strict.c); a
      * signal handler that interrupted a strict operation of its thread reads them over the file instead. */
@@ -699,6 +722,7 @@ ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off)
         r = read_unmapped(f, fd, buf, n, off);
         if (r == 0) r = read_locked(f, fd, buf, n, off);
     }
+    if (DK_UNLIKELY(r == -EFBIG) && !f->atomic) r = read_past_mapping(f, fd, buf, n, off);
     if (r < 0) {
         errno = (int)-r;
         return -1;
@@ -716,6 +740,33 @@ static inline bool writable(const struct up_slot *s) { return (s->flags & O_ACCM
 /* `fl`: the descriptor's flags with a call's own (pwritev2's RWF_DSYNC, RWF_APPEND) added -- never stored
  * into the slot, which every thread and dup of the descriptor shares (review 9, finding 22). */
 static inline bool sync_writes(uint32_t fl) { return dk_cfg.mode != DK_MODE_POSIX || (fl & (O_SYNC | O_DSYNC)); }
+
+/* A write reaching past what daxkit maps (UP_MAP_MAX_BYTES: a sparse VM image written near its end, fio
+ * with a large size), or one the mapping refused because the file outgrew it meanwhile: the file becomes
+ * the kernel's (up_kernel_takes_over: strict mode checkpoints first and does not log this write) and the
+ * kernel writes it, synchronously in sync and strict modes (as every write the kernel serves there:
+ * durable, not atomic -- docs/guarantees.md). Before, sync and strict mode took the write and then answered
+ * EFBIG to every read and overwrite of the file (review 9, finding 24). Bytes or -1 with errno. */
+static ssize_t write_past_mapping(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append,
+                                  uint32_t fl) {
+    ssize_t w = up_kernel_takes_over(f, fd);
+    struct stat st;
+    if (w == 0 && append) { /* at the kernel's end (on an O_APPEND descriptor the kernel appends anyway) */
+        if (DK_REAL(fstat)(fd, &st) == 0) off = (uint64_t)st.st_size;
+        else w = -errno;
+    }
+    if (w == 0) w = pwrite_as_program(fd, buf, n, off);
+    if (w > 0 && sync_writes(fl)) {
+        dk_count(DK_C_pt_synced, 1);
+        if (DK_REAL(fdatasync)(fd) != 0) w = -errno;
+    }
+    if (w < 0) {
+        errno = (int)-w;
+        return -1;
+    }
+    up_io_last_offset = off;
+    return w;
+}
 
 /* One write of the program: strict mode logs it first (strict.c); the others go straight to the path.
  * Under a finite RLIMIT_FSIZE a strict or atomic write is cut or refused first, as the kernel would
@@ -741,8 +792,14 @@ static ssize_t write_op(struct up_slot *s, int fd, const void *buf, size_t n, ui
     if (DK_UNLIKELY(s->file->atomic)) /* commits per write, or at fsync (DAXKIT_ATOMIC_COMMIT) */
         return up_atomic_write(s->file, fd, buf, n, off, append,
                                (fl & (O_SYNC | O_DSYNC)) || up_atomic_commit_each_write());
+    if (DK_UNLIKELY((append ? up_file_size(s->file) : off) + n > UP_MAP_MAX_BYTES))
+        return write_past_mapping(s->file, fd, buf, n, off, append, fl);
     ssize_t r = dk_cfg.mode == DK_MODE_STRICT ? up_strict_write(s->file, fd, buf, n, off, append)
                                               : up_io_write(s->file, fd, buf, n, off, append, sync_writes(fl));
+    /* EFBIG from the path (not the size limit's, which fsize.c and the kernel answer): the mapping refused a
+     * file another process grew past UP_MAP_MAX_BYTES. */
+    if (DK_UNLIKELY(r < 0 && errno == EFBIG) && !up_fsize_limited())
+        return write_past_mapping(s->file, fd, buf, n, off, append, fl);
     /* DAXKIT_ATOMIC_MMAP: a shadow of this file shows the bytes (appends lie past every mapping of it) */
     if (r > 0 && !append) up_atomic_mmap_wrote(s->file->dev, s->file->ino, off, (uint64_t)r);
     return r;

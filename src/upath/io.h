@@ -30,6 +30,11 @@ const struct up_file *up_io_held_file(void);
 static inline bool up_end_overflows(uint64_t off, size_t n) { return n > (uint64_t)INT64_MAX - off; }
 /* Offset the last up_io_write of this thread wrote at (appends choose it). */
 extern __thread uint64_t up_io_last_offset;
+/* A file past UP_MAP_MAX_BYTES becomes the kernel's (upath.c): strict checkpoint, publish, kernel_only.
+ * 0/-errno. */
+int up_kernel_takes_over(struct up_file *f, int fd);
+/* A slot of a kernel_only file: its offset handed to the kernel, once (under the slot's offset lock). */
+void up_io_offset_to_kernel(struct up_slot *s, int fd);
 
 /* publish.c */
 /* Moves appends into the file: relink staged slots, or set the size (extend). Under f->mu. 0/-errno. */

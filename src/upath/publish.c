@@ -346,7 +346,9 @@ bool up_refresh_if_idle(struct up_file *f, int fd) {
     if (idle) dk_count(DK_C_size_rereads, 1);
     if (idle && DK_REAL(fstat)(fd, &st) == 0 && (uint64_t)st.st_size != size) {
         uint64_t ns = (uint64_t)st.st_size;
-        if (ns > size && up_map_keep(f, fd, ns) != 0) {
+        /* Past what daxkit maps: taken unmapped; the next call that needs the mapping hands the file to the
+         * kernel (up_kernel_takes_over), and a read meanwhile never sees an end short of the kernel's. */
+        if (ns > size && ns <= UP_MAP_MAX_BYTES && up_map_keep(f, fd, ns) != 0) {
             pthread_mutex_unlock(&f->mu);
             return false;
         }

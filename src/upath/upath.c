@@ -53,6 +53,7 @@ struct up_slot *up_serving(int fd) {
     struct up_slot *s = __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE);
     if (!s) return NULL;
     if (DK_UNLIKELY(s->kernel || s->file->kernel_only || __atomic_load_n(&s->procs, __ATOMIC_ACQUIRE) > 1)) {
+        if (s->file->kernel_only) up_io_offset_to_kernel(s, fd); /* once per slot */
         e->stale = 1;
         return NULL;
     }
@@ -517,21 +518,32 @@ int up_fsync(struct up_slot *s, int fd, bool datasync) {
     return 0;
 }
 
-/* A size past what daxkit maps (UP_MAP_MAX_BYTES): the file becomes the kernel's, as one opened that large
- * is (file_first_map), and the kernel answers -- a sparse file of any size its file system allows. What is
- * staged is published first; strict mode checkpoints first and does not log it (fallocate's way: no older
- * record may replay over it) and makes it synchronous. Counted as a pass-through. 0 or -1 with errno. */
-static int truncate_past_mapping(struct up_file *f, int fd, off_t len) {
-    if (dk_cfg.mode == DK_MODE_STRICT) up_strict_checkpoint(f->root);
+/* A file that outgrows what daxkit maps (UP_MAP_MAX_BYTES) -- by ftruncate, by a write past it, by another
+ * process's growth -- becomes the kernel's, as one opened that large is (file_first_map): strict mode
+ * checkpoints first (no older record of the file may replay over what the kernel writes from now on,
+ * unlogged), what is staged is published, and every call on the file passes through from then on (each
+ * descriptor's offset is handed to the kernel at its first such call: up_serving). Idempotent. Counted as a
+ * pass-through. 0 or -errno (the file stays ours). */
+int up_kernel_takes_over(struct up_file *f, int fd) {
+    if (dk_cfg.mode == DK_MODE_STRICT && !__atomic_load_n(&f->kernel_only, __ATOMIC_ACQUIRE))
+        up_strict_checkpoint(f->root);
     pthread_mutex_lock(&f->mu);
     int rc = up_publish_locked(f, fd);
     if (rc == 0) __atomic_store_n(&f->kernel_only, true, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&f->mu);
+    if (rc == 0) dk_count(DK_C_pt_mapfail, 1);
+    return rc;
+}
+
+/* A size past what daxkit maps: the kernel answers -- a sparse file of any size its file system allows --
+ * after the file became the kernel's (up_kernel_takes_over); not logged in strict mode (fallocate's way),
+ * and synchronous there and in sync mode. 0 or -1 with errno. */
+static int truncate_past_mapping(struct up_file *f, int fd, off_t len) {
+    int rc = up_kernel_takes_over(f, fd);
     if (rc) {
         errno = -rc;
         return -1;
     }
-    dk_count(DK_C_pt_mapfail, 1);
     if (DK_REAL(ftruncate)(fd, len) != 0) return -1;
     return dk_cfg.mode == DK_MODE_POSIX ? 0 : DK_REAL(fsync)(fd);
 }
@@ -686,7 +698,9 @@ void up_kernel_changed_fd(int fd) {
     pthread_mutex_lock(&f->mu);
     if (!up_file_pinned(f) && DK_REAL(fstat)(fd, &st) == 0) {
         uint64_t ns = (uint64_t)st.st_size;
-        if (ns <= UP_MAP_MAX_BYTES && up_map_keep(f, fd, ns) == 0) forget_contents_guarded(f, ns);
+        /* Past what daxkit maps: the size is taken unmapped, and the next call that needs the mapping hands
+         * the file to the kernel (up_kernel_takes_over). */
+        if (ns > UP_MAP_MAX_BYTES || up_map_keep(f, fd, ns) == 0) forget_contents_guarded(f, ns);
     }
     pthread_mutex_unlock(&f->mu);
 }
