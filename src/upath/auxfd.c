@@ -15,8 +15,9 @@
  * dup2 onto a kept descriptor moves it first (up_aux_vacate). The DAXKIT_ATOMIC engine's descriptor (atomic_fd) is kept the same
  * way: the engine lets the file go at fork, the program's mmap, copy_file_range... while the program
  * keeps its descriptors (review 7, finding 3d); the kept descriptor goes at the program's next close, or
- * after the detach at its last. All are close-on-exec: an exec still drops the program's locks on such a
- * file. */
+ * after the detach at its last. All are close-on-exec, except across an exec that keeps a descriptor of
+ * the program's on the file open: the kernel's close of ours would drop the locks the kernel keeps for the
+ * new image (review 7, finding 26; up_aux_keep_across_exec). */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -213,4 +214,37 @@ void up_aux_vacate(int newfd) {
     }
     pthread_mutex_unlock(&f->mu);
     up_atomic_release();
+}
+
+/* ---- exec ----
+ * POSIX record locks survive an exec for as long as a descriptor of the file stays open, and the close of
+ * *any* descriptor of the file drops them: the kernel's close of a kept close-on-exec descriptor during the
+ * exec would take away a lock the program kept on purpose (a daemon's pidfile lock across a re-exec, a
+ * wrapper exec'ing the real program). So when one of the program's descriptors of a file survives the
+ * exec, the file's kept descriptors survive it too: the new image inherits them (unknown to it, closed at
+ * its exit or by a close_range of its own -- the price of the kernel's lock semantics: docs/guarantees.md).
+ * OFD locks belong to the program's open file description, which ours never is: nothing to do for them. A
+ * failed exec makes them close-on-exec again. */
+static int exec_kept[64];
+static int exec_kept_count;
+
+static void keep_one(int fd) {
+    const struct dk_libc *c = dk_libc();
+    int fl = fd >= 0 ? c->fcntl(fd, F_GETFD) : -1;
+    if (fl < 0 || !(fl & FD_CLOEXEC) || exec_kept_count == (int)DK_ARRAY_LEN(exec_kept)) return;
+    if (c->fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC) == 0) {
+        exec_kept[exec_kept_count++] = fd;
+        dk_count(DK_C_aux_exec_kept, 1);
+    }
+}
+
+void up_aux_keep_across_exec(struct up_file *f) {
+    keep_one(f->aux_fd);
+    keep_one(f->atomic_fd);
+}
+
+void up_aux_exec_failed(void) {
+    const struct dk_libc *c = dk_libc();
+    for (int i = 0; i < exec_kept_count; i++) c->fcntl(exec_kept[i], F_SETFD, FD_CLOEXEC);
+    exec_kept_count = 0;
 }

@@ -457,6 +457,10 @@ void up_aux_close(struct up_file *f);
  * open (fork, the program's mmap, ...): only a close of the program's drops it. -errno when it cannot be
  * reopened. Under f->mu. */
 int up_atomic_fd(struct up_file *f, int fd);
+/* exec: f's kept descriptors stay open in the new image (a program descriptor of f does: its POSIX locks
+ * must survive); undone by up_aux_exec_failed. Under f->mu. */
+void up_aux_keep_across_exec(struct up_file *f);
+void up_aux_exec_failed(void);
 /* The program is about to dup2/dup3 onto newfd, one of daxkit's descriptors: an auxiliary one moves to
  * another number first. */
 void up_aux_vacate(int newfd);

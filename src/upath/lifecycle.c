@@ -233,6 +233,9 @@ static void exec_hand_over_cb(int fd, struct up_fd *e, void *arg) {
     int fdfl = DK_REAL(fcntl)(fd, F_GETFD);
     /* A descriptor the new program inherits is shared with it from now on: the kernel serves it. */
     if (fdfl >= 0 && !(fdfl & FD_CLOEXEC)) __atomic_store_n(&s->kernel, 1, __ATOMIC_RELEASE);
+    /* ... and its POSIX locks stay: so do our descriptors of the file, whose close would drop them (auxfd.c;
+     * every file is locked here) */
+    if (!spawn && fdfl >= 0 && !(fdfl & FD_CLOEXEC)) up_aux_keep_across_exec(s->file);
     if (!spawn && exec_saved_count < (int)DK_ARRAY_LEN(exec_saved_fds)) exec_saved_fds[exec_saved_count++] = fd;
 }
 
@@ -270,6 +273,7 @@ void up_exec_prepare(bool spawn) {
 void up_exec_failed(void) {
     if (!up_enabled) return;
     DK_ERRNO_SAVE;
+    up_aux_exec_failed();
     if (exec_holds_files) {
         exec_holds_files = false;
         up_file_unlock_all();
