@@ -181,6 +181,9 @@ struct alog_file {
     uint32_t bpace_n;         /* items applied by the commit in progress */
     struct alog_ckpt_item bpace_items[ALOG_CKPT_ITEMS_MAX];
 
+    char *retired_map[8];     /* journal: mappings of the log before it grew (alog_log_grow_map), kept until */
+    uint64_t retired_len[8];  /* the close: a thread may still hold a pointer into one */
+    uint32_t retired_count;
     bool journal;             /* policy DAXKIT_ATOMIC_JOURNAL: copies go to the journal, no entries */
     bool jpace;               /* journal: copies apply committed records (fence media; DAXKIT_ATOMIC_PACE) */
     uint64_t jwindow;         /* journal: a commit past this area offset goes back to the start (0: never) */
@@ -369,6 +372,14 @@ int64_t alog_jrnl_apply_committed(struct alog_file *f);
 /* The same on a live journal, in steps, from any thread and without f->rw (the checkpoint thread, a
  * writer short of room, close). Returns records applied or -errno. */
 int64_t alog_jrnl_checkpoint(struct alog_file *f);
+/* The uncommitted records alone fill the journal (more written between two syncs than it holds): the area
+ * doubled, so that the next sync still commits the whole group. The caller excludes every copy, read and
+ * sync (the route's lock for writing). 0, or -errno (-ENOSPC: at the limit, or the medium is full) with
+ * nothing changed: the caller then commits early. */
+int alog_jrnl_grow(struct alog_file *f);
+/* The log file grown to new_len bytes (allocated, its size durable) and mapped anew; the old mapping is
+ * retired (unmapped at close). 0 or -errno (nothing changed). */
+int alog_log_grow_map(struct alog_file *f, uint64_t new_len);
 /* Pacing (alog_journal.c says how): copies apply committed records; a commit makes them durable with its
  * first fence. pace_begin (before that fence): the head the commit may store, with j.apply_mu held, or 0;
  * after the fence, pace_head stores it in the epoch word's line; after the commit, pace_done (ok: the DRAM

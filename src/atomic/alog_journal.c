@@ -429,6 +429,67 @@ int alog_jrnl_copy(struct alog_file *f, uint64_t off, const void *src, size_t n)
     return rc;
 }
 
+/* Growth (review 8, finding 8): a group of writes between two syncs larger than the journal -- a SQLite
+ * transaction of more than DAXKIT_ATOMIC_LOG_BYTES of pages under journal_mode=OFF -- was committed in
+ * pieces (an early commit: a crash then left part of the transaction). Now, when the uncommitted records
+ * alone fill the area, the area doubles: every committed record is applied and the head moved to the end
+ * of them, durably, so that recovery has nothing to replay whatever the area's size; the uncommitted
+ * records are copied out, the log file grown and mapped anew (alog_open.c), its header's data_bytes stored
+ * durably, and the records appended again from the head on, at their positions in the larger area (they
+ * are not committed: no crash in between can see them). Positions stay logical; the DRAM index is rebuilt
+ * by the next read. Up to ALOG_JGROW_MAX_BYTES; the grown log stays until the file's route closes. */
+#define ALOG_JGROW_MAX_BYTES (64ull << 30)
+
+int alog_jrnl_grow(struct alog_file *f) {
+    struct alog_journal *j = &f->j;
+    uint64_t grown = f->area_bytes * 2;
+    if (f->log_fd < 0 || grown > ALOG_JGROW_MAX_BYTES) return -ENOSPC;
+    pthread_mutex_lock(&j->apply_mu);
+    pthread_mutex_lock(&j->mu);
+    int rc = 0;
+    while (!rc && __atomic_load_n(&j->head, __ATOMIC_RELAXED) < __atomic_load_n(&j->committed, __ATOMIC_ACQUIRE)) {
+        int64_t n = apply_step(f, UINT64_MAX);
+        if (n < 0) rc = (int)n;
+    }
+    uint64_t head = j->head, n = j->tail - head;
+    if (!rc) rc = advance_head(f, head); /* the file durable, and the durable head at the last committed record */
+    char *saved = rc ? NULL : malloc(DK_MAX(n, 1));
+    if (!rc && !saved) rc = -ENOMEM;
+    if (!rc) {
+        for (uint64_t p = head; p < j->tail;) { /* up to the end of the area, then from its start */
+            uint64_t len = DK_MIN(j->tail - p, f->area_bytes - p % f->area_bytes);
+            memcpy(saved + (p - head), at(f, p), len);
+            p += len;
+        }
+        rc = alog_log_grow_map(f, f->hdr->data_off + grown);
+    }
+    if (!rc) {
+        DK_CRASH_POINT("atomic.journal.grow.before_header");
+        alog_store_word(&f->hdr->data_bytes, grown);
+        rc = alog_durable_log_range(f, &f->hdr->data_bytes, sizeof f->hdr->data_bytes);
+        if (rc) alog_store_word(&f->hdr->data_bytes, f->area_bytes); /* broken: the medium failed a sync */
+    }
+    if (!rc) {
+        f->area_bytes = grown;
+        if (f->jwindow) f->jwindow = alog_jrnl_window(f);
+        j->tail = j->flushed = j->indexed = j->index_base = j->staged = j->pace_pos = head;
+        j->pace_at = j->pace_done = 0;
+        __atomic_store_n(&j->wpad_end, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&j->wpad_bytes, 0, __ATOMIC_RELAXED);
+        alog_jindex_clear(f);
+        for (uint64_t p = 0; !rc && p < n;) {
+            const struct alog_jrec *h = (const struct alog_jrec *)(saved + p);
+            if (h->off != ALOG_JPAD) rc = append(f, h->off, (const char *)(h + 1), h->len);
+            p += rec_bytes(h->len);
+        }
+        DK_CRASH_POINT("atomic.journal.grow.after");
+    }
+    free(saved);
+    pthread_mutex_unlock(&j->mu);
+    pthread_mutex_unlock(&j->apply_mu);
+    return rc;
+}
+
 /* In a commit, before the fence that makes it durable: the journal written back and its end staged in
  * the next epoch's slot. Caller holds f->rw for writing (and with it, through the route, every writer). */
 void alog_jrnl_stage_commit(struct alog_file *f) {

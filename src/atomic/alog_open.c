@@ -248,7 +248,29 @@ static int choose_medium(struct alog_file *f, int dirfd, uint32_t persist) {
     return 0;
 }
 
+int alog_log_grow_map(struct alog_file *f, uint64_t new_len) {
+    if (new_len <= f->log_len) return 0;
+    if (f->log_fd < 0 || f->retired_count == DK_ARRAY_LEN(f->retired_map)) return -ENOSPC;
+    /* Allocated first: a store into a hole of a full medium would be a SIGBUS. The size durable before the
+     * header names the larger area (a log shorter than its header's geometry is no log). */
+    if (DK_REAL(fallocate)(f->log_fd, 0, (off_t)f->log_len, (off_t)(new_len - f->log_len)) != 0) {
+        if (errno != EOPNOTSUPP) return fail_errno();
+        if (DK_REAL(ftruncate)(f->log_fd, (off_t)new_len) != 0) return fail_errno();
+    }
+    if (f->persist_as != DK_MEDIUM_VOLATILE && DK_REAL(fdatasync)(f->log_fd) != 0) return fail_errno();
+    char *m;
+    int rc = map_shared(f->log_fd, new_len, f->persist_as == DK_MEDIUM_DAX && !f->emulated, &m);
+    if (rc) return rc;
+    f->retired_map[f->retired_count] = f->logmap, f->retired_len[f->retired_count++] = f->log_len;
+    f->logmap = m, f->log_len = new_len;
+    f->hdr = (struct alog_phdr *)m;
+    f->pents = (struct alog_pent *)(m + ALOG_HEADER_BYTES);
+    f->area = m + f->hdr->data_off;
+    return 0;
+}
+
 static void release_resources(struct alog_file *f) {
+    for (uint32_t i = 0; i < f->retired_count; i++) DK_REAL(munmap)(f->retired_map[i], f->retired_len[i]);
     if (f->reserve_base) DK_REAL(munmap)(f->reserve_base, f->reserve_bytes);
     else if (f->data && f->data != MAP_FAILED) DK_REAL(munmap)(f->data, f->data_len);
     if (f->logmap && f->logmap != MAP_FAILED) DK_REAL(munmap)(f->logmap, f->log_len);

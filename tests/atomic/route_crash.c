@@ -51,11 +51,14 @@ static pid_t spawn(int out_fd, unsigned long long seed, long ops, int direct, in
     snprintf(seed_s, sizeof seed_s, "%llu", seed);
     snprintf(ops_s, sizeof ops_s, "%ld", ops);
     snprintf(glob, sizeof glob, "%s/*", dir);
-    if (direct) execl(prog, prog, file, seed_s, ops_s, "7", (char *)NULL);
+    /* ROUTE_SYNC_EVERY: operations between two fsyncs (default 7); a few thousand make a group larger than a
+     * small DAXKIT_ATOMIC_LOG_BYTES (the journal grows: atomic_route_crash_journal-grow) */
+    const char *every = getenv("ROUTE_SYNC_EVERY") ? getenv("ROUTE_SYNC_EVERY") : "7";
+    if (direct) execl(prog, prog, file, seed_s, ops_s, every, (char *)NULL);
     char daxkit[4200];
     snprintf(daxkit, sizeof daxkit, "%s/bin/daxkit", build);
     execl(daxkit, daxkit, "run", "--dir", dir, mmap_mode ? "--atomic-mmap" : "--atomic", glob, "--", prog, file, seed_s,
-          ops_s, "7", (char *)NULL);
+          ops_s, every, (char *)NULL);
     _exit(127);
 }
 
@@ -129,7 +132,9 @@ int main(int argc, char **argv) {
         pid_t pid = spawn(p[1], seed + (unsigned long long)round, last ? 400 : 1000000, 0, round % 2);
         close(p[1]);
         if (!last) {
-            uint64_t delay_ns = (uint64_t)(rand() % 150000) * 1000ull; /* 0-150 ms: start-up and recovery too */
+            /* 0-150 ms (ROUTE_CRASH_MAX_MS): start-up and recovery too */
+            long max_us = getenv("ROUTE_CRASH_MAX_MS") ? atol(getenv("ROUTE_CRASH_MAX_MS")) * 1000 : 150000;
+            uint64_t delay_ns = (uint64_t)(rand() % max_us) * 1000ull;
             uint64_t t0 = now_ns();
             while (now_ns() - t0 < delay_ns) usleep(200);
             kill(pid, SIGKILL);

@@ -8,7 +8,8 @@
  * On stdout (one write per line, so a SIGKILL never cuts one): "start HASH SIZE" for the content found at
  * open (after the engine's recovery), "pending HASH SIZE" before each fsync and "synced HASH SIZE" after it.
  * The model starts from the file as found, so a driver can kill it and start it again on the same file.
- * ROUTE_WRITER_HOLD_MS=n: keep the file open n ms before closing it (multi-process test). */
+ * ROUTE_WRITER_HOLD_MS=n: keep the file open n ms before closing it (multi-process test).
+ * ROUTE_WRITER_NO_REOPEN: no O_TRUNC reopens (each is a commit point): the fsyncs alone end the groups. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -128,7 +129,7 @@ int main(int argc, char **argv) {
             model_reserve(to);
             if (to > size) memset(model + size, 0, to - size);
             size = to;
-        } else if (r < 78) { /* open it again with O_TRUNC (a commit point, like the close that follows) */
+        } else if (r < 78 && !getenv("ROUTE_WRITER_NO_REOPEN")) { /* open it again with O_TRUNC (a commit point, like the close that follows) */
             size = 0;
             say("pending");
             int t = open(argv[1], O_RDWR | O_TRUNC);
