@@ -163,6 +163,23 @@ static bool never_a_file(const char *path, int oflags) {
 static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up_root *r, uint64_t offset,
                          bool kernel);
 
+/* An inode this process serves under a managed name, opened by a name outside every managed directory (a
+ * hard link made by rsync --link-dest, cp -al or git, a bind mount of the directory elsewhere): served as
+ * that file, so that the process reads its own staged appends through the other name and its writes there
+ * meet them (review 9, finding 28: kernel-served, a pread through the other name saw 0 of 100 bytes just
+ * written). Only a file that is open or has unpublished work (a closed cached entry's inode number may have
+ * been reused by an unrelated file); looked up only while some file is (one hash lookup after the open's
+ * fstat, on a managed device). Counted. */
+static struct up_root *root_of_served_inode(const struct stat *st) {
+    if (!__atomic_load_n(&up_active_files, __ATOMIC_ACQUIRE)) return NULL;
+    pthread_mutex_lock(&up_table_mu);
+    struct up_file *f = up_file_lookup(st->st_dev, st->st_ino);
+    struct up_root *r = f && (f->open_refs > 0 || up_file_pinned(f)) ? f->root : NULL;
+    pthread_mutex_unlock(&up_table_mu);
+    if (r) dk_count(DK_C_served_by_inode, 1);
+    return r;
+}
+
 int up_adopt_epoch_open(int fd, int oflags, int dirfd, const char *path, uint64_t epoch) {
     if (!up_enabled) return 0;
     if ((oflags & O_DIRECTORY) && path) up_dirfd_note_open(fd, dirfd, path); /* the kernel checked: a directory */
@@ -176,6 +193,7 @@ int up_adopt_epoch_open(int fd, int oflags, int dirfd, const char *path, uint64_
         return 0;
     }
     struct up_root *r = up_root_for_fd(fd, &st, dirfd, path);
+    if (!r) r = root_of_served_inode(&st);
     if (!r) {
         DK_ERRNO_RESTORE;
         return 0;
@@ -224,6 +242,7 @@ int up_adopt(int fd, int oflags, int dirfd, const char *path) {
 
 int up_adopt_stat(int fd, int oflags, const struct stat *st, uint32_t below, uint64_t offset, bool kernel) {
     struct up_root *r = up_root_for_fd_mask(fd, st, below);
+    if (!r) r = root_of_served_inode(st); /* a pending descriptor of another name of a served inode */
     return r ? adopt_in_root(fd, oflags, st, r, offset, kernel) : 0;
 }
 
