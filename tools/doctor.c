@@ -21,6 +21,7 @@
 #include "persist/media.h"
 #include "persist/persist.h"
 #include "commands.h"
+#include "json.h"
 
 enum { DOCTOR_OK = 0, DOCTOR_FAILED = 1, DOCTOR_USAGE = 2 };
 
@@ -354,20 +355,9 @@ static void text_report(const struct doctor *d) {
 
 /* ---- JSON ---- */
 
-static void json_str(const char *s) {
-    putchar('"');
-    for (; s && *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') printf("\\%c", ch);
-        else if (ch < 0x20) printf("\\u%04x", ch);
-        else putchar(ch);
-    }
-    putchar('"');
-}
-
 static void json_kv_str(const char *k, const char *v, const char *after) {
     printf("\"%s\": ", k);
-    json_str(v);
+    dk_json_str(stdout, v);
     fputs(after, stdout);
 }
 

@@ -2,12 +2,14 @@
  * (extend-strategy files rolled back to their published size, staging files removed). Safe to run
  * while daxkit programs use the directory: only the leftovers of processes that are gone are touched. */
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "atomic/alog.h"
 #include "commands.h"
+#include "json.h"
 #include "upath/internal.h"
 
 static uint64_t now_ns(void) {
@@ -16,22 +18,54 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The DAXKIT_ATOMIC logs under dir: recovered and reported; 1 when some failed. */
+static int recover_atomic(const char *dir, int json) {
+    struct alog_dir_report arep;
+    int rc = alog_recover_dir(dir, &arep);
+    if (rc) {
+        fprintf(stderr, "daxkit recover: %s: DAXKIT_ATOMIC logs not recovered: %s\n", dir, strerror(-rc));
+        return 1;
+    }
+    if (!(arep.recovered || arep.failed || arep.files_gone)) return 0;
+    if (json) {
+        printf("{\"dir\":");
+        dk_json_str(stdout, dir);
+        printf(",\"atomic_logs\":%llu,\"atomic_recovered\":%llu,\"atomic_failed\":%llu,\"atomic_files_gone\":%llu}\n",
+               (unsigned long long)arep.logs, (unsigned long long)arep.recovered, (unsigned long long)arep.failed,
+               (unsigned long long)arep.files_gone);
+    } else {
+        printf("%s: DAXKIT_ATOMIC: %llu file(s) recovered to their last commit, %llu failed, %llu log(s) whose "
+               "file is gone (renamed or removed) left in place\n", dir, (unsigned long long)arep.recovered,
+               (unsigned long long)arep.failed, (unsigned long long)arep.files_gone);
+    }
+    return arep.failed ? 1 : 0;
+}
+
 static int recover_one_dir(const char *dir, int json) {
+    struct stat st; /* a typo must not read as a clean recovery */
+    const char *why = stat(dir, &st) != 0 ? strerror(errno) : !S_ISDIR(st.st_mode) ? "not a directory" : NULL;
+    if (why) {
+        fprintf(stderr, "daxkit recover: %s: %s -- give a managed directory, as given to --dir\n", dir, why);
+        return 1;
+    }
     struct up_recover_report rep = {0};
     uint64_t t0 = now_ns();
     int rc = up_recover_dir(dir, &rep);
     uint64_t ns = now_ns() - t0;
     if (rc) {
         fprintf(stderr, "daxkit recover: cannot open %s/.daxkit: %s\n", dir, strerror(-rc));
+        recover_atomic(dir, json); /* one failure must not hide the other recovery */
         return 1;
     }
     if (json) {
-        printf("{\"dir\":\"%s\",\"owners_gone\":%llu,\"files_removed\":%llu,\"rolled_back\":%llu,"
+        printf("{\"dir\":");
+        dk_json_str(stdout, dir);
+        printf(",\"owners_gone\":%llu,\"files_removed\":%llu,\"rolled_back\":%llu,"
                "\"bytes_dropped\":%llu,\"untouched\":%llu,\"files_gone\":%llu,\"failed\":%llu,\"errors\":%llu,"
                "\"strict_logs\":%llu,\"strict_records\":%llu,\"strict_replayed\":%llu,\"strict_torn\":%llu,"
                "\"strict_meta\":%llu,\"strict_failed\":%llu,\"strict_other_fs\":%llu,\"strict_staged_torn\":%llu,"
                "\"strict_files_reused\":%llu,\"strict_logs_kept\":%llu,\"reused\":%llu,\"strict_replay_us\":%.1f,\"elapsed_us\":%.1f}\n",
-               dir, (unsigned long long)rep.owners_gone, (unsigned long long)rep.files_removed,
+               (unsigned long long)rep.owners_gone, (unsigned long long)rep.files_removed,
                (unsigned long long)rep.sizes.rolled_back, (unsigned long long)rep.sizes.bytes_dropped,
                (unsigned long long)rep.sizes.untouched, (unsigned long long)rep.sizes.gone,
                (unsigned long long)rep.sizes.failed, (unsigned long long)rep.errors,
@@ -64,32 +98,25 @@ static int recover_one_dir(const char *dir, int json) {
                    (unsigned long long)rep.strict.other_fs, (unsigned long long)rep.strict.files_reused,
                    (unsigned long long)rep.strict.logs_kept, rep.strict.ns / 1e6, rep.strict.ns ? rep.strict.records * 1e3 / rep.strict.ns : 0.0);
     }
-    struct alog_dir_report arep;
-    if (alog_recover_dir(dir, &arep) == 0 && (arep.recovered || arep.failed || arep.files_gone)) {
-        if (json)
-            printf("{\"dir\":\"%s\",\"atomic_logs\":%llu,\"atomic_recovered\":%llu,\"atomic_failed\":%llu,"
-                   "\"atomic_files_gone\":%llu}\n", dir, (unsigned long long)arep.logs,
-                   (unsigned long long)arep.recovered, (unsigned long long)arep.failed,
-                   (unsigned long long)arep.files_gone);
-        else
-            printf("%s: DAXKIT_ATOMIC: %llu file(s) recovered to their last commit, %llu failed, %llu log(s) whose "
-                   "file is gone (renamed or removed) left in place\n", dir, (unsigned long long)arep.recovered,
-                   (unsigned long long)arep.failed, (unsigned long long)arep.files_gone);
-    }
-    return rep.sizes.failed || rep.errors || rep.strict.failed || arep.failed ? 1 : 0;
+    int atomic_rc = recover_atomic(dir, json);
+    return rep.sizes.failed || rep.errors || rep.strict.failed || atomic_rc ? 1 : 0;
 }
 
 int dk_cmd_recover(int argc, char **argv) {
-    int json = 0, ndirs = 0, rc = 0;
+    int json = 0, ndirs = 0, rc = 0, first_dir = argc; /* after "--" every argument is a directory */
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--")) {
+            first_dir = i + 1;
+            break;
+        }
         if (!strcmp(argv[i], "--json")) json = 1;
         else if (argv[i][0] == '-') {
-            fprintf(stderr, "daxkit recover: unknown option '%s'\nusage: daxkit recover [--json] DIR...\n", argv[i]);
+            fprintf(stderr, "daxkit recover: unknown option '%s'\nusage: daxkit recover [--json] [--] DIR...\n", argv[i]);
             return 2;
         }
     }
     for (int i = 1; i < argc; i++) {
-        if (argv[i][0] == '-') continue;
+        if (i < first_dir && (argv[i][0] == '-')) continue;
         ndirs++;
         rc |= recover_one_dir(argv[i], json);
     }

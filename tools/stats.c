@@ -13,6 +13,7 @@
 
 #include "common/stats.h"
 #include "commands.h"
+#include "json.h"
 
 static const struct dk_stats_file *map_stats(int pid) {
     char path[256];
@@ -42,7 +43,12 @@ static bool alive(int pid) { return kill(pid, 0) == 0 || errno == EPERM; }
 static void print_json(const struct dk_stats_file *f, FILE *out) {
     uint64_t v[DK_C_COUNT];
     dk_stats_sum(f, v);
-    fprintf(out, "{\"pid\": %d, \"mode\": \"%s\", \"dirs\": \"%s\", \"note\": \"%s\"", f->pid, f->mode, f->dirs, f->note);
+    fprintf(out, "{\"pid\": %d, \"mode\": ", f->pid);
+    dk_json_str(out, f->mode);
+    fprintf(out, ", \"dirs\": ");
+    dk_json_str(out, f->dirs);
+    fprintf(out, ", \"note\": ");
+    dk_json_str(out, f->note);
     for (int i = 0; i < DK_C_COUNT; i++) fprintf(out, ", \"%s\": %llu", dk_stats_name(i), (unsigned long long)v[i]);
     fprintf(out, "}\n");
 }
@@ -89,6 +95,16 @@ static int list_all(bool json) {
     return 0;
 }
 
+/* A whole decimal pid ("12abc" is not 12). */
+static bool parse_pid(const char *s, int *pid) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v <= 0 || v > 0x7fffffff) return false;
+    *pid = (int)v;
+    return true;
+}
+
 int dk_cmd_stats(int argc, char **argv) {
     const char *dir_env = getenv("DAXKIT_STATS_DIR");
     if (dir_env && *dir_env && strcmp(dir_env, dk_stats_dir()) != 0)
@@ -99,7 +115,7 @@ int dk_cmd_stats(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = true;
         else if (!strcmp(argv[i], "--once")) once = true;
-        else if (atoi(argv[i]) > 0) pid = atoi(argv[i]);
+        else if (parse_pid(argv[i], &pid)) continue;
         else {
             fprintf(stderr, "usage: daxkit stats [PID] [--once] [--json]\n");
             return 2;
