@@ -1103,6 +1103,8 @@ struct replay_file {
     uint64_t lsize;  /* the size the records so far give the file */
     uint64_t alloc_lo, alloc_hi; /* [lo, hi) has its blocks allocated and unshared (replay_alloc) */
     unsigned alloc_how;          /* 0 unshare + keep size, 1 keep size, 2 no fallocate: records by pwrite */
+    uint64_t dense_below;        /* [0, dense_below) had no hole when recovery first looked (replay_alloc) */
+    bool dense_known;
 };
 
 struct replay {
@@ -1189,8 +1191,21 @@ static struct replay_file *replay_file(struct replay *rp, uint64_t dev, uint64_t
 static int replay_alloc(struct replay_file *rf, uint64_t off, uint64_t end) {
     if (off >= rf->alloc_lo && end <= rf->alloc_hi) return 0;
     if (rf->alloc_how == 2) return 1;
-    uint64_t lo = dk_round_down(off, DK_HUGE_BYTES);
-    uint64_t hi = DK_MAX(end, DK_MIN(dk_round_up(end, DK_HUGE_BYTES), rf->lsize)); /* no blocks left past EOF */
+    if (!rf->dense_known) { /* once per file: where its first hole starts (its size when it has none) */
+        off_t h = DK_REAL(lseek)(rf->fd, 0, SEEK_HOLE);
+        rf->dense_below = h > 0 ? (uint64_t)h : 0;
+        rf->dense_known = true;
+    }
+    /* One fallocate per 2 MiB step, not per record, where that allocates nothing the file lacked: below its
+     * first hole (there it only unshares), or growing the run allocated last or the dense head by one step
+     * ahead. A record elsewhere -- amid the holes of a sparse file -- allocates its own blocks only: a step
+     * around each of them turned a sparse file's holes into allocated zeros, up to 512 times what its writes
+     * took, and could fill the medium (review 10, finding 23). */
+    uint64_t step_hi = DK_MAX(end, DK_MIN(dk_round_up(end, DK_HUGE_BYTES), rf->lsize)); /* no blocks past EOF */
+    bool chained = rf->alloc_hi > rf->alloc_lo && off >= rf->alloc_lo && off <= rf->alloc_hi;
+    uint64_t lo = dk_round_down(off, 4096), hi = DK_MAX(end, DK_MIN(dk_round_up(end, 4096), rf->lsize));
+    if (step_hi <= rf->dense_below) lo = dk_round_down(off, DK_HUGE_BYTES), hi = step_hi;
+    else if (chained || off <= rf->dense_below) hi = step_hi;
     for (int exact = 0; exact < 2; exact++) {
         if (exact) lo = off, hi = end;
         for (;;) {
