@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/config.h"
 #include "common/stats.h"
 #include "commands.h"
 #include "json.h"
@@ -108,8 +109,8 @@ static bool parse_pid(const char *s, int *pid) {
 int dk_cmd_stats(int argc, char **argv) {
     const char *dir_env = getenv("DAXKIT_STATS_DIR");
     if (dir_env && *dir_env && strcmp(dir_env, dk_stats_dir()) != 0)
-        fprintf(stderr, "daxkit stats: DAXKIT_STATS_DIR=%s ignored (it takes an absolute path of at most 200 bytes); "
-                        "reading %s\n", dir_env, dk_stats_dir());
+        fprintf(stderr, "daxkit stats: DAXKIT_STATS_DIR=%s ignored (it takes an absolute path of at most %d bytes); "
+                        "reading %s\n", dir_env, DK_PATH_OPT_MAX, dk_stats_dir());
     bool json = !isatty(STDOUT_FILENO), once = false;
     int pid = 0;
     for (int i = 1; i < argc; i++) {

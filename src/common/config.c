@@ -10,7 +10,6 @@ struct dk_config dk_cfg;
 bool dk_cfg_loaded;
 
 enum opt_type { T_BOOL, T_UINT, T_SIZE, T_ENUM, T_STR, T_PATH };
-#define DK_PATH_OPT_MAX 200 /* bytes of a PATH option: room for "/stats.PID" and the like after it */
 
 struct opt_desc {
     const char *name;   /* without the DAXKIT_ prefix */

@@ -12,6 +12,8 @@ enum dk_extend_sync { DK_EXTEND_SYNC_CUT, DK_EXTEND_SYNC_KEEP };
 enum dk_flush_choice { DK_FLUSH_AUTO, DK_FLUSH_CLWB, DK_FLUSH_CLFLUSHOPT, DK_FLUSH_CLFLUSH };
 enum dk_atomic_commit { DK_ATOMIC_COMMIT_AUTO, DK_ATOMIC_COMMIT_WRITE, DK_ATOMIC_COMMIT_FSYNC };
 
+#define DK_PATH_OPT_MAX 200 /* bytes of a PATH option's value: room for "/stats.PID" and the like after it */
+
 struct dk_config {
 #define DK_FIELD_BOOL bool
 #define DK_FIELD_UINT uint64_t

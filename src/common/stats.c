@@ -48,7 +48,7 @@ struct dk_stats_slot *dk_stats_claim_slot(void) {
 
 const char *dk_stats_dir(void) {
     const char *d = dk_cfg_loaded ? dk_cfg.stats_dir : getenv("DAXKIT_STATS_DIR");
-    return d && d[0] == '/' && strlen(d) <= 200 ? d : DK_STATS_DIR;
+    return d && d[0] == '/' && strlen(d) <= DK_PATH_OPT_MAX ? d : DK_STATS_DIR;
 }
 
 /* Opens path and takes its lock: -1 when a live owner keeps it locked (a process of another pid namespace
@@ -136,7 +136,6 @@ void dk_stats_open(int enabled, const char *mode, const char *dirs, const char *
     DK_ERRNO_RESTORE;
 }
 
-/* Removes path if no live process holds its lock. true if removed. */
 /* True when fd is a daxkit stats file: its magic, or the zeros of one whose owner died between sizing and
  * mapping it. Anything else named stats.N in the directory (DAXKIT_STATS_DIR may be a shared one) is not ours. */
 static bool is_stats_file(int fd) {
@@ -147,6 +146,7 @@ static bool is_stats_file(int fd) {
     return magic == DK_STATS_MAGIC || (magic == 0 && st.st_size == (off_t)sizeof(struct dk_stats_file));
 }
 
+/* Removes path if it is a stats file and no live process holds its lock. true if removed. */
 static bool remove_if_unlocked(const char *path) {
     const struct dk_libc *c = dk_libc();
     int fd = c->open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);

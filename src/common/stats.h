@@ -21,7 +21,7 @@ enum dk_counter {
 #define DK_STATS_DIR "/dev/shm/daxkit" /* DAXKIT_STATS_DIR's default */
 
 /* The directory of the counter files: DAXKIT_STATS_DIR (the loaded configuration in the library, the
- * environment in the tools), DK_STATS_DIR when unset, empty, relative or longer than 200 bytes. */
+ * environment in the tools), DK_STATS_DIR when unset, empty, relative or longer than DK_PATH_OPT_MAX. */
 const char *dk_stats_dir(void);
 
 struct dk_stats_slot {
