@@ -9,25 +9,6 @@
  * argv[1]: managed directory; argv[2] "strict" when run with DAXKIT_MODE=strict (part 1 counts records). */
 #include "shim_test.h"
 
-static uint64_t counter(int c) {
-    uint64_t v[DK_C_COUNT];
-    CHECK(st_stats(getpid(), v), "no stats file");
-    return v[c];
-}
-
-static bool mapped(ino_t ino) {
-    FILE *m = fopen("/proc/self/maps", "r");
-    CHECK(m, "/proc/self/maps: %s", strerror(errno));
-    char line[4096];
-    bool found = false;
-    while (!found && fgets(line, sizeof line, m)) {
-        unsigned long long i = 0;
-        if (sscanf(line, "%*s %*s %*s %*s %llu", &i) == 1 && i == (unsigned long long)ino) found = true;
-    }
-    fclose(m);
-    return found;
-}
-
 static void make(const char *path, size_t n) {
     static uint8_t buf[1 << 20];
     st_fill(buf, 7, 0, n);
@@ -49,12 +30,12 @@ int main(int argc, char **argv) {
 
     /* 1 */
     make(a, 1000);
-    uint64_t meta = counter(DK_C_strict_meta);
+    uint64_t meta = st_counter(DK_C_strict_meta);
     OK(remove(a));
     CHECK(access(a, F_OK) != 0 && errno == ENOENT, "1: the file is still there after remove");
     if (strict) {
-        CHECK(counter(DK_C_strict_meta) == meta + 1, "1: remove logged %llu strict metadata records, want 1",
-              (unsigned long long)(counter(DK_C_strict_meta) - meta));
+        CHECK(st_counter(DK_C_strict_meta) == meta + 1, "1: remove logged %llu strict metadata records, want 1",
+              (unsigned long long)(st_counter(DK_C_strict_meta) - meta));
         printf("ok: 1: remove of a file is a logged strict unlink\n");
     }
 
@@ -66,9 +47,9 @@ int main(int argc, char **argv) {
     struct stat st;
     OK(fstat(fd, &st));
     OK(close(fd)); /* closed and mapped: cached */
-    CHECK(mapped(st.st_ino), "2: the closed file is not kept mapped (the check below would prove nothing)");
+    CHECK(st_maps_inode(st.st_ino), "2: the closed file is not kept mapped (the check below would prove nothing)");
     OK(remove(b));
-    CHECK(!mapped(st.st_ino), "2: the file removed by remove() is still mapped (its space stays allocated)");
+    CHECK(!st_maps_inode(st.st_ino), "2: the file removed by remove() is still mapped (its space stays allocated)");
     printf("ok: 2: a closed, mapped file removed by remove() is unmapped at once\n");
 
     /* 3 */

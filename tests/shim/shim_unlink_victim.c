@@ -28,36 +28,11 @@
 
 static const char *dir;
 
-static uint64_t counter(int c) {
-    uint64_t v[DK_C_COUNT];
-    CHECK(st_stats(getpid(), v), "no stats file");
-    return v[c];
-}
-
-
-/* Whether this process maps inode `ino` anywhere (/proc/self/maps): what the space of an unlinked file
- * hangs on. Asserting on the mapping, not on free space: XFS frees an unlinked inode's blocks in the
- * background, and the staging pool's thread may re-allocate given-back slots meanwhile (review 7,
- * finding 5: 4 of 17 runs red by free space). */
-static bool mapped(ino_t ino) {
-    FILE *m = fopen("/proc/self/maps", "r");
-    CHECK(m, "/proc/self/maps: %s", strerror(errno));
-    char line[4096];
-    bool found = false;
-    while (!found && fgets(line, sizeof line, m)) {
-        unsigned long long i = 0;
-        if (sscanf(line, "%*s %*s %*s %*s %llu", &i) == 1 && i == (unsigned long long)ino) found = true;
-    }
-    fclose(m);
-    return found;
-}
-
 static ino_t ino_of(int fd) {
     struct stat st;
     OK(fstat(fd, &st));
     return st.st_ino;
 }
-
 
 static void make(const char *path, size_t n, uint8_t seed) {
     static uint8_t buf[8 << 20];
@@ -81,9 +56,9 @@ static bool reuse_untruncated(void) {
         OK(fsync(fd));
         ino_t old = ino_of(fd);
         OK(close(fd));
-        uint64_t skips = counter(DK_C_victim_skips);
+        uint64_t skips = st_counter(DK_C_victim_skips);
         OK(unlink(old_path));
-        CHECK(counter(DK_C_victim_skips) == skips + 1, "reuse 2: the unlink looked its victim up (a file is mapped)");
+        CHECK(st_counter(DK_C_victim_skips) == skips + 1, "reuse 2: the unlink looked its victim up (a file is mapped)");
         struct statvfs sv;
         OK(statvfs(dir, &sv));
         /* the new file by raw system calls: the library never sees it being made */
@@ -131,9 +106,9 @@ static int reuse(void) {
         OK(fsync(fd));
         ino_t old = ino_of(fd);
         OK(close(fd));
-        uint64_t skips = counter(DK_C_victim_skips);
+        uint64_t skips = st_counter(DK_C_victim_skips);
         OK(unlink(tmp));
-        CHECK(counter(DK_C_victim_skips) == skips + 1, "reuse: the unlink looked its victim up (the case is not reached)");
+        CHECK(st_counter(DK_C_victim_skips) == skips + 1, "reuse: the unlink looked its victim up (the case is not reached)");
         struct statvfs sv;
         OK(statvfs(dir, &sv)); /* XFS frees unlinked inodes in the background; statfs waits for that */
         fd = OK(open(aof, O_WRONLY | O_CREAT | O_EXCL | O_APPEND, 0644));
@@ -143,9 +118,9 @@ static int reuse(void) {
             usleep(10 * 1000); /* XFS may free the inode in the background (inodegc) */
             continue;
         }
-        uint64_t extends = counter(DK_C_extends);
+        uint64_t extends = st_counter(DK_C_extends);
         for (int i = 0; i < 64; i++) st_write_all(fd, buf, 4096);
-        CHECK(counter(DK_C_extends) > extends,
+        CHECK(st_counter(DK_C_extends) > extends,
               "reuse: appendonly.aof (inode %llu, reused from x.tmp) was not served by the extend strategy its "
               "name selects: the old entry's strategy was kept", (unsigned long long)old);
         OK(fsync(fd));
@@ -176,34 +151,34 @@ int main(int argc, char **argv) {
 
     /* 1 */
     make(a, 1000, 1);
-    uint64_t skips = counter(DK_C_victim_skips);
+    uint64_t skips = st_counter(DK_C_victim_skips);
     OK(unlink(a));
-    CHECK(counter(DK_C_victim_skips) == skips + 1, "1: an unlink with nothing mapped looked its victim up");
+    CHECK(st_counter(DK_C_victim_skips) == skips + 1, "1: an unlink with nothing mapped looked its victim up");
     printf("ok: 1: unlink with no file mapped: victim not looked up\n");
 
     /* 2 */
     make(b, big, 2);
     int fd = OK(open(b, O_RDONLY));
     OK(unlink(b));
-    CHECK(counter(DK_C_victim_skips) == skips + 2, "2: the unlink of an open, unmapped file looked its victim up");
-    uint64_t maps = counter(DK_C_maps);
+    CHECK(st_counter(DK_C_victim_skips) == skips + 2, "2: the unlink of an open, unmapped file looked its victim up");
+    uint64_t maps = st_counter(DK_C_maps);
     CHECK(pread(fd, buf, big, 0) == (ssize_t)big && st_mismatch(buf, 2, 0, big) < 0, "2: read back wrong");
-    CHECK(counter(DK_C_maps) > maps, "2: the file was not mapped by its read (DAXKIT_MAP_AFTER_IOS=0 expected)");
+    CHECK(st_counter(DK_C_maps) > maps, "2: the file was not mapped by its read (DAXKIT_MAP_AFTER_IOS=0 expected)");
     ino_t ino = ino_of(fd);
-    CHECK(mapped(ino), "2: the file read through the library is not mapped (the check below would prove nothing)");
+    CHECK(st_maps_inode(ino), "2: the file read through the library is not mapped (the check below would prove nothing)");
     OK(close(fd));
-    CHECK(!mapped(ino), "2: closing the unlinked, mapped file left its mapping cached (its space stays allocated)");
+    CHECK(!st_maps_inode(ino), "2: closing the unlinked, mapped file left its mapping cached (its space stays allocated)");
     printf("ok: 2: an unlinked file mapped while open is unmapped at close\n");
     make(b, big, 4);
     fd = OK(open(b, O_RDONLY));
     CHECK(pread(fd, buf, 4096, 0) == 4096, "2: pread");
-    skips = counter(DK_C_victim_skips);
+    skips = st_counter(DK_C_victim_skips);
     OK(unlink(b));
-    CHECK(counter(DK_C_victim_skips) == skips + 1, "2: an open, mapped file made the unlink look its victim up");
+    CHECK(st_counter(DK_C_victim_skips) == skips + 1, "2: an open, mapped file made the unlink look its victim up");
     ino = ino_of(fd);
-    CHECK(mapped(ino), "2: the file read through the library is not mapped");
+    CHECK(st_maps_inode(ino), "2: the file read through the library is not mapped");
     OK(close(fd));
-    CHECK(!mapped(ino), "2: closing the unlinked file mapped before its unlink left its mapping cached");
+    CHECK(!st_maps_inode(ino), "2: closing the unlinked file mapped before its unlink left its mapping cached");
     printf("ok: 2: the same for a file mapped before its unlink\n");
 
     /* 3 */
@@ -212,11 +187,11 @@ int main(int argc, char **argv) {
     CHECK(pread(fd, buf, 4096, 0) == 4096, "3: pread");
     ino = ino_of(fd);
     OK(close(fd)); /* closed and mapped: cached */
-    CHECK(mapped(ino), "3: the closed file is not kept mapped (the check below would prove nothing)");
-    skips = counter(DK_C_victim_skips);
+    CHECK(st_maps_inode(ino), "3: the closed file is not kept mapped (the check below would prove nothing)");
+    skips = st_counter(DK_C_victim_skips);
     OK(unlink(c));
-    CHECK(counter(DK_C_victim_skips) == skips, "3: an unlink while a closed file is mapped did not look its victim up");
-    CHECK(!mapped(ino), "3: unlinking a mapped, closed file left its mapping cached (its space stays allocated)");
+    CHECK(st_counter(DK_C_victim_skips) == skips, "3: an unlink while a closed file is mapped did not look its victim up");
+    CHECK(!st_maps_inode(ino), "3: unlinking a mapped, closed file left its mapping cached (its space stays allocated)");
     printf("ok: 3: with a closed file mapped, unlink looks the victim up and drops it at once\n");
 
     /* 4: nothing mapped any more; names come and go, inode numbers are reused */
