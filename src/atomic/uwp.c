@@ -70,7 +70,9 @@ static int uffd_setup(struct dk_uwp *u) {
 static void on_write_fault(struct dk_uwp *u, uint64_t addr) {
     uint64_t off = dk_round_down(addr - (uintptr_t)u->f->data, DK_PAGE_BYTES);
     pthread_rwlock_rdlock(&u->f->rw); /* msync holds it for writing: the page joins the next epoch */
-    int rc = alog_save_old(u->f, off, DK_PAGE_BYTES);
+    /* The file's bytes of the page: its last page may end inside it (the rest is the mapping's, not the
+     * file's; saving a whole page there failed with -EFBIG: review 10, finding 20). */
+    int rc = alog_save_old(u->f, off, DK_MIN((uint64_t)DK_PAGE_BYTES, u->f->data_len - off));
     if (!rc) rc = alog_durable_log_all(u->f); /* the undo bytes before any store can reach the page */
     DK_CRASH_POINT("atomic.uwp.fault.logged");
     if (rc) __atomic_store_n(&u->error, rc, __ATOMIC_RELEASE); /* never leave the program blocked */
@@ -206,7 +208,10 @@ static int for_epoch_pages(struct dk_uwp *u, int (*fn)(struct dk_uwp *, uint64_t
 }
 
 static int count_page(struct dk_uwp *u, uint64_t off, uint64_t n) { return (void)off, (void)n, ++u->dirty_pages, 0; }
-static int protect_page(struct dk_uwp *u, uint64_t off, uint64_t n) { return uwp_protect(u, off, n, true); }
+/* Whole pages: a logged range ends inside the file's last page when the file does. */
+static int protect_page(struct dk_uwp *u, uint64_t off, uint64_t n) {
+    return uwp_protect(u, off, dk_round_up(n, DK_PAGE_BYTES), true);
+}
 static int flush_page(struct dk_uwp *u, uint64_t off, uint64_t n) { return dk_flush_range(u->f->data + off, n), 0; }
 
 /* Write-protects the pages of this epoch (first: a store racing with msync then faults and waits for the

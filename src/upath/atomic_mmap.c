@@ -103,7 +103,8 @@ static struct amap_file *file_open(const char *path, const struct stat *st) {
                     "kernel, msync is not failure-atomic (counted as atomic_mmap_kernel)", path, strerror(-rc));
         return NULL;
     }
-    slot->base = addr, slot->len = len, slot->dev = st->st_dev, slot->ino = st->st_ino;
+    /* Whole pages, as the kernel maps them: the file's last page may be partial (review 10, finding 20). */
+    slot->base = addr, slot->len = dk_round_up(len, (size_t)sysconf(_SC_PAGESIZE)), slot->dev = st->st_dev, slot->ino = st->st_ino;
     slot->views = 0, slot->msyncs = 0;
     dk_count(DK_C_atomic_mmap_wp, 1);
     if (dk_uwp_shadowed(slot->u)) dk_count(DK_C_atomic_mmap_shadow, 1);
@@ -127,7 +128,7 @@ bool up_atomic_mmap(void *hint, size_t len, int prot, int fl, int fd, off_t off,
         if (!amap_views[i].addr) v = &amap_views[i];
     bool ok = f && v && (uint64_t)off + len <= f->len;
     if (ok) {
-        *v = (struct amap_view){.addr = f->base + off, .len = len, .file = f};
+        *v = (struct amap_view){.addr = f->base + off, .len = dk_round_up(len, (size_t)sysconf(_SC_PAGESIZE)), .file = f};
         f->views++;
         __atomic_add_fetch(&amap_live, 1, __ATOMIC_RELEASE);
         *out = v->addr;

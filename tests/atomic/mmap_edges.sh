@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Description: DAXKIT_ATOMIC_MMAP edge cases (mmap_edges.c; review 10) on a harness medium, each checked as the
+# kernel's mmap would behave plus the crash promise (after a SIGKILL the next mapping finds the last msync's
+# state). mmap_edges.sh KIND CASE; CASE:
+#   tail     a 5000-byte file: stores into its last, partial page are logged and msync succeeds (finding 20)
+#   logfull  an epoch of 80 MiB of stores, more than the default 64 MiB log (on XFS/ext4: the file mapped at
+#            16 MiB first, so its log exists and is smaller, then grown to 96 MiB): msync succeeds, a later
+#            one too, and a crash after 80 MiB of unsynced stores keeps none of them (finding 2)
+set -uo pipefail
+. "$DAXKIT_SRC/tests/harness/media.sh"
+dk_need_root
+kind=${1:?KIND} case=${2:?CASE}
+prog=$(dk_test_bin mmap_edges) || exit 1
+cli=$(dk_cli) || exit 1
+case $kind in xfs | ext4) dk_media_mount "$kind" 1G ;; *) dk_media_mount "$kind" 768M ;; esac
+M=$DK_MNT
+run() { "$cli" run --dir "$M" --atomic-mmap "$M/*.dat" -- "$prog" "$@"; }
+# run the case's program; 77 (skip) is passed on, any other failure fails the test
+step() {
+    run "$@"
+    local rc=$?
+    [ $rc -eq 77 ] && exit 77
+    [ $rc -eq 0 ] || dk_fail "mmap_edges $* on $kind exited with $rc"
+}
+# crash FILE OFF LEN C: the program stores and SIGKILLs itself (137); anything else is a failure
+crash() {
+    local f=$1
+    shift
+    run "$f" crash "$@" >/dev/null 2>&1
+    local rc=$?
+    [ $rc -eq 77 ] && exit 77
+    [ $rc -eq 137 ] || dk_fail "mmap_edges crash $* on $kind exited with $rc, want 137 (SIGKILL)"
+}
+case $case in
+tail)
+    head -c 5000 /dev/zero > "$M/t.dat"
+    step "$M/t.dat" tail
+    crash "$M/t.dat" 4700 1 X
+    step "$M/t.dat" expect 4700 1 0 # the unsynced store into the last page: rolled back
+    step "$M/t.dat" expect 4600 1 b # the msync'ed one kept
+    ;;
+logfull)
+    if [ "$kind" = xfs ] || [ "$kind" = ext4 ]; then
+        truncate -s 16M "$M/b.dat"
+        step "$M/b.dat" expect 0 4096 0 # the log is made for a 16 MiB file
+    fi
+    truncate -s 96M "$M/b.dat"
+    step "$M/b.dat" big 80
+    crash "$M/b.dat" 0 83886080 D
+    step "$M/b.dat" expect 2 83886078 B # none of the 80 MiB of unsynced stores survived the crash
+    step "$M/b.dat" big 80
+    ;;
+*) dk_fail "unknown case $case" ;;
+esac
+echo "mmap_edges $case on $kind: ok"
