@@ -51,7 +51,8 @@ struct daxkit_atomic_options {
     uint32_t redo_write_pct;         /* hybrid threshold, percent of accesses that are writes [60] */
     uint32_t persist;                /* enum daxkit_atomic_persist [ENV] */
     uint64_t file_bytes_min;         /* extend the file to at least this size at map time [0] */
-    uint64_t log_bytes;              /* log data capacity for a new log, multiple of 2 MiB [64 MiB] */
+    uint64_t log_bytes;              /* log data capacity for a new log, multiple of 2 MiB [64 MiB]; an existing
+                                      * log with nothing to recover that is smaller is made anew at this size */
     uint32_t checkpoint_interval_us; /* background checkpoint period; 0: no thread, checkpoint on demand [1000] */
     uint32_t recovery_threads;       /* threads replaying the log at map time; 0: one per 4096 entries, <= 4 */
 };

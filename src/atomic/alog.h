@@ -25,6 +25,7 @@
 #define ALOG_RADIX_BITS 9u
 #define ALOG_LEAF_SHIFT 21u        /* a leaf covers 2 MiB of the file: 512 slots of 4 KiB */
 #define ALOG_FILE_BYTES_MAX (1ull << 48) /* 3 internal levels x 9 bits + 21 bits: 256 TiB */
+#define ALOG_LOG_BYTES_MAX (64ull << 30) /* log data of one log (options.log_bytes) */
 #define ALOG_NT_MIN_BYTES 256u
 #define ALOG_BPACE_NT_MIN_BYTES (32u << 10) /* redo log data with pacing: plain stores below (alog_write.c) */
 #define ALOG_CKPT_BATCH 64u

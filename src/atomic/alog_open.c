@@ -19,7 +19,6 @@
 
 
 #define ALOG_AREA ".daxkit"
-#define ALOG_LOG_BYTES_MAX (64ull << 30)
 
 int alog_options_resolve(const struct daxkit_atomic_options *in, struct daxkit_atomic_options *out) {
     daxkit_atomic_options_init(out);
@@ -189,7 +188,14 @@ static bool any_entry_valid(const struct alog_file *f) {
     return false;
 }
 
-/* Maps an existing log (or creates one), and checks it belongs to this data file. */
+/* The log holds something recovery must replay: a valid entry, a committed journal, or a recorded size. */
+static bool log_has_work(const struct alog_file *f) {
+    uint64_t size;
+    return any_entry_valid(f) || alog_jrnl_unapplied(f->hdr) || alog_size_recorded(f, &size);
+}
+
+/* Maps an existing log (or creates one, or makes an idle one smaller than data_bytes anew), and checks it
+ * belongs to this data file. */
 static int attach_log(struct alog_file *f, const struct stat *st, uint64_t data_bytes) {
     struct stat ls;
     if (DK_REAL(fstat)(f->log_fd, &ls) != 0) return fail_errno();
@@ -204,6 +210,15 @@ static int attach_log(struct alog_file *f, const struct stat *st, uint64_t data_
             return rc;
     }
     adopt_log(f);
+    if (existing && h.data_bytes < data_bytes && !f->track_size && !log_has_work(f)) {
+        /* Smaller than asked for and idle (nothing to recover): made anew at the size asked for. A mapping
+         * (DAXKIT_ATOMIC_MMAP) sizes its log for every page of the file, which may have grown since the log
+         * was made (review 10, finding 2); a crash in between leaves a log without magic, made again. */
+        DK_REAL(munmap)(f->logmap, f->log_len);
+        f->logmap = NULL, f->hdr = NULL;
+        if ((rc = create_log(f, st, data_bytes))) return rc;
+        adopt_log(f);
+    }
     if (f->hdr->data_ino == (uint64_t)st->st_ino && f->hdr->data_dev == (uint64_t)st->st_dev) return 0;
     if (any_entry_valid(f) || alog_jrnl_unapplied(f->hdr)) return -ESTALE; /* another file's unrecovered log: never apply it to this one */
     alog_store_word(&f->hdr->data_ino, (uint64_t)st->st_ino);

@@ -125,11 +125,26 @@ static bool wp_capable_fs(const char *path) {
     return statfs(path, &s) == 0 && (s.f_type == TMPFS_MAGIC || s.f_type == HUGETLBFS_MAGIC);
 }
 
+/* Log data room for one page of every page of a file_bytes file, plus a chunk: an epoch can then store into
+ * every page (each page is saved once per epoch; a committed page's entry is retired or reclaimed before its
+ * block is needed again), so a store never finds the log full (review 10, finding 2). */
+static uint64_t log_bytes_for_pages(uint64_t file_bytes, uint64_t per_page_bytes) {
+    uint64_t pages = dk_round_up(file_bytes, DK_PAGE_BYTES) / DK_PAGE_BYTES;
+    return dk_round_up(pages * per_page_bytes + (2u << 20), 2u << 20);
+}
+
+/* The file's own mapping: undo (each page's old bytes saved at its first store of an epoch), sized for every
+ * page of the file. */
+static void undo_options(struct daxkit_atomic_options *o, uint64_t file_bytes) {
+    uint64_t need = log_bytes_for_pages(file_bytes, DK_PAGE_BYTES);
+    o->policy = DAXKIT_ATOMIC_UNDO;
+    if (o->log_bytes < need) o->log_bytes = need;
+}
+
 /* The shadow's engine: the journal (a diff per dirty page at msync), applied by msync itself (no thread),
  * with room for every page of the mapping changing in one msync when the log is new. */
 static void shadow_options(struct daxkit_atomic_options *o, uint64_t file_bytes) {
-    uint64_t pages = dk_round_up(file_bytes, DK_PAGE_BYTES) / DK_PAGE_BYTES;
-    uint64_t need = dk_round_up(pages * (DK_PAGE_BYTES + sizeof(struct alog_jrec)) + (2u << 20), 2u << 20);
+    uint64_t need = log_bytes_for_pages(file_bytes, DK_PAGE_BYTES + sizeof(struct alog_jrec));
     o->policy = DAXKIT_ATOMIC_JOURNAL;
     o->checkpoint_interval_us = 0;
     if (o->log_bytes < need) o->log_bytes = need;
@@ -148,8 +163,15 @@ static int uwp_map(const char *path, const struct daxkit_atomic_options *o, bool
     u->uffd = u->stop_fd = u->shadow_fd = -1;
     shadow = shadow || !wp_capable_fs(path);
     if (shadow) shadow_options(&opt, (uint64_t)st.st_size);
-    else opt.policy = DAXKIT_ATOMIC_UNDO;
-    rc = alog_open(path, &opt, &u->f);
+    else undo_options(&opt, (uint64_t)st.st_size);
+    if (opt.log_bytes > ALOG_LOG_BYTES_MAX) rc = -EFBIG; /* over 64 GiB of log: the mapping goes to the kernel */
+    if (!rc) rc = alog_open(path, &opt, &u->f);
+    /* A log that had work when opened (recovered now) kept its size: idle now, it is made anew at ours. */
+    if (!rc && u->f->area_bytes < opt.log_bytes && !(rc = alog_close(u->f))) rc = alog_open(path, &opt, &u->f);
+    if (!rc && u->f->area_bytes < opt.log_bytes) { /* never an epoch that cannot fit */
+        alog_close(u->f);
+        rc = -ENOSPC;
+    }
     if (rc) {
         free(u);
         goto out;
