@@ -33,6 +33,8 @@ extern __thread uint64_t up_io_last_offset;
 /* A file past UP_MAP_MAX_BYTES becomes the kernel's (upath.c): strict checkpoint, publish, kernel_only.
  * 0/-errno. */
 int up_kernel_takes_over(struct up_file *f, int fd);
+/* This thread is taking or holding f->mu (a signal handler interrupted it there: io.c's mu_file). */
+static inline bool up_io_mu_held(const struct up_file *f) { return up_io_held_file() == f; }
 /* A slot of a kernel_only file: its offset handed to the kernel, once (under the slot's offset lock). */
 void up_io_offset_to_kernel(struct up_slot *s, int fd);
 

@@ -40,6 +40,7 @@
 #include "common/crashpoint.h"
 #include "common/crc32c.h"
 #include "common/log.h"
+#include "common/pwrite_all.h"
 #include "common/stats.h"
 #include "oplog/oplog.h"
 #include "persist/persist.h"
@@ -123,6 +124,11 @@ struct up_strict {
  * for reading; one nested in a fast section of the same root is covered by it. Other read sides (a
  * truncate's record) take ck as before. */
 static __thread int ck_held; /* counted from before the lock call to after the unlock: no window */
+/* Of those, the write side (a checkpoint, a drain, a lazy truncate): a signal handler of this thread must not
+ * take the read side then -- glibc's rdlock answers EDEADLK to the writer's own thread without taking it,
+ * and the read side's unlock would then release the write lock (a later unlock underflowed the lock's
+ * reader count: every later checkpoint hung). */
+static __thread int ck_wr_held;
 /* guard.h's asymmetric read side, on st->ck, counted in ck_held. */
 static inline enum up_guard_entry ck_read_enter(struct up_strict *st) {
     ck_held++;
@@ -147,6 +153,7 @@ static inline void ck_rdunlock(struct up_strict *st) {
 }
 static inline void ck_wrlock(struct up_strict *st) {
     ck_held++;
+    ck_wr_held++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     pthread_rwlock_wrlock(&st->ck);
 #ifdef DAXKIT_TEST_BUILD
@@ -161,6 +168,7 @@ static inline void ck_wrunlock(struct up_strict *st) {
     __atomic_store_n(&st->ck_closed, 0, __ATOMIC_RELEASE);
     pthread_rwlock_unlock(&st->ck);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    ck_wr_held--;
     ck_held--;
 }
 
@@ -313,14 +321,15 @@ static int applied_make_durable(const struct up_root *r, struct up_strict *st) {
  * 21, 26, 29). That descriptor stays open while the file is listed: every close of a descriptor of the
  * file (close, dup2 over it, close_range, exec) is a checkpoint first, which empties the list; a later
  * write lists its own descriptor. 0, or -ENOSPC when the table is full (the caller checkpoints and retries). */
-static int note_applied(struct up_strict *st, struct up_file *f, int fd, uint64_t end, bool append) {
+static int note_applied(struct up_strict *st, struct up_file *f, int fd, uint64_t end, bool append, bool nested) {
     /* An overwrite past the file's first hole is applied by the kernel's pwrite (holes.c), which allocates:
      * listed too, on every medium (review 9, finding 8). */
     if (!track_dirty(f->root) && !append && end <= up_file_size(f) && end <= __atomic_load_n(&f->backed_end, __ATOMIC_ACQUIRE))
         return 0;
     if (f->root->persist_as == DK_MEDIUM_VOLATILE) return 0; /* nothing survives power loss anyway */
     int rc = 0;
-    pthread_mutex_lock(&st->dirty_mu);
+    if (!nested) pthread_mutex_lock(&st->dirty_mu);
+    else if (pthread_mutex_trylock(&st->dirty_mu) != 0) return -EAGAIN; /* its thread may hold it */
     unsigned i = 0;
     while (i < st->dirty_count && st->dirty[i].f != f) i++;
     if (i < st->dirty_count) st->dirty[i].fd = fd; /* the newest writer's descriptor: surely open now */
@@ -446,10 +455,13 @@ static void staging_persist(const struct up_root *r, const struct up_strict *st,
     DK_REAL(msync)(st->stg_addr + a, off + n - a, MS_SYNC);
 }
 
-/* Allocates staging space up to `end` (so stores there cannot fault with SIGBUS on a full file system). */
-static int staging_reserve(const struct up_root *r, struct up_strict *st, uint64_t end) {
+/* Allocates staging space up to `end` (so stores there cannot fault with SIGBUS on a full file system).
+ * `nested` (a signal handler inside a strict operation of its thread, which may hold stg_mu): -EAGAIN
+ * rather than wait. */
+static int staging_reserve(const struct up_root *r, struct up_strict *st, uint64_t end, bool nested) {
     if (end <= __atomic_load_n(&st->stg_alloc, __ATOMIC_ACQUIRE)) return 0;
-    pthread_mutex_lock(&st->stg_mu);
+    if (!nested) pthread_mutex_lock(&st->stg_mu);
+    else if (pthread_mutex_trylock(&st->stg_mu) != 0) return -EAGAIN;
     int rc = 0;
     if (end > st->stg_alloc) {
         uint64_t to = DK_MIN(dk_round_up(end, STRICT_STG_CHUNK_BYTES), st->stg_bytes);
@@ -621,12 +633,15 @@ static int log_inline(struct up_strict *st, const struct dk_oplog_op *op, const 
  * it waited for them. 0 or -errno (-ENOSPC: the log or the staging file is full; the caller checkpoints and
  * tries again). */
 static int log_write(struct up_root *r, struct up_strict *st, const struct up_file *f, uint32_t ident, uint64_t off,
-                     const char *buf, size_t n, struct strict_lazy *lz, struct up_reader *wr, uint64_t *seq_out) {
+                     const char *buf, size_t n, struct strict_lazy *lz, struct up_reader *wr, uint64_t *seq_out,
+                     bool nested) {
     struct dk_oplog_op op = {.dev = (uint64_t)f->dev, .ino = (uint64_t)f->ino, .file_offset = off,
                              .length = (uint32_t)n, .aux = op_ident_bits(ident)};
     struct dk_oplog_reservation res;
     int rc = -ENOSPC;
-    if (!lz && n <= inline_max_for(r)) return log_inline(st, &op, buf, n, wr, seq_out);
+    /* A nested write (a signal handler's) goes inline up to the largest record: no staging lock */
+    if (!lz && (n <= inline_max_for(r) || (nested && n <= DK_OPLOG_DATA_BYTES_MAX)))
+        return log_inline(st, &op, buf, n, wr, seq_out);
     /* Staging space first: the medium may have no room for it, and then a write small enough to travel
      * inside its record is logged inline instead -- an overwrite of allocated blocks needs no new block, as
      * with the kernel (review 9, finding 27's update: it failed with EIO). Decided before the record's slot
@@ -638,7 +653,7 @@ static int log_write(struct up_root *r, struct up_strict *st, const struct up_fi
      * between the copy and the one fence. */
     uint64_t at = __atomic_fetch_add(&st->stg_used, dk_round_up(n, 64), __ATOMIC_ACQ_REL);
     if (at + n > st->stg_bytes) return -ENOSPC; /* the staging file is full: the caller checkpoints */
-    rc = staging_reserve(r, st, at + n);
+    rc = staging_reserve(r, st, at + n, nested);
     if (rc && !lz && n <= DK_OPLOG_DATA_BYTES_MAX && errno_no_space(-rc)) return log_inline(st, &op, buf, n, wr, seq_out);
     if (rc) return rc;
     rc = dk_oplog_reserve(st->log, 0, &res);
@@ -755,6 +770,15 @@ static ssize_t apply_part(struct up_file *f, int fd, const char *buf, size_t n, 
         dk_count(DK_C_write_bytes, n);
         return (ssize_t)n;
     }
+    if (DK_UNLIKELY(up_io_mu_held(f))) { /* a signal handler whose thread holds f->mu: published bytes only */
+        int rc = dk_pwrite_all(fd, buf, n, off, 0, NULL); /* the kernel's page cache, which the mapping shows */
+        if (rc) {
+            errno = -rc;
+            return -1;
+        }
+        dk_count(DK_C_strict_nested_by_kernel, 1);
+        return (ssize_t)n;
+    }
     int k = apply_by_pwrite(f, fd, buf, n, off);
     if (k == 0) return up_io_write(f, fd, buf, n, off, false, UP_IO_LOGGED);
     if (k < 0) {
@@ -782,6 +806,27 @@ static ssize_t apply_write(struct up_file *f, int fd, const char *buf, size_t n,
     return apply_part(f, fd, buf, n, off);
 }
 
+/* A signal handler's write that would wait for the strict operation (or the file's mutex) its own thread
+ * holds (review 8, finding 18: it hung on the staging mutex, a checkpoint, the file's mutex in the apply)
+ * fails with EAGAIN instead, before anything is logged: its thread inside a checkpoint (or a drain, a lazy
+ * truncate: the write side of the checkpoint lock), the log full (a checkpoint), waiting overwrites of
+ * the file to drain first (DAXKIT_STRICT_APPLY=checkpoint|auto), another append of the file in progress, a
+ * lock of the thread's held (staging, the checkpoint list), or -- while the thread holds the file's mutex --
+ * bytes not published yet (an append, past the published end). Otherwise it is logged as ever (inline up to
+ * the largest record: no staging lock) and applied; with the file's mutex held, by the kernel's pwrite.
+ * docs/guarantees.md. */
+static bool nested_unsafe(struct up_file *f, uint64_t off, size_t n, bool append) {
+    if (!up_io_mu_held(f)) return false;
+    return append || off + n > __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) ||
+           off + n > __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE);
+}
+
+static ssize_t nested_refused(void) {
+    dk_count(DK_C_strict_nested_refused, 1);
+    errno = EAGAIN;
+    return -1;
+}
+
 ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append) {
     struct up_strict *st = strict_for(f->root);
     if (!st) {
@@ -789,9 +834,14 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
         return -1;
     }
     n = DK_MIN(n, chunk_max(st));
+    bool nested = ck_held > 0 || up_io_mu_held(f); /* a signal handler inside a strict operation or f->mu of this thread */
+    if (DK_UNLIKELY(nested) && (ck_wr_held || nested_unsafe(f, off, n, append))) return nested_refused();
     /* An append's offset is decided here, so that the record and the apply agree: appends to one file
      * are serialised (overwrites are not). */
-    if (append) pthread_mutex_lock(&f->strict_mu);
+    if (append) {
+        if (!nested) pthread_mutex_lock(&f->strict_mu);
+        else if (pthread_mutex_trylock(&f->strict_mu) != 0) return nested_refused();
+    }
     if (append) off = up_file_size(f);
     /* Reuse the staging file early (a failed checkpoint changes nothing) -- not from a signal handler that
      * interrupted a strict operation of this thread, which holds st->ck: it would wait for itself. */
@@ -801,7 +851,6 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
     int rc;
     struct strict_lazy *lz;
     uint32_t ident = up_file_ident(f, fd); /* a load: computed at the file's first logged operation */
-    bool nested = ck_held > 0; /* a signal handler inside a strict operation of this thread */
     struct up_reader *wr = NULL; /* where this write is published (inflight_publish) */
     bool borrowed = false;
     uint32_t epoch = 0;
@@ -809,24 +858,29 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
     enum up_guard_entry ck;
     for (int attempt = 0;; attempt++) {
         ck = ck_read_enter(st);
-        bool full;
-        lz = lazy_reserve(st, f, off, n, append, &full);
+        bool full = false;
+        lz = nested ? NULL : lazy_reserve(st, f, off, n, append, &full);
         /* A write applied now goes in after the file's waiting overwrites (the apply order is the log's). */
         if (attempt < 2 && (full || (!lz && __atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE)))) {
             ck_read_exit(st, ck);
+            if (nested) { /* a drain would wait for this thread's own operation */
+                if (append) pthread_mutex_unlock(&f->strict_mu);
+                return nested_refused();
+            }
             if (full) up_strict_checkpoint(f->root); /* and the staging file is reused from its start */
             else lazy_drain(st);
             continue;
         }
-        rc = lz ? 0 : note_applied(st, f, fd, off + n, append); /* -ENOSPC: every slot holds another file */
+        rc = lz ? 0 : note_applied(st, f, fd, off + n, append, nested); /* -ENOSPC: every slot holds another file */
         if (rc >= 0) {
             if (!lz && !nested) {
                 epoch = __atomic_load_n(&st->ck_epoch, __ATOMIC_RELAXED);
                 wr = inflight_publish(f, epoch, off, off + n, &borrowed);
             }
-            rc = log_write(f->root, st, f, ident, off, buf, n, lz, wr, &seq);
+            rc = log_write(f->root, st, f, ident, off, buf, n, lz, wr, &seq, nested);
             if (rc && wr) inflight_withdraw(wr, borrowed), wr = NULL; /* before a checkpoint waits for us */
         }
+        if (rc == -ENOSPC && nested) rc = -EAGAIN; /* the checkpoint would wait for this thread's own operation */
         if (rc != -ENOSPC || attempt >= 2) break;
         /* Full: checkpoint (needs the write side), then try again. */
         ck_read_exit(st, ck);
@@ -835,6 +889,7 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
     if (rc) {
         ck_read_exit(st, ck);
         if (append) pthread_mutex_unlock(&f->strict_mu);
+        if (rc == -EAGAIN) return nested_refused();
         errno = -rc == ENOSPC ? ENOSPC : EIO;
         return -1;
     }

@@ -440,6 +440,80 @@ static void signal_nested(void) {
            nest_truncs, nest_handled);
 }
 
+/* A handler that *writes* the file its thread is overwriting (review 8, finding 18: strict mode hung -- on the
+ * staging mutex, on a checkpoint its thread's operation held off, on the file mutex of the apply; the lock
+ * underneath released by the handler's read side once that was fixed). The worker overwrites 4 KiB pages of
+ * the first MiB 100,000 times; SIGUSR1 every ~100 us writes 4 KiB at 1 MiB from a handler. A handler write
+ * either succeeds or fails with EAGAIN (strict: it would have waited for its own thread; docs/guarantees.md),
+ * never anything else, and at least one succeeds; a stall of 0.5 s is the deadlock. Then the file read back
+ * without the library: the handler's page all 'h' (when one succeeded), the worker's pages its last bytes. */
+static volatile long hw_done, hw_ok, hw_again, hw_other;
+static volatile int hw_stop;
+static char hw_page[4096];
+static void hw_on_signal(int sig) {
+    (void)sig;
+    int saved = errno;
+    ssize_t w = pwrite(nest_fd, hw_page, sizeof hw_page, 1 << 20);
+    if (w == (ssize_t)sizeof hw_page) hw_ok++;
+    else if (w < 0 && errno == EAGAIN) hw_again++;
+    else hw_other++;
+    errno = saved;
+}
+static void *hw_worker(void *arg) {
+    (void)arg;
+    static char b[4096];
+    for (long i = 0; i < 100000 && !hw_stop; i++) {
+        memset(b, 'a' + (int)(i % 26), sizeof b);
+        if (pwrite(nest_fd, b, sizeof b, (off_t)(i % 256) * 4096) != (ssize_t)sizeof b) hw_other++;
+        hw_done = i + 1;
+    }
+    return NULL;
+}
+static void signal_handler_write(void) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "signal_handler_write");
+    nest_fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    static char z[2 << 20];
+    memset(z, 'z', sizeof z);
+    st_pwrite_all(nest_fd, z, sizeof z, 0);
+    OK(fsync(nest_fd));
+    for (int i = 0; i < 40; i++) CHECK(pread(nest_fd, z, 4096, (off_t)i * 4096) == 4096, "pread"); /* mapped */
+    memset(hw_page, 'h', sizeof hw_page);
+    struct sigaction sa = {0}, old;
+    sa.sa_handler = hw_on_signal;
+    sa.sa_flags = SA_RESTART;
+    OK(sigaction(SIGUSR1, &sa, &old));
+    pthread_t w;
+    CHECK(pthread_create(&w, NULL, hw_worker, NULL) == 0, "pthread_create");
+    long last = -1;
+    int stalls = 0;
+    while (hw_done < 100000) {
+        for (int k = 0; k < 20 && hw_done < 100000; k++) pthread_kill(w, SIGUSR1), usleep(100);
+        long now = hw_done;
+        stalls = now == last ? stalls + 1 : 0;
+        if (stalls >= 250) {
+            hw_stop = 1;
+            FAIL("no progress: %ld overwrites, %ld handler writes, %ld refused (a deadlock)", hw_done, hw_ok, hw_again);
+        }
+        last = now;
+    }
+    pthread_join(w, NULL);
+    OK(sigaction(SIGUSR1, &old, NULL));
+    CHECK(hw_other == 0, "%ld writes failed otherwise than with EAGAIN (or short)", hw_other);
+    CHECK(hw_ok > 0, "no handler write succeeded (%ld refused): the test proves nothing", hw_again);
+    OK(fsync(nest_fd));
+    OK(close(nest_fd));
+    char got[4096];
+    int r = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY);
+    CHECK(r >= 0 && syscall(SYS_pread64, r, got, sizeof got, 1 << 20) == (long)sizeof got, "raw read");
+    CHECK(memcmp(got, hw_page, sizeof got) == 0, "the handler's page is not all 'h' without the library");
+    CHECK(syscall(SYS_pread64, r, got, sizeof got, (off_t)(99999 % 256) * 4096) == (long)sizeof got &&
+              got[0] == 'a' + 99999 % 26 && got[4095] == got[0], "the worker's last page is not its last write");
+    syscall(SYS_close, r);
+    OK(unlink(path));
+    printf("ok: signal_handler_write: 100000 overwrites, %ld handler writes, %ld refused with EAGAIN\n", hw_ok, hw_again);
+}
+
 /* A handler reading the file its thread is reading while that read holds the file mutex: the first reads
  * of a file (unmapped, under the mutex: DAXKIT_MAP_AFTER_IOS) and the first mapping (review 8, finding 9:
  * both hung); with `adopt_by_fcntl`, while the thread adopts the descriptor (finding 12: spun forever). Each round opens, reads 100 bytes and closes; SIGALRM every 50 us reads 16 bytes of the same
@@ -619,6 +693,10 @@ int main(int argc, char **argv) {
         signal_nested();
         any = true;
     }
+    if (!strcmp(which, "signal_handler_write")) { /* strict mode's case (posix and sync: no refusals) */
+        signal_handler_write();
+        any = true;
+    }
     if (all || !strcmp(which, "signal_nested_first")) {
         signal_nested_first(false);
         any = true;
@@ -636,7 +714,7 @@ int main(int argc, char **argv) {
         any = true;
     }
     CHECK(any, "unknown case '%s' (disjoint_shared|disjoint_own|append|open_race|map_race|truncate_race|"
-               "signal_nested|signal_nested_write|signal_nested_first|signal_nested_adopt|signal_nested_overwrite|"
+               "signal_nested|signal_nested_write|signal_handler_write|signal_nested_first|signal_nested_adopt|signal_nested_overwrite|"
                "cancel_race|all)", which);
     return 0;
 }
