@@ -66,6 +66,9 @@ void daxkit_atomic_options_init(struct daxkit_atomic_options *o);
  * entries written for another file (inode differs: remove <dir>/.daxkit/<name>.alog if that file is gone);
  * -EINVAL bad options or not a regular file; -ENOMEM. */
 int daxkit_atomic_map(const char *path, const struct daxkit_atomic_options *o, struct daxkit_atomic **out);
+/* fork: the child's copy of a handle is the parent's -- copy, read and sync fail with -EBADF in the child,
+ * unmap frees the child's memory and touches neither the log nor the file. The log's lock stays with the
+ * parent (the child closes its copies of the log's descriptor and mapping at fork). */
 
 /* The logged store: copies n bytes from buf to file offset off. Atomic and durable at the next sync.
  * -EFBIG beyond the mapped length; -ENOSPC the log is full of uncommitted data (sync more often, or map

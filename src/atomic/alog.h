@@ -191,6 +191,13 @@ struct alog_file {
     struct alog_journal j;
 
     struct alog_counters ctr;
+
+    /* Every engine open in this process (alog_open.c), for the fork child handler; under its list lock. */
+    struct alog_file *open_next, *open_prev;
+    bool open_listed;
+    /* In a fork's child: the parent's engine, let go of (alog_open.c, alog_drop_inherited): the log unmapped,
+     * the child's copies of its descriptors closed. Every call but close fails with -EBADF. */
+    bool inherited;
 };
 
 /* What the engine has done so far, read without locks or system calls (benchmarks: dk_bench_atomic's per-op
@@ -217,7 +224,8 @@ struct alog_where {
 };
 int alog_open_tracked_at(const char *path, const struct alog_where *w, const struct daxkit_atomic_options *o,
                          struct alog_file **out);
-/* Closes; with a tracked size, the file is cut to the committed size (*size_out, may be NULL). */
+/* Closes; with a tracked size, the file is cut to the committed size (*size_out, may be NULL). In a fork's
+ * child (f->inherited) it only frees the child's memory: the log and the file are the parent's. */
 int alog_close(struct alog_file *f);
 int alog_close_sized(struct alog_file *f, uint64_t *size_out);
 

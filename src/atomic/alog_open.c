@@ -284,7 +284,68 @@ int alog_log_grow_map(struct alog_file *f, uint64_t new_len) {
     return 0;
 }
 
+/* ---- fork (review 10, finding 5) ----
+ * A fork's child gets copies of the engine's descriptors and mappings. The log's flock belongs to its open
+ * file description, which the child's copy of the descriptor -- and its copy of the log's mapping, which
+ * holds the same description -- share with the parent: kept, they keep the log locked after the parent's
+ * death until the child exits (no recovery; the restarted program's map fails with EBUSY), and the overdue
+ * recovery then rolls back what was committed since. So the child lets go of them, as strict mode does with
+ * its operation log (ecc3a23, dk_oplog_drop_inherited): the log unmapped, the child's copies of the
+ * descriptors closed; never unlocked, written or removed. The data mapping stays (DAXKIT_ATOMIC_MMAP views
+ * are in it; a child's stores there are not logged, docs/atomic.md). The child's handle then fails every call
+ * but close with -EBADF (api.c); close frees the child's memory only. Every engine is on the list from its
+ * allocation on, before it opens anything. */
+static pthread_mutex_t open_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct alog_file *open_head;
+
+static void drop_inherited(struct alog_file *f) {
+    for (uint32_t i = 0; i < f->retired_count; i++) DK_REAL(munmap)(f->retired_map[i], f->retired_len[i]);
+    f->retired_count = 0;
+    if (f->logmap && f->logmap != MAP_FAILED) DK_REAL(munmap)(f->logmap, f->log_len);
+    f->logmap = NULL, f->hdr = NULL, f->pents = NULL, f->area = NULL;
+    if (f->log_fd >= 0) DK_REAL(close)(f->log_fd); /* the child's copy: the flock stays with the parent's */
+    if (f->dir_fd >= 0) DK_REAL(close)(f->dir_fd);
+    if (f->data_fd >= 0 && !f->data_fd_borrowed) DK_REAL(close)(f->data_fd);
+    f->log_fd = f->dir_fd = f->data_fd = -1;
+    f->ckpt_started = false; /* the checkpoint thread is the parent's */
+    f->open_listed = false, f->open_next = f->open_prev = NULL;
+    f->inherited = true;
+}
+
+static void fork_prepare(void) { pthread_mutex_lock(&open_mu); }
+static void fork_parent(void) { pthread_mutex_unlock(&open_mu); }
+static void fork_child(void) {
+    DK_ERRNO_SAVE;
+    for (struct alog_file *f = open_head, *next; f; f = next) next = f->open_next, drop_inherited(f);
+    open_head = NULL;
+    pthread_mutex_init(&open_mu, NULL);
+    DK_ERRNO_RESTORE;
+}
+static void register_fork_handlers(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
+
+static void list_add(struct alog_file *f) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, register_fork_handlers);
+    pthread_mutex_lock(&open_mu);
+    f->open_next = open_head, f->open_prev = NULL;
+    if (open_head) open_head->open_prev = f;
+    open_head = f, f->open_listed = true;
+    pthread_mutex_unlock(&open_mu);
+}
+
+static void list_del(struct alog_file *f) {
+    pthread_mutex_lock(&open_mu);
+    if (f->open_listed) {
+        if (f->open_prev) f->open_prev->open_next = f->open_next;
+        else open_head = f->open_next;
+        if (f->open_next) f->open_next->open_prev = f->open_prev;
+        f->open_listed = false;
+    }
+    pthread_mutex_unlock(&open_mu);
+}
+
 static void release_resources(struct alog_file *f) {
+    list_del(f);
     for (uint32_t i = 0; i < f->retired_count; i++) DK_REAL(munmap)(f->retired_map[i], f->retired_len[i]);
     if (f->reserve_base) DK_REAL(munmap)(f->reserve_base, f->reserve_bytes);
     else if (f->data && f->data != MAP_FAILED) DK_REAL(munmap)(f->data, f->data_len);
@@ -358,6 +419,7 @@ static int open_engine(const char *path, const struct alog_where *w, const struc
     struct alog_file *f = calloc(1, sizeof *f);
     if (!f) return -ENOMEM;
     f->data_fd = f->log_fd = f->dir_fd = -1;
+    list_add(f); /* before it opens anything: a fork from here on lets go of what it holds */
     f->track_size = track_size;
     dk_persist_init(dk_cfg.flush);
     f->policy_mode = o->policy;
@@ -401,6 +463,10 @@ int alog_open_tracked_at(const char *path, const struct alog_where *w, const str
 int alog_close(struct alog_file *f) { return alog_close_sized(f, NULL); }
 
 int alog_close_sized(struct alog_file *f, uint64_t *size_out) {
+    if (f->inherited) { /* a fork's child: the log and the file are the parent's (drop_inherited) */
+        release_resources(f);
+        return 0;
+    }
     alog_ckpt_thread_stop(f);
     pthread_rwlock_wrlock(&f->rw);
     /* The recovery rule on the live log: unsynced undo entries roll back, unsynced redo entries vanish,

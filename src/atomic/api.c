@@ -36,8 +36,12 @@ DK_EXPORT int daxkit_atomic_map(const char *path, const struct daxkit_atomic_opt
     return rc;
 }
 
+/* A fork's child holds the parent's handle: the log is the parent's (alog_open.c, drop_inherited). */
+static bool inherited(const struct daxkit_atomic *a) { return a->f->inherited; }
+
 DK_EXPORT int daxkit_atomic_copy(struct daxkit_atomic *a, uint64_t off, const void *buf, size_t n) {
     if (!a || (!buf && n)) return -EINVAL;
+    if (inherited(a)) return -EBADF;
     if (!n) return 0;
     DK_ERRNO_SAVE;
     pthread_rwlock_rdlock(&a->f->rw);
@@ -49,6 +53,7 @@ DK_EXPORT int daxkit_atomic_copy(struct daxkit_atomic *a, uint64_t off, const vo
 
 DK_EXPORT int daxkit_atomic_read(struct daxkit_atomic *a, uint64_t off, void *buf, size_t n) {
     if (!a || (!buf && n)) return -EINVAL;
+    if (inherited(a)) return -EBADF;
     if (!n) return 0;
     pthread_rwlock_rdlock(&a->f->rw);
     int rc = alog_read(a->f, off, buf, n);
@@ -58,6 +63,7 @@ DK_EXPORT int daxkit_atomic_read(struct daxkit_atomic *a, uint64_t off, void *bu
 
 DK_EXPORT int daxkit_atomic_sync(struct daxkit_atomic *a) {
     if (!a) return -EINVAL;
+    if (inherited(a)) return -EBADF;
     DK_ERRNO_SAVE;
     int rc = alog_sync(a->f);
     DK_ERRNO_RESTORE;

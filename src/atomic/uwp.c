@@ -247,6 +247,7 @@ static int close_epoch_pages(struct dk_uwp *u) {
 }
 
 int dk_uwp_msync(struct dk_uwp *u) {
+    if (u->f->inherited) return -EBADF; /* a fork's child: the log is the parent's */
     DK_ERRNO_SAVE;
     struct alog_file *f = u->f;
     pthread_rwlock_wrlock(&f->rw);
@@ -273,6 +274,15 @@ int dk_uwp_unmap(struct dk_uwp *u) {
     int rc = alog_close(f); /* rolls back the pages of the unfinished epoch */
     DK_ERRNO_RESTORE;
     return rc;
+}
+
+void dk_uwp_forget_in_child(struct dk_uwp *u) {
+    DK_ERRNO_SAVE;
+    if (u->uffd >= 0) DK_REAL(close)(u->uffd);
+    if (u->stop_fd >= 0) DK_REAL(close)(u->stop_fd);
+    if (u->shadow_fd >= 0) DK_REAL(close)(u->shadow_fd);
+    u->uffd = u->stop_fd = u->shadow_fd = -1;
+    DK_ERRNO_RESTORE;
 }
 
 unsigned long long dk_uwp_faults(const struct dk_uwp *u) { return __atomic_load_n(&u->faults, __ATOMIC_RELAXED); }

@@ -40,6 +40,10 @@ int dk_uwp_msync(struct dk_uwp *u);
 void dk_uwp_file_written(struct dk_uwp *u, uint64_t off, uint64_t n);
 /* Rolls back unsynced stores, unmaps, frees. */
 int dk_uwp_unmap(struct dk_uwp *u);
+/* In a fork's child: closes the child's copies of the userfaultfd, the handler's eventfd and the shadow's
+ * memfd, and nothing else (the engine's log is let go of by alog_open.c's fork handler; the handler thread
+ * is the parent's). `u` is leaked: the child must not use it (dk_uwp_msync: -EBADF). */
+void dk_uwp_forget_in_child(struct dk_uwp *u);
 /* First stores to a page in an epoch so far (pages logged, or marked dirty in the shadow). */
 unsigned long long dk_uwp_faults(const struct dk_uwp *u);
 

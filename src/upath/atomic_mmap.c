@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "atomic/uwp.h"
@@ -67,8 +68,12 @@ static struct amap_file *file_for(const struct stat *st) {
 }
 
 /* A fork's child keeps the mapping as plain shared memory: its stores are not logged (the write-protection
- * and its handler thread stay with the parent). */
+ * and its handler thread stay with the parent). It closes its copies of the userfaultfd, the eventfd and the
+ * shadow's memfd; the engine's log descriptor and mapping -- which hold the log's flock -- are let go of by
+ * the engine's own fork handler (src/atomic/alog_open.c; review 10, finding 5). */
 static void forget_in_child(void) {
+    for (int i = 0; i < AMAP_FILES_MAX; i++)
+        if (amap_files[i].u) dk_uwp_forget_in_child(amap_files[i].u);
     memset(amap_files, 0, sizeof amap_files);
     memset(amap_views, 0, sizeof amap_views);
     amap_live = 0;
@@ -85,19 +90,49 @@ static void file_release_if_unused(struct amap_file *f) {
     if (r) dk_log("DAXKIT_ATOMIC_MMAP: unmapping failed (%s)", strerror(-r));
 }
 
-static struct amap_file *file_open(const char *path, const struct stat *st) {
+static void sleep_1ms(void) {
+    struct timespec ts = {0, 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* Errors after which the kernel may map the file: no userfaultfd protection here (the engine recovered the
+ * file and closed before saying so), or no log could be made (an empty file, a full medium: no log existed,
+ * nothing to recover). Any other error may leave a crashed epoch unrecovered in the file (-EBUSY: another
+ * process has it, -ESTALE, -EIO...): the program's mmap fails with it (review 10, finding 5). */
+static bool kernel_may_map(int rc) {
+    return rc == -EOPNOTSUPP || rc == -EPERM || rc == -ENOSYS || rc == -EINVAL || rc == -ENOSPC;
+}
+
+/* The file's engine; NULL with *err 0 (the kernel maps it) or -errno (the mmap fails). A file another
+ * process maps failure-atomically is waited for, in 1 ms polls up to DAXKIT_ATOMIC_WAIT_MS as a DAXKIT_ATOMIC
+ * open does (under amap_mu: this process's other mmap/munmap/msync of such files wait too). */
+static struct amap_file *file_open(const char *path, const struct stat *st, int *err) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, register_fork_handler);
+    *err = 0;
     struct amap_file *slot = NULL;
     for (int i = 0; i < AMAP_FILES_MAX && !slot; i++)
         if (!amap_files[i].u) slot = &amap_files[i];
     if (!slot) return NULL;
     void *addr;
     size_t len;
-    int rc = dk_cfg.atomic_mmap_shadow ? dk_uwp_map_shadow(path, NULL, &slot->u, &addr, &len)
+    int rc;
+    for (uint64_t waited_ms = 0;; waited_ms++) {
+        rc = dk_cfg.atomic_mmap_shadow ? dk_uwp_map_shadow(path, NULL, &slot->u, &addr, &len)
                                        : dk_uwp_map(path, NULL, &slot->u, &addr, &len);
+        if (rc != -EBUSY || waited_ms >= dk_cfg.atomic_wait_ms) break;
+        if (waited_ms == 0) dk_count(DK_C_atomic_waits, 1);
+        sleep_1ms();
+    }
     if (rc) {
         slot->u = NULL;
+        if (!kernel_may_map(rc)) {
+            *err = rc;
+            dk_log("DAXKIT_ATOMIC_MMAP: %s cannot be mapped failure-atomically (%s%s): mmap fails", path,
+                   strerror(-rc), rc == -EBUSY ? ", mapped by another process past DAXKIT_ATOMIC_WAIT_MS" : "");
+            return NULL;
+        }
         dk_count(DK_C_atomic_mmap_kernel, 1);
         dk_log_once("DAXKIT_ATOMIC_MMAP: %s cannot be write-protected with userfaultfd here (%s): mapped by the "
                     "kernel, msync is not failure-atomic (counted as atomic_mmap_kernel)", path, strerror(-rc));
@@ -122,7 +157,14 @@ bool up_atomic_mmap(void *hint, size_t len, int prot, int fl, int fd, off_t off,
     if (!up_atomic_mmap_wanted(path) || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
     pthread_mutex_lock(&amap_mu);
     struct amap_file *f = file_for(&st);
-    if (!f) f = file_open(path, &st);
+    int err = 0;
+    if (!f) f = file_open(path, &st, &err);
+    if (err) {
+        pthread_mutex_unlock(&amap_mu);
+        *out = MAP_FAILED;
+        errno = -err;
+        return true;
+    }
     struct amap_view *v = NULL;
     for (int i = 0; i < AMAP_VIEWS_MAX && f && !v; i++)
         if (!amap_views[i].addr) v = &amap_views[i];

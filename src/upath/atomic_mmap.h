@@ -10,7 +10,8 @@
 
 /* true when `path` (absolute) matches one of the DAXKIT_ATOMIC_MMAP globs. */
 bool up_atomic_mmap_wanted(const char *path);
-/* A writable MAP_SHARED mapping of a matching file: *out is the program's address. */
+/* A writable MAP_SHARED mapping of a matching file: *out is the program's address, or MAP_FAILED with errno set
+ * (the file could not be mapped failure-atomically and may hold an unrecovered epoch: EBUSY, ESTALE, EIO...). */
 bool up_atomic_mmap(void *hint, size_t len, int prot, int fl, int fd, off_t off, void **out);
 bool up_atomic_munmap(void *addr, size_t len, int *rc);
 /* MS_SYNC commits (*rc 0, or -1 with errno); MS_ASYNC does nothing. */
