@@ -47,6 +47,9 @@ class BackendRuntime {
 
   async::EngineStats stats() const;
   void reset_stats();
+  // The first vertex whose neighbour list, read from the device (mmap, uring), held an id that is not a
+  // vertex or a negative weight; -1 when none. Such a list is not visited: the run's result is void.
+  int64_t corrupt_vertex() const { return edge_fault_.vertex.load(std::memory_order_relaxed); }
 
  private:
   void add_stats(const async::EngineStats& s);
@@ -58,6 +61,8 @@ class BackendRuntime {
   std::unique_ptr<async::EmuHub> hub_;
   mutable std::mutex mu_;
   async::EngineStats stats_;
+  EdgeFault edge_fault_;
+  PieceCheck device_check() { return PieceCheck{&edge_fault_, g_.n, g_.weighted}; }
 };
 
 template <class F>
@@ -69,7 +74,7 @@ bool BackendRuntime::with_driver(int tid, F&& f) {
       return true;
     }
     case Backend::kMmap: {
-      PlainDriver d(mapping_);
+      PlainDriver d(mapping_, device_check());
       f(d);
       return true;
     }
@@ -101,7 +106,8 @@ bool BackendRuntime::with_driver(int tid, F&& f) {
         if (error_.empty()) error_ = dev->error();
         return false;
       }
-      auto d = std::make_unique<CoroDriver<async::UringDevice>>(*dev, cfg_.contexts, cfg_.prefetch_targets, g_.edge_bytes());
+      auto d = std::make_unique<CoroDriver<async::UringDevice>>(*dev, cfg_.contexts, cfg_.prefetch_targets,
+                                                                g_.edge_bytes(), device_check());
       f(*d);
       add_stats(d->stats());
       return true;

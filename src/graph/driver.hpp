@@ -12,6 +12,7 @@
 #include "async/device.hpp"
 #include "async/frame_arena.hpp"
 #include "async/scheduler.hpp"
+#include "graph/edge_check.hpp"
 #include "graph/work.hpp"
 
 namespace dk::graph {
@@ -19,16 +20,19 @@ namespace dk::graph {
 class PlainDriver {
  public:
   static constexpr bool kSplitPages = false;
-  explicit PlainDriver(const std::byte* base) : base_(base) {}
+  explicit PlainDriver(const std::byte* base, PieceCheck check = {}) : base_(base), check_(check) {}
   template <class Visitor>
   void run_phase(Claimer& c, Visitor& vis, size_t /*work_hint*/) {
     Piece p;
-    while (c.next(p, vis)) vis.visit(p, base_ + p.addr);
+    while (c.next(p, vis)) {
+      if (check_.ok(p.u, base_ + p.addr, p.bytes)) vis.visit(p, base_ + p.addr);
+    }
   }
   async::EngineStats stats() const { return {}; }
 
  private:
   const std::byte* base_;
+  PieceCheck check_;
 };
 
 // Prefetch+yield on the targets in batches: a 4 KiB piece of a hub's list names 1024 vertices, and
@@ -38,11 +42,12 @@ inline constexpr uint32_t kTargetBatchEntries = 64;
 
 template <async::Device Dev, class Visitor>
 async::Fiber<Dev> context_body(async::Scheduler<Dev>& s, async::Slot slot, Claimer& c, Visitor& vis,
-                               bool prefetch_targets, uint32_t edge_bytes) {
+                               bool prefetch_targets, uint32_t edge_bytes, PieceCheck check) {
   Piece p;
   const uint32_t batch_bytes = kTargetBatchEntries * edge_bytes;
   while (c.next(p, vis)) {
     const std::byte* bytes = co_await s.read(slot, p.addr, p.bytes);
+    if (!check.ok(p.u, bytes, p.bytes)) continue;
     if (!prefetch_targets) {
       vis.visit(p, bytes);
       continue;
@@ -68,9 +73,9 @@ class CoroDriver {
   static constexpr bool kSplitPages = true;
   static constexpr size_t kFrameBytesMax = 512;  // generous: kernel frames measure ~150-250 bytes
 
-  CoroDriver(Dev& dev, uint32_t contexts, bool prefetch_targets, uint32_t edge_bytes)
+  CoroDriver(Dev& dev, uint32_t contexts, bool prefetch_targets, uint32_t edge_bytes, PieceCheck check = {})
       : sched_(dev), arena_(size_t{contexts} * kFrameBytesMax), contexts_(contexts),
-        prefetch_targets_(prefetch_targets), edge_bytes_(edge_bytes) {
+        prefetch_targets_(prefetch_targets), edge_bytes_(edge_bytes), check_(check) {
     assert(contexts >= 1 && contexts <= async::kContextsMax);
   }
 
@@ -81,7 +86,7 @@ class CoroDriver {
     arena_.reset();
     async::FrameArena::current() = &arena_;
     for (uint32_t i = 0; i < spawn; i++) {
-      fibers_[i].emplace(context_body(sched_, async::Slot(i), c, vis, prefetch_targets_, edge_bytes_));
+      fibers_[i].emplace(context_body(sched_, async::Slot(i), c, vis, prefetch_targets_, edge_bytes_, check_));
       sched_.add(*fibers_[i]);
     }
     sched_.run();
@@ -96,6 +101,7 @@ class CoroDriver {
   uint32_t contexts_;
   bool prefetch_targets_;
   uint32_t edge_bytes_;
+  PieceCheck check_;
   std::optional<async::Fiber<Dev>> fibers_[async::kContextsMax];
 };
 

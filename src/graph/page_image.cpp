@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "async/device.hpp"
+#include "graph/edge_check.hpp"
 #include "graph/progress.hpp"
 
 namespace dk::graph {
@@ -131,6 +132,14 @@ bool write_page_image(const std::string& sg_path, const Csr& g, const std::strin
   for (uint64_t e = 0; ok && e < uint64_t(g.m);) {  // e: first source edge of this chunk
     const uint64_t count = std::min<uint64_t>(uint64_t(g.m) - e, kChunkBytes / eb);
     ok = pread(in, src.data(), count * eb, off_t(g.edges_file_offset() + e * eb)) == ssize_t(count * eb);
+    const int64_t bad = ok ? first_bad_entry(src.data(), count, g.weighted, g.n) : -1;
+    if (bad >= 0) {
+      int32_t v, weight = 0;
+      std::memcpy(&v, src.data() + uint64_t(bad) * eb, 4);
+      if (g.weighted) std::memcpy(&weight, src.data() + uint64_t(bad) * eb + 4, 4);
+      err = sg_path + ": " + corrupt_entry_text(g, v, weight, int64_t(e) + bad) + "; regenerate the file";
+      ok = false;
+    }
     for (uint64_t i = 0; ok && i < count;) {
       while (uint64_t(g.offsets[size_t(u) + 1]) <= e + i) u++;  // the list holding edge e + i
       const uint64_t target = g.page_addr[size_t(u)] + (e + i - uint64_t(g.offsets[size_t(u)])) * eb;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "graph/edge_check.hpp"
 #include "graph/progress.hpp"
 
 namespace dk::graph {
@@ -77,6 +78,14 @@ static bool check_offsets(const Csr& g, std::string& err, const std::string& pat
   return true;
 }
 
+static bool check_edges(const Csr& g, std::string& err, const std::string& path) {
+  const int64_t bad = first_bad_entry(g.edges.data(), uint64_t(g.m), g.weighted, g.n);
+  if (bad < 0) return true;
+  err = path + ": " + corrupt_entry_text(g, g.neighbour(bad), g.weighted ? g.weight(bad) : 0, bad) +
+        "; regenerate the file";
+  return false;
+}
+
 bool read_sg(const std::string& path, bool load_edges, Csr& g, std::string& err) {
   const Format fmt = format_of(path);
   if (fmt != Format::kSg && fmt != Format::kWsg) {
@@ -97,7 +106,9 @@ bool read_sg(const std::string& path, bool load_edges, Csr& g, std::string& err)
   std::memcpy(&g.m, header + 1, 8);
   std::memcpy(&g.n, header + 9, 8);
   g.weighted = fmt == Format::kWsg;
-  if (!ok || g.n <= 0 || g.m < 0 || g.n > INT32_MAX || uint64_t(st.st_size) < g.file_bytes()) {
+  // m is bounded by the file size before file_bytes() multiplies it (a crafted m would wrap the product).
+  if (!ok || g.n <= 0 || g.m < 0 || g.n > INT32_MAX || uint64_t(g.m) > uint64_t(st.st_size) / g.edge_bytes() ||
+      uint64_t(st.st_size) < g.file_bytes()) {
     err = path + ": not a GAP serialized graph (bad header or truncated: " + std::to_string(st.st_size) +
           " bytes); check the suffix (.sg unweighted, .wsg weighted)";
     close(fd);
@@ -119,7 +130,7 @@ bool read_sg(const std::string& path, bool load_edges, Csr& g, std::string& err)
     err = sys_err("cannot read", path);
     return false;
   }
-  return check_offsets(g, err, path);
+  return check_offsets(g, err, path) && (!load_edges || check_edges(g, err, path));
 }
 
 bool write_sg(const std::string& path, const Csr& g, std::string& err) {

@@ -31,11 +31,11 @@ struct RelaxVisit {
     for (uint32_t i = 0; i < p.bytes / 8; i++) {
       WNode e;
       __builtin_memcpy(&e, d + i * 8, sizeof e);
-      const int32_t nd = du + e.w;
+      const int64_t nd = int64_t(du) + e.w;  // no int32 wrap: a sum past INT32_MAX is never < old
       std::atomic_ref<int32_t> dv(dist[e.v]);
       int32_t old = dv.load(std::memory_order_relaxed);
       while (nd < old) {
-        if (dv.compare_exchange_weak(old, nd, std::memory_order_relaxed)) {
+        if (dv.compare_exchange_weak(old, int32_t(nd), std::memory_order_relaxed)) {
           const size_t b = size_t(nd / delta);
           if (b >= bins->size()) bins->resize(b + 1);
           (*bins)[b].push_back(e.v);

@@ -209,6 +209,13 @@ int cmd_run(const std::string& kernel, int argc, char** argv) {
     const double cpu0 = process_cpu_s();
     const bool ok = run_trial(a, g, src, rt, s, why, verified);
     const double cpu_s = process_cpu_s() - cpu0;  // includes verification when --verify
+    if (rt.corrupt_vertex() >= 0) {
+      std::fprintf(stderr, "daxkit graph: %s: the neighbour list of vertex %lld holds an id that is not a vertex "
+                           "(the graph has %lld) or a negative weight; regenerate the file%s\n",
+                   a.cfg.kind == Backend::kUring ? a.cfg.path.c_str() : a.input.c_str(), (long long)rt.corrupt_vertex(),
+                   (long long)g.n, a.cfg.kind == Backend::kUring ? " (delete the page image: it is rebuilt)" : "");
+      return 1;
+    }
     total_s += s;
     min_s = std::min(min_s, s);
     const async::EngineStats es = rt.stats();
