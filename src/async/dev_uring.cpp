@@ -97,14 +97,18 @@ void UringDevice::issue(Slot slot, uint64_t addr, uint32_t bytes) {
   if (++queued_ >= opt_.submit_batch || opt_.sqpoll) submit();
 }
 
+// Pushes the prepared SQEs. The kernel may take only some of them (or none: -EAGAIN, -EBUSY while the
+// completion queue is full); what it left stays in the ring and is counted again from the ring itself,
+// so the next progress() pushes it -- a count of our own reset to 0 here forgot it, and contexts
+// waiting on those reads then waited for good (review 10, finding 10).
 void UringDevice::submit() {
-  if (queued_ == 0) return;
+  if (io_uring_sq_ready(&ring_) == 0) return;
   const int r = io_uring_submit(&ring_);
   if (r < 0 && r != -EAGAIN && r != -EBUSY) {
     std::fprintf(stderr, "daxkit async: io_uring_submit: %s\n", std::strerror(-r));
     std::abort();
   }
-  queued_ = 0;
+  queued_ = io_uring_sq_ready(&ring_);
 }
 
 void UringDevice::reap() {

@@ -54,7 +54,7 @@ class UringDevice {
   io_uring ring_{};
   UringOptions opt_;
   uint32_t contexts_ = 0;
-  uint32_t queued_ = 0;
+  uint32_t queued_ = 0;  // SQEs in the ring the kernel has not taken yet (io_uring_sq_ready after a submit)
   uint64_t reaped_ = 0;
   std::byte* buffers_ = nullptr;
   size_t buffers_bytes_ = 0;
