@@ -3,7 +3,7 @@ BUILD     ?= build
 JOBS      ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all build deps-build demo test test-knownbug test-quick test-dax bench soak clean
+.PHONY: all build release deps-build demo test test-knownbug test-quick test-dax bench soak clean
 
 all: build
 
@@ -15,6 +15,14 @@ $(BUILD)/build.ninja: CMakeLists.txt | deps-build
 
 build: deps-build $(BUILD)/build.ninja
 	ninja -C $(BUILD)
+
+# `make` builds the test build that `make test` needs: its library honours the test-only DAXKIT_TEST_*
+# variables (crash points, fault injection). For deployment build this one: the same library and tools
+# without them (`daxkit doctor` prints which kind a build is).
+RELEASE ?= build-release
+release: deps-build
+	cmake -S . -B $(RELEASE) -G Ninja -DCMAKE_BUILD_TYPE=Release -DDAXKIT_TEST_BUILD=OFF $(CMAKE_ARGS)
+	ninja -C $(RELEASE) daxkit daxkit-cli daxkit-graph
 
 demo: build
 	@scripts/deps.sh demo

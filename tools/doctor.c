@@ -332,6 +332,11 @@ static void text_report(const struct doctor *d) {
                                                            "DAXKIT_CLONE_MIN_BYTES is set"
                                                          : "yes (FICLONERANGE works: relink can move whole blocks)");
     text_costs(d);
+    if (!strcmp(dk_build_kind(), "test"))
+        printf("build           test: honours the test-only DAXKIT_TEST_* variables (crash points, fault injection);\n"
+               "                `make release` builds a library without them\n");
+    else
+        printf("build           release\n");
     printf("flush           %s\n", dk_flush_name());
     printf("non-temporal    %s stores for writes >= %" PRIu64 " B\n", dk_nt_name(), d->cfg.nt_min_bytes);
     printf("persistence     %s\n", persist_label(d));
@@ -389,7 +394,8 @@ static void json_report(const struct doctor *d) {
     printf("{\n  ");
     json_kv_str("path", d->dir, ",\n  ");
     json_kv_str("medium", dk_medium_name(m->medium), ",\n  ");
-    json_kv_str("medium_meaning", medium_meaning(m->medium), ",\n");
+    json_kv_str("medium_meaning", medium_meaning(m->medium), ",\n  ");
+    json_kv_str("build", dk_build_kind(), ",\n");
     printf("  \"fs\": {");
     json_kv_str("name", m->fs_name, ", ");
     printf("\"magic\": \"0x%" PRIx64 "\", \"block_bytes\": %u, ", m->fs_magic, m->block_bytes);

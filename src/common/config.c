@@ -47,6 +47,14 @@ static int enum_index(const char *values, const char *s) {
     return -1;
 }
 
+const char *dk_build_kind(void) {
+#ifdef DAXKIT_TEST_BUILD
+    return "test";
+#else
+    return "release";
+#endif
+}
+
 const char *dk_config_enum_name(const char *option, int value) {
     static __thread char buf[32];
     for (size_t i = 0; i < DK_ARRAY_LEN(opts); i++) {

@@ -47,5 +47,8 @@ void dk_config_write_doc(FILE *out);
 int dk_config_write_nondefault(const struct dk_config *cfg, char *buf, size_t len, const char *sep);
 /* Name of an enum value, e.g. dk_config_enum_name("MODE", DK_MODE_SYNC) == "sync". */
 const char *dk_config_enum_name(const char *option, int value);
+/* "test" when this build honours the test-only DAXKIT_TEST_* variables (crash points, fault injection,
+ * the atomic journal window), "release" otherwise (`make release`). */
+const char *dk_build_kind(void);
 
 #endif

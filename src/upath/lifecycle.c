@@ -48,7 +48,8 @@ static void banner(void) {
     if (!dk_cfg.verbose) return;
     char buf[2048];
     int n = dk_config_write_nondefault(&dk_cfg, buf, sizeof buf, " ");
-    dk_log("daxkit %s loaded: %s%s; flush %s, non-temporal %s", DAXKIT_VERSION, n ? buf : "all defaults",
+    dk_log("daxkit %s (%s build) loaded: %s%s; flush %s, non-temporal %s", DAXKIT_VERSION, dk_build_kind(),
+           n ? buf : "all defaults",
            dk_cfg.persist == DK_PERSIST_FLUSH ? " (persistence EMULATED: flush treated as durable)" : "",
            dk_flush_name(), dk_nt_name());
 }
