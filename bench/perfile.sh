@@ -16,7 +16,10 @@
 #              build's libdaxkit.so: before/after in one interleaved run); "daxkit-auto" runs daxkit with
 #              DAXKIT_APPEND=auto (a log fsynced per record moves to extend with keep); "eager" runs daxkit
 #              with DAXKIT_ADOPT_AFTER_IOS=0 (every managed file adopted at its open: no lazy adoption), "lazy"
-#              with DAXKIT_ADOPT_AFTER_IOS=4.
+#              with DAXKIT_ADOPT_AFTER_IOS=4; "flush" (and "base-flush") with DAXKIT_PERSIST=flush -- the issue's
+#              targets' setting: every mapping treated as DAX (cache lines written back, fsync reaching the
+#              kernel when sizes moved), where "daxkit" on tmpfs persists as the medium is (volatile: nothing,
+#              as the kernel's tmpfs fsync).
 # Rows: medium,workload,variant,metric,value,rep  (metric cpu_s, wall_s, or insn).
 set -euo pipefail
 BUILD=$(cd "${1:?build dir}" && pwd)
@@ -53,6 +56,8 @@ run() {
     preload) env+=(LD_PRELOAD="$LIB") ;;
     daxkit) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR") ;;
     daxkit-auto) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_APPEND=auto) ;;
+    flush) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_PERSIST=flush) ;;
+    base-flush) env+=(LD_PRELOAD="${BASE_LIB:?variant base-flush needs BASE_LIB}" DAXKIT_DIR="$DIR" DAXKIT_PERSIST=flush) ;;
     eager) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_ADOPT_AFTER_IOS=0) ;;
     lazy) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_ADOPT_AFTER_IOS=4) ;;
     base) env+=(LD_PRELOAD="${BASE_LIB:?variant base needs BASE_LIB}" DAXKIT_DIR="$DIR") ;;
@@ -124,7 +129,11 @@ work_redis() {
     preload) env+=(LD_PRELOAD="$LIB") ;;
     daxkit) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR") ;;
     daxkit-auto) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_APPEND=auto) ;;
+    flush) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_PERSIST=flush) ;;
+    eager) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_ADOPT_AFTER_IOS=0) ;;
+    lazy) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_ADOPT_AFTER_IOS=4) ;;
     base) env+=(LD_PRELOAD="${BASE_LIB:?variant base needs BASE_LIB}" DAXKIT_DIR="$DIR") ;;
+    base-flush) env+=(LD_PRELOAD="${BASE_LIB:?variant base-flush needs BASE_LIB}" DAXKIT_DIR="$DIR" DAXKIT_PERSIST=flush) ;;
     esac
     t=$(mktemp)
     t0=$(date +%s%N)
