@@ -362,14 +362,13 @@ static void release_resources(struct alog_file *f) {
 }
 
 /* The engine's kept descriptors move to a high number, out of the way of the program's open(), which must
- * get the lowest free number (review 9, finding 21; upath/auxfd.c): 64 below RLIMIT_NOFILE's soft limit,
- * as up_internal_fd_floor. The log's flock belongs to its open file description: the duplicate keeps it.
+ * get the lowest free number (review 9, finding 21; upath/auxfd.c): 64 below RLIMIT_NOFILE's soft limit, at
+ * most 960, as up_internal_fd_floor (config.h: dk_internal_fd_floor). The log's flock belongs to its open file description: the duplicate keeps it.
  * The descriptor stays where it is when the move fails (a low limit, no free high number). */
 static int fd_high(int fd) {
     struct rlimit rl;
-    int floor = 512;
-    if (DK_REAL(getrlimit)(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-        floor = (int)DK_MAX(16, (long)rl.rlim_cur - 64);
+    bool limited = DK_REAL(getrlimit)(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
+    int floor = dk_internal_fd_floor(limited ? (long)rl.rlim_cur : 0, limited);
     int hi = fd >= 0 && fd < floor ? DK_REAL(fcntl)(fd, F_DUPFD_CLOEXEC, floor) : -1;
     if (hi < 0) return fd;
     DK_REAL(close)(fd);

@@ -180,7 +180,8 @@ size_t up_fd_path(int fd, char *buf, size_t cap);
 int up_fd_reopen(int fd, int flags);
 /* Internal descriptors: moved above the program's low numbers and invisible to it. */
 int up_internal_fd(int fd);
-/* The lowest number up_internal_fd moves descriptors to: 64 below RLIMIT_NOFILE's soft limit, 512 if none. */
+/* The lowest number up_internal_fd moves descriptors to: 64 below RLIMIT_NOFILE's soft limit, at most 960, 512 if
+ * none (config.h: dk_internal_fd_floor). */
 int up_internal_fd_floor(void);
 void up_internal_close(int fd);
 

@@ -75,10 +75,8 @@ int up_stage_fd(const struct up_stg_file *sf) { return sf->fd; }
 /* Moves an internal descriptor out of the low numbers the program expects to get from open(). */
 int up_internal_fd_floor(void) {
     struct rlimit rl;
-    int floor = 512;
-    if (dk_libc()->getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-        floor = (int)DK_MAX(16, (long)rl.rlim_cur - 64);
-    return floor;
+    bool limited = dk_libc()->getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
+    return dk_internal_fd_floor(limited ? (long)rl.rlim_cur : 0, limited);
 }
 
 int up_internal_fd(int fd) {
