@@ -377,8 +377,20 @@ static inline bool up_file_pinned(const struct up_file *f) {
 static inline uint64_t up_file_size(const struct up_file *f) {
     return __atomic_load_n(&f->size, __ATOMIC_ACQUIRE);
 }
+/* Moved (release) after every change that may pin an open file -- staged bytes, a kernel size apart from the
+ * logical one, a rescue descriptor -- and when a file joins the active list: up_publish_all skips its walk of
+ * the active files while it has not moved since a walk that left none of them pinned (a lock release with
+ * nothing to publish: SQLite releases three locks per transaction). Its writers hold f->mu (or
+ * up_table_mu: active_add). */
+extern uint64_t up_pin_seq;
+static inline void up_pin_note(void) { __atomic_add_fetch(&up_pin_seq, 1, __ATOMIC_RELEASE); }
+
+/* A size apart from the kernel's pins the file: noted when it did not already differ (under f->mu, which
+ * every ksize change holds too; a ksize change that makes the two differ notes it itself: io.c). */
 static inline void up_file_set_size(struct up_file *f, uint64_t s) {
+    uint64_t was = __atomic_load_n(&f->size, __ATOMIC_RELAXED), k = __atomic_load_n(&f->ksize, __ATOMIC_RELAXED);
     __atomic_store_n(&f->size, s, __ATOMIC_RELEASE);
+    if (s != k && was == k) up_pin_note();
 }
 
 /* reclock.c: at a size re-read after a lock (refresh_gen set), under mu; at a close of any descriptor of

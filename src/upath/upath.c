@@ -323,6 +323,7 @@ static void keep_rescue_fd(struct up_file *f, int fd) {
     if (d < 0) return;
     up_fd_mark_internal(d, true);
     f->rescue_fd = d;
+    up_pin_note();
 }
 
 /* ---- names removed: is the victim worth a stat? ---- */
@@ -763,9 +764,7 @@ bool up_thread_in_call(void) {
     return up_io_held_file() != NULL || up_strict_ck_held() || up_atomic_held_file() != NULL;
 }
 
-static void publish_one(struct up_file *f, void *arg) {
-    (void)arg;
-    if (!up_file_pinned(f)) return;
+static void publish_pinned(struct up_file *f) {
     /* A signal handler's publish point (_exit, exit, exec, fork) that interrupted this thread's call on f:
      * published only when f's mutex turns out free (the signal came before the lock or after the unlock);
      * else its state may be half-changed, and the thread would wait for itself forever (review 9, finding
@@ -803,6 +802,14 @@ static void publish_one(struct up_file *f, void *arg) {
     }
 }
 
+/* arg: NULL, or a bool set when f stays pinned -- its publish skipped or failed, or another thread appended
+ * meanwhile (up_publish_all). */
+static void publish_one(struct up_file *f, void *arg) {
+    if (!up_file_pinned(f)) return;
+    publish_pinned(f);
+    if (arg && up_file_pinned(f)) *(bool *)arg = true;
+}
+
 /* publish_one for a file whose mu this thread holds already (up_file_lock_all). */
 static void publish_held(struct up_file *f, void *arg) {
     (void)arg;
@@ -834,12 +841,26 @@ void up_refresh_all(void) {
     __atomic_add_fetch(&up_refresh_gen, 1, __ATOMIC_ACQ_REL);
 }
 
+uint64_t up_pin_seq = 1;
+static uint64_t unpinned_at_seq; /* up_pin_seq when a walk began that left no active file pinned */
+
 void up_publish_all(void) {
     if (!up_enabled) return;
+    /* Nothing pinned since such a walk: this one would find nothing either (strict mode's checkpoint and
+     * DAXKIT_ATOMIC's commits are not counted: their walks always run). A change made after the load below
+     * moves the sequence past it, so it is not recorded as walked. */
+    bool countable = dk_cfg.mode != DK_MODE_STRICT && !dk_cfg.atomic[0];
+    uint64_t seq = __atomic_load_n(&up_pin_seq, __ATOMIC_ACQUIRE);
+    if (countable && seq == __atomic_load_n(&unpinned_at_seq, __ATOMIC_ACQUIRE)) {
+        dk_count(DK_C_publish_walk_skips, 1);
+        return;
+    }
     DK_ERRNO_SAVE;
+    bool pinned = false;
     pthread_mutex_lock(&up_table_mu);
-    up_file_foreach_active(publish_one, NULL); /* closed-list files are published (up_file_put) */
+    up_file_foreach_active(publish_one, &pinned); /* closed-list files are published (up_file_put) */
     pthread_mutex_unlock(&up_table_mu);
+    if (countable && !pinned) __atomic_store_n(&unpinned_at_seq, seq, __ATOMIC_RELEASE);
     /* (not from a signal handler that interrupted a call of its thread: it may be one the checkpoint waits for) */
     if (dk_cfg.mode == DK_MODE_STRICT && !up_thread_in_call()) up_strict_checkpoint_all();
     DK_ERRNO_RESTORE;

@@ -24,6 +24,10 @@
  *               shared lock given relative to the offset (SEEK_CUR) is not counted as held, so the
  *               escalations after it re-read the size; a thread cancelled while waiting in F_SETLKW does
  *               not switch the bookkeeping off for the process (escalations skip re-reads again after it).
+ *   lock_other  the release of a lock on another file publishes this one's appends -- also after releases
+ *               with nothing to publish, which skip the walk of the open files (counter publish_walk_skips:
+ *               upath.c, up_publish_all): appends of 100 B, 5,000 B, 70,000 B and 3 B, each followed by a
+ *               lock round on the other file and a look by another program, then a round with nothing new.
  *   auto_keep   DAXKIT_APPEND=auto with a log fsynced after every single record: after
  *               DAXKIT_AUTO_KEEP_AFTER (8) such fsyncs the file moves to extend with keep (counter auto_keeps),
  *               unless it was appended through O_APPEND (a shared log: another program's record follows);
@@ -642,6 +646,42 @@ static void case_auto_keep(bool never) {
                                         : "a log fsynced per record moved to extend-keep; exact at close and unlock");
 }
 
+/* ---- a lock on another file (upath.c: up_publish_all, its walk skipped while nothing is pinned) ---- */
+
+static void lock_round(int fd) {
+    struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    OK(fcntl(fd, F_SETLKW, &l));
+    l.l_type = F_UNLCK;
+    OK(fcntl(fd, F_SETLK, &l));
+}
+
+static void case_lock_other(void) {
+    char path[PATH_MAX], other[PATH_MAX];
+    st_path(path, sizeof path, dir, "lock_other");
+    st_path(other, sizeof other, dir, "lock_other.lock");
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    int lfd = OK(open(other, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    lock_round(lfd); /* nothing pinned: the walk finds so */
+    uint64_t skips = st_counter(DK_C_publish_walk_skips);
+    lock_round(lfd);
+    CHECK(st_counter(DK_C_publish_walk_skips) > skips, "a lock release with nothing to publish walked the open files");
+    const size_t sizes[] = {100, 5000, 70000, 3};
+    uint64_t pub = 0, size = 0;
+    for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size = append(fd, size, sizes[i]);
+        seen_by_other(path, pub, size, "appends before a lock round on another file");
+        lock_round(lfd);
+        pub = size;
+        seen_by_other(path, pub, size, "the release of a lock on another file (after a skipped walk)");
+        skips = st_counter(DK_C_publish_walk_skips);
+        lock_round(lfd); /* nothing pinned again */
+        CHECK(st_counter(DK_C_publish_walk_skips) > skips, "no skip after the appends were published");
+    }
+    OK(close(lfd));
+    OK(close(fd));
+    printf("ok: lock_other: appends published by the release of a lock on another file, walks skipped in between\n");
+}
+
 int main(int argc, char **argv) {
     dir = st_dir(argc, argv);
     const char *which = argc > 2 ? argv[2] : "all";
@@ -660,6 +700,7 @@ int main(int argc, char **argv) {
     if (all || !strcmp(which, "lock_escalate")) case_lock_escalate(), any = true;
     if (all || !strcmp(which, "lock_unknown")) case_lock_unknown(), any = true;
     if (all || !strcmp(which, "fsync_visible")) case_fsync_visible(), any = true;
+    if (all || !strcmp(which, "lock_other")) case_lock_other(), any = true;
     if (!strcmp(which, "auto_keep")) case_auto_keep(argc > 3 && !strcmp(argv[3], "never")), any = true;
     CHECK(any, "unknown case '%s'", which);
     return 0;
