@@ -138,7 +138,7 @@ static int zero_fill(struct up_file *f, struct up_atomic *a, uint64_t from, uint
 
 /* The logical size changed (under a->rw for writing). */
 static void set_size(struct up_file *f, uint64_t size) {
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     up_file_set_size(f, size);
     __atomic_store_n(&f->pub_size, size, __ATOMIC_RELEASE);
     f->ksize = __atomic_load_n(&f->atomic->eng->data_len, __ATOMIC_ACQUIRE);
@@ -368,7 +368,7 @@ static void attach(struct up_file *f, struct alog_file *eng) {
     pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
     pthread_rwlock_init(&a->rw, &ra);
     pthread_rwlockattr_destroy(&ra);
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     up_guard_write_lock(f);
     up_file_set_size(f, eng->size_pending);
     f->pub_size = eng->size_pending;
@@ -437,7 +437,7 @@ int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
     int rc = alog_named_log_name(fd, log_name, sizeof log_name);
     /* The engine's descriptor of the file is ours, kept until the program closes one of its own: closing it
      * at a detach while the program keeps the file open would drop the program's POSIX locks (auxfd.c). */
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     int dfd = rc ? rc : up_atomic_fd(f, fd);
     pthread_mutex_unlock(&f->mu);
     if (dfd < 0) rc = dfd;
@@ -474,7 +474,7 @@ void up_atomic_detach(struct up_file *f) {
     if (rc || crc)
         dk_log("closing a DAXKIT_ATOMIC file failed (%s): its last commit is what a recovery keeps",
                strerror(-(rc ? rc : crc)));
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     up_guard_write_lock(f);
     __atomic_store_n(&f->atomic, NULL, __ATOMIC_RELEASE);
     up_file_set_size(f, size);

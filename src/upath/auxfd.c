@@ -197,7 +197,7 @@ void up_aux_vacate(int newfd) {
     struct up_file *f = e ? e->aux_of : NULL;
     if (!f) return;
     up_atomic_hold(); /* the engine that may use atomic_fd stays attached or detached meanwhile */
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     int *field = f->aux_fd == newfd      ? &f->aux_fd
                  : f->atomic_fd == newfd ? &f->atomic_fd
                                          : NULL;

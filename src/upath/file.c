@@ -208,7 +208,7 @@ static void lock_one(struct up_file *f, void *arg) {
     (void)arg;
     f->lock_all_skipped = f == up_io_held_file() || up_mutex_mine(&f->mu);
     if (DK_UNLIKELY(f->lock_all_skipped)) return;
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     pthread_rwlock_wrlock(&f->rw);
 }
 static void unlock_one(struct up_file *f, void *arg) {
@@ -228,6 +228,7 @@ static void reinit_one(struct up_file *f, void *arg) {
      * the child logs to a log of its own: its writes start unshared. */
     f->strict_writer = 0;
     f->strict_shared = 0;
+    f->append_inflight = 0; /* only the forking thread exists here, and it is in fork */
 }
 void up_file_lock_all(void) { up_file_foreach(lock_one, NULL); }
 void up_file_unlock_all(void) { up_file_foreach(unlock_one, NULL); }

@@ -315,7 +315,12 @@ struct up_file {
      * writers: the paths under mu (appends, locked reads) need not take rw too. */
     pthread_rwlock_t rw;    /* read: data IO without mu; write: truncate, drop (with mu); see guard.h */
     uint32_t guard_closed;  /* the guard's write side is in: fast sections take rw (guard.h) */
-    pthread_mutex_t mu;     /* appends, size changes, publish */
+    pthread_mutex_t mu;     /* appends, size changes, publish: taken by up_file_lock, never directly */
+    /* An extend-strategy append storing its bytes after it let mu go (io.c: write_locked): the storing
+     * thread's token (up_append_token) while its stores and its size update are under way, 0 otherwise.
+     * Set under mu, cleared by a release store after the stores are fenced; up_file_lock waits for it. */
+    uintptr_t append_inflight;
+    uint64_t append_inflight_end; /* that append's end (valid while append_inflight is set) */
     pthread_mutex_t strict_mu; /* strict mode: an append's offset, record and apply in one order */
     enum up_strategy strategy;
     bool auto_policy;       /* the strategy was chosen by DAXKIT_APPEND=auto (upath.c) */
@@ -391,6 +396,23 @@ static inline void up_file_set_size(struct up_file *f, uint64_t s) {
     uint64_t was = __atomic_load_n(&f->size, __ATOMIC_RELAXED), k = __atomic_load_n(&f->ksize, __ATOMIC_RELAXED);
     __atomic_store_n(&f->size, s, __ATOMIC_RELEASE);
     if (s != k && was == k) up_pin_note();
+}
+
+/* This thread's token for f->append_inflight: the address of a thread-local variable (never 0). */
+uintptr_t up_append_token(void);
+/* Waits until no other thread stores an append into f after its mutex (io.c). Caller holds f->mu. */
+void up_append_wait_others(struct up_file *f);
+/* Takes f->mu, the file's state lock, and then waits for another thread's extend-strategy append that
+ * is still storing its bytes after it let the lock go (io.c, write_locked): what the caller sees under
+ * the lock -- the size, the mapping, the extension -- no longer changes under it. A signal handler on the
+ * thread of such an append does not wait for itself (see the callers that check up_append_inflight_mine). */
+static inline void up_file_lock(struct up_file *f) {
+    pthread_mutex_lock(&f->mu);
+    if (__builtin_expect(__atomic_load_n(&f->append_inflight, __ATOMIC_ACQUIRE) != 0, 0)) up_append_wait_others(f);
+}
+static inline bool up_append_inflight_mine(const struct up_file *f) {
+    uintptr_t t = __atomic_load_n(&f->append_inflight, __ATOMIC_ACQUIRE);
+    return t != 0 && t == up_append_token();
 }
 
 /* reclock.c: at a size re-read after a lock (refresh_gen set), under mu; at a close of any descriptor of

@@ -3,6 +3,7 @@
  * staging (stage) or in place past a pre-extended size (extend), and become part of the file at a
  * publish point (publish.c). */
 #include <fcntl.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -283,14 +284,20 @@ static inline uint64_t inplace_limit(const struct up_file *f) {
     return f->strategy == UP_STAGE ? __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) : up_file_size(f);
 }
 
-/* Appending part of a write, under f->mu: [off, off+n), where off+n > inplace limit. */
-static int append_locked(struct up_file *f, int fd, uint64_t off, const char *buf, size_t n) {
+/* Appending part of a write, under f->mu: [off, off+n), where off+n > inplace limit. With `store_after`
+ * (extend strategy) only the extension is made ready and *store_after set: the caller stores the bytes
+ * and moves the size after it let the mutex go (write_locked). */
+static int append_locked(struct up_file *f, int fd, uint64_t off, const char *buf, size_t n, bool *store_after) {
     uint64_t end = off + n;
     f->appends_unpublished++; /* publish.c: a file fsynced after every single append */
     if (f->strategy == UP_EXTEND) {
         int rc = extend_to(f, fd, end);
         if (rc == 0) rc = back_extension(f, fd, end);
         if (rc) return rc;
+        if (store_after) {
+            *store_after = true;
+            return 0;
+        }
         up_io_overwrite(f, off, buf, n);
     } else {
         uint64_t pub = f->pub_size;
@@ -373,7 +380,7 @@ static ssize_t overwrite_unmapped(struct up_file *f, int fd, const char *buf, si
     if (__atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE) || off + n > inplace_limit(f)) return 0; /* cheap reject */
     const struct up_file *outer = mu_file;
     mu_file = f;
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     ssize_t w = 0;
     if (unmapped_take_turn(f, off + n)) {
         w = pwrite_as_program(fd, buf, n, off);
@@ -392,7 +399,7 @@ static ssize_t read_unmapped(struct up_file *f, int fd, char *buf, size_t n, uin
     if (__atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE) || off + n > inplace_limit(f)) return 0; /* cheap reject */
     const struct up_file *outer = mu_file;
     mu_file = f;
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     ssize_t r = 0;
     if (unmapped_take_turn(f, off + n)) {
         int cancel_was = dk_cancel_off(); /* f->mu is held */
@@ -482,16 +489,50 @@ bool up_io_in_place(const struct up_file *f, uint64_t off, size_t n) {
            __atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE);
 }
 
+/* ---- extend appends stored after the mutex ----
+ *
+ * A locked read-modify-write right after a 4 KiB non-temporal copy waits until the copy has drained to
+ * memory (guard.h): the mutex's release after an append's stores cost an extend-strategy append 35-40 ns
+ * of its ~300 (median, huge tmpfs, DAXKIT_PERSIST=flush; overwrites, which take no lock, run at the
+ * floor). So a posix-mode extend append that lies wholly past the end makes its extension ready under
+ * f->mu, marks the file (append_inflight: this thread, append_inflight_end), lets the mutex go, stores,
+ * fences, moves the size and clears the mark with a release store. Every other taker of the mutex
+ * (up_file_lock) waits for the mark to clear before it looks at the file -- another append, a publish, a
+ * truncate, a locked read -- so what it sees is what it saw before: the bytes and the size, both or
+ * neither, and no mapping or extension changes under the stores. Readers without the mutex (read_fast)
+ * see the size move after the bytes, as under the mutex. A signal handler on the storing thread does not
+ * wait for itself: its appends go past the stored range (write_locked), and its publish points leave the
+ * file alone as when it held the mutex (upath.c: publish_one; file.c: lock_one). */
+
+uintptr_t up_append_token(void) { return (uintptr_t)&mu_file; }
+
+void up_append_wait_others(struct up_file *f) {
+    uintptr_t self = up_append_token();
+    for (unsigned spins = 0;; spins++) {
+        uintptr_t t = __atomic_load_n(&f->append_inflight, __ATOMIC_ACQUIRE);
+        if (t == 0 || t == self) return;
+        if (spins < 256) __builtin_ia32_pause();
+        else sched_yield(); /* the storing thread was preempted */
+    }
+}
+
 /* Everything else, under f->mu (which excludes rw's writers): appends, writes across the published end,
  * writes into a part not mapped yet. Sets *at and *appended, and *in_place to the bytes stored over
- * published ones (still there when the appending part fails). 0 or -errno. */
+ * published ones (still there when the appending part fails). `store_after`: an extend append wholly past
+ * the end may store its bytes after the mutex (above). 0 or -errno. */
 static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, uint64_t *at, bool append,
-                        bool *appended, bool fence, size_t *in_place) {
+                        bool *appended, bool fence, size_t *in_place, bool store_after) {
     const struct up_file *outer = mu_file;
     mu_file = f;
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     if (append && !f->appends_o_append) f->appends_o_append = true;
     uint64_t off = append ? up_file_size(f) : *at;
+    /* A signal handler whose thread is storing an append into f (above) appends after it. */
+    if (DK_UNLIKELY(up_append_inflight_mine(f))) {
+        store_after = false;
+        if (append) off = DK_MAX(off, f->append_inflight_end);
+    }
+    bool later = false;
     uint64_t limit = inplace_limit(f);
     int rc = off < limit ? map_locked(f, fd, DK_MIN(off + n, limit)) : 0;
     if (rc == 0 && off < limit) rc = up_holes_back(f, fd, off, DK_MIN(off + n, limit)); /* -ENOSPC: the kernel's */
@@ -500,12 +541,24 @@ static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, ui
         else if (off < limit) {
             up_io_overwrite(f, off, buf, limit - off);
             *in_place = limit - off;
-            rc = append_locked(f, fd, limit, buf + (limit - off), n - (limit - off));
+            rc = append_locked(f, fd, limit, buf + (limit - off), n - (limit - off), NULL);
             *appended = true;
         } else {
-            rc = append_locked(f, fd, off, buf, n);
+            rc = append_locked(f, fd, off, buf, n, store_after ? &later : NULL);
             *appended = true;
         }
+    }
+    if (later && rc == 0) {
+        f->append_inflight_end = off + n;
+        __atomic_store_n(&f->append_inflight, up_append_token(), __ATOMIC_RELAXED); /* the unlock releases it */
+        pthread_mutex_unlock(&f->mu);
+        up_io_overwrite(f, off, buf, n);
+        dk_fence(); /* non-temporal stores: visible before the size and the mark (any medium) */
+        if (off + n > up_file_size(f)) up_file_set_size(f, off + n);
+        __atomic_store_n(&f->append_inflight, 0, __ATOMIC_RELEASE);
+        mu_file = outer;
+        *at = off;
+        return 0;
     }
     if (rc == 0 && fence && flush_medium(f)) dk_fence();
     pthread_mutex_unlock(&f->mu);
@@ -521,7 +574,7 @@ static ssize_t write_by_kernel(struct up_file *f, int fd, const char *buf, size_
     dk_count(DK_C_fallbacks, 1);
     const struct up_file *outer = mu_file;
     mu_file = f;
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     ssize_t w = up_publish_locked(f, fd);
     if (w == 0) {
         uint64_t off = append ? up_file_size(f) : *at;
@@ -567,7 +620,7 @@ static ssize_t write_through_kernel(struct up_file *f, int fd, const char *buf, 
  * the bytes and the size durable, and strict mode's checkpoint fdatasyncs the file before the record goes;
  * so the publish leaves meta_dirty as it found it (fsync has nothing to add for it). 0 or -errno. */
 static int publish_logged(struct up_file *f, int fd) {
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     bool meta = f->meta_dirty;
     int rc = up_publish_locked(f, fd);
     if (rc == 0) f->meta_dirty = meta;
@@ -597,7 +650,8 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
     if (w == 0 && !append && sync == UP_IO_ASYNC) w = overwrite_unmapped(f, fd, buf, n, off);
     if (w == 0) {
         size_t in_place = 0;
-        int rc = write_locked(f, fd, buf, n, &off, append, &appended, fence, &in_place);
+        int rc = write_locked(f, fd, buf, n, &off, append, &appended, fence, &in_place,
+                              sync == UP_IO_ASYNC && dk_cfg.mode == DK_MODE_POSIX);
         w = rc == 0 ? (ssize_t)n : rc;
         if (rc == -ENOSPC || rc == -ENOMEM) {
             w = write_by_kernel(f, fd, buf, n, &off, append, &appended);
@@ -668,7 +722,7 @@ static ssize_t read_holes(int fd, char *buf, size_t n, uint64_t off) {
 static ssize_t read_locked(struct up_file *f, int fd, char *buf, size_t n, uint64_t off) {
     const struct up_file *outer = mu_file;
     mu_file = f;
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     uint64_t size = up_file_size(f);
     ssize_t r = 0;
     if (off < size) {

@@ -186,7 +186,7 @@ void up_pending_drop(int fd) {
             pthread_mutex_lock(&up_table_mu);
             struct up_file *f = up_file_lookup(st.st_dev, st.st_ino);
             if (f) {
-                pthread_mutex_lock(&f->mu);
+                up_file_lock(f);
                 up_locks_closed(f);
                 pthread_mutex_unlock(&f->mu);
             }

@@ -314,7 +314,7 @@ static void note_sync_streak(struct up_file *f, uint32_t appends) {
 }
 
 int up_sync_file(struct up_file *f, int fd, bool datasync) {
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     if (keeps_extension(f)) {
         int rc = sync_keeping_extension(f, fd, datasync);
         pthread_mutex_unlock(&f->mu);
@@ -329,7 +329,7 @@ int up_sync_file(struct up_file *f, int fd, bool datasync) {
     if (rc) return rc;
     rc = persist_file(f, fd, datasync, meta);
     if (rc) {
-        pthread_mutex_lock(&f->mu);
+        up_file_lock(f);
         f->meta_dirty = true;
         pthread_mutex_unlock(&f->mu);
     }
@@ -338,7 +338,7 @@ int up_sync_file(struct up_file *f, int fd, bool datasync) {
 
 bool up_refresh_if_idle(struct up_file *f, int fd) {
     bool changed = false;
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     __atomic_store_n(&f->size_unsure, false, __ATOMIC_RELAXED);
     uint64_t size = up_file_size(f);
     bool idle = size == f->pub_size && size == f->ksize && f->staged_count == 0;

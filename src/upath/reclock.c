@@ -135,7 +135,7 @@ void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l,
     if (posix) {
         if (!unlock && !__atomic_load_n(&up_locks_ever, __ATOMIC_RELAXED))
             __atomic_store_n(&up_locks_ever, true, __ATOMIC_RELEASE); /* pending.c: closes must tell */
-        pthread_mutex_lock(&f->mu);
+        up_file_lock(f);
         uint64_t a = 0, b = 0;
         bool known = !overlapped && !s->kernel && __atomic_load_n(&s->procs, __ATOMIC_ACQUIRE) <= 1 &&
                      lock_range(l, &a, &b);

@@ -978,7 +978,7 @@ int up_strict_fsync(struct up_file *f, int fd, bool datasync) {
      * (a SQLite WAL checkpointer fsyncs the database, then tells readers through shared memory), and no
      * later apply can land over what another process writes after it (review 7, findings 8 and 8b). */
     up_strict_drain(f);
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     bool meta = f->meta_dirty || up_file_size(f) != f->pub_size || f->staged_count;
     pthread_mutex_unlock(&f->mu);
     if (meta) return up_sync_file(f, fd, datasync);

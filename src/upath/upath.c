@@ -40,7 +40,7 @@ static void resync(int fd, struct up_fd *e, struct up_slot *s) {
 static void refresh_for(struct up_file *f, int fd, uint64_t gen) {
     __atomic_store_n(&f->refresh_gen, gen, __ATOMIC_RELAXED);
     DK_ERRNO_SAVE;
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     up_locks_note_refresh(f); /* a further lock while these are held needs no re-read (reclock.c) */
     pthread_mutex_unlock(&f->mu);
     up_refresh_if_idle(f, fd);
@@ -114,7 +114,7 @@ static void forget_contents_guarded(struct up_file *f, uint64_t ksize) {
 
 /* A file seen again: take the kernel's size unless this process has appends not yet published. */
 static void file_reopened(struct up_file *f, int fd, const struct stat *st_open, int oflags) {
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     /* The size now, under the lock: another thread may have published (or truncated) since the open's
      * fstat -- then the size it left, f->ksize, differs from what the open saw, and the kernel is asked
      * again. Equal: nothing of this process moved the size since (every change of ours sets ksize under
@@ -224,7 +224,7 @@ void up_std_fd_to_kernel(int fd, bool offset_from_slot) {
     struct up_file *f = s->file;
     DK_ERRNO_SAVE;
     up_hand_to_kernel(fd); /* the atomic route lets it go; published (strict: checkpointed) */
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     if (!f->atomic) up_publish_locked(f, fd); /* appends another thread staged meanwhile */
     if (offset_from_slot && !__atomic_load_n(&s->kernel, __ATOMIC_ACQUIRE) &&
         __atomic_load_n(&s->procs, __ATOMIC_ACQUIRE) <= 1)
@@ -285,7 +285,7 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
         f->refresh_gen = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE); /* its size was just read */
         if (!known) f->victims_seen = __atomic_load_n(&up_victims_unseen, __ATOMIC_ACQUIRE);
         if (known) {
-            pthread_mutex_lock(&f->mu);
+            up_file_lock(f);
             up_locks_note_refresh(f);
             pthread_mutex_unlock(&f->mu);
         }
@@ -309,7 +309,7 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
  * checkpoint > file). */
 static int publish_file(struct up_file *f, int fd) {
     if (f->atomic) return up_atomic_publish(f); /* a commit */
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     int rc = up_publish_locked(f, fd);
     pthread_mutex_unlock(&f->mu);
     if (dk_cfg.mode == DK_MODE_STRICT && !up_thread_in_call()) up_strict_checkpoint(f->root); /* see up_publish_all */
@@ -363,7 +363,7 @@ int up_close(int fd) {
     struct up_file *f = s->file;
     int rc = publish_file(f, fd);
     if (rc) keep_rescue_fd(f, fd);
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     up_locks_closed(f); /* the kernel drops the process's POSIX locks on the file at any close of it */
     up_aux_close(f);    /* so closing ours now takes nothing more from the program */
     pthread_mutex_unlock(&f->mu);
@@ -373,7 +373,7 @@ int up_close(int fd) {
     if (last) {
         if (f->atomic && f->open_refs == 1) {
             up_atomic_detach(f);
-            pthread_mutex_lock(&f->mu);
+            up_file_lock(f);
             up_aux_close(f); /* the engine's descriptor, kept past the detach: the program's close follows */
             pthread_mutex_unlock(&f->mu);
         }
@@ -547,7 +547,7 @@ int up_fsync(struct up_slot *s, int fd, bool datasync) {
 int up_kernel_takes_over(struct up_file *f, int fd) {
     if (dk_cfg.mode == DK_MODE_STRICT && !__atomic_load_n(&f->kernel_only, __ATOMIC_ACQUIRE))
         up_strict_checkpoint(f->root);
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     int rc = up_publish_locked(f, fd);
     if (rc == 0) __atomic_store_n(&f->kernel_only, true, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&f->mu);
@@ -602,7 +602,7 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
         }
         DK_CRASH_POINT("strict.truncate.logged");
     }
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     int rc = 0;
     /* Staged bytes below the new size must reach the file first; those above just go away. */
     if ((uint64_t)len > f->pub_size && f->strategy == UP_STAGE) rc = up_publish_locked(f, fd);
@@ -631,7 +631,7 @@ int up_fallocate(struct up_slot *s, int fd, int mode, off_t off, off_t len) {
     struct up_file *f = s->file;
     if (f->atomic) return up_atomic_fallocate(f, fd, mode, off, len);
     if (dk_cfg.mode == DK_MODE_STRICT) up_strict_checkpoint(f->root); /* not logged: no older record may replay over it */
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     int rc = up_publish_locked(f, fd);
     if (rc == 0 && !(mode & FALLOC_FL_KEEP_SIZE) && off >= 0 && len > 0 &&
         (uint64_t)off + (uint64_t)len <= UP_MAP_MAX_BYTES)
@@ -715,7 +715,7 @@ void up_kernel_changed_fd(int fd) {
     if (!s) return;
     struct up_file *f = s->file;
     struct stat st;
-    pthread_mutex_lock(&f->mu);
+    up_file_lock(f);
     if (!up_file_pinned(f) && DK_REAL(fstat)(fd, &st) == 0) {
         uint64_t ns = (uint64_t)st.st_size;
         /* Past what daxkit maps: the size is taken unmapped, and the next call that needs the mapping hands
@@ -771,7 +771,8 @@ static void publish_pinned(struct up_file *f) {
      * 30). Its appends since the last publish point are lost then, as at a crash. At exit, any call of the
      * thread holding f's mutex (a close's publish: glibc's owner field) counts too. */
     if (DK_UNLIKELY(f == up_io_held_file() || up_mutex_mine(&f->mu))) {
-        if (pthread_mutex_trylock(&f->mu) != 0) {
+        /* An extend append of the thread storing its bytes after the mutex (io.c) holds the file as much. */
+        if (up_append_inflight_mine(f) || pthread_mutex_trylock(&f->mu) != 0) {
             dk_count(DK_C_publish_held_skips, 1);
             up_exit_skipped = true;
             return;

@@ -2,7 +2,7 @@
  * descriptor, in random chunk sizes and orders, into a pre-sized file and into an empty one (appends past
  * the end, holes); (2) the same through one descriptor per thread with lseek+write; (3) 8 threads append
  * self-checking records with O_APPEND (own descriptors, then one shared descriptor) while 2 reader threads
- * keep reading the whole file: a reader sees only intact records (plus a prefix of one record at the end),
+ * keep reading the whole file and one more fsyncs in a loop: a reader sees only intact records (plus a prefix of one record at the end),
  * never bytes that were not written. Final contents are checked in-process and by shim_check without the
  * library after fsync. (4) map_race: first writes far apart in a fresh file. (5) truncate_race: overwrites
  * and reads racing truncates (the file guard). (6) signal_nested: a handler reading the file its thread
@@ -174,6 +174,18 @@ static void *reader(void *arg) {
     return NULL;
 }
 
+/* fsync in a loop while the appenders run: a publish point between an append's reservation and its
+ * stores (extend strategy: io.c, append_inflight) must neither cut nor lose them. */
+static void *syncer(void *arg) {
+    int fd = (int)(intptr_t)arg;
+    unsigned long n = 0;
+    while (!__atomic_load_n(&appenders_done, __ATOMIC_ACQUIRE)) {
+        OK(fsync(fd));
+        n++;
+    }
+    return (void *)n;
+}
+
 static void appends(const char *name, bool shared) {
     char path[PATH_MAX];
     st_path(path, sizeof path, dir, name);
@@ -189,10 +201,14 @@ static void appends(const char *name, bool shared) {
         j[i] = (struct app_job){path, shared ? fd : (int)OK(open(path, O_WRONLY | O_APPEND)), (uint16_t)i};
     for (unsigned i = 0; i < READERS; i++)
         CHECK(pthread_create(&r[i], NULL, reader, (void *)(intptr_t)rfd[i]) == 0, "pthread_create");
+    pthread_t s;
+    CHECK(pthread_create(&s, NULL, syncer, (void *)(intptr_t)fd) == 0, "pthread_create");
     for (unsigned i = 0; i < THREADS; i++) CHECK(pthread_create(&w[i], NULL, appender, &j[i]) == 0, "pthread_create");
     for (unsigned i = 0; i < THREADS; i++) pthread_join(w[i], NULL);
     __atomic_store_n(&appenders_done, 1, __ATOMIC_RELEASE);
     for (unsigned i = 0; i < READERS; i++) pthread_join(r[i], NULL);
+    void *syncs;
+    pthread_join(s, &syncs);
     for (unsigned i = 0; i < READERS; i++) OK(close(rfd[i]));
     for (unsigned i = 0; i < THREADS && !shared; i++) OK(close(j[i].fd));
     /* in-process: the whole file */
@@ -207,8 +223,10 @@ static void appends(const char *name, bool shared) {
     int rc = st_check("records", path, st_fmt("%d", THREADS), st_fmt("%d", RECS_PER_THREAD));
     CHECK(rc == 0, "%s: shim_check (no library) found lost, doubled or torn records after fsync", name);
     OK(close(fd));
-    printf("ok: O_APPEND from %d threads (%s descriptor), %d records each; readers did %lu reads (%lu records seen)\n",
-           THREADS, shared ? "one shared" : "own", RECS_PER_THREAD, reader_reads, reader_records);
+    printf("ok: O_APPEND from %d threads (%s descriptor), %d records each; readers did %lu reads (%lu records seen), "
+           "%lu fsyncs meanwhile\n",
+           THREADS, shared ? "one shared" : "own", RECS_PER_THREAD, reader_reads, reader_records,
+           (unsigned long)(uintptr_t)syncs);
 }
 
 /* ---- opening the file while other threads append and overwrite ---- */
