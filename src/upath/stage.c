@@ -120,7 +120,10 @@ static struct up_stg_file *stg_create(struct up_pool *p) {
         sf->stale_bits = calloc(words, 8);
     }
     int rc = (sf && sf->free_bits && sf->stale_bits) ? c->fallocate(fd, 0, 0, (off_t)bytes) : -1;
-    if (rc != 0 && sf && sf->free_bits) rc = c->ftruncate(fd, (off_t)bytes); /* fs without fallocate */
+    /* Sparse only on a file system without fallocate: a staging file the medium cannot back (ENOSPC, EDQUOT)
+     * would make the appends' copies into it stores into holes -- SIGBUS, where the kernel's write returns
+     * ENOSPC (review 11, finding 8). Without it the slot request fails and the write goes to the kernel. */
+    if (rc != 0 && sf && sf->free_bits && errno == EOPNOTSUPP) rc = c->ftruncate(fd, (off_t)bytes);
     bool dax = p->root->medium.medium == DK_MEDIUM_DAX;
     void *a = MAP_FAILED;
     if (rc == 0) {
@@ -153,13 +156,16 @@ static void stg_unlink(struct up_pool *p, const struct up_stg_file *sf) {
     dk_libc()->unlinkat(p->area_fd, name, 0);
 }
 
-/* Punches and re-allocates a slot whose blocks were shared with a target file by FICLONERANGE. */
-static void stg_refresh_slot(struct up_stg_file *sf, uint32_t s) {
+/* Punches and re-allocates a slot whose blocks were shared with a target file by FICLONERANGE. False when
+ * the re-allocation failed (a full medium): the slot is a hole then and must not be handed out (a store
+ * into it is a SIGBUS: review 11, finding 8). */
+static bool stg_refresh_slot(struct up_stg_file *sf, uint32_t s) {
     const struct dk_libc *c = dk_libc();
     off_t off = (off_t)s * UP_SLOT_BYTES;
     c->fallocate(sf->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, UP_SLOT_BYTES);
-    c->fallocate(sf->fd, 0, off, UP_SLOT_BYTES);
+    if (c->fallocate(sf->fd, 0, off, UP_SLOT_BYTES) != 0) return false;
     if (dk_cfg.populate) c->madvise(sf->addr + off, UP_SLOT_BYTES, MADV_POPULATE_WRITE);
+    return true;
 }
 
 static uint32_t pool_free_slots(const struct up_pool *p) {
@@ -210,8 +216,13 @@ static void pool_maintain(struct up_pool *p) {
             sf->stale_bits[s / 64] &= ~(1ull << (s % 64));
             sf->stale_count--;
             pthread_mutex_unlock(&p->mu);
-            stg_refresh_slot(sf, s);
+            bool ready = stg_refresh_slot(sf, s);
             pthread_mutex_lock(&p->mu);
+            if (!ready) { /* stale again: retried at the next round, once space is back */
+                sf->stale_bits[s / 64] |= 1ull << (s % 64);
+                sf->stale_count++;
+                break;
+            }
             sf->free_bits[s / 64] |= 1ull << (s % 64);
             sf->free_count++;
         }
