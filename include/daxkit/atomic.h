@@ -63,7 +63,9 @@ void daxkit_atomic_options_init(struct daxkit_atomic_options *o);
 /* Maps the existing regular file `path` for atomic updates; `o` may be NULL (defaults). Creates or opens
  * the log, recovers the file from it (redo committed, undo uncommitted), starts the checkpoint thread.
  * Errors: the open/mmap/ftruncate errno; -EBUSY another process has it mapped; -ESTALE the log holds live
- * entries written for another file (inode differs: remove <dir>/.daxkit/<name>.alog if that file is gone);
+ * entries written for another file (inode differs: remove <dir>/.daxkit/<name>.alog if that file is gone;
+ * a log written for a removed file whose inode number this file reuses -- same inode, another generation --
+ * is discarded, never applied);
  * -EINVAL bad options or not a regular file; -ENOMEM. */
 int daxkit_atomic_map(const char *path, const struct daxkit_atomic_options *o, struct daxkit_atomic **out);
 /* fork: the child's copy of a handle is the parent's -- copy, read and sync fail with -EBADF in the child,

@@ -242,6 +242,10 @@ int alog_recover_dir(const char *dir, struct alog_dir_report *rep);
  * the path the file was last opened by (a hint); recovery finds the file by the hint, or by walking the root
  * for its inode and key when the hint is stale (renamed since). */
 #define ALOG_NAMED_AREA ".daxkit/atomic"
+/* The key of the open file fd: its handle ("h<type>-<hex>": inode and generation), or "i<dev>-<ino>" where the
+ * file system gives no handles. 0 or -errno. Also the identity a path-named log (the C API's) records of its
+ * file (alog_open.c). */
+int alog_file_key(int fd, char *key, size_t key_bytes);
 /* The log name of the open file fd ("<key>.alog"). 0 or -errno. */
 int alog_named_log_name(int fd, char *name, size_t name_bytes);
 /* Opens (creating) <root>/.daxkit/atomic. 0 or -errno. */

@@ -37,6 +37,13 @@ static int key_of_fd(int fd, char *key, size_t key_bytes) {
     return 0;
 }
 
+int alog_file_key(int fd, char *key, size_t key_bytes) {
+    DK_ERRNO_SAVE;
+    int rc = key_of_fd(fd, key, key_bytes);
+    DK_ERRNO_RESTORE;
+    return rc;
+}
+
 int alog_named_log_name(int fd, char *name, size_t name_bytes) {
     char key[400];
     DK_ERRNO_SAVE;

@@ -13,6 +13,7 @@
 #include "atomic/alog.h"
 #include "common/config.h"
 #include "common/dk.h"
+#include "common/log.h"
 #include "persist/persist.h"
 #include "shim/libc.h"
 #include "common/mapflags.h"
@@ -194,14 +195,53 @@ static bool log_has_work(const struct alog_file *f) {
     return any_entry_valid(f) || alog_jrnl_unapplied(f->hdr) || alog_size_recorded(f, &size);
 }
 
+/* The identity of a path-named log's file (the C API's and DAXKIT_ATOMIC_MMAP's logs, <dir>/.daxkit/<name>.alog)
+ * beyond its inode and device: the header's key slot holds the file's key (alog_file_key: its handle, inode
+ * number and generation, as the logs named by their file are keyed), written with the inode and device. A
+ * log whose inode and device match but whose key does not was written for a file that is gone -- removed,
+ * and its inode number handed by the file system to this one (XFS and ext4 do at once; review 10, finding
+ * 1): its entries belong to no file any more (an inode number is one live file's), so the log is discarded
+ * (formatted anew for this file), never applied to it. An empty slot (a log written before session 11, or a
+ * file system that gave no key) or a key of another kind ("h<handle type>-", "i<dev>-": a remount that
+ * changes how the file system encodes handles, XFS inode32/inode64, changes the kind, not the file): the
+ * inode and device decide, as before. Logs named by their file (alog_named.c) keep their own name there. */
+static bool keys_differ(const char *slot, const char *key) {
+    size_t a = strcspn(slot, "-"), b = strcspn(key, "-");
+    if (!slot[a] || !key[b] || a != b || memcmp(slot, key, a) != 0) return false;
+    return strcmp(slot, key) != 0;
+}
+
+static bool key_slot_read(int log_fd, char *slot) {
+    if (DK_REAL(pread)(log_fd, slot, ALOG_HDR_KEY_BYTES, ALOG_HDR_KEY_OFF) != (ssize_t)ALOG_HDR_KEY_BYTES) return false;
+    slot[ALOG_HDR_KEY_BYTES - 1] = 0;
+    return true;
+}
+
+/* Records the file's key in the mapped header (durably) when the slot holds another value. */
+static int key_slot_store(struct alog_file *f, const char *key) {
+    char *slot = (char *)f->hdr + ALOG_HDR_KEY_OFF;
+    size_t n = strlen(key) + 1;
+    if (!key[0] || n > ALOG_HDR_KEY_BYTES || memcmp(slot, key, n) == 0) return 0;
+    dk_copy_flush(slot, key, n);
+    return alog_durable_log_all(f);
+}
+
 /* Maps an existing log (or creates one, or makes an idle one smaller than data_bytes anew), and checks it
- * belongs to this data file. */
-static int attach_log(struct alog_file *f, const struct stat *st, uint64_t data_bytes) {
+ * belongs to this data file. `path_named`: a log named by the file's path (its key is checked, above). */
+static int attach_log(struct alog_file *f, const struct stat *st, uint64_t data_bytes, bool path_named) {
     struct stat ls;
     if (DK_REAL(fstat)(f->log_fd, &ls) != 0) return fail_errno();
     struct alog_phdr h = {0};
     bool existing = (uint64_t)ls.st_size >= sizeof h && DK_REAL(pread)(f->log_fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
                     header_sane(&h, (uint64_t)ls.st_size);
+    char key[ALOG_HDR_KEY_BYTES] = "", slot[ALOG_HDR_KEY_BYTES];
+    if (path_named && alog_file_key(f->data_fd, key, sizeof key) != 0) key[0] = 0;
+    if (existing && path_named && h.data_ino == (uint64_t)st->st_ino && h.data_dev == (uint64_t)st->st_dev && key[0] &&
+        key_slot_read(f->log_fd, slot) && keys_differ(slot, key)) {
+        dk_log("atomic: %s: the log was written for a removed file that had this file's inode number: discarded, "
+               "not applied", f->log_name);
+        existing = false; /* formatted anew below */
+    }
     int rc = existing ? 0 : create_log(f, st, data_bytes);
     if (rc) return rc;
     if (existing) {
@@ -219,11 +259,13 @@ static int attach_log(struct alog_file *f, const struct stat *st, uint64_t data_
         if ((rc = create_log(f, st, data_bytes))) return rc;
         adopt_log(f);
     }
-    if (f->hdr->data_ino == (uint64_t)st->st_ino && f->hdr->data_dev == (uint64_t)st->st_dev) return 0;
+    if (f->hdr->data_ino == (uint64_t)st->st_ino && f->hdr->data_dev == (uint64_t)st->st_dev)
+        return path_named ? key_slot_store(f, key) : 0;
     if (any_entry_valid(f) || alog_jrnl_unapplied(f->hdr)) return -ESTALE; /* another file's unrecovered log: never apply it to this one */
     alog_store_word(&f->hdr->data_ino, (uint64_t)st->st_ino);
     alog_store_word(&f->hdr->data_dev, (uint64_t)st->st_dev);
-    return alog_durable_log_all(f);
+    rc = alog_durable_log_all(f);
+    return !rc && path_named ? key_slot_store(f, key) : rc;
 }
 
 /* Touches every page of a zeroed allocation: its page faults happen here, not in the copy that first uses it. */
@@ -387,7 +429,7 @@ static int open_all(struct alog_file *f, const char *path, const struct alog_whe
     if (dirfd >= 0 && (rc || !f->track_size)) DK_REAL(close)(dirfd);
     else f->dir_fd = fd_high(dirfd); /* a tracked-size log is removed at its clean close */
     if (!rc) rc = open_data(f, path, w, f->track_size ? 0 : o->file_bytes_min, &st);
-    if (!rc) rc = attach_log(f, &st, o->log_bytes);
+    if (!rc) rc = attach_log(f, &st, o->log_bytes, w == NULL);
     if (!rc && f->track_size) rc = alog_size_prepare(f);
     if (!rc) rc = map_data(f);
     if (!rc) rc = init_dram(f);
