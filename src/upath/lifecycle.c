@@ -14,6 +14,7 @@
 #include "upath/guard.h"
 #include "upath/io.h"
 #include "upath/policy.h"
+#include "upath/recover_scope.h"
 #include "upath/atomic_mmap.h"
 #include "upath/atomic_route.h"
 #include "upath/upath.h"
@@ -112,7 +113,8 @@ void up_init(void) {
     /* What a crashed process left (extended tails, staging files) is dealt with before the program
      * sees any managed file. */
     for (int i = 0; i < up_roots_count(); i++) up_recover_dir(up_root_at(i)->path, NULL);
-    up_atomic_recover_roots(); /* DAXKIT_ATOMIC files of dead processes: their last commit, before main */
+    up_atomic_recover_roots();
+    up_recover_ancestor_areas(); /* a dead process run with a wider root left its records there (review 10, 18) */ /* DAXKIT_ATOMIC files of dead processes: their last commit, before main */
     up_guard_init();
     up_enabled = true;
     adopt_inherited();

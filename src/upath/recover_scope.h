@@ -1,0 +1,9 @@
+/* Which .daxkit areas a start recovers besides its roots' own (recover_scope.c). */
+#ifndef DK_UPATH_RECOVER_SCOPE_H
+#define DK_UPATH_RECOVER_SCOPE_H
+
+/* Library start-up, after the roots' own areas: the areas of every ancestor directory of each root on the
+ * root's file system (what a start with that ancestor as its root would recover). */
+void up_recover_ancestor_areas(void);
+
+#endif
