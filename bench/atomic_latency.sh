@@ -2,6 +2,8 @@
 # 4 KiB write + fsync latency (issue 4's last target: p99.9 under 2x the median), every path in one run, on a
 # fresh huge-page tmpfs with DAXKIT_PERSIST=flush (the dax code path: an EMULATION of persistent memory):
 #   C API (dk_bench_atomic --tests latency): floor (a busy 900 ns op with no IO: the machine's own tail),
+#     floor-io (the paced journal's write-backs and fences without the engine: the machine's tail for an op
+#     that waits for memory -- the busy floor waits for the clock and cannot see a slow memory),
 #     kernel (pwrite + fsync), atomic-hybrid, atomic-journal -- each followed by a classified pass
 #     (DK_BENCH_CLASSIFY=1: what each op slower than 2x the median saw, on stderr) and a traced pass
 #     (DK_BENCH_TRACE: what the engine did in each slow op -- a journal record into a new 2 MiB page, a window
@@ -80,7 +82,7 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 groups = {}
 for r in rows:
     groups.setdefault((r['pin'], r['pace'], r['path']), []).append(r)
-base = ['floor', 'kernel', 'posix-kernel', 'atomic-hybrid', 'atomic-journal', 'posix-atomic']
+base = ['floor', 'floor-io', 'kernel', 'posix-kernel', 'atomic-hybrid', 'atomic-journal', 'posix-atomic']
 labels = sorted({r['path'].rpartition(':')[0] for r in rows})
 order = [(l + ':' if l else '') + p for p in base for l in labels]
 print('4 KiB write + fsync, every op; huge tmpfs, DAXKIT_PERSIST=flush. Medians over repetitions; ratio = p99.9 / median')

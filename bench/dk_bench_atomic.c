@@ -6,7 +6,9 @@
  *   mix      read:write mixes 100:0 .. 0:100 of 4 KiB ops (sync every 10) under undo, redo, hybrid, journal
  *   (sizes and latency: kernel, hybrid and journal; dirty: kernel, undo, redo, journal)
  *   latency  4 KiB copy + sync, every op: median and p99.9; also `floor` (a 4 KiB memcpy into DRAM kept
- *            busy to DK_BENCH_FLOOR_NS [900] ns, + a fence: the machine's own tail for an op that long). DK_BENCH_CLASSIFY=1: a second, instrumented pass per variant
+ *            busy to DK_BENCH_FLOOR_NS [900] ns, + a fence: the machine's own tail for an op that long) and
+ *            `floor-io` (the paced journal's write-backs and fences without the engine: the machine's tail
+ *            for an op that waits for memory as the journal's does; V_FLOOR_IO). DK_BENCH_CLASSIFY=1: a second, instrumented pass per variant
  *            says on stderr what happened in each op slower than 2x the median (checkpoint, page fault,
  *            preemption, blocking, nothing seen); DK_BENCH_TRACE=FILE: a third pass says what the engine did in
  *            each slow op (journal record into a new 2 MiB page, window pad, checkpoint, pacing; run_latency)
@@ -37,6 +39,7 @@
 #include "atomic/alog.h"
 #include "atomic/uwp.h"
 #include "daxkit/atomic.h"
+#include "persist/persist.h"
 
 #define SAMPLES_MAX (1u << 20)
 
@@ -128,14 +131,24 @@ static void make_file(void) {
 
 /* ---- the two paths behind one interface ---- */
 
-enum variant { V_KERNEL, V_HYBRID, V_UNDO, V_REDO, V_JOURNAL, V_FLOOR };
-static const char *variant_name[] = {"kernel", "atomic-hybrid", "atomic-undo", "atomic-redo", "atomic-journal", "floor"};
+enum variant { V_KERNEL, V_HYBRID, V_UNDO, V_REDO, V_JOURNAL, V_FLOOR, V_FLOOR_IO };
+static const char *variant_name[] = {"kernel", "atomic-hybrid", "atomic-undo", "atomic-redo", "atomic-journal", "floor",
+                                     "floor-io"};
 /* V_FLOOR: a 4 KiB copy into 1 MiB of DRAM padded to floor_ns of busy CPU (DK_BENCH_FLOOR_NS, default 900: about
  * an atomic op), a fence as the "sync": whatever makes it slower is the machine (interrupts, preemption, the
  * hypervisor), which hits an op of the same length as often. */
 static char *floor_buf;
 static uint64_t floor_ns = 900;
 #define FLOOR_BYTES (1u << 20)
+/* V_FLOOR_IO: the paced journal's memory work without the engine (as bench/dk_bench_atomic_tail.c's floor-io):
+ * a 4 KiB record copied into a 2 MiB window, the previous record copied non-temporally into the file's page,
+ * the record's lines written back, a fence, an 8-byte commit word written back, a fence. The busy floor
+ * above cannot see a machine that slows memory (its op waits for the clock, not for memory); this one
+ * waits for the same write-backs as the journal, on a mapping of a second huge-tmpfs file. */
+#define FLOOR_IO_WINDOW_BYTES (2ull << 20)
+#define FLOOR_IO_REC_BYTES (4096u + 16u)
+static char *floor_io_map; /* C.file_bytes of file, then the window */
+static uint64_t floor_io_pos, floor_io_prev = UINT64_MAX;
 
 struct target {
     enum variant v;
@@ -148,6 +161,21 @@ static struct target open_target(enum variant v) {
     if (v == V_FLOOR) {
         if (!floor_buf && !(floor_buf = aligned_alloc(4096, FLOOR_BYTES))) die("floor buffer", ENOMEM);
         memset(floor_buf, 1, FLOOR_BYTES);
+        return t;
+    }
+    if (v == V_FLOOR_IO) {
+        dk_persist_init(0); /* DK_FLUSH_AUTO: what the engine picks without DAXKIT_FLUSH */
+        char p[4096 + 16];
+        snprintf(p, sizeof p, "%s.floor", path);
+        int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
+        uint64_t len = C.file_bytes + FLOOR_IO_WINDOW_BYTES;
+        if (fd < 0 || ftruncate(fd, (off_t)len) != 0) die("floor-io file", errno);
+        floor_io_map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+        close(fd);
+        unlink(p);
+        if (floor_io_map == MAP_FAILED) die("floor-io mmap", errno);
+        memset(floor_io_map, 1, len);
+        floor_io_pos = 0, floor_io_prev = UINT64_MAX;
         return t;
     }
     if (v == V_KERNEL) {
@@ -171,6 +199,7 @@ static void close_target(struct target *t) {
         if (rc) die("daxkit_atomic_unmap", rc);
     }
     if (t->fd >= 0) close(t->fd);
+    if (t->v == V_FLOOR_IO) munmap(floor_io_map, C.file_bytes + FLOOR_IO_WINDOW_BYTES);
 }
 
 static void t_write(struct target *t, uint64_t off, uint32_t n) {
@@ -178,6 +207,14 @@ static void t_write(struct target *t, uint64_t off, uint32_t n) {
         uint64_t t0 = now_ns();
         memcpy(floor_buf + off % (FLOOR_BYTES - n + 1), buf, n);
         while (now_ns() - t0 < floor_ns) {}
+    } else if (t->v == V_FLOOR_IO) {
+        char *window = floor_io_map + C.file_bytes;
+        if (floor_io_pos + FLOOR_IO_REC_BYTES > FLOOR_IO_WINDOW_BYTES - 64) floor_io_pos = 0;
+        memcpy(window + floor_io_pos, &off, sizeof off);
+        memcpy(window + floor_io_pos + 16, buf, n);
+        if (floor_io_prev != UINT64_MAX) dk_copy_nt(floor_io_map + off, window + floor_io_prev + 16, n);
+        dk_flush_range(window + floor_io_pos, FLOOR_IO_REC_BYTES);
+        floor_io_prev = floor_io_pos, floor_io_pos += FLOOR_IO_REC_BYTES;
     } else if (t->a) {
         int rc = daxkit_atomic_copy(t->a, off, buf, n);
         if (rc) die("daxkit_atomic_copy", rc);
@@ -198,6 +235,12 @@ static void t_read(struct target *t, uint64_t off, uint32_t n, char *dst) {
 static void t_sync(struct target *t) {
     if (t->v == V_FLOOR) {
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    } else if (t->v == V_FLOOR_IO) {
+        uint64_t *word = (uint64_t *)(floor_io_map + C.file_bytes + FLOOR_IO_WINDOW_BYTES - 64);
+        dk_fence();
+        __atomic_store_n(word, *word + 1, __ATOMIC_RELAXED);
+        dk_flush_range(word, sizeof *word);
+        dk_fence();
     } else if (t->a) {
         int rc = daxkit_atomic_sync(t->a);
         if (rc) die("daxkit_atomic_sync", rc);
@@ -579,7 +622,7 @@ int main(int argc, char **argv) {
                 for (int v = 0; v < 3; v++)
                     if (run_mmap(v, sizes[b], syncs[k]) && v == 1) break; /* the shadow already */
     if (want("latency")) {
-        const enum variant lat_variants[] = {V_FLOOR, V_KERNEL, V_HYBRID, V_JOURNAL};
+        const enum variant lat_variants[] = {V_FLOOR, V_FLOOR_IO, V_KERNEL, V_HYBRID, V_JOURNAL};
         bool classify_too = getenv("DK_BENCH_CLASSIFY") && (seen_class = malloc(C.ops)) != NULL;
         if (getenv("DK_BENCH_FLOOR_NS")) floor_ns = strtoull(getenv("DK_BENCH_FLOOR_NS"), NULL, 0);
         if (getenv("DK_BENCH_TRACE")) {
@@ -589,7 +632,7 @@ int main(int argc, char **argv) {
             if (!probes || !op_start_ns || !op_kind || !class_lat) die("trace", ENOMEM);
             fprintf(trace, "variant,op,ns,t_us,tail_kib,new_page,wrap,checkpoint,paced,head_moved_kib\n");
         }
-        for (int v = 0; v < 4; v++) {
+        for (int v = 0; v < 5; v++) {
             run_latency(lat_variants[v], PASS_PLAIN);
             if (classify_too) run_latency(lat_variants[v], PASS_CLASSIFIED);
             if (trace) run_latency(lat_variants[v], PASS_TRACED);

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The latency tail of a 4 KiB write + sync (issue 4: p99.9 under 2x the median), op by op, each path paired
+# with a machine floor in the same loop (bench/dk_bench_atomic_tail.c): every op slower than 2x the median is
+# given a cause -- long (> 10 us: interrupt, preemption), engine (checkpoint, wrap, new journal page),
+# machine (the paired floor op of the same iteration slow too), none. Fresh huge-page tmpfs,
+# DAXKIT_PERSIST=flush (the dax code path: an EMULATION of persistent memory).
+#   bench/atomic_tail.sh BUILD   Env: REPS [5], OPS [50000], PINS ["none 1"], PAIR [floor-io],
+#     VARIANTS ["floor-busy floor-rec floor-io kernel journal hybrid posix-kernel posix-atomic"], OUT [/tmp/atomic-tail]
+#   journal, hybrid: the C API (DAXKIT_ATOMIC_PACE as set: pacing is the default); posix-atomic: pwrite + fsync
+#   under LD_PRELOAD with DAXKIT_ATOMIC (the journal), posix-kernel: the same program without the library.
+# Output: $OUT/tail.txt (every program's lines, the load), $OUT/summary.md (medians over repetitions of
+# p50/p99/p99.9/max, the ratio per run, slow ops by cause summed over repetitions, and P(pair slow | slow)).
+set -euo pipefail
+BUILD=$(cd "${1:?usage: atomic_tail.sh BUILD}" && pwd)
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-/tmp/atomic-tail}
+REPS=${REPS:-5} OPS=${OPS:-50000} PINS=${PINS:-none 1} PAIR=${PAIR:-floor-io}
+VARIANTS=${VARIANTS:-floor-busy floor-rec floor-io kernel journal hybrid posix-kernel posix-atomic}
+export DAXKIT_SRC=$SRC DAXKIT_BUILD=$BUILD
+. "$SRC/tests/harness/media.sh"
+dk_need_root
+[ -x "$BUILD/bin/dk_bench_atomic_tail" ] && [ -r "$BUILD/lib/libdaxkit.so" ] || dk_fail "$BUILD: dk_bench_atomic_tail or libdaxkit.so not built"
+mkdir -p "$OUT"
+dk_media_mount hugetmpfs 2G >/dev/null
+export DAXKIT_PERSIST=flush
+dir=$DK_MNT/bench
+txt=$OUT/tail.txt
+echo "load before: $(uptime)" | tee "$txt"
+for rep in $(seq 1 "$REPS"); do
+    for pin in $PINS; do
+        for v in $VARIANTS; do
+            pre=(env)
+            [ "$pin" = none ] || pre=(taskset -c "$pin" env)
+            case $v in
+            posix-kernel) pre+=(DK_TAIL_LABEL=$v) prog=kernel ;;
+            posix-atomic) pre+=(DK_TAIL_LABEL=$v LD_PRELOAD="$BUILD/lib/libdaxkit.so" DAXKIT_DIR="$dir"
+                                "DAXKIT_ATOMIC=$dir/tail-data.bin") prog=kernel ;;
+            *) prog=$v ;;
+            esac
+            rm -rf "$dir" && mkdir -p "$dir"
+            echo "# rep $rep pin $pin variant $v" >> "$txt"
+            "${pre[@]}" "$BUILD/bin/dk_bench_atomic_tail" "$dir" "$prog" "$OPS" "$rep" "$PAIR" | sed "s/^/pin=$pin,/" >> "$txt"
+        done
+    done
+done
+echo "load after: $(uptime)" | tee -a "$txt"
+python3 - "$txt" <<'EOF' | tee "$OUT/summary.md"
+import re, statistics, sys
+runs, causes, pair = {}, {}, {}
+for line in open(sys.argv[1]):
+    m = re.match(r'pin=(\S+?),tail,([^,]+),ops \d+,median (\d+),p99 (\d+),p99.9 (\d+),max (\d+)', line)
+    if m and not m.group(2).startswith('pair:'):
+        runs.setdefault((m.group(1), m.group(2)), []).append([int(x) for x in m.groups()[2:]])
+    m = re.match(r'pin=(\S+?),tail-causes,([^,]+),pair \S+,slow\(>2x\) (\d+) of \d+: (.*)', line)
+    if m:
+        c = causes.setdefault((m.group(1), m.group(2)), {})
+        for name in ('long(>10us)', 'engine:checkpoint', 'engine:wrap', 'engine:new-page', 'machine(pair slow too)', 'none'):
+            k = re.search(re.escape(name) + r' (\d+)', m.group(4))
+            c[name] = c.get(name, 0) + (int(k.group(1)) if k else 0)
+    m = re.match(r'pin=(\S+?),tail-pair,([^,]+),P\(pair slow \| slow\) ([\d.]+),P\(pair slow\) ([\d.]+)', line)
+    if m:
+        pair.setdefault((m.group(1), m.group(2)), []).append((float(m.group(3)), float(m.group(4))))
+print('4 KiB write + sync, every op; huge tmpfs, DAXKIT_PERSIST=flush; medians over repetitions (ns); ratio = p99.9 /')
+print('median per run, median (range). Slow = over 2x the run\'s median; causes summed over repetitions.\n')
+print('| pinned | path | runs | p50 | p99 | p99.9 | max | p99.9 / p50 | slow ops by cause | P(floor slow \\| slow) vs P(floor slow) |')
+print('|---|---|---|---|---|---|---|---|---|---|')
+for (pin, path), rs in runs.items():
+    med = [statistics.median(r[i] for r in rs) for i in range(4)]
+    ratios = sorted(r[2] / r[0] for r in rs)
+    c = causes.get((pin, path), {})
+    cs = ', '.join(f'{k} {v}' for k, v in c.items() if v)
+    p = pair.get((pin, path), [])
+    ps = f'{statistics.median(x[0] for x in p):.2f} vs {statistics.median(x[1] for x in p):.3f}' if p else '-'
+    print(f"| {'cpu ' + pin if pin != 'none' else 'no'} | {path} | {len(rs)} | {med[0]:,.0f} | {med[1]:,.0f} | {med[2]:,.0f} | "
+          f"{med[3]:,.0f} | {statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}) | {cs} | {ps} |")
+EOF

@@ -1,0 +1,326 @@
+/* Description: what makes a 4 KiB write + sync slower than 2x the median (issue 4's latency target), op by
+ * op, with a machine floor run in the same loop.
+ *
+ *   dk_bench_atomic_tail DIR VARIANT OPS SEED [PAIR [TRACE_CSV]]
+ *     VARIANT, PAIR: journal | hybrid (the C API, DAXKIT_ATOMIC_PACE as set) | kernel (pwrite + fsync) |
+ *       floor-io (the paced journal's memory work without the engine: a 4 KiB record copied into a 2 MiB
+ *       window, the previous record copied with non-temporal stores into a random 4 KiB of a 64 MiB file,
+ *       the record's lines written back, a fence, an 8-byte commit word written back, a fence -- what
+ *       persistence itself costs on this machine) | floor-rec (the same without the apply: the record and
+ *       the commit word made durable, the least any durable 4 KiB write does) | floor-busy (a 4 KiB copy padded to 900 ns of busy CPU:
+ *       blind to anything that slows memory) | none (PAIR only).
+ *     PAIR: each iteration runs one VARIANT op, then one PAIR op, each timed by its own rdtscp pair. A
+ *       slowdown of the machine (the host's memory or another guest on the core) slows both ops of the same
+ *       iteration; an engine's own cause slows only the VARIANT op.
+ *
+ * Every op slower than 2x its median is given one cause, the first that holds:
+ *   long      over 10 us: an interrupt or a preemption (the 4 ms tick, the host); the floors see them too
+ *   engine    the engine probe (loads only, after each op) moved: checkpoint (the thread or a copy applied a
+ *             step), wrap (a pad: lap end or window), new-page (a record into a 2 MiB journal page not written
+ *             this lap)
+ *   machine   the PAIR op of the same iteration, or of the one before, was slow too (> 2x its median)
+ *   none      nothing of the above
+ * Stdout: one line per side (median/p99/p99.9/max ns), the causes, P(pair slow | variant slow) against
+ * P(pair slow), and runs of consecutive slow ops; with TRACE_CSV, one row per slow op. Page faults and
+ * context switches of the whole loop (getrusage) are printed too: when they are 0, neither caused a slow op.
+ * DK_TAIL_LABEL names VARIANT in the output: `kernel` under LD_PRELOAD with DAXKIT_ATOMIC=DIR/tail-data.bin is
+ * the POSIX route (bench/atomic_tail.sh: posix-atomic); the engine probe is then not reachable (no engine cause).
+ * Persistence: DAXKIT_PERSIST as set (run with flush: the dax code path on huge tmpfs, an EMULATION). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include "atomic/alog.h"
+#include "common/config.h"
+#include "daxkit/atomic.h"
+#include "persist/persist.h"
+
+#define FILE_BYTES (64ull << 20)
+#define WINDOW_BYTES (2ull << 20)
+#define BS 4096u
+#define REC_BYTES (BS + 16u)
+#define LONG_NS 10000u
+
+enum kind { K_NONE, K_JOURNAL, K_HYBRID, K_KERNEL, K_FLOOR_IO, K_FLOOR_REC, K_FLOOR_MIRROR, K_FLOOR_BUSY };
+static const char *kind_name[] = {"none", "journal", "hybrid", "kernel", "floor-io", "floor-rec", "floor-mirror", "floor-busy"};
+
+struct side {
+    enum kind k;
+    int fd;
+    struct daxkit_atomic *a;
+    char *file, *window; /* floor-io: the file and the journal window (mapped from DIR) */
+    char *mirror;        /* floor-mirror: a DRAM copy of the window */
+    uint64_t wpos, prev, commit_word_off;
+    uint64_t s;
+};
+
+static char *buf;
+static char path_data[4096], path_floor[4096];
+static double ns_per_tick;
+
+static void die(const char *what, int err) {
+    fprintf(stderr, "dk_bench_atomic_tail: %s: %s\n", what, strerror(err < 0 ? -err : err));
+    exit(1);
+}
+
+static uint64_t rnd(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    return *s = x;
+}
+
+static uint64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t ticks(void) {
+    unsigned aux;
+    return __rdtscp(&aux);
+}
+
+static enum kind kind_of(const char *s) {
+    for (int k = 0; k <= K_FLOOR_BUSY; k++)
+        if (!strcmp(s, kind_name[k])) return (enum kind)k;
+    fprintf(stderr, "dk_bench_atomic_tail: unknown variant %s\n", s);
+    exit(2);
+}
+
+static void fill_file(const char *p, uint64_t bytes) {
+    int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) die(p, errno);
+    for (uint64_t off = 0; off < bytes; off += 1u << 20)
+        if (pwrite(fd, buf, 1u << 20, (off_t)off) != 1 << 20) die("fill", errno);
+    fsync(fd);
+    close(fd);
+}
+
+static void open_side(struct side *x, enum kind k, uint64_t seed) {
+    *x = (struct side){.k = k, .fd = -1, .s = seed};
+    if (k == K_JOURNAL || k == K_HYBRID) {
+        struct daxkit_atomic_options o;
+        daxkit_atomic_options_init(&o);
+        o.policy = k == K_JOURNAL ? DAXKIT_ATOMIC_JOURNAL : DAXKIT_ATOMIC_HYBRID;
+        o.log_bytes = 256ull << 20; /* as bench/dk_bench_atomic.c's latency test */
+        int rc = daxkit_atomic_map(path_data, &o, &x->a);
+        if (rc) die("daxkit_atomic_map", rc);
+    } else if (k == K_KERNEL) {
+        if ((x->fd = open(path_data, O_RDWR)) < 0) die("open", errno);
+    } else if (k >= K_FLOOR_IO) {
+        int fd = open(path_floor, O_RDWR);
+        if (fd < 0) die("open floor", errno);
+        char *m = mmap(NULL, FILE_BYTES + WINDOW_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+        close(fd);
+        if (m == MAP_FAILED) die("mmap floor", errno);
+        x->file = m, x->window = m + FILE_BYTES;
+        x->commit_word_off = WINDOW_BYTES - 64;
+    }
+}
+
+static void close_side(struct side *x) {
+    if (x->a) {
+        int rc = daxkit_atomic_unmap(x->a);
+        if (rc) die("daxkit_atomic_unmap", rc);
+    }
+    if (x->fd >= 0) close(x->fd);
+    if (x->file) munmap(x->file, FILE_BYTES + WINDOW_BYTES);
+}
+
+/* One 4 KiB write + sync at a random 4 KiB of the 64 MiB file. */
+static void op(struct side *x) {
+    uint64_t off = (rnd(&x->s) % (FILE_BYTES / BS)) * BS;
+    switch (x->k) {
+    case K_JOURNAL:
+    case K_HYBRID: {
+        int rc = daxkit_atomic_copy(x->a, off, buf, BS);
+        if (!rc) rc = daxkit_atomic_sync(x->a);
+        if (rc) die("atomic copy/sync", rc);
+        break;
+    }
+    case K_KERNEL:
+        if (pwrite(x->fd, buf, BS, (off_t)off) != BS || fsync(x->fd) != 0) die("pwrite/fsync", errno);
+        break;
+    case K_FLOOR_IO:  /* the paced journal's memory work (alog_journal.c append, pace_apply, commit) */
+    case K_FLOOR_REC: { /* the same without the apply: the least a durable 4 KiB write can do */
+        if (x->wpos + REC_BYTES > x->commit_word_off) x->wpos = 0;
+        char *rec = x->window + x->wpos;
+        memcpy(rec, &off, sizeof off);
+        memcpy(rec + 16, buf, BS);
+        if (x->k == K_FLOOR_IO && x->prev != UINT64_MAX) dk_copy_nt(x->file + off, x->window + x->prev + 16, BS);
+        dk_flush_range(rec, REC_BYTES);
+        dk_fence();
+        uint64_t *word = (uint64_t *)(x->window + x->commit_word_off);
+        __atomic_store_n(word, *word + 1, __ATOMIC_RELAXED);
+        dk_flush_range(word, sizeof *word);
+        dk_fence();
+        x->prev = x->wpos, x->wpos += REC_BYTES;
+        break;
+    }
+    case K_FLOOR_MIRROR: { /* the record non-temporal into the window and plainly into a DRAM mirror; the
+                            * apply reads the mirror (cached) */
+        if (!x->mirror && !(x->mirror = aligned_alloc(4096, WINDOW_BYTES))) die("mirror", ENOMEM);
+        if (x->wpos + REC_BYTES > x->commit_word_off) x->wpos = 0;
+        char hdr[16] = {0};
+        memcpy(hdr, &off, sizeof off);
+        dk_copy_nt(x->window + x->wpos, hdr, sizeof hdr);
+        dk_copy_nt(x->window + x->wpos + 16, buf, BS);
+        memcpy(x->mirror + x->wpos + 16, buf, BS);
+        if (x->prev != UINT64_MAX) dk_copy_nt(x->file + off, x->mirror + x->prev + 16, BS);
+        dk_fence();
+        uint64_t *word = (uint64_t *)(x->window + x->commit_word_off);
+        __atomic_store_n(word, *word + 1, __ATOMIC_RELAXED);
+        dk_flush_range(word, sizeof *word);
+        dk_fence();
+        x->prev = x->wpos, x->wpos += REC_BYTES;
+        break;
+    }
+    case K_FLOOR_BUSY: {
+        uint64_t t0 = mono_ns();
+        memcpy(x->file + off, buf, BS);
+        while (mono_ns() - t0 < 900) {}
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        break;
+    }
+    case K_NONE: break;
+    }
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+struct stats {
+    uint64_t median, p99, p999, max;
+};
+
+static struct stats stats_of(const uint64_t *v, uint32_t n) {
+    uint64_t *s = malloc(n * sizeof *s);
+    if (!s) die("stats", ENOMEM);
+    memcpy(s, v, n * sizeof *v);
+    qsort(s, n, sizeof *s, cmp_u64);
+    struct stats r = {s[n / 2], s[(uint64_t)n * 99 / 100], s[(uint64_t)n * 999 / 1000], s[n - 1]};
+    free(s);
+    return r;
+}
+
+static bool new_page(const struct alog_probe *a, const struct alog_probe *b) {
+    if (!b->area_bytes || b->jtail == a->jtail) return false;
+    uint64_t from = a->jtail % b->area_bytes, last = (b->jtail - 1) % b->area_bytes;
+    return from / WINDOW_BYTES != last / WINDOW_BYTES || b->jtail - a->jtail > WINDOW_BYTES;
+}
+
+enum cause { C_LONG, C_CKPT, C_WRAP, C_PAGE, C_MACHINE, C_NONE, C_N };
+static const char *cause_name[C_N] = {"long(>10us)", "engine:checkpoint", "engine:wrap", "engine:new-page",
+                                      "machine(pair slow too)", "none"};
+
+int main(int argc, char **argv) {
+    if (argc < 5) {
+        fprintf(stderr, "usage: dk_bench_atomic_tail DIR journal|hybrid|kernel|floor-io|floor-busy OPS SEED "
+                        "[PAIR [TRACE_CSV]]\n");
+        return 2;
+    }
+    const char *dir = argv[1];
+    enum kind ka = kind_of(argv[2]), kb = argc > 5 ? kind_of(argv[5]) : K_NONE;
+    uint32_t n = (uint32_t)strtoul(argv[3], NULL, 0);
+    uint64_t seed = strtoull(argv[4], NULL, 0) | 1;
+    FILE *trace = argc > 6 ? fopen(argv[6], "a") : NULL;
+    const char *name_a = getenv("DK_TAIL_LABEL") ? getenv("DK_TAIL_LABEL") : kind_name[ka]; /* posix-atomic */
+    if (n < 1000 || n > (1u << 22) || ka == K_NONE) die("OPS 1000..4M and a variant", EINVAL);
+    if (argc > 6 && !trace) die(argv[6], errno);
+    dk_persist_init(DK_FLUSH_AUTO);
+    buf = aligned_alloc(4096, 1u << 20);
+    uint64_t *la = malloc(n * sizeof *la), *lb = malloc(n * sizeof *lb), *t = malloc(n * sizeof *t);
+    struct alog_probe *pr = calloc(n + 1, sizeof *pr);
+    if (!buf || !la || !lb || !t || !pr) die("malloc", ENOMEM);
+    for (uint32_t i = 0; i < 1u << 20; i++) buf[i] = (char)(i * 31 + 7);
+    /* touched now, not in the loop (not zeros: the compiler makes malloc + memset 0 a calloc, touching nothing) */
+    memset(la, 1, n * sizeof *la), memset(lb, 1, n * sizeof *lb), memset(t, 1, n * sizeof *t);
+    memset(pr, 1, (n + 1) * sizeof *pr);
+    snprintf(path_data, sizeof path_data, "%s/tail-data.bin", dir);
+    snprintf(path_floor, sizeof path_floor, "%s/tail-floor.bin", dir);
+    fill_file(path_data, FILE_BYTES);
+    fill_file(path_floor, FILE_BYTES + WINDOW_BYTES);
+    struct side A, B;
+    open_side(&A, ka, seed);
+    open_side(&B, kb, seed * 7919);
+    A.prev = B.prev = UINT64_MAX;
+    if (A.a) alog_probe_of(A.a, &pr[0]);
+    for (uint32_t i = 0; i < 2000; i++) op(&A), op(&B); /* warm: caches, the journal's first window */
+    struct rusage r0, r1;
+    getrusage(RUSAGE_SELF, &r0);
+    if (A.a) alog_probe_of(A.a, &pr[0]);
+    uint64_t ns0 = mono_ns(), c0 = ticks();
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t x = ticks();
+        op(&A);
+        uint64_t y = ticks();
+        op(&B);
+        uint64_t z = ticks();
+        la[i] = y - x, lb[i] = z - y, t[i] = x - c0;
+        if (A.a) alog_probe_of(A.a, &pr[i + 1]);
+    }
+    uint64_t c1 = ticks(), ns1 = mono_ns();
+    getrusage(RUSAGE_SELF, &r1);
+    ns_per_tick = (double)(ns1 - ns0) / (double)(c1 - c0);
+    for (uint32_t i = 0; i < n; i++) la[i] = (uint64_t)(la[i] * ns_per_tick), lb[i] = (uint64_t)(lb[i] * ns_per_tick);
+    struct stats sa = stats_of(la, n), sb = kb != K_NONE ? stats_of(lb, n) : (struct stats){0};
+    printf("tail,%s,ops %u,median %llu,p99 %llu,p99.9 %llu,max %llu,ratio %.2f\n", name_a, n,
+           (unsigned long long)sa.median, (unsigned long long)sa.p99, (unsigned long long)sa.p999,
+           (unsigned long long)sa.max, (double)sa.p999 / (double)sa.median);
+    if (kb != K_NONE)
+        printf("tail,pair:%s,ops %u,median %llu,p99 %llu,p99.9 %llu,max %llu,ratio %.2f\n", kind_name[kb], n,
+               (unsigned long long)sb.median, (unsigned long long)sb.p99, (unsigned long long)sb.p999,
+               (unsigned long long)sb.max, (double)sb.p999 / (double)sb.median);
+    uint32_t count[C_N] = {0}, slow_a = 0, slow_b = 0, both = 0, runs[9] = {0}, run = 0;
+    if (trace) fprintf(trace, "variant,pair,op,ns,pair_ns,t_us,cause\n");
+    for (uint32_t i = 0; i < n; i++) {
+        bool sl_b = kb != K_NONE && lb[i] > 2 * sb.median, sl_b_prev = i && kb != K_NONE && lb[i - 1] > 2 * sb.median;
+        slow_b += sl_b;
+        bool sl_a = la[i] > 2 * sa.median;
+        if (sl_a) run++;
+        if (!sl_a || i + 1 == n) {
+            if (run) runs[run > 8 ? 8 : run]++;
+            run = 0;
+        }
+        if (!sl_a) continue;
+        slow_a++, both += sl_b;
+        const struct alog_probe *p = &pr[i], *q = &pr[i + 1];
+        enum cause c = la[i] > LONG_NS ? C_LONG
+                     : A.a && (q->checkpointed != p->checkpointed || q->sync_checkpoints != p->sync_checkpoints) ? C_CKPT
+                     : A.a && q->jwraps != p->jwraps ? C_WRAP
+                     : A.a && new_page(p, q) ? C_PAGE
+                     : sl_b || sl_b_prev ? C_MACHINE : C_NONE;
+        count[c]++;
+        if (trace)
+            fprintf(trace, "%s,%s,%u,%llu,%llu,%.1f,%s\n", name_a, kind_name[kb], i, (unsigned long long)la[i],
+                    (unsigned long long)lb[i], t[i] * ns_per_tick / 1000, cause_name[c]);
+    }
+    printf("tail-causes,%s,pair %s,slow(>2x) %u of %u:", name_a, kind_name[kb], slow_a, n);
+    for (int c = 0; c < C_N; c++) printf(" %s %u", cause_name[c], count[c]);
+    printf("\n");
+    if (kb != K_NONE)
+        printf("tail-pair,%s,P(pair slow | slow) %.3f,P(pair slow) %.4f\n", name_a,
+               slow_a ? (double)both / slow_a : 0, (double)slow_b / n);
+    printf("tail-runs,%s,runs of consecutive slow ops by length:", name_a);
+    for (int l = 1; l <= 8; l++) printf(" %s%d %u", l == 8 ? ">=" : "", l, runs[l]);
+    printf("\ntail-rusage,%s,minor faults %ld,major faults %ld,voluntary switches %ld,involuntary switches %ld\n",
+           name_a, r1.ru_minflt - r0.ru_minflt, r1.ru_majflt - r0.ru_majflt, r1.ru_nvcsw - r0.ru_nvcsw,
+           r1.ru_nivcsw - r0.ru_nivcsw);
+    close_side(&A);
+    close_side(&B);
+    if (trace) fclose(trace);
+    unlink(path_data);
+    unlink(path_floor);
+    return 0;
+}
