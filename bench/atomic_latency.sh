@@ -9,7 +9,9 @@
 #     (DK_BENCH_TRACE: what the engine did in each slow op -- a journal record into a new 2 MiB page, a window
 #     pad, a checkpoint, pacing -- rows in $OUT/atomic-latency-trace.csv, a summary line per run on stderr);
 #   POSIX path (dk_bench_fsync_writes, fsync after every 4 KiB write, per-op = write + fsync): posix-kernel,
-#     posix-atomic (DAXKIT_ATOMIC, the journal).
+#     posix-atomic (DAXKIT_ATOMIC, the journal). DK_BENCH_SETTLE=1 (session 11): the pass starts once the
+#     process's CPU has settled -- the 64 MiB written to make the file grow DAXKIT_ATOMIC's journal to 128 MiB,
+#     and its checkpoint thread applied them during the first ms of the pass (0.2-9 ms of its CPU, load 15).
 # Interleaved: repetition x pinning (none, or `taskset -c CPU`) x journal pacing (DAXKIT_ATOMIC_PACE=1|0).
 #   bench/atomic_latency.sh [BUILD_DIR]   Env: REPS [5], OPS [50000], PINS ["none 1"], PACE ["1 0"], OUT, TRACE [1],
 #                                         BENCH_BIN [BUILD/bin/dk_bench_atomic] (another build, for A/B),
@@ -68,7 +70,7 @@ for rep in $(seq 1 "$REPS"); do
                 rm -rf "$dir" && mkdir -p "$dir"
                 env=()
                 [ $v = kernel ] || env=(LD_PRELOAD="$lib" DAXKIT_DIR="$dir" "DAXKIT_ATOMIC=$dir/*")
-                "${pre[@]}" env "${env[@]}" "$posix" "$dir" "posix-$v" 4096 "$OPS" 1 64 "$rep" |
+                "${pre[@]}" env DK_BENCH_SETTLE=1 "${env[@]}" "$posix" "$dir" "posix-$v" 4096 "$OPS" 1 64 "$rep" |
                     awk -F, -v p="$rep,$pin,$pace" -v x="$pfx" '{ print p "," x $1 "," $10 "," $11 "," $13 "," }' >> "$csv"
             done
           done
