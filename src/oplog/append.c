@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 
 #include "common/crashpoint.h"
@@ -16,23 +17,41 @@
 /* Reserves `lines` consecutive slots by CAS on the DRAM tail. Returns the first slot, or UINT64_MAX when
  * they do not fit (the tail is left alone, so smaller records may still fit). Acquire-release (oplog.h: the
  * same locked instruction on x86; the order is for the compiler and the model). */
-static uint64_t reserve(struct dk_oplog *log, uint32_t lines) {
+static inline uint64_t reserve(struct dk_oplog *log, uint32_t lines, bool spare) {
+    uint64_t limit = spare ? log->capacity_lines : log->usable_lines;
     uint64_t cur = __atomic_load_n(&log->tail_lines, __ATOMIC_RELAXED);
     do {
-        if (cur + lines > log->capacity_lines) return UINT64_MAX;
+        if (cur + lines > limit) return UINT64_MAX;
     } while (!__atomic_compare_exchange_n(&log->tail_lines, &cur, cur + lines, 1, __ATOMIC_ACQ_REL,
                                           __ATOMIC_RELAXED));
     return cur;
 }
 
-/* The slow path once per OPLOG_ALLOCATE_LINES: allocates the next step(s) of the file. */
-static int allocate_through(struct dk_oplog *log, uint64_t end_lines) {
+/* This thread holds grow_mu (counted from before the lock to after the unlock): a signal handler's spare
+ * reservation then does not wait for it. */
+static __thread int grow_held;
+
+/* The slow path once per OPLOG_ALLOCATE_LINES: allocates the next step(s) of the file, and the spare past
+ * them (so that a spare reservation rarely allocates). -EAGAIN: `spare` and this thread holds grow_mu. */
+static int allocate_through(struct dk_oplog *log, uint64_t end_lines, bool spare) {
+    if (spare && grow_held) return -EAGAIN;
+    end_lines = DK_MIN(end_lines + __atomic_load_n(&log->spare_lines, __ATOMIC_RELAXED), log->capacity_lines);
+    grow_held++;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     pthread_mutex_lock(&log->grow_mu);
     int rc = 0;
     while (rc == 0 && log->allocated_lines < end_lines)
         rc = oplog_allocate(log, DK_MIN(log->capacity_lines, log->allocated_lines + OPLOG_ALLOCATE_LINES));
     pthread_mutex_unlock(&log->grow_mu);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    grow_held--;
     return rc;
+}
+
+void dk_oplog_set_spare(struct dk_oplog *log, uint64_t lines) {
+    lines = DK_MIN(lines, log->capacity_lines / 4);
+    __atomic_store_n(&log->spare_lines, lines, __ATOMIC_RELAXED);
+    __atomic_store_n(&log->usable_lines, log->capacity_lines - lines, __ATOMIC_RELAXED);
 }
 
 /* Stores one whole line non-temporally into the mapping (the trace sees a 64-byte NT store). No fence.
@@ -137,22 +156,31 @@ static uint32_t build_data_lines(struct oplog_line *dst, const struct oplog_line
     return dk_crc32c_wide(crc, dst, (size_t)count * DK_OPLOG_LINE_BYTES); /* one fold pass: ~0.1 us for 5.5 KiB */
 }
 
-int dk_oplog_reserve(struct dk_oplog *log, size_t data_len, struct dk_oplog_reservation *res) {
+static inline __attribute__((always_inline)) int reserve_lines(struct dk_oplog *log, size_t data_len, bool spare,
+                                                                struct dk_oplog_reservation *res) {
     if (data_len > DK_OPLOG_DATA_BYTES_MAX) return -EINVAL;
     int sticky = __atomic_load_n(&log->sticky_error, __ATOMIC_RELAXED);
     if (sticky) return sticky;
     /* A direct record fills whole sectors (its padding lines are zero data lines the crc covers). */
     uint32_t lines = dk_oplog_record_lines(log, data_len);
     dk_assert(lines <= DK_OPLOG_RECORD_LINES_MAX);
-    uint64_t slot = reserve(log, lines);
+    uint64_t slot = reserve(log, lines, spare);
     if (slot == UINT64_MAX) return -ENOSPC;
     if (DK_UNLIKELY(slot + lines > __atomic_load_n(&log->allocated_lines, __ATOMIC_ACQUIRE))) {
-        int rc = allocate_through(log, slot + lines);
+        int rc = allocate_through(log, slot + lines, spare);
         if (rc != 0) return rc; /* the reserved slots stay empty: recovery skips them */
     }
-    *res = (struct dk_oplog_reservation){slot, lines, data_len, (uint64_t)log->generation << 32 | slot};
+    *res = (struct dk_oplog_reservation){slot, lines, data_len, (uint64_t)log->generation << 32 | slot, spare};
     DK_CRASH_POINT("oplog.append.reserved");
     return 0;
+}
+
+int dk_oplog_reserve(struct dk_oplog *log, size_t data_len, struct dk_oplog_reservation *res) {
+    return reserve_lines(log, data_len, false, res);
+}
+
+int dk_oplog_reserve_spare(struct dk_oplog *log, size_t data_len, struct dk_oplog_reservation *res) {
+    return reserve_lines(log, data_len, true, res);
 }
 
 int dk_oplog_commit(struct dk_oplog *log, const struct dk_oplog_reservation *res, unsigned type, const void *fixed48,
@@ -170,10 +198,17 @@ int dk_oplog_commit(struct dk_oplog *log, const struct dk_oplog_reservation *res
      * 140-380 us per record against 45-55 us for pwrite + fdatasync (XFS on a RAM loop, Linux 6.18). */
     _Alignas(DK_PAGE_BYTES) struct oplog_line small[16]; /* aligned for a direct write */
     struct oplog_line *buf = &log->records[slot];
+    size_t mapped = 0; /* a signal-safe commit's buffer: mmap'ed (malloc is not async-signal-safe) */
     if (log->persist == OPLOG_PERSIST_PWRITE) {
         buf = small;
-        if (lines > DK_ARRAY_LEN(small) && posix_memalign((void **)&buf, DK_PAGE_BYTES, (size_t)lines * sizeof *buf))
-            return -ENOMEM; /* the reserved slots stay empty: recovery skips them */
+        if (lines > DK_ARRAY_LEN(small) && res->signal_safe) {
+            mapped = (size_t)lines * sizeof *buf;
+            buf = dk_libc()->mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (buf == MAP_FAILED) return -ENOMEM; /* the reserved slots stay empty: recovery skips them */
+        } else if (lines > DK_ARRAY_LEN(small) &&
+                   posix_memalign((void **)&buf, DK_PAGE_BYTES, (size_t)lines * sizeof *buf)) {
+            return -ENOMEM;
+        }
     }
     /* Data lines first: a process that dies in between leaves lines no valid head claims. */
     uint32_t crc_all = log->persist == OPLOG_PERSIST_PWRITE ? build_data_lines(&buf[1], &head.h, data, data_len, lines - 1, crc)
@@ -191,7 +226,8 @@ int dk_oplog_commit(struct dk_oplog *log, const struct dk_oplog_reservation *res
     if (log->persist == OPLOG_PERSIST_PWRITE) {
         rc = oplog_write_record(log, buf, (size_t)lines * DK_OPLOG_LINE_BYTES,
                                 (DK_OPLOG_HEADER_LINES + slot) * DK_OPLOG_LINE_BYTES);
-        if (buf != small) free(buf);
+        if (mapped) dk_libc()->munmap(buf, mapped);
+        else if (buf != small) free(buf);
     } else {
 #ifdef DAXKIT_TEST_BUILD
         if (dk_oplog_test_broken != DK_OPLOG_BROKEN_NO_FENCE)

@@ -44,6 +44,8 @@ struct dk_oplog {
     uint64_t area_dev;            /* st_dev of the log's directory at creation (in every header) */
     int creator_pid;              /* diagnostics in the header (a forked child never uses its parent's log) */
     uint64_t allocated_lines;     /* record slots [0, this) have blocks and pages; grows under grow_mu */
+    uint64_t spare_lines;         /* the last slots, only for dk_oplog_reserve_spare (dk_oplog_set_spare) */
+    uint64_t usable_lines;        /* capacity_lines - spare_lines: dk_oplog_reserve's end */
     pthread_mutex_t grow_mu;
     char path[PATH_MAX];
 };

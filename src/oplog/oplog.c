@@ -206,6 +206,7 @@ int dk_oplog_open(const char *dir, const char *tag, size_t bytes, struct dk_oplo
     log->direct_align_lines = 1;
     pthread_mutex_init(&log->grow_mu, NULL);
     log->capacity_lines = capacity;
+    log->usable_lines = capacity; /* no spare until dk_oplog_set_spare */
     int dirfd = dk_libc()->openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int rc = dirfd < 0 ? -errno : open_at(log, dir, dirfd, tag, bytes);
     if (dirfd >= 0) dk_libc()->close(dirfd);

@@ -102,8 +102,19 @@ struct dk_oplog_reservation {
     uint32_t lines;
     size_t data_len;
     uint64_t seq; /* the record's seq (as dk_oplog_commit's seq_out), known from the reservation on */
+    int signal_safe; /* dk_oplog_reserve_spare's: the commit allocates no memory (a page-cache record's buffer is mmap'ed) */
 };
 int dk_oplog_reserve(struct dk_oplog *log, size_t data_len, struct dk_oplog_reservation *res);
+
+/* The spare: the last `lines` slots of every generation, held back from dk_oplog_reserve (which answers
+ * -ENOSPC before them) for dk_oplog_reserve_spare -- strict mode's signal handler writes, which cannot wait for
+ * the checkpoint a full log needs while their own thread's operation holds it off. Capped at a quarter of
+ * the capacity; 0 (the default) holds nothing back. */
+void dk_oplog_set_spare(struct dk_oplog *log, uint64_t lines);
+/* dk_oplog_reserve for a caller that may have interrupted this thread inside the log (a signal handler): may
+ * use the spare; never waits for a lock this thread may hold (-EAGAIN where the allocation lock is this
+ * thread's); its commit allocates no memory. */
+int dk_oplog_reserve_spare(struct dk_oplog *log, size_t data_len, struct dk_oplog_reservation *res);
 int dk_oplog_commit(struct dk_oplog *log, const struct dk_oplog_reservation *res, unsigned type, const void *fixed48,
                     const void *data, uint64_t *seq_out);
 

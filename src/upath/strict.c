@@ -67,6 +67,8 @@
  * costs more than the second copy at the write saves unless repeated overwrites are skipped. */
 #define STRICT_LAZY_MIN_COALESCED_PCT 25u
 #define STRICT_EAGER_CHECKPOINTS 8u
+/* The log's last slots, for signal handlers' records while it is full (strict_nested: no checkpoint there) */
+#define STRICT_NESTED_SPARE_LINES (4u * DK_OPLOG_RECORD_LINES_MAX) /* four largest records (64 KiB) */
 
 /* A staged overwrite whose record is durable and whose bytes are not in the file yet: the checkpoint
  * stores them there (flush and volatile media; see log_write). */
@@ -129,6 +131,11 @@ static __thread int ck_held; /* counted from before the lock call to after the u
  * and the read side's unlock would then release the write lock (a later unlock underflowed the lock's
  * reader count: every later checkpoint hung). */
 static __thread int ck_wr_held;
+/* Other locks of the strict state this thread holds (set from before the lock call to after the unlock), so
+ * that a signal handler's write (a nested one: strict_nested) waits for no lock its own thread holds: the
+ * checkpoint list's, the staging allocation's, and the file whose appends this thread serialises. */
+static __thread bool dirty_mu_mine, stg_mu_mine;
+static __thread const struct up_file *strict_mu_file;
 /* guard.h's asymmetric read side, on st->ck, counted in ck_held. */
 static inline enum up_guard_entry ck_read_enter(struct up_strict *st) {
     ck_held++;
@@ -260,6 +267,7 @@ static struct up_strict *strict_create(struct up_root *r) {
     }
     st->stg_fd = up_internal_fd(fd);
     dk_oplog_move_fds(st->log, up_internal_fd, up_internal_close); /* out of the program's way */
+    dk_oplog_set_spare(st->log, STRICT_NESTED_SPARE_LINES); /* signal handlers' records while the log is full */
     st->stg_addr = a;
     return st;
 }
@@ -321,21 +329,39 @@ static int applied_make_durable(const struct up_root *r, struct up_strict *st) {
  * 21, 26, 29). That descriptor stays open while the file is listed: every close of a descriptor of the
  * file (close, dup2 over it, close_range, exec) is a checkpoint first, which empties the list; a later
  * write lists its own descriptor. 0, or -ENOSPC when the table is full (the caller checkpoints and retries). */
-static int note_applied(struct up_strict *st, struct up_file *f, int fd, uint64_t end, bool append, bool nested) {
+/* `nested` (a signal handler's write, strict_nested): 1 instead of listing the file when the list's lock is
+ * its own thread's or the list is full (a checkpoint would wait for that thread) -- the caller then makes its
+ * apply durable itself (durable_now). */
+static inline __attribute__((always_inline)) int note_applied(struct up_strict *st, struct up_file *f, int fd,
+                                                              uint64_t end, bool append, bool nested) {
     /* An overwrite past the file's first hole is applied by the kernel's pwrite (holes.c), which allocates:
      * listed too, on every medium (review 9, finding 8). */
     if (!track_dirty(f->root) && !append && end <= up_file_size(f) && end <= __atomic_load_n(&f->backed_end, __ATOMIC_ACQUIRE))
         return 0;
     if (f->root->persist_as == DK_MEDIUM_VOLATILE) return 0; /* nothing survives power loss anyway */
+    if (nested && dirty_mu_mine) return 1;
     int rc = 0;
-    if (!nested) pthread_mutex_lock(&st->dirty_mu);
-    else if (pthread_mutex_trylock(&st->dirty_mu) != 0) return -EAGAIN; /* its thread may hold it */
+    dirty_mu_mine = true;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&st->dirty_mu); /* another thread holds it for a few loads and stores at most */
     unsigned i = 0;
     while (i < st->dirty_count && st->dirty[i].f != f) i++;
     if (i < st->dirty_count) st->dirty[i].fd = fd; /* the newest writer's descriptor: surely open now */
-    else if (i == STRICT_DIRTY_FILES_MAX) rc = -ENOSPC;
+    else if (i == STRICT_DIRTY_FILES_MAX) rc = nested ? 1 : -ENOSPC;
     else st->dirty[st->dirty_count++] = (struct strict_dirty){f, fd};
     pthread_mutex_unlock(&st->dirty_mu);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    dirty_mu_mine = false;
+    return rc;
+}
+
+/* A nested write's apply made durable at once, as the checkpoint would have (note_applied returned 1). */
+static int durable_now(const struct up_file *f, int fd) {
+    if (f->root->persist_as == DK_MEDIUM_DAX) dk_fence();
+    DK_ERRNO_SAVE;
+    int rc = DK_REAL(fdatasync)(fd) == 0 ? 0 : -errno;
+    DK_ERRNO_RESTORE;
+    if (rc == 0) dk_count(DK_C_fsyncs_kernel, 1);
     return rc;
 }
 
@@ -456,12 +482,13 @@ static void staging_persist(const struct up_root *r, const struct up_strict *st,
 }
 
 /* Allocates staging space up to `end` (so stores there cannot fault with SIGBUS on a full file system).
- * `nested` (a signal handler inside a strict operation of its thread, which may hold stg_mu): -EAGAIN
- * rather than wait. */
+ * `nested` (a signal handler's write): -EDEADLK rather than wait for its own thread's allocation. */
 static int staging_reserve(const struct up_root *r, struct up_strict *st, uint64_t end, bool nested) {
     if (end <= __atomic_load_n(&st->stg_alloc, __ATOMIC_ACQUIRE)) return 0;
-    if (!nested) pthread_mutex_lock(&st->stg_mu);
-    else if (pthread_mutex_trylock(&st->stg_mu) != 0) return -EAGAIN;
+    if (nested && stg_mu_mine) return -EDEADLK;
+    stg_mu_mine = true;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&st->stg_mu);
     int rc = 0;
     if (end > st->stg_alloc) {
         uint64_t to = DK_MIN(dk_round_up(end, STRICT_STG_CHUNK_BYTES), st->stg_bytes);
@@ -476,6 +503,8 @@ static int staging_reserve(const struct up_root *r, struct up_strict *st, uint64
         }
     }
     pthread_mutex_unlock(&st->stg_mu);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    stg_mu_mine = false;
     return rc;
 }
 
@@ -615,10 +644,11 @@ bool up_strict_staged_intact(unsigned type, const struct dk_oplog_op *op, const 
 
 /* An inline record of the write, its seq published in `wr` (when given) between its reservation and its
  * commit. */
-static int log_inline(struct up_strict *st, const struct dk_oplog_op *op, const char *buf, size_t n,
-                      struct up_reader *wr, uint64_t *seq_out) {
+static inline __attribute__((always_inline)) int log_inline(struct up_strict *st, const struct dk_oplog_op *op,
+                                                            const char *buf, size_t n, struct up_reader *wr,
+                                                            uint64_t *seq_out, bool nested) {
     struct dk_oplog_reservation res;
-    int rc = dk_oplog_reserve(st->log, n, &res);
+    int rc = nested ? dk_oplog_reserve_spare(st->log, n, &res) : dk_oplog_reserve(st->log, n, &res);
     if (rc == 0 && wr) inflight_seq(wr, res.seq);
     if (rc == 0) rc = dk_oplog_commit(st->log, &res, DK_OPLOG_WRITE_INLINE, op, buf, seq_out);
     if (rc == 0) dk_count(DK_C_strict_inline, 1);
@@ -632,16 +662,19 @@ static int log_inline(struct up_strict *st, const struct dk_oplog_op *op, const 
  * reservation) -- a write whose seq stayed unknown would keep every later overlapping write waiting while
  * it waited for them. 0 or -errno (-ENOSPC: the log or the staging file is full; the caller checkpoints and
  * tries again). */
-static int log_write(struct up_root *r, struct up_strict *st, const struct up_file *f, uint32_t ident, uint64_t off,
-                     const char *buf, size_t n, struct strict_lazy *lz, struct up_reader *wr, uint64_t *seq_out,
-                     bool nested) {
+/* (always inlined, as note_applied, strict_write_one and log_inline: out of line they cost the ordinary write
+ * ~70 instructions more than before the nested paths, by callgrind; inlined, nothing) */
+static inline __attribute__((always_inline)) int log_write(struct up_root *r, struct up_strict *st,
+                                                           const struct up_file *f, uint32_t ident, uint64_t off,
+                                                           const char *buf, size_t n, struct strict_lazy *lz,
+                                                           struct up_reader *wr, uint64_t *seq_out, bool nested) {
     struct dk_oplog_op op = {.dev = (uint64_t)f->dev, .ino = (uint64_t)f->ino, .file_offset = off,
                              .length = (uint32_t)n, .aux = op_ident_bits(ident)};
     struct dk_oplog_reservation res;
     int rc = -ENOSPC;
     /* A nested write (a signal handler's) goes inline up to the largest record: no staging lock */
     if (!lz && (n <= inline_max_for(r) || (nested && n <= DK_OPLOG_DATA_BYTES_MAX)))
-        return log_inline(st, &op, buf, n, wr, seq_out);
+        return log_inline(st, &op, buf, n, wr, seq_out, nested);
     /* Staging space first: the medium may have no room for it, and then a write small enough to travel
      * inside its record is logged inline instead -- an overwrite of allocated blocks needs no new block, as
      * with the kernel (review 9, finding 27's update: it failed with EIO). Decided before the record's slot
@@ -654,9 +687,9 @@ static int log_write(struct up_root *r, struct up_strict *st, const struct up_fi
     uint64_t at = __atomic_fetch_add(&st->stg_used, dk_round_up(n, 64), __ATOMIC_ACQ_REL);
     if (at + n > st->stg_bytes) return -ENOSPC; /* the staging file is full: the caller checkpoints */
     rc = staging_reserve(r, st, at + n, nested);
-    if (rc && !lz && n <= DK_OPLOG_DATA_BYTES_MAX && errno_no_space(-rc)) return log_inline(st, &op, buf, n, wr, seq_out);
+    if (rc && !lz && n <= DK_OPLOG_DATA_BYTES_MAX && errno_no_space(-rc)) return log_inline(st, &op, buf, n, wr, seq_out, nested);
     if (rc) return rc;
-    rc = dk_oplog_reserve(st->log, 0, &res);
+    rc = nested ? dk_oplog_reserve_spare(st->log, 0, &res) : dk_oplog_reserve(st->log, 0, &res);
     if (rc == 0 && wr) inflight_seq(wr, res.seq);
     if (rc == 0) {
         op.aux |= dk_copy_nt_crc32c(st->stg_addr + at, buf, n, 0);
@@ -806,15 +839,27 @@ static ssize_t apply_write(struct up_file *f, int fd, const char *buf, size_t n,
     return apply_part(f, fd, buf, n, off);
 }
 
-/* A signal handler's write that would wait for the strict operation (or the file's mutex) its own thread
- * holds (review 8, finding 18: it hung on the staging mutex, a checkpoint, the file's mutex in the apply)
- * fails with EAGAIN instead, before anything is logged: its thread inside a checkpoint (or a drain, a lazy
- * truncate: the write side of the checkpoint lock), the log full (a checkpoint), waiting overwrites of
- * the file to drain first (DAXKIT_STRICT_APPLY=checkpoint|auto), another append of the file in progress, a
- * lock of the thread's held (staging, the checkpoint list), or -- while the thread holds the file's mutex --
- * bytes not published yet (an append, past the published end). Otherwise it is logged as ever (inline up to
- * the largest record: no staging lock) and applied; with the file's mutex held, by the kernel's pwrite.
- * docs/guarantees.md. */
+/* ---- a signal handler's write (review 8, finding 18; review 10, finding 22) ----
+ * A write is nested when this thread is inside a strict operation (it holds the checkpoint lock: ck_held) or
+ * holds the file's mutex (io.c's mu_file): a signal handler interrupted it. It must wait for nothing its own
+ * thread holds -- that thread runs again only once the handler returns (it hung on the staging mutex, on a
+ * checkpoint, on the file's mutex of the apply). It is logged inline (the log's spare, dk_oplog_set_spare,
+ * when the log is full: no checkpoint), larger writes in records of DK_OPLOG_DATA_BYTES_MAX bytes each
+ * (up_strict_write), publishes nothing in the apply order (the interrupted write's entry is its thread's),
+ * and is applied: stored as ever, or by the kernel's pwrite while the thread holds the file's mutex (counter
+ * strict_nested_by_kernel), made durable at once when the checkpoint list cannot take the file
+ * (note_applied). While overwrites of the file wait for the checkpoint, one overlapping it waits too (a staged
+ * entry of its own, in log order: nested_lazy). Where none of that can complete it -- its thread inside a
+ * checkpoint, a drain or a truncate (the write side), an append of the same file by its thread, the thread
+ * holding the file's mutex with the write past the published bytes, the spare used up -- it fails with
+ * EDEADLK before anything is logged (counter strict_nested_refused): not EAGAIN, which write-all loops retry
+ * (for sockets and pipes) and which would never clear inside the handler (review 10, finding 22: such a loop
+ * spun at 100% CPU). docs/guarantees.md lists which calls take which path. */
+#define STRICT_NESTED_APPEND_WAIT_NS 20000000ull /* another thread's append: tried this long (it may wait for us) */
+
+static inline bool strict_nested(const struct up_file *f) { return ck_held > 0 || up_io_mu_held(f); }
+
+/* The thread holds f->mu: the kernel's pwrite applies it, so published bytes only (not an append). */
 static bool nested_unsafe(struct up_file *f, uint64_t off, size_t n, bool append) {
     if (!up_io_mu_held(f)) return false;
     return append || off + n > __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) ||
@@ -823,56 +868,111 @@ static bool nested_unsafe(struct up_file *f, uint64_t off, size_t n, bool append
 
 static ssize_t nested_refused(void) {
     dk_count(DK_C_strict_nested_refused, 1);
-    errno = EAGAIN;
+    errno = EDEADLK;
     return -1;
 }
 
-ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append) {
+/* f->strict_mu for a nested append: never when this thread holds it; another thread's is tried for
+ * STRICT_NESTED_APPEND_WAIT_NS (it may be waiting for a checkpoint this thread holds off). 0 or -EDEADLK. */
+static int nested_append_lock(struct up_file *f) {
+    if (strict_mu_file == f) return -EDEADLK;
+    uint64_t until = 0;
+    while (pthread_mutex_trylock(&f->strict_mu) != 0) {
+        uint64_t t = now_ns();
+        if (!until) until = t + STRICT_NESTED_APPEND_WAIT_NS;
+        else if (t > until) return -EDEADLK;
+        sched_yield();
+    }
+    return 0;
+}
+
+/* Whether a waiting overwrite of f may overlap [off, off+n): one whose record is not durable yet (its range
+ * is not filled in), or whose entry is being made, counts. Under st->ck's read side (no reset meanwhile). */
+static bool lazy_overlaps(const struct up_strict *st, const struct up_file *f, uint64_t off, size_t n) {
+    uint32_t used = DK_MIN(__atomic_load_n(&st->lazy_used, __ATOMIC_ACQUIRE), STRICT_LAZY_MAX);
+    for (uint32_t i = 0; i < used; i++) {
+        const struct strict_lazy *e = &st->lazy[i];
+        const struct up_file *ef = __atomic_load_n(&e->f, __ATOMIC_ACQUIRE);
+        uint32_t len = __atomic_load_n(&e->len, __ATOMIC_ACQUIRE);
+        if (ef == NULL || (ef == f && (len == 0 || (e->off < off + n && e->off + len > off)))) return true;
+    }
+    return false;
+}
+
+/* A nested overwrite that overlaps waiting overwrites of its file waits for the checkpoint too, after them in
+ * log order (a drain would wait for the thread's own operation): an entry of its own. NULL: it cannot (an
+ * append, not in place, the table full). */
+static struct strict_lazy *nested_lazy(struct up_strict *st, struct up_file *f, uint64_t off, size_t n, bool append) {
+    if (!st->lazy || append || f->atomic || __atomic_load_n(&f->strict_eager, __ATOMIC_ACQUIRE) ||
+        !up_io_in_place(f, off, n))
+        return NULL;
+    uint32_t i = __atomic_fetch_add(&st->lazy_used, 1, __ATOMIC_ACQ_REL);
+    if (i >= STRICT_LAZY_MAX) return NULL;
+    st->lazy[i].f = f; /* len stays 0 until the record is durable */
+    __atomic_add_fetch(&f->strict_lazy, 1, __ATOMIC_ACQ_REL);
+    return &st->lazy[i];
+}
+
+/* One write of at most chunk_max bytes (a nested one: DK_OPLOG_DATA_BYTES_MAX, or a waiting entry's). Inlined
+ * twice: an ordinary write's copy is compiled with `nested` false (none of the above in its path). */
+static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append,
+                                bool nested) {
     struct up_strict *st = strict_for(f->root);
     if (!st) {
         errno = no_log_errno(); /* ENOSPC on a medium too full for the log (review 9, finding 27) */
         return -1;
     }
     n = DK_MIN(n, chunk_max(st));
-    bool nested = ck_held > 0 || up_io_mu_held(f); /* a signal handler inside a strict operation or f->mu of this thread */
     if (DK_UNLIKELY(nested) && (ck_wr_held || nested_unsafe(f, off, n, append))) return nested_refused();
     /* An append's offset is decided here, so that the record and the apply agree: appends to one file
      * are serialised (overwrites are not). */
+    const struct up_file *outer_append = strict_mu_file;
     if (append) {
-        if (!nested) pthread_mutex_lock(&f->strict_mu);
-        else if (pthread_mutex_trylock(&f->strict_mu) != 0) return nested_refused();
+        if (DK_UNLIKELY(nested) && nested_append_lock(f) != 0) return nested_refused();
+        if (!nested) {
+            strict_mu_file = f;
+            __atomic_signal_fence(__ATOMIC_SEQ_CST);
+            pthread_mutex_lock(&f->strict_mu);
+        }
+        strict_mu_file = f;
+        off = up_file_size(f);
     }
-    if (append) off = up_file_size(f);
     /* Reuse the staging file early (a failed checkpoint changes nothing) -- not from a signal handler that
      * interrupted a strict operation of this thread, which holds st->ck: it would wait for itself. */
-    if (dk_cfg.strict_apply == 1 /* write */ && !ck_held && n > inline_max_for(f->root) &&
+    if (dk_cfg.strict_apply == 1 /* write */ && !nested && n > inline_max_for(f->root) &&
         n <= STRICT_STG_REUSE_BYTES && __atomic_load_n(&st->stg_used, __ATOMIC_RELAXED) + n > STRICT_STG_REUSE_BYTES)
         up_strict_checkpoint(f->root);
     int rc;
-    struct strict_lazy *lz;
+    struct strict_lazy *lz = NULL;
     uint32_t ident = up_file_ident(f, fd); /* a load: computed at the file's first logged operation */
     struct up_reader *wr = NULL; /* where this write is published (inflight_publish) */
-    bool borrowed = false;
+    bool borrowed = false, self_durable = false;
     uint32_t epoch = 0;
     uint64_t seq = 0;
     enum up_guard_entry ck;
     for (int attempt = 0;; attempt++) {
         ck = ck_read_enter(st);
-        bool full = false;
-        lz = nested ? NULL : lazy_reserve(st, f, off, n, append, &full);
-        /* A write applied now goes in after the file's waiting overwrites (the apply order is the log's). */
-        if (attempt < 2 && (full || (!lz && __atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE)))) {
-            ck_read_exit(st, ck);
-            if (nested) { /* a drain would wait for this thread's own operation */
-                if (append) pthread_mutex_unlock(&f->strict_mu);
-                return nested_refused();
+        if (DK_UNLIKELY(nested)) {
+            /* After the file's waiting overwrites in log order, as a drain would make it, when it may overlap one */
+            if (__atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE) && lazy_overlaps(st, f, off, n) &&
+                !(lz = nested_lazy(st, f, off, n, append))) {
+                rc = -EDEADLK;
+                break;
             }
-            if (full) up_strict_checkpoint(f->root); /* and the staging file is reused from its start */
-            else lazy_drain(st);
-            continue;
+        } else {
+            bool full;
+            lz = lazy_reserve(st, f, off, n, append, &full);
+            /* A write applied now goes in after the file's waiting overwrites (the apply order is the log's). */
+            if (attempt < 2 && (full || (!lz && __atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE)))) {
+                ck_read_exit(st, ck);
+                if (full) up_strict_checkpoint(f->root); /* and the staging file is reused from its start */
+                else lazy_drain(st);
+                continue;
+            }
         }
         rc = lz ? 0 : note_applied(st, f, fd, off + n, append, nested); /* -ENOSPC: every slot holds another file */
         if (rc >= 0) {
+            self_durable = rc == 1;
             if (!lz && !nested) {
                 epoch = __atomic_load_n(&st->ck_epoch, __ATOMIC_RELAXED);
                 wr = inflight_publish(f, epoch, off, off + n, &borrowed);
@@ -880,7 +980,8 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
             rc = log_write(f->root, st, f, ident, off, buf, n, lz, wr, &seq, nested);
             if (rc && wr) inflight_withdraw(wr, borrowed), wr = NULL; /* before a checkpoint waits for us */
         }
-        if (rc == -ENOSPC && nested) rc = -EAGAIN; /* the checkpoint would wait for this thread's own operation */
+        /* Full (the spare too, for a nested write), or a lock of its own thread's: a checkpoint would wait for that thread */
+        if (nested && (rc == -ENOSPC || rc == -EAGAIN)) rc = -EDEADLK;
         if (rc != -ENOSPC || attempt >= 2) break;
         /* Full: checkpoint (needs the write side), then try again. */
         ck_read_exit(st, ck);
@@ -889,7 +990,8 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
     if (rc) {
         ck_read_exit(st, ck);
         if (append) pthread_mutex_unlock(&f->strict_mu);
-        if (rc == -EAGAIN) return nested_refused();
+        strict_mu_file = outer_append;
+        if (rc == -EDEADLK) return nested_refused();
         errno = -rc == ENOSPC ? ENOSPC : EIO;
         return -1;
     }
@@ -903,12 +1005,43 @@ ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, ui
         if (wr) inflight_wait(f, epoch, wr, seq, off, off + n);
         w = apply_write(f, fd, buf, n, off);
         if (wr) inflight_withdraw(wr, borrowed);
+        if (DK_UNLIKELY(self_durable) && w > 0) {
+            int e = durable_now(f, fd);
+            if (e) errno = -e, w = -1;
+        }
     }
     if (w >= 0) up_io_last_offset = off; /* where the write began (the caller moves the offset past it) */
     DK_CRASH_POINT("strict.write.applied");
     ck_read_exit(st, ck);
     if (append) pthread_mutex_unlock(&f->strict_mu);
+    strict_mu_file = outer_append;
     return w;
+}
+
+/* A signal handler's write (strict_nested); one larger than an inline record in records of
+ * DK_OPLOG_DATA_BYTES_MAX bytes (each all or nothing, as writes larger than the staging file are per chunk): a
+ * short count if a later one fails. */
+static __attribute__((noinline, cold)) ssize_t strict_write_nested(struct up_file *f, int fd, const char *buf, size_t n,
+                                                                   uint64_t off, bool append) {
+    size_t done = 0;
+    uint64_t first = 0;
+    while (done < n) {
+        ssize_t w = strict_write_one(f, fd, buf + done, DK_MIN(n - done, (size_t)DK_OPLOG_DATA_BYTES_MAX), off + done,
+                                     append, true);
+        if (w <= 0) {
+            if (done == 0) return w;
+            break;
+        }
+        if (done == 0) first = up_io_last_offset;
+        done += (size_t)w;
+    }
+    up_io_last_offset = first;
+    return (ssize_t)done;
+}
+
+ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append) {
+    if (DK_UNLIKELY(strict_nested(f))) return strict_write_nested(f, fd, buf, n, off, append);
+    return strict_write_one(f, fd, buf, n, off, append, false);
 }
 
 /* A truncate's record (reservation, published seq, commit), as log_write's inline path. */

@@ -590,6 +590,14 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
         }
     }
     if (f->atomic) return up_atomic_ftruncate(f, fd, len);
+    /* A signal handler's truncate while its thread holds f's mutex (any mode) or is inside a strict operation
+     * (strict): the truncate would wait for that thread (the mutex; the checkpoint lock's write side) --
+     * refused before anything is logged, as strict.c's nested writes that cannot complete. */
+    if (DK_UNLIKELY(up_io_held_file() == f || (strict && up_strict_ck_held()))) {
+        dk_count(DK_C_strict_nested_refused, 1);
+        errno = EDEADLK;
+        return -1;
+    }
     uint64_t seq = 0;
     struct up_strict_pub inflight = {0}; /* the truncate published as in flight (strict.c) */
     bool truncated = false;
