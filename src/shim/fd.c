@@ -1,9 +1,10 @@
-/* Descriptor calls: close, close_range, dup family, fcntl, flock, lseek. */
+/* Descriptor calls: close, close_range, closefrom, dup family, fcntl, flock, lseek. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -61,6 +62,33 @@ DK_EXPORT int close_range(unsigned int first, unsigned int last, int flags) {
     }
     if (r == 0 && lo <= last && lo >= first) r = DK_REAL(close_range)(lo, last, flags);
     return r;
+}
+
+/* glibc's closefrom (2.34+) reaches the close_range system call through glibc's internal wrapper, which no
+ * preload sees: it closed daxkit's own descriptors (the strict log, staging files, kept read-write
+ * descriptors, the stats file's lock), and a strict process on a page-cache medium then failed every write
+ * with EIO (review 11, finding 7). As glibc's: close_range(lowfd, ~0U, 0) -- the library's, which closes
+ * around ours -- and where that fails, each open descriptor from /proc/self/fd through close. */
+DK_EXPORT void closefrom(int lowfd) {
+    unsigned first = lowfd < 0 ? 0u : (unsigned)lowfd;
+    if (close_range(first, ~0U, 0) == 0) return;
+    DK_ERRNO_SAVE;
+    int dfd = DK_REAL(open)("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0) DK_REAL(close)(dfd);
+        DK_ERRNO_RESTORE;
+        return;
+    }
+    struct dirent *e;
+    while ((e = DK_REAL(readdir)(d))) {
+        char *end;
+        long fd = strtol(e->d_name, &end, 10);
+        if (*end || fd < (long)first || fd == dfd) continue;
+        close((int)fd); /* ours answer EBADF and stay */
+    }
+    closedir(d);
+    DK_ERRNO_RESTORE;
 }
 
 DK_EXPORT int dup(int fd) {

@@ -1,5 +1,5 @@
 /* Description: libc behaviour kept on managed files: EBADF on closed descriptors and on closing twice;
- * close of daxkit's own internal descriptors is EBADF and close_range(3, ~0U, 0) leaves them alone (the
+ * close of daxkit's own internal descriptors is EBADF and close_range(3, ~0U, 0) and closefrom leave them alone (the
  * library keeps working: staging appends, publish, read back); read on O_WRONLY and write on O_RDONLY are
  * EBADF; lseek with a bad whence, a negative result, negative pread/pwrite offsets and a negative ftruncate
  * are EINVAL; errno is unchanged by successful calls; a thread with a pending deferred cancel is cancelled
@@ -232,7 +232,17 @@ static void test_internal(void) {
     OK(close(fd));
     CHECK(st_check("pattern", path, "0", st_fmt("%zu", sizeof buf), "4") == 0,
           "after close_range the library lost data");
-    printf("ok: %d internal descriptors survive close() and close_range(); the library keeps working\n", n);
+    /* closefrom reaches the system call inside glibc: the library interposes it too (review 11, finding 7) */
+    fd = OK(open(path, O_RDWR | O_TRUNC));
+    st_write_all(fd, buf, 100000); /* staged */
+    closefrom(fd + 1);
+    m = internal_fds(in, 64);
+    CHECK(m == n, "closefrom closed %d of the library's %d internal descriptors", n - m, n);
+    st_write_all(fd, buf + 100000, sizeof buf - 100000);
+    OK(fsync(fd));
+    OK(close(fd));
+    CHECK(st_check("pattern", path, "0", st_fmt("%zu", sizeof buf), "4") == 0, "after closefrom the library lost data");
+    printf("ok: %d internal descriptors survive close(), close_range() and closefrom(); the library keeps working\n", n);
 }
 
 /* ---- cancellation ---- */
