@@ -115,6 +115,7 @@ static void uwp_free(struct dk_uwp *u) {
     }
     if (u->stop_fd >= 0) DK_REAL(close)(u->stop_fd);
     if (u->shadow) uwp_shadow_free(u); /* the file never saw the stores made since the last msync */
+    pthread_rwlock_destroy(&u->writes);
     memset(u, 0xa5, sizeof *u); /* poison: a stale use faults at once instead of using a freed log */
     free(u);
 }
@@ -161,6 +162,12 @@ static int uwp_map(const char *path, const struct daxkit_atomic_options *o, bool
     if (!rc && !u) rc = -ENOMEM;
     if (rc) goto out;
     u->uffd = u->stop_fd = u->shadow_fd = -1;
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    /* an msync must not starve behind a stream of write()s from other threads */
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&u->writes, &ra);
+    pthread_rwlockattr_destroy(&ra);
     shadow = shadow || !wp_capable_fs(path);
     if (shadow) shadow_options(&opt, (uint64_t)st.st_size);
     else undo_options(&opt, (uint64_t)st.st_size);
@@ -206,10 +213,15 @@ int dk_uwp_map_shadow(const char *path, const struct daxkit_atomic_options *o, s
 
 bool dk_uwp_shadowed(const struct dk_uwp *u) { return u->shadow; }
 
-void dk_uwp_file_written(struct dk_uwp *u, uint64_t off, uint64_t n) {
-    if (!u->shadow) return; /* the program maps the file itself: it sees the bytes already */
+void dk_uwp_write_begin(struct dk_uwp *u) {
+    if (u->shadow) pthread_rwlock_rdlock(&u->writes);
+}
+
+void dk_uwp_write_end(struct dk_uwp *u, uint64_t off, const void *buf, uint64_t n) {
     DK_ERRNO_SAVE;
-    uwp_shadow_file_written(u, off, n);
+    (void)buf;
+    if (u->shadow && n) uwp_shadow_file_written(u, off, n); /* else: the program maps the file, sees them */
+    if (u->shadow) pthread_rwlock_unlock(&u->writes);
     DK_ERRNO_RESTORE;
 }
 
@@ -250,6 +262,7 @@ int dk_uwp_msync(struct dk_uwp *u) {
     if (u->f->inherited) return -EBADF; /* a fork's child: the log is the parent's */
     DK_ERRNO_SAVE;
     struct alog_file *f = u->f;
+    if (u->shadow) pthread_rwlock_wrlock(&u->writes); /* no write() between the file and the shadow */
     pthread_rwlock_wrlock(&f->rw);
     int rc = __atomic_load_n(&u->error, __ATOMIC_ACQUIRE);
     if (!rc && u->shadow) {
@@ -262,6 +275,7 @@ int dk_uwp_msync(struct dk_uwp *u) {
         if (!rc) rc = alog_sync_locked(f);
     }
     pthread_rwlock_unlock(&f->rw);
+    if (u->shadow) pthread_rwlock_unlock(&u->writes);
     if (!rc && !u->shadow) alog_ckpt_kick(f);
     DK_ERRNO_RESTORE;
     return rc;

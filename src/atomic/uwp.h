@@ -35,9 +35,14 @@ bool dk_uwp_shadowed(const struct dk_uwp *u);
 /* Commits every store made since the previous msync. Returns 0 or -errno (then the previous state stands;
  * -EIO/-ENOSPC also when a page could not be logged earlier: that epoch is not atomic and is refused). */
 int dk_uwp_msync(struct dk_uwp *u);
-/* The program changed [off, off + n) of the file by write() (or the like): with the shadow, the bytes are
- * copied into the shadow pages present (the mapping sees them, as with the kernel). Not logged either way. */
-void dk_uwp_file_written(struct dk_uwp *u, uint64_t off, uint64_t n);
+/* A write() (or the like) of the program is about to change the file; always followed by dk_uwp_write_end.
+ * With the shadow, an msync waits from here until dk_uwp_write_end: between the file write and the copy into
+ * the shadow, an msync would journal the shadow's stale bytes of a dirty page over it (review 10, finding 9). */
+void dk_uwp_write_begin(struct dk_uwp *u);
+/* The write changed [off, off + n) of the file to buf's bytes (n 0: nothing changed). With the shadow, the
+ * bytes are copied into the shadow pages present (the mapping sees them, as with the kernel); without, the
+ * program maps the file itself and sees them already. Not part of any msync epoch either way. */
+void dk_uwp_write_end(struct dk_uwp *u, uint64_t off, const void *buf, uint64_t n);
 /* Rolls back unsynced stores, unmaps, frees. */
 int dk_uwp_unmap(struct dk_uwp *u);
 /* In a fork's child: closes the child's copies of the userfaultfd, the handler's eventfd and the shadow's

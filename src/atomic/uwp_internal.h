@@ -18,6 +18,9 @@ struct dk_uwp {
     int error;               /* sticky -errno: a page could not be logged (or filled) */
     unsigned long long faults; /* first stores to a page in an epoch */
     uint64_t dirty_pages;    /* msync scratch */
+    /* The shadow: write()s of the program hold it for reading from before they change the file until their
+     * bytes are in the shadow (dk_uwp_write_begin/end); msync holds it for writing, before f->rw. */
+    pthread_rwlock_t writes;
     /* The shadow (uwp_shadow.c): what the program maps instead of the file. */
     bool shadow;
     int shadow_fd;           /* memfd */

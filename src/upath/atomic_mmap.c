@@ -288,15 +288,20 @@ bool up_atomic_msync(void *addr, size_t len, int flags, int *rc) {
     return true;
 }
 
-void up_atomic_mmap_wrote(dev_t dev, ino_t ino, uint64_t off, uint64_t n) {
-    if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return;
+void *up_atomic_mmap_write_begin(dev_t dev, ino_t ino) {
+    if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return NULL;
     struct stat st = {.st_dev = dev, .st_ino = ino};
     pthread_mutex_lock(&amap_mu);
     struct amap_file *f = file_for(&st);
-    if (f) f->msyncs++; /* `u` lives until we are done (as for an msync) */
+    if (f) f->msyncs++; /* `u` lives until up_atomic_mmap_write_end (as for an msync) */
     pthread_mutex_unlock(&amap_mu);
-    if (!f) return;
-    dk_uwp_file_written(f->u, off, n);
+    if (f) dk_uwp_write_begin(f->u);
+    return f;
+}
+
+void up_atomic_mmap_write_end(void *w, uint64_t off, const void *buf, ssize_t r) {
+    struct amap_file *f = w;
+    dk_uwp_write_end(f->u, off, buf, r > 0 ? (uint64_t)r : 0);
     pthread_mutex_lock(&amap_mu);
     f->msyncs--;
     file_release_if_unused(f);

@@ -16,9 +16,13 @@ bool up_atomic_mmap(void *hint, size_t len, int prot, int fl, int fd, off_t off,
 bool up_atomic_munmap(void *addr, size_t len, int *rc);
 /* MS_SYNC commits (*rc 0, or -1 with errno); MS_ASYNC does nothing. */
 bool up_atomic_msync(void *addr, size_t len, int flags, int *rc);
-/* The program wrote [off, off + n) of the file (dev, ino) through a descriptor: a mapping of it served by the
- * shadow sees the bytes (dk_uwp_file_written). One load when no file is mapped. */
-void up_atomic_mmap_wrote(dev_t dev, ino_t ino, uint64_t off, uint64_t n);
+/* The program is about to write into the file (dev, ino) through a descriptor: a handle for
+ * up_atomic_mmap_write_end when the file is mapped (dk_uwp_write_begin), else NULL. One load when no file is
+ * mapped. */
+void *up_atomic_mmap_write_begin(dev_t dev, ino_t ino);
+/* The write returned r (its bytes from buf at off): a shadow of the file shows them, the undo copies of the
+ * file's own mapping keep them (dk_uwp_write_end). errno is kept. */
+void up_atomic_mmap_write_end(void *w, uint64_t off, const void *buf, ssize_t r);
 /* Exit: stores not msync'ed roll back. */
 void up_atomic_mmap_release_all(void);
 

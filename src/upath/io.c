@@ -851,14 +851,15 @@ static ssize_t write_op(struct up_slot *s, int fd, const void *buf, size_t n, ui
                                (fl & (O_SYNC | O_DSYNC)) || up_atomic_commit_each_write());
     if (DK_UNLIKELY((append ? up_file_size(s->file) : off) + n > UP_MAP_MAX_BYTES))
         return write_past_mapping(s->file, fd, buf, n, off, append, fl);
+    /* DAXKIT_ATOMIC_MMAP: a mapping of this file sees the bytes (appends lie past every mapping of it) */
+    void *amw = append ? NULL : up_atomic_mmap_write_begin(s->file->dev, s->file->ino);
     ssize_t r = dk_cfg.mode == DK_MODE_STRICT ? up_strict_write(s->file, fd, buf, n, off, append)
                                               : up_io_write(s->file, fd, buf, n, off, append, sync_writes(fl));
+    if (DK_UNLIKELY(amw != NULL)) up_atomic_mmap_write_end(amw, off, buf, r);
     /* EFBIG from the path (not the size limit's, which fsize.c and the kernel answer): the mapping refused a
      * file another process grew past UP_MAP_MAX_BYTES. */
     if (DK_UNLIKELY(r < 0 && errno == EFBIG) && !up_fsize_limited())
         return write_past_mapping(s->file, fd, buf, n, off, append, fl);
-    /* DAXKIT_ATOMIC_MMAP: a shadow of this file shows the bytes (appends lie past every mapping of it) */
-    if (r > 0 && !append) up_atomic_mmap_wrote(s->file->dev, s->file->ino, off, (uint64_t)r);
     return r;
 }
 

@@ -7,6 +7,16 @@
  *                                    good after the first store into the last page)
  *   mmap_edges FILE big MIB          MIB MiB of stores in one epoch (more than the engine's default log):
  *                                    the msync succeeds, and so does a later one
+ *   mmap_edges FILE race [ROUNDS]   a pwrite into a page racing an msync of it (another thread's stores):
+ *                                    the file keeps the last pwrite (finding 9)
+ *   mmap_edges FILE pwrite-rollback [crash]  a pwrite + fsync into a page stored into since the last msync
+ *                                    survives the epoch's rollback (munmap, or SIGKILL: then expect) (8)
+ *   mmap_edges FILE read-into UNMANAGED  read(2) from a pipe and readv(2) from UNMANAGED (a file of 'U's
+ *                                    daxkit does not manage) into protected pages of the view (7)
+ *   mmap_edges FILE mremap           FILE: two pages. A one-page view grown by mremap (MAYMOVE) is refused
+ *                                    with ENOMEM or made atomic; shrunk in place it works; then an unsynced
+ *                                    store + SIGKILL (expect checks it rolled back) (6)
+ *   mmap_edges FILE noreplace        MAP_FIXED_NOREPLACE maps at the address asked for, or fails with EEXIST (17)
  *   mmap_edges FILE crash OFF LEN C  maps the whole file, stores LEN bytes C at OFF, no msync, SIGKILLs
  *                                    itself (the script then checks with expect)
  *   mmap_edges FILE expect OFF LEN C maps and unmaps the file (recovery), then [OFF, OFF+LEN) must be C
@@ -14,9 +24,13 @@
  *
  * Exit 0 pass, 1 fail, 77 skip (no userfaultfd write-protection for shared memory here: the mapping goes to
  * the kernel and nothing here is failure-atomic). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* mremap, MAP_FIXED_NOREPLACE */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,6 +41,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define PAGE 4096u
@@ -151,6 +166,151 @@ static int expect(size_t off, size_t len, int c) {
     return 0;
 }
 
+/* Thread A pwrites a counter into bytes [0, 64) of page 0 while thread B stores into byte 2048 of that page
+ * and msyncs, in a loop; then A stops and one more msync: the file's first 64 bytes must be A's last value
+ * (with the kernel always; the shadow's msync journalled its stale copy of them over the file: finding 9). */
+static unsigned char *race_map;
+static _Atomic int race_stop;
+static _Atomic unsigned long race_last;
+
+static void *race_writer(void *arg) {
+    (void)arg;
+    char buf[64];
+    for (unsigned long i = 1; !race_stop; i++) {
+        memset(buf, 0, sizeof buf);
+        snprintf(buf, sizeof buf, "%020lu", i);
+        if (pwrite(fd, buf, sizeof buf, 0) != (ssize_t)sizeof buf) perror("pwrite"), exit(1);
+        race_last = i;
+    }
+    return NULL;
+}
+
+static int race(int rounds) {
+    CHECK(file_bytes >= 2 * PAGE, "the file must hold two pages");
+    race_map = map_file();
+    int lost = 0;
+    for (int r = 0; r < rounds; r++) {
+        race_stop = 0;
+        pthread_t t;
+        CHECK(pthread_create(&t, NULL, race_writer, NULL) == 0, "pthread_create");
+        for (int i = 0; i < 1000; i++) {
+            race_map[2048] = (unsigned char)i;
+            CHECK(sync_all(race_map) == 0, "msync: %s", strerror(errno));
+        }
+        race_stop = 1;
+        pthread_join(t, NULL);
+        race_map[2049] = (unsigned char)r;
+        CHECK(sync_all(race_map) == 0, "msync: %s", strerror(errno));
+        char got[64], want[64] = {0};
+        snprintf(want, sizeof want, "%020lu", race_last);
+        CHECK(pread(fd, got, sizeof got, 0) == (ssize_t)sizeof got, "pread: %s", strerror(errno));
+        if (memcmp(got, want, sizeof got) != 0 && !lost++)
+            printf("round %d: the last pwrite wrote %.20s, the file holds %.20s, the mapping shows %.20s\n", r, want,
+                   got, (const char *)race_map);
+    }
+    CHECK(!lost, "%d of %d rounds lost the last pwrite to an msync", lost, rounds);
+    printf("race: %d rounds of pwrite racing msync in the same page, no pwrite lost\n", rounds);
+    return 0;
+}
+
+/* A pwrite + fsync into a page stored into since the last msync survives the epoch's rollback: munmap
+ * without msync ("unmap"), or SIGKILL and the next mapping ("crash", checked by expect): finding 8. */
+static int pwrite_rollback(bool crash_after) {
+    unsigned char *p = map_file();
+    memset(p, 'A', PAGE);
+    CHECK(sync_all(p) == 0, "msync: %s", strerror(errno));
+    p[100] = 'X'; /* a store of this epoch, never msync'ed: the page is logged */
+    CHECK(pwrite(fd, "W", 1, 0) == 1 && fsync(fd) == 0, "pwrite + fsync: %s", strerror(errno));
+    CHECK(p[0] == 'W', "the mapping does not show the pwrite: %c", p[0]);
+    if (crash_after) kill(getpid(), SIGKILL);
+    CHECK(munmap(p, file_bytes) == 0, "munmap: %s", strerror(errno));
+    CHECK(byte_at(0) == 'W' && byte_at(100) == 'A', "after munmap without msync the file holds %c at 0 (want W: "
+          "pwrite + fsync returned), %c at 100 (want A: never msync'ed)", byte_at(0), byte_at(100));
+    printf("pwrite-rollback: the rollback of the epoch kept a pwrite + fsync into its page\n");
+    return 0;
+}
+
+/* read(2)/readv(2) by the kernel into a protected page of the view (a pipe, an unmanaged file): as with the
+ * kernel's mapping, the bytes arrive (was EFAULT on tmpfs: finding 7); msync commits them, and a store of
+ * that kind not msync'ed is rolled back at munmap like any other. */
+static int read_into(const char *unmanaged) {
+    unsigned char *p = map_file();
+    memset(p, 'A', 2 * PAGE);
+    CHECK(sync_all(p) == 0, "msync: %s", strerror(errno)); /* protected again */
+    int pfd[2];
+    CHECK(pipe(pfd) == 0 && write(pfd[1], "pipe-bytes", 10) == 10, "pipe: %s", strerror(errno));
+    ssize_t r = read(pfd[0], p + 10, 10);
+    CHECK(r == 10, "read from a pipe into the mapping: %zd (%s)", r, r < 0 ? strerror(errno) : "short");
+    int ufd = open(unmanaged, O_RDONLY);
+    CHECK(ufd >= 0, "open %s: %s", unmanaged, strerror(errno));
+    struct iovec iov = {p + PAGE, 100};
+    r = readv(ufd, &iov, 1);
+    CHECK(r == 100, "readv from an unmanaged file into the mapping: %zd (%s)", r, r < 0 ? strerror(errno) : "short");
+    close(ufd);
+    CHECK(sync_all(p) == 0, "msync: %s", strerror(errno));
+    CHECK(byte_at(10) == 'p' && byte_at(PAGE) == 'U', "file after msync: %c %c, want p U", byte_at(10), byte_at(PAGE));
+    CHECK(write(pfd[1], "zzzzz", 5) == 5 && read(pfd[0], p + 20, 5) == 5, "read from a pipe again: %s", strerror(errno));
+    close(pfd[0]), close(pfd[1]);
+    CHECK(munmap(p, file_bytes) == 0, "munmap: %s", strerror(errno));
+    CHECK(byte_at(20) == 'A', "a read() into the mapping not msync'ed survived munmap: %c", byte_at(20));
+    printf("read-into: read(2) from a pipe and an unmanaged file into protected pages worked and were logged\n");
+    return 0;
+}
+
+/* mremap of a view (python's mmap.resize: ftruncate, then mremap MAYMOVE): growing or moving it fails as the
+ * kernel's may (ENOMEM), and the view stays where it was, protected and logged; shrinking it in place
+ * works, the tail unmapped (finding 6). Then a store not msync'ed and SIGKILL: expect finds it rolled back. */
+static int remap(void) {
+    CHECK(file_bytes == 2 * PAGE, "the file must be two pages");
+    unsigned char *p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    CHECK(p != MAP_FAILED, "mmap: %s", strerror(errno));
+    p[0] = 'A';
+    CHECK(msync(p, PAGE, MS_SYNC) == 0, "msync: %s", strerror(errno));
+    void *q = mremap(p, PAGE, 2 * PAGE, MREMAP_MAYMOVE);
+    if (q != MAP_FAILED) { /* handled: the new mapping must be failure-atomic too */
+        p = q;
+        CHECK(p[0] == 'A', "the grown mapping shows %c at 0", p[0]);
+        p[PAGE] = 'a';
+        CHECK(msync(p, 2 * PAGE, MS_SYNC) == 0, "msync of the grown mapping: %s", strerror(errno));
+        printf("mremap: grew the view to %p\n", (void *)p);
+    } else {
+        CHECK(errno == ENOMEM, "mremap refused with %s, want ENOMEM (as the kernel's when it cannot resize)",
+              strerror(errno));
+        printf("mremap: growing the view refused with ENOMEM; the view stays\n");
+        unsigned char *r = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0); /* the program's fallback */
+        CHECK(r != MAP_FAILED, "mmap of both pages: %s", strerror(errno));
+        CHECK(munmap(p, PAGE) == 0, "munmap of the old view: %s", strerror(errno));
+        p = r;
+    }
+    q = mremap(p, 2 * PAGE, PAGE, 0); /* shrink in place */
+    CHECK(q == p, "mremap shrinking in place returned %p (%s), want %p", q, q == MAP_FAILED ? strerror(errno) : "",
+          (void *)p);
+    p[1] = 'B';
+    CHECK(msync(p, PAGE, MS_SYNC) == 0, "msync after the shrink: %s", strerror(errno));
+    CHECK(byte_at(1) == 'B', "msync after the shrink did not commit the store: %c", byte_at(1));
+    p[2] = 'C'; /* never msync'ed: a crash must take it back */
+    kill(getpid(), SIGKILL);
+    return 1;
+}
+
+/* mmap with MAP_FIXED_NOREPLACE: at exactly the address asked for, or failing with EEXIST (finding 17). An
+ * address returned must be failure-atomic: a store not msync'ed is rolled back by munmap. */
+static int noreplace(void) {
+    void *want = (void *)0x600000000000ull;
+    unsigned char *p = mmap(want, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+    if (p == MAP_FAILED) {
+        CHECK(errno == EEXIST, "MAP_FIXED_NOREPLACE failed with %s, want EEXIST", strerror(errno));
+        printf("noreplace: refused with EEXIST\n");
+        return 0;
+    }
+    CHECK(p == want, "MAP_FIXED_NOREPLACE at %p returned %p", want, (void *)p);
+    p[0] = 'N';
+    CHECK(munmap(p, PAGE) == 0, "munmap: %s", strerror(errno));
+    CHECK(byte_at(0) == 0, "a store not msync'ed through the MAP_FIXED_NOREPLACE mapping survived munmap");
+    printf("noreplace: mapped at the address asked for, failure-atomic\n");
+    return 0;
+}
+
 static int char_arg(const char *s) { return !strcmp(s, "0") ? 0 : (unsigned char)s[0]; }
 
 int main(int argc, char **argv) {
@@ -163,6 +323,11 @@ int main(int argc, char **argv) {
     const char *m = argv[2];
     if (!strcmp(m, "tail")) return tail();
     if (!strcmp(m, "big") && argc > 3) return big(strtoul(argv[3], NULL, 0));
+    if (!strcmp(m, "mremap")) return remap();
+    if (!strcmp(m, "noreplace")) return noreplace();
+    if (!strcmp(m, "race")) return race(argc > 3 ? atoi(argv[3]) : 10);
+    if (!strcmp(m, "pwrite-rollback")) return pwrite_rollback(argc > 3 && !strcmp(argv[3], "crash"));
+    if (!strcmp(m, "read-into") && argc > 3) return read_into(argv[3]);
     if (!strcmp(m, "crash") && argc > 5) return crash(strtoull(argv[3], NULL, 0), strtoull(argv[4], NULL, 0), char_arg(argv[5]));
     if (!strcmp(m, "expect") && argc > 5) return expect(strtoull(argv[3], NULL, 0), strtoull(argv[4], NULL, 0), char_arg(argv[5]));
     return fprintf(stderr, "mmap_edges: unknown case or missing arguments\n"), 2;

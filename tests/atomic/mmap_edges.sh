@@ -22,11 +22,12 @@ step() {
     [ $rc -eq 77 ] && exit 77
     [ $rc -eq 0 ] || dk_fail "mmap_edges $* on $kind exited with $rc"
 }
-# crash FILE OFF LEN C: the program stores and SIGKILLs itself (137); anything else is a failure
+# crash FILE OFF LEN C, or crash FILE CASE ARGS: the program SIGKILLs itself (137); anything else is a failure
 crash() {
     local f=$1
     shift
-    run "$f" crash "$@" >/dev/null 2>&1
+    case $1 in [0-9]*) set -- crash "$@" ;; esac
+    run "$f" "$@"
     local rc=$?
     [ $rc -eq 77 ] && exit 77
     [ $rc -eq 137 ] || dk_fail "mmap_edges crash $* on $kind exited with $rc, want 137 (SIGKILL)"
@@ -49,6 +50,36 @@ logfull)
     crash "$M/b.dat" 0 83886080 D
     step "$M/b.dat" expect 2 83886078 B # none of the 80 MiB of unsynced stores survived the crash
     step "$M/b.dat" big 80
+    ;;
+race)
+    head -c 8192 /dev/zero > "$M/r.dat"
+    step "$M/r.dat" race 5 # without the fix 7 of 10 rounds lose the pwrite on XFS
+    ;;
+pwrite)
+    head -c 4096 /dev/zero > "$M/w.dat"
+    step "$M/w.dat" pwrite-rollback
+    head -c 4096 /dev/zero > "$M/c.dat"
+    crash "$M/c.dat" pwrite-rollback crash
+    step "$M/c.dat" expect 0 1 W   # pwrite + fsync returned before the crash
+    step "$M/c.dat" expect 100 1 A # the store was never msync'ed
+    ;;
+readinto)
+    u=$(mktemp /tmp/dk_mmap_edges_unmanaged.XXXXXX)
+    dk_on_exit "rm -f '$u'"
+    head -c 4096 /dev/zero | tr '\0' U > "$u"
+    head -c 8192 /dev/zero > "$M/i.dat"
+    step "$M/i.dat" read-into "$u"
+    ;;
+mremap)
+    head -c 8192 /dev/zero > "$M/m.dat"
+    crash "$M/m.dat" mremap
+    step "$M/m.dat" expect 0 1 A # the msync'ed stores
+    step "$M/m.dat" expect 1 1 B
+    step "$M/m.dat" expect 2 1 0  # the unsynced store after the shrink: rolled back
+    ;;
+noreplace)
+    head -c 4096 /dev/zero > "$M/n.dat"
+    step "$M/n.dat" noreplace
     ;;
 *) dk_fail "unknown case $case" ;;
 esac
