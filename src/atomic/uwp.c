@@ -219,8 +219,8 @@ void dk_uwp_write_begin(struct dk_uwp *u) {
 
 void dk_uwp_write_end(struct dk_uwp *u, uint64_t off, const void *buf, uint64_t n) {
     DK_ERRNO_SAVE;
-    (void)buf;
-    if (u->shadow && n) uwp_shadow_file_written(u, off, n); /* else: the program maps the file, sees them */
+    if (u->shadow && n) uwp_shadow_file_written(u, off, n);
+    else if (n) uwp_undo_file_written(u, off, buf, n); /* the mapping sees the bytes already: the undo copies */
     if (u->shadow) pthread_rwlock_unlock(&u->writes);
     DK_ERRNO_RESTORE;
 }

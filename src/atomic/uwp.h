@@ -40,8 +40,10 @@ int dk_uwp_msync(struct dk_uwp *u);
  * the shadow, an msync would journal the shadow's stale bytes of a dirty page over it (review 10, finding 9). */
 void dk_uwp_write_begin(struct dk_uwp *u);
 /* The write changed [off, off + n) of the file to buf's bytes (n 0: nothing changed). With the shadow, the
- * bytes are copied into the shadow pages present (the mapping sees them, as with the kernel); without, the
- * program maps the file itself and sees them already. Not part of any msync epoch either way. */
+ * bytes are copied into the shadow pages present (the mapping sees them, as with the kernel). Without (the
+ * program maps the file itself and sees them already) they are carried into the undo copies of the pages
+ * saved this epoch, durably, so a rollback of the epoch keeps them (review 10, finding 8). Not part of any
+ * msync epoch either way. */
 void dk_uwp_write_end(struct dk_uwp *u, uint64_t off, const void *buf, uint64_t n);
 /* Rolls back unsynced stores, unmaps, frees. */
 int dk_uwp_unmap(struct dk_uwp *u);

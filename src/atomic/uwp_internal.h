@@ -51,6 +51,9 @@ int uwp_shadow_msync_locked(struct dk_uwp *u);
 /* The file's bytes [off, off + n) were changed by write() (or the like): copied into the shadow pages present,
  * so the program's loads see them and the next msync does not take them for stores to revert. */
 void uwp_shadow_file_written(struct dk_uwp *u, uint64_t off, uint64_t n);
+/* The file-mapping mode (uwp_undo.c): a write() put buf's n bytes at off into the file; the undo copies of
+ * this epoch's pages get them too, durably. */
+void uwp_undo_file_written(struct dk_uwp *u, uint64_t off, const char *buf, uint64_t n);
 /* Unregisters and drops the shadow (the file never saw the unsynced stores). */
 void uwp_shadow_free(struct dk_uwp *u);
 
