@@ -18,6 +18,7 @@
 #include "atomic/uwp_internal.h"
 #include "common/crashpoint.h"
 #include "common/dk.h"
+#include "common/log.h"
 #include "persist/persist.h"
 #include "shim/libc.h"
 
@@ -53,7 +54,17 @@ int uwp_protect(struct dk_uwp *u, uint64_t off, uint64_t n, bool wp) {
 }
 
 static int uffd_setup(struct dk_uwp *u) {
-    u->uffd = uwp_uffd_open(true);
+    /* Faults from the kernel too where permitted, as the shadow's (uwp_shadow.c register_shadow): a read(2)
+     * from a pipe, socket or unmanaged file into a protected page is a kernel-mode write fault, which a
+     * user-mode-only userfaultfd does not take -- the call failed with EFAULT (review 10, finding 7). */
+    u->uffd = uwp_uffd_open(false);
+    if (u->uffd < 0) {
+        u->uffd = uwp_uffd_open(true);
+        if (u->uffd >= 0)
+            dk_log_once("DAXKIT_ATOMIC_MMAP: userfaultfd for user-mode faults only (no CAP_SYS_PTRACE, "
+                        "vm.unprivileged_userfaultfd=0): a read(2) by the kernel into a page of a mapping not "
+                        "stored into since the last msync fails with EFAULT");
+    }
     if (u->uffd < 0) return u->uffd;
     struct uffdio_api api = {.api = UFFD_API,
                              .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_WP_HUGETLBFS_SHMEM};
