@@ -182,7 +182,7 @@ static int uwp_map(const char *path, const struct daxkit_atomic_options *o, bool
     shadow = shadow || !wp_capable_fs(path);
     if (shadow) shadow_options(&opt, (uint64_t)st.st_size);
     else undo_options(&opt, (uint64_t)st.st_size);
-    if (opt.log_bytes > ALOG_LOG_BYTES_MAX) rc = -EFBIG; /* over 64 GiB of log: the mapping goes to the kernel */
+    if (opt.log_bytes > ALOG_LOG_BYTES_MAX) rc = -EFBIG; /* over 64 GiB of log: the program's mmap fails */
     if (!rc) rc = alog_open(path, &opt, &u->f);
     /* A log that had work when opened (recovered now) kept its size: idle now, it is made anew at ours. */
     if (!rc && u->f->area_bytes < opt.log_bytes && !(rc = alog_close(u->f))) rc = alog_open(path, &opt, &u->f);

@@ -2,6 +2,7 @@
  * copies. Each publishes our appends first (the program's mapping and the kernel must see every byte),
  * and hands the descriptor offset to the kernel and back when the call uses it. */
 #include <fcntl.h>
+#include <stdarg.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <unistd.h>
@@ -40,6 +41,17 @@ DK_EXPORT int msync(void *addr, size_t len, int fl) {
     int rc;
     if (up_atomic_msync(addr, len, fl, &rc)) return rc;
     return DK_REAL(msync)(addr, len, fl);
+}
+DK_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int fl, ...) {
+    void *to = NULL, *out;
+    if (fl & MREMAP_FIXED) { /* the new address: only with MREMAP_FIXED */
+        va_list ap;
+        va_start(ap, fl);
+        to = va_arg(ap, void *);
+        va_end(ap);
+    }
+    if (up_atomic_mremap(old, old_len, new_len, fl, &out)) return out; /* DAXKIT_ATOMIC_MMAP */
+    return DK_REAL(mremap)(old, old_len, new_len, fl, to);
 }
 
 /* Before an in-kernel copy: publish both ends; move offsets the call will use into the kernel. */

@@ -36,6 +36,10 @@
 #include "upath/internal.h"
 #include "upath/policy.h"
 
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+
 #define AMAP_FILES_MAX 64
 #define AMAP_VIEWS_MAX 256
 
@@ -155,6 +159,14 @@ bool up_atomic_mmap(void *hint, size_t len, int prot, int fl, int fd, off_t off,
     if (!up_fd_path(fd, path, sizeof path)) return false;
     struct stat st;
     if (!up_atomic_mmap_wanted(path) || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    if (fl & MAP_FIXED_NOREPLACE) { /* the file is mapped once, where daxkit chose: not at a given address */
+        dk_count(DK_C_atomic_mmap_refused, 1);
+        dk_log_once("DAXKIT_ATOMIC_MMAP: mmap of %s with MAP_FIXED_NOREPLACE refused (EEXIST; counted as "
+                    "atomic_mmap_refused): a failure-atomic mapping cannot be placed at a given address", path);
+        errno = EEXIST;
+        *out = MAP_FAILED;
+        return true;
+    }
     pthread_mutex_lock(&amap_mu);
     struct amap_file *f = file_for(&st);
     int err = 0;
@@ -266,6 +278,42 @@ bool up_atomic_munmap(void *addr, size_t len, int *rc) {
         p = next;
     }
     pthread_mutex_unlock(&amap_mu);
+    return true;
+}
+
+/* mremap of memory inside a file's mapping: a view cannot move or grow (the file is mapped once, at its size
+ * when first mapped, and the view's addresses are the engine's own mapping, which the kernel would move
+ * with it: review 10, finding 6); shrinking a view in place is a munmap of its tail. Anything else fails as
+ * the kernel's mremap may: ENOMEM (it cannot be resized or moved there), counted, said once. */
+bool up_atomic_mremap(void *old, size_t old_len, size_t new_len, int fl, void **out) {
+    if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return false;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    char *p = old;
+    pthread_mutex_lock(&amap_mu);
+    struct amap_view *v = view_at(p);
+    struct amap_file *f = v ? v->file : file_region_at(p);
+    if (!f) {
+        pthread_mutex_unlock(&amap_mu);
+        return false;
+    }
+    size_t old_r = dk_round_up(old_len, page), new_r = dk_round_up(new_len, page);
+    int e = 0;
+    if ((uintptr_t)p % page || !new_len || (fl & ~(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP)))
+        e = EINVAL;                       /* as the kernel */
+    else if (!v)
+        e = EFAULT;                       /* pages unmapped from the view: not mapped for the program */
+    else if (old_len && new_r <= old_r && !(fl & (MREMAP_FIXED | MREMAP_DONTUNMAP)) && p + old_r <= v->addr + v->len)
+        e = new_r < old_r ? -view_cut(v, p + new_r, p + old_r) : 0; /* shrink in place: the tail goes */
+    else
+        e = ENOMEM;
+    if (e == ENOMEM) {
+        dk_count(DK_C_atomic_mmap_refused, 1);
+        dk_log_once("DAXKIT_ATOMIC_MMAP: mremap of a failure-atomic mapping to grow or move it refused (ENOMEM; "
+                    "counted as atomic_mmap_refused): map the file again instead");
+    }
+    pthread_mutex_unlock(&amap_mu);
+    if (e) errno = e;
+    *out = e ? MAP_FAILED : old;
     return true;
 }
 

@@ -14,6 +14,9 @@ bool up_atomic_mmap_wanted(const char *path);
  * (the file could not be mapped failure-atomically and may hold an unrecovered epoch: EBUSY, ESTALE, EIO...). */
 bool up_atomic_mmap(void *hint, size_t len, int prot, int fl, int fd, off_t off, void **out);
 bool up_atomic_munmap(void *addr, size_t len, int *rc);
+/* mremap of an address inside a file's mapping: shrinking a view in place works (its tail is unmapped);
+ * growing or moving one fails with ENOMEM (counted atomic_mmap_refused). *out: the result, errno set. */
+bool up_atomic_mremap(void *old, size_t old_len, size_t new_len, int fl, void **out);
 /* MS_SYNC commits (*rc 0, or -1 with errno); MS_ASYNC does nothing. */
 bool up_atomic_msync(void *addr, size_t len, int flags, int *rc);
 /* The program is about to write into the file (dev, ino) through a descriptor: a handle for

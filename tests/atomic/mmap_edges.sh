@@ -6,6 +6,14 @@
 #   logfull  an epoch of 80 MiB of stores, more than the default 64 MiB log (on XFS/ext4: the file mapped at
 #            16 MiB first, so its log exists and is smaller, then grown to 96 MiB): msync succeeds, a later
 #            one too, and a crash after 80 MiB of unsynced stores keeps none of them (finding 2)
+#   race     a pwrite into a page racing another thread's stores + msync of it: the file keeps the last
+#            pwrite (finding 9)
+#   pwrite   a pwrite + fsync into a page stored into since the last msync survives munmap without msync
+#            and a crash (finding 8)
+#   readinto read(2) from a pipe and an unmanaged file into protected pages of the view (finding 7)
+#   mremap   growing a view refused with ENOMEM (or made atomic), shrinking it in place works, then a crash
+#            keeps no unsynced store (finding 6)
+#   noreplace MAP_FIXED_NOREPLACE at the address asked for, or EEXIST (finding 17)
 set -uo pipefail
 . "$DAXKIT_SRC/tests/harness/media.sh"
 dk_need_root
