@@ -13,6 +13,9 @@
  *                                    survives the epoch's rollback (munmap, or SIGKILL: then expect) (8)
  *   mmap_edges FILE read-into UNMANAGED  read(2) from a pipe and readv(2) from UNMANAGED (a file of 'U's
  *                                    daxkit does not manage) into protected pages of the view (7)
+ *   mmap_edges FILE read-efault      run without permission for kernel userfaultfd faults: read(2) from a
+ *                                    pipe into a protected page fails with EFAULT, after a store it works
+ *                                    (the documented limit of 7)
  *   mmap_edges FILE mremap           FILE: two pages. A one-page view grown by mremap (MAYMOVE) is refused
  *                                    with ENOMEM or made atomic; shrunk in place it works; then an unsynced
  *                                    store + SIGKILL (expect checks it rolled back) (6)
@@ -257,6 +260,27 @@ static int read_into(const char *unmanaged) {
     return 0;
 }
 
+/* The documented limit without permission for kernel faults (no CAP_SYS_PTRACE, vm.unprivileged_userfaultfd
+ * 0; mmap_edges.sh runs this as nobody): a read(2) by the kernel into a page not stored into since the last
+ * msync fails with EFAULT; after a store into the page it works. */
+static int read_efault(void) {
+    unsigned char *p = map_file();
+    memset(p, 'A', PAGE);
+    CHECK(sync_all(p) == 0, "msync: %s", strerror(errno)); /* protected again */
+    int pfd[2];
+    CHECK(pipe(pfd) == 0 && write(pfd[1], "pipe-bytes", 10) == 10, "pipe: %s", strerror(errno));
+    ssize_t r = read(pfd[0], p + 10, 10);
+    CHECK(r < 0 && errno == EFAULT, "read from a pipe into a protected page: %zd (%s), want EFAULT (the "
+          "documented limit with user-mode-only userfaultfd)", r, r < 0 ? strerror(errno) : "it worked");
+    p[10] = 's'; /* a store first: the page is writable for the rest of the epoch */
+    r = read(pfd[0], p + 10, 10);
+    CHECK(r == 10, "read into a page stored into this epoch: %zd (%s)", r, r < 0 ? strerror(errno) : "short");
+    CHECK(sync_all(p) == 0 && byte_at(10) == 'p', "msync: %s, file %c", strerror(errno), byte_at(10));
+    close(pfd[0]), close(pfd[1]);
+    printf("read-efault: user-mode-only userfaultfd: EFAULT into a protected page, fine after a store\n");
+    return 0;
+}
+
 /* mremap of a view (python's mmap.resize: ftruncate, then mremap MAYMOVE): growing or moving it fails as the
  * kernel's may (ENOMEM), and the view stays where it was, protected and logged; shrinking it in place
  * works, the tail unmapped (finding 6). Then a store not msync'ed and SIGKILL: expect finds it rolled back. */
@@ -328,6 +352,7 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "race")) return race(argc > 3 ? atoi(argv[3]) : 10);
     if (!strcmp(m, "pwrite-rollback")) return pwrite_rollback(argc > 3 && !strcmp(argv[3], "crash"));
     if (!strcmp(m, "read-into") && argc > 3) return read_into(argv[3]);
+    if (!strcmp(m, "read-efault")) return read_efault();
     if (!strcmp(m, "crash") && argc > 5) return crash(strtoull(argv[3], NULL, 0), strtoull(argv[4], NULL, 0), char_arg(argv[5]));
     if (!strcmp(m, "expect") && argc > 5) return expect(strtoull(argv[3], NULL, 0), strtoull(argv[4], NULL, 0), char_arg(argv[5]));
     return fprintf(stderr, "mmap_edges: unknown case or missing arguments\n"), 2;

@@ -11,6 +11,7 @@
 #   pwrite   a pwrite + fsync into a page stored into since the last msync survives munmap without msync
 #            and a crash (finding 8)
 #   readinto read(2) from a pipe and an unmanaged file into protected pages of the view (finding 7)
+#   readinto-user  the same as nobody (user-mode-only userfaultfd): EFAULT on tmpfs, the documented limit
 #   mremap   growing a view refused with ENOMEM (or made atomic), shrinking it in place works, then a crash
 #            keeps no unsynced store (finding 6)
 #   noreplace MAP_FIXED_NOREPLACE at the address asked for, or EEXIST (finding 17)
@@ -77,6 +78,20 @@ readinto)
     head -c 4096 /dev/zero | tr '\0' U > "$u"
     head -c 8192 /dev/zero > "$M/i.dat"
     step "$M/i.dat" read-into "$u"
+    ;;
+readinto-user)
+    # the documented limit: without CAP_SYS_PTRACE and with vm.unprivileged_userfaultfd=0 the file's own
+    # mapping gets a user-mode-only userfaultfd, and a read(2) into a protected page fails with EFAULT
+    [ "$(cat /proc/sys/vm/unprivileged_userfaultfd 2>/dev/null)" = 0 ] ||
+        dk_skip "vm.unprivileged_userfaultfd is not 0: an unprivileged process gets kernel faults too"
+    dk_need_cmd setpriv
+    head -c 8192 /dev/zero > "$M/e.dat"
+    chown 65534:65534 "$M/e.dat"
+    setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+        "$cli" run --dir "$M" --atomic-mmap "$M/*.dat" -- "$prog" "$M/e.dat" read-efault
+    rc=$?
+    [ $rc -eq 77 ] && exit 77
+    [ $rc -eq 0 ] || dk_fail "mmap_edges read-efault as nobody on $kind exited with $rc"
     ;;
 mremap)
     head -c 8192 /dev/zero > "$M/m.dat"
