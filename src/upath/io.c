@@ -284,11 +284,20 @@ static inline uint64_t inplace_limit(const struct up_file *f) {
     return f->strategy == UP_STAGE ? __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) : up_file_size(f);
 }
 
+/* append_locked's answer for a write that starts past the logical end: the caller has the kernel write it. */
+#define UP_GAP_BY_KERNEL (-EXDEV)
+
 /* Appending part of a write, under f->mu: [off, off+n), where off+n > inplace limit. With `store_after`
  * (extend strategy) only the extension is made ready and *store_after set: the caller stores the bytes
- * and moves the size after it let the mutex go (write_locked). */
+ * and moves the size after it let the mutex go (write_locked). UP_GAP_BY_KERNEL when (stage) the write
+ * starts past the logical end: other processes may be filling that gap -- several processes writing
+ * disjoint ranges of one growing file, parallel downloaders -- and staged zeros for it would be published
+ * over their bytes, a truncate to make the hole could cut their growth (review 11, finding 13: 138-203 of
+ * 800 chunks kept in every mode). The kernel's write makes the hole without either; a program appending
+ * contiguously never gets here. */
 static int append_locked(struct up_file *f, int fd, uint64_t off, const char *buf, size_t n, bool *store_after) {
     uint64_t end = off + n;
+    if (f->strategy != UP_EXTEND && off > up_file_size(f)) return UP_GAP_BY_KERNEL;
     f->appends_unpublished++; /* publish.c: a file fsynced after every single append */
     if (f->strategy == UP_EXTEND) {
         int rc = extend_to(f, fd, end);
@@ -310,19 +319,6 @@ static int append_locked(struct up_file *f, int fd, uint64_t off, const char *bu
             if (rc) return rc;
             up_io_overwrite(f, off, buf, pub - off);
             buf += pub - off, n -= pub - off, off = pub;
-        }
-        if (off > up_file_size(f) + UP_SLOT_BYTES) {
-            /* A write far past the end: let the kernel make the hole rather than staging zeros. */
-            int rc = up_publish_locked(f, fd);
-            if (rc) return rc;
-            up_holes_clamp(f, f->ksize);
-            if (DK_REAL(ftruncate)(fd, (off_t)off) != 0) return -errno;
-            rc = up_map_keep(f, fd, off);
-            if (rc) return rc;
-            f->ksize = off;
-            __atomic_store_n(&f->pub_size, off, __ATOMIC_RELEASE);
-            up_file_set_size(f, off);
-            f->meta_dirty = true;
         }
         int rc = staged_write(f, off, buf, n);
         if (rc) return rc;
@@ -653,7 +649,8 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
         int rc = write_locked(f, fd, buf, n, &off, append, &appended, fence, &in_place,
                               sync == UP_IO_ASYNC && dk_cfg.mode == DK_MODE_POSIX);
         w = rc == 0 ? (ssize_t)n : rc;
-        if (rc == -ENOSPC || rc == -ENOMEM) {
+        if (rc == -ENOSPC || rc == -ENOMEM || rc == UP_GAP_BY_KERNEL) {
+            if (rc == UP_GAP_BY_KERNEL) dk_count(DK_C_gap_writes, 1);
             w = write_by_kernel(f, fd, buf, n, &off, append, &appended);
             by_kernel = true;
         }

@@ -24,15 +24,22 @@
  * fsync-per-append program such as RocksDB with sync=1; other descriptors ask the kernel. */
 /* The descriptor to relink through: the program's own when it can take the relink, else the file's
  * auxiliary one (never a reopen closed after use: that would drop the program's POSIX locks). *may_clone
- * false: only through the program's O_APPEND descriptor, by copies at its end (no auxiliary descriptor to
- * spare). */
+ * false: through the program's O_APPEND descriptor, by copies at the kernel's end. That is the way for
+ * appends made through an O_APPEND descriptor whenever the staged bytes start at the end we last saw:
+ * other processes may have appended since (a shared log), and only the kernel knows where the end is now
+ * -- a clone or pwrite through another descriptor at our offset overwrote their records (review 11,
+ * finding 12: two thirds of three writers' records lost on XFS, in sync mode too; the kernel refuses
+ * FICLONERANGE into an O_APPEND descriptor, so on a reflink medium the auxiliary descriptor was taken). */
 static int publish_fd(struct up_file *f, int fd, bool *may_clone) {
     int fl = up_fd_flags(fd);
     bool writable = fl >= 0 && (fl & O_ACCMODE) != O_RDONLY;
     bool at_end = f->ksize == f->pub_size; /* an O_APPEND pwrite lands at the kernel's end */
     *may_clone = true;
-    /* The kernel refuses FICLONERANGE into an O_APPEND descriptor: another descriptor where a clone may happen. */
-    if (writable && (!(fl & O_APPEND) || (at_end && f->root->clone_min_bytes == UINT64_MAX))) return fd;
+    if (writable && !(fl & O_APPEND)) return fd;
+    if (writable && at_end) {
+        *may_clone = false;
+        return fd;
+    }
     int a = up_aux_fd(f, fd, false);
     if (a >= 0 || !writable || !at_end) return a;
     *may_clone = false;
