@@ -1,7 +1,18 @@
 /* Library constructor and destructor, and the public daxkit_* entry points. */
+#include <stdlib.h>
+
 #include "shim/shim.h"
 
-__attribute__((constructor(101))) static void dk_shim_init(void) { up_init(); }
+/* quick_exit runs the at_quick_exit handlers, then glibc's internal _exit: no destructor, no call this
+ * library sees, so the appends made since the last publish point were lost (review 11, finding 5). Our
+ * handler is registered before main, so it runs after every handler the program registers (they may
+ * still write). */
+static void dk_shim_quick_exit(void) { up_fini(); }
+
+__attribute__((constructor(101))) static void dk_shim_init(void) {
+    up_init();
+    at_quick_exit(dk_shim_quick_exit);
+}
 __attribute__((destructor(101))) static void dk_shim_fini(void) { up_fini(); }
 
 DK_EXPORT const char *daxkit_version(void) { return DAXKIT_VERSION; }

@@ -44,6 +44,12 @@ DK_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) 
     up_exec_prepare(false);
     return exec_done(DK_REAL(execvpe)(file, argv, envp));
 }
+/* execveat (glibc 2.34+) replaces the image as execve does: the old image's appends are published first
+ * (review 11, finding 5's addendum: they were never published). */
+DK_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags) {
+    up_exec_prepare(false);
+    return exec_done(DK_REAL(execveat)(dirfd, path, argv, envp, flags));
+}
 DK_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
     up_exec_prepare(false);
     return exec_done(DK_REAL(fexecve)(fd, argv, envp));
