@@ -130,7 +130,9 @@ static int build_tmp(struct dk_oplog *log, int dirfd, const char *tmp, size_t by
     int fd = c->openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) return -errno;
     log->fd = fd;
-    if (c->flock(fd, LOCK_EX | LOCK_NB) != 0) return -errno;
+    /* Unlocked until the flock: a recoverer starting now takes the name for a dead creator's (open_at). */
+    DK_CRASH_POINT("oplog.open.tmp_unlocked");
+    if (c->flock(fd, LOCK_EX | LOCK_NB) != 0) return errno == EWOULDBLOCK ? -ETXTBSY : -errno;
     if (c->ftruncate(fd, (off_t)bytes) != 0) return -errno;
     struct stat st;
     if (c->fstat(fd, &st) != 0) return -errno;
@@ -152,7 +154,7 @@ static int publish(struct dk_oplog *log, int dirfd, const char *tmp, const char 
     const struct dk_libc *c = dk_libc();
     if (c->fsync(log->fd) != 0) return -errno; /* size, extents and header durable before the name */
     DK_CRASH_POINT("oplog.open.before_publish");
-    if (c->renameat2(dirfd, tmp, dirfd, name, RENAME_NOREPLACE) != 0) return -errno;
+    if (c->renameat2(dirfd, tmp, dirfd, name, RENAME_NOREPLACE) != 0) return errno == ENOENT ? -ETXTBSY : -errno;
     if (c->fsync(dirfd) != 0) return -errno;
     return 0;
 }
@@ -187,7 +189,11 @@ static int open_at(struct dk_oplog *log, const char *dir, int dirfd, const char 
             return 0;
         }
         discard(log, dirfd, tmp);
-        if (rc != -EEXIST) return rc;
+        /* -ETXTBSY: a recoverer took the .tmp between its creation and its flock -- every process's start-up
+         * removes a .tmp whose lock is free, and it holds the lock (our flock fails) or has unlinked the name
+         * (our rename fails with ENOENT). The next name, as for one in use (review 11, finding 1: the
+         * program's first strict write failed with EIO). */
+        if (rc != -EEXIST && rc != -ETXTBSY) return rc;
     }
     return -EEXIST;
 }
