@@ -36,6 +36,7 @@ static __thread int grow_held;
 static int allocate_through(struct dk_oplog *log, uint64_t end_lines, bool spare) {
     if (spare && grow_held) return -EAGAIN;
     end_lines = DK_MIN(end_lines + __atomic_load_n(&log->spare_lines, __ATOMIC_RELAXED), log->capacity_lines);
+    int cancel_was = dk_cancel_off(); /* grow_mu held across a zero fill's pwrite + fdatasync (review 11, 2) */
     grow_held++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     pthread_mutex_lock(&log->grow_mu);
@@ -45,6 +46,7 @@ static int allocate_through(struct dk_oplog *log, uint64_t end_lines, bool spare
     pthread_mutex_unlock(&log->grow_mu);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     grow_held--;
+    dk_cancel_restore(cancel_was);
     return rc;
 }
 
@@ -93,7 +95,9 @@ int oplog_write_durable(struct dk_oplog *log, int fd, const void *src, size_t n,
     }
     if (rc == -EOPNOTSUPP || rc == -EINVAL) {
         rc = write_all(log, fd, src, n, file_offset, 0);
+        int cancel_was = dk_cancel_off(); /* callers hold locks (a checkpoint's, grow_mu): review 11, finding 2 */
         if (rc == 0 && dk_libc()->fdatasync(fd) != 0) rc = -errno;
+        dk_cancel_restore(cancel_was);
     }
 out:
     DK_ERRNO_RESTORE;

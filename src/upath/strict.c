@@ -136,6 +136,10 @@ static __thread int ck_wr_held;
  * checkpoint list's, the staging allocation's, and the file whose appends this thread serialises. */
 static __thread bool dirty_mu_mine, stg_mu_mine;
 static __thread const struct up_file *strict_mu_file;
+/* The cancellation state ck_wrlock found, handed back by ck_wrunlock: a thread holding the write side runs
+ * with cancellation off, so that the checkpoint's fdatasyncs (and a drain's or truncate's calls) cannot
+ * unwind it with the lock held (review 11, finding 2). Saved by the outermost hold of this thread. */
+static __thread int ck_wr_cancel_was;
 /* guard.h's asymmetric read side, on st->ck, counted in ck_held. */
 static inline enum up_guard_entry ck_read_enter(struct up_strict *st) {
     ck_held++;
@@ -159,10 +163,12 @@ static inline void ck_rdunlock(struct up_strict *st) {
     ck_held--;
 }
 static inline void ck_wrlock(struct up_strict *st) {
+    int cancel_was = dk_cancel_off();
     ck_held++;
     ck_wr_held++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     pthread_rwlock_wrlock(&st->ck);
+    if (ck_wr_held == 1) ck_wr_cancel_was = cancel_was; /* the outermost hold's (a nested one finds it off) */
 #ifdef DAXKIT_TEST_BUILD
     if (up_strict_test_broken == UP_STRICT_BROKEN_CK_NO_DRAIN) return; /* broken on purpose */
 #endif
@@ -172,11 +178,14 @@ static inline void ck_wrlock(struct up_strict *st) {
     __atomic_store_n(&st->ck_epoch, e ? e : 1, __ATOMIC_RELAXED); /* read by the read sides after ck_wrunlock */
 }
 static inline void ck_wrunlock(struct up_strict *st) {
+    int cancel_was = ck_wr_cancel_was;
+    bool outermost = ck_wr_held == 1;
     __atomic_store_n(&st->ck_closed, 0, __ATOMIC_RELEASE);
     pthread_rwlock_unlock(&st->ck);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     ck_wr_held--;
     ck_held--;
+    if (outermost) dk_cancel_restore(cancel_was);
 }
 
 static uint64_t now_ns(void) {
@@ -275,6 +284,10 @@ static struct up_strict *strict_create(struct up_root *r) {
 static struct up_strict *strict_for(struct up_root *r) {
     struct up_strict *st = __atomic_load_n(&r->strict, __ATOMIC_ACQUIRE);
     if (st) return st;
+    /* Cancellation off while r->mu is held: the set-up's system calls (openat, the log's zero fill, fsyncs)
+     * are cancellation points, and a thread cancelled inside left r->mu held -- every later strict operation
+     * of the process then waited for it for ever (review 11, finding 2). */
+    int cancel_was = dk_cancel_off();
     pthread_mutex_lock(&r->mu);
     if (!r->strict) {
         /* Made at a create or the first write: the area's probes and a failed set-up (the caller's error is
@@ -284,6 +297,7 @@ static struct up_strict *strict_for(struct up_root *r) {
         DK_ERRNO_RESTORE;
     }
     pthread_mutex_unlock(&r->mu);
+    dk_cancel_restore(cancel_was);
     return r->strict;
 }
 
@@ -478,7 +492,9 @@ void up_strict_checkpoint_all(void) {
 static void staging_persist(const struct up_root *r, const struct up_strict *st, uint64_t off, uint64_t n) {
     if (r->persist_as != DK_MEDIUM_PAGECACHE) return;
     uint64_t a = dk_round_down(off, DK_PAGE_BYTES);
+    int cancel_was = dk_cancel_off(); /* under st->ck's read side: msync is a cancellation point */
     DK_REAL(msync)(st->stg_addr + a, off + n - a, MS_SYNC);
+    dk_cancel_restore(cancel_was);
 }
 
 /* Allocates staging space up to `end` (so stores there cannot fault with SIGBUS on a full file system).
@@ -486,6 +502,7 @@ static void staging_persist(const struct up_root *r, const struct up_strict *st,
 static int staging_reserve(const struct up_root *r, struct up_strict *st, uint64_t end, bool nested) {
     if (end <= __atomic_load_n(&st->stg_alloc, __ATOMIC_ACQUIRE)) return 0;
     if (nested && stg_mu_mine) return -EDEADLK;
+    int cancel_was = dk_cancel_off(); /* stg_mu (and st->ck) held across fallocate or pwrite + fdatasync */
     stg_mu_mine = true;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     pthread_mutex_lock(&st->stg_mu);
@@ -505,6 +522,7 @@ static int staging_reserve(const struct up_root *r, struct up_strict *st, uint64
     pthread_mutex_unlock(&st->stg_mu);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     stg_mu_mine = false;
+    dk_cancel_restore(cancel_was);
     return rc;
 }
 
@@ -813,7 +831,15 @@ static ssize_t apply_part(struct up_file *f, int fd, const char *buf, size_t n, 
         return (ssize_t)n;
     }
     int k = apply_by_pwrite(f, fd, buf, n, off);
-    if (k == 0) return up_io_write(f, fd, buf, n, off, false, UP_IO_LOGGED);
+    if (k == 0) {
+        /* Cancellation off: up_io_write may make system calls (an append's staging slot: openat, fallocate)
+         * under the file's locks, and this write's record is durable already (review 11, finding 2: a thread
+         * cancelled in an append's apply left the file's mutex held). */
+        int cancel_was = dk_cancel_off();
+        ssize_t w = up_io_write(f, fd, buf, n, off, false, UP_IO_LOGGED);
+        dk_cancel_restore(cancel_was);
+        return w;
+    }
     if (k < 0) {
         errno = -k;
         return -1;
