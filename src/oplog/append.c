@@ -142,19 +142,29 @@ static uint32_t write_data_lines(struct oplog_line *dst, const struct oplog_line
 /* Page cache: the same data lines (byte for byte) built in place in the record's buffer, and their crc
  * in one pass over them -- not line by line through a copy (an 87-line 4 KiB record: the per-line copies
  * and crc calls were a visible part of a strict write's CPU time). `count` data lines: the bytes, then
- * zero padding lines up to a direct record's sector end. Returns the crc continued over them. */
+ * zero padding lines up to a direct record's sector end. Whole lines first with fixed-size copies (a
+ * 16-byte header and 48 payload bytes: a few moves each), then the partial and padding lines: 6,344 ->
+ * 1,775 instructions per 4 KiB record in dk_oplog_commit (callgrind, session 11; the variable-length copy
+ * and the header's field stores per line were most of them). Returns the crc continued over them. */
 static uint32_t build_data_lines(struct oplog_line *dst, const struct oplog_line_hdr *head, const void *data,
                                  size_t data_len, uint32_t count, uint32_t crc) {
     const unsigned char *src = data;
-    for (uint32_t i = 0; i < count; i++) {
-        struct oplog_line *line = &dst[i];
-        line->h = *head;
-        line->h.crc = 0;
-        line->h.kind = OPLOG_KIND_DATA;
-        line->h.lines = (uint16_t)(i + 1);
+    struct oplog_line_hdr h = *head;
+    h.crc = 0;
+    h.kind = OPLOG_KIND_DATA;
+    uint32_t full = (uint32_t)DK_MIN(data_len / DK_OPLOG_PAYLOAD_BYTES, (size_t)count), i = 0;
+    for (; i < full; i++, src += DK_OPLOG_PAYLOAD_BYTES) {
+        h.lines = (uint16_t)(i + 1);
+        dst[i].h = h;
+        memcpy(dst[i].payload, src, DK_OPLOG_PAYLOAD_BYTES);
+    }
+    data_len -= (size_t)full * DK_OPLOG_PAYLOAD_BYTES;
+    for (; i < count; i++) {
+        h.lines = (uint16_t)(i + 1);
+        dst[i].h = h;
         size_t n = DK_MIN(data_len, (size_t)DK_OPLOG_PAYLOAD_BYTES);
-        if (n) memcpy(line->payload, src, n);
-        if (n < DK_OPLOG_PAYLOAD_BYTES) memset(line->payload + n, 0, DK_OPLOG_PAYLOAD_BYTES - n);
+        if (n) memcpy(dst[i].payload, src, n);
+        if (n < DK_OPLOG_PAYLOAD_BYTES) memset(dst[i].payload + n, 0, DK_OPLOG_PAYLOAD_BYTES - n);
         src += n, data_len -= n;
     }
     return dk_crc32c_wide(crc, dst, (size_t)count * DK_OPLOG_LINE_BYTES); /* one fold pass: ~0.1 us for 5.5 KiB */
