@@ -88,31 +88,40 @@ static void copy_end(int in, const off_t *in_off, int out, const off_t *out_off,
     DK_ERRNO_RESTORE;
 }
 
+/* Sync and strict modes: the bytes a kernel copy wrote into a managed file are durable when the call returns,
+ * as a write's are (review 11, finding 9: copy_file_range, sendfile and splice into a managed file were gone
+ * after a power loss). -1 when they cannot be made durable (errno from fdatasync), as a passed-through write. */
+static ssize_t copy_durable(int out, bool mout, ssize_t r) {
+    if (!mout || r <= 0 || dk_cfg.mode == DK_MODE_POSIX) return r;
+    dk_count(DK_C_pt_synced, 1);
+    return DK_REAL(fdatasync)(out) == 0 ? r : -1;
+}
+
 DK_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n) {
     bool a, b;
     copy_begin(in, off, out, NULL, &a, &b);
     ssize_t r = DK_REAL(sendfile)(out, in, off, n);
     copy_end(in, off, out, NULL, a, b, r);
-    return r;
+    return copy_durable(out, b, r);
 }
 DK_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t n) {
     bool a, b;
     copy_begin(in, off, out, NULL, &a, &b);
     ssize_t r = DK_REAL(sendfile64)(out, in, off, n);
     copy_end(in, off, out, NULL, a, b, r);
-    return r;
+    return copy_durable(out, b, r);
 }
 DK_EXPORT ssize_t copy_file_range(int in, off_t *in_off, int out, off_t *out_off, size_t n, unsigned int fl) {
     bool a, b;
     copy_begin(in, in_off, out, out_off, &a, &b);
     ssize_t r = DK_REAL(copy_file_range)(in, in_off, out, out_off, n, fl);
     copy_end(in, in_off, out, out_off, a, b, r);
-    return r;
+    return copy_durable(out, b, r);
 }
 DK_EXPORT ssize_t splice(int in, off_t *in_off, int out, off_t *out_off, size_t n, unsigned int fl) {
     bool a, b;
     copy_begin(in, in_off, out, out_off, &a, &b);
     ssize_t r = DK_REAL(splice)(in, in_off, out, out_off, n, fl);
     copy_end(in, in_off, out, out_off, a, b, r);
-    return r;
+    return copy_durable(out, b, r);
 }

@@ -100,6 +100,11 @@ static int posix_fallocate_common(int fd, off_t off, off_t len, bool is64) {
     up_hand_to_kernel(fd);
     int r = real(fd, off, len); /* returns an error number, errno untouched */
     if (r == 0) up_kernel_changed_fd(fd);
+    /* Sync and strict: the size and blocks durable when the call returns (review 11, finding 9). */
+    if (r == 0 && dk_cfg.mode != DK_MODE_POSIX) {
+        if (DK_REAL(fdatasync)(fd) == 0) dk_count(DK_C_pt_synced, 1);
+        else r = errno;
+    }
     DK_ERRNO_RESTORE;
     return r;
 }
@@ -274,13 +279,37 @@ static void publish_before_name(int dirfd, const char *from, int atflags) {
     else up_publish_before_attr_path(dirfd, from, atflags & AT_SYMLINK_FOLLOW ? 0 : AT_SYMLINK_NOFOLLOW);
 }
 
+/* Strict mode: a new name is durable when the call returns (the directory fsync of up_strict_name_made), as a
+ * create's, unlink's or rename's is (review 11, finding 11: link, mkdir and symlink were gone after a power
+ * loss). */
+#define NAME_MADE(d, p, call)                                      \
+    ({                                                             \
+        int r_ = (call);                                           \
+        if (r_ == 0 && up_enabled) up_strict_name_made(d, p);      \
+        r_;                                                        \
+    })
+
 DK_EXPORT int link(const char *from, const char *to) {
     publish_before_name(AT_FDCWD, from, 0);
-    return DK_REAL(link)(from, to);
+    return NAME_MADE(AT_FDCWD, to, DK_REAL(link)(from, to));
 }
 DK_EXPORT int linkat(int d1, const char *from, int d2, const char *to, int fl) {
     publish_before_name(d1, from, fl);
-    return DK_REAL(linkat)(d1, from, d2, to, fl);
+    return NAME_MADE(d2, to, DK_REAL(linkat)(d1, from, d2, to, fl));
+}
+DK_EXPORT int mkdir(const char *path, mode_t mode) { return NAME_MADE(AT_FDCWD, path, DK_REAL(mkdir)(path, mode)); }
+DK_EXPORT int mkdirat(int d, const char *path, mode_t mode) { return NAME_MADE(d, path, DK_REAL(mkdirat)(d, path, mode)); }
+DK_EXPORT int symlink(const char *target, const char *path) {
+    return NAME_MADE(AT_FDCWD, path, DK_REAL(symlink)(target, path));
+}
+DK_EXPORT int symlinkat(const char *target, int d, const char *path) {
+    return NAME_MADE(d, path, DK_REAL(symlinkat)(target, d, path));
+}
+DK_EXPORT int mknod(const char *path, mode_t mode, dev_t dev) {
+    return NAME_MADE(AT_FDCWD, path, DK_REAL(mknod)(path, mode, dev));
+}
+DK_EXPORT int mknodat(int d, const char *path, mode_t mode, dev_t dev) {
+    return NAME_MADE(d, path, DK_REAL(mknodat)(d, path, mode, dev));
 }
 
 /* Most renames give a file a name nobody holds (rsync, git, editors: a temporary file moved into place):

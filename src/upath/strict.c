@@ -1250,6 +1250,20 @@ void up_strict_meta_end(int dirfd, const char *path, int dirfd2, const char *pat
     DK_ERRNO_RESTORE;
 }
 
+void up_strict_name_made(int dirfd, const char *path) {
+    if (dk_cfg.mode != DK_MODE_STRICT || !up_enabled || !path) return;
+    DK_ERRNO_SAVE;
+    int cancel_was = dk_cancel_off(); /* the program's call is done: a cancellation here would leak dfd */
+    int dfd = open_parent(dirfd, path);
+    struct stat st;
+    if (dfd >= 0 && DK_REAL(fstat)(dfd, &st) == 0 && up_dev_is_managed(st.st_dev) &&
+        up_root_for_fd(dfd, &st, AT_FDCWD, NULL) && DK_REAL(fsync)(dfd) == 0)
+        dk_count(DK_C_strict_names_synced, 1);
+    if (dfd >= 0) DK_REAL(close)(dfd);
+    dk_cancel_restore(cancel_was);
+    DK_ERRNO_RESTORE;
+}
+
 void up_strict_after_fork_child(void) {
     /* The parent checkpointed before fork (a publish point); its log and staging file stay its own. */
     for (int i = 0; i < up_roots_count(); i++) {

@@ -670,6 +670,12 @@ int up_fallocate(struct up_slot *s, int fd, int mode, off_t off, off_t len) {
         struct stat st;
         if (r == 0 && DK_REAL(fstat)(fd, &st) == 0) forget_contents(f, (uint64_t)st.st_size);
         up_guard_write_unlock(f);
+        /* Sync and strict: a size or allocation change is durable when the call returns, as a write's
+         * bytes are (review 11, finding 9: a size-growing fallocate was gone after a power loss). */
+        if (r == 0 && dk_cfg.mode != DK_MODE_POSIX) {
+            if (DK_REAL(fdatasync)(fd) == 0) dk_count(DK_C_pt_synced, 1);
+            else r = -1, e = errno;
+        }
         errno = e;
         f->meta_dirty = true;
     }

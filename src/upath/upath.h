@@ -169,6 +169,10 @@ bool up_strict_before_truncating_open(int dirfd, const char *path);
 /* After such an open (when the call above returned true): the truncate made durable (fdatasync). */
 void up_strict_after_truncating_open(int fd);
 void up_strict_meta_end(int dirfd, const char *path, int dirfd2, const char *path2);
+/* Strict mode, after the kernel made the name `path` (link, linkat, mkdir, mkdirat, symlink, symlinkat, mknod,
+ * mknodat) in a managed directory: the directory fsync'ed, so the name is durable when the call returns, as a
+ * create's is. No record: names are never replayed. No-op in other modes or off-tree; errno kept. */
+void up_strict_name_made(int dirfd, const char *path);
 
 /* Process events. */
 void up_fork_prepare(void);
