@@ -176,6 +176,8 @@ int up_stage_owner(struct up_root *r, int *area_fd, const char **tag);
 /* The path the kernel resolved for fd (readlink of /proc/self/fd/N), NUL-terminated in buf[cap]: its
  * length, or 0 when unknown (errno set). Costs a few microseconds: callers judge by name first. */
 size_t up_fd_path(int fd, char *buf, size_t cap);
+/* Moves at every chdir/fchdir (up_cwd_changed, managed.c): a cached working directory is stale when it differs. */
+uint64_t up_cwd_generation(void);
 /* A new open file description of fd's file (open of /proc/self/fd/N with flags | O_CLOEXEC), or -1. */
 int up_fd_reopen(int fd, int flags);
 /* Internal descriptors: moved above the program's low numbers and invisible to it. */

@@ -110,6 +110,7 @@ static bool name_components_ok(const char *name, bool may_climb) {
 static uint64_t up_cwd_gen = 1; /* moved by chdir/fchdir (up_cwd_changed) */
 
 void up_cwd_changed(void) { __atomic_add_fetch(&up_cwd_gen, 1, __ATOMIC_ACQ_REL); }
+uint64_t up_cwd_generation(void) { return __atomic_load_n(&up_cwd_gen, __ATOMIC_ACQUIRE); }
 
 /* Whether the working directory is at or below r, found by getcwd once per chdir. A verdict found while
  * a chdir ran is stored under the generation read before it, so the next call finds it stale. */

@@ -10,11 +10,23 @@
  * So a start also recovers the area of every ancestor directory of each of its roots, up to the top of the
  * root's file system (a root's area holds records of files on the root's device only): what a start with
  * that ancestor as its root would have recovered, in the same way (an area whose owner lives is left
- * alone). It costs one stat per ancestor level at start-up. */
+ * alone). It costs one stat per ancestor level at start-up.
+ *
+ * The other direction: the dead writer's root was the narrower one (/data/sub), below the starting
+ * program's (/data). A start cannot walk every directory below its roots; instead, before the process first
+ * serves a file below one of its roots, the areas of the directories between the root and the file's
+ * directory are recovered (up_recover_below): each directory is looked at once per process (a set of path
+ * hashes), so a file's first open costs hash look-ups and two stats per directory never seen before (the
+ * name is taken as given, after the working directory cached per chdir; the descriptor's path is read only
+ * for a name relative to another directory descriptor, or when a symbolic link is on the way). A file below such a directory is first served
+ * after that directory's area was recovered, so no record there is replayed over what this process writes. */
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "atomic/alog.h"
 #include "common/config.h"
@@ -72,5 +84,110 @@ void up_recover_ancestor_areas(void) {
             }
         }
     }
+    DK_ERRNO_RESTORE;
+}
+
+/* ---- directories below a root, at a file's first open ---- */
+
+#define BELOW_SLOTS 4096u /* directories remembered (hashes); when 3/4 full the set starts afresh */
+
+static pthread_mutex_t below_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t below_seen[BELOW_SLOTS];
+static unsigned below_used;
+
+static uint64_t path_hash(const char *p, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
+    return h | 1; /* 0: an empty slot */
+}
+
+/* true when h was in the set; adds it otherwise. Under below_mu. */
+static bool seen_or_add(uint64_t h) {
+    unsigned i = (unsigned)(h % BELOW_SLOTS);
+    for (; below_seen[i]; i = (i + 1) % BELOW_SLOTS)
+        if (below_seen[i] == h) return true;
+    if (below_used >= BELOW_SLOTS / 4 * 3) { /* full: forget, and look again (a stat each) */
+        memset(below_seen, 0, sizeof below_seen);
+        below_used = 0;
+        i = (unsigned)(h % BELOW_SLOTS);
+    }
+    below_seen[i] = h;
+    below_used++;
+    return false;
+}
+
+/* Recovers the area of p[0..n) when it has one. */
+static void look_at(char *p, size_t n) {
+    char a[4200];
+    struct stat st;
+    if (snprintf(a, sizeof a, "%.*s/.daxkit", (int)n, p) >= (int)sizeof a) return;
+    if (DK_REAL(lstat)(a, &st) != 0 || !S_ISDIR(st.st_mode)) return;
+    char save = p[n];
+    p[n] = 0;
+    recover_area_of(p);
+    p[n] = save;
+}
+
+static char cwd_path[4096]; /* the working directory (getcwd: no symbolic links), under below_mu */
+static size_t cwd_len;
+static uint64_t cwd_gen_seen;
+
+/* The file's name as a path from "/": an absolute name as given, a name relative to the working directory
+ * after the cached working directory, else (another directory descriptor, no name) the descriptor's path
+ * as the kernel resolved it. 0 when unknown. Under below_mu. */
+static size_t name_path(int fd, int dirfd, const char *path, char *p, size_t cap) {
+    if (path && path[0] == '/') return (size_t)snprintf(p, cap, "%s", path);
+    if (path && dirfd == AT_FDCWD) {
+        uint64_t gen = up_cwd_generation();
+        if (cwd_gen_seen != gen) {
+            cwd_len = getcwd(cwd_path, sizeof cwd_path) ? strlen(cwd_path) : 0;
+            cwd_gen_seen = cwd_len ? gen : 0;
+        }
+        if (cwd_len) return (size_t)snprintf(p, cap, "%s/%s", cwd_len > 1 ? cwd_path : "", path);
+    }
+    return up_fd_path(fd, p, cap);
+}
+
+/* p[0..dir_len) below the root (p[rl] is its first '/'): each directory from the root down not seen yet
+ * has its area recovered. false: a symbolic link on the way (its target's own parents are not on this
+ * path: the caller takes the kernel's path instead). */
+static bool walk_down(char *p, size_t rl, size_t dir_len) {
+    for (size_t k = rl + 1; k <= dir_len; k++) {
+        if (k < dir_len && p[k] != '/') continue;
+        if (k < dir_len && seen_or_add(path_hash(p, k))) continue;
+        char save = p[k];
+        p[k] = 0;
+        struct stat st;
+        bool link = DK_REAL(lstat)(p, &st) == 0 && S_ISLNK(st.st_mode);
+        p[k] = save;
+        if (link) return false;
+        look_at(p, k);
+    }
+    return true;
+}
+
+static bool below_root(const struct up_root *r, const char *p, size_t len, size_t rl) {
+    return len && len < 4096 && strncmp(p, r->path, r->path_len) == 0 && p[rl] == '/';
+}
+
+void up_recover_below(const struct up_root *r, int fd, int dirfd, const char *path) {
+    char p[4096];
+    size_t rl = r->path_len == 1 ? 0 : r->path_len; /* root "/": every component is below it */
+    DK_ERRNO_SAVE;
+    pthread_mutex_lock(&below_mu);
+    size_t len = name_path(fd, dirfd, path, p, sizeof p);
+    bool kernel = !path || (path[0] != '/' && dirfd != AT_FDCWD); /* p is the kernel's path already */
+    if (!below_root(r, p, len, rl) && !kernel) /* another name of it (a link on the way): the kernel's */
+        len = up_fd_path(fd, p, sizeof p), kernel = true;
+    char *last = below_root(r, p, len, rl) ? strrchr(p, '/') : NULL;
+    size_t dir_len = last ? (size_t)(last - p) : 0;
+    /* A directory seen before costs nothing more; one in the root itself was recovered at start-up. */
+    if (dir_len > rl && !seen_or_add(path_hash(p, dir_len)) && !walk_down(p, rl, dir_len) && !kernel) {
+        len = up_fd_path(fd, p, sizeof p);
+        last = below_root(r, p, len, rl) ? strrchr(p, '/') : NULL;
+        dir_len = last ? (size_t)(last - p) : 0;
+        if (dir_len > rl && !seen_or_add(path_hash(p, dir_len))) walk_down(p, rl, dir_len);
+    }
+    pthread_mutex_unlock(&below_mu);
     DK_ERRNO_RESTORE;
 }

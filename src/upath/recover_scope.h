@@ -6,4 +6,10 @@
  * root's file system (what a start with that ancestor as its root would recover). */
 void up_recover_ancestor_areas(void);
 
+struct up_root;
+/* Before this process first serves the file open on fd (named `path` relative to dirfd, or NULL) below root
+ * r: the areas of the directories between r and the file's directory are recovered, each directory once per
+ * process. */
+void up_recover_below(const struct up_root *r, int fd, int dirfd, const char *path);
+
 #endif

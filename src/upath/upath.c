@@ -17,6 +17,7 @@
 #include "upath/guard.h"
 #include "upath/io.h"
 #include "upath/policy.h"
+#include "upath/recover_scope.h"
 #include "upath/upath.h"
 
 bool up_enabled;
@@ -177,6 +178,14 @@ static bool never_a_file(const char *path, int oflags) {
 static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up_root *r, uint64_t offset,
                          bool kernel);
 
+/* The process has the inode in its table (open, or cached since): it was served before. */
+static bool file_cached(const struct stat *st) {
+    pthread_mutex_lock(&up_table_mu);
+    bool known = up_file_lookup(st->st_dev, st->st_ino) != NULL;
+    pthread_mutex_unlock(&up_table_mu);
+    return known;
+}
+
 /* An inode this process serves under a managed name, opened by a name outside every managed directory (a
  * hard link made by rsync --link-dest, cp -al or git, a bind mount of the directory elsewhere): served as
  * that file, so that the process reads its own staged appends through the other name and its writes there
@@ -207,6 +216,7 @@ int up_adopt_epoch_open(int fd, int oflags, int dirfd, const char *path, uint64_
         return 0;
     }
     struct up_root *r = up_root_for_fd(fd, &st, dirfd, path);
+    if (r && !file_cached(&st)) up_recover_below(r, fd, dirfd, path); /* a narrower root's dead writer (recover_scope.c) */
     if (!r) r = root_of_served_inode(&st);
     if (!r) {
         DK_ERRNO_RESTORE;
@@ -256,6 +266,11 @@ int up_adopt(int fd, int oflags, int dirfd, const char *path) {
 
 int up_adopt_stat(int fd, int oflags, const struct stat *st, uint32_t below, uint64_t offset, bool kernel) {
     struct up_root *r = up_root_for_fd_mask(fd, st, below);
+    if (r && !file_cached(st)) {
+        DK_ERRNO_SAVE;
+        up_recover_below(r, fd, AT_FDCWD, NULL);
+        DK_ERRNO_RESTORE;
+    }
     if (!r) r = root_of_served_inode(st); /* a pending descriptor of another name of a served inode */
     return r ? adopt_in_root(fd, oflags, st, r, offset, kernel) : 0;
 }

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Description: recovery does not depend on the roots a program is given (review 10, finding 18). P1, run
-# with the wider root /data, leaves a record for /data/sub/f in /data/.daxkit and is killed:
+# Description: recovery does not depend on the roots a program is given (review 10, finding 18). P1 leaves a
+# record for /data/sub/f in the area of its root and is killed:
 #   strict   a strict overwrite of 'B' logged, not applied (crash point strict.write.logged);
 #   atomic   a DAXKIT_ATOMIC (journal) fsync of 'B' committed, not applied (crash point atomic.sync.after_epoch).
-# P2, run with the narrower root /data/sub, starts: its start must replay P1's record ('B'), before it writes
-# 'C' and fsyncs; a program started with the wider root /data afterwards must leave 'C' (before the fix P2's
-# start looked at /data/sub/.daxkit only, and that last start replayed P1's 'B' over P2's acknowledged 'C').
+# above: P1 ran with the wider root /data. P2, run with the narrower root /data/sub, starts: its start must
+#   replay P1's record ('B') before it writes 'C' and fsyncs; a start with the wider root afterwards must
+#   leave 'C' (before: P2's start looked at /data/sub/.daxkit only, and that last start replayed P1's 'B'
+#   over P2's acknowledged 'C').
+# below: P1 ran with the narrower root /data/sub. P2, run with the wider root /data, opens f: that first
+#   open must replay P1's record (P2 reads 'B') before P2 writes 'C' and fsyncs; a start with the narrower
+#   root afterwards must leave 'C' (before: P2 read 'A', and that start replayed 'B' over 'C').
+#   below-relative: the same, P2 opening f as "sub/f" from /data (a name relative to the working directory).
 # Usage: recover_roots.sh (huge tmpfs; test builds: crash points). Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,9 +26,16 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 content() { tr -s 'ABC' < "$1"; }
 write_prog='
 import os, sys
-fd = os.open(sys.argv[1], os.O_RDWR); os.pwrite(fd, sys.argv[2].encode() * 8192, 0); os.fsync(fd); os.close(fd)'
-for how in strict atomic; do
-    M=$DK_MNT/$how
+path = sys.argv[1]
+if len(sys.argv) > 3: os.chdir(sys.argv[3]); path = os.path.relpath(path)   # a name relative to the cwd
+fd = os.open(path, os.O_RDWR); print("read " + os.pread(fd, 1, 0).decode())
+os.pwrite(fd, sys.argv[2].encode() * 8192, 0); os.fsync(fd); os.close(fd)'
+for variant in strict:above atomic:above strict:below atomic:below strict:below-relative; do
+    how=${variant%%:*} dir=${variant#*:} cwd=
+    [ $dir = below-relative ] && dir=below cwd=$DK_MNT/$how-below-relative
+    M=$DK_MNT/${variant/:/-}
+    p1root=$M p2root=$M/sub
+    [ $dir = below ] && p1root=$M/sub p2root=$M
     mkdir -p "$M/sub"
     head -c 8192 /dev/zero | tr '\0' A > "$M/sub/f"
     if [ $how = strict ]; then
@@ -33,18 +45,22 @@ for how in strict atomic; do
         env=(DAXKIT_ATOMIC='*' DAXKIT_ATOMIC_POLICY=journal DAXKIT_ATOMIC_PACE=0 DAXKIT_PERSIST=flush)
         crash=atomic.sync.after_epoch:1
     fi
-    env LD_PRELOAD="$lib" DAXKIT_DIR="$M" "${env[@]}" DAXKIT_TEST_CRASH=$crash python3 -c "$write_prog" "$M/sub/f" B \
-        2>/dev/null
+    env LD_PRELOAD="$lib" DAXKIT_DIR="$p1root" "${env[@]}" DAXKIT_TEST_CRASH=$crash python3 -c "$write_prog" "$M/sub/f" B \
+        >/dev/null 2>&1
     [ "$(content "$M/sub/f")" = A ] ||
-        { fail "$how: after P1's crash the file holds $(content "$M/sub/f"), want A (crash points compiled out?)"; continue; }
-    env LD_PRELOAD="$lib" DAXKIT_DIR="$M/sub" "${env[@]}" /bin/true
-    got=$(content "$M/sub/f")
-    [ "$got" = B ] || fail "$how: a start with the narrower root $M/sub left $got, want B (P1's record replayed)"
-    env LD_PRELOAD="$lib" DAXKIT_DIR="$M/sub" "${env[@]}" python3 -c "$write_prog" "$M/sub/f" C
-    env LD_PRELOAD="$lib" DAXKIT_DIR="$M" "${env[@]}" /bin/true
+        { fail "$variant: after P1's crash the file holds $(content "$M/sub/f"), want A (crash points compiled out?)"; continue; }
+    fails0=$fails
+    if [ $dir = above ]; then # P2's start (root below P1's) must replay P1's record
+        env LD_PRELOAD="$lib" DAXKIT_DIR="$p2root" "${env[@]}" /bin/true
+        got=$(content "$M/sub/f")
+        [ "$got" = B ] || fail "$variant: a start with the narrower root $p2root (P2's) left $got, want B (P1's record replayed)"
+    fi
+    out=$(env LD_PRELOAD="$lib" DAXKIT_DIR="$p2root" "${env[@]}" python3 -c "$write_prog" "$M/sub/f" C $cwd 2>&1)
+    grep -q '^read B$' <<<"$out" || fail "$variant: P2 (root $p2root) read before its write: $out; want 'read B' (P1's record replayed first)"
+    env LD_PRELOAD="$lib" DAXKIT_DIR="$p1root" "${env[@]}" /bin/true
     got2=$(content "$M/sub/f")
-    [ "$got2" = C ] || fail "$how: a start with the wider root $M after P2's acknowledged C left $got2, want C"
-    [ "$got" = B ] && [ "$got2" = C ] && echo "ok: $how: the narrower start replayed B; C stands after the wider start"
+    [ "$got2" = C ] || fail "$variant: a start with P1's root $p1root after P2's acknowledged C left $got2, want C"
+    [ $fails = "$fails0" ] && echo "ok: $variant: P2 (root $p2root) saw B before writing; C stands after a start with root $p1root"
 done
 [ $fails -eq 0 ] || exit 1
 echo PASS
