@@ -423,13 +423,21 @@ static int open_all(struct alog_file *f, const char *path, const struct alog_whe
     struct stat st;
     if (DK_REAL(stat)(path, &st) != 0) return fail_errno(); /* checked again once locked; no log for a bad path */
     if (!S_ISREG(st.st_mode)) return -EINVAL;
+    /* Under the list lock, so a fork (fork_prepare takes it) never lands between a descriptor or mapping of
+     * the log made and recorded where fork_child finds it (fd_high's duplicate, attach_log's mapping). */
+    pthread_mutex_lock(&open_mu);
     int rc = open_log(f, path, w, &dirfd, &f->log_fd);
     if (!rc) rc = choose_medium(f, dirfd, o->persist);
     if (!rc) f->log_fd = fd_high(f->log_fd);
+    pthread_mutex_unlock(&open_mu);
     if (dirfd >= 0 && (rc || !f->track_size)) DK_REAL(close)(dirfd);
     else f->dir_fd = fd_high(dirfd); /* a tracked-size log is removed at its clean close */
     if (!rc) rc = open_data(f, path, w, f->track_size ? 0 : o->file_bytes_min, &st);
-    if (!rc) rc = attach_log(f, &st, o->log_bytes, w == NULL);
+    if (!rc) {
+        pthread_mutex_lock(&open_mu);
+        rc = attach_log(f, &st, o->log_bytes, w == NULL);
+        pthread_mutex_unlock(&open_mu);
+    }
     if (!rc && f->track_size) rc = alog_size_prepare(f);
     if (!rc) rc = map_data(f);
     if (!rc) rc = init_dram(f);

@@ -217,6 +217,7 @@ void up_fork_child(void) {
     up_stage_after_fork_child();
     up_sizerec_after_fork_child();
     up_strict_after_fork_child();
+    up_recover_scope_after_fork_child();
     const char *note = dk_cfg.persist == DK_PERSIST_FLUSH ? "persistence emulated (DAXKIT_PERSIST=flush)" : "";
     dk_stats_open(dk_cfg.stats, dk_config_enum_name("MODE", dk_cfg.mode), dk_cfg.dir, note);
 }

@@ -52,19 +52,25 @@ static bool to_parent(char *p) {
     return true;
 }
 
+static uint64_t path_hash(const char *p, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
+    return h | 1; /* 0: an empty slot */
+}
+
 static void recover_area_of(const char *dir) {
     struct up_recover_report rep = {0};
     up_recover_dir(dir, &rep);
     struct alog_dir_report arep = {0};
     if (dk_cfg.atomic_recover_start) alog_recover_named(dir, &arep);
     if (rep.strict.replayed || rep.sizes.rolled_back || arep.recovered)
-        dk_log_verbose("%s: recovered what dead processes left in the area of this ancestor of a managed directory",
-                       dir);
+        dk_log_verbose("%s: recovered what dead processes left in its area (an ancestor of a managed directory, or a "
+                       "directory below one)", dir);
 }
 
 void up_recover_ancestor_areas(void) {
     DK_ERRNO_SAVE;
-    static char done[ANCESTORS_MAX][sizeof up_root_at(0)->path];
+    uint64_t done[ANCESTORS_MAX]; /* hashes of the ancestors recovered */
     int ndone = 0;
     for (int i = 0; i < up_roots_count(); i++) {
         const struct up_root *r = up_root_at(i);
@@ -74,12 +80,13 @@ void up_recover_ancestor_areas(void) {
         while (to_parent(p)) {
             struct stat st, area;
             if (DK_REAL(stat)(p, &st) != 0 || st.st_dev != r->dev) break; /* another file system: not ours */
+            uint64_t h = path_hash(p, strlen(p));
             bool seen = is_root(p);
-            for (int k = 0; k < ndone && !seen; k++) seen = !strcmp(done[k], p);
+            for (int k = 0; k < ndone && !seen; k++) seen = done[k] == h;
             char a[sizeof r->path + 16];
             snprintf(a, sizeof a, "%s/.daxkit", p[1] ? p : "");
             if (!seen && ndone < ANCESTORS_MAX && DK_REAL(lstat)(a, &area) == 0 && S_ISDIR(area.st_mode)) {
-                snprintf(done[ndone++], sizeof done[0], "%s", p);
+                done[ndone++] = h;
                 recover_area_of(p);
             }
         }
@@ -95,11 +102,6 @@ static pthread_mutex_t below_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t below_seen[BELOW_SLOTS];
 static unsigned below_used;
 
-static uint64_t path_hash(const char *p, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
-    return h | 1; /* 0: an empty slot */
-}
 
 /* true when h was in the set; adds it otherwise. Under below_mu. */
 static bool seen_or_add(uint64_t h) {
@@ -191,3 +193,5 @@ void up_recover_below(const struct up_root *r, int fd, int dirfd, const char *pa
     pthread_mutex_unlock(&below_mu);
     DK_ERRNO_RESTORE;
 }
+
+void up_recover_scope_after_fork_child(void) { pthread_mutex_init(&below_mu, NULL); }

@@ -11,5 +11,7 @@ struct up_root;
  * r: the areas of the directories between r and the file's directory are recovered, each directory once per
  * process. */
 void up_recover_below(const struct up_root *r, int fd, int dirfd, const char *path);
+/* fork's child: its lock made anew (another thread of the parent may have held it at the fork). */
+void up_recover_scope_after_fork_child(void);
 
 #endif
