@@ -286,7 +286,7 @@ static uint64_t pace_apply(struct alog_file *f, uint64_t *pos, uint64_t end, uin
     return n;
 }
 
-/* In a copy, after its append (caller holds j.mu): up to 2 * `appended` bytes of committed records applied. */
+/* In a copy, before its append (caller holds j.mu): up to 2 * `appended` bytes of committed records applied. */
 static void pace_write(struct alog_file *f, uint64_t appended) {
     struct alog_journal *j = &f->j;
     if (!f->jpace || pthread_mutex_trylock(&j->apply_mu) != 0) return; /* the thread is applying: it will */
@@ -420,8 +420,12 @@ int alog_jrnl_copy(struct alog_file *f, uint64_t off, const void *src, size_t n)
     pthread_mutex_lock(&j->mu);
     while (n && !rc) {
         uint32_t len = (uint32_t)DK_MIN(n, (size_t)ALOG_JREC_BYTES_MAX);
+        /* The apply first: its non-temporal stores into the file drain while the record is copied, instead
+         * of in the commit's fence (session 11: floor-io, the same memory work without the engine, 540-560 ns
+         * median per 4 KiB write + commit against 630 with the apply after the copy). It applies only
+         * committed records, which the append does not touch. */
+        if (len >= ALOG_JPACE_MIN_BYTES) pace_write(f, rec_bytes(len));
         rc = append(f, off, s, len);
-        if (!rc && len >= ALOG_JPACE_MIN_BYTES) pace_write(f, rec_bytes(len));
         off += len, s += len, n -= len;
     }
     if (!rc) __atomic_store_n(&f->ctr.copies, f->ctr.copies + 1, __ATOMIC_RELAXED); /* under j.mu: no locked add */
