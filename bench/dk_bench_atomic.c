@@ -141,7 +141,7 @@ static char *floor_buf;
 static uint64_t floor_ns = 900;
 #define FLOOR_BYTES (1u << 20)
 /* V_FLOOR_IO: the paced journal's memory work without the engine (as bench/dk_bench_atomic_tail.c's floor-io):
- * a 4 KiB record copied into a 2 MiB window, the previous record copied non-temporally into the file's page,
+ * the previous record copied non-temporally into the file's page, a 4 KiB record copied into a 2 MiB window,
  * the record's lines written back, a fence, an 8-byte commit word written back, a fence. The busy floor
  * above cannot see a machine that slows memory (its op waits for the clock, not for memory); this one
  * waits for the same write-backs as the journal, on a mapping of a second huge-tmpfs file. */
@@ -210,9 +210,9 @@ static void t_write(struct target *t, uint64_t off, uint32_t n) {
     } else if (t->v == V_FLOOR_IO) {
         char *window = floor_io_map + C.file_bytes;
         if (floor_io_pos + FLOOR_IO_REC_BYTES > FLOOR_IO_WINDOW_BYTES - 64) floor_io_pos = 0;
+        if (floor_io_prev != UINT64_MAX) dk_copy_nt(floor_io_map + off, window + floor_io_prev + 16, n); /* apply first */
         memcpy(window + floor_io_pos, &off, sizeof off);
         memcpy(window + floor_io_pos + 16, buf, n);
-        if (floor_io_prev != UINT64_MAX) dk_copy_nt(floor_io_map + off, window + floor_io_prev + 16, n);
         dk_flush_range(window + floor_io_pos, FLOOR_IO_REC_BYTES);
         floor_io_prev = floor_io_pos, floor_io_pos += FLOOR_IO_REC_BYTES;
     } else if (t->a) {
