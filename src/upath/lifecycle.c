@@ -243,12 +243,32 @@ static void exec_hand_over_cb(int fd, struct up_fd *e, void *arg) {
     if (!spawn && exec_saved_count < (int)DK_ARRAY_LEN(exec_saved_fds)) exec_saved_fds[exec_saved_count++] = fd;
 }
 
+/* An exec from a signal handler that interrupted a call of its thread inside the library (review 9, finding
+ * 30's exec half): the thread's interrupted call may hold the file table's lock (an open's adoption), a
+ * file's mutex (a close's publish, which carries no mark), or a checkpoint lock. As at exit (up_fini), the
+ * thread's id makes up_mutex_mine answer for those mutexes (glibc records a normal mutex's owner): a file
+ * whose mutex it holds is neither published nor locked (publish_one, up_file_lock_all), strict checkpoints
+ * are skipped (up_publish_all), and with the table's lock held nothing is walked at all -- the new image
+ * starts from the files as a crash would leave them (the next start's recovery) and from the kernel's
+ * offsets. Cleared again if the execve fails. */
+static bool exec_table_skipped; /* the table's lock was this thread's: up_exec_failed has nothing to undo */
+
 void up_exec_prepare(bool spawn) {
     if (!up_enabled) return;
     DK_ERRNO_SAVE;
-    if (spawn) up_pending_adopt_all(); /* the child shares them: handed to the kernel below */
+    up_exit_tid = gettid(); /* up_mutex_mine: the mutexes this thread's interrupted call holds */
+    exec_table_skipped = false;
+    if (DK_UNLIKELY(up_mutex_mine(&up_table_mu))) {
+        dk_count(DK_C_publish_held_skips, 1);
+        exec_table_skipped = true;
+        exec_saved_count = 0;
+        DK_ERRNO_RESTORE;
+        return;
+    }
+    bool nested = up_thread_in_call();
+    if (spawn && !nested) up_pending_adopt_all(); /* the child shares them: handed to the kernel below */
     up_publish_all();
-    up_atomic_detach_all();
+    if (!nested) up_atomic_detach_all();
     pthread_mutex_lock(&up_table_mu);
     if (!spawn) {
         /* Other threads' appends since the publish above, then none until the image is gone: an append
@@ -271,11 +291,17 @@ void up_exec_prepare(bool spawn) {
         return;
     }
     pthread_mutex_unlock(&up_table_mu);
+    up_exit_tid = 0; /* spawn: this image goes on */
     DK_ERRNO_RESTORE;
 }
 
 void up_exec_failed(void) {
     if (!up_enabled) return;
+    up_exit_tid = 0;
+    if (exec_table_skipped) {
+        exec_table_skipped = false;
+        return;
+    }
     DK_ERRNO_SAVE;
     up_aux_exec_failed();
     if (exec_holds_files) {

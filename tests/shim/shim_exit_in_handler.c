@@ -6,19 +6,22 @@
  * bytes, at least the appends the child saw acknowledged before the one interrupted in sync and strict
  * modes (posix mode may lose that file's appends since its last publish point, as at a crash: documented).
  * argv[3] "close_loop": each child opens, appends to and closes 16 files in turn instead (the handler lands
- * in a close's publish, which holds the file's mutex too); every file must hold whole records. */
+ * in a close's publish, which holds the file's mutex too); every file must hold whole records. argv[2]
+ * "exec": the handler execs /bin/true instead (the exec's publish point waited for that mutex: posix mode's
+ * close_loop hung in run 0). */
 #include <sys/time.h>
 
 #include "shim_test.h"
 
 enum { RUNS = 8, REC = 4096 };
 
-static bool use_exit, close_loop;
+static bool use_exit, use_exec, close_loop;
 enum { LOOP_FILES = 16 };
 static void on_alarm(int sig) {
     (void)sig;
+    if (use_exec) execl("/bin/true", "true", (char *)NULL); /* exec ends this image too: true exits 0 */
     if (use_exit) exit(0);
-    _exit(0);
+    _exit(use_exec ? 5 : 0);
 }
 
 /* The child: appends until the timer's handler ends it. acked: appends whose write returned. */
@@ -78,8 +81,9 @@ static uint64_t check_file(const char *path) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) SKIP("usage: shim_exit_in_handler DIR _exit|exit");
+    if (argc < 3) SKIP("usage: shim_exit_in_handler DIR _exit|exit|exec [close_loop]");
     use_exit = strcmp(argv[2], "exit") == 0;
+    use_exec = strcmp(argv[2], "exec") == 0;
     close_loop = argc > 3 && strcmp(argv[3], "close_loop") == 0;
     const char *mode = getenv("DAXKIT_MODE");
     bool keeps_acked = mode && (strcmp(mode, "sync") == 0 || strcmp(mode, "strict") == 0);
