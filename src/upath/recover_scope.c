@@ -173,6 +173,8 @@ static bool below_root(const struct up_root *r, const char *p, size_t len, size_
 }
 
 void up_recover_below(const struct up_root *r, int fd, int dirfd, const char *path) {
+    bool in_dirfd = path && path[0] && path[0] != '/' && dirfd != AT_FDCWD && !strchr(path, '/');
+    if (in_dirfd && up_dirfd_walked(dirfd)) return; /* its directory's areas: looked at already */
     char p[4096];
     size_t rl = r->path_len == 1 ? 0 : r->path_len; /* root "/": every component is below it */
     DK_ERRNO_SAVE;
@@ -191,6 +193,7 @@ void up_recover_below(const struct up_root *r, int fd, int dirfd, const char *pa
         if (dir_len > rl && !seen_or_add(path_hash(p, dir_len))) walk_down(p, rl, dir_len);
     }
     pthread_mutex_unlock(&below_mu);
+    if (in_dirfd && dir_len > 0) up_dirfd_set_walked(dirfd); /* every directory down to it was looked at */
     DK_ERRNO_RESTORE;
 }
 
