@@ -32,15 +32,21 @@ inline bool entries_valid(const std::byte* d, uint64_t count, int64_t n) {
   return bad == 0;
 }
 
+// Entry i of a neighbour array: its id v and (weighted) weight w, else w = 0.
+inline void entry_at(const std::byte* d, uint64_t i, bool weighted, int32_t& v, int32_t& w) {
+  const uint32_t stride = weighted ? 8 : 4;
+  std::memcpy(&v, d + i * stride, 4);
+  w = 0;
+  if (weighted) std::memcpy(&w, d + i * stride + 4, 4);
+}
+
 // Index of the first entry of d[0, count) that is not a vertex of an n-vertex graph (or, weighted, has a
 // negative weight); -1 when all are good.
 inline int64_t first_bad_entry(const std::byte* d, uint64_t count, bool weighted, int64_t n) {
   if (weighted ? entries_valid<true>(d, count, n) : entries_valid<false>(d, count, n)) return -1;
-  const uint32_t stride = weighted ? 8 : 4;
   for (uint64_t j = 0; j < count; j++) {
-    int32_t v, w = 0;
-    std::memcpy(&v, d + j * stride, 4);
-    if (weighted) std::memcpy(&w, d + j * stride + 4, 4);
+    int32_t v, w;
+    entry_at(d, j, weighted, v, w);
     if (v < 0 || v >= n || w < 0) return int64_t(j);
   }
   return -1;

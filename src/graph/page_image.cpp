@@ -134,9 +134,8 @@ bool write_page_image(const std::string& sg_path, const Csr& g, const std::strin
     ok = pread(in, src.data(), count * eb, off_t(g.edges_file_offset() + e * eb)) == ssize_t(count * eb);
     const int64_t bad = ok ? first_bad_entry(src.data(), count, g.weighted, g.n) : -1;
     if (bad >= 0) {
-      int32_t v, weight = 0;
-      std::memcpy(&v, src.data() + uint64_t(bad) * eb, 4);
-      if (g.weighted) std::memcpy(&weight, src.data() + uint64_t(bad) * eb + 4, 4);
+      int32_t v, weight;
+      entry_at(src.data(), uint64_t(bad), g.weighted, v, weight);
       err = sg_path + ": " + corrupt_entry_text(g, v, weight, int64_t(e) + bad) + "; regenerate the file";
       ok = false;
     }

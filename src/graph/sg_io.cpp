@@ -81,7 +81,9 @@ static bool check_offsets(const Csr& g, std::string& err, const std::string& pat
 static bool check_edges(const Csr& g, std::string& err, const std::string& path) {
   const int64_t bad = first_bad_entry(g.edges.data(), uint64_t(g.m), g.weighted, g.n);
   if (bad < 0) return true;
-  err = path + ": " + corrupt_entry_text(g, g.neighbour(bad), g.weighted ? g.weight(bad) : 0, bad) +
+  int32_t v, w;
+  entry_at(g.edges.data(), uint64_t(bad), g.weighted, v, w);
+  err = path + ": " + corrupt_entry_text(g, v, w, bad) +
         "; regenerate the file";
   return false;
 }
