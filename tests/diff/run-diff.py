@@ -34,7 +34,10 @@ def parse_args():
     p.add_argument("--ops", type=int, default=200)
     p.add_argument("--batch", type=int, default=20, help="sequences per process")
     p.add_argument("--build", default=os.environ.get("DAXKIT_BUILD", "build"))
-    p.add_argument("--tester", default="", help="dk_difftest binary (default BUILD/tests/dk_difftest)")
+    p.add_argument("--tester", default="", help="dk_difftest binary (default BUILD/tests/dk_difftest; "
+                   "dk_difftest_twoproc: two processes on one file)")
+    p.add_argument("--tester-arg", action="append", default=[],
+                   help="extra tester option for both sides, e.g. --tester-arg=--publish-at-switch")
     p.add_argument("--lib", default="", help="preload library (default BUILD/lib/libdaxkit.so; 'none')")
     p.add_argument("--launcher", choices=["env", "cli"], default="env",
                    help="env: set LD_PRELOAD/DAXKIT_* directly; cli: 'daxkit run --mode ... --'")
@@ -74,7 +77,7 @@ class Side:
                 self.describe = f"LD_PRELOAD={lib} DAXKIT_DIR={dir_} DAXKIT_MODE={mode} DAXKIT_APPEND={append} "
             self.env.update(extra)
             self.describe += "".join(f"{k}={v} " for k, v in extra.items())
-        self.exact = ["--exact-holes"] if args.exact_holes else []
+        self.exact = (["--exact-holes"] if args.exact_holes else []) + args.tester_arg
         self.timeout = args.timeout
 
     def cmd(self, extra):

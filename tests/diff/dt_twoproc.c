@@ -1,0 +1,650 @@
+/* Description: dk_difftest_twoproc -- the differential tester's two-process side: two processes (fork)
+ * take turns on one file, one op at a time in a seeded order, and every result is logged.
+ *
+ * Each sequence runs in D/t<seed>: a controller forks two workers, A and B, and hands each op of the op
+ * list to its process over a pipe, waiting for the result before the next op (a token: the interleaving is
+ * the op list's, identical on every run). Ops: open (plain, O_APPEND, O_RDONLY, O_TRUNC), close, pwrite,
+ * write (at the descriptor's offset, or at the end under O_APPEND), seekend (lseek SEEK_END + a gap: the
+ * next write goes past the end), lseek, read, pread, ftruncate, fsync, fstat and readall (fstat + pread of
+ * the whole file), on three descriptor slots per process; slot 2 may be opened by the controller before the
+ * fork ("preopen"), so A and B share that open file description (and its offset). Run it once plainly and
+ * once under libdaxkit.so; the logs must be identical (run-diff.py does that with --tester and shrinks a
+ * mismatch by deleting op lines).
+ *
+ * Without a discipline the processes share the file as unsynchronised programs would (only the token
+ * orders them); what daxkit promises then is less than the kernel's (docs/guarantees.md, "Deviations":
+ * other processes see appends at publish points, sizes are re-read at lock acquisitions and at a read at
+ * the end, a truncation by another process can fault). Two disciplines hold the processes to what it does
+ * promise:
+ * --lock-at-switch: the contract for lock-disciplined programs. Each worker opens a descriptor of its own
+ *   on the file at start (O_RDONLY|O_CREAT, never closed by ops) and the process that has the turn holds
+ *   flock(LOCK_EX) on it: the turn passes by LOCK_UN (a publish point) in one process, then LOCK_EX (a size
+ *   re-read) in the other (logged as "~ unlock" / "~ lock" lines). Must agree with the kernel in every mode.
+ * --publish-at-switch: before the turn passes, the process that had it fsyncs its first open descriptor
+ *   (a publish point; logged as a "~ publish" line), without locks: sizes stay as unsure as the doc says.
+ * --grow-only: ftruncate never shrinks (the length becomes at least the size fstat reports to the process
+ *   first; logged as "len'=") and open never passes O_TRUNC: leaves truncation by another process out.
+ *
+ *   dk_difftest_twoproc --dir D [--seed S] [--count K] [--ops N] [--publish-at-switch] [--keep]
+ *   dk_difftest_twoproc --dir D --seed S --replay FILE        an explicit op list (one op a line)
+ *   dk_difftest_twoproc --seed S --ops N --print-ops          the op list that seed S generates
+ *   dk_difftest_twoproc --list DIR                            raw listing of DIR only
+ * --exit-open: the last sequence's workers exit with their descriptors open (exit publishes); the driver
+ * lists the directory from outside afterwards. --exclude shared: no "preopen" (no descriptor shared by
+ * the two processes). Accepted and ignored for the driver's sake: --exact-holes. Exit: 0 ran, 2 usage or
+ * setup error. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "dt_exec.h"
+
+enum { TP_SLOTS = 3, TP_SHARED_SLOT = 2, TP_OPS_MAX = 20000, TP_RESULT_MAX = 512, TP_OP_WAIT_MS = 60000 };
+#define TP_FILE_MAX ((int64_t)3 << 20) /* offsets up to 3 MiB: crosses a 2 MiB region boundary */
+#define TP_LEN_MAX ((int64_t)1 << 20)
+
+/* X(id, name, fields) -- every op has p= (0 controller, 1 A, 2 B) first. */
+#define TP_OPS(X)                          \
+  X(PREOPEN, "preopen", "append")          \
+  X(OPEN, "open", "fd flags")              \
+  X(CLOSE, "close", "fd")                  \
+  X(PWRITE, "pwrite", "fd off len seed")   \
+  X(WRITE, "write", "fd len seed")         \
+  X(SEEKEND, "seekend", "fd gap")          \
+  X(LSEEK, "lseek", "fd off")              \
+  X(READ, "read", "fd len")                \
+  X(PREAD, "pread", "fd off len")          \
+  X(FTRUNCATE, "ftruncate", "fd len")      \
+  X(FSYNC, "fsync", "fd")                  \
+  X(FSTAT, "fstat", "fd")                  \
+  X(READALL, "readall", "fd")
+
+enum tp_kind {
+#define X(id, name, fields) TP_##id,
+  TP_OPS(X)
+#undef X
+  TP_KINDS,
+  TP_PUBLISH = 100, /* internal: the fsync of --publish-at-switch */
+  TP_FINISH,        /* internal: read every open descriptor, close it (or not: exit_open), exit */
+  TP_LOCK,          /* internal: --lock-at-switch, flock(LOCK_EX) on the worker's lock descriptor */
+  TP_UNLOCK,        /* internal: --lock-at-switch, flock(LOCK_UN) */
+};
+static const char *const kind_name[] = {
+#define X(id, name, fields) name,
+    TP_OPS(X)
+#undef X
+};
+static const char *const kind_fields[] = {
+#define X(id, name, fields) fields,
+    TP_OPS(X)
+#undef X
+};
+
+struct tp_op {
+  int kind, p;
+  int64_t v[4];
+};
+
+/* open flags by index; O_TRUNC is rare in the generator. */
+static const int open_flags[] = {O_RDWR | O_CREAT, O_RDWR | O_CREAT | O_APPEND, O_RDONLY, O_WRONLY | O_CREAT | O_APPEND,
+                                 O_RDWR | O_CREAT | O_TRUNC};
+enum { OPEN_FLAG_KINDS = sizeof open_flags / sizeof open_flags[0] };
+
+/* ---------------------------------------------------------------- generator, format, parse */
+
+static int64_t gen_len(uint64_t *s) {
+  uint64_t r = dt_below(s, 100);
+  if (r < 50) return 1 + (int64_t)dt_below(s, 512);
+  if (r < 85) return 1 + (int64_t)dt_below(s, 64 << 10);
+  if (r < 97) return 1 + (int64_t)dt_below(s, 512 << 10);
+  return 1 + (int64_t)dt_below(s, TP_LEN_MAX);
+}
+
+static int64_t gen_off(uint64_t *s) {
+  uint64_t r = dt_below(s, 10);
+  if (r < 5) return (int64_t)dt_below(s, 64 << 10);
+  if (r < 7) return ((int64_t)2 << 20) - 4096 + (int64_t)dt_below(s, 8192); /* around the 2 MiB boundary */
+  return (int64_t)dt_below(s, (uint64_t)TP_FILE_MAX);
+}
+
+static void generate(uint64_t seed, int n, int no_shared, struct tp_op *ops) {
+  uint64_t s = seed * 0x2545F4914F6CDD1Dull + 0x7A11ull;
+  int i = 0, p = 1 + (int)dt_below(&s, 2);
+  unsigned open_mask[3] = {0, 0, 0}; /* per process: slots the generator expects open (a guess: no results) */
+  if (n > 0 && dt_below(&s, 3) == 0 && !no_shared) {
+    ops[i++] = (struct tp_op){TP_PREOPEN, 0, {(int64_t)dt_below(&s, 2)}};
+    open_mask[1] = open_mask[2] = 1u << TP_SHARED_SLOT;
+  }
+  /* Each process starts by opening slot 0 (plain or O_APPEND) so that most ops have a descriptor. */
+  for (int q = 1; q <= 2 && i < n; q++) {
+    ops[i++] = (struct tp_op){TP_OPEN, q, {0, (int64_t)dt_below(&s, 2)}};
+    open_mask[q] |= 1u;
+  }
+  for (; i < n; i++) {
+    if (dt_below(&s, 100) < 45) p = 3 - p; /* the turn passes */
+    struct tp_op *o = &ops[i];
+    memset(o, 0, sizeof *o);
+    o->p = p;
+    /* mostly an open slot: a closed one gives EBADF on both sides, a little of which is enough */
+    int64_t fd = (int64_t)dt_below(&s, TP_SLOTS);
+    for (int tries = 0; tries < 8 && !(open_mask[p] & (1u << fd)) && dt_below(&s, 20) != 0; tries++)
+      fd = (int64_t)dt_below(&s, TP_SLOTS);
+    uint64_t r = dt_below(&s, 100);
+    if (!open_mask[p] && r >= 10) r = dt_below(&s, 6);
+    if (r < 6) {
+      o->kind = TP_OPEN, o->v[0] = fd, o->v[1] = dt_below(&s, 40) == 0 ? 4 : (int64_t)dt_below(&s, 4);
+      if (open_mask[p] & (1u << fd)) o->v[0] = fd = (int64_t)dt_below(&s, TP_SLOTS);
+      open_mask[p] |= 1u << fd;
+    } else if (r < 10) {
+      o->kind = TP_CLOSE, o->v[0] = fd, open_mask[p] &= ~(1u << fd);
+    }
+    else if (r < 24) o->kind = TP_PWRITE, o->v[0] = fd, o->v[1] = gen_off(&s), o->v[2] = gen_len(&s), o->v[3] = (int64_t)dt_rand(&s) >> 1;
+    else if (r < 42) o->kind = TP_WRITE, o->v[0] = fd, o->v[1] = gen_len(&s), o->v[2] = (int64_t)dt_rand(&s) >> 1;
+    else if (r < 48) o->kind = TP_SEEKEND, o->v[0] = fd, o->v[1] = dt_below(&s, 2) ? 0 : (int64_t)dt_below(&s, 256 << 10);
+    else if (r < 52) o->kind = TP_LSEEK, o->v[0] = fd, o->v[1] = gen_off(&s);
+    else if (r < 60) o->kind = TP_READ, o->v[0] = fd, o->v[1] = gen_len(&s);
+    else if (r < 72) o->kind = TP_PREAD, o->v[0] = fd, o->v[1] = gen_off(&s), o->v[2] = gen_len(&s);
+    else if (r < 78) o->kind = TP_FTRUNCATE, o->v[0] = fd, o->v[1] = dt_below(&s, 2) ? gen_off(&s) : (int64_t)dt_below(&s, 8192);
+    else if (r < 84) o->kind = TP_FSYNC, o->v[0] = fd;
+    else if (r < 92) o->kind = TP_FSTAT, o->v[0] = fd;
+    else o->kind = TP_READALL, o->v[0] = fd;
+  }
+}
+
+static void format_op(const struct tp_op *o, char *buf, size_t size) {
+  int len = snprintf(buf, size, "%s p=%c", kind_name[o->kind], "CAB"[o->p]);
+  const char *f = kind_fields[o->kind];
+  for (int k = 0; *f && len < (int)size; k++) {
+    size_t w = strcspn(f, " ");
+    len += snprintf(buf + len, size - (size_t)len, " %.*s=%lld", (int)w, f, (long long)o->v[k]);
+    f += w + (f[w] == ' ');
+  }
+}
+
+/* Parses "name p=X field=value ...": fields by name, missing ones 0. Returns 0 or -1. */
+static int parse_op(const char *line, struct tp_op *o) {
+  char name[32];
+  int used = 0;
+  memset(o, 0, sizeof *o);
+  if (sscanf(line, "%31s%n", name, &used) != 1) return -1;
+  o->kind = -1;
+  for (int k = 0; k < TP_KINDS; k++)
+    if (!strcmp(name, kind_name[k])) o->kind = k;
+  if (o->kind < 0) return fprintf(stderr, "dk_difftest_twoproc: unknown op '%s'\n", name), -1;
+  const char *p = line + used;
+  char key[32], val[32];
+  int n;
+  while (sscanf(p, " %31[^= \n]=%31s%n", key, val, &n) == 2) {
+    p += n;
+    if (!strcmp(key, "p")) {
+      o->p = val[0] == 'A' ? 1 : val[0] == 'B' ? 2 : 0;
+      continue;
+    }
+    const char *f = kind_fields[o->kind];
+    for (int k = 0; *f; k++) {
+      size_t w = strcspn(f, " ");
+      if (strlen(key) == w && !strncmp(key, f, w)) o->v[k] = strtoll(val, NULL, 0);
+      f += w + (f[w] == ' ');
+    }
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- the worker */
+
+struct worker {
+  int fd[TP_SLOTS];
+  int lock_fd;    /* --lock-at-switch: the descriptor the worker locks, -1 without */
+  int grow_only;  /* --grow-only */
+  const char *path;
+  unsigned char *rbuf, *wbuf;
+};
+
+static char result[TP_RESULT_MAX];
+static int result_len;
+
+static void res(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void res(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(result + result_len, sizeof result - (size_t)result_len, fmt, ap);
+  va_end(ap);
+  if (n > 0) result_len += n;
+  if (result_len >= (int)sizeof result) result_len = (int)sizeof result - 1;
+}
+
+static void res_ret(long long r, int err) {
+  if (r < 0) res(" = %lld e=%s", r, strerrorname_np(err) ? strerrorname_np(err) : "E?");
+  else res(" = %lld", r);
+}
+
+static void fill(unsigned char *buf, int64_t len, int64_t seed) {
+  uint64_t s = (uint64_t)seed ^ 0xD1B54A32D192ED03ull;
+  int64_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    uint64_t w = dt_rand(&s);
+    memcpy(buf + i, &w, 8);
+  }
+  for (uint64_t w = dt_rand(&s); i < len; i++, w >>= 8) buf[i] = (unsigned char)w;
+}
+
+static uint64_t hash(const void *p, size_t n) {
+  struct dt_hash h;
+  dt_hash_init(&h);
+  dt_hash_update(&h, p, n);
+  return dt_hash_final(&h);
+}
+
+static int slot_fd(struct worker *w, int64_t slot) { return slot >= 0 && slot < TP_SLOTS ? w->fd[slot] : -1; }
+
+/* The offset after a call, through the library (its view of the descriptor). */
+static void res_pos(int fd) { res(" pos=%lld", (long long)lseek(fd, 0, SEEK_CUR)); }
+
+static void read_all(struct worker *w, int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return res(" fstat e=%s", strerrorname_np(errno));
+  struct dt_hash h;
+  dt_hash_init(&h);
+  int64_t got = 0;
+  for (ssize_t r; (r = pread(fd, w->rbuf, TP_LEN_MAX, got)) > 0;) got += r, dt_hash_update(&h, w->rbuf, (size_t)r);
+  res(" sz=%lld got=%lld h=%016llx", (long long)st.st_size, (long long)got, (unsigned long long)dt_hash_final(&h));
+}
+
+static void worker_exec(struct worker *w, const struct tp_op *o) {
+  int fd = slot_fd(w, o->v[0]);
+  long long r;
+  errno = 0;
+  switch (o->kind) {
+  case TP_OPEN:
+    if (fd >= 0) res(" (close=%d)", close(fd)), w->fd[o->v[0]] = -1;
+    if (o->v[0] < 0 || o->v[0] >= TP_SLOTS || o->v[1] < 0 || o->v[1] >= OPEN_FLAG_KINDS) return res(" = bad");
+    r = open(w->path, open_flags[o->v[1]] & ~(w->grow_only ? O_TRUNC : 0), 0644);
+    res(r >= 0 ? " = fd" : ""), r < 0 ? res_ret(r, errno) : (void)0;
+    if (r >= 0) w->fd[o->v[0]] = (int)r;
+    return;
+  case TP_CLOSE:
+    r = close(fd);
+    res_ret(r, errno);
+    if (fd >= 0) w->fd[o->v[0]] = -1;
+    return;
+  case TP_PWRITE:
+    fill(w->wbuf, o->v[2], o->v[3]);
+    r = pwrite(fd, w->wbuf, (size_t)o->v[2], o->v[1]);
+    return res_ret(r, errno);
+  case TP_WRITE:
+    fill(w->wbuf, o->v[1], o->v[2]);
+    r = write(fd, w->wbuf, (size_t)o->v[1]);
+    res_ret(r, errno);
+    return r >= 0 ? res_pos(fd) : (void)0;
+  case TP_SEEKEND:
+    r = lseek(fd, o->v[1], SEEK_END);
+    return res_ret(r, errno);
+  case TP_LSEEK:
+    r = lseek(fd, o->v[1], SEEK_SET);
+    return res_ret(r, errno);
+  case TP_READ:
+    r = read(fd, w->rbuf, (size_t)o->v[1]);
+    res_ret(r, errno);
+    if (r >= 0) res(" h=%016llx", (unsigned long long)hash(w->rbuf, (size_t)r)), res_pos(fd);
+    return;
+  case TP_PREAD:
+    r = pread(fd, w->rbuf, (size_t)o->v[2], o->v[1]);
+    res_ret(r, errno);
+    if (r >= 0) res(" h=%016llx", (unsigned long long)hash(w->rbuf, (size_t)r));
+    return;
+  case TP_FTRUNCATE: {
+    int64_t len = o->v[1];
+    struct stat st;
+    if (w->grow_only && fstat(fd, &st) == 0 && st.st_size > len) res(" len'=%lld", (long long)(len = st.st_size));
+    r = ftruncate(fd, len);
+    return res_ret(r, errno);
+  }
+  case TP_FSYNC:
+  case TP_PUBLISH:
+    r = fsync(fd);
+    return res_ret(r, errno);
+  case TP_FSTAT: {
+    struct stat st;
+    r = fstat(fd, &st);
+    res_ret(r, errno);
+    if (r == 0) res(" sz=%lld", (long long)st.st_size);
+    return;
+  }
+  case TP_READALL:
+    if (fd < 0) return res(" = -1 e=EBADF");
+    return read_all(w, fd);
+  }
+  res(" = unknown op");
+}
+
+/* Message to a worker: the op. Reply: a length-prefixed result line. Raw system calls on the pipes: the
+ * library under test sees only the file's calls. */
+static int xfer(int fd, void *buf, size_t n, int out) {
+  for (size_t done = 0; done < n;) {
+    long r = syscall(out ? SYS_write : SYS_read, fd, (char *)buf + done, n - done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    done += (size_t)r;
+  }
+  return 0;
+}
+
+static void reply(int out) {
+  int len = result_len;
+  if (xfer(out, &len, sizeof len, 1) || xfer(out, result, (size_t)len, 1)) _exit(3);
+  result_len = 0;
+}
+
+static void worker_main(struct worker *w, int in, int out, int exit_open) {
+  struct tp_op o;
+  while (xfer(in, &o, sizeof o, 0) == 0) {
+    if (o.kind == TP_FINISH) {
+      for (int i = 0; i < TP_SLOTS; i++) {
+        if (w->fd[i] < 0) continue;
+        res(" fd%d", i);
+        read_all(w, w->fd[i]);
+        if (!exit_open) res(" close=%d", close(w->fd[i])), w->fd[i] = -1;
+      }
+      reply(out);
+      exit(0); /* exit(), not _exit(): the library's exit path publishes, as in any program */
+    }
+    if (o.kind == TP_LOCK || o.kind == TP_UNLOCK) {
+      long long r = flock(w->lock_fd, o.kind == TP_LOCK ? LOCK_EX : LOCK_UN);
+      res_ret(r, errno);
+    } else if (o.kind == TP_PUBLISH) {
+      int fd = -1;
+      for (int i = 0; i < TP_SLOTS && fd < 0; i++) fd = w->fd[i];
+      struct tp_op f = {TP_PUBLISH, o.p, {0}};
+      if (fd >= 0) {
+        for (int i = 0; i < TP_SLOTS; i++)
+          if (w->fd[i] == fd) f.v[0] = i;
+        res(" fd=%d", (int)f.v[0]);
+        worker_exec(w, &f);
+      } else {
+        res(" none open");
+      }
+    } else {
+      worker_exec(w, &o);
+    }
+    reply(out);
+  }
+  exit(0);
+}
+
+/* ---------------------------------------------------------------- the controller */
+
+struct proc {
+  pid_t pid;
+  int to, from; /* pipes: ops to the worker, results from it */
+  int dead;
+};
+
+static int log_fd = 1;
+
+static void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void log_line(const char *fmt, ...) {
+  char line[TP_RESULT_MAX + 256];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
+  xfer(log_fd, line, (size_t)n, 1);
+}
+
+static const char *death(struct proc *pr) {
+  static char why[64];
+  int st;
+  if (waitpid(pr->pid, &st, 0) != pr->pid) return "lost";
+  pr->dead = 1;
+  if (WIFSIGNALED(st)) snprintf(why, sizeof why, "died signal %s", sigabbrev_np(WTERMSIG(st)));
+  else snprintf(why, sizeof why, "exited %d", WEXITSTATUS(st));
+  return why;
+}
+
+/* Sends op to its worker and returns its result line; a dead or hung worker is logged as such. */
+static const char *run_on(struct proc *pr, const struct tp_op *o) {
+  static char buf[TP_RESULT_MAX + 64];
+  int len;
+  if (pr->dead) return " = worker gone";
+  if (xfer(pr->to, (void *)o, sizeof *o, 1) != 0) return snprintf(buf, sizeof buf, " = worker %s", death(pr)), buf;
+  struct pollfd pf = {pr->from, POLLIN, 0};
+  if (poll(&pf, 1, TP_OP_WAIT_MS) == 0) {
+    kill(pr->pid, SIGKILL);
+    return snprintf(buf, sizeof buf, " = worker hung (%d s; killed): %s", TP_OP_WAIT_MS / 1000, death(pr)), buf;
+  }
+  if (xfer(pr->from, &len, sizeof len, 0) != 0 || len < 0 || len >= TP_RESULT_MAX || xfer(pr->from, buf, (size_t)len, 0) != 0)
+    return snprintf(buf, sizeof buf, " = worker %s", death(pr)), buf;
+  buf[len] = 0;
+  return buf;
+}
+
+static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* kind 'R': raw system calls (the kernel's view); 'L': opendir, lstat, open, read through the library. */
+static void listing(const char *dir, unsigned char *buf, char kind) {
+  char *names[64], path[PATH_MAX + 300];
+  int n = 0;
+  DIR *d = opendir(dir);
+  if (!d) return log_line("%c cannot open directory e=%s\n", kind, strerrorname_np(errno));
+  for (struct dirent *e; (e = readdir(d)) != NULL;)
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, ".daxkit") && n < 64)
+      names[n++] = strdup(e->d_name);
+  closedir(d);
+  qsort(names, (size_t)n, sizeof names[0], name_cmp);
+  for (int i = 0; i < n; i++) {
+    struct stat st;
+    struct dt_hash h;
+    dt_hash_init(&h);
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    int fd = -1;
+    if (kind == 'R') {
+      if (syscall(SYS_newfstatat, AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) != 0) memset(&st, 0, sizeof st);
+      if (S_ISREG(st.st_mode)) fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY);
+      for (long r; fd >= 0 && (r = syscall(SYS_read, fd, buf, TP_LEN_MAX)) > 0;) dt_hash_update(&h, buf, (size_t)r);
+      if (fd >= 0) syscall(SYS_close, fd);
+    } else {
+      if (lstat(path, &st) != 0) memset(&st, 0, sizeof st);
+      if (S_ISREG(st.st_mode)) fd = open(path, O_RDONLY);
+      for (ssize_t r; fd >= 0 && (r = read(fd, buf, TP_LEN_MAX)) > 0;) dt_hash_update(&h, buf, (size_t)r);
+      if (fd >= 0) close(fd);
+    }
+    log_line("%c %s mode=%o sz=%lld nl=%lu h=%016llx\n", kind, names[i], st.st_mode, (long long)st.st_size,
+             (unsigned long)st.st_nlink, (unsigned long long)dt_hash_final(&h));
+    free(names[i]);
+  }
+}
+
+static void empty_dir(const char *dir) {
+  char path[PATH_MAX + 300];
+  DIR *d = opendir(dir);
+  if (!d) return;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (unlink(path) != 0) rmdir(path);
+  }
+  closedir(d);
+}
+
+struct args {
+  const char *dir, *replay, *list;
+  uint64_t seed;
+  int count, ops, print_ops, keep, exit_open, publish_at_switch, lock_at_switch, grow_only, no_shared;
+};
+
+static int start_worker(struct proc *pr, struct worker *w, int shared_fd, int exit_open, int lock) {
+  int to[2], from[2];
+  if (pipe2(to, O_CLOEXEC) || pipe2(from, O_CLOEXEC)) return -1;
+  pr->pid = fork();
+  if (pr->pid < 0) return -1;
+  if (pr->pid == 0) {
+    close(to[1]), close(from[0]);
+    for (int i = 0; i < TP_SLOTS; i++) w->fd[i] = -1;
+    w->fd[TP_SHARED_SLOT] = shared_fd;
+    w->lock_fd = lock ? open(w->path, O_RDONLY | O_CREAT, 0644) : -1;
+    worker_main(w, to[0], from[1], exit_open);
+  }
+  close(to[0]), close(from[1]);
+  pr->to = to[1], pr->from = from[0], pr->dead = 0;
+  return 0;
+}
+
+static void run_seq(const struct args *a, uint64_t seed, const struct tp_op *ops, int n, int exit_open,
+                    struct worker *w) {
+  char dir[PATH_MAX + 32], abs[PATH_MAX], path[PATH_MAX + 64], text[256];
+  if (!realpath(a->dir, abs)) fprintf(stderr, "dk_difftest_twoproc: %s: %s\n", a->dir, strerror(errno)), exit(2);
+  snprintf(dir, sizeof dir, "%s/t%llu", abs, (unsigned long long)seed);
+  empty_dir(dir);
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST) fprintf(stderr, "dk_difftest_twoproc: mkdir %s: %s\n", dir, strerror(errno)), exit(2);
+  snprintf(path, sizeof path, "%s/f", dir);
+  w->path = path;
+  log_line("== seed %llu ops %d\n", (unsigned long long)seed, n);
+  struct proc pr[3] = {{0}};
+  int shared = -1, started = 0, last = 0;
+  for (int i = 0; i < n; i++) {
+    const struct tp_op *o = &ops[i];
+    format_op(o, text, sizeof text);
+    if (o->p == 0 || o->kind == TP_PREOPEN) {
+      if (started || o->kind != TP_PREOPEN || o->p != 0) {
+        log_line("%d %s = skipped (controller ops come first)\n", i, text);
+        continue;
+      }
+      if (shared >= 0) close(shared);
+      shared = open(path, o->v[0] ? O_RDWR | O_CREAT | O_APPEND : O_RDWR | O_CREAT, 0644);
+      log_line("%d %s = %s\n", i, text, shared >= 0 ? "fd" : strerrorname_np(errno));
+      continue;
+    }
+    if (!started) {
+      started = 1;
+      for (int q = 1; q <= 2; q++)
+        if (start_worker(&pr[q], w, shared, exit_open, a->lock_at_switch) != 0) fprintf(stderr, "dk_difftest_twoproc: fork: %s\n", strerror(errno)), exit(2);
+      if (shared >= 0) close(shared), shared = -1;
+    }
+    if (a->publish_at_switch && last && last != o->p) {
+      struct tp_op pub = {TP_PUBLISH, last, {0}};
+      log_line("~ publish p=%c%s\n", "CAB"[last], run_on(&pr[last], &pub));
+    }
+    if (a->lock_at_switch && last != o->p) {
+      struct tp_op un = {TP_UNLOCK, last, {0}}, lk = {TP_LOCK, o->p, {0}};
+      if (last) log_line("~ unlock p=%c%s\n", "CAB"[last], run_on(&pr[last], &un));
+      log_line("~ lock p=%c%s\n", "CAB"[o->p], run_on(&pr[o->p], &lk));
+    }
+    last = o->p;
+    log_line("%d %s%s\n", i, text, run_on(&pr[o->p], o));
+  }
+  if (!started)
+    for (int q = 1; q <= 2; q++)
+      if (start_worker(&pr[q], w, shared, exit_open, a->lock_at_switch) != 0) fprintf(stderr, "dk_difftest_twoproc: fork: %s\n", strerror(errno)), exit(2);
+  if (shared >= 0) close(shared);
+  /* Finish: the last process first (after its publish), then the other; each reads every descriptor it
+   * has open and closes it; then the listings. */
+  int first = last ? last : 1;
+  for (int k = 0, q = first; k < 2; k++, q = 3 - q) {
+    if (a->lock_at_switch && (k == 1 || !last)) { /* the last turn's process holds it; its exit lets it go */
+      struct tp_op lk = {TP_LOCK, q, {0}};
+      log_line("~ lock p=%c%s\n", "CAB"[q], run_on(&pr[q], &lk));
+    }
+    struct tp_op fin = {TP_FINISH, q, {0}};
+    log_line("F p=%c%s\n", "CAB"[q], run_on(&pr[q], &fin));
+    if (!pr[q].dead) {
+      const char *why = death(&pr[q]);
+      if (strcmp(why, "exited 0")) log_line("F p=%c %s\n", "CAB"[q], why);
+    }
+    close(pr[q].to), close(pr[q].from);
+  }
+  listing(dir, w->rbuf, 'L');
+  if (exit_open) return;
+  listing(dir, w->rbuf, 'R');
+  if (!a->keep) empty_dir(dir), rmdir(dir);
+}
+
+static void usage(void) {
+  fprintf(stderr, "usage: dk_difftest_twoproc --dir D [--seed S] [--count K] [--ops N] [--replay FILE] "
+                  "[--lock-at-switch] [--publish-at-switch] [--grow-only] [--exclude shared] [--print-ops] [--keep] [--exit-open] | --list DIR\n");
+  exit(2);
+}
+
+static void parse_args(int argc, char **argv, struct args *a) {
+  memset(a, 0, sizeof *a);
+  a->seed = 1, a->count = 1, a->ops = 200;
+  for (int i = 1; i < argc; i++) {
+    const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(k, "--print-ops")) { a->print_ops = 1; continue; }
+    if (!strcmp(k, "--keep")) { a->keep = 1; continue; }
+    if (!strcmp(k, "--exit-open")) { a->exit_open = 1; continue; }
+    if (!strcmp(k, "--publish-at-switch")) { a->publish_at_switch = 1; continue; }
+    if (!strcmp(k, "--lock-at-switch")) { a->lock_at_switch = 1; continue; }
+    if (!strcmp(k, "--grow-only")) { a->grow_only = 1; continue; }
+    if (!strcmp(k, "--exact-holes")) continue;
+    if (!v) usage();
+    i++;
+    if (!strcmp(k, "--dir")) a->dir = v;
+    else if (!strcmp(k, "--seed")) a->seed = strtoull(v, NULL, 0);
+    else if (!strcmp(k, "--count")) a->count = atoi(v);
+    else if (!strcmp(k, "--ops")) a->ops = atoi(v);
+    else if (!strcmp(k, "--replay")) a->replay = v;
+    else if (!strcmp(k, "--list")) a->list = v;
+    else if (!strcmp(k, "--exclude")) {
+      if (strcmp(v, "shared")) fprintf(stderr, "dk_difftest_twoproc: --exclude takes shared\n"), exit(2);
+      a->no_shared = 1;
+    }
+    else usage();
+  }
+  if (a->ops < 0 || a->ops > TP_OPS_MAX || a->count < 1) usage();
+  if (!a->dir && !a->print_ops && !a->list) usage();
+}
+
+int main(int argc, char **argv) {
+  struct args a;
+  static struct worker w;
+  parse_args(argc, argv, &a);
+  w.grow_only = a.grow_only;
+  signal(SIGPIPE, SIG_IGN); /* a dead worker is logged, not fatal to the controller */
+  w.rbuf = malloc((size_t)TP_LEN_MAX), w.wbuf = malloc((size_t)TP_LEN_MAX);
+  struct tp_op *ops = calloc(TP_OPS_MAX, sizeof *ops);
+  if (!w.rbuf || !w.wbuf || !ops) return fprintf(stderr, "dk_difftest_twoproc: out of memory\n"), 2;
+  if (a.list) {
+    /* the driver's after-exit listing: raw, with the line prefix the driver rewrites */
+    listing(a.list, w.rbuf, 'R');
+    return 0;
+  }
+  if (a.print_ops) {
+    char text[256];
+    generate(a.seed, a.ops, a.no_shared, ops);
+    for (int i = 0; i < a.ops; i++) format_op(&ops[i], text, sizeof text), printf("%s\n", text);
+    return 0;
+  }
+  if (a.replay) {
+    FILE *f = fopen(a.replay, "r");
+    char line[512];
+    int n = 0;
+    if (!f) return fprintf(stderr, "dk_difftest_twoproc: %s: %s\n", a.replay, strerror(errno)), 2;
+    while (fgets(line, sizeof line, f) && n < TP_OPS_MAX) {
+      char *p = line + strspn(line, " \t");
+      if (*p == '#' || *p == '\n' || *p == 0) continue;
+      if (parse_op(p, &ops[n]) != 0) return fclose(f), 2;
+      n++;
+    }
+    fclose(f);
+    run_seq(&a, a.seed, ops, n, a.exit_open, &w);
+    return 0;
+  }
+  for (int k = 0; k < a.count; k++) {
+    generate(a.seed + (uint64_t)k, a.ops, a.no_shared, ops);
+    run_seq(&a, a.seed + (uint64_t)k, ops, a.ops, a.exit_open && k == a.count - 1, &w);
+  }
+  return 0;
+}
