@@ -20,6 +20,9 @@
  *   on the file at start (O_RDONLY|O_CREAT, never closed by ops) and the process that has the turn holds
  *   flock(LOCK_EX) on it: the turn passes by LOCK_UN (a publish point) in one process, then LOCK_EX (a size
  *   re-read) in the other (logged as "~ unlock" / "~ lock" lines). Must agree with the kernel in every mode.
+ *   --lock-at-switch=fcntl: the same with a whole-file POSIX record lock (F_SETLKW, F_WRLCK; the descriptor
+ *   O_RDWR) -- which the kernel drops when the process closes any descriptor of the file, as programs know
+ *   (upath/reclock.c follows that); --lock-at-switch=ofd: an open file description lock (F_OFD_SETLKW).
  * --publish-at-switch: before the turn passes, the process that had it fsyncs its first open descriptor
  *   (a publish point; logged as a "~ publish" line), without locks: sizes stay as unsure as the doc says.
  * --grow-only: ftruncate never shrinks (the length becomes at least the size fstat reports to the process
@@ -30,8 +33,10 @@
  *   dk_difftest_twoproc --seed S --ops N --print-ops          the op list that seed S generates
  *   dk_difftest_twoproc --list DIR                            raw listing of DIR only
  * --exit-open: the last sequence's workers exit with their descriptors open (exit publishes); the driver
- * lists the directory from outside afterwards. --exclude shared: no "preopen" (no descriptor shared by
- * the two processes). Accepted and ignored for the driver's sake: --exact-holes. Exit: 0 ran, 2 usage or
+ * lists the directory from outside afterwards. --exclude shared,OP,...: no "preopen" (no descriptor shared
+ * by the two processes), no ops of the kinds named. --final-only: op results are not logged (a worker's
+ * death is): only the file the two leave is compared -- the claim "processes growing one file without
+ * locks keep every byte, as with the kernel". Accepted and ignored for the driver's sake: --exact-holes. Exit: 0 ran, 2 usage or
  * setup error. */
 #include <dirent.h>
 #include <errno.h>
@@ -119,11 +124,11 @@ static int64_t gen_off(uint64_t *s) {
   return (int64_t)dt_below(s, (uint64_t)TP_FILE_MAX);
 }
 
-static void generate(uint64_t seed, int n, int no_shared, struct tp_op *ops) {
+static void generate(uint64_t seed, int n, unsigned exclude, struct tp_op *ops) {
   uint64_t s = seed * 0x2545F4914F6CDD1Dull + 0x7A11ull;
   int i = 0, p = 1 + (int)dt_below(&s, 2);
   unsigned open_mask[3] = {0, 0, 0}; /* per process: slots the generator expects open (a guess: no results) */
-  if (n > 0 && dt_below(&s, 3) == 0 && !no_shared) {
+  if (n > 0 && dt_below(&s, 3) == 0 && !(exclude & (1u << TP_PREOPEN))) {
     ops[i++] = (struct tp_op){TP_PREOPEN, 0, {(int64_t)dt_below(&s, 2)}};
     open_mask[1] = open_mask[2] = 1u << TP_SHARED_SLOT;
   }
@@ -143,6 +148,17 @@ static void generate(uint64_t seed, int n, int no_shared, struct tp_op *ops) {
       fd = (int64_t)dt_below(&s, TP_SLOTS);
     uint64_t r = dt_below(&s, 100);
     if (!open_mask[p] && r >= 10) r = dt_below(&s, 6);
+    /* --exclude: an excluded kind is drawn again (the kinds' share of r below, in order) */
+    static const int first_r[] = {[TP_OPEN] = 0, [TP_CLOSE] = 6, [TP_PWRITE] = 10, [TP_WRITE] = 24, [TP_SEEKEND] = 42,
+                                  [TP_LSEEK] = 48, [TP_READ] = 52, [TP_PREAD] = 60, [TP_FTRUNCATE] = 72,
+                                  [TP_FSYNC] = 78, [TP_FSTAT] = 84, [TP_READALL] = 92};
+    for (int tries = 0; tries < 64; tries++) {
+      int kind = TP_READALL;
+      for (int k = TP_OPEN; k < TP_READALL; k++)
+        if ((int)r >= first_r[k] && (int)r < first_r[k + 1]) kind = k;
+      if (!(exclude & (1u << kind))) break;
+      r = dt_below(&s, 100);
+    }
     if (r < 6) {
       o->kind = TP_OPEN, o->v[0] = fd, o->v[1] = dt_below(&s, 40) == 0 ? 4 : (int64_t)dt_below(&s, 4);
       if (open_mask[p] & (1u << fd)) o->v[0] = fd = (int64_t)dt_below(&s, TP_SLOTS);
@@ -207,6 +223,7 @@ static int parse_op(const char *line, struct tp_op *o) {
 struct worker {
   int fd[TP_SLOTS];
   int lock_fd;    /* --lock-at-switch: the descriptor the worker locks, -1 without */
+  int lock_kind;  /* 1 flock, 2 fcntl (POSIX record lock), 3 open file description lock */
   int grow_only;  /* --grow-only */
   const char *path;
   unsigned char *rbuf, *wbuf;
@@ -361,7 +378,13 @@ static void worker_main(struct worker *w, int in, int out, int exit_open) {
       exit(0); /* exit(), not _exit(): the library's exit path publishes, as in any program */
     }
     if (o.kind == TP_LOCK || o.kind == TP_UNLOCK) {
-      long long r = flock(w->lock_fd, o.kind == TP_LOCK ? LOCK_EX : LOCK_UN);
+      long long r;
+      if (w->lock_kind == 1) {
+        r = flock(w->lock_fd, o.kind == TP_LOCK ? LOCK_EX : LOCK_UN);
+      } else { /* the whole file; a POSIX lock also goes when the process closes any descriptor of the file */
+        struct flock fl = {.l_type = o.kind == TP_LOCK ? F_WRLCK : F_UNLCK, .l_whence = SEEK_SET};
+        r = fcntl(w->lock_fd, w->lock_kind == 2 ? F_SETLKW : F_OFD_SETLKW, &fl);
+      }
       res_ret(r, errno);
     } else if (o.kind == TP_PUBLISH) {
       int fd = -1;
@@ -482,7 +505,8 @@ static void empty_dir(const char *dir) {
 struct args {
   const char *dir, *replay, *list;
   uint64_t seed;
-  int count, ops, print_ops, keep, exit_open, publish_at_switch, lock_at_switch, grow_only, no_shared;
+  int count, ops, print_ops, keep, exit_open, publish_at_switch, lock_at_switch, grow_only, final_only;
+  unsigned exclude;
 };
 
 static int start_worker(struct proc *pr, struct worker *w, int shared_fd, int exit_open, int lock) {
@@ -494,7 +518,8 @@ static int start_worker(struct proc *pr, struct worker *w, int shared_fd, int ex
     close(to[1]), close(from[0]);
     for (int i = 0; i < TP_SLOTS; i++) w->fd[i] = -1;
     w->fd[TP_SHARED_SLOT] = shared_fd;
-    w->lock_fd = lock ? open(w->path, O_RDONLY | O_CREAT, 0644) : -1;
+    w->lock_kind = lock;
+    w->lock_fd = lock ? open(w->path, (lock == 1 ? O_RDONLY : O_RDWR) | O_CREAT, 0644) : -1;
     worker_main(w, to[0], from[1], exit_open);
   }
   close(to[0]), close(from[1]);
@@ -543,7 +568,8 @@ static void run_seq(const struct args *a, uint64_t seed, const struct tp_op *ops
       log_line("~ lock p=%c%s\n", "CAB"[o->p], run_on(&pr[o->p], &lk));
     }
     last = o->p;
-    log_line("%d %s%s\n", i, text, run_on(&pr[o->p], o));
+    const char *r = run_on(&pr[o->p], o);
+    log_line("%d %s%s\n", i, text, a->final_only && !strstr(r, "worker") ? "" : r);
   }
   if (!started)
     for (int q = 1; q <= 2; q++)
@@ -558,7 +584,8 @@ static void run_seq(const struct args *a, uint64_t seed, const struct tp_op *ops
       log_line("~ lock p=%c%s\n", "CAB"[q], run_on(&pr[q], &lk));
     }
     struct tp_op fin = {TP_FINISH, q, {0}};
-    log_line("F p=%c%s\n", "CAB"[q], run_on(&pr[q], &fin));
+    const char *r = run_on(&pr[q], &fin);
+    log_line("F p=%c%s\n", "CAB"[q], a->final_only && !strstr(r, "worker") ? "" : r);
     if (!pr[q].dead) {
       const char *why = death(&pr[q]);
       if (strcmp(why, "exited 0")) log_line("F p=%c %s\n", "CAB"[q], why);
@@ -587,7 +614,10 @@ static void parse_args(int argc, char **argv, struct args *a) {
     if (!strcmp(k, "--exit-open")) { a->exit_open = 1; continue; }
     if (!strcmp(k, "--publish-at-switch")) { a->publish_at_switch = 1; continue; }
     if (!strcmp(k, "--lock-at-switch")) { a->lock_at_switch = 1; continue; }
+    if (!strcmp(k, "--lock-at-switch=fcntl")) { a->lock_at_switch = 2; continue; }
+    if (!strcmp(k, "--lock-at-switch=ofd")) { a->lock_at_switch = 3; continue; }
     if (!strcmp(k, "--grow-only")) { a->grow_only = 1; continue; }
+    if (!strcmp(k, "--final-only")) { a->final_only = 1; continue; }
     if (!strcmp(k, "--exact-holes")) continue;
     if (!v) usage();
     i++;
@@ -598,8 +628,15 @@ static void parse_args(int argc, char **argv, struct args *a) {
     else if (!strcmp(k, "--replay")) a->replay = v;
     else if (!strcmp(k, "--list")) a->list = v;
     else if (!strcmp(k, "--exclude")) {
-      if (strcmp(v, "shared")) fprintf(stderr, "dk_difftest_twoproc: --exclude takes shared\n"), exit(2);
-      a->no_shared = 1;
+      char list[256];
+      snprintf(list, sizeof list, "%s", v);
+      for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int kind = !strcmp(t, "shared") ? TP_PREOPEN : -1;
+        for (int q = TP_OPEN; q < TP_KINDS && kind < 0; q++)
+          if (!strcmp(t, kind_name[q])) kind = q;
+        if (kind < 0) fprintf(stderr, "dk_difftest_twoproc: --exclude takes shared and op names\n"), exit(2);
+        a->exclude |= 1u << kind;
+      }
     }
     else usage();
   }
@@ -623,7 +660,7 @@ int main(int argc, char **argv) {
   }
   if (a.print_ops) {
     char text[256];
-    generate(a.seed, a.ops, a.no_shared, ops);
+    generate(a.seed, a.ops, a.exclude, ops);
     for (int i = 0; i < a.ops; i++) format_op(&ops[i], text, sizeof text), printf("%s\n", text);
     return 0;
   }
@@ -643,7 +680,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   for (int k = 0; k < a.count; k++) {
-    generate(a.seed + (uint64_t)k, a.ops, a.no_shared, ops);
+    generate(a.seed + (uint64_t)k, a.ops, a.exclude, ops);
     run_seq(&a, a.seed + (uint64_t)k, ops, a.ops, a.exit_open && k == a.count - 1, &w);
   }
   return 0;
