@@ -36,8 +36,10 @@
  * lists the directory from outside afterwards. --exclude shared,OP,...: no "preopen" (no descriptor shared
  * by the two processes), no ops of the kinds named. --final-only: op results are not logged (a worker's
  * death is): only the file the two leave is compared -- the claim "processes growing one file without
- * locks keep every byte, as with the kernel". Accepted and ignored for the driver's sake: --exact-holes. Exit: 0 ran, 2 usage or
- * setup error. */
+ * locks keep every byte, as with the kernel". --names (generation): also rename f <-> g, unlink either,
+ * and open g now and then -- log rotation (rename, then a new f), a file removed or replaced while the
+ * other process has it open. Accepted and ignored for the driver's sake: --exact-holes. Exit: 0 ran, 2
+ * usage or setup error. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -63,7 +65,7 @@ enum { TP_SLOTS = 3, TP_SHARED_SLOT = 2, TP_OPS_MAX = 20000, TP_RESULT_MAX = 512
 /* X(id, name, fields) -- every op has p= (0 controller, 1 A, 2 B) first. */
 #define TP_OPS(X)                          \
   X(PREOPEN, "preopen", "append")          \
-  X(OPEN, "open", "fd flags")              \
+  X(OPEN, "open", "fd flags name")         \
   X(CLOSE, "close", "fd")                  \
   X(PWRITE, "pwrite", "fd off len seed")   \
   X(WRITE, "write", "fd len seed")         \
@@ -74,7 +76,9 @@ enum { TP_SLOTS = 3, TP_SHARED_SLOT = 2, TP_OPS_MAX = 20000, TP_RESULT_MAX = 512
   X(FTRUNCATE, "ftruncate", "fd len")      \
   X(FSYNC, "fsync", "fd")                  \
   X(FSTAT, "fstat", "fd")                  \
-  X(READALL, "readall", "fd")
+  X(READALL, "readall", "fd")              \
+  X(RENAME, "rename", "from to")           \
+  X(UNLINK, "unlink", "name")
 
 enum tp_kind {
 #define X(id, name, fields) TP_##id,
@@ -124,7 +128,7 @@ static int64_t gen_off(uint64_t *s) {
   return (int64_t)dt_below(s, (uint64_t)TP_FILE_MAX);
 }
 
-static void generate(uint64_t seed, int n, unsigned exclude, struct tp_op *ops) {
+static void generate(uint64_t seed, int n, unsigned exclude, int names, struct tp_op *ops) {
   uint64_t s = seed * 0x2545F4914F6CDD1Dull + 0x7A11ull;
   int i = 0, p = 1 + (int)dt_below(&s, 2);
   unsigned open_mask[3] = {0, 0, 0}; /* per process: slots the generator expects open (a guess: no results) */
@@ -176,6 +180,13 @@ static void generate(uint64_t seed, int n, unsigned exclude, struct tp_op *ops) 
     else if (r < 84) o->kind = TP_FSYNC, o->v[0] = fd;
     else if (r < 92) o->kind = TP_FSTAT, o->v[0] = fd;
     else o->kind = TP_READALL, o->v[0] = fd;
+    /* --names: rotation (rename f -> g, then f made anew), unlink of an open file, rename over it */
+    if (names && o->kind == TP_OPEN && dt_below(&s, 4) == 0) o->v[2] = 1;
+    if (names && dt_below(&s, 100) < 4) {
+      int64_t a = (int64_t)dt_below(&s, 2);
+      if (dt_below(&s, 3) == 0) *o = (struct tp_op){TP_UNLINK, p, {a}};
+      else *o = (struct tp_op){TP_RENAME, p, {a, 1 - a}};
+    }
   }
 }
 
@@ -225,7 +236,8 @@ struct worker {
   int lock_fd;    /* --lock-at-switch: the descriptor the worker locks, -1 without */
   int lock_kind;  /* 1 flock, 2 fcntl (POSIX record lock), 3 open file description lock */
   int grow_only;  /* --grow-only */
-  const char *path;
+  const char *path;  /* the file "f"; name 1 is "g" in the same directory */
+  const char *dir;
   unsigned char *rbuf, *wbuf;
 };
 
@@ -264,6 +276,14 @@ static uint64_t hash(const void *p, size_t n) {
   return dt_hash_final(&h);
 }
 
+/* Name 0 is the file "f" (w->path), any other "g" (a rotated log, a file renamed over "f"). */
+static const char *name_path(struct worker *w, int64_t name) {
+  static char buf[PATH_MAX + 64];
+  if (name == 0) return w->path;
+  snprintf(buf, sizeof buf, "%s/g", w->dir);
+  return buf;
+}
+
 static int slot_fd(struct worker *w, int64_t slot) { return slot >= 0 && slot < TP_SLOTS ? w->fd[slot] : -1; }
 
 /* The offset after a call, through the library (its view of the descriptor). */
@@ -287,7 +307,7 @@ static void worker_exec(struct worker *w, const struct tp_op *o) {
   case TP_OPEN:
     if (fd >= 0) res(" (close=%d)", close(fd)), w->fd[o->v[0]] = -1;
     if (o->v[0] < 0 || o->v[0] >= TP_SLOTS || o->v[1] < 0 || o->v[1] >= OPEN_FLAG_KINDS) return res(" = bad");
-    r = open(w->path, open_flags[o->v[1]] & ~(w->grow_only ? O_TRUNC : 0), 0644);
+    r = open(name_path(w, o->v[2]), open_flags[o->v[1]] & ~(w->grow_only ? O_TRUNC : 0), 0644);
     res(r >= 0 ? " = fd" : ""), r < 0 ? res_ret(r, errno) : (void)0;
     if (r >= 0) w->fd[o->v[0]] = (int)r;
     return;
@@ -342,6 +362,15 @@ static void worker_exec(struct worker *w, const struct tp_op *o) {
   case TP_READALL:
     if (fd < 0) return res(" = -1 e=EBADF");
     return read_all(w, fd);
+  case TP_RENAME: {
+    char from[PATH_MAX + 64];
+    snprintf(from, sizeof from, "%s", name_path(w, o->v[0]));
+    r = rename(from, name_path(w, o->v[1]));
+    return res_ret(r, errno);
+  }
+  case TP_UNLINK:
+    r = unlink(name_path(w, o->v[0]));
+    return res_ret(r, errno);
   }
   res(" = unknown op");
 }
@@ -505,7 +534,7 @@ static void empty_dir(const char *dir) {
 struct args {
   const char *dir, *replay, *list;
   uint64_t seed;
-  int count, ops, print_ops, keep, exit_open, publish_at_switch, lock_at_switch, grow_only, final_only;
+  int count, ops, print_ops, keep, exit_open, publish_at_switch, lock_at_switch, grow_only, final_only, names;
   unsigned exclude;
 };
 
@@ -535,7 +564,7 @@ static void run_seq(const struct args *a, uint64_t seed, const struct tp_op *ops
   empty_dir(dir);
   if (mkdir(dir, 0755) != 0 && errno != EEXIST) fprintf(stderr, "dk_difftest_twoproc: mkdir %s: %s\n", dir, strerror(errno)), exit(2);
   snprintf(path, sizeof path, "%s/f", dir);
-  w->path = path;
+  w->path = path, w->dir = dir;
   log_line("== seed %llu ops %d\n", (unsigned long long)seed, n);
   struct proc pr[3] = {{0}};
   int shared = -1, started = 0, last = 0;
@@ -618,6 +647,7 @@ static void parse_args(int argc, char **argv, struct args *a) {
     if (!strcmp(k, "--lock-at-switch=ofd")) { a->lock_at_switch = 3; continue; }
     if (!strcmp(k, "--grow-only")) { a->grow_only = 1; continue; }
     if (!strcmp(k, "--final-only")) { a->final_only = 1; continue; }
+    if (!strcmp(k, "--names")) { a->names = 1; continue; }
     if (!strcmp(k, "--exact-holes")) continue;
     if (!v) usage();
     i++;
@@ -660,7 +690,7 @@ int main(int argc, char **argv) {
   }
   if (a.print_ops) {
     char text[256];
-    generate(a.seed, a.ops, a.exclude, ops);
+    generate(a.seed, a.ops, a.exclude, a.names, ops);
     for (int i = 0; i < a.ops; i++) format_op(&ops[i], text, sizeof text), printf("%s\n", text);
     return 0;
   }
@@ -680,7 +710,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   for (int k = 0; k < a.count; k++) {
-    generate(a.seed + (uint64_t)k, a.ops, a.exclude, ops);
+    generate(a.seed + (uint64_t)k, a.ops, a.exclude, a.names, ops);
     run_seq(&a, a.seed + (uint64_t)k, ops, a.ops, a.exit_open && k == a.count - 1, &w);
   }
   return 0;
