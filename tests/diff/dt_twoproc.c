@@ -38,7 +38,8 @@
  * death is): only the file the two leave is compared -- the claim "processes growing one file without
  * locks keep every byte, as with the kernel". --names (generation): also rename f <-> g, unlink either,
  * and open g now and then -- log rotation (rename, then a new f), a file removed or replaced while the
- * other process has it open. Accepted and ignored for the driver's sake: --exact-holes. Exit: 0 ran, 2
+ * other process has it open. --mmap (generation): the program maps the file (MAP_SHARED, its size as fstat
+ * says) and reads it whole, or stores a range clipped to the size. Accepted and ignored for the driver's sake: --exact-holes. Exit: 0 ran, 2
  * usage or setup error. */
 #include <dirent.h>
 #include <errno.h>
@@ -51,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -78,7 +80,9 @@ enum { TP_SLOTS = 3, TP_SHARED_SLOT = 2, TP_OPS_MAX = 20000, TP_RESULT_MAX = 512
   X(FSTAT, "fstat", "fd")                  \
   X(READALL, "readall", "fd")              \
   X(RENAME, "rename", "from to")           \
-  X(UNLINK, "unlink", "name")
+  X(UNLINK, "unlink", "name")              \
+  X(MMAPREAD, "mmap_read", "fd")           \
+  X(MMAPWRITE, "mmap_write", "fd off len seed")
 
 enum tp_kind {
 #define X(id, name, fields) TP_##id,
@@ -128,7 +132,7 @@ static int64_t gen_off(uint64_t *s) {
   return (int64_t)dt_below(s, (uint64_t)TP_FILE_MAX);
 }
 
-static void generate(uint64_t seed, int n, unsigned exclude, int names, struct tp_op *ops) {
+static void generate(uint64_t seed, int n, unsigned exclude, int names, int mmaps, struct tp_op *ops) {
   uint64_t s = seed * 0x2545F4914F6CDD1Dull + 0x7A11ull;
   int i = 0, p = 1 + (int)dt_below(&s, 2);
   unsigned open_mask[3] = {0, 0, 0}; /* per process: slots the generator expects open (a guess: no results) */
@@ -180,6 +184,10 @@ static void generate(uint64_t seed, int n, unsigned exclude, int names, struct t
     else if (r < 84) o->kind = TP_FSYNC, o->v[0] = fd;
     else if (r < 92) o->kind = TP_FSTAT, o->v[0] = fd;
     else o->kind = TP_READALL, o->v[0] = fd;
+    if (mmaps && dt_below(&s, 100) < 5) { /* the program maps the file: reads it, or stores into it */
+      if (dt_below(&s, 2)) *o = (struct tp_op){TP_MMAPREAD, p, {fd}};
+      else *o = (struct tp_op){TP_MMAPWRITE, p, {fd, gen_off(&s), gen_len(&s), (int64_t)dt_rand(&s) >> 1}};
+    }
     /* --names: rotation (rename f -> g, then f made anew), unlink of an open file, rename over it */
     if (names && o->kind == TP_OPEN && dt_below(&s, 4) == 0) o->v[2] = 1;
     if (names && dt_below(&s, 100) < 4) {
@@ -371,6 +379,25 @@ static void worker_exec(struct worker *w, const struct tp_op *o) {
   case TP_UNLINK:
     r = unlink(name_path(w, o->v[0]));
     return res_ret(r, errno);
+  case TP_MMAPREAD:
+  case TP_MMAPWRITE: { /* the program's own MAP_SHARED mapping of [0, size as fstat says) */
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) return res(" = -1 e=%s", strerrorname_np(errno));
+    if (st.st_size == 0) return res(" = empty");
+    int wr = o->kind == TP_MMAPWRITE;
+    void *m = mmap(NULL, (size_t)st.st_size, wr ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) return res(" = -1 e=%s", strerrorname_np(errno));
+    if (wr) { /* the range clipped to the size: a store past the end would be the kernel's SIGBUS */
+      int64_t off = o->v[1] % st.st_size, len = o->v[2] < st.st_size - off ? o->v[2] : st.st_size - off;
+      fill(w->wbuf, len, o->v[3]);
+      memcpy((char *)m + off, w->wbuf, (size_t)len);
+      res(" = %lld sz=%lld", (long long)len, (long long)st.st_size);
+    } else {
+      res(" = 0 sz=%lld h=%016llx", (long long)st.st_size, (unsigned long long)hash(m, (size_t)st.st_size));
+    }
+    munmap(m, (size_t)st.st_size);
+    return;
+  }
   }
   res(" = unknown op");
 }
@@ -534,7 +561,7 @@ static void empty_dir(const char *dir) {
 struct args {
   const char *dir, *replay, *list;
   uint64_t seed;
-  int count, ops, print_ops, keep, exit_open, publish_at_switch, lock_at_switch, grow_only, final_only, names;
+  int count, ops, print_ops, keep, exit_open, publish_at_switch, lock_at_switch, grow_only, final_only, names, mmaps;
   unsigned exclude;
 };
 
@@ -648,6 +675,7 @@ static void parse_args(int argc, char **argv, struct args *a) {
     if (!strcmp(k, "--grow-only")) { a->grow_only = 1; continue; }
     if (!strcmp(k, "--final-only")) { a->final_only = 1; continue; }
     if (!strcmp(k, "--names")) { a->names = 1; continue; }
+    if (!strcmp(k, "--mmap")) { a->mmaps = 1; continue; }
     if (!strcmp(k, "--exact-holes")) continue;
     if (!v) usage();
     i++;
@@ -690,7 +718,7 @@ int main(int argc, char **argv) {
   }
   if (a.print_ops) {
     char text[256];
-    generate(a.seed, a.ops, a.exclude, a.names, ops);
+    generate(a.seed, a.ops, a.exclude, a.names, a.mmaps, ops);
     for (int i = 0; i < a.ops; i++) format_op(&ops[i], text, sizeof text), printf("%s\n", text);
     return 0;
   }
@@ -710,7 +738,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   for (int k = 0; k < a.count; k++) {
-    generate(a.seed + (uint64_t)k, a.ops, a.exclude, a.names, ops);
+    generate(a.seed + (uint64_t)k, a.ops, a.exclude, a.names, a.mmaps, ops);
     run_seq(&a, a.seed + (uint64_t)k, ops, a.ops, a.exit_open && k == a.count - 1, &w);
   }
   return 0;
