@@ -39,7 +39,8 @@
  * locks keep every byte, as with the kernel". --names (generation): also rename f <-> g, unlink either,
  * and open g now and then -- log rotation (rename, then a new f), a file removed or replaced while the
  * other process has it open. --mmap (generation): the program maps the file (MAP_SHARED, its size as fstat
- * says) and reads it whole, or stores a range clipped to the size. Accepted and ignored for the driver's sake: --exact-holes. Exit: 0 ran, 2
+ * says) and reads it whole, or stores a range clipped to the size. --fork (generation): a worker forks a
+ * child that writes through an inherited descriptor (its shared offset) and exits. Accepted and ignored for the driver's sake: --exact-holes. Exit: 0 ran, 2
  * usage or setup error. */
 #include <dirent.h>
 #include <errno.h>
@@ -82,7 +83,8 @@ enum { TP_SLOTS = 3, TP_SHARED_SLOT = 2, TP_OPS_MAX = 20000, TP_RESULT_MAX = 512
   X(RENAME, "rename", "from to")           \
   X(UNLINK, "unlink", "name")              \
   X(MMAPREAD, "mmap_read", "fd")           \
-  X(MMAPWRITE, "mmap_write", "fd off len seed")
+  X(MMAPWRITE, "mmap_write", "fd off len seed") \
+  X(FORKWRITE, "fork_write", "fd len seed")
 
 enum tp_kind {
 #define X(id, name, fields) TP_##id,
@@ -132,7 +134,7 @@ static int64_t gen_off(uint64_t *s) {
   return (int64_t)dt_below(s, (uint64_t)TP_FILE_MAX);
 }
 
-static void generate(uint64_t seed, int n, unsigned exclude, int names, int mmaps, struct tp_op *ops) {
+static void generate(uint64_t seed, int n, unsigned exclude, int names, int mmaps, int forks, struct tp_op *ops) {
   uint64_t s = seed * 0x2545F4914F6CDD1Dull + 0x7A11ull;
   int i = 0, p = 1 + (int)dt_below(&s, 2);
   unsigned open_mask[3] = {0, 0, 0}; /* per process: slots the generator expects open (a guess: no results) */
@@ -188,6 +190,7 @@ static void generate(uint64_t seed, int n, unsigned exclude, int names, int mmap
       if (dt_below(&s, 2)) *o = (struct tp_op){TP_MMAPREAD, p, {fd}};
       else *o = (struct tp_op){TP_MMAPWRITE, p, {fd, gen_off(&s), gen_len(&s), (int64_t)dt_rand(&s) >> 1}};
     }
+    if (forks && dt_below(&s, 100) < 4) *o = (struct tp_op){TP_FORKWRITE, p, {fd, gen_len(&s), (int64_t)dt_rand(&s) >> 1}};
     /* --names: rotation (rename f -> g, then f made anew), unlink of an open file, rename over it */
     if (names && o->kind == TP_OPEN && dt_below(&s, 4) == 0) o->v[2] = 1;
     if (names && dt_below(&s, 100) < 4) {
@@ -379,6 +382,18 @@ static void worker_exec(struct worker *w, const struct tp_op *o) {
   case TP_UNLINK:
     r = unlink(name_path(w, o->v[0]));
     return res_ret(r, errno);
+  case TP_FORKWRITE: { /* a child writes through the inherited descriptor (the shared offset) and exits */
+    pid_t c = fork();
+    if (c == 0) {
+      fill(w->wbuf, o->v[1], o->v[2]);
+      ssize_t n = write(fd, w->wbuf, (size_t)o->v[1]);
+      exit(n == o->v[1] ? 0 : n < 0 ? 10 + (errno & 63) : 2);
+    }
+    int st = 0;
+    if (c < 0 || waitpid(c, &st, 0) != c) return res(" = fork failed");
+    res(" = child %s %d", WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    return res_pos(fd);
+  }
   case TP_MMAPREAD:
   case TP_MMAPWRITE: { /* the program's own MAP_SHARED mapping of [0, size as fstat says) */
     struct stat st;
@@ -561,7 +576,7 @@ static void empty_dir(const char *dir) {
 struct args {
   const char *dir, *replay, *list;
   uint64_t seed;
-  int count, ops, print_ops, keep, exit_open, publish_at_switch, lock_at_switch, grow_only, final_only, names, mmaps;
+  int count, ops, print_ops, keep, exit_open, publish_at_switch, lock_at_switch, grow_only, final_only, names, mmaps, forks;
   unsigned exclude;
 };
 
@@ -676,6 +691,7 @@ static void parse_args(int argc, char **argv, struct args *a) {
     if (!strcmp(k, "--final-only")) { a->final_only = 1; continue; }
     if (!strcmp(k, "--names")) { a->names = 1; continue; }
     if (!strcmp(k, "--mmap")) { a->mmaps = 1; continue; }
+    if (!strcmp(k, "--fork")) { a->forks = 1; continue; }
     if (!strcmp(k, "--exact-holes")) continue;
     if (!v) usage();
     i++;
@@ -718,7 +734,7 @@ int main(int argc, char **argv) {
   }
   if (a.print_ops) {
     char text[256];
-    generate(a.seed, a.ops, a.exclude, a.names, a.mmaps, ops);
+    generate(a.seed, a.ops, a.exclude, a.names, a.mmaps, a.forks, ops);
     for (int i = 0; i < a.ops; i++) format_op(&ops[i], text, sizeof text), printf("%s\n", text);
     return 0;
   }
@@ -738,7 +754,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   for (int k = 0; k < a.count; k++) {
-    generate(a.seed + (uint64_t)k, a.ops, a.exclude, a.names, a.mmaps, ops);
+    generate(a.seed + (uint64_t)k, a.ops, a.exclude, a.names, a.mmaps, a.forks, ops);
     run_seq(&a, a.seed + (uint64_t)k, ops, a.ops, a.exit_open && k == a.count - 1, &w);
   }
   return 0;

@@ -214,7 +214,9 @@ class Config:
 def shrink(args, cfg, seed, work, exit_open, sig):
     """Delta debugging (ddmin) of seed's op list: the smallest list (1-minimal) that still differs in
     the same way (same signature), so that shrinking does not drift to another bug."""
-    ops = subprocess.run([cfg.kside.tester, "--seed", str(seed), "--ops", str(args.ops), "--print-ops"] + args.gen,
+    # the tester's own options too: some choose what is generated (dk_difftest_twoproc --names, --mmap, --fork)
+    ops = subprocess.run([cfg.kside.tester, "--seed", str(seed), "--ops", str(args.ops), "--print-ops"] + args.gen
+                         + args.tester_arg,
                          check=True, capture_output=True, text=True).stdout.splitlines()
     replay = os.path.join(work, f"replay.{seed}")
     runs = [0]
