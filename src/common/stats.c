@@ -72,9 +72,23 @@ static int lock_stats_file(const char *path) {
     return -1;
 }
 
+/* The directory, made when missing with mode 01777 exactly, as /tmp is: mkdir applies the process's umask
+ * (022 gave drwxr-xr-t, and the processes of every other user then had no stats file there: review 11,
+ * finding 19), and the umask is the program's to keep -- so the mode is set after the mkdir, on the
+ * directory this process just made (opened without following a link, checked to be a directory of ours). */
+static void make_stats_dir(const struct dk_libc *c) {
+    if (c->mkdirat(AT_FDCWD, dk_stats_dir(), 01777) != 0) return; /* there already (or cannot be made) */
+    int dfd = c->open(dk_stats_dir(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) return;
+    struct stat st;
+    if (c->fstat(dfd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 07777) != 01777)
+        c->fchmod(dfd, 01777);
+    c->close(dfd);
+}
+
 static struct dk_stats_file *map_stats_file(pid_t pid) {
     const struct dk_libc *c = dk_libc();
-    c->mkdirat(AT_FDCWD, dk_stats_dir(), 01777);
+    make_stats_dir(c);
     snprintf(stats_path, sizeof stats_path, "%s/stats.%d", dk_stats_dir(), (int)pid);
     int fd = lock_stats_file(stats_path);
     if (fd < 0) {

@@ -160,9 +160,76 @@ DK_EXPORT FILE *fdopen(int fd, const char *mode) {
     return DK_REAL(fdopen)(fd, mode);
 }
 
-/* freopen keeps the FILE object; a cookie stream cannot be re-targeted in place, so the kernel serves
- * a reopened stream (its descriptor is marked so that our other descriptors publish around it). */
+static int cookie_fd(FILE *fp);
+static struct cookie *cookie_of(FILE *fp);
+
+/* glibc's FILE flag bits (libio.h) that a mode sets, and the indicators a reopen clears. */
+#define DK_IO_NO_READS 0x0004
+#define DK_IO_NO_WRITES 0x0008
+#define DK_IO_EOF_SEEN 0x0010
+#define DK_IO_ERR_SEEN 0x0020
+#define DK_IO_CURRENTLY_PUTTING 0x0800
+#define DK_IO_IS_APPENDING 0x1000
+
+/* freopen of one of our cookie streams (review 11, finding 4: glibc's freopen takes it for a file stream,
+ * closes it through the cookie -- freeing the cookie -- and crashed). Reopened in place as glibc reopens a
+ * file stream (libio/freopen.c): the stream is flushed (a failure ignored), the new file opened while the
+ * old descriptor is still open (path NULL: the same file again, through /proc/self/fd, for a mode
+ * change), then moved onto the old descriptor's number with dup3 (O_CLOEXEC for an "e" mode), so fileno()
+ * stays. The stream keeps its FILE, its cookie and its buffer: emptied, the read/write permissions and the
+ * append flag of the new mode, indicators and orientation cleared, the offset unknown (asked at the next
+ * ftell). A target outside DAXKIT_DIR is reached through the same cookie (its calls pass through). When
+ * the open fails the old descriptor is closed and NULL returned, as glibc does; the FILE then answers EBADF
+ * until the program's fclose. */
+static FILE *freopen_cookie(const char *path, const char *mode, FILE *fp, struct cookie *k) {
+    int fl = mode_flags(mode);
+    flockfile(fp);
+    fflush(fp);
+    int old = k->fd, nfd = -1, e = EINVAL;
+    if (fl >= 0) {
+        char self[64];
+        if (!path) snprintf(self, sizeof self, "/proc/self/fd/%d", old);
+        nfd = open(path ? path : self, fl, 0666);
+        e = errno;
+    }
+    if (nfd >= 0 && dup3(nfd, old, (fl & O_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
+        e = EINVAL; /* as glibc: both numbers are in use, so only EINTR/EIO can get here */
+        close(nfd);
+        nfd = -1;
+    } else if (nfd >= 0) {
+        close(nfd);
+    }
+    if (nfd < 0) {
+        close(old);
+        k->fd = -1; /* reads and writes: EBADF; fclose's close too (glibc's closed stream answers EOF) */
+        funlockfile(fp);
+        errno = e;
+        return NULL;
+    }
+    up_resolve(old);
+    /* As glibc's file streams: a write-only append stream starts at the end (ftell says so). */
+    if (up_fd_slot(old) && (fl & O_APPEND) && (fl & O_ACCMODE) == O_WRONLY) lseek(old, 0, SEEK_END);
+    int acc = fl & O_ACCMODE;
+    int keep = fp->_flags & ~(DK_IO_NO_READS | DK_IO_NO_WRITES | DK_IO_IS_APPENDING | DK_IO_EOF_SEEN |
+                              DK_IO_ERR_SEEN | DK_IO_CURRENTLY_PUTTING);
+    fp->_flags = keep | (acc == O_RDONLY ? DK_IO_NO_WRITES : 0) | (acc == O_WRONLY ? DK_IO_NO_READS : 0) |
+                 ((fl & O_APPEND) ? DK_IO_IS_APPENDING : 0);
+    /* the buffer empty, as setvbuf leaves it */
+    char *b = fp->_IO_buf_base;
+    fp->_IO_read_base = fp->_IO_read_ptr = fp->_IO_read_end = b;
+    fp->_IO_write_base = fp->_IO_write_ptr = fp->_IO_write_end = b;
+    fp->_offset = -1;
+    fp->_mode = 0;
+    funlockfile(fp);
+    return fp;
+}
+
+/* freopen of a glibc file stream: glibc reopens it; a new descriptor on a managed file is served by the
+ * kernel (glibc's FILE calls the kernel directly; it is marked so that our other descriptors publish
+ * around it). Our cookie streams are reopened in place (freopen_cookie). */
 static FILE *freopen_common(const char *path, const char *mode, FILE *fp, bool is64) {
+    struct cookie *k = up_enabled ? cookie_of(fp) : NULL;
+    if (k) return freopen_cookie(path, mode, fp, k);
     if (up_enabled) {
         int fd = fileno(fp);
         if (fd >= 0) up_resolve(fd);
@@ -190,14 +257,18 @@ DK_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *fp) {
     return freopen_common(path, mode, fp, true);
 }
 
-static int cookie_fd(FILE *fp) {
-    if (!__atomic_load_n(&cookie_count, __ATOMIC_RELAXED)) return -1;
-    int fd = -1;
+static struct cookie *cookie_of(FILE *fp) {
+    if (!__atomic_load_n(&cookie_count, __ATOMIC_RELAXED)) return NULL;
+    struct cookie *found = NULL;
     pthread_mutex_lock(&cookies_mu);
     for (struct cookie *k = cookies; k; k = k->next)
-        if (k->fp == fp) fd = k->fd;
+        if (k->fp == fp) found = k;
     pthread_mutex_unlock(&cookies_mu);
-    return fd;
+    return found;
+}
+static int cookie_fd(FILE *fp) {
+    const struct cookie *k = cookie_of(fp);
+    return k ? k->fd : -1;
 }
 /* glibc's file streams read again after end-of-file; its cookie streams would not. Forget a stale EOF
  * indicator on our streams before reading so both behave alike. */

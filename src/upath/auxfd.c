@@ -36,7 +36,7 @@
 static uint32_t kept_count;
 
 static bool fits(int fl, bool need_rdwr) {
-    if (fl < 0 || (fl & O_APPEND)) return false;
+    if (fl < 0 || (fl & (O_APPEND | O_DIRECT))) return false; /* O_DIRECT: aligned IO only (publish.c) */
     return need_rdwr ? (fl & O_ACCMODE) == O_RDWR : (fl & O_ACCMODE) != O_RDONLY;
 }
 
