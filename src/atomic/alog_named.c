@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "atomic/alog.h"
+#include "common/area.h"
 #include "common/dk.h"
 #include "common/fhandle.h"
 #include "common/log.h"
@@ -57,8 +58,8 @@ int alog_named_area_open(const char *root, int *dirfd) {
     int rfd = DK_REAL(open)(root, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
     if (rfd < 0) return -errno;
     int rc = 0;
-    if (DK_REAL(mkdirat)(rfd, ".daxkit", 0700) != 0 && errno != EEXIST) rc = -errno;
-    if (!rc && DK_REAL(mkdirat)(rfd, ALOG_NAMED_AREA, 0700) != 0 && errno != EEXIST) rc = -errno;
+    rc = dk_area_mkdir(rfd, ".daxkit"); /* every user's who may write root (common/area.h) */
+    if (!rc) rc = dk_area_mkdir(rfd, ALOG_NAMED_AREA);
     if (!rc && (*dirfd = DK_REAL(openat)(rfd, ALOG_NAMED_AREA, O_RDONLY | O_CLOEXEC | O_DIRECTORY)) < 0) rc = -errno;
     DK_REAL(close)(rfd);
     return rc;

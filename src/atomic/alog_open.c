@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "atomic/alog.h"
+#include "common/area.h"
 #include "common/config.h"
 #include "common/dk.h"
 #include "common/log.h"
@@ -71,7 +72,11 @@ static int log_place(struct alog_file *f, const char *path, const struct alog_wh
     snprintf(f->log_name, sizeof f->log_name, "%s", name);
     *dirfd = DK_REAL(open)(dir, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
     if (*dirfd < 0) return fail_errno();
-    if (DK_REAL(mkdirat)(*dirfd, ALOG_AREA, 0700) != 0 && errno != EEXIST) return fail_errno();
+    int mk = dk_area_mkdir(*dirfd, ALOG_AREA); /* every user's who may write the directory (common/area.h) */
+    if (mk) {
+        errno = -mk;
+        return fail_errno();
+    }
     return 0;
 }
 

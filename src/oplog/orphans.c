@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/area.h"
 #include "common/crashpoint.h"
 #include "common/dk.h"
 #include "oplog/oplog.h"
@@ -33,9 +34,13 @@ static enum name_kind classify(const char *name, const char *tag) {
  * to the file we locked (a recoverer that finished first may have unlinked it), else -1. */
 static int lock_if_orphan(int dirfd, const char *name) {
     const struct dk_libc *c = dk_libc();
-    int fd = c->openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) return -1;
     struct stat a, b;
+    /* Another user's log is that user's to replay (common/area.h: a shared directory's area holds every
+     * user's); looked at before the open, which would block on a FIFO planted there. */
+    if (c->fstatat(dirfd, name, &b, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(b.st_mode) || !dk_area_file_ours(&b))
+        return -1;
+    int fd = c->openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return -1;
     if (c->flock(fd, LOCK_EX | LOCK_NB) != 0 || c->fstat(fd, &a) != 0 ||
         c->fstatat(dirfd, name, &b, AT_SYMLINK_NOFOLLOW) != 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev ||
         !S_ISREG(a.st_mode)) {

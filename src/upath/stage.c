@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/area.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/stats.h"
@@ -262,9 +263,13 @@ static void *pool_thread(void *arg) {
  * lets the lock go, so a late opener of the old file never handles the owner a second time. Else -1. */
 static int lock_dead_owner(int area_fd, const char *name) {
     const struct dk_libc *c = dk_libc();
-    int lfd = c->openat(area_fd, name, O_RDWR | O_CLOEXEC);
-    if (lfd < 0) return -1;
     struct stat a, b;
+    /* another user's owner is that user's to recover (common/area.h); looked at before the open, which
+     * would block on a FIFO planted in a shared area */
+    if (c->fstatat(area_fd, name, &b, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(b.st_mode) || !dk_area_file_ours(&b))
+        return -1;
+    int lfd = c->openat(area_fd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (lfd < 0) return -1;
     if (c->flock(lfd, LOCK_EX | LOCK_NB) != 0 || c->fstat(lfd, &a) != 0 ||
         c->fstatat(area_fd, name, &b, AT_SYMLINK_NOFOLLOW) != 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
         c->close(lfd);
@@ -360,6 +365,9 @@ void up_stage_reclaim(const char *root_path, int area_fd, struct up_recover_repo
             struct stat st;
             gone = c->fstatat(area_fd, lname, &st, 0) != 0 && errno == ENOENT;
         }
+        struct stat fst; /* another user's files stay (common/area.h) */
+        if (gone && (c->fstatat(area_fd, e->d_name, &fst, AT_SYMLINK_NOFOLLOW) != 0 || !dk_area_file_ours(&fst)))
+            gone = false;
         if (gone && c->unlinkat(area_fd, e->d_name, 0) == 0) {
             rep->files_removed++;
             dk_log_verbose("%s: removed %s left by a process that is gone", root_path, e->d_name);
@@ -376,12 +384,25 @@ void up_stage_reclaim(const char *root_path, int area_fd, struct up_recover_repo
     closedir(d);
 }
 
+/* The root's area, made when missing (common/area.c: shared by every user who may write the root); its
+ * descriptor, or -1 (errno set). */
+static int area_open(const struct up_root *r) {
+    const struct dk_libc *c = dk_libc();
+    int rfd = c->open(r->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rfd < 0) return -1;
+    dk_area_mkdir(rfd, UP_AREA);
+    int afd = c->openat(rfd, UP_AREA, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    c->close(rfd);
+    errno = e;
+    return afd;
+}
+
 static struct up_pool *pool_create(struct up_root *r) {
     const struct dk_libc *c = dk_libc();
     char area[4200];
     snprintf(area, sizeof area, "%s/" UP_AREA, r->path);
-    c->mkdirat(AT_FDCWD, area, 0700);
-    int afd = c->open(area, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int afd = area_open(r);
     if (afd < 0) {
         dk_log_once("cannot use %s (%s); appends under %s go to the kernel", area, strerror(errno), r->path);
         return NULL;
