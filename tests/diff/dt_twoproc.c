@@ -40,7 +40,8 @@
  * and open g now and then -- log rotation (rename, then a new f), a file removed or replaced while the
  * other process has it open. --mmap (generation): the program maps the file (MAP_SHARED, its size as fstat
  * says) and reads it whole, or stores a range clipped to the size. --fork (generation): a worker forks a
- * child that writes through an inherited descriptor (its shared offset) and exits. Accepted and ignored for the driver's sake: --exact-holes. Exit: 0 ran, 2
+ * child that writes through an inherited descriptor (its shared offset) and exits. --plain-b: worker B runs
+ * without the preload library (another program, not under daxkit; exec of this binary). Accepted and ignored for the driver's sake: --exact-holes. Exit: 0 ran, 2
  * usage or setup error. */
 #include <dirent.h>
 #include <errno.h>
@@ -580,13 +581,51 @@ struct args {
   unsigned exclude;
 };
 
-static int start_worker(struct proc *pr, struct worker *w, int shared_fd, int exit_open, int lock) {
+/* --plain-b: worker B runs without the preload library -- another program, not under daxkit, on the same
+ * file: it execs this binary (the preload dropped from the environment) with its pipes and state in argv. */
+static void exec_plain(struct worker *w, int in, int out, int exit_open) {
+  char args[8][PATH_MAX + 64];
+  snprintf(args[0], sizeof args[0], "%d", in);
+  snprintf(args[1], sizeof args[1], "%d", out);
+  snprintf(args[2], sizeof args[2], "%s", w->path);
+  snprintf(args[3], sizeof args[3], "%s", w->dir);
+  snprintf(args[4], sizeof args[4], "%d", w->grow_only);
+  snprintf(args[5], sizeof args[5], "%d", w->lock_kind);
+  snprintf(args[6], sizeof args[6], "%d", w->fd[TP_SHARED_SLOT]);
+  snprintf(args[7], sizeof args[7], "%d", exit_open);
+  fcntl(in, F_SETFD, 0), fcntl(out, F_SETFD, 0);
+  unsetenv("LD_PRELOAD");
+  execl("/proc/self/exe", "dk_difftest_twoproc", "--worker", args[0], args[1], args[2], args[3], args[4], args[5],
+        args[6], args[7], (char *)NULL);
+  _exit(4);
+}
+
+static int worker_entry(char **argv) {
+  static struct worker w;
+  int in = atoi(argv[0]), out = atoi(argv[1]), exit_open = atoi(argv[7]);
+  w.path = argv[2], w.dir = argv[3], w.grow_only = atoi(argv[4]), w.lock_kind = atoi(argv[5]);
+  w.rbuf = malloc((size_t)TP_LEN_MAX), w.wbuf = malloc((size_t)TP_LEN_MAX);
+  if (!w.rbuf || !w.wbuf) return 2;
+  for (int i = 0; i < TP_SLOTS; i++) w.fd[i] = -1;
+  w.fd[TP_SHARED_SLOT] = atoi(argv[6]);
+  w.lock_fd = w.lock_kind ? open(w.path, (w.lock_kind == 1 ? O_RDONLY : O_RDWR) | O_CREAT, 0644) : -1;
+  worker_main(&w, in, out, exit_open);
+  return 0;
+}
+
+static int plain_b;
+
+static int start_worker(struct proc *pr, struct worker *w, int shared_fd, int exit_open, int lock, int plain) {
   int to[2], from[2];
   if (pipe2(to, O_CLOEXEC) || pipe2(from, O_CLOEXEC)) return -1;
   pr->pid = fork();
   if (pr->pid < 0) return -1;
   if (pr->pid == 0) {
     close(to[1]), close(from[0]);
+    if (plain) {
+      w->fd[TP_SHARED_SLOT] = shared_fd, w->lock_kind = lock;
+      exec_plain(w, to[0], from[1], exit_open);
+    }
     for (int i = 0; i < TP_SLOTS; i++) w->fd[i] = -1;
     w->fd[TP_SHARED_SLOT] = shared_fd;
     w->lock_kind = lock;
@@ -626,7 +665,7 @@ static void run_seq(const struct args *a, uint64_t seed, const struct tp_op *ops
     if (!started) {
       started = 1;
       for (int q = 1; q <= 2; q++)
-        if (start_worker(&pr[q], w, shared, exit_open, a->lock_at_switch) != 0) fprintf(stderr, "dk_difftest_twoproc: fork: %s\n", strerror(errno)), exit(2);
+        if (start_worker(&pr[q], w, shared, exit_open, a->lock_at_switch, plain_b && q == 2) != 0) fprintf(stderr, "dk_difftest_twoproc: fork: %s\n", strerror(errno)), exit(2);
       if (shared >= 0) close(shared), shared = -1;
     }
     if (a->publish_at_switch && last && last != o->p) {
@@ -644,7 +683,7 @@ static void run_seq(const struct args *a, uint64_t seed, const struct tp_op *ops
   }
   if (!started)
     for (int q = 1; q <= 2; q++)
-      if (start_worker(&pr[q], w, shared, exit_open, a->lock_at_switch) != 0) fprintf(stderr, "dk_difftest_twoproc: fork: %s\n", strerror(errno)), exit(2);
+      if (start_worker(&pr[q], w, shared, exit_open, a->lock_at_switch, plain_b && q == 2) != 0) fprintf(stderr, "dk_difftest_twoproc: fork: %s\n", strerror(errno)), exit(2);
   if (shared >= 0) close(shared);
   /* Finish: the last process first (after its publish), then the other; each reads every descriptor it
    * has open and closes it; then the listings. */
@@ -692,7 +731,7 @@ static void parse_args(int argc, char **argv, struct args *a) {
     if (!strcmp(k, "--names")) { a->names = 1; continue; }
     if (!strcmp(k, "--mmap")) { a->mmaps = 1; continue; }
     if (!strcmp(k, "--fork")) { a->forks = 1; continue; }
-    if (!strcmp(k, "--exact-holes")) continue;
+    if (!strcmp(k, "--exact-holes") || !strcmp(k, "--keep-going")) continue;
     if (!v) usage();
     i++;
     if (!strcmp(k, "--dir")) a->dir = v;
@@ -721,6 +760,9 @@ static void parse_args(int argc, char **argv, struct args *a) {
 int main(int argc, char **argv) {
   struct args a;
   static struct worker w;
+  if (argc == 10 && !strcmp(argv[1], "--worker")) return worker_entry(argv + 2);
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--plain-b")) plain_b = 1, argv[i] = "--keep-going";
   parse_args(argc, argv, &a);
   w.grow_only = a.grow_only;
   signal(SIGPIPE, SIG_IGN); /* a dead worker is logged, not fatal to the controller */
