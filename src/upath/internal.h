@@ -60,7 +60,7 @@ bool up_dev_is_managed(dev_t dev);
  * text rules of name_below), that is its verdict as a directory descriptor -- no readlink at its first use
  * (rsync opens each directory relative to its parent's descriptor). */
 void up_dirfd_note_open(int fd, int dirfd, const char *name);
-bool up_dirfd_walked(int dirfd);
+uint64_t up_dirfd_walked(int dirfd); /* the verdict's id when walked, else 0 */
 void up_dirfd_set_walked(int dirfd);
 /* Probes the root's medium on first use. */
 void up_root_probe(struct up_root *r);

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "shim/libc.h"
 #include "upath/internal.h"
+#include "upath/recover_scope.h"
 
 #define UP_ROOTS_MAX 16
 
@@ -138,10 +139,12 @@ struct dirfd_verdict {
     int fd;         /* -1: empty */
     uint32_t below; /* bit i: at or below roots[i] */
     bool walked;    /* up_recover_below looked at every area from the root down to this directory */
+    uint64_t id;    /* this verdict, unique in the process: names relative to it are remembered by it */
 };
 static struct dirfd_verdict dirfd_cache[UP_DIRFD_SLOTS] = {[0 ... UP_DIRFD_SLOTS - 1] = {.fd = -1}};
 static pthread_mutex_t dirfd_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t dirfd_gen; /* atomic */
+static uint64_t dirfd_ids; /* under dirfd_mu */
 
 static uint32_t roots_below(const char *path) {
     uint32_t m = 0;
@@ -164,7 +167,8 @@ static bool dirfd_below(const struct up_root *r, int dirfd) {
     if (!up_fd_path(dirfd, path, sizeof path)) return false; /* the open succeeded: dirfd is a directory */
     below = roots_below(path);
     pthread_mutex_lock(&dirfd_mu);
-    if (__atomic_load_n(&dirfd_gen, __ATOMIC_ACQUIRE) == gen) *v = (struct dirfd_verdict){dirfd, below};
+    if (__atomic_load_n(&dirfd_gen, __ATOMIC_ACQUIRE) == gen)
+        *v = (struct dirfd_verdict){.fd = dirfd, .below = below, .id = ++dirfd_ids};
     pthread_mutex_unlock(&dirfd_mu);
     return below & bit;
 }
@@ -206,17 +210,18 @@ static bool name_below(struct up_root *r, int dirfd, const char *hint) {
     return dirfd == AT_FDCWD ? cwd_below(r) : dirfd_below(r, dirfd);
 }
 
-/* A name with no '/' relative to a directory descriptor whose areas were looked at: nothing more to look at
- * (tar and rsync open every file relative to its directory's descriptor; reading each one's path from the
- * kernel cost tar 22% more CPU, session 11). The mark goes with the descriptor's verdict when its number is
- * forgotten (closed, reused). */
-bool up_dirfd_walked(int dirfd) {
-    if (dirfd < 0) return false;
+/* A name relative to a directory descriptor whose areas were looked at: for a name with no '/' nothing more to
+ * look at, for one with a '/' only the directories of the name below it (tar and rsync open every file
+ * relative to a directory's descriptor; reading each one's path from the kernel cost tar 22% more CPU,
+ * session 11). Returns the verdict's id (names relative to the descriptor are remembered by it), 0 when not
+ * walked. The mark goes with the descriptor's verdict when its number is forgotten (closed, reused). */
+uint64_t up_dirfd_walked(int dirfd) {
+    if (dirfd < 0) return 0;
     struct dirfd_verdict *v = &dirfd_cache[dirfd % UP_DIRFD_SLOTS];
     pthread_mutex_lock(&dirfd_mu);
-    bool walked = v->fd == dirfd && v->walked;
+    uint64_t id = v->fd == dirfd && v->walked ? v->id : 0;
     pthread_mutex_unlock(&dirfd_mu);
-    return walked;
+    return id;
 }
 
 /* Marks dirfd's directory walked when its verdict is cached (a verdict forgotten since was for another file). */
@@ -233,8 +238,11 @@ void up_dirfd_note_open(int fd, int dirfd, const char *name) {
     for (int i = 0; i < root_count; i++)
         if (name_below(&roots[i], dirfd, name)) below |= 1u << i;
     if (!below || fd < 0) return; /* not below by its name: the kernel's path decides at first use */
+    /* Relative to a walked descriptor: walked too once the name's directories were looked at. */
+    bool walked = dirfd != AT_FDCWD && up_recover_dir_chain(dirfd, name);
     pthread_mutex_lock(&dirfd_mu);
-    dirfd_cache[fd % UP_DIRFD_SLOTS] = (struct dirfd_verdict){fd, below};
+    dirfd_cache[fd % UP_DIRFD_SLOTS] =
+        (struct dirfd_verdict){.fd = fd, .below = below, .walked = walked, .id = ++dirfd_ids};
     pthread_mutex_unlock(&dirfd_mu);
 }
 

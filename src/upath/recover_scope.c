@@ -17,9 +17,11 @@
  * serves a file below one of its roots, the areas of the directories between the root and the file's
  * directory are recovered (up_recover_below): each directory is looked at once per process (a set of path
  * hashes), so a file's first open costs hash look-ups and two stats per directory never seen before (the
- * name is taken as given, after the working directory cached per chdir; the descriptor's path is read only
- * for a name relative to another directory descriptor, or when a symbolic link is on the way). A file below such a directory is first served
- * after that directory's area was recovered, so no record there is replayed over what this process writes. */
+ * name is taken as given, after the working directory cached per chdir; a name relative to another
+ * directory descriptor costs that descriptor's path read once, its directories being remembered by the
+ * descriptor's verdict and the relative name; the file's own path is read only when a symbolic link, "."
+ * or ".." is on the way). A file below such a directory is first served after that directory's area was
+ * recovered, so no record there is replayed over what this process writes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -103,18 +105,29 @@ static uint64_t below_seen[BELOW_SLOTS];
 static unsigned below_used;
 
 
-/* true when h was in the set; adds it otherwise. Under below_mu. */
-static bool seen_or_add(uint64_t h) {
+/* The slot holding h, or the empty slot where it would go. Under below_mu. */
+static unsigned slot_of(uint64_t h) {
     unsigned i = (unsigned)(h % BELOW_SLOTS);
-    for (; below_seen[i]; i = (i + 1) % BELOW_SLOTS)
-        if (below_seen[i] == h) return true;
+    while (below_seen[i] && below_seen[i] != h) i = (i + 1) % BELOW_SLOTS;
+    return i;
+}
+
+static bool seen(uint64_t h) { return below_seen[slot_of(h)] == h; }
+
+/* Adds h (not in the set). Under below_mu. */
+static void add(uint64_t h) {
     if (below_used >= BELOW_SLOTS / 4 * 3) { /* full: forget, and look again (a stat each) */
         memset(below_seen, 0, sizeof below_seen);
         below_used = 0;
-        i = (unsigned)(h % BELOW_SLOTS);
     }
-    below_seen[i] = h;
+    below_seen[slot_of(h)] = h;
     below_used++;
+}
+
+/* true when h was in the set; adds it otherwise. Under below_mu. */
+static bool seen_or_add(uint64_t h) {
+    if (seen(h)) return true;
+    add(h);
     return false;
 }
 
@@ -172,13 +185,106 @@ static bool below_root(const struct up_root *r, const char *p, size_t len, size_
     return len && len < 4096 && strncmp(p, r->path, r->path_len) == 0 && p[rl] == '/';
 }
 
+/* The hash of directory name[0..n) relative to the directory descriptor whose verdict is `id`: apart from
+ * every path from "/" (those start with '/', these do not, and the id is mixed in first). */
+static uint64_t relative_hash(uint64_t id, const char *name, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < 8; i++) h = (h ^ (unsigned char)(id >> (8 * i))) * 0x100000001b3ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)name[i]) * 0x100000001b3ull;
+    return h | 1;
+}
+
+/* name[0..n) is a chain of directory names: no empty, "." or ".." part (the relative walk's names are then
+ * exactly the directories the kernel passed through, unless one is a symbolic link: looked at). */
+static bool plain_chain(const char *name, size_t n) {
+    for (size_t i = 0; i < n;) {
+        size_t e = i;
+        while (e < n && name[e] != '/') e++;
+        size_t len = e - i;
+        if (!len || (name[i] == '.' && (len == 1 || (len == 2 && name[i + 1] == '.')))) return false;
+        i = e + 1;
+    }
+    return true;
+}
+
+/* The directories of name[0..dir_len) (a plain chain) relative to directory descriptor dirfd, whose verdict
+ * `id` is walked: each looked at by its name relative to dirfd (two stats, the first time) and remembered by
+ * id and the relative name. false: not a directory there, or a symbolic link on the way. Under below_mu. */
+static bool walk_chain(uint64_t id, int dirfd, const char *name, size_t dir_len) {
+    if (seen(relative_hash(id, name, dir_len))) return true; /* this directory, seen through dirfd */
+    char d[4096], a[4096 + 16];
+    memcpy(d, name, dir_len);
+    for (size_t k = 1; k <= dir_len; k++) {
+        if (k < dir_len && name[k] != '/') continue;
+        uint64_t h = relative_hash(id, name, k);
+        if (k < dir_len && seen(h)) continue;
+        d[k] = 0;
+        struct stat st;
+        if (DK_REAL(fstatat)(dirfd, d, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) return false;
+        snprintf(a, sizeof a, "%s/.daxkit", d);
+        if (DK_REAL(fstatat)(dirfd, a, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+            char p[4096];
+            size_t len = up_fd_path(dirfd, p, sizeof p);
+            if (len && len + 1 + k < sizeof p) {
+                p[len] = '/';
+                memcpy(p + len + 1, d, k + 1);
+                recover_area_of(len == 1 ? p + 1 : p); /* dirfd "/" */
+            }
+        }
+        add(h); /* looked at, and a directory: remembered */
+        if (k < dir_len) d[k] = '/';
+    }
+    return true;
+}
+
+/* A name with a '/' relative to directory descriptor dirfd below r (tar xf opens "t/dir/file" relative to its
+ * -C directory's descriptor): the descriptor's own directory is walked once (its path read from the kernel
+ * once per descriptor), then each directory of the name is looked at by its name relative to the
+ * descriptor (two stats, the first time) and remembered by the descriptor's verdict and the relative name
+ * -- no readlink per file. false: the caller walks the file's path as the kernel resolved it -- the name has
+ * an empty, "." or ".." part or a symbolic link on the way, the descriptor's directory is not at or below
+ * r, or its verdict is not cached. Under below_mu. */
+static bool walk_relative(const struct up_root *r, size_t rl, int dirfd, const char *name, size_t dir_len) {
+    if (dir_len >= 4096 - 16 || !plain_chain(name, dir_len)) return false;
+    uint64_t id = up_dirfd_walked(dirfd);
+    if (!id) {
+        char p[4096];
+        size_t len = up_fd_path(dirfd, p, sizeof p);
+        bool at_root = len == r->path_len && memcmp(p, r->path, len) == 0;
+        if (!at_root && !below_root(r, p, len, rl)) return false;
+        /* The kernel's path has no symbolic link on the way: walk_down goes through. */
+        if (!at_root && !seen_or_add(path_hash(p, len))) walk_down(p, rl, len);
+        up_dirfd_set_walked(dirfd);
+        if (!(id = up_dirfd_walked(dirfd))) return false;
+    }
+    return walk_chain(id, dirfd, name, dir_len);
+}
+
+bool up_recover_dir_chain(int dirfd, const char *name) {
+    size_t n = strlen(name);
+    if (!n || n >= 4096 - 16 || name[0] == '/' || !plain_chain(name, n)) return false;
+    DK_ERRNO_SAVE;
+    pthread_mutex_lock(&below_mu);
+    uint64_t id = up_dirfd_walked(dirfd);
+    bool walked = id && walk_chain(id, dirfd, name, n);
+    pthread_mutex_unlock(&below_mu);
+    DK_ERRNO_RESTORE;
+    return walked;
+}
+
 void up_recover_below(const struct up_root *r, int fd, int dirfd, const char *path) {
-    bool in_dirfd = path && path[0] && path[0] != '/' && dirfd != AT_FDCWD && !strchr(path, '/');
-    if (in_dirfd && up_dirfd_walked(dirfd)) return; /* its directory's areas: looked at already */
+    bool in_dirfd = path && path[0] && path[0] != '/' && dirfd != AT_FDCWD;
+    const char *slash = in_dirfd ? strrchr(path, '/') : NULL;
+    if (in_dirfd && !slash && up_dirfd_walked(dirfd)) return; /* its directory's areas: looked at already */
     char p[4096];
     size_t rl = r->path_len == 1 ? 0 : r->path_len; /* root "/": every component is below it */
     DK_ERRNO_SAVE;
     pthread_mutex_lock(&below_mu);
+    if (slash && walk_relative(r, rl, dirfd, path, (size_t)(slash - path))) {
+        pthread_mutex_unlock(&below_mu);
+        DK_ERRNO_RESTORE;
+        return;
+    }
     size_t len = name_path(fd, dirfd, path, p, sizeof p);
     bool kernel = !path || (path[0] != '/' && dirfd != AT_FDCWD); /* p is the kernel's path already */
     if (!below_root(r, p, len, rl) && !kernel) /* another name of it (a link on the way): the kernel's */
@@ -193,7 +299,7 @@ void up_recover_below(const struct up_root *r, int fd, int dirfd, const char *pa
         if (dir_len > rl && !seen_or_add(path_hash(p, dir_len))) walk_down(p, rl, dir_len);
     }
     pthread_mutex_unlock(&below_mu);
-    if (in_dirfd && dir_len > 0) up_dirfd_set_walked(dirfd); /* every directory down to it was looked at */
+    if (in_dirfd && !slash && dir_len > 0) up_dirfd_set_walked(dirfd); /* every directory down to it was looked at */
     DK_ERRNO_RESTORE;
 }
 

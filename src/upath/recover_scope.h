@@ -2,6 +2,8 @@
 #ifndef DK_UPATH_RECOVER_SCOPE_H
 #define DK_UPATH_RECOVER_SCOPE_H
 
+#include <stdbool.h>
+
 /* Library start-up, after the roots' own areas: the areas of every ancestor directory of each root on the
  * root's file system (what a start with that ancestor as its root would recover). */
 void up_recover_ancestor_areas(void);
@@ -11,6 +13,11 @@ struct up_root;
  * r: the areas of the directories between r and the file's directory are recovered, each directory once per
  * process. */
 void up_recover_below(const struct up_root *r, int fd, int dirfd, const char *path);
+/* A directory was opened by `name` relative to directory descriptor dirfd: when dirfd's areas were looked at
+ * (up_dirfd_walked), those of the directories of name are too (once per process, remembered by dirfd's
+ * verdict and the name); true when done -- the new descriptor is walked as well (rsync opens each file's
+ * directory anew, relative to the transfer's top descriptor, and the file by a plain name in it). */
+bool up_recover_dir_chain(int dirfd, const char *name);
 /* fork's child: its lock made anew (another thread of the parent may have held it at the fork). */
 void up_recover_scope_after_fork_child(void);
 

@@ -11,6 +11,14 @@
 #   open must replay P1's record (P2 reads 'B') before P2 writes 'C' and fsyncs; a start with the narrower
 #   root afterwards must leave 'C' (before: P2 read 'A', and that start replayed 'B' over 'C').
 #   below-relative: the same, P2 opening f as "sub/f" from /data (a name relative to the working directory).
+#   below-dirfd: P2 opens f as "sub/f" relative to a descriptor of /data (tar xf's opens; the directories of
+#   such a name are remembered by the descriptor's verdict and the name, not read from the kernel per file).
+#   below-dirfd-reused: first "sub/f" relative to a descriptor of /data/other (other/sub has no area), closed;
+#   then a descriptor of /data with the same number: its "sub/f" must still have /data/sub's area looked at.
+#   below-dirfd-link: "lnk/f" relative to a descriptor of /data, lnk -> sub (a symbolic link on the way).
+#   below-dirfd-chain: rsync's sender -- "top" opened relative to a descriptor of /data (its areas looked at),
+#   then "sub" opened as a directory relative to it, and "f" relative to that: the area of /data/sub is
+#   looked at when "sub" is opened (the new descriptor counts as looked at, no readlink of f).
 # Usage: recover_roots.sh (huge tmpfs; test builds: crash points). Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -24,19 +32,43 @@ dk_media_mount hugetmpfs 256M >/dev/null
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 content() { tr -s 'ABC' < "$1"; }
+# argv: path, letter, and how P2 names it: "cwd:DIR" (relative to the working directory DIR), or
+# "dirfd:DIR:NAME[:OTHER]" (NAME relative to a descriptor of DIR; with OTHER, NAME relative to a descriptor of
+# OTHER is opened and closed first, and that descriptor closed: DIR's gets its number), or
+# "chain:DIR:FIRST:SUB:NAME" (FIRST opened and closed relative to a descriptor of DIR, then SUB as a directory
+# relative to it, and NAME relative to that).
 write_prog='
 import os, sys
-path = sys.argv[1]
-if len(sys.argv) > 3: os.chdir(sys.argv[3]); path = os.path.relpath(path)   # a name relative to the cwd
-fd = os.open(path, os.O_RDWR); print("read " + os.pread(fd, 1, 0).decode())
+path = sys.argv[1]; how = sys.argv[3].split(":") if len(sys.argv) > 3 else [""]
+if how[0] == "cwd": os.chdir(how[1]); path = os.path.relpath(path)   # a name relative to the cwd
+dfd = None
+if how[0] == "dirfd":
+    path = how[2]
+    if len(how) > 3:
+        o = os.open(how[3], os.O_RDONLY); os.close(os.open(path, os.O_RDONLY, dir_fd=o)); os.close(o)
+    dfd = os.open(how[1], os.O_RDONLY | os.O_DIRECTORY)
+if how[0] == "chain":
+    top = os.open(how[1], os.O_RDONLY | os.O_DIRECTORY); os.close(os.open(how[2], os.O_RDONLY, dir_fd=top))
+    dfd = os.open(how[3], os.O_RDONLY | os.O_DIRECTORY, dir_fd=top); path = how[4]
+fd = os.open(path, os.O_RDWR, dir_fd=dfd); print("read " + os.pread(fd, 1, 0).decode())
 os.pwrite(fd, sys.argv[2].encode() * 8192, 0); os.fsync(fd); os.close(fd)'
-for variant in strict:above atomic:above strict:below atomic:below strict:below-relative; do
-    how=${variant%%:*} dir=${variant#*:} cwd=
-    [ $dir = below-relative ] && dir=below cwd=$DK_MNT/$how-below-relative
+for variant in strict:above atomic:above strict:below atomic:below strict:below-relative strict:below-dirfd \
+    atomic:below-dirfd strict:below-dirfd-reused strict:below-dirfd-link strict:below-dirfd-chain atomic:below-dirfd-chain; do
+    how=${variant%%:*} dir=${variant#*:} name=
     M=$DK_MNT/${variant/:/-}
+    case $dir in
+    below-relative) name=cwd:$M ;;
+    below-dirfd) name=dirfd:$M:sub/f ;;
+    below-dirfd-reused) name=dirfd:$M:sub/f:$M/other ;;
+    below-dirfd-link) name=dirfd:$M:lnk/f ;;
+    below-dirfd-chain) name=chain:$M:top:sub:f ;;
+    esac
+    [ "$name" ] && dir=below
     p1root=$M p2root=$M/sub
     [ $dir = below ] && p1root=$M/sub p2root=$M
     mkdir -p "$M/sub"
+    mkdir -p "$M/other/sub" && : > "$M/other/sub/f" && : > "$M/top"
+    ln -sfn sub "$M/lnk"
     head -c 8192 /dev/zero | tr '\0' A > "$M/sub/f"
     if [ $how = strict ]; then
         env=(DAXKIT_MODE=strict)
@@ -55,7 +87,7 @@ for variant in strict:above atomic:above strict:below atomic:below strict:below-
         got=$(content "$M/sub/f")
         [ "$got" = B ] || fail "$variant: a start with the narrower root $p2root (P2's) left $got, want B (P1's record replayed)"
     fi
-    out=$(env LD_PRELOAD="$lib" DAXKIT_DIR="$p2root" "${env[@]}" python3 -c "$write_prog" "$M/sub/f" C $cwd 2>&1)
+    out=$(env LD_PRELOAD="$lib" DAXKIT_DIR="$p2root" "${env[@]}" python3 -c "$write_prog" "$M/sub/f" C $name 2>&1)
     grep -q '^read B$' <<<"$out" || fail "$variant: P2 (root $p2root) read before its write: $out; want 'read B' (P1's record replayed first)"
     env LD_PRELOAD="$lib" DAXKIT_DIR="$p1root" "${env[@]}" /bin/true
     got2=$(content "$M/sub/f")
