@@ -151,14 +151,27 @@ static uint64_t cwd_gen_seen;
  * after the cached working directory, else (another directory descriptor, no name) the descriptor's path
  * as the kernel resolved it. 0 when unknown. Under below_mu. */
 static size_t name_path(int fd, int dirfd, const char *path, char *p, size_t cap) {
-    if (path && path[0] == '/') return (size_t)snprintf(p, cap, "%s", path);
+    /* memcpy, not snprintf: ~560 instructions per first open (session 12) */
+    if (path && path[0] == '/') {
+        size_t n = strnlen(path, cap);
+        if (n == cap) return cap; /* too long: below_root refuses it */
+        memcpy(p, path, n + 1);
+        return n;
+    }
     if (path && dirfd == AT_FDCWD) {
         uint64_t gen = up_cwd_generation();
         if (cwd_gen_seen != gen) {
             cwd_len = getcwd(cwd_path, sizeof cwd_path) ? strlen(cwd_path) : 0;
             cwd_gen_seen = cwd_len ? gen : 0;
         }
-        if (cwd_len) return (size_t)snprintf(p, cap, "%s/%s", cwd_len > 1 ? cwd_path : "", path);
+        if (cwd_len) {
+            size_t c = cwd_len > 1 ? cwd_len : 0, n = strnlen(path, cap);
+            if (c + 1 + n >= cap) return cap; /* too long: below_root refuses it */
+            memcpy(p, cwd_path, c);
+            p[c] = '/';
+            memcpy(p + c + 1, path, n + 1);
+            return c + 1 + n;
+        }
     }
     return up_fd_path(fd, p, cap);
 }
