@@ -96,6 +96,9 @@ static bool path_below(const struct up_root *r, const char *path) {
 /* A name with no ".daxkit" component (never entering the library's own area) and, unless may_climb, no
  * ".." one (never climbing out of where it starts). */
 static bool name_components_ok(const char *name, bool may_climb) {
+    /* Most names hold neither ".daxkit" nor "..": two vectorised searches instead of a walk per byte (~300
+     * instructions per first open of a 40-byte name, session 12). */
+    if (!strstr(name, ".daxkit") && (may_climb || !strstr(name, ".."))) return true;
     for (const char *p = name; *p;) {
         while (*p == '/') p++;
         const char *e = p;

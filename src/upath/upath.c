@@ -162,7 +162,7 @@ static int file_first_map(struct up_file *f, int fd) {
 static bool never_a_file(const char *path, int oflags) {
     static const char *const names[] = {"/dev/urandom", "/dev/random", "/dev/null", "/dev/zero", "/dev/full", "/dev/tty"};
     if (!path || path[0] != '/') return false;
-    if (strncmp(path, "/dev/", 5) == 0)
+    if (strncmp(path, "/dev/", 5) == 0 && !strchr(path + 5, '/')) /* not /dev/shm/... */
         for (size_t i = 0; i < DK_ARRAY_LEN(names); i++)
             if (strcmp(path, names[i]) == 0) return true;
     if ((oflags & O_TMPFILE) == O_TMPFILE) return false; /* an unnamed file in that directory */
