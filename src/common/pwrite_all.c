@@ -19,9 +19,10 @@ static ssize_t pwrite_once(int fd, const char *p, size_t n, uint64_t off, int rw
  * thread cancelled inside would leave them held for good. Cancellation is off for the loop and back as it
  * was after it (the program's own call stays a cancellation point at its entry). The libc table is still
  * called, so fault injection reaches these writes. */
-int dk_pwrite_all(int fd, const void *src, size_t n, uint64_t off, int rwf_flags,
-                  const struct dk_pwrite_pieces *pieces) {
+int dk_pwrite_all_done(int fd, const void *src, size_t n, uint64_t off, int rwf_flags,
+                       const struct dk_pwrite_pieces *pieces, size_t *done) {
     DK_ERRNO_SAVE;
+    size_t total = n;
     int cancel_was = dk_cancel_off();
     const char *p = src;
     int rc = 0;
@@ -38,5 +39,11 @@ int dk_pwrite_all(int fd, const void *src, size_t n, uint64_t off, int rwf_flags
     }
     dk_cancel_restore(cancel_was);
     DK_ERRNO_RESTORE;
+    if (done) *done = total - n;
     return rc;
+}
+
+int dk_pwrite_all(int fd, const void *src, size_t n, uint64_t off, int rwf_flags,
+                  const struct dk_pwrite_pieces *pieces) {
+    return dk_pwrite_all_done(fd, src, n, off, rwf_flags, pieces, NULL);
 }

@@ -24,6 +24,11 @@ struct dk_pwrite_pieces {
  * -errno (-EIO for a write of 0 bytes). */
 int dk_pwrite_all(int fd, const void *src, size_t n, uint64_t off, int rwf_flags,
                   const struct dk_pwrite_pieces *pieces);
+/* The same, and *done (when not NULL) the bytes the kernel took before a failure (all n on success): a
+ * failure can follow short writes that landed -- a medium filling during the copy -- and a caller that
+ * retries must start after them (through an O_APPEND descriptor the kernel would append them again). */
+int dk_pwrite_all_done(int fd, const void *src, size_t n, uint64_t off, int rwf_flags,
+                       const struct dk_pwrite_pieces *pieces, size_t *done);
 
 /* Cancellation off around a system call the library makes under its own locks (libc's read/write family
  * are cancellation points: a thread cancelled inside would leave the locks held). dk_cancel_off returns the

@@ -680,10 +680,13 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
         int rc = syncs_file ? (sync == UP_IO_LOGGED ? publish_logged(f, fd) : up_sync_file(f, fd, true)) : 0;
         mu_file = outer;
         if (!syncs_file && sync != UP_IO_LOGGED) up_io_persist_range(f, off, n);
-        if (rc) {
-            errno = -rc;
+        /* A publish cut short (a filling medium): a short count for what reached the file, as the kernel's. */
+        ssize_t part = rc && appended && sync == UP_IO_SYNC ? up_sync_write_failed(f, fd, off, n, rc) : rc;
+        if (part < 0) {
+            errno = (int)-part;
             return -1;
         }
+        if (part > 0) n = (size_t)part;
     }
     return (ssize_t)n;
 }

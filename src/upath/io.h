@@ -43,6 +43,13 @@ void up_io_offset_to_kernel(struct up_slot *s, int fd);
 int up_publish_locked(struct up_file *f, int fd);
 /* Publishes and makes the file durable as the medium requires (fsync semantics). 0/-errno. */
 int up_sync_file(struct up_file *f, int fd, bool datasync);
+/* A write of [off, off+n) whose publish-and-sync (sync mode, O_SYNC/O_DSYNC) failed with err: the answer the
+ * kernel's write would give for what is in the file now -- the count of the write's bytes that reached the
+ * file (a relink cut short by a filling medium; made durable here), or err when none did or when all did
+ * (the sync itself failed). The bytes that did not reach the file are dropped from the logical size, so a
+ * failed write leaves nothing behind that a later publish would add (review 11, finding 8: 61,440 bytes of
+ * a write answered -1 ENOSPC were in the file, and a retry would have duplicated them). Without f->mu. */
+ssize_t up_sync_write_failed(struct up_file *f, int fd, uint64_t off, size_t n, int err);
 /* Blocks were cloned into f since this was last called: lets the file system drop the file's reflink mark
  * when nothing in it is shared any more (best effort; keeps errno). */
 void up_drop_reflink_mark(struct up_file *f, int fd);
