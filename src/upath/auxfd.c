@@ -26,6 +26,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "common/pwrite_all.h"
 #include "common/stats.h"
 #include "shim/libc.h"
 #include "upath/atomic_route.h"
@@ -135,6 +136,8 @@ static bool inherited_locks_seen(void) {
 /* The file reopened read-write, at a number the program's next open would not have taken (header). */
 static int reopen_kept(int fd) {
     const struct dk_libc *c = dk_libc();
+    int cancel_was = dk_cancel_off(); /* under the file's mutex (a publish, a prefault): open, read and close are
+                                       * cancellation points, and a thread cancelled here kept the mutex */
     if (!__atomic_load_n(&posix_locks_asked, __ATOMIC_RELAXED) && inherited_locks_seen())
         __atomic_store_n(&posix_locks_asked, true, __ATOMIC_SEQ_CST);
     int ph[3];
@@ -155,6 +158,7 @@ static int reopen_kept(int fd) {
         mover_here = false;
     }
     for (int i = 0; i < n_ph; i++) c->close(ph[i]);
+    dk_cancel_restore(cancel_was);
     errno = e;
     return a;
 }

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/pwrite_all.h"
 #include "common/stats.h"
 #include "shim/libc.h"
 #include "upath/internal.h"
@@ -148,7 +149,9 @@ int up_holes_back(struct up_file *f, int fd, uint64_t off, uint64_t end) {
     }
     uint64_t hi = DK_MIN(dk_round_up(end, DK_HUGE_BYTES), k);
     int e = errno;
+    int cancel_was = dk_cancel_off(); /* under f->mu: fallocate is a cancellation point */
     int rc = DK_REAL(fallocate)(fd, FALLOC_FL_KEEP_SIZE, (off_t)lo, (off_t)(hi - lo));
+    dk_cancel_restore(cancel_was);
     errno = e;
     if (rc != 0) {
         dk_count(DK_C_hole_kernel_ios, 1);

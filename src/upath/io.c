@@ -268,7 +268,10 @@ static int back_extension(struct up_file *f, int fd, uint64_t end) {
     uint64_t hi = DK_MIN(dk_round_up(end, DK_HUGE_BYTES), f->ksize);
     if (hi < end) hi = end;
     uint64_t lo = f->backed_end;
-    if (DK_REAL(fallocate)(fd, 0, (off_t)lo, (off_t)(hi - lo)) != 0) {
+    int cancel_was = dk_cancel_off(); /* under f->mu: fallocate is a cancellation point */
+    int rc = DK_REAL(fallocate)(fd, 0, (off_t)lo, (off_t)(hi - lo));
+    dk_cancel_restore(cancel_was);
+    if (rc != 0) {
         if (errno != EOPNOTSUPP) return -errno;
         hi = UINT64_MAX; /* the medium cannot allocate ahead: its faults are the only answer */
     }

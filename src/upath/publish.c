@@ -315,7 +315,9 @@ static int sync_keeping_extension(struct up_file *f, int fd, bool datasync) {
     uint64_t size = up_file_size(f);
     bool meta = f->meta_dirty;
     f->meta_dirty = false;
+    int cancel_was = dk_cancel_off(); /* under f->mu: fsync is a cancellation point */
     int rc = persist_file(f, fd, datasync, meta);
+    dk_cancel_restore(cancel_was);
     if (rc) {
         f->meta_dirty = meta;
         return rc;

@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/pwrite_all.h"
 #include "common/crashpoint.h"
 #include "common/log.h"
 #include "common/stats.h"
@@ -102,7 +103,9 @@ static void rec_persist(const struct up_root *r, const struct size_rec *rec, voi
         break;
     case DK_MEDIUM_PAGECACHE: {
         uintptr_t a = (uintptr_t)p & ~(uintptr_t)(DK_PAGE_BYTES - 1);
+        int cancel_was = dk_cancel_off(); /* under the file's mutex: msync is a cancellation point */
         DK_REAL(msync)((void *)a, (uintptr_t)p + n - a, MS_SYNC);
+        dk_cancel_restore(cancel_was);
         break;
     }
     case DK_MEDIUM_VOLATILE: break; /* a shared mapping survives the process; power loss loses all */
@@ -127,6 +130,7 @@ static struct up_sizes *sizes_open(struct up_root *r) {
     int area_fd;
     const char *tag;
     if (up_stage_owner(r, &area_fd, &tag) != 0) return NULL;
+    int cancel_was = dk_cancel_off(); /* under the file's mutex and r->mu: openat and close are cancellation points */
     pthread_mutex_lock(&r->mu);
     DK_ERRNO_SAVE; /* reached from a publish or an extending write: nothing here is the program's errno */
     if (!r->sizes) {
@@ -151,6 +155,7 @@ static struct up_sizes *sizes_open(struct up_root *r) {
     }
     DK_ERRNO_RESTORE;
     pthread_mutex_unlock(&r->mu);
+    dk_cancel_restore(cancel_was);
     return r->sizes;
 }
 

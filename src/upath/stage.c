@@ -20,6 +20,7 @@
 
 #include "common/area.h"
 #include "common/config.h"
+#include "common/pwrite_all.h"
 #include "common/log.h"
 #include "common/stats.h"
 #include "shim/libc.h"
@@ -436,8 +437,13 @@ static struct up_pool *pool_create(struct up_root *r) {
     return p;
 }
 
+/* The pool's set-up (openat, the reclaim's opens and fsyncs, close: cancellation points in glibc) runs with
+ * cancellation off: it is reached under a file's mutex (a first staged append, a publish's size record), and
+ * a thread cancelled inside died holding that mutex and pools_mu -- every later call on the file hung. The
+ * library tests cancellation at its entry (shim_cancel_first_append_*). */
 static struct up_pool *pool_for(struct up_root *r) {
     if (__atomic_load_n(&r->pool, __ATOMIC_ACQUIRE)) return r->pool;
+    int cancel_was = dk_cancel_off();
     pthread_mutex_lock(&pools_mu);
     if (!r->pool && pool_count < DK_ARRAY_LEN(pools)) {
         /* Reached from served calls (a write, an fsync): the area's mkdirat (EEXIST on every run after the
@@ -452,6 +458,7 @@ static struct up_pool *pool_for(struct up_root *r) {
         }
     }
     pthread_mutex_unlock(&pools_mu);
+    dk_cancel_restore(cancel_was);
     return r->pool;
 }
 
@@ -636,10 +643,13 @@ bool up_stage_grow(struct up_staged *s, uint64_t end) {
 
 /* ---- slots ---- */
 
+/* A pool slot: under the caller's file mutex and p->mu, a staging file may be made here (stg_create: openat,
+ * close, fallocate -- cancellation points), so cancellation is off (see pool_for). */
 int up_stage_take(struct up_root *r, uint64_t base, uint64_t end, bool heap_ok, struct up_staged *out) {
     if (heap_ok && heap_take(r, base, end, out)) return 0;
     struct up_pool *p = pool_for(r);
     if (!p) return -ENOSPC;
+    int cancel_was = dk_cancel_off();
     pthread_mutex_lock(&p->mu);
     p->slots_taken = true;
     start_thread_locked(p);
@@ -661,6 +671,7 @@ int up_stage_take(struct up_root *r, uint64_t base, uint64_t end, bool heap_ok, 
     }
     if (sf && pool_free_slots(p) < pool_target_slots(p)) pthread_cond_signal(&p->wake);
     pthread_mutex_unlock(&p->mu);
+    dk_cancel_restore(cancel_was);
     if (!sf) return -ENOSPC;
     /* Same offset within a block as the target, so whole blocks can be cloned. */
     uint64_t in_block = base % DK_PAGE_BYTES;
@@ -676,7 +687,7 @@ int up_stage_take(struct up_root *r, uint64_t base, uint64_t end, bool heap_ok, 
 bool up_stage_prefault(struct up_file *f, int fd, uint64_t off, uint64_t len) {
     struct up_pool *p = pool_for(f->root);
     if (!p || !len) return false;
-    int mfd = up_aux_fd(f, fd, true);
+    int mfd = up_aux_fd(f, fd, true); /* cancellation off in its open (auxfd.c) */
     if (mfd < 0) return false;
     const struct dk_libc *c = dk_libc();
     int flags = f->root->medium.medium == DK_MEDIUM_DAX ? MAP_SHARED_VALIDATE | MAP_SYNC : MAP_SHARED;
@@ -713,8 +724,10 @@ void up_stage_give_back(struct up_root *r, struct up_staged *s, bool cloned) {
      * to them). The re-allocation waits for the background thread. */
     if (cloned) {
         DK_ERRNO_SAVE; /* a failed punch (only a slower overwrite later) must not show in the program's errno */
+        int cancel_was = dk_cancel_off(); /* under the file's mutex (a publish): fallocate is a cancellation point */
         dk_libc()->fallocate(sf->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)s->slot * UP_SLOT_BYTES,
                              UP_SLOT_BYTES);
+        dk_cancel_restore(cancel_was);
         DK_ERRNO_RESTORE;
     }
     pthread_mutex_lock(&p->mu);
