@@ -19,18 +19,9 @@
 #include "common/crashpoint.h"
 #include "common/dk.h"
 #include "common/log.h"
+#include "common/uffd_compat.h"
 #include "persist/persist.h"
 #include "shim/libc.h"
-
-#ifndef UFFD_USER_MODE_ONLY
-#define UFFD_USER_MODE_ONLY 1
-#endif
-#ifndef UFFD_FEATURE_WP_HUGETLBFS_SHMEM
-#define UFFD_FEATURE_WP_HUGETLBFS_SHMEM (1 << 12)
-#endif
-#ifndef USERFAULTFD_IOC_NEW
-#define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)
-#endif
 
 /* userfaultfd(2), else /dev/userfaultfd. Non-blocking: the handler polls it together with its stop eventfd
  * and must never sleep in read(). user_mode_only: allowed without privilege. */
@@ -127,6 +118,8 @@ static void uwp_free(struct dk_uwp *u) {
     if (u->stop_fd >= 0) DK_REAL(close)(u->stop_fd);
     if (u->shadow) uwp_shadow_free(u); /* the file never saw the stores made since the last msync */
     pthread_rwlock_destroy(&u->writes);
+    pthread_cond_destroy(&u->gate_cv);
+    pthread_mutex_destroy(&u->gate_mu);
     memset(u, 0xa5, sizeof *u); /* poison: a stale use faults at once instead of using a freed log */
     free(u);
 }
@@ -179,6 +172,8 @@ static int uwp_map(const char *path, const struct daxkit_atomic_options *o, bool
     pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
     pthread_rwlock_init(&u->writes, &ra);
     pthread_rwlockattr_destroy(&ra);
+    pthread_mutex_init(&u->gate_mu, NULL);
+    pthread_cond_init(&u->gate_cv, NULL);
     shadow = shadow || !wp_capable_fs(path);
     if (shadow) shadow_options(&opt, (uint64_t)st.st_size);
     else undo_options(&opt, (uint64_t)st.st_size);
@@ -224,18 +219,6 @@ int dk_uwp_map_shadow(const char *path, const struct daxkit_atomic_options *o, s
 
 bool dk_uwp_shadowed(const struct dk_uwp *u) { return u->shadow; }
 
-void dk_uwp_write_begin(struct dk_uwp *u) {
-    if (u->shadow) pthread_rwlock_rdlock(&u->writes);
-}
-
-void dk_uwp_write_end(struct dk_uwp *u, uint64_t off, const void *buf, uint64_t n) {
-    DK_ERRNO_SAVE;
-    if (u->shadow && n) uwp_shadow_file_written(u, off, n);
-    else if (n) uwp_undo_file_written(u, off, buf, n); /* the mapping sees the bytes already: the undo copies */
-    if (u->shadow) pthread_rwlock_unlock(&u->writes);
-    DK_ERRNO_RESTORE;
-}
-
 #define UWP_PROTECT_EACH_MAX 64u /* more dirty pages than this: one ioctl over the whole mapping */
 
 /* Calls fn on every page range logged this epoch (the only pages the program can have stored into). */
@@ -273,7 +256,14 @@ int dk_uwp_msync(struct dk_uwp *u) {
     if (u->f->inherited) return -EBADF; /* a fork's child: the log is the parent's */
     DK_ERRNO_SAVE;
     struct alog_file *f = u->f;
-    if (u->shadow) pthread_rwlock_wrlock(&u->writes); /* no write() between the file and the shadow */
+    struct dk_uwp_marks saved;
+    uwp_mark_msync(u, &saved); /* a signal handler's write of the file on this thread is refused */
+    if (u->shadow) { /* no write() between the file and the shadow */
+        pthread_mutex_lock(&u->gate_mu);
+        u->msyncs_active++; /* before the lock is asked for: a write that cannot have it waits for the end */
+        pthread_mutex_unlock(&u->gate_mu);
+        pthread_rwlock_wrlock(&u->writes);
+    }
     pthread_rwlock_wrlock(&f->rw);
     int rc = __atomic_load_n(&u->error, __ATOMIC_ACQUIRE);
     if (!rc && u->shadow) {
@@ -286,7 +276,14 @@ int dk_uwp_msync(struct dk_uwp *u) {
         if (!rc) rc = alog_sync_locked(f);
     }
     pthread_rwlock_unlock(&f->rw);
-    if (u->shadow) pthread_rwlock_unlock(&u->writes);
+    if (u->shadow) {
+        pthread_rwlock_unlock(&u->writes);
+        pthread_mutex_lock(&u->gate_mu);
+        u->msyncs_active--, u->msync_ends++;
+        pthread_cond_broadcast(&u->gate_cv);
+        pthread_mutex_unlock(&u->gate_mu);
+    }
+    uwp_marks_restore(&saved);
     if (!rc && !u->shadow) alog_ckpt_kick(f);
     DK_ERRNO_RESTORE;
     return rc;

@@ -35,16 +35,35 @@ bool dk_uwp_shadowed(const struct dk_uwp *u);
 /* Commits every store made since the previous msync. Returns 0 or -errno (then the previous state stands;
  * -EIO/-ENOSPC also when a page could not be logged earlier: that epoch is not atomic and is refused). */
 int dk_uwp_msync(struct dk_uwp *u);
-/* A write() (or the like) of the program is about to change the file; always followed by dk_uwp_write_end.
- * With the shadow, an msync waits from here until dk_uwp_write_end: between the file write and the copy into
- * the shadow, an msync would journal the shadow's stale bytes of a dirty page over it (review 10, finding 9). */
-void dk_uwp_write_begin(struct dk_uwp *u);
+/* What a thread holds of the engines' locks, for a write nested in its own (uwp_write.c). */
+struct dk_uwp_marks {
+    struct dk_uwp *writes_pending, *writes_held; /* u->writes for reading (the shadow) */
+    struct dk_uwp *rw_pending, *rw_held;         /* f->rw for writing (a write's copy) */
+    struct dk_uwp *msync;                        /* inside dk_uwp_msync of it */
+    unsigned locks;                              /* engine locks held or waited for, at most */
+};
+/* One write's bracket (dk_uwp_write_begin/_end). */
+struct dk_uwp_write {
+    struct dk_uwp *u;
+    struct dk_uwp_marks saved; /* the thread's marks before it */
+    unsigned char how;         /* uwp_write.c */
+};
+/* A write() (or the like) of the program is about to change the file; when it returns 0, always followed by
+ * dk_uwp_write_end. With the shadow, an msync waits from here until dk_uwp_write_end: between the file write
+ * and the copy into the shadow, an msync would journal the shadow's stale bytes of a dirty page over it
+ * (review 10, finding 9). -EDEADLK (nothing taken, the write must not be made): a write nested in its own
+ * thread's handling of the file -- a signal handler's -- that could only wait for its own thread (its msync
+ * of the file, its copy into the undo copies) or for an msync that waits for it (review 11, finding 20). */
+int dk_uwp_write_begin(struct dk_uwp *u, struct dk_uwp_write *w);
 /* The write changed [off, off + n) of the file to buf's bytes (n 0: nothing changed). With the shadow, the
  * bytes are copied into the shadow pages present (the mapping sees them, as with the kernel). Without (the
  * program maps the file itself and sees them already) they are carried into the undo copies of the pages
  * saved this epoch, durably, so a rollback of the epoch keeps them (review 10, finding 8). Not part of any
  * msync epoch either way. */
-void dk_uwp_write_end(struct dk_uwp *u, uint64_t off, const void *buf, uint64_t n);
+void dk_uwp_write_end(struct dk_uwp_write *w, uint64_t off, const void *buf, uint64_t n);
+/* true: this thread holds (or waits for) a lock of some file's engine -- a signal handler's msync must not
+ * wait (up_atomic_msync refuses it). */
+bool dk_uwp_thread_busy(void);
 /* Rolls back unsynced stores, unmaps, frees. */
 int dk_uwp_unmap(struct dk_uwp *u);
 /* In a fork's child: closes the child's copies of the userfaultfd, the handler's eventfd and the shadow's

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "atomic/alog.h"
+#include "atomic/uwp.h"
 
 struct dk_uwp {
     struct alog_file *f;
@@ -21,6 +22,13 @@ struct dk_uwp {
     /* The shadow: write()s of the program hold it for reading from before they change the file until their
      * bytes are in the shadow (dk_uwp_write_begin/end); msync holds it for writing, before f->rw. */
     pthread_rwlock_t writes;
+    /* A write waits for an msync unregistered: glibc grants a lock to a thread blocked in the lock call when
+     * its holder leaves, which a signal handler on that thread could not tell from holding it (uwp_write.c).
+     * So writes only try u->writes, and wait here for the end of the msync that has it or waits for it. */
+    pthread_mutex_t gate_mu;
+    pthread_cond_t gate_cv;
+    unsigned msyncs_active;        /* under gate_mu */
+    unsigned long long msync_ends; /* under gate_mu */
     /* The shadow (uwp_shadow.c): what the program maps instead of the file. */
     bool shadow;
     int shadow_fd;           /* memfd */
@@ -39,6 +47,11 @@ int uwp_uffd_open(bool user_mode_only);
 /* UFFDIO_WRITEPROTECT of [off, off + n) of the program's mapping (wp false: lift it and wake). */
 int uwp_protect(struct dk_uwp *u, uint64_t off, uint64_t n, bool wp);
 
+/* ---- this thread's marks (uwp_write.c) ---- */
+/* dk_uwp_msync of u begins on this thread (*saved: the marks before it) / has let go of its locks. */
+void uwp_mark_msync(struct dk_uwp *u, struct dk_uwp_marks *saved);
+void uwp_marks_restore(const struct dk_uwp_marks *saved);
+
 /* ---- the shadow (uwp_shadow.c) ---- */
 /* Creates the shadow of u->f's data (u->len), registers it, sets u->uffd. 0 or -errno. */
 int uwp_shadow_setup(struct dk_uwp *u);
@@ -49,11 +62,14 @@ void uwp_shadow_fault(struct dk_uwp *u, uint64_t addr, uint64_t flags);
  * then stores the committed bytes into the file's mapping (read() sees them). 0 or -errno. */
 int uwp_shadow_msync_locked(struct dk_uwp *u);
 /* The file's bytes [off, off + n) were changed by write() (or the like): copied into the shadow pages present,
- * so the program's loads see them and the next msync does not take them for stores to revert. */
+ * so the program's loads see them and the next msync does not take them for stores to revert. The caller
+ * holds f->rw for writing (as for uwp_undo_file_written). */
 void uwp_shadow_file_written(struct dk_uwp *u, uint64_t off, uint64_t n);
 /* The file-mapping mode (uwp_undo.c): a write() put buf's n bytes at off into the file; the undo copies of
- * this epoch's pages get them too, durably. */
+ * this epoch's pages get them too, durably. The caller holds f->rw for writing. */
 void uwp_undo_file_written(struct dk_uwp *u, uint64_t off, const char *buf, uint64_t n);
+/* This thread is inside uwp_undo_file_written's block mutex of u's log (or taking it). */
+bool uwp_undo_in_block(const struct dk_uwp *u);
 /* Unregisters and drops the shadow (the file never saw the unsynced stores). */
 void uwp_shadow_free(struct dk_uwp *u);
 

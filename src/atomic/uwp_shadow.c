@@ -22,11 +22,8 @@
 #include "atomic/uwp_internal.h"
 #include "common/crashpoint.h"
 #include "common/dk.h"
+#include "common/uffd_compat.h"
 #include "shim/libc.h"
-
-#ifndef UFFD_FEATURE_WP_HUGETLBFS_SHMEM
-#define UFFD_FEATURE_WP_HUGETLBFS_SHMEM (1 << 12)
-#endif
 
 static uint64_t page_count(const struct dk_uwp *u) { return u->len / DK_PAGE_BYTES; }
 
@@ -185,9 +182,10 @@ void uwp_shadow_file_written(struct dk_uwp *u, uint64_t off, uint64_t n) {
     struct alog_file *f = u->f;
     if (off >= f->data_len) return;
     n = DK_MIN(n, f->data_len - off);
-    /* For writing: no fill, dirty mark or msync meanwhile. A page not filled yet needs nothing (its fill
-     * reads the file); writing into it through the memfd would make it present with zeros around. */
-    pthread_rwlock_wrlock(&f->rw);
+    /* f->rw for writing (the caller's): no fill, dirty mark or msync meanwhile. A page not filled yet needs
+     * nothing (its fill reads the file); writing into it through the memfd would make it present with zeros
+     * around. The bytes come from the file, not the write's buffer: two copies of overlapping writes, one
+     * interrupting the other (a signal handler's), both leave the file's current bytes. */
     for (uint64_t a = off; a < off + n;) {
         uint64_t b = DK_MIN(off + n, dk_round_down(a, DK_PAGE_BYTES) + DK_PAGE_BYTES);
         /* Through the memfd, not the mapping: the page may be write-protected, and this is no store of
@@ -197,7 +195,6 @@ void uwp_shadow_file_written(struct dk_uwp *u, uint64_t off, uint64_t n) {
             __atomic_store_n(&u->error, -EIO, __ATOMIC_RELEASE);
         a = b;
     }
-    pthread_rwlock_unlock(&f->rw);
 }
 
 void uwp_shadow_free(struct dk_uwp *u) {

@@ -20,13 +20,18 @@ static int carry(struct alog_file *f, struct alog_ent *e, uint64_t a, uint64_t b
     return alog_durable_log_range(f, dst, hi - lo);
 }
 
+/* The file whose block mutex this thread holds or is taking in uwp_undo_file_written: a signal handler's write
+ * of it must not borrow the carry's f->rw then (uwp_write.c). */
+static __thread const struct dk_uwp *uwp_undo_in_block_of;
+
+bool uwp_undo_in_block(const struct dk_uwp *u) { return uwp_undo_in_block_of == u; }
+
 void uwp_undo_file_written(struct dk_uwp *u, uint64_t off, const char *buf, uint64_t n) {
     struct alog_file *f = u->f;
     if (off >= f->data_len) return;
     n = DK_MIN(n, f->data_len - off);
-    /* For writing: no page saved (the handler) and no commit (msync) meanwhile; a page saved after the
-     * write reached the file already holds its bytes. */
-    pthread_rwlock_wrlock(&f->rw);
+    /* f->rw for writing (the caller's): no page saved (the handler) and no commit (msync) meanwhile; a page
+     * saved after the write reached the file already holds its bytes. */
     for (uint64_t a = off; a < off + n;) {
         struct alog_leaf *leaf = alog_radix_leaf(f, a, false);
         uint64_t region_end = dk_round_down(a, 1ull << ALOG_LEAF_SHIFT) + (1ull << ALOG_LEAF_SHIFT);
@@ -34,14 +39,18 @@ void uwp_undo_file_written(struct dk_uwp *u, uint64_t off, const char *buf, uint
             a = DK_MIN(off + n, region_end);
             continue;
         }
+        const struct dk_uwp *outer = uwp_undo_in_block_of; /* a nested carry's thread is in none */
+        uwp_undo_in_block_of = u;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
         pthread_mutex_lock(&leaf->mu);
         uint64_t block = 1ull << leaf->granule_shift, base = dk_round_down(a, block);
         uint64_t b = DK_MIN(off + n, base + block);
         struct alog_ent *e = leaf->slot[(base & ((1ull << ALOG_LEAF_SHIFT) - 1)) >> ALOG_BLOCK_SHIFT_MIN];
         int rc = e && !e->redo && e->epoch == f->epoch ? carry(f, e, a, b, buf + (a - off)) : 0;
         pthread_mutex_unlock(&leaf->mu);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        uwp_undo_in_block_of = outer;
         if (rc) __atomic_store_n(&u->error, rc, __ATOMIC_RELEASE); /* the epoch can no longer be rolled back right */
         a = b;
     }
-    pthread_rwlock_unlock(&f->rw);
 }

@@ -20,6 +20,7 @@
 #include <limits.h>
 #include <stdint.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -44,13 +45,15 @@
 #define AMAP_VIEWS_MAX 256
 
 struct amap_file {
-    struct dk_uwp *u;
+    struct dk_uwp *u; /* set last (release) when mapped, cleared when released: writes look it up unlocked */
     char *base;
     size_t len;
     dev_t dev;
     ino_t ino;
-    unsigned views;  /* program views of the file (a partly unmapped view may count as two) */
-    unsigned msyncs; /* msync calls using `u` outside amap_mu: `u` lives until the last of them returns */
+    unsigned views;   /* program views of the file (a partly unmapped view may count as two) */
+    unsigned msyncs;  /* msync calls using `u` outside amap_mu: `u` lives until the last of them returns */
+    unsigned writers; /* write()s using `u` (atomic, pinned without amap_mu: file_pin) */
+    bool closing;     /* being released: no new writer pins it (atomic) */
 };
 struct amap_view {
     char *addr;
@@ -62,13 +65,81 @@ static pthread_mutex_t amap_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct amap_file amap_files[AMAP_FILES_MAX];
 static struct amap_view amap_views[AMAP_VIEWS_MAX];
 static unsigned amap_live; /* program views (atomic): the munmap/msync hooks cost one load without any */
+/* The file file_open maps now (under amap_mu; set before its slot is): a handler's write looks here too. */
+static dev_t amap_opening_dev;
+static ino_t amap_opening_ino;
+
+/* This thread is in amap_lock .. amap_unlock (set before the lock is taken, cleared after it is let go): a
+ * signal handler's write must not wait for amap_mu, nor for a release or a first mapping this thread may be
+ * making; its msync must not take amap_mu (review 11, finding 20). */
+struct amap_thread {
+    unsigned mu;
+};
+static __thread struct amap_thread amap_self;
+
+static void amap_lock(void) {
+    amap_self.mu++;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&amap_mu);
+}
+
+static void amap_unlock(void) {
+    pthread_mutex_unlock(&amap_mu);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    amap_self.mu--;
+}
+
+static int nested_refused(void) {
+    dk_count(DK_C_atomic_mmap_nested_refused, 1);
+    dk_log_once("DAXKIT_ATOMIC_MMAP: a signal handler's write or msync of a mapped file refused with EDEADLK "
+                "(counted as atomic_mmap_nested_refused): its thread was inside daxkit's handling of that file");
+    return -EDEADLK;
+}
 
 bool up_atomic_mmap_wanted(const char *path) { return up_glob_list_match(dk_cfg.atomic_mmap, path); }
 
+static bool file_is(const struct amap_file *f, const struct stat *st) {
+    return __atomic_load_n(&f->dev, __ATOMIC_RELAXED) == st->st_dev &&
+           __atomic_load_n(&f->ino, __ATOMIC_RELAXED) == st->st_ino;
+}
+
 static struct amap_file *file_for(const struct stat *st) {
     for (int i = 0; i < AMAP_FILES_MAX; i++)
-        if (amap_files[i].u && amap_files[i].dev == st->st_dev && amap_files[i].ino == st->st_ino) return &amap_files[i];
+        if (amap_files[i].u && file_is(&amap_files[i], st)) return &amap_files[i];
     return NULL;
+}
+
+/* The engine of a file a write() changes, pinned for the write without amap_mu (no lock on the write path: a
+ * signal handler's write may interrupt its thread anywhere, amap_mu held included). NULL with *err 0: not
+ * mapped; NULL with *err -EDEADLK: being released or mapped for the first time while this thread holds
+ * amap_mu (it may be the one doing it). A release waits for the pinned writers (file_release_if_unused); a
+ * writer that finds the file closing, or being mapped, waits for amap_mu, so that its write lands after the
+ * release's rollback or the map's recovery, as when writes took amap_mu. */
+static struct amap_file *file_pin(const struct stat *st, int *err) {
+    *err = 0;
+    for (;;) {
+        bool busy = false;
+        for (int i = 0; i < AMAP_FILES_MAX; i++) {
+            struct amap_file *f = &amap_files[i];
+            struct dk_uwp *u = __atomic_load_n(&f->u, __ATOMIC_ACQUIRE);
+            if (!u || !file_is(f, st)) continue;
+            __atomic_add_fetch(&f->writers, 1, __ATOMIC_SEQ_CST);
+            if (!__atomic_load_n(&f->closing, __ATOMIC_SEQ_CST) && __atomic_load_n(&f->u, __ATOMIC_SEQ_CST) == u &&
+                file_is(f, st))
+                return f;
+            __atomic_sub_fetch(&f->writers, 1, __ATOMIC_SEQ_CST);
+            busy = busy || __atomic_load_n(&f->closing, __ATOMIC_SEQ_CST);
+        }
+        busy = busy || (__atomic_load_n(&amap_opening_ino, __ATOMIC_ACQUIRE) == st->st_ino &&
+                        __atomic_load_n(&amap_opening_dev, __ATOMIC_RELAXED) == st->st_dev);
+        if (!busy) return NULL;
+        if (amap_self.mu) {
+            *err = -EDEADLK;
+            return NULL;
+        }
+        amap_lock(); /* the release or the first mapping holds it until done */
+        amap_unlock();
+    }
 }
 
 /* A fork's child keeps the mapping as plain shared memory: its stores are not logged (the write-protection
@@ -81,16 +152,22 @@ static void forget_in_child(void) {
     memset(amap_files, 0, sizeof amap_files);
     memset(amap_views, 0, sizeof amap_views);
     amap_live = 0;
+    amap_opening_dev = 0, amap_opening_ino = 0;
+    amap_self.mu = 0;
     pthread_mutex_init(&amap_mu, NULL);
 }
 
 static void register_fork_handler(void) { pthread_atfork(NULL, NULL, forget_in_child); }
 
-/* The file's last view is gone and no msync uses it: unsynced stores roll back. Under amap_mu. */
+/* The file's last view is gone and no msync uses it: unsynced stores roll back, once the writes pinned
+ * (write()s into the file, not into a view) are over. Under amap_mu. */
 static void file_release_if_unused(struct amap_file *f) {
     if (!f->u || f->views || f->msyncs) return;
+    __atomic_store_n(&f->closing, true, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&f->writers, __ATOMIC_SEQ_CST)) sched_yield();
     int r = dk_uwp_unmap(f->u);
-    f->u = NULL;
+    __atomic_store_n(&f->u, NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&f->closing, false, __ATOMIC_RELEASE);
     if (r) dk_log("DAXKIT_ATOMIC_MMAP: unmapping failed (%s)", strerror(-r));
 }
 
@@ -122,15 +199,18 @@ static struct amap_file *file_open(const char *path, const struct stat *st, int 
     void *addr;
     size_t len;
     int rc;
+    __atomic_store_n(&amap_opening_dev, st->st_dev, __ATOMIC_RELAXED);
+    __atomic_store_n(&amap_opening_ino, st->st_ino, __ATOMIC_SEQ_CST); /* writes of it wait (file_pin) */
+    struct dk_uwp *u = NULL;
     for (uint64_t waited_ms = 0;; waited_ms++) {
-        rc = dk_cfg.atomic_mmap_shadow ? dk_uwp_map_shadow(path, NULL, &slot->u, &addr, &len)
-                                       : dk_uwp_map(path, NULL, &slot->u, &addr, &len);
+        rc = dk_cfg.atomic_mmap_shadow ? dk_uwp_map_shadow(path, NULL, &u, &addr, &len)
+                                       : dk_uwp_map(path, NULL, &u, &addr, &len);
         if (rc != -EBUSY || waited_ms >= dk_cfg.atomic_wait_ms) break;
         if (waited_ms == 0) dk_count(DK_C_atomic_waits, 1);
         sleep_1ms();
     }
+    if (rc) __atomic_store_n(&amap_opening_ino, 0, __ATOMIC_RELAXED);
     if (rc) {
-        slot->u = NULL;
         if (!kernel_may_map(rc)) {
             *err = rc;
             dk_log("DAXKIT_ATOMIC_MMAP: %s cannot be mapped failure-atomically (%s%s): mmap fails", path,
@@ -143,8 +223,12 @@ static struct amap_file *file_open(const char *path, const struct stat *st, int 
         return NULL;
     }
     /* Whole pages, as the kernel maps them: the file's last page may be partial (review 10, finding 20). */
-    slot->base = addr, slot->len = dk_round_up(len, (size_t)sysconf(_SC_PAGESIZE)), slot->dev = st->st_dev, slot->ino = st->st_ino;
-    slot->views = 0, slot->msyncs = 0;
+    slot->base = addr, slot->len = dk_round_up(len, (size_t)sysconf(_SC_PAGESIZE));
+    __atomic_store_n(&slot->dev, st->st_dev, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->ino, st->st_ino, __ATOMIC_RELAXED);
+    slot->views = 0, slot->msyncs = 0, slot->writers = 0, slot->closing = false;
+    __atomic_store_n(&slot->u, u, __ATOMIC_RELEASE); /* writes find it from here on (file_pin) */
+    __atomic_store_n(&amap_opening_ino, 0, __ATOMIC_RELEASE);
     dk_count(DK_C_atomic_mmap_wp, 1);
     if (dk_uwp_shadowed(slot->u)) dk_count(DK_C_atomic_mmap_shadow, 1);
     return slot;
@@ -167,12 +251,12 @@ bool up_atomic_mmap(void *hint, size_t len, int prot, int fl, int fd, off_t off,
         *out = MAP_FAILED;
         return true;
     }
-    pthread_mutex_lock(&amap_mu);
+    amap_lock();
     struct amap_file *f = file_for(&st);
     int err = 0;
     if (!f) f = file_open(path, &st, &err);
     if (err) {
-        pthread_mutex_unlock(&amap_mu);
+        amap_unlock();
         *out = MAP_FAILED;
         errno = -err;
         return true;
@@ -190,7 +274,7 @@ bool up_atomic_mmap(void *hint, size_t len, int prot, int fl, int fd, off_t off,
         file_release_if_unused(f);
     }
     if (!ok && f) dk_log_once("DAXKIT_ATOMIC_MMAP: a mapping past the end of %s (or too many): by the kernel", path);
-    pthread_mutex_unlock(&amap_mu);
+    amap_unlock();
     return ok;
 }
 
@@ -255,12 +339,12 @@ bool up_atomic_munmap(void *addr, size_t len, int *rc) {
     long page = sysconf(_SC_PAGESIZE);
     char *p = (char *)dk_round_down((uintptr_t)addr, (uintptr_t)page);
     char *end = (char *)addr + len;
-    pthread_mutex_lock(&amap_mu);
+    amap_lock();
     bool ours = false;
     for (char *q = p; q < end && !ours; q = (char *)next_boundary(q, end))
         ours = view_at(q) != NULL;
     if (!ours || (uintptr_t)addr % (uintptr_t)page) { /* not ours, or EINVAL: the kernel says so */
-        pthread_mutex_unlock(&amap_mu);
+        amap_unlock();
         return false;
     }
     end = (char *)dk_round_up((uintptr_t)end, (uintptr_t)page);
@@ -277,7 +361,7 @@ bool up_atomic_munmap(void *addr, size_t len, int *rc) {
         }
         p = next;
     }
-    pthread_mutex_unlock(&amap_mu);
+    amap_unlock();
     return true;
 }
 
@@ -289,11 +373,11 @@ bool up_atomic_mremap(void *old, size_t old_len, size_t new_len, int fl, void **
     if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return false;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     char *p = old;
-    pthread_mutex_lock(&amap_mu);
+    amap_lock();
     struct amap_view *v = view_at(p);
     struct amap_file *f = v ? v->file : file_region_at(p);
     if (!f) {
-        pthread_mutex_unlock(&amap_mu);
+        amap_unlock();
         return false;
     }
     size_t old_r = dk_round_up(old_len, page), new_r = dk_round_up(new_len, page);
@@ -311,7 +395,7 @@ bool up_atomic_mremap(void *old, size_t old_len, size_t new_len, int fl, void **
         dk_log_once("DAXKIT_ATOMIC_MMAP: mremap of a failure-atomic mapping to grow or move it refused (ENOMEM; "
                     "counted as atomic_mmap_refused): map the file again instead");
     }
-    pthread_mutex_unlock(&amap_mu);
+    amap_unlock();
     if (e) errno = e;
     *out = e ? MAP_FAILED : old;
     return true;
@@ -320,50 +404,63 @@ bool up_atomic_mremap(void *old, size_t old_len, size_t new_len, int fl, void **
 bool up_atomic_msync(void *addr, size_t len, int flags, int *rc) {
     (void)len;
     if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return false;
-    pthread_mutex_lock(&amap_mu);
+    if (DK_UNLIKELY(amap_self.mu || dk_uwp_thread_busy())) { /* a handler's msync on a thread inside the code
+                                       * here: it could wait for its own thread, or hold what another waits for */
+        bool ours = amap_self.mu && view_at(addr); /* in amap_lock .. amap_unlock: read without it */
+        if (!amap_self.mu) {
+            amap_lock();
+            ours = view_at(addr) != NULL;
+            amap_unlock();
+        }
+        if (!ours) return false;
+        errno = -nested_refused();
+        *rc = -1;
+        return true;
+    }
+    amap_lock();
     struct amap_view *v = view_at(addr);
     struct amap_file *f = v ? v->file : NULL;
     if (f) f->msyncs++; /* a concurrent munmap of the last view must not free `u` under us */
-    pthread_mutex_unlock(&amap_mu);
+    amap_unlock();
     if (!f) return false;
     int r = (flags & MS_SYNC) ? dk_uwp_msync(f->u) : 0;
-    pthread_mutex_lock(&amap_mu);
+    amap_lock();
     f->msyncs--;
     file_release_if_unused(f);
-    pthread_mutex_unlock(&amap_mu);
+    amap_unlock();
     if (r) errno = -r;
     *rc = r ? -1 : 0;
     return true;
 }
 
-void *up_atomic_mmap_write_begin(dev_t dev, ino_t ino) {
-    if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return NULL;
+int up_atomic_mmap_write_begin(dev_t dev, ino_t ino, struct up_amap_write *w) {
+    if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return 0;
     struct stat st = {.st_dev = dev, .st_ino = ino};
-    pthread_mutex_lock(&amap_mu);
-    struct amap_file *f = file_for(&st);
-    if (f) f->msyncs++; /* `u` lives until up_atomic_mmap_write_end (as for an msync) */
-    pthread_mutex_unlock(&amap_mu);
-    if (f) dk_uwp_write_begin(f->u);
-    return f;
+    int err;
+    struct amap_file *f = file_pin(&st, &err);
+    if (!f) return err ? nested_refused() : 0;
+    if (dk_uwp_write_begin(f->u, &w->uw) != 0) { /* a handler's write that could only wait for its thread */
+        __atomic_sub_fetch(&f->writers, 1, __ATOMIC_SEQ_CST);
+        return nested_refused();
+    }
+    w->file = f;
+    return 1;
 }
 
-void up_atomic_mmap_write_end(void *w, uint64_t off, const void *buf, ssize_t r) {
-    struct amap_file *f = w;
-    dk_uwp_write_end(f->u, off, buf, r > 0 ? (uint64_t)r : 0);
-    pthread_mutex_lock(&amap_mu);
-    f->msyncs--;
-    file_release_if_unused(f);
-    pthread_mutex_unlock(&amap_mu);
+void up_atomic_mmap_write_end(struct up_amap_write *w, uint64_t off, const void *buf, ssize_t r) {
+    struct amap_file *f = w->file;
+    dk_uwp_write_end(&w->uw, off, buf, r > 0 ? (uint64_t)r : 0);
+    __atomic_sub_fetch(&f->writers, 1, __ATOMIC_SEQ_CST); /* a release waiting for it may go on */
 }
 
 void up_atomic_mmap_release_all(void) {
     if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return;
-    pthread_mutex_lock(&amap_mu);
+    amap_lock();
     memset(amap_views, 0, sizeof amap_views);
     for (int i = 0; i < AMAP_FILES_MAX; i++) { /* exit without msync: roll back, as a crash would */
         amap_files[i].views = 0;
         file_release_if_unused(&amap_files[i]); /* one still in an msync: released when it returns */
     }
     __atomic_store_n(&amap_live, 0, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&amap_mu);
+    amap_unlock();
 }

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "atomic/uwp.h"
+
 /* true when `path` (absolute) matches one of the DAXKIT_ATOMIC_MMAP globs. */
 bool up_atomic_mmap_wanted(const char *path);
 /* A writable MAP_SHARED mapping of a matching file: *out is the program's address, or MAP_FAILED with errno set
@@ -17,15 +19,24 @@ bool up_atomic_munmap(void *addr, size_t len, int *rc);
 /* mremap of an address inside a file's mapping: shrinking a view in place works (its tail is unmapped);
  * growing or moving one fails with ENOMEM (counted atomic_mmap_refused). *out: the result, errno set. */
 bool up_atomic_mremap(void *old, size_t old_len, size_t new_len, int fl, void **out);
-/* MS_SYNC commits (*rc 0, or -1 with errno); MS_ASYNC does nothing. */
+/* MS_SYNC commits (*rc 0, or -1 with errno); MS_ASYNC does nothing. In a signal handler whose thread is inside
+ * daxkit's handling of a mapped file: -1 with EDEADLK (counted atomic_mmap_nested_refused). */
 bool up_atomic_msync(void *addr, size_t len, int flags, int *rc);
-/* The program is about to write into the file (dev, ino) through a descriptor: a handle for
- * up_atomic_mmap_write_end when the file is mapped (dk_uwp_write_begin), else NULL. One load when no file is
- * mapped. */
-void *up_atomic_mmap_write_begin(dev_t dev, ino_t ino);
+/* One write of the program into a file through a descriptor, bracketed (up_atomic_mmap_write_begin/_end). */
+struct up_amap_write {
+    void *file;             /* the mapped file (atomic_mmap.c's struct amap_file), pinned */
+    struct dk_uwp_write uw; /* the engine's bracket */
+};
+/* The program is about to write into the file (dev, ino): 1 when the file is mapped (call
+ * up_atomic_mmap_write_end after the write; dk_uwp_write_begin), 0 when not (nothing to do; one load when no
+ * file is mapped), -EDEADLK when the write must be refused before it is made: a signal handler's write on a
+ * thread that is inside daxkit's handling of this mapped file (an msync of it, the copy of a write into its
+ * shadow, the table's lock), which the write would wait for (review 11, finding 20; counted
+ * atomic_mmap_nested_refused). */
+int up_atomic_mmap_write_begin(dev_t dev, ino_t ino, struct up_amap_write *w);
 /* The write returned r (its bytes from buf at off): a shadow of the file shows them, the undo copies of the
  * file's own mapping keep them (dk_uwp_write_end). errno is kept. */
-void up_atomic_mmap_write_end(void *w, uint64_t off, const void *buf, ssize_t r);
+void up_atomic_mmap_write_end(struct up_amap_write *w, uint64_t off, const void *buf, ssize_t r);
 /* Exit: stores not msync'ed roll back. */
 void up_atomic_mmap_release_all(void);
 

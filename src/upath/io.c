@@ -632,9 +632,37 @@ static int publish_logged(struct up_file *f, int fd) {
  * is durable already, so overwritten bytes in place are stored -- written back on a flush medium -- but
  * neither fenced nor msync'ed here, and appends are published but not synced: strict mode's checkpoint
  * makes all of them durable at once). */
+/* posix and sync modes: a signal handler's write on a thread that holds f->mu (its write, read or publish of f
+ * was interrupted, maybe half way through changing the file: its mapping, its staged appends) -- waiting for
+ * the mutex would wait for good. Published bytes in place go to the kernel's pwrite, which the mapping shows
+ * (as strict mode's nested writes: strict.c apply_part), fdatasync'ed in sync mode; an append or bytes past
+ * the published end fail with EDEADLK before anything is written (counters io_nested_by_kernel,
+ * io_nested_refused; found with review 11, finding 20's test). */
+static ssize_t write_nested(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append,
+                            int sync) {
+    if (append || off + n > __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) ||
+        off + n > __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE)) {
+        dk_count(DK_C_io_nested_refused, 1);
+        errno = EDEADLK;
+        return -1;
+    }
+    int cancel_was = dk_cancel_off();
+    int rc = dk_pwrite_all(fd, buf, n, off, 0, NULL);
+    if (!rc && sync && DK_REAL(fdatasync)(fd) != 0) rc = -errno;
+    dk_cancel_restore(cancel_was);
+    if (rc) {
+        errno = -rc;
+        return -1;
+    }
+    dk_count(DK_C_io_nested_by_kernel, 1);
+    up_io_last_offset = off;
+    return (ssize_t)n;
+}
+
 ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append, int sync) {
     if (n == 0) return 0;
     n = DK_MIN(n, DK_MAX_RW_BYTES);
+    if (DK_UNLIKELY(mu_file == f) && sync != UP_IO_LOGGED) return write_nested(f, fd, buf, n, off, append, sync);
     if (DK_UNLIKELY(__atomic_load_n(&f->size_unsure, __ATOMIC_RELAXED)) && (append || off + n > up_file_size(f)))
         up_size_verify_slow(f, fd); /* an exact end is needed: reclock.c */
     bool appended = false, fence = sync != UP_IO_LOGGED, by_kernel = false;
@@ -855,10 +883,15 @@ static ssize_t write_op(struct up_slot *s, int fd, const void *buf, size_t n, ui
     if (DK_UNLIKELY((append ? up_file_size(s->file) : off) + n > UP_MAP_MAX_BYTES))
         return write_past_mapping(s->file, fd, buf, n, off, append, fl);
     /* DAXKIT_ATOMIC_MMAP: a mapping of this file sees the bytes (appends lie past every mapping of it) */
-    void *amw = append ? NULL : up_atomic_mmap_write_begin(s->file->dev, s->file->ino);
+    struct up_amap_write amw;
+    int am = append ? 0 : up_atomic_mmap_write_begin(s->file->dev, s->file->ino, &amw);
+    if (DK_UNLIKELY(am < 0)) { /* a signal handler's write that would wait for its own thread */
+        errno = -am;
+        return -1;
+    }
     ssize_t r = dk_cfg.mode == DK_MODE_STRICT ? up_strict_write(s->file, fd, buf, n, off, append)
                                               : up_io_write(s->file, fd, buf, n, off, append, sync_writes(fl));
-    if (DK_UNLIKELY(amw != NULL)) up_atomic_mmap_write_end(amw, off, buf, r);
+    if (DK_UNLIKELY(am > 0)) up_atomic_mmap_write_end(&amw, off, buf, r);
     /* EFBIG from the path (not the size limit's, which fsize.c and the kernel answer): the mapping refused a
      * file another process grew past UP_MAP_MAX_BYTES. */
     if (DK_UNLIKELY(r < 0 && errno == EFBIG) && !up_fsize_limited())

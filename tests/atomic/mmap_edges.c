@@ -47,17 +47,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define PAGE 4096u
+#include "uffd_probe.h"
 
-#ifndef UFFD_USER_MODE_ONLY
-#define UFFD_USER_MODE_ONLY 1
-#endif
-#ifndef UFFD_FEATURE_WP_HUGETLBFS_SHMEM
-#define UFFD_FEATURE_WP_HUGETLBFS_SHMEM (1 << 12)
-#endif
-#ifndef USERFAULTFD_IOC_NEW
-#define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)
-#endif
+#define PAGE 4096u
 
 #define CHECK(cond, ...) \
     do { \
@@ -82,34 +74,10 @@ static unsigned char byte_at(off_t off) {
 /* 0 or -1 with errno, as msync(2). */
 static int sync_all(unsigned char *p) { return msync(p, file_bytes, MS_SYNC); }
 
-static int uffd_open(void) {
-    int ufd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
-    if (ufd >= 0) return ufd;
-    int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
-    if (dev < 0) return -1;
-    ufd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | UFFD_USER_MODE_ONLY);
-    close(dev);
-    return ufd;
-}
-
 /* Skips (77) when this process cannot write-protect a shared memory page with userfaultfd. */
 static void require_uffd_wp_shmem(void) {
-    const char *why = NULL;
-    int mfd = (int)syscall(SYS_memfd_create, "mmap_edges_probe", 0), ufd = -1;
-    void *p = MAP_FAILED;
-    if (mfd < 0 || ftruncate(mfd, PAGE) != 0) why = "memfd_create/ftruncate";
-    if (!why && (p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0)) == MAP_FAILED) why = "mmap";
-    if (!why && (ufd = uffd_open()) < 0) why = "userfaultfd";
-    struct uffdio_api api = {.api = UFFD_API,
-                             .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_WP_HUGETLBFS_SHMEM};
-    if (!why && ioctl(ufd, UFFDIO_API, &api) != 0) why = "UFFDIO_API";
-    struct uffdio_register reg = {.range = {(uintptr_t)p, PAGE}, .mode = UFFDIO_REGISTER_MODE_WP};
-    if (!why && ioctl(ufd, UFFDIO_REGISTER, &reg) != 0) why = "UFFDIO_REGISTER_MODE_WP on shared memory";
-    int e = errno;
-    if (ufd >= 0) close(ufd);
-    if (p != MAP_FAILED) munmap(p, PAGE);
-    if (mfd >= 0) close(mfd);
-    if (why) printf("SKIP: no userfaultfd write-protection for shared memory here (%s: %s)\n", why, strerror(e)), exit(77);
+    const char *why = uffd_wp_shmem_missing();
+    if (why) printf("SKIP: no userfaultfd write-protection for shared memory here (%s)\n", why), exit(77);
 }
 
 /* Every store is followed by an msync that must succeed: the last page is partial (the file is 5000 bytes). */

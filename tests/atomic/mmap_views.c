@@ -31,6 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "uffd_probe.h"
+
 #define FILE_BYTES (1u << 20)
 #define PAGE 4096u
 
@@ -46,51 +48,6 @@ static unsigned char byte_at(off_t off) {
     unsigned char c;
     if (pread(fd, &c, 1, off) != 1) perror("pread"), exit(1);
     return c;
-}
-
-#ifndef UFFD_USER_MODE_ONLY
-#define UFFD_USER_MODE_ONLY 1
-#endif
-#ifndef UFFD_FEATURE_WP_HUGETLBFS_SHMEM
-#define UFFD_FEATURE_WP_HUGETLBFS_SHMEM (1 << 12)
-#endif
-#ifndef USERFAULTFD_IOC_NEW
-#define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)
-#endif
-
-/* A userfaultfd as an unprivileged process gets one: the system call (user-mode faults), else /dev/userfaultfd. */
-static int uffd_open(void) {
-    int ufd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
-    if (ufd >= 0) return ufd;
-    int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
-    if (dev < 0) return -1;
-    ufd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | UFFD_USER_MODE_ONLY);
-    close(dev);
-    return ufd;
-}
-
-/* NULL when this process can write-protect a shared memory (memfd) page with userfaultfd, else what failed. */
-static const char *uffd_wp_shmem_missing(void) {
-    const char *why = NULL;
-    int mfd = (int)syscall(SYS_memfd_create, "mmap_views_probe", 0), ufd = -1;
-    void *p = MAP_FAILED;
-    if (mfd < 0 || ftruncate(mfd, PAGE) != 0) why = "memfd_create/ftruncate";
-    if (!why && (p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0)) == MAP_FAILED)
-        why = "mmap of a memfd";
-    if (!why && (ufd = uffd_open()) < 0) why = "userfaultfd (system call and /dev/userfaultfd)";
-    struct uffdio_api api = {.api = UFFD_API,
-                             .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_WP_HUGETLBFS_SHMEM};
-    if (!why && ioctl(ufd, UFFDIO_API, &api) != 0) why = "UFFDIO_API with the write-protect features for shmem";
-    struct uffdio_register reg = {.range = {(uintptr_t)p, PAGE}, .mode = UFFDIO_REGISTER_MODE_WP};
-    if (!why && ioctl(ufd, UFFDIO_REGISTER, &reg) != 0) why = "UFFDIO_REGISTER_MODE_WP on shared memory";
-    struct uffdio_writeprotect wp = {.range = {(uintptr_t)p, PAGE}, .mode = UFFDIO_WRITEPROTECT_MODE_WP};
-    if (!why && ioctl(ufd, UFFDIO_WRITEPROTECT, &wp) != 0) why = "UFFDIO_WRITEPROTECT on shared memory";
-    int e = errno;
-    if (ufd >= 0) close(ufd);
-    if (p != MAP_FAILED) munmap(p, PAGE);
-    if (mfd >= 0) close(mfd);
-    if (why) fprintf(stdout, "probe: %s failed: %s\n", why, strerror(e));
-    return why;
 }
 
 /* Where the probe says the mapping can be failure-atomic, a store not msync'ed must be rolled back by the
