@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/statfs.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -292,6 +293,9 @@ int dk_uwp_msync(struct dk_uwp *u) {
 int dk_uwp_unmap(struct dk_uwp *u) {
     DK_ERRNO_SAVE;
     struct alog_file *f = u->f;
+    /* The rollback stores into the file's mapping, which the program may have made read-only (mprotect): no
+     * view of it is left now. */
+    if (!u->shadow) DK_REAL(mprotect)(f->data, u->len, PROT_READ | PROT_WRITE);
     uwp_free(u);
     int rc = alog_close(f); /* rolls back the pages of the unfinished epoch */
     DK_ERRNO_RESTORE;

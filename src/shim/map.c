@@ -42,6 +42,11 @@ DK_EXPORT int msync(void *addr, size_t len, int fl) {
     if (up_atomic_msync(addr, len, fl, &rc)) return rc;
     return DK_REAL(msync)(addr, len, fl);
 }
+DK_EXPORT int mprotect(void *addr, size_t len, int prot) {
+    int rc;
+    if (up_atomic_mprotect(addr, len, prot, &rc)) return rc; /* DAXKIT_ATOMIC_MMAP */
+    return DK_REAL(mprotect)(addr, len, prot);
+}
 DK_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int fl, ...) {
     void *to = NULL, *out;
     if (fl & MREMAP_FIXED) { /* the new address: only with MREMAP_FIXED */

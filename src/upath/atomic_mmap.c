@@ -253,6 +253,7 @@ bool up_atomic_mmap(void *hint, size_t len, int prot, int fl, int fd, off_t off,
     }
     amap_lock();
     struct amap_file *f = file_for(&st);
+    bool mapped_before = f != NULL;
     int err = 0;
     if (!f) f = file_open(path, &st, &err);
     if (err) {
@@ -270,6 +271,18 @@ bool up_atomic_mmap(void *hint, size_t len, int prot, int fl, int fd, off_t off,
         f->views++;
         __atomic_add_fetch(&amap_live, 1, __ATOMIC_RELEASE);
         *out = v->addr;
+    } else if (f && mapped_before) {
+        /* A kernel mapping of the file beside its failure-atomic one would alias it: its stores unlogged, and
+         * undone by a rollback of the other's epoch (review 10, finding 6's addendum) -- refused as the kernel
+         * refuses a mapping it cannot make. Past the file's end: it has grown since it was first mapped. */
+        dk_count(DK_C_atomic_mmap_refused, 1);
+        dk_log_once("DAXKIT_ATOMIC_MMAP: a mapping of %s past the end of its failure-atomic mapping (the file grew "
+                    "since) or past %d views refused (ENOMEM; counted as atomic_mmap_refused): unmap its views "
+                    "and map it again at its new size", path, AMAP_VIEWS_MAX);
+        amap_unlock();
+        errno = ENOMEM;
+        *out = MAP_FAILED;
+        return true;
     } else if (f) {
         file_release_if_unused(f);
     }
@@ -398,6 +411,44 @@ bool up_atomic_mremap(void *old, size_t old_len, size_t new_len, int fl, void **
     amap_unlock();
     if (e) errno = e;
     *out = e ? MAP_FAILED : old;
+    return true;
+}
+
+/* mprotect over views: applied to them (the userfaultfd write-protection of their pages outlives it, so a page
+ * made writable again faults at its first store as before); a protection that removes reading and writing
+ * (PROT_NONE) is refused with EACCES: the engine reads the pages stored into at msync. Pages of a file's
+ * mapping unmapped from every view: ENOMEM, as the kernel answers for unmapped pages; pieces outside every
+ * file's mapping go to the kernel. */
+bool up_atomic_mprotect(void *addr, size_t len, int prot, int *rc) {
+    if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return false;
+    long page = sysconf(_SC_PAGESIZE);
+    if ((uintptr_t)addr % (uintptr_t)page) return false; /* EINVAL: the kernel says so */
+    /* A signal handler's (a SIGSEGV handler of a garbage collector) on a thread holding amap_mu: the kernel's */
+    if (DK_UNLIKELY(amap_self.mu)) return false;
+    char *p = addr, *end = (char *)dk_round_up((uintptr_t)addr + len, (uintptr_t)page);
+    amap_lock();
+    bool ours = false;
+    for (char *q = p; q < end && !ours; q = (char *)next_boundary(q, end))
+        ours = file_region_at(q) != NULL;
+    if (!ours) {
+        amap_unlock();
+        return false;
+    }
+    *rc = 0;
+    if (!(prot & (PROT_READ | PROT_WRITE))) {
+        dk_count(DK_C_atomic_mmap_refused, 1);
+        dk_log_once("DAXKIT_ATOMIC_MMAP: mprotect of a failure-atomic mapping without PROT_READ or PROT_WRITE "
+                    "refused (EACCES; counted as atomic_mmap_refused): msync reads the pages stored into");
+        errno = EACCES, *rc = -1;
+    }
+    for (char *q = p; q < end && *rc == 0;) {
+        struct amap_view *v = view_at(q);
+        char *next = v ? (v->addr + v->len < end ? v->addr + v->len : end) : (char *)next_boundary(q, end);
+        if (!v && file_region_at(q)) errno = ENOMEM, *rc = -1; /* unmapped from the program's views */
+        else if (DK_REAL(mprotect)(q, (size_t)(next - q), prot) != 0) *rc = -1;
+        q = next;
+    }
+    amap_unlock();
     return true;
 }
 

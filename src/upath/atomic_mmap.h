@@ -13,12 +13,16 @@
 /* true when `path` (absolute) matches one of the DAXKIT_ATOMIC_MMAP globs. */
 bool up_atomic_mmap_wanted(const char *path);
 /* A writable MAP_SHARED mapping of a matching file: *out is the program's address, or MAP_FAILED with errno set
- * (the file could not be mapped failure-atomically and may hold an unrecovered epoch: EBUSY, ESTALE, EIO...). */
+ * (the file could not be mapped failure-atomically and may hold an unrecovered epoch: EBUSY, ESTALE, EIO...;
+ * ENOMEM: past the end of the file's failure-atomic mapping, which a kernel mapping would alias). */
 bool up_atomic_mmap(void *hint, size_t len, int prot, int fl, int fd, off_t off, void **out);
 bool up_atomic_munmap(void *addr, size_t len, int *rc);
 /* mremap of an address inside a file's mapping: shrinking a view in place works (its tail is unmapped);
  * growing or moving one fails with ENOMEM (counted atomic_mmap_refused). *out: the result, errno set. */
 bool up_atomic_mremap(void *old, size_t old_len, size_t new_len, int fl, void **out);
+/* mprotect of an address range touching a file's mapping: applied to its views (tracking goes on), PROT_NONE
+ * refused with EACCES (counted atomic_mmap_refused), pages unmapped from the views ENOMEM. *rc 0 or -1, errno. */
+bool up_atomic_mprotect(void *addr, size_t len, int prot, int *rc);
 /* MS_SYNC commits (*rc 0, or -1 with errno); MS_ASYNC does nothing. In a signal handler whose thread is inside
  * daxkit's handling of a mapped file: -1 with EDEADLK (counted atomic_mmap_nested_refused). */
 bool up_atomic_msync(void *addr, size_t len, int flags, int *rc);

@@ -1,4 +1,4 @@
-/* Edge cases of DAXKIT_ATOMIC_MMAP (review 10, findings 20, 2, 9, 8, 7, 6, 17), as an unmodified mmap + msync
+/* Edge cases of DAXKIT_ATOMIC_MMAP (review 10, findings 20, 2, 9, 8, 7, 6, 17; mprotect), as an unmodified mmap + msync
  * program run under `daxkit run --atomic-mmap` by mmap_edges.sh. Each case checks what the kernel's mmap
  * would do plus the failure-atomic promise (a crash keeps the state of the last completed msync).
  *
@@ -20,6 +20,12 @@
  *                                    with ENOMEM or made atomic; shrunk in place it works; then an unsynced
  *                                    store + SIGKILL (expect checks it rolled back) (6)
  *   mmap_edges FILE noreplace        MAP_FIXED_NOREPLACE maps at the address asked for, or fails with EEXIST (17)
+ *   mmap_edges FILE mprotect         FILE: two pages. A view made read-only and writable again stays tracked,
+ *                                    msync works read-only, PROT_NONE is refused (EACCES); ends with unsynced
+ *                                    stores + SIGKILL (expect checks they rolled back)
+ *   mmap_edges FILE grown            FILE: one page, grown while mapped: a larger second mapping is refused
+ *                                    (ENOMEM), after the first view goes it is failure-atomic; ends with SIGKILL
+ *                                    (6's addendum)
  *   mmap_edges FILE crash OFF LEN C  maps the whole file, stores LEN bytes C at OFF, no msync, SIGKILLs
  *                                    itself (the script then checks with expect)
  *   mmap_edges FILE expect OFF LEN C maps and unmaps the file (recovery), then [OFF, OFF+LEN) must be C
@@ -303,6 +309,62 @@ static int noreplace(void) {
     return 0;
 }
 
+/* mprotect of a view (FILE: two pages): made read-only and writable again, its pages are still tracked (a store
+ * not msync'ed is rolled back: by munmap here, by the crash after it, checked by expect 0 1 A); msync works while
+ * it is read-only; PROT_NONE is refused with EACCES; munmap of a read-only view rolls back without a fault. */
+static int protect(void) {
+    CHECK(file_bytes >= 2 * PAGE, "the file must hold two pages");
+    unsigned char *p = map_file();
+    p[0] = 'A', p[PAGE] = 'A';
+    CHECK(sync_all(p) == 0, "msync: %s", strerror(errno));
+    p[200] = 'X'; /* unsynced, then the view made read-only: munmap must still roll it back */
+    CHECK(mprotect(p, file_bytes, PROT_READ) == 0, "mprotect PROT_READ: %s", strerror(errno));
+    CHECK(munmap(p, file_bytes) == 0, "munmap: %s", strerror(errno));
+    CHECK(byte_at(200) == 0, "a store not msync'ed survived munmap of the read-only view: %d", byte_at(200));
+    p = map_file();
+    p[300] = 'M';
+    CHECK(mprotect(p, file_bytes, PROT_READ) == 0, "mprotect PROT_READ: %s", strerror(errno));
+    CHECK(sync_all(p) == 0, "msync of a read-only view: %s", strerror(errno));
+    CHECK(byte_at(300) == 'M', "the store msync'ed while the view was read-only is not in the file");
+    CHECK(mprotect(p, PAGE, PROT_NONE) == -1 && errno == EACCES, "mprotect PROT_NONE: want EACCES, got %s",
+          strerror(errno));
+    CHECK(mprotect(p, file_bytes, PROT_READ | PROT_WRITE) == 0, "mprotect back to RW: %s", strerror(errno));
+    p[0] = 'B';    /* write-protected since the msync: must be logged although the view was read-only meanwhile */
+    p[PAGE] = 'B'; /* the same, the second page */
+    printf("protect: mprotect PROT_READ and back kept the pages tracked (checked after the crash), PROT_NONE "
+           "refused with EACCES\n");
+    fflush(stdout);
+    kill(getpid(), SIGKILL);
+    return 1;
+}
+
+/* A file grown while mapped (FILE: one page): a second, larger mapping would alias the failure-atomic one and is
+ * refused with ENOMEM (review 10, finding 6's addendum: a store + msync through it was undone by the other's
+ * rollback); once the first view is gone, the larger mapping is failure-atomic (a store not msync'ed into its
+ * second page + SIGKILL: expect 5000 1 0; the msync'ed one kept: expect 4096 1 K). */
+static int grown(void) {
+    CHECK(file_bytes == PAGE, "the file must be one page");
+    unsigned char *p = map_file();
+    p[0] = 'A';
+    CHECK(sync_all(p) == 0, "msync: %s", strerror(errno));
+    CHECK(ftruncate(fd, 2 * PAGE) == 0, "ftruncate: %s", strerror(errno));
+    unsigned char *q = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    CHECK(q == MAP_FAILED && errno == ENOMEM, "a larger mapping beside the failure-atomic one: want ENOMEM, got %s",
+          q == MAP_FAILED ? strerror(errno) : "a mapping");
+    p[100] = 'X'; /* unsynced: rolled back by the munmap */
+    CHECK(munmap(p, PAGE) == 0, "munmap: %s", strerror(errno));
+    CHECK(byte_at(0) == 'A' && byte_at(100) == 0, "file: %c %d, want A 0", byte_at(0), byte_at(100));
+    q = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    CHECK(q != MAP_FAILED, "the larger mapping after the first view went: %s", strerror(errno));
+    q[PAGE] = 'K';
+    CHECK(msync(q, 2 * PAGE, MS_SYNC) == 0, "msync: %s", strerror(errno));
+    q[5000] = 'Y'; /* unsynced, then SIGKILL */
+    printf("grown: the larger mapping refused with ENOMEM while the first view lived, failure-atomic after\n");
+    fflush(stdout);
+    kill(getpid(), SIGKILL);
+    return 1;
+}
+
 static int char_arg(const char *s) { return !strcmp(s, "0") ? 0 : (unsigned char)s[0]; }
 
 int main(int argc, char **argv) {
@@ -317,6 +379,8 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "big") && argc > 3) return big(strtoul(argv[3], NULL, 0));
     if (!strcmp(m, "mremap")) return remap();
     if (!strcmp(m, "noreplace")) return noreplace();
+    if (!strcmp(m, "mprotect")) return protect();
+    if (!strcmp(m, "grown")) return grown();
     if (!strcmp(m, "race")) return race(argc > 3 ? atoi(argv[3]) : 10);
     if (!strcmp(m, "pwrite-rollback")) return pwrite_rollback(argc > 3 && !strcmp(argv[3], "crash"));
     if (!strcmp(m, "read-into") && argc > 3) return read_into(argv[3]);

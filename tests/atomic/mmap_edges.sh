@@ -15,6 +15,10 @@
 #   mremap   growing a view refused with ENOMEM (or made atomic), shrinking it in place works, then a crash
 #            keeps no unsynced store (finding 6)
 #   noreplace MAP_FIXED_NOREPLACE at the address asked for, or EEXIST (finding 17)
+#   mprotect a view made read-only and writable again stays tracked (a store after it is rolled back by a crash),
+#            msync works while read-only, munmap of a read-only view rolls back, PROT_NONE refused (EACCES)
+#   grown    a file grown while mapped: a larger second mapping refused (ENOMEM) while the first lives (it would
+#            alias it), failure-atomic after (6's addendum)
 set -uo pipefail
 . "$DAXKIT_SRC/tests/harness/media.sh"
 dk_need_root
@@ -103,6 +107,21 @@ mremap)
 noreplace)
     head -c 4096 /dev/zero > "$M/n.dat"
     step "$M/n.dat" noreplace
+    ;;
+mprotect)
+    head -c 8192 /dev/zero > "$M/p.dat"
+    crash "$M/p.dat" mprotect
+    step "$M/p.dat" expect 0 1 A    # the store after PROT_READ -> RW was logged: rolled back
+    step "$M/p.dat" expect 4096 1 A
+    step "$M/p.dat" expect 200 1 0  # rolled back by a munmap of a read-only view
+    step "$M/p.dat" expect 300 1 M  # msync'ed while read-only
+    ;;
+grown)
+    head -c 4096 /dev/zero > "$M/g.dat"
+    crash "$M/g.dat" grown
+    step "$M/g.dat" expect 0 1 A
+    step "$M/g.dat" expect 4096 1 K # msync'ed through the larger mapping
+    step "$M/g.dat" expect 5000 1 0 # never msync'ed: rolled back
     ;;
 *) dk_fail "unknown case $case" ;;
 esac
