@@ -27,7 +27,10 @@ lib=$BUILD/lib/libdaxkit.so
 mkdir -p "$OUT"
 dk_media_mount hugetmpfs 2G
 csv=$OUT/atomic-posix.csv
-echo "variant,bs,ops,fsync_every,ops_per_s,cpu_ns_per_op,median_ns,p999_ns,fsync_median_ns,op_median_ns,op_p999_ns,rep" > "$csv"
+# dk_bench_fsync_writes's row (its header comment names the columns), then the repetition
+header=variant,bs,ops,fsync_every,ops_per_s,cpu_ns_per_op,median_ns,p999_ns,fsync_median_ns,op_median_ns,op_p999_ns
+header+=,op_p90_ns,op_p99_ns,op_mean_ns,cpu_close_ns_per_op,bg_cpu_ns,rep
+echo "$header" > "$csv"
 dir=$DK_MNT/bench
 
 variant_env() {  # VARIANT -> env array
@@ -45,7 +48,12 @@ variant_env() {  # VARIANT -> env array
 run() {  # VARIANT BS EVERY REP
     variant_env "$1"
     rm -rf "$dir" && mkdir -p "$dir"
-    echo "$(env "${env[@]}" "$bench" "$dir" "$1" "$2" "$OPS" "$3" 32 "$4"),$4" >> "$csv"
+    local row
+    row="$(env "${env[@]}" "$bench" "$dir" "$1" "$2" "$OPS" "$3" 32 "$4"),$4"
+    # a row of another width than the header would shift every later column (it did: 12 names, 17 fields)
+    [ "$(awk -F, '{print NF}' <<<"$row")" = "$(awk -F, '{print NF}' <<<"$header")" ] ||
+        dk_fail "dk_bench_fsync_writes printed '$row', not the columns of '$header'"
+    echo "$row" >> "$csv"
 }
 
 for rep in $(seq 1 "$REPS"); do
