@@ -1,6 +1,7 @@
 /* Mapping a file for atomic updates: the data file, its log in <dir>/.daxkit/<name>.alog (the same area
  * the staging pool uses, src/upath/stage.c), the medium's persistence rule, recovery, the checkpoint
  * thread. And the way back. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "common/config.h"
 #include "common/dk.h"
 #include "common/log.h"
+#include "persist/media.h"
 #include "persist/persist.h"
 #include "shim/libc.h"
 #include "common/mapflags.h"
@@ -40,10 +42,22 @@ static int fail_errno(void) { return errno ? -errno : -EIO; }
 
 #define ALOG_POPULATE_BYTES_MAX (1ull << 30) /* larger mappings fault in as they are touched */
 
-static int map_shared(int fd, uint64_t len, bool dax, char **out) {
+/* The log or the data file mapped shared: MAP_SYNC on a DAX medium -- where the file is not DAX itself (a
+ * dax=inode mount: statx, or MAP_SYNC refused; review 11, finding 3) the engine persists as page cache from
+ * then on (msync, fdatasync), for both files: an msync of a DAX mapping is durable too. */
+static void not_dax(struct alog_file *f) {
+    f->persist_as = DK_MEDIUM_PAGECACHE;
+    dk_log_once("DAXKIT_ATOMIC: a file of a DAX directory is not DAX itself (a dax=inode mount: FS_XFLAG_DAX is "
+                "per file): its log persists by msync/fdatasync, not by flushes");
+}
+
+static int map_shared(struct alog_file *f, int fd, uint64_t len, char **out) {
     void *a = MAP_FAILED;
     int populate = len <= ALOG_POPULATE_BYTES_MAX ? MAP_POPULATE : 0; /* no page faults on the data path */
+    bool dax = f->persist_as == DK_MEDIUM_DAX && !f->emulated;
+    if (dax && dk_file_persist_as(DK_MEDIUM_DAX, false, dk_file_dax_attr(fd), -1) != DK_MEDIUM_DAX) not_dax(f), dax = false;
     if (dax) a = DK_REAL(mmap)(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED_VALIDATE | MAP_SYNC | populate, fd, 0);
+    if (dax && a == MAP_FAILED && errno == EOPNOTSUPP) not_dax(f);
     if (a == MAP_FAILED) a = DK_REAL(mmap)(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | populate, fd, 0);
     if (a == MAP_FAILED) return fail_errno();
     *out = a;
@@ -121,7 +135,7 @@ static int open_data(struct alog_file *f, const char *path, const struct alog_wh
 static int map_data(struct alog_file *f) {
     if (f->track_size) return alog_map_reserved(f);
     if (!f->data_len) return -EINVAL;
-    return map_shared(f->data_fd, f->data_len, f->persist_as == DK_MEDIUM_DAX && !f->emulated, &f->data);
+    return map_shared(f, f->data_fd, f->data_len, &f->data);
 }
 
 /* The C API met a log that still tracks a size (a DAXKIT_ATOMIC program crashed): after recovery, cut the
@@ -165,7 +179,7 @@ static int create_log(struct alog_file *f, const struct stat *st, uint64_t data_
     if (DK_REAL(ftruncate)(f->log_fd, 0) != 0 || DK_REAL(ftruncate)(f->log_fd, (off_t)total) != 0) return fail_errno();
     /* Allocated now: a full file system is an error here, not a SIGBUS at a store later. */
     if (DK_REAL(fallocate)(f->log_fd, 0, 0, (off_t)total) != 0 && errno != EOPNOTSUPP) return fail_errno();
-    int rc = map_shared(f->log_fd, total, f->persist_as == DK_MEDIUM_DAX && !f->emulated, &f->logmap);
+    int rc = map_shared(f, f->log_fd, total, &f->logmap);
     if (rc) return rc;
     f->log_len = total;
     return format_log(f, (uint64_t)st->st_ino, (uint64_t)st->st_dev, data_bytes);
@@ -251,7 +265,7 @@ static int attach_log(struct alog_file *f, const struct stat *st, uint64_t data_
     if (rc) return rc;
     if (existing) {
         f->log_len = log_total_bytes(h.entry_count, h.data_bytes);
-        if ((rc = map_shared(f->log_fd, f->log_len, f->persist_as == DK_MEDIUM_DAX && !f->emulated, &f->logmap)))
+        if ((rc = map_shared(f, f->log_fd, f->log_len, &f->logmap)))
             return rc;
     }
     adopt_log(f);
@@ -321,7 +335,7 @@ int alog_log_grow_map(struct alog_file *f, uint64_t new_len) {
     }
     if (f->persist_as != DK_MEDIUM_VOLATILE && DK_REAL(fdatasync)(f->log_fd) != 0) return fail_errno();
     char *m;
-    int rc = map_shared(f->log_fd, new_len, f->persist_as == DK_MEDIUM_DAX && !f->emulated, &m);
+    int rc = map_shared(f, f->log_fd, new_len, &m);
     if (rc) return rc;
     f->retired_map[f->retired_count] = f->logmap, f->retired_len[f->retired_count++] = f->log_len;
     f->logmap = m, f->log_len = new_len;

@@ -50,6 +50,24 @@ const char *dk_medium_name(enum dk_medium m);
 /* Bytes from which relink should clone instead of copy, from measured costs (UINT64_MAX: never clone). */
 uint64_t dk_medium_clone_min_bytes(const struct dk_medium_info *m);
 
+/* How one file of a directory persists (review 11, finding 3). The directory's medium comes from a scratch
+ * file made there; on a DAX mount with per-inode DAX (XFS and ext4 since Linux 5.8 mount dax=inode unless told
+ * otherwise: FS_XFLAG_DAX, inherited from the directory) a file created before the flag was set, moved in, or
+ * whose flag was cleared is not DAX: the kernel maps it through the page cache (MAP_SYNC refused), and only
+ * msync/fdatasync make its data durable. root_persist_as: the directory's (DK_MEDIUM_DAX also when emulated);
+ * emulated: DAXKIT_PERSIST=flush (flushing is what was asked for); file_dax: statx's STATX_ATTR_DAX of the file
+ * (1 set, 0 clear, -1 not reported); map_sync: whether a MAP_SYNC mapping of the file was granted (1, 0
+ * refused, -1 not tried). A file that is not DAX by either persists as DK_MEDIUM_PAGECACHE. */
+static inline enum dk_medium dk_file_persist_as(enum dk_medium root_persist_as, bool emulated, int file_dax,
+                                                int map_sync) {
+    if (root_persist_as != DK_MEDIUM_DAX || emulated) return root_persist_as;
+    return file_dax == 0 || map_sync == 0 ? DK_MEDIUM_PAGECACHE : DK_MEDIUM_DAX;
+}
+/* statx's STATX_ATTR_DAX of the open file fd: 1 set, 0 clear, -1 when the kernel does not report it (before
+ * Linux 5.8, or a file system without per-file DAX) or statx fails. By system call: the library's own statx
+ * is interposed. */
+int dk_file_dax_attr(int fd);
+
 /* ---- probe internals (media.c, media_costs.c); exposed for tests ---- */
 
 /* Creates an anonymous scratch file in dirfd (O_TMPFILE, else a unique name unlinked at once).

@@ -8,6 +8,7 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "common/stats.h"
 #include "upath/atomic_route.h"
 #include "upath/internal.h"
 #include "upath/io.h"
@@ -137,6 +138,7 @@ struct up_file *up_file_get(struct up_root *r, const struct stat *st, const char
     pthread_mutex_init(&f->mu, NULL);
     pthread_mutex_init(&f->strict_mu, NULL);
     f->rescue_fd = -1;
+    f->file_dax = UP_DAX_UNCHECKED, f->map_sync = -1;
     f->aux_fd = -1;
     f->atomic_fd = -1;
     f->open_refs = 1;
@@ -154,6 +156,27 @@ struct up_file *up_file_get(struct up_root *r, const struct stat *st, const char
     all.all_prev = f;
     active_add(f);
     return f;
+}
+
+/* Said once per process: a file of a DAX root that is not DAX itself persists by msync/fdatasync. */
+static void not_dax(const struct up_file *f, const char *why) {
+    dk_count(DK_C_files_not_dax, 1);
+    dk_log_once("a file under %s is not DAX (%s; a dax=inode mount: FS_XFLAG_DAX is per file): it is mapped "
+                "through the page cache and made durable by msync/fdatasync, not by flushes (counted as "
+                "files_not_dax)", f->root->path, why);
+}
+
+void up_file_dax_check(struct up_file *f, int fd) {
+    if (f->root->medium.medium != DK_MEDIUM_DAX || f->file_dax != UP_DAX_UNCHECKED) return;
+    int d = dk_file_dax_attr(fd);
+    __atomic_store_n(&f->file_dax, (int8_t)d, __ATOMIC_RELAXED);
+    if (d == 0 && dk_cfg.persist != DK_PERSIST_FLUSH) not_dax(f, "statx: no STATX_ATTR_DAX");
+}
+
+void up_file_map_sync_seen(struct up_file *f, bool granted) {
+    if (__atomic_load_n(&f->map_sync, __ATOMIC_RELAXED) == (granted ? 1 : 0)) return;
+    __atomic_store_n(&f->map_sync, (int8_t)(granted ? 1 : 0), __ATOMIC_RELAXED);
+    if (!granted && f->file_dax != 0 && dk_cfg.persist != DK_PERSIST_FLUSH) not_dax(f, "MAP_SYNC refused");
 }
 
 void up_file_put(struct up_file *f) {

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "common/config.h"
 #include "common/dk.h"
 #include "persist/media.h"
 
@@ -340,6 +341,9 @@ struct up_file {
     bool reflinked;         /* blocks were cloned in since the last fsync (publish.c: drop_reflink_mark) */
     bool cached;            /* in the file table */
     bool kernel_only;       /* could not be mapped: every call passes through */
+    /* Per-file DAX on a DAX root (review 11, finding 3; up_persist_as): statx's STATX_ATTR_DAX (1, 0, -1 not
+     * reported, UP_DAX_UNCHECKED) and whether the kernel granted the file MAP_SYNC (1, 0, -1 not tried). */
+    int8_t file_dax, map_sync;
     bool lock_all_skipped;  /* up_file_lock_all left it alone (its mutex is this thread's), under up_table_mu */
     struct up_atomic *atomic; /* DAXKIT_ATOMIC: served by the failure-atomic engine (atomic_route.c) */
     int rescue_fd;          /* internal duplicate kept when a publish at close failed (-1: none) */
@@ -406,6 +410,21 @@ static inline void up_file_set_size(struct up_file *f, uint64_t s) {
 uintptr_t up_append_token(void);
 /* Waits until no other thread stores an append into f after its mutex (io.c). Caller holds f->mu. */
 void up_append_wait_others(struct up_file *f);
+
+#define UP_DAX_UNCHECKED (-2) /* up_file.file_dax before statx was asked */
+/* How f persists: its root's medium, except a file of a DAX root that is not DAX itself (statx, MAP_SYNC
+ * refused: dax=inode mounts), which persists as page cache (msync, fdatasync). */
+static inline enum dk_medium up_persist_as(const struct up_file *f) {
+    enum dk_medium m = f->root->persist_as;
+    if (__builtin_expect(m != DK_MEDIUM_DAX, 1)) return m;
+    return dk_file_persist_as(m, dk_cfg.persist == DK_PERSIST_FLUSH, __atomic_load_n(&f->file_dax, __ATOMIC_RELAXED),
+                              __atomic_load_n(&f->map_sync, __ATOMIC_RELAXED));
+}
+/* A file newly adopted (or first mapped) on a DAX root: statx says whether it is DAX itself (file.c). */
+void up_file_dax_check(struct up_file *f, int fd);
+/* The kernel granted f MAP_SYNC (true) or refused it (false) on a DAX root (map.c). */
+void up_file_map_sync_seen(struct up_file *f, bool granted);
+
 /* Takes f->mu, the file's state lock, and then waits for another thread's extend-strategy append that
  * is still storing its bytes after it let the lock go (io.c, write_locked): what the caller sees under
  * the lock -- the size, the mapping, the extension -- no longer changes under it. A signal handler on the

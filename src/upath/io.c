@@ -53,7 +53,7 @@ const struct up_file *up_io_held_file(void) { return mu_file; }
 
 /* ---- copying ---- */
 
-static inline bool flush_medium(const struct up_file *f) { return f->root->persist_as == DK_MEDIUM_DAX; }
+static inline bool flush_medium(const struct up_file *f) { return up_persist_as(f) == DK_MEDIUM_DAX; }
 
 /* Stores into the file mapping: non-temporal from DAXKIT_NT_MIN_BYTES on every medium -- a cached copy
  * first reads each line it overwrites (4 KiB random overwrites on huge tmpfs: median 2.1x the
@@ -87,7 +87,7 @@ void up_io_copy_out(const struct up_file *f, uint64_t off, char *buf, size_t n) 
 
 /* Makes [off, off+n) of the file mapping durable as the medium requires (sync mode, O_SYNC). */
 void up_io_persist_range(struct up_file *f, uint64_t off, size_t n) {
-    switch (f->root->persist_as) {
+    switch (up_persist_as(f)) { /* per file: a DAX root's file may not be DAX (review 11, finding 3) */
     case DK_MEDIUM_DAX:
         dk_fence(); /* stores were written back already */
         dk_count(DK_C_persist_flushes, 1);
@@ -423,7 +423,7 @@ static ssize_t read_nested(int fd, char *buf, size_t n, uint64_t off) {
 
 /* Whether an overwrite through `fd` may go to the page cache by pwrite (see overwrite_by_pwrite). */
 static bool pwrite_fits(struct up_file *f, int fd) {
-    if (f->root->persist_as != DK_MEDIUM_PAGECACHE) return false; /* first: every overwrite on any medium asks */
+    if (up_persist_as(f) != DK_MEDIUM_PAGECACHE) return false; /* first: every overwrite on any medium asks */
     const struct up_slot *s = up_fd_slot(fd);
     uint32_t fl = s ? __atomic_load_n(&s->flags, __ATOMIC_ACQUIRE) : O_APPEND;
     if ((fl & (O_APPEND | O_SYNC | O_DSYNC)) || (fl & O_ACCMODE) == O_RDONLY) return false;

@@ -33,10 +33,13 @@ static int map_one(struct up_file *f, int fd, uint64_t off, uint64_t len) {
     struct up_map *m = &f->map;
     char *a = reserve_aligned(len);
     if (!a) return -ENOMEM;
-    bool dax = f->root->medium.medium == DK_MEDIUM_DAX;
+    /* A DAX root's file that is not DAX itself (statx, or MAP_SYNC refused before) is mapped through the page
+     * cache and persists so (up_persist_as; review 11, finding 3). */
+    bool dax = f->root->medium.medium == DK_MEDIUM_DAX && f->file_dax != 0 && f->map_sync != 0;
     int flags = dax ? (MAP_SHARED_VALIDATE | MAP_SYNC | MAP_FIXED) : (MAP_SHARED | MAP_FIXED);
     int prot = m->writable ? PROT_READ | PROT_WRITE : PROT_READ;
     char *p = c->mmap(a, len, prot, flags, fd, (off_t)off);
+    if (dax) up_file_map_sync_seen(f, p != MAP_FAILED || errno != EOPNOTSUPP);
     if (p == MAP_FAILED && dax) p = c->mmap(a, len, prot, MAP_SHARED | MAP_FIXED, fd, (off_t)off);
     if (p == MAP_FAILED) {
         int e = errno;

@@ -278,7 +278,8 @@ void up_drop_reflink_mark(struct up_file *f, int fd) {
  * metadata dirty again). */
 static int persist_file(struct up_file *f, int fd, bool datasync, bool meta) {
     bool kernel = false;
-    switch (f->root->persist_as) {
+    up_file_dax_check(f, fd); /* once per file: a DAX root's file may not be DAX (review 11, finding 3) */
+    switch (up_persist_as(f)) {
     case DK_MEDIUM_DAX:
         dk_fence();      /* data stores were written back as they were made */
         kernel = meta;   /* sizes and relinked blocks are file-system metadata */

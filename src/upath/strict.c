@@ -350,9 +350,10 @@ static inline __attribute__((always_inline)) int note_applied(struct up_strict *
                                                               uint64_t end, bool append, bool nested) {
     /* An overwrite past the file's first hole is applied by the kernel's pwrite (holes.c), which allocates:
      * listed too, on every medium (review 9, finding 8). */
-    if (!track_dirty(f->root) && !append && end <= up_file_size(f) && end <= __atomic_load_n(&f->backed_end, __ATOMIC_ACQUIRE))
-        return 0;
-    if (f->root->persist_as == DK_MEDIUM_VOLATILE) return 0; /* nothing survives power loss anyway */
+    if (up_persist_as(f) != DK_MEDIUM_PAGECACHE && !append && end <= up_file_size(f) &&
+        end <= __atomic_load_n(&f->backed_end, __ATOMIC_ACQUIRE))
+        return 0; /* per file: a DAX root's file may not be DAX (review 11, finding 3) */
+    if (up_persist_as(f) == DK_MEDIUM_VOLATILE) return 0; /* nothing survives power loss anyway */
     if (nested && dirty_mu_mine) return 1;
     int rc = 0;
     dirty_mu_mine = true;
@@ -371,7 +372,7 @@ static inline __attribute__((always_inline)) int note_applied(struct up_strict *
 
 /* A nested write's apply made durable at once, as the checkpoint would have (note_applied returned 1). */
 static int durable_now(const struct up_file *f, int fd) {
-    if (f->root->persist_as == DK_MEDIUM_DAX) dk_fence();
+    if (up_persist_as(f) == DK_MEDIUM_DAX) dk_fence();
     DK_ERRNO_SAVE;
     int rc = DK_REAL(fdatasync)(fd) == 0 ? 0 : -errno;
     DK_ERRNO_RESTORE;
@@ -815,7 +816,7 @@ static int apply_by_pwrite(struct up_file *f, int fd, const char *buf, size_t n,
  * published, mapped bytes -- what up_io_write would do after its checks for the cases it also serves:
  * appends, the page cache, a read-only mapping), by pwrite (above), or through up_io_write. */
 static ssize_t apply_part(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
-    if (f->root->persist_as != DK_MEDIUM_PAGECACHE && __atomic_load_n(&f->map.writable, __ATOMIC_RELAXED) &&
+    if (up_persist_as(f) != DK_MEDIUM_PAGECACHE && __atomic_load_n(&f->map.writable, __ATOMIC_RELAXED) &&
         up_io_overwrite_mapped(f, buf, n, off)) {
         dk_count(DK_C_writes, 1);
         dk_count(DK_C_write_bytes, n);

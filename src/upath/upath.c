@@ -309,6 +309,7 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
             if (f->ksize > UP_MAP_MAX_BYTES) f->kernel_only = true;
         } else {
             f->strategy = choose_strategy(r, fd, oflags, &f->auto_policy);
+            up_file_dax_check(f, fd); /* a DAX root's file may not be DAX (review 11, finding 3) */
             if (file_first_map(f, fd) != 0) dk_count(DK_C_pt_mapfail, 1);
         }
         f->refresh_gen = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE); /* its size was just read */
