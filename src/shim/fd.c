@@ -307,6 +307,8 @@ DK_EXPORT off_t lseek64(int fd, off_t off, int whence) {
 /* glibc's closedir closes its descriptor without the interposed close: a directory descriptor's verdict
  * (upath/managed.c) must be forgotten here, or a number reused by the next opendir would inherit it; so
  * must a pending descriptor (a directory the program opened with open() and handed to fdopendir). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnonnull-compare" /* declared nonnull, yet glibc answers NULL with EINVAL */
 DK_EXPORT int closedir(DIR *d) {
     if (up_enabled && d) {
         up_dirfd_forget(dirfd(d));
@@ -314,6 +316,7 @@ DK_EXPORT int closedir(DIR *d) {
     }
     return DK_REAL(closedir)(d);
 }
+#pragma GCC diagnostic pop
 
 /* ioctl: FIONREAD on a regular file is the kernel's i_size - f_pos (fs/ioctl.c, stored as an int), and on a
  * served descriptor both lag -- appends staged, the offset moved by served calls: a program sizing its read

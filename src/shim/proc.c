@@ -1,4 +1,4 @@
-/* Process calls: fork (and vfork, served as fork), exec family, spawn, system, popen, _exit.
+/* Process calls: fork, vfork, exec family, spawn, system, popen, _exit.
  * Each is a publish point; descriptors inherited by another program image are handed to the kernel. */
 #include <spawn.h>
 #include <stdarg.h>
@@ -17,9 +17,53 @@ DK_EXPORT pid_t fork(void) {
     return p;
 }
 
-/* vfork's child may only exec or _exit; fork gives it the same guarantees (and our bookkeeping a
- * private copy to work on). */
-DK_EXPORT pid_t vfork(void) { return fork(); }
+/* vfork (review 11, finding 14: it was served as fork -- the child's stores never reached the parent, which
+ * was not suspended, and a large process paid, or failed with ENOMEM, a full fork). The real vfork system
+ * call, so that the child shares the parent's memory until it execs or exits, with nothing of the library
+ * done in the child: it runs on the calling thread's stack and thread-local storage in the parent's memory,
+ * where every lock, counter and table is the parent's. So the parent does before the call what a spawn needs
+ * (up_exec_prepare(true), as for posix_spawn: appends published, offsets handed to the kernel, inherited
+ * descriptors served by the kernel from now on), then marks the thread (up_vfork_child): while the child
+ * lives every interposed call -- its dup2, close, open, execve, _exit -- passes straight to libc. The parent
+ * clears the mark when the call returns in it (the child's exec or exit has happened by then).
+ * A function that returns twice cannot be written in C (the child's return pops the frame the parent
+ * returns through), so the entry is assembly, as glibc's vfork: the return address is kept in a register
+ * across the system call (x86-64; elsewhere vfork is served as fork, as before). */
+__attribute__((visibility("hidden"), used)) void dk_vfork_before(void) {
+    if (!up_enabled) return;
+    up_exec_prepare(true);
+    up_vfork_child = true;
+}
+/* In the parent, with the system call's result (a pid, or -errno). */
+__attribute__((visibility("hidden"), used)) pid_t dk_vfork_after(long r) {
+    up_vfork_child = false;
+    if (r < 0) {
+        errno = (int)-r;
+        return -1;
+    }
+    return (pid_t)r;
+}
+#if defined(__x86_64__)
+__asm__(".text\n"
+        ".globl vfork\n"
+        ".type vfork, @function\n"
+        "vfork:\n"
+        "  sub $8, %rsp\n"            /* the call below needs a 16-byte aligned stack */
+        "  call dk_vfork_before\n"
+        "  add $8, %rsp\n"
+        "  pop %rdi\n"                /* the return address: in a register, which each process keeps */
+        "  mov $58, %eax\n"           /* SYS_vfork */
+        "  syscall\n"
+        "  push %rdi\n"
+        "  test %rax, %rax\n"
+        "  jz 1f\n"
+        "  mov %rax, %rdi\n"
+        "  jmp dk_vfork_after\n"      /* the parent: clears the mark, sets errno */
+        "1: ret\n"                    /* the child: returns 0 with the mark set */
+        ".size vfork, .-vfork\n");
+#else
+DK_EXPORT pid_t vfork(void) { return fork(); } /* the child gets a private copy to work on */
+#endif
 
 static int exec_done(int r) {
     int e = errno;

@@ -116,7 +116,7 @@ void up_init(void) {
     up_atomic_recover_roots();
     up_recover_ancestor_areas(); /* a dead process run with a wider root left its records there (review 10, 18) */ /* DAXKIT_ATOMIC files of dead processes: their last commit, before main */
     up_guard_init();
-    up_enabled = true;
+    up_enabled_flag = true;
     adopt_inherited();
     DK_ERRNO_RESTORE;
 }
@@ -141,7 +141,7 @@ void up_fini(void) {
     up_exit_tid = gettid();
     if (DK_UNLIKELY(up_mutex_mine(&up_table_mu))) {
         dk_count(DK_C_publish_held_skips, 1);
-        up_enabled = false;
+        up_enabled_flag = false;
         dk_stats_close();
         DK_ERRNO_RESTORE;
         return;
@@ -165,7 +165,7 @@ void up_fini(void) {
         up_publish_all_held();
     }
     up_fd_foreach(sync_offset_cb, NULL);
-    up_enabled = false;
+    up_enabled_flag = false;
     if (!nested) up_fdtab_release_all();
     pthread_mutex_unlock(&up_table_mu);
     if (!nested) {

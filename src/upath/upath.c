@@ -20,7 +20,8 @@
 #include "upath/recover_scope.h"
 #include "upath/upath.h"
 
-bool up_enabled;
+bool up_enabled_flag;
+__thread bool up_vfork_child __attribute__((tls_model("initial-exec")));
 bool up_refuse_flag; /* DAXKIT_STRICT_CONFIG with a bad option: managed opens fail */
 
 void up_slot_drop_local(struct up_slot *s);

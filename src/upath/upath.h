@@ -11,7 +11,12 @@
 #include "upath/internal.h"
 
 /* false until initialised with at least one managed directory, or when disabled: pass everything. */
-extern bool up_enabled;
+extern bool up_enabled_flag;
+/* Set in the thread that calls vfork() for the life of the vfork child, which runs on that thread's stack
+ * and thread-local storage in the parent's memory: every interposed call of the child passes straight to
+ * libc, touching nothing the parent owns (shim/proc.c). */
+extern __thread bool up_vfork_child __attribute__((tls_model("initial-exec")));
+#define up_enabled (up_enabled_flag && !up_vfork_child)
 
 /* Library start-up: configuration, managed roots, descriptors inherited across exec. */
 void up_init(void);
