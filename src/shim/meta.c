@@ -226,12 +226,43 @@ DK_EXPORT int unlink(const char *path) {
     return after_remove(STRICT_META(DK_OPLOG_UNLINK, AT_FDCWD, path, AT_FDCWD, NULL, DK_REAL(unlink)(path)), known,
                         &st);
 }
+/* The managed root named dirfd/path (a directory), or NULL. */
+static struct up_root *root_named(int dirfd, const char *path) {
+    struct stat st, rs;
+    if (DK_REAL(fstatat)(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) return NULL;
+    for (int i = 0; i < up_roots_count(); i++) {
+        struct up_root *r = up_root_at(i);
+        if (r->dev == st.st_dev && DK_REAL(stat)(r->path, &rs) == 0 && rs.st_ino == st.st_ino && rs.st_dev == st.st_dev)
+            return r;
+    }
+    return NULL;
+}
+
+/* The rmdir of a managed root answered "not empty": readdir never lists the root's .daxkit area (below), so
+ * `rm -rf ROOT` had removed everything it saw and failed there (review 11, finding 6). When the area holds
+ * nothing but this process's own files it goes (upath/area_release.c) and the kernel is asked again;
+ * otherwise -- another process's files, or anything else left in the root -- the kernel's answer stands. */
+#define RMDIR_ROOT(dirfd, path, call)                                                            \
+    ({                                                                                           \
+        int rr_ = (call);                                                                         \
+        if (rr_ != 0 && (errno == ENOTEMPTY || errno == EEXIST) && up_enabled) {                   \
+            int e_ = errno;                                                                      \
+            struct up_root *root_ = root_named(dirfd, path);                                     \
+            if (root_ && up_area_release(root_)) rr_ = (call);                                    \
+            else errno = e_;                                                                     \
+        }                                                                                        \
+        rr_;                                                                                      \
+    })
+
 DK_EXPORT int unlinkat(int dirfd, const char *path, int fl) {
     struct stat st;
     bool known = up_enabled && !(fl & AT_REMOVEDIR) && victim(dirfd, path, &st);
-    return after_remove(
-        STRICT_META(DK_OPLOG_UNLINK, dirfd, path, dirfd, NULL, DK_REAL(unlinkat)(dirfd, path, fl)), known, &st);
+    return after_remove(STRICT_META(DK_OPLOG_UNLINK, dirfd, path, dirfd, NULL,
+                                    (fl & AT_REMOVEDIR) ? RMDIR_ROOT(dirfd, path, DK_REAL(unlinkat)(dirfd, path, fl))
+                                                        : DK_REAL(unlinkat)(dirfd, path, fl)),
+                        known, &st);
 }
+DK_EXPORT int rmdir(const char *path) { return RMDIR_ROOT(AT_FDCWD, path, DK_REAL(rmdir)(path)); }
 
 /* remove(3): glibc's calls its internal unlink and rmdir, which the preload never sees -- in strict mode the
  * removal was neither logged nor durable at return, and a removed file's entry stayed in the file table's
@@ -240,7 +271,7 @@ DK_EXPORT int unlinkat(int dirfd, const char *path, int fl) {
 DK_EXPORT int remove(const char *path) {
     if (unlink(path) == 0) return 0;
     if (errno != EISDIR) return -1;
-    return DK_REAL(rmdir)(path);
+    return rmdir(path);
 }
 
 /* rename over an existing file replaces (drops) that inode, unless both names are one inode. */

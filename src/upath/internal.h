@@ -173,6 +173,14 @@ void up_stage_reclaim(const char *root_path, int area_fd, struct up_recover_repo
  * directory cannot be opened; a directory without a .daxkit area has nothing to recover. */
 int up_recover_dir(const char *root_path, struct up_recover_report *rep);
 void up_stage_shutdown(void);
+/* The same for the staging pool of root r, when it never had a staging slot nor a published-size record: its lock goes
+ * and the root has no pool any more (the old one stays allocated). *tag: the pool's tag (its files' names
+ * start with "<tag>."), NULL without a pool. up_stage_release_root: false when the pool is in use. */
+const char *up_stage_tag(struct up_root *r);
+bool up_stage_release_root(struct up_root *r);
+/* rmdir of root r answered ENOTEMPTY: when r's area holds nothing but this process's own files (and an
+ * empty atomic directory), they and the area go (area_release.c). true when the area is gone. */
+bool up_area_release(struct up_root *r);
 /* The process's ownership of the root's hidden area: its directory fd and the tag whose <tag>.lock we
  * hold for life (creates the pool's bookkeeping, no staging files). 0 or -errno. */
 int up_stage_owner(struct up_root *r, int *area_fd, const char **tag);
@@ -264,6 +272,12 @@ bool up_strict_drain(struct up_file *f);
 void up_strict_overlay(struct up_file *f, char *buf, size_t n, uint64_t off);
 void up_strict_after_fork_child(void);
 void up_strict_shutdown(void);
+/* The program removes root r (area_release.c): every operation logged so far is applied and made durable,
+ * then the names of the log and the staging file go, and the root has no log any more -- a later strict
+ * operation there (the root made again) makes a new one. The old log stays open and allocated: a thread
+ * already waiting for its lock goes on with it (its operation is on a file of the root being removed).
+ * false, with nothing done, when the applied state could not be made durable. */
+bool up_strict_release_root(struct up_root *r);
 /* Replays the logs of dead owners in <root>/.daxkit (tag NULL: any). 0 or -errno. */
 int up_strict_recover(const char *root_path, int area_fd, const char *tag, struct up_strict_report *rep);
 /* Whether a staged write's staged bytes are those its record was written with (DK_OPLOG_WRITE_STAGED_CRC:

@@ -766,6 +766,32 @@ void up_stage_after_fork_child(void) {
     pthread_mutex_init(&heap_spare_mu, NULL); /* another thread may have held it at fork */
 }
 
+const char *up_stage_tag(struct up_root *r) {
+    struct up_pool *p = __atomic_load_n(&r->pool, __ATOMIC_ACQUIRE);
+    return p ? p->tag : NULL;
+}
+
+bool up_stage_release_root(struct up_root *r) {
+    pthread_mutex_lock(&pools_mu);
+    struct up_pool *p = r->pool;
+    bool idle = true;
+    if (p) {
+        pthread_mutex_lock(&p->mu);
+        idle = p->file_count == 0 && !p->slots_taken && !p->thread_started &&
+               !__atomic_load_n(&r->sizes, __ATOMIC_ACQUIRE); /* (published-size records: in use) */
+        if (idle) {
+            char lname[64];
+            snprintf(lname, sizeof lname, "%s.lock", p->tag);
+            dk_libc()->unlinkat(p->area_fd, lname, 0);
+            p->stopping = true;
+            __atomic_store_n(&r->pool, NULL, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&p->mu);
+    }
+    pthread_mutex_unlock(&pools_mu);
+    return idle;
+}
+
 /* At exit: remove our staging files and lock (everything was published by the caller). */
 void up_stage_shutdown(void) {
     const struct dk_libc *c = dk_libc();

@@ -1284,6 +1284,15 @@ void up_strict_after_fork_child(void) {
     }
 }
 
+/* The staging file's path next to log path `log` (<area>/<tag>.strict.stg), or "" when it has no tag. */
+static void stg_path_of(const char *log, char *out, size_t cap) {
+    out[0] = 0;
+    const char *slash = strrchr(log, '/');
+    if (!slash) return;
+    const char *tagend = strchr(slash + 1, '.');
+    if (tagend) snprintf(out, cap, "%.*s.strict.stg", (int)(tagend - log), log);
+}
+
 void up_strict_shutdown(void) {
     for (int i = 0; i < up_roots_count(); i++) {
         struct up_root *r = up_root_at(i);
@@ -1296,25 +1305,32 @@ void up_strict_shutdown(void) {
             continue;
         }
         /* Every operation completed and is durable: the log has nothing recovery would need. */
-        char path[4200];
-        snprintf(path, sizeof path, "%s", dk_oplog_path(st->log));
+        char stg[4400];
+        stg_path_of(dk_oplog_path(st->log), stg, sizeof stg);
         dk_oplog_close(st->log, 1);
-        char *dot = strrchr(path, '/');
-        if (dot) {
-            char name[200];
-            snprintf(name, sizeof name, "%s", dot + 1);
-            char *tagend = strchr(name, '.');
-            if (tagend) {
-                snprintf(tagend, sizeof name - (size_t)(tagend - name), ".strict.stg");
-                *dot = 0;
-                char stg[4400];
-                snprintf(stg, sizeof stg, "%s/%s", path, name);
-                DK_REAL(unlink)(stg);
-            }
-        }
+        if (stg[0]) DK_REAL(unlink)(stg);
         r->strict = NULL;
         ck_wrunlock(st);
     }
+}
+
+bool up_strict_release_root(struct up_root *r) {
+    struct up_strict *st = __atomic_load_n(&r->strict, __ATOMIC_ACQUIRE);
+    if (!st) return true;
+    ck_wrlock(st);
+    lazy_apply(st);
+    if (applied_make_durable(r, st) != 0) {
+        ck_wrunlock(st);
+        return false;
+    }
+    char log[4200], stg[4400];
+    snprintf(log, sizeof log, "%s", dk_oplog_path(st->log));
+    stg_path_of(log, stg, sizeof stg);
+    DK_REAL(unlink)(log);
+    if (stg[0]) DK_REAL(unlink)(stg);
+    __atomic_store_n(&r->strict, NULL, __ATOMIC_RELEASE);
+    ck_wrunlock(st);
+    return true;
 }
 
 /* ---- recovery ---- */

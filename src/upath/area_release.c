@@ -1,0 +1,54 @@
+/* The program removes a managed root (review 11, finding 6): `rm -rf ROOT` under daxkit listed ROOT without
+ * its hidden area (shim/meta.c: readdir), removed what it saw, and its rmdir(ROOT) failed with ENOTEMPTY --
+ * the area stayed, left empty by earlier processes, or holding the strict log and pool lock this very
+ * process made for its own logged unlinks. When the kernel answers ENOTEMPTY for a root whose area holds
+ * nothing but this process's files (names "<tag>.", the pool's tag) and empty directories (another
+ * process's files, or a file of the root left, keep the kernel's answer), the process lets its log and pool
+ * of that root go (strict: applied and durable first) and the area is removed; the shim then asks the
+ * kernel again. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "shim/libc.h"
+#include "upath/internal.h"
+
+#define AREA ".daxkit"
+
+/* Every entry of the area is ours (tag) or an empty directory (atomic: removed here). */
+static bool area_only_ours(int afd, const char *tag) {
+    const struct dk_libc *c = dk_libc();
+    int dfd = c->openat(afd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0) c->close(dfd);
+        return false;
+    }
+    size_t tn = tag ? strlen(tag) : 0;
+    bool ours = true;
+    for (struct dirent *e; ours && (e = c->readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (tag && !strncmp(e->d_name, tag, tn) && e->d_name[tn] == '.') continue;
+        ours = c->unlinkat(afd, e->d_name, AT_REMOVEDIR) == 0; /* an empty directory goes; anything else stays */
+    }
+    c->closedir(d);
+    return ours;
+}
+
+bool up_area_release(struct up_root *r) {
+    const struct dk_libc *c = dk_libc();
+    int rfd = c->open(r->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rfd < 0) return false;
+    int afd = c->openat(rfd, AREA, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    bool gone = false;
+    if (afd >= 0 && area_only_ours(afd, up_stage_tag(r)) && up_strict_release_root(r) && up_stage_release_root(r)) {
+        gone = c->unlinkat(rfd, AREA, AT_REMOVEDIR) == 0;
+        if (gone) dk_log_verbose("%s: removed with its %s area (the program removes the directory)", r->path, AREA);
+    }
+    if (afd >= 0) c->close(afd);
+    c->close(rfd);
+    return gone;
+}
