@@ -22,6 +22,7 @@ DK_EXPORT int close(int fd) {
         if (up_fd_slot(fd)) {
             int rc = up_close(fd);
             int r = DK_REAL(close)(fd);
+            up_fd_close_done(fd); /* calls waiting for the close go on: to the kernel (EBADF) */
             if (r == 0 && rc) {
                 errno = -rc; /* the descriptor is closed; the program learns the appends did not land */
                 return -1;
@@ -62,6 +63,9 @@ DK_EXPORT int close_range(unsigned int first, unsigned int last, int flags) {
         lo = fd + 1;
     }
     if (r == 0 && lo <= last && lo >= first) r = DK_REAL(close_range)(lo, last, flags);
+    DK_ERRNO_SAVE;
+    up_fd_close_done_range(first, last);
+    DK_ERRNO_RESTORE;
     return r;
 }
 
@@ -105,9 +109,16 @@ static int dup_to(int oldfd, int newfd, int flags, bool three) {
     if (up_enabled && oldfd != newfd) up_resolve(oldfd);
     if (up_enabled && oldfd != newfd && up_fd_pending_entry(newfd) && DK_REAL(fcntl)(oldfd, F_GETFD) >= 0)
         up_pending_drop(newfd);
-    if (up_enabled && oldfd != newfd && up_fd_slot(newfd) && DK_REAL(fcntl)(oldfd, F_GETFD) >= 0) up_close(newfd);
+    /* Calls on newfd meanwhile wait until it names the new file (calls.h): dup2 replaces atomically. */
+    bool closing = up_enabled && oldfd != newfd && up_fd_slot(newfd) && DK_REAL(fcntl)(oldfd, F_GETFD) >= 0;
+    if (closing) up_close(newfd);
     int r = three ? DK_REAL(dup3)(oldfd, newfd, flags) : DK_REAL(dup2)(oldfd, newfd);
     if (r >= 0 && up_enabled && oldfd != newfd && up_fd_slot(oldfd)) up_dup(oldfd, newfd);
+    if (closing) {
+        DK_ERRNO_SAVE;
+        up_fd_close_done(newfd);
+        DK_ERRNO_RESTORE;
+    }
     return r;
 }
 DK_EXPORT int dup2(int oldfd, int newfd) { return dup_to(oldfd, newfd, 0, false); }
@@ -281,25 +292,30 @@ static off_t pending_seek(int fd, off_t r) {
     if (e && r >= 0) __atomic_store_n(&e->pend_off, (uint64_t)r, __ATOMIC_RELAXED);
     return r;
 }
+static off_t served_seek(struct up_slot *s, int fd, off_t off, int whence) {
+    off_t r = up_lseek(s, fd, off, whence);
+    up_served_end();
+    return r;
+}
 DK_EXPORT off_t lseek(int fd, off_t off, int whence) {
     struct up_slot *s;
-    if (up_enabled && (s = up_serving(fd))) return up_lseek(s, fd, off, whence);
+    if (up_enabled && (s = up_serving(fd))) return served_seek(s, fd, off, whence);
     if (up_enabled && DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) {
         if (up_pending_may_pass(fd)) return pending_seek(fd, DK_REAL(lseek)(fd, off, whence));
-        if ((s = up_serving(fd))) return up_lseek(s, fd, off, whence);
+        if ((s = up_serving(fd))) return served_seek(s, fd, off, whence);
     } else if (up_enabled && (s = up_serving(fd))) { /* another thread adopted it between the two looks */
-        return up_lseek(s, fd, off, whence);
+        return served_seek(s, fd, off, whence);
     }
     return DK_REAL(lseek)(fd, off, whence);
 }
 DK_EXPORT off_t lseek64(int fd, off_t off, int whence) {
     struct up_slot *s;
-    if (up_enabled && (s = up_serving(fd))) return up_lseek(s, fd, off, whence);
+    if (up_enabled && (s = up_serving(fd))) return served_seek(s, fd, off, whence);
     if (up_enabled && DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) {
         if (up_pending_may_pass(fd)) return pending_seek(fd, DK_REAL(lseek64)(fd, off, whence));
-        if ((s = up_serving(fd))) return up_lseek(s, fd, off, whence);
+        if ((s = up_serving(fd))) return served_seek(s, fd, off, whence);
     } else if (up_enabled && (s = up_serving(fd))) { /* another thread adopted it between the two looks */
-        return up_lseek(s, fd, off, whence);
+        return served_seek(s, fd, off, whence);
     }
     return DK_REAL(lseek64)(fd, off, whence);
 }

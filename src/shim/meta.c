@@ -14,9 +14,11 @@
 DK_EXPORT int fsync(int fd) {
     struct up_slot *s;
     if (up_enabled) up_pending_may_pass(fd); /* a pending fd that may not pass is adopted */
+    if (up_enabled) DK_CANCEL_POINT(); /* before the slot is held (calls.h) */
     if (up_enabled && (s = up_serving(fd))) {
-        DK_CANCEL_POINT();
-        return up_fsync(s, fd, false);
+        int r = up_fsync(s, fd, false);
+        up_served_end();
+        return r;
     }
     if (up_enabled && up_fd_slot(fd)) up_publish_fd(fd);
     return DK_REAL(fsync)(fd);
@@ -24,9 +26,11 @@ DK_EXPORT int fsync(int fd) {
 DK_EXPORT int fdatasync(int fd) {
     struct up_slot *s;
     if (up_enabled) up_pending_may_pass(fd);
+    if (up_enabled) DK_CANCEL_POINT(); /* before the slot is held (calls.h) */
     if (up_enabled && (s = up_serving(fd))) {
-        DK_CANCEL_POINT();
-        return up_fsync(s, fd, true);
+        int r = up_fsync(s, fd, true);
+        up_served_end();
+        return r;
     }
     if (up_enabled && up_fd_slot(fd)) up_publish_fd(fd);
     return DK_REAL(fdatasync)(fd);
@@ -53,7 +57,11 @@ DK_EXPORT int syncfs(int fd) {
 DK_EXPORT int ftruncate(int fd, off_t len) {
     struct up_slot *s;
     if (up_enabled) up_resolve(fd);
-    if (up_enabled && (s = up_serving(fd))) return up_ftruncate(s, fd, len);
+    if (up_enabled && (s = up_serving(fd))) {
+        int r = up_ftruncate(s, fd, len);
+        up_served_end();
+        return r;
+    }
     bool m = up_enabled && dk_pt_begin(fd);
     int r = DK_REAL(ftruncate)(fd, len);
     if (r == 0) r = dk_pt_end_changed(m, fd);
@@ -84,7 +92,11 @@ DK_EXPORT int truncate64(const char *path, off_t len) { return truncate_path(pat
 DK_EXPORT int fallocate(int fd, int mode, off_t off, off_t len) {
     struct up_slot *s;
     if (up_enabled) up_resolve(fd);
-    if (up_enabled && (s = up_serving(fd))) return up_fallocate(s, fd, mode, off, len);
+    if (up_enabled && (s = up_serving(fd))) {
+        int r = up_fallocate(s, fd, mode, off, len);
+        up_served_end();
+        return r;
+    }
     bool m = up_enabled && dk_pt_begin(fd);
     int r = DK_REAL(fallocate)(fd, mode, off, len);
     if (r == 0) r = dk_pt_end_changed(m, fd);

@@ -10,16 +10,18 @@
  * (opened, not adopted yet: upath/pending.c) passes its first reads through; a write, or a read past
  * those, adopts it here and is served. */
 #define SERVE(fd, served_call, real_call, changes, moves) SERVE_IF(fd, true, served_call, real_call, changes, moves)
+/* The cancellation point comes before the slot is held: a thread cancelled there names no call (calls.h). */
 #define SERVE_IF(fd, cond, served_call, real_call, changes, moves) \
     do {                                                 \
         struct up_slot *s_;                              \
         if (DK_LIKELY(up_enabled)) {                     \
+            DK_CANCEL_POINT();                           \
             if ((cond) && (s_ = up_serving(fd)) != NULL) { \
-            served_:                                     \
-                DK_CANCEL_POINT();                       \
+            served_:;                                    \
                 struct up_slot *s = s_;                  \
-                (void)s;                                 \
-                return served_call;                      \
+                ssize_t sr_ = served_call;               \
+                up_served_end();                         \
+                return sr_;                              \
             }                                            \
             struct up_fd *p_ = up_fd_pending_entry(fd);  \
             if (DK_UNLIKELY(p_ != NULL)) {               \

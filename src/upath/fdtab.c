@@ -1,11 +1,18 @@
 /* Descriptor table (private) and open-file-description slots (shared with fork relatives). */
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "common/log.h"
+#include "common/stats.h"
 #include "shim/libc.h"
+#include "upath/calls.h"
+#include "upath/guard.h"
 #include "upath/internal.h"
 
 _Static_assert(sizeof(struct up_slot) == 64, "one slot per cache line");
@@ -108,13 +115,25 @@ static struct up_fd *entry_alloc(int fd) {
     return &leaf[(unsigned)fd % UP_FD_LEAF];
 }
 
+/* Calls waiting for a closing entry (calls.c: wait_closing) go on. After the entry's slot changed. */
+static void wake_waiters(struct up_fd *e) {
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&e->call_waiters, __ATOMIC_RELAXED))
+        syscall(SYS_futex, (uint32_t *)&e->slot, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
 int up_fd_bind(int fd, struct up_slot *s) {
     struct up_fd *e = entry_alloc(fd);
     if (!e) return -ENOMEM;
-    dk_assert(e->slot == NULL);
+    struct up_slot *was = __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE);
+    dk_assert(was == NULL || was == UP_SLOT_CLOSING); /* closing: a dup2 over it binds the new slot */
     local_refs[slot_index(s)]++;
     e->stale = 0;
-    entry_note(fd, e->internal || __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE), true);
+    entry_note(fd, was != NULL || e->internal || __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE), true);
+    /* No call is inside the entry (it had no slot, or its closer drained them): a new set of users. */
+    __atomic_store_n(&e->call_owner, NULL, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->call_shared, 0, __ATOMIC_RELAXED);
+    e->released = NULL;
     e->internal = 0;
     e->aux_of = NULL;
     /* The slot before the pending state ends: another thread's call on a descriptor being adopted looks
@@ -124,20 +143,42 @@ int up_fd_bind(int fd, struct up_slot *s) {
      * lost in ~1 run of 45; every run with a sleep between the two stores). */
     __atomic_store_n(&e->slot, s, __ATOMIC_RELEASE);
     __atomic_store_n(&e->pending, UP_PEND_NONE, __ATOMIC_RELEASE);
+    if (was == UP_SLOT_CLOSING) wake_waiters(e); /* a dup2 over a busy descriptor: the new slot */
     return 0;
 }
 
-struct up_slot *up_fd_unbind(int fd) {
-    struct up_fd *e = up_fd_entry(fd);
-    if (!e || !e->slot) return NULL;
-    struct up_slot *s = e->slot;
-    __atomic_store_n(&e->slot, NULL, __ATOMIC_RELEASE);
-    entry_note(fd, true, e->internal);
+/* (The entry stays in use -- its bit set -- until the close is done: close_done.) */
+static struct up_slot *unbind_closing(struct up_fd *e) {
+    struct up_slot *s = up_entry_slot(e);
+    if (!s) return NULL;
+    __atomic_store_n(&e->slot, UP_SLOT_CLOSING, __ATOMIC_RELEASE);
     e->stale = 0;
     uint32_t i = slot_index(s);
     dk_assert(local_refs[i] > 0);
     if (--local_refs[i] > 0) return NULL;
     return s;
+}
+
+struct up_slot *up_fd_unbind_closing(int fd, struct up_fd **ep) {
+    struct up_fd *e = up_fd_entry(fd);
+    *ep = e;
+    if (!e || !up_entry_slot(e)) return NULL;
+    __atomic_store_n(&e->closer, up_call_me(), __ATOMIC_RELAXED); /* before the closing state is seen */
+    return unbind_closing(e);
+}
+
+static void close_done(int fd, struct up_fd *e) {
+    struct up_slot *closing = UP_SLOT_CLOSING;
+    /* (A dup2's bind replaced it already; another thread's open may have bound the number again.) */
+    if (__atomic_compare_exchange_n(&e->slot, &closing, NULL, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+        entry_note(fd, true, e->internal || __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE));
+        wake_waiters(e);
+    }
+}
+
+void up_fd_close_done(int fd) {
+    struct up_fd *e = up_fd_entry(fd);
+    if (e) close_done(fd, e);
 }
 
 /* Called by the owner of the file reference once the process's last descriptor on `s` is gone. */
@@ -176,7 +217,9 @@ void up_fd_clear_pending(int fd, struct up_fd *e) {
     entry_note(fd, true, e->slot || e->internal);
 }
 
-static void leaf_foreach(unsigned l, void (*fn)(int fd, struct up_fd *e, void *arg), void *arg) {
+/* Visits the entries in use -- not those closing (their slot is UP_SLOT_CLOSING), unless `closing`, which
+ * visits only those. */
+static void leaf_foreach(unsigned l, void (*fn)(int fd, struct up_fd *e, void *arg), void *arg, bool closing) {
     struct up_fd *leaf = __atomic_load_n(&up_fd_leaf[l], __ATOMIC_ACQUIRE);
     if (!leaf) return;
     for (unsigned w = 0; w < UP_FD_WORDS; w++) {
@@ -184,20 +227,34 @@ static void leaf_foreach(unsigned l, void (*fn)(int fd, struct up_fd *e, void *a
         while (bits) {
             unsigned i = w * 64 + (unsigned)__builtin_ctzll(bits);
             bits &= bits - 1;
-            if (leaf[i].slot || leaf[i].internal || __atomic_load_n(&leaf[i].pending, __ATOMIC_ACQUIRE))
+            struct up_slot *s = __atomic_load_n(&leaf[i].slot, __ATOMIC_ACQUIRE);
+            if (closing ? s == UP_SLOT_CLOSING
+                        : (s && s != UP_SLOT_CLOSING) || leaf[i].internal || __atomic_load_n(&leaf[i].pending, __ATOMIC_ACQUIRE))
                 fn((int)(l * UP_FD_LEAF + i), &leaf[i], arg);
         }
     }
 }
 
-void up_fd_foreach(void (*fn)(int fd, struct up_fd *e, void *arg), void *arg) {
+static void foreach_entry(void (*fn)(int fd, struct up_fd *e, void *arg), void *arg, bool closing) {
     for (unsigned w = 0; w < DK_ARRAY_LEN(leaf_bits); w++) {
         uint64_t leaves = __atomic_load_n(&leaf_bits[w], __ATOMIC_ACQUIRE);
         while (leaves) {
-            leaf_foreach(w * 64 + (unsigned)__builtin_ctzll(leaves), fn, arg);
+            leaf_foreach(w * 64 + (unsigned)__builtin_ctzll(leaves), fn, arg, closing);
             leaves &= leaves - 1;
         }
     }
+}
+
+void up_fd_foreach(void (*fn)(int fd, struct up_fd *e, void *arg), void *arg) { foreach_entry(fn, arg, false); }
+
+struct done_range { unsigned first, last; };
+static void done_in_range(int fd, struct up_fd *e, void *arg) {
+    const struct done_range *r = arg;
+    if ((unsigned)fd >= r->first && (unsigned)fd <= r->last) close_done(fd, e);
+}
+void up_fd_close_done_range(unsigned first, unsigned last) {
+    struct done_range r = {first, last};
+    foreach_entry(done_in_range, &r, true);
 }
 
 /* Calls fn for every slot this process refers to: the shared allocation bitmap names the slots any
@@ -230,6 +287,53 @@ void up_fdtab_fork_failed(void) {
     if (region) local_slots_foreach(unshare_failed_child);
 }
 
-void up_fdtab_release_all(void) {
-    if (region) local_slots_foreach(release_local);
+/* ---- exit and exec: give up the slots no call is inside ---- */
+
+static uint64_t busy_bits[UP_SLOTS_MAX / 64]; /* slots a record's call is inside (under up_table_mu) */
+
+static void unbind_released(int fd, struct up_fd *e, void *arg) {
+    (void)arg;
+    struct up_slot *s = up_entry_slot(e);
+    if (!s) return;
+    e->released = s;
+    __atomic_store_n(&e->slot, NULL, __ATOMIC_RELEASE);
+    entry_note(fd, true, e->internal || __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE));
 }
+
+static bool note_busy(const struct up_reader *r, void *ctx) {
+    (void)ctx;
+    const struct up_fd *e = __atomic_load_n(&r->in[UP_ASYM_CALL], __ATOMIC_ACQUIRE);
+    if (e && e != (const void *)UP_SLOT_CLOSING) {
+        const struct up_slot *s = e->released;
+        if (s && s >= region->slot && s < region->slot + UP_SLOTS_MAX) {
+            uint32_t i = slot_index(s);
+            busy_bits[i / 64] |= 1ull << (i % 64);
+        }
+    }
+    return false;
+}
+
+static void release_if_idle(uint32_t i) {
+    if (busy_bits[i / 64] & (1ull << (i % 64))) {
+        dk_count(DK_C_release_busy_kept, 1);
+        return; /* never freed: a call is inside; the image ends with it */
+    }
+    release_local(i);
+}
+
+void up_fdtab_release_idle(void) {
+    if (!region) return;
+    memset(busy_bits, 0, sizeof busy_bits);
+    foreach_entry(unbind_released, NULL, false);
+    /* Every call that loads an entry's slot after this sees none; one that loaded it before is named in
+     * its record (calls.h). Calls of entries being closed are their closers' (which hold their slots). */
+    up_guard_barrier();
+    up_readers_each(note_busy, NULL);
+    local_slots_foreach(release_if_idle);
+}
+
+static void closing_closed(int fd, struct up_fd *e, void *arg) {
+    (void)arg;
+    close_done(fd, e);
+}
+void up_fdtab_after_fork_child(void) { foreach_entry(closing_closed, NULL, true); }

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/stats.h"
 #include "shim/libc.h"
+#include "upath/calls.h"
 #include "upath/guard.h"
 
 #define READERS_PER_CHUNK 64u
@@ -92,6 +93,7 @@ struct up_reader *up_reader_claim(void) {
     /* Claimed without membarrier too (its fast sections then take the locks; strict mode's writes still
      * publish their ranges in it). A handler inside this thread's claim: the locked path. */
     if (!__atomic_load_n(&key_ready, __ATOMIC_ACQUIRE) || claiming) return NULL;
+    if (up_call_depth != 0) return NULL; /* calls nest in borrowed records until the outermost ends (calls.h) */
     DK_ERRNO_SAVE;
     claiming = true;
     __asm__ __volatile__("" ::: "memory"); /* a handler sees the flag before the claim starts */
@@ -109,7 +111,7 @@ struct up_reader *up_reader_claim(void) {
 
 struct up_reader *up_reader_borrow(void) {
     for (;;) {
-        struct up_reader *r = claim_any(); /* not counted in `claimed`: its in[] stay NULL */
+        struct up_reader *r = claim_any(); /* not counted in `claimed`: of its in[], only a nested call's UP_ASYM_CALL (calls.c) */
         if (r) return r;
         sched_yield(); /* every record taken and no memory for a chunk: wait for one to be given back */
     }
@@ -134,6 +136,24 @@ static bool readers_in(enum up_asym_kind kind, const void *key) {
     return false;
 }
 
+bool up_guard_named(enum up_asym_kind kind, const void *key) { return readers_in(kind, key); }
+
+static bool barrier_everywhere(void) {
+    if (membarrier_call(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return true;
+    /* Never seen after a successful registration; should it happen, fast sections end here: new ones
+     * take the lock's slow side (f->rw, st->ck) or fence (calls.h), and the waits drain those already in
+     * (best effort: without the barrier a reader's record may show late). */
+    __atomic_store_n(&up_guard_asym, false, __ATOMIC_SEQ_CST);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    dk_log_once("membarrier failed after registering; the data path takes its read-write locks from now on");
+    return false;
+}
+
+void up_guard_barrier(void) {
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&up_guard_asym, __ATOMIC_ACQUIRE) && barrier_everywhere()) dk_count(DK_C_guard_barriers, 1);
+}
+
 static void close_and_drain(enum up_asym_kind kind, uint32_t *closed, const void *key) {
     __atomic_store_n(closed, 1, __ATOMIC_RELAXED);
     /* No record held but this thread's (a single-threaded program): no other thread can be in a fast
@@ -148,14 +168,7 @@ static void close_and_drain(enum up_asym_kind kind, uint32_t *closed, const void
      * the lock before: never through it.) */
     if (__atomic_load_n(&claimed, __ATOMIC_RELAXED) == (self != NULL ? 1u : 0u) && own != key) return;
     /* After this every thread either saw the fast path closed or is visible in its record. */
-    if (membarrier_call(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
-        /* Never seen after a successful registration; should it happen, fast sections end here: new ones
-         * take the lock's slow side (f->rw, st->ck), and the wait below drains those already in (best effort: without the barrier a
-         * reader's record may show late). */
-        __atomic_store_n(&up_guard_asym, false, __ATOMIC_SEQ_CST);
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        dk_log_once("membarrier failed after registering; the data path takes its read-write locks from now on");
-    }
+    barrier_everywhere();
     dk_count(DK_C_guard_barriers, 1);
     /* Fast sections are short, but a page-cache pwrite inside one can block on the device: yield, then
      * sleep, rather than spin a core away (the raw system call: libc's nanosleep is a cancellation point,

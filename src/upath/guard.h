@@ -26,6 +26,7 @@
 enum up_asym_kind {
     UP_ASYM_FILE,   /* the file guard: a struct up_file (its f->rw, f->guard_closed) */
     UP_ASYM_STRICT, /* strict mode's checkpoint lock: a struct up_strict (st->ck, st->ck_closed; strict.c) */
+    UP_ASYM_CALL,   /* a served call on a descriptor: its struct up_fd (calls.h; no lock, a grace period) */
     UP_ASYM_KINDS
 };
 
@@ -114,6 +115,12 @@ void up_guard_write_unlock(struct up_file *f);
  * The caller holds that lock's slow side for writing (which excludes the slow readers); it clears *closed
  * (release) before dropping it. Only when up_guard_asym. */
 void up_guard_close_and_drain(enum up_asym_kind kind, uint32_t *closed, const void *key);
+
+/* A full barrier on every CPU running one of our threads (membarrier; a fence when the fast paths are off,
+ * whose sections then fence themselves): after it, a record store made before a thread's next load is seen. */
+void up_guard_barrier(void);
+/* Some record names key for lock kind `kind` (one look; no barrier). */
+bool up_guard_named(enum up_asym_kind kind, const void *key);
 
 /* Once at start-up: registers for membarrier; without it every section takes f->rw. */
 void up_guard_init(void);

@@ -512,7 +512,16 @@ struct up_fd {
     uint32_t pend_ios;                /* reads passed through */
     uint64_t pend_off;                /* the kernel's offset (reads and lseeks passed through move it) */
     uint64_t pend_epoch;              /* up_adopt_epoch under which it may pass reads through; 0: never */
+    /* Calls in progress (calls.h): the reader record of the one thread that made calls through the entry
+     * since it was bound (NULL: none), and whether another did. Reset by a bind. */
+    const void *call_owner;
+    uint32_t call_shared;
+    uint32_t call_waiters;            /* calls waiting for the entry's close to end (calls.c) */
+    const void *closer;               /* while closing: the closing thread (calls.h: up_call_me) */
+    struct up_slot *released;         /* the slot exit or exec unbound (fdtab.c: up_fdtab_release_idle) */
 };
+/* e->slot of an entry being closed: its calls are draining (calls.h); new ones wait. Never dereferenced. */
+#define UP_SLOT_CLOSING ((struct up_slot *)1)
 enum { UP_PEND_NONE = 0, UP_PEND_WAITING = 1, UP_PEND_ADOPTING = 2 };
 
 /* ---- a file's auxiliary descriptor (auxfd.c) ---- */
@@ -550,7 +559,13 @@ static inline struct up_fd *up_fd_entry(int fd) {
 /* The slot of a managed descriptor, or NULL. Lock-free: the data path's first step. */
 static inline struct up_slot *up_fd_slot(int fd) {
     struct up_fd *e = up_fd_entry(fd);
-    return e ? __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE) : NULL;
+    struct up_slot *s = e ? __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE) : NULL;
+    return s == UP_SLOT_CLOSING ? NULL : s;
+}
+/* An entry's slot as up_fd_slot gives it (NULL while closing). */
+static inline struct up_slot *up_entry_slot(const struct up_fd *e) {
+    struct up_slot *s = __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE);
+    return s == UP_SLOT_CLOSING ? NULL : s;
 }
 
 /* A descriptor's status flags (F_GETFL): its slot's when managed, else the kernel's; -1 when closed. */
@@ -560,9 +575,19 @@ int up_fdtab_init(void);
 struct up_slot *up_slot_new(struct up_file *f, uint32_t flags, uint64_t offset);
 /* Binds fd to slot (the process's reference count on the slot goes up). Caller holds up_table_mu. */
 int up_fd_bind(int fd, struct up_slot *s);
-/* Unbinds fd; returns the slot if this was the process's last descriptor for it (caller then drops
- * the file reference), else NULL. Caller holds up_table_mu. */
-struct up_slot *up_fd_unbind(int fd);
+/* Unbinds fd for a close or dup2 over it: returns the slot if this was the process's last descriptor for it
+ * (caller then drops the file reference), else NULL. The entry is left closing (UP_SLOT_CLOSING: calls.h),
+ * and returned in *ep; once the kernel closed (or replaced) the number, up_fd_close_done(fd). Caller holds
+ * up_table_mu. */
+struct up_slot *up_fd_unbind_closing(int fd, struct up_fd **ep);
+void up_fd_close_done(int fd);
+void up_fd_close_done_range(unsigned first, unsigned last);
+/* Exit and exec: every descriptor unbound; the process's share of a slot given up unless another thread's
+ * call is inside it (calls.h: such a slot is never freed, and fork relatives count this process as still
+ * holding it). Caller holds up_table_mu. */
+void up_fdtab_release_idle(void);
+/* A fork child: an entry another thread of the parent was closing is closed here (that thread is gone). */
+void up_fdtab_after_fork_child(void);
 /* Local (this process) descriptor count of a slot. */
 uint32_t up_slot_local_refs(const struct up_slot *s);
 void up_fd_mark_internal(int fd, bool internal);
@@ -589,7 +614,5 @@ void up_fd_foreach(void (*fn)(int fd, struct up_fd *e, void *arg), void *arg);
 /* Fork bookkeeping of slot process counts. */
 void up_fdtab_fork_prepare(void);
 void up_fdtab_fork_failed(void);
-/* The process is going away (exit, or a successful exec): give up slot references. */
-void up_fdtab_release_all(void);
 
 #endif

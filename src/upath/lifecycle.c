@@ -166,7 +166,9 @@ void up_fini(void) {
     }
     up_fd_foreach(sync_offset_cb, NULL);
     up_enabled_flag = false;
-    if (!nested) up_fdtab_release_all();
+    /* Other threads go on until exit_group: a call of theirs already inside keeps its slot and file (never
+     * freed; review 11, finding 10 -- they were, and the call crashed), the others are given up. */
+    if (!nested) up_fdtab_release_idle();
     pthread_mutex_unlock(&up_table_mu);
     if (!nested) {
         up_strict_shutdown();
@@ -213,6 +215,7 @@ void up_fork_child(void) {
     if (!up_enabled) return;
     up_file_reinit_locks_all();
     up_guard_after_fork_child();
+    up_fdtab_after_fork_child();
     pthread_mutex_init(&up_table_mu, NULL);
     up_stage_after_fork_child();
     up_sizerec_after_fork_child();
@@ -282,11 +285,9 @@ void up_exec_prepare(bool spawn) {
     exec_saved_count = 0;
     up_fd_foreach(exec_hand_over_cb, &spawn);
     if (!spawn) {
-        /* This image is going away: fork relatives stop counting us. */
-        for (int i = 0; i < exec_saved_count; i++) {
-            struct up_slot *last = up_fd_unbind(exec_saved_fds[i]);
-            if (last) up_slot_drop_local(last);
-        }
+        /* This image is going away: fork relatives stop counting us -- except for a slot another thread's
+         * call is still inside until the execve ends it (calls.h). */
+        up_fdtab_release_idle();
         DK_ERRNO_RESTORE;
         return;
     }

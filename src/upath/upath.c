@@ -13,6 +13,7 @@
 #include "persist/persist.h"
 #include "shim/libc.h"
 #include "upath/atomic_route.h"
+#include "upath/calls.h"
 #include "upath/fsize.h"
 #include "upath/guard.h"
 #include "upath/io.h"
@@ -52,11 +53,12 @@ static void refresh_for(struct up_file *f, int fd, uint64_t gen) {
 struct up_slot *up_serving(int fd) {
     struct up_fd *e = up_fd_entry(fd);
     if (!e) return NULL;
-    struct up_slot *s = __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE);
+    struct up_slot *s = up_call_enter(e); /* the slot, file and number stay until up_served_end (calls.h) */
     if (!s) return NULL;
     if (DK_UNLIKELY(s->kernel || s->file->kernel_only || __atomic_load_n(&s->procs, __ATOMIC_ACQUIRE) > 1)) {
         if (s->file->kernel_only) up_io_offset_to_kernel(s, fd); /* once per slot */
         e->stale = 1;
+        up_call_leave();
         return NULL;
     }
     if (DK_UNLIKELY(e->stale)) resync(fd, e, s);
@@ -387,9 +389,15 @@ static void last_close_of_mapped(struct up_file *f, int fd) {
     DK_ERRNO_RESTORE;
 }
 
+/* Appends staged since the close's publish (by another thread's call). */
+static bool nothing_to_publish(const struct up_file *f) {
+    return __atomic_load_n(&f->staged_count, __ATOMIC_ACQUIRE) == 0 &&
+           __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) == up_file_size(f) &&
+           __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE) == up_file_size(f);
+}
+
 int up_close(int fd) {
-    struct up_fd *e = up_fd_entry(fd);
-    struct up_slot *s = e ? e->slot : NULL;
+    struct up_slot *s = up_fd_slot(fd);
     if (!s) return 0;
     struct up_file *f = s->file;
     int rc = publish_file(f, fd);
@@ -398,8 +406,27 @@ int up_close(int fd) {
     up_locks_closed(f); /* the kernel drops the process's POSIX locks on the file at any close of it */
     up_aux_close(f);    /* so closing ours now takes nothing more from the program */
     pthread_mutex_unlock(&f->mu);
+    /* The entry closes (new calls wait for the kernel's close: calls.h), then the calls inside it drain --
+     * not under up_table_mu, which a call may take -- and only then do the slot and the file go. A closer
+     * inside a call itself (a signal handler's close; one holding a file's mutex) never waits. */
+    struct up_fd *e;
     pthread_mutex_lock(&up_table_mu);
-    struct up_slot *last = up_fd_unbind(fd);
+    struct up_slot *last = up_fd_unbind_closing(fd, &e);
+    pthread_mutex_unlock(&up_table_mu);
+    enum up_drain d = up_calls_drain(e, !up_thread_in_call() && up_call_depth == 0);
+    if (DK_UNLIKELY(d == UP_DRAIN_BUSY)) {
+        dk_count(DK_C_close_busy_kept, 1); /* the slot and the file stay for ever: a call is inside */
+        return rc;
+    }
+    /* What calls of other threads staged after the publish above: published before the kernel closes the
+     * number, or a reopen of the file would find appends staged under an end its first writes -- made
+     * through the kernel until the reopen is adopted -- moved (their order lost). */
+    if (DK_UNLIKELY(f->atomic ? d == UP_DRAIN_WAITED : !nothing_to_publish(f))) { /* (atomic: a commit) */
+        int rc2 = publish_file(f, fd);
+        if (!rc) rc = rc2;
+        if (rc2) keep_rescue_fd(f, fd);
+    }
+    pthread_mutex_lock(&up_table_mu);
     if (last && f->open_refs == 1) last_close_of_mapped(f, fd);
     if (last) {
         if (f->atomic && f->open_refs == 1) {
@@ -417,8 +444,7 @@ int up_close(int fd) {
 
 void up_dup(int oldfd, int newfd) {
     pthread_mutex_lock(&up_table_mu);
-    struct up_fd *e = up_fd_entry(oldfd);
-    struct up_slot *s = e ? e->slot : NULL;
+    struct up_slot *s = up_fd_slot(oldfd);
     if (s && !up_fd_slot(newfd)) up_fd_bind(newfd, s);
     pthread_mutex_unlock(&up_table_mu);
     if (s && newfd <= 2) up_std_fd_to_kernel(newfd, true);
@@ -742,14 +768,14 @@ void up_refresh_fd(int fd) {
 
 void up_offset_to_kernel(int fd) {
     struct up_fd *e = up_fd_entry(fd);
-    struct up_slot *s = e ? e->slot : NULL;
+    struct up_slot *s = e ? up_entry_slot(e) : NULL;
     if (!s || s->kernel || s->procs > 1) return; /* the kernel's offset is already the truth */
     DK_REAL(lseek)(fd, (off_t)__atomic_load_n(&s->offset, __ATOMIC_ACQUIRE), SEEK_SET);
 }
 
 void up_offset_from_kernel(int fd) {
     struct up_fd *e = up_fd_entry(fd);
-    struct up_slot *s = e ? e->slot : NULL;
+    struct up_slot *s = e ? up_entry_slot(e) : NULL;
     if (!s || s->kernel || s->procs > 1) return;
     off_t k = DK_REAL(lseek)(fd, 0, SEEK_CUR);
     if (k >= 0) __atomic_store_n(&s->offset, (uint64_t)k, __ATOMIC_RELEASE);
@@ -781,8 +807,11 @@ void up_fix_stat(dev_t dev, ino_t ino, off_t *size) {
 }
 
 void up_fix_fstat(int fd, off_t *size) {
-    struct up_slot *s = up_fd_slot(fd); /* also finds files whose name is gone (not in the table) */
-    if (s && up_file_pinned(s->file)) *size = (off_t)up_file_size(s->file);
+    struct up_fd *e = up_fd_entry(fd); /* also finds files whose name is gone (not in the table) */
+    struct up_slot *s = e && up_entry_slot(e) ? up_call_enter(e) : NULL; /* against a close meanwhile */
+    if (!s) return;
+    if (up_file_pinned(s->file)) *size = (off_t)up_file_size(s->file);
+    up_call_leave();
 }
 
 void up_name_removed(dev_t dev, ino_t ino) {
@@ -799,7 +828,8 @@ struct find_fd_arg {
 };
 static void find_fd_cb(int fd, struct up_fd *e, void *arg) {
     struct find_fd_arg *a = arg;
-    if (a->fd < 0 && e->slot && e->slot->file == a->f) a->fd = fd;
+    struct up_slot *s = up_entry_slot(e);
+    if (a->fd < 0 && s && s->file == a->f) a->fd = fd;
 }
 
 __thread pid_t up_exit_tid;

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "upath/calls.h"
 #include "upath/internal.h"
 
 /* false until initialised with at least one managed directory, or when disabled: pass everything. */
@@ -26,6 +27,9 @@ void up_fini(void);
 /* The slot of a descriptor served in user space, or NULL (pass the call through). A descriptor whose
  * slot is shared with another process (after fork) or another program image is not served. */
 struct up_slot *up_serving(int fd);
+/* Ends the call on the slot up_serving gave (which stays valid until then, against another thread's close,
+ * dup2, exec or exit: calls.h). Every non-NULL up_serving is followed by exactly one. */
+static inline void up_served_end(void) { up_call_leave(); }
 
 /* After a successful kernel open(): adopt the descriptor when it names a managed regular file. */
 /* path: the name the program opened, relative to dirfd (AT_FDCWD: the working directory), or NULL -- a

@@ -1,0 +1,335 @@
+/* Descriptor lifetimes against calls in progress (review 11, findings 16 and 10; src/upath/calls.h): a
+ * descriptor closed, or replaced by dup2/dup3, while other threads read and write through it, and exit or
+ * exec while other threads write. Under daxkit the program crashed (SIGSEGV in up_serving/write_op: the slot
+ * and the file were freed under the call); the kernel's semantics are kept instead:
+ *   - a call racing close() completes on the old file or fails with EBADF -- never lands elsewhere;
+ *   - dup2/dup3 over a busy descriptor replaces it atomically: no call on the number ever fails;
+ *   - the data is what the kernel would give: every acknowledged append once, whole, in the log; every block
+ *     read whole from the right place; fstat and lseek(SEEK_END) the file's size.
+ * Modes:
+ *   replace [ROUNDS]  per variant (close + open, dup2, dup3): two appenders on an O_APPEND log, a pwriter, a
+ *                     pread reader, a read reader and an fstat/lseek checker on a 1 MiB data file, while the
+ *                     main thread replaces both descriptors ROUNDS times;
+ *   end [RUNS]        RUNS children per event (exit, exec) and per operation (append, pwrite, pwrite+fsync,
+ *                     pread): four threads loop on the operation, the child's main thread exits (or execs
+ *                     /bin/true) after 2-20 ms; each child must exit 0 and, for appends, the log must hold
+ *                     every acknowledged record (one more is allowed: written, not yet acknowledged).
+ * Usage: shim_fd_lifetime DIR MODE [N] (the run's DAXKIT_MODE is the library's). */
+#include <pthread.h>
+#include <sched.h>
+
+#include "shim_test.h"
+
+#define REC 100
+#define BLOCK 4096
+#define DATA_BLOCKS 256 /* 1 MiB */
+
+static volatile int log_fd = -1, data_fd = -1, stop;
+static bool no_ebadf; /* dup2/dup3: the numbers never close */
+static long acked[2], failures;
+static char fail_msg[256];
+
+static void failed(const char *fmt, long a, long b) {
+    if (__atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED) == 0) snprintf(fail_msg, sizeof fail_msg, fmt, a, b);
+}
+
+/* A call's result: EBADF is allowed only while close() may race it. */
+static bool call_ok(long r, const char *what) {
+    if (r >= 0) return true;
+    if (errno == EBADF && !no_ebadf) return false;
+    failed(what, (long)errno, 0);
+    return false;
+}
+
+static void rec_make(char *rec, int writer, long seq) {
+    memset(rec, 'a' + writer, REC);
+    snprintf(rec, REC, "w%d s%010ld ", writer, seq);
+    rec[strlen(rec)] = 'a' + writer;
+    rec[REC - 1] = '\n';
+}
+
+static void *appender(void *arg) {
+    int w = (int)(intptr_t)arg;
+    char rec[REC];
+    for (long seq = 0; !stop;) {
+        rec_make(rec, w, seq);
+        ssize_t n = write(log_fd, rec, REC);
+        if (!call_ok(n, "append failed: errno %ld")) continue;
+        if (n != REC) failed("short append: %ld bytes", n, 0);
+        acked[w] = ++seq;
+        if (seq % 4 == 0) usleep(1); /* a log's pace, not a flood: the publishes at each close stay small */
+    }
+    return NULL;
+}
+
+/* Block b of the data file: every 8-byte word holds b in its high half, a generation in its low half. */
+static void block_make(uint64_t *buf, uint32_t b, uint32_t gen) {
+    for (size_t i = 0; i < BLOCK / 8; i++) buf[i] = (uint64_t)b << 32 | gen;
+}
+/* Writes racing reads may tear a block between generations; never between blocks, never zeros. */
+static void block_check(const uint64_t *buf, uint32_t b, const char *who) {
+    for (size_t i = 0; i < BLOCK / 8; i++)
+        if (buf[i] >> 32 != b || (uint32_t)buf[i] == 0) {
+            failed(who, (long)b, (long)(buf[i] >> 32));
+            return;
+        }
+}
+
+static void *pwriter(void *arg) {
+    (void)arg;
+    uint64_t buf[BLOCK / 8];
+    for (uint32_t gen = 2; !stop; gen++) {
+        uint32_t b = gen * 37u % DATA_BLOCKS;
+        block_make(buf, b, gen);
+        ssize_t n = pwrite(data_fd, buf, BLOCK, (off_t)b * BLOCK);
+        if (call_ok(n, "pwrite failed: errno %ld") && n != BLOCK) failed("short pwrite: %ld bytes", n, 0);
+        if (gen % 4 == 0) usleep(1);
+    }
+    return NULL;
+}
+
+static void *preader(void *arg) {
+    (void)arg;
+    uint64_t buf[BLOCK / 8];
+    for (uint32_t i = 1; !stop; i++) {
+        uint32_t b = i * 101u % DATA_BLOCKS;
+        ssize_t n = pread(data_fd, buf, BLOCK, (off_t)b * BLOCK);
+        if (!call_ok(n, "pread failed: errno %ld")) continue;
+        if (n != BLOCK) failed("short pread: %ld bytes at block %ld", n, b);
+        else block_check(buf, b, "pread of block %ld found block %ld's bytes (or zeros)");
+    }
+    return NULL;
+}
+
+/* read() from the offset: the descriptor's own (a reopened one starts at 0), so the block is known by its
+ * bytes: whole, one block's, never zeros. */
+static void *reader(void *arg) {
+    (void)arg;
+    uint64_t buf[BLOCK / 8];
+    while (!stop) {
+        int fd = data_fd;
+        ssize_t n = read(fd, buf, BLOCK);
+        if (!call_ok(n, "read failed: errno %ld")) continue;
+        if (n == 0) {
+            (void)lseek(fd, 0, SEEK_SET);
+            continue;
+        }
+        if (n != BLOCK) failed("short read: %ld bytes", n, 0);
+        else block_check(buf, (uint32_t)(buf[0] >> 32), "read: block %ld holds block %ld's bytes");
+    }
+    return NULL;
+}
+
+static void *sizer(void *arg) {
+    (void)arg;
+    while (!stop) {
+        struct stat st;
+        if (call_ok(fstat(data_fd, &st), "fstat failed: errno %ld") && st.st_size != DATA_BLOCKS * BLOCK)
+            failed("fstat: size %ld, expected %ld", (long)st.st_size, DATA_BLOCKS * BLOCK);
+        off_t e = lseek(data_fd, 0, SEEK_END);
+        if (call_ok(e, "lseek failed: errno %ld") && e != DATA_BLOCKS * BLOCK)
+            failed("lseek(SEEK_END): %ld, expected %ld", (long)e, DATA_BLOCKS * BLOCK);
+        if (lseek(data_fd, 0, SEEK_SET) > 0) failed("lseek(0, SEEK_SET) moved elsewhere", 0, 0);
+    }
+    return NULL;
+}
+
+/* The log through the kernel alone (raw system calls, every descriptor closed: published): whole records,
+ * each writer's in order, each acknowledged one once; a write that failed is absent (one not acknowledged
+ * yet may be there: at most the next). */
+static void check_log(const char *path) {
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY);
+    CHECK(fd >= 0, "open the log");
+    struct stat st;
+    CHECK(syscall(SYS_fstat, fd, &st) == 0, "fstat the log");
+    CHECK(st.st_size % REC == 0, "the log's size %ld is not whole records", (long)st.st_size);
+    char *buf = malloc((size_t)st.st_size + 1);
+    CHECK(buf != NULL, "malloc");
+    CHECK(syscall(SYS_pread64, fd, buf, (size_t)st.st_size, 0) == st.st_size, "read the log");
+    syscall(SYS_close, fd);
+    long next[2] = {0, 0};
+    for (off_t off = 0; off < st.st_size; off += REC) {
+        int w = buf[off + 1] - '0';
+        CHECK(buf[off] == 'w' && (w == 0 || w == 1), "record at %ld is not a record", (long)off);
+        long seq = atol(buf + off + 4);
+        char want[REC];
+        rec_make(want, w, seq);
+        CHECK(!memcmp(buf + off, want, REC), "record at %ld (writer %d, seq %ld) is torn", (long)off, w, seq);
+        CHECK(seq == next[w], "writer %d: record %ld where %ld was due (offset %ld): lost or duplicated", w, seq,
+              next[w], (long)off);
+        next[w]++;
+    }
+    for (int w = 0; w < 2; w++)
+        CHECK(next[w] == acked[w] || next[w] == acked[w] + 1, "writer %d: %ld acknowledged, %ld in the log", w,
+              acked[w], next[w]);
+    free(buf);
+}
+
+enum variant { V_CLOSE, V_DUP2, V_DUP3 };
+static const char *variant_name[] = {"close+open", "dup2", "dup3"};
+
+static int reopen(const char *path, int flags, volatile int *fdp, enum variant v) {
+    if (v == V_CLOSE) {
+        OK(close(*fdp));
+        *fdp = OK(open(path, flags));
+        return 0;
+    }
+    int n = OK(open(path, flags));
+    if (v == V_DUP2) OK(dup2(n, *fdp));
+    else OK(dup3(n, *fdp, O_CLOEXEC));
+    OK(close(n));
+    return 0;
+}
+
+static void replace(const char *dir, enum variant v, int rounds) {
+    char logp[PATH_MAX], datap[PATH_MAX];
+    st_path(logp, sizeof logp, dir, "log");
+    st_path(datap, sizeof datap, dir, "data");
+    unlink(logp);
+    int d = OK(open(datap, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    uint64_t buf[BLOCK / 8];
+    for (uint32_t b = 0; b < DATA_BLOCKS; b++) {
+        block_make(buf, b, 1);
+        st_pwrite_all(d, buf, BLOCK, (off_t)b * BLOCK);
+    }
+    OK(fsync(d));
+    data_fd = d;
+    log_fd = OK(open(logp, O_WRONLY | O_CREAT | O_APPEND, 0644));
+    stop = 0;
+    failures = 0;
+    acked[0] = acked[1] = 0;
+    no_ebadf = v != V_CLOSE;
+    pthread_t t[6];
+    void *(*fn[6])(void *) = {appender, appender, pwriter, preader, reader, sizer};
+    for (int i = 0; i < 6; i++) CHECK(pthread_create(&t[i], NULL, fn[i], (void *)(intptr_t)i) == 0, "pthread_create");
+    for (int i = 0; i < rounds; i++) {
+        reopen(logp, O_WRONLY | O_APPEND, &log_fd, v);
+        reopen(datap, O_RDWR, &data_fd, v);
+        usleep(50);
+    }
+    stop = 1;
+    for (int i = 0; i < 6; i++) pthread_join(t[i], NULL);
+    OK(close(log_fd));
+    OK(close(data_fd));
+    printf("%s: %d rounds, %ld + %ld appends acknowledged, %ld failures%s%s\n", variant_name[v], rounds, acked[0],
+           acked[1], failures, failures ? ": " : "", fail_msg);
+    CHECK(failures == 0, "%s: a call racing the replacement went wrong: %s", variant_name[v], fail_msg);
+    check_log(logp);
+}
+
+/* ---- exit and exec while threads write ---- */
+
+enum op { OP_APPEND, OP_PWRITE, OP_PWRITE_FSYNC, OP_PREAD, OP_COUNT };
+static const char *op_name[] = {"append", "pwrite", "pwrite+fsync", "pread"};
+static enum op end_op;
+static volatile long *shared_acked; /* a MAP_SHARED anonymous page: the parent reads the child's count */
+
+static void *end_worker(void *arg) {
+    int w = (int)(intptr_t)arg;
+    char rec[REC];
+    uint64_t buf[BLOCK / 8];
+    for (long i = 0;; i++) {
+        switch (end_op) {
+        case OP_APPEND:
+            rec_make(rec, 0, 0);
+            if (write(log_fd, rec, REC) != REC) _exit(3);
+            __atomic_add_fetch(shared_acked, 1, __ATOMIC_SEQ_CST);
+            break;
+        case OP_PWRITE:
+        case OP_PWRITE_FSYNC:
+            block_make(buf, (uint32_t)((i * 4 + w) % DATA_BLOCKS), 7);
+            if (pwrite(data_fd, buf, BLOCK, (off_t)((i * 4 + w) % DATA_BLOCKS) * BLOCK) != BLOCK) _exit(3);
+            if (end_op == OP_PWRITE_FSYNC && i % 8 == 0 && fsync(data_fd) != 0) _exit(3);
+            break;
+        default:
+            if (pread(data_fd, buf, BLOCK, (off_t)((i * 4 + w) % DATA_BLOCKS) * BLOCK) != BLOCK) _exit(3);
+        }
+    }
+    return NULL;
+}
+
+static int end_child(const char *dir, enum op op, bool use_exec, int delay_us) {
+    char logp[PATH_MAX], datap[PATH_MAX];
+    st_path(logp, sizeof logp, dir, "end_log");
+    st_path(datap, sizeof datap, dir, "end_data");
+    end_op = op;
+    log_fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    data_fd = open(datap, O_RDWR);
+    if (log_fd < 0 || data_fd < 0) return 2;
+    pthread_t t;
+    for (int i = 0; i < 4; i++)
+        if (pthread_create(&t, NULL, end_worker, (void *)(intptr_t)i) != 0) return 2;
+    usleep((useconds_t)delay_us);
+    if (use_exec) {
+        execl("/bin/true", "true", (char *)NULL);
+        return 127;
+    }
+    exit(0);
+}
+
+static void ends(const char *dir, int runs) {
+    char logp[PATH_MAX], datap[PATH_MAX];
+    st_path(logp, sizeof logp, dir, "end_log");
+    st_path(datap, sizeof datap, dir, "end_data");
+    int d = OK(open(datap, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    uint64_t buf[BLOCK / 8];
+    for (uint32_t b = 0; b < DATA_BLOCKS; b++) {
+        block_make(buf, b, 1);
+        st_pwrite_all(d, buf, BLOCK, (off_t)b * BLOCK);
+    }
+    OK(close(d));
+    shared_acked = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(shared_acked != MAP_FAILED, "mmap");
+    int bad = 0, lost = 0;
+    for (int ev = 0; ev < 2; ev++)
+        for (int op = 0; op < OP_COUNT; op++) {
+            int crashed = 0;
+            for (int i = 0; i < runs; i++) {
+                *shared_acked = 0;
+                pid_t c = fork();
+                CHECK(c >= 0, "fork");
+                if (c == 0) _exit(end_child(dir, (enum op)op, ev == 1, 2000 + (i * 4513) % 18000));
+                int st;
+                CHECK(waitpid(c, &st, 0) == c, "waitpid");
+                if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+                    crashed++;
+                    printf("%s while threads %s, run %d: %s %d\n", ev ? "exec" : "exit", op_name[op], i,
+                           WIFSIGNALED(st) ? "killed by signal" : "exit status",
+                           WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+                }
+                if (op == OP_APPEND && WIFEXITED(st)) {
+                    struct stat ls;
+                    CHECK(syscall(SYS_stat, logp, &ls) == 0, "stat the log");
+                    long in_log = (long)ls.st_size / REC, a = *shared_acked;
+                    if (in_log < a) {
+                        lost++;
+                        printf("%s while threads append, run %d: %ld acknowledged, %ld in the log\n", ev ? "exec" : "exit",
+                               i, a, in_log);
+                    }
+                }
+            }
+            printf("%s while threads %s: %d of %d children did not exit 0\n", ev ? "exec" : "exit", op_name[op], crashed,
+                   runs);
+            bad += crashed;
+        }
+    CHECK(bad == 0, "%d children died at exit or exec while their threads made calls", bad);
+    CHECK(lost == 0, "%d runs lost acknowledged appends", lost);
+}
+
+int main(int argc, char **argv) {
+    const char *dir = st_dir(argc, argv);
+    const char *mode = argc > 2 ? argv[2] : "replace";
+    int n = argc > 3 ? atoi(argv[3]) : 0;
+    st_require_library();
+    setvbuf(stdout, NULL, _IONBF, 0);
+    st_watchdog(600);
+    if (!strcmp(mode, "replace")) {
+        for (int v = V_CLOSE; v <= V_DUP3; v++) replace(dir, (enum variant)v, n ? n : 300);
+    } else if (!strcmp(mode, "end")) {
+        ends(dir, n ? n : 10);
+    } else {
+        FAIL("unknown mode %s", mode);
+    }
+    printf("ok: %s\n", mode);
+    return 0;
+}
