@@ -297,6 +297,13 @@ static off_t served_seek(struct up_slot *s, int fd, off_t off, int whence) {
     up_served_end();
     return r;
 }
+/* The kernel's lseek of a managed descriptor it serves (shared with a fork relative): SEEK_END, SEEK_DATA and
+ * SEEK_HOLE look at the file's end and data, so this process's staged appends go to the kernel first, as
+ * before its read or write (review 12, finding 4). */
+static off_t seek_by_kernel(int fd, off_t off, int whence, off_t (*real)(int, off_t, int)) {
+    if (whence != SEEK_SET && whence != SEEK_CUR && up_enabled) (void)dk_pt_begin(fd);
+    return real(fd, off, whence);
+}
 DK_EXPORT off_t lseek(int fd, off_t off, int whence) {
     struct up_slot *s;
     if (up_enabled && (s = up_serving(fd))) return served_seek(s, fd, off, whence);
@@ -306,7 +313,7 @@ DK_EXPORT off_t lseek(int fd, off_t off, int whence) {
     } else if (up_enabled && (s = up_serving(fd))) { /* another thread adopted it between the two looks */
         return served_seek(s, fd, off, whence);
     }
-    return DK_REAL(lseek)(fd, off, whence);
+    return seek_by_kernel(fd, off, whence, DK_REAL(lseek));
 }
 DK_EXPORT off_t lseek64(int fd, off_t off, int whence) {
     struct up_slot *s;
@@ -317,7 +324,7 @@ DK_EXPORT off_t lseek64(int fd, off_t off, int whence) {
     } else if (up_enabled && (s = up_serving(fd))) { /* another thread adopted it between the two looks */
         return served_seek(s, fd, off, whence);
     }
-    return DK_REAL(lseek64)(fd, off, whence);
+    return seek_by_kernel(fd, off, whence, DK_REAL(lseek64));
 }
 
 /* glibc's closedir closes its descriptor without the interposed close: a directory descriptor's verdict

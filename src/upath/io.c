@@ -708,8 +708,11 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
         bool syncs_file = appended || (by_kernel && sync == UP_IO_SYNC);
         const struct up_file *outer = mu_file;
         mu_file = f; /* the publish takes f->mu: a handler's _exit must not wait for it (finding 30) */
+        up_publish_shift = 0;
         int rc = syncs_file ? (sync == UP_IO_LOGGED ? publish_logged(f, fd) : up_sync_file(f, fd, true)) : 0;
         mu_file = outer;
+        if (DK_UNLIKELY(up_publish_shift) && appended) /* the kernel appended it past another process's growth */
+            up_io_last_offset = off + up_publish_shift;
         if (!syncs_file && sync != UP_IO_LOGGED) up_io_persist_range(f, off, n);
         /* A publish cut short (a filling medium): a short count for what reached the file, as the kernel's. */
         ssize_t part = rc && appended && sync == UP_IO_SYNC ? up_sync_write_failed(f, fd, off, n, rc) : rc;

@@ -30,6 +30,9 @@ const struct up_file *up_io_held_file(void);
 static inline bool up_end_overflows(uint64_t off, size_t n) { return n > (uint64_t)INT64_MAX - off; }
 /* Offset the last up_io_write of this thread wrote at (appends choose it). */
 extern __thread uint64_t up_io_last_offset;
+/* How far this thread's last publish through an O_APPEND descriptor found the kernel's end past its own:
+ * another process appended meanwhile (publish.c). Whoever reads it clears it before the publish. */
+extern __thread uint64_t up_publish_shift;
 /* A file past UP_MAP_MAX_BYTES becomes the kernel's (upath.c): strict checkpoint, publish, kernel_only.
  * 0/-errno. */
 int up_kernel_takes_over(struct up_file *f, int fd);

@@ -206,6 +206,31 @@ static int extend_publish(struct up_file *f, int wfd, uint64_t *size) {
     return DK_REAL(ftruncate)(wfd, (off_t)*size) != 0 ? -errno : 0;
 }
 
+__thread uint64_t up_publish_shift;
+
+/* After a relink through an O_APPEND descriptor (publish_fd: *may_clone false): the kernel put the bytes at
+ * its end, which other processes may have moved since this one looked -- a shared log. The file is then
+ * longer than `*size`, this process's appends last in it: the kernel's size becomes ours (the bytes between
+ * are theirs, in the file), and the descriptor that appended moves past them, where the kernel's O_APPEND
+ * write leaves it (review 12, finding 2: the offset after the write, and reads of the process's own
+ * record, were at the end it knew, inside the other process's record). The distance moved is left in
+ * up_publish_shift for a write that publishes itself (sync and strict modes). One fstat per such publish. */
+static void adopt_append_end(struct up_file *f, int fd, uint64_t *size) {
+    struct stat st;
+    if (DK_REAL(fstat)(fd, &st) != 0 || (uint64_t)st.st_size <= *size) return;
+    uint64_t ns = (uint64_t)st.st_size;
+    if (ns > UP_MAP_MAX_BYTES || up_map_keep(f, fd, ns) != 0) return; /* past what daxkit maps: the old view */
+    if (__atomic_load_n(&f->backed_end, __ATOMIC_RELAXED) >= *size) /* written by the kernel: storage */
+        __atomic_store_n(&f->backed_end, ns, __ATOMIC_RELEASE);
+    up_file_set_size(f, ns);
+    struct up_slot *s = up_fd_slot(fd);
+    uint64_t was = *size;
+    if (s) __atomic_compare_exchange_n(&s->offset, &was, ns, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    up_publish_shift = ns - *size;
+    *size = ns;
+    dk_count(DK_C_append_end_moves, 1);
+}
+
 /* A relink a crash can cut: more than one kernel call (staging slots; a clone's head and tail) or a
  * pwrite over a page boundary (the kernel's write stops between pages when a fatal signal is pending).
  * Strict mode needs no record: its log replays the appends. */
@@ -232,6 +257,7 @@ int up_publish_locked(struct up_file *f, int fd) {
     /* A relink a crash can cut is rolled back by recovery: the record first, cleared below. */
     if (rc == 0 && staged && relink_can_tear(f, size)) rc = up_sizerec_publish_begin(f, wfd, size);
     if (rc == 0 && staged) rc = relink_all(f, wfd, may_clone);
+    if (rc == 0 && staged && !may_clone) adopt_append_end(f, wfd, &size);
     if (rc == 0 && extended) rc = extend_publish(f, wfd, &size);
     if (rc == 0) {
         f->ksize = size;

@@ -962,6 +962,9 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
             pthread_mutex_lock(&f->strict_mu);
         }
         strict_mu_file = f;
+        /* An O_APPEND descriptor: the record must name where the kernel's end is, which another process may
+         * have moved (a shared log; review 12, finding 2) -- re-read when nothing here is unpublished. */
+        if (!nested) up_size_verify_slow(f, fd);
         off = up_file_size(f);
     }
     /* Reuse the staging file early (a failed checkpoint changes nothing) -- not from a signal handler that
@@ -1030,6 +1033,7 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
         dk_count(DK_C_write_bytes, n);
     } else {
         if (wr) inflight_wait(f, epoch, wr, seq, off, off + n);
+        up_publish_shift = 0;
         w = apply_write(f, fd, buf, n, off);
         if (wr) inflight_withdraw(wr, borrowed);
         if (DK_UNLIKELY(self_durable) && w > 0) {
@@ -1037,7 +1041,9 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
             if (e) errno = -e, w = -1;
         }
     }
-    if (w >= 0) up_io_last_offset = off; /* where the write began (the caller moves the offset past it) */
+    /* Where the write began (the caller moves the offset past it) -- past another process's growth if one
+     * appended between the re-read above and the publish (its record names off: docs/guarantees.md). */
+    if (w >= 0) up_io_last_offset = off + (lz ? 0 : up_publish_shift);
     DK_CRASH_POINT("strict.write.applied");
     ck_read_exit(st, ck);
     if (append) pthread_mutex_unlock(&f->strict_mu);

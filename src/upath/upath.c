@@ -554,7 +554,12 @@ off_t up_lseek(struct up_slot *s, int fd, off_t off, int whence) {
     case SEEK_SET: base = 0; break;
     case SEEK_CUR: base = (int64_t)__atomic_load_n(&s->offset, __ATOMIC_ACQUIRE); break;
     case SEEK_END:
-        up_size_verify(f, fd);
+        /* Another process may have grown the file since this one looked (it published, or wrote through
+         * the kernel): with nothing unpublished here, the end is the kernel's -- one fstat, as a read at the
+         * end pays; the kernel's lseek reads i_size (review 12, finding 1: an append by SEEK_END + write
+         * overwrote another process's acknowledged record). Not from a signal handler whose thread holds
+         * the file's mutex (it would wait for itself): the end this process knows then. */
+        if (DK_LIKELY(!up_io_mu_held(f))) up_size_verify_slow(f, fd);
         base = (int64_t)up_file_size(f);
         break;
     case SEEK_DATA:

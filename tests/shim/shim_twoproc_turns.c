@@ -1,0 +1,197 @@
+/* Two processes taking turns on one file (never at the same time: a pipe passes the turn), each with its
+ * own view of it, checked call by call against what the kernel answers (review 12, findings 1, 2, 4; found
+ * by the two-process differential tester). Every write is followed by an fsync, so that in posix mode too
+ * each process's appends are in the file before the other's turn.
+ *
+ *   seekend   A and B open the file (no O_APPEND); A appends a record by lseek(SEEK_END) + write, B two, A
+ *             one more: A's SEEK_END came back as the end A last knew (100, not 300), and A's record went
+ *             over B's second one -- an acknowledged (in sync and strict: durable) record lost.
+ *   oappend   A and B append through O_APPEND descriptors, in turn: the offset after B's write (SEEK_CUR)
+ *             was B's stale end, inside A's record, and B's reads of its own record at that offset gave A's.
+ *   sharedfd  a descriptor shared with a fork child (the kernel serves it) and a second, O_APPEND one of
+ *             the same file: lseek(shared, 0, SEEK_END) after an append through the second missed it in posix
+ *             mode (0, not 100): the kernel's lseek ran before the staged append was published.
+ *
+ * The final file is read without the library. argv: DIR CASE. */
+#include "shim_test.h"
+
+#define REC 100
+
+static int turn_a[2], turn_b[2]; /* the turn passes A -> B through turn_b, B -> A through turn_a */
+
+static void give(int w) {
+    if (write(w, "t", 1) != 1) FAIL("pipe write: %s", strerror(errno));
+}
+static void await(int r) {
+    char c;
+    if (read(r, &c, 1) != 1) FAIL("the other process ended before passing the turn (it failed: see above)");
+}
+
+static void rec(char *b, char c) { memset(b, c, REC); }
+
+static void append_rec(int fd, char c, bool by_seek_end, off_t want_at, const char *who) {
+    char b[REC];
+    rec(b, c);
+    if (by_seek_end) {
+        off_t e = lseek(fd, 0, SEEK_END);
+        if (e != want_at) FAIL("%s: lseek(SEEK_END) = %lld before writing '%c', the kernel's end is %lld", who,
+                               (long long)e, c, (long long)want_at);
+    }
+    if (write(fd, b, REC) != REC) FAIL("%s: write '%c': %s", who, c, strerror(errno));
+    OK(fsync(fd));
+    off_t cur = lseek(fd, 0, SEEK_CUR);
+    if (cur != want_at + REC)
+        FAIL("%s: offset after writing '%c' is %lld, the kernel's %lld (where the record went)", who, c, (long long)cur,
+             (long long)(want_at + REC));
+}
+
+static void expect_bytes(int fd, off_t off, const char *want, const char *who) {
+    size_t n = strlen(want) * REC;
+    char got[8 * REC], exp[8 * REC];
+    for (size_t i = 0; i < strlen(want); i++) rec(exp + i * REC, want[i]);
+    ssize_t r = pread(fd, got, n, off);
+    if (r != (ssize_t)n) FAIL("%s: pread(%zu at %lld) = %zd, want %zu", who, n, (long long)off, r, n);
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != exp[i]) FAIL("%s: byte %lld is '%c', want '%c' (records \"%s\" from %lld)", who, (long long)off + (long long)i,
+                                   got[i] ? got[i] : '0', exp[i], want, (long long)off);
+}
+
+static void expect_size(int fd, off_t want, const char *who) {
+    struct stat st;
+    OK(fstat(fd, &st));
+    if (st.st_size != want) FAIL("%s: fstat size %lld, the kernel's %lld", who, (long long)st.st_size, (long long)want);
+}
+
+static void check_raw(const char *path, const char *want) {
+    size_t n = strlen(want) * REC;
+    if (st_ksize(path) != (long long)n) FAIL("file size %lld, want %zu (records \"%s\")", st_ksize(path), n, want);
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY);
+    char got[8 * REC];
+    if (fd < 0 || syscall(SYS_pread64, fd, got, n, 0) != (long)n) FAIL("read %s without the library", path);
+    syscall(SYS_close, fd);
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != want[i / REC]) FAIL("the file's byte %zu is '%c', want '%c' (records \"%s\": one lost?)", i,
+                                          got[i] ? got[i] : '0', want[i / REC], want);
+}
+
+/* A: seekend, B's part */
+static void seekend_b(const char *path) {
+    int fd = open(path, O_RDWR);
+    if (fd < 0) FAIL("B: open: %s", strerror(errno));
+    give(turn_a[1]);
+    await(turn_b[0]);
+    append_rec(fd, 'B', true, 100, "B");
+    append_rec(fd, 'b', true, 200, "B");
+    give(turn_a[1]);
+    await(turn_b[0]);
+    if (lseek(fd, 0, SEEK_END) != 4 * REC) FAIL("B: lseek(SEEK_END) after A's last record is not 400");
+    expect_bytes(fd, 0, "ABbC", "B");
+    OK(close(fd));
+}
+
+static void seekend_a(const char *path) {
+    int fd = open(path, O_RDWR);
+    if (fd < 0) FAIL("A: open: %s", strerror(errno));
+    await(turn_a[0]); /* B has it open too */
+    append_rec(fd, 'A', true, 0, "A");
+    give(turn_b[1]);
+    await(turn_a[0]);
+    append_rec(fd, 'C', true, 300, "A"); /* finding 1: SEEK_END said 100 */
+    expect_bytes(fd, 0, "ABbC", "A");
+    give(turn_b[1]);
+    OK(close(fd));
+}
+
+static void oappend_b(const char *path) {
+    int fd = open(path, O_RDWR | O_APPEND);
+    if (fd < 0) FAIL("B: open: %s", strerror(errno));
+    give(turn_a[1]);
+    await(turn_b[0]);
+    append_rec(fd, 'B', false, 100, "B"); /* finding 2: the offset after it was 100 */
+    expect_bytes(fd, 100, "B", "B");
+    expect_size(fd, 200, "B");
+    give(turn_a[1]);
+    await(turn_b[0]);
+    append_rec(fd, 'D', false, 300, "B");
+    expect_bytes(fd, 0, "ABCD", "B");
+    OK(close(fd));
+}
+
+static void oappend_a(const char *path) {
+    int fd = open(path, O_RDWR | O_APPEND);
+    if (fd < 0) FAIL("A: open: %s", strerror(errno));
+    await(turn_a[0]);
+    append_rec(fd, 'A', false, 0, "A");
+    give(turn_b[1]);
+    await(turn_a[0]);
+    append_rec(fd, 'C', false, 200, "A");
+    expect_bytes(fd, 100, "BC", "A");
+    give(turn_b[1]);
+    OK(close(fd));
+}
+
+/* sharedfd: one process; the fork child only keeps the shared descriptor open until told. */
+static void sharedfd(const char *path) {
+    int shared = open(path, O_RDWR);
+    if (shared < 0) FAIL("open: %s", strerror(errno));
+    pid_t c = fork();
+    if (c < 0) FAIL("fork: %s", strerror(errno));
+    if (c == 0) {
+        close(turn_b[1]); /* (the parent's end: its exit ends the wait) */
+        await(turn_b[0]);
+        _exit(0);
+    }
+    close(turn_b[0]);
+    int ap = open(path, O_WRONLY | O_APPEND);
+    if (ap < 0) FAIL("open O_APPEND: %s", strerror(errno));
+    char b[REC];
+    rec(b, 'A');
+    if (write(ap, b, REC) != REC) FAIL("write: %s", strerror(errno));
+    off_t e = lseek(shared, 0, SEEK_END); /* finding 4: 0 in posix mode */
+    if (e != REC) FAIL("lseek(shared descriptor, 0, SEEK_END) = %lld after a 100-byte append, want 100", (long long)e);
+    expect_bytes(shared, 0, "A", "shared descriptor");
+    give(turn_b[1]);
+    int status;
+    if (waitpid(c, &status, 0) != c || !WIFEXITED(status) || WEXITSTATUS(status)) FAIL("the child failed");
+    OK(close(ap));
+    OK(close(shared));
+}
+
+int main(int argc, char **argv) {
+    st_require_library();
+    st_watchdog(60);
+    const char *dir = st_dir(argc, argv);
+    const char *which = argc > 2 ? argv[2] : "seekend";
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "turns.dat");
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) FAIL("create %s: %s", path, strerror(errno));
+    OK(close(fd));
+    if (pipe(turn_a) || pipe(turn_b)) FAIL("pipe: %s", strerror(errno));
+    if (!strcmp(which, "sharedfd")) {
+        sharedfd(path);
+        check_raw(path, "A");
+        printf("ok: sharedfd\n");
+        return 0;
+    }
+    bool seekend = !strcmp(which, "seekend");
+    if (!seekend && strcmp(which, "oappend")) FAIL("unknown case '%s' (seekend, oappend, sharedfd)", which);
+    pid_t b = fork();
+    if (b < 0) FAIL("fork: %s", strerror(errno));
+    if (b == 0) {
+        close(turn_a[0]), close(turn_b[1]); /* each keeps only its own ends: the other's exit ends a wait */
+        if (seekend) seekend_b(path);
+        else oappend_b(path);
+        _exit(0);
+    }
+    close(turn_a[1]), close(turn_b[0]);
+    if (seekend) seekend_a(path);
+    else oappend_a(path);
+    int status;
+    if (waitpid(b, &status, 0) != b) FAIL("waitpid: %s", strerror(errno));
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        FAIL("B: %s %d", WIFEXITED(status) ? "exit" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    check_raw(path, seekend ? "ABbC" : "ABCD");
+    printf("ok: %s\n", which);
+    return 0;
+}
