@@ -524,8 +524,26 @@ static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, ui
     const struct up_file *outer = mu_file;
     mu_file = f;
     up_file_lock(f);
-    if (append && !f->appends_o_append) f->appends_o_append = true;
     uint64_t off = append ? up_file_size(f) : *at;
+    /* One kind of staged append at a time: those of an O_APPEND descriptor go in at the kernel's end at the
+     * publish, the others at the offsets they were written at (review 12, finding 8) -- a switch publishes
+     * what is staged first (a program appending to one file through both kinds of descriptor); so does a
+     * write over staged O_APPEND appends, whose place in the file is not known before (the kernel's write
+     * would land on them where the publish puts them). (Strict mode applies an O_APPEND append at the offset
+     * its record names: not `append`, the same kind.) */
+    int fd_fl = append ? 0 : up_fd_flags(fd);
+    bool o_append = append || (fd_fl >= 0 && (fd_fl & O_APPEND));
+    bool switches = o_append ? !f->staged_o_append : f->staged_o_append && off + n > f->pub_size;
+    if (f->strategy == UP_STAGE && switches && up_file_size(f) != f->pub_size) {
+        int prc = up_publish_locked(f, fd);
+        if (prc) {
+            pthread_mutex_unlock(&f->mu);
+            mu_file = outer;
+            return prc;
+        }
+        if (append) off = up_file_size(f);
+    }
+    if (o_append) f->appends_o_append = f->staged_o_append = true;
     /* A signal handler whose thread is storing an append into f (above) appends after it. */
     if (DK_UNLIKELY(up_append_inflight_mine(f))) {
         store_after = false;
@@ -801,8 +819,11 @@ ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off)
     if (DK_UNLIKELY(__atomic_load_n(&f->size_unsure, __ATOMIC_RELAXED)) && n && off + n > up_file_size(f))
         up_size_verify_slow(f, fd);
     uint64_t size = up_file_size(f);
-    if (off >= size || n == 0) {
-        if (n && up_refresh_if_idle(f, fd)) size = up_file_size(f);
+    /* A read reaching the end this process knows: another process may have written past it since (one fstat
+     * when nothing here is unpublished, as the kernel's read reads i_size): a read stopped there came back
+     * short and left the offset where the next write went over the other's bytes (review 12, finding 5). */
+    if (off + n > size || n == 0) {
+        if (n && mu_file != f && up_refresh_if_idle(f, fd)) size = up_file_size(f);
         if (off >= size || n == 0) return 0;
     }
     n = DK_MIN(n, size - off);

@@ -22,6 +22,25 @@
 /* The descriptor's status flags: a program descriptor's slot mirrors them (access mode from the open,
  * O_APPEND kept by the F_SETFL path), which spares a system call per publish -- one per fsync for an
  * fsync-per-append program such as RocksDB with sync=1; other descriptors ask the kernel. */
+struct append_fd_arg {
+    const struct up_file *f;
+    int fd;
+};
+static void append_fd_cb(int fd, struct up_fd *e, void *arg) {
+    struct append_fd_arg *a = arg;
+    const struct up_slot *s = e->slot;
+    if (a->fd >= 0 || !s || s->file != a->f || e->internal) return;
+    uint32_t fl = __atomic_load_n(&s->flags, __ATOMIC_ACQUIRE);
+    if ((fl & O_APPEND) && (fl & O_ACCMODE) != O_RDONLY && !(fl & O_DIRECT)) a->fd = fd;
+}
+
+/* A descriptor of the program's that appends to f (O_APPEND, writable), or -1. */
+static int program_append_fd(const struct up_file *f) {
+    struct append_fd_arg a = {f, -1};
+    up_fd_foreach(append_fd_cb, &a);
+    return a.fd;
+}
+
 /* The descriptor to relink through: the program's own when it can take the relink, else the file's
  * auxiliary one (never a reopen closed after use: that would drop the program's POSIX locks). *may_clone
  * false: through the program's O_APPEND descriptor, by copies at the kernel's end. That is the way for
@@ -36,11 +55,23 @@
  * without O_DIRECT) takes them. */
 static int publish_fd(struct up_file *f, int fd, bool *may_clone) {
     int fl = up_fd_flags(fd);
+    /* Appends staged through an O_APPEND descriptor go into the file through one, whichever descriptor the
+     * publish point came from -- an fsync or close of the program's read-only or plain descriptor of the
+     * log, exit's first descriptor of the file: through those they were written at the end this process last
+     * saw, over the records other processes appended since (review 12, finding 8). */
+    if (f->staged_o_append && !((fl & O_APPEND) && (fl & O_ACCMODE) != O_RDONLY && !(fl & O_DIRECT))) {
+        int afd = program_append_fd(f);
+        if (afd >= 0) fd = afd, fl = up_fd_flags(afd);
+    }
     bool writable = fl >= 0 && (fl & O_ACCMODE) != O_RDONLY && !(fl & O_DIRECT);
     bool at_end = f->ksize == f->pub_size; /* an O_APPEND pwrite lands at the kernel's end */
+    /* Appends written through a descriptor without O_APPEND lie where they were written: never copied
+     * through an O_APPEND one (its write lands at the kernel's end, past another process's growth) while
+     * the auxiliary descriptor can take them. */
+    bool plain_staged = f->strategy == UP_STAGE && !f->staged_o_append;
     *may_clone = true;
     if (writable && !(fl & O_APPEND)) return fd;
-    if (writable && at_end) {
+    if (writable && at_end && !plain_staged) {
         *may_clone = false;
         return fd;
     }
@@ -266,6 +297,7 @@ int up_publish_locked(struct up_file *f, int fd) {
         up_sizerec_clear(f); /* after the kernel size moved: a crash in between rolls the publish back */
         dk_count(DK_C_publishes, 1);
         f->appends_unpublished = 0;
+        f->staged_o_append = false;
         /* A publish point other than fsync cut the extension of a file auto had moved to extend (a lock
          * release, close, fork, exec, mmap): it goes back to staging, so that a program publishing that way
          * pays no truncate per publish (the file is as stage left it: sizes equal, nothing staged). */

@@ -8,6 +8,11 @@
  *             over B's second one -- an acknowledged (in sync and strict: durable) record lost.
  *   oappend   A and B append through O_APPEND descriptors, in turn: the offset after B's write (SEEK_CUR)
  *             was B's stale end, inside A's record, and B's reads of its own record at that offset gave A's.
+ *   readcross B's read from below the end it knew to past it stopped at that end (1 byte of 400), and B's
+ *             next write at its offset went over A's bytes (finding 5).
+ *   fsyncreader  B appends through an O_APPEND descriptor, then fsyncs its read-only descriptor of the log:
+ *             posix mode published the append through that one, at the end B last saw, over A's fsynced
+ *             record (finding 8).
  *   sharedfd  a descriptor shared with a fork child (the kernel serves it) and a second, O_APPEND one of
  *             the same file: lseek(shared, 0, SEEK_END) after an append through the second missed it in posix
  *             mode (0, not 100): the kernel's lseek ran before the staged append was published.
@@ -130,6 +135,67 @@ static void oappend_a(const char *path) {
     OK(close(fd));
 }
 
+/* readcross (finding 5): B's read from below the end it knows to past it must not stop there. */
+static void readcross_b(const char *path) {
+    int fd = open(path, O_RDWR);
+    if (fd < 0) FAIL("B: open: %s", strerror(errno));
+    give(turn_a[1]);
+    await(turn_b[0]);
+    char one;
+    if (pread(fd, &one, 1, 0) != 1) FAIL("B: pread of A's first byte"); /* B's end: 1 */
+    give(turn_a[1]);
+    await(turn_b[0]);
+    static char big[4 * REC + 1];
+    ssize_t r = read(fd, big, sizeof big); /* from 0: the whole file, 4 records */
+    if (r != 4 * REC) FAIL("B: read from 0 returned %zd of the file's %d bytes (stopped at the end B knew?)", r, 4 * REC);
+    append_rec(fd, 'B', false, 4 * REC, "B"); /* at B's offset, 400: the kernel's end */
+    OK(close(fd));
+}
+
+static void readcross_a(const char *path) {
+    int fd = open(path, O_RDWR);
+    if (fd < 0) FAIL("A: open: %s", strerror(errno));
+    await(turn_a[0]);
+    if (write(fd, "A", 1) != 1) FAIL("A: write");
+    OK(fsync(fd));
+    give(turn_b[1]);
+    await(turn_a[0]);
+    char b[4 * REC];
+    memset(b, 'A', sizeof b);
+    if (pwrite(fd, b, sizeof b, 0) != (ssize_t)sizeof b) FAIL("A: pwrite");
+    OK(fsync(fd));
+    give(turn_b[1]);
+    OK(close(fd));
+}
+
+/* fsyncreader (finding 8): B appends through its O_APPEND descriptor, then fsyncs its read-only one. */
+static void fsyncreader_b(const char *path) {
+    int ap = open(path, O_RDWR | O_APPEND), rd = open(path, O_RDONLY);
+    if (ap < 0 || rd < 0) FAIL("B: open: %s", strerror(errno));
+    give(turn_a[1]);
+    await(turn_b[0]);
+    char b[REC];
+    rec(b, 'B');
+    if (write(ap, b, REC) != REC) FAIL("B: write: %s", strerror(errno));
+    OK(fsync(rd)); /* a publish point of the file, through the read-only descriptor */
+    give(turn_a[1]);
+    await(turn_b[0]);
+    OK(close(rd));
+    OK(close(ap));
+}
+
+static void fsyncreader_a(const char *path) {
+    int fd = open(path, O_WRONLY | O_APPEND);
+    if (fd < 0) FAIL("A: open: %s", strerror(errno));
+    await(turn_a[0]);
+    append_rec(fd, 'A', false, 0, "A");
+    give(turn_b[1]);
+    await(turn_a[0]);
+    append_rec(fd, 'C', false, 2 * REC, "A");
+    give(turn_b[1]);
+    OK(close(fd));
+}
+
 /* sharedfd: one process; the fork child only keeps the shared descriptor open until told. */
 static void sharedfd(const char *path) {
     int shared = open(path, O_RDWR);
@@ -174,24 +240,31 @@ int main(int argc, char **argv) {
         printf("ok: sharedfd\n");
         return 0;
     }
-    bool seekend = !strcmp(which, "seekend");
-    if (!seekend && strcmp(which, "oappend")) FAIL("unknown case '%s' (seekend, oappend, sharedfd)", which);
+    static const struct {
+        const char *name, *want;
+        void (*a)(const char *), (*b)(const char *);
+    } cases[] = {{"seekend", "ABbC", seekend_a, seekend_b},
+                 {"oappend", "ABCD", oappend_a, oappend_b},
+                 {"readcross", "AAAAB", readcross_a, readcross_b},
+                 {"fsyncreader", "ABC", fsyncreader_a, fsyncreader_b}};
+    int k = -1;
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
+        if (!strcmp(which, cases[i].name)) k = i;
+    if (k < 0) FAIL("unknown case '%s' (seekend, oappend, readcross, fsyncreader, sharedfd)", which);
     pid_t b = fork();
     if (b < 0) FAIL("fork: %s", strerror(errno));
     if (b == 0) {
         close(turn_a[0]), close(turn_b[1]); /* each keeps only its own ends: the other's exit ends a wait */
-        if (seekend) seekend_b(path);
-        else oappend_b(path);
+        cases[k].b(path);
         _exit(0);
     }
     close(turn_a[1]), close(turn_b[0]);
-    if (seekend) seekend_a(path);
-    else oappend_a(path);
+    cases[k].a(path);
     int status;
     if (waitpid(b, &status, 0) != b) FAIL("waitpid: %s", strerror(errno));
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         FAIL("B: %s %d", WIFEXITED(status) ? "exit" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-    check_raw(path, seekend ? "ABbC" : "ABCD");
+    check_raw(path, cases[k].want);
     printf("ok: %s\n", which);
     return 0;
 }
