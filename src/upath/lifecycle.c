@@ -124,7 +124,11 @@ void up_init(void) {
 static void sync_offset_cb(int fd, struct up_fd *e, void *arg) {
     (void)arg;
     struct up_slot *s = e->slot;
-    if (!s || s->kernel || s->procs > 1) return;
+    /* Stale: the kernel served the descriptor while it was shared (up_serving) and its offset is the truth;
+     * the slot's, older, set back the kernel's -- a pre-forking server's worker that wrote through an
+     * inherited descriptor, then forked a helper, wrote its next record over its first (review 12,
+     * finding 10). The next served call takes the kernel's (resync). */
+    if (!s || s->kernel || s->procs > 1 || e->stale) return;
     DK_REAL(lseek)(fd, (off_t)__atomic_load_n(&s->offset, __ATOMIC_ACQUIRE), SEEK_SET);
 }
 

@@ -774,7 +774,9 @@ void up_refresh_fd(int fd) {
 void up_offset_to_kernel(int fd) {
     struct up_fd *e = up_fd_entry(fd);
     struct up_slot *s = e ? up_entry_slot(e) : NULL;
-    if (!s || s->kernel || s->procs > 1) return; /* the kernel's offset is already the truth */
+    /* The kernel's offset is already the truth: shared, or served by the kernel since it last was (stale:
+     * the slot's offset is the old one -- review 12, finding 10). */
+    if (!s || s->kernel || s->procs > 1 || e->stale) return;
     DK_REAL(lseek)(fd, (off_t)__atomic_load_n(&s->offset, __ATOMIC_ACQUIRE), SEEK_SET);
 }
 

@@ -13,6 +13,8 @@
  *   fsyncreader  B appends through an O_APPEND descriptor, then fsyncs its read-only descriptor of the log:
  *             posix mode published the append through that one, at the end B last saw, over A's fsynced
  *             record (finding 8).
+ *   forkoffset  a descriptor written while shared with a fork child, then a fork of a helper: the next
+ *             write went to the offset from before the shared period, over the first record (finding 10).
  *   sharedfd  a descriptor shared with a fork child (the kernel serves it) and a second, O_APPEND one of
  *             the same file: lseek(shared, 0, SEEK_END) after an append through the second missed it in posix
  *             mode (0, not 100): the kernel's lseek ran before the staged append was published.
@@ -223,6 +225,37 @@ static void sharedfd(const char *path) {
     OK(close(shared));
 }
 
+/* forkoffset (finding 10): a descriptor written while shared with a fork child (the kernel served it), then
+ * this process's only one again, then a fork of a helper: the next write went to the offset from before the
+ * shared period, over the first record. */
+static void forkoffset(const char *path) {
+    int fd = open(path, O_WRONLY);
+    if (fd < 0) FAIL("open: %s", strerror(errno));
+    pid_t c = fork();
+    if (c < 0) FAIL("fork: %s", strerror(errno));
+    if (c == 0) {
+        close(turn_b[1]);
+        await(turn_b[0]); /* holds the descriptor until told */
+        _exit(0);
+    }
+    close(turn_b[0]);
+    char b[REC];
+    rec(b, 'A');
+    if (write(fd, b, REC) != REC) FAIL("write while shared: %s", strerror(errno));
+    give(turn_b[1]);
+    int status;
+    if (waitpid(c, &status, 0) != c || !WIFEXITED(status) || WEXITSTATUS(status)) FAIL("the first child failed");
+    pid_t h = fork(); /* a helper that exits at once: the fork is what matters */
+    if (h < 0) FAIL("fork: %s", strerror(errno));
+    if (h == 0) _exit(0);
+    if (waitpid(h, &status, 0) != h) FAIL("waitpid: %s", strerror(errno));
+    rec(b, 'B');
+    if (write(fd, b, REC) != REC) FAIL("write after the forks: %s", strerror(errno));
+    off_t cur = lseek(fd, 0, SEEK_CUR);
+    if (cur != 2 * REC) FAIL("offset after the second record is %lld, want 200 (written over the first?)", (long long)cur);
+    OK(close(fd));
+}
+
 int main(int argc, char **argv) {
     st_require_library();
     st_watchdog(60);
@@ -234,6 +267,12 @@ int main(int argc, char **argv) {
     if (fd < 0) FAIL("create %s: %s", path, strerror(errno));
     OK(close(fd));
     if (pipe(turn_a) || pipe(turn_b)) FAIL("pipe: %s", strerror(errno));
+    if (!strcmp(which, "forkoffset")) {
+        forkoffset(path);
+        check_raw(path, "AB");
+        printf("ok: forkoffset\n");
+        return 0;
+    }
     if (!strcmp(which, "sharedfd")) {
         sharedfd(path);
         check_raw(path, "A");
@@ -250,7 +289,7 @@ int main(int argc, char **argv) {
     int k = -1;
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
         if (!strcmp(which, cases[i].name)) k = i;
-    if (k < 0) FAIL("unknown case '%s' (seekend, oappend, readcross, fsyncreader, sharedfd)", which);
+    if (k < 0) FAIL("unknown case '%s' (seekend, oappend, readcross, fsyncreader, sharedfd, forkoffset)", which);
     pid_t b = fork();
     if (b < 0) FAIL("fork: %s", strerror(errno));
     if (b == 0) {
