@@ -136,6 +136,15 @@ int dk_cmd_run(int argc, char **argv) {
         fprintf(stderr, "daxkit run: cannot find libdaxkit.so next to this program; build with `make` or set DAXKIT_LIB\n");
         return 1;
     }
+    /* ld.so splits LD_PRELOAD at spaces and colons and runs the program without a library it cannot load:
+     * a build under "~/My Projects" ran every program unaccelerated -- in strict mode without its
+     * durability -- and exit 0 (review 12, finding 7). No escaping exists: refuse, and say what to do. */
+    if (strpbrk(lib, " :")) {
+        fprintf(stderr, "daxkit run: the library's path '%s' contains a space or ':', which LD_PRELOAD cannot "
+                        "carry (the program would run without daxkit); move the build or install to a path without "
+                        "them, or set DAXKIT_LIB to a symbolic link whose path has none\n", lib);
+        return 2;
+    }
     char *pre = preload_with(lib);
     setenv("LD_PRELOAD", pre, 1);
     free(pre);

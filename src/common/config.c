@@ -75,12 +75,14 @@ const char *dk_config_enum_name(const char *option, int value) {
     return "?";
 }
 
-/* Parses an unsigned number with an optional K/M/G/T suffix (powers of 1024) when `sized`. */
+/* Parses an unsigned decimal number with an optional K/M/G/T suffix (powers of 1024) when `sized`. Decimal
+ * only, from its first byte: strtoull's base 0 read "010M" as octal (8 MiB) and "0x10M" as 16 MiB, and its
+ * leading blanks and sign let " 64M" and "+5" pass (review 12, finding 9). */
 static int parse_u64(const char *s, bool sized, uint64_t *out) {
-    if (!*s || *s == '-') return -1;
+    if (!isdigit((unsigned char)*s)) return -1;
     char *end;
     errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
+    unsigned long long v = strtoull(s, &end, 10);
     if (errno || end == s) return -1;
     unsigned shift = 0;
     if (sized && *end) {
@@ -166,9 +168,9 @@ void dk_config_defaults(struct dk_config *cfg) {
 static void describe_accepted(const struct opt_desc *o, char *buf, size_t len) {
     switch (o->type) {
     case T_BOOL: snprintf(buf, len, "0 or 1"); break;
-    case T_UINT: snprintf(buf, len, "an integer from %llu to %llu", (unsigned long long)o->lo,
+    case T_UINT: snprintf(buf, len, "an integer from %llu to %llu (decimal)", (unsigned long long)o->lo,
                           (unsigned long long)o->hi); break;
-    case T_SIZE: snprintf(buf, len, "a size from %llu to %llu bytes (suffixes K, M, G, T)",
+    case T_SIZE: snprintf(buf, len, "a size from %llu to %llu bytes (decimal; suffixes K, M, G, T)",
                           (unsigned long long)o->lo, (unsigned long long)o->hi); break;
     case T_ENUM: snprintf(buf, len, "one of %s", o->values); break;
     case T_STR: snprintf(buf, len, "a string"); break;

@@ -47,6 +47,9 @@ done <<'LIST'
 DAXKIT_MODE bogus posix|sync|strict
 DAXKIT_POPULATE maybe 0 or 1
 DAXKIT_STAGING_FILES 999 an integer from 1 to 64
+DAXKIT_STAGING_FILES 0x10 an integer from 1 to 64
+DAXKIT_STAGING_FILES +8 an integer from 1 to 64
+DAXKIT_STAGING_BYTES 0x4000000 a size from
 DAXKIT_STAGING_BYTES 1K a size from
 DAXKIT_NT_MIN_BYTES 12Q a size from
 DAXKIT_PERSIST sometimes auto|flush
