@@ -28,7 +28,7 @@ struct append_fd_arg {
 };
 static void append_fd_cb(int fd, struct up_fd *e, void *arg) {
     struct append_fd_arg *a = arg;
-    const struct up_slot *s = e->slot;
+    const struct up_slot *s = up_entry_slot(e);
     if (a->fd >= 0 || !s || s->file != a->f || e->internal) return;
     uint32_t fl = __atomic_load_n(&s->flags, __ATOMIC_ACQUIRE);
     if ((fl & O_APPEND) && (fl & O_ACCMODE) != O_RDONLY && !(fl & O_DIRECT)) a->fd = fd;
