@@ -22,25 +22,6 @@
 /* The descriptor's status flags: a program descriptor's slot mirrors them (access mode from the open,
  * O_APPEND kept by the F_SETFL path), which spares a system call per publish -- one per fsync for an
  * fsync-per-append program such as RocksDB with sync=1; other descriptors ask the kernel. */
-struct append_fd_arg {
-    const struct up_file *f;
-    int fd;
-};
-static void append_fd_cb(int fd, struct up_fd *e, void *arg) {
-    struct append_fd_arg *a = arg;
-    const struct up_slot *s = up_entry_slot(e);
-    if (a->fd >= 0 || !s || s->file != a->f || e->internal) return;
-    uint32_t fl = __atomic_load_n(&s->flags, __ATOMIC_ACQUIRE);
-    if ((fl & O_APPEND) && (fl & O_ACCMODE) != O_RDONLY && !(fl & O_DIRECT)) a->fd = fd;
-}
-
-/* A descriptor of the program's that appends to f (O_APPEND, writable), or -1. */
-static int program_append_fd(const struct up_file *f) {
-    struct append_fd_arg a = {f, -1};
-    up_fd_foreach(append_fd_cb, &a);
-    return a.fd;
-}
-
 /* The descriptor to relink through: the program's own when it can take the relink, else the file's
  * auxiliary one (never a reopen closed after use: that would drop the program's POSIX locks). *may_clone
  * false: through the program's O_APPEND descriptor, by copies at the kernel's end. That is the way for
@@ -55,26 +36,21 @@ static int program_append_fd(const struct up_file *f) {
  * without O_DIRECT) takes them. */
 static int publish_fd(struct up_file *f, int fd, bool *may_clone) {
     int fl = up_fd_flags(fd);
-    /* Appends staged through an O_APPEND descriptor go into the file through one, whichever descriptor the
-     * publish point came from -- an fsync or close of the program's read-only or plain descriptor of the
-     * log, exit's first descriptor of the file: through those they were written at the end this process last
-     * saw, over the records other processes appended since (review 12, finding 8). */
-    if (f->staged_o_append && !((fl & O_APPEND) && (fl & O_ACCMODE) != O_RDONLY && !(fl & O_DIRECT))) {
-        int afd = program_append_fd(f);
-        if (afd >= 0) fd = afd, fl = up_fd_flags(afd);
-    }
     bool writable = fl >= 0 && (fl & O_ACCMODE) != O_RDONLY && !(fl & O_DIRECT);
     bool at_end = f->ksize == f->pub_size; /* an O_APPEND pwrite lands at the kernel's end */
-    /* Appends written through a descriptor without O_APPEND lie where they were written: never copied
-     * through an O_APPEND one (its write lands at the kernel's end, past another process's growth) while
-     * the auxiliary descriptor can take them. */
-    bool plain_staged = f->strategy == UP_STAGE && !f->staged_o_append;
+    /* Appends staged through an O_APPEND descriptor go in at the kernel's end (RWF_APPEND: *may_clone false)
+     * whichever descriptor the publish point came from -- an fsync or close of the program's read-only or
+     * plain descriptor of the log, exit's first descriptor of the file: through those they were written at
+     * the end this process last saw, over the records other processes appended since (review 12, finding 8).
+     * Those written through a descriptor without O_APPEND lie where they were written: never copied through
+     * an O_APPEND one (its write lands at the kernel's end) while the auxiliary descriptor can take them. */
+    bool o_append_staged = f->strategy == UP_STAGE && f->staged_o_append;
     *may_clone = true;
-    if (writable && !(fl & O_APPEND)) return fd;
-    if (writable && at_end && !plain_staged) {
+    if (o_append_staged && at_end) {
         *may_clone = false;
-        return fd;
+        return writable ? fd : up_aux_fd(f, fd, false);
     }
+    if (writable && !(fl & O_APPEND)) return fd;
     int a = up_aux_fd(f, fd, false);
     if (a >= 0 || !writable || !at_end) return a;
     *may_clone = false;
@@ -110,13 +86,21 @@ static uint64_t copy_next_piece(void *ctx, uint64_t off, uint64_t left, int firs
     return DK_MIN(left, copy_piece(c->start, off, c->end));
 }
 
+/* RWF_APPEND while relinking appends staged through an O_APPEND descriptor (publish_fd: may_clone false),
+ * under f->mu. */
+static __thread int copy_rwf;
+
 /* pwrite until done (dk_pwrite_all: EINTR retried, short writes continued). *landed: the end of what
  * reached the file, also when the copy failed part way (a medium filling: short writes, then ENOSPC). */
 static int copy_range(int wfd, const char *src, uint64_t off, uint64_t n, uint64_t *landed) {
     struct copy_cut cut = {off, off + n};
     const struct dk_pwrite_pieces pieces = {copy_next_piece, &cut};
     size_t done = 0;
-    int rc = dk_pwrite_all_done(wfd, src, n, off, 0, &pieces, &done);
+    int rc = dk_pwrite_all_done(wfd, src, n, off, copy_rwf, &pieces, &done);
+    if (rc == -EOPNOTSUPP && copy_rwf) { /* a kernel before 4.16: the descriptor's own O_APPEND, if any */
+        copy_rwf = 0;
+        rc = dk_pwrite_all_done(wfd, src, n, off, 0, &pieces, &done);
+    }
     *landed = off + done;
     return rc;
 }
@@ -256,7 +240,8 @@ static void adopt_append_end(struct up_file *f, int fd, uint64_t *size) {
     up_file_set_size(f, ns);
     struct up_slot *s = up_fd_slot(fd);
     uint64_t was = *size;
-    if (s) __atomic_compare_exchange_n(&s->offset, &was, ns, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    if (s && (__atomic_load_n(&s->flags, __ATOMIC_ACQUIRE) & O_APPEND))
+        __atomic_compare_exchange_n(&s->offset, &was, ns, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
     up_publish_shift = ns - *size;
     *size = ns;
     dk_count(DK_C_append_end_moves, 1);
@@ -287,7 +272,9 @@ int up_publish_locked(struct up_file *f, int fd) {
     int rc = up_map_keep(f, wfd, size);
     /* A relink a crash can cut is rolled back by recovery: the record first, cleared below. */
     if (rc == 0 && staged && relink_can_tear(f, size)) rc = up_sizerec_publish_begin(f, wfd, size);
+    copy_rwf = may_clone ? 0 : RWF_APPEND;
     if (rc == 0 && staged) rc = relink_all(f, wfd, may_clone);
+    copy_rwf = 0;
     if (rc == 0 && staged && !may_clone) adopt_append_end(f, wfd, &size);
     if (rc == 0 && extended) rc = extend_publish(f, wfd, &size);
     if (rc == 0) {
