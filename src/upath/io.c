@@ -636,10 +636,10 @@ static ssize_t write_through_kernel(struct up_file *f, int fd, const char *buf, 
 /* Strict mode's appends: published at once (visible as with sync mode) but not synced -- the record makes
  * the bytes and the size durable, and strict mode's checkpoint fdatasyncs the file before the record goes;
  * so the publish leaves meta_dirty as it found it (fsync has nothing to add for it). 0 or -errno. */
-static int publish_logged(struct up_file *f, int fd) {
+static int publish_logged(struct up_file *f, int fd, uint64_t *moved) {
     up_file_lock(f);
     bool meta = f->meta_dirty;
-    int rc = up_publish_locked(f, fd);
+    int rc = up_publish_locked_moved(f, fd, moved);
     if (rc == 0) f->meta_dirty = meta;
     pthread_mutex_unlock(&f->mu);
     return rc;
@@ -726,11 +726,12 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
         bool syncs_file = appended || (by_kernel && sync == UP_IO_SYNC);
         const struct up_file *outer = mu_file;
         mu_file = f; /* the publish takes f->mu: a handler's _exit must not wait for it (finding 30) */
-        up_publish_shift = 0;
-        int rc = syncs_file ? (sync == UP_IO_LOGGED ? publish_logged(f, fd) : up_sync_file(f, fd, true)) : 0;
+        uint64_t moved = 0; /* the kernel appended it past another process's growth */
+        int rc = !syncs_file               ? 0
+                 : sync == UP_IO_LOGGED ? publish_logged(f, fd, &moved)
+                                        : up_sync_file_moved(f, fd, true, &moved);
         mu_file = outer;
-        if (DK_UNLIKELY(up_publish_shift) && appended) /* the kernel appended it past another process's growth */
-            up_io_last_offset = off + up_publish_shift;
+        if (DK_UNLIKELY(moved) && appended) up_io_last_offset = off + moved;
         if (!syncs_file && sync != UP_IO_LOGGED) up_io_persist_range(f, off, n);
         /* A publish cut short (a filling medium): a short count for what reached the file, as the kernel's. */
         ssize_t part = rc && appended && sync == UP_IO_SYNC ? up_sync_write_failed(f, fd, off, n, rc) : rc;

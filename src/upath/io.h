@@ -30,9 +30,6 @@ const struct up_file *up_io_held_file(void);
 static inline bool up_end_overflows(uint64_t off, size_t n) { return n > (uint64_t)INT64_MAX - off; }
 /* Offset the last up_io_write of this thread wrote at (appends choose it). */
 extern __thread uint64_t up_io_last_offset;
-/* How far this thread's last publish through an O_APPEND descriptor found the kernel's end past its own:
- * another process appended meanwhile (publish.c). Whoever reads it clears it before the publish. */
-extern __thread uint64_t up_publish_shift;
 /* A file past UP_MAP_MAX_BYTES becomes the kernel's (upath.c): strict checkpoint, publish, kernel_only.
  * 0/-errno. */
 int up_kernel_takes_over(struct up_file *f, int fd);
@@ -42,10 +39,16 @@ static inline bool up_io_mu_held(const struct up_file *f) { return up_io_held_fi
 void up_io_offset_to_kernel(struct up_slot *s, int fd);
 
 /* publish.c */
-/* Moves appends into the file: relink staged slots, or set the size (extend). Under f->mu. 0/-errno. */
-int up_publish_locked(struct up_file *f, int fd);
-/* Publishes and makes the file durable as the medium requires (fsync semantics). 0/-errno. */
-int up_sync_file(struct up_file *f, int fd, bool datasync);
+/* Moves appends into the file: relink staged slots, or set the size (extend). Under f->mu. 0/-errno.
+ * *moved (when not NULL, set on success): how far past this process's end the kernel's end was found when
+ * appends went in through an O_APPEND descriptor (another process appended meanwhile: this process's appends
+ * lie that much further on), else 0. */
+int up_publish_locked_moved(struct up_file *f, int fd, uint64_t *moved);
+static inline int up_publish_locked(struct up_file *f, int fd) { return up_publish_locked_moved(f, fd, NULL); }
+/* Publishes and makes the file durable as the medium requires (fsync semantics). 0/-errno. *moved: as
+ * up_publish_locked_moved's (NULL: not wanted). */
+int up_sync_file_moved(struct up_file *f, int fd, bool datasync, uint64_t *moved);
+static inline int up_sync_file(struct up_file *f, int fd, bool datasync) { return up_sync_file_moved(f, fd, datasync, NULL); }
 /* A write of [off, off+n) whose publish-and-sync (sync mode, O_SYNC/O_DSYNC) failed with err: the answer the
  * kernel's write would give for what is in the file now -- the count of the write's bytes that reached the
  * file (a relink cut short by a filling medium; made durable here), or err when none did or when all did

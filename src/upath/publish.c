@@ -203,48 +203,64 @@ static int relink_all(struct up_file *f, int wfd, bool may_clone) {
     return rc;
 }
 
+/* Another process grew the file to the kernel size ns, past the end this process knew (the smaller of its
+ * logical and its kernel size): ns becomes the file's size, kernel size and published size -- what lies
+ * between is that process's, in the file. `written`: the kernel wrote the growth (an O_APPEND relink put this
+ * process's appends after the other's records), so backed_end steps over it when it reached the old end;
+ * otherwise the other process may have left holes (a truncate up): backed_end stays below them and the next
+ * access past it probes (holes.c). Past what daxkit maps, the size is taken unmapped: the next call that
+ * needs the mapping hands the file to the kernel (up_kernel_takes_over), and a read meanwhile never sees an
+ * end short of the kernel's. Under f->mu. 0, or -errno when the mapping could not follow (nothing changed). */
+static int adopt_kernel_growth(struct up_file *f, int fd, uint64_t ns, bool written) {
+    uint64_t from = DK_MIN(up_file_size(f), f->ksize);
+    if (ns <= UP_MAP_MAX_BYTES) {
+        int rc = up_map_keep(f, fd, ns);
+        if (rc) return rc;
+    }
+    if (!written) up_holes_clamp(f, from);
+    else if (__atomic_load_n(&f->backed_end, __ATOMIC_RELAXED) >= from)
+        __atomic_store_n(&f->backed_end, ns, __ATOMIC_RELEASE);
+    f->ksize = ns;
+    __atomic_store_n(&f->pub_size, ns, __ATOMIC_RELEASE);
+    up_file_set_size(f, ns);
+    return 0;
+}
+
 /* extend strategy: sets the kernel size back to the logical size -- unless another process changed the
  * kernel size since we set it and the file is now longer than ours: then its size stands (shrinking it
  * would cut what that process wrote or mapped, e.g. SQLite growing its -shm file) and becomes ours. */
 static int extend_publish(struct up_file *f, int wfd, uint64_t *size) {
     struct stat st;
     if (DK_REAL(fstat)(wfd, &st) == 0 && (uint64_t)st.st_size != f->ksize && (uint64_t)st.st_size > *size) {
-        uint64_t ns = (uint64_t)st.st_size;
-        int rc = up_map_keep(f, wfd, ns);
+        int rc = adopt_kernel_growth(f, wfd, (uint64_t)st.st_size, false);
         if (rc) return rc;
-        up_holes_clamp(f, DK_MIN(*size, f->ksize)); /* what that process left may have holes */
-        up_file_set_size(f, ns);
-        *size = ns;
+        *size = (uint64_t)st.st_size;
         dk_count(DK_C_fallbacks, 1);
         return 0;
     }
     return DK_REAL(ftruncate)(wfd, (off_t)*size) != 0 ? -errno : 0;
 }
 
-__thread uint64_t up_publish_shift;
-
 /* After a relink through an O_APPEND descriptor (publish_fd: *may_clone false): the kernel put the bytes at
  * its end, which other processes may have moved since this one looked -- a shared log. The file is then
  * longer than `*size`, this process's appends last in it: the kernel's size becomes ours (the bytes between
  * are theirs, in the file), and the descriptor that appended moves past them, where the kernel's O_APPEND
  * write leaves it (review 12, finding 2: the offset after the write, and reads of the process's own
- * record, were at the end it knew, inside the other process's record). The distance moved is left in
- * up_publish_shift for a write that publishes itself (sync and strict modes). One fstat per such publish. */
-static void adopt_append_end(struct up_file *f, int fd, uint64_t *size) {
+ * record, were at the end it knew, inside the other process's record). Returns the distance moved, for a
+ * write that publishes itself (sync and strict modes: the offset it reports). One fstat per such publish. */
+static uint64_t adopt_append_end(struct up_file *f, int fd, uint64_t *size) {
     struct stat st;
-    if (DK_REAL(fstat)(fd, &st) != 0 || (uint64_t)st.st_size <= *size) return;
+    if (DK_REAL(fstat)(fd, &st) != 0 || (uint64_t)st.st_size <= *size) return 0;
     uint64_t ns = (uint64_t)st.st_size;
-    if (ns > UP_MAP_MAX_BYTES || up_map_keep(f, fd, ns) != 0) return; /* past what daxkit maps: the old view */
-    if (__atomic_load_n(&f->backed_end, __ATOMIC_RELAXED) >= *size) /* written by the kernel: storage */
-        __atomic_store_n(&f->backed_end, ns, __ATOMIC_RELEASE);
-    up_file_set_size(f, ns);
+    if (ns > UP_MAP_MAX_BYTES || adopt_kernel_growth(f, fd, ns, true) != 0) return 0; /* past what daxkit maps: the old view */
     struct up_slot *s = up_fd_slot(fd);
     uint64_t was = *size;
     if (s && (__atomic_load_n(&s->flags, __ATOMIC_ACQUIRE) & O_APPEND))
         __atomic_compare_exchange_n(&s->offset, &was, ns, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
-    up_publish_shift = ns - *size;
+    uint64_t moved = ns - *size;
     *size = ns;
     dk_count(DK_C_append_end_moves, 1);
+    return moved;
 }
 
 /* A relink a crash can cut: more than one kernel call (staging slots; a clone's head and tail) or a
@@ -260,8 +276,9 @@ static bool relink_can_tear(const struct up_file *f, uint64_t size) {
     return slots > 1;
 }
 
-int up_publish_locked(struct up_file *f, int fd) {
-    uint64_t size = up_file_size(f);
+int up_publish_locked_moved(struct up_file *f, int fd, uint64_t *moved) {
+    uint64_t size = up_file_size(f), shift = 0;
+    if (moved) *moved = 0;
     bool staged = f->strategy == UP_STAGE && (f->staged_count || size != f->pub_size);
     bool extended = f->strategy == UP_EXTEND && f->ksize != size;
     if (!staged && !extended) return 0;
@@ -275,7 +292,7 @@ int up_publish_locked(struct up_file *f, int fd) {
     copy_rwf = may_clone ? 0 : RWF_APPEND;
     if (rc == 0 && staged) rc = relink_all(f, wfd, may_clone);
     copy_rwf = 0;
-    if (rc == 0 && staged && !may_clone) adopt_append_end(f, wfd, &size);
+    if (rc == 0 && staged && !may_clone) shift = adopt_append_end(f, wfd, &size);
     if (rc == 0 && extended) rc = extend_publish(f, wfd, &size);
     if (rc == 0) {
         f->ksize = size;
@@ -285,6 +302,7 @@ int up_publish_locked(struct up_file *f, int fd) {
         dk_count(DK_C_publishes, 1);
         f->appends_unpublished = 0;
         f->staged_o_append = false;
+        if (moved) *moved = shift; /* (a failure leaves it 0) */
         /* A publish point other than fsync cut the extension of a file auto had moved to extend (a lock
          * release, close, fork, exec, mmap): it goes back to staging, so that a program publishing that way
          * pays no truncate per publish (the file is as stage left it: sizes equal, nothing staged). */
@@ -399,7 +417,8 @@ static void note_sync_streak(struct up_file *f, uint32_t appends) {
     dk_count(DK_C_auto_keeps, 1);
 }
 
-int up_sync_file(struct up_file *f, int fd, bool datasync) {
+int up_sync_file_moved(struct up_file *f, int fd, bool datasync, uint64_t *moved) {
+    if (moved) *moved = 0;
     up_file_lock(f);
     if (keeps_extension(f)) {
         int rc = sync_keeping_extension(f, fd, datasync);
@@ -407,7 +426,7 @@ int up_sync_file(struct up_file *f, int fd, bool datasync) {
         return rc;
     }
     uint32_t appends = f->appends_unpublished;
-    int rc = up_publish_locked(f, fd);
+    int rc = up_publish_locked_moved(f, fd, moved);
     if (rc == 0) note_sync_streak(f, appends);
     bool meta = f->meta_dirty;
     f->meta_dirty = false;
@@ -471,19 +490,16 @@ bool up_refresh_if_idle(struct up_file *f, int fd) {
     if (idle) dk_count(DK_C_size_rereads, 1);
     if (idle && DK_REAL(fstat)(fd, &st) == 0 && (uint64_t)st.st_size != size) {
         uint64_t ns = (uint64_t)st.st_size;
-        /* Past what daxkit maps: taken unmapped; the next call that needs the mapping hands the file to the
-         * kernel (up_kernel_takes_over), and a read meanwhile never sees an end short of the kernel's. */
-        if (ns > size && ns <= UP_MAP_MAX_BYTES && up_map_keep(f, fd, ns) != 0) {
-            pthread_mutex_unlock(&f->mu);
-            return false;
+        if (ns > size) changed = adopt_kernel_growth(f, fd, ns, false) == 0;
+        else { /* another process cut it: fast sections must not read what is gone */
+            up_guard_write_lock(f);
+            up_holes_clamp(f, ns);
+            f->ksize = ns;
+            __atomic_store_n(&f->pub_size, ns, __ATOMIC_RELEASE);
+            up_file_set_size(f, ns);
+            up_guard_write_unlock(f);
+            changed = true;
         }
-        if (ns < size) up_guard_write_lock(f);
-        up_holes_clamp(f, DK_MIN(size, ns));
-        f->ksize = ns;
-        __atomic_store_n(&f->pub_size, ns, __ATOMIC_RELEASE);
-        up_file_set_size(f, ns);
-        if (ns < size) up_guard_write_unlock(f);
-        changed = true;
     }
     pthread_mutex_unlock(&f->mu);
     return changed;

@@ -814,8 +814,10 @@ static int apply_by_pwrite(struct up_file *f, int fd, const char *buf, size_t n,
 
 /* One part of an apply: stored straight into the mapping (flush and volatile media: an overwrite of
  * published, mapped bytes -- what up_io_write would do after its checks for the cases it also serves:
- * appends, the page cache, a read-only mapping), by pwrite (above), or through up_io_write. */
-static ssize_t apply_part(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
+ * appends, the page cache, a read-only mapping), by pwrite (above), or through up_io_write. An append
+ * published through an O_APPEND descriptor past another process's growth went in further on: *moved is set
+ * to that distance (up_io_write's offset past off), and left alone otherwise. */
+static ssize_t apply_part(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, uint64_t *moved) {
     if (up_persist_as(f) != DK_MEDIUM_PAGECACHE && __atomic_load_n(&f->map.writable, __ATOMIC_RELAXED) &&
         up_io_overwrite_mapped(f, buf, n, off)) {
         dk_count(DK_C_writes, 1);
@@ -839,6 +841,7 @@ static ssize_t apply_part(struct up_file *f, int fd, const char *buf, size_t n, 
         int cancel_was = dk_cancel_off();
         ssize_t w = up_io_write(f, fd, buf, n, off, false, UP_IO_LOGGED);
         dk_cancel_restore(cancel_was);
+        if (w >= 0 && up_io_last_offset > off) *moved = up_io_last_offset - off;
         return w;
     }
     if (k < 0) {
@@ -852,18 +855,19 @@ static ssize_t apply_part(struct up_file *f, int fd, const char *buf, size_t n, 
  * appends published, without a fence, msync or fsync -- the record is durable, and the checkpoint makes
  * the applied bytes and sizes durable before the record goes. While crash testing, in two halves with a crash point
  * between, so that tests see recovery complete a write cut in the middle. */
-static ssize_t apply_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
+static ssize_t apply_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, uint64_t *moved) {
+    *moved = 0;
 #ifdef DAXKIT_TEST_BUILD
     if (__atomic_load_n(&dk_crashpoint_active, __ATOMIC_RELAXED) && n > 1) {
         size_t h = n / 2;
-        ssize_t a = apply_part(f, fd, buf, h, off);
+        ssize_t a = apply_part(f, fd, buf, h, off, moved);
         if (a != (ssize_t)h) return a;
         DK_CRASH_POINT("strict.write.half_applied");
-        ssize_t b = apply_part(f, fd, buf + h, n - h, off + h);
+        ssize_t b = apply_part(f, fd, buf + h, n - h, off + h, moved);
         return b < 0 ? b : a + b;
     }
 #endif
-    return apply_part(f, fd, buf, n, off);
+    return apply_part(f, fd, buf, n, off, moved);
 }
 
 /* ---- a signal handler's write (review 8, finding 18; review 10, finding 22) ----
@@ -1027,14 +1031,14 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
     }
     DK_CRASH_POINT("strict.write.logged");
     ssize_t w = (ssize_t)n;
+    uint64_t moved = 0; /* the append went in past another process's growth (apply_part) */
     if (lz) {
         dk_count(DK_C_strict_lazy, 1);
         dk_count(DK_C_writes, 1);
         dk_count(DK_C_write_bytes, n);
     } else {
         if (wr) inflight_wait(f, epoch, wr, seq, off, off + n);
-        up_publish_shift = 0;
-        w = apply_write(f, fd, buf, n, off);
+        w = apply_write(f, fd, buf, n, off, &moved);
         if (wr) inflight_withdraw(wr, borrowed);
         if (DK_UNLIKELY(self_durable) && w > 0) {
             int e = durable_now(f, fd);
@@ -1043,7 +1047,7 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
     }
     /* Where the write began (the caller moves the offset past it) -- past another process's growth if one
      * appended between the re-read above and the publish (its record names off: docs/guarantees.md). */
-    if (w >= 0) up_io_last_offset = off + (lz ? 0 : up_publish_shift);
+    if (w >= 0) up_io_last_offset = off + moved;
     DK_CRASH_POINT("strict.write.applied");
     ck_read_exit(st, ck);
     if (append) pthread_mutex_unlock(&f->strict_mu);
