@@ -214,7 +214,13 @@ int up_adopt_epoch_open(int fd, int oflags, int dirfd, const char *path, uint64_
     DK_ERRNO_SAVE;
     __atomic_add_fetch(&up_adopt_epoch, 1, __ATOMIC_SEQ_CST); /* before the fstat: see pending.c */
     struct stat st;
-    if (DK_REAL(fstat)(fd, &st) != 0 || !S_ISREG(st.st_mode) || !up_dev_is_managed(st.st_dev)) {
+    bool stated = DK_REAL(fstat)(fd, &st) == 0;
+    if (!stated || !S_ISREG(st.st_mode) || !up_dev_is_managed(st.st_dev)) {
+        /* A directory opened without O_DIRECTORY (tar cf opens each one so, then fdopendir): its verdict as
+         * for an O_DIRECTORY open, from the stat at hand -- the names opened relative to it then need no
+         * readlink of it and none of each file (tar cf of /usr/include/linux: 63 readlinks -> 5). */
+        if (stated && path && !(oflags & O_DIRECTORY) && S_ISDIR(st.st_mode) && up_dev_is_managed(st.st_dev))
+            up_dirfd_note_open(fd, dirfd, path);
         DK_ERRNO_RESTORE;
         return 0;
     }

@@ -19,6 +19,8 @@
 #   below-dirfd-chain: rsync's sender -- "top" opened relative to a descriptor of /data (its areas looked at),
 #   then "sub" opened as a directory relative to it, and "f" relative to that: the area of /data/sub is
 #   looked at when "sub" is opened (the new descriptor counts as looked at, no readlink of f).
+#   below-dirfd-plain: the chain with "sub" opened without O_DIRECTORY (tar cf opens each directory so, then
+#   fdopendir): the open's own fstat shows a directory and it is looked at as the chain's (session 13).
 # Usage: recover_roots.sh (huge tmpfs; test builds: crash points). Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -36,7 +38,8 @@ content() { tr -s 'ABC' < "$1"; }
 # "dirfd:DIR:NAME[:OTHER]" (NAME relative to a descriptor of DIR; with OTHER, NAME relative to a descriptor of
 # OTHER is opened and closed first, and that descriptor closed: DIR's gets its number), or
 # "chain:DIR:FIRST:SUB:NAME" (FIRST opened and closed relative to a descriptor of DIR, then SUB as a directory
-# relative to it, and NAME relative to that).
+# relative to it, and NAME relative to that), or "plain:DIR:FIRST:SUB:NAME" (the same, SUB opened without
+# O_DIRECTORY).
 write_prog='
 import os, sys
 path = sys.argv[1]; how = sys.argv[3].split(":") if len(sys.argv) > 3 else [""]
@@ -47,13 +50,14 @@ if how[0] == "dirfd":
     if len(how) > 3:
         o = os.open(how[3], os.O_RDONLY); os.close(os.open(path, os.O_RDONLY, dir_fd=o)); os.close(o)
     dfd = os.open(how[1], os.O_RDONLY | os.O_DIRECTORY)
-if how[0] == "chain":
+if how[0] in ("chain", "plain"):
     top = os.open(how[1], os.O_RDONLY | os.O_DIRECTORY); os.close(os.open(how[2], os.O_RDONLY, dir_fd=top))
-    dfd = os.open(how[3], os.O_RDONLY | os.O_DIRECTORY, dir_fd=top); path = how[4]
+    dflags = os.O_RDONLY | (os.O_DIRECTORY if how[0] == "chain" else 0)
+    dfd = os.open(how[3], dflags, dir_fd=top); path = how[4]
 fd = os.open(path, os.O_RDWR, dir_fd=dfd); print("read " + os.pread(fd, 1, 0).decode())
 os.pwrite(fd, sys.argv[2].encode() * 8192, 0); os.fsync(fd); os.close(fd)'
 for variant in strict:above atomic:above strict:below atomic:below strict:below-relative strict:below-dirfd \
-    atomic:below-dirfd strict:below-dirfd-reused strict:below-dirfd-link strict:below-dirfd-chain atomic:below-dirfd-chain; do
+    atomic:below-dirfd strict:below-dirfd-reused strict:below-dirfd-link strict:below-dirfd-chain atomic:below-dirfd-chain strict:below-dirfd-plain; do
     how=${variant%%:*} dir=${variant#*:} name=
     M=$DK_MNT/${variant/:/-}
     case $dir in
@@ -62,6 +66,7 @@ for variant in strict:above atomic:above strict:below atomic:below strict:below-
     below-dirfd-reused) name=dirfd:$M:sub/f:$M/other ;;
     below-dirfd-link) name=dirfd:$M:lnk/f ;;
     below-dirfd-chain) name=chain:$M:top:sub:f ;;
+    below-dirfd-plain) name=plain:$M:top:sub:f ;;
     esac
     [ "$name" ] && dir=below
     p1root=$M p2root=$M/sub
