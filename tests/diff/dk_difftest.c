@@ -18,21 +18,18 @@
  * process exits with unflushed stdio buffers and unpublished appends; the driver then lists the
  * directory from outside, which checks what the library publishes at exit).
  * Each sequence runs in D/t<seed>, created empty. Exit: 0 ran, 2 usage or setup error. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "dt_exec.h"
 
-enum { OPS_MAX = 100000, NAMES_MAX = 256 };
+enum { OPS_MAX = 100000 };
 
 struct args {
   const char *dir, *replay, *list;
@@ -77,89 +74,13 @@ static void parse_args(int argc, char **argv, struct args *a) {
   if (!a->dir && !a->print_ops && !a->list) usage();
 }
 
-/* ---------------------------------------------------------------- listings */
-
-static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* The kernel's view: raw system calls, which no preload library can intercept. */
-static void list_raw(const char *dir, unsigned char *buf, size_t buf_size) {
-  char *names[NAMES_MAX], dents[16384];
-  int n = 0, dfd = (int)syscall(SYS_openat, AT_FDCWD, dir, O_RDONLY | O_DIRECTORY);
-  if (dfd < 0) return dt_out("R cannot open directory e=%s\n", strerrorname_np(errno)), dt_flush(log_fd);
-  for (;;) {
-    long got = syscall(SYS_getdents64, dfd, dents, sizeof dents);
-    if (got <= 0) break;
-    for (long off = 0; off < got;) {
-      struct dirent64 *d = (struct dirent64 *)(dents + off);
-      off += d->d_reclen;
-      if (strcmp(d->d_name, ".") && strcmp(d->d_name, "..") && strcmp(d->d_name, ".daxkit") && n < NAMES_MAX)
-        names[n++] = strdup(d->d_name);
-    }
-  }
-  qsort(names, (size_t)n, sizeof names[0], name_cmp);
-  for (int i = 0; i < n; i++) {
-    struct stat st;
-    struct dt_hash h;
-    dt_hash_init(&h);
-    if (syscall(SYS_newfstatat, dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) != 0) memset(&st, 0, sizeof st);
-    int fd = S_ISREG(st.st_mode) ? (int)syscall(SYS_openat, dfd, names[i], O_RDONLY) : -1;
-    for (long r; fd >= 0 && (r = syscall(SYS_read, fd, buf, buf_size)) > 0;) dt_hash_update(&h, buf, (size_t)r);
-    if (fd >= 0) syscall(SYS_close, fd);
-    dt_out("R %s mode=%o sz=%lld nl=%lu h=%016llx\n", names[i], st.st_mode, (long long)st.st_size,
-           (unsigned long)st.st_nlink, (unsigned long long)dt_hash_final(&h));
-    dt_flush(log_fd);
-    free(names[i]);
-  }
-  syscall(SYS_close, dfd);
-}
-
-/* The program's view: opendir/readdir, lstat, open, read, close -- all through the library. */
-static void list_lib(const char *dir, unsigned char *buf, size_t buf_size) {
-  char *names[NAMES_MAX], path[PATH_MAX + 300];
-  int n = 0;
-  DIR *d = opendir(dir);
-  if (!d) return dt_out("L cannot open directory e=%s\n", strerrorname_np(errno)), dt_flush(log_fd);
-  for (struct dirent *e; (e = readdir(d)) != NULL;)
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, ".daxkit") && n < NAMES_MAX)
-      names[n++] = strdup(e->d_name);
-  closedir(d);
-  qsort(names, (size_t)n, sizeof names[0], name_cmp);
-  for (int i = 0; i < n; i++) {
-    struct stat st;
-    struct dt_hash h;
-    dt_hash_init(&h);
-    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-    if (lstat(path, &st) != 0) memset(&st, 0, sizeof st);
-    int fd = S_ISREG(st.st_mode) ? open(path, O_RDONLY) : -1;
-    for (ssize_t r; fd >= 0 && (r = read(fd, buf, buf_size)) > 0;) dt_hash_update(&h, buf, (size_t)r);
-    if (fd >= 0) close(fd);
-    dt_out("L %s mode=%o sz=%lld nl=%lu h=%016llx\n", names[i], st.st_mode, (long long)st.st_size,
-           (unsigned long)st.st_nlink, (unsigned long long)dt_hash_final(&h));
-    dt_flush(log_fd);
-    free(names[i]);
-  }
-}
-
-/* Removes every entry of dir (flat: sequences create no subdirectories). */
-static void empty_dir(const char *dir) {
-  char path[PATH_MAX + 300];
-  DIR *d = opendir(dir);
-  if (!d) return;
-  for (struct dirent *e; (e = readdir(d)) != NULL;) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    if (unlink(path) != 0) rmdir(path);
-  }
-  closedir(d);
-}
-
 /* ---------------------------------------------------------------- one sequence */
 
 static int setup_seq(struct dt_ctx *c, const char *base, uint64_t seed) {
   char abs[PATH_MAX];
   if (!realpath(base, abs)) return fprintf(stderr, "dk_difftest: %s: %s\n", base, strerror(errno)), -1;
   snprintf(c->dir, sizeof c->dir, "%s/t%llu", abs, (unsigned long long)seed);
-  empty_dir(c->dir);
+  dt_empty_dir(c->dir);
   if (mkdir(c->dir, 0755) != 0 && errno != EEXIST)
     return fprintf(stderr, "dk_difftest: mkdir %s: %s\n", c->dir, strerror(errno)), -1;
   c->dirfd = open(c->dir, O_RDONLY | O_DIRECTORY);
@@ -200,7 +121,7 @@ static void finish_seq(struct dt_ctx *c, int keep, int exit_open) {
     c->fd[i] = -1;
   }
   if (exit_open) {
-    list_lib(c->dir, c->rbuf, DT_LEN_MAX);
+    dt_list_lib(c->dir, c->rbuf, DT_LEN_MAX, log_fd);
     return;
   }
   for (int i = 0; i < DT_STREAM_SLOTS; i++) {
@@ -209,12 +130,12 @@ static void finish_seq(struct dt_ctx *c, int keep, int exit_open) {
     dt_flush(log_fd);
     c->st[i] = NULL;
   }
-  list_lib(c->dir, c->rbuf, DT_LEN_MAX);
-  list_raw(c->dir, c->rbuf, DT_LEN_MAX);
+  dt_list_lib(c->dir, c->rbuf, DT_LEN_MAX, log_fd);
+  dt_list_raw(c->dir, c->rbuf, DT_LEN_MAX, 'R', log_fd);
   close(c->dirfd);
   if (chdir("/") != 0) perror("chdir /");
   if (!keep) {
-    empty_dir(c->dir);
+    dt_empty_dir(c->dir);
     rmdir(c->dir);
   }
 }
@@ -233,20 +154,7 @@ static void run_seq(struct dt_ctx *c, uint64_t seed, const struct dt_op *ops, in
   finish_seq(c, keep, exit_open);
 }
 
-static int load_replay(const char *file, struct dt_op *ops) {
-  FILE *f = fopen(file, "r");
-  char line[1024];
-  int n = 0;
-  if (!f) return fprintf(stderr, "dk_difftest: %s: %s\n", file, strerror(errno)), -1;
-  while (fgets(line, sizeof line, f) && n < OPS_MAX) {
-    char *p = line + strspn(line, " \t");
-    if (*p == '#' || *p == '\n' || *p == 0) continue;
-    if (dt_parse(p, &ops[n]) != 0) return fclose(f), -1;
-    n++;
-  }
-  fclose(f);
-  return n;
-}
+static int parse_line(const char *line, void *op) { return dt_parse(line, op); }
 
 int main(int argc, char **argv) {
   struct args a;
@@ -257,7 +165,7 @@ int main(int argc, char **argv) {
   struct dt_op *ops = calloc(OPS_MAX, sizeof *ops);
   if (!c.rbuf || !c.wbuf || !ops) return fprintf(stderr, "dk_difftest: out of memory\n"), 2;
   c.exact_holes = a.exact_holes;
-  if (a.list) return list_raw(a.list, c.rbuf, DT_LEN_MAX), 0;
+  if (a.list) return dt_list_raw(a.list, c.rbuf, DT_LEN_MAX, 'R', log_fd), 0;
   if (a.print_ops) {
     char text[512];
     dt_generate(a.seed, a.ops, a.exclude, ops);
@@ -265,7 +173,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (a.replay) {
-    int n = load_replay(a.replay, ops);
+    int n = dt_load_oplist(a.replay, ops, sizeof *ops, OPS_MAX, parse_line);
     if (n < 0 || setup_seq(&c, a.dir, a.seed) != 0) return 2;
     run_seq(&c, a.seed, ops, n, a.keep, a.exit_open);
     return 0;

@@ -118,4 +118,14 @@ static inline uint64_t dt_below(uint64_t *state, uint64_t bound) {
   return bound == 0 ? 0 : dt_rand(state) % bound;
 }
 
+/* Shared by both testers (dt_files.c). dt_load_oplist: reads an op list (one op a line, '#' comments) into
+ * ops[] (op_bytes each, at most max) with parse; returns the count, or -1 with a message on stderr.
+ * dt_list_raw: one line per entry of dir ("KIND name mode= sz= nl= h="), read with raw system calls (the
+ * kernel's view); dt_list_lib: the same ("L") through the file API (the program's view). dt_empty_dir: removes
+ * every entry of a flat directory. */
+int dt_load_oplist(const char *file, void *ops, size_t op_bytes, int max, int (*parse)(const char *line, void *op));
+void dt_list_raw(const char *dir, unsigned char *buf, size_t buf_size, char kind, int log_fd);
+void dt_list_lib(const char *dir, unsigned char *buf, size_t buf_size, int log_fd);
+void dt_empty_dir(const char *dir);
+
 #endif

@@ -42,9 +42,14 @@
  * says) and reads it whole, or stores a range clipped to the size. --fork (generation): a worker forks a
  * child that writes through an inherited descriptor (its shared offset) and exits. --plain-b: worker B runs
  * without the preload library (another program, not under daxkit; exec of this binary). --no-pos: the offset
- * after a read or write is not logged (review 12 finding 2 aside). Accepted and ignored for the driver's sake: --exact-holes. Exit: 0 ran, 2
+ * after a read or write is not logged (review 12 finding 2 aside). Crash mode (session 13, docs/testing-diff.md
+ * "Crash mode"): --crash[=both] (generation) puts "crash p=X" ops in the list -- X is SIGKILLed between two ops,
+ * the survivor runs on, X's next op restarts X's program (exec: the library's start-up recovery);
+ * --crash-fsync: the victim fsyncs its open descriptors before the kill; --recover-cli=PATH: `PATH recover
+ * $DAXKIT_DIR` right after each kill; --crash-site=SITE:N[:P]: process P starts with DAXKIT_TEST_CRASH=SITE:N
+ * (dies inside the library; crash-site.py compares it with two kernel runs). Accepted and ignored for the
+ * driver's sake: --exact-holes. Exit: 0 ran, 2
  * usage or setup error. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -86,7 +91,8 @@ enum { TP_SLOTS = 3, TP_SHARED_SLOT = 2, TP_OPS_MAX = 20000, TP_RESULT_MAX = 512
   X(UNLINK, "unlink", "name")              \
   X(MMAPREAD, "mmap_read", "fd")           \
   X(MMAPWRITE, "mmap_write", "fd off len seed") \
-  X(FORKWRITE, "fork_write", "fd len seed")
+  X(FORKWRITE, "fork_write", "fd len seed") \
+  X(CRASH, "crash", "turn")
 
 enum tp_kind {
 #define X(id, name, fields) TP_##id,
@@ -97,6 +103,7 @@ enum tp_kind {
   TP_FINISH,        /* internal: read every open descriptor, close it (or not: exit_open), exit */
   TP_LOCK,          /* internal: --lock-at-switch, flock(LOCK_EX) on the worker's lock descriptor */
   TP_UNLOCK,        /* internal: --lock-at-switch, flock(LOCK_UN) */
+  TP_SYNCALL,       /* internal: --crash-fsync, fsync of every open descriptor before the kill */
 };
 static const char *const kind_name[] = {
 #define X(id, name, fields) name,
@@ -136,10 +143,22 @@ static int64_t gen_off(uint64_t *s) {
   return (int64_t)dt_below(s, (uint64_t)TP_FILE_MAX);
 }
 
-static void generate(uint64_t seed, int n, unsigned exclude, int names, int mmaps, int forks, struct tp_op *ops) {
+static void generate(uint64_t seed, int n, unsigned exclude, int names, int mmaps, int forks, int crashes,
+                     struct tp_op *ops) {
   uint64_t s = seed * 0x2545F4914F6CDD1Dull + 0x7A11ull;
   int i = 0, p = 1 + (int)dt_below(&s, 2);
   unsigned open_mask[3] = {0, 0, 0}; /* per process: slots the generator expects open (a guess: no results) */
+  /* --crash: one process killed at a seeded step, sometimes later the other too ("both in turn"); after a
+   * kill the survivor runs 1-16 ops alone (its acknowledged writes must outlive the victim's recovery),
+   * then the victim's next op restarts it. Drawn from a stream of their own: without --crash a seed's ops
+   * are what they were. */
+  uint64_t cs = seed * 0x9E3779B97F4A7C15ull + 0xC4A5ull;
+  int crash_at[2] = {-1, -1}, crash_p[2] = {0, 0}, force_p = 0, force_until = -1;
+  if (crashes && n >= 8) {
+    crash_at[0] = n / 8 + (int)dt_below(&cs, (uint64_t)n / 2 + 1), crash_p[0] = 1 + (int)dt_below(&cs, 2);
+    if (crashes > 1 || dt_below(&cs, 2))
+      crash_at[1] = crash_at[0] + 4 + (int)dt_below(&cs, (uint64_t)n / 3 + 1), crash_p[1] = 3 - crash_p[0];
+  }
   if (n > 0 && dt_below(&s, 3) == 0 && !(exclude & (1u << TP_PREOPEN))) {
     ops[i++] = (struct tp_op){TP_PREOPEN, 0, {(int64_t)dt_below(&s, 2)}};
     open_mask[1] = open_mask[2] = 1u << TP_SHARED_SLOT;
@@ -150,7 +169,16 @@ static void generate(uint64_t seed, int n, unsigned exclude, int names, int mmap
     open_mask[q] |= 1u;
   }
   for (; i < n; i++) {
+    int crashed = 0;
+    for (int c = 0; c < 2; c++)
+      if (i == crash_at[c]) {
+        ops[i] = (struct tp_op){TP_CRASH, crash_p[c], {0}};
+        open_mask[crash_p[c]] = 0, crashed = 1;
+        p = force_p = 3 - crash_p[c], force_until = i + 1 + 1 + (int)dt_below(&cs, 16);
+      }
+    if (crashed) continue;
     if (dt_below(&s, 100) < 45) p = 3 - p; /* the turn passes */
+    if (i < force_until) p = force_p;
     struct tp_op *o = &ops[i];
     memset(o, 0, sizeof *o);
     o->p = p;
@@ -241,6 +269,8 @@ static int parse_op(const char *line, struct tp_op *o) {
   }
   return 0;
 }
+
+static int parse_line(const char *line, void *op) { return parse_op(line, op); }
 
 /* ---------------------------------------------------------------- the worker */
 
@@ -462,6 +492,9 @@ static void worker_main(struct worker *w, int in, int out, int exit_open) {
         r = fcntl(w->lock_fd, w->lock_kind == 2 ? F_SETLKW : F_OFD_SETLKW, &fl);
       }
       res_ret(r, errno);
+    } else if (o.kind == TP_SYNCALL) { /* --crash-fsync: what posix mode promises to keep is what was fsynced */
+      for (int i = 0; i < TP_SLOTS; i++)
+        if (w->fd[i] >= 0) res(" fd%d", i), res_ret(fsync(w->fd[i]), errno);
     } else if (o.kind == TP_PUBLISH) {
       int fd = -1;
       for (int i = 0; i < TP_SLOTS && fd < 0; i++) fd = w->fd[i];
@@ -488,6 +521,9 @@ struct proc {
   pid_t pid;
   int to, from; /* pipes: ops to the worker, results from it */
   int dead;
+  int hung;     /* killed by the controller after TP_OP_WAIT_MS */
+  int killed;   /* died by SIGKILL: a crash op's, or its own at a DAXKIT_TEST_CRASH site */
+  int crashed;  /* crash mode: dead by a crash, restarted at its next op */
 };
 
 static int log_fd = 1;
@@ -508,6 +544,7 @@ static const char *death(struct proc *pr) {
   int st;
   if (waitpid(pr->pid, &st, 0) != pr->pid) return "lost";
   pr->dead = 1;
+  pr->killed = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL && !pr->hung;
   if (WIFSIGNALED(st)) snprintf(why, sizeof why, "died signal %s", sigabbrev_np(WTERMSIG(st)));
   else snprintf(why, sizeof why, "exited %d", WEXITSTATUS(st));
   return why;
@@ -522,6 +559,7 @@ static const char *run_on(struct proc *pr, const struct tp_op *o) {
   struct pollfd pf = {pr->from, POLLIN, 0};
   if (poll(&pf, 1, TP_OP_WAIT_MS) == 0) {
     kill(pr->pid, SIGKILL);
+    pr->hung = 1;
     return snprintf(buf, sizeof buf, " = worker hung (%d s; killed): %s", TP_OP_WAIT_MS / 1000, death(pr)), buf;
   }
   if (xfer(pr->from, &len, sizeof len, 0) != 0 || len < 0 || len >= TP_RESULT_MAX || xfer(pr->from, buf, (size_t)len, 0) != 0)
@@ -530,64 +568,22 @@ static const char *run_on(struct proc *pr, const struct tp_op *o) {
   return buf;
 }
 
-static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* kind 'R': raw system calls (the kernel's view); 'L': opendir, lstat, open, read through the library. */
-static void listing(const char *dir, unsigned char *buf, char kind) {
-  char *names[64], path[PATH_MAX + 300];
-  int n = 0;
-  DIR *d = opendir(dir);
-  if (!d) return log_line("%c cannot open directory e=%s\n", kind, strerrorname_np(errno));
-  for (struct dirent *e; (e = readdir(d)) != NULL;)
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, ".daxkit") && n < 64)
-      names[n++] = strdup(e->d_name);
-  closedir(d);
-  qsort(names, (size_t)n, sizeof names[0], name_cmp);
-  for (int i = 0; i < n; i++) {
-    struct stat st;
-    struct dt_hash h;
-    dt_hash_init(&h);
-    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-    int fd = -1;
-    if (kind == 'R') {
-      if (syscall(SYS_newfstatat, AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) != 0) memset(&st, 0, sizeof st);
-      if (S_ISREG(st.st_mode)) fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY);
-      for (long r; fd >= 0 && (r = syscall(SYS_read, fd, buf, TP_LEN_MAX)) > 0;) dt_hash_update(&h, buf, (size_t)r);
-      if (fd >= 0) syscall(SYS_close, fd);
-    } else {
-      if (lstat(path, &st) != 0) memset(&st, 0, sizeof st);
-      if (S_ISREG(st.st_mode)) fd = open(path, O_RDONLY);
-      for (ssize_t r; fd >= 0 && (r = read(fd, buf, TP_LEN_MAX)) > 0;) dt_hash_update(&h, buf, (size_t)r);
-      if (fd >= 0) close(fd);
-    }
-    log_line("%c %s mode=%o sz=%lld nl=%lu h=%016llx\n", kind, names[i], st.st_mode, (long long)st.st_size,
-             (unsigned long)st.st_nlink, (unsigned long long)dt_hash_final(&h));
-    free(names[i]);
-  }
-}
-
-static void empty_dir(const char *dir) {
-  char path[PATH_MAX + 300];
-  DIR *d = opendir(dir);
-  if (!d) return;
-  for (struct dirent *e; (e = readdir(d)) != NULL;) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    if (unlink(path) != 0) rmdir(path);
-  }
-  closedir(d);
-}
+static int plain_b;
 
 struct args {
   const char *dir, *replay, *list;
   uint64_t seed;
   int count, ops, print_ops, keep, exit_open, publish_at_switch, lock_at_switch, grow_only, final_only, names, mmaps, forks;
+  int crash, crash_fsync;   /* --crash[=both], --crash-fsync */
+  const char *recover_cli;  /* --recover-cli=PATH: `PATH recover DAXKIT_DIR` right after each crash */
+  char crash_site[160];     /* --crash-site=SITE:N[:P]: "SITE:N" for DAXKIT_TEST_CRASH of process P's first start */
+  int crash_site_p;
   unsigned exclude;
 };
 
 /* --plain-b: worker B runs without the preload library -- another program, not under daxkit, on the same
  * file: it execs this binary (the preload dropped from the environment) with its pipes and state in argv. */
-static void exec_plain(struct worker *w, int in, int out, int exit_open) {
+static void exec_worker(struct worker *w, int in, int out, int exit_open, int preload, const char *crash_spec) {
   char args[8][PATH_MAX + 64];
   snprintf(args[0], sizeof args[0], "%d", in);
   snprintf(args[1], sizeof args[1], "%d", out);
@@ -598,7 +594,9 @@ static void exec_plain(struct worker *w, int in, int out, int exit_open) {
   snprintf(args[6], sizeof args[6], "%d", w->fd[TP_SHARED_SLOT]);
   snprintf(args[7], sizeof args[7], "%d", exit_open);
   fcntl(in, F_SETFD, 0), fcntl(out, F_SETFD, 0);
-  unsetenv("LD_PRELOAD");
+  if (!preload) unsetenv("LD_PRELOAD");
+  if (crash_spec) setenv("DAXKIT_TEST_CRASH", crash_spec, 1);
+  else unsetenv("DAXKIT_TEST_CRASH");
   execl("/proc/self/exe", "dk_difftest_twoproc", "--worker", args[0], args[1], args[2], args[3], args[4], args[5],
         args[6], args[7], (char *)NULL);
   _exit(4);
@@ -617,18 +615,21 @@ static int worker_entry(char **argv) {
   return 0;
 }
 
-static int plain_b;
 
-static int start_worker(struct proc *pr, struct worker *w, int shared_fd, int exit_open, int lock, int plain) {
+/* A worker: forked (the controller's image and library state), or, with exec set, a new program image --
+ * without the preload library for --plain-b's B (plain), with it for a restart after a crash (the library
+ * starts anew and recovers what the dead process left) and for --crash-site's victim (crash_spec). */
+static int start_worker(struct proc *pr, struct worker *w, int shared_fd, int exit_open, int lock, int plain,
+                        int exec, const char *crash_spec) {
   int to[2], from[2];
   if (pipe2(to, O_CLOEXEC) || pipe2(from, O_CLOEXEC)) return -1;
   pr->pid = fork();
   if (pr->pid < 0) return -1;
   if (pr->pid == 0) {
     close(to[1]), close(from[0]);
-    if (plain) {
+    if (plain || exec || crash_spec) {
       w->fd[TP_SHARED_SLOT] = shared_fd, w->lock_kind = lock;
-      exec_plain(w, to[0], from[1], exit_open);
+      exec_worker(w, to[0], from[1], exit_open, !plain, crash_spec);
     }
     for (int i = 0; i < TP_SLOTS; i++) w->fd[i] = -1;
     w->fd[TP_SHARED_SLOT] = shared_fd;
@@ -637,8 +638,58 @@ static int start_worker(struct proc *pr, struct worker *w, int shared_fd, int ex
     worker_main(w, to[0], from[1], exit_open);
   }
   close(to[0]), close(from[1]);
-  pr->to = to[1], pr->from = from[0], pr->dead = 0;
+  pr->to = to[1], pr->from = from[0], pr->dead = pr->hung = pr->killed = pr->crashed = 0;
   return 0;
+}
+
+/* --recover-cli: `daxkit recover` of the managed directories (DAXKIT_DIR; not run on the kernel side, which
+ * has none: its line reads the same). Its output goes to stderr; the log gets its exit status. */
+static const char *run_recover(const char *cli) {
+  static char buf[64];
+  const char *dirs = getenv("DAXKIT_DIR");
+  if (!cli || !dirs || !*dirs) return " = 0";
+  pid_t c = fork();
+  if (c == 0) {
+    char *argv[18] = {(char *)cli, "recover"}, list[PATH_MAX];
+    int n = 2;
+    snprintf(list, sizeof list, "%s", dirs);
+    for (char *save = NULL, *t = strtok_r(list, ":", &save); t && n < 17; t = strtok_r(NULL, ":", &save)) argv[n++] = t;
+    argv[n] = NULL;
+    dup2(2, 1);
+    unsetenv("LD_PRELOAD"), unsetenv("DAXKIT_TEST_CRASH");
+    execv(cli, argv);
+    _exit(127);
+  }
+  int st = 0;
+  if (c < 0 || waitpid(c, &st, 0) != c) return " = fork failed";
+  if (WIFEXITED(st)) snprintf(buf, sizeof buf, " = %d", WEXITSTATUS(st));
+  else snprintf(buf, sizeof buf, " = signal %s", sigabbrev_np(WTERMSIG(st)));
+  return buf;
+}
+
+static void start_both(const struct args *a, struct proc *pr, struct worker *w, int shared, int exit_open) {
+  for (int q = 1; q <= 2; q++) {
+    const char *spec = a->crash_site[0] && a->crash_site_p == q ? a->crash_site : NULL;
+    if (start_worker(&pr[q], w, shared, exit_open, a->lock_at_switch, plain_b && q == 2, 0, spec) != 0)
+      fprintf(stderr, "dk_difftest_twoproc: fork: %s\n", strerror(errno)), exit(2);
+  }
+}
+
+/* The crashed process's program starts again (a new image: under daxkit the library's start-up recovery
+ * runs), with no descriptor open; logged as "~ restart". */
+static void restart(const struct args *a, struct proc *pr, int q, struct worker *w, int exit_open) {
+  int rc = start_worker(pr, w, -1, exit_open, a->lock_at_switch, plain_b && q == 2, 1, NULL);
+  log_line("~ restart p=%c = %s\n", "CAB"[q], rc == 0 ? "started" : strerror(errno));
+}
+
+/* After a crash (the crash op's kill, or a worker's own SIGKILL at a --crash-site): the process counts as
+ * crashed -- its next op restarts it -- and --recover-cli recovers at once. */
+static void after_crash(const struct args *a, struct proc *pr, int q, int *last) {
+  pr->crashed = 1;
+  close(pr->to), close(pr->from);
+  pr->to = pr->from = -1;
+  if (*last == q) *last = 0; /* a dead process neither publishes nor unlocks: its flock went with it */
+  if (a->recover_cli) log_line("~ recover%s\n", run_recover(a->recover_cli));
 }
 
 static void run_seq(const struct args *a, uint64_t seed, const struct tp_op *ops, int n, int exit_open,
@@ -646,13 +697,17 @@ static void run_seq(const struct args *a, uint64_t seed, const struct tp_op *ops
   char dir[PATH_MAX + 32], abs[PATH_MAX], path[PATH_MAX + 64], text[256];
   if (!realpath(a->dir, abs)) fprintf(stderr, "dk_difftest_twoproc: %s: %s\n", a->dir, strerror(errno)), exit(2);
   snprintf(dir, sizeof dir, "%s/t%llu", abs, (unsigned long long)seed);
-  empty_dir(dir);
+  dt_empty_dir(dir);
   if (mkdir(dir, 0755) != 0 && errno != EEXIST) fprintf(stderr, "dk_difftest_twoproc: mkdir %s: %s\n", dir, strerror(errno)), exit(2);
   snprintf(path, sizeof path, "%s/f", dir);
   w->path = path, w->dir = dir;
   log_line("== seed %llu ops %d\n", (unsigned long long)seed, n);
   struct proc pr[3] = {{0}};
-  int shared = -1, started = 0, last = 0;
+  int shared = -1, started = 0, last = 0, crash_mode = a->crash || a->crash_site[0];
+  for (int i = 0; i < n; i++) crash_mode |= ops[i].kind == TP_CRASH; /* a replayed list: its crash ops */
+  /* crash mode: a worker dead by SIGKILL (the crash op's, or its own at --crash-site) has crashed */
+#define CRASH_CHECK(q) \
+  do { if (crash_mode && pr[q].dead && pr[q].killed && !pr[q].crashed && pr[q].to >= 0) after_crash(a, &pr[q], q, &last); } while (0)
   for (int i = 0; i < n; i++) {
     const struct tp_op *o = &ops[i];
     format_op(o, text, sizeof text);
@@ -668,27 +723,55 @@ static void run_seq(const struct args *a, uint64_t seed, const struct tp_op *ops
     }
     if (!started) {
       started = 1;
-      for (int q = 1; q <= 2; q++)
-        if (start_worker(&pr[q], w, shared, exit_open, a->lock_at_switch, plain_b && q == 2) != 0) fprintf(stderr, "dk_difftest_twoproc: fork: %s\n", strerror(errno)), exit(2);
+      start_both(a, pr, w, shared, exit_open);
       if (shared >= 0) close(shared), shared = -1;
     }
-    if (a->publish_at_switch && last && last != o->p) {
-      struct tp_op pub = {TP_PUBLISH, last, {0}};
-      log_line("~ publish p=%c%s\n", "CAB"[last], run_on(&pr[last], &pub));
+    /* a crash op kills between two ops (turn=0), or, with turn=1, once its process has taken the turn as for
+     * an op of its own -- the place of an op it never ran (crash-site.py's kernel runs) */
+    int take_turn = o->kind != TP_CRASH || o->v[0];
+    if (o->kind != TP_CRASH && pr[o->p].crashed) restart(a, &pr[o->p], o->p, w, exit_open);
+    if (take_turn) {
+      if (a->publish_at_switch && last && last != o->p) {
+        struct tp_op pub = {TP_PUBLISH, last, {0}};
+        log_line("~ publish p=%c%s\n", "CAB"[last], run_on(&pr[last], &pub));
+        CRASH_CHECK(last);
+      }
+      if (a->lock_at_switch && last != o->p) {
+        struct tp_op un = {TP_UNLOCK, last, {0}}, lk = {TP_LOCK, o->p, {0}};
+        if (last) {
+          log_line("~ unlock p=%c%s\n", "CAB"[last], run_on(&pr[last], &un));
+          CRASH_CHECK(last);
+        }
+        log_line("~ lock p=%c%s\n", "CAB"[o->p], run_on(&pr[o->p], &lk));
+        CRASH_CHECK(o->p);
+      }
+      last = o->p;
     }
-    if (a->lock_at_switch && last != o->p) {
-      struct tp_op un = {TP_UNLOCK, last, {0}}, lk = {TP_LOCK, o->p, {0}};
-      if (last) log_line("~ unlock p=%c%s\n", "CAB"[last], run_on(&pr[last], &un));
-      log_line("~ lock p=%c%s\n", "CAB"[o->p], run_on(&pr[o->p], &lk));
+    if (o->kind == TP_CRASH) { /* SIGKILL between two ops: every op it ran has returned (is acknowledged) */
+      struct proc *v = &pr[o->p];
+      if (v->dead) {
+        log_line("%d %s = gone\n", i, text);
+        continue;
+      }
+      if (a->crash_fsync) {
+        struct tp_op sy = {TP_SYNCALL, o->p, {0}};
+        log_line("~ fsync p=%c%s\n", "CAB"[o->p], run_on(v, &sy));
+      }
+      if (!v->dead) kill(v->pid, SIGKILL), log_line("%d %s = %s\n", i, text, death(v));
+      v->killed = 1;
+      CRASH_CHECK(o->p);
+      continue;
     }
-    last = o->p;
     const char *r = run_on(&pr[o->p], o);
     log_line("%d %s%s\n", i, text, a->final_only && !strstr(r, "worker") ? "" : r);
+    CRASH_CHECK(o->p);
   }
-  if (!started)
-    for (int q = 1; q <= 2; q++)
-      if (start_worker(&pr[q], w, shared, exit_open, a->lock_at_switch, plain_b && q == 2) != 0) fprintf(stderr, "dk_difftest_twoproc: fork: %s\n", strerror(errno)), exit(2);
+  if (!started) start_both(a, pr, w, shared, exit_open);
   if (shared >= 0) close(shared);
+  /* crash mode: a process still dead is started once more, so that its recovery has run before the end */
+  for (int q = 1; q <= 2; q++)
+    if (pr[q].crashed) restart(a, &pr[q], q, w, exit_open);
+#undef CRASH_CHECK
   /* Finish: the last process first (after its publish), then the other; each reads every descriptor it
    * has open and closes it; then the listings. */
   int first = last ? last : 1;
@@ -706,15 +789,16 @@ static void run_seq(const struct args *a, uint64_t seed, const struct tp_op *ops
     }
     close(pr[q].to), close(pr[q].from);
   }
-  listing(dir, w->rbuf, 'L');
+  dt_list_lib(dir, w->rbuf, TP_LEN_MAX, log_fd);
   if (exit_open) return;
-  listing(dir, w->rbuf, 'R');
-  if (!a->keep) empty_dir(dir), rmdir(dir);
+  dt_list_raw(dir, w->rbuf, TP_LEN_MAX, 'R', log_fd);
+  if (!a->keep) dt_empty_dir(dir), rmdir(dir);
 }
 
 static void usage(void) {
   fprintf(stderr, "usage: dk_difftest_twoproc --dir D [--seed S] [--count K] [--ops N] [--replay FILE] "
-                  "[--lock-at-switch] [--publish-at-switch] [--grow-only] [--exclude shared] [--print-ops] [--keep] [--exit-open] | --list DIR\n");
+                  "[--lock-at-switch] [--publish-at-switch] [--grow-only] [--exclude shared] [--print-ops] [--keep] [--exit-open] "
+                  "[--crash[=both]] [--crash-fsync] [--recover-cli=PATH] [--crash-site=SITE:N[:A|B]] | --list DIR\n");
   exit(2);
 }
 
@@ -735,6 +819,18 @@ static void parse_args(int argc, char **argv, struct args *a) {
     if (!strcmp(k, "--names")) { a->names = 1; continue; }
     if (!strcmp(k, "--mmap")) { a->mmaps = 1; continue; }
     if (!strcmp(k, "--fork")) { a->forks = 1; continue; }
+    if (!strcmp(k, "--crash")) { a->crash = 1; continue; }
+    if (!strcmp(k, "--crash=both")) { a->crash = 2; continue; }
+    if (!strcmp(k, "--crash-fsync")) { a->crash_fsync = 1; continue; }
+    if (!strncmp(k, "--recover-cli=", 14)) { a->recover_cli = k + 14; continue; }
+    if (!strncmp(k, "--crash-site=", 13)) {
+      snprintf(a->crash_site, sizeof a->crash_site, "%s", k + 13);
+      char *last = strrchr(a->crash_site, ':'), *first = strchr(a->crash_site, ':');
+      a->crash_site_p = 1;
+      if (!first) usage();
+      if (last != first && (last[1] == 'A' || last[1] == 'B') && !last[2]) a->crash_site_p = last[1] == 'A' ? 1 : 2, *last = 0;
+      continue;
+    }
     if (!strcmp(k, "--exact-holes") || !strcmp(k, "--keep-going")) continue;
     if (!v) usage();
     i++;
@@ -776,32 +872,23 @@ int main(int argc, char **argv) {
   if (!w.rbuf || !w.wbuf || !ops) return fprintf(stderr, "dk_difftest_twoproc: out of memory\n"), 2;
   if (a.list) {
     /* the driver's after-exit listing: raw, with the line prefix the driver rewrites */
-    listing(a.list, w.rbuf, 'R');
+    dt_list_raw(a.list, w.rbuf, TP_LEN_MAX, 'R', log_fd);
     return 0;
   }
   if (a.print_ops) {
     char text[256];
-    generate(a.seed, a.ops, a.exclude, a.names, a.mmaps, a.forks, ops);
+    generate(a.seed, a.ops, a.exclude, a.names, a.mmaps, a.forks, a.crash, ops);
     for (int i = 0; i < a.ops; i++) format_op(&ops[i], text, sizeof text), printf("%s\n", text);
     return 0;
   }
   if (a.replay) {
-    FILE *f = fopen(a.replay, "r");
-    char line[512];
-    int n = 0;
-    if (!f) return fprintf(stderr, "dk_difftest_twoproc: %s: %s\n", a.replay, strerror(errno)), 2;
-    while (fgets(line, sizeof line, f) && n < TP_OPS_MAX) {
-      char *p = line + strspn(line, " \t");
-      if (*p == '#' || *p == '\n' || *p == 0) continue;
-      if (parse_op(p, &ops[n]) != 0) return fclose(f), 2;
-      n++;
-    }
-    fclose(f);
+    int n = dt_load_oplist(a.replay, ops, sizeof *ops, TP_OPS_MAX, parse_line);
+    if (n < 0) return 2;
     run_seq(&a, a.seed, ops, n, a.exit_open, &w);
     return 0;
   }
   for (int k = 0; k < a.count; k++) {
-    generate(a.seed + (uint64_t)k, a.ops, a.exclude, a.names, a.mmaps, a.forks, ops);
+    generate(a.seed + (uint64_t)k, a.ops, a.exclude, a.names, a.mmaps, a.forks, a.crash, ops);
     run_seq(&a, a.seed + (uint64_t)k, ops, a.ops, a.exit_open && k == a.count - 1, &w);
   }
   return 0;

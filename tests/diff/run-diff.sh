@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Description: differential test of libdaxkit.so against the kernel on freshly mounted media.
 #
-#   run-diff.sh [--media hugetmpfs,xfs] [run-diff.py options: --modes --append --seeds --seconds --start
-#               --ops --batch --lib --env K=V ...]
+#   run-diff.sh [--media hugetmpfs,xfs] [--driver crash-site.py] [run-diff.py options: --modes --append
+#               --seeds --seconds --start --ops --batch --lib --env K=V ...]
 #
 # Mounts each medium with tests/harness/media.sh (removed on exit), then runs run-diff.py over every
-# (medium, mode, append) configuration. Exit 0 all sequences agree, 1 a mismatch, 77 skipped (reason
+# (medium, mode, append) configuration (--driver: another driver of this directory, e.g. crash-site.py). Exit 0 all sequences agree, 1 a mismatch, 77 skipped (reason
 # printed: not root, medium unavailable, library or python3 missing).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -15,11 +15,13 @@ export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 
 media=hugetmpfs
+driver=run-diff.py
 args=()
 lib=
 while [ $# -gt 0 ]; do
     case $1 in
     --media) media=$2; shift 2 ;;
+    --driver) driver=$2; shift 2 ;;
     --lib) lib=$2; args+=("$1" "$2"); shift 2 ;;
     *) args+=("$1"); shift ;;
     esac
@@ -42,4 +44,4 @@ for kind in ${media//,/ }; do
     mounts+=(--medium "$kind=$DK_MNT")
 done
 
-python3 "$here/run-diff.py" --build "$DAXKIT_BUILD" "${mounts[@]}" "${args[@]}"
+python3 "$here/$driver" --build "$DAXKIT_BUILD" "${mounts[@]}" "${args[@]}"

@@ -4,6 +4,8 @@
 # 1. A generated run and the replay of its printed op list log the same (shrinking relies on it).
 # 2. Kernel against kernel (no preload), with and without --lock-at-switch: every sequence agrees -- the
 #    turn-taking makes the interleaving deterministic.
+# 2b. Crash mode (--crash=both): the replay of a generated list with crash ops logs the same, kills and
+#    restarts show, and kernel against kernel agrees.
 # 3. Against libdk_flipread.so (flips the first byte of every pread on a managed file): the driver reports
 #    mismatches and shrinks one to a few ops.
 # Runs in a directory under /dev/shm (no mount, no root needed). Exit 0 pass, 1 fail, 77 skip.
@@ -32,8 +34,21 @@ for seed in 7 8 9; do
     ! grep -q 'worker' "$dir/gen.$seed" || dk_fail "seed $seed: a worker died or hung without a library: $dir/gen.$seed"
 done
 
-for discipline in --lock-at-switch ""; do
-    python3 "$here/run-diff.py" --build "$DAXKIT_BUILD" --tester "$tester" ${discipline:+--tester-arg=$discipline} \
+for seed in 11 12; do
+    "$tester" --seed $seed --ops 200 --print-ops --crash=both > "$dir/ops.$seed" || dk_fail "--print-ops --crash failed"
+    "$tester" --dir "$dir/replay" --seed $seed --ops 200 --crash=both --lock-at-switch > "$dir/gen.$seed" || dk_fail "crash run failed"
+    "$tester" --dir "$dir/replay" --seed $seed --replay "$dir/ops.$seed" --lock-at-switch > "$dir/rep.$seed" ||
+        dk_fail "crash replay failed"
+    cmp -s "$dir/gen.$seed" "$dir/rep.$seed" ||
+        dk_fail "seed $seed: the replayed crash op list logs differently: diff $dir/gen.$seed $dir/rep.$seed"
+    grep -q '^[0-9]* crash p=. turn=0 = died signal KILL$' "$dir/gen.$seed" && grep -q '^~ restart p=. = started$' "$dir/gen.$seed" ||
+        dk_fail "seed $seed: no kill and restart in a --crash=both run: $dir/gen.$seed"
+done
+
+for discipline in --lock-at-switch "" "--crash=both --lock-at-switch"; do
+    targs=()
+    for t in $discipline; do targs+=("--tester-arg=$t"); done
+    python3 "$here/run-diff.py" --build "$DAXKIT_BUILD" --tester "$tester" "${targs[@]}" \
         --medium "tmpfs=$dir" --lib none --seeds 60 --start 1000 > "$out" 2>&1
     rc=$?
     cat "$out"
