@@ -47,7 +47,9 @@
  * the survivor runs on, X's next op restarts X's program (exec: the library's start-up recovery);
  * --crash-fsync: the victim fsyncs its open descriptors before the kill; --recover-cli=PATH: `PATH recover
  * $DAXKIT_DIR` right after each kill; --crash-site=SITE:N[:P]: process P starts with DAXKIT_TEST_CRASH=SITE:N
- * (dies inside the library; crash-site.py compares it with two kernel runs). Accepted and ignored for the
+ * (dies inside the library; crash-site.py compares it with two kernel runs). --exclusive (generation): the
+ * file is open in one process at a time (an open while the other has descriptors becomes its close): for
+ * DAXKIT_ATOMIC files, which one process routes at a time. Accepted and ignored for the
  * driver's sake: --exact-holes. Exit: 0 ran, 2
  * usage or setup error. */
 #include <errno.h>
@@ -143,8 +145,15 @@ static int64_t gen_off(uint64_t *s) {
   return (int64_t)dt_below(s, (uint64_t)TP_FILE_MAX);
 }
 
-static void generate(uint64_t seed, int n, unsigned exclude, int names, int mmaps, int forks, int crashes,
-                     struct tp_op *ops) {
+/* What shapes a generated list (the options --exclude, --names, --mmap, --fork, --crash, --exclusive). */
+struct tp_gen {
+  unsigned exclude;
+  int names, mmaps, forks, crashes, exclusive;
+};
+
+static void generate(uint64_t seed, int n, const struct tp_gen *g, struct tp_op *ops) {
+  unsigned exclude = g->exclude;
+  int names = g->names, mmaps = g->mmaps, forks = g->forks, crashes = g->crashes;
   uint64_t s = seed * 0x2545F4914F6CDD1Dull + 0x7A11ull;
   int i = 0, p = 1 + (int)dt_below(&s, 2);
   unsigned open_mask[3] = {0, 0, 0}; /* per process: slots the generator expects open (a guess: no results) */
@@ -159,12 +168,12 @@ static void generate(uint64_t seed, int n, unsigned exclude, int names, int mmap
     if (crashes > 1 || dt_below(&cs, 2))
       crash_at[1] = crash_at[0] + 4 + (int)dt_below(&cs, (uint64_t)n / 3 + 1), crash_p[1] = 3 - crash_p[0];
   }
-  if (n > 0 && dt_below(&s, 3) == 0 && !(exclude & (1u << TP_PREOPEN))) {
+  if (n > 0 && dt_below(&s, 3) == 0 && !(exclude & (1u << TP_PREOPEN)) && !g->exclusive) {
     ops[i++] = (struct tp_op){TP_PREOPEN, 0, {(int64_t)dt_below(&s, 2)}};
     open_mask[1] = open_mask[2] = 1u << TP_SHARED_SLOT;
   }
   /* Each process starts by opening slot 0 (plain or O_APPEND) so that most ops have a descriptor. */
-  for (int q = 1; q <= 2 && i < n; q++) {
+  for (int q = 1; q <= 2 - (g->exclusive != 0) && i < n; q++) {
     ops[i++] = (struct tp_op){TP_OPEN, q, {0, (int64_t)dt_below(&s, 2)}};
     open_mask[q] |= 1u;
   }
@@ -179,6 +188,7 @@ static void generate(uint64_t seed, int n, unsigned exclude, int names, int mmap
     if (crashed) continue;
     if (dt_below(&s, 100) < 45) p = 3 - p; /* the turn passes */
     if (i < force_until) p = force_p;
+    unsigned mask_before = open_mask[p];
     struct tp_op *o = &ops[i];
     memset(o, 0, sizeof *o);
     o->p = p;
@@ -227,6 +237,14 @@ static void generate(uint64_t seed, int n, unsigned exclude, int names, int mmap
       int64_t a = (int64_t)dt_below(&s, 2);
       if (dt_below(&s, 3) == 0) *o = (struct tp_op){TP_UNLINK, p, {a}};
       else *o = (struct tp_op){TP_RENAME, p, {a, 1 - a}};
+    }
+    /* --exclusive: the file is open in one process at a time (a DAXKIT_ATOMIC file is routed for one
+     * process; a second one's open waits): an open while the other has descriptors becomes its close */
+    if (g->exclusive && o->kind == TP_OPEN && open_mask[3 - p]) {
+      int q = 3 - p, slot = __builtin_ctz(open_mask[q]);
+      open_mask[p] = mask_before;
+      *o = (struct tp_op){TP_CLOSE, q, {slot}};
+      open_mask[q] &= ~(1u << slot);
     }
   }
 }
@@ -575,6 +593,7 @@ struct args {
   uint64_t seed;
   int count, ops, print_ops, keep, exit_open, publish_at_switch, lock_at_switch, grow_only, final_only, names, mmaps, forks;
   int crash, crash_fsync;   /* --crash[=both], --crash-fsync */
+  int exclusive;            /* --exclusive (generation) */
   const char *recover_cli;  /* --recover-cli=PATH: `PATH recover DAXKIT_DIR` right after each crash */
   char crash_site[160];     /* --crash-site=SITE:N[:P]: "SITE:N" for DAXKIT_TEST_CRASH of process P's first start */
   int crash_site_p;
@@ -798,7 +817,7 @@ static void run_seq(const struct args *a, uint64_t seed, const struct tp_op *ops
 static void usage(void) {
   fprintf(stderr, "usage: dk_difftest_twoproc --dir D [--seed S] [--count K] [--ops N] [--replay FILE] "
                   "[--lock-at-switch] [--publish-at-switch] [--grow-only] [--exclude shared] [--print-ops] [--keep] [--exit-open] "
-                  "[--crash[=both]] [--crash-fsync] [--recover-cli=PATH] [--crash-site=SITE:N[:A|B]] | --list DIR\n");
+                  "[--crash[=both]] [--crash-fsync] [--recover-cli=PATH] [--crash-site=SITE:N[:A|B]] [--exclusive] | --list DIR\n");
   exit(2);
 }
 
@@ -822,6 +841,7 @@ static void parse_args(int argc, char **argv, struct args *a) {
     if (!strcmp(k, "--crash")) { a->crash = 1; continue; }
     if (!strcmp(k, "--crash=both")) { a->crash = 2; continue; }
     if (!strcmp(k, "--crash-fsync")) { a->crash_fsync = 1; continue; }
+    if (!strcmp(k, "--exclusive")) { a->exclusive = 1; continue; }
     if (!strncmp(k, "--recover-cli=", 14)) { a->recover_cli = k + 14; continue; }
     if (!strncmp(k, "--crash-site=", 13)) {
       snprintf(a->crash_site, sizeof a->crash_site, "%s", k + 13);
@@ -865,6 +885,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--plain-b")) plain_b = 1, argv[i] = "--keep-going";
     else if (!strcmp(argv[i], "--no-pos")) no_pos = 1, argv[i] = "--keep-going";
   parse_args(argc, argv, &a);
+  const struct tp_gen gen = {a.exclude, a.names, a.mmaps, a.forks, a.crash, a.exclusive};
   w.grow_only = a.grow_only;
   signal(SIGPIPE, SIG_IGN); /* a dead worker is logged, not fatal to the controller */
   w.rbuf = malloc((size_t)TP_LEN_MAX), w.wbuf = malloc((size_t)TP_LEN_MAX);
@@ -877,7 +898,7 @@ int main(int argc, char **argv) {
   }
   if (a.print_ops) {
     char text[256];
-    generate(a.seed, a.ops, a.exclude, a.names, a.mmaps, a.forks, a.crash, ops);
+    generate(a.seed, a.ops, &gen, ops);
     for (int i = 0; i < a.ops; i++) format_op(&ops[i], text, sizeof text), printf("%s\n", text);
     return 0;
   }
@@ -888,7 +909,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   for (int k = 0; k < a.count; k++) {
-    generate(a.seed + (uint64_t)k, a.ops, a.exclude, a.names, a.mmaps, a.forks, a.crash, ops);
+    generate(a.seed + (uint64_t)k, a.ops, &gen, ops);
     run_seq(&a, a.seed + (uint64_t)k, ops, a.ops, a.exit_open && k == a.count - 1, &w);
   }
   return 0;
