@@ -560,33 +560,37 @@ static void heap_populate(char *addr, uint64_t len) {
 }
 
 /* An anonymous mapping of cap bytes starting on a 2 MiB boundary (the slack around it is unmapped), so that
- * its 2 MiB units can be huge pages. */
+ * its 2 MiB units can be huge pages. errno is kept: a failure here is not the program's (review 13, 3). */
 static void *heap_map(uint64_t cap) {
+    DK_ERRNO_SAVE;
     const struct dk_libc *c = dk_libc();
     char *w = c->mmap(NULL, cap + DK_HUGE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (w == MAP_FAILED) return MAP_FAILED;
-    char *a = (char *)dk_round_up((uintptr_t)w, DK_HUGE_BYTES);
-    if (a > w) c->munmap(w, (size_t)(a - w));
-    c->munmap(a + cap, (size_t)(w + DK_HUGE_BYTES - a));
-    DK_ERRNO_SAVE;
-    madvise(a, cap, MADV_HUGEPAGE); /* the whole mapping: a part would split it, and mremap moves one whole */
+    char *a = MAP_FAILED;
+    if (w != MAP_FAILED) {
+        a = (char *)dk_round_up((uintptr_t)w, DK_HUGE_BYTES);
+        if (a > w) c->munmap(w, (size_t)(a - w));
+        c->munmap(a + cap, (size_t)(w + DK_HUGE_BYTES - a));
+        madvise(a, cap, MADV_HUGEPAGE); /* the whole mapping: a part would split it, and mremap moves one whole */
+    }
     DK_ERRNO_RESTORE;
     return a;
 }
 
 /* A mapped buffer grown to cap bytes: in place when the addresses after it are free, else moved (its pages
- * with it, nothing copied) to a new 2 MiB-aligned place. NULL when neither works (the old one stays). */
+ * with it, nothing copied) to a new 2 MiB-aligned place. NULL when neither works (the old one stays). errno
+ * is kept: the in-place attempt fails with ENOMEM whenever a mapping follows (review 13, finding 3). */
 static char *heap_remap(char *addr, uint64_t old_cap, uint64_t cap) {
+    DK_ERRNO_SAVE;
     void *m = mremap(addr, old_cap, cap, 0);
-    if (m != MAP_FAILED) return m;
-    void *to = heap_map(cap);
-    if (to == MAP_FAILED) return NULL;
-    m = mremap(addr, old_cap, cap, MREMAP_MAYMOVE | MREMAP_FIXED, to);
     if (m == MAP_FAILED) {
-        dk_libc()->munmap(to, cap);
-        return NULL;
+        void *to = heap_map(cap);
+        if (to != MAP_FAILED) {
+            m = mremap(addr, old_cap, cap, MREMAP_MAYMOVE | MREMAP_FIXED, to);
+            if (m == MAP_FAILED) dk_libc()->munmap(to, cap);
+        }
     }
-    return m;
+    DK_ERRNO_RESTORE;
+    return m == MAP_FAILED ? NULL : m;
 }
 
 static char *heap_buffer(uint64_t cap) {

@@ -15,6 +15,9 @@
  *             logs): the process's anonymous memory grows by at most the 64 MiB all heap slots may hold
  *             together (RssAnon; 96 MiB with the earlier 256 MiB bound), the rest goes to pool slots, and
  *             every file is exact after its fsync (review 7, finding 25).
+ *   errno     a burst of 64 KiB appends with a small mapping made after every 16 of them (so the slot's
+ *             mapping cannot always grow in place): no write that returns its full count changes errno
+ *             (review 13, finding 3: the in-place mremap attempt left ENOMEM).
  * With DAXKIT_STAGE_HEAP_BYTES=0 (argv[3] "pool"): small and large use the pool from the first append.
  * argv[1]: managed directory; argv[2]: case. */
 #include <dirent.h>
@@ -126,6 +129,27 @@ static void case_large(const char *dir) {
            (unsigned long long)(after[DK_C_stage_heap_slots] - before[DK_C_stage_heap_slots]));
 }
 
+static void case_errno(const char *dir) {
+    static uint8_t buf[65536];
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "errno");
+    int fd = OK(open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+    int changed = 0;
+    for (int i = 0; i < 200; i++) {
+        if (i % 16 == 0) CHECK(mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) != MAP_FAILED, "mmap");
+        st_fill(buf, 5, (uint64_t)i * sizeof buf, sizeof buf);
+        errno = 0;
+        ssize_t w = write(fd, buf, sizeof buf);
+        CHECK(w == (ssize_t)sizeof buf, "append %d: %zd (%s)", i, w, strerror(errno));
+        if (errno != 0 && changed++ < 3) fprintf(stderr, "append %d returned %zd but set errno %d (%s)\n", i, w, errno, strerror(errno));
+    }
+    OK(fsync(fd));
+    other_sees(path, 200 * sizeof buf, 5, "fsync");
+    OK(close(fd));
+    CHECK(changed == 0, "%d successful appends changed errno", changed);
+    printf("ok: 200 appends of 64 KiB, errno untouched\n");
+}
+
 static void case_readonly(const char *dir) {
     static uint8_t buf[65536];
     char path[PATH_MAX];
@@ -207,7 +231,8 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "small")) case_small(dir);
     else if (!strcmp(c, "large")) case_large(dir);
     else if (!strcmp(c, "readonly")) case_readonly(dir);
+    else if (!strcmp(c, "errno")) case_errno(dir);
     else if (!strcmp(c, "many")) case_many(dir);
-    else FAIL("usage: shim_stage_heap DIR small|large|readonly|many [pool]");
+    else FAIL("usage: shim_stage_heap DIR small|large|readonly|many|errno [pool]");
     return 0;
 }
