@@ -6,6 +6,7 @@
  * promise about a process crash and a power loss on that medium. A tool process, so plain libc calls are
  * fine here (the preload library is not loaded into it). */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -119,17 +120,34 @@ static bool mountinfo_line(char *line, dev_t dev, struct mount_desc *out) {
     return true;
 }
 
+/* Whether mount point m covers path p (p equal to m, or below it at a component boundary). */
+static size_t covers(const char *m, const char *p) {
+    size_t n = strlen(m);
+    if (n == 1 && m[0] == '/') return 1;
+    return strncmp(m, p, n) == 0 && (p[n] == '/' || p[n] == 0) ? n : 0;
+}
+
+/* The mount of dir: among the lines of its device, the one whose mount point is the longest prefix of its
+ * real path (a device mounted twice, e.g. a bind mount of a subdirectory elsewhere, has one line per mount;
+ * review 13, finding 7), the later line when two are equal (the later one is on top). Lines of any length
+ * (getline: overlayfs lines pass 2 KiB). */
 static void find_mount(const char *dir, struct mount_desc *out) {
     memset(out, 0, sizeof *out);
     struct stat st;
+    char real[PATH_MAX];
+    if (stat(dir, &st) != 0 || !realpath(dir, real)) return;
     FILE *f = fopen("/proc/self/mountinfo", "re");
     if (!f) return;
-    if (stat(dir, &st) == 0) {
-        char line[2048];
-        struct mount_desc d;
-        while (fgets(line, sizeof line, f))
-            if (mountinfo_line(line, st.st_dev, &d)) *out = d; /* the last one is on top */
+    char *line = NULL;
+    size_t cap = 0, best = 0;
+    struct mount_desc d;
+    while (getline(&line, &cap, f) > 0) {
+        if (!mountinfo_line(line, st.st_dev, &d)) continue;
+        size_t n = covers(d.point, real);
+        if (n && n >= best) best = n, *out = d;
+        else if (!best && !out->point[0]) *out = d; /* none covers the path (a moved mount): still this device */
     }
+    free(line);
     fclose(f);
 }
 

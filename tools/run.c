@@ -21,8 +21,11 @@ static void run_usage(void) {
 /* The library next to this program: <prefix>/bin/daxkit -> <prefix>/lib/libdaxkit.so. */
 static int find_library(char *out, size_t len) {
     const char *env = getenv("DAXKIT_LIB");
-    if (env && *env) {
-        snprintf(out, len, "%s", env);
+    if (env && *env) { /* made absolute, symbolic links kept: a program that changes directory keeps it */
+        char cwd[PATH_MAX];
+        int n = env[0] == '/' ? snprintf(out, len, "%s", env)
+                : getcwd(cwd, sizeof cwd) ? snprintf(out, len, "%s/%s", cwd, env) : -1;
+        if (n < 0 || (size_t)n >= len) return -1;
         return access(out, R_OK);
     }
     char self[PATH_MAX - 32];
