@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <atomic>
 #include <barrier>
+#include <map>
 #include <vector>
 
 #include "graph/kernels.hpp"
@@ -11,7 +12,48 @@ namespace dk::graph {
 
 namespace {
 
-using Bins = std::vector<std::vector<NodeId>>;
+// A thread's buckets (delta-stepping): a ring of kWindow buckets from the current one, and the buckets past it
+// in an ordered map. Every bucket a relaxation fills is >= the current one (weights are >= 0), and a bucket is
+// at most max weight / delta past it, so with the usual weights everything stays in the ring; an edge heavy
+// against delta (weights in metres or ns, delta 1) goes to the map instead of a vector per distance value
+// (review 13, finding 4: one edge of weight 5e7 took 2.3 GB, 3e8 aborted with bad_alloc).
+class Bins {
+ public:
+  static constexpr int64_t kWindow = 4096;  // a power of two
+  void push(int64_t b, NodeId v) {
+    if (b < base_ + kWindow) {
+      ring_[size_t(b & (kWindow - 1))].push_back(v);
+      hi_ = std::max(hi_, b);
+    } else {
+      far_[b].push_back(v);
+    }
+  }
+  // The smallest non-empty bucket, from the current one; INT64_MAX when none.
+  int64_t first_nonempty() const {
+    for (int64_t b = base_; b <= hi_; b++) {  // hi_ < base_ + kWindow: nothing in the ring past it
+      if (!ring_[size_t(b & (kWindow - 1))].empty()) return b;
+    }
+    return far_.empty() ? INT64_MAX : far_.begin()->first;
+  }
+  // Bucket b (>= the current one, and no bucket before it holds anything) made the current one.
+  std::vector<NodeId>& take(int64_t b) {
+    base_ = b;
+    while (!far_.empty() && far_.begin()->first < base_ + kWindow) {
+      auto it = far_.begin();
+      std::vector<NodeId>& into = ring_[size_t(it->first & (kWindow - 1))];
+      into.insert(into.end(), it->second.begin(), it->second.end());
+      hi_ = std::max(hi_, it->first);
+      far_.erase(it);
+    }
+    return ring_[size_t(b & (kWindow - 1))];
+  }
+
+ private:
+  std::vector<std::vector<NodeId>> ring_ = std::vector<std::vector<NodeId>>(size_t(kWindow));
+  std::map<int64_t, std::vector<NodeId>> far_;
+  int64_t base_ = 0;
+  int64_t hi_ = -1;  // the largest bucket ever put into the ring
+};
 
 struct RelaxVisit {
   int32_t* dist;
@@ -36,9 +78,7 @@ struct RelaxVisit {
       int32_t old = dv.load(std::memory_order_relaxed);
       while (nd < old) {
         if (dv.compare_exchange_weak(old, int32_t(nd), std::memory_order_relaxed)) {
-          const size_t b = size_t(nd / delta);
-          if (b >= bins->size()) bins->resize(b + 1);
-          (*bins)[b].push_back(e.v);
+          bins->push(nd / delta, e.v);
           break;
         }
       }
@@ -55,13 +95,6 @@ struct SsspShared {
   bool done = false;
 };
 
-int64_t first_nonempty(const Bins& bins, int64_t from) {
-  for (size_t b = size_t(from); b < bins.size(); b++) {
-    if (!bins[b].empty()) return int64_t(b);
-  }
-  return INT64_MAX;
-}
-
 void sssp_thread(const Csr& g, int32_t* dist, int32_t delta, SsspShared& sh, std::barrier<std::function<void()>>& bar,
                  int threads, auto& driver) {
   Bins bins;
@@ -70,14 +103,13 @@ void sssp_thread(const Csr& g, int32_t* dist, int32_t delta, SsspShared& sh, std
     Claimer claimer(sh.frontier, g, driver.kSplitPages);
     driver.run_phase(claimer, vis, (sh.frontier.size + threads - 1) / threads);
     // Agree on the next bucket: the smallest non-empty one over all threads.
-    const int64_t mine = first_nonempty(bins, sh.bin);
+    const int64_t mine = bins.first_nonempty();
     int64_t seen = sh.next_bin.load();
     while (mine < seen && !sh.next_bin.compare_exchange_weak(seen, mine)) {
     }
     bar.arrive_and_wait();  // step: bin = next_bin, or done
     if (sh.done) break;
-    if (size_t(sh.bin) >= bins.size()) bins.resize(size_t(sh.bin) + 1);  // other threads own this bucket
-    std::vector<NodeId>& b = bins[size_t(sh.bin)];
+    std::vector<NodeId>& b = bins.take(sh.bin);  // maybe empty here: other threads hold this bucket
     const size_t at = sh.append_at.fetch_add(b.size());
     assert(at + b.size() <= sh.frontier_items.size());  // bounded by m: one push per successful relax
     std::copy(b.begin(), b.end(), sh.frontier_items.data() + at);
