@@ -820,18 +820,29 @@ ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off)
     if (DK_UNLIKELY(__atomic_load_n(&f->size_unsure, __ATOMIC_RELAXED)) && n && off + n > up_file_size(f))
         up_size_verify_slow(f, fd);
     uint64_t size = up_file_size(f);
-    /* A read reaching the end this process knows: another process may have written past it since (one fstat
-     * when nothing here is unpublished, as the kernel's read reads i_size): a read stopped there came back
-     * short and left the offset where the next write went over the other's bytes (review 12, finding 5). */
+    /* A read reaching the end this process knows: another process may have written past it since (one fstat,
+     * as the kernel's read reads i_size): a read stopped there came back short and left the offset where the
+     * next write went over the other's bytes (review 12, finding 5). With appends staged here (posix mode)
+     * growth found publishes them first (up_refresh_size; finding 2's addendum). */
     if (off + n > size || n == 0) {
-        if (n && mu_file != f && up_refresh_if_idle(f, fd)) size = up_file_size(f);
+        if (n && mu_file != f && up_refresh_size(f, fd)) size = up_file_size(f);
         if (off >= size || n == 0) return 0;
     }
+    size_t want = n;
     n = DK_MIN(n, size - off);
     ssize_t r;
     if (read_fast(f, buf, n, off)) r = (ssize_t)n;
     else if (DK_UNLIKELY(mu_file == f)) r = read_nested(fd, buf, n, off);
     else {
+        /* So may a read of appends staged through an O_APPEND descriptor: where they go depends on the
+         * kernel's end -- with growth found they are published past it first, and the read sees what the
+         * kernel has there (finding 2's addendum: the process read its own record at its stale end). */
+        if (DK_UNLIKELY(__atomic_load_n(&f->staged_o_append, __ATOMIC_RELAXED)) &&
+            off + n > __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) && up_refresh_size(f, fd)) {
+            size = up_file_size(f);
+            if (off >= size) return 0;
+            n = DK_MIN(want, size - off);
+        }
         r = read_unmapped(f, fd, buf, n, off);
         if (r == 0) r = read_locked(f, fd, buf, n, off);
     }

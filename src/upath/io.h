@@ -65,5 +65,14 @@ bool up_keeps_on_sync(const struct up_file *f);
 /* At EOF: when this process has nothing unpublished, take the kernel's size (another process may have
  * appended). Returns true when the size changed. */
 bool up_refresh_if_idle(struct up_file *f, int fd);
+/* The same, and with appends staged (posix mode) a kernel size found past the end this process last saw
+ * -- another process's published growth -- publishes them first and takes it (up_publish_past_growth).
+ * One fstat. For the calls that show the end or where appends went: SEEK_END, SEEK_CUR of an O_APPEND
+ * descriptor with O_APPEND appends staged, reads past the end or into staged O_APPEND appends. */
+bool up_refresh_size(struct up_file *f, int fd);
+/* The kernel's size ns was read (the program's fstat): past the end this process last saw with appends
+ * staged, they are published and ns (or the end past them) becomes the size. True when it published: the
+ * size to report is then the file's (up_file_size), not ns. */
+bool up_publish_past_growth(struct up_file *f, int fd, uint64_t ns);
 
 #endif

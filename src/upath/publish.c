@@ -480,13 +480,48 @@ ssize_t up_sync_write_failed(struct up_file *f, int fd, uint64_t off, size_t n, 
     return (ssize_t)(pub - off);
 }
 
-bool up_refresh_if_idle(struct up_file *f, int fd) {
+/* Appends staged here (stage strategy, posix mode) while the kernel's size `ns`, just read, lies past the end
+ * this process last set or saw: another process published growth since. What is staged goes in now, a
+ * publish point as the program's fsync would be -- appends made through
+ * an O_APPEND descriptor at the kernel's end, where the kernel's writes would have put them after the other's
+ * records (adopt_append_end moves the descriptor's offset past them), the others where they were written --
+ * and the kernel's size becomes the file's. So fstat, SEEK_END, the offset after an O_APPEND write and reads
+ * see the file the kernel has, not the stale end plus this process's appends (review 12, finding 2's posix
+ * addendum: fstat said 1 where the kernel had 218,343 bytes, and an ftruncate to it cut another process's
+ * 218,342 published bytes; the process read its own record at the stale offset, where the file had the
+ * other's). Under f->mu. True when it published: the file's size is the kernel's now (not the `ns` read
+ * before -- a write of this process's may have ended past it). */
+static bool publish_past_growth(struct up_file *f, int fd, uint64_t ns) {
+    bool staged = f->staged_count || up_file_size(f) != f->pub_size;
+    if (!staged || ns <= f->ksize || f->strategy != UP_STAGE || dk_cfg.mode != DK_MODE_POSIX || f->atomic ||
+        f->kernel_only)
+        return false; /* (sync and strict modes publish inside the write: their staged bytes are that write's) */
+    if (up_publish_locked(f, fd) != 0) return false; /* left staged: the next publish point retries */
+    if (ns > up_file_size(f)) adopt_kernel_growth(f, fd, ns, false); /* appends that ended below it */
+    dk_count(DK_C_growth_publishes, 1);
+    return true;
+}
+
+bool up_publish_past_growth(struct up_file *f, int fd, uint64_t ns) {
+    up_file_lock(f);
+    bool changed = publish_past_growth(f, fd, ns);
+    pthread_mutex_unlock(&f->mu);
+    return changed;
+}
+
+/* The kernel's size re-read (one fstat) when nothing is unpublished here -- or, with `staged_too`, when
+ * appends are staged (publish_past_growth). */
+static bool refresh(struct up_file *f, int fd, bool staged_too) {
     bool changed = false;
     up_file_lock(f);
     __atomic_store_n(&f->size_unsure, false, __ATOMIC_RELAXED);
     uint64_t size = up_file_size(f);
     bool idle = size == f->pub_size && size == f->ksize && f->staged_count == 0;
     struct stat st;
+    if (!idle && staged_too && f->strategy == UP_STAGE && dk_cfg.mode == DK_MODE_POSIX) {
+        dk_count(DK_C_size_rereads, 1);
+        if (DK_REAL(fstat)(fd, &st) == 0) changed = publish_past_growth(f, fd, (uint64_t)st.st_size);
+    }
     if (idle) dk_count(DK_C_size_rereads, 1);
     if (idle && DK_REAL(fstat)(fd, &st) == 0 && (uint64_t)st.st_size != size) {
         uint64_t ns = (uint64_t)st.st_size;
@@ -504,3 +539,7 @@ bool up_refresh_if_idle(struct up_file *f, int fd) {
     pthread_mutex_unlock(&f->mu);
     return changed;
 }
+
+bool up_refresh_if_idle(struct up_file *f, int fd) { return refresh(f, fd, false); }
+
+bool up_refresh_size(struct up_file *f, int fd) { return refresh(f, fd, true); }

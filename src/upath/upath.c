@@ -558,14 +558,30 @@ off_t up_lseek(struct up_slot *s, int fd, off_t off, int whence) {
     int64_t base;
     switch (whence) {
     case SEEK_SET: base = 0; break;
-    case SEEK_CUR: base = (int64_t)__atomic_load_n(&s->offset, __ATOMIC_ACQUIRE); break;
+    case SEEK_CUR:
+        /* An O_APPEND descriptor with O_APPEND appends staged here (posix mode): where they went -- the
+         * offset the kernel's write leaves -- depends on the kernel's end, which another process may have
+         * moved since (one fstat; up_refresh_size publishes them past its growth: review 12, finding 2). */
+        if (DK_UNLIKELY(__atomic_load_n(&f->staged_o_append, __ATOMIC_RELAXED)) &&
+            (__atomic_load_n(&s->flags, __ATOMIC_ACQUIRE) & O_APPEND) && !up_io_mu_held(f)) {
+            DK_ERRNO_SAVE;
+            up_refresh_size(f, fd);
+            DK_ERRNO_RESTORE;
+        }
+        base = (int64_t)__atomic_load_n(&s->offset, __ATOMIC_ACQUIRE);
+        break;
     case SEEK_END:
         /* Another process may have grown the file since this one looked (it published, or wrote through
-         * the kernel): with nothing unpublished here, the end is the kernel's -- one fstat, as a read at the
-         * end pays; the kernel's lseek reads i_size (review 12, finding 1: an append by SEEK_END + write
-         * overwrote another process's acknowledged record). Not from a signal handler whose thread holds
-         * the file's mutex (it would wait for itself): the end this process knows then. */
-        if (DK_LIKELY(!up_io_mu_held(f))) up_size_verify_slow(f, fd);
+         * the kernel): the end is the kernel's -- one fstat, as a read at the end pays; the kernel's lseek
+         * reads i_size (review 12, finding 1: an append by SEEK_END + write overwrote another process's
+         * acknowledged record). With appends staged here, growth found publishes them first (posix mode:
+         * up_refresh_size; finding 2's addendum). Not from a signal handler whose thread holds the file's
+         * mutex (it would wait for itself): the end this process knows then. */
+        if (DK_LIKELY(!up_io_mu_held(f))) {
+            DK_ERRNO_SAVE;
+            up_refresh_size(f, fd);
+            DK_ERRNO_RESTORE;
+        }
         base = (int64_t)up_file_size(f);
         break;
     case SEEK_DATA:
@@ -823,7 +839,14 @@ void up_fix_fstat(int fd, off_t *size) {
     struct up_fd *e = up_fd_entry(fd); /* also finds files whose name is gone (not in the table) */
     struct up_slot *s = e && up_entry_slot(e) ? up_call_enter(e) : NULL; /* against a close meanwhile */
     if (!s) return;
-    if (up_file_pinned(s->file)) *size = (off_t)up_file_size(s->file);
+    struct up_file *f = s->file;
+    /* The kernel's size past the end this process last saw, with appends staged here: another process's
+     * published growth, which this process's view takes before it answers (up_publish_past_growth; review
+     * 12, finding 2's addendum -- fstat said this process's stale end plus its appends). No extra call. */
+    if (DK_UNLIKELY((uint64_t)*size > __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE)) && f->strategy == UP_STAGE &&
+        !up_io_mu_held(f) && up_publish_past_growth(f, fd, (uint64_t)*size))
+        *size = (off_t)up_file_size(f); /* (published: the kernel's size now, past its appends) */
+    else if (up_file_pinned(f)) *size = (off_t)up_file_size(f);
     up_call_leave();
 }
 

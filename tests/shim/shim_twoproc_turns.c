@@ -15,6 +15,11 @@
  *             record (finding 8).
  *   forkoffset  a descriptor written while shared with a fork child, then a fork of a helper: the next
  *             write went to the offset from before the shared period, over the first record (finding 10).
+ *   stagedview  posix mode's view with O_APPEND appends staged (not fsynced) after the other process's
+ *             published growth (finding 2's posix addendum): fstat, the offset after the write (SEEK_CUR), a
+ *             read and SEEK_END were this process's stale end plus its own appends -- fstat 200 where the
+ *             kernel had 300, the process's own record read at the stale offset, and an ftruncate to the
+ *             size fstat gave cut the other's published records. Each turn looks first by another call.
  *   sharedfd  a descriptor shared with a fork child (the kernel serves it) and a second, O_APPEND one of
  *             the same file: lseek(shared, 0, SEEK_END) after an append through the second missed it in posix
  *             mode (0, not 100): the kernel's lseek ran before the staged append was published.
@@ -198,6 +203,66 @@ static void fsyncreader_a(const char *path) {
     OK(close(fd));
 }
 
+/* stagedview: each turn appends one record through an O_APPEND descriptor without an fsync (posix mode keeps
+ * it staged) after the other process's record is in the file, and looks at the file first by one call. */
+static void write_rec(int fd, char c, const char *who) {
+    char b[REC];
+    rec(b, c);
+    if (write(fd, b, REC) != REC) FAIL("%s: write '%c': %s", who, c, strerror(errno));
+}
+
+static void expect_pos(int fd, off_t want, const char *who) {
+    off_t cur = lseek(fd, 0, SEEK_CUR);
+    if (cur != want) FAIL("%s: offset after its O_APPEND write %lld, the kernel's %lld", who, (long long)cur, (long long)want);
+}
+
+static void stagedview_b(const char *path) {
+    int fd = open(path, O_RDWR | O_APPEND);
+    if (fd < 0) FAIL("B: open: %s", strerror(errno));
+    give(turn_a[1]);
+    await(turn_b[0]);
+    write_rec(fd, 'B', "B");
+    expect_size(fd, 2 * REC, "B"); /* fstat first */
+    expect_pos(fd, 2 * REC, "B");
+    expect_bytes(fd, 0, "AB", "B");
+    give(turn_a[1]);
+    await(turn_b[0]);
+    write_rec(fd, 'D', "B");
+    expect_pos(fd, 4 * REC, "B"); /* SEEK_CUR first */
+    expect_bytes(fd, 3 * REC, "D", "B");
+    give(turn_a[1]);
+    await(turn_b[0]);
+    write_rec(fd, 'F', "B");
+    off_t e = lseek(fd, 0, SEEK_END); /* SEEK_END first */
+    if (e != 6 * REC) FAIL("B: lseek(SEEK_END) = %lld after its O_APPEND write, the kernel's end %d", (long long)e, 6 * REC);
+    expect_bytes(fd, 0, "ABCDEF", "B");
+    OK(close(fd));
+}
+
+static void stagedview_a(const char *path) {
+    int fd = open(path, O_RDWR | O_APPEND);
+    if (fd < 0) FAIL("A: open: %s", strerror(errno));
+    await(turn_a[0]);
+    write_rec(fd, 'A', "A");
+    OK(fsync(fd));
+    give(turn_b[1]);
+    await(turn_a[0]);
+    write_rec(fd, 'C', "A");
+    expect_bytes(fd, REC, "B", "A"); /* a read first, inside the end A knows: A's own record in posix mode */
+    expect_pos(fd, 3 * REC, "A");
+    expect_bytes(fd, 0, "ABC", "A");
+    give(turn_b[1]);
+    await(turn_a[0]);
+    write_rec(fd, 'E', "A");
+    struct stat st;
+    OK(fstat(fd, &st)); /* fstat first, then a truncate to what it said (the addendum's cut) */
+    if (st.st_size != 5 * REC) FAIL("A: fstat size %lld, the kernel's %d", (long long)st.st_size, 5 * REC);
+    OK(ftruncate(fd, st.st_size));
+    expect_bytes(fd, 0, "ABCDE", "A");
+    give(turn_b[1]);
+    OK(close(fd));
+}
+
 /* sharedfd: one process; the fork child only keeps the shared descriptor open until told. */
 static void sharedfd(const char *path) {
     int shared = open(path, O_RDWR);
@@ -285,11 +350,12 @@ int main(int argc, char **argv) {
     } cases[] = {{"seekend", "ABbC", seekend_a, seekend_b},
                  {"oappend", "ABCD", oappend_a, oappend_b},
                  {"readcross", "AAAAB", readcross_a, readcross_b},
-                 {"fsyncreader", "ABC", fsyncreader_a, fsyncreader_b}};
+                 {"fsyncreader", "ABC", fsyncreader_a, fsyncreader_b},
+                 {"stagedview", "ABCDEF", stagedview_a, stagedview_b}};
     int k = -1;
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
         if (!strcmp(which, cases[i].name)) k = i;
-    if (k < 0) FAIL("unknown case '%s' (seekend, oappend, readcross, fsyncreader, sharedfd, forkoffset)", which);
+    if (k < 0) FAIL("unknown case '%s' (seekend, oappend, readcross, fsyncreader, stagedview, sharedfd, forkoffset)", which);
     pid_t b = fork();
     if (b < 0) FAIL("fork: %s", strerror(errno));
     if (b == 0) {
