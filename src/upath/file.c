@@ -106,6 +106,7 @@ static void file_free(struct up_file *f) {
     up_sizerec_release(f);
     up_map_drop(&f->map);
     up_aux_close(f);
+    up_stage_kept_free(f);
     free(f->staged);
     pthread_rwlock_destroy(&f->rw);
     pthread_mutex_destroy(&f->mu);

@@ -139,6 +139,13 @@ int up_stage_take(struct up_root *r, uint64_t base, uint64_t end, bool heap_ok, 
 bool up_stage_grow(struct up_staged *s, uint64_t end);
 /* Returns a slot after its data moved into the file (cloned slots are refreshed in the background). */
 void up_stage_give_back(struct up_root *r, struct up_staged *s, bool cloned);
+/* up_stage_give_back at a publish of f: a small heap slot's buffer stays with f (f->heap_kept) for its next
+ * burst, which up_stage_take_kept hands out. Under f->mu. */
+void up_stage_give_back_to(struct up_file *f, struct up_staged *s, bool cloned);
+/* The first slot of a burst of f at `base` from f->heap_kept: true when there was one. Under f->mu. */
+bool up_stage_take_kept(struct up_file *f, uint64_t base, struct up_staged *out);
+/* Frees f->heap_kept (the file is freed, or closed for good). */
+void up_stage_kept_free(struct up_file *f);
 /* Asks the root's background thread to fault in [off, off+len) of f, open as fd (through a mapping made
  * here, under f->mu): the extend strategy's next step, so that appends store into pages that exist. False
  * when not queued (the appends then fault the pages in themselves). */
@@ -350,6 +357,8 @@ struct up_file {
     uint32_t appends_unpublished; /* append calls since the last publish, under mu */
     struct up_staged *staged; /* stage strategy: slots covering [pub_size, size), in file order */
     uint32_t staged_count, staged_cap;
+    char *heap_kept;          /* a small heap slot's buffer kept from the last publish for the next burst (or NULL) */
+    uint64_t heap_kept_cap;
     uint32_t open_refs;     /* descriptors of this process referring to the file */
     bool meta_dirty;        /* size or blocks changed since the last fsync (kernel fsync needed) */
     bool unlinked;

@@ -136,7 +136,9 @@ static struct up_staged *staged_slot_for(struct up_file *f, uint64_t off, uint64
         }
         uint64_t base = f->staged_count ? f->staged[f->staged_count - 1].base + f->staged[f->staged_count - 1].cap
                                         : f->pub_size;
-        int rc = up_stage_take(f->root, base, DK_MAX(end, off + 1), f->staged_count == 0, &f->staged[f->staged_count]);
+        int rc = f->staged_count == 0 && up_stage_take_kept(f, base, &f->staged[0])
+                     ? 0
+                     : up_stage_take(f->root, base, DK_MAX(end, off + 1), f->staged_count == 0, &f->staged[f->staged_count]);
         if (rc) {
             *err = rc;
             return NULL;

@@ -195,7 +195,7 @@ static int relink_all(struct up_file *f, int wfd, bool may_clone) {
             break;
         }
         relinked_to(f, a, b);
-        up_stage_give_back(f->root, s, cloned);
+        up_stage_give_back_to(f, s, cloned);
         if (done + 1 < f->staged_count) DK_CRASH_POINT("publish.relink.slot_done");
     }
     memmove(f->staged, f->staged + done, (f->staged_count - done) * sizeof *f->staged);

@@ -435,6 +435,11 @@ int up_close(int fd) {
     pthread_mutex_lock(&up_table_mu);
     if (last && f->open_refs == 1) last_close_of_mapped(f, fd);
     if (last) {
+        if (f->open_refs == 1 && f->heap_kept) { /* closed for good: the next burst may never come */
+            up_file_lock(f);
+            up_stage_kept_free(f);
+            pthread_mutex_unlock(&f->mu);
+        }
         if (f->atomic && f->open_refs == 1) {
             up_atomic_detach(f);
             up_file_lock(f);
