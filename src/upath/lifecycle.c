@@ -66,6 +66,8 @@ static void adopt_inherited(void) {
         char *end;
         long fd = strtol(e->d_name, &end, 10);
         if (*end || fd == self || fd < 0) continue;
+        const struct up_fd *own = up_fd_entry((int)fd);
+        if (own && own->internal) continue; /* ours (the stats file's): no fcntl, fstat and readlink of it */
         int fl = DK_REAL(fcntl)((int)fd, F_GETFL);
         if (fl < 0) continue;
         up_adopt((int)fd, fl, AT_FDCWD, NULL);
