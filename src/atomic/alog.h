@@ -413,6 +413,7 @@ enum alog_broken {
     ALOG_BROKEN_SIZE_SAME_SLOT,         /* a commit stores the new size into the committed epoch's slot */
     ALOG_BROKEN_WINDOW_PAD_NOT_WRITTEN_BACK, /* a window pad's header left in the cache at the commit */
     ALOG_BROKEN_BPACE_INVALIDATE_EARLY, /* per-block pacing invalidates an applied entry before the fence */
+    ALOG_BROKEN_RECOVER_INVALIDATE_FIRST, /* recovery empties the log before the recovered bytes are durable */
 };
 extern int alog_test_broken;
 /* Test hook: a pad record from the tail to the end of the area, so the next records reuse the area's start. */

@@ -187,6 +187,14 @@ int alog_recover(struct alog_file *f, uint32_t threads, bool keep_entries) {
         ALOG_CTR_ADD(f, recovered_undo, jobs[i].undo);
         ALOG_CTR_ADD(f, recovered_discarded, jobs[i].discarded);
     }
+#ifdef DAXKIT_TEST_BUILD
+    if (!stopped && !keep_entries && alog_test_broken == ALOG_BROKEN_RECOVER_INVALIDATE_FIRST) {
+        rc = invalidate_all(f, older_bits); /* the broken order, for the explorer to catch */
+        if (!rc) rc = alog_durable_data_all(f);
+        free(older_bits);
+        return rc;
+    }
+#endif
     if (!stopped) rc = alog_durable_data_all(f);
     if (!stopped && !rc && !keep_entries) rc = invalidate_all(f, older_bits);
     free(older_bits);

@@ -23,7 +23,14 @@
  * (journal-pace: batch 3 adds a 20 KiB copy, which later writes apply in parts; journal: the checkpoint after
  * sync 5 replays the journal and advances its head; then a pad record takes
  * the journal to the end of its area, so that the records of batches 6-8 wrap round and overwrite those of
- * batches 1-2 -- applied, and never to be replayed again) */
+ * batches 1-2 -- applied, and never to be replayed again)
+ * With a third argument `recovery` (review 13, finding 5): power failure during recovery itself. Up to
+ * RECOVERY_IMAGES crash states of the workload are kept (reservoir-sampled by the seed, among those where
+ * recovery has something to do); each is recovered once untraced (the reference outcome), then recovered
+ * again under the recorder (with 1 thread, or 2 when the policy name is followed by `recovery2`), and every
+ * crash state of that recovery is recovered a second time and must equal the reference outcome: recovery
+ * is idempotent across a power failure inside it. `recovery-invalidate-first`: the broken variant (recovery
+ * empties the log before the bytes it recovered are durable) must be caught. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +42,7 @@
 #define DATA_BYTES (64u << 10)
 #define LOG_DATA_BYTES (2u << 20)
 #define EPOCHS 8u
+#define RECOVERY_IMAGES 12u
 
 static uint64_t log_bytes;
 static struct daxkit_atomic_options opts;
@@ -65,6 +73,31 @@ static void batch(uint32_t k, char *model, struct alog_file *f) {
     }
 }
 
+/* Recovery under power failure: the workload's crash states kept for it (reservoir), and the reference. */
+static bool explore_recovery;
+static uint32_t recovery_threads = 1;
+static char *kept[RECOVERY_IMAGES];
+static uint64_t kept_count, kept_seen, kept_rs = 0x13a7e5eedull; /* fixed: the states come in the seed's order */
+static char *reference;
+
+static void keep_for_recovery(const void *image, size_t bytes) {
+    uint64_t slot = kept_seen++;
+    if (slot >= RECOVERY_IMAGES) {
+        slot = at_rand(&kept_rs) % kept_seen;
+        if (slot >= RECOVERY_IMAGES) return;
+    } else {
+        kept_count++;
+    }
+    if (!kept[slot]) kept[slot] = malloc(bytes);
+    AT_CHECK(kept[slot], "memory");
+    memcpy(kept[slot], image, bytes);
+}
+
+/* Whether a log image has anything for recovery to do: differs from the image after its recovery. */
+static bool recovery_has_work(const void *image, size_t bytes) {
+    return memcmp(image, scratch, bytes) != 0;
+}
+
 static int check(const void *image, size_t bytes, const uint64_t *marks, size_t nmarks, char *why, size_t why_bytes,
                  void *ctx) {
     (void)ctx;
@@ -79,6 +112,7 @@ static int check(const void *image, size_t bytes, const uint64_t *marks, size_t 
     uint64_t size = 0;
     bool size_ok = alog_size_recorded(f, &size);
     alog_test_close_memory(f);
+    if (explore_recovery && recovery_has_work(image, bytes)) keep_for_recovery(image, bytes);
     uint64_t last = nmarks ? marks[nmarks - 1] : 0;
     for (uint64_t k = last; k <= last + 1 && k <= EPOCHS; k++) {
         if (memcmp(scratch, states[k], DATA_BYTES) != 0) continue;
@@ -93,8 +127,70 @@ static int check(const void *image, size_t bytes, const uint64_t *marks, size_t 
     return 1;
 }
 
+/* A crash state of a recovery: recovered again, it must equal the uninterrupted recovery's outcome. */
+static int check_recovery(const void *image, size_t bytes, const uint64_t *marks, size_t nmarks, char *why,
+                          size_t why_bytes, void *ctx) {
+    (void)marks, (void)nmarks, (void)ctx;
+    memcpy(scratch, image, bytes);
+    struct alog_file *f;
+    int rc = alog_test_open_memory(scratch, DATA_BYTES, scratch + DATA_BYTES, log_bytes, false, &opts, &f);
+    if (!rc) rc = alog_recover(f, 1, false);
+    if (rc) {
+        snprintf(why, why_bytes, "recovery after a power failure inside recovery failed: %d", rc);
+        return 1;
+    }
+    alog_test_close_memory(f);
+    if (memcmp(scratch, reference, DATA_BYTES) != 0) {
+        snprintf(why, why_bytes, "recovery interrupted by a power failure, then run again, left other file bytes "
+                                 "than one uninterrupted recovery");
+        return 1;
+    }
+    return 0;
+}
+
+/* Each kept crash state: its reference recovery, then its recovery explored. Returns the failures. */
+static uint64_t explore_recoveries(size_t region, uint64_t seed, uint64_t *explored, bool broken) {
+    uint64_t failures = 0;
+    reference = malloc(region);
+    char *work = aligned_alloc(4096, region);
+    AT_CHECK(reference && work, "memory");
+    for (uint64_t i = 0; i < kept_count; i++) {
+        struct alog_file *f;
+        memcpy(reference, kept[i], region);
+        AT_OK(alog_test_open_memory(reference, DATA_BYTES, reference + DATA_BYTES, log_bytes, false, &opts, &f));
+        AT_OK(alog_recover(f, 1, false));
+        alog_test_close_memory(f);
+        memcpy(work, kept[i], region);
+        AT_OK(alog_test_open_memory(work, DATA_BYTES, work + DATA_BYTES, log_bytes, false, &opts, &f));
+        AT_CHECK(dk_explorer_begin(work, region) == 0, "explorer begin (recovery)");
+        if (broken) alog_test_broken = ALOG_BROKEN_RECOVER_INVALIDATE_FIRST;
+        int rc = alog_recover(f, recovery_threads, false);
+        alog_test_broken = ALOG_BROKEN_NONE;
+        dk_explorer_end();
+        alog_test_close_memory(f);
+        AT_CHECK(rc == 0, "recovery of kept state %llu: %d", (unsigned long long)i, rc);
+        AT_CHECK(memcmp(work, reference, DATA_BYTES) == 0, "recovery with %u threads differs from 1 thread's",
+                 recovery_threads);
+        struct dk_explorer_options eo = {.seed = seed + i, .exhaustive_lines_max = 6, .samples_per_point = 12};
+        struct dk_explorer_result r;
+        rc = dk_explorer_run(&eo, check_recovery, NULL, &r);
+        dk_explorer_free();
+        if (rc < 0) AT_FAIL("explorer (recovery %llu): %d", (unsigned long long)i, rc);
+        *explored += r.states;
+        printf("  recovery of kept state %llu: %llu events, %llu crash points, %llu states, %llu failing%s%s\n",
+               (unsigned long long)i, (unsigned long long)r.events, (unsigned long long)r.crash_points,
+               (unsigned long long)r.states, (unsigned long long)r.failures, rc ? ": " : "", rc ? r.first_failure : "");
+        failures += rc != 0;
+    }
+    free(work);
+    free(reference);
+    return failures;
+}
+
 int main(int argc, char **argv) {
     const char *pol = argc > 1 ? argv[1] : "hybrid";
+    explore_recovery = argc > 3 && !strncmp(argv[3], "recovery", 8);
+    if (explore_recovery && !strcmp(argv[3], "recovery2")) recovery_threads = 2;
     int broken = !strcmp(pol, "journal-pace-head-early")         ? ALOG_BROKEN_PACE_HEAD_BEFORE_FENCE
                : !strcmp(pol, "journal-sized-same-slot")      ? ALOG_BROKEN_SIZE_SAME_SLOT
                : !strcmp(pol, "journal-window-pad-unflushed") ? ALOG_BROKEN_WINDOW_PAD_NOT_WRITTEN_BACK
@@ -174,6 +270,22 @@ int main(int argc, char **argv) {
     }
     if (rc) AT_FAIL("%s", r.first_failure);
     AT_CHECK(r.crash_points > EPOCHS, "too few crash points (%llu): nothing explored?", (unsigned long long)r.crash_points);
+    if (explore_recovery) {
+        dk_explorer_free();
+        bool broken_rec = !strcmp(argv[3], "recovery-invalidate-first");
+        uint64_t explored = 0, failures = explore_recoveries(region, r.seed, &explored, broken_rec);
+        printf("recovery under power failure (%u thread(s)): %llu kept states of %llu with work, %llu states explored, "
+               "%llu failing\n", recovery_threads, (unsigned long long)kept_count, (unsigned long long)kept_seen,
+               (unsigned long long)explored, (unsigned long long)failures);
+        AT_CHECK(kept_count > 0, "no crash state left recovery anything to do: nothing explored");
+        if (broken_rec) {
+            AT_CHECK(failures > 0, "the explorer did not catch recovery emptying the log before its bytes are durable");
+            printf("ok: bug found in the broken recovery order\nPASS\n");
+            return 0;
+        }
+        if (failures) AT_FAIL("recovery is not idempotent across a power failure inside it (seed=%llu)",
+                              (unsigned long long)r.seed);
+    }
     printf("PASS\n");
     return 0;
 }
