@@ -64,7 +64,8 @@ static int recover_one_dir(const char *dir, int json) {
                "\"bytes_dropped\":%llu,\"untouched\":%llu,\"files_gone\":%llu,\"failed\":%llu,\"errors\":%llu,"
                "\"strict_logs\":%llu,\"strict_records\":%llu,\"strict_replayed\":%llu,\"strict_torn\":%llu,"
                "\"strict_meta\":%llu,\"strict_failed\":%llu,\"strict_other_fs\":%llu,\"strict_staged_torn\":%llu,"
-               "\"strict_files_reused\":%llu,\"strict_logs_kept\":%llu,\"reused\":%llu,\"strict_replay_us\":%.1f,\"elapsed_us\":%.1f}\n",
+               "\"strict_files_reused\":%llu,\"strict_logs_kept\":%llu,\"reused\":%llu,\"strict_foreign_refused\":%llu,"
+               "\"foreign_left\":%llu,\"foreign_uid\":%u,\"strict_replay_us\":%.1f,\"elapsed_us\":%.1f}\n",
                (unsigned long long)rep.owners_gone, (unsigned long long)rep.files_removed,
                (unsigned long long)rep.sizes.rolled_back, (unsigned long long)rep.sizes.bytes_dropped,
                (unsigned long long)rep.sizes.untouched, (unsigned long long)rep.sizes.gone,
@@ -74,8 +75,8 @@ static int recover_one_dir(const char *dir, int json) {
                (unsigned long long)rep.strict.meta_seen, (unsigned long long)rep.strict.failed,
                (unsigned long long)rep.strict.other_fs, (unsigned long long)rep.strict.staged_torn,
                (unsigned long long)rep.strict.files_reused, (unsigned long long)rep.strict.logs_kept,
-               (unsigned long long)rep.sizes.reused,
-               rep.strict.ns / 1e3, ns / 1e3);
+               (unsigned long long)rep.sizes.reused, (unsigned long long)rep.strict.foreign_refused,
+               (unsigned long long)rep.foreign_left, (unsigned)rep.foreign_uid, rep.strict.ns / 1e3, ns / 1e3);
     } else {
         printf("%s: %llu dead process(es); %llu file(s) rolled back to their published size (%llu bytes of "
                "unpublished tail dropped), %llu left alone (resized since), %llu no longer found, %llu "
@@ -98,8 +99,16 @@ static int recover_one_dir(const char *dir, int json) {
                    (unsigned long long)rep.strict.other_fs, (unsigned long long)rep.strict.files_reused,
                    (unsigned long long)rep.strict.logs_kept, rep.strict.ns / 1e6, rep.strict.ns ? rep.strict.records * 1e3 / rep.strict.ns : 0.0);
     }
+    /* Another user's dead processes: recovered by root (their logs replayed onto files that user may write
+     * only), else left for that user -- said, and the exit status is 1: not everything was recovered. */
+    if (rep.foreign_left && !json)
+        printf("%s: %llu file(s) of other users' dead processes left (uid %u%s): %s\n", dir,
+               (unsigned long long)rep.foreign_left, (unsigned)rep.foreign_uid,
+               rep.strict.foreign_refused ? "; a log naming a file its user may not write" : "",
+               rep.strict.foreign_refused ? "that user's next daxkit program in the directory replays it"
+                                          : "run `daxkit recover` as that user or as root");
     int atomic_rc = recover_atomic(dir, json);
-    return rep.sizes.failed || rep.errors || rep.strict.failed || atomic_rc ? 1 : 0;
+    return rep.sizes.failed || rep.errors || rep.strict.failed || rep.foreign_left || atomic_rc ? 1 : 0;
 }
 
 int dk_cmd_recover(int argc, char **argv) {

@@ -35,9 +35,10 @@ static enum name_kind classify(const char *name, const char *tag) {
 static int lock_if_orphan(int dirfd, const char *name) {
     const struct dk_libc *c = dk_libc();
     struct stat a, b;
-    /* Another user's log is that user's to replay (common/area.h: a shared directory's area holds every
-     * user's); looked at before the open, which would block on a FIFO planted there. */
-    if (c->fstatat(dirfd, name, &b, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(b.st_mode) || !dk_area_file_ours(&b))
+    /* Another user's log is that user's to replay, or a privileged process's (common/area.h: a shared
+     * directory's area holds every user's; the replay checks that user's rights on each file); looked at
+     * before the open, which would block on a FIFO planted there. */
+    if (c->fstatat(dirfd, name, &b, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(b.st_mode) || !dk_area_may_recover(&b))
         return -1;
     int fd = c->openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) return -1;

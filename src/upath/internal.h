@@ -165,6 +165,9 @@ struct up_strict_report {
     uint64_t files_reused; /* records of a file that is gone, whose inode number another file has now: not
                               replayed (counted in files_gone too) */
     uint64_t logs_kept;    /* logs with records that failed for want of space: kept for a later recovery */
+    uint64_t foreign_refused; /* another user's logs (a privileged recovery) naming a file that user may not
+                                 write (common/area.h): kept, none of their records replayed */
+    uint32_t foreign_uid;     /* the user of the last of them */
 };
 struct up_recover_report {
     uint64_t owners_gone;            /* processes whose lock was free */
@@ -172,6 +175,11 @@ struct up_recover_report {
     uint64_t errors;
     struct up_sizerec_report sizes;  /* extend-strategy files rolled back to their published size */
     struct up_strict_report strict;  /* strict mode's operation logs replayed */
+    /* Files of other users' dead processes left in the area (operation logs, owner locks with their size
+     * records): this process may not recover them (not privileged), or a privileged one refused a log
+     * (strict.foreign_refused). Their records may cover any file below the area's directory. */
+    uint64_t foreign_left;
+    uint32_t foreign_uid;            /* the user of one of them */
 };
 /* Recovers what processes that are gone (their owner lock is free) left in <root>/.daxkit: rolls back
  * extended files, removes staging files. Idempotent; safe against a concurrent recoverer. rep may be NULL. */

@@ -14,6 +14,7 @@
 #include "upath/guard.h"
 #include "upath/io.h"
 #include "upath/policy.h"
+#include "upath/foreign.h"
 #include "upath/recover_scope.h"
 #include "upath/atomic_mmap.h"
 #include "upath/atomic_route.h"
@@ -114,7 +115,7 @@ void up_init(void) {
     banner();
     /* What a crashed process left (extended tails, staging files) is dealt with before the program
      * sees any managed file. */
-    for (int i = 0; i < up_roots_count(); i++) up_recover_dir(up_root_at(i)->path, NULL);
+    for (int i = 0; i < up_roots_count(); i++) up_recover_root_area(up_root_at(i)->path);
     up_atomic_recover_roots();
     up_recover_ancestor_areas(); /* a dead process run with a wider root left its records there (review 10, 18) */ /* DAXKIT_ATOMIC files of dead processes: their last commit, before main */
     up_guard_init();
@@ -227,6 +228,7 @@ void up_fork_child(void) {
     up_sizerec_after_fork_child();
     up_strict_after_fork_child();
     up_recover_scope_after_fork_child();
+    up_foreign_after_fork_child();
     const char *note = dk_cfg.persist == DK_PERSIST_FLUSH ? "persistence emulated (DAXKIT_PERSIST=flush)" : "";
     dk_stats_open(dk_cfg.stats, dk_config_enum_name("MODE", dk_cfg.mode), dk_cfg.dir, note);
 }

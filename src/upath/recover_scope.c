@@ -31,9 +31,11 @@
 #include <unistd.h>
 
 #include "atomic/alog.h"
+#include "common/area.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "shim/libc.h"
+#include "upath/foreign.h"
 #include "upath/internal.h"
 #include "upath/recover_scope.h"
 
@@ -60,9 +62,21 @@ static uint64_t path_hash(const char *p, size_t n) {
     return h | 1; /* 0: an empty slot */
 }
 
+void up_recover_root_area(const char *dir) {
+    char a[4200];
+    struct stat as, ds;
+    snprintf(a, sizeof a, "%s/.daxkit", dir[1] ? dir : "");
+    if (DK_REAL(lstat)(a, &as) == 0 && DK_REAL(stat)(dir, &ds) == 0 && !dk_area_trusted(&as, &ds))
+        up_foreign_note_untrusted(dir, (uint32_t)as.st_uid);
+    struct up_recover_report rep = {0};
+    up_recover_dir(dir, &rep);
+    up_foreign_note(dir, &rep);
+}
+
 static void recover_area_of(const char *dir) {
     struct up_recover_report rep = {0};
     up_recover_dir(dir, &rep);
+    up_foreign_note(dir, &rep); /* another user's dead process left what this one may not replay */
     struct alog_dir_report arep = {0};
     if (dk_cfg.atomic_recover_start) alog_recover_named(dir, &arep);
     if (rep.strict.replayed || rep.sizes.rolled_back || arep.recovered)

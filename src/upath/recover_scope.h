@@ -4,6 +4,10 @@
 
 #include <stdbool.h>
 
+/* Library start-up: the area of root directory `dir` (another user's that may remove ours: its files are the
+ * kernel's; what another user's dead processes left that this one may not replay: the files below are the
+ * kernel's -- foreign.c). */
+void up_recover_root_area(const char *dir);
 /* Library start-up, after the roots' own areas: the areas of every ancestor directory of each root on the
  * root's file system (what a start with that ancestor as its root would recover). */
 void up_recover_ancestor_areas(void);

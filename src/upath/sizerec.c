@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/area.h"
 #include "common/pwrite_all.h"
 #include "common/crashpoint.h"
 #include "common/log.h"
@@ -331,10 +332,18 @@ static int open_recorded(const struct size_rec *rec, int area_fd) {
 }
 
 /* Rolls one recorded file back to its published size if nobody resized it since. */
-static void recover_one(struct size_rec *rec, int area_fd, struct up_sizerec_report *rep) {
+static void recover_one(struct size_rec *rec, int area_fd, const struct stat *by, struct up_sizerec_report *rep) {
     int fd = open_recorded(rec, area_fd);
     if (fd < 0) {
         rep->gone++;
+        return;
+    }
+    struct stat fs; /* another user's record (a privileged recovery): a file that user may write only */
+    if (by && (DK_REAL(fstat)(fd, &fs) != 0 || !dk_area_user_may_write(fd, &fs, by))) {
+        rep->untouched++;
+        dk_log("%s: a size record of uid %u's dead process names a file that user may not write: left as it is",
+               rec->path, (unsigned)by->st_uid);
+        DK_REAL(close)(fd);
         return;
     }
     DK_CRASH_POINT("sizerec.recover.file_open"); /* tests/shim/recover_race.c holds a recoverer here */
@@ -384,7 +393,7 @@ int up_sizerec_recover(int area_fd, const char *name, struct up_sizerec_report *
         rec->path[REC_PATH_MAX - 1] = 0;
         uint8_t boot[16];
         if (!(rec->flags & REC_THIS_BOOT) || (boot_id(boot) && !memcmp(boot, rec->boot, sizeof boot)))
-            recover_one(rec, area_fd, rep);
+            recover_one(rec, area_fd, dk_area_file_ours(&st) ? NULL : &st, rep);
         else
             rep->untouched++; /* written before a reboot: void (see the top of this file) */
         rec->magic = 0; /* done: a second run (or a late opener of this file) finds nothing to do */

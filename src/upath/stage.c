@@ -265,9 +265,9 @@ static void *pool_thread(void *arg) {
 static int lock_dead_owner(int area_fd, const char *name) {
     const struct dk_libc *c = dk_libc();
     struct stat a, b;
-    /* another user's owner is that user's to recover (common/area.h); looked at before the open, which
-     * would block on a FIFO planted in a shared area */
-    if (c->fstatat(area_fd, name, &b, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(b.st_mode) || !dk_area_file_ours(&b))
+    /* another user's owner is that user's to recover, or a privileged process's (common/area.h); looked at
+     * before the open, which would block on a FIFO planted in a shared area */
+    if (c->fstatat(area_fd, name, &b, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(b.st_mode) || !dk_area_may_recover(&b))
         return -1;
     int lfd = c->openat(area_fd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (lfd < 0) return -1;
@@ -287,6 +287,42 @@ static bool name_ends(const char *name, const char *suffix) {
 static bool oplog_file(const char *name) { return name_ends(name, ".log") || name_ends(name, ".tmp"); }
 /* Strict mode's staging file (<tag>.strict.stg): its records' bytes, removed with the log's replay. */
 static bool strict_staging_file(const char *name) { return name_ends(name, ".strict.stg"); }
+
+/* Another user's owner lock or operation log, which this process may not recover (common/area.h): whether
+ * its owner lives is read from /proc/locks afterwards (foreign_count). */
+struct foreign_files {
+    dev_t dev[16];
+    ino_t ino[16];
+    uid_t uid[16];
+    int n;
+    bool overflow;
+};
+
+static void foreign_note(struct foreign_files *ff, int area_fd, const char *name) {
+    struct stat st;
+    if (dk_libc()->fstatat(area_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        dk_area_may_recover(&st))
+        return;
+    if (ff->n == 16) {
+        ff->overflow = true;
+        return;
+    }
+    ff->dev[ff->n] = st.st_dev, ff->ino[ff->n] = st.st_ino, ff->uid[ff->n++] = st.st_uid;
+}
+
+/* The noted files no process holds a lock on: their owners are gone, and their records wait for their user
+ * (or a privileged process). Unknown (/proc/locks unreadable, too many): counted as left, the safe side. */
+static void foreign_count(const struct foreign_files *ff, struct up_recover_report *rep) {
+    if (!ff->n) return;
+    bool held[16];
+    bool known = dk_area_locked(ff->dev, ff->ino, ff->n, held);
+    for (int k = 0; k < ff->n; k++) {
+        if (known && held[k]) continue;
+        rep->foreign_left++;
+        rep->foreign_uid = (uint32_t)ff->uid[k];
+    }
+    if (ff->overflow && !rep->foreign_left) rep->foreign_left++, rep->foreign_uid = (uint32_t)ff->uid[0];
+}
 
 /* Removes staging files and locks whose owner is gone (its flock can be taken), after rolling back the
  * owner's published-size records. Each dead owner's lock stays held until its records are done and its
@@ -308,17 +344,26 @@ void up_stage_reclaim(const char *root_path, int area_fd, struct up_recover_repo
     char dead[64][48];
     int dead_fd[64];
     int ndead = 0;
+    struct foreign_files foreign = {0};
     while ((e = c->readdir(d)) && ndead < 64) {
         size_t n = strlen(e->d_name);
         if (n < 6 || n >= 48 + 5 || strcmp(e->d_name + n - 5, ".lock") != 0) continue;
         int lfd = lock_dead_owner(area_fd, e->d_name);
-        if (lfd < 0) continue;
+        if (lfd < 0) {
+            foreign_note(&foreign, area_fd, e->d_name);
+            continue;
+        }
         snprintf(dead[ndead], sizeof dead[ndead], "%.*s", (int)(n - 5), e->d_name);
         dead_fd[ndead++] = lfd; /* held until this owner is finished (below) */
         rep->owners_gone++;
     }
     /* Operation logs have their own owner lock: every orphan is replayed (and removed) first. */
+    uint64_t refused = rep->strict.foreign_refused;
     if (up_strict_recover(root_path, area_fd, NULL, &rep->strict) != 0) rep->errors++;
+    if (rep->strict.foreign_refused > refused) {
+        rep->foreign_left += rep->strict.foreign_refused - refused;
+        rep->foreign_uid = rep->strict.foreign_uid;
+    }
     for (int i = 0; i < ndead; i++) {
         char sname[80];
         snprintf(sname, sizeof sname, "%.47s.sizes", dead[i]);
@@ -339,6 +384,7 @@ void up_stage_reclaim(const char *root_path, int area_fd, struct up_recover_repo
     while ((e = c->readdir(d))) {
         const char *dot = strchr(e->d_name, '.');
         if (!dot || !oplog_file(e->d_name) || dot - e->d_name >= 48) continue;
+        if (name_ends(e->d_name, ".log")) foreign_note(&foreign, area_fd, e->d_name); /* another user's */
         if (nlogged == 64) logged_overflow = true;
         else snprintf(logged[nlogged++], sizeof logged[0], "%.*s", (int)(dot - e->d_name), e->d_name);
     }
@@ -366,8 +412,8 @@ void up_stage_reclaim(const char *root_path, int area_fd, struct up_recover_repo
             struct stat st;
             gone = c->fstatat(area_fd, lname, &st, 0) != 0 && errno == ENOENT;
         }
-        struct stat fst; /* another user's files stay (common/area.h) */
-        if (gone && (c->fstatat(area_fd, e->d_name, &fst, AT_SYMLINK_NOFOLLOW) != 0 || !dk_area_file_ours(&fst)))
+        struct stat fst; /* another user's files stay (common/area.h), but for a privileged process */
+        if (gone && (c->fstatat(area_fd, e->d_name, &fst, AT_SYMLINK_NOFOLLOW) != 0 || !dk_area_may_recover(&fst)))
             gone = false;
         if (gone && c->unlinkat(area_fd, e->d_name, 0) == 0) {
             rep->files_removed++;
@@ -383,6 +429,7 @@ void up_stage_reclaim(const char *root_path, int area_fd, struct up_recover_repo
         c->close(dead_fd[i]);
     }
     closedir(d);
+    foreign_count(&foreign, rep);
 }
 
 /* The root's area, made when missing (common/area.c: shared by every user who may write the root); its
@@ -391,8 +438,9 @@ static int area_open(const struct up_root *r) {
     const struct dk_libc *c = dk_libc();
     int rfd = c->open(r->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (rfd < 0) return -1;
-    dk_area_mkdir(rfd, UP_AREA);
-    int afd = c->openat(rfd, UP_AREA, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int mk = dk_area_mkdir(rfd, UP_AREA);
+    int afd = mk == -EPERM ? (errno = EPERM, -1) /* another user's: files here are not kept safe */
+                           : c->openat(rfd, UP_AREA, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     int e = errno;
     c->close(rfd);
     errno = e;

@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/area.h"
 #include "common/config.h"
 #include "common/crashpoint.h"
 #include "common/crc32c.h"
@@ -1374,6 +1375,9 @@ struct replay {
     struct up_strict_report *rep;
     bool unknown_type;      /* a record of a type this version does not know: the log is kept */
     bool no_space;          /* a record failed for want of space (or memory): the log is kept for a later run */
+    bool foreign;           /* another user's log (a privileged recovery): files that user may write only */
+    bool refused;           /* ... and a file it names is not one: the log is kept, replayed by none of its records */
+    struct stat by;         /* the log's (its user and group) */
 };
 
 /* Sets the final size, makes the file durable, lets it go. */
@@ -1422,6 +1426,11 @@ static struct replay_file *replay_file(struct replay *rp, uint64_t dev, uint64_t
     struct stat st;
     if (fd < 0) return NULL;
     if (DK_REAL(fstat)(fd, &st) != 0) {
+        DK_REAL(close)(fd);
+        return NULL;
+    }
+    if (rp->foreign && !dk_area_user_may_write(fd, &st, &rp->by)) { /* with root's rights: a write anywhere */
+        rp->refused = true;
         DK_REAL(close)(fd);
         return NULL;
     }
@@ -1575,6 +1584,19 @@ static int alloc_one(const struct dk_oplog_record *rec, void *ctx) {
     return 0;
 }
 
+/* Another user's log, before any record is replayed (a privileged recovery): every file its write and
+ * truncate records name must be one that user may write (replay_file refuses others: rp->refused). */
+static int rights_one(const struct dk_oplog_record *rec, void *ctx) {
+    struct replay *rp = ctx;
+    struct dk_oplog_op op;
+    memcpy(&op, rec->fixed48, sizeof op);
+    bool data = rec->type == DK_OPLOG_WRITE_INLINE || rec->type == DK_OPLOG_WRITE_STAGED ||
+                rec->type == DK_OPLOG_WRITE_STAGED_CRC || rec->type == DK_OPLOG_TRUNCATE;
+    int other_fs;
+    if (data && !rp->refused) replay_file(rp, op.dev, op.ino, rec->area_dev, &other_fs);
+    return 0;
+}
+
 /* Whether the medium's free space could run out during a replay: alloc_one's scan (a second pass over the
  * log: 3.3 -> 1.3 million records/s, huge tmpfs, session 10) runs only then. What a replay allocates is
  * bounded by the bytes its records carry -- at most the log's size plus the staging file's allocated
@@ -1672,6 +1694,10 @@ static int recover_log(const char *path, void *ctx) {
      * partial replay now and a whole one later (with the version that wrote it) would redo these records
      * over whatever was written in between (review 8, finding 17). One scan more, before any replay. */
     int rc = dk_oplog_scan(path, note_unknown_type, &rp.unknown_type, NULL);
+    /* Another user's (a privileged recovery, common/area.h): replayed with that user's rights only. */
+    rp.foreign = DK_REAL(stat)(path, &rp.by) == 0 && !dk_area_file_ours(&rp.by);
+    if (rc == 0 && !rp.unknown_type && rp.foreign) rc = dk_oplog_scan(path, rights_one, &rp, NULL);
+    if (rp.refused) rp.unknown_type = true; /* replayed by none of its records, kept (below) */
     if (rc == 0 && !rp.unknown_type && space_tight(oc->area_fd, path, rp.stg_name))
         rc = dk_oplog_scan(path, alloc_one, &rp, NULL);
     /* (no_space: replay_one counts every data record failed and stores nothing) */
@@ -1689,7 +1715,13 @@ static int recover_log(const char *path, void *ctx) {
                oc->root_path, (unsigned long long)(ss.records_torn + staged_torn), base,
                staged_torn ? ", of them staged writes whose staged bytes did not reach the medium" : "");
     /* Replayed and durable: the log goes (a crash before this line replays it again, which is harmless). */
-    if (rc == -EPROTONOSUPPORT || rp.unknown_type)
+    if (rp.refused) {
+        oc->rep->foreign_refused++;
+        oc->rep->foreign_uid = (uint32_t)rp.by.st_uid;
+        dk_log("%s: %s, a log of uid %u's dead process, names a file that user may not write: kept, not replayed "
+               "-- files below %s are served by the kernel until that user's next daxkit program there replays it",
+               oc->root_path, base, (unsigned)rp.by.st_uid, oc->root_path);
+    } else if (rc == -EPROTONOSUPPORT || rp.unknown_type)
         dk_log("%s: %s was written by a newer daxkit (%s): kept, not replayed -- recover it with that version",
                oc->root_path, base, rc ? "its log version" : "a record type this version does not know");
     if (rp.no_space) {

@@ -18,6 +18,7 @@
 #include "upath/guard.h"
 #include "upath/io.h"
 #include "upath/policy.h"
+#include "upath/foreign.h"
 #include "upath/recover_scope.h"
 #include "upath/upath.h"
 
@@ -225,7 +226,13 @@ int up_adopt_epoch_open(int fd, int oflags, int dirfd, const char *path, uint64_
         return 0;
     }
     struct up_root *r = up_root_for_fd(fd, &st, dirfd, path);
-    if (r && !file_cached(&st)) up_recover_below(r, fd, dirfd, path); /* a narrower root's dead writer (recover_scope.c) */
+    if (r && !file_cached(&st)) {
+        up_recover_below(r, fd, dirfd, path); /* a narrower root's dead writer (recover_scope.c) */
+        if (DK_UNLIKELY(up_foreign_covers(fd, &st))) { /* another user's records wait (foreign.c) */
+            DK_ERRNO_RESTORE;
+            return 0;
+        }
+    }
     if (!r) r = root_of_served_inode(&st);
     if (!r) {
         DK_ERRNO_RESTORE;
@@ -278,7 +285,9 @@ int up_adopt_stat(int fd, int oflags, const struct stat *st, uint32_t below, uin
     if (r && !file_cached(st)) {
         DK_ERRNO_SAVE;
         up_recover_below(r, fd, AT_FDCWD, NULL);
+        bool foreign = up_foreign_covers(fd, st); /* another user's records wait (foreign.c) */
         DK_ERRNO_RESTORE;
+        if (DK_UNLIKELY(foreign)) return 0;
     }
     if (!r) r = root_of_served_inode(st); /* a pending descriptor of another name of a served inode */
     return r ? adopt_in_root(fd, oflags, st, r, offset, kernel) : 0;

@@ -4,8 +4,9 @@
 # sync lost the staging pool). The area takes the directory's sharing: 01777 where others may write (each
 # file in it 0600, the sticky bit keeps users from removing each other's), 01770 with the directory's group
 # where the group may write, 0700 otherwise; an area of ours made 0700 in a shared directory by an earlier
-# version is opened up. Recovery is per user: a process recovers its own user's dead processes only (root's
-# start-up leaves nobody's log; nobody's next process replays it). Needs root (setpriv to nobody).
+# version is opened up. Recovery is per user: a process recovers its own user's dead processes only (another
+# user's start-up leaves nobody's log; nobody's next process replays it; root's: strict_shared_dir_recovery).
+# Needs root (setpriv to nobody and uid 4242).
 # Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -83,7 +84,8 @@ n=$(write "$S" nobody-old strict "${as_nobody[@]}")
 echo "0700 area of an earlier version: root $r, area now $(area_mode "$S"), nobody $n"
 [ "$n" = "write 5" ] || fail "0700 area of an earlier version: nobody '$n' after root's process"
 
-# 5. recovery per user: nobody's strict process dies holding its log; root's start leaves it, nobody's replays it
+# 5. recovery per user: nobody's strict process dies holding its log; another ordinary user's start (uid
+# 4242) leaves it, nobody's replays it (root's would replay it too: strict_shared_dir_recovery)
 rm -rf "${S:?}"/* "$S/.daxkit"
 "${as_nobody[@]}" env LD_PRELOAD="$lib" DAXKIT_DIR="$S" DAXKIT_MODE=strict DAXKIT_STATS=0 python3 -c '
 import os, sys, time
@@ -95,13 +97,13 @@ for _ in $(seq 100); do grep -q ready "$M/ready" 2>/dev/null && break; sleep 0.0
 kill -9 $pid; wait $pid 2>/dev/null
 logs() { find "$S/.daxkit" -maxdepth 1 -name '*.log' -user "$1" 2>/dev/null | wc -l; }
 before=$(logs nobody)
-r=$(write "$S" root-after strict)
+r=$(write "$S" other-after strict setpriv --reuid=4242 --regid=4242 --clear-groups)
 mid=$(logs nobody)
 n=$(write "$S" nobody-after strict "${as_nobody[@]}")
 after=$(logs nobody)
-echo "nobody's dead process: its logs $before; after root's start $mid (root: $r); after nobody's start $after (nobody: $n)"
+echo "nobody's dead process: its logs $before; after uid 4242's start $mid (uid 4242: $r); after nobody's start $after (nobody: $n)"
 [ "$before" -ge 1 ] || fail "the killed strict process of nobody left no log (nothing to recover: the check proves nothing)"
-[ "$mid" = "$before" ] || fail "root's start-up took nobody's log ($before -> $mid)"
+[ "$mid" = "$before" ] || fail "uid 4242's start-up took nobody's log ($before -> $mid)"
 [ "$after" = 0 ] || fail "nobody's next process did not recover its dead process's log ($after left)"
 [ "$(stat -c %s "$S/dead")" = 100 ] || fail "nobody's file after recovery: $(stat -c %s "$S/dead") bytes, want 100"
 [ "$fails" = 0 ] || dk_fail "$fails check(s) failed"
