@@ -42,7 +42,8 @@ bool dk_area_user_may_write(int fd, const struct stat *st, const struct stat *by
 
 /* For files of other users in an area this process cannot open: held[i] tells whether some process holds a
  * lock on file (dev[i], ino[i]) -- a live owner holds its log's and its lock file's flock for life --
- * read from /proc/locks, which every user may read. false when /proc/locks cannot be read. */
+ * read from /proc/locks, which every user may read (it omits locks of processes in another pid namespace:
+ * their files look left behind -- the safe side). false when /proc/locks cannot be read. */
 bool dk_area_locked(const dev_t *dev, const ino_t *ino, int n, bool *held);
 
 #endif

@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "common/stats.h"
 #include "shim/libc.h"
+#include "upath/foreign.h"
 #include "upath/internal.h"
 #include "common/mapflags.h"
 
@@ -294,6 +295,7 @@ struct foreign_files {
     dev_t dev[16];
     ino_t ino[16];
     uid_t uid[16];
+    char name[16][64];
     int n;
     bool overflow;
 };
@@ -307,17 +309,24 @@ static void foreign_note(struct foreign_files *ff, int area_fd, const char *name
         ff->overflow = true;
         return;
     }
+    if (strlen(name) >= sizeof ff->name[0]) return; /* not a name this library makes */
+    strcpy(ff->name[ff->n], name);
     ff->dev[ff->n] = st.st_dev, ff->ino[ff->n] = st.st_ino, ff->uid[ff->n++] = st.st_uid;
 }
 
 /* The noted files no process holds a lock on: their owners are gone, and their records wait for their user
  * (or a privileged process). Unknown (/proc/locks unreadable, too many): counted as left, the safe side. */
-static void foreign_count(const struct foreign_files *ff, struct up_recover_report *rep) {
+static void foreign_count(const struct foreign_files *ff, int area_fd, struct up_recover_report *rep) {
     if (!ff->n) return;
     bool held[16];
     bool known = dk_area_locked(ff->dev, ff->ino, ff->n, held);
     for (int k = 0; k < ff->n; k++) {
         if (known && held[k]) continue;
+        /* An owner ending cleanly removes its files while it holds their locks: one that let its lock go
+         * since it was noted has no name here any more. */
+        struct stat st;
+        if (dk_libc()->fstatat(area_fd, ff->name[k], &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_ino != ff->ino[k])
+            continue;
         rep->foreign_left++;
         rep->foreign_uid = (uint32_t)ff->uid[k];
     }
@@ -429,7 +438,7 @@ void up_stage_reclaim(const char *root_path, int area_fd, struct up_recover_repo
         c->close(dead_fd[i]);
     }
     closedir(d);
-    foreign_count(&foreign, rep);
+    foreign_count(&foreign, area_fd, rep);
 }
 
 /* The root's area, made when missing (common/area.c: shared by every user who may write the root); its
@@ -453,7 +462,9 @@ static struct up_pool *pool_create(struct up_root *r) {
     snprintf(area, sizeof area, "%s/" UP_AREA, r->path);
     int afd = area_open(r);
     if (afd < 0) {
-        dk_log_once("cannot use %s (%s); appends under %s go to the kernel", area, strerror(errno), r->path);
+        struct stat as; /* another user's area, made since the start: the files opened from now on are the kernel's */
+        if (errno == EPERM && c->lstat(area, &as) == 0) up_foreign_note_untrusted(r->path, (uint32_t)as.st_uid);
+        else dk_log_once("cannot use %s (%s); appends under %s go to the kernel", area, strerror(errno), r->path);
         return NULL;
     }
     afd = up_internal_fd(afd);
