@@ -5,7 +5,8 @@
 #      a 32 MiB file, fsync every 10 -- strict (default apply) against sync mode: within 2x;
 #   2. XFS on a RAM loop device (real fsync): 4 KiB random overwrites, fsync every 1 -- strict against the
 #      kernel's pwrite + fsync (no daxkit): never slower;
-#   plus strict_floor (the same 4 KiB overwrite in persist primitives only) on the huge tmpfs.
+#   plus strict_floor (the same 4 KiB overwrite in persist primitives only) on the huge tmpfs; and strict with
+#   DAXKIT_STRICT_MARKS=0 in both (strict-nomarks: the cost of the completion marks, session 13).
 # Usage: bench/strict_targets.sh BUILD_DIR [RUNS=5]   Environment: OPS1 [100000], OPS2 [3000]
 # Output: one CSV row per run (dk_bench_fsync_writes: variant,bs,ops,fsync_every,ops_per_s,cpu_ns_per_op,
 # median_ns,p999_ns,fsync_median_ns,op_median_ns,op_p999_ns,op_p90_ns,op_p99_ns,op_mean_ns), then per variant
@@ -53,9 +54,10 @@ echo "load before: $(uptime)"
 dk_media_mount hugetmpfs 2G > /dev/null
 h=$DK_MNT
 for run in $(seq 1 "$RUNS"); do
-    for mode in sync strict; do
+    for mode in sync strict strict-nomarks; do
         rm -rf "$h/b" && mkdir "$h/b"
-        env LD_PRELOAD="$LIB" DAXKIT_DIR="$h/b" DAXKIT_MODE=$mode DAXKIT_PERSIST=flush \
+        env LD_PRELOAD="$LIB" DAXKIT_DIR="$h/b" DAXKIT_MODE=${mode%-nomarks} DAXKIT_PERSIST=flush \
+            DAXKIT_STRICT_MARKS=$([ "$mode" = strict-nomarks ] && echo 0 || echo 1) \
             "$BENCH" "$h/b" "t1:$mode" 4096 "$OPS1" 10 32 "$run" | tee -a "$OUT"
     done
 done
@@ -69,6 +71,9 @@ for run in $(seq 1 "$RUNS"); do
     rm -rf "$x/b" && mkdir "$x/b"
     env LD_PRELOAD="$LIB" DAXKIT_DIR="$x/b" DAXKIT_MODE=strict "$BENCH" "$x/b" "t2:strict" 4096 "$OPS2" 1 32 "$run" |
         tee -a "$OUT"
+    rm -rf "$x/b" && mkdir "$x/b"
+    env LD_PRELOAD="$LIB" DAXKIT_DIR="$x/b" DAXKIT_MODE=strict DAXKIT_STRICT_MARKS=0 "$BENCH" "$x/b" "t2:strict-nomarks" \
+        4096 "$OPS2" 1 32 "$run" | tee -a "$OUT"
 done
 echo "load after: $(uptime)"
 summary "t1:target 1 -- huge tmpfs, DAXKIT_PERSIST=flush (emulated DAX both sides), 4 KiB, fsync every 10: strict within 2x of sync" "t1:sync"

@@ -71,6 +71,35 @@ static inline uint64_t oplog_header_area_dev(const struct oplog_header *h) {
     return h->tag[sizeof h->tag - 1] == 0 ? h->area_dev : 0;
 }
 
+/* The completion marks of a log <name>.log live in <name>.done (marks.c, docs/oplog.md "Completion marks"):
+ * this header in its first line, then from OPLOG_MARKS_OFFSET one 32-bit word per record slot, which holds
+ * the generation of the slot's record once its operation is applied (0: not marked). The marks say
+ * something only to a recoverer of the same boot and, where the log records it, of the same mount of the
+ * log's file system (what an applied operation is sure to be in: memory, the page cache), and only for
+ * the log the header names (its st_dev and st_ino). */
+#define OPLOG_MARKS_MAGIC 0x4e444b44u /* "DKDN" */
+#define OPLOG_MARKS_VERSION 1u
+#define OPLOG_MARKS_OFFSET 4096u
+#define OPLOG_MARKS_MOUNT_NONE 0u   /* no mount id recorded: the boot decides (flush media only) */
+#define OPLOG_MARKS_MOUNT_UNIQUE 1u /* statx STATX_MNT_ID_UNIQUE of the log (Linux 6.8): never reused */
+struct oplog_marks_header {
+    uint32_t crc;            /* crc32c of bytes 4..63 */
+    uint32_t magic;
+    uint16_t version;
+    uint16_t mount_kind;     /* OPLOG_MARKS_MOUNT_* */
+    uint32_t pad0;
+    uint8_t boot_id[16];     /* /proc/sys/kernel/random/boot_id when the log was made */
+    uint64_t mount_id;       /* mount_kind UNIQUE: the log's mount */
+    uint64_t log_dev, log_ino; /* the log these marks belong to */
+};
+_Static_assert(sizeof(struct oplog_marks_header) <= DK_OPLOG_LINE_BYTES, "the marks header fits a line");
+
+static inline uint32_t oplog_marks_header_crc(const struct oplog_marks_header *h) {
+    unsigned char line[DK_OPLOG_LINE_BYTES] = {0};
+    memcpy(line, h, sizeof *h);
+    return dk_crc32c(0, line + 4, sizeof line - 4);
+}
+
 /* The generation in force in an image (0: neither slot valid); *capacity_out gets its capacity and
  * *area_dev_out its oplog_header_area_dev. */
 uint32_t oplog_image_generation(const void *image, size_t bytes, uint64_t *capacity_out, uint64_t *area_dev_out);

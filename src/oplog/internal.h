@@ -47,6 +47,11 @@ struct dk_oplog {
     uint64_t spare_lines;         /* the last slots, only for dk_oplog_reserve_spare (dk_oplog_set_spare) */
     uint64_t usable_lines;        /* capacity_lines - spare_lines: dk_oplog_reserve's end */
     pthread_mutex_t grow_mu;
+    /* Completion marks (marks.c): NULL when the log has none (then recovery replays every record). */
+    uint32_t *marks;              /* the mapped marks, one word per record slot */
+    uint64_t marks_lines;         /* slots [0, this) have allocated marks (atomic; grows under grow_mu) */
+    size_t marks_map_bytes;
+    int marks_fd;                 /* -1: none */
     char path[PATH_MAX];
 };
 
@@ -62,6 +67,18 @@ void oplog_open_direct(struct dk_oplog *log, int dirfd, const char *name);
  * then invalidated page by page by the direct records. 0 done; 1 not taken (no direct descriptor, an
  * unaligned range, a refused or failed write): the caller writes the zeros buffered. */
 int oplog_zero_direct(struct dk_oplog *log, uint64_t lo, uint64_t hi);
+/* Completion marks (marks.c, dk_oplog_start_marks). For the log published as `name` in dirfd: makes <name
+ * minus .log>.done, bound to the log, when this boot and mount can be told again (otherwise the log has no
+ * marks). Under grow_mu. */
+void oplog_marks_open(struct dk_oplog *log, int dirfd, const char *name);
+/* Allocates the marks of record slots [marks_lines, end_lines) (under grow_mu, or before the log is shared);
+ * on failure the marks stop growing: records past them are never marked (replayed as without marks). */
+void oplog_marks_allocate(struct dk_oplog *log, uint64_t end_lines);
+void oplog_marks_close(struct dk_oplog *log);
+/* The marks of the log at `path` (open as log_fd) that a recoverer now may trust: a malloc'ed copy of
+ * `capacity` words (*out; NULL: none -- no file, another boot or mount, another log). 0 or -ENOMEM. */
+int oplog_marks_load(const char *path, int log_fd, uint64_t capacity, uint32_t **out);
+
 /* Writes header slot `generation % 2` (store + flush + fence; page cache: pwrite + fdatasync, oplog_write_durable). */
 int oplog_write_header(struct dk_oplog *log, uint32_t generation, const char *tag);
 

@@ -109,6 +109,7 @@ int oplog_allocate(struct dk_oplog *log, uint64_t end_lines) {
         if (log->persist != OPLOG_PERSIST_PWRITE)
             c->madvise((void *)page_lo, page_hi - page_lo, MADV_POPULATE_WRITE);
         __atomic_store_n(&log->allocated_lines, end_lines, __ATOMIC_RELEASE);
+        oplog_marks_allocate(log, end_lines);
         e = 0;
     }
     DK_ERRNO_RESTORE;
@@ -209,6 +210,7 @@ int dk_oplog_open(const char *dir, const char *tag, size_t bytes, struct dk_oplo
     memset(log, 0, sizeof *log);
     log->fd = -1;
     log->direct_fd = -1;
+    log->marks_fd = -1;
     log->direct_align_lines = 1;
     pthread_mutex_init(&log->grow_mu, NULL);
     log->capacity_lines = capacity;
@@ -231,6 +233,7 @@ static void plain_close(int fd) { dk_libc()->close(fd); }
 void dk_oplog_move_fds(struct dk_oplog *log, int (*move_fd)(int fd), void (*close_fd)(int fd)) {
     log->fd = move_fd(log->fd);
     if (log->direct_fd >= 0) log->direct_fd = move_fd(log->direct_fd);
+    if (log->marks_fd >= 0) log->marks_fd = move_fd(log->marks_fd);
     log->close_fd = close_fd;
 }
 
@@ -240,7 +243,8 @@ int dk_oplog_close(struct dk_oplog *log, int remove) {
     const struct dk_libc *c = dk_libc();
     int rc = 0;
     /* Unlink while the lock is still held: a recoverer can never take a log being removed for a live one. */
-    if (remove && c->unlink(log->path) != 0) rc = -errno;
+    if (remove) rc = dk_oplog_unlink(log);
+    oplog_marks_close(log);
     c->munmap(log->headers, log->map_bytes);
     void (*close_fd)(int) = log->close_fd ? log->close_fd : plain_close;
     close_fd(log->fd);
@@ -254,6 +258,7 @@ int dk_oplog_close(struct dk_oplog *log, int remove) {
 void dk_oplog_drop_inherited(struct dk_oplog *log) {
     if (!log) return;
     DK_ERRNO_SAVE;
+    oplog_marks_close(log); /* the child's mapping and descriptor only: the file stays the parent's */
     dk_libc()->munmap(log->headers, log->map_bytes);
     void (*close_fd)(int) = log->close_fd ? log->close_fd : plain_close;
     close_fd(log->fd); /* the child's copy only: the lock is the open file description's, the parent's */

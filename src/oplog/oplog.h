@@ -22,6 +22,7 @@
 #ifndef DK_OPLOG_OPLOG_H
 #define DK_OPLOG_OPLOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -124,6 +125,30 @@ int dk_oplog_commit(struct dk_oplog *log, const struct dk_oplog_reservation *res
  * the retraction is durable replays the operation, as for any operation in flight. 0 or -errno. */
 int dk_oplog_retract(struct dk_oplog *log, uint64_t seq);
 
+/* Completion marks (docs/oplog.md "Completion marks"): the caller says that the operation of record `seq`
+ * is applied -- in the file as the process's later operations and other processes see it -- by one plain
+ * store into a mapped word of <log>.done (no flush, no fence: it serves a recoverer of the same boot and
+ * mount, for which a process's death loses no store). Recovery of the same boot and mount then hands the
+ * record over with done = true (dk_oplog_record), and strict mode replays only the records without: the
+ * operations in flight at the death, not the completed ones, which would go over what other processes did
+ * since. After a reboot (or a remount, where the log records its mount) no mark counts. A log without
+ * marks (a file system that cannot tell its mount again, on the page cache; no room for the file) ignores
+ * this. Thread-safe; async-signal-safe. */
+void dk_oplog_mark_done(struct dk_oplog *log, uint64_t seq);
+/* Gives the log completion marks: <log>.done is made next to it (after the log's name: marks never outlive
+ * their log unreplayed; dk_oplog_find_orphans removes marks whose log is gone). A log's user that replays
+ * and unlinks logs itself removes the marks with the log (dk_oplog_marks_path). Best effort: without them
+ * dk_oplog_mark_done does nothing. Call before the log is shared, after dk_oplog_open. */
+void dk_oplog_start_marks(struct dk_oplog *log);
+/* Whether the log keeps completion marks (tests, diagnostics). */
+bool dk_oplog_has_marks(const struct dk_oplog *log);
+/* The marks file of the log at `log_path` (<name>.log -> <name>.done) into out; false when the path does
+ * not end in ".log" or does not fit. */
+bool dk_oplog_marks_path(const char *log_path, char *out, size_t cap);
+/* Unlinks the log's file and its marks file (the caller holds the log: a live owner's removal). 0 or -errno
+ * of the log's unlink. */
+int dk_oplog_unlink(const struct dk_oplog *log);
+
 /* After the caller has checkpointed (everything logged so far is applied and durable elsewhere): starts a
  * new generation, persisted in the header before this returns; the tail goes back to slot 0. Old records
  * become invisible to recovery at the instant the header line persists. The caller must make sure no
@@ -174,6 +199,8 @@ struct dk_oplog_record {
     size_t data_len;
     uint64_t area_dev;     /* the log header's: st_dev of the log's directory when the log was created (0:
                               unknown, a log from before this was recorded) */
+    bool done;             /* completion-marked (dk_oplog_mark_done), and the marks are this boot's and mount's
+                              (dk_oplog_scan only; an image has no marks) */
 };
 
 struct dk_oplog_scan_stats {
@@ -184,6 +211,7 @@ struct dk_oplog_scan_stats {
     uint64_t lines_scanned;    /* record slots examined */
     uint64_t holes;            /* runs of empty/torn slots followed by a valid record (interrupted appends);
                                   empty slots before the first valid record do not count */
+    uint64_t records_done;     /* of records_valid, completion-marked (dk_oplog_record.done) */
     uint64_t last_slot_used;   /* 1 + the last slot of the last valid record (where a tail would resume) */
     uint64_t scan_ns;
 };
@@ -204,7 +232,8 @@ int dk_oplog_scan_image(const void *image, size_t bytes, dk_oplog_record_fn cb, 
  * that lock, so two recoverers never handle the same log at once and a live owner is never disturbed; a
  * log unlinked or replaced by another recoverer between the directory read and the lock is skipped. The
  * callback typically scans, replays, and unlinks the path. Unpublished <tag>.*.tmp files whose lock is
- * free (the creator died while building them; they never held a record) are unlinked. `tag` NULL: any tag.
+ * free (the creator died while building them; they never held a record) are unlinked, and so are
+ * <tag>.*.done completion marks whose log is gone. `tag` NULL: any tag.
  * Returns the number of orphans handed to cb, or -errno (a callback's negative value stops the walk and is
  * returned). */
 typedef int (*dk_oplog_orphan_fn)(const char *path, void *ctx);

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -15,7 +16,7 @@
 #include "oplog/oplog.h"
 #include "shim/libc.h"
 
-enum name_kind { NAME_OTHER, NAME_LOG, NAME_TMP };
+enum name_kind { NAME_OTHER, NAME_LOG, NAME_TMP, NAME_MARKS };
 
 static int ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), m = strlen(suffix);
@@ -27,7 +28,8 @@ static enum name_kind classify(const char *name, const char *tag) {
         size_t t = strlen(tag);
         if (strncmp(name, tag, t) != 0 || name[t] != '.') return NAME_OTHER;
     }
-    return ends_with(name, ".log") ? NAME_LOG : ends_with(name, ".tmp") ? NAME_TMP : NAME_OTHER;
+    return ends_with(name, ".log") ? NAME_LOG : ends_with(name, ".tmp") ? NAME_TMP : ends_with(name, ".done") ? NAME_MARKS
+                                                                                                  : NAME_OTHER;
 }
 
 /* Opens and locks `name` without blocking; returns the fd when the lock was free and the name still refers
@@ -49,6 +51,20 @@ static int lock_if_orphan(int dirfd, const char *name) {
         return -1;
     }
     return fd;
+}
+
+/* Unlinks <name>.done when <name>.log does not exist. An owner makes its marks after its log's name and
+ * removes them after it, so a live log's marks always have their log. */
+static void remove_stray_marks(int dirfd, const char *name) {
+    const struct dk_libc *c = dk_libc();
+    char log[NAME_MAX + 1];
+    struct stat st;
+    size_t n = strlen(name) - 5; /* ".done" */
+    if (n + 5 > NAME_MAX) return;
+    snprintf(log, sizeof log, "%.*s.log", (int)n, name);
+    if (c->fstatat(dirfd, log, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) return;
+    if (c->fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && dk_area_file_ours(&st))
+        c->unlinkat(dirfd, name, 0);
 }
 
 int dk_oplog_find_orphans(const char *dir, const char *tag, dk_oplog_orphan_fn cb, void *ctx) {
@@ -74,6 +90,10 @@ int dk_oplog_find_orphans(const char *dir, const char *tag, dk_oplog_orphan_fn c
     while (rc >= 0 && (e = c->readdir(d)) != NULL) {
         enum name_kind k = classify(e->d_name, tag);
         if (k == NAME_OTHER) continue;
+        if (k == NAME_MARKS) { /* completion marks whose log is gone (a removal cut short): no one's */
+            remove_stray_marks(dirfd, e->d_name);
+            continue;
+        }
         int fd = lock_if_orphan(dirfd, e->d_name);
         if (fd < 0) continue;
         if (k == NAME_TMP) {

@@ -10,6 +10,7 @@
 #include "common/dk.h"
 #include "common/mapflags.h"
 #include "oplog/format.h"
+#include "oplog/internal.h"
 #include "shim/libc.h"
 
 static int header_valid(const struct oplog_header *h) {
@@ -66,11 +67,12 @@ static void gather(const struct oplog_line *lines, unsigned char *buf) {
     }
 }
 
-static int deliver(const struct oplog_line *lines, uint64_t slot, uint32_t generation, uint64_t area_dev,
+static int deliver(const struct oplog_line *lines, uint64_t slot, uint32_t generation, uint64_t area_dev, bool done,
                    unsigned char *buf, dk_oplog_record_fn cb, void *ctx) {
     const struct oplog_line_hdr *h = &lines[0].h;
     struct dk_oplog_record rec = {.seq = (uint64_t)generation << 32 | slot, .type = h->type,
-                                  .fixed48 = lines[0].payload, .data_len = h->data_bytes, .area_dev = area_dev};
+                                  .fixed48 = lines[0].payload, .data_len = h->data_bytes, .area_dev = area_dev,
+                                  .done = done};
     if (h->data_bytes) {
         gather(lines, buf);
         rec.data = buf;
@@ -90,6 +92,7 @@ struct scan_state {
     uint64_t area_dev; /* the header's */
     int in_gap;
     unsigned char *buf;
+    const uint32_t *marks; /* this boot's and mount's completion marks, `capacity` words (NULL: none) */
     dk_oplog_record_fn cb;
     void *ctx;
     struct dk_oplog_scan_stats st;
@@ -112,7 +115,9 @@ static int scan_slots(struct scan_state *s, uint64_t first, uint64_t end) {
             s->st.holes += s->in_gap; /* an interrupted record (or an empty slot) before this valid one */
             s->in_gap = 0;
             s->st.records_valid++;
-            int rc = deliver(&s->recs[slot], slot, s->gen, s->area_dev, s->buf, s->cb, s->ctx);
+            bool done = s->marks && s->marks[slot] == s->gen;
+            s->st.records_done += done;
+            int rc = deliver(&s->recs[slot], slot, s->gen, s->area_dev, done, s->buf, s->cb, s->ctx);
             slot += h->lines;
             s->st.last_slot_used = slot;
             if (rc) return rc;
@@ -128,8 +133,8 @@ static int scan_slots(struct scan_state *s, uint64_t first, uint64_t end) {
 /* The whole capacity is scanned: concurrent appenders finish out of order, so a valid record may follow an
  * empty or torn slot. Empty and stale slots cost one compare each; holes of the file are not touched. */
 static int scan_segments(const void *image, size_t bytes, const struct segment *segs, size_t nsegs,
-                         dk_oplog_record_fn cb, void *ctx, struct dk_oplog_scan_stats *stats) {
-    struct scan_state s = {.cb = cb, .ctx = ctx};
+                         const uint32_t *marks, dk_oplog_record_fn cb, void *ctx, struct dk_oplog_scan_stats *stats) {
+    struct scan_state s = {.cb = cb, .ctx = ctx, .marks = marks};
     const uint64_t header_bytes = DK_OPLOG_HEADER_LINES * DK_OPLOG_LINE_BYTES;
     uint64_t t0 = dk_now_ns(), capacity = 0;
     if (nsegs > 0 && segs[0].lo == 0 && segs[0].hi >= header_bytes)
@@ -160,7 +165,7 @@ static int scan_segments(const void *image, size_t bytes, const struct segment *
 int dk_oplog_scan_image(const void *image, size_t bytes, dk_oplog_record_fn cb, void *ctx,
                         struct dk_oplog_scan_stats *stats) {
     struct segment all = {0, bytes};
-    return scan_segments(image, bytes, &all, 1, cb, ctx, stats);
+    return scan_segments(image, bytes, &all, 1, NULL, cb, ctx, stats);
 }
 
 /* The file's data segments (SEEK_DATA/SEEK_HOLE; one segment [0, size) where unsupported). Unallocated
@@ -201,8 +206,17 @@ int dk_oplog_scan(const char *path, dk_oplog_record_fn cb, void *ctx, struct dk_
     if (rc == 0) rc = data_segments(fd, st.st_size, &segs, &nsegs);
     for (size_t i = 0; rc == 0 && i < nsegs; i++) /* one call instead of a fault per page; best effort */
         c->madvise((char *)m + segs[i].lo, segs[i].hi - segs[i].lo, MADV_POPULATE_READ);
-    if (rc == 0) rc = scan_segments(m, (size_t)st.st_size, segs, nsegs, cb, ctx, stats);
+    /* The completion marks, when this boot and mount may trust them (marks.c). Their words are per slot of
+     * the capacity of the generation in force, which scan_segments takes too (a capacity past the file is
+     * no valid header: then no record is delivered). */
+    uint32_t *marks = NULL;
+    uint64_t capacity = 0, area_dev;
+    if (rc == 0 && nsegs > 0 && segs[0].lo == 0 && segs[0].hi >= DK_OPLOG_HEADER_LINES * DK_OPLOG_LINE_BYTES &&
+        oplog_image_generation(m, (size_t)st.st_size, &capacity, &area_dev))
+        oplog_marks_load(path, fd, capacity, &marks);
+    if (rc == 0) rc = scan_segments(m, (size_t)st.st_size, segs, nsegs, marks, cb, ctx, stats);
     else if (stats) memset(stats, 0, sizeof *stats);
+    free(marks);
     free(segs);
     if (m != MAP_FAILED) c->munmap(m, (size_t)st.st_size);
     if (fd >= 0) c->close(fd);

@@ -168,6 +168,8 @@ struct up_strict_report {
     uint64_t foreign_refused; /* another user's logs (a privileged recovery) naming a file that user may not
                                  write (common/area.h): kept, none of their records replayed */
     uint32_t foreign_uid;     /* the user of the last of them */
+    uint64_t done_skipped; /* records of operations applied before their process died (completion-marked, this
+                              boot and mount): not replayed, their files made durable */
 };
 struct up_recover_report {
     uint64_t owners_gone;            /* processes whose lock was free */
@@ -259,6 +261,9 @@ int up_strict_log_truncate(struct up_file *f, int fd, uint64_t len, uint64_t *se
 /* The logged truncate did not happen (the kernel refused it): its record is taken back before the lock
  * goes, so that recovery never applies it (review 8, finding 4). */
 void up_strict_retract(struct up_file *f, uint64_t seq);
+/* The logged truncate `seq` is done in the kernel: recovery in this boot does not replay it (its completion
+ * mark). Before up_strict_done. */
+void up_strict_truncated(struct up_file *f, uint64_t seq);
 void up_strict_done(struct up_file *f, struct up_strict_pub *pub);
 /* fsync/fdatasync in strict mode: acknowledged operations are durable in the log already; only metadata the
  * sync path left dirty goes to the kernel. No checkpoint. 0 or -errno. */

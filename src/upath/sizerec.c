@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "common/area.h"
+#include "common/boot_id.h"
 #include "common/pwrite_all.h"
 #include "common/crashpoint.h"
 #include "common/log.h"
@@ -67,31 +68,6 @@ struct up_sizes {
     pthread_mutex_t mu;
     uint64_t used[REC_SLOTS / 64];
 };
-
-/* This boot's id (/proc/sys/kernel/random/boot_id, 16 bytes from its hex digits). false if unreadable. */
-static bool boot_id(uint8_t out[16]) {
-    static uint8_t id[16];
-    static int state; /* 0: not read, 1: read, -1: unreadable */
-    int st = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
-    if (st == 0) {
-        char text[64] = {0};
-        int fd = DK_REAL(open)("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd >= 0 ? DK_REAL(read)(fd, text, sizeof text - 1) : -1;
-        if (fd >= 0) DK_REAL(close)(fd);
-        uint8_t v[16] = {0};
-        int digits = 0;
-        for (ssize_t i = 0; i < n && digits < 32; i++) {
-            char c = text[i];
-            int x = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-            if (x >= 0) v[digits / 2] |= (uint8_t)(x << (digits % 2 ? 0 : 4)), digits++;
-        }
-        if (digits == 32) memcpy(id, v, sizeof id);
-        st = digits == 32 ? 1 : -1;
-        __atomic_store_n(&state, st, __ATOMIC_RELEASE); /* racing readers compute the same */
-    }
-    if (st == 1) memcpy(out, id, sizeof id);
-    return st == 1;
-}
 
 /* Makes [p, p+n) of the record file durable as the root's medium requires -- unless the record is
  * valid for this boot only (page cache: the page cache itself survives the process). */
@@ -213,7 +189,7 @@ static int rec_begin(struct up_file *f, int fd, uint64_t ext, bool this_boot, bo
     if (fresh) rec->path_len = 0, rec->path[0] = 0;
     if (with_path && !rec->path_len) /* a hint (renames): read once per slot, not at every extension */
         rec->path_len = (uint32_t)up_fd_path(fd, rec->path, REC_PATH_MAX);
-    this_boot = this_boot && f->root->persist_as == DK_MEDIUM_PAGECACHE && boot_id(rec->boot);
+    this_boot = this_boot && f->root->persist_as == DK_MEDIUM_PAGECACHE && dk_boot_id(rec->boot);
     uint32_t ident = up_file_ident(f, fd); /* a load after the file's first record */
     rec->ident = ident;
     rec->flags = (this_boot ? REC_THIS_BOOT : 0) | (ident ? REC_IDENT : 0);
@@ -392,7 +368,7 @@ int up_sizerec_recover(int area_fd, const char *name, struct up_sizerec_report *
         if (rec->magic != REC_MAGIC) continue;
         rec->path[REC_PATH_MAX - 1] = 0;
         uint8_t boot[16];
-        if (!(rec->flags & REC_THIS_BOOT) || (boot_id(boot) && !memcmp(boot, rec->boot, sizeof boot)))
+        if (!(rec->flags & REC_THIS_BOOT) || (dk_boot_id(boot) && !memcmp(boot, rec->boot, sizeof boot)))
             recover_one(rec, area_fd, dk_area_file_ours(&st) ? NULL : &st, rep);
         else
             rep->untouched++; /* written before a reboot: void (see the top of this file) */

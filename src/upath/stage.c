@@ -400,7 +400,8 @@ void up_stage_reclaim(const char *root_path, int area_fd, struct up_recover_repo
     rewinddir(d);
     while ((e = c->readdir(d))) {
         bool gone = false;
-        if (oplog_file(e->d_name)) continue; /* dk_oplog_find_orphans's (above) */
+        if (oplog_file(e->d_name) || name_ends(e->d_name, ".done")) continue; /* dk_oplog_find_orphans's (above):
+                                                                                   logs and their completion marks */
         const char *dot = strchr(e->d_name, '.');
         if (strict_staging_file(e->d_name)) { /* kept while its tag has a log */
             bool keep = logged_overflow;

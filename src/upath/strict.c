@@ -10,6 +10,12 @@
  *           100-byte write logs 192 bytes instead of paying for a block-sized staging copy;
  *   staged  the bytes are copied (non-temporal) into the process's strict staging file at a 64-byte
  *           aligned bump offset, and the record points there (logical pointer, not the data).
+ * Completion marks (session 13; review 13, finding 1): once its operation is applied, a record is marked in
+ * the log's marks (dk_oplog_mark_done: one plain store), and recovery in the same boot and mount replays only
+ * the unmarked ones -- the operations in flight at the death -- never a completed one over what another
+ * process wrote after it (a survivor that took the dead process's lock, or appended without locks). After a
+ * power loss or remount the marks do not count, and the rest of this comment is what bounds the replay.
+ *
  * Checkpoint: every record before it is applied and durable (each operation completes synchronously), so
  * a checkpoint waits for operations in flight, resets the log (one persisted header line) and the staging
  * bump pointer. It runs when the log or the staging file is full and at every publish point of a file
@@ -276,6 +282,7 @@ static struct up_strict *strict_create(struct up_root *r) {
         if (!st->lazy_hash) free(st->lazy), st->lazy = NULL; /* then every write is applied at once */
     }
     st->stg_fd = up_internal_fd(fd);
+    if (dk_cfg.strict_marks) dk_oplog_start_marks(st->log); /* recovery in this boot replays no completed record */
     dk_oplog_move_fds(st->log, up_internal_fd, up_internal_close); /* out of the program's way */
     dk_oplog_set_spare(st->log, STRICT_NESTED_SPARE_LINES); /* signal handlers' records while the log is full */
     st->stg_addr = a;
@@ -381,6 +388,11 @@ static int durable_now(const struct up_file *f, int fd) {
     return rc;
 }
 
+/* Record `seq`'s operation is applied: recovery in this boot and mount never replays it (oplog.h). */
+static inline void mark_applied(struct up_strict *st, uint64_t seq) {
+    dk_oplog_mark_done(st->log, seq); /* nothing without marks (DAXKIT_STRICT_MARKS=0, strict_create) */
+}
+
 static int lazy_by_seq(const void *a, const void *b) {
     uint64_t x = ((const struct strict_lazy *)a)->seq, y = ((const struct strict_lazy *)b)->seq;
     return x < y ? -1 : x > y;
@@ -436,11 +448,17 @@ static void lazy_apply(struct up_strict *st) {
     }
     for (uint32_t i = 0; i < n; i++) {
         struct strict_lazy *e = &st->lazy[i];
-        if (e->len == 0) continue;
+        /* Each entry is marked applied in log order once its bytes are in (a coalesced one, whose bytes a later
+         * entry covers, before that one is applied): recovery in this boot then replays the rest, in order. */
+        if (e->len == 0) {
+            if (e->seq) mark_applied(st, e->seq);
+            continue;
+        }
 #ifdef DAXKIT_TEST_BUILD
         if (i == n / 2) DK_CRASH_POINT("strict.checkpoint.half_applied");
 #endif
         if (!up_io_overwrite_mapped(e->f, st->stg_addr + e->stg_off, e->len, e->off)) dk_count(DK_C_fallbacks, 1);
+        mark_applied(st, e->seq);
     }
     for (uint32_t i = 0; i < n; i++)
         if (st->lazy[i].f) __atomic_store_n(&st->lazy[i].f->strict_lazy, 0, __ATOMIC_RELEASE);
@@ -1040,6 +1058,10 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
     } else {
         if (wr) inflight_wait(f, epoch, wr, seq, off, off + n);
         w = apply_write(f, fd, buf, n, off, &moved);
+        /* Applied: recovery in this boot never replays it (dk_oplog_mark_done) -- marked before the withdrawal,
+         * so that no overlapping write logged after it is applied (and marked) while it is not. */
+        if (w == (ssize_t)n) mark_applied(st, seq);
+        DK_CRASH_POINT("strict.write.marked");
         if (wr) inflight_withdraw(wr, borrowed);
         if (DK_UNLIKELY(self_durable) && w > 0) {
             int e = durable_now(f, fd);
@@ -1159,6 +1181,11 @@ int up_strict_fsync(struct up_file *f, int fd, bool datasync) {
      * mark after its fsync (publish.c); strict's fsync makes no kernel call: here, once after such appends. */
     up_drop_reflink_mark(f, fd);
     return 0;
+}
+
+void up_strict_truncated(struct up_file *f, uint64_t seq) {
+    struct up_strict *st = __atomic_load_n(&f->root->strict, __ATOMIC_ACQUIRE);
+    if (st) mark_applied(st, seq); /* before up_strict_done lets overlapping writes in */
 }
 
 void up_strict_done(struct up_file *f, struct up_strict_pub *pub) {
@@ -1320,7 +1347,7 @@ void up_strict_shutdown(void) {
          * its flock is held (a recoverer never takes a log being removed for a live one). */
         char stg[4400];
         stg_path_of(dk_oplog_path(st->log), stg, sizeof stg);
-        DK_REAL(unlink)(dk_oplog_path(st->log));
+        dk_oplog_unlink(st->log); /* and its completion marks */
         if (stg[0]) DK_REAL(unlink)(stg);
     }
 }
@@ -1337,7 +1364,7 @@ bool up_strict_release_root(struct up_root *r) {
     char log[4200], stg[4400];
     snprintf(log, sizeof log, "%s", dk_oplog_path(st->log));
     stg_path_of(log, stg, sizeof stg);
-    DK_REAL(unlink)(log);
+    dk_oplog_unlink(st->log); /* and its completion marks */
     if (stg[0]) DK_REAL(unlink)(stg);
     __atomic_store_n(&r->strict, NULL, __ATOMIC_RELEASE);
     ck_wrunlock(st);
@@ -1574,7 +1601,7 @@ static int alloc_one(const struct dk_oplog_record *rec, void *ctx) {
     struct dk_oplog_op op;
     memcpy(&op, rec->fixed48, sizeof op);
     bool staged = rec->type == DK_OPLOG_WRITE_STAGED || rec->type == DK_OPLOG_WRITE_STAGED_CRC;
-    if (rp->no_space || (rec->type != DK_OPLOG_WRITE_INLINE && !staged)) return 0;
+    if (rp->no_space || rec->done || (rec->type != DK_OPLOG_WRITE_INLINE && !staged)) return 0;
     int other_fs;
     struct replay_file *rf = replay_file(rp, op.dev, op.ino, rec->area_dev, &other_fs);
     uint32_t ident = op_ident(&op);
@@ -1623,7 +1650,7 @@ static int replay_one(const struct dk_oplog_record *rec, void *ctx) {
         rp->rep->meta_seen++; /* create/unlink/rename: atomic in the kernel file system already */
         return 0;
     }
-    if (rp->no_space) { /* the rest waits for the next recovery, in log order, after the record that failed */
+    if (rp->no_space && !rec->done) { /* the rest waits for the next recovery, in log order, after the record that failed */
         rp->rep->failed++;
         return 0;
     }
@@ -1646,6 +1673,13 @@ static int replay_one(const struct dk_oplog_record *rec, void *ctx) {
         rp->rep->files_reused++;
         dk_log_once("recovery: records of a file that is gone (inode %llu, now another file's) not replayed "
                     "(more such records are only counted)", (unsigned long long)op.ino);
+        return 0;
+    }
+    if (rec->done) {
+        /* Applied before its process died, in this boot and mount (the marks say so only then): the file holds
+         * it, and other processes may have written over it since -- a replay would undo what they did (review
+         * 13, finding 1). Its file is made durable with the others (replay_finish) before the log goes. */
+        rp->rep->done_skipped++;
         return 0;
     }
     int rc;
@@ -1730,7 +1764,9 @@ static int recover_log(const char *path, void *ctx) {
                "replayed by a later recovery (free space, then run `daxkit recover %s`)", oc->root_path, base,
                oc->root_path);
     } else if ((rc == 0 && !rp.unknown_type) || rc == -EINVAL) {
+        char marks[PATH_MAX + 8];
         DK_REAL(unlink)(path);
+        if (dk_oplog_marks_path(path, marks, sizeof marks)) DK_REAL(unlink)(marks); /* after its log (orphans.c) */
         DK_REAL(unlinkat)(oc->area_fd, rp.stg_name, 0);
     } else {
         oc->rep->failed++;

@@ -725,6 +725,7 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
     pthread_mutex_unlock(&f->mu);
     if (rc == 0 && dk_cfg.mode != DK_MODE_POSIX) rc = up_sync_file(f, fd, true);
     if (strict && !truncated) up_strict_retract(f, seq); /* refused (EPERM, EINTR, ...): never replayed */
+    if (strict && truncated) up_strict_truncated(f, seq);
     if (strict) up_strict_done(f, &inflight);
     if (rc) {
         errno = -rc;

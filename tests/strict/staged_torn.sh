@@ -49,7 +49,10 @@ print("ok: %s: %d replayed, %d torn staged records; the file holds the 8 writes"
 '
 for corrupt in 0 1; do
     rm -rf "${dir:?}"/* "$dir/.daxkit"
-    env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_MODE=strict DAXKIT_PERSIST=flush python3 -c "$prog" "$dir"
+    # DAXKIT_STRICT_MARKS=0: the log as a power loss leaves it (completion marks never count after one; in
+    # this boot they would say the 9 writes were applied, and recovery would rightly replay none).
+    env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_MODE=strict DAXKIT_PERSIST=flush DAXKIT_STRICT_MARKS=0 \
+        python3 -c "$prog" "$dir"
     rc=$?
     [ $rc -eq 137 ] || dk_fail "the program did not die by SIGKILL (exit $rc)"
     stg=$(ls "$dir"/.daxkit/*.strict.stg 2>/dev/null | head -1)
