@@ -17,7 +17,9 @@
  *     both copy the file's current bytes into the shadow, in either order; or carry their own bytes into the
  *     undo copies, the interrupted carry being between two blocks);
  *   - this file's msync, f->rw being taken for a copy (glibc may grant it to the interrupted thread at any
- *     time), or a block's mutex of the undo copies: refused, EDEADLK before anything is written;
+ *     time), u->writes being let go of (glibc's read unlock may have handed the lock to a waiting msync and
+ *     not yet woken it: that msync, and so the lock, waits for the interrupted unlock -- review 12, finding
+ *     13), or a block's mutex of the undo copies: refused, EDEADLK before anything is written;
  *   - the undo copies (tmpfs) otherwise: f->rw tried for up to UWP_NESTED_WRITES_WAIT_MS before the file
  *     write and held across it (else refused);
  *   - anything else: u->writes tried for up to UWP_NESTED_WRITES_WAIT_MS (mostly its thread waits for it too,
@@ -25,7 +27,10 @@
  *     it and the write is refused), and f->rw for the copy tried for up to UWP_NESTED_COPY_WAIT_MS; past that
  *     the copy is given up and the engine's sticky error set (the next msync fails with EIO: never a hang,
  *     never a silent loss).
- * Marks are restored in the order that never claims a lock held that is not. */
+ * Marks are restored in the order that never claims a lock held that is not. No wait of a nested write may
+ * depend on its own thread: each is bounded, but signals that come faster than the bound (a 200 us timer
+ * against 500 ms) are delivered again as each handler returns, and the interrupted thread never resumes --
+ * the hang of finding 13 was that, every handler call refused after 500 ms. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -61,6 +66,7 @@ void uwp_marks_restore(const struct dk_uwp_marks *saved) {
     uwp_self.rw_held = saved->rw_held, uwp_self.writes_held = saved->writes_held;
     SIGNAL_FENCE();
     uwp_self.rw_pending = saved->rw_pending, uwp_self.writes_pending = saved->writes_pending;
+    uwp_self.writes_releasing = saved->writes_releasing;
     uwp_self.msync = saved->msync;
     SIGNAL_FENCE();
     uwp_self.locks = saved->locks;
@@ -84,19 +90,26 @@ static void writes_take_unregistered(struct dk_uwp *u) {
     }
 }
 
+/* f->rw, just had for writing (rw_pending u): marked held around the copy, the mark given back before the
+ * unlock (rw_pending stays: a nested write refuses while f->rw is being let go of). */
+static void copy_with_rw_held(struct dk_uwp *u, uint64_t off, const void *buf, uint64_t n) {
+    struct dk_uwp *was = uwp_self.rw_held;
+    uwp_self.rw_held = u;
+    SIGNAL_FENCE();
+    copy_locked(u, off, buf, n);
+    SIGNAL_FENCE();
+    uwp_self.rw_held = was;
+    SIGNAL_FENCE();
+    pthread_rwlock_unlock(&u->f->rw);
+}
+
 /* f->rw for writing around the copy, waited for (a nested write refuses while it is pending, not held). */
 static void copy(struct dk_uwp *u, uint64_t off, const void *buf, uint64_t n) {
     uwp_self.locks++;
     uwp_self.rw_pending = u;
     SIGNAL_FENCE();
     pthread_rwlock_wrlock(&u->f->rw);
-    uwp_self.rw_held = u;
-    SIGNAL_FENCE();
-    copy_locked(u, off, buf, n);
-    SIGNAL_FENCE();
-    uwp_self.rw_held = NULL;
-    SIGNAL_FENCE();
-    pthread_rwlock_unlock(&u->f->rw);
+    copy_with_rw_held(u, off, buf, n);
     SIGNAL_FENCE();
     uwp_self.rw_pending = NULL; /* (the count stays up until the bracket's end: a superset) */
 }
@@ -126,8 +139,9 @@ int dk_uwp_write_begin(struct dk_uwp *u, struct dk_uwp_write *w) {
         SIGNAL_FENCE();
         return 0;
     }
-    /* its msync of the file; f->rw being taken for a copy (its thread may be granted it any time) */
-    if (t->msync == u || (t->rw_pending == u && t->rw_held != u)) return -EDEADLK;
+    /* its msync of the file; f->rw being taken for a copy (its thread may be granted it any time); u->writes
+     * being let go of (an msync may have been handed it, and wait for the interrupted unlock to wake it) */
+    if (t->msync == u || (t->rw_pending == u && t->rw_held != u) || t->writes_releasing == u) return -EDEADLK;
     if (t->rw_held == u) { /* this file's copy, interrupted (with the shadow u->writes is held too) */
         if (!u->shadow && uwp_undo_in_block(u)) return -EDEADLK; /* inside a block's mutex */
         w->how = HOW_BORROWED;
@@ -189,13 +203,7 @@ void dk_uwp_write_end(struct dk_uwp_write *w, uint64_t off, const void *buf, uin
         uwp_self.rw_pending = u;
         SIGNAL_FENCE();
         if (try_for_a_while(&u->f->rw, true, UWP_NESTED_COPY_WAIT_MS)) {
-            uwp_self.rw_held = u;
-            SIGNAL_FENCE();
-            copy_locked(u, off, buf, n);
-            SIGNAL_FENCE();
-            uwp_self.rw_held = NULL;
-            SIGNAL_FENCE();
-            pthread_rwlock_unlock(&u->f->rw);
+            copy_with_rw_held(u, off, buf, n);
         } else if (n) { /* the copy is lost: no msync of this mapping may succeed from here on */
             __atomic_store_n(&u->error, -EIO, __ATOMIC_RELEASE);
             dk_log("DAXKIT_ATOMIC_MMAP: a signal handler's write could not be copied into the mapping's log in %d "
@@ -205,9 +213,13 @@ void dk_uwp_write_end(struct dk_uwp_write *w, uint64_t off, const void *buf, uin
     }
     if (w->how == HOW_PLAIN ? u->shadow : w->how == HOW_TRIED_WRITES) {
         SIGNAL_FENCE();
+        uwp_self.writes_releasing = u; /* the whole unlock call: a handler refuses (review 12, finding 13) */
+        SIGNAL_FENCE();
         uwp_self.writes_held = w->saved.writes_held;
         SIGNAL_FENCE();
         pthread_rwlock_unlock(&u->writes);
+        SIGNAL_FENCE();
+        uwp_self.writes_releasing = w->saved.writes_releasing;
     }
     uwp_marks_restore(&w->saved);
     DK_ERRNO_RESTORE;
