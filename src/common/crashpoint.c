@@ -24,6 +24,7 @@ int dk_crashpoint_active;
 static enum crash_mode mode;
 static char kill_site[DK_CRASH_SITE_BYTES_MAX + 1];
 static unsigned long kill_occurrence, kill_seen;
+static int kill_signo = SIGKILL; /* raise:SIGNO:SITE:N -- the signal raised on the thread instead */
 static char count_path[PATH_MAX];
 static struct site_count counts[DK_CRASH_SITES_MAX];
 static unsigned long count_overflow;
@@ -74,7 +75,8 @@ void dk_crashpoint_hit(const char *site) {
     if (mode == CRASH_KILL) {
         if (strcmp(site, kill_site) == 0) {
             unsigned long n = __atomic_add_fetch(&kill_seen, 1, __ATOMIC_ACQ_REL);
-            if (n == kill_occurrence) crash_now(site, n);
+            if (n == kill_occurrence && kill_signo == SIGKILL) crash_now(site, n);
+            if (n == kill_occurrence) raise(kill_signo); /* its handler runs here, inside the site's section */
         }
     } else if (mode == CRASH_COUNT) {
         count_hit(site);
@@ -126,6 +128,14 @@ int dk_crashpoint_configure(const char *spec) {
         mode = CRASH_COUNT;
         if (!atexit_registered) atexit_registered = atexit(write_counts_at_exit) == 0;
     } else {
+        int signo = SIGKILL;
+        if (strncmp(spec, "raise:", 6) == 0) {
+            char *end;
+            unsigned long sig = strtoul(spec + 6, &end, 10);
+            if (*end != ':' || sig == 0 || sig >= 65) return -EINVAL;
+            signo = (int)sig;
+            spec = end + 1;
+        }
         const char *colon = strrchr(spec, ':');
         if (!colon || colon == spec || (size_t)(colon - spec) > DK_CRASH_SITE_BYTES_MAX) return -EINVAL;
         char *end;
@@ -135,6 +145,7 @@ int dk_crashpoint_configure(const char *spec) {
         kill_site[colon - spec] = 0;
         kill_occurrence = n;
         kill_seen = 0;
+        kill_signo = signo;
         mode = CRASH_KILL;
     }
     __atomic_store_n(&dk_crashpoint_active, 1, __ATOMIC_RELEASE);
@@ -154,7 +165,8 @@ void dk_crashpoint_set_hook(void (*hook)(const char *site)) {
 __attribute__((constructor)) static void crashpoint_init(void) {
     const char *spec = getenv("DAXKIT_TEST_CRASH");
     if (spec && *spec && dk_crashpoint_configure(spec) != 0) {
-        static const char msg[] = "daxkit: DAXKIT_TEST_CRASH must be SITE:N (N >= 1) or count:/path; ignored\n";
+        static const char msg[] =
+            "daxkit: DAXKIT_TEST_CRASH must be SITE:N (N >= 1), raise:SIGNO:SITE:N or count:/path; ignored\n";
         write_all(2, msg, sizeof msg - 1);
     }
 }

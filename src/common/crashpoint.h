@@ -11,6 +11,9 @@
  *                                     "crashpoint: SITE#N" is written to stderr just before.
  *   DAXKIT_TEST_CRASH=count:/path     counts every site's occurrences; at exit appends "SITE N" lines to
  *                                     /path (O_APPEND, one write, so forked processes may share a file).
+ *   DAXKIT_TEST_CRASH=raise:SIGNO:SITE:N  the N-th time, raises signal SIGNO on that thread instead: the
+ *                                     program's handler runs inside the site's section (a handler that
+ *                                     interrupts the library holding a lock, on cue).
  *
  * tests/crash/drive.sh uses both: one counting run enumerates site x occurrence, then one run per pair.
  * Site names: "<module>.<operation>.<where>", literal strings, at most DK_CRASH_SITE_BYTES_MAX bytes. */

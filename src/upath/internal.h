@@ -135,6 +135,9 @@ static inline bool up_staged_on_heap(const struct up_staged *s) { return s->sf =
  * first slot of an append burst) and the root's relink copies, process memory; else a free slot of the
  * root's pool. 0 or -errno. */
 int up_stage_take(struct up_root *r, uint64_t base, uint64_t end, bool heap_ok, struct up_staged *out);
+/* This thread is inside the staging code and a signal handler's call runs on it (stage.c: stage_busy): staging
+ * takes nothing then (up_stage_take -ENOSPC), and the caller must not call the allocator on its way there. */
+bool up_stage_busy(void);
 /* Grows a heap slot to cover offsets up to `end` (within DAXKIT_STAGE_HEAP_BYTES). False: take a pool slot. */
 bool up_stage_grow(struct up_staged *s, uint64_t end);
 /* Returns a slot after its data moved into the file (cloned slots are refreshed in the background). */

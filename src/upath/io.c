@@ -126,6 +126,10 @@ static struct up_staged *staged_slot_for(struct up_file *f, uint64_t off, uint64
             }
         }
         if (f->staged_count == f->staged_cap) {
+            if (DK_UNLIKELY(up_stage_busy())) { /* a handler's append: the interrupted staging may be in malloc */
+                *err = -ENOSPC;
+                return NULL;
+            }
             uint32_t cap = f->staged_cap ? f->staged_cap * 2 : 4;
             struct up_staged *n = realloc(f->staged, cap * sizeof *n);
             if (!n) {

@@ -20,6 +20,7 @@
 
 #include "common/area.h"
 #include "common/config.h"
+#include "common/crashpoint.h"
 #include "common/pwrite_all.h"
 #include "common/log.h"
 #include "common/stats.h"
@@ -72,6 +73,33 @@ struct up_pool {
 static struct up_pool *pools[16];
 static uint32_t pool_count;
 static pthread_mutex_t pools_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* This thread is inside an entry of the staging code (up_stage_*): from before any of its locks is asked for
+ * (pools_mu, a pool's mu, heap_spare_mu) or its allocator called (malloc's locks), until after they are let
+ * go of. A signal handler that interrupted it -- its _exit, exit or exec publish point, a fork, an append of
+ * its own to another file -- must not ask for them again: a normal mutex waits for its own thread for ever
+ * (shim_exit_in_handler_close_loop hung about 1 run in 10-15 under load: _exit's publish of another file
+ * gave its heap slot back into heap_spare_mu, which the interrupted take held). Nested, an entry takes
+ * nothing: no slot (the append goes to the kernel: -ENOSPC), no growth, no prefault, no shutdown; what is
+ * given back is let go of without a lock -- a heap buffer onto heap_deferred (freed by the next entry that is
+ * not nested), a pool slot left taken (2 MiB of a staging file, until the process ends). Counted
+ * (stage_nested). */
+static __thread unsigned stage_busy;
+#define STAGE_FENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
+static bool stage_enter(void) {
+    if (DK_UNLIKELY(stage_busy)) {
+        dk_count(DK_C_stage_nested, 1);
+        return false;
+    }
+    stage_busy = 1;
+    STAGE_FENCE();
+    return true;
+}
+static void stage_leave(void) {
+    STAGE_FENCE();
+    stage_busy = 0;
+}
+bool up_stage_busy(void) { return stage_busy != 0; }
 
 int up_stage_fd(const struct up_stg_file *sf) { return sf->fd; }
 
@@ -523,7 +551,13 @@ static struct up_pool *pool_for(struct up_root *r) {
 }
 
 int up_stage_owner(struct up_root *r, int *area_fd, const char **tag) {
-    struct up_pool *p = pool_for(r);
+    struct up_pool *p;
+    if (stage_enter()) {
+        p = pool_for(r);
+        stage_leave();
+    } else { /* nested: only a pool made already (pool_for's making holds pools_mu) */
+        p = __atomic_load_n(&r->pool, __ATOMIC_ACQUIRE);
+    }
     if (!p || p->lock_fd < 0) return -ENOENT; /* without an owner lock a record could not be told from a dead one */
     *area_fd = p->area_fd;
     *tag = p->tag;
@@ -674,6 +708,7 @@ static void heap_buffer_free(char *buf, uint64_t cap) {
 static char *heap_alloc(uint64_t *cap) {
     char *buf = NULL;
     pthread_mutex_lock(&heap_spare_mu);
+    DK_CRASH_POINT("stage.heap_alloc.spare_locked"); /* shim_exit_in_handler's raise: a handler in here */
     if (heap_spare.buf && heap_spare.cap >= *cap) {
         buf = heap_spare.buf, *cap = heap_spare.cap;
         heap_spare.buf = NULL, heap_spare.cap = 0;
@@ -692,6 +727,31 @@ static void heap_free(char *buf, uint64_t cap) {
     }
     pthread_mutex_unlock(&heap_spare_mu);
     heap_buffer_free(buf, cap);
+}
+
+/* Heap buffers given back by a nested entry (stage_busy), pushed without a lock (the buffer holds the link),
+ * freed by the next entry that is not nested. */
+struct heap_deferred_buf {
+    struct heap_deferred_buf *next;
+    uint64_t cap;
+};
+static struct heap_deferred_buf *heap_deferred; /* atomic */
+
+static void heap_defer(char *buf, uint64_t cap) {
+    struct heap_deferred_buf *d = (struct heap_deferred_buf *)(void *)buf;
+    d->cap = cap;
+    d->next = __atomic_load_n(&heap_deferred, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(&heap_deferred, &d->next, d, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {}
+}
+
+static void heap_free_deferred(void) {
+    if (DK_LIKELY(!__atomic_load_n(&heap_deferred, __ATOMIC_RELAXED))) return;
+    struct heap_deferred_buf *d = __atomic_exchange_n(&heap_deferred, NULL, __ATOMIC_ACQUIRE);
+    while (d) {
+        struct heap_deferred_buf *next = d->next;
+        heap_free((char *)d, d->cap);
+        d = next;
+    }
 }
 
 /* The capacity of a heap slot now holding cap bytes, to cover [base, end): doubling, page-rounded, at most
@@ -722,8 +782,7 @@ static bool heap_take(const struct up_root *r, uint64_t base, uint64_t end, stru
     return true;
 }
 
-bool up_stage_grow(struct up_staged *s, uint64_t end) {
-    if (!up_staged_on_heap(s) || end <= s->base + s->cap) return false;
+static bool heap_grow(struct up_staged *s, uint64_t end) {
     uint64_t cap = heap_cap_for(s->base, end, s->cap);
     if (cap <= s->cap || !heap_reserve(cap - s->cap)) return false;
     char *buf;
@@ -746,11 +805,18 @@ bool up_stage_grow(struct up_staged *s, uint64_t end) {
     return true;
 }
 
+bool up_stage_grow(struct up_staged *s, uint64_t end) {
+    if (!up_staged_on_heap(s) || end <= s->base + s->cap || !stage_enter()) return false;
+    bool grown = heap_grow(s, end);
+    stage_leave();
+    return grown;
+}
+
 /* ---- slots ---- */
 
 /* A pool slot: under the caller's file mutex and p->mu, a staging file may be made here (stg_create: openat,
  * close, fallocate -- cancellation points), so cancellation is off (see pool_for). */
-int up_stage_take(struct up_root *r, uint64_t base, uint64_t end, bool heap_ok, struct up_staged *out) {
+static int stage_take(struct up_root *r, uint64_t base, uint64_t end, bool heap_ok, struct up_staged *out) {
     if (heap_ok && heap_take(r, base, end, out)) return 0;
     struct up_pool *p = pool_for(r);
     if (!p) return -ENOSPC;
@@ -789,7 +855,15 @@ int up_stage_take(struct up_root *r, uint64_t base, uint64_t end, bool heap_ok, 
     return 0;
 }
 
-bool up_stage_prefault(struct up_file *f, int fd, uint64_t off, uint64_t len) {
+int up_stage_take(struct up_root *r, uint64_t base, uint64_t end, bool heap_ok, struct up_staged *out) {
+    if (!stage_enter()) return -ENOSPC; /* nested: the caller hands the append to the kernel */
+    heap_free_deferred();
+    int rc = stage_take(r, base, end, heap_ok, out);
+    stage_leave();
+    return rc;
+}
+
+static bool stage_prefault(struct up_file *f, int fd, uint64_t off, uint64_t len) {
     struct up_pool *p = pool_for(f->root);
     if (!p || !len) return false;
     int mfd = up_aux_fd(f, fd, true); /* cancellation off in its open (auxfd.c) */
@@ -838,12 +912,24 @@ bool up_stage_take_kept(struct up_file *f, uint64_t base, struct up_staged *out)
 
 void up_stage_kept_free(struct up_file *f) {
     if (!f->heap_kept) return;
-    heap_free(f->heap_kept, f->heap_kept_cap);
+    if (stage_enter()) {
+        heap_free(f->heap_kept, f->heap_kept_cap);
+        stage_leave();
+    } else { /* nested (a handler's close inside its thread's staging): no lock, no allocator call */
+        heap_defer(f->heap_kept, f->heap_kept_cap);
+    }
     heap_release(f->heap_kept_cap);
     f->heap_kept = NULL;
 }
 
-void up_stage_give_back(struct up_root *r, struct up_staged *s, bool cloned) {
+bool up_stage_prefault(struct up_file *f, int fd, uint64_t off, uint64_t len) {
+    if (!stage_enter()) return false;
+    bool queued = stage_prefault(f, fd, off, len);
+    stage_leave();
+    return queued;
+}
+
+static void stage_give_back(struct up_root *r, struct up_staged *s, bool cloned) {
     if (up_staged_on_heap(s)) {
         dk_assert(!cloned);
         heap_free(s->addr, s->cap);
@@ -879,6 +965,21 @@ void up_stage_give_back(struct up_root *r, struct up_staged *s, bool cloned) {
     s->sf = NULL;
 }
 
+void up_stage_give_back(struct up_root *r, struct up_staged *s, bool cloned) {
+    if (DK_UNLIKELY(!stage_enter())) { /* nested: no lock, no allocator call (see stage_busy) */
+        if (up_staged_on_heap(s)) {
+            heap_defer(s->addr, s->cap);
+            heap_release(s->cap);
+            s->addr = NULL;
+        }
+        s->sf = NULL; /* a pool slot stays taken */
+        return;
+    }
+    heap_free_deferred();
+    stage_give_back(r, s, cloned);
+    stage_leave();
+}
+
 /* In a forked child: the parent's staging files, lock and thread are the parent's. Unmap and close
  * them here (the parent published every staged append before fork, so nothing is lost). */
 void up_stage_after_fork_child(void) {
@@ -908,6 +1009,7 @@ const char *up_stage_tag(struct up_root *r) {
 }
 
 bool up_stage_release_root(struct up_root *r) {
+    if (!stage_enter()) return false; /* nested: in use */
     pthread_mutex_lock(&pools_mu);
     struct up_pool *p = r->pool;
     bool idle = true;
@@ -925,12 +1027,14 @@ bool up_stage_release_root(struct up_root *r) {
         pthread_mutex_unlock(&p->mu);
     }
     pthread_mutex_unlock(&pools_mu);
+    stage_leave();
     return idle;
 }
 
 /* At exit: remove our staging files and lock (everything was published by the caller). */
 void up_stage_shutdown(void) {
     const struct dk_libc *c = dk_libc();
+    if (!stage_enter()) return; /* nested: left for the next start's reclaim, as at a crash */
     for (uint32_t i = 0; i < pool_count; i++) {
         struct up_pool *p = pools[i];
         pthread_mutex_lock(&p->mu);
@@ -942,4 +1046,5 @@ void up_stage_shutdown(void) {
         c->unlinkat(p->area_fd, lname, 0);
         pthread_mutex_unlock(&p->mu);
     }
+    stage_leave();
 }

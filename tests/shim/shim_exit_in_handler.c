@@ -8,17 +8,29 @@
  * argv[3] "close_loop": each child opens, appends to and closes 16 files in turn instead (the handler lands
  * in a close's publish, which holds the file's mutex too); every file must hold whole records. argv[2]
  * "exec": the handler execs /bin/true instead (the exec's publish point waited for that mutex: posix mode's
- * close_loop hung in run 0). */
+ * close_loop hung in run 0). argv[4] "no_timer": no timer -- the library raises SIGALRM itself at a crash point
+ * (DAXKIT_TEST_CRASH=raise:14:SITE:N), e.g. inside the staging code holding heap_spare_mu: _exit's publish of
+ * the first file gave its heap slot back into that mutex and waited for ever (about 1 run in 10-15 under load
+ * with the timer; every run at that site). argv[2] "append_exit": the handler appends one record to a file of
+ * its own (PATH.h, new), then calls _exit: the append's staging must not wait for the interrupted one either;
+ * PATH.h must hold that record. */
 #include <sys/time.h>
 
 #include "shim_test.h"
 
 enum { RUNS = 8, REC = 4096 };
 
-static bool use_exit, use_exec, close_loop;
+static bool use_exit, use_exec, use_append, close_loop, no_timer;
+static char hpath[PATH_MAX];
 enum { LOOP_FILES = 16 };
 static void on_alarm(int sig) {
     (void)sig;
+    if (use_append) {
+        static char hrec[REC];
+        memset(hrec, 'a', sizeof hrec);
+        int f = open(hpath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+        if (f < 0 || write(f, hrec, sizeof hrec) != (ssize_t)sizeof hrec) _exit(6);
+    }
     if (use_exec) execl("/bin/true", "true", (char *)NULL); /* exec ends this image too: true exits 0 */
     if (use_exit) exit(0);
     _exit(use_exec ? 5 : 0);
@@ -37,7 +49,7 @@ static void child(const char *path, unsigned delay_us, volatile uint64_t *acked)
     if (write(fd, rec, sizeof rec) != (ssize_t)sizeof rec) _exit(4); /* the open and first append are done */
     __atomic_add_fetch(acked, 1, __ATOMIC_SEQ_CST);
     struct itimerval it = {{0, 0}, {0, (suseconds_t)delay_us}};
-    setitimer(ITIMER_REAL, &it, NULL);
+    if (!no_timer) setitimer(ITIMER_REAL, &it, NULL);
     for (unsigned i = 0; close_loop; i++) {
         char p[PATH_MAX];
         snprintf(p, sizeof p, "%s.%u", path, i % LOOP_FILES);
@@ -81,16 +93,19 @@ static uint64_t check_file(const char *path) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) SKIP("usage: shim_exit_in_handler DIR _exit|exit|exec [close_loop]");
+    if (argc < 3) SKIP("usage: shim_exit_in_handler DIR _exit|exit|exec|append_exit [close_loop [no_timer]]");
     use_exit = strcmp(argv[2], "exit") == 0;
     use_exec = strcmp(argv[2], "exec") == 0;
+    use_append = strcmp(argv[2], "append_exit") == 0;
     close_loop = argc > 3 && strcmp(argv[3], "close_loop") == 0;
+    no_timer = argc > 4 && strcmp(argv[4], "no_timer") == 0;
     const char *mode = getenv("DAXKIT_MODE");
     bool keeps_acked = mode && (strcmp(mode, "sync") == 0 || strcmp(mode, "strict") == 0);
     volatile uint64_t *acked = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     CHECK(acked != MAP_FAILED, "mmap");
     char path[PATH_MAX];
     st_path(path, sizeof path, argv[1], "hx");
+    snprintf(hpath, sizeof hpath, "%s.h", path);
     for (unsigned run = 0; run < RUNS; run++) {
         *acked = 0;
         pid_t c = fork();
@@ -107,6 +122,7 @@ int main(int argc, char **argv) {
         }
         CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "run %u: child status 0x%x", run, st);
         uint64_t recs = check_file(path);
+        if (use_append) CHECK(check_file(hpath) == 1, "run %u: the handler's append is not in %s", run, hpath);
         for (unsigned i = 0; close_loop && i < LOOP_FILES; i++) {
             char p[PATH_MAX];
             snprintf(p, sizeof p, "%s.%u", path, i);
