@@ -21,6 +21,7 @@
  * `pub` were never published. Recovery acts only when pub < st_size <= ext, on the same inode: a file
  * that anyone resized since is left alone. Every step is idempotent; recovery is safe to interrupt. */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,7 @@ struct up_sizes {
     char *addr;
     pthread_mutex_t mu;
     uint64_t used[REC_SLOTS / 64];
+    uint64_t backed[REC_SLOTS / 64]; /* the slot's page is allocated (slot_take) */
 };
 
 /* Makes [p, p+n) of the record file durable as the root's medium requires -- unless the record is
@@ -136,14 +138,31 @@ static struct up_sizes *sizes_open(struct up_root *r) {
     return r->sizes;
 }
 
+/* A free slot, its page allocated: the record file is sparse (ftruncate), and a store into a hole the medium
+ * cannot fill is a SIGBUS -- a full tmpfs killed the program at its first publish (rec_begin), where the
+ * kernel's write or fsync says ENOSPC (shim_full_medium_burst_tmpfs, 1 run in 40-90; the prefilled case every
+ * time). Each page is allocated once, at its slot's first use (slots are taken lowest first: mostly one
+ * fallocate per process). -1: all slots in use; -2: the page could not be allocated (errno kept). */
 static int slot_take(struct up_sizes *z) {
     int s = -1;
     pthread_mutex_lock(&z->mu);
     for (unsigned w = 0; w < REC_SLOTS / 64 && s < 0; w++) {
         if (~z->used[w] == 0) continue;
         unsigned b = (unsigned)__builtin_ctzll(~z->used[w]);
-        z->used[w] |= 1ull << b;
         s = (int)(w * 64 + b);
+        if (!(z->backed[w] & (1ull << b))) {
+            DK_ERRNO_SAVE;
+            int cancel_was = dk_cancel_off(); /* under the file's mutex: fallocate is a cancellation point */
+            bool ok = DK_REAL(fallocate)(z->fd, 0, (off_t)s * REC_BYTES, REC_BYTES) == 0 || errno == EOPNOTSUPP;
+            dk_cancel_restore(cancel_was);
+            DK_ERRNO_RESTORE;
+            if (!ok) {
+                s = -2;
+                break;
+            }
+            z->backed[w] |= 1ull << b;
+        }
+        z->used[w] |= 1ull << b;
     }
     pthread_mutex_unlock(&z->mu);
     return s;
@@ -177,6 +196,12 @@ static int rec_begin(struct up_file *f, int fd, uint64_t ext, bool this_boot, bo
     bool fresh = !f->sizerec_slot;
     if (fresh) {
         int s = slot_take(z);
+        if (s == -2) {
+            dk_log_once("cannot allocate a published-size record in %s/.daxkit (the medium is full): files "
+                        "published or extended meanwhile have none (a crash may leave a tail)", f->root->path);
+            dk_count(DK_C_fallbacks, 1);
+            return 0;
+        }
         if (s < 0) {
             dk_log_once("more than %u files extended at once under %s: the rest have no published-size record",
                         REC_SLOTS, f->root->path);
