@@ -75,10 +75,15 @@ on() { # on FS COMMAND...: COMMAND with the harness's 'dir' medium on /mnt/FS
     DK_MEDIA_DIR=/mnt/$fs "$@"
 }
 
+# The short list's differential seeds are fixed (make test must give one verdict per commit); the long list
+# takes them from the clock. Session 13 found two clock seeds of sync mode + stage that differ on FS-DAX only
+# (host XFS/ext4 and tmpfs agree with the kernel; with session 12's library too): XFS 694869994005 (creat and
+# truncate of one name through three descriptors, copy_file_range, mmap_read, pwritev past the end) and ext4
+# 697150161003 (fallocate 0..12648, pwritev at 8192, dup, pwrite at 12648, read): open, docs/guarantees.md.
 if [ "$list" = long ]; then
-    diff_seeds=30 crash_modes="sync posix" appends="stage extend" diff_full=1 publish_runs=100
+    diff_seeds=30 crash_modes="sync posix" appends="stage extend" diff_full=1 publish_runs=100 diff_start=-1
 else
-    diff_seeds=8 crash_modes="sync" appends="stage" diff_full= publish_runs=15
+    diff_seeds=8 crash_modes="sync" appends="stage" diff_full= publish_runs=15 diff_start=695073727000
 fi
 
 for fs in xfs ext4; do
@@ -110,7 +115,7 @@ for fs in xfs ext4; do
     run crash_publish_$fs on $fs bash "$T/crash/publish.sh" dir cli $publish_runs
     for append in $appends; do
         diff=(bash "$T/diff/run-diff.sh" --media dir --modes posix,sync --append $append --seeds $diff_seeds
-              --shrink-max 1 --shrink-seconds 60 --timeout 300 --out /tmp/diff-$fs-$append)
+              --shrink-max 1 --shrink-seconds 60 --timeout 300 --start $diff_start --out /tmp/diff-$fs-$append)
         run diff_${fs}_${append}_nostdio on $fs "${diff[@]}" --exclude stdio
         # Full op mix: known stdio differences; 3 failing seeds are enough to see whether they still show.
         [ -n "$diff_full" ] && run diff_${fs}_${append}_full on $fs "${diff[@]}" --fail-max 3
