@@ -836,7 +836,23 @@ static int apply_by_pwrite(struct up_file *f, int fd, const char *buf, size_t n,
  * appends, the page cache, a read-only mapping), by pwrite (above), or through up_io_write. An append
  * published through an O_APPEND descriptor past another process's growth went in further on: *moved is set
  * to that distance (up_io_write's offset past off), and left alone otherwise. */
-static ssize_t apply_part(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, uint64_t *moved) {
+/* An O_APPEND append (`append`) goes to up_io_write as an append: at the file's end as it is now, under
+ * f->mu -- never in place at `off`. The end it was logged at may have moved since: this process's
+ * pass-through write of the file (a kernel write through a descriptor number bound between the call's looks
+ * and dk_pt_begin's, one shared with a fork child, O_DIRECT) lands at the kernel's end and
+ * up_kernel_changed_fd takes that end as the published size, under f->mu but not f->strict_mu; an apply at
+ * `off` then lay below the published size and was stored in place, over the kernel's bytes -- an
+ * acknowledged write lost (shim_fd_lifetime_replace_strict_xfs; strict_append_end_moved): *moved says how
+ * far on it went instead. */
+static ssize_t apply_part(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append,
+                          uint64_t *moved) {
+    if (DK_UNLIKELY(append)) {
+        int cancel_was = dk_cancel_off(); /* as below */
+        ssize_t w = up_io_write(f, fd, buf, n, off, true, UP_IO_LOGGED);
+        dk_cancel_restore(cancel_was);
+        if (w >= 0 && up_io_last_offset > off) *moved = up_io_last_offset - off;
+        return w;
+    }
     if (up_persist_as(f) != DK_MEDIUM_PAGECACHE && __atomic_load_n(&f->map.writable, __ATOMIC_RELAXED) &&
         up_io_overwrite_mapped(f, buf, n, off)) {
         dk_count(DK_C_writes, 1);
@@ -874,19 +890,20 @@ static ssize_t apply_part(struct up_file *f, int fd, const char *buf, size_t n, 
  * appends published, without a fence, msync or fsync -- the record is durable, and the checkpoint makes
  * the applied bytes and sizes durable before the record goes. While crash testing, in two halves with a crash point
  * between, so that tests see recovery complete a write cut in the middle. */
-static ssize_t apply_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, uint64_t *moved) {
+static ssize_t apply_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append,
+                           uint64_t *moved) {
     *moved = 0;
 #ifdef DAXKIT_TEST_BUILD
     if (__atomic_load_n(&dk_crashpoint_active, __ATOMIC_RELAXED) && n > 1) {
         size_t h = n / 2;
-        ssize_t a = apply_part(f, fd, buf, h, off, moved);
+        ssize_t a = apply_part(f, fd, buf, h, off, append, moved);
         if (a != (ssize_t)h) return a;
         DK_CRASH_POINT("strict.write.half_applied");
-        ssize_t b = apply_part(f, fd, buf + h, n - h, off + h, moved);
+        ssize_t b = apply_part(f, fd, buf + h, n - h, off + h, append, moved);
         return b < 0 ? b : a + b;
     }
 #endif
-    return apply_part(f, fd, buf, n, off, moved);
+    return apply_part(f, fd, buf, n, off, append, moved);
 }
 
 /* ---- a signal handler's write (review 8, finding 18; review 10, finding 22) ----
@@ -1050,14 +1067,14 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
     }
     DK_CRASH_POINT("strict.write.logged");
     ssize_t w = (ssize_t)n;
-    uint64_t moved = 0; /* the append went in past another process's growth (apply_part) */
+    uint64_t moved = 0; /* the append went in past the logged end (apply_part) */
     if (lz) {
         dk_count(DK_C_strict_lazy, 1);
         dk_count(DK_C_writes, 1);
         dk_count(DK_C_write_bytes, n);
     } else {
         if (wr) inflight_wait(f, epoch, wr, seq, off, off + n);
-        w = apply_write(f, fd, buf, n, off, &moved);
+        w = apply_write(f, fd, buf, n, off, append, &moved);
         /* Applied: recovery in this boot never replays it (dk_oplog_mark_done) -- marked before the withdrawal,
          * so that no overlapping write logged after it is applied (and marked) while it is not. */
         if (w == (ssize_t)n) mark_applied(st, seq);
@@ -1068,8 +1085,9 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
             if (e) errno = -e, w = -1;
         }
     }
-    /* Where the write began (the caller moves the offset past it) -- past another process's growth if one
-     * appended between the re-read above and the publish (its record names off: docs/guarantees.md). */
+    /* Where the write began (the caller moves the offset past it) -- an append's, past another process's
+     * growth if one appended between the re-read above and the publish, or past this process's pass-through
+     * write (apply_part; its record names off: docs/guarantees.md). */
     if (w >= 0) up_io_last_offset = off + moved;
     DK_CRASH_POINT("strict.write.applied");
     ck_read_exit(st, ck);

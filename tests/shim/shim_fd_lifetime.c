@@ -134,6 +134,19 @@ static void *sizer(void *arg) {
     return NULL;
 }
 
+/* A record out of order: where the due one is (or that it is absent), and the records around the place. */
+static void log_explain(const char *buf, off_t size, off_t at, int w, long due) {
+    int seen = 0;
+    for (off_t o = 0; o < size; o += REC)
+        if (buf[o] == 'w' && buf[o + 1] - '0' == w && atol(buf + o + 4) == due) {
+            printf("writer %d's record %ld is at offset %ld (record %ld)\n", w, due, (long)o, (long)(o / REC));
+            seen++;
+        }
+    if (!seen) printf("writer %d's record %ld is nowhere in the log (%ld bytes)\n", w, due, (long)size);
+    for (off_t o = at >= 4 * REC ? at - 4 * REC : 0; o < size && o <= at + 4 * REC; o += REC)
+        printf("  record %ld (offset %ld): %.14s\n", (long)(o / REC), (long)o, buf + o);
+}
+
 /* The log through the kernel alone (raw system calls, every descriptor closed: published): whole records,
  * each writer's in order, each acknowledged one once; a write that failed is absent (one not acknowledged
  * yet may be there: at most the next). */
@@ -155,6 +168,7 @@ static void check_log(const char *path) {
         char want[REC];
         rec_make(want, w, seq);
         CHECK(!memcmp(buf + off, want, REC), "record at %ld (writer %d, seq %ld) is torn", (long)off, w, seq);
+        if (seq != next[w]) log_explain(buf, st.st_size, off, w, next[w]);
         CHECK(seq == next[w], "writer %d: record %ld where %ld was due (offset %ld): lost or duplicated", w, seq,
               next[w], (long)off);
         next[w]++;
