@@ -12,6 +12,7 @@
  *                     main thread replaces both descriptors ROUNDS times;
  *   flood [ROUNDS]    three appenders write an O_APPEND log without pause while the main thread closes and
  *                     reopens it ROUNDS times (review 12, finding 14: a hang-like slowness in strict mode);
+ *   fionread          another thread's ioctl(FIONREAD) on a descriptor, then close() of it: must return;
  *   end [RUNS]        RUNS children per event (exit, exec) and per operation (append, pwrite, pwrite+fsync,
  *                     pread): four threads loop on the operation, the child's main thread exits (or execs
  *                     /bin/true) after 2-20 ms; each child must exit 0 and, for appends, the log must hold
@@ -19,6 +20,8 @@
  * Usage: shim_fd_lifetime DIR MODE [N] (the run's DAXKIT_MODE is the library's). */
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
+#include <sys/ioctl.h>
 
 #include "shim_test.h"
 
@@ -284,6 +287,52 @@ static void flood(const char *dir, int rounds) {
     unlink(logp);
 }
 
+/* ---- a call record left behind (ioctl FIONREAD) ---- */
+
+static sem_t asked, closed_sem;
+static volatile int asked_fd = -1;
+
+/* Asks FIONREAD on the descriptor, then stays alive (a thread's exit gives its record back) until the main
+ * thread's close returned. */
+static void *fionread_asker(void *arg) {
+    (void)arg;
+    int n = -1;
+    if (ioctl(asked_fd, FIONREAD, &n) != 0 || n != 4096) failed("FIONREAD: %ld (errno %ld)", n, errno);
+    sem_post(&asked);
+    sem_wait(&closed_sem);
+    return NULL;
+}
+
+/* Another thread's ioctl(FIONREAD) on the descriptor, then close() here: ioctl named the descriptor in its
+ * thread's call record and never cleared it, so the close waited for that "call" for ever (a hang: the
+ * watchdog). Twice: the second round's asker thread has a record with a borrowed depth of calls behind it. */
+static void fionread(const char *dir) {
+    char p[PATH_MAX];
+    st_path(p, sizeof p, dir, "fionread");
+    for (int round = 0; round < 2; round++) {
+        int fd = OK(open(p, O_RDWR | O_CREAT | O_TRUNC, 0644));
+        char buf[4096];
+        memset(buf, 'f', sizeof buf);
+        CHECK(write(fd, buf, sizeof buf) == (ssize_t)sizeof buf, "write");
+        CHECK(lseek(fd, 0, SEEK_SET) == 0, "lseek");
+        asked_fd = fd;
+        sem_init(&asked, 0, 0);
+        sem_init(&closed_sem, 0, 0);
+        failures = 0;
+        pthread_t t;
+        CHECK(pthread_create(&t, NULL, fionread_asker, NULL) == 0, "pthread_create");
+        sem_wait(&asked);
+        alarm(20); /* the watchdog: a close that waits for a call that ended */
+        OK(close(fd));
+        alarm(0);
+        sem_post(&closed_sem);
+        pthread_join(t, NULL);
+        CHECK(failures == 0, "%s", fail_msg);
+    }
+    printf("fionread: another thread's FIONREAD, then close: returned (2 rounds)\n");
+    st_watchdog(600);
+}
+
 /* ---- exit and exec while threads write ---- */
 
 enum op { OP_APPEND, OP_PWRITE, OP_PWRITE_FSYNC, OP_PREAD, OP_COUNT };
@@ -392,6 +441,8 @@ int main(int argc, char **argv) {
     st_watchdog(600);
     if (!strcmp(mode, "replace")) {
         for (int v = V_CLOSE; v <= V_DUP3; v++) replace(dir, (enum variant)v, n ? n : 300);
+    } else if (!strcmp(mode, "fionread")) {
+        fionread(dir);
     } else if (!strcmp(mode, "flood")) {
         flood(dir, n ? n : 1000);
     } else if (!strcmp(mode, "end")) {
