@@ -79,7 +79,7 @@ on() { # on FS COMMAND...: COMMAND with the harness's 'dir' medium on /mnt/FS
 # takes them from the clock. Session 13 found two clock seeds of sync mode + stage that differ on FS-DAX only
 # (host XFS/ext4 and tmpfs agree with the kernel; with session 12's library too): XFS 694869994005 (creat and
 # truncate of one name through three descriptors, copy_file_range, mmap_read, pwritev past the end) and ext4
-# 697150161003 (fallocate 0..12648, pwritev at 8192, dup, pwrite at 12648, read): open, docs/guarantees.md.
+# 697150161003 (fallocate 0..12648, pwritev at 8192, dup, pwrite at 12648, read): open, docs/dax-guest.md.
 if [ "$list" = long ]; then
     diff_seeds=30 crash_modes="sync posix" appends="stage extend" diff_full=1 publish_runs=100 diff_start=-1
 else
