@@ -220,11 +220,12 @@ static void staged_read(struct up_file *f, uint64_t off, char *buf, size_t n) {
 
 /* ---- extend strategy ---- */
 
-/* Makes the kernel size at least `end`, in steps, mapped and populated. Under f->mu. */
 /* Another process grew the kernel file past what we set (a shared file written without locks on it, e.g.
  * a SQLite WAL guarded by locks in the -shm file): its size becomes ours -- what lies below it is that
- * process's data -- so that neither our extension nor our publish shrinks the file under it. */
-static int adopt_kernel_growth(struct up_file *f, int fd) {
+ * process's data -- so that neither our extension nor our publish shrinks the file under it. The extend
+ * strategy's own rule (it reads the size itself, grows the mapping, clears the size record); publish.c's
+ * adopt_kernel_growth is the one for a size another call has read. */
+static int extend_adopt_growth(struct up_file *f, int fd) {
     struct stat st;
     if (DK_REAL(fstat)(fd, &st) != 0 || (uint64_t)st.st_size <= f->ksize) return 0;
     uint64_t ks = (uint64_t)st.st_size;
@@ -253,11 +254,12 @@ static uint64_t step_bytes(const struct up_file *f) {
     return DK_MIN(dk_cfg.extend_step_bytes, DK_MAX((uint64_t)DK_HUGE_BYTES, f->ksize));
 }
 
+/* Makes the kernel size at least `end`, in steps, mapped and populated. Under f->mu. */
 static int extend_to(struct up_file *f, int fd, uint64_t end) {
     bool ahead = prefaults_steps(f);
     uint64_t need = ahead ? end + step_bytes(f) / 2 : end;
     if (need <= f->ksize) return 0;
-    int rc = adopt_kernel_growth(f, fd);
+    int rc = extend_adopt_growth(f, fd);
     if (rc || need <= f->ksize) return rc;
     uint64_t from = f->ksize;
     up_holes_clamp(f, from); /* past the kernel size only the holes we make now */
