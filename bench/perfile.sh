@@ -6,11 +6,16 @@
 # through the kernel, with the library loaded and nothing managed ("preload"), and under `daxkit run --dir`
 # ("daxkit"), variants interleaved per repetition. The figure is CPU time (user + system, children
 # included: perf stat -e task-clock), which another engineer's build on the other core disturbs far less
-# than wall time; the summary gives medians and the ratio to the kernel's median (> 1: daxkit used more CPU).
+# than wall time; the summary gives medians, the ratio to the kernel's median (> 1: daxkit used more CPU) and
+# each median's range (largest minus smallest repetition, in % of the median).
 # With INSN=1 each variant runs once under callgrind instead (instruction counts of every process, summed:
 # noise-free, but user space only -- the kernel's work in system calls is not counted).
+# Each repetition runs every workload ROUNDS times per variant (each round in a fresh directory) and records
+# the mean CPU and wall time of one round: a figure with the meaning it had before ROUNDS (one run of the
+# workload, the sessions 11-13 figures), over 4x the work -- tar cf + xf of /usr/include/linux takes ~26 ms
+# of CPU, where the scheduler's noise was ~10% of a single run (session 14).
 # Usage: bench/perfile.sh BUILD_DIR [MEDIUM] [OUT_CSV]   (MEDIUM: tmpfs (default) | hugetmpfs | xfs | ext4)
-# Environment: REPS (5), WORKLOADS ("rsync git sqlite"; also tar sqlitewal fillsync redis), VARIANTS ("kernel
+# Environment: REPS (5), ROUNDS (4; 1 = the sessions 11-13 measurement), WORKLOADS ("rsync git sqlite"; also tar sqlitewal fillsync redis), VARIANTS ("kernel
 #              preload daxkit"), SQL_N (1000), SYNC_N (5000 synced puts), REDIS_N (20000 SETs),
 #              SRC_TREE (/usr/include/linux), INSN (0); variant "base" runs daxkit with BASE_LIB (another
 #              build's libdaxkit.so: before/after in one interleaved run); "daxkit-auto" runs daxkit with
@@ -29,6 +34,7 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 export DAXKIT_BUILD=$BUILD DAXKIT_SRC=$SRC
 . "$SRC/tests/harness/media.sh"
 REPS=${REPS:-5}
+ROUNDS=${ROUNDS:-4}
 WORKLOADS=${WORKLOADS:-"rsync git sqlite"}
 VARIANTS=${VARIANTS:-"kernel preload daxkit"}
 SQL_N=${SQL_N:-1000}
@@ -38,9 +44,11 @@ TREE=${SRC_TREE:-/usr/include/linux}
 INSN=${INSN:-0}
 LIB=$(dk_lib) || exit 1
 dk_need_cmd rsync git sqlite3 perf
-[ "$INSN" = 1 ] && { dk_need_cmd valgrind; REPS=1; }
+[ "$INSN" = 1 ] && { dk_need_cmd valgrind; REPS=1; ROUNDS=1; }
+case $ROUNDS in '' | *[!0-9]* | 0) echo "perfile: ROUNDS must be a positive integer" >&2; exit 2 ;; esac
 [ -d "$TREE" ] || dk_skip "$TREE missing"
 
+echo "start load: $(uptime | sed 's/.*load average: //')" >&2
 dk_media_mount "$MEDIUM" 2G > /dev/null
 ROOT=$DK_MNT
 ROWS=$(mktemp)
@@ -148,31 +156,33 @@ work_redis() {
     redis-benchmark -h 127.0.0.1 -p "$port" -t set -n "$REDIS_N" -c 4 -r 100000 -d 64 -q > /dev/null 2>&1
     redis-cli -h 127.0.0.1 -p "$port" shutdown nosave > /dev/null 2>&1 || true
     wait "$pid" || true
-    CPU_S=$(awk -F, '$3 == "task-clock" { printf "%.4f", $1 / 1000 }' "$t")
-    WALL_S=$(awk -v t0="$t0" -v t1="$(date +%s%N)" 'BEGIN { printf "%.4f", (t1 - t0) / 1e9 }')
+    CPU_S=$(awk -F, -v a="$CPU_S" '$3 == "task-clock" { printf "%.4f", a + $1 / 1000 }' "$t")
+    WALL_S=$(awk -v a="$WALL_S" -v t0="$t0" -v t1="$(date +%s%N)" 'BEGIN { printf "%.4f", a + (t1 - t0) / 1e9 }')
     rm -f "$t"
 }
 
 for REP in $(seq 1 "$REPS"); do
     for w in $WORKLOADS; do
         for VARIANT in $VARIANTS; do
-            DIR=$ROOT/$VARIANT.$REP
-            rm -rf "$DIR"
-            mkdir -p "$DIR"
             CPU_S=0 WALL_S=0 INSNS=0
-            "work_$w"
+            for ROUND in $(seq 1 "$ROUNDS"); do
+                DIR=$ROOT/$VARIANT.$REP.$ROUND
+                rm -rf "$DIR"
+                mkdir -p "$DIR"
+                "work_$w"
+                rm -rf "$DIR"
+            done
             if [ "$INSN" = 1 ]; then
                 echo "$MEDIUM,$w,$VARIANT,insn,$INSNS,$REP" >> "$ROWS"
-            else
-                echo "$MEDIUM,$w,$VARIANT,cpu_s,$CPU_S,$REP" >> "$ROWS"
-                echo "$MEDIUM,$w,$VARIANT,wall_s,$WALL_S,$REP" >> "$ROWS"
+            else # the mean of one round
+                echo "$MEDIUM,$w,$VARIANT,cpu_s,$(awk -v a="$CPU_S" -v n="$ROUNDS" 'BEGIN { printf "%.5f", a / n }'),$REP" >> "$ROWS"
+                echo "$MEDIUM,$w,$VARIANT,wall_s,$(awk -v a="$WALL_S" -v n="$ROUNDS" 'BEGIN { printf "%.5f", a / n }'),$REP" >> "$ROWS"
             fi
-            rm -rf "$DIR"
         done
     done
 done
 cat "$ROWS" >> "$OUT"
-echo "load: $(uptime | sed 's/.*load average: //')  medium $MEDIUM  reps $REPS  commit $(git -C "$SRC" rev-parse --short HEAD)"
+echo "load: $(uptime | sed 's/.*load average: //')  medium $MEDIUM  reps $REPS  rounds $ROUNDS  commit $(git -C "$SRC" rev-parse --short HEAD)"
 # Medians per (workload, variant, metric), and each one's ratio to the kernel's.
 sort -t, -k2,2 -k4,4 -k3,3 "$ROWS" | awk -F, '
     { k = $2 "," $3 "," $4; v[k] = v[k] " " $5; keys[k] = 1 }
@@ -181,13 +191,14 @@ sort -t, -k2,2 -k4,4 -k3,3 "$ROWS" | awk -F, '
             n = split(substr(v[k], 2), a, " ")
             for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
             med[k] = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+            rng[k] = med[k] > 0 ? sprintf("%.1f%%", (a[n] - a[1]) / med[k] * 100) : "-"
             all[k] = v[k]
         }
-        printf "%-8s %-8s %-7s %14s %7s   %s\n", "workload", "variant", "metric", "median", "/kernel", "runs"
+        printf "%-8s %-8s %-7s %14s %7s %7s   %s\n", "workload", "variant", "metric", "median", "/kernel", "range", "runs"
         for (k in keys) {
             split(k, p, ",")
             kk = p[1] ",kernel," p[3]
-            r = (kk in med) && med[kk] > 0 ? sprintf("%.2fx", med[k] / med[kk]) : "-"
-            printf "%-8s %-8s %-7s %14s %7s  %s\n", p[1], p[2], p[3], med[k], r, all[k]
+            r = (kk in med) && med[kk] > 0 ? sprintf("%.3fx", med[k] / med[kk]) : "-"
+            printf "%-8s %-8s %-7s %14s %7s %7s  %s\n", p[1], p[2], p[3], med[k], r, rng[k], all[k]
         }
     }' | { read -r h; echo "$h"; sort; }

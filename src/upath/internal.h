@@ -413,7 +413,7 @@ struct up_file {
  * number has another. 0: unknown (no handles on that file system). Keeps errno. */
 uint32_t up_fd_ident(int fd);
 /* The same for f (open as fd), computed at its first use and cached: a load and a branch per call after
- * that (strict mode calls it per write). */
+ * that (strict mode calls it per write). 0 without a system call on tmpfs (no number reuse: ident.c). */
 uint32_t up_file_ident_slow(struct up_file *f, int fd);
 static inline uint32_t up_file_ident(struct up_file *f, int fd) {
     uint64_t v = __atomic_load_n(&f->ident, __ATOMIC_RELAXED);
