@@ -206,11 +206,12 @@ void up_fd_mark_internal(int fd, bool internal) {
     e->internal = internal;
 }
 
-bool up_fd_set_pending(int fd, int oflags, uint32_t below, uint64_t epoch) {
+bool up_fd_set_pending(int fd, int oflags, uint32_t below, uint32_t walked, uint64_t epoch) {
     struct up_fd *e = entry_alloc(fd);
     if (!e || e->slot || e->internal) return false;
     e->pend_oflags = oflags;
     e->pend_below = below;
+    e->pend_walked = walked;
     e->pend_ios = 0;
     e->pend_off = 0;
     e->pend_epoch = epoch;

@@ -535,6 +535,7 @@ struct up_fd {
     uint32_t pend_busy;               /* calls passing through right now (atomic) */
     int pend_oflags;                  /* the open's flags */
     uint32_t pend_below;              /* roots the open's name showed it below (up_roots_by_name) */
+    uint32_t pend_walked;             /* of those, the root whose recovery scope the open walked by name */
     uint32_t pend_ios;                /* reads passed through */
     uint64_t pend_off;                /* the kernel's offset (reads and lseeks passed through move it) */
     uint64_t pend_epoch;              /* up_adopt_epoch under which it may pass reads through; 0: never */
@@ -623,7 +624,7 @@ static inline bool up_fd_is_internal(int fd) {
 }
 /* Lazy adoption (pending.c). A pending descriptor has no slot: every call that is not pending-aware
  * passes it to the kernel, which is right while no other state of ours refers to its file. */
-bool up_fd_set_pending(int fd, int oflags, uint32_t below, uint64_t epoch); /* false: adopt now */
+bool up_fd_set_pending(int fd, int oflags, uint32_t below, uint32_t walked, uint64_t epoch); /* false: adopt now */
 void up_fd_clear_pending(int fd, struct up_fd *e);
 /* Moved at every adoption (file.c): a pending descriptor that passes reads through may be of the file
  * adopted, and must be adopted before its next read. */
@@ -632,7 +633,8 @@ extern uint32_t up_active_files; /* files on the active list (file.c), atomic */
 extern bool up_locks_ever;       /* reclock.c saw a POSIX lock taken on a managed file (pending.c) */
 /* Adopts fd with stat st (NULL: fstat here); root from the name mask, else a readlink. Keeps the
  * offset given. 0 (or unmanaged). */
-int up_adopt_stat(int fd, int oflags, const struct stat *st, uint32_t below, uint64_t offset, bool kernel);
+int up_adopt_stat(int fd, int oflags, const struct stat *st, uint32_t below, uint32_t walked, uint64_t offset,
+                  bool kernel);
 struct up_root *up_root_for_fd_mask(int fd, const struct stat *st, uint32_t below);
 uint32_t up_roots_by_name(int dirfd, const char *path);
 /* Iterates over managed descriptors (caller holds up_table_mu). */

@@ -35,6 +35,7 @@
 #include "common/config.h"
 #include "common/stats.h"
 #include "shim/libc.h"
+#include "upath/recover_scope.h"
 #include "upath/upath.h"
 
 bool up_locks_ever;
@@ -48,7 +49,15 @@ bool up_pending_open(int fd, int oflags, int dirfd, const char *path, uint64_t e
     bool pass = epoch && (excl || idle);
     /* O_TRUNC cut the file: an active entry of it must forget its contents now (up_adopt) */
     if ((oflags & O_TRUNC) && !excl && !idle) return false;
-    return up_fd_set_pending(fd, oflags, up_roots_by_name(dirfd, path), pass ? epoch : 0);
+    uint32_t below = up_roots_by_name(dirfd, path);
+    /* The recovery scope of the root the adoption will take (the first its name shows, when the file is on
+     * that root's device: up_root_for_fd_mask) is walked now, by the name at hand, as an adoption at the open
+     * walks it: at the adoption the name is gone, and its walk read the descriptor's path from /proc (tar xf
+     * with DAXKIT_ADOPT_AFTER_IOS=4: 768 readlinks, one per file written; rsync 772). A file on another
+     * root's device is walked at its adoption as before. */
+    uint32_t walked = below & -below;
+    if (walked) up_recover_below(up_root_at(__builtin_ctz(walked)), fd, dirfd, path);
+    return up_fd_set_pending(fd, oflags, below, walked, pass ? epoch : 0);
 }
 
 static bool may_pass(const struct up_fd *e) {
@@ -163,7 +172,7 @@ void up_pending_adopt(int fd, const struct stat *given) {
         if (S_ISREG(sp->st_mode) && up_dev_is_managed(sp->st_dev)) {
             uint64_t off = busy ? 0 : __atomic_load_n(&e->pend_off, __ATOMIC_RELAXED);
             /* the kernel applied O_TRUNC at the open; appends staged since by another descriptor stay */
-            up_adopt_stat(fd, e->pend_oflags & ~O_TRUNC, sp, e->pend_below, off, busy);
+            up_adopt_stat(fd, e->pend_oflags & ~O_TRUNC, sp, e->pend_below, e->pend_walked, off, busy);
             if (fd <= 2) up_std_fd_to_kernel(fd, false);
             dk_count(DK_C_lazy_adoptions, 1);
         }

@@ -302,7 +302,7 @@ int up_publish_locked_moved(struct up_file *f, int fd, uint64_t *moved) {
         /* A stage file's record lives for its relink only: its slot goes back now, so that the next file's
          * publish takes the same slot -- kept until the entry was freed, each file created by tar xf or
          * rsync held one, whose page was allocated (fallocate) and faulted in anew (session 14). */
-        if (f->strategy == UP_STAGE) up_sizerec_release(f);
+        if (f->strategy == UP_STAGE && f->sizerec_slot) up_sizerec_release(f);
         dk_count(DK_C_publishes, 1);
         f->appends_unpublished = 0;
         f->staged_o_append = false;

@@ -280,11 +280,12 @@ int up_adopt(int fd, int oflags, int dirfd, const char *path) {
     return up_adopt_epoch_open(fd, oflags, dirfd, path, 0);
 }
 
-int up_adopt_stat(int fd, int oflags, const struct stat *st, uint32_t below, uint64_t offset, bool kernel) {
+int up_adopt_stat(int fd, int oflags, const struct stat *st, uint32_t below, uint32_t walked, uint64_t offset,
+                  bool kernel) {
     struct up_root *r = up_root_for_fd_mask(fd, st, below);
     if (r && !file_cached(st)) {
         DK_ERRNO_SAVE;
-        up_recover_below(r, fd, AT_FDCWD, NULL);
+        if (!(walked & (1u << (r - up_root_at(0))))) up_recover_below(r, fd, AT_FDCWD, NULL); /* else at the open */
         bool foreign = up_foreign_covers(fd, st); /* another user's records wait (foreign.c) */
         DK_ERRNO_RESTORE;
         if (DK_UNLIKELY(foreign)) return 0;
