@@ -12,6 +12,7 @@
 #                they need that base lacks). Rebuilt every time (small, about a second).
 #   initrd       base.cpio followed by daxkit.cpio (the kernel unpacks concatenated archives in order).
 #   vmlinuz      the guest kernel (DK_DAX_KERNEL, else the newest /boot/vmlinuz-6.1.*-amd64).
+# DK_DAX_RUN_DIR (run-guest.sh --run DIR): that directory goes into daxkit.cpio as /dk/run.
 # Prints "build-guest: ..." lines with what it did and how long it took. Exit 0 done, 77 a needed file is
 # missing (reason printed: run scripts/deps.sh dax), 1 error.
 set -euo pipefail
@@ -162,6 +163,11 @@ for lib in $(libs_of "$build/lib/libdaxkit.so" "${dk_bins[@]/#/$build/}" "$true_
     mkdir -p "$droot$(dirname "$lib")"
     cp -L "$lib" "$droot$lib"
 done
+# run-guest.sh --run DIR: the caller's commands (DIR/run.sh and its files) as /dk/run.
+if [ -n "${DK_DAX_RUN_DIR:-}" ]; then
+    mkdir -p "$droot/dk/run"
+    cp -r "$DK_DAX_RUN_DIR"/. "$droot/dk/run/"
+fi
 cp "$here/guest-init.sh" "$droot/init"
 chmod 755 "$droot/init"
 (cd "$droot" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$out/daxkit.cpio"

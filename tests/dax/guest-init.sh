@@ -2,8 +2,9 @@
 # Description: /init of the FS-DAX guest (built by build-guest.sh, booted by run-guest.sh).
 # Loads the NVDIMM, DAX and file-system modules, turns the two emulated NVDIMMs into fsdax namespaces
 # (/dev/pmem0, /dev/pmem1), makes XFS with reflink on the first and ext4 on the second, mounts both with
-# -o dax=always, runs guest-tests.sh with the list named on the kernel command line (dk.list=short|long)
-# and powers off. Protocol on the console, read by run-guest.sh:
+# -o dax=always, runs guest-tests.sh with the list named on the kernel command line (dk.list=short|long;
+# dk.list=run: /dk/run/run.sh, from run-guest.sh --run) and powers off. Protocol on the console, read by
+# run-guest.sh:
 #   DK-GUEST <what>              progress (booted, namespaces, mounts, uptime)
 #   DK-RESULT <test> PASS|FAIL|SKIP <seconds>s <detail>
 #   DK-GUEST-DONE                the list ran to the end (missing: the guest hung or died)
@@ -64,7 +65,17 @@ mount -t ext4 -o dax=always /dev/pmem1 /mnt/ext4 2>/tmp/mount.err || die "mount 
 chmod 1777 /mnt/xfs /mnt/ext4
 say "mounted at $(uptime_s) s: $(grep -E ' /mnt/(xfs|ext4) ' /proc/mounts | tr '\n' ';')"
 
-DAXKIT_BUILD=/dk/build DAXKIT_SRC=/dk/src bash /dk/src/tests/dax/guest-tests.sh "$list"
+if [ "$list" = run ]; then # run-guest.sh --run DIR: the caller's /dk/run/run.sh instead of a list
+    echo "DK-GUEST start run"
+    t0=$(cut -d. -f1 /proc/uptime)
+    (cd /tmp && DAXKIT_BUILD=/dk/build DAXKIT_SRC=/dk/src bash /dk/run/run.sh 2>&1; echo $? >/tmp/run.rc) |
+        sed 's/^/  run: /'
+    rc=$(cat /tmp/run.rc)
+    case $rc in 0) v=PASS ;; 77) v=SKIP ;; *) v=FAIL ;; esac
+    echo "DK-RESULT run $v $(($(cut -d. -f1 /proc/uptime) - t0))s exit $rc"
+else
+    DAXKIT_BUILD=/dk/build DAXKIT_SRC=/dk/src bash /dk/src/tests/dax/guest-tests.sh "$list"
+fi
 say "tests ended at $(uptime_s) s uptime"
 umount /mnt/xfs /mnt/ext4 2>/dev/null
 echo "DK-GUEST-DONE"

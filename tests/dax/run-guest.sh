@@ -3,9 +3,14 @@
 # tests inside it (tests/dax/guest-tests.sh on XFS-reflink and ext4, both mounted -o dax=always).
 #
 #   run-guest.sh BUILD [--short|--long] [--only GLOB] [--timeout SECONDS]
+#   run-guest.sh BUILD --run DIR [--timeout SECONDS]
 #
 # --only GLOB runs only the tests of the list whose name matches (e.g. 'crash_*ext4*'), for a quick look at
 # one test under TCG.
+# --run DIR runs your own commands instead of a list: DIR (a script DIR/run.sh and whatever it needs, e.g.
+# differential op lists) is put into the image as /dk/run, and the guest runs `bash /dk/run/run.sh` once its
+# DAX mounts are ready (/mnt/xfs, /mnt/ext4; DAXKIT_BUILD=/dk/build, DAXKIT_SRC=/dk/src), reported as the
+# one test 'run' (PASS on exit 0, SKIP on 77, FAIL otherwise).
 # Builds or reuses the image (build-guest.sh; cached under BUILD/dax-guest), boots it with a time limit,
 # echoes the console, and reads one "DK-RESULT name PASS|FAIL|XFAIL|SKIP ..." line per test. Exit 0 when
 # every test passed, skipped, or failed on a known library defect (XFAIL: listed in guest-tests.sh) and the
@@ -24,16 +29,22 @@ shift
 list=long
 timeout_s=
 only=
+run_dir=
 while [ $# -gt 0 ]; do
     case $1 in
     --short) list=short; shift ;;
     --long) list=long; shift ;;
     --timeout) timeout_s=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
+    --run) run_dir=$2; list=run; shift 2 ;;
     *) echo "run-guest.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
-[ -n "$timeout_s" ] || { [ $list = short ] && timeout_s=540 || timeout_s=3600; }
+[ -n "$timeout_s" ] || { [ $list = long ] && timeout_s=3600 || timeout_s=540; }
+if [ -n "$run_dir" ]; then
+    [ -f "$run_dir/run.sh" ] || { echo "run-guest.sh: --run $run_dir: no run.sh in it" >&2; exit 2; }
+    run_dir=$(cd "$run_dir" && pwd)
+fi
 
 skip() { echo "SKIP: $*" >&2; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -49,7 +60,7 @@ build=$(cd "$build" && pwd)
 command -v timeout >/dev/null || skip "timeout (coreutils) not found"
 
 t_all=$(now)
-bash "$here/build-guest.sh" "$build"
+DK_DAX_RUN_DIR=$run_dir bash "$here/build-guest.sh" "$build"
 rc=$?
 [ $rc = 77 ] && exit 77
 [ $rc = 0 ] || fail "building the guest image failed (build-guest.sh exit $rc)"
