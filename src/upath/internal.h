@@ -86,6 +86,7 @@ struct up_map {
     struct up_extent *ext;
     uint32_t ext_count, ext_cap;
     bool writable;
+    bool dax; /* a DAX mapping (no page cache): see up_map_kernel_wrote */
 };
 
 /* Address of file offset `off`, or NULL when not mapped. Lock-free. */
@@ -115,6 +116,11 @@ void up_map_populate(struct up_file *f, uint64_t off, uint64_t len);
  * the file has one (an unmapped file is mapped on first read or overwrite). 0 or -errno. */
 int up_map_keep(struct up_file *f, int fd, uint64_t bytes);
 void up_map_drop(struct up_map *m);
+/* After this process had the kernel write [off, end) of a file it maps through DAX (a relink by copy, a write
+ * handed to the kernel): drops the mapping's pages there that were part of the file before (below
+ * `old_size`), so that the next access faults them in as they are now -- Linux 6.1's ext4 on fsdax leaves
+ * the shared zero page mapped over a block a write(2) filled (map.c). Lock-free; no-op without DAX. */
+void up_map_kernel_wrote(struct up_file *f, uint64_t off, uint64_t end, uint64_t old_size);
 
 /* ---- staging pool (stage.c) ---- */
 

@@ -623,6 +623,7 @@ static ssize_t write_by_kernel(struct up_file *f, int fd, const char *buf, size_
         w = pwrite_as_program(fd, buf, n, off); /* on an O_APPEND fd this appends: off is the end */
         if (w > 0) {
             uint64_t end = off + (uint64_t)w;
+            up_map_kernel_wrote(f, off, end, f->ksize); /* DAX's stale zero pages (map.c) */
             up_guard_write_lock(f);
             if (end > up_file_size(f)) {
                 f->ksize = end;
@@ -690,6 +691,7 @@ static ssize_t write_nested(struct up_file *f, int fd, const char *buf, size_t n
     }
     int cancel_was = dk_cancel_off();
     int rc = dk_pwrite_all(fd, buf, n, off, 0, NULL);
+    up_map_kernel_wrote(f, off, off + n, off + n); /* DAX's stale zero pages (map.c); published bytes only */
     if (!rc && sync && DK_REAL(fdatasync)(fd) != 0) rc = -errno;
     dk_cancel_restore(cancel_was);
     if (rc) {

@@ -56,6 +56,7 @@ static int map_one(struct up_file *f, int fd, uint64_t off, uint64_t len) {
         m->ext = e, m->ext_cap = cap;
     }
     m->ext[m->ext_count++] = (struct up_extent){p, off, len};
+    if (dax) __atomic_store_n(&m->dax, true, __ATOMIC_RELAXED);
     if (!m->dir) {
         char ***dir = calloc(UP_MAP_LEAVES, sizeof *dir);
         if (!dir) return -ENOMEM; /* mapped but unindexed: reads fall back to the kernel */
@@ -124,6 +125,38 @@ void up_map_populate(struct up_file *f, uint64_t off, uint64_t len) {
          * notification there), so later stores take no fault; on DAX and page-cache file systems the
          * first store to a page takes the kernel's fault, which updates mtime as a write should. */
         dk_libc()->madvise(e->addr + (a - e->off), b - a, MADV_POPULATE_READ);
+    }
+    DK_ERRNO_RESTORE;
+}
+
+/* The stale zero page of Linux 6.1's ext4 on fsdax (found by the FS-DAX guest's differential tester, ext4
+ * seed 697150161003; the kernel alone: tests/dax/zero_page_stale.c). A read fault on a block of an
+ * unwritten extent (fallocate; the library's own hole backing) or of a hole maps the shared zero page.
+ * When a write -- a store's fault or a write(2) -- converts part of a short unwritten extent, ext4 zeroes
+ * the rest of it on the device and marks it written as well (its "zeroout"), but leaves those blocks'
+ * zero-page mappings in place; a later write(2) into one of them finds a written block, so the kernel
+ * unmaps nothing (fs/dax.c invalidates only over newly allocated blocks), and every mapping keeps showing
+ * zeros where the file now holds the written bytes -- read(2) sees them. daxkit serves reads from its
+ * mapping, so its publish by copy of an append into the block of the old end showed zeros (the kernel path
+ * showed the bytes). A store through the mapping is not affected: its fault replaces the zero page. So
+ * after each write of its own that it has the kernel make, the library drops its pages of that range
+ * (MADV_DONTNEED: a DAX mapping has no page cache to lose; the next access faults the block in as it is).
+ * Only pages of the file before the write can be mapped: an append from a page boundary costs nothing, an
+ * append into the page of the old end one madvise. Writes of other processes are not covered: their
+ * write(2) is stale in this process's mapping as in any program's (docs/dax-guest.md). */
+void up_map_kernel_wrote(struct up_file *f, uint64_t off, uint64_t end, uint64_t old_size) {
+    struct up_map *m = &f->map;
+    if (!__atomic_load_n(&m->dax, __ATOMIC_RELAXED)) return;
+    end = dk_round_up(DK_MIN(end, old_size), DK_PAGE_BYTES); /* (end may be UINT64_MAX: the whole file) */
+    end = DK_MIN(end, __atomic_load_n(&m->mapped_bytes, __ATOMIC_ACQUIRE));
+    off = dk_round_down(off, DK_PAGE_BYTES);
+    if (off >= end) return;
+    DK_ERRNO_SAVE;
+    while (off < end) { /* one 2 MiB chunk at a time: chunks of different extents are not adjacent */
+        uint64_t stop = DK_MIN(end, dk_round_down(off, DK_HUGE_BYTES) + DK_HUGE_BYTES);
+        char *p = up_map_addr(m, off); /* lock-free: a signal handler's nested write calls this too */
+        if (p && dk_libc()->madvise(p, stop - off, MADV_DONTNEED) == 0) dk_count(DK_C_dax_refaults, 1);
+        off = stop;
     }
     DK_ERRNO_RESTORE;
 }

@@ -121,8 +121,8 @@ static int clone_range(int wfd, const struct up_staged *s, uint64_t off, uint64_
 /* Moves [a, b) of slot s into the file: whole blocks by clone when worth it, the rest by copy.
  * Sets *cloned when any block was shared, and *landed to the end of what is in the file (b on success; on a
  * failure part way, the end of the bytes that got there -- in order from a: [a, *landed)). */
-static int relink_slot(struct up_file *f, int wfd, struct up_staged *s, uint64_t a, uint64_t b, bool may_clone,
-                       bool *cloned, uint64_t *landed) {
+static int relink_slot_moves(struct up_file *f, int wfd, struct up_staged *s, uint64_t a, uint64_t b, bool may_clone,
+                             bool *cloned, uint64_t *landed) {
     const char *src = s->addr + (a - s->base);
     uint64_t blk = DK_PAGE_BYTES;
     uint64_t head_end = dk_round_up(a, blk), tail = dk_round_down(b, blk);
@@ -154,6 +154,16 @@ static int relink_slot(struct up_file *f, int wfd, struct up_staged *s, uint64_t
         dk_count(DK_C_relink_copies, 1);
         dk_count(DK_C_relink_copy_bytes, b - a);
     }
+    return rc;
+}
+
+/* relink_slot_moves, then the mapping's pages the kernel wrote are faulted in afresh where DAX may have left
+ * the zero page over them (map.c: up_map_kernel_wrote; f->ksize is the kernel size before this slot). */
+static int relink_slot(struct up_file *f, int wfd, struct up_staged *s, uint64_t a, uint64_t b, bool may_clone,
+                       bool *cloned, uint64_t *landed) {
+    uint64_t old_size = f->ksize;
+    int rc = relink_slot_moves(f, wfd, s, a, b, may_clone, cloned, landed);
+    up_map_kernel_wrote(f, a, *landed, old_size);
     return rc;
 }
 

@@ -861,6 +861,7 @@ static ssize_t apply_part(struct up_file *f, int fd, const char *buf, size_t n, 
     }
     if (DK_UNLIKELY(up_io_mu_held(f))) { /* a signal handler whose thread holds f->mu: published bytes only */
         int rc = dk_pwrite_all(fd, buf, n, off, 0, NULL); /* the kernel's page cache, which the mapping shows */
+        up_map_kernel_wrote(f, off, off + n, off + n);   /* ... and on DAX, once its stale zero pages go (map.c) */
         if (rc) {
             errno = -rc;
             return -1;

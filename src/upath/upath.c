@@ -851,6 +851,9 @@ void up_kernel_changed_fd(int fd) {
     struct up_file *f = s->file;
     struct stat st;
     up_file_lock(f);
+    /* What the kernel wrote is not known here: every page of the file's DAX mapping is faulted in afresh
+     * (map.c: up_map_kernel_wrote; pass-through calls only, never the served path). */
+    up_map_kernel_wrote(f, 0, UINT64_MAX, f->ksize);
     if (!up_file_pinned(f) && DK_REAL(fstat)(fd, &st) == 0) {
         uint64_t ns = (uint64_t)st.st_size;
         /* Past what daxkit maps: the size is taken unmapped, and the next call that needs the mapping hands

@@ -137,7 +137,7 @@ cp -L "$kernel" "$out/vmlinuz.tmp" && mv "$out/vmlinuz.tmp" "$out/vmlinuz"
 
 # The daxkit part: what BUILD holds now.
 dk_bins=(bin/daxkit tests/dk_difftest tests/shim_crash tests/shim_check tests/dax_counters tests/clone_zero
-         tests/publish_crash)
+         tests/zero_page_stale tests/hole_write_zero tests/publish_crash)
 droot=$out/daxkit-root
 rm -rf "$droot"
 mkdir -p "$droot/dk/build/lib" "$droot/dk/build/bin" "$droot/dk/build/tests" "$droot/dk/src/tests"
@@ -150,6 +150,9 @@ for d in harness diff shim dax crash; do
     mkdir -p "$droot/dk/src/tests/$d"
     find "$src/tests/$d" -maxdepth 1 -type f \( -name '*.sh' -o -name '*.py' \) -exec cp {} "$droot/dk/src/tests/$d/" \;
 done
+# The differential tester's shrunk op lists (fixed regression cases: tests/diff/replay-cases.sh).
+mkdir -p "$droot/dk/src/tests/diff/cases"
+cp "$src"/tests/diff/cases/*.ops "$droot/dk/src/tests/diff/cases/"
 # A dynamically linked /bin/true over busybox's static applet: the tests recover "the way a user gets it",
 # by starting a daxkit program (env LD_PRELOAD=... /bin/true), and a static binary ignores LD_PRELOAD --
 # under busybox's true the startup recovery never ran (crash_*_extend failed in the guest only).
