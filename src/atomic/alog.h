@@ -141,6 +141,7 @@ struct alog_file {
     uint64_t size_phys_at_open;
     char *logmap;
     uint64_t log_len;
+    bool test_memory;         /* alog_test_open_memory: the log is caller memory of log_len bytes (growth within it) */
     struct alog_phdr *hdr;
     struct alog_pent *pents;
     char *area;
@@ -278,7 +279,8 @@ void alog_size_stage_commit(struct alog_file *f);
 #ifdef DAXKIT_TEST_BUILD
 /* Test builds (the crash-state explorer): an engine over caller memory -- `data` as the file, `log` as its
  * log (formatted first when `format`) -- persisting as on dax, without files, probe, recovery or thread.
- * alog_test_log_bytes: the log bytes that o->log_bytes of log data need. */
+ * alog_test_log_bytes: the log bytes that o->log_bytes of log data need; log_len beyond them is room for the
+ * journal to grow into (alog_jrnl_grow). */
 uint64_t alog_test_log_bytes(uint64_t data_bytes);
 int alog_test_open_memory(char *data, uint64_t data_len, char *log, uint64_t log_len, bool format,
                           const struct daxkit_atomic_options *o, struct alog_file **out);
@@ -414,6 +416,7 @@ enum alog_broken {
     ALOG_BROKEN_WINDOW_PAD_NOT_WRITTEN_BACK, /* a window pad's header left in the cache at the commit */
     ALOG_BROKEN_BPACE_INVALIDATE_EARLY, /* per-block pacing invalidates an applied entry before the fence */
     ALOG_BROKEN_RECOVER_INVALIDATE_FIRST, /* recovery empties the log before the recovered bytes are durable */
+    ALOG_BROKEN_JGROW_HEADER_NOT_DURABLE, /* journal growth stores the larger area size without write-back */
 };
 extern int alog_test_broken;
 /* Test hook: a pad record from the tail to the end of the area, so the next records reuse the area's start. */

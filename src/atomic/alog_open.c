@@ -560,6 +560,7 @@ int alog_test_open_memory(char *data, uint64_t data_len, char *log, uint64_t log
     struct alog_file *f = calloc(1, sizeof *f);
     if (!f) return -ENOMEM;
     f->data_fd = f->log_fd = f->dir_fd = -1;
+    f->test_memory = true;
     f->persist_as = DK_MEDIUM_DAX;
     f->data = data, f->data_len = data_len, f->logmap = log, f->log_len = log_len;
     f->policy_mode = o->policy;

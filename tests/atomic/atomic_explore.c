@@ -5,7 +5,15 @@
  * recovery runs on a copy, and the file must equal the state of the last acknowledged sync k or of sync
  * k+1 (in flight). Usage: atomic_explore undo|redo|hybrid|redo-pace|redo-pace-invalidate-early|redo-thread|
  * journal|journal-pace|journal-pace-head-early|
- * journal-sized|journal-sized-same-slot|journal-window|journal-window-pad-unflushed [SEED]
+ * journal-sized|journal-sized-same-slot|journal-window|journal-window-pad-unflushed|journal-grow|
+ * journal-grow-header-unflushed|undo-sized|redo-sized|hybrid-sized [SEED]
+ * (journal-grow, review 13 finding 5 b: batch 7 writes more than the journal's 2 MiB area between two syncs, so
+ * the area doubles (alog_jrnl_grow: committed records applied and the head durable, the larger size stored
+ * durably, the uncommitted records appended again at their positions in the larger area) -- the journal has
+ * wrapped once by then, so a position means another place under the old and the new size; its broken variant
+ * journal-grow-header-unflushed stores the larger size without write-back: must be caught)
+ * (undo-sized, redo-sized, hybrid-sized, review 13 finding 5 e: the per-block engine with the file size tracked,
+ * as a DAXKIT_ATOMIC file with DAXKIT_ATOMIC_POLICY=undo|redo|hybrid commits it)
  * (journal-sized: the configuration of a DAXKIT_ATOMIC file under `daxkit run` -- the journal with the file
  * size tracked as part of the commit (alog_size.c), the commit path of every fsync-group commit of
  * src/upath/atomic_route.c, also DAXKIT_ATOMIC_COMMIT=fsync in strict mode: every sync records another size,
@@ -50,6 +58,10 @@ static char *states[EPOCHS + 1];
 static char *scratch;
 static bool journal_big; /* journal: batch 3 adds a 20 KiB copy, which the next batches' writes apply in parts */
 static bool sized;       /* journal-sized: the size tracked; sync k records sizes[k] */
+static bool grow;        /* journal-grow: batch 7 outgrows the journal's area (alog_jrnl_grow) */
+static uint64_t grows;
+#define GROW_COPIES 36u
+#define GROW_COPY_BYTES (60u << 10)
 static uint64_t sizes[EPOCHS + 1];
 
 /* Batch k: small and block-sized copies, merges, rewrites of blocks committed in batch k-1. */
@@ -64,6 +76,21 @@ static void batch(uint32_t k, char *model, struct alog_file *f) {
         for (uint32_t j = 0; j < n; j++) buf[j] = (char)at_rand(&rs);
         if (model) memcpy(model + off, buf, n);
         if (f && alog_copy(f, off, buf, n)) AT_FAIL("copy in batch %u", k);
+    }
+    if (grow && k == 7) {
+        /* 36 records of 60 KiB, uncommitted: more than the 2 MiB area holds. They differ only in their first
+         * 8 bytes (the record's number), so that applying each over the last is one changed line -- one crash
+         * point, not 960 -- while the order and place of every record still shows in the file. */
+        static char big[GROW_COPY_BYTES];
+        for (uint32_t j = 0; j < sizeof big; j++) big[j] = (char)at_rand(&rs);
+        uint64_t off = 1000;
+        for (uint32_t i = 0; i < GROW_COPIES; i++) {
+            memcpy(big, &i, sizeof i);
+            if (model) memcpy(model + off, big, sizeof big);
+            int rc = f ? alog_copy(f, off, big, sizeof big) : 0;
+            if (rc == -ENOSPC && alog_jrnl_grow(f) == 0) rc = alog_copy(f, off, big, sizeof big), grows++;
+            if (rc) AT_FAIL("grow copy %u in batch %u: %d", i, k, rc);
+        }
     }
     if (journal_big && k == 3) {
         static char big[20u << 10];
@@ -192,11 +219,13 @@ int main(int argc, char **argv) {
     explore_recovery = argc > 3 && !strncmp(argv[3], "recovery", 8);
     if (explore_recovery && !strcmp(argv[3], "recovery2")) recovery_threads = 2;
     int broken = !strcmp(pol, "journal-pace-head-early")         ? ALOG_BROKEN_PACE_HEAD_BEFORE_FENCE
-               : !strcmp(pol, "journal-sized-same-slot")      ? ALOG_BROKEN_SIZE_SAME_SLOT
+               : strstr(pol, "-sized-same-slot")              ? ALOG_BROKEN_SIZE_SAME_SLOT
                : !strcmp(pol, "journal-window-pad-unflushed") ? ALOG_BROKEN_WINDOW_PAD_NOT_WRITTEN_BACK
                : !strcmp(pol, "redo-pace-invalidate-early")   ? ALOG_BROKEN_BPACE_INVALIDATE_EARLY
+               : !strcmp(pol, "journal-grow-header-unflushed") ? ALOG_BROKEN_JGROW_HEADER_NOT_DURABLE
                                                               : ALOG_BROKEN_NONE;
-    sized = strstr(pol, "journal-sized") == pol;
+    sized = strstr(pol, "-sized") != NULL;
+    grow = !strncmp(pol, "journal-grow", 12);
     bool window = !strncmp(pol, "journal-window", 14);
     uint32_t policy = at_policy(broken == ALOG_BROKEN_PACE_HEAD_BEFORE_FENCE ? "journal-pace" : pol);
     const char *pace_env = getenv("DAXKIT_ATOMIC_PACE"); /* at_policy("journal-pace") sets it */
@@ -206,7 +235,7 @@ int main(int argc, char **argv) {
     bool bpaced = !strncmp(pol, "redo-pace", 9);
     daxkit_atomic_options_init(&opts);
     opts.policy = policy, opts.log_bytes = LOG_DATA_BYTES, opts.checkpoint_interval_us = 0;
-    log_bytes = alog_test_log_bytes(LOG_DATA_BYTES);
+    log_bytes = alog_test_log_bytes(LOG_DATA_BYTES) + (grow ? LOG_DATA_BYTES : 0); /* room to double the area */
     size_t region = DATA_BYTES + log_bytes;
     char *mem = aligned_alloc(4096, region);
     scratch = aligned_alloc(4096, region);
@@ -240,13 +269,14 @@ int main(int argc, char **argv) {
     }
     dk_explorer_end();
     alog_test_broken = ALOG_BROKEN_NONE;
+    uint64_t grown_area = f->area_bytes;
     uint64_t applied = f->ctr.paced_entries, partial = f->ctr.paced_partial, wraps = f->ctr.jwraps_early;
     struct daxkit_atomic_stats s = {0};
     uint64_t switches = f->ctr.policy_switches, retired = f->ctr.sync_checkpoints;
     alog_test_close_memory(f);
     (void)s;
     struct dk_explorer_options eo = {.seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 0, .exhaustive_lines_max = 10,
-                                     .samples_per_point = 64};
+                                     .samples_per_point = 64, .singles_max = grow ? 32 : 0};
     struct dk_explorer_result r;
     int rc = dk_explorer_run(&eo, check, NULL, &r);
     printf("%s: %llu events, %llu fences, %llu crash points (%llu sampled, up to %llu uncertain lines), %llu states "
@@ -262,6 +292,8 @@ int main(int argc, char **argv) {
         AT_FAIL("pacing not explored (%llu records applied by copies, %llu in part)", (unsigned long long)applied,
                 (unsigned long long)partial);
     if (bpaced && applied == 0) AT_FAIL("per-block pacing not explored (no entry applied by a commit)");
+    if (grow) printf("journal grown %llu time(s): area %llu bytes\n", (unsigned long long)grows, (unsigned long long)grown_area);
+    if (grow && grows == 0) AT_FAIL("the journal's growth was not explored (it never filled)");
     if (window && wraps < 2) AT_FAIL("the window was not explored (%llu window pads)", (unsigned long long)wraps);
     if (broken) {
         AT_CHECK(rc != 0, "the explorer did not catch the broken variant %s", pol);

@@ -97,8 +97,10 @@ static void enumerate_sampled(struct explore *x) {
     size_t u = x->unc_n;
     x->r->sampled_points++;
     for (int all = 0; all < 2 && !x->stop; all++) memset(x->chosen, all, u), check_state(x);
+    size_t singles = x->o->singles_max && u > x->o->singles_max ? x->o->singles_max : u;
     for (int base = 0; base < 2; base++)
-        for (size_t k = 0; k < u && !x->stop; k++) {
+        for (size_t i = 0; i < singles && !x->stop; i++) {
+            size_t k = singles == u ? i : next_random(&x->rng) % u;
             memset(x->chosen, base, u);
             x->chosen[k] = !base;
             check_state(x);

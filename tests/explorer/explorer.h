@@ -53,6 +53,9 @@ struct dk_explorer_options {
     unsigned samples_per_point;    /* default 64 random subsets when there are more uncertain lines */
     uint64_t states_max;           /* stop after this many states (default 5,000,000) */
     unsigned failures_max;         /* stop after this many failing states (default 1) */
+    unsigned singles_max;          /* default 0 (all): a sampled point's "each line alone" and "all but each" states
+                                      for at most this many of its uncertain lines (seeded choice; a point with
+                                      megabytes in flight has tens of thousands) */
     unsigned torn_samples_per_point; /* default 0: extra seeded states per crash point in which uncertain
                                         lines may also be torn at 8-byte granularity (x86 guarantees no more) */
 };
