@@ -289,8 +289,20 @@ bool up_thread_in_call(void);
 extern __thread pid_t up_exit_tid;
 /* A file's publish was skipped for that reason during this exit. */
 extern __thread bool up_exit_skipped;
+/* A locked mutex with no owner recorded: this thread's, interrupted inside glibc's lock or unlock (below). */
+bool up_mutex_mine_unowned(pthread_mutex_t *m);
+/* glibc stores a normal mutex's owner a few instructions *after* its lock instruction and clears it a few
+ * *before* its unlock instruction: a handler that interrupted its thread in either window found no owner,
+ * and its _exit waited for the mutex its own thread held -- for ever (session 14, gdb: up_close's
+ * pthread_mutex_unlock(&f->mu) interrupted after the owner's clear, up_fini -> up_file_lock_all waiting;
+ * shim_exit_in_handler_close_loop_default_hugetmpfs hung ~1 run in 50-150). So a mutex that is locked with
+ * no owner is looked at again (up_mutex_mine_unowned). */
 static inline bool up_mutex_mine(pthread_mutex_t *m) {
-    return up_exit_tid && __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) == up_exit_tid;
+    if (!up_exit_tid) return false;
+    pid_t o = __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED);
+    if (o == up_exit_tid) return true;
+    if (DK_LIKELY(o != 0 || __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) == 0)) return false;
+    return up_mutex_mine_unowned(m);
 }
 void up_strict_checkpoint_all(void);
 /* Strict mode: applies this file's staged overwrites that wait for a checkpoint (a checkpoint of its root),

@@ -2,6 +2,7 @@
  * offset-only calls (lseek), durability calls (fsync), size changes (ftruncate, fallocate). */
 #include <dirent.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -908,6 +909,26 @@ static void find_fd_cb(int fd, struct up_fd *e, void *arg) {
 
 __thread pid_t up_exit_tid;
 __thread bool up_exit_skipped;
+
+/* m is locked and records no owner: either this thread is inside glibc's lock or unlock of it (interrupted
+ * by the handler now exiting; the state stays so for ever) or another thread is (it records itself, or lets
+ * go, within nanoseconds once it runs). Looked at for up to 20 ms: still so, it is this thread's. A thread
+ * of the program descheduled in that window for longer makes the exit treat the mutex as its own -- the
+ * file is skipped as an interrupted one is (as at a crash), never waited for. */
+bool up_mutex_mine_unowned(pthread_mutex_t *m) {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (__atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) != 0 ||
+            __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) == 0)
+            return __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) == up_exit_tid;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > 20000000L) break;
+        sched_yield();
+    }
+    dk_count(DK_C_mutex_unowned_mine, 1);
+    return true;
+}
 
 bool up_thread_in_call(void) {
     return up_io_held_file() != NULL || up_strict_ck_held() || up_atomic_held_file() != NULL;

@@ -13,7 +13,8 @@
  * the first file gave its heap slot back into that mutex and waited for ever (about 1 run in 10-15 under load
  * with the timer; every run at that site). argv[2] "append_exit": the handler appends one record to a file of
  * its own (PATH.h, new), then calls _exit: the append's staging must not wait for the interrupted one either;
- * PATH.h must hold that record. */
+ * PATH.h must hold that record. DK_HANG_GDB=1 in the environment: a child that does not end has its stacks
+ * printed by gdb before it is killed. */
 #include <sys/time.h>
 
 #include "shim_test.h"
@@ -115,6 +116,11 @@ int main(int argc, char **argv) {
         pid_t w = 0;
         for (int waited_ms = 0; waited_ms < 10000 && (w = waitpid(c, &st, WNOHANG)) == 0; waited_ms += 10) usleep(10000);
         if (w == 0) {
+            if (getenv("DK_HANG_GDB")) { /* the hung child's stacks on stderr (session 14 traced the hang so) */
+                char cmd[128];
+                snprintf(cmd, sizeof cmd, "gdb -p %d -batch -ex 'thread apply all bt' 1>&2", (int)c);
+                if (system(cmd) != 0) NOTE("gdb could not dump the stacks of %d", (int)c);
+            }
             kill(c, SIGKILL);
             waitpid(c, &st, 0);
             FAIL("run %u (%s after %u us): the process did not end within 10 s (%llu appends acknowledged)", run, argv[2],
