@@ -19,6 +19,7 @@
 #include "atomic/alog.h"
 #include "common/crashpoint.h"
 #include "common/dk.h"
+#include "common/thread.h"
 
 #define ckpt_item alog_ckpt_item
 #define CKPT_ITEMS_MAX ALOG_CKPT_ITEMS_MAX
@@ -194,12 +195,7 @@ bool alog_bpace_due(const struct alog_file *f) {
 }
 
 int alog_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* the new thread inherits a full mask: no host signal lands there */
-    int rc = pthread_create(t, NULL, fn, arg);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return -rc;
+    return -dk_thread_start(t, NULL, fn, arg); /* a full mask: no host signal lands there (common/thread.h) */
 }
 
 static void sleep_us(uint32_t us) {

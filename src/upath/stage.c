@@ -24,6 +24,7 @@
 #include "common/pwrite_all.h"
 #include "common/log.h"
 #include "common/stats.h"
+#include "common/thread.h"
 #include "shim/libc.h"
 #include "upath/foreign.h"
 #include "upath/internal.h"
@@ -272,10 +273,8 @@ static void pool_maintain(struct up_pool *p) {
 }
 
 static void *pool_thread(void *arg) {
-    struct up_pool *p = arg;
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL); /* the host's signals are not ours to receive */
+    struct up_pool *p = arg; /* started with every signal blocked (dk_thread_start): the host's are not ours */
+    DK_CRASH_POINT("stage.thread.start"); /* shim_thread_signals' raise: a signal sent to it as it starts */
     pthread_mutex_lock(&p->mu);
     while (!p->stopping) {
         pool_maintain(p);
@@ -584,7 +583,7 @@ static void start_thread_locked(struct up_pool *p) {
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&a, 256 << 10);
-    if (pthread_create(&t, &a, pool_thread, p) == 0) p->thread_started = true;
+    if (dk_thread_start(&t, &a, pool_thread, p) == 0) p->thread_started = true;
     pthread_attr_destroy(&a);
 }
 
