@@ -38,9 +38,13 @@ kill -9 $dead1 $dead2; wait $dead1 $dead2 2>/dev/null
 # another namespace's live owner (its pid unknown here, its lock held) and a dead one (no lock)
 cp $S/stats.$live $S/stats.4194306 # a stats file (its header), no lock
 echo "a report of 2024" > $S/stats.4194307 # not daxkit's: a shared DAXKIT_STATS_DIR may hold such names
-(exec 9>$S/stats.4194305 && flock 9 && exec sleep 60) >/dev/null 2>&1 & pids+=($!) # the locker is $!
-wait_file $S/stats.4194305 || dk_fail "flock(1) did not make its file"
-sleep 0.2
+# The locker's file is a stats file (a header), so that only its lock keeps it: an empty file -- as it was
+# until session 14 -- is not daxkit's and is kept whatever its lock, so that check could not fail. The locker
+# is $!; it says so once the lock is held (a fixed 0.2 s sleep stood for that: under load the start-up below
+# could have swept the file before flock(1) ran).
+cp $S/stats.$live $S/stats.4194305
+(exec 9<>$S/stats.4194305 && flock 9 && : >"$DK_MNT/locked" && exec sleep 60) >/dev/null 2>&1 & pids+=($!)
+wait_file "$DK_MNT/locked" || dk_fail "flock(1) did not take the lock on $S/stats.4194305"
 
 fails=0
 check() { # check WHAT PATH present|absent
