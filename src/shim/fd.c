@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "shim/shim.h"
+#include "upath/inflight.h"
 
 DK_EXPORT int close(int fd) {
     if (DK_LIKELY(up_enabled)) {
@@ -141,6 +142,7 @@ static int counted_lock(int (*real)(int, int, ...), int fd, int cmd, struct floc
         r = real(fd, cmd, l);
     }
     up_lock_done(c, fd, cmd, l, r == 0);
+    if (r == 0 && l && l->l_type != F_UNLCK) up_inflight_after_lock(); /* a dead strict op: recovered first */
     return r;
 }
 
@@ -153,7 +155,10 @@ static int fcntl_common(int fd, int cmd, void *arg, bool is64) {
         /* A lock on any file may guard managed ones: its release publishes them. */
         if (is_setlk(cmd) && arg && ((struct flock *)arg)->l_type == F_UNLCK) up_publish_all();
         int r = real(fd, cmd, arg);
-        if (r == 0 && is_setlk(cmd) && arg && ((struct flock *)arg)->l_type != F_UNLCK) up_refresh_all();
+        if (r == 0 && is_setlk(cmd) && arg && ((struct flock *)arg)->l_type != F_UNLCK) {
+            up_inflight_after_lock(); /* a strict process that died in an operation: recovered first */
+            up_refresh_all();
+        }
         return r;
     }
     if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
@@ -268,7 +273,10 @@ DK_EXPORT int flock(int fd, int op) {
     if (!up_fd_slot(fd)) {
         if (op & LOCK_UN) up_publish_all(); /* the lock may guard managed files */
         int r = DK_REAL(flock)(fd, op);
-        if (r == 0 && !(op & LOCK_UN)) up_refresh_all();
+        if (r == 0 && !(op & LOCK_UN)) {
+            up_inflight_after_lock(); /* a strict process that died in an operation: recovered first */
+            up_refresh_all();
+        }
         return r;
     }
     if (op & LOCK_UN) {
@@ -281,7 +289,10 @@ DK_EXPORT int flock(int fd, int op) {
         return DK_REAL(flock)(fd, op);
     }
     int r = DK_REAL(flock)(fd, op);
-    if (r == 0) up_refresh_all();
+    if (r == 0) {
+        up_inflight_after_lock(); /* a strict process that died in an operation: recovered first */
+        up_refresh_all();
+    }
     return r;
 }
 

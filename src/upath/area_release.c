@@ -18,6 +18,26 @@
 
 #define AREA ".daxkit"
 
+/* A user's in-flight registry (inflight.c): slots of threads, no data. It goes with the area when everything
+ * else there is this process's (another process that has it mapped keeps its copy). */
+static bool registry(const char *name) {
+    size_t n = strlen(name);
+    return !strncmp(name, "inflight.", 9) && n > 13 && !strcmp(name + n - 4, ".reg");
+}
+
+static void remove_registries(int afd) {
+    const struct dk_libc *c = dk_libc();
+    int dfd = c->openat(afd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0) c->close(dfd);
+        return;
+    }
+    for (struct dirent *e; (e = c->readdir(d));)
+        if (registry(e->d_name)) c->unlinkat(afd, e->d_name, 0);
+    c->closedir(d);
+}
+
 /* Every entry of the area is ours (tag) or an empty directory (atomic: removed here). */
 static bool area_only_ours(int afd, const char *tag) {
     const struct dk_libc *c = dk_libc();
@@ -32,6 +52,7 @@ static bool area_only_ours(int afd, const char *tag) {
     for (struct dirent *e; ours && (e = c->readdir(d));) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         if (tag && !strncmp(e->d_name, tag, tn) && e->d_name[tn] == '.') continue;
+        if (registry(e->d_name)) continue; /* removed with the area (below) */
         ours = c->unlinkat(afd, e->d_name, AT_REMOVEDIR) == 0; /* an empty directory goes; anything else stays */
     }
     c->closedir(d);
@@ -45,6 +66,7 @@ bool up_area_release(struct up_root *r) {
     int afd = c->openat(rfd, AREA, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     bool gone = false;
     if (afd >= 0 && area_only_ours(afd, up_stage_tag(r)) && up_strict_release_root(r) && up_stage_release_root(r)) {
+        remove_registries(afd);
         gone = c->unlinkat(rfd, AREA, AT_REMOVEDIR) == 0;
         if (gone) dk_log_verbose("%s: removed with its %s area (the program removes the directory)", r->path, AREA);
     }

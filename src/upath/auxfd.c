@@ -252,3 +252,39 @@ void up_aux_exec_failed(void) {
     for (int i = 0; i < exec_kept_count; i++) c->fcntl(exec_kept[i], F_SETFD, FD_CLOEXEC);
     exec_kept_count = 0;
 }
+
+/* ---- a recovery's descriptor in a process that may hold POSIX locks ----
+ * inflight.c replays a dead process's log inside the program's lock call; the replay opens the files its
+ * records name, and closing them would drop every POSIX lock the program holds on them -- the lock it just
+ * took on the very file, for a program that locks its data file (SQLite). A process that never asked for a
+ * POSIX lock closes them; otherwise the descriptor becomes the file's kept auxiliary one (closed at the
+ * program's next close of the file, when the kernel drops the locks anyway), or, where the file has one
+ * already or is not open here, stays open for the process's life (counted; one per file per dead process). */
+static uint64_t parked_count;
+
+void up_aux_adopt_or_close(dev_t dev, ino_t ino, int fd) {
+    const struct dk_libc *c = dk_libc();
+    DK_ERRNO_SAVE;
+    if (!__atomic_load_n(&posix_locks_asked, __ATOMIC_SEQ_CST) && !inherited_locks_seen()) {
+        c->close(fd);
+        DK_ERRNO_RESTORE;
+        return;
+    }
+    bool kept = false;
+    pthread_mutex_lock(&up_table_mu);
+    struct up_file *f = up_file_lookup(dev, ino);
+    if (f) {
+        up_file_lock(f);
+        if (f->aux_fd < 0 && fits(c->fcntl(fd, F_GETFL), true)) {
+            own(f, fd, &f->aux_fd);
+            kept = true;
+        }
+        pthread_mutex_unlock(&f->mu);
+    }
+    pthread_mutex_unlock(&up_table_mu);
+    if (!kept) {
+        up_fd_mark_internal(fd, true); /* out of the program's close and dup2 */
+        __atomic_add_fetch(&parked_count, 1, __ATOMIC_RELAXED);
+    }
+    DK_ERRNO_RESTORE;
+}

@@ -51,6 +51,7 @@ struct up_root {
 int up_roots_init(const char *dirs);   /* returns the number of usable roots */
 int up_roots_count(void);
 struct up_root *up_root_at(int idx);
+int up_root_index(const struct up_root *r); /* its idx for up_root_at */
 /* The root that holds the open regular file `fd` (st from fstat), or NULL. */
 /* The managed directory of fd (on st->st_dev), or NULL. path_hint: the name it was opened by, relative to
  * dirfd (AT_FDCWD: the working directory), or NULL. */
@@ -321,6 +322,9 @@ void up_strict_shutdown(void);
 bool up_strict_release_root(struct up_root *r);
 /* Replays the logs of dead owners in <root>/.daxkit (tag NULL: any). 0 or -errno. */
 int up_strict_recover(const char *root_path, int area_fd, const char *tag, struct up_strict_report *rep);
+/* One log, whose flock the caller holds (inflight.c: a dead thread's, found by its registry slot): replayed,
+ * made durable and removed as up_strict_recover does. 0 or -errno. */
+int up_strict_recover_log(const char *root_path, int area_fd, const char *log_path, struct up_strict_report *rep);
 /* Whether a staged write's staged bytes are those its record was written with (DK_OPLOG_WRITE_STAGED_CRC:
  * their crc32c matches; a DK_OPLOG_WRITE_STAGED record of an older log carries none: true). Recovery
  * replays only intact ones. */
@@ -575,6 +579,10 @@ enum { UP_PEND_NONE = 0, UP_PEND_WAITING = 1, UP_PEND_ADOPTING = 2 };
  * and kept until the program closes a descriptor of the file. -errno when the file cannot be reopened so.
  * Under f->mu. */
 int up_aux_fd(struct up_file *f, int fd, bool need_rdwr);
+/* A descriptor of (dev, ino) the library opened inside a program's lock call (inflight.c's replay): closed
+ * when the process never asked for a POSIX lock, else kept -- closing it would drop the program's locks on
+ * the file (auxfd.c). */
+void up_aux_adopt_or_close(dev_t dev, ino_t ino, int fd);
 /* The program closes a descriptor of f (the kernel drops the process's POSIX locks on the file then):
  * the auxiliary descriptor goes too. Under f->mu. */
 void up_aux_close(struct up_file *f);

@@ -36,6 +36,7 @@ int up_fd_reopen(int fd, int flags) {
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
     return dk_libc()->open(link, flags | O_CLOEXEC);
 }
+int up_root_index(const struct up_root *r) { return (int)(r - roots); }
 struct up_root *up_root_at(int idx) { return idx >= 0 && idx < root_count ? &roots[idx] : NULL; }
 
 static int root_add(const char *dir) {

@@ -53,6 +53,7 @@
 #include "persist/persist.h"
 #include "shim/libc.h"
 #include "upath/guard.h"
+#include "upath/inflight.h"
 #include "upath/fsize.h"
 #include "upath/internal.h"
 #include "upath/io.h"
@@ -992,6 +993,8 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
     }
     n = DK_MIN(n, chunk_max(st));
     if (DK_UNLIKELY(nested) && (ck_wr_held || nested_unsafe(f, off, n, append))) return nested_refused();
+    /* this thread's in-flight registry slot (inflight.h), held from its first operation on: a load */
+    if (!nested) up_inflight_hold(f->root, st->log);
     /* An append's offset is decided here, so that the record and the apply agree: appends to one file
      * are serialised (overwrites are not). */
     const struct up_file *outer_append = strict_mu_file;
@@ -1135,6 +1138,7 @@ int up_strict_log_truncate(struct up_file *f, int fd, uint64_t len, uint64_t *se
     *pub = (struct up_strict_pub){NULL, false};
     struct up_strict *st = strict_for(f->root);
     if (!st) return -no_log_errno();
+    if (!ck_held) up_inflight_hold(f->root, st->log); /* inflight.h */
     struct dk_oplog_op op = {.dev = (uint64_t)f->dev, .ino = (uint64_t)f->ino, .file_offset = len,
                              .aux = op_ident_bits(up_file_ident(f, fd))};
     /* Waiting overwrites are applied first, and none is staged while the truncate runs (the write side,
@@ -1323,6 +1327,7 @@ void up_strict_name_made(int dirfd, const char *path) {
 }
 
 void up_strict_after_fork_child(void) {
+    up_inflight_after_fork_child();
     /* The parent checkpointed before fork (a publish point); its log and staging file stay its own. */
     for (int i = 0; i < up_roots_count(); i++) {
         struct up_root *r = up_root_at(i);
@@ -1369,6 +1374,7 @@ void up_strict_shutdown(void) {
         dk_oplog_unlink(st->log); /* and its completion marks */
         if (stg[0]) DK_REAL(unlink)(stg);
     }
+    up_inflight_exit(); /* this thread's registry slots: no dead mark left for survivors to look at */
 }
 
 bool up_strict_release_root(struct up_root *r) {
@@ -1424,6 +1430,7 @@ struct replay {
     bool foreign;           /* another user's log (a privileged recovery): files that user may write only */
     bool refused;           /* ... and a file it names is not one: the log is kept, replayed by none of its records */
     struct stat by;         /* the log's (its user and group) */
+    bool in_lock_call;      /* inflight.c's, inside the program's lock call: data files are never closed here */
 };
 
 /* Sets the final size, makes the file durable, lets it go. */
@@ -1436,7 +1443,8 @@ static void replay_finish(struct replay *rp, struct replay_file *rf) {
     if (rf->ksize != rf->lsize) bad |= DK_REAL(ftruncate)(rf->fd, (off_t)rf->lsize);
     bad |= DK_REAL(fsync)(rf->fd);
     if (bad) rp->rep->failed++;
-    DK_REAL(close)(rf->fd);
+    if (rp->in_lock_call) up_aux_adopt_or_close((dev_t)rf->dev, (ino_t)rf->ino, rf->fd); /* the program's POSIX locks */
+    else DK_REAL(close)(rf->fd);
 }
 
 /* A record names its file by (st_dev, st_ino) as they were when it was logged; after a reboot the file
@@ -1728,12 +1736,13 @@ struct orphan_ctx {
     const char *root_path;
     int area_fd;
     struct up_strict_report *rep;
+    bool in_lock_call;
 };
 
 static int recover_log(const char *path, void *ctx) {
     struct orphan_ctx *oc = ctx;
     uint64_t t0 = now_ns();
-    struct replay rp = {.area_fd = oc->area_fd, .rep = oc->rep};
+    struct replay rp = {.area_fd = oc->area_fd, .rep = oc->rep, .in_lock_call = oc->in_lock_call};
     rp.root_fd = DK_REAL(openat)(oc->area_fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     struct stat rs;
     if (DK_REAL(fstat)(oc->area_fd, &rs) == 0) rp.area_dev_now = rs.st_dev;
@@ -1793,10 +1802,15 @@ static int recover_log(const char *path, void *ctx) {
     return 0;
 }
 
+int up_strict_recover_log(const char *root_path, int area_fd, const char *log_path, struct up_strict_report *rep) {
+    struct orphan_ctx oc = {root_path, area_fd, rep, true};
+    return recover_log(log_path, &oc);
+}
+
 int up_strict_recover(const char *root_path, int area_fd, const char *tag, struct up_strict_report *rep) {
     char area[4200];
     snprintf(area, sizeof area, "%s/.daxkit", root_path);
-    struct orphan_ctx oc = {root_path, area_fd, rep};
+    struct orphan_ctx oc = {root_path, area_fd, rep, false};
     int n = dk_oplog_find_orphans(area, tag, recover_log, &oc);
     return n < 0 ? n : 0;
 }
