@@ -3,11 +3,12 @@
 # side by side on SQLite commits under strict mode (journal_mode=OFF, synchronous=FULL, ~9 lock calls per
 # transaction: sqlite3's fcntl locks on the database), in a directory on a huge tmpfs, DAXKIT_PERSIST=flush:
 #   1. instructions (callgrind; Ir(2N txns) - Ir(N txns) over N: the set-up cancels out), whole process and
-#      inside the shim's fcntl only (--toggle-collect=fcntl: the lock calls, with their kernel call's libc
-#      wrapper; divided by the fcntl calls per transaction that ltrace-free counting gives: strace -c);
+#      inside the shim's fcntl/fcntl64 (--toggle-collect='fcntl*': the lock calls with their kernel call's libc
+#      wrapper; strace -c counts the fcntl calls per transaction) and inside the registry check alone
+#      (up_inflight_after_lock; 0 for a library without it);
 #   2. REPS interleaved runs (A, B, A, B, ...) of NW transactions: CPU time (perf stat task-clock) per
 #      transaction, medians.
-#   bench/inflight_lock_cost.sh BUILD_DIR LIB_A LIB_B     Env: N [2000], NW [20000], REPS [7]
+#   bench/inflight_lock_cost.sh BUILD_DIR LIB_A LIB_B     Env: N [2000], NW [20000], REPS [7], CALLGRIND [1]
 set -euo pipefail
 B=$(cd "${1:?build dir}" && pwd); A=${2:?library A}; C=${3:?library B}
 N=${N:-2000}; NW=${NW:-20000}; REPS=${REPS:-7}
@@ -33,19 +34,20 @@ setup "$N"
 locks=$(under "$A" strace -f -c -e trace=fcntl sqlite3 "$DK_MNT/db/x.db" < "$DK_MNT/i.sql" 2>&1 >/dev/null |
         awk '$NF == "fcntl" {print $4}')
 echo "fcntl calls (all commands) for $N transactions: $locks"
-for L in "$A" "$C"; do
-    for scope in all fcntl; do
+for L in $([ "${CALLGRIND:-1}" = 1 ] && echo "$A $C"); do
+    for scope in all fcntl check; do
         ir=()
         for n in $N $((2 * N)); do
             setup "$n"
-            tg=(); [ $scope = fcntl ] && tg=(--toggle-collect=fcntl)
+            tg=(); [ $scope = fcntl ] && tg=(--toggle-collect='fcntl*')
+            [ $scope = check ] && tg=(--toggle-collect=up_inflight_after_lock)
             ir+=("$(under "$L" valgrind --tool=callgrind --callgrind-out-file=/dev/null "${tg[@]}" sqlite3 "$DK_MNT/db/x.db" \
                     < "$DK_MNT/i.sql" 2>&1 >/dev/null | awk '/Collected/ {print $4}')")
         done
         echo "instructions_per_txn,$scope,$L,$(((ir[1] - ir[0]) / N))"
     done
 done
-declare -A cpu
+declare -A cpu=(["$A"]="" ["$C"]="")
 for rep in $(seq 1 "$REPS"); do
     for L in "$A" "$C"; do
         setup "$NW"

@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/area.h"
 #include "common/boot_id.h"
 #include "common/config.h"
 #include "common/dk.h"
@@ -325,7 +326,8 @@ static bool recover_named(const struct up_root *r, const struct reg_slot *s, boo
     int lfd = afd >= 0 ? c->openat(afd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) : -1;
     struct stat a, b;
     bool clear = true;
-    if (lfd < 0 || c->fstat(lfd, &a) != 0 || (uint64_t)a.st_dev != dev || (uint64_t)a.st_ino != ino) {
+    if (lfd < 0 || c->fstat(lfd, &a) != 0 || (uint64_t)a.st_dev != dev || (uint64_t)a.st_ino != ino ||
+        !S_ISREG(a.st_mode) || !dk_area_may_recover(&a)) { /* (another user's: never this process's to replay) */
         __atomic_add_fetch(&stats.logs_gone, 1, __ATOMIC_RELAXED); /* exited cleanly, or recovered already */
     } else if (!replay) {
         clear = false; /* left to a lock call's recovery, or the next start's */
