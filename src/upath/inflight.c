@@ -100,6 +100,10 @@ static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
 static struct up_inflight_stats stats;
+/* This thread is inside the registry's code (attach, claim, a recovery): a signal handler's lock call or first
+ * strict write that interrupted it skips the registry -- it would wait for attach_mu or the log's lock its own
+ * thread holds (review 14, finding 5); the thread's next lock call looks again. */
+static __thread bool inside;
 static uint64_t mono_ns(void);
 static void recover_dead(int i, struct reg *g, uint32_t hw, bool replay);
 
@@ -128,7 +132,9 @@ static struct reg *attach_locked(int i) {
     struct stat st;
     void *a = MAP_FAILED;
     if (c->fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && c->flock(fd, LOCK_EX) == 0) {
-        if ((st.st_size >= (off_t)REG_BYTES || c->ftruncate(fd, REG_BYTES) == 0))
+        /* Allocated before it is mapped: a store into a hole of a full medium would be a SIGBUS inside the
+         * program's lock call (review 14, finding 10); without room, no registry (said once by the caller). */
+        if (c->fallocate(fd, 0, 0, REG_BYTES) == 0 || (errno == EOPNOTSUPP && c->ftruncate(fd, REG_BYTES) == 0))
             a = DK_REAL(mmap)(NULL, REG_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (a != MAP_FAILED) {
             struct reg_header *h = a;
@@ -236,9 +242,11 @@ void up_inflight_hold_slow(struct up_root *r, const struct dk_oplog *log) {
         up_inflight_held_root = r;
         return;
     }
+    if (inside) return; /* a handler's write that interrupted this thread's registry code: not held */
     const char *log_path = dk_oplog_path(log);
     DK_ERRNO_SAVE;
     int cancel_was = dk_cancel_off();
+    inside = true;
     pthread_once(&exit_key_once, make_exit_key);
     struct reg *g = attach(i);
     struct stat ls;
@@ -267,6 +275,7 @@ void up_inflight_hold_slow(struct up_root *r, const struct dk_oplog *log) {
     }
     held_roots |= 1u << i; /* held, or given up: the fast path stays a load */
     up_inflight_held_root = r;
+    inside = false;
     dk_cancel_restore(cancel_was);
     DK_ERRNO_RESTORE;
 }
@@ -406,9 +415,10 @@ static struct reg *attach_from_lock(int i) {
 }
 
 void up_inflight_after_lock(void) {
-    if (dk_cfg.mode != DK_MODE_STRICT) return;
+    if (dk_cfg.mode != DK_MODE_STRICT || DK_UNLIKELY(inside)) return;
     int n = up_roots_count();
     if (n > REG_ROOTS_MAX) n = REG_ROOTS_MAX;
+    inside = true;
     for (int i = 0; i < n; i++) {
         struct reg *g = __atomic_load_n(&regs[i], __ATOMIC_ACQUIRE);
         if (DK_UNLIKELY(!g) && !(g = attach_from_lock(i))) continue; /* no area yet: no strict log there either */
@@ -418,6 +428,7 @@ void up_inflight_after_lock(void) {
          * mutexes that call may hold; the next lock call recovers) */
         if (DK_UNLIKELY(any & FUTEX_OWNER_DIED) && !up_thread_in_call()) recover_dead(i, g, hw, true);
     }
+    inside = false;
 }
 
 void up_inflight_stats(struct up_inflight_stats *out) {
