@@ -912,9 +912,14 @@ __thread bool up_exit_skipped;
 
 /* m is locked and records no owner: either this thread is inside glibc's lock or unlock of it (interrupted
  * by the handler now exiting; the state stays so for ever) or another thread is (it records itself, or lets
- * go, within nanoseconds once it runs). Looked at for up to 20 ms: still so, it is this thread's. A thread
- * of the program descheduled in that window for longer makes the exit treat the mutex as its own -- the
- * file is skipped as an interrupted one is (as at a crash), never waited for. */
+ * go, within nanoseconds once it runs). Looked at for up to 1 s: still so, it is this thread's. A thread of
+ * the program descheduled in that window for longer makes the exit treat the mutex as its own -- the file
+ * (for up_table_mu: every file) is skipped as an interrupted one is (as at a crash), never waited for. Every
+ * exit and exec asks (up_fini, up_exec_prepare), not only those in handlers, so the wait is long enough
+ * that a loaded machine's scheduling does not end it (review 14, finding 6: 20 ms was session 14's first
+ * choice; a runnable thread is often off the CPU for longer at load 20 on 2 cores); the exit in a handler
+ * that interrupted its own thread there pays the second. */
+#define UP_MUTEX_UNOWNED_NS 1000000000L
 bool up_mutex_mine_unowned(pthread_mutex_t *m) {
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -923,7 +928,7 @@ bool up_mutex_mine_unowned(pthread_mutex_t *m) {
             __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) == 0)
             return __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) == up_exit_tid;
         clock_gettime(CLOCK_MONOTONIC, &t);
-        if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > 20000000L) break;
+        if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > UP_MUTEX_UNOWNED_NS) break;
         sched_yield();
     }
     dk_count(DK_C_mutex_unowned_mine, 1);
