@@ -309,10 +309,6 @@ int up_publish_locked_moved(struct up_file *f, int fd, uint64_t *moved) {
         __atomic_store_n(&f->pub_size, size, __ATOMIC_RELEASE);
         DK_CRASH_POINT("publish.before_clear");
         up_sizerec_clear(f); /* after the kernel size moved: a crash in between rolls the publish back */
-        /* A stage file's record lives for its relink only: its slot goes back now, so that the next file's
-         * publish takes the same slot -- kept until the entry was freed, each file created by tar xf or
-         * rsync held one, whose page was allocated (fallocate) and faulted in anew (session 14). */
-        if (f->strategy == UP_STAGE && f->sizerec_slot) up_sizerec_release(f);
         dk_count(DK_C_publishes, 1);
         f->appends_unpublished = 0;
         f->staged_o_append = false;
