@@ -17,6 +17,7 @@
 #include "common/area.h"
 #include "common/dk.h"
 #include "common/fhandle.h"
+#include "common/internal_fd.h"
 #include "common/log.h"
 #include "persist/persist.h"
 #include "shim/libc.h"
@@ -55,12 +56,12 @@ int alog_named_log_name(int fd, char *name, size_t name_bytes) {
 }
 
 int alog_named_area_open(const char *root, int *dirfd) {
-    int rfd = DK_REAL(open)(root, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
+    int rfd = dk_ifd_openat(AT_FDCWD, root, O_RDONLY | O_CLOEXEC | O_DIRECTORY, 0);
     if (rfd < 0) return -errno;
     int rc = 0;
     rc = dk_area_mkdir(rfd, ".daxkit"); /* every user's who may write root (common/area.h) */
     if (!rc) rc = dk_area_mkdir(rfd, ALOG_NAMED_AREA);
-    if (!rc && (*dirfd = DK_REAL(openat)(rfd, ALOG_NAMED_AREA, O_RDONLY | O_CLOEXEC | O_DIRECTORY)) < 0) rc = -errno;
+    if (!rc && (*dirfd = dk_ifd_openat(rfd, ALOG_NAMED_AREA, O_RDONLY | O_CLOEXEC | O_DIRECTORY, 0)) < 0) rc = -errno;
     DK_REAL(close)(rfd);
     return rc;
 }
@@ -76,7 +77,7 @@ int alog_named_set_hint(struct alog_file *f, const char *path, const char *log_n
 
 /* true when `path` is a regular file whose log name is `log_name`. */
 static bool path_has_log(const char *path, const char *log_name) {
-    int fd = DK_REAL(open)(path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+    int fd = dk_ifd_openat(AT_FDCWD, path, O_PATH | O_CLOEXEC | O_NOFOLLOW, 0);
     if (fd < 0) return false;
     struct stat st;
     char name[512];
@@ -112,7 +113,7 @@ static bool walk_for(const char *dir, int depth, uint64_t dev, uint64_t ino, con
 
 /* The file of log `name` in area afd: by the header's hint, else by a walk of root. */
 static bool find_file(int afd, const char *name, const char *root, char *path, size_t path_bytes) {
-    int fd = DK_REAL(openat)(afd, name, O_RDONLY | O_CLOEXEC);
+    int fd = dk_ifd_openat(afd, name, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) return false;
     struct alog_phdr h;
     char hint[ALOG_HDR_HINT_BYTES];

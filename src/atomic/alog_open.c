@@ -15,6 +15,7 @@
 #include "common/area.h"
 #include "common/config.h"
 #include "common/dk.h"
+#include "common/internal_fd.h"
 #include "common/log.h"
 #include "persist/media.h"
 #include "persist/persist.h"
@@ -84,7 +85,7 @@ static int log_place(struct alog_file *f, const char *path, const struct alog_wh
     else memcpy(dir, path, dir_len), dir[dir_len] = 0;
     snprintf(name, name_bytes, ALOG_AREA "/%s.alog", base);
     snprintf(f->log_name, sizeof f->log_name, "%s", name);
-    *dirfd = DK_REAL(open)(dir, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
+    *dirfd = dk_ifd_openat(AT_FDCWD, dir, O_RDONLY | O_CLOEXEC | O_DIRECTORY, 0);
     if (*dirfd < 0) return fail_errno();
     int mk = dk_area_mkdir(*dirfd, ALOG_AREA); /* every user's who may write the directory (common/area.h) */
     if (mk) {
@@ -100,7 +101,7 @@ static int open_log(struct alog_file *f, const char *path, const struct alog_whe
     int rc = log_place(f, path, w, dirfd, name, sizeof name);
     if (rc) return rc;
     for (int tries = 0;; tries++) {
-        *logfd = DK_REAL(openat)(*dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        *logfd = dk_ifd_openat(*dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (*logfd < 0) return fail_errno();
         if (DK_REAL(flock)(*logfd, LOCK_EX | LOCK_NB) != 0) return errno == EWOULDBLOCK ? -EBUSY : fail_errno();
         /* A tracked-size log is removed by its clean close (alog_size.c); one we locked after that is gone
@@ -117,7 +118,7 @@ static int open_log(struct alog_file *f, const char *path, const struct alog_whe
 static int open_data(struct alog_file *f, const char *path, const struct alog_where *w, uint64_t bytes_min,
                      struct stat *st) {
     f->data_fd_borrowed = w && w->data_fd_plus1 > 0;
-    f->data_fd = f->data_fd_borrowed ? w->data_fd_plus1 - 1 : DK_REAL(open)(path, O_RDWR | O_CLOEXEC);
+    f->data_fd = f->data_fd_borrowed ? w->data_fd_plus1 - 1 : dk_ifd_openat(AT_FDCWD, path, O_RDWR | O_CLOEXEC, 0);
     if (f->data_fd < 0) return fail_errno();
     if (DK_REAL(fstat)(f->data_fd, st) != 0) return fail_errno();
     if (!S_ISREG(st->st_mode)) return -EINVAL;

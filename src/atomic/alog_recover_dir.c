@@ -13,6 +13,7 @@
 
 #include "atomic/alog.h"
 #include "common/area.h"
+#include "common/internal_fd.h"
 #include "shim/libc.h"
 
 #define ALOG_RECOVER_DEPTH_MAX 8
@@ -21,7 +22,7 @@
 int alog_log_needs_work(int area_fd, const char *log_name, bool *tracked) {
     struct stat st; /* another user's log is that user's to recover (common/area.h): left as in use */
     if (DK_REAL(fstatat)(area_fd, log_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !dk_area_file_ours(&st)) return 0;
-    int fd = DK_REAL(openat)(area_fd, log_name, O_RDONLY | O_CLOEXEC);
+    int fd = dk_ifd_openat(area_fd, log_name, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) return -errno;
     int rc = 0;
     struct alog_phdr h;
@@ -43,7 +44,7 @@ int alog_log_needs_work(int area_fd, const char *log_name, bool *tracked) {
 DIR *alog_area_open(const char *dir, const char *area) {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, area);
-    int afd = DK_REAL(open)(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int afd = dk_ifd_openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (afd < 0) return NULL;
     DIR *d = fdopendir(afd);
     if (!d) {

@@ -19,6 +19,7 @@
 #include "atomic/uwp_internal.h"
 #include "common/crashpoint.h"
 #include "common/dk.h"
+#include "common/internal_fd.h"
 #include "common/log.h"
 #include "common/uffd_compat.h"
 #include "persist/persist.h"
@@ -31,7 +32,7 @@ int uwp_uffd_open(bool user_mode_only) {
     int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | mode);
     if (fd >= 0) return fd;
     int e = errno;
-    int dev = DK_REAL(open)("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+    int dev = dk_ifd_openat(AT_FDCWD, "/dev/userfaultfd", O_RDWR | O_CLOEXEC, 0);
     if (dev < 0) return -(e == ENOSYS ? ENOSYS : e);
     fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK | mode);
     e = errno;

@@ -22,6 +22,7 @@
 #include "atomic/uwp_internal.h"
 #include "common/crashpoint.h"
 #include "common/dk.h"
+#include "common/internal_fd.h"
 #include "common/uffd_compat.h"
 #include "shim/libc.h"
 
@@ -45,7 +46,9 @@ static int register_shadow(struct dk_uwp *u) {
 
 int uwp_shadow_setup(struct dk_uwp *u) {
     u->shadow = true;
-    u->shadow_fd = memfd_create("daxkit-atomic-mmap", MFD_CLOEXEC);
+    dk_ifd_begin(); /* at a high number at once (common/internal_fd.h) */
+    u->shadow_fd = dk_ifd_move_up(memfd_create("daxkit-atomic-mmap", MFD_CLOEXEC));
+    dk_ifd_end();
     if (u->shadow_fd < 0) return -errno;
     if (DK_REAL(ftruncate)(u->shadow_fd, (off_t)u->len) != 0) return -errno;
     void *m = DK_REAL(mmap)(NULL, u->len, PROT_READ | PROT_WRITE, MAP_SHARED, u->shadow_fd, 0);

@@ -10,6 +10,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "common/internal_fd.h"
 #include "shim/libc.h"
 
 bool dk_area_trusted(const struct stat *a, const struct stat *parent) {
@@ -24,7 +25,7 @@ int dk_area_mkdir(int parent_fd, const char *name) {
     if (c->fstat(parent_fd, &ps) != 0) return -errno;
     mode_t want = (ps.st_mode & S_IWOTH) ? 01777 : (ps.st_mode & S_IWGRP) ? 01770 : 0700;
     if (c->mkdirat(parent_fd, name, want) != 0 && errno != EEXIST) return -errno;
-    int afd = c->openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int afd = dk_ifd_openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
     if (afd < 0) return 0; /* the caller's open says why */
     int rc = 0;
     if (c->fstat(afd, &as) == 0) {
@@ -72,7 +73,7 @@ static void locks_line(const char *line, const dev_t *dev, const ino_t *ino, int
 bool dk_area_locked(const dev_t *dev, const ino_t *ino, int n, bool *held) {
     const struct dk_libc *c = dk_libc();
     for (int k = 0; k < n; k++) held[k] = false;
-    int fd = c->open("/proc/locks", O_RDONLY | O_CLOEXEC);
+    int fd = dk_ifd_openat(AT_FDCWD, "/proc/locks", O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) return false;
     char buf[8192];
     size_t have = 0;

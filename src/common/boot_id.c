@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/dk.h"
+#include "common/internal_fd.h"
 #include "shim/libc.h"
 
 bool dk_boot_id(uint8_t out[16]) {
@@ -16,7 +17,7 @@ bool dk_boot_id(uint8_t out[16]) {
     if (st == 0) {
         DK_ERRNO_SAVE;
         char text[64] = {0};
-        int fd = dk_libc()->openat(AT_FDCWD, "/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+        int fd = dk_ifd_openat(AT_FDCWD, "/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC, 0);
         ssize_t n = fd >= 0 ? dk_libc()->read(fd, text, sizeof text - 1) : -1;
         if (fd >= 0) dk_libc()->close(fd);
         DK_ERRNO_RESTORE;

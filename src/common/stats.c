@@ -1,3 +1,4 @@
+#include "common/internal_fd.h"
 #include "common/stats.h"
 
 #include <dirent.h>
@@ -57,7 +58,7 @@ const char *dk_stats_dir(void) {
 static int lock_stats_file(const char *path) {
     const struct dk_libc *c = dk_libc();
     for (int tries = 0; tries < 4; tries++) {
-        int fd = c->open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        int fd = dk_ifd_openat(AT_FDCWD, path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0) return -1;
         struct stat a, b;
         if (c->flock(fd, LOCK_EX | LOCK_NB) == 0) {
@@ -78,7 +79,7 @@ static int lock_stats_file(const char *path) {
  * directory this process just made (opened without following a link, checked to be a directory of ours). */
 static void make_stats_dir(const struct dk_libc *c) {
     if (c->mkdirat(AT_FDCWD, dk_stats_dir(), 01777) != 0) return; /* there already (or cannot be made) */
-    int dfd = c->open(dk_stats_dir(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int dfd = dk_ifd_openat(AT_FDCWD, dk_stats_dir(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
     if (dfd < 0) return;
     struct stat st;
     if (c->fstat(dfd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 07777) != 01777)
@@ -100,7 +101,7 @@ static struct dk_stats_file *map_stats_file(pid_t pid) {
      * a second open file description: a mapping keeps its description (and so an flock on it) alive, and a
      * fork child inherits the mapping -- the lock must go with this process's descriptor alone. */
     if (c->ftruncate(fd, 0) == 0 && c->ftruncate(fd, sizeof(struct dk_stats_file)) == 0) {
-        int mfd = c->open(stats_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW); /* locked by us: not swept meanwhile */
+        int mfd = dk_ifd_openat(AT_FDCWD, stats_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0); /* locked by us: not swept meanwhile */
         if (mfd >= 0) {
             p = c->mmap(NULL, sizeof(struct dk_stats_file), PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
             c->close(mfd);
@@ -163,7 +164,7 @@ static bool is_stats_file(int fd) {
 /* Removes path if it is a stats file and no live process holds its lock. true if removed. */
 static bool remove_if_unlocked(const char *path) {
     const struct dk_libc *c = dk_libc();
-    int fd = c->open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    int fd = dk_ifd_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
     if (fd < 0) return false;
     bool gone = c->flock(fd, LOCK_EX | LOCK_NB) == 0 && is_stats_file(fd) && c->unlink(path) == 0;
     c->close(fd);
@@ -181,7 +182,7 @@ void dk_stats_remove_stale(void) {
 int dk_stats_sweep(void) {
     DK_ERRNO_SAVE;
     const struct dk_libc *c = dk_libc();
-    int dfd = c->open(dk_stats_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dfd = dk_ifd_openat(AT_FDCWD, dk_stats_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
     if (!d) {
         if (dfd >= 0) c->close(dfd);

@@ -13,6 +13,7 @@
 
 #include "common/config.h"
 #include "common/dk.h"
+#include "common/internal_fd.h"
 #include "common/pwrite_all.h"
 #include "oplog/internal.h"
 #include "shim/libc.h"
@@ -34,7 +35,7 @@ void oplog_open_direct(struct dk_oplog *log, int dirfd, const char *name) {
     if (log->persist != OPLOG_PERSIST_PWRITE || dk_cfg.oplog_direct != 0 /* "auto" */) return;
     DK_ERRNO_SAVE;
     const struct dk_libc *c = dk_libc();
-    int fd = c->openat(dirfd, name, O_RDWR | O_DIRECT | O_CLOEXEC | O_NOFOLLOW);
+    int fd = dk_ifd_openat(dirfd, name, O_RDWR | O_DIRECT | O_CLOEXEC | O_NOFOLLOW, 0);
     uint32_t align = fd >= 0 ? direct_align_bytes(fd) : 0;
     if (align) {
         log->direct_fd = fd;

@@ -21,6 +21,7 @@
 
 #include "common/boot_id.h"
 #include "common/dk.h"
+#include "common/internal_fd.h"
 #include "oplog/internal.h"
 #include "shim/libc.h"
 
@@ -62,7 +63,7 @@ void oplog_marks_open(struct dk_oplog *log, int dirfd, const char *name) {
     DK_ERRNO_SAVE;
     size_t bytes = OPLOG_MARKS_OFFSET + (size_t)log->capacity_lines * sizeof(uint32_t);
     c->unlinkat(dirfd, mname, 0); /* a file left by a recovery cut short: a fresh one */
-    int fd = c->openat(dirfd, mname, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = dk_ifd_openat(dirfd, mname, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     void *m = MAP_FAILED;
     if (fd >= 0 && c->ftruncate(fd, (off_t)bytes) == 0 && c->pwrite(fd, line, sizeof line, 0) == (ssize_t)sizeof line)
         m = c->mmap(NULL, bytes - OPLOG_MARKS_OFFSET, PROT_READ | PROT_WRITE, MAP_SHARED, fd, OPLOG_MARKS_OFFSET);
@@ -91,7 +92,7 @@ void dk_oplog_start_marks(struct dk_oplog *log) {
     if (slash && (size_t)(slash - log->path) < sizeof dir) {
         memcpy(dir, log->path, (size_t)(slash - log->path));
         dir[slash - log->path] = 0;
-        dirfd = dk_libc()->openat(AT_FDCWD, slash == log->path ? "/" : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        dirfd = dk_ifd_openat(AT_FDCWD, slash == log->path ? "/" : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     }
     if (dirfd >= 0) {
         pthread_mutex_lock(&log->grow_mu); /* oplog_marks_allocate's callers hold it */
@@ -150,7 +151,7 @@ int oplog_marks_load(const char *path, int log_fd, uint64_t capacity, uint32_t *
     char mpath[PATH_MAX + 8];
     if (!dk_oplog_marks_path(path, mpath, sizeof mpath)) return 0;
     DK_ERRNO_SAVE;
-    int fd = c->openat(AT_FDCWD, mpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    int fd = dk_ifd_openat(AT_FDCWD, mpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
     struct stat ms = {0}, ls;
     struct oplog_marks_header h;
     unsigned char line[DK_OPLOG_LINE_BYTES];

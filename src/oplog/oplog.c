@@ -16,6 +16,7 @@
 #include "common/config.h"
 #include "common/crashpoint.h"
 #include "common/dk.h"
+#include "common/internal_fd.h"
 #include "oplog/internal.h"
 #include "persist/persist.h"
 #include "shim/libc.h"
@@ -128,7 +129,7 @@ static enum oplog_persist persist_for(int dirfd, int *map_sync_out) {
 /* Creates, locks, sizes and maps <name>.tmp; fills log->fd/headers/records. Returns 0 or -errno. */
 static int build_tmp(struct dk_oplog *log, int dirfd, const char *tmp, size_t bytes, int map_sync) {
     const struct dk_libc *c = dk_libc();
-    int fd = c->openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = dk_ifd_openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) return -errno;
     log->fd = fd;
     /* Unlocked until the flock: a recoverer starting now takes the name for a dead creator's (open_at). */
@@ -215,7 +216,7 @@ int dk_oplog_open(const char *dir, const char *tag, size_t bytes, struct dk_oplo
     pthread_mutex_init(&log->grow_mu, NULL);
     log->capacity_lines = capacity;
     log->usable_lines = capacity; /* no spare until dk_oplog_set_spare */
-    int dirfd = dk_libc()->openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dirfd = dk_ifd_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     int rc = dirfd < 0 ? -errno : open_at(log, dir, dirfd, tag, bytes);
     if (dirfd >= 0) dk_libc()->close(dirfd);
     if (rc != 0) {

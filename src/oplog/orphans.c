@@ -13,6 +13,7 @@
 #include "common/area.h"
 #include "common/crashpoint.h"
 #include "common/dk.h"
+#include "common/internal_fd.h"
 #include "oplog/oplog.h"
 #include "shim/libc.h"
 
@@ -42,7 +43,7 @@ static int lock_if_orphan(int dirfd, const char *name) {
      * before the open, which would block on a FIFO planted there. */
     if (c->fstatat(dirfd, name, &b, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(b.st_mode) || !dk_area_may_recover(&b))
         return -1;
-    int fd = c->openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    int fd = dk_ifd_openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
     if (fd < 0) return -1;
     if (c->flock(fd, LOCK_EX | LOCK_NB) != 0 || c->fstat(fd, &a) != 0 ||
         c->fstatat(dirfd, name, &b, AT_SYMLINK_NOFOLLOW) != 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev ||
@@ -70,13 +71,13 @@ static void remove_stray_marks(int dirfd, const char *name) {
 int dk_oplog_find_orphans(const char *dir, const char *tag, dk_oplog_orphan_fn cb, void *ctx) {
     DK_ERRNO_SAVE;
     const struct dk_libc *c = dk_libc();
-    int dirfd = c->openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dirfd = dk_ifd_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (dirfd < 0) {
         int rc = -errno;
         DK_ERRNO_RESTORE;
         return rc;
     }
-    int scanfd = c->fcntl(dirfd, F_DUPFD_CLOEXEC, 0); /* fdopendir owns this one */
+    int scanfd = c->fcntl(dirfd, F_DUPFD_CLOEXEC, dk_ifd_floor()); /* fdopendir owns this one */
     DIR *d = scanfd >= 0 ? fdopendir(scanfd) : NULL;
     if (!d) {
         int rc = -errno;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/dk.h"
+#include "common/internal_fd.h"
 #include "common/mapflags.h"
 #include "oplog/format.h"
 #include "oplog/internal.h"
@@ -195,7 +196,7 @@ static int data_segments(int fd, off_t size, struct segment **out, size_t *count
 int dk_oplog_scan(const char *path, dk_oplog_record_fn cb, void *ctx, struct dk_oplog_scan_stats *stats) {
     DK_ERRNO_SAVE;
     const struct dk_libc *c = dk_libc();
-    int rc = 0, fd = c->openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int rc = 0, fd = dk_ifd_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
     struct stat st;
     void *m = MAP_FAILED;
     struct segment *segs = NULL;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/dk.h"
+#include "common/internal_fd.h"
 #include "shim/libc.h"
 #include "common/mapflags.h"
 
@@ -47,14 +48,14 @@ static const char *fs_name(uint64_t magic) {
  * elsewhere a unique name (pid, thread, counter) is unlinked right after creation. */
 int dk_medium_scratch_open(int dirfd, const char *tag) {
     const struct dk_libc *c = dk_libc();
-    int fd = c->openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    int fd = dk_ifd_openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd >= 0) return fd;
     if (errno == EACCES || errno == EROFS || errno == ENOSPC || errno == EDQUOT) return -errno;
     static unsigned counter;
     char name[96];
     snprintf(name, sizeof name, ".daxkit-probe-%d-%ld-%u-%s", (int)c->getpid(), (long)syscall(SYS_gettid),
              __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED), tag);
-    fd = c->openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    fd = dk_ifd_openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return -errno;
     c->unlinkat(dirfd, name, 0);
     return fd;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/dk.h"
+#include "common/internal_fd.h"
 #include "shim/libc.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -82,7 +83,7 @@ int64_t dk_smaps_pmd_kb(const char *text, uintptr_t start) {
 /* Streams /proc/self/smaps through smaps_line. Returns the PMD-mapped kB, -1 if not found, or -errno. */
 static int64_t smaps_read_pmd_kb(uintptr_t start) {
     const struct dk_libc *c = dk_libc();
-    int fd = c->openat(AT_FDCWD, "/proc/self/smaps", O_RDONLY | O_CLOEXEC);
+    int fd = dk_ifd_openat(AT_FDCWD, "/proc/self/smaps", O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) return -errno;
     static_assert(SMAPS_LINE_BYTES_MAX < SMAPS_CHUNK_BYTES, "a line must fit in a chunk with room to read");
     char buf[SMAPS_CHUNK_BYTES];

@@ -79,7 +79,7 @@ DK_EXPORT void closefrom(int lowfd) {
     unsigned first = lowfd < 0 ? 0u : (unsigned)lowfd;
     if (close_range(first, ~0U, 0) == 0) return;
     DK_ERRNO_SAVE;
-    int dfd = DK_REAL(open)("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dfd = dk_ifd_openat(AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
     if (!d) {
         if (dfd >= 0) DK_REAL(close)(dfd);
@@ -99,7 +99,8 @@ DK_EXPORT void closefrom(int lowfd) {
 
 DK_EXPORT int dup(int fd) {
     if (up_enabled) up_resolve(fd); /* two descriptors, one description: one slot */
-    int r = DK_REAL(dup)(fd);
+    uint64_t ifd = dk_ifd_before();
+    int r = dk_ifd_relower(DK_REAL(dup)(fd), ifd, 0); /* the lowest number, as without daxkit (internal_fd.h) */
     if (r >= 0 && up_enabled && up_fd_slot(fd)) up_dup(fd, r);
     return r;
 }
@@ -146,12 +147,19 @@ static int counted_lock(int (*real)(int, int, ...), int fd, int cmd, struct floc
     return r;
 }
 
+/* F_DUPFD(_CLOEXEC): the lowest free number >= arg, as without daxkit (common/internal_fd.h). */
+static int dupfd(int (*real)(int, int, ...), int fd, int cmd, void *arg) {
+    uint64_t ifd = dk_ifd_before();
+    return dk_ifd_relower(real(fd, cmd, arg), ifd, (int)(intptr_t)arg);
+}
+
 static int fcntl_common(int fd, int cmd, void *arg, bool is64) {
     int (*real)(int, int, ...) = is64 ? DK_REAL(fcntl64) : DK_REAL(fcntl);
     if (!up_enabled) return real(fd, cmd, arg);
     if ((cmd == F_SETLK || cmd == F_SETLKW) && arg && ((struct flock *)arg)->l_type != F_UNLCK) up_aux_lock_gate();
     if (cmd != F_GETFD && cmd != F_SETFD && cmd != F_GETFL) up_resolve(fd);
     if (!up_fd_slot(fd)) {
+        if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) return dupfd(real, fd, cmd, arg);
         /* A lock on any file may guard managed ones: its release publishes them. */
         if (is_setlk(cmd) && arg && ((struct flock *)arg)->l_type == F_UNLCK) up_publish_all();
         int r = real(fd, cmd, arg);
@@ -162,7 +170,7 @@ static int fcntl_common(int fd, int cmd, void *arg, bool is64) {
         return r;
     }
     if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
-        int r = real(fd, cmd, arg);
+        int r = dupfd(real, fd, cmd, arg);
         if (r >= 0) up_dup(fd, r);
         return r;
     }
@@ -324,6 +332,7 @@ DK_EXPORT off_t lseek(int fd, off_t off, int whence) {
     } else if (up_enabled && (s = up_serving(fd))) { /* another thread adopted it between the two looks */
         return served_seek(s, fd, off, whence);
     }
+    if (up_enabled && DK_UNLIKELY(dk_ifd_settle()) && (s = up_serving(fd))) return served_seek(s, fd, off, whence);
     return seek_by_kernel(fd, off, whence, DK_REAL(lseek));
 }
 DK_EXPORT off_t lseek64(int fd, off_t off, int whence) {
@@ -335,6 +344,7 @@ DK_EXPORT off_t lseek64(int fd, off_t off, int whence) {
     } else if (up_enabled && (s = up_serving(fd))) { /* another thread adopted it between the two looks */
         return served_seek(s, fd, off, whence);
     }
+    if (up_enabled && DK_UNLIKELY(dk_ifd_settle()) && (s = up_serving(fd))) return served_seek(s, fd, off, whence);
     return seek_by_kernel(fd, off, whence, DK_REAL(lseek64));
 }
 

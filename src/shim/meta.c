@@ -136,7 +136,12 @@ static inline int fix(int r, struct stat *st) {
 #define FIX64(r, st) fix((r), (struct stat *)(st)) /* struct stat64 == struct stat on x86-64 */
 
 /* The program's fstat of a pending descriptor (upath/pending.c) adopts it from the result: no fstat of ours. */
-static inline bool pend_begin(int fd) { return up_enabled && up_pending_fstat_begin(fd); }
+/* A number the library held for a moment (common/internal_fd.h) is waited for first. */
+static inline bool pend_begin(int fd) {
+    if (!up_enabled) return false;
+    (void)dk_ifd_settle();
+    return up_pending_fstat_begin(fd);
+}
 static inline int fixfd_pend(int r, int fd, struct stat *st, bool pend) {
     if (DK_UNLIKELY(pend) && r == 0) {
         DK_ERRNO_SAVE;
@@ -156,10 +161,17 @@ DK_EXPORT int stat(const char *p, struct stat *st) { return fix(DK_REAL(stat)(p,
 DK_EXPORT int stat64(const char *p, struct stat64 *st) { return FIX64(DK_REAL(stat64)(p, st), st); }
 DK_EXPORT int lstat(const char *p, struct stat *st) { return fix(DK_REAL(lstat)(p, st), st); }
 DK_EXPORT int lstat64(const char *p, struct stat64 *st) { return FIX64(DK_REAL(lstat64)(p, st), st); }
+/* (made again when a window of the library's own opens overlapped it: common/internal_fd.h) */
 #define FIXFD(fd, call, st)                           \
     ({                                                \
         bool pend_ = pend_begin(fd);                  \
-        fixfd_pend((call), (fd), (struct stat *)(st), pend_); \
+        uint64_t ifd_ = dk_ifd_before();              \
+        int fr_ = (call);                             \
+        if (DK_UNLIKELY(up_enabled && dk_ifd_overlapped(ifd_))) { \
+            dk_ifd_settle();                          \
+            fr_ = (call);                             \
+        }                                             \
+        fixfd_pend(fr_, (fd), (struct stat *)(st), pend_); \
     })
 /* fstatat(fd, "", AT_EMPTY_PATH): glibc's own fstat since 2.33, and what programs call for it too */
 static inline bool by_fd(const char *p, int fl) { return (fl & AT_EMPTY_PATH) && p && !p[0]; }

@@ -45,11 +45,13 @@ static bool strict_trunc(int flags) { return dk_cfg.mode == DK_MODE_STRICT && up
         fd_;                                                                                       \
     })
 
-/* The adoption epoch is read before the kernel's open (upath/pending.c). */
+/* The adoption epoch is read before the kernel's open (upath/pending.c). A descriptor the library opened for
+ * itself meanwhile may have held the number the kernel would have given: moved down to it (internal_fd.h). */
 #define OPENED(call, flags, dirfd, path)                \
     ({                                                  \
         uint64_t ep_ = up_enabled ? up_epoch_now() : 0; \
-        int ofd_ = (call);                              \
+        uint64_t ifd_ = dk_ifd_before();                \
+        int ofd_ = dk_ifd_relower((call), ifd_, 0);     \
         dk_after_open(ofd_, flags, dirfd, path, ep_);   \
     })
 

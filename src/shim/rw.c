@@ -35,8 +35,15 @@
             } else if ((cond) && (s_ = up_serving(fd)) != NULL) { \
                 goto served_; /* another thread adopted it between the two looks */ \
             }                                            \
+            /* a number the library held meanwhile (common/internal_fd.h): the program's again, or closed */ \
+            if (DK_UNLIKELY(dk_ifd_settle()) && (cond) && (s_ = up_serving(fd)) != NULL) goto served_; \
+            uint64_t ifd_ = dk_ifd_before();             \
             bool m_ = dk_pt_begin(fd);                   \
             ssize_t r_ = real_call;                      \
+            if (!(changes) && !(moves) && dk_ifd_overlapped(ifd_)) { /* a pread: made again */ \
+                dk_ifd_settle();                         \
+                r_ = real_call;                          \
+            }                                            \
             if (changes && r_ > 0 && dk_pt_end_changed(m_, fd) != 0) return -1; \
             return r_;                                   \
         }                                                \

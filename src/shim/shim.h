@@ -8,6 +8,7 @@
 
 #include "common/config.h"
 #include "common/dk.h"
+#include "common/internal_fd.h"
 #include "common/stats.h"
 #include "shim/libc.h"
 #include "upath/upath.h"

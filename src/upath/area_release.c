@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/internal_fd.h"
 #include "shim/libc.h"
 #include "upath/internal.h"
 
@@ -41,7 +42,7 @@ static void remove_registries(int afd) {
 /* Every entry of the area is ours (tag) or an empty directory (atomic: removed here). */
 static bool area_only_ours(int afd, const char *tag) {
     const struct dk_libc *c = dk_libc();
-    int dfd = c->openat(afd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dfd = dk_ifd_openat(afd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
     if (!d) {
         if (dfd >= 0) c->close(dfd);
@@ -61,9 +62,9 @@ static bool area_only_ours(int afd, const char *tag) {
 
 bool up_area_release(struct up_root *r) {
     const struct dk_libc *c = dk_libc();
-    int rfd = c->open(r->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rfd = dk_ifd_openat(AT_FDCWD, r->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (rfd < 0) return false;
-    int afd = c->openat(rfd, AREA, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int afd = dk_ifd_openat(rfd, AREA, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
     bool gone = false;
     if (afd >= 0 && area_only_ours(afd, up_stage_tag(r)) && up_strict_release_root(r) && up_stage_release_root(r)) {
         remove_registries(afd);

@@ -26,6 +26,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "common/internal_fd.h"
 #include "common/pwrite_all.h"
 #include "common/stats.h"
 #include "shim/libc.h"
@@ -111,7 +112,7 @@ static bool inherited_locks_seen(void) {
     if (s) return s == 2;
     const struct dk_libc *c = dk_libc();
     bool found = false;
-    int lfd = c->open("/proc/locks", O_RDONLY | O_CLOEXEC);
+    int lfd = dk_ifd_openat(AT_FDCWD, "/proc/locks", O_RDONLY | O_CLOEXEC, 0);
     if (lfd < 0) found = true;
     char buf[8192], line[256], me[24];
     snprintf(me, sizeof me, " %d ", (int)getpid());
@@ -141,6 +142,8 @@ static int reopen_kept(int fd) {
     if (!__atomic_load_n(&posix_locks_asked, __ATOMIC_RELAXED) && inherited_locks_seen())
         __atomic_store_n(&posix_locks_asked, true, __ATOMIC_SEQ_CST);
     int ph[3];
+    /* A window (common/internal_fd.h): the placeholders and the reopen hold low numbers until the move. */
+    dk_ifd_begin();
     int n_ph = fill_low(ph);
     int a = up_fd_reopen(fd, O_RDWR);
     int e = errno;
@@ -158,6 +161,7 @@ static int reopen_kept(int fd) {
         mover_here = false;
     }
     for (int i = 0; i < n_ph; i++) c->close(ph[i]);
+    dk_ifd_end();
     dk_cancel_restore(cancel_was);
     errno = e;
     return a;

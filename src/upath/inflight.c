@@ -25,6 +25,7 @@
  * exits normally or execs leaves marks, but its log is gone (exit) or has nothing left to replay (exec
  * checkpoints; the log's descriptor is close-on-exec): the survivor's slow path finds that in a few system
  * calls, once per dead thread. Design and limits: docs/strict.md, "The operation in flight at a death". */
+#include "common/internal_fd.h"
 #include "upath/inflight.h"
 
 #include <errno.h>
@@ -124,9 +125,9 @@ static struct reg *attach_locked(int i) {
     char area[4200], name[64];
     snprintf(area, sizeof area, "%s/.daxkit", r->path[1] ? r->path : "");
     reg_name(name, sizeof name);
-    int afd = c->openat(AT_FDCWD, area, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int afd = dk_ifd_openat(AT_FDCWD, area, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (afd < 0) return NULL;
-    int fd = c->openat(afd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+    int fd = dk_ifd_openat(afd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
     c->close(afd);
     if (fd < 0) return NULL;
     struct stat st;
@@ -292,7 +293,7 @@ void up_inflight_after_fork_child(void) {
         char path[4300], name[64];
         reg_name(name, sizeof name);
         snprintf(path, sizeof path, "%s/.daxkit/%s", up_root_at(i)->path, name);
-        int fd = DK_REAL(openat)(AT_FDCWD, path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        int fd = dk_ifd_openat(AT_FDCWD, path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
         up_internal_close(g->fd);
         g->fd = fd >= 0 ? up_internal_fd(fd) : -1;
     }
@@ -331,8 +332,8 @@ static bool recover_named(const struct up_root *r, const struct reg_slot *s, boo
     name[sizeof name - 1] = 0;
     uint64_t dev = s->log_dev, ino = s->log_ino;
     snprintf(area, sizeof area, "%s/.daxkit", r->path[1] ? r->path : "");
-    int afd = c->openat(AT_FDCWD, area, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int lfd = afd >= 0 ? c->openat(afd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) : -1;
+    int afd = dk_ifd_openat(AT_FDCWD, area, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    int lfd = afd >= 0 ? dk_ifd_openat(afd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0) : -1;
     struct stat a, b;
     bool clear = true;
     if (lfd < 0 || c->fstat(lfd, &a) != 0 || (uint64_t)a.st_dev != dev || (uint64_t)a.st_ino != ino ||

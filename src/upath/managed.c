@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/internal_fd.h"
 #include "common/log.h"
 #include "shim/libc.h"
 #include "upath/internal.h"
@@ -316,7 +317,7 @@ void up_root_probe(struct up_root *r) {
     if (__atomic_load_n(&r->probed, __ATOMIC_ACQUIRE)) return;
     pthread_mutex_lock(&r->mu);
     if (!r->probed) {
-        int dfd = dk_libc()->open(r->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int dfd = dk_ifd_openat(AT_FDCWD, r->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
         int rc = dfd >= 0 ? dk_medium_probe(dfd, DK_PROBE_BASIC, &r->medium) : -errno;
         if (dfd >= 0) dk_libc()->close(dfd);
         if (rc != 0) {

@@ -33,6 +33,7 @@
 
 #include "common/area.h"
 #include "common/boot_id.h"
+#include "common/internal_fd.h"
 #include "common/pwrite_all.h"
 #include "common/crashpoint.h"
 #include "common/log.h"
@@ -115,7 +116,7 @@ static struct up_sizes *sizes_open(struct up_root *r) {
     if (!r->sizes) {
         char name[80];
         snprintf(name, sizeof name, "%s.sizes", tag);
-        int fd = DK_REAL(openat)(area_fd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        int fd = dk_ifd_openat(area_fd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         void *a = MAP_FAILED;
         if (fd >= 0 && DK_REAL(ftruncate)(fd, (off_t)REC_BYTES * REC_SLOTS) == 0)
             a = DK_REAL(mmap)(NULL, (size_t)REC_BYTES * REC_SLOTS, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -290,7 +291,7 @@ void up_sizerec_shutdown(struct up_root *r, int area_fd, const char *tag) {
  * -1 if not found. */
 int up_find_inode(int dirfd, dev_t dev, ino_t ino, int depth) {
     if (depth > 32) return -1; /* 2 descriptors per level */
-    int d2 = DK_REAL(openat)(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int d2 = dk_ifd_openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
     if (!d) {
         if (d2 >= 0) DK_REAL(close)(d2);
@@ -302,12 +303,12 @@ int up_find_inode(int dirfd, dev_t dev, ino_t ino, int depth) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, ".daxkit"))
             continue; /* the area's logs and staging files are never a program's file */
         if (e->d_ino == ino && e->d_type != DT_DIR) {
-            int fd = DK_REAL(openat)(dirfd, e->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+            int fd = dk_ifd_openat(dirfd, e->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
             struct stat st;
             if (fd >= 0 && DK_REAL(fstat)(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino) found = fd;
             else if (fd >= 0) DK_REAL(close)(fd);
         } else if (e->d_type == DT_DIR) {
-            int sub = DK_REAL(openat)(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            int sub = dk_ifd_openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
             if (sub >= 0) {
                 found = up_find_inode(sub, dev, ino, depth + 1);
                 DK_REAL(close)(sub);
@@ -320,12 +321,12 @@ int up_find_inode(int dirfd, dev_t dev, ino_t ino, int depth) {
 
 /* Opens the recorded file: by its path, or else by a search of the managed directory (renamed). */
 static int open_recorded(const struct size_rec *rec, int area_fd) {
-    int fd = rec->path_len ? DK_REAL(open)(rec->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC) : -1;
+    int fd = rec->path_len ? dk_ifd_openat(AT_FDCWD, rec->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0) : -1;
     struct stat st;
     if (fd >= 0 && DK_REAL(fstat)(fd, &st) == 0 && st.st_dev == (dev_t)rec->dev && st.st_ino == (ino_t)rec->ino)
         return fd;
     if (fd >= 0) DK_REAL(close)(fd);
-    int root = DK_REAL(openat)(area_fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int root = dk_ifd_openat(area_fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (root < 0) return -1;
     fd = up_find_inode(root, (dev_t)rec->dev, (ino_t)rec->ino, 0);
     DK_REAL(close)(root);
@@ -373,7 +374,7 @@ static void recover_one(struct size_rec *rec, int area_fd, const struct stat *by
 }
 
 int up_sizerec_recover(int area_fd, const char *name, struct up_sizerec_report *rep) {
-    int fd = DK_REAL(openat)(area_fd, name, O_RDWR | O_CLOEXEC);
+    int fd = dk_ifd_openat(area_fd, name, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0) return errno == ENOENT ? 0 : -errno;
     struct stat st;
     if (DK_REAL(fstat)(fd, &st) != 0) {
@@ -410,7 +411,7 @@ int up_sizerec_recover(int area_fd, const char *name, struct up_sizerec_report *
 int up_recover_dir(const char *root_path, struct up_recover_report *rep) {
     char area[4200];
     snprintf(area, sizeof area, "%s/.daxkit", root_path);
-    int afd = DK_REAL(open)(area, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int afd = dk_ifd_openat(AT_FDCWD, area, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (afd < 0) {
         if (errno == ENOENT) return 0;
         return -errno;

@@ -21,6 +21,7 @@
 #include "common/area.h"
 #include "common/config.h"
 #include "common/crashpoint.h"
+#include "common/internal_fd.h"
 #include "common/pwrite_all.h"
 #include "common/log.h"
 #include "common/stats.h"
@@ -105,19 +106,11 @@ bool up_stage_busy(void) { return stage_busy != 0; }
 int up_stage_fd(const struct up_stg_file *sf) { return sf->fd; }
 
 /* Moves an internal descriptor out of the low numbers the program expects to get from open(). */
-int up_internal_fd_floor(void) {
-    struct rlimit rl;
-    bool limited = dk_libc()->getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
-    return dk_internal_fd_floor(limited ? (long)rl.rlim_cur : 0, limited);
-}
+int up_internal_fd_floor(void) { return dk_ifd_floor(); }
 
+/* Opened by dk_ifd_openat, the descriptor is there already (common/internal_fd.h). */
 int up_internal_fd(int fd) {
-    const struct dk_libc *c = dk_libc();
-    int hi = c->fcntl(fd, F_DUPFD_CLOEXEC, up_internal_fd_floor());
-    if (hi >= 0) {
-        c->close(fd);
-        fd = hi;
-    }
+    fd = dk_ifd_move_up(fd);
     up_fd_mark_internal(fd, true);
     return fd;
 }
@@ -140,7 +133,7 @@ static struct up_stg_file *stg_create(struct up_pool *p) {
     char name[96];
     uint32_t id = p->next_file_id++;
     snprintf(name, sizeof name, "%s.%u.stg", p->tag, id);
-    int fd = c->openat(p->area_fd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int fd = dk_ifd_openat(p->area_fd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return NULL;
     fd = up_internal_fd(fd);
     uint64_t bytes = stg_file_bytes(id);
@@ -297,7 +290,7 @@ static int lock_dead_owner(int area_fd, const char *name) {
      * before the open, which would block on a FIFO planted in a shared area */
     if (c->fstatat(area_fd, name, &b, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(b.st_mode) || !dk_area_may_recover(&b))
         return -1;
-    int lfd = c->openat(area_fd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    int lfd = dk_ifd_openat(area_fd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
     if (lfd < 0) return -1;
     if (c->flock(lfd, LOCK_EX | LOCK_NB) != 0 || c->fstat(lfd, &a) != 0 ||
         c->fstatat(area_fd, name, &b, AT_SYMLINK_NOFOLLOW) != 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
@@ -370,7 +363,7 @@ void up_stage_reclaim(const char *root_path, int area_fd, struct up_recover_repo
     struct up_recover_report ignored;
     if (!rep) rep = memset(&ignored, 0, sizeof ignored);
     const struct dk_libc *c = dk_libc();
-    int dfd = c->openat(area_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dfd = dk_ifd_openat(area_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
     if (!d) {
         if (dfd >= 0) c->close(dfd);
@@ -473,11 +466,11 @@ void up_stage_reclaim(const char *root_path, int area_fd, struct up_recover_repo
  * descriptor, or -1 (errno set). */
 static int area_open(const struct up_root *r) {
     const struct dk_libc *c = dk_libc();
-    int rfd = c->open(r->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rfd = dk_ifd_openat(AT_FDCWD, r->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (rfd < 0) return -1;
     int mk = dk_area_mkdir(rfd, UP_AREA);
     int afd = mk == -EPERM ? (errno = EPERM, -1) /* another user's: files here are not kept safe */
-                           : c->openat(rfd, UP_AREA, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                           : dk_ifd_openat(rfd, UP_AREA, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
     int e = errno;
     c->close(rfd);
     errno = e;
@@ -513,7 +506,7 @@ static struct up_pool *pool_create(struct up_root *r) {
     char lname[64], tmp[64];
     snprintf(lname, sizeof lname, "%s.lock", p->tag);
     snprintf(tmp, sizeof tmp, "%s.lock-new", p->tag);
-    int lfd = c->openat(afd, tmp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    int lfd = dk_ifd_openat(afd, tmp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (lfd >= 0 && c->flock(lfd, LOCK_EX | LOCK_NB) == 0 && c->renameat(afd, tmp, afd, lname) == 0) {
         p->lock_fd = up_internal_fd(lfd);
     } else {

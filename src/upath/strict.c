@@ -46,6 +46,7 @@
 #include "common/config.h"
 #include "common/crashpoint.h"
 #include "common/crc32c.h"
+#include "common/internal_fd.h"
 #include "common/log.h"
 #include "common/pwrite_all.h"
 #include "common/stats.h"
@@ -260,7 +261,7 @@ static struct up_strict *strict_create(struct up_root *r) {
     pthread_mutex_init(&st->dirty_mu, NULL);
     int rc = dk_oplog_open(area, tag, dk_cfg.strict_log_bytes, &st->log); /* 16 MiB: a checkpoint is cheap */
     snprintf(name, sizeof name, "%s.strict.stg", tag);
-    int fd = rc == 0 ? DK_REAL(openat)(area_fd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
+    int fd = rc == 0 ? dk_ifd_openat(area_fd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
     st->stg_bytes = dk_cfg.staging_bytes;
     void *a = MAP_FAILED;
     /* Sparse now, allocated chunk by chunk as it is used (zeroing 64 MiB up front would cost every
@@ -1229,7 +1230,7 @@ static int open_parent(int dirfd, const char *path) {
     if (slash == dir) slash[1] = 0;
     else if (slash) *slash = 0;
     else snprintf(dir, sizeof dir, ".");
-    return DK_REAL(openat)(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return dk_ifd_openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 }
 
 /* The managed root holding the directory of `path` (relative to dirfd), or NULL. */
@@ -1597,7 +1598,7 @@ static int replay_truncate(struct replay_file *rf, uint64_t len) {
 
 static const void *staged_bytes(struct replay *rp, const struct dk_oplog_op *op) {
     if (!rp->stg_map) {
-        int fd = DK_REAL(openat)(rp->area_fd, rp->stg_name, O_RDONLY | O_CLOEXEC);
+        int fd = dk_ifd_openat(rp->area_fd, rp->stg_name, O_RDONLY | O_CLOEXEC, 0);
         struct stat st;
         if (fd < 0) return NULL;
         if (DK_REAL(fstat)(fd, &st) == 0 && st.st_size > 0) {
@@ -1743,7 +1744,7 @@ static int recover_log(const char *path, void *ctx) {
     struct orphan_ctx *oc = ctx;
     uint64_t t0 = now_ns();
     struct replay rp = {.area_fd = oc->area_fd, .rep = oc->rep, .in_lock_call = oc->in_lock_call};
-    rp.root_fd = DK_REAL(openat)(oc->area_fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    rp.root_fd = dk_ifd_openat(oc->area_fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     struct stat rs;
     if (DK_REAL(fstat)(oc->area_fd, &rs) == 0) rp.area_dev_now = rs.st_dev;
     const char *base = strrchr(path, '/');

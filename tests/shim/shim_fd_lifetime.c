@@ -10,6 +10,14 @@
  *   replace [ROUNDS]  per variant (close + open, dup2, dup3): two appenders on an O_APPEND log, a pwriter, a
  *                     pread reader, a read reader and an fstat/lseek checker on a 1 MiB data file, while the
  *                     main thread replaces both descriptors ROUNDS times;
+ *                     more rounds follow (for 30 s at most) until every worker made ROUNDS / 2 calls; a variant
+ *                     whose workers did not (starved under load: the race not exercised) makes the run skip
+ *                     (77) -- after the data checks of every variant, which still fail it;
+ *   numbers [ROUNDS]  (strict mode) the main thread closes and reopens a file ROUNDS times while another thread
+ *                     renames files (each rename makes the library open the directory for itself) and a third
+ *                     calls fstat and pread through the number: the reopen gets the number back, as the kernel
+ *                     gives it without daxkit, and the calls through it see the file or EBADF, never the
+ *                     library's own descriptors (common/internal_fd.h);
  *   flood [ROUNDS]    three appenders write an O_APPEND log without pause while the main thread closes and
  *                     reopens it ROUNDS times (review 12, finding 14: a hang-like slowness in strict mode);
  *   fionread          another thread's ioctl(FIONREAD) on a descriptor, then close() of it: must return;
@@ -34,7 +42,14 @@ static bool no_ebadf; /* dup2/dup3: the numbers never close */
 #define WRITERS 3 /* appenders at most (replace runs two, flood three) */
 static long acked[WRITERS], failures;
 static bool paced = true; /* appenders sleep now and then (replace); flood: never */
+static long progress[6]; /* replace: each worker's successful calls (the main thread paces its rounds by them) */
 static char fail_msg[256];
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 static void failed(const char *fmt, long a, long b) {
     if (__atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED) == 0) snprintf(fail_msg, sizeof fail_msg, fmt, a, b);
@@ -64,6 +79,7 @@ static void *appender(void *arg) {
         if (!call_ok(n, "append failed: errno %ld")) continue;
         if (n != REC) failed("short append: %ld bytes", n, 0);
         acked[w] = ++seq;
+        __atomic_add_fetch(&progress[w], 1, __ATOMIC_RELAXED);
         if (paced && seq % 4 == 0) usleep(1); /* a log's pace, not a flood: the publishes at each close stay small */
     }
     return NULL;
@@ -90,6 +106,7 @@ static void *pwriter(void *arg) {
         block_make(buf, b, gen);
         ssize_t n = pwrite(data_fd, buf, BLOCK, (off_t)b * BLOCK);
         if (call_ok(n, "pwrite failed: errno %ld") && n != BLOCK) failed("short pwrite: %ld bytes", n, 0);
+        if (n > 0) __atomic_add_fetch(&progress[2], 1, __ATOMIC_RELAXED);
         if (gen % 4 == 0) usleep(1);
     }
     return NULL;
@@ -102,6 +119,7 @@ static void *preader(void *arg) {
         uint32_t b = i * 101u % DATA_BLOCKS;
         ssize_t n = pread(data_fd, buf, BLOCK, (off_t)b * BLOCK);
         if (!call_ok(n, "pread failed: errno %ld")) continue;
+        __atomic_add_fetch(&progress[3], 1, __ATOMIC_RELAXED);
         if (n != BLOCK) failed("short pread: %ld bytes at block %ld", n, b);
         else block_check(buf, b, "pread of block %ld found block %ld's bytes (or zeros)");
     }
@@ -117,6 +135,7 @@ static void *reader(void *arg) {
         int fd = data_fd;
         ssize_t n = read(fd, buf, BLOCK);
         if (!call_ok(n, "read failed: errno %ld")) continue;
+        __atomic_add_fetch(&progress[4], 1, __ATOMIC_RELAXED);
         if (n == 0) {
             (void)lseek(fd, 0, SEEK_SET);
             continue;
@@ -131,8 +150,9 @@ static void *sizer(void *arg) {
     (void)arg;
     while (!stop) {
         struct stat st;
-        if (call_ok(fstat(data_fd, &st), "fstat failed: errno %ld") && st.st_size != DATA_BLOCKS * BLOCK)
-            failed("fstat: size %ld, expected %ld", (long)st.st_size, DATA_BLOCKS * BLOCK);
+        if (!call_ok(fstat(data_fd, &st), "fstat failed: errno %ld")) continue;
+        __atomic_add_fetch(&progress[5], 1, __ATOMIC_RELAXED);
+        if (st.st_size != DATA_BLOCKS * BLOCK) failed("fstat: size %ld, expected %ld", (long)st.st_size, DATA_BLOCKS * BLOCK);
         off_t e = lseek(data_fd, 0, SEEK_END);
         if (call_ok(e, "lseek failed: errno %ld") && e != DATA_BLOCKS * BLOCK)
             failed("lseek(SEEK_END): %ld, expected %ld", (long)e, DATA_BLOCKS * BLOCK);
@@ -202,6 +222,17 @@ static int reopen(const char *path, int flags, volatile int *fdp, enum variant v
     return 0;
 }
 
+static const char *worker_name[6] = {"appender 0", "appender 1", "pwriter", "preader", "reader", "sizer"};
+
+/* The race was exercised: every worker made at least `want` successful calls while the rounds ran. */
+static bool workers_ran(long want) {
+    for (int i = 0; i < 6; i++)
+        if (__atomic_load_n(&progress[i], __ATOMIC_RELAXED) < want) return false;
+    return true;
+}
+
+static bool starved[3]; /* per variant: the workers did not run enough (the machine's load) */
+
 static void replace(const char *dir, enum variant v, int rounds) {
     char logp[PATH_MAX], datap[PATH_MAX];
     st_path(logp, sizeof logp, dir, "log");
@@ -219,12 +250,17 @@ static void replace(const char *dir, enum variant v, int rounds) {
     stop = 0;
     failures = 0;
     memset(acked, 0, sizeof acked);
+    memset(progress, 0, sizeof progress);
     paced = true;
     no_ebadf = v != V_CLOSE;
     pthread_t t[6];
     void *(*fn[6])(void *) = {appender, appender, pwriter, preader, reader, sizer};
     for (int i = 0; i < 6; i++) CHECK(pthread_create(&t[i], NULL, fn[i], (void *)(intptr_t)i) == 0, "pthread_create");
-    for (int i = 0; i < rounds; i++) {
+    /* ROUNDS, and more (for 30 s at most) until every worker made ROUNDS / 2 calls: under load the appenders
+     * could make none while the replacements ran, and the run passed without exercising the race. */
+    double t0 = now_ms();
+    int i;
+    for (i = 0; i < rounds || (!workers_ran(rounds / 2) && now_ms() - t0 < 30e3); i++) {
         reopen(logp, O_WRONLY | O_APPEND, &log_fd, v);
         reopen(datap, O_RDWR, &data_fd, v);
         usleep(50);
@@ -233,19 +269,102 @@ static void replace(const char *dir, enum variant v, int rounds) {
     for (int i = 0; i < 6; i++) pthread_join(t[i], NULL);
     OK(close(log_fd));
     OK(close(data_fd));
-    printf("%s: %d rounds, %ld + %ld appends acknowledged, %ld failures%s%s\n", variant_name[v], rounds, acked[0],
-           acked[1], failures, failures ? ": " : "", fail_msg);
+    starved[v] = !workers_ran(rounds / 2);
+    printf("%s: %d rounds, calls:", variant_name[v], i);
+    for (int i = 0; i < 6; i++) printf(" %s %ld%s", worker_name[i], progress[i], i < 5 ? "," : "");
+    printf("; %ld failures%s%s\n", failures, failures ? ": " : "", fail_msg);
     CHECK(failures == 0, "%s: a call racing the replacement went wrong: %s", variant_name[v], fail_msg);
     check_log(logp);
 }
 
-/* ---- a log reopened under a flood of appends (review 12, finding 14) ---- */
+/* ---- numbers: close + open gets the number back while the library opens files for itself ---- */
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+
+static ino_t num_ino;
+static const char *num_dir;
+static long renames, stale_calls;
+
+/* Strict mode logs each rename and makes it durable: the library opens the directory for itself twice
+ * (upath/strict.c: root_of_path, sync_parent) -- at the lowest free number before common/internal_fd.h. */
+static void *renamer(void *arg) {
+    (void)arg;
+    char a[PATH_MAX], b[PATH_MAX];
+    st_path(a, sizeof a, num_dir, "ren_a");
+    st_path(b, sizeof b, num_dir, "ren_b");
+    while (!stop) {
+        if (rename(a, b) != 0 || rename(b, a) != 0) failed("rename: errno %ld", errno, 0);
+        renames += 2;
+    }
+    return NULL;
 }
+
+/* Calls through the number the main thread closes and reopens: the file (its inode, its bytes) or EBADF. */
+static void *stale_user(void *arg) {
+    (void)arg;
+    while (!stop) {
+        int fd = data_fd;
+        struct stat st;
+        if (fstat(fd, &st) == 0) {
+            if (st.st_ino != num_ino) failed("fstat through number %ld named inode %ld, not the file", fd, (long)st.st_ino);
+        } else if (errno != EBADF) {
+            failed("fstat through number %ld: errno %ld", fd, errno);
+        }
+        char c[8];
+        ssize_t n = pread(fd, c, sizeof c, 0);
+        if (n >= 0 && (n != (ssize_t)sizeof c || memcmp(c, "numbers!", sizeof c)))
+            failed("pread through number %ld: %ld bytes, not the file's", fd, n);
+        else if (n < 0 && errno != EBADF)
+            failed("pread through number %ld: errno %ld", fd, errno);
+        stale_calls++;
+    }
+    return NULL;
+}
+
+static void numbers(const char *dir, int rounds) {
+    char p[PATH_MAX], a[PATH_MAX];
+    st_path(p, sizeof p, dir, "num");
+    st_path(a, sizeof a, dir, "ren_a");
+    num_dir = dir;
+    char buf[4096];
+    memset(buf, '#', sizeof buf);
+    memcpy(buf, "numbers!", 8);
+    int fd = OK(open(p, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    st_write_all(fd, buf, sizeof buf);
+    OK(fsync(fd));
+    OK(close(fd));
+    OK(close(OK(open(a, O_WRONLY | O_CREAT, 0644))));
+    int n = OK(open(p, O_RDONLY));
+    struct stat st;
+    OK(fstat(n, &st));
+    num_ino = st.st_ino;
+    data_fd = n;
+    stop = 0;
+    failures = 0;
+    pthread_t t[2];
+    CHECK(pthread_create(&t[0], NULL, renamer, NULL) == 0, "pthread_create");
+    CHECK(pthread_create(&t[1], NULL, stale_user, NULL) == 0, "pthread_create");
+    int moved = 0, i;
+    double t0 = now_ms();
+    /* ROUNDS at least, and until 4,000 renames ran (XFS: two directory fsyncs each), for 60 s at most */
+    for (i = 0; i < rounds || (renames < 4000 && now_ms() - t0 < 60e3); i++) {
+        OK(close(n));
+        int m = OK(open(p, O_RDONLY));
+        if (m != n) {
+            moved++;
+            failed("close(%ld) + open returned %ld: the library held the number meanwhile", n, m);
+        }
+        data_fd = n = m;
+    }
+    stop = 1;
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    OK(close(n));
+    printf("numbers: %d rounds, %d reopens at another number, %ld renames, %ld calls through the number; %ld failures%s%s\n",
+           i, moved, renames, stale_calls, failures, failures ? ": " : "", fail_msg);
+    CHECK(failures == 0, "numbers: %s", fail_msg);
+    CHECK(renames >= 100, "numbers: only %ld renames ran: the library's opens were not exercised", renames);
+}
+
+/* ---- a log reopened under a flood of appends (review 12, finding 14) ---- */
 
 /* Three appenders write the log as fast as they can while the main thread closes and reopens it ROUNDS times
  * (a daemon's log reopen under load: review 11's reproducer 16). The log must hold every acknowledged append
@@ -440,7 +559,14 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     st_watchdog(600);
     if (!strcmp(mode, "replace")) {
-        for (int v = V_CLOSE; v <= V_DUP3; v++) replace(dir, (enum variant)v, n ? n : 300);
+        int rounds = n ? n : 300;
+        for (int v = V_CLOSE; v <= V_DUP3; v++) replace(dir, (enum variant)v, rounds);
+        for (int v = V_CLOSE; v <= V_DUP3; v++)
+            if (starved[v])
+                SKIP("%s: in 30 s of replacements some worker made fewer than %d calls (starved under load, above): "
+                     "the race was not exercised", variant_name[v], rounds / 2);
+    } else if (!strcmp(mode, "numbers")) {
+        numbers(dir, n ? n : 3000);
     } else if (!strcmp(mode, "fionread")) {
         fionread(dir);
     } else if (!strcmp(mode, "flood")) {

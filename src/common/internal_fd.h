@@ -1,0 +1,91 @@
+/* Descriptors the library opens for itself, kept out of the program's numbers.
+ *
+ * The kernel gives every open the lowest free number. A descriptor daxkit opens for itself (a staging file,
+ * the published-size records, strict mode's log, an auxiliary reopen, a probe's scratch file) took that
+ * number until it was moved to a high one (up_internal_fd): while another thread of the program was between
+ * its close(n) and its open, the library's file sat at n -- the program's open got another number (its
+ * descriptors shuffled: close(0) + open("/dev/null") no longer gives 0), and its calls through n that raced
+ * the close reached daxkit's file: reads of zeros, an fstat of size 0, a write into a staging or size-record
+ * file (shim_fd_lifetime_replace_sync_xfs: the size records were opened, ftruncated and mapped at the data
+ * file's number while the main thread closed and reopened it).
+ *
+ * So every such open is a *window* (dk_ifd_begin/end): the file is opened and moved to a high number at once
+ * (dk_ifd_openat), or opened, read and closed (a /proc file). A window makes only system calls -- it takes
+ * no lock and waits for nothing -- so waiting for one always ends. The program's side:
+ *   - its opens and dups (shim/open.c, shim/fd.c) look whether a window overlapped the kernel's call; if so
+ *     they wait for the windows to close and move the new descriptor down to the lowest free number
+ *     (dk_ifd_relower): the number the kernel would have given without daxkit;
+ *   - its calls on a number daxkit does not serve (the pass-through path: read/write family, fstat, lseek)
+ *     wait while a window is open (dk_ifd_settle), so a call through a number the program just closed finds
+ *     it closed, or reopened by the program -- not daxkit's file; the calls that may be made twice (pread,
+ *     preadv, fstat) are made again when a window opened while they ran (dk_ifd_overlapped).
+ * Left: another pass-through call (read, write, lseek, ...) that looked before a window opened and reaches
+ * the kernel while it holds the number (a few instructions wide, unless the thread is preempted right
+ * there), and the program's fd-making calls daxkit does not interpose (socket,
+ * pipe, accept, epoll_create, fopen's own open) -- they may still get a higher number than the kernel alone
+ * would give while a window is open. A thread's own signal handler never waits for its thread's window. */
+#ifndef DK_COMMON_INTERNAL_FD_H
+#define DK_COMMON_INTERNAL_FD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+extern uint64_t dk_ifd_starts, dk_ifd_ends; /* windows opened, closed (monotonic) */
+extern __thread unsigned dk_ifd_mine __attribute__((tls_model("initial-exec"))); /* windows this thread has open */
+
+static inline void dk_ifd_begin(void) {
+    dk_ifd_mine++;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&dk_ifd_starts, 1, __ATOMIC_SEQ_CST);
+}
+static inline void dk_ifd_end(void) {
+    __atomic_add_fetch(&dk_ifd_ends, 1, __ATOMIC_SEQ_CST);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    dk_ifd_mine--;
+}
+
+/* In a fork's child: the windows other threads had open stay open for ever -- closed (none is: only the
+ * forking thread runs, and it was in a call of the program's). */
+static inline void dk_ifd_after_fork_child(void) {
+    __atomic_store_n(&dk_ifd_ends, __atomic_load_n(&dk_ifd_starts, __ATOMIC_SEQ_CST), __ATOMIC_SEQ_CST);
+}
+
+/* The lowest number an internal descriptor may keep (config.h: dk_internal_fd_floor of RLIMIT_NOFILE). */
+int dk_ifd_floor(void);
+/* openat in a window, the descriptor moved to dk_ifd_floor() or above before the window closes (kept low
+ * only when no high number is free). -1 with errno as openat's. */
+int dk_ifd_openat(int dirfd, const char *path, int flags, mode_t mode);
+/* A descriptor made otherwise (memfd_create, fdopendir's dup) inside a window the caller opened: moved up. */
+int dk_ifd_move_up(int fd);
+
+/* ---- the program's side ---- */
+
+#define DK_IFD_OPEN_BUSY UINT64_MAX
+/* Before the program's fd-making call: what dk_ifd_relower compares against. */
+static inline uint64_t dk_ifd_before(void) {
+    uint64_t s = __atomic_load_n(&dk_ifd_starts, __ATOMIC_SEQ_CST);
+    return __atomic_load_n(&dk_ifd_ends, __ATOMIC_SEQ_CST) == s ? s : DK_IFD_OPEN_BUSY;
+}
+int dk_ifd_relower_slow(int fd, int floor);
+/* After it: fd (>= 0), or the lowest free number >= floor that a window overlapping the call held. */
+static inline int dk_ifd_relower(int fd, uint64_t before, int floor) {
+    if (__builtin_expect(fd < 0 || before == __atomic_load_n(&dk_ifd_starts, __ATOMIC_SEQ_CST), 1)) return fd;
+    return dk_ifd_relower_slow(fd, floor);
+}
+/* A window opened or was open while the call ran (before: dk_ifd_before's). */
+static inline bool dk_ifd_overlapped(uint64_t before) {
+    return __builtin_expect(before != __atomic_load_n(&dk_ifd_starts, __ATOMIC_SEQ_CST), 0);
+}
+void dk_ifd_settle_slow(void);
+/* Before a call the kernel serves on a number daxkit does not: waits while another thread's window is open.
+ * True when it waited (the number may name a file the program opened meanwhile: look again). */
+static inline bool dk_ifd_settle(void) {
+    if (__builtin_expect(__atomic_load_n(&dk_ifd_starts, __ATOMIC_SEQ_CST) ==
+                             __atomic_load_n(&dk_ifd_ends, __ATOMIC_SEQ_CST), 1))
+        return false;
+    dk_ifd_settle_slow();
+    return true;
+}
+
+#endif
