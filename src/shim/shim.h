@@ -19,11 +19,16 @@
 /* A managed descriptor that is not served (shared, O_DIRECT, unmappable): publish our appends first so
  * the kernel sees every byte, and count why. Returns true when fd is managed. */
 static inline bool dk_pt_begin(int fd) {
-    if (!up_enabled || !up_fd_slot(fd)) return false;
+    if (!up_enabled) return false;
     struct up_slot *s = up_fd_slot(fd);
+    /* (Not named in a call record: another thread's close may free the slot meanwhile -- its file is NULL
+     * then. Loaded once: a second look found it freed, and a pread through a number another thread closed
+     * and reopened 150,000 times died of SIGSEGV in 1 run of 5, shim_fd_lifetime numbers.) */
+    const struct up_file *f = s ? __atomic_load_n(&s->file, __ATOMIC_ACQUIRE) : NULL;
+    if (!f) return false;
     dk_count(DK_C_passthrough, 1);
     if (s->kernel) dk_count((s->flags & O_DIRECT) ? DK_C_pt_odirect : DK_C_pt_exported, 1);
-    else if (s->file->kernel_only) dk_count(DK_C_pt_mapfail, 1);
+    else if (f->kernel_only) dk_count(DK_C_pt_mapfail, 1);
     else dk_count(DK_C_pt_exported, 1); /* shared with a fork relative */
     DK_ERRNO_SAVE;
     up_publish_fd_before_kernel(fd);

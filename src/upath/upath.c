@@ -797,8 +797,8 @@ int up_fallocate(struct up_slot *s, int fd, int mode, off_t off, off_t len) {
 
 int up_publish_fd(int fd) {
     struct up_slot *s = up_fd_slot(fd);
-    if (!s) return 0;
-    return publish_file(s->file, fd);
+    struct up_file *f = s ? __atomic_load_n(&s->file, __ATOMIC_ACQUIRE) : NULL;
+    return f ? publish_file(f, fd) : 0;
 }
 
 /* Lock-free: a kernel-served descriptor's every call lands here, and a signal handler's call interrupting
@@ -810,7 +810,8 @@ int up_publish_fd(int fd) {
 void up_publish_fd_before_kernel(int fd) {
     struct up_slot *s = up_fd_slot(fd);
     if (!s) return;
-    const struct up_file *f = s->file;
+    const struct up_file *f = __atomic_load_n(&s->file, __ATOMIC_ACQUIRE);
+    if (!f) return; /* freed by another thread's close meanwhile (shim.h: dk_pt_begin) */
     bool idle = dk_cfg.mode != DK_MODE_STRICT && !__atomic_load_n(&f->atomic, __ATOMIC_RELAXED) &&
                 __atomic_load_n(&f->staged_count, __ATOMIC_ACQUIRE) == 0 &&
                 __atomic_load_n(&f->rescue_fd, __ATOMIC_RELAXED) < 0 &&
@@ -848,8 +849,8 @@ void up_offset_from_kernel(int fd) {
 
 void up_kernel_changed_fd(int fd) {
     struct up_slot *s = up_fd_slot(fd);
-    if (!s) return;
-    struct up_file *f = s->file;
+    struct up_file *f = s ? __atomic_load_n(&s->file, __ATOMIC_ACQUIRE) : NULL;
+    if (!f) return;
     struct stat st;
     up_file_lock(f);
     /* What the kernel wrote is not known here: every page of the file's DAX mapping is faulted in afresh
