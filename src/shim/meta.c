@@ -167,8 +167,9 @@ DK_EXPORT int lstat64(const char *p, struct stat64 *st) { return FIX64(DK_REAL(l
         bool pend_ = pend_begin(fd);                  \
         uint64_t ifd_ = dk_ifd_before();              \
         int fr_ = (call);                             \
-        if (DK_UNLIKELY(up_enabled && dk_ifd_overlapped(ifd_))) { \
+        for (int k_ = 0; up_enabled && k_ < 16 && dk_ifd_overlapped(ifd_); k_++) { \
             dk_ifd_settle();                          \
+            ifd_ = dk_ifd_before();                   \
             fr_ = (call);                             \
         }                                             \
         fixfd_pend(fr_, (fd), (struct stat *)(st), pend_); \

@@ -40,8 +40,10 @@
             uint64_t ifd_ = dk_ifd_before();             \
             bool m_ = dk_pt_begin(fd);                   \
             ssize_t r_ = real_call;                      \
-            if (!(changes) && !(moves) && dk_ifd_overlapped(ifd_)) { /* a pread: made again */ \
+            /* a pread a window overlapped: made again (the window may have held the number) */ \
+            for (int k_ = 0; !(changes) && !(moves) && k_ < 16 && dk_ifd_overlapped(ifd_); k_++) { \
                 dk_ifd_settle();                         \
+                ifd_ = dk_ifd_before();                  \
                 r_ = real_call;                          \
             }                                            \
             if (changes && r_ > 0 && dk_pt_end_changed(m_, fd) != 0) return -1; \
