@@ -25,7 +25,6 @@
  * exits normally or execs leaves marks, but its log is gone (exit) or has nothing left to replay (exec
  * checkpoints; the log's descriptor is close-on-exec): the survivor's slow path finds that in a few system
  * calls, once per dead thread. Design and limits: docs/strict.md, "The operation in flight at a death". */
-#include "common/internal_fd.h"
 #include "upath/inflight.h"
 
 #include <errno.h>
@@ -45,6 +44,7 @@
 #include "common/boot_id.h"
 #include "common/config.h"
 #include "common/dk.h"
+#include "common/internal_fd.h"
 #include "common/log.h"
 #include "common/pwrite_all.h"
 #include "oplog/oplog.h"
