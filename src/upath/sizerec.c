@@ -303,7 +303,8 @@ int up_find_inode(int dirfd, dev_t dev, ino_t ino, int depth) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, ".daxkit"))
             continue; /* the area's logs and staging files are never a program's file */
         if (e->d_ino == ino && e->d_type != DT_DIR) {
-            int fd = dk_ifd_openat(dirfd, e->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
+            /* a program's file: not moved (closing the low number would drop the process's POSIX locks) */
+            int fd = DK_REAL(openat)(dirfd, e->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
             struct stat st;
             if (fd >= 0 && DK_REAL(fstat)(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino) found = fd;
             else if (fd >= 0) DK_REAL(close)(fd);
@@ -321,7 +322,8 @@ int up_find_inode(int dirfd, dev_t dev, ino_t ino, int depth) {
 
 /* Opens the recorded file: by its path, or else by a search of the managed directory (renamed). */
 static int open_recorded(const struct size_rec *rec, int area_fd) {
-    int fd = rec->path_len ? dk_ifd_openat(AT_FDCWD, rec->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0) : -1;
+    /* a program's file: not moved (common/internal_fd.h would close a descriptor of it: its POSIX locks) */
+    int fd = rec->path_len ? DK_REAL(open)(rec->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC) : -1;
     struct stat st;
     if (fd >= 0 && DK_REAL(fstat)(fd, &st) == 0 && st.st_dev == (dev_t)rec->dev && st.st_ino == (ino_t)rec->ino)
         return fd;
