@@ -50,18 +50,22 @@ int dk_ifd_openat(int dirfd, const char *path, int flags, mode_t mode) {
  * its thread may be off the CPU, hence yields, then short sleeps (raw: libc's nanosleep is a cancellation
  * point, and a program's open cancelled here would leak its new descriptor). A thread's own window (its
  * signal handler interrupted it) is not waited for. */
-static bool wait_windows(void) {
+static bool wait_windows_at(uint64_t *closed_at) {
     if (dk_ifd_mine) return false;
     dk_count(DK_C_ifd_waits, 1);
-    for (unsigned i = 0; __atomic_load_n(&dk_ifd_starts, __ATOMIC_SEQ_CST) != __atomic_load_n(&dk_ifd_ends, __ATOMIC_SEQ_CST);
-         i++) {
-        if (i < 64) {
-            sched_yield();
-        } else {
-            syscall(SYS_nanosleep, &(struct timespec){0, 20000}, NULL); /* not a cancellation point */
+    for (unsigned i = 0;; i++) {
+        uint64_t s = __atomic_load_n(&dk_ifd_starts, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&dk_ifd_ends, __ATOMIC_SEQ_CST) == s) {
+            *closed_at = s; /* every window begun up to s had ended */
+            return true;
         }
+        if (i < 64) sched_yield();
+        else syscall(SYS_nanosleep, &(struct timespec){0, 20000}, NULL); /* not a cancellation point */
     }
-    return true;
+}
+static bool wait_windows(void) {
+    uint64_t at;
+    return wait_windows_at(&at);
 }
 
 void dk_ifd_settle_slow(void) {
@@ -77,8 +81,8 @@ int dk_ifd_relower_slow(int fd, int floor) {
     const struct dk_libc *c = dk_libc();
     int e = errno;
     for (int round = 0; round < 64; round++) {
-        if (!wait_windows()) break;
-        uint64_t s = __atomic_load_n(&dk_ifd_starts, __ATOMIC_SEQ_CST);
+        uint64_t s;
+        if (!wait_windows_at(&s)) break; /* (s read with the look that found them closed: one begun since counts) */
         int fl = c->fcntl(fd, F_GETFD);
         int low = fl < 0 ? -1 : c->fcntl(fd, (fl & FD_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, floor < 0 ? 0 : floor);
         if (low >= 0 && low < fd) {
