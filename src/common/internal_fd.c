@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -15,6 +17,16 @@
 
 uint64_t dk_ifd_starts, dk_ifd_ends;
 __thread unsigned dk_ifd_mine __attribute__((tls_model("initial-exec")));
+
+static __thread sigset_t ifd_saved_mask;
+
+/* (glibc's pthread_sigmask keeps its own cancellation and set*id signals unblocked, and sets no errno) */
+void dk_ifd_signals_block(void) {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &ifd_saved_mask);
+}
+void dk_ifd_signals_restore(void) { pthread_sigmask(SIG_SETMASK, &ifd_saved_mask, NULL); }
 
 int dk_ifd_floor(void) {
     struct rlimit rl;

@@ -34,7 +34,14 @@
 extern uint64_t dk_ifd_starts, dk_ifd_ends; /* windows opened, closed (monotonic) */
 extern __thread unsigned dk_ifd_mine __attribute__((tls_model("initial-exec"))); /* windows this thread has open */
 
+/* A window runs with every signal blocked (the thread's mask restored at its end): a handler that parks its
+ * thread -- a stop-the-world collector's -- would otherwise hold a window open, and every other thread's
+ * pass-through call would wait for it for ever (review 14, finding 4). Two system calls per window; windows
+ * are the library's own opens. */
+void dk_ifd_signals_block(void);
+void dk_ifd_signals_restore(void);
 static inline void dk_ifd_begin(void) {
+    if (dk_ifd_mine == 0) dk_ifd_signals_block();
     dk_ifd_mine++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     __atomic_add_fetch(&dk_ifd_starts, 1, __ATOMIC_SEQ_CST);
@@ -42,7 +49,7 @@ static inline void dk_ifd_begin(void) {
 static inline void dk_ifd_end(void) {
     __atomic_add_fetch(&dk_ifd_ends, 1, __ATOMIC_SEQ_CST);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    dk_ifd_mine--;
+    if (--dk_ifd_mine == 0) dk_ifd_signals_restore();
 }
 
 /* In a fork's child: the windows other threads had open stay open for ever -- closed (none is: only the

@@ -100,7 +100,7 @@ DK_EXPORT void closefrom(int lowfd) {
 DK_EXPORT int dup(int fd) {
     if (up_enabled) up_resolve(fd); /* two descriptors, one description: one slot */
     uint64_t ifd = dk_ifd_before();
-    int r = dk_ifd_relower(DK_REAL(dup)(fd), ifd, 0); /* the lowest number, as without daxkit (internal_fd.h) */
+    int r = up_aux_relower(DK_REAL(dup)(fd), ifd, 0); /* the lowest number, as without daxkit (internal_fd.h) */
     if (r >= 0 && up_enabled && up_fd_slot(fd)) up_dup(fd, r);
     return r;
 }
@@ -150,7 +150,7 @@ static int counted_lock(int (*real)(int, int, ...), int fd, int cmd, struct floc
 /* F_DUPFD(_CLOEXEC): the lowest free number >= arg, as without daxkit (common/internal_fd.h). */
 static int dupfd(int (*real)(int, int, ...), int fd, int cmd, void *arg) {
     uint64_t ifd = dk_ifd_before();
-    return dk_ifd_relower(real(fd, cmd, arg), ifd, (int)(intptr_t)arg);
+    return up_aux_relower(real(fd, cmd, arg), ifd, (int)(intptr_t)arg);
 }
 
 static int fcntl_common(int fd, int cmd, void *arg, bool is64) {

@@ -84,6 +84,26 @@ void up_aux_lock_gate(void) {
     while (__atomic_load_n(&movers, __ATOMIC_SEQ_CST) && !mover_here) sched_yield();
 }
 
+static bool inherited_locks_seen(void);
+
+/* The program's new descriptor, made while a library window held a lower number, moved down to it
+ * (dk_ifd_relower) -- unless the process holds or may hold POSIX record locks: the move closes the kernel's
+ * number, and any close of a file's descriptor drops every POSIX lock of the process on that file (review
+ * 14, finding 3: a dup or second open of a locked file, SQLite's second connection, lost its lock). Then the
+ * number stays as the kernel gave it (one a window shuffled). Lock requests wait for a move in progress
+ * (movers, as for the auxiliary reopen). */
+int up_aux_relower_slow(int fd, int floor) {
+    if (!__atomic_load_n(&posix_locks_asked, __ATOMIC_RELAXED) && inherited_locks_seen())
+        __atomic_store_n(&posix_locks_asked, true, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&posix_locks_asked, __ATOMIC_SEQ_CST)) return fd;
+    mover_here = true;
+    __atomic_add_fetch(&movers, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&posix_locks_asked, __ATOMIC_SEQ_CST)) fd = dk_ifd_relower_slow(fd, floor);
+    __atomic_sub_fetch(&movers, 1, __ATOMIC_SEQ_CST);
+    mover_here = false;
+    return fd;
+}
+
 /* Fills free numbers 0-2 with placeholders; returns how many, their numbers in ph. */
 static int fill_low(int ph[3]) {
     const struct dk_libc *c = dk_libc();

@@ -22,6 +22,7 @@
 
 #include "common/config.h"
 #include "common/dk.h"
+#include "common/internal_fd.h"
 #include "persist/media.h"
 
 /* ---- managed roots (managed.c) ---- */
@@ -579,6 +580,13 @@ enum { UP_PEND_NONE = 0, UP_PEND_WAITING = 1, UP_PEND_ADOPTING = 2 };
  * and kept until the program closes a descriptor of the file. -errno when the file cannot be reopened so.
  * Under f->mu. */
 int up_aux_fd(struct up_file *f, int fd, bool need_rdwr);
+/* dk_ifd_relower for the program's opens and dups, keeping POSIX locks (auxfd.c: no move once the process
+ * may hold one). */
+int up_aux_relower_slow(int fd, int floor);
+static inline int up_aux_relower(int fd, uint64_t before, int floor) {
+    if (__builtin_expect(fd < 0 || before == __atomic_load_n(&dk_ifd_starts, __ATOMIC_SEQ_CST), 1)) return fd;
+    return up_aux_relower_slow(fd, floor);
+}
 /* A descriptor of (dev, ino) the library opened inside a program's lock call (inflight.c's replay): closed
  * when the process never asked for a POSIX lock, else kept -- closing it would drop the program's locks on
  * the file (auxfd.c). */
