@@ -93,14 +93,18 @@ static bool inherited_locks_seen(void);
  * number stays as the kernel gave it (one a window shuffled). Lock requests wait for a move in progress
  * (movers, as for the auxiliary reopen). */
 int up_aux_relower_slow(int fd, int floor) {
+    DK_ERRNO_SAVE; /* the program's open succeeded: /proc/locks's read must not leave an errno */
     if (!__atomic_load_n(&posix_locks_asked, __ATOMIC_RELAXED) && inherited_locks_seen())
         __atomic_store_n(&posix_locks_asked, true, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&posix_locks_asked, __ATOMIC_SEQ_CST)) return fd;
-    mover_here = true;
-    __atomic_add_fetch(&movers, 1, __ATOMIC_SEQ_CST);
-    if (!__atomic_load_n(&posix_locks_asked, __ATOMIC_SEQ_CST)) fd = dk_ifd_relower_slow(fd, floor);
-    __atomic_sub_fetch(&movers, 1, __ATOMIC_SEQ_CST);
-    mover_here = false;
+    if (!__atomic_load_n(&posix_locks_asked, __ATOMIC_SEQ_CST)) {
+        bool was_here = mover_here; /* (a signal handler's open inside its thread's move) */
+        mover_here = true;
+        __atomic_add_fetch(&movers, 1, __ATOMIC_SEQ_CST);
+        if (!__atomic_load_n(&posix_locks_asked, __ATOMIC_SEQ_CST)) fd = dk_ifd_relower_slow(fd, floor);
+        __atomic_sub_fetch(&movers, 1, __ATOMIC_SEQ_CST);
+        mover_here = was_here;
+    }
+    DK_ERRNO_RESTORE;
     return fd;
 }
 
