@@ -417,6 +417,7 @@ enum alog_broken {
     ALOG_BROKEN_BPACE_INVALIDATE_EARLY, /* per-block pacing invalidates an applied entry before the fence */
     ALOG_BROKEN_RECOVER_INVALIDATE_FIRST, /* recovery empties the log before the recovered bytes are durable */
     ALOG_BROKEN_JGROW_HEADER_NOT_DURABLE, /* journal growth stores the larger area size without write-back */
+    ALOG_BROKEN_UWP_COMMIT_BEFORE_PAGES, /* uwp's msync commits, then writes the epoch's dirty pages back */
 };
 extern int alog_test_broken;
 /* Test hook: a pad record from the tail to the end of the area, so the next records reuse the area's start. */

@@ -157,6 +157,19 @@ static void shadow_options(struct daxkit_atomic_options *o, uint64_t file_bytes)
     if (o->log_bytes < need) o->log_bytes = need;
 }
 
+/* A fresh u's descriptors and locks (uwp_free undoes them). */
+static void uwp_init(struct dk_uwp *u) {
+    u->uffd = u->stop_fd = u->shadow_fd = -1;
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    /* an msync must not starve behind a stream of write()s from other threads */
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&u->writes, &ra);
+    pthread_rwlockattr_destroy(&ra);
+    pthread_mutex_init(&u->gate_mu, NULL);
+    pthread_cond_init(&u->gate_cv, NULL);
+}
+
 static int uwp_map(const char *path, const struct daxkit_atomic_options *o, bool shadow, struct dk_uwp **out,
                    void **addr, size_t *len) {
     DK_ERRNO_SAVE;
@@ -167,15 +180,7 @@ static int uwp_map(const char *path, const struct daxkit_atomic_options *o, bool
     struct dk_uwp *u = rc ? NULL : calloc(1, sizeof *u);
     if (!rc && !u) rc = -ENOMEM;
     if (rc) goto out;
-    u->uffd = u->stop_fd = u->shadow_fd = -1;
-    pthread_rwlockattr_t ra;
-    pthread_rwlockattr_init(&ra);
-    /* an msync must not starve behind a stream of write()s from other threads */
-    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    pthread_rwlock_init(&u->writes, &ra);
-    pthread_rwlockattr_destroy(&ra);
-    pthread_mutex_init(&u->gate_mu, NULL);
-    pthread_cond_init(&u->gate_cv, NULL);
+    uwp_init(u);
     shadow = shadow || !wp_capable_fs(path);
     if (shadow) shadow_options(&opt, (uint64_t)st.st_size);
     else undo_options(&opt, (uint64_t)st.st_size);
@@ -223,13 +228,14 @@ bool dk_uwp_shadowed(const struct dk_uwp *u) { return u->shadow; }
 
 #define UWP_PROTECT_EACH_MAX 64u /* more dirty pages than this: one ioctl over the whole mapping */
 
-/* Calls fn on every page range logged this epoch (the only pages the program can have stored into). */
-static int for_epoch_pages(struct dk_uwp *u, int (*fn)(struct dk_uwp *, uint64_t, uint64_t)) {
+/* Calls fn on every page range logged in `epoch` (this epoch's: the only pages the program can have stored
+ * into). */
+static int for_epoch_pages(struct dk_uwp *u, uint64_t epoch, int (*fn)(struct dk_uwp *, uint64_t, uint64_t)) {
     struct alog_file *f = u->f;
     for (uint64_t w = 0; w < (f->entry_count + 63) / 64; w++) {
         for (uint64_t bits = f->live_bits[w]; bits; bits &= bits - 1) {
             const struct alog_ent *e = &f->ents[w * 64 + (uint64_t)__builtin_ctzll(bits)];
-            if (e->epoch != f->epoch) continue;
+            if (e->epoch != epoch) continue;
             int rc = fn(u, e->dest_off + e->ext_start, e->ext_len);
             if (rc) return rc;
         }
@@ -247,10 +253,15 @@ static int flush_page(struct dk_uwp *u, uint64_t off, uint64_t n) { return dk_fl
 /* Write-protects the pages of this epoch (first: a store racing with msync then faults and waits for the
  * next epoch), then writes them back on dax, where the program's stores never were. */
 static int close_epoch_pages(struct dk_uwp *u) {
+    uint64_t epoch = u->f->epoch;
     u->dirty_pages = 0;
-    for_epoch_pages(u, count_page);
-    int rc = u->dirty_pages > UWP_PROTECT_EACH_MAX ? uwp_protect(u, 0, u->len, true) : for_epoch_pages(u, protect_page);
-    if (!rc && u->f->persist_as != DK_MEDIUM_PAGECACHE) for_epoch_pages(u, flush_page);
+    for_epoch_pages(u, epoch, count_page);
+    int rc = u->dirty_pages > UWP_PROTECT_EACH_MAX ? uwp_protect(u, 0, u->len, true)
+                                                   : for_epoch_pages(u, epoch, protect_page);
+#ifdef DAXKIT_TEST_BUILD
+    if (alog_test_broken == ALOG_BROKEN_UWP_COMMIT_BEFORE_PAGES) return rc; /* after the commit (dk_uwp_msync) */
+#endif
+    if (!rc && u->f->persist_as != DK_MEDIUM_PAGECACHE) for_epoch_pages(u, epoch, flush_page);
     return rc;
 }
 
@@ -276,6 +287,12 @@ int dk_uwp_msync(struct dk_uwp *u) {
         rc = close_epoch_pages(u);
         DK_CRASH_POINT("atomic.uwp.msync.before_commit");
         if (!rc) rc = alog_sync_locked(f);
+#ifdef DAXKIT_TEST_BUILD
+        if (!rc && alog_test_broken == ALOG_BROKEN_UWP_COMMIT_BEFORE_PAGES) { /* the broken order, for the explorer */
+            for_epoch_pages(u, f->epoch - 1, flush_page);
+            dk_fence();
+        }
+#endif
     }
     pthread_rwlock_unlock(&f->rw);
     if (u->shadow) {
@@ -313,3 +330,38 @@ void dk_uwp_forget_in_child(struct dk_uwp *u) {
 }
 
 unsigned long long dk_uwp_faults(const struct dk_uwp *u) { return __atomic_load_n(&u->faults, __ATOMIC_RELAXED); }
+
+#ifdef DAXKIT_TEST_BUILD
+int dk_uwp_test_map_memory(char *data, uint64_t data_len, char *log, uint64_t log_len,
+                           const struct daxkit_atomic_options *o, struct dk_uwp **out) {
+    struct dk_uwp *u = calloc(1, sizeof *u);
+    if (!u) return -ENOMEM;
+    uwp_init(u);
+    struct daxkit_atomic_options opt = *o;
+    opt.policy = DAXKIT_ATOMIC_UNDO;
+    int rc = alog_test_open_memory(data, data_len, log, log_len, true, &opt, &u->f);
+    if (rc) {
+        uwp_free(u);
+        return rc;
+    }
+    u->len = dk_round_up(data_len, DK_PAGE_BYTES);
+    u->stop_fd = eventfd(0, EFD_CLOEXEC);
+    rc = u->stop_fd < 0 ? -errno : uffd_setup(u);
+    if (!rc) rc = alog_thread_start(&u->thread, handler_main, u);
+    u->thread_started = rc == 0;
+    if (rc) {
+        struct alog_file *f = u->f;
+        uwp_free(u);
+        alog_test_close_memory(f);
+        return rc;
+    }
+    *out = u;
+    return 0;
+}
+
+void dk_uwp_test_unmap_memory(struct dk_uwp *u) {
+    struct alog_file *f = u->f;
+    uwp_free(u);
+    alog_test_close_memory(f);
+}
+#endif

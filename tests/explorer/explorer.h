@@ -40,6 +40,10 @@ struct dk_explorer_region {
     size_t bytes;
 };
 int dk_explorer_begin_regions(const struct dk_explorer_region *regions, size_t n);
+/* Records a plain store the workload made itself, which no persistence call reports (a program's store into
+ * a mapping, as in tests/atomic/uwp_explore.c): the lines of [p, p + n) are uncertain from here on, holding
+ * their contents now as the candidate, until written back and fenced. Thread-safe. */
+void dk_explorer_store(const void *p, size_t n);
 /* Records a marker at this point of the trace (e.g. "record 17 acknowledged"). Thread-safe. */
 void dk_explorer_mark(uint64_t value);
 /* Stops recording (the trace is kept for dk_explorer_run). */

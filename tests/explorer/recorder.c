@@ -123,6 +123,8 @@ int dk_explorer_begin(void *base, size_t bytes) {
     return dk_explorer_begin_regions(&r, 1);
 }
 
+void dk_explorer_store(const void *p, size_t n) { on_store(p, n, 0); }
+
 void dk_explorer_mark(uint64_t value) {
     pthread_mutex_lock(&mu);
     push(TRACE_MARK, 0, value);
