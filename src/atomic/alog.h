@@ -418,8 +418,11 @@ enum alog_broken {
     ALOG_BROKEN_RECOVER_INVALIDATE_FIRST, /* recovery empties the log before the recovered bytes are durable */
     ALOG_BROKEN_JGROW_HEADER_NOT_DURABLE, /* journal growth stores the larger area size without write-back */
     ALOG_BROKEN_UWP_COMMIT_BEFORE_PAGES, /* uwp's msync commits, then writes the epoch's dirty pages back */
+    ALOG_BROKEN_UWP_SAVE_UNFENCED, /* uwp's write fault lets the store go with the undo entry written back, unfenced */
 };
 extern int alog_test_broken;
+/* Under ALOG_BROKEN_UWP_SAVE_UNFENCED: this thread's alog_durable_log_* skip their fence (dax). */
+extern __thread bool alog_test_unfenced;
 /* Test hook: a pad record from the tail to the end of the area, so the next records reuse the area's start. */
 int alog_jrnl_test_pad_to_lap_end(struct alog_file *f);
 #endif

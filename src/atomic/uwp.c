@@ -76,8 +76,14 @@ static void on_write_fault(struct dk_uwp *u, uint64_t addr) {
     pthread_rwlock_rdlock(&u->f->rw); /* msync holds it for writing: the page joins the next epoch */
     /* The file's bytes of the page: its last page may end inside it (the rest is the mapping's, not the
      * file's; saving a whole page there failed with -EFBIG: review 10, finding 20). */
+#ifdef DAXKIT_TEST_BUILD
+    alog_test_unfenced = alog_test_broken == ALOG_BROKEN_UWP_SAVE_UNFENCED; /* the broken order, for the explorer */
+#endif
     int rc = alog_save_old(u->f, off, DK_MIN((uint64_t)DK_PAGE_BYTES, u->f->data_len - off));
     if (!rc) rc = alog_durable_log_all(u->f); /* the undo bytes before any store can reach the page */
+#ifdef DAXKIT_TEST_BUILD
+    alog_test_unfenced = false;
+#endif
     DK_CRASH_POINT("atomic.uwp.fault.logged");
     if (rc) __atomic_store_n(&u->error, rc, __ATOMIC_RELEASE); /* never leave the program blocked */
     __atomic_add_fetch(&u->faults, 1, __ATOMIC_RELAXED);

@@ -9,9 +9,11 @@
  * point (before each fence, before a line's candidate is replaced, and at the end) the explorer materialises
  * the media states a power failure could leave; on each, recovery runs on a copy and the file must equal the
  * state of the last completed msync k or of msync k+1 (in flight).
- * Usage: uwp_explore correct|commit-before-pages [SEED [EPOCHS]]
- *   commit-before-pages: the broken variant (msync commits the epoch, then writes its pages back): must be
- *   caught (exit 0 only if the explorer finds a failing state).
+ * Usage: uwp_explore correct|commit-before-pages|save-unfenced [SEED [EPOCHS]]
+ *   the broken variants must be caught (exit 0 only if the explorer finds a failing state): commit-before-pages
+ *   (msync commits the epoch, then writes its pages back), save-unfenced (the write fault lets the store go
+ *   with the page's undo entry written back but not fenced: the handler's fences skipped, so the store can
+ *   reach media before the entry that would roll it back).
  * Skips (77) where userfaultfd cannot write-protect shared memory. */
 #include <stdlib.h>
 #include <string.h>
@@ -93,8 +95,11 @@ static int check(const void *image, size_t bytes, const uint64_t *marks, size_t 
 
 int main(int argc, char **argv) {
     const char *variant = argc > 1 ? argv[1] : "correct";
-    bool broken = !strcmp(variant, "commit-before-pages");
-    if (!broken && strcmp(variant, "correct")) AT_FAIL("usage: uwp_explore correct|commit-before-pages [SEED [EPOCHS]]");
+    int broken = !strcmp(variant, "commit-before-pages") ? ALOG_BROKEN_UWP_COMMIT_BEFORE_PAGES
+               : !strcmp(variant, "save-unfenced")     ? ALOG_BROKEN_UWP_SAVE_UNFENCED
+                                                       : ALOG_BROKEN_NONE;
+    if (!broken && strcmp(variant, "correct"))
+        AT_FAIL("usage: uwp_explore correct|commit-before-pages|save-unfenced [SEED [EPOCHS]]");
     if (argc > 3) epochs = (uint32_t)strtoul(argv[3], NULL, 0);
     AT_CHECK(epochs >= 2 && epochs <= EPOCHS_MAX, "epochs: 2..%u", EPOCHS_MAX);
     daxkit_atomic_options_init(&opts);
@@ -122,7 +127,7 @@ int main(int argc, char **argv) {
         return 77;
     }
     AT_OK(rc);
-    alog_test_broken = broken ? ALOG_BROKEN_UWP_COMMIT_BEFORE_PAGES : ALOG_BROKEN_NONE;
+    alog_test_broken = broken;
     AT_CHECK(dk_explorer_begin(mem, region) == 0, "explorer begin");
     uint64_t retired = 0;
     for (uint32_t k = 1; k <= epochs; k++) {
