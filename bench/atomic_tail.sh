@@ -7,7 +7,9 @@
 #   bench/atomic_tail.sh BUILD   Env: REPS [5], OPS [50000], PINS ["none 1"], PAIR [floor-io],
 #     VARIANTS ["floor-busy floor-rec floor-io kernel journal hybrid posix-kernel posix-atomic"], OUT [/tmp/atomic-tail]
 #   journal, hybrid: the C API (DAXKIT_ATOMIC_PACE as set: pacing is the default); posix-atomic: pwrite + fsync
-#   under LD_PRELOAD with DAXKIT_ATOMIC (the journal), posix-kernel: the same program without the library.
+#   under LD_PRELOAD with DAXKIT_ATOMIC (the journal), posix-kernel: the same program without the library,
+#   posix-strict: under LD_PRELOAD in strict mode (session 15; not in the default VARIANTS).
+#   Each op's write and sync phases are timed apart too (session 15): $OUT/phases.md, per run.
 # Output: $OUT/tail.txt (every program's lines, the load), $OUT/summary.md (medians over repetitions of
 # p50/p99/p99.9/max, the ratio per run, slow ops by cause summed over repetitions, and P(pair slow | slow)).
 set -euo pipefail
@@ -35,6 +37,8 @@ for rep in $(seq 1 "$REPS"); do
             posix-kernel) pre+=(DK_TAIL_LABEL=$v) prog=kernel ;;
             posix-atomic) pre+=(DK_TAIL_LABEL=$v LD_PRELOAD="$BUILD/lib/libdaxkit.so" DAXKIT_DIR="$dir"
                                 "DAXKIT_ATOMIC=$dir/tail-data.bin") prog=kernel ;;
+            posix-strict) pre+=(DK_TAIL_LABEL=$v LD_PRELOAD="$BUILD/lib/libdaxkit.so" DAXKIT_DIR="$dir"
+                                DAXKIT_MODE=strict) prog=kernel ;;
             *) prog=$v ;;
             esac
             rm -rf "$dir" && mkdir -p "$dir"
@@ -44,9 +48,10 @@ for rep in $(seq 1 "$REPS"); do
     done
 done
 echo "load after: $(uptime)" | tee -a "$txt"
+grep -E '^pin=[^,]*,tail-(phase|short)' "$txt" > "$OUT/phases.md" || true
 python3 - "$txt" <<'EOF' | tee "$OUT/summary.md"
 import re, statistics, sys
-runs, causes, pair = {}, {}, {}
+runs, causes, pair, short = {}, {}, {}, {}
 for line in open(sys.argv[1]):
     m = re.match(r'pin=(\S+?),tail,([^,]+),ops \d+,median (\d+),p99 (\d+),p99.9 (\d+),max (\d+)', line)
     if m and not m.group(2).startswith('pair:'):
@@ -57,6 +62,9 @@ for line in open(sys.argv[1]):
         for name in ('long(>10us)', 'engine:checkpoint', 'engine:wrap', 'engine:new-page', 'machine(pair slow too)', 'none'):
             k = re.search(re.escape(name) + r' (\d+)', m.group(4))
             c[name] = c.get(name, 0) + (int(k.group(1)) if k else 0)
+    m = re.match(r'pin=(\S+?),tail-short,([^,]+),ops over 10 us (\d+) .*ratio ([\d.]+)', line)
+    if m:
+        short.setdefault((m.group(1), m.group(2)), []).append((int(m.group(3)), float(m.group(4))))
     m = re.match(r'pin=(\S+?),tail-pair,([^,]+),P\(pair slow \| slow\) ([\d.]+),P\(pair slow\) ([\d.]+)', line)
     if m:
         pair.setdefault((m.group(1), m.group(2)), []).append((float(m.group(3)), float(m.group(4))))
@@ -73,4 +81,13 @@ for (pin, path), rs in runs.items():
     ps = f'{statistics.median(x[0] for x in p):.2f} vs {statistics.median(x[1] for x in p):.3f}' if p else '-'
     print(f"| {'cpu ' + pin if pin != 'none' else 'no'} | {path} | {len(rs)} | {med[0]:,.0f} | {med[1]:,.0f} | {med[2]:,.0f} | "
           f"{med[3]:,.0f} | {statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}) | {cs} | {ps} |")
+if short:
+    print('\nA diagnostic, not the target (session 15): ops over 10 us (interrupts, preemption) per run -- the p99.9 of')
+    print('50,000 ops is the 50th slowest -- and p99.9 / median of the other ops, median (range) over repetitions.\n')
+    print('| pinned | path | ops over 10 us per run | p99.9 / p50 without them |')
+    print('|---|---|---|---|')
+    for (pin, path), v in short.items():
+        longs = sorted(x[0] for x in v); rs = sorted(x[1] for x in v)
+        print(f"| {'cpu ' + pin if pin != 'none' else 'no'} | {path} | {statistics.median(longs):.0f} ({longs[0]}-{longs[-1]}) | "
+              f"{statistics.median(rs):.2f}x ({rs[0]:.2f}-{rs[-1]:.2f}) |")
 EOF
