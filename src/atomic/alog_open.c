@@ -425,7 +425,7 @@ static void release_resources(struct alog_file *f) {
 
 /* The engine's kept descriptors move to a high number, out of the way of the program's open(), which must
  * get the lowest free number (review 9, finding 21; upath/auxfd.c): 64 below RLIMIT_NOFILE's soft limit, at
- * most 960, as up_internal_fd_floor (config.h: dk_internal_fd_floor). The log's flock belongs to its open file description: the duplicate keeps it.
+ * most 960, as dk_ifd_floor (config.h: dk_internal_fd_floor). The log's flock belongs to its open file description: the duplicate keeps it.
  * The descriptor stays where it is when the move fails (a low limit, no free high number). */
 static int fd_high(int fd) {
     struct rlimit rl;

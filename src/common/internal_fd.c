@@ -3,9 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <sched.h>
-#include <signal.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -18,15 +18,7 @@
 uint64_t dk_ifd_starts, dk_ifd_ends;
 __thread unsigned dk_ifd_mine __attribute__((tls_model("initial-exec")));
 
-static __thread sigset_t ifd_saved_mask;
-
-/* (glibc's pthread_sigmask keeps its own cancellation and set*id signals unblocked, and sets no errno) */
-void dk_ifd_signals_block(void) {
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &ifd_saved_mask);
-}
-void dk_ifd_signals_restore(void) { pthread_sigmask(SIG_SETMASK, &ifd_saved_mask, NULL); }
+__thread sigset_t dk_ifd_saved_mask;
 
 int dk_ifd_floor(void) {
     struct rlimit rl;
@@ -89,9 +81,8 @@ void dk_ifd_settle_slow(void) {
 /* The program's new descriptor fd was made while a window was open: once the windows are closed, the lowest
  * free number >= floor is what the kernel would have given -- fd itself, or a lower one a window held. Again
  * while a window opened meanwhile (it may hold that number now; a few rounds at most: each window ends). */
-int dk_ifd_relower_slow(int fd, int floor) {
+static int relower(int fd, int floor) {
     const struct dk_libc *c = dk_libc();
-    int e = errno;
     for (int round = 0; round < 64; round++) {
         uint64_t s;
         if (!wait_windows_at(&s)) break; /* (s read with the look that found them closed: one begun since counts) */
@@ -105,6 +96,89 @@ int dk_ifd_relower_slow(int fd, int floor) {
             c->close(low);
         }
         if (low < 0 || __atomic_load_n(&dk_ifd_starts, __ATOMIC_SEQ_CST) == s) break;
+    }
+    return fd;
+}
+
+/* ---- POSIX record locks (internal_fd.h) ----
+ * locks_asked: set by the first POSIX lock request of the process, for good. movers: moves between their look
+ * at it and their close of the old number (a lock request that sees one waits). mover_depth: this thread's
+ * moves in progress (a signal handler's open inside its thread's move nests; its lock call does not wait). */
+static bool locks_asked;
+static uint32_t movers;
+static __thread unsigned mover_depth;
+
+void dk_ifd_lock_gate(void) {
+    if (__builtin_expect(__atomic_load_n(&locks_asked, __ATOMIC_RELAXED), 1) && !__atomic_load_n(&movers, __ATOMIC_SEQ_CST))
+        return;
+    __atomic_store_n(&locks_asked, true, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&movers, __ATOMIC_SEQ_CST) && !mover_depth) sched_yield();
+}
+
+/* Locks this process image never asked for: taken before an exec, they survive into it (a wrapper that
+ * locks a file and execs the program: review 10, finding 12). Once: /proc/locks lists every POSIX lock with
+ * its owner's pid (as this pid namespace sees it; a lock is owned by the process, which keeps its pid
+ * across exec). Any line "N: POSIX ... <our pid> ..." that is not a waiter's ("->") counts as a lock asked
+ * for; later ones pass the gate. Unreadable: assumed held (no move). errno kept. */
+static bool inherited_locks_seen(void) {
+    static int state; /* 0 not looked yet, 1 none, 2 some (or unknown) */
+    int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+    if (s) return s == 2;
+    const struct dk_libc *c = dk_libc();
+    int e = errno;
+    bool found = false;
+    int lfd = dk_ifd_openat(AT_FDCWD, "/proc/locks", O_RDONLY | O_CLOEXEC, 0);
+    if (lfd < 0) found = true;
+    char buf[8192], line[256], me[24];
+    snprintf(me, sizeof me, " %d ", (int)getpid());
+    size_t ll = 0;
+    ssize_t r;
+    while (!found && lfd >= 0 && (r = c->read(lfd, buf, sizeof buf)) > 0) {
+        for (ssize_t i = 0; i < r && !found; i++) {
+            if (buf[i] != '\n') {
+                if (ll < sizeof line - 1) line[ll++] = buf[i];
+                continue;
+            }
+            line[ll] = 0;
+            ll = 0;
+            found = strstr(line, ": POSIX ") && !strstr(line, "->") && strstr(line, me);
+        }
+    }
+    if (lfd >= 0) c->close(lfd);
+    __atomic_store_n(&state, found ? 2 : 1, __ATOMIC_RELEASE);
+    errno = e;
+    return found;
+}
+
+bool dk_ifd_locks_maybe_held(void) {
+    if (__atomic_load_n(&locks_asked, __ATOMIC_SEQ_CST)) return true;
+    if (!inherited_locks_seen()) return false;
+    __atomic_store_n(&locks_asked, true, __ATOMIC_SEQ_CST);
+    return true;
+}
+
+bool dk_ifd_move_begin(void) {
+    if (dk_ifd_locks_maybe_held()) return false;
+    mover_depth++;
+    __atomic_add_fetch(&movers, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&locks_asked, __ATOMIC_SEQ_CST)) return true;
+    dk_ifd_move_end(); /* a lock request came in between */
+    return false;
+}
+
+void dk_ifd_move_end(void) {
+    __atomic_sub_fetch(&movers, 1, __ATOMIC_SEQ_CST);
+    mover_depth--;
+}
+
+/* The program's open or dup made while a window held a lower number: moved down, unless the process may hold
+ * POSIX locks (the move's close would drop them: review 14, finding 3) -- then the number stays as the kernel
+ * gave it (one a window shuffled). errno kept: the program's call succeeded. */
+int dk_ifd_relower_slow(int fd, int floor) {
+    int e = errno;
+    if (dk_ifd_move_begin()) {
+        fd = relower(fd, floor);
+        dk_ifd_move_end();
     }
     errno = e;
     return fd;

@@ -31,17 +31,18 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/signals.h"
+
 extern uint64_t dk_ifd_starts, dk_ifd_ends; /* windows opened, closed (monotonic) */
 extern __thread unsigned dk_ifd_mine __attribute__((tls_model("initial-exec"))); /* windows this thread has open */
 
 /* A window runs with every signal blocked (the thread's mask restored at its end): a handler that parks its
  * thread -- a stop-the-world collector's -- would otherwise hold a window open, and every other thread's
  * pass-through call would wait for it for ever (review 14, finding 4). Two system calls per window; windows
- * are the library's own opens. */
-void dk_ifd_signals_block(void);
-void dk_ifd_signals_restore(void);
+ * are the library's own opens. The outermost window of a thread saves the mask, its end restores it. */
+extern __thread sigset_t dk_ifd_saved_mask;
 static inline void dk_ifd_begin(void) {
-    if (dk_ifd_mine == 0) dk_ifd_signals_block();
+    if (dk_ifd_mine == 0) dk_signals_block_all(&dk_ifd_saved_mask);
     dk_ifd_mine++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     __atomic_add_fetch(&dk_ifd_starts, 1, __ATOMIC_SEQ_CST);
@@ -49,7 +50,7 @@ static inline void dk_ifd_begin(void) {
 static inline void dk_ifd_end(void) {
     __atomic_add_fetch(&dk_ifd_ends, 1, __ATOMIC_SEQ_CST);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (--dk_ifd_mine == 0) dk_ifd_signals_restore();
+    if (--dk_ifd_mine == 0) dk_signals_restore(&dk_ifd_saved_mask);
 }
 
 /* In a fork's child: the windows other threads had open stay open for ever -- closed (none is: only the
@@ -75,7 +76,8 @@ static inline uint64_t dk_ifd_before(void) {
     return __atomic_load_n(&dk_ifd_ends, __ATOMIC_SEQ_CST) == s ? s : DK_IFD_OPEN_BUSY;
 }
 int dk_ifd_relower_slow(int fd, int floor);
-/* After it: fd (>= 0), or the lowest free number >= floor that a window overlapping the call held. */
+/* After it: fd (>= 0), or the lowest free number >= floor that a window overlapping the call held -- unless
+ * the process may hold POSIX record locks (below): then fd as the kernel gave it. */
 static inline int dk_ifd_relower(int fd, uint64_t before, int floor) {
     if (__builtin_expect(fd < 0 || before == __atomic_load_n(&dk_ifd_starts, __ATOMIC_SEQ_CST), 1)) return fd;
     return dk_ifd_relower_slow(fd, floor);
@@ -94,5 +96,40 @@ static inline bool dk_ifd_settle(void) {
     dk_ifd_settle_slow();
     return true;
 }
+/* The program's call on a number daxkit does not serve, made again (16 times at most) while a library window
+ * overlapped it: the window may have held the number. Only for calls that may be made twice (pread, preadv,
+ * fstat: no offset moved, nothing changed). Its value. */
+#define DK_IFD_RETRY(call)                                                                       \
+    ({                                                                                           \
+        uint64_t dk_ifd_b_ = dk_ifd_before();                                                    \
+        __typeof__(call) dk_ifd_r_ = (call);                                                     \
+        for (int dk_ifd_k_ = 0; dk_ifd_k_ < 16 && dk_ifd_overlapped(dk_ifd_b_); dk_ifd_k_++) {   \
+            dk_ifd_settle();                                                                     \
+            dk_ifd_b_ = dk_ifd_before();                                                         \
+            dk_ifd_r_ = (call);                                                                  \
+        }                                                                                        \
+        dk_ifd_r_;                                                                               \
+    })
+
+/* ---- POSIX record locks: when a descriptor may not be moved ----
+ * A move is a dup to the new number and a close of the old one, and the kernel drops every POSIX record lock
+ * of the process on a file at the close of *any* of its descriptors of that file. So once the process may
+ * hold one -- it asked for one (F_SETLK/F_SETLKW, lockf: dk_ifd_lock_gate), or inherited one across the
+ * exec of this image (/proc/locks, read once, before the first move) -- descriptors of the program's files
+ * stay where the kernel put them: the program's relowered open or dup (review 14, finding 3: SQLite's second
+ * connection lost its lock), the auxiliary reopen (upath/auxfd.c), a recovery's descriptor (inflight.c's
+ * replay). A lock request that races a move waits for the move's close (Dekker's handshake on the movers
+ * count, both sides sequentially consistent); a thread's own move is never waited for (its signal handler's
+ * lock call). The library's own files (staging, size records, logs) are never locked by the program: their
+ * moves (dk_ifd_move_up) take no part. */
+/* Before any POSIX record lock request of the process (not an unlock), managed file or not. */
+void dk_ifd_lock_gate(void);
+/* The process asked for a POSIX lock, or holds one it inherited (reads /proc/locks the first time: call
+ * outside a window when it can be helped). */
+bool dk_ifd_locks_maybe_held(void);
+/* Before a move of a descriptor of a program's file: true when it may be made now (no POSIX lock asked for),
+ * then dk_ifd_move_end() once the old number is closed. */
+bool dk_ifd_move_begin(void);
+void dk_ifd_move_end(void);
 
 #endif

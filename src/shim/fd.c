@@ -100,7 +100,7 @@ DK_EXPORT void closefrom(int lowfd) {
 DK_EXPORT int dup(int fd) {
     if (up_enabled) up_resolve(fd); /* two descriptors, one description: one slot */
     uint64_t ifd = dk_ifd_before();
-    int r = up_aux_relower(DK_REAL(dup)(fd), ifd, 0); /* the lowest number, as without daxkit (internal_fd.h) */
+    int r = dk_ifd_relower(DK_REAL(dup)(fd), ifd, 0); /* the lowest number, as without daxkit (internal_fd.h) */
     if (r >= 0 && up_enabled && up_fd_slot(fd)) up_dup(fd, r);
     return r;
 }
@@ -150,13 +150,13 @@ static int counted_lock(int (*real)(int, int, ...), int fd, int cmd, struct floc
 /* F_DUPFD(_CLOEXEC): the lowest free number >= arg, as without daxkit (common/internal_fd.h). */
 static int dupfd(int (*real)(int, int, ...), int fd, int cmd, void *arg) {
     uint64_t ifd = dk_ifd_before();
-    return up_aux_relower(real(fd, cmd, arg), ifd, (int)(intptr_t)arg);
+    return dk_ifd_relower(real(fd, cmd, arg), ifd, (int)(intptr_t)arg);
 }
 
 static int fcntl_common(int fd, int cmd, void *arg, bool is64) {
     int (*real)(int, int, ...) = is64 ? DK_REAL(fcntl64) : DK_REAL(fcntl);
     if (!up_enabled) return real(fd, cmd, arg);
-    if ((cmd == F_SETLK || cmd == F_SETLKW) && arg && ((struct flock *)arg)->l_type != F_UNLCK) up_aux_lock_gate();
+    if ((cmd == F_SETLK || cmd == F_SETLKW) && arg && ((struct flock *)arg)->l_type != F_UNLCK) dk_ifd_lock_gate();
     if (cmd != F_GETFD && cmd != F_SETFD && cmd != F_GETFL) up_resolve(fd);
     if (!up_fd_slot(fd)) {
         if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) return dupfd(real, fd, cmd, arg);

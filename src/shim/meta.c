@@ -165,13 +165,7 @@ DK_EXPORT int lstat64(const char *p, struct stat64 *st) { return FIX64(DK_REAL(l
 #define FIXFD(fd, call, st)                           \
     ({                                                \
         bool pend_ = pend_begin(fd);                  \
-        uint64_t ifd_ = dk_ifd_before();              \
-        int fr_ = (call);                             \
-        for (int k_ = 0; up_enabled && k_ < 16 && dk_ifd_overlapped(ifd_); k_++) { \
-            dk_ifd_settle();                          \
-            ifd_ = dk_ifd_before();                   \
-            fr_ = (call);                             \
-        }                                             \
+        int fr_ = up_enabled ? DK_IFD_RETRY(call) : (call); \
         fixfd_pend(fr_, (fd), (struct stat *)(st), pend_); \
     })
 /* fstatat(fd, "", AT_EMPTY_PATH): glibc's own fstat since 2.33, and what programs call for it too */

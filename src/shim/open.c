@@ -51,7 +51,7 @@ static bool strict_trunc(int flags) { return dk_cfg.mode == DK_MODE_STRICT && up
     ({                                                  \
         uint64_t ep_ = up_enabled ? up_epoch_now() : 0; \
         uint64_t ifd_ = dk_ifd_before();                \
-        int ofd_ = up_aux_relower((call), ifd_, 0);     \
+        int ofd_ = dk_ifd_relower((call), ifd_, 0);     \
         dk_after_open(ofd_, flags, dirfd, path, ep_);   \
     })
 

@@ -37,15 +37,9 @@
             }                                            \
             /* a number the library held meanwhile (common/internal_fd.h): the program's again, or closed */ \
             if (DK_UNLIKELY(dk_ifd_settle()) && (cond) && (s_ = up_serving(fd)) != NULL) goto served_; \
-            uint64_t ifd_ = dk_ifd_before();             \
             bool m_ = dk_pt_begin(fd);                   \
-            ssize_t r_ = real_call;                      \
             /* a pread a window overlapped: made again (the window may have held the number) */ \
-            for (int k_ = 0; !(changes) && !(moves) && k_ < 16 && dk_ifd_overlapped(ifd_); k_++) { \
-                dk_ifd_settle();                         \
-                ifd_ = dk_ifd_before();                  \
-                r_ = real_call;                          \
-            }                                            \
+            ssize_t r_ = !(changes) && !(moves) ? DK_IFD_RETRY(real_call) : real_call; \
             if (changes && r_ > 0 && dk_pt_end_changed(m_, fd) != 0) return -1; \
             return r_;                                   \
         }                                                \

@@ -7,11 +7,10 @@
  * A reopen takes the lowest free number, which the program's next open() was to get (POSIX's lowest-number
  * rule: close(1) then open() must give 1 -- review 9, finding 21). So free numbers 0-2 are filled with
  * placeholders (opens of "/" with O_PATH, another file: closing them drops no lock) around the reopen, and
- * the reopened descriptor moves to a high number (up_internal_fd_floor) by dup and close of the low one --
- * unless the process has ever asked for a POSIX record lock (F_SETLK/F_SETLKW, lockf: up_aux_lock_gate):
- * then the close would drop its locks, and the descriptor stays at the low number (>= 3). A lock call
- * racing a move waits for the move's close. Locks taken before the exec of this image survive into it
- * unseen by the gate: /proc/locks is read once, before the first move (inherited_locks_seen). A program's
+ * the reopened descriptor moves to a high number (dk_ifd_floor) by dup and close of the low one -- unless
+ * the process may hold a POSIX record lock (asked for, or inherited across exec: common/internal_fd.h,
+ * dk_ifd_move_begin): then the close would drop its locks, and the descriptor stays at the low number
+ * (>= 3). A program's
  * dup2 onto a kept descriptor moves it first (up_aux_vacate). The DAXKIT_ATOMIC engine's descriptor (atomic_fd) is kept the same
  * way: the engine lets the file go at fork, the program's mmap, copy_file_range... while the program
  * keeps its descriptors (review 7, finding 3d); the kept descriptor goes at the program's next close, or
@@ -20,9 +19,6 @@
  * new image (review 7, finding 26; up_aux_keep_across_exec). */
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
-#include <stdio.h>
-#include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -69,45 +65,6 @@ static bool within_budget(void) {
     return __atomic_load_n(&kept_count, __ATOMIC_RELAXED) < budget;
 }
 
-/* Set by the first POSIX lock request of the process, for good; movers counts reopens between their look
- * at it and their close of the low number (a lock call that sees one waits: Dekker's handshake, both
- * sequentially consistent). mover_here: this thread is one (a signal handler's lock call must not wait for
- * its own thread). */
-static bool posix_locks_asked;
-static uint32_t movers;
-static __thread bool mover_here;
-
-void up_aux_lock_gate(void) {
-    if (DK_LIKELY(__atomic_load_n(&posix_locks_asked, __ATOMIC_RELAXED)) && !__atomic_load_n(&movers, __ATOMIC_SEQ_CST))
-        return;
-    __atomic_store_n(&posix_locks_asked, true, __ATOMIC_SEQ_CST);
-    while (__atomic_load_n(&movers, __ATOMIC_SEQ_CST) && !mover_here) sched_yield();
-}
-
-static bool inherited_locks_seen(void);
-
-/* The program's new descriptor, made while a library window held a lower number, moved down to it
- * (dk_ifd_relower) -- unless the process holds or may hold POSIX record locks: the move closes the kernel's
- * number, and any close of a file's descriptor drops every POSIX lock of the process on that file (review
- * 14, finding 3: a dup or second open of a locked file, SQLite's second connection, lost its lock). Then the
- * number stays as the kernel gave it (one a window shuffled). Lock requests wait for a move in progress
- * (movers, as for the auxiliary reopen). */
-int up_aux_relower_slow(int fd, int floor) {
-    DK_ERRNO_SAVE; /* the program's open succeeded: /proc/locks's read must not leave an errno */
-    if (!__atomic_load_n(&posix_locks_asked, __ATOMIC_RELAXED) && inherited_locks_seen())
-        __atomic_store_n(&posix_locks_asked, true, __ATOMIC_SEQ_CST);
-    if (!__atomic_load_n(&posix_locks_asked, __ATOMIC_SEQ_CST)) {
-        bool was_here = mover_here; /* (a signal handler's open inside its thread's move) */
-        mover_here = true;
-        __atomic_add_fetch(&movers, 1, __ATOMIC_SEQ_CST);
-        if (!__atomic_load_n(&posix_locks_asked, __ATOMIC_SEQ_CST)) fd = dk_ifd_relower_slow(fd, floor);
-        __atomic_sub_fetch(&movers, 1, __ATOMIC_SEQ_CST);
-        mover_here = was_here;
-    }
-    DK_ERRNO_RESTORE;
-    return fd;
-}
-
 /* Fills free numbers 0-2 with placeholders; returns how many, their numbers in ph. */
 static int fill_low(int ph[3]) {
     const struct dk_libc *c = dk_libc();
@@ -125,64 +82,25 @@ static int fill_low(int ph[3]) {
     return n;
 }
 
-/* Locks this process image never asked for: taken before an exec, they survive into it (a wrapper that
- * locks a file and execs the program: review 10, finding 12). Once, before the first move: /proc/locks
- * lists every POSIX lock with its owner's pid (as this pid namespace sees it; a lock is owned by the
- * process, which keeps its pid across exec). Any line "N: POSIX ... <our pid> ..." that is not a waiter's
- * ("->") counts as a lock asked for; later ones pass the gate. Unreadable: assumed held (no move). */
-static bool inherited_locks_seen(void) {
-    static int state; /* 0 not looked yet, 1 none, 2 some (or unknown) */
-    int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
-    if (s) return s == 2;
-    const struct dk_libc *c = dk_libc();
-    bool found = false;
-    int lfd = dk_ifd_openat(AT_FDCWD, "/proc/locks", O_RDONLY | O_CLOEXEC, 0);
-    if (lfd < 0) found = true;
-    char buf[8192], line[256], me[24];
-    snprintf(me, sizeof me, " %d ", (int)getpid());
-    size_t ll = 0;
-    ssize_t r;
-    while (!found && lfd >= 0 && (r = c->read(lfd, buf, sizeof buf)) > 0) {
-        for (ssize_t i = 0; i < r && !found; i++) {
-            if (buf[i] != '\n') {
-                if (ll < sizeof line - 1) line[ll++] = buf[i];
-                continue;
-            }
-            line[ll] = 0;
-            ll = 0;
-            found = strstr(line, ": POSIX ") && !strstr(line, "->") && strstr(line, me);
-        }
-    }
-    if (lfd >= 0) c->close(lfd);
-    __atomic_store_n(&state, found ? 2 : 1, __ATOMIC_RELEASE);
-    return found;
-}
-
 /* The file reopened read-write, at a number the program's next open would not have taken (header). */
 static int reopen_kept(int fd) {
     const struct dk_libc *c = dk_libc();
     int cancel_was = dk_cancel_off(); /* under the file's mutex (a publish, a prefault): open, read and close are
                                        * cancellation points, and a thread cancelled here kept the mutex */
-    if (!__atomic_load_n(&posix_locks_asked, __ATOMIC_RELAXED) && inherited_locks_seen())
-        __atomic_store_n(&posix_locks_asked, true, __ATOMIC_SEQ_CST);
+    (void)dk_ifd_locks_maybe_held(); /* (its first look reads /proc/locks: not inside the window) */
     int ph[3];
     /* A window (common/internal_fd.h): the placeholders and the reopen hold low numbers until the move. */
     dk_ifd_begin();
     int n_ph = fill_low(ph);
     int a = up_fd_reopen(fd, O_RDWR);
     int e = errno;
-    if (a >= 0) {
-        mover_here = true;
-        __atomic_add_fetch(&movers, 1, __ATOMIC_SEQ_CST);
-        if (!__atomic_load_n(&posix_locks_asked, __ATOMIC_SEQ_CST)) {
-            int hi = c->fcntl(a, F_DUPFD_CLOEXEC, up_internal_fd_floor());
-            if (hi >= 0) { /* else (a low RLIMIT_NOFILE, all high numbers taken) the low number stays */
-                c->close(a);
-                a = hi;
-            }
+    if (a >= 0 && dk_ifd_move_begin()) {
+        int hi = c->fcntl(a, F_DUPFD_CLOEXEC, dk_ifd_floor());
+        if (hi >= 0) { /* else (a low RLIMIT_NOFILE, all high numbers taken) the low number stays */
+            c->close(a);
+            a = hi;
         }
-        __atomic_sub_fetch(&movers, 1, __ATOMIC_SEQ_CST);
-        mover_here = false;
+        dk_ifd_move_end();
     }
     for (int i = 0; i < n_ph; i++) c->close(ph[i]);
     dk_ifd_end();
@@ -235,7 +153,7 @@ void up_aux_vacate(int newfd) {
                                          : NULL;
     if (field) {
         DK_ERRNO_SAVE;
-        int moved = dk_libc()->fcntl(newfd, F_DUPFD_CLOEXEC, up_internal_fd_floor());
+        int moved = dk_libc()->fcntl(newfd, F_DUPFD_CLOEXEC, dk_ifd_floor());
         DK_ERRNO_RESTORE;
         e->aux_of = NULL;
         up_fd_mark_internal(newfd, false); /* the program's dup2 closes it in the kernel next */
@@ -293,7 +211,7 @@ static uint64_t parked_count;
 void up_aux_adopt_or_close(dev_t dev, ino_t ino, int fd) {
     const struct dk_libc *c = dk_libc();
     DK_ERRNO_SAVE;
-    if (!__atomic_load_n(&posix_locks_asked, __ATOMIC_SEQ_CST) && !inherited_locks_seen()) {
+    if (!dk_ifd_locks_maybe_held()) {
         c->close(fd);
         DK_ERRNO_RESTORE;
         return;

@@ -221,9 +221,6 @@ uint64_t up_cwd_generation(void);
 int up_fd_reopen(int fd, int flags);
 /* Internal descriptors: moved above the program's low numbers and invisible to it. */
 int up_internal_fd(int fd);
-/* The lowest number up_internal_fd moves descriptors to: 64 below RLIMIT_NOFILE's soft limit, at most 960, 512 if
- * none (config.h: dk_internal_fd_floor). */
-int up_internal_fd_floor(void);
 void up_internal_close(int fd);
 
 /* ---- published-size records (sizerec.c) ---- */
@@ -580,13 +577,6 @@ enum { UP_PEND_NONE = 0, UP_PEND_WAITING = 1, UP_PEND_ADOPTING = 2 };
  * and kept until the program closes a descriptor of the file. -errno when the file cannot be reopened so.
  * Under f->mu. */
 int up_aux_fd(struct up_file *f, int fd, bool need_rdwr);
-/* dk_ifd_relower for the program's opens and dups, keeping POSIX locks (auxfd.c: no move once the process
- * may hold one). */
-int up_aux_relower_slow(int fd, int floor);
-static inline int up_aux_relower(int fd, uint64_t before, int floor) {
-    if (__builtin_expect(fd < 0 || before == __atomic_load_n(&dk_ifd_starts, __ATOMIC_SEQ_CST), 1)) return fd;
-    return up_aux_relower_slow(fd, floor);
-}
 /* A descriptor of (dev, ino) the library opened inside a program's lock call (inflight.c's replay): closed
  * when the process never asked for a POSIX lock, else kept -- closing it would drop the program's locks on
  * the file (auxfd.c). */

@@ -105,9 +105,6 @@ bool up_stage_busy(void) { return stage_busy != 0; }
 
 int up_stage_fd(const struct up_stg_file *sf) { return sf->fd; }
 
-/* Moves an internal descriptor out of the low numbers the program expects to get from open(). */
-int up_internal_fd_floor(void) { return dk_ifd_floor(); }
-
 /* Opened by dk_ifd_openat, the descriptor is there already (common/internal_fd.h). */
 int up_internal_fd(int fd) {
     fd = dk_ifd_move_up(fd);

@@ -132,10 +132,6 @@ struct up_lock_call {
     bool busy;
 };
 struct up_lock_call up_lock_call_begin(void);
-/* Before any POSIX record lock request (F_SETLK/F_SETLKW, lockf) of the process, managed file or not: from
- * then on the library's kept descriptors stay where a reopen put them (auxfd.c: moving one closes a
- * descriptor of the file, which would drop the process's locks on it). */
-void up_aux_lock_gate(void);
 struct flock;
 void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l, bool ok);
 /* The cleanup handler of a lock call that may block (F_SETLKW): a thread cancelled inside the kernel call
