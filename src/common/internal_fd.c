@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/pwrite_all.h"
 #include "common/stats.h"
 #include "shim/libc.h"
 
@@ -19,6 +20,7 @@ uint64_t dk_ifd_starts, dk_ifd_ends;
 __thread unsigned dk_ifd_mine __attribute__((tls_model("initial-exec")));
 
 __thread sigset_t dk_ifd_saved_mask;
+__thread int dk_ifd_saved_cancel;
 
 int dk_ifd_floor(void) {
     struct rlimit rl;
@@ -173,13 +175,17 @@ void dk_ifd_move_end(void) {
 
 /* The program's open or dup made while a window held a lower number: moved down, unless the process may hold
  * POSIX locks (the move's close would drop them: review 14, finding 3) -- then the number stays as the kernel
- * gave it (one a window shuffled). errno kept: the program's call succeeded. */
+ * gave it (one a window shuffled). errno kept: the program's call succeeded. No cancellation point: the
+ * kernel's descriptor exists already, and a thread cancelled in the close (or the first read of /proc/locks)
+ * would leave it and its copy open, unknown to the program (review 14, finding 9). */
 int dk_ifd_relower_slow(int fd, int floor) {
     int e = errno;
+    int cancel_was = dk_cancel_off();
     if (dk_ifd_move_begin()) {
         fd = relower(fd, floor);
         dk_ifd_move_end();
     }
+    dk_cancel_restore(cancel_was);
     errno = e;
     return fd;
 }

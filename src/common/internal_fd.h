@@ -27,6 +27,7 @@
 #ifndef DK_COMMON_INTERNAL_FD_H
 #define DK_COMMON_INTERNAL_FD_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -39,10 +40,17 @@ extern __thread unsigned dk_ifd_mine __attribute__((tls_model("initial-exec")));
 /* A window runs with every signal blocked (the thread's mask restored at its end): a handler that parks its
  * thread -- a stop-the-world collector's -- would otherwise hold a window open, and every other thread's
  * pass-through call would wait for it for ever (review 14, finding 4). Two system calls per window; windows
- * are the library's own opens. The outermost window of a thread saves the mask, its end restores it. */
+ * are the library's own opens. And with cancellation disabled (no system call in glibc 2.34+): a thread
+ * cancelled at the window's openat or close unwound with the window open, and every other thread's
+ * pass-through call then waited for ever; the program's rename or unlink became a cancellation point
+ * (review 15, finding 1). The outermost window of a thread saves both, its end restores them. */
 extern __thread sigset_t dk_ifd_saved_mask;
+extern __thread int dk_ifd_saved_cancel;
 static inline void dk_ifd_begin(void) {
-    if (dk_ifd_mine == 0) dk_signals_block_all(&dk_ifd_saved_mask);
+    if (dk_ifd_mine == 0) {
+        dk_signals_block_all(&dk_ifd_saved_mask);
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &dk_ifd_saved_cancel);
+    }
     dk_ifd_mine++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     __atomic_add_fetch(&dk_ifd_starts, 1, __ATOMIC_SEQ_CST);
@@ -50,7 +58,10 @@ static inline void dk_ifd_begin(void) {
 static inline void dk_ifd_end(void) {
     __atomic_add_fetch(&dk_ifd_ends, 1, __ATOMIC_SEQ_CST);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (--dk_ifd_mine == 0) dk_signals_restore(&dk_ifd_saved_mask);
+    if (--dk_ifd_mine == 0) {
+        pthread_setcancelstate(dk_ifd_saved_cancel, NULL);
+        dk_signals_restore(&dk_ifd_saved_mask);
+    }
 }
 
 /* In a fork's child: the windows other threads had open stay open for ever -- closed (none is: only the

@@ -1246,8 +1246,12 @@ static struct up_root *root_of_path(int dirfd, const char *path) {
 
 int up_strict_meta_begin(unsigned type, int dirfd, const char *path, int dirfd2, const char *path2) {
     if (dk_cfg.mode != DK_MODE_STRICT || !up_enabled) return 0;
+    /* (rename, unlink, mkdir... are no cancellation points: the parent's close must not be one -- review 15,
+     * finding 1) */
+    int cancel_was = dk_cancel_off();
     struct up_root *r = root_of_path(dirfd, path);
     if (!r && path2) r = root_of_path(dirfd2, path2);
+    dk_cancel_restore(cancel_was);
     if (!r) return 0;
     /* No log made under a finite file-size limit (it could cross it): the kernel's own call, unlogged, as
      * for the files opened meanwhile (up_adopt). */
@@ -1308,8 +1312,10 @@ static void sync_parent(int dirfd, const char *path) {
 void up_strict_meta_end(int dirfd, const char *path, int dirfd2, const char *path2) {
     if (dk_cfg.mode != DK_MODE_STRICT || !up_enabled) return;
     DK_ERRNO_SAVE;
+    int cancel_was = dk_cancel_off(); /* the program's call is done: its fsync and close are none of its */
     sync_parent(dirfd, path);
     if (path2) sync_parent(dirfd2, path2);
+    dk_cancel_restore(cancel_was);
     DK_ERRNO_RESTORE;
 }
 

@@ -4,8 +4,11 @@
  * again; the lock must stay held (a move of the new descriptor down closed the kernel's number, and any close
  * of a file's descriptor drops the process's POSIX locks on it). stw: the main thread stops the renamer with
  * a signal whose handler waits (a stop-the-world collector), writes to /dev/null, resumes it; the write must
- * not wait for the stopped thread's window (SIGALRM after 10 s: a hang). Usage: shim_ifd_edges DIR locks|stw
- * SECONDS */
+ * not wait for the stopped thread's window (SIGALRM after 10 s: a hang). cancel: a renamer thread is
+ * cancelled (deferred, the default; rename is no cancellation point) and joined, again and again; the main
+ * thread's write to /dev/null must not wait for a window the cancelled thread left open (review 15, finding 1:
+ * a cancellation at a window's openat or close unwound with the window open -- a hang). Usage: shim_ifd_edges
+ * DIR locks|stw|cancel SECONDS */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -96,9 +99,46 @@ static int run_stw(pthread_t t, time_t end) {
     return 0;
 }
 
+static void *cancelled_renamer(void *arg) {
+    (void)arg;
+    char a[4096], b[4096];
+    snprintf(a, sizeof a, "%s/ifd-c", root);
+    snprintf(b, sizeof b, "%s/ifd-d", root);
+    for (;;) {
+        rename(a, b);
+        rename(b, a);
+        pthread_testcancel(); /* (a cancellation point of its own: the loop ends even where rename is none) */
+    }
+    return NULL;
+}
+
+static int run_cancel(time_t end) {
+    char a[4096];
+    snprintf(a, sizeof a, "%s/ifd-c", root);
+    close(open(a, O_CREAT | O_WRONLY, 0644));
+    int null_fd = open("/dev/null", O_WRONLY);
+    long n = 0;
+    srand(1);
+    while (time(NULL) < end) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, cancelled_renamer, NULL) != 0) return perror("pthread_create"), 2;
+        struct timespec ts = {0, 200000 + rand() % 2000000};
+        nanosleep(&ts, NULL);
+        pthread_cancel(t);
+        pthread_join(t, NULL);
+        alarm(10); /* the default action of SIGALRM ends a hung run */
+        if (write(null_fd, "x", 1) != 1) return perror("write"), 2;
+        alarm(0);
+        n++;
+    }
+    printf("ok: %ld renamers cancelled, no write waited\n", n);
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 4) return fprintf(stderr, "usage: %s DIR locks|stw SECONDS\n", argv[0]), 2;
+    if (argc != 4) return fprintf(stderr, "usage: %s DIR locks|stw|cancel SECONDS\n", argv[0]), 2;
     root = argv[1];
+    if (!strcmp(argv[2], "cancel")) return run_cancel(time(NULL) + atoi(argv[3]));
     int stw = !strcmp(argv[2], "stw");
     if (stw) {
         sem_init(&stopped, 0, 0);
