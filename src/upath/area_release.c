@@ -15,12 +15,14 @@
 #include "common/log.h"
 #include "common/internal_fd.h"
 #include "shim/libc.h"
+#include "upath/inflight.h"
 #include "upath/internal.h"
 
 #define AREA ".daxkit"
 
 /* A user's in-flight registry (inflight.c): slots of threads, no data. It goes with the area when everything
- * else there is this process's (another process that has it mapped keeps its copy). */
+ * else there is this process's; flagged removed first, so the processes that map it (this one too) attach
+ * the one made next instead of watching the unlinked file (review 14, finding 1). */
 static bool registry(const char *name) {
     size_t n = strlen(name);
     return !strncmp(name, "inflight.", 9) && n > 13 && !strcmp(name + n - 4, ".reg");
@@ -28,14 +30,17 @@ static bool registry(const char *name) {
 
 static void remove_registries(int afd) {
     const struct dk_libc *c = dk_libc();
-    int dfd = c->openat(afd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dfd = dk_ifd_openat(afd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
     if (!d) {
         if (dfd >= 0) c->close(dfd);
         return;
     }
-    for (struct dirent *e; (e = c->readdir(d));)
-        if (registry(e->d_name)) c->unlinkat(afd, e->d_name, 0);
+    for (struct dirent *e; (e = c->readdir(d));) {
+        if (!registry(e->d_name)) continue;
+        up_inflight_registry_removing(afd, e->d_name);
+        c->unlinkat(afd, e->d_name, 0);
+    }
     c->closedir(d);
 }
 

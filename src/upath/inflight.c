@@ -59,6 +59,9 @@
 #define REG_BYTES (REG_HEADER_BYTES + REG_SLOTS * REG_SLOT_BYTES)
 #define REG_ROOTS_MAX 16 /* managed.c's UP_ROOTS_MAX */
 #define REG_WAIT_LOG_NS (10ull * 1000000000ull) /* a live holder of a dead thread's log: given up after 10 s */
+#define REG_GAVEUP_RETRY_NS 1000000000ull      /* then its log looked at again (no wait) at most once a second */
+#define REG_NOAREA_RETRY_NS 1000000ull         /* a root without an area: looked for again after 1 ms (review 14/2) */
+#define REG_RETIRED_MAX 16 /* registries this process saw removed (kept mapped: threads may still read them) */
 
 enum slot_state { SLOT_UNINIT = 0, SLOT_CLAIMING = 1, SLOT_USED = 2, SLOT_FREE = 3 };
 
@@ -77,8 +80,8 @@ _Static_assert(offsetof(pthread_mutex_t, __data.__lock) == 0, "futex word first"
 struct reg_header {
     uint64_t magic;
     uint32_t version, slots;
-    uint32_t hw;      /* slots [0, hw) have been used: the lock hook loads their futex words */
-    uint32_t pad0;
+    uint32_t hw;      /* slots [0, hw) may be used: the lock hook loads their futex words (lowered as top slots free) */
+    uint32_t removed; /* set (through the file) by the process that removes the area, before the unlink */
     uint8_t boot[16]; /* the boot that made the slots: another boot's are reset (no kernel marked them) */
     char pad[REG_HEADER_BYTES - 40];
 };
@@ -90,13 +93,22 @@ struct reg {
     int fd; /* the library's; its OFD locks order the survivors of one slot */
 };
 
+/* regs[i]: root i's registry as attached now. A registry removed with its area (area_release.c: `rm -rf ROOT;
+ * mkdir ROOT`) is flagged `removed` first; every process that maps it sees the flag at its next lock call or
+ * strict operation and attaches the new one (review 14, finding 1: it watched the unlinked file for good and
+ * recovered no later death). The old one stays mapped -- a thread may be reading it, a thread's robust list
+ * may link its slot -- so each registry of the process has its own record in reg_store, never reused. */
 static struct reg *regs[REG_ROOTS_MAX];
-static struct reg reg_store[REG_ROOTS_MAX];
+static struct reg reg_store[REG_ROOTS_MAX + REG_RETIRED_MAX];
+static unsigned reg_store_used; /* under attach_mu */
 static pthread_mutex_t attach_mu = PTHREAD_MUTEX_INITIALIZER;
 
+static const uint32_t never_removed;
 __thread const struct up_root *up_inflight_held_root;
+__thread const uint32_t *up_inflight_held_gone = &never_removed;
 static __thread uint32_t held_roots; /* bit i: this thread holds its slot of root i, or gave up there */
 static __thread uint16_t held_slot[REG_ROOTS_MAX]; /* slot + 1; 0: none (a registry that could not be had) */
+static __thread struct reg *held_reg[REG_ROOTS_MAX]; /* the registry of held_slot[i] */
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
@@ -117,9 +129,18 @@ static int root_index(const struct up_root *r) {
 
 static void reg_name(char *out, size_t cap) { snprintf(out, cap, "inflight.%u.reg", (unsigned)geteuid()); }
 
+static inline bool reg_removed(const struct reg *g) { return __atomic_load_n(&g->hdr->removed, __ATOMIC_ACQUIRE) != 0; }
+
 /* Opens (creating) and maps root i's registry for this user. Under attach_mu. */
 static struct reg *attach_locked(int i) {
-    if (regs[i]) return regs[i];
+    if (regs[i] && !reg_removed(regs[i])) return regs[i];
+    __atomic_store_n(&regs[i], NULL, __ATOMIC_RELEASE); /* removed: kept mapped (header), never looked at again */
+    if (reg_store_used == DK_ARRAY_LEN(reg_store)) {
+        dk_log_once("strict mode: %d in-flight registries removed with their areas while this process ran: no more "
+                    "attached (an operation in flight at a death is completed at the next start)", REG_RETIRED_MAX);
+        errno = EMFILE;
+        return NULL;
+    }
     const struct dk_libc *c = dk_libc();
     const struct up_root *r = up_root_at(i);
     char area[4200], name[64];
@@ -154,11 +175,18 @@ static struct reg *attach_locked(int i) {
         }
         c->flock(fd, LOCK_UN);
     }
+    if (a != MAP_FAILED && __atomic_load_n(&((struct reg_header *)a)->removed, __ATOMIC_ACQUIRE)) {
+        DK_REAL(munmap)(a, REG_BYTES); /* opened just before its remover unlinked it: the area is going */
+        a = MAP_FAILED;
+        errno = ENOENT;
+    }
     if (a == MAP_FAILED) {
+        int e = errno;
         c->close(fd);
+        errno = e;
         return NULL;
     }
-    struct reg *g = &reg_store[i];
+    struct reg *g = &reg_store[reg_store_used++];
     g->hdr = a;
     g->slots = (struct reg_slot *)((char *)a + REG_HEADER_BYTES);
     g->fd = up_internal_fd(fd);
@@ -169,7 +197,7 @@ static struct reg *attach_locked(int i) {
 /* errno: the failure's (ENOENT: no area) */
 static struct reg *attach(int i) {
     struct reg *g = __atomic_load_n(&regs[i], __ATOMIC_ACQUIRE);
-    if (g) return g;
+    if (g && !reg_removed(g)) return g;
     int cancel_was = dk_cancel_off();
     pthread_mutex_lock(&attach_mu);
     errno = 0;
@@ -183,19 +211,50 @@ static struct reg *attach(int i) {
 
 /* ---- the holder's side ---- */
 
+/* Slot k was just freed: while the top used slot is free, the scan width comes down (review 14, finding 8: a
+ * burst of 1,000 threads left every later lock call loading 1,000 futex words, +0.7 us each, for good). A
+ * claimer of the slot just below the new top raises hw again after it marks the slot USED; the look at the
+ * slot after the lowering catches one that marked it between (both sides sequentially consistent). */
+static void lower_hw(struct reg *g) {
+    uint32_t hw = __atomic_load_n(&g->hdr->hw, __ATOMIC_SEQ_CST);
+    while (hw > 0) {
+        struct reg_slot *top = &g->slots[hw - 1];
+        uint32_t st = __atomic_load_n(&top->state, __ATOMIC_SEQ_CST);
+        if (st != SLOT_FREE && st != SLOT_UNINIT) return;
+        if (!__atomic_compare_exchange_n(&g->hdr->hw, &hw, hw - 1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) continue;
+        st = __atomic_load_n(&top->state, __ATOMIC_SEQ_CST);
+        if (st != SLOT_FREE && st != SLOT_UNINIT) { /* claimed meanwhile: its slot stays in the scan */
+            uint32_t h = __atomic_load_n(&g->hdr->hw, __ATOMIC_SEQ_CST);
+            while (h < hw && !__atomic_compare_exchange_n(&g->hdr->hw, &h, hw, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}
+            return;
+        }
+        hw--;
+    }
+}
+
+static void free_slot(struct reg *g, struct reg_slot *s) {
+    __atomic_store_n(&s->state, SLOT_FREE, __ATOMIC_SEQ_CST);
+    lower_hw(g);
+}
+
+/* This thread's slot of root i goes back unmarked. */
+static void release_held(int i) {
+    struct reg *g = held_reg[i];
+    struct reg_slot *s = &g->slots[held_slot[i] - 1];
+    held_slot[i] = 0;
+    held_reg[i] = NULL;
+    pthread_mutex_unlock(&s->mu);
+    free_slot(g, s);
+}
+
 /* At the thread's end: its operations are over, its slots go back unmarked. */
 static void thread_ends(void *unused) {
     (void)unused;
-    for (int i = 0; i < REG_ROOTS_MAX; i++) {
-        if (!held_slot[i]) continue;
-        struct reg *g = regs[i];
-        struct reg_slot *s = &g->slots[held_slot[i] - 1];
-        held_slot[i] = 0;
-        pthread_mutex_unlock(&s->mu);
-        __atomic_store_n(&s->state, SLOT_FREE, __ATOMIC_RELEASE);
-    }
+    for (int i = 0; i < REG_ROOTS_MAX; i++)
+        if (held_slot[i]) release_held(i);
     held_roots = 0;
     up_inflight_held_root = NULL;
+    up_inflight_held_gone = &never_removed;
 }
 
 void up_inflight_exit(void) { thread_ends(NULL); }
@@ -219,7 +278,7 @@ static int claim(struct reg *g, const char *log_name, const struct stat *ls) {
         struct reg_slot *s = &g->slots[k];
         uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
         if (st != SLOT_UNINIT && st != SLOT_FREE) continue;
-        if (!__atomic_compare_exchange_n(&s->state, &st, SLOT_CLAIMING, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) continue;
+        if (!__atomic_compare_exchange_n(&s->state, &st, SLOT_CLAIMING, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) continue;
         if (st == SLOT_UNINIT && !init_mutex(&s->mu)) continue; /* stays CLAIMING: never used */
         int e = pthread_mutex_trylock(&s->mu);
         if (e == EOWNERDEAD) e = pthread_mutex_consistent(&s->mu); /* a clear cut short: ours now */
@@ -228,9 +287,9 @@ static int claim(struct reg *g, const char *log_name, const struct stat *ls) {
         s->log_dev = (uint64_t)ls->st_dev;
         s->log_ino = (uint64_t)ls->st_ino;
         snprintf(s->log, sizeof s->log, "%s", log_name);
-        __atomic_store_n(&s->state, SLOT_USED, __ATOMIC_RELEASE);
-        uint32_t hw = __atomic_load_n(&g->hdr->hw, __ATOMIC_ACQUIRE);
-        while (hw < k + 1 && !__atomic_compare_exchange_n(&g->hdr->hw, &hw, k + 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {}
+        __atomic_store_n(&s->state, SLOT_USED, __ATOMIC_SEQ_CST); /* before the look at hw (lower_hw) */
+        uint32_t hw = __atomic_load_n(&g->hdr->hw, __ATOMIC_SEQ_CST);
+        while (hw < k + 1 && !__atomic_compare_exchange_n(&g->hdr->hw, &hw, k + 1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}
         return (int)k;
     }
     return -1;
@@ -240,8 +299,14 @@ void up_inflight_hold_slow(struct up_root *r, const struct dk_oplog *log) {
     int i = root_index(r);
     if (i < 0) return;
     if (held_roots >> i & 1u) {
-        up_inflight_held_root = r;
-        return;
+        if (!held_reg[i] || !reg_removed(held_reg[i])) {
+            up_inflight_held_root = r;
+            up_inflight_held_gone = held_reg[i] ? &held_reg[i]->hdr->removed : &never_removed;
+            return;
+        }
+        if (inside) return; /* (a handler's write: its thread moves to the new registry itself) */
+        release_held(i); /* the registry was removed (area_release.c): a slot in the one there now */
+        held_roots &= ~(1u << i);
     }
     if (inside) return; /* a handler's write that interrupted this thread's registry code: not held */
     const char *log_path = dk_oplog_path(log);
@@ -268,14 +333,16 @@ void up_inflight_hold_slow(struct up_root *r, const struct dk_oplog *log) {
                         r->path, REG_SLOTS);
         } else {
             held_slot[i] = (uint16_t)(k + 1);
+            held_reg[i] = g;
             pthread_setspecific(exit_key, (void *)1);
         }
     } else if (!g) {
         dk_log_once("strict mode: no in-flight registry in %s/.daxkit: an operation in flight at a death is completed at "
                     "the next start, not at the next lock call (docs/strict.md)", r->path);
     }
-    held_roots |= 1u << i; /* held, or given up: the fast path stays a load */
+    held_roots |= 1u << i; /* held, or given up: the fast path stays two loads */
     up_inflight_held_root = r;
+    up_inflight_held_gone = held_reg[i] ? &held_reg[i]->hdr->removed : &never_removed;
     inside = false;
     dk_cancel_restore(cancel_was);
     DK_ERRNO_RESTORE;
@@ -286,10 +353,12 @@ void up_inflight_after_fork_child(void) {
      * descriptor is reopened: an OFD lock belongs to the open file description the parent shares. */
     held_roots = 0;
     up_inflight_held_root = NULL;
+    up_inflight_held_gone = &never_removed;
     memset(held_slot, 0, sizeof held_slot);
+    memset(held_reg, 0, sizeof held_reg);
     for (int i = 0; i < REG_ROOTS_MAX; i++) {
         struct reg *g = regs[i];
-        if (!g) continue;
+        if (!g || reg_removed(g)) continue; /* (the path names another file now, or none: attached again) */
         char path[4300], name[64];
         reg_name(name, sizeof name);
         snprintf(path, sizeof path, "%s/.daxkit/%s", up_root_at(i)->path, name);
@@ -307,11 +376,52 @@ static uint64_t mono_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Dead slots whose log a live process still holds (a descriptor inherited by a raw fork's child): the 10 s wait
+ * was given up, the slot keeps its mark (review 14, finding 5 b: it was cleared, and the log was then
+ * recovered only at the next start -- after this process read and wrote over the op in flight). Looked at
+ * again without waiting, at most once a second per slot, until its log is free. Keyed by root, slot and the
+ * log's inode (a slot recovered by another process and used again is a new death: waited for as usual). A
+ * few at a time; past that, every wait is the full one. Races between threads cost a wait or a look only. */
+#define GAVEUP_MAX 8
+static struct {
+    uint64_t key, ino, retry_ns; /* key: (root << 16 | slot) + 1; 0 free */
+} gaveup[GAVEUP_MAX];
+
+static int gaveup_find(int i, uint32_t k, uint64_t ino) {
+    uint64_t key = ((uint64_t)i << 16 | k) + 1;
+    for (int j = 0; j < GAVEUP_MAX; j++)
+        if (__atomic_load_n(&gaveup[j].key, __ATOMIC_ACQUIRE) == key && __atomic_load_n(&gaveup[j].ino, __ATOMIC_RELAXED) == ino)
+            return j;
+    return -1;
+}
+
+/* Slot k of root i was given up on, and its next look is not due: left marked, no system call. */
+static bool gaveup_not_due(int i, uint32_t k, uint64_t ino) {
+    int j = gaveup_find(i, k, ino);
+    return j >= 0 && mono_ns() < __atomic_load_n(&gaveup[j].retry_ns, __ATOMIC_RELAXED);
+}
+
+static void gaveup_note(int i, uint32_t k, uint64_t ino) {
+    int j = gaveup_find(i, k, ino);
+    uint64_t zero = 0, key = ((uint64_t)i << 16 | k) + 1;
+    for (int n = 0; j < 0 && n < GAVEUP_MAX; n++)
+        if (__atomic_compare_exchange_n(&gaveup[n].key, &zero, key, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) j = n;
+        else zero = 0;
+    if (j < 0) return;
+    __atomic_store_n(&gaveup[j].ino, ino, __ATOMIC_RELAXED);
+    __atomic_store_n(&gaveup[j].retry_ns, mono_ns() + REG_GAVEUP_RETRY_NS, __ATOMIC_RELAXED);
+}
+
+static void gaveup_forget(int i, uint32_t k, uint64_t ino) {
+    int j = gaveup_find(i, k, ino);
+    if (j >= 0) __atomic_store_n(&gaveup[j].key, 0, __ATOMIC_RELEASE);
+}
+
 /* Waits for the dead thread's log's flock (released by its process's last fput, just after the lock this
- * process took; or held by a recoverer, which finishes). true when held. */
-static bool wait_log_lock(int lfd) {
+ * process took; or held by a recoverer, which finishes) for wait_ns at most. true when held. */
+static bool wait_log_lock(int lfd, uint64_t wait_ns) {
     const struct dk_libc *c = dk_libc();
-    uint64_t deadline = mono_ns() + REG_WAIT_LOG_NS;
+    uint64_t deadline = mono_ns() + wait_ns;
     long sleep_ns = 50000;
     for (;;) {
         if (c->flock(lfd, LOCK_EX | LOCK_NB) == 0) return true;
@@ -323,9 +433,9 @@ static bool wait_log_lock(int lfd) {
     }
 }
 
-/* Recovers the log slot s names, when it is still there (replay false: only looks whether it is). true when
- * the slot may be cleared: the log is gone or recovered now (or its holder is given up on). */
-static bool recover_named(const struct up_root *r, const struct reg_slot *s, bool replay) {
+/* Recovers the log slot k (s) of root i names, when it is still there (replay false: only looks whether it
+ * is). true when the slot may be cleared: the log is gone or recovered now. */
+static bool recover_named(int i, uint32_t k, const struct up_root *r, const struct reg_slot *s, bool replay) {
     const struct dk_libc *c = dk_libc();
     char area[4200], name[sizeof s->log], path[4400];
     memcpy(name, s->log, sizeof name);
@@ -341,11 +451,15 @@ static bool recover_named(const struct up_root *r, const struct reg_slot *s, boo
         __atomic_add_fetch(&stats.logs_gone, 1, __ATOMIC_RELAXED); /* exited cleanly, or recovered already */
     } else if (!replay) {
         clear = false; /* left to a lock call's recovery, or the next start's */
-    } else if (!wait_log_lock(lfd)) {
-        __atomic_add_fetch(&stats.waits_timed_out, 1, __ATOMIC_RELAXED);
-        dk_log("%s: %s belongs to a strict thread that died in an operation, and its log's lock is still held "
-               "after %llu s (a descriptor inherited by a live process): recovered when that process is gone",
-               r->path, name, (unsigned long long)(REG_WAIT_LOG_NS / 1000000000ull));
+    } else if (!wait_log_lock(lfd, gaveup_find(i, k, ino) >= 0 ? 0 : REG_WAIT_LOG_NS)) {
+        clear = false; /* the mark stays: looked at again once that process is gone */
+        if (gaveup_find(i, k, ino) < 0) {
+            __atomic_add_fetch(&stats.waits_timed_out, 1, __ATOMIC_RELAXED);
+            dk_log("%s: %s belongs to a strict thread that died in an operation, and its log's lock is still held "
+                   "after %llu s (a descriptor inherited by a live process): recovered at a lock call once that "
+                   "process is gone", r->path, name, (unsigned long long)(REG_WAIT_LOG_NS / 1000000000ull));
+        }
+        gaveup_note(i, k, ino);
     } else if (c->fstatat(afd, name, &b, AT_SYMLINK_NOFOLLOW) != 0 || b.st_ino != a.st_ino || b.st_dev != a.st_dev) {
         __atomic_add_fetch(&stats.logs_gone, 1, __ATOMIC_RELAXED); /* another recoverer replayed and removed it */
     } else {
@@ -356,13 +470,15 @@ static bool recover_named(const struct up_root *r, const struct reg_slot *s, boo
         dk_log_verbose("%s: recovered %s of a process that died in a strict operation (%llu record(s) replayed) "
                        "before serving the lock just taken", r->path, name, (unsigned long long)rep.replayed);
     }
+    if (clear) gaveup_forget(i, k, ino);
     if (lfd >= 0) c->close(lfd); /* after the replay: the log's lock goes last */
     if (afd >= 0) c->close(afd);
     return clear;
 }
 
-static void recover_slot(const struct up_root *r, struct reg *g, uint32_t k, bool replay) {
+static void recover_slot(int i, const struct up_root *r, struct reg *g, uint32_t k, bool replay) {
     struct reg_slot *s = &g->slots[k];
+    if (gaveup_not_due(i, k, __atomic_load_n(&s->log_ino, __ATOMIC_RELAXED))) return;
     struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET,
                        .l_start = (off_t)(REG_HEADER_BYTES + k * REG_SLOT_BYTES), .l_len = 1};
     const struct dk_libc *c = dk_libc();
@@ -370,7 +486,7 @@ static void recover_slot(const struct up_root *r, struct reg *g, uint32_t k, boo
     while (ordered && c->fcntl(g->fd, F_OFD_SETLKW, &fl) != 0)
         if (errno != EINTR) ordered = false; /* no OFD locks (Linux < 3.15): recoveries may overlap, idempotent */
     if (futex_word(s) & FUTEX_OWNER_DIED) { /* not cleared by a survivor before us */
-        bool clear = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != SLOT_USED || recover_named(r, s, replay);
+        bool clear = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != SLOT_USED || recover_named(i, k, r, s, replay);
         if (clear) __atomic_add_fetch(&stats.dead_slots, 1, __ATOMIC_RELAXED);
         int e = clear ? pthread_mutex_trylock(&s->mu) : EBUSY;
         if (e == EOWNERDEAD) {
@@ -379,7 +495,7 @@ static void recover_slot(const struct up_root *r, struct reg *g, uint32_t k, boo
         }
         if (e == 0) {
             pthread_mutex_unlock(&s->mu);
-            __atomic_store_n(&s->state, SLOT_FREE, __ATOMIC_RELEASE);
+            free_slot(g, s);
         }
     }
     if (ordered) {
@@ -395,14 +511,17 @@ static __attribute__((noinline, cold)) void recover_dead(int i, struct reg *g, u
     int cancel_was = dk_cancel_off();
     const struct up_root *r = up_root_at(i);
     for (uint32_t k = 0; k < hw; k++)
-        if (futex_word(&g->slots[k]) & FUTEX_OWNER_DIED) recover_slot(r, g, k, replay);
+        if (futex_word(&g->slots[k]) & FUTEX_OWNER_DIED) recover_slot(i, r, g, k, replay);
     dk_cancel_restore(cancel_was);
     DK_ERRNO_RESTORE;
 }
 
-/* attach, from a lock call: again at every call while the area is missing (a failing openat: the next
- * strict process there makes it), at most once a second after any other failure (a full medium, an area
- * another user made). */
+/* attach, from a lock call: while the area is missing (a failing openat: the next strict process there makes
+ * it) at most once a millisecond -- an openat under attach_mu at every lock call cost a system call each and
+ * serialised the program's threads (review 14, finding 2); at most once a second after any other failure (a
+ * full medium, an area another user made). The millisecond is a limit of the guarantee: a writer that makes
+ * the area, registers and dies within a millisecond of this process's last look is recovered at its first
+ * lock call after that millisecond (docs/strict.md). */
 static uint64_t attach_retry_ns[REG_ROOTS_MAX];
 static struct reg *attach_from_lock(int i) {
     uint64_t now = 0;
@@ -411,7 +530,7 @@ static struct reg *attach_from_lock(int i) {
     struct reg *g = attach(i);
     int e = errno;
     DK_ERRNO_RESTORE;
-    if (!g && e != ENOENT) __atomic_store_n(&attach_retry_ns[i], (now ? now : mono_ns()) + 1000000000ull, __ATOMIC_RELAXED);
+    if (!g) __atomic_store_n(&attach_retry_ns[i], (now ? now : mono_ns()) + (e == ENOENT ? REG_NOAREA_RETRY_NS : 1000000000ull), __ATOMIC_RELAXED);
     return g;
 }
 
@@ -422,7 +541,8 @@ void up_inflight_after_lock(void) {
     inside = true;
     for (int i = 0; i < n; i++) {
         struct reg *g = __atomic_load_n(&regs[i], __ATOMIC_ACQUIRE);
-        if (DK_UNLIKELY(!g) && !(g = attach_from_lock(i))) continue; /* no area yet: no strict log there either */
+        /* (no area yet: no strict log there either; a removed registry: the one there now) */
+        if (DK_UNLIKELY(!g || reg_removed(g)) && !(g = attach_from_lock(i))) continue;
         uint32_t hw = __atomic_load_n(&g->hdr->hw, __ATOMIC_ACQUIRE), any = 0;
         for (uint32_t k = 0; k < hw; k++) any |= futex_word(&g->slots[k]);
         /* (not from a signal handler that interrupted a library call of this thread: the replay takes file
@@ -430,6 +550,19 @@ void up_inflight_after_lock(void) {
         if (DK_UNLIKELY(any & FUTEX_OWNER_DIED) && !up_thread_in_call()) recover_dead(i, g, hw, true);
     }
     inside = false;
+}
+
+/* The area is being removed with the registry `name` in it (area_release.c): flagged through the file, so every
+ * process that maps it attaches the next one instead (header). Before the unlink. */
+void up_inflight_registry_removing(int afd, const char *name) {
+    const struct dk_libc *c = dk_libc();
+    int fd = dk_ifd_openat(afd, name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
+    if (fd < 0) return; /* another user's (0600): its processes keep theirs (docs/strict.md) */
+    uint32_t one = 1;
+    struct stat st;
+    if (c->fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= (off_t)REG_HEADER_BYTES)
+        (void)!c->pwrite(fd, &one, sizeof one, offsetof(struct reg_header, removed));
+    c->close(fd);
 }
 
 void up_inflight_stats(struct up_inflight_stats *out) {

@@ -85,14 +85,16 @@ if how == "exec":
     os.execvp("sleep", ["sleep", "60"])
 time.sleep(60)
 '
-# The registry's slots (inflight.c's layout): "slot state futex_owner_died pid log" per used slot.
+# The registry's slots (inflight.c's layout): "slot state futex_owner_died pid log" per slot ever used (all
+# slots, not only those below the high-water mark: it comes down as top slots are freed).
 slots='
 import struct, sys, os
 p = sys.argv[1]
 b = open(p, "rb").read()
 magic, ver, nslots, hw = struct.unpack_from("<QIII", b, 0)
-for k in range(hw):
+for k in range(nslots):
     o = 256 + 256 * k
+    if struct.unpack_from("<I", b, o + 40)[0] == 0: continue
     word, = struct.unpack_from("<I", b, o)
     state, pid = struct.unpack_from("<II", b, o + 40)
     log = b[o + 64:o + 192].split(b"\0")[0].decode()
