@@ -6,12 +6,13 @@
 
 #include "shim/shim.h"
 
-/* moves: the call moves the descriptor's offset by what it returns (read, readv, ...). A pending descriptor
- * (opened, not adopted yet: upath/pending.c) passes its first reads through; a write, or a read past
- * those, adopts it here and is served. */
-#define SERVE(fd, served_call, real_call, changes, moves) SERVE_IF(fd, true, served_call, real_call, changes, moves)
+/* moves: the call moves the descriptor's offset by what it returns (read, readv, ...). at: a positional
+ * write's offset, else -1 (the range a pass-through write tells the library: shim.h dk_pt_end_written). A
+ * pending descriptor (opened, not adopted yet: upath/pending.c) passes its first reads through; a write, or
+ * a read past those, adopts it here and is served. */
+#define SERVE(fd, served_call, real_call, changes, moves, at) SERVE_IF(fd, true, served_call, real_call, changes, moves, at)
 /* The cancellation point comes before the slot is held: a thread cancelled there names no call (calls.h). */
-#define SERVE_IF(fd, cond, served_call, real_call, changes, moves) \
+#define SERVE_IF(fd, cond, served_call, real_call, changes, moves, at) \
     do {                                                 \
         struct up_slot *s_;                              \
         if (DK_LIKELY(up_enabled)) {                     \
@@ -40,70 +41,70 @@
             bool m_ = dk_pt_begin(fd);                   \
             /* a pread a window overlapped: made again (the window may have held the number) */ \
             ssize_t r_ = !(changes) && !(moves) ? DK_IFD_RETRY(real_call) : real_call; \
-            if (changes && r_ > 0 && dk_pt_end_changed(m_, fd) != 0) return -1; \
+            if (changes && r_ > 0 && dk_pt_end_written(m_, fd, (at), r_) != 0) return -1; \
             return r_;                                   \
         }                                                \
         return real_call;                                \
     } while (0)
 
 DK_EXPORT ssize_t read(int fd, void *buf, size_t n) {
-    SERVE(fd, up_read(s, fd, buf, n), DK_REAL(read)(fd, buf, n), false, true);
+    SERVE(fd, up_read(s, fd, buf, n), DK_REAL(read)(fd, buf, n), false, true, -1);
 }
 DK_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off) {
-    SERVE(fd, up_pread(s, fd, buf, n, off), DK_REAL(pread)(fd, buf, n, off), false, false);
+    SERVE(fd, up_pread(s, fd, buf, n, off), DK_REAL(pread)(fd, buf, n, off), false, false, -1);
 }
 DK_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off) {
-    SERVE(fd, up_pread(s, fd, buf, n, off), DK_REAL(pread64)(fd, buf, n, off), false, false);
+    SERVE(fd, up_pread(s, fd, buf, n, off), DK_REAL(pread64)(fd, buf, n, off), false, false, -1);
 }
 DK_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
     if (n > buflen) return DK_REAL(__read_chk)(fd, buf, n, buflen); /* libc reports the overflow */
-    SERVE(fd, up_read(s, fd, buf, n), DK_REAL(__read_chk)(fd, buf, n, buflen), false, true);
+    SERVE(fd, up_read(s, fd, buf, n), DK_REAL(__read_chk)(fd, buf, n, buflen), false, true, -1);
 }
 DK_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen) {
     if (n > buflen) return DK_REAL(__pread_chk)(fd, buf, n, off, buflen);
-    SERVE(fd, up_pread(s, fd, buf, n, off), DK_REAL(__pread_chk)(fd, buf, n, off, buflen), false, false);
+    SERVE(fd, up_pread(s, fd, buf, n, off), DK_REAL(__pread_chk)(fd, buf, n, off, buflen), false, false, -1);
 }
 DK_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen) {
     if (n > buflen) return DK_REAL(__pread64_chk)(fd, buf, n, off, buflen);
-    SERVE(fd, up_pread(s, fd, buf, n, off), DK_REAL(__pread64_chk)(fd, buf, n, off, buflen), false, false);
+    SERVE(fd, up_pread(s, fd, buf, n, off), DK_REAL(__pread64_chk)(fd, buf, n, off, buflen), false, false, -1);
 }
 DK_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt) {
-    SERVE(fd, up_readv(s, fd, iov, cnt, 0, 0, false), DK_REAL(readv)(fd, iov, cnt), false, true);
+    SERVE(fd, up_readv(s, fd, iov, cnt, 0, 0, false), DK_REAL(readv)(fd, iov, cnt), false, true, -1);
 }
 DK_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off) {
-    SERVE(fd, up_readv(s, fd, iov, cnt, off, 0, true), DK_REAL(preadv)(fd, iov, cnt, off), false, false);
+    SERVE(fd, up_readv(s, fd, iov, cnt, off, 0, true), DK_REAL(preadv)(fd, iov, cnt, off), false, false, -1);
 }
 DK_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off_t off) {
-    SERVE(fd, up_readv(s, fd, iov, cnt, off, 0, true), DK_REAL(preadv64)(fd, iov, cnt, off), false, false);
+    SERVE(fd, up_readv(s, fd, iov, cnt, off, 0, true), DK_REAL(preadv64)(fd, iov, cnt, off), false, false, -1);
 }
 DK_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int fl) {
-    SERVE_IF(fd, up_rwf_served(fl), up_readv(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(preadv2)(fd, iov, cnt, off, fl), false, off == -1);
+    SERVE_IF(fd, up_rwf_served(fl), up_readv(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(preadv2)(fd, iov, cnt, off, fl), false, off == -1, -1);
 }
 DK_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off_t off, int fl) {
-    SERVE_IF(fd, up_rwf_served(fl), up_readv(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(preadv64v2)(fd, iov, cnt, off, fl), false, off == -1);
+    SERVE_IF(fd, up_rwf_served(fl), up_readv(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(preadv64v2)(fd, iov, cnt, off, fl), false, off == -1, -1);
 }
 
 DK_EXPORT ssize_t write(int fd, const void *buf, size_t n) {
-    SERVE(fd, up_write(s, fd, buf, n), DK_REAL(write)(fd, buf, n), true, true);
+    SERVE(fd, up_write(s, fd, buf, n), DK_REAL(write)(fd, buf, n), true, true, -1);
 }
 DK_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) {
-    SERVE(fd, up_pwrite(s, fd, buf, n, off), DK_REAL(pwrite)(fd, buf, n, off), true, false);
+    SERVE(fd, up_pwrite(s, fd, buf, n, off), DK_REAL(pwrite)(fd, buf, n, off), true, false, off);
 }
 DK_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off) {
-    SERVE(fd, up_pwrite(s, fd, buf, n, off), DK_REAL(pwrite64)(fd, buf, n, off), true, false);
+    SERVE(fd, up_pwrite(s, fd, buf, n, off), DK_REAL(pwrite64)(fd, buf, n, off), true, false, off);
 }
 DK_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt) {
-    SERVE(fd, up_writev(s, fd, iov, cnt, 0, 0, false), DK_REAL(writev)(fd, iov, cnt), true, true);
+    SERVE(fd, up_writev(s, fd, iov, cnt, 0, 0, false), DK_REAL(writev)(fd, iov, cnt), true, true, -1);
 }
 DK_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off) {
-    SERVE(fd, up_writev(s, fd, iov, cnt, off, 0, true), DK_REAL(pwritev)(fd, iov, cnt, off), true, false);
+    SERVE(fd, up_writev(s, fd, iov, cnt, off, 0, true), DK_REAL(pwritev)(fd, iov, cnt, off), true, false, off);
 }
 DK_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off) {
-    SERVE(fd, up_writev(s, fd, iov, cnt, off, 0, true), DK_REAL(pwritev64)(fd, iov, cnt, off), true, false);
+    SERVE(fd, up_writev(s, fd, iov, cnt, off, 0, true), DK_REAL(pwritev64)(fd, iov, cnt, off), true, false, off);
 }
 DK_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int fl) {
-    SERVE_IF(fd, up_rwf_served(fl), up_writev(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(pwritev2)(fd, iov, cnt, off, fl), true, off == -1);
+    SERVE_IF(fd, up_rwf_served(fl), up_writev(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(pwritev2)(fd, iov, cnt, off, fl), true, off == -1, (fl & RWF_APPEND) ? -1 : off);
 }
 DK_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off_t off, int fl) {
-    SERVE_IF(fd, up_rwf_served(fl), up_writev(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(pwritev64v2)(fd, iov, cnt, off, fl), true, off == -1);
+    SERVE_IF(fd, up_rwf_served(fl), up_writev(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(pwritev64v2)(fd, iov, cnt, off, fl), true, off == -1, (fl & RWF_APPEND) ? -1 : off);
 }

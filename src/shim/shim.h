@@ -40,14 +40,28 @@ static inline bool dk_pt_begin(int fd) {
  * sync and strict modes the change is made durable before the call returns (those modes' promise holds on
  * a descriptor the kernel serves -- shared with a fork relative, O_DIRECT, a file past 512 GiB -- though
  * such a write is not atomic: docs/guarantees.md). 0, or -1 with the fdatasync's errno. */
-static inline int dk_pt_end_changed(bool managed, int fd) {
+static inline int dk_pt_end_wrote(bool managed, int fd, uint64_t off, uint64_t end) {
     if (!managed) return 0;
     DK_ERRNO_SAVE;
-    up_kernel_changed_fd(fd);
+    up_kernel_wrote_fd(fd, off, end);
     DK_ERRNO_RESTORE;
     if (dk_cfg.mode == DK_MODE_POSIX) return 0;
     dk_count(DK_C_pt_synced, 1);
     return DK_REAL(fdatasync)(fd);
+}
+/* What changed is not known (a truncate, fallocate): the whole file. */
+static inline int dk_pt_end_changed(bool managed, int fd) { return dk_pt_end_wrote(managed, fd, 0, UINT64_MAX); }
+/* A write of n bytes at off (>= 0), or at the kernel's offset of the description (off -1: write, writev,
+ * RWF_APPEND; and any write through an O_APPEND descriptor, where Linux appends a pwrite too): only a
+ * positional write's range is known -- the kernel's offset after the call would name the others' only while
+ * no other thread or process moves that shared offset meanwhile, so they drop the whole file's pages. */
+static inline int dk_pt_end_written(bool managed, int fd, off_t off, ssize_t n) {
+    if (off >= 0 && managed) {
+        struct up_slot *s = up_fd_slot(fd);
+        if (s && !(__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & O_APPEND))
+            return dk_pt_end_wrote(managed, fd, (uint64_t)off, (uint64_t)off + (uint64_t)n);
+    }
+    return dk_pt_end_changed(managed, fd);
 }
 
 /* Adopts a descriptor the kernel just opened; refuses it under DAXKIT_STRICT_CONFIG with bad options. */

@@ -847,15 +847,17 @@ void up_offset_from_kernel(int fd) {
     if (k >= 0) __atomic_store_n(&s->offset, (uint64_t)k, __ATOMIC_RELEASE);
 }
 
-void up_kernel_changed_fd(int fd) {
+void up_kernel_wrote_fd(int fd, uint64_t off, uint64_t end) {
     struct up_slot *s = up_fd_slot(fd);
     struct up_file *f = s ? __atomic_load_n(&s->file, __ATOMIC_ACQUIRE) : NULL;
     if (!f) return;
     struct stat st;
     up_file_lock(f);
-    /* What the kernel wrote is not known here: every page of the file's DAX mapping is faulted in afresh
-     * (map.c: up_map_kernel_wrote; pass-through calls only, never the served path). */
-    up_map_kernel_wrote(f, 0, UINT64_MAX, f->ksize);
+    /* The pages of [off, end) the file's DAX mapping had are faulted in afresh (map.c: up_map_kernel_wrote;
+     * pass-through calls only, never the served path); all of them when what the kernel changed is not
+     * known (end UINT64_MAX). Counted as bytes asked for, DAX or not (what a test can see). */
+    dk_count(DK_C_pt_changed_bytes, DK_MIN(end, f->ksize) > off ? DK_MIN(end, f->ksize) - off : 0);
+    up_map_kernel_wrote(f, off, end, f->ksize);
     if (!up_file_pinned(f) && DK_REAL(fstat)(fd, &st) == 0) {
         uint64_t ns = (uint64_t)st.st_size;
         /* Past what daxkit maps: the size is taken unmapped, and the next call that needs the mapping hands
@@ -864,6 +866,8 @@ void up_kernel_changed_fd(int fd) {
     }
     pthread_mutex_unlock(&f->mu);
 }
+
+void up_kernel_changed_fd(int fd) { up_kernel_wrote_fd(fd, 0, UINT64_MAX); }
 
 /* ---- stat and names ---- */
 

@@ -143,6 +143,9 @@ void up_offset_to_kernel(int fd);
 void up_offset_from_kernel(int fd);
 /* A kernel call changed data or size of the file under fd (copy_file_range into it, ...). */
 void up_kernel_changed_fd(int fd);
+/* The same for a kernel write of the bytes [off, end) (a pass-through pwrite): only those pages of a DAX
+ * mapping are dropped (review 14, finding 11: a 4 KiB write dropped the whole file's). */
+void up_kernel_wrote_fd(int fd, uint64_t off, uint64_t end);
 
 /* Patches st_size (and blocks) of a stat result for a file with unpublished appends. */
 void up_fix_stat(dev_t dev, ino_t ino, off_t *size);
