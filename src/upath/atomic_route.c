@@ -142,7 +142,7 @@ static void set_size(struct up_file *f, uint64_t size) {
     up_file_set_size(f, size);
     __atomic_store_n(&f->pub_size, size, __ATOMIC_RELEASE);
     f->ksize = __atomic_load_n(&f->atomic->eng->data_len, __ATOMIC_ACQUIRE);
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
 }
 
 static int commit(struct up_file *f) {
@@ -375,7 +375,7 @@ static void attach(struct up_file *f, struct alog_file *eng) {
     f->ksize = eng->data_len;
     __atomic_store_n(&f->atomic, a, __ATOMIC_RELEASE);
     up_guard_write_unlock(f);
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
     __atomic_add_fetch(&routes_live, 1, __ATOMIC_RELEASE);
     dk_count(DK_C_atomic_routes, 1);
 }
@@ -386,10 +386,10 @@ int up_atomic_open_flags(int dirfd, const char *path, int flags) {
     struct stat st;
     bool routed = false;
     if (DK_REAL(fstatat)(dirfd, path, &st, 0) == 0 && S_ISREG(st.st_mode)) {
-        pthread_mutex_lock(&up_table_mu);
+        dk_mu_lock(&up_table_mu);
         struct up_file *f = up_file_lookup(st.st_dev, st.st_ino);
         routed = f && f->atomic && f->atomic->eng;
-        pthread_mutex_unlock(&up_table_mu);
+        dk_mu_unlock(&up_table_mu);
     }
     DK_ERRNO_RESTORE;
     return routed ? flags & ~O_TRUNC : flags;
@@ -439,7 +439,7 @@ int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
      * at a detach while the program keeps the file open would drop the program's POSIX locks (auxfd.c). */
     up_file_lock(f);
     int dfd = rc ? rc : up_atomic_fd(f, fd);
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
     if (dfd < 0) rc = dfd;
     struct alog_where w = {.root = f->root->path, .log_name = log_name, .data_fd_plus1 = dfd + 1};
     struct alog_file *eng = NULL;
@@ -481,7 +481,7 @@ void up_atomic_detach(struct up_file *f) {
     f->pub_size = f->ksize = size;
     up_holes_clamp(f, 0); /* the engine sized the file its own way: probed again (holes.c) */
     up_guard_write_unlock(f);
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
     __atomic_store_n(&a->eng, NULL, __ATOMIC_RELEASE);
     __atomic_sub_fetch(&routes_live, 1, __ATOMIC_RELEASE);
     pthread_rwlock_unlock(&a->rw);
@@ -524,14 +524,14 @@ void up_atomic_recover_roots(void) {
 
 void up_atomic_detach_all(void) {
     if (!dk_cfg.atomic[0]) return;
-    pthread_mutex_lock(&up_table_mu);
+    dk_mu_lock(&up_table_mu);
     up_file_foreach(detach_cb, NULL);
-    pthread_mutex_unlock(&up_table_mu);
+    dk_mu_unlock(&up_table_mu);
 }
 
 bool up_atomic_truncate_inode(dev_t dev, ino_t ino, off_t len, int *rc) {
     if (!dk_cfg.atomic[0] || len < 0) return false;
-    pthread_mutex_lock(&up_table_mu);
+    dk_mu_lock(&up_table_mu);
     struct up_file *f = up_file_lookup(dev, ino);
     struct up_atomic *a = f ? f->atomic : NULL;
     bool routed = false;
@@ -542,6 +542,6 @@ bool up_atomic_truncate_inode(dev_t dev, ino_t ino, off_t len, int *rc) {
         pthread_rwlock_unlock(&a->rw);
         if (routed) *rc = r ? fail(r) : 0;
     }
-    pthread_mutex_unlock(&up_table_mu);
+    dk_mu_unlock(&up_table_mu);
     return routed;
 }

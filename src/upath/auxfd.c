@@ -162,7 +162,7 @@ void up_aux_vacate(int newfd) {
         if (moved >= 0) own(f, moved, field);
         if (field == &f->atomic_fd) up_atomic_fd_moved(f, moved);
     }
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
     up_atomic_release();
 }
 
@@ -217,7 +217,7 @@ void up_aux_adopt_or_close(dev_t dev, ino_t ino, int fd) {
         return;
     }
     bool kept = false;
-    pthread_mutex_lock(&up_table_mu);
+    dk_mu_lock(&up_table_mu);
     struct up_file *f = up_file_lookup(dev, ino);
     if (f) {
         up_file_lock(f);
@@ -225,9 +225,9 @@ void up_aux_adopt_or_close(dev_t dev, ino_t ino, int fd) {
             own(f, fd, &f->aux_fd);
             kept = true;
         }
-        pthread_mutex_unlock(&f->mu);
+        dk_mu_unlock(&f->mu);
     }
-    pthread_mutex_unlock(&up_table_mu);
+    dk_mu_unlock(&up_table_mu);
     if (!kept) {
         up_fd_mark_internal(fd, true); /* out of the program's close and dup2 */
         __atomic_add_fetch(&parked_count, 1, __ATOMIC_RELAXED);

@@ -231,26 +231,28 @@ void up_file_foreach(void (*fn)(struct up_file *f, void *arg), void *arg) {
  * left alone, by both: it would wait for itself (review 9, finding 30). A DAXKIT_ATOMIC write holds its
  * file for the whole call too (its route's mark, as publish_pinned reads it): glibc records a mutex's owner
  * only after the lock instruction, so a signal between the two (set_size's lock of f->mu) escaped
- * up_mutex_mine and exit() in the handler waited for itself (shim_exit_in_handler_*_atomic: 1 of 20 runs). */
+ * the owner test of session 14 and exit() in the handler waited for itself (shim_exit_in_handler_*_atomic: 1
+ * of 20 runs); the mutex's mark (common/lockmark.h) now covers glibc's lock and unlock too. */
 static void lock_one(struct up_file *f, void *arg) {
     (void)arg;
-    f->lock_all_skipped = f == up_io_held_file() || (f->atomic && f == up_atomic_held_file()) || up_mutex_mine(&f->mu);
+    f->lock_all_skipped = f == up_io_held_file() || (f->atomic && f == up_atomic_held_file()) || dk_mu_mine(&f->mu);
     if (DK_UNLIKELY(f->lock_all_skipped)) return;
-    up_file_lock(f);
+    dk_mu_lock_bulk(&f->mu); /* every file at once: counted, not one slot each (common/lockmark.h) */
+    if (__builtin_expect(__atomic_load_n(&f->append_inflight, __ATOMIC_ACQUIRE) != 0, 0)) up_append_wait_others(f);
     pthread_rwlock_wrlock(&f->rw);
 }
 static void unlock_one(struct up_file *f, void *arg) {
     (void)arg;
     if (DK_UNLIKELY(f->lock_all_skipped)) return;
     pthread_rwlock_unlock(&f->rw);
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock_bulk(&f->mu);
 }
 static void reinit_one(struct up_file *f, void *arg) {
     (void)arg;
     up_locks_closed(f); /* a child holds none of its parent's POSIX locks */
     pthread_rwlock_init(&f->rw, NULL);
     f->guard_closed = 0;
-    pthread_mutex_init(&f->mu, NULL);
+    dk_mu_reinit(&f->mu); /* (held through up_file_lock_all: up_file_reinit_locks_all forgets the count) */
     pthread_mutex_init(&f->strict_mu, NULL);
     /* The parent's other threads do not exist here (their reader records are free again: guard.c), and
      * the child logs to a log of its own: its writes start unshared. */
@@ -260,4 +262,7 @@ static void reinit_one(struct up_file *f, void *arg) {
 }
 void up_file_lock_all(void) { up_file_foreach(lock_one, NULL); }
 void up_file_unlock_all(void) { up_file_foreach(unlock_one, NULL); }
-void up_file_reinit_locks_all(void) { up_file_foreach(reinit_one, NULL); }
+void up_file_reinit_locks_all(void) {
+    up_file_foreach(reinit_one, NULL);
+    dk_mu_bulk_forget();
+}

@@ -199,11 +199,11 @@ static struct reg *attach(int i) {
     struct reg *g = __atomic_load_n(&regs[i], __ATOMIC_ACQUIRE);
     if (g && !reg_removed(g)) return g;
     int cancel_was = dk_cancel_off();
-    pthread_mutex_lock(&attach_mu);
+    dk_mu_lock(&attach_mu);
     errno = 0;
     g = attach_locked(i);
     int e = g ? 0 : errno ? errno : EIO;
-    pthread_mutex_unlock(&attach_mu);
+    dk_mu_unlock(&attach_mu);
     dk_cancel_restore(cancel_was);
     errno = e;
     return g;

@@ -23,6 +23,7 @@
 #include "common/config.h"
 #include "common/dk.h"
 #include "common/internal_fd.h"
+#include "common/lockmark.h"
 #include "persist/media.h"
 
 /* ---- managed roots (managed.c) ---- */
@@ -283,26 +284,8 @@ bool up_strict_ck_held(void);
 /* A signal handler on this thread interrupted a call of the library that holds (or is taking) a file's
  * mutex or a strict checkpoint lock: nothing may wait for those (review 9, finding 30). */
 bool up_thread_in_call(void);
-/* Set by up_fini to the exiting thread's id: up_mutex_mine then tells whether a mutex is held by the call
- * a signal handler on this thread interrupted (glibc records a normal mutex's owner). 0 elsewhere. */
-extern __thread pid_t up_exit_tid;
 /* A file's publish was skipped for that reason during this exit. */
 extern __thread bool up_exit_skipped;
-/* A locked mutex with no owner recorded: this thread's, interrupted inside glibc's lock or unlock (below). */
-bool up_mutex_mine_unowned(pthread_mutex_t *m);
-/* glibc stores a normal mutex's owner a few instructions *after* its lock instruction and clears it a few
- * *before* its unlock instruction: a handler that interrupted its thread in either window found no owner,
- * and its _exit waited for the mutex its own thread held -- for ever (session 14, gdb: up_close's
- * pthread_mutex_unlock(&f->mu) interrupted after the owner's clear, up_fini -> up_file_lock_all waiting;
- * shim_exit_in_handler_close_loop_default_hugetmpfs hung ~1 run in 50-150). So a mutex that is locked with
- * no owner is looked at again (up_mutex_mine_unowned). */
-static inline bool up_mutex_mine(pthread_mutex_t *m) {
-    if (!up_exit_tid) return false;
-    pid_t o = __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED);
-    if (o == up_exit_tid) return true;
-    if (DK_LIKELY(o != 0 || __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) == 0)) return false;
-    return up_mutex_mine_unowned(m);
-}
 void up_strict_checkpoint_all(void);
 /* Strict mode: applies this file's staged overwrites that wait for a checkpoint (a checkpoint of its root),
  * before a read or a write that must see them in the file. False when it cannot now: the thread is inside
@@ -490,7 +473,7 @@ void up_file_map_sync_seen(struct up_file *f, bool granted);
  * the lock -- the size, the mapping, the extension -- no longer changes under it. A signal handler on the
  * thread of such an append does not wait for itself (see the callers that check up_append_inflight_mine). */
 static inline void up_file_lock(struct up_file *f) {
-    pthread_mutex_lock(&f->mu);
+    dk_mu_lock(&f->mu); /* marked (common/lockmark.h): a signal handler on this thread knows it is its own */
     if (__builtin_expect(__atomic_load_n(&f->append_inflight, __ATOMIC_ACQUIRE) != 0, 0)) up_append_wait_others(f);
 }
 static inline bool up_append_inflight_mine(const struct up_file *f) {

@@ -410,7 +410,7 @@ static ssize_t overwrite_unmapped(struct up_file *f, int fd, const char *buf, si
         f->meta_dirty = true; /* in the kernel's page cache (or written through DAX): its fsync persists it */
         dk_count(DK_C_pt_unmapped, 1);
     }
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
     mu_file = outer;
     return w;
 }
@@ -431,7 +431,7 @@ static ssize_t read_unmapped(struct up_file *f, int fd, char *buf, size_t n, uin
         if (r != (ssize_t)n) r = 0; /* shrunk under us, or an error: the mapped path decides */
         else dk_count(DK_C_pt_unmapped, 1);
     }
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
     mu_file = outer;
     return r;
 }
@@ -561,7 +561,7 @@ static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, ui
     if (f->strategy == UP_STAGE && switches && up_file_size(f) != f->pub_size) {
         int prc = up_publish_locked(f, fd);
         if (prc) {
-            pthread_mutex_unlock(&f->mu);
+            dk_mu_unlock(&f->mu);
             mu_file = outer;
             return prc;
         }
@@ -592,7 +592,7 @@ static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, ui
     if (later && rc == 0) {
         f->append_inflight_end = off + n;
         __atomic_store_n(&f->append_inflight, up_append_token(), __ATOMIC_RELAXED); /* the unlock releases it */
-        pthread_mutex_unlock(&f->mu);
+        dk_mu_unlock(&f->mu);
         up_io_overwrite(f, off, buf, n);
         dk_fence(); /* non-temporal stores: visible before the size and the mark (any medium) */
         if (off + n > up_file_size(f)) up_file_set_size(f, off + n);
@@ -602,7 +602,7 @@ static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, ui
         return 0;
     }
     if (rc == 0 && fence && flush_medium(f)) dk_fence();
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
     mu_file = outer;
     *at = off;
     return rc;
@@ -636,7 +636,7 @@ static ssize_t write_by_kernel(struct up_file *f, int fd, const char *buf, size_
             *at = off;
         }
     }
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
     mu_file = outer;
     return w;
 }
@@ -666,7 +666,7 @@ static int publish_logged(struct up_file *f, int fd, uint64_t *moved) {
     bool meta = f->meta_dirty;
     int rc = up_publish_locked_moved(f, fd, moved);
     if (rc == 0) f->meta_dirty = meta;
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
     return rc;
 }
 
@@ -822,7 +822,7 @@ static ssize_t read_locked(struct up_file *f, int fd, char *buf, size_t n, uint6
             r = (ssize_t)n;
         }
     }
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
     mu_file = outer;
     return r;
 }

@@ -140,13 +140,13 @@ static void sync_offset_cb(int fd, struct up_fd *e, void *arg) {
  * strict's checkpoint. Every other file is published (posix and sync modes; the interrupted one too when
  * its mutex is free: publish_one), and the image ends as at a crash otherwise: strict's log and the
  * staging area stay for the recovery at the next start, which replays or reclaims them. A call holding a
- * file's mutex without that mark (a close's publish) is told by glibc's record of the mutex's owner
- * (up_mutex_mine); one inside the file table's lock leaves nothing to walk: only the stats file is closed. */
+ * file's mutex without that mark (a close's publish) is told by the mutex's mark (dk_mu_mine: from before
+ * glibc's lock to after its unlock, common/lockmark.h); one inside the file table's lock leaves nothing to
+ * walk: only the stats file is closed. */
 void up_fini(void) {
     if (!up_enabled) return;
     DK_ERRNO_SAVE;
-    up_exit_tid = gettid();
-    if (DK_UNLIKELY(up_mutex_mine(&up_table_mu))) {
+    if (DK_UNLIKELY(dk_mu_mine(&up_table_mu))) {
         dk_count(DK_C_publish_held_skips, 1);
         up_enabled_flag = false;
         dk_stats_close();
@@ -162,7 +162,7 @@ void up_fini(void) {
     }
     /* After this, every call passes through (stdio flushes at exit still arrive): the kernel's offsets
      * must be ours. */
-    pthread_mutex_lock(&up_table_mu);
+    dk_mu_lock(&up_table_mu);
     /* Other threads' appends since the publish above are published, and no later one is acknowledged: the
      * files stay locked until the process is gone (review 9, finding 14; its threads die with it). Not in
      * strict mode, whose appends are published when written, and whose shutdown below waits for strict
@@ -176,7 +176,7 @@ void up_fini(void) {
     /* Other threads go on until exit_group: a call of theirs already inside keeps its slot and file (never
      * freed; review 11, finding 10 -- they were, and the call crashed), the others are given up. */
     if (!nested) up_fdtab_release_idle();
-    pthread_mutex_unlock(&up_table_mu);
+    dk_mu_unlock(&up_table_mu);
     if (!nested) {
         up_strict_shutdown();
         up_stage_shutdown();
@@ -198,7 +198,7 @@ void up_fork_prepare(void) {
     up_pending_adopt_all(); /* or parent and child would each adopt the shared description */
     up_publish_all();
     up_atomic_detach_all(); /* relatives share routed files through the kernel path */
-    pthread_mutex_lock(&up_table_mu);
+    dk_mu_lock(&up_table_mu);
     /* Another thread's append since the publish above: the child must not get it (it would publish it
      * again). Before the descriptors become shared: a write through one then goes to the kernel's end at
      * once, past anything still staged (review 9, finding 13). */
@@ -215,7 +215,7 @@ void up_fork_parent(int failed) {
     if (!up_enabled) return;
     up_file_unlock_all();
     if (failed) up_fdtab_fork_failed();
-    pthread_mutex_unlock(&up_table_mu);
+    dk_mu_unlock(&up_table_mu);
 }
 
 void up_fork_child(void) {
@@ -223,7 +223,7 @@ void up_fork_child(void) {
     up_file_reinit_locks_all();
     up_guard_after_fork_child();
     up_fdtab_after_fork_child();
-    pthread_mutex_init(&up_table_mu, NULL);
+    dk_mu_reinit(&up_table_mu); /* held by up_fork_prepare: its mark goes too */
     up_stage_after_fork_child();
     up_sizerec_after_fork_child();
     up_strict_after_fork_child();
@@ -256,8 +256,8 @@ static void exec_hand_over_cb(int fd, struct up_fd *e, void *arg) {
 
 /* An exec from a signal handler that interrupted a call of its thread inside the library (review 9, finding
  * 30's exec half): the thread's interrupted call may hold the file table's lock (an open's adoption), a
- * file's mutex (a close's publish, which carries no mark), or a checkpoint lock. As at exit (up_fini), the
- * thread's id makes up_mutex_mine answer for those mutexes (glibc records a normal mutex's owner): a file
+ * file's mutex (a close's publish), or a checkpoint lock. As at exit (up_fini), the mutexes' marks
+ * (dk_mu_mine, common/lockmark.h) answer for those mutexes: a file
  * whose mutex it holds is neither published nor locked (publish_one, up_file_lock_all), strict checkpoints
  * are skipped (up_publish_all), and with the table's lock held nothing is walked at all -- the new image
  * starts from the files as a crash would leave them (the next start's recovery) and from the kernel's
@@ -267,9 +267,8 @@ static bool exec_table_skipped; /* the table's lock was this thread's: up_exec_f
 void up_exec_prepare(bool spawn) {
     if (!up_enabled) return;
     DK_ERRNO_SAVE;
-    up_exit_tid = gettid(); /* up_mutex_mine: the mutexes this thread's interrupted call holds */
     exec_table_skipped = false;
-    if (DK_UNLIKELY(up_mutex_mine(&up_table_mu))) {
+    if (DK_UNLIKELY(dk_mu_mine(&up_table_mu))) {
         dk_count(DK_C_publish_held_skips, 1);
         exec_table_skipped = true;
         exec_saved_count = 0;
@@ -280,7 +279,7 @@ void up_exec_prepare(bool spawn) {
     if (spawn && !nested) up_pending_adopt_all(); /* the child shares them: handed to the kernel below */
     up_publish_all();
     if (!nested) up_atomic_detach_all();
-    pthread_mutex_lock(&up_table_mu);
+    dk_mu_lock(&up_table_mu);
     if (!spawn) {
         /* Other threads' appends since the publish above, then none until the image is gone: an append
          * acknowledged now would die with it (review 9, finding 14). Before the descriptors are handed
@@ -299,14 +298,12 @@ void up_exec_prepare(bool spawn) {
         DK_ERRNO_RESTORE;
         return;
     }
-    pthread_mutex_unlock(&up_table_mu);
-    up_exit_tid = 0; /* spawn: this image goes on */
+    dk_mu_unlock(&up_table_mu);
     DK_ERRNO_RESTORE;
 }
 
 void up_exec_failed(void) {
     if (!up_enabled) return;
-    up_exit_tid = 0;
     if (exec_table_skipped) {
         exec_table_skipped = false;
         return;
@@ -316,7 +313,7 @@ void up_exec_failed(void) {
     if (exec_holds_files) {
         exec_holds_files = false;
         up_file_unlock_all();
-        pthread_mutex_unlock(&up_table_mu);
+        dk_mu_unlock(&up_table_mu);
     }
     for (int i = 0; i < exec_saved_count; i++) {
         int fd = exec_saved_fds[i];

@@ -315,7 +315,7 @@ struct up_root *up_root_for_fd(int fd, const struct stat *st, int dirfd, const c
 
 void up_root_probe(struct up_root *r) {
     if (__atomic_load_n(&r->probed, __ATOMIC_ACQUIRE)) return;
-    pthread_mutex_lock(&r->mu);
+    dk_mu_lock(&r->mu);
     if (!r->probed) {
         int dfd = dk_ifd_openat(AT_FDCWD, r->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
         int rc = dfd >= 0 ? dk_medium_probe(dfd, DK_PROBE_BASIC, &r->medium) : -errno;
@@ -348,5 +348,5 @@ void up_root_probe(struct up_root *r) {
                        r->medium.reflink ? "yes" : "no", (unsigned long long)r->clone_min_bytes);
         __atomic_store_n(&r->probed, true, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&r->mu);
+    dk_mu_unlock(&r->mu);
 }

@@ -121,11 +121,11 @@ bool up_pending_fstat_begin(int fd) {
 void up_pending_fstat_done(int fd, const struct stat *st) {
     struct up_fd *e = up_fd_entry(fd);
     if (e && S_ISREG(st->st_mode) && up_dev_is_managed(st->st_dev)) {
-        pthread_mutex_lock(&up_table_mu);
+        dk_mu_lock(&up_table_mu);
         uint64_t epoch = __atomic_load_n(&up_adopt_epoch, __ATOMIC_SEQ_CST);
         const struct up_file *f = up_file_lookup(st->st_dev, st->st_ino);
         bool apart = !f || (f->open_refs == 0 && !up_file_pinned(f));
-        pthread_mutex_unlock(&up_table_mu);
+        dk_mu_unlock(&up_table_mu);
         if (apart && __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) == UP_PEND_WAITING) {
             __atomic_store_n(&e->pend_epoch, epoch, __ATOMIC_SEQ_CST);
             dk_count(DK_C_lazy_fstat_passes, 1);
@@ -192,14 +192,14 @@ void up_pending_drop(int fd) {
         DK_ERRNO_SAVE;
         struct stat st;
         if (DK_REAL(fstat)(fd, &st) == 0 && S_ISREG(st.st_mode) && up_dev_is_managed(st.st_dev)) {
-            pthread_mutex_lock(&up_table_mu);
+            dk_mu_lock(&up_table_mu);
             struct up_file *f = up_file_lookup(st.st_dev, st.st_ino);
             if (f) {
                 up_file_lock(f);
                 up_locks_closed(f);
-                pthread_mutex_unlock(&f->mu);
+                dk_mu_unlock(&f->mu);
             }
-            pthread_mutex_unlock(&up_table_mu);
+            dk_mu_unlock(&up_table_mu);
         }
         DK_ERRNO_RESTORE;
     }
@@ -228,9 +228,9 @@ void up_pending_adopt_all(void) {
     if (!up_enabled || dk_cfg.adopt_after_ios == 0) return;
     struct pending_list l = {0};
     DK_ERRNO_SAVE;
-    pthread_mutex_lock(&up_table_mu);
+    dk_mu_lock(&up_table_mu);
     up_fd_foreach(collect_cb, &l);
-    pthread_mutex_unlock(&up_table_mu);
+    dk_mu_unlock(&up_table_mu);
     for (size_t i = 0; i < l.n; i++) up_pending_adopt(l.fds[i], NULL);
     free(l.fds);
     DK_ERRNO_RESTORE;

@@ -432,7 +432,7 @@ int up_sync_file_moved(struct up_file *f, int fd, bool datasync, uint64_t *moved
     up_file_lock(f);
     if (keeps_extension(f)) {
         int rc = sync_keeping_extension(f, fd, datasync);
-        pthread_mutex_unlock(&f->mu);
+        dk_mu_unlock(&f->mu);
         return rc;
     }
     uint32_t appends = f->appends_unpublished;
@@ -440,13 +440,13 @@ int up_sync_file_moved(struct up_file *f, int fd, bool datasync, uint64_t *moved
     if (rc == 0) note_sync_streak(f, appends);
     bool meta = f->meta_dirty;
     f->meta_dirty = false;
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
     if (rc) return rc;
     rc = persist_file(f, fd, datasync, meta);
     if (rc) {
         up_file_lock(f);
         f->meta_dirty = true;
-        pthread_mutex_unlock(&f->mu);
+        dk_mu_unlock(&f->mu);
     }
     return rc;
 }
@@ -463,7 +463,7 @@ ssize_t up_sync_write_failed(struct up_file *f, int fd, uint64_t off, size_t n, 
     up_file_lock(f);
     uint64_t pub = f->pub_size, end = off + n;
     if (f->strategy != UP_STAGE || pub >= end) { /* all of it is in the file: the sync itself failed */
-        pthread_mutex_unlock(&f->mu);
+        dk_mu_unlock(&f->mu);
         return err;
     }
     /* What did not reach the file leaves the logical size, so no later publish adds it -- unless another
@@ -478,13 +478,13 @@ ssize_t up_sync_write_failed(struct up_file *f, int fd, uint64_t off, size_t n, 
     }
     bool meta = pub > off && f->meta_dirty;
     if (pub > off) f->meta_dirty = false;
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
     if (pub <= off) return err;
     int rc = persist_file(f, fd, true, meta); /* the short count is durable, as the write's whole count was to be */
     if (rc) {
         up_file_lock(f);
         f->meta_dirty = true;
-        pthread_mutex_unlock(&f->mu);
+        dk_mu_unlock(&f->mu);
         return rc;
     }
     return (ssize_t)(pub - off);
@@ -515,7 +515,7 @@ static bool publish_past_growth(struct up_file *f, int fd, uint64_t ns) {
 bool up_publish_past_growth(struct up_file *f, int fd, uint64_t ns) {
     up_file_lock(f);
     bool changed = publish_past_growth(f, fd, ns);
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
     return changed;
 }
 
@@ -546,7 +546,7 @@ static bool refresh(struct up_file *f, int fd, bool staged_too) {
             changed = true;
         }
     }
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
     return changed;
 }
 

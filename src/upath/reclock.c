@@ -148,7 +148,7 @@ void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l,
         else if (unlock) sub_range(&f->locks, a, b);
         else add_range(&f->locks, a, b);
         after_change(f);
-        pthread_mutex_unlock(&f->mu);
+        dk_mu_unlock(&f->mu);
     }
     if (unlock) return;
     uint64_t gen = __atomic_add_fetch(&up_refresh_gen, 1, __ATOMIC_ACQ_REL); /* every other file */

@@ -111,7 +111,7 @@ static struct up_sizes *sizes_open(struct up_root *r) {
     const char *tag;
     if (up_stage_owner(r, &area_fd, &tag) != 0) return NULL;
     int cancel_was = dk_cancel_off(); /* under the file's mutex and r->mu: openat and close are cancellation points */
-    pthread_mutex_lock(&r->mu);
+    dk_mu_lock(&r->mu);
     DK_ERRNO_SAVE; /* reached from a publish or an extending write: nothing here is the program's errno */
     if (!r->sizes) {
         char name[80];
@@ -134,7 +134,7 @@ static struct up_sizes *sizes_open(struct up_root *r) {
         }
     }
     DK_ERRNO_RESTORE;
-    pthread_mutex_unlock(&r->mu);
+    dk_mu_unlock(&r->mu);
     dk_cancel_restore(cancel_was);
     return r->sizes;
 }
@@ -146,7 +146,7 @@ static struct up_sizes *sizes_open(struct up_root *r) {
  * fallocate per process). -1: all slots in use; -2: the page could not be allocated (errno kept). */
 static int slot_take(struct up_sizes *z) {
     int s = -1;
-    pthread_mutex_lock(&z->mu);
+    dk_mu_lock(&z->mu);
     for (unsigned w = 0; w < REC_SLOTS / 64 && s < 0; w++) {
         if (~z->used[w] == 0) continue;
         unsigned b = (unsigned)__builtin_ctzll(~z->used[w]);
@@ -165,14 +165,14 @@ static int slot_take(struct up_sizes *z) {
         }
         z->used[w] |= 1ull << b;
     }
-    pthread_mutex_unlock(&z->mu);
+    dk_mu_unlock(&z->mu);
     return s;
 }
 
 static void slot_give(struct up_sizes *z, int s) {
-    pthread_mutex_lock(&z->mu);
+    dk_mu_lock(&z->mu);
     z->used[s / 64] &= ~(1ull << (s % 64));
-    pthread_mutex_unlock(&z->mu);
+    dk_mu_unlock(&z->mu);
 }
 
 static struct size_rec *rec_at(const struct up_sizes *z, int s) {

@@ -227,9 +227,9 @@ static void prefault_run(const struct up_prefault *j) {
 static void pool_maintain(struct up_pool *p) {
     while (p->job_count && !p->stopping) {
         struct up_prefault j = p->jobs[--p->job_count];
-        pthread_mutex_unlock(&p->mu);
+        dk_mu_unlock(&p->mu);
         prefault_run(&j);
-        pthread_mutex_lock(&p->mu);
+        dk_mu_lock(&p->mu);
     }
     for (uint32_t i = 0; i < p->file_count; i++) {
         struct up_stg_file *sf = p->files[i];
@@ -237,9 +237,9 @@ static void pool_maintain(struct up_pool *p) {
             if (!(sf->stale_bits[s / 64] & (1ull << (s % 64)))) continue;
             sf->stale_bits[s / 64] &= ~(1ull << (s % 64));
             sf->stale_count--;
-            pthread_mutex_unlock(&p->mu);
+            dk_mu_unlock(&p->mu);
             bool ready = stg_refresh_slot(sf, s);
-            pthread_mutex_lock(&p->mu);
+            dk_mu_lock(&p->mu);
             if (!ready) { /* stale again: retried at the next round, once space is back */
                 sf->stale_bits[s / 64] |= 1ull << (s % 64);
                 sf->stale_count++;
@@ -253,9 +253,9 @@ static void pool_maintain(struct up_pool *p) {
      * would zero pages on this core while the appender stores into the step it prefaulted. */
     while (!p->stopping && p->slots_taken && p->file_count < UP_POOL_FILES_MAX &&
            pool_free_slots(p) < pool_target_slots(p)) {
-        pthread_mutex_unlock(&p->mu);
+        dk_mu_unlock(&p->mu);
         struct up_stg_file *sf = stg_create(p);
-        pthread_mutex_lock(&p->mu);
+        dk_mu_lock(&p->mu);
         if (!sf) break;
         p->files[p->file_count++] = sf;
         if (p->stopping) stg_unlink(p, sf); /* shutdown ran while we were creating it */
@@ -265,7 +265,7 @@ static void pool_maintain(struct up_pool *p) {
 static void *pool_thread(void *arg) {
     struct up_pool *p = arg; /* started with every signal blocked (dk_thread_start): the host's are not ours */
     DK_CRASH_POINT("stage.thread.start"); /* shim_thread_signals' raise: a signal sent to it as it starts */
-    pthread_mutex_lock(&p->mu);
+    dk_mu_lock(&p->mu);
     while (!p->stopping) {
         pool_maintain(p);
         struct timespec ts;
@@ -273,7 +273,7 @@ static void *pool_thread(void *arg) {
         ts.tv_sec += 1;
         pthread_cond_timedwait(&p->wake, &p->mu, &ts);
     }
-    pthread_mutex_unlock(&p->mu);
+    dk_mu_unlock(&p->mu);
     return NULL;
 }
 
@@ -521,7 +521,7 @@ static struct up_pool *pool_create(struct up_root *r) {
 static struct up_pool *pool_for(struct up_root *r) {
     if (__atomic_load_n(&r->pool, __ATOMIC_ACQUIRE)) return r->pool;
     int cancel_was = dk_cancel_off();
-    pthread_mutex_lock(&pools_mu);
+    dk_mu_lock(&pools_mu);
     if (!r->pool && pool_count < DK_ARRAY_LEN(pools)) {
         /* Reached from served calls (a write, an fsync): the area's mkdirat (EEXIST on every run after the
          * first), the reclaim's probes of live owners' locks and a failed creation must not show in the
@@ -534,7 +534,7 @@ static struct up_pool *pool_for(struct up_root *r) {
             __atomic_store_n(&r->pool, p, __ATOMIC_RELEASE);
         }
     }
-    pthread_mutex_unlock(&pools_mu);
+    dk_mu_unlock(&pools_mu);
     dk_cancel_restore(cancel_was);
     return r->pool;
 }
@@ -696,25 +696,25 @@ static void heap_buffer_free(char *buf, uint64_t cap) {
 /* A buffer of at least *cap bytes: the spare when large enough (*cap becomes its size), else a new one. */
 static char *heap_alloc(uint64_t *cap) {
     char *buf = NULL;
-    pthread_mutex_lock(&heap_spare_mu);
+    dk_mu_lock(&heap_spare_mu);
     DK_CRASH_POINT("stage.heap_alloc.spare_locked"); /* shim_exit_in_handler's raise: a handler in here */
     if (heap_spare.buf && heap_spare.cap >= *cap) {
         buf = heap_spare.buf, *cap = heap_spare.cap;
         heap_spare.buf = NULL, heap_spare.cap = 0;
     }
-    pthread_mutex_unlock(&heap_spare_mu);
+    dk_mu_unlock(&heap_spare_mu);
     return buf ? buf : heap_buffer(*cap);
 }
 
 static void heap_free(char *buf, uint64_t cap) {
-    pthread_mutex_lock(&heap_spare_mu);
+    dk_mu_lock(&heap_spare_mu);
     if (cap > heap_spare.cap && cap <= dk_cfg.stage_heap_bytes) {
         char *old = heap_spare.buf;
         uint64_t old_cap = heap_spare.cap;
         heap_spare.buf = buf, heap_spare.cap = cap;
         buf = old, cap = old_cap;
     }
-    pthread_mutex_unlock(&heap_spare_mu);
+    dk_mu_unlock(&heap_spare_mu);
     heap_buffer_free(buf, cap);
 }
 
@@ -810,7 +810,7 @@ static int stage_take(struct up_root *r, uint64_t base, uint64_t end, bool heap_
     struct up_pool *p = pool_for(r);
     if (!p) return -ENOSPC;
     int cancel_was = dk_cancel_off();
-    pthread_mutex_lock(&p->mu);
+    dk_mu_lock(&p->mu);
     p->slots_taken = true;
     start_thread_locked(p);
     uint32_t slot = 0;
@@ -830,7 +830,7 @@ static int stage_take(struct up_root *r, uint64_t base, uint64_t end, bool heap_
         }
     }
     if (sf && pool_free_slots(p) < pool_target_slots(p)) pthread_cond_signal(&p->wake);
-    pthread_mutex_unlock(&p->mu);
+    dk_mu_unlock(&p->mu);
     dk_cancel_restore(cancel_was);
     if (!sf) return -ENOSPC;
     /* Same offset within a block as the target, so whole blocks can be cloned. */
@@ -863,14 +863,14 @@ static bool stage_prefault(struct up_file *f, int fd, uint64_t off, uint64_t len
     void *a = c->mmap(NULL, len, PROT_READ | PROT_WRITE, flags, mfd, (off_t)off);
     DK_ERRNO_RESTORE;
     if (a == MAP_FAILED) return false;
-    pthread_mutex_lock(&p->mu);
+    dk_mu_lock(&p->mu);
     bool queued = !p->stopping && p->job_count < UP_PREFAULT_JOBS;
     if (queued) {
         p->jobs[p->job_count++] = (struct up_prefault){a, len};
         start_thread_locked(p);
         pthread_cond_signal(&p->wake);
     }
-    pthread_mutex_unlock(&p->mu);
+    dk_mu_unlock(&p->mu);
     if (!queued) c->munmap(a, len);
     return queued;
 }
@@ -941,7 +941,7 @@ static void stage_give_back(struct up_root *r, struct up_staged *s, bool cloned)
         dk_cancel_restore(cancel_was);
         DK_ERRNO_RESTORE;
     }
-    pthread_mutex_lock(&p->mu);
+    dk_mu_lock(&p->mu);
     if (cloned) {
         sf->stale_bits[s->slot / 64] |= 1ull << (s->slot % 64);
         sf->stale_count++;
@@ -950,7 +950,7 @@ static void stage_give_back(struct up_root *r, struct up_staged *s, bool cloned)
         sf->free_bits[s->slot / 64] |= 1ull << (s->slot % 64);
         sf->free_count++;
     }
-    pthread_mutex_unlock(&p->mu);
+    dk_mu_unlock(&p->mu);
     s->sf = NULL;
 }
 
@@ -988,8 +988,8 @@ void up_stage_after_fork_child(void) {
         free(p);
     }
     pool_count = 0;
-    pthread_mutex_init(&pools_mu, NULL);
-    pthread_mutex_init(&heap_spare_mu, NULL); /* another thread may have held it at fork */
+    dk_mu_reinit(&pools_mu);
+    dk_mu_reinit(&heap_spare_mu); /* another thread may have held it at fork */
 }
 
 const char *up_stage_tag(struct up_root *r) {
@@ -999,11 +999,11 @@ const char *up_stage_tag(struct up_root *r) {
 
 bool up_stage_release_root(struct up_root *r) {
     if (!stage_enter()) return false; /* nested: in use */
-    pthread_mutex_lock(&pools_mu);
+    dk_mu_lock(&pools_mu);
     struct up_pool *p = r->pool;
     bool idle = true;
     if (p) {
-        pthread_mutex_lock(&p->mu);
+        dk_mu_lock(&p->mu);
         idle = p->file_count == 0 && !p->slots_taken && !p->thread_started &&
                !__atomic_load_n(&r->sizes, __ATOMIC_ACQUIRE); /* (published-size records: in use) */
         if (idle) {
@@ -1013,9 +1013,9 @@ bool up_stage_release_root(struct up_root *r) {
             p->stopping = true;
             __atomic_store_n(&r->pool, NULL, __ATOMIC_RELEASE);
         }
-        pthread_mutex_unlock(&p->mu);
+        dk_mu_unlock(&p->mu);
     }
-    pthread_mutex_unlock(&pools_mu);
+    dk_mu_unlock(&pools_mu);
     stage_leave();
     return idle;
 }
@@ -1026,14 +1026,14 @@ void up_stage_shutdown(void) {
     if (!stage_enter()) return; /* nested: left for the next start's reclaim, as at a crash */
     for (uint32_t i = 0; i < pool_count; i++) {
         struct up_pool *p = pools[i];
-        pthread_mutex_lock(&p->mu);
+        dk_mu_lock(&p->mu);
         p->stopping = true;
         for (uint32_t k = 0; k < p->file_count; k++) stg_unlink(p, p->files[k]);
         up_sizerec_shutdown(p->root, p->area_fd, p->tag);
         char lname[64];
         snprintf(lname, sizeof lname, "%s.lock", p->tag);
         c->unlinkat(p->area_fd, lname, 0);
-        pthread_mutex_unlock(&p->mu);
+        dk_mu_unlock(&p->mu);
     }
     stage_leave();
 }

@@ -140,11 +140,10 @@ static __thread int ck_held; /* counted from before the lock call to after the u
  * and the read side's unlock would then release the write lock (a later unlock underflowed the lock's
  * reader count: every later checkpoint hung). */
 static __thread int ck_wr_held;
-/* Other locks of the strict state this thread holds (set from before the lock call to after the unlock), so
- * that a signal handler's write (a nested one: strict_nested) waits for no lock its own thread holds: the
- * checkpoint list's, the staging allocation's, and the file whose appends this thread serialises. */
-static __thread bool dirty_mu_mine, stg_mu_mine;
-static __thread const struct up_file *strict_mu_file;
+/* Other locks of the strict state -- the checkpoint list's (st->dirty_mu), the staging allocation's
+ * (st->stg_mu), and the file whose appends this thread serialises (f->strict_mu) -- are marked from before
+ * the lock call to after the unlock (common/lockmark.h; per-site marks until session 15), so that a signal
+ * handler's write (a nested one: strict_nested) waits for no lock its own thread holds (dk_mu_mine). */
 /* The cancellation state ck_wrlock found, handed back by ck_wrunlock: a thread holding the write side runs
  * with cancellation off, so that the checkpoint's fdatasyncs (and a drain's or truncate's calls) cannot
  * unwind it with the lock held (review 11, finding 2). Saved by the outermost hold of this thread. */
@@ -298,7 +297,7 @@ static struct up_strict *strict_for(struct up_root *r) {
      * are cancellation points, and a thread cancelled inside left r->mu held -- every later strict operation
      * of the process then waited for it for ever (review 11, finding 2). */
     int cancel_was = dk_cancel_off();
-    pthread_mutex_lock(&r->mu);
+    dk_mu_lock(&r->mu);
     if (!r->strict) {
         /* Made at a create or the first write: the area's probes and a failed set-up (the caller's error is
          * EIO) must not show in the program's errno (review 9, finding 9). */
@@ -306,7 +305,7 @@ static struct up_strict *strict_for(struct up_root *r) {
         __atomic_store_n(&r->strict, strict_create(r), __ATOMIC_RELEASE);
         DK_ERRNO_RESTORE;
     }
-    pthread_mutex_unlock(&r->mu);
+    dk_mu_unlock(&r->mu);
     dk_cancel_restore(cancel_was);
     return r->strict;
 }
@@ -364,19 +363,15 @@ static inline __attribute__((always_inline)) int note_applied(struct up_strict *
         end <= __atomic_load_n(&f->backed_end, __ATOMIC_ACQUIRE))
         return 0; /* per file: a DAX root's file may not be DAX (review 11, finding 3) */
     if (up_persist_as(f) == DK_MEDIUM_VOLATILE) return 0; /* nothing survives power loss anyway */
-    if (nested && dirty_mu_mine) return 1;
+    if (nested && dk_mu_mine(&st->dirty_mu)) return 1;
     int rc = 0;
-    dirty_mu_mine = true;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    pthread_mutex_lock(&st->dirty_mu); /* another thread holds it for a few loads and stores at most */
+    dk_mu_lock(&st->dirty_mu); /* another thread holds it for a few loads and stores at most */
     unsigned i = 0;
     while (i < st->dirty_count && st->dirty[i].f != f) i++;
     if (i < st->dirty_count) st->dirty[i].fd = fd; /* the newest writer's descriptor: surely open now */
     else if (i == STRICT_DIRTY_FILES_MAX) rc = nested ? 1 : -ENOSPC;
     else st->dirty[st->dirty_count++] = (struct strict_dirty){f, fd};
-    pthread_mutex_unlock(&st->dirty_mu);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    dirty_mu_mine = false;
+    dk_mu_unlock(&st->dirty_mu);
     return rc;
 }
 
@@ -523,11 +518,9 @@ static void staging_persist(const struct up_root *r, const struct up_strict *st,
  * `nested` (a signal handler's write): -EDEADLK rather than wait for its own thread's allocation. */
 static int staging_reserve(const struct up_root *r, struct up_strict *st, uint64_t end, bool nested) {
     if (end <= __atomic_load_n(&st->stg_alloc, __ATOMIC_ACQUIRE)) return 0;
-    if (nested && stg_mu_mine) return -EDEADLK;
+    if (nested && dk_mu_mine(&st->stg_mu)) return -EDEADLK;
     int cancel_was = dk_cancel_off(); /* stg_mu (and st->ck) held across fallocate or pwrite + fdatasync */
-    stg_mu_mine = true;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    pthread_mutex_lock(&st->stg_mu);
+    dk_mu_lock(&st->stg_mu);
     int rc = 0;
     if (end > st->stg_alloc) {
         uint64_t to = DK_MIN(dk_round_up(end, STRICT_STG_CHUNK_BYTES), st->stg_bytes);
@@ -541,9 +534,7 @@ static int staging_reserve(const struct up_root *r, struct up_strict *st, uint64
             rc = e;
         }
     }
-    pthread_mutex_unlock(&st->stg_mu);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    stg_mu_mine = false;
+    dk_mu_unlock(&st->stg_mu);
     dk_cancel_restore(cancel_was);
     return rc;
 }
@@ -945,9 +936,9 @@ static ssize_t nested_refused(void) {
 /* f->strict_mu for a nested append: never when this thread holds it; another thread's is tried for
  * STRICT_NESTED_APPEND_WAIT_NS (it may be waiting for a checkpoint this thread holds off). 0 or -EDEADLK. */
 static int nested_append_lock(struct up_file *f) {
-    if (strict_mu_file == f) return -EDEADLK;
+    if (dk_mu_mine(&f->strict_mu)) return -EDEADLK;
     uint64_t until = 0;
-    while (pthread_mutex_trylock(&f->strict_mu) != 0) {
+    while (dk_mu_trylock(&f->strict_mu) != 0) {
         uint64_t t = now_ns();
         if (!until) until = t + STRICT_NESTED_APPEND_WAIT_NS;
         else if (t > until) return -EDEADLK;
@@ -998,15 +989,9 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
     if (!nested) up_inflight_hold(f->root, st->log);
     /* An append's offset is decided here, so that the record and the apply agree: appends to one file
      * are serialised (overwrites are not). */
-    const struct up_file *outer_append = strict_mu_file;
     if (append) {
         if (DK_UNLIKELY(nested) && nested_append_lock(f) != 0) return nested_refused();
-        if (!nested) {
-            strict_mu_file = f;
-            __atomic_signal_fence(__ATOMIC_SEQ_CST);
-            pthread_mutex_lock(&f->strict_mu);
-        }
-        strict_mu_file = f;
+        if (!nested) dk_mu_lock(&f->strict_mu);
         /* An O_APPEND descriptor: the record must name where the kernel's end is, which another process may
          * have moved (a shared log; review 12, finding 2) -- re-read when nothing here is unpublished. */
         if (!nested) up_size_verify_slow(f, fd);
@@ -1064,8 +1049,7 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
     }
     if (rc) {
         ck_read_exit(st, ck);
-        if (append) pthread_mutex_unlock(&f->strict_mu);
-        strict_mu_file = outer_append;
+        if (append) dk_mu_unlock(&f->strict_mu);
         if (rc == -EDEADLK) return nested_refused();
         errno = -rc == ENOSPC ? ENOSPC : EIO;
         return -1;
@@ -1096,8 +1080,7 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
     if (w >= 0) up_io_last_offset = off + moved;
     DK_CRASH_POINT("strict.write.applied");
     ck_read_exit(st, ck);
-    if (append) pthread_mutex_unlock(&f->strict_mu);
-    strict_mu_file = outer_append;
+    if (append) dk_mu_unlock(&f->strict_mu);
     return w;
 }
 
@@ -1197,7 +1180,7 @@ int up_strict_fsync(struct up_file *f, int fd, bool datasync) {
     up_strict_drain(f);
     up_file_lock(f);
     bool meta = f->meta_dirty || up_file_size(f) != f->pub_size || f->staged_count;
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
     if (meta) return up_sync_file(f, fd, datasync);
     /* Appends published by relink leave the file marked reflinked (XFS then looks every write's blocks up
      * in its refcount tree: xfs_reflink_find_shared, ~4 % of a strict 4 KiB write's CPU samples on XFS);

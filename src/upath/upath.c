@@ -47,7 +47,7 @@ static void refresh_for(struct up_file *f, int fd, uint64_t gen) {
     DK_ERRNO_SAVE;
     up_file_lock(f);
     up_locks_note_refresh(f); /* a further lock while these are held needs no re-read (reclock.c) */
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
     up_refresh_if_idle(f, fd);
     DK_ERRNO_RESTORE;
 }
@@ -146,7 +146,7 @@ static void file_reopened(struct up_file *f, int fd, const struct stat *st_open,
     if ((oflags & O_TRUNC) || !up_file_pinned(f)) { /* Linux truncates even O_RDONLY|O_TRUNC */
         forget_contents_guarded(f, ns);
     }
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
 }
 
 /* Mapping waits for the first read or overwrite (up_io_ensure_mapped); only files too large to map
@@ -185,9 +185,9 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
 
 /* The process has the inode in its table (open, or cached since): it was served before. */
 static bool file_cached(const struct stat *st) {
-    pthread_mutex_lock(&up_table_mu);
+    dk_mu_lock(&up_table_mu);
     bool known = up_file_lookup(st->st_dev, st->st_ino) != NULL;
-    pthread_mutex_unlock(&up_table_mu);
+    dk_mu_unlock(&up_table_mu);
     return known;
 }
 
@@ -200,10 +200,10 @@ static bool file_cached(const struct stat *st) {
  * fstat, on a managed device). Counted. */
 static struct up_root *root_of_served_inode(const struct stat *st) {
     if (!__atomic_load_n(&up_active_files, __ATOMIC_ACQUIRE)) return NULL;
-    pthread_mutex_lock(&up_table_mu);
+    dk_mu_lock(&up_table_mu);
     struct up_file *f = up_file_lookup(st->st_dev, st->st_ino);
     struct up_root *r = f && (f->open_refs > 0 || up_file_pinned(f)) ? f->root : NULL;
-    pthread_mutex_unlock(&up_table_mu);
+    dk_mu_unlock(&up_table_mu);
     if (r) dk_count(DK_C_served_by_inode, 1);
     return r;
 }
@@ -272,7 +272,7 @@ void up_std_fd_to_kernel(int fd, bool offset_from_slot) {
         DK_REAL(lseek)(fd, (off_t)__atomic_load_n(&s->offset, __ATOMIC_ACQUIRE), SEEK_SET);
     __atomic_store_n(&s->kernel, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&f->kernel_only, true, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
     dk_count(DK_C_pt_std_fds, 1);
     DK_ERRNO_RESTORE;
 }
@@ -309,7 +309,7 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
         return 0;
     }
     up_root_probe(r);
-    pthread_mutex_lock(&up_table_mu);
+    dk_mu_lock(&up_table_mu);
     struct up_file *old = up_file_lookup(st.st_dev, st.st_ino);
     /* A closed entry whose inode number may have been reused: of another managed directory on the same file
      * system, or closed without a mapping (nothing kept the inode) while unlinks skipped their victim
@@ -337,7 +337,7 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
         if (known) {
             up_file_lock(f);
             up_locks_note_refresh(f);
-            pthread_mutex_unlock(&f->mu);
+            dk_mu_unlock(&f->mu);
         }
         uint32_t flags = (uint32_t)oflags & (O_ACCMODE | O_APPEND | O_SYNC | O_DSYNC | O_DIRECT);
         s = up_slot_new(f, flags, offset);
@@ -348,7 +348,7 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
         }
         if (!s) up_file_put(f);
     }
-    pthread_mutex_unlock(&up_table_mu);
+    dk_mu_unlock(&up_table_mu);
     if (s) dk_count(DK_C_opens, 1);
     return 0;
 }
@@ -364,7 +364,7 @@ static int publish_file_then(struct up_file *f, int fd, void (*locked)(struct up
     up_file_lock(f);
     if (!atomic) rc = up_publish_locked(f, fd);
     if (locked) locked(f);
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
     if (!atomic && dk_cfg.mode == DK_MODE_STRICT && !up_thread_in_call()) up_strict_checkpoint(f->root); /* see up_publish_all */
     return rc;
 }
@@ -441,9 +441,9 @@ int up_close(int fd) {
      * not under up_table_mu, which a call may take -- and only then do the slot and the file go. A closer
      * inside a call itself (a signal handler's close; one holding a file's mutex) never waits. */
     struct up_fd *e;
-    pthread_mutex_lock(&up_table_mu);
+    dk_mu_lock(&up_table_mu);
     struct up_slot *last = up_fd_unbind_closing(fd, &e);
-    pthread_mutex_unlock(&up_table_mu);
+    dk_mu_unlock(&up_table_mu);
     enum up_drain d = up_calls_drain(e, !up_thread_in_call() && up_call_depth == 0);
     /* Then the close's publish point -- what calls of other threads staged meanwhile too: published before
      * the kernel closes the number, or a reopen of the file would find appends staged under an end its
@@ -462,32 +462,32 @@ int up_close(int fd) {
         dk_count(DK_C_close_busy_kept, 1); /* the slot and the file stay for ever: a call is inside */
         return rc;
     }
-    pthread_mutex_lock(&up_table_mu);
+    dk_mu_lock(&up_table_mu);
     if (last && f->open_refs == 1) last_close_of_mapped(f, fd);
     if (last) {
         if (f->open_refs == 1 && f->heap_kept) { /* closed for good: the next burst may never come */
             up_file_lock(f);
             up_stage_kept_free(f);
-            pthread_mutex_unlock(&f->mu);
+            dk_mu_unlock(&f->mu);
         }
         if (f->atomic && f->open_refs == 1) {
             up_atomic_detach(f);
             up_file_lock(f);
             up_aux_close(f); /* the engine's descriptor, kept past the detach: the program's close follows */
-            pthread_mutex_unlock(&f->mu);
+            dk_mu_unlock(&f->mu);
         }
         up_slot_drop_local(last);
         up_file_put(f);
     }
-    pthread_mutex_unlock(&up_table_mu);
+    dk_mu_unlock(&up_table_mu);
     return rc;
 }
 
 void up_dup(int oldfd, int newfd) {
-    pthread_mutex_lock(&up_table_mu);
+    dk_mu_lock(&up_table_mu);
     struct up_slot *s = up_fd_slot(oldfd);
     if (s && !up_fd_slot(newfd)) up_fd_bind(newfd, s);
-    pthread_mutex_unlock(&up_table_mu);
+    dk_mu_unlock(&up_table_mu);
     if (s && newfd <= 2) up_std_fd_to_kernel(newfd, true);
 }
 
@@ -669,7 +669,7 @@ int up_kernel_takes_over(struct up_file *f, int fd) {
     up_file_lock(f);
     int rc = up_publish_locked(f, fd);
     if (rc == 0) __atomic_store_n(&f->kernel_only, true, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
     if (rc == 0) dk_count(DK_C_pt_mapfail, 1);
     return rc;
 }
@@ -743,7 +743,7 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
         if (shrinks) up_guard_write_unlock(f);
         f->meta_dirty = true;
     }
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
     if (rc == 0 && dk_cfg.mode != DK_MODE_POSIX) rc = up_sync_file(f, fd, true);
     if (strict && !truncated) up_strict_retract(f, seq); /* refused (EPERM, EINTR, ...): never replayed */
     if (strict && truncated) up_strict_truncated(f, seq);
@@ -785,7 +785,7 @@ int up_fallocate(struct up_slot *s, int fd, int mode, off_t off, off_t len) {
         errno = e;
         f->meta_dirty = true;
     }
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
     if (rc) {
         errno = -rc;
         return -1;
@@ -864,7 +864,7 @@ void up_kernel_wrote_fd(int fd, uint64_t off, uint64_t end) {
          * the file to the kernel (up_kernel_takes_over). */
         if (ns > UP_MAP_MAX_BYTES || up_map_keep(f, fd, ns) == 0) forget_contents_guarded(f, ns);
     }
-    pthread_mutex_unlock(&f->mu);
+    dk_mu_unlock(&f->mu);
 }
 
 void up_kernel_changed_fd(int fd) { up_kernel_wrote_fd(fd, 0, UINT64_MAX); }
@@ -873,10 +873,10 @@ void up_kernel_changed_fd(int fd) { up_kernel_wrote_fd(fd, 0, UINT64_MAX); }
 
 void up_fix_stat(dev_t dev, ino_t ino, off_t *size) {
     if (!up_enabled || !up_dev_is_managed(dev)) return;
-    pthread_mutex_lock(&up_table_mu);
+    dk_mu_lock(&up_table_mu);
     struct up_file *f = up_file_lookup(dev, ino);
     if (f && up_file_pinned(f)) *size = (off_t)up_file_size(f);
-    pthread_mutex_unlock(&up_table_mu);
+    dk_mu_unlock(&up_table_mu);
 }
 
 void up_fix_fstat(int fd, off_t *size) {
@@ -895,9 +895,9 @@ void up_fix_fstat(int fd, off_t *size) {
 }
 
 void up_name_removed(dev_t dev, ino_t ino) {
-    pthread_mutex_lock(&up_table_mu);
+    dk_mu_lock(&up_table_mu);
     up_file_forget(dev, ino);
-    pthread_mutex_unlock(&up_table_mu);
+    dk_mu_unlock(&up_table_mu);
 }
 
 /* ---- whole-process publishing ---- */
@@ -912,33 +912,7 @@ static void find_fd_cb(int fd, struct up_fd *e, void *arg) {
     if (a->fd < 0 && s && s->file == a->f) a->fd = fd;
 }
 
-__thread pid_t up_exit_tid;
 __thread bool up_exit_skipped;
-
-/* m is locked and records no owner: either this thread is inside glibc's lock or unlock of it (interrupted
- * by the handler now exiting; the state stays so for ever) or another thread is (it records itself, or lets
- * go, within nanoseconds once it runs). Looked at for up to 1 s: still so, it is this thread's. A thread of
- * the program descheduled in that window for longer makes the exit treat the mutex as its own -- the file
- * (for up_table_mu: every file) is skipped as an interrupted one is (as at a crash), never waited for. Every
- * exit and exec asks (up_fini, up_exec_prepare), not only those in handlers, so the wait is long enough
- * that a loaded machine's scheduling does not end it (review 14, finding 6: 20 ms was session 14's first
- * choice; a runnable thread is often off the CPU for longer at load 20 on 2 cores); the exit in a handler
- * that interrupted its own thread there pays the second. */
-#define UP_MUTEX_UNOWNED_NS 1000000000L
-bool up_mutex_mine_unowned(pthread_mutex_t *m) {
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-        if (__atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) != 0 ||
-            __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) == 0)
-            return __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) == up_exit_tid;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > UP_MUTEX_UNOWNED_NS) break;
-        sched_yield();
-    }
-    dk_count(DK_C_mutex_unowned_mine, 1);
-    return true;
-}
 
 bool up_thread_in_call(void) {
     return up_io_held_file() != NULL || up_strict_ck_held() || up_atomic_held_file() != NULL;
@@ -949,15 +923,16 @@ static void publish_pinned(struct up_file *f) {
      * published only when f's mutex turns out free (the signal came before the lock or after the unlock);
      * else its state may be half-changed, and the thread would wait for itself forever (review 9, finding
      * 30). Its appends since the last publish point are lost then, as at a crash. At exit, any call of the
-     * thread holding f's mutex (a close's publish: glibc's owner field) counts too. */
-    if (DK_UNLIKELY(f == up_io_held_file() || up_mutex_mine(&f->mu))) {
+     * thread holding f's mutex, or inside glibc's lock or unlock of it (a close's publish), counts too: its
+     * mark (common/lockmark.h; review 14, finding 6 -- a timed guess on glibc's owner field before). */
+    if (DK_UNLIKELY(f == up_io_held_file() || dk_mu_mine(&f->mu))) {
         /* An extend append of the thread storing its bytes after the mutex (io.c) holds the file as much. */
-        if (up_append_inflight_mine(f) || pthread_mutex_trylock(&f->mu) != 0) {
+        if (up_append_inflight_mine(f) || dk_mu_trylock(&f->mu) != 0) {
             dk_count(DK_C_publish_held_skips, 1);
             up_exit_skipped = true;
             return;
         }
-        pthread_mutex_unlock(&f->mu);
+        dk_mu_unlock(&f->mu);
     }
     if (DK_UNLIKELY(f->atomic && f == up_atomic_held_file())) { /* its route's lock: the same, not tried */
         dk_count(DK_C_publish_held_skips, 1);
@@ -1038,9 +1013,9 @@ void up_publish_all(void) {
     }
     DK_ERRNO_SAVE;
     bool pinned = false;
-    pthread_mutex_lock(&up_table_mu);
+    dk_mu_lock(&up_table_mu);
     up_file_foreach_active(publish_one, &pinned); /* closed-list files are published (up_file_put) */
-    pthread_mutex_unlock(&up_table_mu);
+    dk_mu_unlock(&up_table_mu);
     if (countable && !pinned) __atomic_store_n(&unpinned_at_seq, seq, __ATOMIC_RELEASE);
     /* (not from a signal handler that interrupted a call of its thread: it may be one the checkpoint waits for) */
     if (dk_cfg.mode == DK_MODE_STRICT && !up_thread_in_call()) up_strict_checkpoint_all();
@@ -1048,10 +1023,10 @@ void up_publish_all(void) {
 }
 
 int up_publish_inode(dev_t dev, ino_t ino) {
-    pthread_mutex_lock(&up_table_mu);
+    dk_mu_lock(&up_table_mu);
     struct up_file *f = up_file_lookup(dev, ino);
     if (f) publish_one(f, NULL);
-    pthread_mutex_unlock(&up_table_mu);
+    dk_mu_unlock(&up_table_mu);
     if (dk_cfg.mode == DK_MODE_STRICT) up_strict_checkpoint_all(); /* truncate(path) follows, unlogged */
     return 0;
 }
@@ -1079,29 +1054,29 @@ static void any_pending_cb(struct up_file *f, void *arg) {
 void up_publish_before_attr_path(int dirfd, const char *path, int atflags) {
     if (!up_enabled || !path) return;
     bool any = false;
-    pthread_mutex_lock(&up_table_mu);
+    dk_mu_lock(&up_table_mu);
     up_file_foreach_active(any_pending_cb, &any);
-    pthread_mutex_unlock(&up_table_mu);
+    dk_mu_unlock(&up_table_mu);
     if (!any) return; /* nothing of this process can change the file later: no stat */
     DK_ERRNO_SAVE;
     struct stat st;
     if (DK_REAL(fstatat)(dirfd, path, &st, atflags & (AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH)) == 0 &&
         S_ISREG(st.st_mode) && up_dev_is_managed(st.st_dev)) {
-        pthread_mutex_lock(&up_table_mu);
+        dk_mu_lock(&up_table_mu);
         struct up_file *f = up_file_lookup(st.st_dev, st.st_ino);
         if (f && publish_pending(f)) publish_one(f, NULL);
-        pthread_mutex_unlock(&up_table_mu);
+        dk_mu_unlock(&up_table_mu);
     }
     DK_ERRNO_RESTORE;
 }
 
 void up_truncated(dev_t dev, ino_t ino, off_t len) {
     (void)len;
-    pthread_mutex_lock(&up_table_mu);
+    dk_mu_lock(&up_table_mu);
     struct up_file *f = up_file_lookup(dev, ino);
     struct find_fd_arg a = {f, -1};
     if (f) up_fd_foreach(find_fd_cb, &a);
     if (f && a.fd < 0) up_file_forget(dev, ino); /* not open: the next open maps it afresh */
-    pthread_mutex_unlock(&up_table_mu);
+    dk_mu_unlock(&up_table_mu);
     if (a.fd >= 0) up_kernel_changed_fd(a.fd);
 }

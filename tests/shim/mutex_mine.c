@@ -1,20 +1,25 @@
-/* up_mutex_mine in glibc's windows (session 14). A signal handler's _exit/exit/exec asks whether its
- * thread's interrupted call holds a mutex (a file's, the file table's) by glibc's record of the owner -- which
- * glibc stores a few instructions after its lock instruction and clears a few before its unlock
- * instruction. A handler that landed in either window saw no owner and waited for its own thread for ever
- * (shim_exit_in_handler_close_loop_default_hugetmpfs: up_close's pthread_mutex_unlock(&f->mu) interrupted
- * after the owner's clear; ~1 run in 50). The states are made here by hand, deterministically:
- *   free; held by this thread; this thread's window (locked, no owner: must be "mine"); another thread's
- *   hold (not mine); another thread in its window for 5 ms, then recording itself (not mine); and no exit
- *   in progress (never mine). Exit 0 pass, 1 fail. */
+/* dk_mu_mine (common/lockmark.h): "this thread holds, is taking or is letting go of library mutex m" -- the
+ * question a signal handler's exit, exec or publish point asks before it takes m. Session 14 answered it
+ * from glibc's owner field, which glibc stores a few instructions after its lock instruction and clears a
+ * few before its unlock: a handler that landed in either window saw no owner and waited for its own thread
+ * for ever (shim_exit_in_handler_close_loop_default_hugetmpfs, ~1 run in 50), and a 1 s timed guess papered
+ * over it (review 14, finding 6). The states, made here by hand and by signals:
+ *   free; held; a handler interrupting this thread *inside* glibc's lock of m (blocked on another thread's
+ *   hold: mine) and after the unlock instruction, before the mark is cleared (mine); another thread's hold
+ *   (not mine); a failed trylock (not mine after); 20 at once (more than the slots: spilled, all mine until
+ *   let go); bulk holds (up_file_lock_all's: glibc's owner); and a handler flood taking and letting go of
+ *   another mutex while this thread marks and unmarks its own (nested: no mark lost or left behind).
+ * Exit 0 pass, 1 fail. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
+#include <string.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "upath/internal.h"
+#include "common/lockmark.h"
 
 #define CHECK(c, ...)                                                     \
     do {                                                                  \
@@ -26,61 +31,117 @@
         }                                                                 \
     } while (0)
 
-static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-static volatile int phase; /* main: 2 enter the window, 4 let go; the other thread: 1 holds m, 3 in its window */
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER, m2 = PTHREAD_MUTEX_INITIALIZER;
+static volatile int phase; /* the other thread: 1 holds m; main: 2 let go */
+static volatile sig_atomic_t in_handler_mine = -1, handler_runs, handler_bad;
 
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-/* Takes m, then (phase 2) sits in the "locked, no owner" window for 5 ms before recording itself. */
-static void *other(void *arg) {
+static void *holder(void *arg) {
     (void)arg;
-    pthread_mutex_lock(&m);
+    dk_mu_lock(&m);
     __atomic_store_n(&phase, 1, __ATOMIC_RELEASE);
     while (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) != 2) usleep(100);
-    pid_t me = m.__data.__owner;
-    m.__data.__owner = 0; /* as inside glibc's lock: locked, owner not yet stored */
-    __atomic_store_n(&phase, 3, __ATOMIC_RELEASE);
-    usleep(5000);
-    __atomic_store_n(&m.__data.__owner, me, __ATOMIC_RELEASE);
-    while (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) != 4) usleep(100);
-    pthread_mutex_unlock(&m);
+    usleep(20000); /* main is blocked inside glibc's lock of m: the handler looks then */
+    dk_mu_unlock(&m);
     return NULL;
 }
 
-int main(void) {
-    pid_t me = (pid_t)syscall(SYS_gettid);
-    up_exit_tid = me;
-    CHECK(!up_mutex_mine(&m), "a free mutex is not mine");
-    pthread_mutex_lock(&m);
-    CHECK(up_mutex_mine(&m), "a mutex this thread holds is mine");
-    /* glibc's unlock window: the owner cleared, the lock word not yet */
-    m.__data.__owner = 0;
-    double t0 = now_ms();
-    CHECK(up_mutex_mine(&m), "locked by this thread with no owner recorded (glibc's window) is mine");
-    double waited = now_ms() - t0;
-    m.__data.__owner = me;
-    pthread_mutex_unlock(&m);
-    CHECK(!up_mutex_mine(&m), "free again");
-    up_exit_tid = 0;
-    pthread_mutex_lock(&m);
-    CHECK(!up_mutex_mine(&m), "outside an exit nothing is mine");
-    pthread_mutex_unlock(&m);
-    up_exit_tid = me;
+static void on_usr1(int sig) {
+    (void)sig;
+    in_handler_mine = dk_mu_mine(&m);
+}
 
+/* The flood: takes and lets go of m2 while the main thread marks m (anywhere in its update). */
+static void on_alrm(int sig) {
+    (void)sig;
+    handler_runs++;
+    if (dk_mu_mine(&m2)) handler_bad = 1;
+    dk_mu_lock(&m2);
+    if (!dk_mu_mine(&m2)) handler_bad = 2;
+    dk_mu_unlock(&m2);
+    if (dk_mu_mine(&m2)) handler_bad = 3;
+}
+
+int main(void) {
+    CHECK(!dk_mu_mine(&m) && !dk_mu_any_mine(), "a free mutex is not mine");
+    dk_mu_lock(&m);
+    CHECK(dk_mu_mine(&m) && dk_mu_any_mine(), "a mutex this thread holds is mine");
+    CHECK(!dk_mu_mine(&m2), "another mutex is not");
+    /* dk_mu_unlock's order: glibc's unlock first, the mark after -- a handler in between finds it mine */
+    pthread_mutex_unlock(&m);
+    CHECK(dk_mu_mine(&m), "after glibc's unlock, before the mark is cleared: mine");
+    dk_mu_unmark(&m);
+    CHECK(!dk_mu_mine(&m) && !dk_mu_any_mine(), "free again");
+
+    /* Inside glibc's lock: blocked on another thread's hold; a signal to this thread looks. */
     pthread_t t;
-    CHECK(pthread_create(&t, NULL, other, NULL) == 0, "pthread_create");
+    CHECK(pthread_create(&t, NULL, holder, NULL) == 0, "pthread_create");
     while (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) != 1) usleep(100);
-    CHECK(!up_mutex_mine(&m), "held by another thread (owner recorded): not mine");
+    CHECK(!dk_mu_mine(&m), "held by another thread: not mine");
+    CHECK(dk_mu_trylock(&m) != 0 && !dk_mu_mine(&m), "a failed trylock leaves no mark");
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sigaction(SIGUSR1, &sa, NULL);
     __atomic_store_n(&phase, 2, __ATOMIC_RELEASE);
-    while (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) != 3) usleep(10);
-    /* (descheduled here for more than its 5 ms, the owner is back already: not mine either) */
-    CHECK(!up_mutex_mine(&m), "another thread in its window, recording itself 5 ms later: not mine");
-    __atomic_store_n(&phase, 4, __ATOMIC_RELEASE);
+    /* the signal comes from a timer 5 ms into main's wait, to this thread */
+    timer_t tm;
+    struct sigevent se = {.sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGUSR1};
+    se._sigev_un._tid = gettid();
+    CHECK(timer_create(CLOCK_MONOTONIC, &se, &tm) == 0, "timer_create");
+    struct itimerspec its = {.it_value = {0, 5000000}};
+    CHECK(timer_settime(tm, 0, &its, NULL) == 0, "timer_settime");
+    dk_mu_lock(&m); /* blocks ~20 ms: the timer's signal lands inside glibc's lock */
+    CHECK(in_handler_mine == 1, "a handler that interrupted this thread inside glibc's lock of m: mine (%d)",
+          (int)in_handler_mine);
+    CHECK(dk_mu_mine(&m), "held after the lock");
+    dk_mu_unlock(&m);
     pthread_join(t, NULL);
-    printf("ok: free, held, own window (answered after %.1f ms), another's hold and another's window\n", waited);
+    timer_delete(tm);
+    CHECK(!dk_mu_any_mine(), "nothing marked");
+
+    /* More than the slots: every mark past them spills, and everything counts as mine until they are let go. */
+    enum { MANY = 20 };
+    static pthread_mutex_t many[MANY];
+    for (int i = 0; i < MANY; i++) pthread_mutex_init(&many[i], NULL);
+    for (int i = 0; i < MANY; i++) dk_mu_lock(&many[i]);
+    for (int i = 0; i < MANY; i++) CHECK(dk_mu_mine(&many[i]), "held (%d of %d) is mine", i, MANY);
+    CHECK(dk_mu_mine(&m2), "spilled: every mutex counts as mine (no wait)");
+    for (int i = MANY; i-- > 0;) dk_mu_unlock(&many[i]);
+    CHECK(!dk_mu_any_mine() && !dk_mu_mine(&m2) && !dk_mu_mine(&many[0]), "all let go: nothing mine");
+    /* Bulk holds (up_file_lock_all): exact by glibc's owner, in any order of release. */
+    for (int i = 0; i < MANY; i++) dk_mu_lock_bulk(&many[i]);
+    for (int i = 0; i < MANY; i++) CHECK(dk_mu_mine(&many[i]), "bulk held (%d) is mine", i);
+    CHECK(!dk_mu_mine(&m2) && dk_mu_any_mine(), "a mutex not held is not mine while bulk holds last");
+    for (int i = 0; i < MANY; i++) dk_mu_unlock_bulk(&many[i]);
+    CHECK(!dk_mu_any_mine() && !dk_mu_mine(&many[3]), "bulk let go: nothing mine");
+
+    /* Nested: a flood of handlers taking m2 while this thread marks and unmarks m (and sometimes m2 too). */
+    sa.sa_handler = on_alrm;
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = {{0, 50}, {0, 50}};
+    setitimer(ITIMER_REAL, &it, NULL);
+    struct timespec t0, tn;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    unsigned long loops = 0;
+    do {
+        for (int k = 0; k < 1000; k++, loops++) {
+            dk_mu_lock(&m);
+            if (!dk_mu_mine(&m)) CHECK(0, "lost the mark of m under the flood (loop %lu)", loops);
+            if (k & 1) {
+                CHECK(dk_mu_trylock(&many[k % MANY]) == 0, "trylock");
+                dk_mu_unlock(&many[k % MANY]);
+            }
+            dk_mu_unlock(&m);
+            if (dk_mu_mine(&m)) CHECK(0, "a mark of m left behind under the flood (loop %lu)", loops);
+        }
+        clock_gettime(CLOCK_MONOTONIC, &tn);
+    } while (tn.tv_sec - t0.tv_sec < 2);
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    CHECK(!handler_bad, "the handler's own marks (case %d)", (int)handler_bad);
+    CHECK(!dk_mu_any_mine(), "nothing marked after the flood");
+    CHECK(handler_runs > 100, "the flood ran (%d handlers)", (int)handler_runs);
+    printf("ok: free, held, inside glibc's lock (a signal), after the unlock, another's hold, trylock, %d spilled, "
+           "bulk, %lu loops under %d nested handlers\n", MANY, loops, (int)handler_runs);
     return 0;
 }
