@@ -546,8 +546,10 @@ void up_inflight_after_lock(void) {
         uint32_t hw = __atomic_load_n(&g->hdr->hw, __ATOMIC_ACQUIRE), any = 0;
         for (uint32_t k = 0; k < hw; k++) any |= futex_word(&g->slots[k]);
         /* (not from a signal handler that interrupted a library call of this thread: the replay takes file
-         * mutexes that call may hold; the next lock call recovers) */
-        if (DK_UNLIKELY(any & FUTEX_OWNER_DIED) && !up_thread_in_call()) recover_dead(i, g, hw, true);
+         * mutexes and the file table's lock that call may hold -- any library mutex marked, common/lockmark.h:
+         * review 14, finding 5's adoption case; the next lock call recovers) */
+        if (DK_UNLIKELY(any & FUTEX_OWNER_DIED) && !up_thread_in_call() && !dk_mu_any_mine())
+            recover_dead(i, g, hw, true);
     }
     inside = false;
 }

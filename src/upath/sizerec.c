@@ -110,6 +110,12 @@ static struct up_sizes *sizes_open(struct up_root *r) {
     int area_fd;
     const char *tag;
     if (up_stage_owner(r, &area_fd, &tag) != 0) return NULL;
+    /* A signal handler's publish (its exit's, an unlock's) that interrupted its thread in here: no record,
+     * as when the file cannot be had (the thread's own open goes on when the handler returns). */
+    if (DK_UNLIKELY(dk_mu_mine(&r->mu))) {
+        dk_count(DK_C_mu_mine_skips, 1);
+        return NULL;
+    }
     int cancel_was = dk_cancel_off(); /* under the file's mutex and r->mu: openat and close are cancellation points */
     dk_mu_lock(&r->mu);
     DK_ERRNO_SAVE; /* reached from a publish or an extending write: nothing here is the program's errno */
@@ -143,10 +149,19 @@ static struct up_sizes *sizes_open(struct up_root *r) {
  * cannot fill is a SIGBUS -- a full tmpfs killed the program at its first publish (rec_begin), where the
  * kernel's write or fsync says ENOSPC (shim_full_medium_burst_tmpfs, 1 run in 40-90; the prefilled case every
  * time). Each page is allocated once, at its slot's first use (slots are taken lowest first: mostly one
- * fallocate per process). -1: all slots in use; -2: the page could not be allocated (errno kept). */
+ * fallocate per process). -1: all slots in use; -2: the page could not be allocated (errno kept); -3: a signal
+ * handler whose thread is inside z->mu. */
 static int slot_take(struct up_sizes *z) {
     int s = -1;
+    /* A signal handler's publish or extension (its exit's publish of another file) that interrupted its thread
+     * taking or giving back a slot: no record for this file, as with every slot in use (hang14's sizerec case:
+     * the exit waited for its own thread's z->mu for ever). */
+    if (DK_UNLIKELY(dk_mu_mine(&z->mu))) {
+        dk_count(DK_C_mu_mine_skips, 1);
+        return -3;
+    }
     dk_mu_lock(&z->mu);
+    DK_CRASH_POINT("sizerec.slot_take.locked");
     for (unsigned w = 0; w < REC_SLOTS / 64 && s < 0; w++) {
         if (~z->used[w] == 0) continue;
         unsigned b = (unsigned)__builtin_ctzll(~z->used[w]);
@@ -170,6 +185,10 @@ static int slot_take(struct up_sizes *z) {
 }
 
 static void slot_give(struct up_sizes *z, int s) {
+    if (DK_UNLIKELY(dk_mu_mine(&z->mu))) { /* (as in slot_take) the slot stays taken until the process ends */
+        dk_count(DK_C_mu_mine_skips, 1);
+        return;
+    }
     dk_mu_lock(&z->mu);
     z->used[s / 64] &= ~(1ull << (s % 64));
     dk_mu_unlock(&z->mu);
@@ -203,6 +222,7 @@ static int rec_begin(struct up_file *f, int fd, uint64_t ext, bool this_boot, bo
             dk_count(DK_C_fallbacks, 1);
             return 0;
         }
+        if (s == -3) return 0; /* (counted) */
         if (s < 0) {
             dk_log_once("more than %u files extended at once under %s: the rest have no published-size record",
                         REC_SLOTS, f->root->path);

@@ -1011,9 +1011,18 @@ void up_publish_all(void) {
         dk_count(DK_C_publish_walk_skips, 1);
         return;
     }
+    /* A signal handler's publish point (an unlock: fcntl F_UNLCK, flock LOCK_UN -- async-signal-safe, and
+     * common before _exit) that interrupted its thread inside the file table's lock -- in this same walk, an
+     * open's adoption, a close: nothing is walked (no checkpoint either); the thread's next publish point
+     * publishes (review 14, finding 12: it waited for its own thread for ever). Counted. */
+    if (DK_UNLIKELY(dk_mu_mine(&up_table_mu))) {
+        dk_count(DK_C_mu_mine_skips, 1);
+        return;
+    }
     DK_ERRNO_SAVE;
     bool pinned = false;
     dk_mu_lock(&up_table_mu);
+    DK_CRASH_POINT("upath.publish_all.table_locked");
     up_file_foreach_active(publish_one, &pinned); /* closed-list files are published (up_file_put) */
     dk_mu_unlock(&up_table_mu);
     if (countable && !pinned) __atomic_store_n(&unpinned_at_seq, seq, __ATOMIC_RELEASE);
