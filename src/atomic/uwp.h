@@ -38,7 +38,8 @@ int dk_uwp_msync(struct dk_uwp *u);
 /* What a thread holds of the engines' locks, for a write nested in its own (uwp_write.c). */
 struct dk_uwp_marks {
     struct dk_uwp *writes_pending, *writes_held; /* u->writes for reading (the shadow) */
-    struct dk_uwp *writes_releasing;             /* inside its own pthread_rwlock_unlock of u->writes */
+    struct dk_uwp *writes_releasing;             /* inside its own pthread_rwlock_unlock of u->writes (an rwlock:
+                                                    not covered by common/lockmark.h, which marks mutexes) */
     struct dk_uwp *rw_pending, *rw_held;         /* f->rw for writing (a write's copy) */
     struct dk_uwp *msync;                        /* inside dk_uwp_msync of it */
     unsigned locks;                              /* engine locks held or waited for, at most */

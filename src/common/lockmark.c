@@ -10,7 +10,11 @@ __thread struct dk_mu_marks dk_mu_self __attribute__((tls_model("initial-exec"))
  * is "mine" until the count is back to 0 (no wait, never a wrong "not mine"). */
 void dk_mu_mark_slow(pthread_mutex_t *m) {
     struct dk_mu_marks *t = &dk_mu_self;
-    for (unsigned i = 0; i < DK_MU_SLOTS; i++)
+    if (!__atomic_load_n(&t->slot[0], __ATOMIC_RELAXED)) { /* (defensive: a handler leaves slot 0 as it found it) */
+        __atomic_store_n(&t->slot[0], m, __ATOMIC_RELAXED);
+        return;
+    }
+    for (unsigned i = 1; i < DK_MU_SLOTS; i++)
         if (!__atomic_load_n(&t->slot[i], __ATOMIC_RELAXED)) {
             t->n++; /* (a plain add: a handler in between leaves it as it found it) */
             __atomic_store_n(&t->slot[i], m, __ATOMIC_RELAXED);
@@ -23,7 +27,7 @@ void dk_mu_mark_slow(pthread_mutex_t *m) {
  * mutex made new in a fork child (dk_mu_reinit), whose mark is gone already. */
 void dk_mu_unmark_slow(pthread_mutex_t *m) {
     struct dk_mu_marks *t = &dk_mu_self;
-    for (unsigned i = 0; i < DK_MU_SLOTS; i++)
+    for (unsigned i = 1; i < DK_MU_SLOTS; i++)
         if (__atomic_load_n(&t->slot[i], __ATOMIC_RELAXED) == m) {
             __atomic_store_n(&t->slot[i], NULL, __ATOMIC_RELAXED);
             t->n--;
@@ -59,7 +63,7 @@ bool dk_mu_mine_slow(const pthread_mutex_t *m) {
 bool dk_mu_any_mine(void) {
     const struct dk_mu_marks *t = &dk_mu_self;
     DK_MU_FENCE();
-    return t->n || t->spilled || t->bulk;
+    return t->slot[0] || t->n || t->spilled || t->bulk;
 }
 
 void dk_mu_reinit(pthread_mutex_t *m) {
@@ -67,7 +71,7 @@ void dk_mu_reinit(pthread_mutex_t *m) {
     for (unsigned i = 0; i < DK_MU_SLOTS; i++)
         if (t->slot[i] == m) {
             t->slot[i] = NULL;
-            t->n--;
+            if (i) t->n--;
         }
     pthread_mutex_init(m, NULL);
 }

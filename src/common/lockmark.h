@@ -15,10 +15,10 @@
  * the middle of an update leaves it as it found it (it lets go of what it took before it returns: a
  * handler that returns holding a library mutex is a deadlock anyway). A mark goes into the first free slot:
  * a handler that interrupted the search between "slot i is free" and the store uses slot i itself and frees
- * it again before the interrupted store fills it; the count of marks (n) is moved before a slot is filled and
- * after it is emptied (a handler in between finds it one too high: it only looks further). Cost: the first
- * slot tested and set inline (3 instructions and the count on each side of the pthread call); nested marks
- * out of line.
+ * it again before the interrupted store fills it; the count of marks past the first slot (n) is moved before
+ * such a slot is filled and after it is emptied (a handler in between finds it one too high: it only looks
+ * further). Cost: the first slot tested and set inline (3 instructions on each side of the pthread call);
+ * nested marks out of line.
  *
  * More than DK_MU_SLOTS marks at once (never seen: the deepest nesting is 5) spill into a counter, and every
  * mutex then counts as mine (the fallback: no wait). A thread that holds many mutexes of one kind at once
@@ -34,7 +34,7 @@
 #define DK_MU_SLOTS 16
 
 struct dk_mu_marks {
-    unsigned n;                         /* marks in the slots (dk_mu_mine's quick "none") */
+    unsigned n;                         /* marks in slots 1.. (dk_mu_mine's quick "none" past slot 0) */
     unsigned spilled;                   /* marks that found no free slot */
     unsigned bulk;                      /* mutexes held through dk_mu_lock_bulk */
     pthread_mutex_t *slot[DK_MU_SLOTS]; /* NULL: free */
@@ -51,7 +51,6 @@ void dk_mu_unmark_slow(pthread_mutex_t *m);
 static inline void dk_mu_mark(pthread_mutex_t *m) {
     struct dk_mu_marks *t = &dk_mu_self;
     if (__builtin_expect(__atomic_load_n(&t->slot[0], __ATOMIC_RELAXED) == NULL, 1)) {
-        t->n++; /* (a plain add: a handler in between leaves it as it found it) */
         __atomic_store_n(&t->slot[0], m, __ATOMIC_RELAXED);
     } else {
         dk_mu_mark_slow(m);
@@ -63,7 +62,6 @@ static inline void dk_mu_unmark(pthread_mutex_t *m) {
     DK_MU_FENCE();
     if (__builtin_expect(__atomic_load_n(&t->slot[0], __ATOMIC_RELAXED) == m, 1)) {
         __atomic_store_n(&t->slot[0], NULL, __ATOMIC_RELAXED);
-        t->n--;
     } else {
         dk_mu_unmark_slow(m);
     }
@@ -96,6 +94,7 @@ bool dk_mu_mine_slow(const pthread_mutex_t *m);
 static inline bool dk_mu_mine(const pthread_mutex_t *m) {
     const struct dk_mu_marks *t = &dk_mu_self;
     DK_MU_FENCE();
+    if (__atomic_load_n(&t->slot[0], __ATOMIC_RELAXED) == m) return true;
     if (__builtin_expect((__atomic_load_n(&t->n, __ATOMIC_RELAXED) | t->spilled | t->bulk) == 0, 1)) return false;
     return dk_mu_mine_slow(m);
 }

@@ -115,7 +115,8 @@ static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 static struct up_inflight_stats stats;
 /* This thread is inside the registry's code (attach, claim, a recovery): a signal handler's lock call or first
  * strict write that interrupted it skips the registry -- it would wait for attach_mu or the log's lock its own
- * thread holds (review 14, finding 5); the thread's next lock call looks again. */
+ * thread holds (review 14, finding 5); the thread's next lock call looks again. More than attach_mu's mark
+ * (common/lockmark.h): the registry's OFD lock and the log's flock are held inside too. */
 static __thread bool inside;
 static uint64_t mono_ns(void);
 static void recover_dead(int i, struct reg *g, uint32_t hw, bool replay);

@@ -62,7 +62,9 @@ void up_io_offset_to_kernel(struct up_slot *s, int fd) {
 /* The file whose mutex this thread is taking or holding for a read (read_unmapped, read_locked) or a write
  * (overwrite_unmapped, write_locked, write_by_kernel: review 9, finding 25), set from before the lock call
  * to after the unlock: a signal handler's read of the same file then goes to the kernel (read_nested)
- * instead of waiting for a mutex its own thread holds. */
+ * instead of waiting for a mutex its own thread holds. Not replaced by f->mu's mark (common/lockmark.h:
+ * dk_mu_mine): it also spans a sync write's publish (up_io_write) and an extend append's stores after the
+ * mutex (write_locked), where the mutex is free but the file is this thread's. */
 static __thread const struct up_file *mu_file;
 
 const struct up_file *up_io_held_file(void) { return mu_file; }

@@ -85,7 +85,8 @@ static pthread_mutex_t pools_mu = PTHREAD_MUTEX_INITIALIZER;
  * nothing: no slot (the append goes to the kernel: -ENOSPC), no growth, no prefault, no shutdown; what is
  * given back is let go of without a lock -- a heap buffer onto heap_deferred (freed by the next entry that is
  * not nested), a pool slot left taken (2 MiB of a staging file, until the process ends). Counted
- * (stage_nested). */
+ * (stage_nested). Not replaced by the mutexes' marks (common/lockmark.h; the mutexes here are marked too):
+ * it also covers the allocator's calls (malloc's own locks) and the stretches between the locks. */
 static __thread unsigned stage_busy;
 #define STAGE_FENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
 static bool stage_enter(void) {
