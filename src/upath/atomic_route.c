@@ -515,6 +515,7 @@ void up_atomic_recover_roots(void) {
     DK_ERRNO_SAVE;
     for (int i = 0; i < up_roots_count(); i++) {
         struct alog_dir_report rep = {0};
+        if (up_root_at(i)->area_absent) continue; /* no .daxkit, so no .daxkit/atomic (recover_scope.c) */
         if (alog_recover_named(up_root_at(i)->path, &rep) == 0 && rep.recovered)
             dk_log_verbose("%s: %llu DAXKIT_ATOMIC file(s) left by dead processes recovered to their last commit",
                            up_root_at(i)->path, (unsigned long long)rep.recovered);

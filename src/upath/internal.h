@@ -48,6 +48,7 @@ struct up_root {
     struct up_pool *pool;     /* staging pool, created on first staged append */
     struct up_sizes *sizes;   /* published-size records (sizerec.c), created on first extension */
     struct up_strict *strict; /* strict mode's operation log and staging (strict.c), on first use */
+    bool area_absent;         /* no <path>/.daxkit at the start's recovery: nothing there to recover */
 };
 
 int up_roots_init(const char *dirs);   /* returns the number of usable roots */

@@ -115,7 +115,7 @@ void up_init(void) {
     banner();
     /* What a crashed process left (extended tails, staging files) is dealt with before the program
      * sees any managed file. */
-    for (int i = 0; i < up_roots_count(); i++) up_recover_root_area(up_root_at(i)->path);
+    for (int i = 0; i < up_roots_count(); i++) up_recover_root_area(up_root_at(i));
     up_atomic_recover_roots();
     up_recover_ancestor_areas(); /* a dead process run with a wider root left its records there (review 10, 18) */ /* DAXKIT_ATOMIC files of dead processes: their last commit, before main */
     up_guard_init();

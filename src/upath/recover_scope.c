@@ -62,11 +62,18 @@ static uint64_t path_hash(const char *p, size_t n) {
     return h | 1; /* 0: an empty slot */
 }
 
-void up_recover_root_area(const char *dir) {
+void up_recover_root_area(struct up_root *r) {
+    const char *dir = r->path;
     char a[4200];
     struct stat as, ds;
     snprintf(a, sizeof a, "%s/.daxkit", dir[1] ? dir : "");
-    if (DK_REAL(lstat)(a, &as) == 0 && DK_REAL(stat)(dir, &ds) == 0 && !dk_area_trusted(&as, &ds))
+    int rc = DK_REAL(lstat)(a, &as);
+    /* No area: nothing a dead process left to recover, neither here nor in its atomic/ subdirectory
+     * (up_atomic_recover_roots) -- two opens that failed with ENOENT, 8 system calls with their signal
+     * windows, per process start (session 15). An area made after this look belongs to a live process. */
+    r->area_absent = rc != 0 && errno == ENOENT;
+    if (r->area_absent) return;
+    if (rc == 0 && DK_REAL(stat)(dir, &ds) == 0 && !dk_area_trusted(&as, &ds))
         up_foreign_note_untrusted(dir, (uint32_t)as.st_uid);
     struct up_recover_report rep = {0};
     up_recover_dir(dir, &rep);

@@ -4,15 +4,15 @@
 
 #include <stdbool.h>
 
+struct up_root;
 /* Library start-up: the area of root directory `dir` (another user's that may remove ours: its files are the
  * kernel's; what another user's dead processes left that this one may not replay: the files below are the
  * kernel's -- foreign.c). */
-void up_recover_root_area(const char *dir);
+void up_recover_root_area(struct up_root *r);
 /* Library start-up, after the roots' own areas: the areas of every ancestor directory of each root on the
  * root's file system (what a start with that ancestor as its root would recover). */
 void up_recover_ancestor_areas(void);
 
-struct up_root;
 /* Before this process first serves the file open on fd (named `path` relative to dirfd, or NULL) below root
  * r: the areas of the directories between r and the file's directory are recovered, each directory once per
  * process. */
