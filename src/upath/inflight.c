@@ -352,6 +352,7 @@ void up_inflight_hold_slow(struct up_root *r, const struct dk_oplog *log) {
 void up_inflight_after_fork_child(void) {
     /* glibc empties the child's robust list: the parent's slots stay the parent's threads'. The registry's
      * descriptor is reopened: an OFD lock belongs to the open file description the parent shares. */
+    dk_mu_reinit(&attach_mu); /* another thread's attach (system calls) may have held it at the fork */
     held_roots = 0;
     up_inflight_held_root = NULL;
     up_inflight_held_gone = &never_removed;

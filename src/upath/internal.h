@@ -69,6 +69,11 @@ uint64_t up_dirfd_walked(int dirfd); /* the verdict's id when walked, else 0 */
 void up_dirfd_set_walked(int dirfd);
 /* Probes the root's medium on first use. */
 void up_root_probe(struct up_root *r);
+/* A fork child: each root's mutex (held for milliseconds by another thread's probe, strict log or size-record
+ * creation -- a thread the child does not have) and the directory-verdict cache's are made new; a cache a gone
+ * thread was writing is emptied. The state r->mu guards is redone in the child (probe) or reset (strict,
+ * size records: their own after-fork steps). Before those steps. */
+void up_roots_after_fork_child(void);
 
 /* ---- mappings of one file (map.c) ---- */
 

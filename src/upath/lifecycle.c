@@ -224,6 +224,7 @@ void up_fork_child(void) {
     up_guard_after_fork_child();
     up_fdtab_after_fork_child();
     dk_mu_reinit(&up_table_mu); /* held by up_fork_prepare: its mark goes too */
+    up_roots_after_fork_child();
     up_stage_after_fork_child();
     up_sizerec_after_fork_child();
     up_strict_after_fork_child();

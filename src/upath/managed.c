@@ -313,6 +313,17 @@ struct up_root *up_root_for_fd(int fd, const struct stat *st, int dirfd, const c
     return NULL;
 }
 
+void up_roots_after_fork_child(void) {
+    for (int i = 0; i < root_count; i++) dk_mu_reinit(&roots[i].mu); /* (a half-made probe left probed false) */
+    if (pthread_mutex_trylock(&dirfd_mu) == 0) { /* not held at the fork: the cache is whole */
+        pthread_mutex_unlock(&dirfd_mu);
+        return;
+    }
+    pthread_mutex_init(&dirfd_mu, NULL);
+    __atomic_add_fetch(&dirfd_gen, 1, __ATOMIC_ACQ_REL);
+    for (unsigned i = 0; i < UP_DIRFD_SLOTS; i++) dirfd_cache[i].fd = -1;
+}
+
 void up_root_probe(struct up_root *r) {
     if (__atomic_load_n(&r->probed, __ATOMIC_ACQUIRE)) return;
     dk_mu_lock(&r->mu);
