@@ -9,7 +9,11 @@
  * point (before each fence, before a line's candidate is replaced, and at the end) the explorer materialises
  * the media states a power failure could leave; on each, recovery runs on a copy and the file must equal the
  * state of the last completed msync k or of msync k+1 (in flight).
- * Usage: uwp_explore correct|commit-before-pages|save-unfenced [SEED [EPOCHS]]
+ * Usage: uwp_explore correct|writes|commit-before-pages|save-unfenced [SEED [EPOCHS]]
+ *   writes: even batches also write() 200 bytes into a page they stored, as the kernel writes the file (the
+ *   memfd, not the mapping), then dk_uwp_write_end carries them into the page's undo copy: once write()
+ *   returned, a crash must keep them (msync k-1 with them, or msync k); while it is in flight each of its
+ *   bytes may be old or new (review 10, finding 8).
  *   the broken variants must be caught (exit 0 only if the explorer finds a failing state): commit-before-pages
  *   (msync commits the epoch, then writes its pages back), save-unfenced (the write fault lets the store go
  *   with the page's undo entry written back but not fenced: the handler's fences skipped, so the store can
@@ -32,11 +36,23 @@
 #define LOG_DATA_BYTES (2u << 20)
 #define EPOCHS_MAX 64u
 
+#define WRITE_ACK (1ull << 32) /* mark: batch k's write() returned (WRITE_ACK | k) */
+#define WRITE_BYTES 200u
+
 static uint64_t log_bytes;
 static struct daxkit_atomic_options opts;
 static char *states[EPOCHS_MAX + 1];
 static char *scratch;
 static uint32_t epochs = 8;
+/* `writes`: even batches also write() WRITE_BYTES into a page they stored (its undo copy must get them:
+ * uwp_undo_file_written), as the kernel's write into the file would, outside the msync epochs. */
+static bool writes;
+static char wbuf[EPOCHS_MAX + 1][WRITE_BYTES];
+static uint64_t woff[EPOCHS_MAX + 1];
+static char *pre[EPOCHS_MAX + 1]; /* states[k - 1] with batch k's write() in */
+static int mfd;
+
+static bool has_write(uint32_t k) { return writes && k % 2 == 0; }
 
 /* Batch k's stores into `dst` (the mapping, or the model): a small one, a whole page, one across a page
  * boundary, a second store into a page stored already (a line stored twice), a store into the page batch k-1
@@ -65,6 +81,21 @@ static void batch(uint32_t k, char *dst, bool report) {
         memcpy(dst + st[i].off, buf, st[i].n);
         if (report) dk_explorer_store(dst + st[i].off, st[i].n);
     }
+    if (!has_write(k)) return;
+    /* into the whole page stored above (saved this epoch), 60 bytes in: its undo copy exists */
+    woff[k] = st[1].off + 60;
+    for (uint32_t j = 0; j < WRITE_BYTES; j++) wbuf[k][j] = (char)at_rand(&rs);
+}
+
+/* Batch k's write() into the mapped file, as the kernel makes it: into the file (the memfd) without the mapping
+ * (no write fault), then carried into the undo copies (dk_uwp_write_end). Reported as plain stores. */
+static void write_file(struct dk_uwp *u, char *mem, uint32_t k) {
+    struct dk_uwp_write w;
+    AT_OK(dk_uwp_write_begin(u, &w));
+    AT_CHECK(pwrite(mfd, wbuf[k], WRITE_BYTES, (off_t)woff[k]) == WRITE_BYTES, "pwrite: %s", strerror(errno));
+    dk_explorer_store(mem + woff[k], WRITE_BYTES);
+    dk_uwp_write_end(&w, woff[k], wbuf[k], WRITE_BYTES);
+    dk_explorer_mark(WRITE_ACK | k);
 }
 
 static int check(const void *image, size_t bytes, const uint64_t *marks, size_t nmarks, char *why, size_t why_bytes,
@@ -80,8 +111,24 @@ static int check(const void *image, size_t bytes, const uint64_t *marks, size_t 
     }
     alog_test_close_memory(f);
     uint64_t last = nmarks ? marks[nmarks - 1] : 0;
+    if (last & WRITE_ACK) { /* batch k's write() returned, msync k not yet: the rollback keeps it */
+        uint64_t k = last & ~WRITE_ACK;
+        if (memcmp(scratch, pre[k], DATA_BYTES) == 0 || memcmp(scratch, states[k], DATA_BYTES) == 0) return 0;
+        snprintf(why, why_bytes, "write() of batch %llu returned: the file is neither msync %llu with it nor msync %llu",
+                 (unsigned long long)k, (unsigned long long)k - 1, (unsigned long long)k);
+        return 1;
+    }
     for (uint64_t k = last; k <= last + 1 && k <= epochs; k++)
         if (memcmp(scratch, states[k], DATA_BYTES) == 0) return 0;
+    if (last < epochs && has_write((uint32_t)last + 1)) { /* its write() may be in flight: each byte old or new */
+        uint32_t k = (uint32_t)last + 1;
+        bool ok = true;
+        for (uint32_t i = 0; i < DATA_BYTES && ok; i++) {
+            bool in = i >= woff[k] && i < woff[k] + WRITE_BYTES;
+            ok = scratch[i] == states[last][i] || (in && scratch[i] == wbuf[k][i - woff[k]]);
+        }
+        if (ok) return 0;
+    }
     for (uint32_t i = 0; i < DATA_BYTES; i++)
         if (scratch[i] != states[last][i]) {
             snprintf(why, why_bytes, "file is neither msync %llu (completed) nor msync %llu: byte %u is %d, msync %llu "
@@ -95,11 +142,12 @@ static int check(const void *image, size_t bytes, const uint64_t *marks, size_t 
 
 int main(int argc, char **argv) {
     const char *variant = argc > 1 ? argv[1] : "correct";
+    writes = !strcmp(variant, "writes");
     int broken = !strcmp(variant, "commit-before-pages") ? ALOG_BROKEN_UWP_COMMIT_BEFORE_PAGES
                : !strcmp(variant, "save-unfenced")     ? ALOG_BROKEN_UWP_SAVE_UNFENCED
                                                        : ALOG_BROKEN_NONE;
-    if (!broken && strcmp(variant, "correct"))
-        AT_FAIL("usage: uwp_explore correct|commit-before-pages|save-unfenced [SEED [EPOCHS]]");
+    if (!broken && strcmp(variant, "correct") && !writes)
+        AT_FAIL("usage: uwp_explore correct|writes|commit-before-pages|save-unfenced [SEED [EPOCHS]]");
     if (argc > 3) epochs = (uint32_t)strtoul(argv[3], NULL, 0);
     AT_CHECK(epochs >= 2 && epochs <= EPOCHS_MAX, "epochs: 2..%u", EPOCHS_MAX);
     daxkit_atomic_options_init(&opts);
@@ -107,7 +155,7 @@ int main(int argc, char **argv) {
     log_bytes = alog_test_log_bytes(LOG_DATA_BYTES);
     size_t region = DATA_BYTES + dk_round_up(log_bytes, PAGE);
     /* shmem, as a tmpfs file's mapping: what the engine's userfaultfd write-protects */
-    int mfd = (int)syscall(SYS_memfd_create, "uwp_explore", 0);
+    mfd = (int)syscall(SYS_memfd_create, "uwp_explore", 0);
     AT_CHECK(mfd >= 0 && ftruncate(mfd, (off_t)region) == 0, "memfd: %s", strerror(errno));
     char *mem = mmap(NULL, region, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
     AT_CHECK(mem != MAP_FAILED, "mmap: %s", strerror(errno));
@@ -119,6 +167,12 @@ int main(int argc, char **argv) {
         AT_CHECK(states[k] != NULL, "memory");
         memcpy(states[k], k ? states[k - 1] : mem, DATA_BYTES);
         if (k) batch(k, states[k], false);
+        if (!k || !has_write(k)) continue;
+        pre[k] = malloc(DATA_BYTES);
+        AT_CHECK(pre[k] != NULL, "memory");
+        memcpy(pre[k], states[k - 1], DATA_BYTES);
+        memcpy(pre[k] + woff[k], wbuf[k], WRITE_BYTES);
+        memcpy(states[k] + woff[k], wbuf[k], WRITE_BYTES);
     }
     struct dk_uwp *u;
     int rc = dk_uwp_test_map_memory(mem, DATA_BYTES, mem + DATA_BYTES, log_bytes, &opts, &u);
@@ -132,6 +186,7 @@ int main(int argc, char **argv) {
     uint64_t retired = 0;
     for (uint32_t k = 1; k <= epochs; k++) {
         batch(k, mem, true);
+        if (has_write(k)) write_file(u, mem, k);
         AT_OK(dk_uwp_msync(u));
         dk_explorer_mark(k);
         if (k == 5) { /* a checkpoint pass (the thread's work: committed undo entries retired) */
