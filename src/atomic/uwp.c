@@ -339,12 +339,13 @@ unsigned long long dk_uwp_faults(const struct dk_uwp *u) { return __atomic_load_
 
 #ifdef DAXKIT_TEST_BUILD
 int dk_uwp_test_map_memory(char *data, uint64_t data_len, char *log, uint64_t log_len,
-                           const struct daxkit_atomic_options *o, struct dk_uwp **out) {
+                           const struct daxkit_atomic_options *o, bool shadow, struct dk_uwp **out, void **addr) {
     struct dk_uwp *u = calloc(1, sizeof *u);
     if (!u) return -ENOMEM;
     uwp_init(u);
     struct daxkit_atomic_options opt = *o;
-    opt.policy = DAXKIT_ATOMIC_UNDO;
+    opt.policy = shadow ? DAXKIT_ATOMIC_JOURNAL : DAXKIT_ATOMIC_UNDO;
+    if (shadow) opt.checkpoint_interval_us = 0;
     int rc = alog_test_open_memory(data, data_len, log, log_len, true, &opt, &u->f);
     if (rc) {
         uwp_free(u);
@@ -352,7 +353,7 @@ int dk_uwp_test_map_memory(char *data, uint64_t data_len, char *log, uint64_t lo
     }
     u->len = dk_round_up(data_len, DK_PAGE_BYTES);
     u->stop_fd = eventfd(0, EFD_CLOEXEC);
-    rc = u->stop_fd < 0 ? -errno : uffd_setup(u);
+    rc = u->stop_fd < 0 ? -errno : shadow ? uwp_shadow_setup(u) : uffd_setup(u);
     if (!rc) rc = alog_thread_start(&u->thread, handler_main, u);
     u->thread_started = rc == 0;
     if (rc) {
@@ -361,7 +362,7 @@ int dk_uwp_test_map_memory(char *data, uint64_t data_len, char *log, uint64_t lo
         alog_test_close_memory(f);
         return rc;
     }
-    *out = u;
+    *out = u, *addr = uwp_base(u);
     return 0;
 }
 

@@ -78,9 +78,11 @@ unsigned long long dk_uwp_faults(const struct dk_uwp *u);
 #ifdef DAXKIT_TEST_BUILD
 /* Test hook (the crash-state explorer, tests/atomic/uwp_explore.c): the file-mapping mode over caller memory
  * -- `data` (page aligned, shmem or anonymous: userfaultfd write-protects it) is the file, `log` a fresh undo
- * log of log_len bytes (alog_test_open_memory), both persisting as on dax. Same errors as dk_uwp_map. */
+ * log of log_len bytes (alog_test_open_memory), both persisting as on dax; with `shadow`, the shadow mode
+ * instead (`log` a journal; the program stores into a shmem shadow of `data`). *addr: where the program
+ * stores. Same errors as dk_uwp_map. */
 int dk_uwp_test_map_memory(char *data, uint64_t data_len, char *log, uint64_t log_len,
-                           const struct daxkit_atomic_options *o, struct dk_uwp **out);
+                           const struct daxkit_atomic_options *o, bool shadow, struct dk_uwp **out, void **addr);
 /* Stops the handler and frees u and its log, leaving the memory as it is (no rollback). */
 void dk_uwp_test_unmap_memory(struct dk_uwp *u);
 #endif

@@ -9,7 +9,10 @@
  * point (before each fence, before a line's candidate is replaced, and at the end) the explorer materialises
  * the media states a power failure could leave; on each, recovery runs on a copy and the file must equal the
  * state of the last completed msync k or of msync k+1 (in flight).
- * Usage: uwp_explore correct|writes|commit-before-pages|save-unfenced [SEED [EPOCHS]]
+ * Usage: uwp_explore correct|writes|shadow|commit-before-pages|save-unfenced [SEED [EPOCHS]]
+ *   shadow: the shadow mode (uwp_shadow.c, what XFS/ext4 files get) on the dax path: the program stores into a
+ *   shmem shadow (its own memory, not reported), msync journals each dirty page's changed bytes, commits and
+ *   applies them to the file before it returns.
  *   writes: even batches also write() 200 bytes into a page they stored, as the kernel writes the file (the
  *   memfd, not the mapping), then dk_uwp_write_end carries them into the page's undo copy: once write()
  *   returned, a crash must keep them (msync k-1 with them, or msync k); while it is in flight each of its
@@ -143,15 +146,16 @@ static int check(const void *image, size_t bytes, const uint64_t *marks, size_t 
 int main(int argc, char **argv) {
     const char *variant = argc > 1 ? argv[1] : "correct";
     writes = !strcmp(variant, "writes");
+    bool shadow = !strcmp(variant, "shadow");
     int broken = !strcmp(variant, "commit-before-pages") ? ALOG_BROKEN_UWP_COMMIT_BEFORE_PAGES
                : !strcmp(variant, "save-unfenced")     ? ALOG_BROKEN_UWP_SAVE_UNFENCED
                                                        : ALOG_BROKEN_NONE;
-    if (!broken && strcmp(variant, "correct") && !writes)
-        AT_FAIL("usage: uwp_explore correct|writes|commit-before-pages|save-unfenced [SEED [EPOCHS]]");
+    if (!broken && strcmp(variant, "correct") && !writes && !shadow)
+        AT_FAIL("usage: uwp_explore correct|writes|shadow|commit-before-pages|save-unfenced [SEED [EPOCHS]]");
     if (argc > 3) epochs = (uint32_t)strtoul(argv[3], NULL, 0);
     AT_CHECK(epochs >= 2 && epochs <= EPOCHS_MAX, "epochs: 2..%u", EPOCHS_MAX);
     daxkit_atomic_options_init(&opts);
-    opts.policy = DAXKIT_ATOMIC_UNDO, opts.log_bytes = LOG_DATA_BYTES, opts.checkpoint_interval_us = 0;
+    opts.policy = shadow ? DAXKIT_ATOMIC_JOURNAL : DAXKIT_ATOMIC_UNDO, opts.log_bytes = LOG_DATA_BYTES, opts.checkpoint_interval_us = 0;
     log_bytes = alog_test_log_bytes(LOG_DATA_BYTES);
     size_t region = DATA_BYTES + dk_round_up(log_bytes, PAGE);
     /* shmem, as a tmpfs file's mapping: what the engine's userfaultfd write-protects */
@@ -175,7 +179,8 @@ int main(int argc, char **argv) {
         memcpy(states[k] + woff[k], wbuf[k], WRITE_BYTES);
     }
     struct dk_uwp *u;
-    int rc = dk_uwp_test_map_memory(mem, DATA_BYTES, mem + DATA_BYTES, log_bytes, &opts, &u);
+    void *addr;
+    int rc = dk_uwp_test_map_memory(mem, DATA_BYTES, mem + DATA_BYTES, log_bytes, &opts, shadow, &u, &addr);
     if (rc == -EOPNOTSUPP || rc == -EPERM || rc == -ENOSYS) {
         fprintf(stderr, "SKIP: userfaultfd write-protection of shared memory unavailable (%s)\n", strerror(-rc));
         return 77;
@@ -185,7 +190,7 @@ int main(int argc, char **argv) {
     AT_CHECK(dk_explorer_begin(mem, region) == 0, "explorer begin");
     uint64_t retired = 0;
     for (uint32_t k = 1; k <= epochs; k++) {
-        batch(k, mem, true);
+        batch(k, addr, !shadow); /* the shadow is the program's memory, not the file's media */
         if (has_write(k)) write_file(u, mem, k);
         AT_OK(dk_uwp_msync(u));
         dk_explorer_mark(k);
