@@ -42,6 +42,29 @@ static uint32_t slot_index(const struct up_slot *s) { return (uint32_t)(s - regi
 
 uint32_t up_slot_local_refs(const struct up_slot *s) { return local_refs[slot_index(s)]; }
 
+uint32_t up_slots_follow_appends(const struct up_file *f, uint64_t above, uint64_t upto, uint64_t by) {
+    uint32_t moved = 0;
+    for (uint32_t w = 0; region && w < UP_SLOTS_MAX / 64; w++) {
+        uint64_t bits = __atomic_load_n(&region->used[w], __ATOMIC_ACQUIRE);
+        for (; bits; bits &= bits - 1) {
+            uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(bits);
+            struct up_slot *s = &region->slot[i];
+            if (!local_refs[i] || __atomic_load_n(&s->file, __ATOMIC_ACQUIRE) != f ||
+                !(__atomic_load_n(&s->flags, __ATOMIC_ACQUIRE) & O_APPEND))
+                continue;
+            uint64_t off = __atomic_load_n(&s->offset, __ATOMIC_ACQUIRE);
+            if (off <= above || off > upto || __atomic_load_n(&s->pad[UP_SLOT_APPEND_END], __ATOMIC_ACQUIRE) != off)
+                continue; /* not past its own append since the last publish */
+            /* (a CAS: a read through the descriptor that moved it meanwhile keeps its own answer) */
+            if (__atomic_compare_exchange_n(&s->offset, &off, off + by, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+                __atomic_store_n(&s->pad[UP_SLOT_APPEND_END], off + by, __ATOMIC_RELEASE);
+                moved++;
+            }
+        }
+    }
+    return moved;
+}
+
 struct up_slot *up_slot_new(struct up_file *f, uint32_t flags, uint64_t offset) {
     if (!region) return NULL;
     uint32_t start = __atomic_load_n(&region->hint, __ATOMIC_RELAXED) % (UP_SLOTS_MAX / 64);

@@ -530,8 +530,13 @@ struct up_slot {                      /* 64 bytes, MAP_SHARED: shared with fork 
     uint32_t kernel;                  /* kernel is authoritative: pass data calls through */
     uint32_t gen;
     struct up_file *file;             /* same address in every fork relative */
-    uint64_t pad[4];                  /* [0] offset lock, [1] offset handed to the kernel (io.c) */
+    uint64_t pad[4];                  /* [0] offset lock, [1] offset handed to the kernel (io.c), [2] UP_SLOT_APPEND_END */
 };
+
+/* pad[2]: the offset the slot's own last O_APPEND write left (0: none since, or an lseek moved it). A publish
+ * that finds the kernel's end moved moves a slot's offset only when it is still that (publish.c): an offset
+ * from an lseek, a pwrite or a read is the program's own number. */
+#define UP_SLOT_APPEND_END 2
 
 /* Per-process descriptor entry. */
 struct up_fd {
@@ -630,6 +635,11 @@ void up_fdtab_release_idle(void);
 void up_fdtab_after_fork_child(void);
 /* Local (this process) descriptor count of a slot. */
 uint32_t up_slot_local_refs(const struct up_slot *s);
+/* A publish found the kernel's end moved by `by` past ours and appended f's staged bytes there: every O_APPEND
+ * slot of f this process holds whose offset is where its own last O_APPEND write left it (UP_SLOT_APPEND_END)
+ * and lies in the staged range (above, upto] moves by `by`, past its own record where the kernel's O_APPEND
+ * write would have left it. Returns how many moved. Under f->mu. */
+uint32_t up_slots_follow_appends(const struct up_file *f, uint64_t above, uint64_t upto, uint64_t by);
 void up_fd_mark_internal(int fd, bool internal);
 static inline bool up_fd_is_internal(int fd) {
     struct up_fd *e = up_fd_entry(fd);

@@ -1010,8 +1010,12 @@ ssize_t up_write_flags(struct up_slot *s, int fd, const void *buf, size_t n, uin
         errno = EINVAL;
         return -1;
     }
-    ssize_t r = write_op(s, fd, buf, n, s->offset, __atomic_load_n(&s->flags, __ATOMIC_RELAXED) | call_fl);
-    if (r > 0) s->offset = up_io_last_offset + (uint64_t)r;
+    uint32_t fl = __atomic_load_n(&s->flags, __ATOMIC_RELAXED) | call_fl;
+    ssize_t r = write_op(s, fd, buf, n, s->offset, fl);
+    if (r > 0) {
+        s->offset = up_io_last_offset + (uint64_t)r;
+        if (fl & O_APPEND) __atomic_store_n(&s->pad[UP_SLOT_APPEND_END], s->offset, __ATOMIC_RELEASE);
+    }
     pos_unlock(s);
     return r;
 }

@@ -257,17 +257,17 @@ static int extend_publish(struct up_file *f, int wfd, uint64_t *size) {
  * are theirs, in the file), and the descriptor that appended moves past them, where the kernel's O_APPEND
  * write leaves it (review 12, finding 2: the offset after the write, and reads of the process's own
  * record, were at the end it knew, inside the other process's record). Returns the distance moved, for a
- * write that publishes itself (sync and strict modes: the offset it reports). One fstat per such publish. */
-static uint64_t adopt_append_end(struct up_file *f, int fd, uint64_t *size) {
+ * write that publishes itself (sync and strict modes: the offset it reports). `pub`: the published size
+ * before the relink (the staged bytes were (pub, *size]). One fstat per such publish. */
+static uint64_t adopt_append_end(struct up_file *f, int fd, uint64_t pub, uint64_t *size) {
     struct stat st;
     if (DK_REAL(fstat)(fd, &st) != 0 || (uint64_t)st.st_size <= *size) return 0;
     uint64_t ns = (uint64_t)st.st_size;
     if (ns > UP_MAP_MAX_BYTES || adopt_kernel_growth(f, fd, ns, true) != 0) return 0; /* past what daxkit maps: the old view */
-    struct up_slot *s = up_fd_slot(fd);
-    uint64_t was = *size;
-    if (s && (__atomic_load_n(&s->flags, __ATOMIC_ACQUIRE) & O_APPEND))
-        __atomic_compare_exchange_n(&s->offset, &was, ns, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
     uint64_t moved = ns - *size;
+    /* Every O_APPEND descriptor of the file that appended since the last publish, not only this one: each
+     * record moved by the same distance. */
+    up_slots_follow_appends(f, pub, *size, moved);
     *size = ns;
     dk_count(DK_C_append_end_moves, 1);
     return moved;
@@ -287,7 +287,7 @@ static bool relink_can_tear(const struct up_file *f, uint64_t size) {
 }
 
 int up_publish_locked_moved(struct up_file *f, int fd, uint64_t *moved) {
-    uint64_t size = up_file_size(f), shift = 0;
+    uint64_t size = up_file_size(f), shift = 0, pub_was = f->pub_size;
     if (moved) *moved = 0;
     bool staged = f->strategy == UP_STAGE && (f->staged_count || size != f->pub_size);
     bool extended = f->strategy == UP_EXTEND && f->ksize != size;
@@ -302,7 +302,7 @@ int up_publish_locked_moved(struct up_file *f, int fd, uint64_t *moved) {
     copy_rwf = may_clone ? 0 : RWF_APPEND;
     if (rc == 0 && staged) rc = relink_all(f, wfd, may_clone);
     copy_rwf = 0;
-    if (rc == 0 && staged && !may_clone) shift = adopt_append_end(f, wfd, &size);
+    if (rc == 0 && staged && !may_clone) shift = adopt_append_end(f, wfd, pub_was, &size);
     if (rc == 0 && extended) rc = extend_publish(f, wfd, &size);
     if (rc == 0) {
         f->ksize = size;

@@ -640,6 +640,8 @@ off_t up_lseek(struct up_slot *s, int fd, off_t off, int whence) {
         return -1;
     }
     __atomic_store_n(&s->offset, (uint64_t)pos, __ATOMIC_RELEASE);
+    if (whence != SEEK_CUR || off != 0) /* the program's own number now (a query keeps the mark) */
+        __atomic_store_n(&s->pad[UP_SLOT_APPEND_END], 0, __ATOMIC_RELEASE);
     return (off_t)pos;
 }
 
