@@ -461,10 +461,16 @@ int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
 }
 
 void up_atomic_detach(struct up_file *f) {
-    pthread_mutex_lock(&detach_mu);
+    /* A signal handler's close whose thread is inside a detach or a hold (review 15, finding 2): the file
+     * stays attached, as a handler's close of a file its thread's call is using keeps it. */
+    if (DK_UNLIKELY(dk_mu_mine(&detach_mu))) {
+        dk_count(DK_C_mu_mine_skips, 1);
+        return;
+    }
+    dk_mu_lock(&detach_mu);
     struct up_atomic *a = f->atomic;
     if (!a) {
-        pthread_mutex_unlock(&detach_mu);
+        dk_mu_unlock(&detach_mu);
         return;
     }
     pthread_rwlock_wrlock(&a->rw);
@@ -485,12 +491,19 @@ void up_atomic_detach(struct up_file *f) {
     __atomic_store_n(&a->eng, NULL, __ATOMIC_RELEASE);
     __atomic_sub_fetch(&routes_live, 1, __ATOMIC_RELEASE);
     pthread_rwlock_unlock(&a->rw);
-    pthread_mutex_unlock(&detach_mu);
+    dk_mu_unlock(&detach_mu);
 }
 
-void up_atomic_hold(void) { pthread_mutex_lock(&detach_mu); }
+/* A signal handler whose thread holds detach_mu already: no other thread detaches meanwhile either. */
+bool up_atomic_hold(void) {
+    if (DK_UNLIKELY(dk_mu_mine(&detach_mu))) return false;
+    dk_mu_lock(&detach_mu);
+    return true;
+}
 
-void up_atomic_release(void) { pthread_mutex_unlock(&detach_mu); }
+void up_atomic_release(bool held) {
+    if (held) dk_mu_unlock(&detach_mu);
+}
 
 void up_atomic_fd_moved(struct up_file *f, int to) {
     struct up_atomic *a = f->atomic;

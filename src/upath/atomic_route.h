@@ -50,8 +50,8 @@ void up_atomic_detach(struct up_file *f);
 const struct up_file *up_atomic_held_file(void);
 void up_atomic_detach_fd(int fd);
 /* Holds off detaches (up_atomic_release lets them go on); before f->mu. */
-void up_atomic_hold(void);
-void up_atomic_release(void);
+bool up_atomic_hold(void); /* false: this thread holds it already (a signal handler): nothing to release */
+void up_atomic_release(bool held);
 /* f->atomic_fd moved to `to` (a program's dup2 onto it, up_aux_vacate): an attached engine uses the new
  * number. Under up_atomic_hold and f->mu. */
 void up_atomic_fd_moved(struct up_file *f, int to);

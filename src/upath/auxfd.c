@@ -146,7 +146,7 @@ void up_aux_vacate(int newfd) {
     struct up_fd *e = up_fd_entry(newfd);
     struct up_file *f = e ? e->aux_of : NULL;
     if (!f) return;
-    up_atomic_hold(); /* the engine that may use atomic_fd stays attached or detached meanwhile */
+    bool held = up_atomic_hold(); /* the engine that may use atomic_fd stays attached or detached meanwhile */
     up_file_lock(f);
     int *field = f->aux_fd == newfd      ? &f->aux_fd
                  : f->atomic_fd == newfd ? &f->atomic_fd
@@ -163,7 +163,7 @@ void up_aux_vacate(int newfd) {
         if (field == &f->atomic_fd) up_atomic_fd_moved(f, moved);
     }
     dk_mu_unlock(&f->mu);
-    up_atomic_release();
+    up_atomic_release(held);
 }
 
 /* ---- exec ----

@@ -50,7 +50,13 @@ static bool add(const char *dir, uint32_t uid, bool untrusted) {
     if (DK_REAL(stat)(dir, &st) != 0) st.st_dev = 0; /* any file system */
     size_t len = strlen(dir);
     while (len > 1 && dir[len - 1] == '/') len--;
-    pthread_mutex_lock(&foreign_mu);
+    if (DK_UNLIKELY(dk_mu_mine(&foreign_mu))) { /* a signal handler inside its thread's add or look: the safe side */
+        dk_count(DK_C_mu_mine_skips, 1);
+        __atomic_store_n(&foreign_all, true, __ATOMIC_RELEASE); /* every file served by the kernel from now on */
+        __atomic_store_n(&foreign_any, true, __ATOMIC_RELEASE);
+        return true;
+    }
+    dk_mu_lock(&foreign_mu);
     bool known = foreign_all;
     for (int i = 0; i < foreign_n && !known; i++) known = foreign[i].len == len && !memcmp(foreign[i].path, dir, len);
     if (!known) {
@@ -64,7 +70,7 @@ static bool add(const char *dir, uint32_t uid, bool untrusted) {
         }
         __atomic_store_n(&foreign_any, true, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&foreign_mu);
+    dk_mu_unlock(&foreign_mu);
     return !known;
 }
 
@@ -95,7 +101,12 @@ bool up_foreign_covers(int fd, const struct stat *st) {
     if (__builtin_expect(!__atomic_load_n(&foreign_any, __ATOMIC_ACQUIRE), 1)) return false;
     char p[4096];
     size_t len = up_fd_path(fd, p, sizeof p);
-    pthread_mutex_lock(&foreign_mu);
+    if (DK_UNLIKELY(dk_mu_mine(&foreign_mu))) { /* a signal handler inside its thread's look or add: the safe side */
+        dk_count(DK_C_mu_mine_skips, 1);
+        dk_count(DK_C_foreign_pending, 1);
+        return true;
+    }
+    dk_mu_lock(&foreign_mu);
     bool hit = foreign_all || !len; /* unknown: the safe side */
     for (int i = 0; i < foreign_n && !hit; i++) {
         size_t n = foreign[i].len;
@@ -106,9 +117,9 @@ bool up_foreign_covers(int fd, const struct stat *st) {
     if (hit && (foreign_all || !len))
         dk_log_once("files served by the kernel (counter foreign_pending): other users' dead processes left records "
                     "in more than %d directories, or a file's path could not be read", FOREIGN_MAX);
-    pthread_mutex_unlock(&foreign_mu);
+    dk_mu_unlock(&foreign_mu);
     if (hit) dk_count(DK_C_foreign_pending, 1);
     return hit;
 }
 
-void up_foreign_after_fork_child(void) { pthread_mutex_init(&foreign_mu, NULL); }
+void up_foreign_after_fork_child(void) { dk_mu_reinit(&foreign_mu); }

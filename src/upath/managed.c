@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/crashpoint.h"
+#include "common/stats.h"
 #include "common/config.h"
 #include "common/internal_fd.h"
 #include "common/log.h"
@@ -150,6 +152,24 @@ static struct dirfd_verdict dirfd_cache[UP_DIRFD_SLOTS] = {[0 ... UP_DIRFD_SLOTS
 static pthread_mutex_t dirfd_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t dirfd_gen; /* atomic */
 static uint64_t dirfd_ids; /* under dirfd_mu */
+/* A signal handler whose thread is inside dirfd_mu (common/lockmark.h; review 15, finding 2: its open or close
+ * of a directory waited for it for ever) takes no verdict from the cache and stores none; a number it forgets
+ * (a close, a dup2 over it) sets this, and the next taker of the mutex empties the whole cache (atomic). */
+static bool dirfd_flush;
+
+/* dirfd_mu, unless it is this thread's (then false: the cache is left alone, counted). */
+static bool dirfd_lock(void) {
+    if (DK_UNLIKELY(dk_mu_mine(&dirfd_mu))) {
+        dk_count(DK_C_mu_mine_skips, 1);
+        return false;
+    }
+    dk_mu_lock(&dirfd_mu);
+    if (DK_UNLIKELY(__atomic_load_n(&dirfd_flush, __ATOMIC_ACQUIRE))) {
+        for (unsigned i = 0; i < UP_DIRFD_SLOTS; i++) dirfd_cache[i].fd = -1;
+        __atomic_store_n(&dirfd_flush, false, __ATOMIC_RELEASE);
+    }
+    return true;
+}
 
 static uint32_t roots_below(const char *path) {
     uint32_t m = 0;
@@ -162,19 +182,23 @@ static bool dirfd_below(const struct up_root *r, int dirfd) {
     if (dirfd < 0) return false;
     uint32_t bit = 1u << (r - roots);
     struct dirfd_verdict *v = &dirfd_cache[dirfd % UP_DIRFD_SLOTS];
-    pthread_mutex_lock(&dirfd_mu);
-    bool hit = v->fd == dirfd;
-    uint32_t below = v->below;
-    pthread_mutex_unlock(&dirfd_mu);
+    bool locked = dirfd_lock(), hit = false;
+    uint32_t below = 0;
+    if (locked) {
+        hit = v->fd == dirfd;
+        below = v->below;
+        dk_mu_unlock(&dirfd_mu);
+    }
     if (hit) return below & bit;
     uint64_t gen = __atomic_load_n(&dirfd_gen, __ATOMIC_ACQUIRE);
     char path[PATH_MAX];
     if (!up_fd_path(dirfd, path, sizeof path)) return false; /* the open succeeded: dirfd is a directory */
     below = roots_below(path);
-    pthread_mutex_lock(&dirfd_mu);
-    if (__atomic_load_n(&dirfd_gen, __ATOMIC_ACQUIRE) == gen)
-        *v = (struct dirfd_verdict){.fd = dirfd, .below = below, .id = ++dirfd_ids};
-    pthread_mutex_unlock(&dirfd_mu);
+    if (locked && dirfd_lock()) {
+        if (__atomic_load_n(&dirfd_gen, __ATOMIC_ACQUIRE) == gen)
+            *v = (struct dirfd_verdict){.fd = dirfd, .below = below, .id = ++dirfd_ids};
+        dk_mu_unlock(&dirfd_mu);
+    }
     return below & bit;
 }
 
@@ -186,12 +210,15 @@ void up_dirfd_forget_range(unsigned first, unsigned last) {
         any = fd >= 0 && (unsigned)fd >= first && (unsigned)fd <= last;
     }
     if (!any) return;
-    pthread_mutex_lock(&dirfd_mu);
+    if (!dirfd_lock()) {
+        __atomic_store_n(&dirfd_flush, true, __ATOMIC_RELEASE);
+        return;
+    }
     for (unsigned i = 0; i < UP_DIRFD_SLOTS; i++) {
         int fd = dirfd_cache[i].fd;
         if (fd >= 0 && (unsigned)fd >= first && (unsigned)fd <= last) dirfd_cache[i].fd = -1;
     }
-    pthread_mutex_unlock(&dirfd_mu);
+    dk_mu_unlock(&dirfd_mu);
 }
 
 void up_dirfd_forget(int fd) {
@@ -199,9 +226,12 @@ void up_dirfd_forget(int fd) {
     __atomic_add_fetch(&dirfd_gen, 1, __ATOMIC_ACQ_REL);
     struct dirfd_verdict *v = &dirfd_cache[fd % UP_DIRFD_SLOTS];
     if (__atomic_load_n(&v->fd, __ATOMIC_RELAXED) != fd) return;
-    pthread_mutex_lock(&dirfd_mu);
+    if (!dirfd_lock()) {
+        __atomic_store_n(&dirfd_flush, true, __ATOMIC_RELEASE);
+        return;
+    }
     if (v->fd == fd) v->fd = -1;
-    pthread_mutex_unlock(&dirfd_mu);
+    dk_mu_unlock(&dirfd_mu);
 }
 
 /* The name the program opened shows the file below r without a readlink of the file: an absolute name
@@ -223,9 +253,9 @@ static bool name_below(struct up_root *r, int dirfd, const char *hint) {
 uint64_t up_dirfd_walked(int dirfd) {
     if (dirfd < 0) return 0;
     struct dirfd_verdict *v = &dirfd_cache[dirfd % UP_DIRFD_SLOTS];
-    pthread_mutex_lock(&dirfd_mu);
+    if (!dirfd_lock()) return 0; /* not walked: the caller walks */
     uint64_t id = v->fd == dirfd && v->walked ? v->id : 0;
-    pthread_mutex_unlock(&dirfd_mu);
+    dk_mu_unlock(&dirfd_mu);
     return id;
 }
 
@@ -233,9 +263,9 @@ uint64_t up_dirfd_walked(int dirfd) {
 void up_dirfd_set_walked(int dirfd) {
     if (dirfd < 0) return;
     struct dirfd_verdict *v = &dirfd_cache[dirfd % UP_DIRFD_SLOTS];
-    pthread_mutex_lock(&dirfd_mu);
+    if (!dirfd_lock()) return;
     if (v->fd == dirfd) v->walked = true;
-    pthread_mutex_unlock(&dirfd_mu);
+    dk_mu_unlock(&dirfd_mu);
 }
 
 void up_dirfd_note_open(int fd, int dirfd, const char *name) {
@@ -245,10 +275,11 @@ void up_dirfd_note_open(int fd, int dirfd, const char *name) {
     if (!below || fd < 0) return; /* not below by its name: the kernel's path decides at first use */
     /* Relative to a walked descriptor: walked too once the name's directories were looked at. */
     bool walked = dirfd != AT_FDCWD && up_recover_dir_chain(dirfd, name);
-    pthread_mutex_lock(&dirfd_mu);
+    if (!dirfd_lock()) return; /* no verdict: the kernel's path decides at its first use */
+    DK_CRASH_POINT("managed.dirfd_note_open.locked");
     dirfd_cache[fd % UP_DIRFD_SLOTS] =
         (struct dirfd_verdict){.fd = fd, .below = below, .walked = walked, .id = ++dirfd_ids};
-    pthread_mutex_unlock(&dirfd_mu);
+    dk_mu_unlock(&dirfd_mu);
 }
 
 /* The file system below a mount root holds nothing else: a name that does not pass through a .daxkit area

@@ -56,7 +56,7 @@ bool up_pending_open(int fd, int oflags, int dirfd, const char *path, uint64_t e
      * with DAXKIT_ADOPT_AFTER_IOS=4: 768 readlinks, one per file written; rsync 772). A file on another
      * root's device is walked at its adoption as before. */
     uint32_t walked = below & -below;
-    if (walked) up_recover_below(up_root_at(__builtin_ctz(walked)), fd, dirfd, path);
+    if (walked && !up_recover_below(up_root_at(__builtin_ctz(walked)), fd, dirfd, path)) walked = 0; /* at the adoption */
     return up_fd_set_pending(fd, oflags, below, walked, pass ? epoch : 0);
 }
 

@@ -33,6 +33,7 @@
 #include "atomic/alog.h"
 #include "common/area.h"
 #include "common/config.h"
+#include "common/stats.h"
 #include "common/log.h"
 #include "shim/libc.h"
 #include "upath/foreign.h"
@@ -297,27 +298,37 @@ static bool walk_relative(const struct up_root *r, size_t rl, int dirfd, const c
 bool up_recover_dir_chain(int dirfd, const char *name) {
     size_t n = strlen(name);
     if (!n || n >= 4096 - 16 || name[0] == '/' || !plain_chain(name, n)) return false;
+    if (DK_UNLIKELY(dk_mu_mine(&below_mu))) { /* a signal handler inside its thread's walk: not walked */
+        dk_count(DK_C_mu_mine_skips, 1);
+        return false;
+    }
     DK_ERRNO_SAVE;
-    pthread_mutex_lock(&below_mu);
+    dk_mu_lock(&below_mu);
     uint64_t id = up_dirfd_walked(dirfd);
     bool walked = id && walk_chain(id, dirfd, name, n);
-    pthread_mutex_unlock(&below_mu);
+    dk_mu_unlock(&below_mu);
     DK_ERRNO_RESTORE;
     return walked;
 }
 
-void up_recover_below(const struct up_root *r, int fd, int dirfd, const char *path) {
+bool up_recover_below(const struct up_root *r, int fd, int dirfd, const char *path) {
     bool in_dirfd = path && path[0] && path[0] != '/' && dirfd != AT_FDCWD;
     const char *slash = in_dirfd ? strrchr(path, '/') : NULL;
-    if (in_dirfd && !slash && up_dirfd_walked(dirfd)) return; /* its directory's areas: looked at already */
+    if (in_dirfd && !slash && up_dirfd_walked(dirfd)) return true; /* its directory's areas: looked at already */
+    /* A signal handler's open (async-signal-safe) that interrupted its thread's walk: the walk's state is
+     * half-changed and its mutex the thread's (review 15, finding 2) -- not looked at. */
+    if (DK_UNLIKELY(dk_mu_mine(&below_mu))) {
+        dk_count(DK_C_mu_mine_skips, 1);
+        return false;
+    }
     char p[4096];
     size_t rl = r->path_len == 1 ? 0 : r->path_len; /* root "/": every component is below it */
     DK_ERRNO_SAVE;
-    pthread_mutex_lock(&below_mu);
+    dk_mu_lock(&below_mu);
     if (slash && walk_relative(r, rl, dirfd, path, (size_t)(slash - path))) {
-        pthread_mutex_unlock(&below_mu);
+        dk_mu_unlock(&below_mu);
         DK_ERRNO_RESTORE;
-        return;
+        return true;
     }
     size_t len = name_path(fd, dirfd, path, p, sizeof p);
     bool kernel = !path || (path[0] != '/' && dirfd != AT_FDCWD); /* p is the kernel's path already */
@@ -332,9 +343,10 @@ void up_recover_below(const struct up_root *r, int fd, int dirfd, const char *pa
         dir_len = last ? (size_t)(last - p) : 0;
         if (dir_len > rl && !seen_or_add(path_hash(p, dir_len))) walk_down(p, rl, dir_len);
     }
-    pthread_mutex_unlock(&below_mu);
+    dk_mu_unlock(&below_mu);
     if (in_dirfd && !slash && dir_len > 0) up_dirfd_set_walked(dirfd); /* every directory down to it was looked at */
     DK_ERRNO_RESTORE;
+    return true;
 }
 
-void up_recover_scope_after_fork_child(void) { pthread_mutex_init(&below_mu, NULL); }
+void up_recover_scope_after_fork_child(void) { dk_mu_reinit(&below_mu); }

@@ -15,8 +15,9 @@ void up_recover_ancestor_areas(void);
 
 /* Before this process first serves the file open on fd (named `path` relative to dirfd, or NULL) below root
  * r: the areas of the directories between r and the file's directory are recovered, each directory once per
- * process. */
-void up_recover_below(const struct up_root *r, int fd, int dirfd, const char *path);
+ * process. false: not looked at -- a signal handler whose thread is inside that walk (its mutex is the
+ * thread's, common/lockmark.h): the kernel serves the file, as one with another user's records waiting. */
+bool up_recover_below(const struct up_root *r, int fd, int dirfd, const char *path);
 /* A directory was opened by `name` relative to directory descriptor dirfd: when dirfd's areas were looked at
  * (up_dirfd_walked), those of the directories of name are too (once per process, remembered by dirfd's
  * verdict and the name); true when done -- the new descriptor is walked as well (rsync opens each file's

@@ -228,8 +228,8 @@ int up_adopt_epoch_open(int fd, int oflags, int dirfd, const char *path, uint64_
     }
     struct up_root *r = up_root_for_fd(fd, &st, dirfd, path);
     if (r && !file_cached(&st)) {
-        up_recover_below(r, fd, dirfd, path); /* a narrower root's dead writer (recover_scope.c) */
-        if (DK_UNLIKELY(up_foreign_covers(fd, &st))) { /* another user's records wait (foreign.c) */
+        bool looked = up_recover_below(r, fd, dirfd, path); /* a narrower root's dead writer (recover_scope.c) */
+        if (DK_UNLIKELY(!looked || up_foreign_covers(fd, &st))) { /* another user's records wait (foreign.c) */
             DK_ERRNO_RESTORE;
             return 0;
         }
@@ -286,8 +286,8 @@ int up_adopt_stat(int fd, int oflags, const struct stat *st, uint32_t below, uin
     struct up_root *r = up_root_for_fd_mask(fd, st, below);
     if (r && !file_cached(st)) {
         DK_ERRNO_SAVE;
-        if (!(walked & (1u << (r - up_root_at(0))))) up_recover_below(r, fd, AT_FDCWD, NULL); /* else at the open */
-        bool foreign = up_foreign_covers(fd, st); /* another user's records wait (foreign.c) */
+        bool looked = (walked & (1u << (r - up_root_at(0)))) || up_recover_below(r, fd, AT_FDCWD, NULL); /* else at the open */
+        bool foreign = !looked || up_foreign_covers(fd, st); /* another user's records wait (foreign.c) */
         DK_ERRNO_RESTORE;
         if (DK_UNLIKELY(foreign)) return 0;
     }

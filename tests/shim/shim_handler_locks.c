@@ -10,6 +10,10 @@
  *     takes a published-size record slot under z->mu; the handler calls exit / _exit, whose publish of file B
  *     (8 KiB staged: its relink needs a record) waited for z->mu for ever (hang14's sizerec case). B must be
  *     published whole (without a record).
+ *   dirfd_open (SITE managed.dirfd_note_open.locked): the thread's open(O_DIRECTORY) of a directory below the
+ *     root stores its verdict under dirfd_mu; the handler opens and closes another such directory, whose
+ *     verdict and forget waited for dirfd_mu for ever (review 15, finding 2). Then a file opened relative to
+ *     each directory descriptor, written and read back: the cache is still right.
  * The case runs in a child (exec'ed: its crash point counts start at 0; the parent's fork is a publish walk
  * too, with SIGUSR1 ignored) with a 20 s watchdog; a child that does not end in 30 s is killed: FAIL (hang).
  * argv[1]: managed directory; argv[2]: the case. Exit 0 pass, 1 fail, 77 skip. */
@@ -17,9 +21,10 @@
 
 #include "shim_test.h"
 
-enum { UNLOCK_FLOCK, UNLOCK_FCNTL, SIZEREC_EXIT, SIZEREC__EXIT };
+enum { UNLOCK_FLOCK, UNLOCK_FCNTL, SIZEREC_EXIT, SIZEREC__EXIT, DIRFD_OPEN };
 enum { BYTES = 8192 };
 static int mode, lock2_fd;
+static char hdir[PATH_MAX];
 static volatile sig_atomic_t handled;
 
 static void on_usr1(int sig) {
@@ -28,6 +33,10 @@ static void on_usr1(int sig) {
     if (mode == UNLOCK_FCNTL) {
         struct flock l = {.l_type = F_UNLCK, .l_whence = SEEK_SET, .l_len = 1};
         fcntl(lock2_fd, F_SETLK, &l);
+    }
+    if (mode == DIRFD_OPEN) { /* a directory below the root: its verdict, then its number forgotten */
+        int d = open(hdir, O_RDONLY | O_DIRECTORY);
+        if (d < 0 || close(d) != 0) _exit(6);
     }
     if (mode == SIZEREC_EXIT) exit(0);
     if (mode == SIZEREC__EXIT) _exit(0);
@@ -68,6 +77,27 @@ static void child(const char *dir) {
         CHECK(handled == 1, "the handler ran %d times (the crash point was not reached: DAXKIT_TEST_CRASH?)", (int)handled);
         exit(0);
     }
+    if (mode == DIRFD_OPEN) {
+        char p[PATH_MAX];
+        st_path(p, sizeof p, dir, "d1");
+        st_path(hdir, sizeof hdir, dir, "d2");
+        CHECK(mkdir(p, 0755) == 0 && mkdir(hdir, 0755) == 0, "mkdir: %s", strerror(errno));
+        int d1 = open(p, O_RDONLY | O_DIRECTORY); /* the handler runs in its verdict's store */
+        CHECK(d1 >= 0, "open %s: %s", p, strerror(errno));
+        CHECK(handled == 1, "the handler ran %d times (the crash point was not reached: DAXKIT_TEST_CRASH?)", (int)handled);
+        int d2 = open(hdir, O_RDONLY | O_DIRECTORY);
+        CHECK(d2 >= 0, "open %s: %s", hdir, strerror(errno));
+        for (int k = 0; k < 2; k++) {
+            int f = openat(k ? d2 : d1, "f", O_RDWR | O_CREAT | O_TRUNC, 0644);
+            CHECK(f >= 0, "openat: %s", strerror(errno));
+            char w[64], r[64] = {0};
+            memset(w, 'd' + k, sizeof w);
+            st_write_all(f, w, sizeof w);
+            CHECK(pread(f, r, sizeof r, 0) == (ssize_t)sizeof r && !memcmp(r, w, sizeof w), "read back (dir %d)", k);
+            close(f);
+        }
+        exit(0);
+    }
     open_append(dir, "b", 'b', BYTES); /* staged: published by the handler's exit */
     int a = open_append(dir, "a", 'a', BYTES);
     fsync(a); /* its publish takes a record slot: the handler exits there */
@@ -76,10 +106,10 @@ static void child(const char *dir) {
 
 int main(int argc, char **argv) {
     const char *dir = st_dir(argc, argv);
-    if (argc < 3) SKIP("usage: shim_handler_locks DIR unlock_flock|unlock_fcntl|sizerec_exit|sizerec__exit");
-    const char *names[] = {"unlock_flock", "unlock_fcntl", "sizerec_exit", "sizerec__exit"};
+    if (argc < 3) SKIP("usage: shim_handler_locks DIR unlock_flock|unlock_fcntl|sizerec_exit|sizerec__exit|dirfd_open");
+    const char *names[] = {"unlock_flock", "unlock_fcntl", "sizerec_exit", "sizerec__exit", "dirfd_open"};
     mode = -1;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (strcmp(argv[2], names[i]) == 0) mode = i;
     if (mode < 0) SKIP("unknown case %s", argv[2]);
     if (!getenv("DAXKIT_TEST_CRASH")) SKIP("needs DAXKIT_TEST_CRASH=raise:10:SITE:1 (a test build)");
@@ -100,6 +130,10 @@ int main(int argc, char **argv) {
         FAIL("%s: the process did not end within 30 s (the handler waited for its own thread's mutex)", argv[2]);
     }
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: child status 0x%x (1: its watchdog -- a hang)", argv[2], st);
+    if (mode == DIRFD_OPEN) {
+        NOTE("%s: the handler did not wait; files below both directories written and read back", argv[2]);
+        return 0;
+    }
     char p[PATH_MAX];
     st_path(p, sizeof p, dir, mode <= UNLOCK_FCNTL ? "c" : "b");
     long long want = mode <= UNLOCK_FCNTL ? 4096 : BYTES;
