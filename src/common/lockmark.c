@@ -57,7 +57,13 @@ bool dk_mu_mine_slow(const pthread_mutex_t *m) {
     for (unsigned i = 0; i < DK_MU_SLOTS; i++)
         if (__atomic_load_n(&t->slot[i], __ATOMIC_RELAXED) == m) return true;
     if (t->spilled) return true;
-    return t->bulk && __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) == (int)syscall(SYS_gettid);
+    if (!t->bulk) return false;
+    int tid = __atomic_load_n(&t->tid, __ATOMIC_RELAXED);
+    if (!tid) { /* once per thread: up_file_lock_all asks for every file (no system call each) */
+        tid = (int)syscall(SYS_gettid);
+        __atomic_store_n(&((struct dk_mu_marks *)t)->tid, tid, __ATOMIC_RELAXED);
+    }
+    return __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) == tid;
 }
 
 bool dk_mu_any_mine(void) {
@@ -76,4 +82,7 @@ void dk_mu_reinit(pthread_mutex_t *m) {
     pthread_mutex_init(m, NULL);
 }
 
-void dk_mu_bulk_forget(void) { dk_mu_self.bulk = 0; }
+void dk_mu_bulk_forget(void) {
+    dk_mu_self.bulk = 0;
+    dk_mu_self.tid = 0; /* a fork child: another thread id */
+}

@@ -37,6 +37,8 @@ struct dk_mu_marks {
     unsigned n;                         /* marks in slots 1.. (dk_mu_mine's quick "none" past slot 0) */
     unsigned spilled;                   /* marks that found no free slot */
     unsigned bulk;                      /* mutexes held through dk_mu_lock_bulk */
+    int tid;                            /* this thread's id for the bulk test (0: not read yet; a fork child
+                                           forgets it: dk_mu_bulk_forget) */
     pthread_mutex_t *slot[DK_MU_SLOTS]; /* NULL: free */
 };
 extern __thread struct dk_mu_marks dk_mu_self __attribute__((tls_model("initial-exec")));
