@@ -350,7 +350,7 @@ void up_roots_after_fork_child(void) {
         pthread_mutex_unlock(&dirfd_mu);
         return;
     }
-    pthread_mutex_init(&dirfd_mu, NULL);
+    dk_mu_reinit(&dirfd_mu); /* (marked since session 15: a mark of the forking thread goes too) */
     __atomic_add_fetch(&dirfd_gen, 1, __ATOMIC_ACQ_REL);
     for (unsigned i = 0; i < UP_DIRFD_SLOTS; i++) dirfd_cache[i].fd = -1;
 }
