@@ -52,21 +52,51 @@ int dk_ifd_openat(int dirfd, const char *path, int flags, mode_t mode) {
     return fd;
 }
 
+/* Windows that outlasted a wait (IFD_WAIT_MAX_NS): how many were open then (starts - ends). While no more are
+ * open than that, nobody waits again; reset once all are closed. */
+#define IFD_WAIT_MAX_NS 1000000000ull
+static uint64_t stuck_open;
+
+static uint64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* Waits until no window of another thread is open: system calls only, so each ends soon; on a loaded machine
  * its thread may be off the CPU, hence yields, then short sleeps (raw: libc's nanosleep is a cancellation
  * point, and a program's open cancelled here would leak its new descriptor). A thread's own window (its
- * signal handler interrupted it) is not waited for. */
+ * signal handler interrupted it) is not waited for. A window's system call may itself wait -- a directory
+ * lookup on a slow or stuck file system (review 15, finding 5; the strict paths open only directories on
+ * managed, local media, but a frozen one stays possible): after 1 s the wait gives up (false, counted) and
+ * the caller goes on as if no window had overlapped -- the race a window closes is a few instructions wide,
+ * a process-wide stall worse; those windows are not waited for again while no others open. */
 static bool wait_windows_at(uint64_t *closed_at) {
     if (dk_ifd_mine) return false;
     dk_count(DK_C_ifd_waits, 1);
+    uint64_t since = 0;
     for (unsigned i = 0;; i++) {
         uint64_t s = __atomic_load_n(&dk_ifd_starts, __ATOMIC_SEQ_CST);
-        if (__atomic_load_n(&dk_ifd_ends, __ATOMIC_SEQ_CST) == s) {
+        uint64_t e = __atomic_load_n(&dk_ifd_ends, __ATOMIC_SEQ_CST);
+        if (e == s) {
+            if (__atomic_load_n(&stuck_open, __ATOMIC_RELAXED)) __atomic_store_n(&stuck_open, 0, __ATOMIC_RELAXED);
             *closed_at = s; /* every window begun up to s had ended */
             return true;
         }
-        if (i < 64) sched_yield();
-        else syscall(SYS_nanosleep, &(struct timespec){0, 20000}, NULL); /* not a cancellation point */
+        uint64_t stuck = __atomic_load_n(&stuck_open, __ATOMIC_RELAXED);
+        if (stuck && s - e <= stuck) return false;
+        if (i < 64) {
+            sched_yield();
+            continue;
+        }
+        uint64_t now = mono_ns();
+        if (!since) since = now;
+        else if (now - since > IFD_WAIT_MAX_NS) {
+            __atomic_store_n(&stuck_open, s - e, __ATOMIC_RELAXED);
+            dk_count(DK_C_ifd_wait_gaveup, 1);
+            return false;
+        }
+        syscall(SYS_nanosleep, &(struct timespec){0, 20000}, NULL); /* not a cancellation point */
     }
 }
 static bool wait_windows(void) {

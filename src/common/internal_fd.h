@@ -11,7 +11,9 @@
  *
  * So every such open is a *window* (dk_ifd_begin/end): the file is opened and moved to a high number at once
  * (dk_ifd_openat), or opened, read and closed (a /proc file). A window makes only system calls -- it takes
- * no lock and waits for nothing -- so waiting for one always ends. The program's side:
+ * no lock and waits for nothing -- so waiting for one ends, unless a system call waits for a file system
+ * (a lookup on a stuck one): so no window opens a path outside the managed roots (strict.c open_parent looks
+ * first), and a wait gives up after 1 s (review 15, finding 5). The program's side:
  *   - its opens and dups (shim/open.c, shim/fd.c) look whether a window overlapped the kernel's call; if so
  *     they wait for the windows to close and move the new descriptor down to the lowest free number
  *     (dk_ifd_relower): the number the kernel would have given without daxkit;

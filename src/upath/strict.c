@@ -1205,7 +1205,11 @@ void up_strict_done(struct up_file *f, struct up_strict_pub *pub) {
 
 /* ---- metadata ---- */
 
-/* The directory holding `path` (relative to dirfd), opened; -1 when it cannot be. */
+/* The directory holding `path` (relative to dirfd), opened -- only when it is on a managed file system: -1
+ * otherwise, or when it cannot be. Looked up by fstatat first, outside any window: the open is a window
+ * (common/internal_fd.h), which every other thread's pass-through read/write waits for, and a lookup on a
+ * slow or stuck file system (NFS, FUSE, automount) outside the roots stalled the whole process's I/O -- an
+ * in-process FUSE server deadlocked (review 15, finding 5). Managed roots are local media. */
 static int open_parent(int dirfd, const char *path) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", path);
@@ -1213,6 +1217,8 @@ static int open_parent(int dirfd, const char *path) {
     if (slash == dir) slash[1] = 0;
     else if (slash) *slash = 0;
     else snprintf(dir, sizeof dir, ".");
+    struct stat st;
+    if (DK_REAL(fstatat)(dirfd, dir, &st, 0) != 0 || !S_ISDIR(st.st_mode) || !up_dev_is_managed(st.st_dev)) return -1;
     return dk_ifd_openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 }
 
