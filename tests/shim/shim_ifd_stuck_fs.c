@@ -3,13 +3,16 @@
  * and every other thread's pass-through read/write waits while a window is open: a create below a FUSE mount
  * that never answers (NFS with its server gone, an automount) stalled the whole process's I/O, and an
  * in-process FUSE server deadlocked. Here: a FUSE mount whose INIT is never read, a thread creating a file
- * below it, and the main thread writing 1 byte to /dev/null under alarm(5): the write must not wait. Needs
- * root and /dev/fuse (skip otherwise). argv[1]: managed dir (unused: the mount is outside it). */
+ * below it, and the main thread writing 1 byte to /dev/null under alarm(5): the write must not wait. The
+ * mount is made in a mount namespace of the test's own (review 15, finding 12: in the shared /tmp every other
+ * process's stat of it would block, and a killed test left it behind). Needs root and /dev/fuse (skip
+ * otherwise). argv[1]: managed dir (unused: the mount is outside it). */
+#include "shim_test.h"
+
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mount.h>
 #include <time.h>
-
-#include "shim_test.h"
 
 static char victim[4096];
 static char mnt[] = "/tmp/dk-stuck-fs.XXXXXX";
@@ -33,6 +36,8 @@ static void *creator(void *unused) {
 int main(int argc, char **argv) {
     (void)st_dir(argc, argv);
     st_require_library();
+    if (unshare(CLONE_NEWNS) != 0) SKIP("unshare(CLONE_NEWNS): %s", strerror(errno));
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) SKIP("mount --make-rprivate /: %s", strerror(errno));
     if (!mkdtemp(mnt)) FAIL("mkdtemp: %s", strerror(errno));
     int fuse = open("/dev/fuse", O_RDWR | O_CLOEXEC);
     if (fuse < 0) {
