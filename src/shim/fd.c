@@ -19,9 +19,13 @@ DK_EXPORT int close(int fd) {
             errno = EBADF; /* the program never opened it */
             return -1;
         }
-        if (DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) up_pending_drop(fd); /* never used: nothing to do */
+        if (DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) {
+            up_pending_drop(fd); /* never used: nothing to do */
+            up_fd_vacate(fd);    /* (upath/fdtab.c: up_fd_opening) */
+        }
         if (up_fd_slot(fd)) {
             int rc = up_close(fd);
+            up_fd_vacate(fd); /* writes through the number from now wait for a reopen's adoption (up_fd_opening) */
             int r = DK_REAL(close)(fd);
             up_fd_close_done(fd); /* calls waiting for the close go on: to the kernel (EBADF) */
             if (r == 0 && rc) {
@@ -46,8 +50,14 @@ static void range_cb(int fd, struct up_fd *e, void *arg) {
         if (a->n_internal < 64) a->internal[a->n_internal++] = fd;
         return;
     }
-    if (__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE)) up_pending_drop(fd);
-    if (e->slot) up_close(fd);
+    if (__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE)) {
+        up_pending_drop(fd);
+        up_fd_vacate(fd);
+    }
+    if (e->slot) {
+        up_close(fd);
+        up_fd_vacate(fd);
+    }
 }
 
 DK_EXPORT int close_range(unsigned int first, unsigned int last, int flags) {
@@ -101,7 +111,11 @@ DK_EXPORT int dup(int fd) {
     if (up_enabled) up_resolve(fd); /* two descriptors, one description: one slot */
     uint64_t ifd = dk_ifd_before();
     int r = dk_ifd_relower(DK_REAL(dup)(fd), ifd, 0); /* the lowest number, as without daxkit (internal_fd.h) */
-    if (r >= 0 && up_enabled && up_fd_slot(fd)) up_dup(fd, r);
+    if (r >= 0 && up_enabled) {
+        struct up_fd *o = up_fd_opening(r); /* a vacated number: its writes in flight end first */
+        if (up_fd_slot(fd)) up_dup(fd, r);
+        up_fd_opened(r, o);
+    }
     return r;
 }
 
@@ -115,7 +129,9 @@ static int dup_to(int oldfd, int newfd, int flags, bool three) {
     bool closing = up_enabled && oldfd != newfd && up_fd_slot(newfd) && DK_REAL(fcntl)(oldfd, F_GETFD) >= 0;
     if (closing) up_close(newfd);
     int r = three ? DK_REAL(dup3)(oldfd, newfd, flags) : DK_REAL(dup2)(oldfd, newfd);
+    struct up_fd *o = r >= 0 && up_enabled && oldfd != newfd && !closing ? up_fd_opening(newfd) : NULL;
     if (r >= 0 && up_enabled && oldfd != newfd && up_fd_slot(oldfd)) up_dup(oldfd, newfd);
+    up_fd_opened(newfd, o);
     if (closing) {
         DK_ERRNO_SAVE;
         up_fd_close_done(newfd);
@@ -159,7 +175,11 @@ static int fcntl_common(int fd, int cmd, void *arg, bool is64) {
     if ((cmd == F_SETLK || cmd == F_SETLKW) && arg && ((struct flock *)arg)->l_type != F_UNLCK) dk_ifd_lock_gate();
     if (cmd != F_GETFD && cmd != F_SETFD && cmd != F_GETFL) up_resolve(fd);
     if (!up_fd_slot(fd)) {
-        if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) return dupfd(real, fd, cmd, arg);
+        if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
+            int r = dupfd(real, fd, cmd, arg);
+            if (r >= 0) up_fd_opened(r, up_fd_opening(r)); /* settled: the number names fd's file */
+            return r;
+        }
         /* A lock on any file may guard managed ones: its release publishes them. */
         if (is_setlk(cmd) && arg && ((struct flock *)arg)->l_type == F_UNLCK) up_publish_all();
         int r = real(fd, cmd, arg);
@@ -171,7 +191,11 @@ static int fcntl_common(int fd, int cmd, void *arg, bool is64) {
     }
     if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
         int r = dupfd(real, fd, cmd, arg);
-        if (r >= 0) up_dup(fd, r);
+        if (r >= 0) {
+            struct up_fd *o = up_fd_opening(r); /* a vacated number: its writes in flight end first */
+            up_dup(fd, r);
+            up_fd_opened(r, o);
+        }
         return r;
     }
     if (cmd == F_SETFL) {

@@ -17,8 +17,13 @@
 int dk_after_open(int fd, int flags, int dirfd, const char *path, uint64_t epoch) {
     if (fd < 0 || !up_enabled) return fd;
     up_dirfd_forget(fd); /* the number names a new file now */
+    /* A vacated number: the writes in flight through it end first, and calls through it wait for the
+     * adoption (upath/fdtab.c: up_fd_opening) */
+    struct up_fd *opening = up_fd_opening(fd);
     int rc = up_adopt_epoch_open(fd, flags, dirfd, path, epoch);
+    up_fd_opened(fd, opening);
     if (rc) {
+        if (opening) up_fd_vacate(fd); /* still vacated for the next open */
         DK_REAL(close)(fd);
         errno = -rc;
         return -1;

@@ -43,6 +43,45 @@ static void wait_closing(struct up_fd *e) {
     __atomic_sub_fetch(&e->call_waiters, 1, __ATOMIC_RELAXED);
 }
 
+void up_call_wait_settled(struct up_fd *e) {
+    if (__atomic_load_n(&e->slot, __ATOMIC_ACQUIRE) == UP_SLOT_CLOSING &&
+        __atomic_load_n(&e->closer, __ATOMIC_RELAXED) != up_call_me())
+        wait_closing(e);
+}
+
+/* Names e in rec for a pass-through write (up_call_enter_vacant): kept named when e has no slot. The user is
+ * always noted: the opener's drain skips its barrier when no other thread's call was noted (up_calls_drain). */
+static int vacant_in(struct up_fd *e, struct up_reader *rec) {
+    for (;;) {
+        __atomic_store_n(&rec->in[UP_ASYM_CALL], e, __ATOMIC_RELAXED);
+        __asm__ __volatile__("" ::: "memory");
+        note_user(e, rec);
+        struct up_slot *s = __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE);
+        if (s == NULL) return 1;
+        __atomic_store_n(&rec->in[UP_ASYM_CALL], NULL, __ATOMIC_RELEASE);
+        if (s != UP_SLOT_CLOSING) return -1; /* bound meanwhile: served */
+        if (__atomic_load_n(&e->closer, __ATOMIC_RELAXED) == up_call_me()) return 0; /* this thread's own open */
+        wait_closing(e);
+    }
+}
+
+int up_call_enter_vacant(struct up_fd *e) {
+    struct up_reader *r = up_reader_self;
+    if (r == NULL) r = up_reader_claim(); /* (none while nested: guard.c) */
+    if (r != NULL && up_call_depth == 0 && __atomic_load_n(&r->in[UP_ASYM_CALL], __ATOMIC_RELAXED) == NULL)
+        return vacant_in(e, r);
+    uint32_t d = up_call_depth;
+    if (d >= NEST_MAX) return 0;
+    struct up_reader *b = up_reader_borrow();
+    __atomic_store_n(&up_call_depth, d + 1, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    nest[d] = b;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    int k = vacant_in(e, b);
+    if (k != 1) up_call_leave_slow();
+    return k;
+}
+
 /* Names e in rec, notes the user, loads the slot; NULL with rec cleared when there is none. */
 static struct up_slot *enter_in(struct up_fd *e, struct up_reader *rec) {
     for (;;) {

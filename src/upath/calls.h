@@ -62,6 +62,15 @@ static inline void up_call_leave(void) {
     __atomic_store_n(&up_reader_self->in[UP_ASYM_CALL], NULL, __ATOMIC_RELEASE);
 }
 
+/* Waits while e is closing (or being opened: fdtab.c, up_fd_opening) by another thread. */
+void up_call_wait_settled(struct up_fd *e);
+
+/* A pass-through write through a vacated number (internal.h: up_fd_vacated): 1 when it is named in this
+ * thread's record with no slot -- make the kernel's call, then up_call_leave; an open giving the number to
+ * a new file meanwhile waits for it (up_fd_opening). -1: bound meanwhile (look it up again: served). 0: not
+ * named (this thread's own open, a signal handler's; handlers nested too deep): the kernel's, as before. */
+int up_call_enter_vacant(struct up_fd *e);
+
 /* After e was made closing (up_fd_unbind_closing): how the calls inside it went. */
 enum up_drain { UP_DRAIN_IDLE, UP_DRAIN_WAITED, UP_DRAIN_BUSY };
 /* Waits until no call is inside e (may_wait false: one look). BUSY: a call is (this thread's own, when its

@@ -211,6 +211,55 @@ void up_fd_close_done(int fd) {
     if (e) close_done(fd, e);
 }
 
+/* ---- a vacated number given again (internal.h: up_fd_opening) ---- */
+
+void up_fd_vacate(int fd) {
+    struct up_fd *e = up_fd_entry(fd);
+    if (e) __atomic_add_fetch(&e->vac_gen, 1, __ATOMIC_SEQ_CST);
+}
+
+struct up_fd *up_fd_opening(int fd) {
+    struct up_fd *e = up_fd_entry(fd);
+    if (!e) return NULL;
+    uint32_t gen = __atomic_load_n(&e->vac_gen, __ATOMIC_ACQUIRE);
+    if (gen == __atomic_load_n(&e->vac_clean, __ATOMIC_ACQUIRE)) return NULL;
+    DK_ERRNO_SAVE; /* (futex waits, membarrier) */
+    for (;;) {
+        struct up_slot *s = __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE);
+        if (s == UP_SLOT_CLOSING) { /* the close that vacated it, between the kernel's close and its end */
+            if (__atomic_load_n(&e->closer, __ATOMIC_RELAXED) == up_call_me()) {
+                DK_ERRNO_RESTORE;
+                return NULL; /* (a handler's open inside its thread's close) */
+            }
+            up_call_wait_settled(e);
+            continue;
+        }
+        if (s != NULL) {
+            DK_ERRNO_RESTORE;
+            return NULL; /* bound (a dup2 raced): nothing vacated to settle */
+        }
+        /* this thread's own calls on it (a signal handler's) go to the kernel, as a closer's (calls.c) */
+        __atomic_store_n(&e->closer, up_call_me(), __ATOMIC_RELAXED);
+        if (__atomic_compare_exchange_n(&e->slot, &s, UP_SLOT_CLOSING, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+            break;
+    }
+    entry_note(fd, e->internal || __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE), true);
+    /* The writes named in e (up_pt_vacant_enter) end -- each synced its file if it reached one -- before the
+     * adoption reads the file's size. A thread inside a call itself (a signal handler's open) looks once. */
+    if (up_calls_drain(e, !up_thread_in_call() && up_call_depth == 0) == UP_DRAIN_BUSY)
+        dk_count(DK_C_open_race_busy, 1);
+    __atomic_store_n(&e->vac_clean, gen, __ATOMIC_RELEASE);
+    DK_ERRNO_RESTORE;
+    return e;
+}
+
+void up_fd_opened(int fd, struct up_fd *e) {
+    if (!e) return;
+    DK_ERRNO_SAVE;
+    close_done(fd, e); /* unless the adoption bound a slot: the kernel's number */
+    DK_ERRNO_RESTORE;
+}
+
 /* Called by the owner of the file reference once the process's last descriptor on `s` is gone. */
 void up_slot_drop_local(struct up_slot *s);
 void up_slot_drop_local(struct up_slot *s) { slot_release_proc(s); }
@@ -231,7 +280,7 @@ void up_fd_mark_internal(int fd, bool internal) {
 
 bool up_fd_set_pending(int fd, int oflags, uint32_t below, uint32_t walked, uint64_t epoch) {
     struct up_fd *e = entry_alloc(fd);
-    if (!e || e->slot || e->internal) return false;
+    if (!e || up_entry_slot(e) || e->internal) return false; /* (closing: the open's, up_fd_opening) */
     e->pend_oflags = oflags;
     e->pend_below = below;
     e->pend_walked = walked;

@@ -560,6 +560,10 @@ struct up_fd {
     uint32_t call_waiters;            /* calls waiting for the entry's close to end (calls.c) */
     const void *closer;               /* while closing: the closing thread (calls.h: up_call_me) */
     struct up_slot *released;         /* the slot exit or exec unbound (fdtab.c: up_fdtab_release_idle) */
+    /* The number was vacated (a managed or pending descriptor closed: vac_gen moved on) and no open or dup
+     * has settled it since (vac_clean): a pass-through write through it may reach a file another thread's
+     * open is binding (fdtab.c: up_fd_opening). Atomic. */
+    uint32_t vac_gen, vac_clean;
 };
 /* e->slot of an entry being closed: its calls are draining (calls.h); new ones wait. Never dereferenced. */
 #define UP_SLOT_CLOSING ((struct up_slot *)1)
@@ -612,6 +616,21 @@ static inline struct up_slot *up_entry_slot(const struct up_fd *e) {
     struct up_slot *s = __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE);
     return s == UP_SLOT_CLOSING ? NULL : s;
 }
+/* Before a write passes through fd, a number it found with no slot: true when the number was vacated (a
+ * managed descriptor closed) since the last open or dup settled it (up_fd_opening, below), or is bound
+ * again -- then the write goes through upath/vacant.c. The slot is looked at again between two looks at the
+ * vacating count: a close that ended (its count moved first) between the caller's first look at the slot and
+ * a look at the count that found the number settled would send the write to the kernel while the next open
+ * binds the number (an open settles a vacated number only after it waited for the writes named in it).
+ * Lock-free: three loads. */
+static inline bool up_fd_vacated(int fd) {
+    struct up_fd *e = up_fd_entry(fd);
+    if (!e) return false;
+    uint32_t g = __atomic_load_n(&e->vac_gen, __ATOMIC_ACQUIRE);
+    if (DK_UNLIKELY(g != __atomic_load_n(&e->vac_clean, __ATOMIC_ACQUIRE))) return true;
+    if (DK_UNLIKELY(__atomic_load_n(&e->slot, __ATOMIC_ACQUIRE) != NULL)) return true;
+    return DK_UNLIKELY(__atomic_load_n(&e->vac_gen, __ATOMIC_ACQUIRE) != g);
+}
 
 /* A descriptor's status flags (F_GETFL): its slot's when managed, else the kernel's; -1 when closed. */
 int up_fd_flags(int fd);
@@ -627,6 +646,18 @@ int up_fd_bind(int fd, struct up_slot *s);
 struct up_slot *up_fd_unbind_closing(int fd, struct up_fd **ep);
 void up_fd_close_done(int fd);
 void up_fd_close_done_range(unsigned first, unsigned last);
+/* Before the kernel closes a managed or pending descriptor of the program: the number is vacated. */
+void up_fd_vacate(int fd);
+/* The kernel gave fd to the program's open, dup, dup2/dup3 or F_DUPFD and the number was vacated: until
+ * up_fd_opened, calls through it wait as for a closing entry; first the pass-through writes in flight
+ * through it (up_pt_vacant_enter: named in their records) are waited for -- one that looked the number up
+ * before the kernel's open returned it and wrote after reached the new file through the kernel, with
+ * neither a strict record nor sync's fdatasync unless it made that sync itself while named, before this
+ * open could return (the log reopened under its writers, lifetime13/strict15). The number is settled then.
+ * NULL (nothing to end) when it was not vacated. */
+struct up_fd *up_fd_opening(int fd);
+/* After up_fd_opening: the entry ends closing unless the adoption (or up_dup) bound a slot. */
+void up_fd_opened(int fd, struct up_fd *e);
 /* Exit and exec: every descriptor unbound; the process's share of a slot given up unless another thread's
  * call is inside it (calls.h: such a slot is never freed, and fork relatives count this process as still
  * holding it). Caller holds up_table_mu. */

@@ -31,6 +31,14 @@ struct up_slot *up_serving(int fd);
  * dup2, exec or exit: calls.h). Every non-NULL up_serving is followed by exactly one. */
 static inline void up_served_end(void) { up_call_leave(); }
 
+/* A pass-through write through a vacated number (internal.h: up_fd_vacated; vacant.c): 1 when named -- make
+ * the kernel's call under a cleanup handler up_pt_vacant_cancelled, then up_pt_vacant_end(fd, result, *gen)
+ * (synced when it reached a file; -1 with the fdatasync's errno); -1: look the number up again (bound
+ * meanwhile); 0: pass it through as before. */
+int up_pt_vacant_enter(int fd, uint32_t *gen);
+ssize_t up_pt_vacant_end(int fd, ssize_t r, uint32_t gen);
+void up_pt_vacant_cancelled(void *arg);
+
 /* After a successful kernel open(): adopt the descriptor when it names a managed regular file. */
 /* path: the name the program opened, relative to dirfd (AT_FDCWD: the working directory), or NULL -- a
  * hint that spares the readlink of /proc/self/fd when the name alone shows the file below a managed

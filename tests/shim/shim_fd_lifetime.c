@@ -18,6 +18,11 @@
  *                     calls fstat and pread through the number: the reopen gets the number back, as the kernel
  *                     gives it without daxkit, and the calls through it see the file or EBADF, never the
  *                     library's own descriptors (common/internal_fd.h);
+ *   synced [ROUNDS]   (sync and strict modes) two appenders write an O_APPEND log while the main thread closes and
+ *                     reopens it ROUNDS times: every acknowledged append was served (counter appends: a strict
+ *                     record; sync: published and synced) or, sent to the kernel, fdatasync'ed (pt_synced) --
+ *                     none reached the kernel with neither, through the number between the reopen's kernel
+ *                     open and its bind (lifetime13; upath/fdtab.c: up_fd_opening);
  *   flood [ROUNDS]    three appenders write an O_APPEND log without pause while the main thread closes and
  *                     reopens it ROUNDS times (review 12, finding 14: a hang-like slowness in strict mode);
  *   fionread          another thread's ioctl(FIONREAD) on a descriptor, then close() of it: must return;
@@ -364,6 +369,48 @@ static void numbers(const char *dir, int rounds) {
     CHECK(renames >= 100, "numbers: only %ld renames ran: the library's opens were not exercised", renames);
 }
 
+/* ---- synced: no acknowledged append of a reopened log skipped the mode's promise ---- */
+
+/* A write through the number after the kernel's open returned it and before the library bound it looked
+ * up no slot and went to the kernel as an unmanaged descriptor's: no strict record, no fdatasync -- in
+ * strict mode neither atomic nor synchronous, in sync mode not synchronous. Counted here: what the library
+ * served (appends) plus what it sent to the kernel and synced (pt_synced) covers every acknowledged append. */
+static void synced(const char *dir, int rounds) {
+    char logp[PATH_MAX];
+    st_path(logp, sizeof logp, dir, "synced_log");
+    unlink(logp);
+    log_fd = OK(open(logp, O_WRONLY | O_CREAT | O_APPEND, 0644));
+    stop = 0;
+    failures = 0;
+    memset(acked, 0, sizeof acked);
+    no_ebadf = false;
+    paced = false;
+    uint64_t served0 = st_counter(DK_C_appends), synced0 = st_counter(DK_C_pt_synced);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) CHECK(pthread_create(&t[i], NULL, appender, (void *)(intptr_t)i) == 0, "pthread_create");
+    for (int i = 0; i < rounds; i++) {
+        OK(close(log_fd));
+        log_fd = OK(open(logp, O_WRONLY | O_APPEND));
+        usleep(20);
+    }
+    stop = 1;
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    OK(close(log_fd));
+    uint64_t served = st_counter(DK_C_appends) - served0, synced_pt = st_counter(DK_C_pt_synced) - synced0;
+    long all = acked[0] + acked[1];
+    printf("synced: %d rounds, %ld appends acknowledged: %llu served, %llu by the kernel and fdatasync'ed, %llu of those "
+           "through a number an open was binding; %ld failures%s%s\n", rounds, all, (unsigned long long)served,
+           (unsigned long long)synced_pt, (unsigned long long)st_counter(DK_C_open_race_writes), failures,
+           failures ? ": " : "", fail_msg);
+    CHECK(failures == 0, "synced: a call racing the reopen went wrong: %s", fail_msg);
+    CHECK((long)(served + synced_pt) >= all, "synced: %ld acknowledged appends reached the kernel with neither a record "
+          "nor an fdatasync (%ld acknowledged, %llu served, %llu synced)", all - (long)(served + synced_pt), all,
+          (unsigned long long)served, (unsigned long long)synced_pt);
+    CHECK(all >= rounds, "synced: only %ld appends acknowledged in %d rounds: the race was not exercised", all, rounds);
+    check_log(logp);
+    unlink(logp);
+}
+
 /* ---- a log reopened under a flood of appends (review 12, finding 14) ---- */
 
 /* Three appenders write the log as fast as they can while the main thread closes and reopens it ROUNDS times
@@ -565,6 +612,8 @@ int main(int argc, char **argv) {
             if (starved[v])
                 SKIP("%s: in 30 s of replacements some worker made fewer than %d calls (starved under load, above): "
                      "the race was not exercised", variant_name[v], rounds / 2);
+    } else if (!strcmp(mode, "synced")) {
+        synced(dir, n ? n : 2000);
     } else if (!strcmp(mode, "numbers")) {
         numbers(dir, n ? n : 3000);
     } else if (!strcmp(mode, "fionread")) {
