@@ -270,10 +270,12 @@ int dk_oplog_retract(struct dk_oplog *log, uint64_t seq) {
     uint64_t slot = seq & UINT32_MAX;
     if (seq >> 32 != log->generation) return 0; /* reset since: the record is no longer valid anyway */
     const struct oplog_line_hdr *h = &log->records[slot].h;
-    if (log->persist != OPLOG_PERSIST_PWRITE && (h->kind != OPLOG_KIND_HEAD || h->data_bytes)) return -EINVAL;
-    /* The head line only: a record without data is one line (a direct one: its sector, zero data lines);
-     * the scan takes a line of kind 0 for an empty slot and goes on. */
-    uint32_t lines = dk_oplog_record_lines(log, 0);
+    if (log->persist != OPLOG_PERSIST_PWRITE && h->kind != OPLOG_KIND_HEAD) return -EINVAL;
+    if (log->persist == OPLOG_PERSIST_PWRITE && h->data_bytes) return -EINVAL;
+    /* The head line first: a record without data is one line (a direct one: its sector, zero data lines);
+     * the scan takes a line of kind 0 for an empty slot and goes on. A mapped record's data lines (an
+     * inline write's) go after the head is durable: a crash between leaves orphan lines, never a record. */
+    uint32_t lines = dk_oplog_record_lines(log, 0), data_lines = h->data_bytes ? h->lines - 1u : 0;
     int rc = 0;
     if (log->persist == OPLOG_PERSIST_PWRITE) {
         /* A direct record fills its sector: up to a page of lines (direct.c accepts alignments to a page). */
@@ -285,6 +287,8 @@ int dk_oplog_retract(struct dk_oplog *log, uint64_t seq) {
         static const struct oplog_line zero;
         store_line(&log->records[slot], &zero);
         dk_fence();
+        for (uint32_t i = 1; i <= data_lines; i++) store_line(&log->records[slot + i], &zero);
+        if (data_lines) dk_fence();
     }
     return rc ? -EIO : 0;
 }

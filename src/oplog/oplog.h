@@ -119,8 +119,9 @@ int dk_oplog_reserve_spare(struct dk_oplog *log, size_t data_len, struct dk_oplo
 int dk_oplog_commit(struct dk_oplog *log, const struct dk_oplog_reservation *res, unsigned type, const void *fixed48,
                     const void *data, uint64_t *seq_out);
 
-/* Takes back a record without data (seq from dk_oplog_append) the caller's operation did not do after all
- * -- a truncate the kernel refused -- so that recovery never replays it: its head line becomes an empty
+/* Takes back a record (seq from dk_oplog_append or dk_oplog_commit; with data only in a mapped log) the
+ * caller's operation did not do after all -- a truncate the kernel refused, a strict write that failed with
+ * nothing applied -- so that recovery never replays it: its head line becomes an empty
  * slot, durable before the return. Only while no reset can run (the caller excludes it). A crash before
  * the retraction is durable replays the operation, as for any operation in flight. 0 or -errno. */
 int dk_oplog_retract(struct dk_oplog *log, uint64_t seq);

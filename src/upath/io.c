@@ -577,6 +577,7 @@ static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, ui
     }
     bool later = false;
     uint64_t limit = inplace_limit(f);
+    up_io_append_size0 = up_file_size(f); /* (a failed strict append is undone to it: publish.c) */
     int rc = off < limit ? map_locked(f, fd, DK_MIN(off + n, limit)) : 0;
     if (rc == 0 && off < limit) rc = up_holes_back(f, fd, off, DK_MIN(off + n, limit)); /* -ENOSPC: the kernel's */
     if (rc == 0) {
@@ -721,8 +722,8 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
     ssize_t w = append || sync != UP_IO_ASYNC ? 0 : overwrite_by_pwrite(f, fd, buf, n, off, false);
     if (w == 0 && !append && overwrite_fast(f, buf, n, off, fence)) w = (ssize_t)n;
     if (w == 0 && !append && sync == UP_IO_ASYNC) w = overwrite_unmapped(f, fd, buf, n, off);
+    size_t in_place = 0; /* (write_locked: the head stored in place, the rest appended) */
     if (w == 0) {
-        size_t in_place = 0;
         int rc = write_locked(f, fd, buf, n, &off, append, &appended, fence, &in_place,
                               sync == UP_IO_ASYNC && dk_cfg.mode == DK_MODE_POSIX);
         w = rc == 0 ? (ssize_t)n : rc;
@@ -763,6 +764,10 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
         if (!syncs_file && sync != UP_IO_LOGGED) up_io_persist_range(f, off, n);
         /* A publish cut short (a filling medium): a short count for what reached the file, as the kernel's. */
         ssize_t part = rc && appended && sync == UP_IO_SYNC ? up_sync_write_failed(f, fd, off, n, rc) : rc;
+        /* Strict: a failed write leaves nothing (its record is taken back: strict.c) -- unless its head went in
+         * place or another append followed it (up_logged_write_failed) */
+        if (rc && appended && sync == UP_IO_LOGGED && (in_place || !up_logged_write_failed(f, off, n)))
+            up_io_left_trace = true;
         if (part < 0) {
             errno = (int)-part;
             return -1;
@@ -773,6 +778,8 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
 }
 
 __thread uint64_t up_io_last_offset;
+__thread bool up_io_left_trace;
+__thread uint64_t up_io_append_size0;
 
 /* ---- the read path ---- */
 

@@ -30,6 +30,16 @@ const struct up_file *up_io_held_file(void);
 static inline bool up_end_overflows(uint64_t off, size_t n) { return n > (uint64_t)INT64_MAX - off; }
 /* Offset the last up_io_write of this thread wrote at (appends choose it). */
 extern __thread uint64_t up_io_last_offset;
+/* Strict mode (UP_IO_LOGGED): cleared by the caller before up_io_write, set when the write failed (-1) yet left
+ * something behind -- its head stored in place, or its append staged where it could not be taken out (another
+ * append followed it) -- so that its record must stay (strict.c). */
+extern __thread bool up_io_left_trace;
+/* The file's logical size when this thread's last write_locked began (under f->mu). */
+extern __thread uint64_t up_io_append_size0;
+/* Strict mode: an append (UP_IO_LOGGED) whose publish failed (a full medium). When none of it reached the
+ * file, it began at or past the end, and no append followed it, the logical size goes back and its staged
+ * bytes go: true (nothing is left). Else false, and nothing changes. */
+bool up_logged_write_failed(struct up_file *f, uint64_t off, size_t n);
 /* A file past UP_MAP_MAX_BYTES becomes the kernel's (upath.c): strict checkpoint, publish, kernel_only.
  * 0/-errno. */
 int up_kernel_takes_over(struct up_file *f, int fd);

@@ -459,6 +459,19 @@ static void drop_staged_from(struct up_file *f, uint64_t from) {
     f->staged_count = keep;
 }
 
+bool up_logged_write_failed(struct up_file *f, uint64_t off, size_t n) {
+    up_file_lock(f);
+    uint64_t end = off + n, size0 = up_io_append_size0;
+    bool undo = f->strategy == UP_STAGE && f->pub_size <= size0 && size0 <= off && up_file_size(f) == end;
+    if (undo) {
+        up_file_set_size(f, size0); /* stage: fast sections stop at pub_size, below size0 (no guard needed) */
+        drop_staged_from(f, size0);
+        dk_count(DK_C_strict_write_undone, 1);
+    }
+    dk_mu_unlock(&f->mu);
+    return undo;
+}
+
 ssize_t up_sync_write_failed(struct up_file *f, int fd, uint64_t off, size_t n, int err) {
     up_file_lock(f);
     uint64_t pub = f->pub_size, end = off + n;

@@ -974,6 +974,20 @@ static struct strict_lazy *nested_lazy(struct up_strict *st, struct up_file *f, 
     return &st->lazy[i];
 }
 
+/* A write's record whose write failed with nothing applied: taken back (errno kept). */
+static void retract_failed(struct up_strict *st, uint64_t seq) {
+    DK_ERRNO_SAVE;
+    int rc = dk_oplog_retract(st->log, seq);
+    if (rc) {
+        dk_count(DK_C_strict_retract_failed, 1);
+        dk_log("strict: a failed write's record could not be taken back (%s): recovery after a crash would apply it",
+               strerror(-rc));
+    } else {
+        dk_count(DK_C_strict_retracts, 1);
+    }
+    DK_ERRNO_RESTORE;
+}
+
 /* One write of at most chunk_max bytes (a nested one: DK_OPLOG_DATA_BYTES_MAX, or a waiting entry's). Inlined
  * twice: an ordinary write's copy is compiled with `nested` false (none of the above in its path). */
 static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append,
@@ -1063,7 +1077,12 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
         dk_count(DK_C_write_bytes, n);
     } else {
         if (wr) inflight_wait(f, epoch, wr, seq, off, off + n);
+        up_io_left_trace = false;
         w = apply_write(f, fd, buf, n, off, append, &moved);
+        /* Failed with nothing applied (the medium full: the kernel's pwrite refused, or an append's publish
+         * undone, io.c): the record goes too, or recovery after a crash would make the write the program was
+         * told failed (shim_full_medium_strict_grow_*). Under st->ck's read side: no reset meanwhile. */
+        if (w < 0 && !up_io_left_trace) retract_failed(st, seq);
         /* Applied: recovery in this boot never replays it (dk_oplog_mark_done) -- marked before the withdrawal,
          * so that no overlapping write logged after it is applied (and marked) while it is not. */
         if (w == (ssize_t)n) mark_applied(st, seq);
