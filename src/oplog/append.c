@@ -269,13 +269,17 @@ int dk_oplog_append(struct dk_oplog *log, unsigned type, const void *fixed48, co
 int dk_oplog_retract(struct dk_oplog *log, uint64_t seq) {
     uint64_t slot = seq & UINT32_MAX;
     if (seq >> 32 != log->generation) return 0; /* reset since: the record is no longer valid anyway */
-    const struct oplog_line_hdr *h = &log->records[slot].h;
-    if (log->persist != OPLOG_PERSIST_PWRITE && h->kind != OPLOG_KIND_HEAD) return -EINVAL;
-    if (log->persist == OPLOG_PERSIST_PWRITE && h->data_bytes) return -EINVAL;
-    /* The head line first: a record without data is one line (a direct one: its sector, zero data lines);
-     * the scan takes a line of kind 0 for an empty slot and goes on. A mapped record's data lines (an
-     * inline write's) go after the head is durable: a crash between leaves orphan lines, never a record. */
-    uint32_t lines = dk_oplog_record_lines(log, 0), data_lines = h->data_bytes ? h->lines - 1u : 0;
+    /* The head line first: the scan takes a line of kind 0 for an empty slot and goes on. A direct record
+     * fills whole sectors: its first sector (the head line and, with data, its first data lines) is its own,
+     * and zeroed the data lines after it are orphans the scan skips (review 15, finding 11: an inline
+     * record on XFS could not be taken back). A mapped record's data lines (an inline write's) go after the
+     * head is durable: a crash between leaves orphan lines, never a record. */
+    uint32_t lines = dk_oplog_record_lines(log, 0), data_lines = 0;
+    if (log->persist != OPLOG_PERSIST_PWRITE) {
+        const struct oplog_line_hdr *h = &log->records[slot].h;
+        if (h->kind != OPLOG_KIND_HEAD) return -EINVAL;
+        data_lines = h->data_bytes ? h->lines - 1u : 0;
+    }
     int rc = 0;
     if (log->persist == OPLOG_PERSIST_PWRITE) {
         /* A direct record fills its sector: up to a page of lines (direct.c accepts alignments to a page). */

@@ -117,6 +117,10 @@ struct up_reader *up_reader_borrow(void) {
     }
 }
 
+bool up_guard_others(void) {
+    return __atomic_load_n(&claimed, __ATOMIC_ACQUIRE) > (up_reader_self != NULL ? 1u : 0u);
+}
+
 void up_reader_give_back(struct up_reader *r) {
     __atomic_store_n(&r->w.seq, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&r->used, 0, __ATOMIC_RELEASE);

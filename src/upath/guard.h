@@ -56,6 +56,9 @@ struct up_reader *up_reader_claim(void);
  * record is taken and no chunk can be mapped, it yields until one is given back). */
 struct up_reader *up_reader_borrow(void);
 void up_reader_give_back(struct up_reader *r);
+/* Another thread holds a reader record (it made a served or named call since it started): the process is
+ * multi-threaded as far as calls on descriptors go. */
+bool up_guard_others(void);
 /* Calls fn on every record in use (claimed or borrowed; chunks are never freed: no lock) until it returns
  * true. A record claimed before the caller's last acquire operation that a claimer's later release ordered
  * is seen (the claim is a compare-and-swap). */

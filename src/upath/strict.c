@@ -1125,7 +1125,14 @@ static __attribute__((noinline, cold)) ssize_t strict_write_nested(struct up_fil
 }
 
 ssize_t up_strict_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append) {
-    if (DK_UNLIKELY(strict_nested(f))) return strict_write_nested(f, fd, buf, n, off, append);
+    if (DK_UNLIKELY(strict_nested(f))) {
+        /* the interrupted write's results in this thread's io.c words stay its own (review 15, finding 7) */
+        bool trace = up_io_left_trace;
+        uint64_t size0 = up_io_append_size0;
+        ssize_t w = strict_write_nested(f, fd, buf, n, off, append);
+        up_io_left_trace = trace, up_io_append_size0 = size0;
+        return w;
+    }
     return strict_write_one(f, fd, buf, n, off, append, false);
 }
 

@@ -8,6 +8,7 @@
  * sees the size the write left. Like any write the kernel serves for a managed file, it is not atomic
  * (docs/guarantees.md). */
 #include <errno.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -17,10 +18,28 @@
 #include "upath/internal.h"
 #include "upath/upath.h"
 
+/* The number names something no open of the program's can be binding (a pipe, a socket, a file on no managed
+ * device -- not interposed fd-making calls took it): settled, unless closed since. */
+static void settle(struct up_fd *e, uint32_t gen) {
+    if (__atomic_load_n(&e->vac_gen, __ATOMIC_ACQUIRE) == gen) __atomic_store_n(&e->vac_clean, gen, __ATOMIC_RELEASE);
+}
+
 int up_pt_vacant_enter(int fd, uint32_t *gen) {
     struct up_fd *e = up_fd_entry(fd);
     if (!e) return 0;
     *gen = __atomic_load_n(&e->vac_gen, __ATOMIC_ACQUIRE);
+    /* Named only when the write can reach a managed file: a blocked write to a pipe or socket that took the
+     * number must not hold up the next open (review 15, finding 6). Closed (EBADF): an open may be giving it
+     * back -- named. A number closed and given to a managed file between this look and the write is the
+     * race left (design-upath.md). */
+    struct stat st;
+    DK_ERRNO_SAVE;
+    long rc = syscall(SYS_fstat, fd, &st);
+    DK_ERRNO_RESTORE;
+    if (rc == 0 && (!S_ISREG(st.st_mode) || !up_dev_is_managed(st.st_dev))) {
+        settle(e, *gen);
+        return 0;
+    }
     return up_call_enter_vacant(e);
 }
 
@@ -36,8 +55,11 @@ ssize_t up_pt_vacant_end(int fd, ssize_t r, uint32_t gen) {
         if (err == EINVAL || err == EROFS) {
             /* a socket, pipe or device took the number (not an open's file): settled, unless closed since */
             struct up_fd *e = up_fd_entry(fd);
-            if (e && __atomic_load_n(&e->vac_gen, __ATOMIC_ACQUIRE) == gen)
-                __atomic_store_n(&e->vac_clean, gen, __ATOMIC_RELEASE);
+            if (e) settle(e, gen);
+        } else if (err == EBADF) {
+            /* closed meanwhile by a call that does not wait for named writes (not an open of the program's):
+             * the write happened -- never -1 for it, a retry would write it twice (review 15, finding 9) */
+            dk_count(DK_C_open_race_unsynced, 1);
         } else if (err) {
             up_call_leave();
             errno = err; /* the write reached a file that could not be synced: as dk_pt_end_changed */
