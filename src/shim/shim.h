@@ -47,14 +47,14 @@ static inline int dk_pt_end_wrote(bool managed, int fd, uint64_t off, uint64_t e
     DK_ERRNO_RESTORE;
     if (dk_cfg.mode == DK_MODE_POSIX) return 0;
     dk_count(DK_C_pt_synced, 1);
+    int was = errno;
     if (DK_LIKELY(DK_REAL(fdatasync)(fd) == 0)) return 0;
     if (errno != EBADF) return -1;
     /* Another thread closed the descriptor after the kernel's write: the write happened -- never -1 for it (a
      * program that retries would write the record twice: review 15, finding 9) -- and the promise stands: every
-     * file system's dirty data, this file's with it (rare: a close racing the write). */
-    int e = errno;
+     * file system's dirty data, this file's with it (rare: a close racing the write). errno as the call left it. */
     sync();
-    errno = e;
+    errno = was;
     return 0;
 }
 /* What changed is not known (a truncate, fallocate): the whole file. */
