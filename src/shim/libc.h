@@ -1,5 +1,7 @@
 /* The pass-through table: every call daxkit does not serve goes to the next definition of the symbol
- * (normally libc), found once with dlsym(RTLD_NEXT) -- never a hard-coded library path. Internal code
+ * (normally libc), found once, at the first call or the library's start-up, as dlsym(RTLD_NEXT) finds it --
+ * never a hard-coded library path. The preload library reads the loaded objects' hash tables itself
+ * (symnext.h: no loader lock, ~1/6 of dlsym's instructions) and asks dlsym for a name it declines. Internal code
  * also calls the kernel through this table, so a test can fail the Nth call of any fixed-argument
  * function (DAXKIT_TEST_FAIL in a test build, or dk_libc_fail_nth from a unit test). */
 #ifndef DK_SHIM_LIBC_H
