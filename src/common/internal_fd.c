@@ -28,14 +28,11 @@ int dk_ifd_floor(void) {
     return dk_internal_fd_floor(limited ? (long)rl.rlim_cur : 0, limited);
 }
 
-/* Inside a window: the descriptor at dk_ifd_floor() or above, with its close-on-exec flag. errno kept. */
-int dk_ifd_move_up(int fd) {
+/* fd (below floor) duplicated to floor or above with close-on-exec as `cloexec` says, and closed. errno kept. */
+static int move_up_as(int fd, int floor, bool cloexec) {
     const struct dk_libc *c = dk_libc();
-    int floor = dk_ifd_floor();
-    if (fd < 0 || fd >= floor) return fd;
     int e = errno;
-    int fl = c->fcntl(fd, F_GETFD);
-    int hi = c->fcntl(fd, fl >= 0 && (fl & FD_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, floor);
+    int hi = c->fcntl(fd, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, floor);
     if (hi >= 0) {
         c->close(fd);
         fd = hi;
@@ -44,10 +41,24 @@ int dk_ifd_move_up(int fd) {
     return fd;
 }
 
+/* Inside a window: the descriptor at dk_ifd_floor() or above, with its close-on-exec flag. errno kept. */
+int dk_ifd_move_up(int fd) {
+    int floor = dk_ifd_floor();
+    if (fd < 0 || fd >= floor) return fd;
+    int e = errno;
+    int fl = dk_libc()->fcntl(fd, F_GETFD);
+    errno = e;
+    return move_up_as(fd, floor, fl >= 0 && (fl & FD_CLOEXEC));
+}
+
+/* The flag is the open's own O_CLOEXEC: no F_GETFD (a system call per internal open, 3 of a process start). */
 int dk_ifd_openat(int dirfd, const char *path, int flags, mode_t mode) {
     dk_ifd_begin();
     int fd = dk_libc()->openat(dirfd, path, flags, mode);
-    fd = dk_ifd_move_up(fd);
+    if (fd >= 0) {
+        int floor = dk_ifd_floor();
+        if (fd < floor) fd = move_up_as(fd, floor, (flags & O_CLOEXEC) != 0);
+    }
     dk_ifd_end();
     return fd;
 }

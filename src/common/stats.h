@@ -1,6 +1,6 @@
 /* Live counters in a small per-process mapped file (/dev/shm/daxkit/stats.PID, locked by its owner with
- * flock while it lives), read by `daxkit stats`. Files of killed processes are swept by the next daxkit
- * process's start-up and by `daxkit stats`.
+ * flock while it lives), read by `daxkit stats`. Files of killed processes are swept by `daxkit stats` and by
+ * daxkit start-ups, at most one a second.
  * Each thread counts into a slot of its own (plain stores, no atomics on the data path); the reader sums
  * slots. Threads beyond the slot count share the last slot with atomic adds. */
 #ifndef DK_COMMON_STATS_H
@@ -64,6 +64,8 @@ void dk_stats_remove_stale(void);
 /* Removes the stats files of processes that are gone (killed: SIGKILL, a crash, an OOM kill leave them):
  * a file whose pid no process here has and whose lock nobody holds. Returns how many. */
 int dk_stats_sweep(void);
+/* dk_stats_sweep at a process's start-up: at most once a second per directory (stats.c). */
+void dk_stats_sweep_at_start(void);
 /* Removes this process's stats file (at exit). */
 void dk_stats_close(void);
 /* Reader side: counter names and docs. */

@@ -1,5 +1,6 @@
 /* Process lifecycle: start-up (configuration, roots, inherited descriptors), fork, exec, exit. */
 #include <dirent.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,10 @@ static void adopt_inherited(void) {
         if (*end || fd == self || fd < 0) continue;
         const struct up_fd *own = up_fd_entry((int)fd);
         if (own && own->internal) continue; /* ours (the stats file's): no fcntl, fstat and readlink of it */
+        /* Only a managed regular file is adopted: the others (a terminal, a pipe, /dev/null) cost one fstat
+         * each, not an fcntl as well (up_adopt's own fstat then looks at a managed one again). */
+        struct stat st;
+        if (DK_REAL(fstat)((int)fd, &st) != 0 || !S_ISREG(st.st_mode) || !up_dev_is_managed(st.st_dev)) continue;
         int fl = DK_REAL(fcntl)((int)fd, F_GETFL);
         if (fl < 0) continue;
         up_adopt((int)fd, fl, AT_FDCWD, NULL);
@@ -111,7 +116,7 @@ void up_init(void) {
     const char *note = dk_cfg.persist == DK_PERSIST_FLUSH ? "persistence emulated (DAXKIT_PERSIST=flush)" : "";
     dk_stats_set_fd_hooks(up_internal_fd, up_internal_close);
     dk_stats_open(dk_cfg.stats, dk_config_enum_name("MODE", dk_cfg.mode), dk_cfg.dir, note);
-    if (dk_cfg.stats) dk_stats_sweep(); /* killed processes' files (review 9, finding 12) */
+    if (dk_cfg.stats) dk_stats_sweep_at_start(); /* killed processes' files (review 9, finding 12) */
     banner();
     /* What a crashed process left (extended tails, staging files) is dealt with before the program
      * sees any managed file. */
