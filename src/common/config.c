@@ -115,8 +115,7 @@ static int parse_bool(const char *s, bool *out) {
     return -1;
 }
 
-/* "DAXKIT_<name>" into key (64 bytes): a process start builds one per option, and snprintf cost ~860
- * instructions each (32,000 of a start's 467,000, session 15). */
+/* "DAXKIT_<name>" into key (64 bytes), without snprintf (~860 instructions each, session 15). */
 static void env_key(char key[64], const char *name) {
     size_t n = strnlen(name, 64 - 8);
     memcpy(key, "DAXKIT_", 7);
@@ -187,18 +186,23 @@ static void describe_accepted(const struct opt_desc *o, char *buf, size_t len) {
     }
 }
 
-static const char *env_lookup(char *const *envp, const char *key) {
-    if (!envp) return getenv(key);
-    size_t n = strlen(key);
-    for (char *const *e = envp; *e; e++)
-        if (strncmp(*e, key, n) == 0 && (*e)[n] == '=') return *e + n + 1;
-    return NULL;
-}
-
 static const struct opt_desc *find_opt(const char *name, size_t len) {
     for (size_t i = 0; i < DK_ARRAY_LEN(opts); i++)
         if (strlen(opts[i].name) == len && strncmp(opts[i].name, name, len) == 0) return &opts[i];
     return NULL;
+}
+
+/* Each option's value in the environment (envp, or the process's), the first one as getenv finds it, in one
+ * pass: a getenv per option read the whole environment once per option (~11,700 instructions of every
+ * process start, session 16). */
+static void env_values(char *const *envp, const char *values[DK_ARRAY_LEN(opts)]) {
+    extern char **environ;
+    for (char *const *e = envp ? envp : environ; e && *e; e++) {
+        if (strncmp(*e, "DAXKIT_", 7) != 0) continue;
+        const char *name = *e + 7, *eq = strchr(name, '=');
+        const struct opt_desc *o = eq ? find_opt(name, (size_t)(eq - name)) : NULL;
+        if (o && !values[o - opts]) values[o - opts] = eq + 1;
+    }
 }
 
 /* Reports DAXKIT_* variables that name no option. Returns how many. */
@@ -227,15 +231,16 @@ static int report_unknown(char *const *envp, void (*report)(const char *msg)) {
 
 int dk_config_load(struct dk_config *cfg, char *const *envp, void (*report)(const char *msg)) {
     dk_config_defaults(cfg);
+    const char *values[DK_ARRAY_LEN(opts)] = {0};
+    env_values(envp, values);
     int bad = 0;
     for (size_t i = 0; i < DK_ARRAY_LEN(opts); i++) {
-        char key[64];
-        env_key(key, opts[i].name);
-        const char *v = env_lookup(envp, key);
+        const char *v = values[i];
         if (!v || set_value(cfg, &opts[i], v) == 0) continue;
         bad++;
         if (report) {
-            char accepted[160], msg[512];
+            char key[64], accepted[160], msg[512];
+            env_key(key, opts[i].name);
             describe_accepted(&opts[i], accepted, sizeof accepted);
             snprintf(msg, sizeof msg, "%s='%s' is not valid: expected %s", key, v, accepted);
             report(msg);
