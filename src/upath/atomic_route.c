@@ -162,8 +162,27 @@ static int fail(int rc) {
 
 /* ---- data calls ---- */
 
+/* The file whose route this thread's write is in (its locks, its commit), or NULL: a signal handler's
+ * _exit/exit/exec/fork must not commit it (publish_one), it would wait for the lock its thread holds
+ * (review 9, finding 30). */
+static __thread const struct up_file *write_file;
+const struct up_file *up_atomic_held_file(void) { return write_file; }
+
+/* A signal handler's write, read or fsync of the file its thread is writing: refused before any lock. The
+ * thread may hold the route's lock for writing (every journal write since session 16, appends and commits
+ * before), which the handler would wait for forever -- or, glibc answering EDEADLK to its own thread's
+ * lock call, release as if it were the handler's. */
+static bool nested_in_write(const struct up_file *f) {
+    if (DK_LIKELY(write_file != f)) return false;
+    dk_count(DK_C_atomic_nested_refused, 1);
+    dk_log_once("DAXKIT_ATOMIC: a signal handler's call on a file refused with EDEADLK (counted as "
+                "atomic_nested_refused): its thread was inside a write of that file");
+    return true;
+}
+
 ssize_t up_atomic_read(struct up_file *f, int fd, void *buf, size_t n, uint64_t off) {
     struct up_atomic *a = f->atomic;
+    if (DK_UNLIKELY(nested_in_write(f))) return fail(-EDEADLK);
     n = DK_MIN(n, DK_MAX_RW_BYTES);
     pthread_rwlock_rdlock(&a->rw);
     if (!a->eng) {
@@ -204,15 +223,10 @@ static int write_extending(struct up_file *f, const void *buf, size_t n, uint64_
     return 0;
 }
 
-/* The file whose route this thread's write is in (its locks, its commit), or NULL: a signal handler's
- * _exit/exit/exec/fork must not commit it (publish_one), it would wait for the lock its thread holds
- * (review 9, finding 30). */
-static __thread const struct up_file *write_file;
-const struct up_file *up_atomic_held_file(void) { return write_file; }
-
 static ssize_t atomic_write(struct up_file *f, int fd, const void *buf, size_t n, uint64_t off, bool append, bool sync);
 
 ssize_t up_atomic_write(struct up_file *f, int fd, const void *buf, size_t n, uint64_t off, bool append, bool sync) {
+    if (DK_UNLIKELY(nested_in_write(f))) return fail(-EDEADLK);
     const struct up_file *outer = write_file;
     write_file = f;
     ssize_t r = atomic_write(f, fd, buf, n, off, append, sync);
@@ -252,6 +266,7 @@ static ssize_t atomic_write(struct up_file *f, int fd, const void *buf, size_t n
 
 int up_atomic_fsync(struct up_file *f, int fd, bool datasync) {
     struct up_atomic *a = f->atomic;
+    if (DK_UNLIKELY(nested_in_write(f))) return fail(-EDEADLK);
     if (!a || !__atomic_load_n(&a->eng, __ATOMIC_ACQUIRE)) { /* detached meanwhile */
         int rc = up_sync_file(f, fd, datasync);
         return rc ? fail(rc) : 0;
