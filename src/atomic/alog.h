@@ -120,6 +120,7 @@ struct alog_journal {
     uint64_t pace_pos;  /* pacing: records below it applied by copies, durable at the next fence (under apply_mu) */
     uint64_t pace_at, pace_done; /* pacing: pace_done bytes of the record at pace_at applied (under apply_mu) */
     uint64_t wpad_end, wpad_bytes; /* the last window pad (alog_jrnl_stage_commit): its end and length (atomic) */
+    uint64_t claimed;   /* journal lines below it were claimed for writing ahead of the tail (claim_ahead; under j.mu) */
     struct alog_jpiece *pieces;
     uint32_t pieces_used, pieces_cap, pieces_live; /* pieces_live: linked into a block list */
     struct alog_jslot *slots;
@@ -338,6 +339,8 @@ struct alog_ent *alog_entry_detach_older(struct alog_file *f, struct alog_ent *e
 
 /* ---- data path (alog_write.c, alog_read.c) ---- */
 int alog_copy(struct alog_file *f, uint64_t off, const void *src, size_t n);
+/* alog_copy into a journal the caller has to itself (alog_jrnl_copy_owned). */
+int alog_copy_owned(struct alog_file *f, uint64_t off, const void *src, size_t n);
 int alog_read(struct alog_file *f, uint64_t off, void *dst, size_t n);
 /* Undo policy only: logs the current bytes of [off, off+n) (those not saved yet this epoch) so the caller
  * may then store into the file mapping in place (the userfaultfd write-protect mode, uwp.c). */
@@ -375,6 +378,9 @@ void alog_jrnl_fini(struct alog_file *f);
 /* Appends [off, off+n) as records (under j.mu). 0, -ENOSPC (journal full; earlier records of a copy
  * larger than 1 MiB stay), or the sticky error. */
 int alog_jrnl_copy(struct alog_file *f, uint64_t off, const void *src, size_t n);
+/* The same without j.mu, for a caller that keeps every other user of the journal out (copies, reads, commits,
+ * growth: the DAXKIT_ATOMIC route's lock held for writing); the checkpoint thread takes only j.apply_mu. */
+int alog_jrnl_copy_owned(struct alog_file *f, uint64_t off, const void *src, size_t n);
 int alog_jrnl_read(struct alog_file *f, uint64_t off, void *dst, size_t n);
 /* In a commit, before its fence: journal written back, its end staged for the next epoch. */
 void alog_jrnl_stage_commit(struct alog_file *f);

@@ -153,9 +153,19 @@ static int copy_piece(struct alog_file *f, uint64_t off, const char *src, size_t
     return rc;
 }
 
-int alog_copy(struct alog_file *f, uint64_t off, const void *src, size_t n) {
+/* What every copy checks first: its range inside the mapped file, the engine not broken. */
+static int copy_check(const struct alog_file *f, uint64_t off, size_t n) {
     if (off > f->data_len || n > f->data_len - off) return -EFBIG;
-    int rc = __atomic_load_n(&f->broken, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&f->broken, __ATOMIC_ACQUIRE);
+}
+
+int alog_copy_owned(struct alog_file *f, uint64_t off, const void *src, size_t n) {
+    int rc = copy_check(f, off, n);
+    return rc ? rc : alog_jrnl_copy_owned(f, off, src, n);
+}
+
+int alog_copy(struct alog_file *f, uint64_t off, const void *src, size_t n) {
+    int rc = copy_check(f, off, n);
     if (rc) return rc;
     if (f->journal) return alog_jrnl_copy(f, off, src, n); /* full: -ENOSPC (only a sync can free it) */
     __atomic_add_fetch(&f->writes_epoch, 1, __ATOMIC_RELAXED);

@@ -64,11 +64,14 @@ bool up_atomic_commit_each_write(void) {
 
 /* ---- engine calls ---- */
 
-static int eng_copy(struct up_atomic *a, uint64_t off, const void *buf, size_t n) {
+/* `owned`: the caller holds a->rw for writing, which keeps every other user of a journal out (copies and
+ * reads run under a->rw; the checkpoint thread takes only the journal's apply lock), so a journal copy needs
+ * not take the journal's mutex. */
+static int eng_copy(struct up_atomic *a, uint64_t off, const void *buf, size_t n, bool owned) {
     /* The journal needs no engine lock here: everything that takes it for writing (commit, checkpoint,
      * close) runs under a->rw held for writing, which excludes this call (and orders the flag with it). */
     if (!__atomic_load_n(&a->dirty, __ATOMIC_RELAXED)) __atomic_store_n(&a->dirty, true, __ATOMIC_RELAXED);
-    if (a->eng->journal) return alog_copy(a->eng, off, buf, n);
+    if (a->eng->journal) return owned ? alog_copy_owned(a->eng, off, buf, n) : alog_copy(a->eng, off, buf, n);
     pthread_rwlock_rdlock(&a->eng->rw);
     int rc = alog_copy(a->eng, off, buf, n);
     pthread_rwlock_unlock(&a->eng->rw);
@@ -106,12 +109,12 @@ static bool nothing_new(struct up_file *f, struct up_atomic *a) {
  * undo and redo policies): commit what is there, free it, and go on -- the kernel would not fail the
  * write, so the program gets an early commit instead (counted, said once). */
 static int copy_or_commit(struct up_file *f, struct up_atomic *a, uint64_t off, const void *buf, size_t n) {
-    int rc = eng_copy(a, off, buf, n);
+    int rc = eng_copy(a, off, buf, n, true);
     while (rc == -ENOSPC && a->eng->journal && alog_jrnl_grow(a->eng) == 0) {
         dk_count(DK_C_atomic_log_grows, 1);
         dk_log_verbose("DAXKIT_ATOMIC: more written between two fsyncs than the log held: grown to %llu bytes",
                        (unsigned long long)a->eng->area_bytes);
-        rc = eng_copy(a, off, buf, n);
+        rc = eng_copy(a, off, buf, n, true);
     }
     if (rc != -ENOSPC) return rc;
     dk_count(DK_C_atomic_log_full, 1);
@@ -119,7 +122,7 @@ static int copy_or_commit(struct up_file *f, struct up_atomic *a, uint64_t off, 
                 "committed early (counted as atomic_log_full)");
     rc = commit_locked(f, a);
     if (!rc) rc = (int)DK_MIN(0, alog_checkpoint_committed(a->eng));
-    return rc ? rc : eng_copy(a, off, buf, n);
+    return rc ? rc : eng_copy(a, off, buf, n, true);
 }
 
 /* Zeros for [from, to) where the kernel file may hold old bytes (below zero_from): logged like any write,
@@ -241,9 +244,16 @@ static ssize_t atomic_write(struct up_file *f, int fd, const void *buf, size_t n
     int rc = -EAGAIN;
     bool gone = false;
     if (!append) { /* the common case: inside the size, many threads at once */
-        pthread_rwlock_rdlock(&a->rw);
+        /* A journal's copies take the lock for writing, and with it the journal to themselves: one lock pair
+         * per write instead of two (the journal's mutex, which its copies and reads took in turn anyway).
+         * Session 16: 128 B writes with an fsync every 10 took ~16% of their CPU in the four locked
+         * instructions (perf). A route detached meanwhile (eng NULL) is found under the lock, as before. */
+        struct alog_file *e = __atomic_load_n(&a->eng, __ATOMIC_ACQUIRE);
+        bool owned = e && e->journal;
+        if (owned) pthread_rwlock_wrlock(&a->rw);
+        else pthread_rwlock_rdlock(&a->rw);
         gone = !a->eng;
-        if (!gone && off + n >= off && off + n <= up_file_size(f)) rc = eng_copy(a, off, buf, n);
+        if (!gone && off + n >= off && off + n <= up_file_size(f)) rc = eng_copy(a, off, buf, n, owned);
         pthread_rwlock_unlock(&a->rw);
         if (rc == -ENOSPC) rc = -EAGAIN; /* again under the write lock, which may commit early */
     }
