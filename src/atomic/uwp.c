@@ -176,6 +176,28 @@ static void uwp_init(struct dk_uwp *u) {
     pthread_cond_init(&u->gate_cv, NULL);
 }
 
+static void close_engine(struct alog_file *f) { alog_close(f); }
+
+/* The eventfd, the protection (the shmem shadow's, or userfaultfd's on the file's own mapping) and the handler
+ * thread of a u whose engine is open -- the file's or a test's memory. On failure u is freed and the engine
+ * closed with close_fn. 0 or -errno. */
+static int uwp_start_handler(struct dk_uwp *u, bool shadow, void (*close_fn)(struct alog_file *f)) {
+    int rc;
+    u->len = dk_round_up(u->f->data_len, DK_PAGE_BYTES);
+    u->stop_fd = eventfd(0, EFD_CLOEXEC);
+    if (u->stop_fd < 0) rc = -errno;
+    else if (shadow) rc = u->len ? uwp_shadow_setup(u) : -EINVAL;
+    else rc = u->f->policy != ALOG_UNDO ? -EOPNOTSUPP : uffd_setup(u);
+    if (!rc) rc = alog_thread_start(&u->thread, handler_main, u);
+    u->thread_started = rc == 0;
+    if (rc) {
+        struct alog_file *f = u->f;
+        uwp_free(u);
+        close_fn(f);
+    }
+    return rc;
+}
+
 static int uwp_map(const char *path, const struct daxkit_atomic_options *o, bool shadow, struct dk_uwp **out,
                    void **addr, size_t *len) {
     DK_ERRNO_SAVE;
@@ -202,19 +224,8 @@ static int uwp_map(const char *path, const struct daxkit_atomic_options *o, bool
         free(u);
         goto out;
     }
-    u->len = dk_round_up(u->f->data_len, DK_PAGE_BYTES);
-    u->stop_fd = eventfd(0, EFD_CLOEXEC);
-    if (u->stop_fd < 0) rc = -errno;
-    else if (shadow) rc = u->len ? uwp_shadow_setup(u) : -EINVAL;
-    else rc = u->f->policy != ALOG_UNDO ? -EOPNOTSUPP : uffd_setup(u);
-    if (!rc) rc = alog_thread_start(&u->thread, handler_main, u);
-    u->thread_started = rc == 0;
-    if (rc) {
-        struct alog_file *f = u->f;
-        uwp_free(u);
-        alog_close(f);
-        goto out;
-    }
+    rc = uwp_start_handler(u, shadow, close_engine);
+    if (rc) goto out;
     *out = u, *addr = uwp_base(u), *len = u->f->data_len;
 out:
     DK_ERRNO_RESTORE;
@@ -351,19 +362,9 @@ int dk_uwp_test_map_memory(char *data, uint64_t data_len, char *log, uint64_t lo
         uwp_free(u);
         return rc;
     }
-    u->len = dk_round_up(data_len, DK_PAGE_BYTES);
-    u->stop_fd = eventfd(0, EFD_CLOEXEC);
-    rc = u->stop_fd < 0 ? -errno : shadow ? uwp_shadow_setup(u) : uffd_setup(u);
-    if (!rc) rc = alog_thread_start(&u->thread, handler_main, u);
-    u->thread_started = rc == 0;
-    if (rc) {
-        struct alog_file *f = u->f;
-        uwp_free(u);
-        alog_test_close_memory(f);
-        return rc;
-    }
-    *out = u, *addr = uwp_base(u);
-    return 0;
+    rc = uwp_start_handler(u, shadow, alog_test_close_memory);
+    if (!rc) *out = u, *addr = uwp_base(u);
+    return rc;
 }
 
 void dk_uwp_test_unmap_memory(struct dk_uwp *u) {

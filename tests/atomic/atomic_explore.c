@@ -45,6 +45,7 @@
 #include "atomic/alog.h"
 #include "atomic/alog_layout.h"
 #include "atomic_test.h"
+#include "explore_recover.h"
 #include "explorer.h"
 
 #define DATA_BYTES (64u << 10)
@@ -128,14 +129,8 @@ static bool recovery_has_work(const void *image, size_t bytes) {
 static int check(const void *image, size_t bytes, const uint64_t *marks, size_t nmarks, char *why, size_t why_bytes,
                  void *ctx) {
     (void)ctx;
-    memcpy(scratch, image, bytes);
     struct alog_file *f;
-    int rc = alog_test_open_memory(scratch, DATA_BYTES, scratch + DATA_BYTES, log_bytes, false, &opts, &f);
-    if (!rc) rc = alog_recover(f, 1, false);
-    if (rc) {
-        snprintf(why, why_bytes, "recovery failed: %d", rc);
-        return 1;
-    }
+    if (explore_recover_image(image, bytes, scratch, DATA_BYTES, log_bytes, &opts, &f, why, why_bytes)) return 1;
     uint64_t size = 0;
     bool size_ok = alog_size_recorded(f, &size);
     alog_test_close_memory(f);

@@ -32,6 +32,7 @@
 #include "atomic/uwp_internal.h"
 #include "common/dk.h"
 #include "atomic_test.h"
+#include "explore_recover.h"
 #include "explorer.h"
 
 #define DATA_BYTES (64u << 10) /* 16 pages */
@@ -104,14 +105,8 @@ static void write_file(struct dk_uwp *u, char *mem, uint32_t k) {
 static int check(const void *image, size_t bytes, const uint64_t *marks, size_t nmarks, char *why, size_t why_bytes,
                  void *ctx) {
     (void)ctx;
-    memcpy(scratch, image, bytes);
     struct alog_file *f;
-    int rc = alog_test_open_memory(scratch, DATA_BYTES, scratch + DATA_BYTES, log_bytes, false, &opts, &f);
-    if (!rc) rc = alog_recover(f, 1, false);
-    if (rc) {
-        snprintf(why, why_bytes, "recovery failed: %d", rc);
-        return 1;
-    }
+    if (explore_recover_image(image, bytes, scratch, DATA_BYTES, log_bytes, &opts, &f, why, why_bytes)) return 1;
     alog_test_close_memory(f);
     uint64_t last = nmarks ? marks[nmarks - 1] : 0;
     if (last & WRITE_ACK) { /* batch k's write() returned, msync k not yet: the rollback keeps it */
