@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/crashpoint.h"
 #include "shim/shim.h"
 
 struct cookie {
@@ -18,9 +19,31 @@ struct cookie {
     struct cookie *next;
 };
 
-static pthread_mutex_t cookies_mu = PTHREAD_MUTEX_INITIALIZER;
+/* The table of cookie streams, without a lock (session 16: its mutex was waited for by a signal handler's
+ * stdio call on a managed FILE whose thread was inside it, for ever, and a fork child inherited it held).
+ * Cookies are never freed: a closed stream's is emptied (fp NULL) and taken again by a later stream, by
+ * compare-and-swap on fp (NULL -> COOKIE_CLAIMED while its fields are set); a new one is linked at the head
+ * by compare-and-swap. A walk at any moment -- another thread's, a signal handler's -- sees whole cookies
+ * and a whole list. (Memory: as many cookies as streams were ever open at once.) */
+#define COOKIE_CLAIMED ((FILE *)1)
 static struct cookie *cookies;
-static int cookie_count; /* lets fileno() skip the lock when no cookie stream exists */
+static int cookie_count; /* open cookie streams: fileno() skips the walk when there are none */
+
+/* A cookie for a new stream, its fp COOKIE_CLAIMED: an emptied one, or a new one. NULL: no memory. */
+static struct cookie *cookie_claim(void) {
+    for (struct cookie *k = __atomic_load_n(&cookies, __ATOMIC_ACQUIRE); k; k = __atomic_load_n(&k->next, __ATOMIC_ACQUIRE)) {
+        FILE *none = NULL;
+        if (__atomic_compare_exchange_n(&k->fp, &none, COOKIE_CLAIMED, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            return k;
+    }
+    struct cookie *k = calloc(1, sizeof *k);
+    if (!k) return NULL;
+    k->fp = COOKIE_CLAIMED;
+    struct cookie *head = __atomic_load_n(&cookies, __ATOMIC_ACQUIRE);
+    do k->next = head;
+    while (!__atomic_compare_exchange_n(&cookies, &head, k, true, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+    return k;
+}
 
 static ssize_t ck_read(void *c, char *buf, size_t n) { return read(((struct cookie *)c)->fd, buf, n); }
 static ssize_t ck_write(void *c, const char *buf, size_t n) {
@@ -36,17 +59,11 @@ static int ck_seek(void *c, off64_t *off, int whence) {
 }
 static int ck_close(void *c) {
     struct cookie *k = c;
-    pthread_mutex_lock(&cookies_mu);
-    for (struct cookie **pp = &cookies; *pp; pp = &(*pp)->next)
-        if (*pp == k) {
-            *pp = k->next;
-            __atomic_sub_fetch(&cookie_count, 1, __ATOMIC_RELAXED);
-            break;
-        }
-    pthread_mutex_unlock(&cookies_mu);
     int r = close(k->fd);
     free(k->buf); /* glibc flushed before calling us and leaves a program-supplied buffer alone after */
-    free(k);
+    k->buf = NULL;
+    __atomic_sub_fetch(&cookie_count, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&k->fp, NULL, __ATOMIC_RELEASE); /* emptied: free for the next stream */
     return r;
 }
 
@@ -84,9 +101,10 @@ static void give_file_buffer(struct cookie *k) {
 
 /* A cookie stream over managed fd; NULL (errno set) on failure, leaving fd open. */
 static FILE *cookie_stream(int fd, const char *mode) {
-    struct cookie *k = calloc(1, sizeof *k);
+    struct cookie *k = cookie_claim();
     if (!k) return NULL;
     k->fd = fd;
+    k->buf = NULL;
     /* Reading a write-only stream behaves as on glibc's file streams: a buffered read sets the error
      * indicator (the mode refuses it before any read function runs), a read of a buffer's size or more
      * goes straight to the descriptor (end-of-file on an O_RDWR descriptor, EBADF on an O_WRONLY one). */
@@ -98,16 +116,12 @@ static FILE *cookie_stream(int fd, const char *mode) {
     m[i] = 0;
     FILE *fp = fopencookie(k, m, io);
     if (!fp) {
-        free(k);
+        __atomic_store_n(&k->fp, NULL, __ATOMIC_RELEASE);
         return NULL;
     }
-    k->fp = fp;
-    give_file_buffer(k);
-    pthread_mutex_lock(&cookies_mu);
-    k->next = cookies;
-    cookies = k;
     __atomic_add_fetch(&cookie_count, 1, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&cookies_mu);
+    __atomic_store_n(&k->fp, fp, __ATOMIC_RELEASE); /* found by cookie_of from here on */
+    give_file_buffer(k);
     return fp;
 }
 
@@ -258,12 +272,11 @@ DK_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *fp) {
 }
 
 static struct cookie *cookie_of(FILE *fp) {
-    if (!__atomic_load_n(&cookie_count, __ATOMIC_RELAXED)) return NULL;
+    if (!fp || !__atomic_load_n(&cookie_count, __ATOMIC_RELAXED)) return NULL;
+    DK_CRASH_POINT("stdio.cookie_of.walk"); /* shim_handler_locks' and shim_fork_held_locks' cue */
     struct cookie *found = NULL;
-    pthread_mutex_lock(&cookies_mu);
-    for (struct cookie *k = cookies; k; k = k->next)
-        if (k->fp == fp) found = k;
-    pthread_mutex_unlock(&cookies_mu);
+    for (struct cookie *k = __atomic_load_n(&cookies, __ATOMIC_ACQUIRE); k; k = __atomic_load_n(&k->next, __ATOMIC_ACQUIRE))
+        if (__atomic_load_n(&k->fp, __ATOMIC_ACQUIRE) == fp) found = k;
     return found;
 }
 static int cookie_fd(FILE *fp) {

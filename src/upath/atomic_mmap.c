@@ -69,25 +69,13 @@ static unsigned amap_live; /* program views (atomic): the munmap/msync hooks cos
 static dev_t amap_opening_dev;
 static ino_t amap_opening_ino;
 
-/* This thread is in amap_lock .. amap_unlock (set before the lock is taken, cleared after it is let go): a
- * signal handler's write must not wait for amap_mu, nor for a release or a first mapping this thread may be
- * making; its msync must not take amap_mu (review 11, finding 20). */
-struct amap_thread {
-    unsigned mu;
-};
-static __thread struct amap_thread amap_self;
-
-static void amap_lock(void) {
-    amap_self.mu++;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    pthread_mutex_lock(&amap_mu);
-}
-
-static void amap_unlock(void) {
-    pthread_mutex_unlock(&amap_mu);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    amap_self.mu--;
-}
+/* amap_mu is marked (common/lockmark.h): dk_mu_mine(&amap_mu) says this thread is in amap_lock ..
+ * amap_unlock (from before glibc's lock to after its unlock) -- a signal handler's write must not wait for
+ * amap_mu, nor for a release or a first mapping this thread may be making; its msync must not take amap_mu
+ * (review 11, finding 20; a counter of this file's own did it until session 16). */
+static void amap_lock(void) { dk_mu_lock(&amap_mu); }
+static void amap_unlock(void) { dk_mu_unlock(&amap_mu); }
+static bool amap_mine(void) { return dk_mu_mine(&amap_mu); }
 
 static int nested_refused(void) {
     dk_count(DK_C_atomic_mmap_nested_refused, 1);
@@ -133,7 +121,7 @@ static struct amap_file *file_pin(const struct stat *st, int *err) {
         busy = busy || (__atomic_load_n(&amap_opening_ino, __ATOMIC_ACQUIRE) == st->st_ino &&
                         __atomic_load_n(&amap_opening_dev, __ATOMIC_RELAXED) == st->st_dev);
         if (!busy) return NULL;
-        if (amap_self.mu) {
+        if (amap_mine()) {
             *err = -EDEADLK;
             return NULL;
         }
@@ -153,8 +141,7 @@ static void forget_in_child(void) {
     memset(amap_views, 0, sizeof amap_views);
     amap_live = 0;
     amap_opening_dev = 0, amap_opening_ino = 0;
-    amap_self.mu = 0;
-    pthread_mutex_init(&amap_mu, NULL);
+    dk_mu_reinit(&amap_mu); /* another thread's, maybe; or this one's (a handler's fork): its mark goes too */
 }
 
 static void register_fork_handler(void) { pthread_atfork(NULL, NULL, forget_in_child); }
@@ -424,7 +411,7 @@ bool up_atomic_mprotect(void *addr, size_t len, int prot, int *rc) {
     long page = sysconf(_SC_PAGESIZE);
     if ((uintptr_t)addr % (uintptr_t)page) return false; /* EINVAL: the kernel says so */
     /* A signal handler's (a SIGSEGV handler of a garbage collector) on a thread holding amap_mu: the kernel's */
-    if (DK_UNLIKELY(amap_self.mu)) return false;
+    if (DK_UNLIKELY(amap_mine())) return false;
     char *p = addr, *end = (char *)dk_round_up((uintptr_t)addr + len, (uintptr_t)page);
     amap_lock();
     bool ours = false;
@@ -455,10 +442,11 @@ bool up_atomic_mprotect(void *addr, size_t len, int prot, int *rc) {
 bool up_atomic_msync(void *addr, size_t len, int flags, int *rc) {
     (void)len;
     if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return false;
-    if (DK_UNLIKELY(amap_self.mu || dk_uwp_thread_busy())) { /* a handler's msync on a thread inside the code
+    bool mine = amap_mine();
+    if (DK_UNLIKELY(mine || dk_uwp_thread_busy())) { /* a handler's msync on a thread inside the code
                                        * here: it could wait for its own thread, or hold what another waits for */
-        bool ours = amap_self.mu && view_at(addr); /* in amap_lock .. amap_unlock: read without it */
-        if (!amap_self.mu) {
+        bool ours = mine && view_at(addr); /* in amap_lock .. amap_unlock: read without it */
+        if (!mine) {
             amap_lock();
             ours = view_at(addr) != NULL;
             amap_unlock();

@@ -25,6 +25,7 @@
 
 #include "atomic/alog.h"
 #include "common/config.h"
+#include "common/crashpoint.h"
 #include "common/log.h"
 #include "common/stats.h"
 #include "shim/libc.h"
@@ -77,6 +78,13 @@ static int eng_copy(struct up_atomic *a, uint64_t off, const void *buf, size_t n
     pthread_rwlock_unlock(&a->eng->rw);
     return rc;
 }
+
+/* The file whose route this thread's write, commit, truncate or detach is in (its locks, the engine's), or
+ * NULL. A signal handler's call on that file would wait for a lock its own thread holds: its _exit, exit,
+ * exec and fork do not commit it (publish_one; review 9, finding 30), its data calls fail with EDEADLK
+ * before anything is logged (nested_in_write). */
+static __thread const struct up_file *write_file;
+const struct up_file *up_atomic_held_file(void) { return write_file; }
 
 /* The one commit of the route (fsync, publish points, early commits), counted. Under a->rw for writing. */
 static int commit_locked(struct up_file *f, struct up_atomic *a) {
@@ -151,9 +159,12 @@ static void set_size(struct up_file *f, uint64_t size) {
 static int commit(struct up_file *f) {
     struct up_atomic *a = f->atomic;
     if (!a || nothing_new(f, a)) return 0;
+    const struct up_file *outer = write_file;
+    write_file = f;
     pthread_rwlock_wrlock(&a->rw);
     int rc = commit_locked(f, a);
     pthread_rwlock_unlock(&a->rw);
+    write_file = outer;
     return rc;
 }
 
@@ -165,21 +176,16 @@ static int fail(int rc) {
 
 /* ---- data calls ---- */
 
-/* The file whose route this thread's write is in (its locks, its commit), or NULL: a signal handler's
- * _exit/exit/exec/fork must not commit it (publish_one), it would wait for the lock its thread holds
- * (review 9, finding 30). */
-static __thread const struct up_file *write_file;
-const struct up_file *up_atomic_held_file(void) { return write_file; }
-
-/* A signal handler's write, read or fsync of the file its thread is writing: refused before any lock. The
- * thread may hold the route's lock for writing (every journal write since session 16, appends and commits
- * before), which the handler would wait for forever -- or, glibc answering EDEADLK to its own thread's
+/* A signal handler's write, read, fsync or ftruncate of the file whose route its thread is in (write_file:
+ * a write, commit, ftruncate or detach): refused before any lock. The thread may hold the route's lock for
+ * writing (every journal write since session 16, appends, commits, truncates and detaches before) and the
+ * engine's, which the handler would wait for forever -- or, glibc answering EDEADLK to its own thread's
  * lock call, release as if it were the handler's. */
 static bool nested_in_write(const struct up_file *f) {
     if (DK_LIKELY(write_file != f)) return false;
     dk_count(DK_C_atomic_nested_refused, 1);
     dk_log_once("DAXKIT_ATOMIC: a signal handler's call on a file refused with EDEADLK (counted as "
-                "atomic_nested_refused): its thread was inside a write of that file");
+                "atomic_nested_refused): its thread was inside a write, commit, truncate or detach of that file");
     return true;
 }
 
@@ -318,14 +324,15 @@ static int by_kernel(int fd, int r) {
 
 int up_atomic_ftruncate(struct up_file *f, int fd, off_t len) {
     if (len < 0) return fail(-EINVAL);
+    if (DK_UNLIKELY(nested_in_write(f))) return fail(-EDEADLK);
     struct up_atomic *a = f->atomic;
+    const struct up_file *outer = write_file;
+    write_file = f; /* from before the lock call: a handler's write inside it is refused */
     pthread_rwlock_wrlock(&a->rw);
-    if (!a->eng) {
-        pthread_rwlock_unlock(&a->rw);
-        return by_kernel(fd, DK_REAL(ftruncate)(fd, len));
-    }
-    int rc = ftruncate_locked(f, a, (uint64_t)len);
+    int rc = a->eng ? ftruncate_locked(f, a, (uint64_t)len) : 1;
     pthread_rwlock_unlock(&a->rw);
+    write_file = outer;
+    if (rc == 1) return by_kernel(fd, DK_REAL(ftruncate)(fd, len)); /* detached meanwhile */
     return rc ? fail(rc) : 0;
 }
 
@@ -393,6 +400,7 @@ static void attach(struct up_file *f, struct alog_file *eng) {
     pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
     pthread_rwlock_init(&a->rw, &ra);
     pthread_rwlockattr_destroy(&ra);
+    bool held = up_atomic_hold(); /* no fork between the route and its file: up_atomic_fork_prepare */
     up_file_lock(f);
     up_guard_write_lock(f);
     up_file_set_size(f, eng->size_pending);
@@ -402,6 +410,7 @@ static void attach(struct up_file *f, struct alog_file *eng) {
     up_guard_write_unlock(f);
     dk_mu_unlock(&f->mu);
     __atomic_add_fetch(&routes_live, 1, __ATOMIC_RELEASE);
+    up_atomic_release(held);
     dk_count(DK_C_atomic_routes, 1);
 }
 
@@ -485,19 +494,12 @@ int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
     return 0;
 }
 
-void up_atomic_detach(struct up_file *f) {
-    /* A signal handler's close whose thread is inside a detach or a hold (review 15, finding 2): the file
-     * stays attached, as a handler's close of a file its thread's call is using keeps it. */
-    if (DK_UNLIKELY(dk_mu_mine(&detach_mu))) {
-        dk_count(DK_C_mu_mine_skips, 1);
-        return;
-    }
-    dk_mu_lock(&detach_mu);
+/* Commits and closes f's route, if it has one. Under detach_mu. */
+static void detach_locked(struct up_file *f) {
     struct up_atomic *a = f->atomic;
-    if (!a) {
-        dk_mu_unlock(&detach_mu);
-        return;
-    }
+    if (!a) return;
+    const struct up_file *outer = write_file;
+    write_file = f;
     pthread_rwlock_wrlock(&a->rw);
     int rc = commit_locked(f, a);
     uint64_t size = up_file_size(f);
@@ -515,8 +517,32 @@ void up_atomic_detach(struct up_file *f) {
     dk_mu_unlock(&f->mu);
     __atomic_store_n(&a->eng, NULL, __ATOMIC_RELEASE);
     __atomic_sub_fetch(&routes_live, 1, __ATOMIC_RELEASE);
+    /* shim_fork_held_locks' cue: a fork here found no route (f->atomic is NULL) but detach_mu held */
+    DK_CRASH_POINT("atomic_route.detach.unrouted");
     pthread_rwlock_unlock(&a->rw);
+    write_file = outer;
+}
+
+void up_atomic_detach(struct up_file *f) {
+    /* A signal handler's close whose thread is inside a detach or a hold (review 15, finding 2): the file
+     * stays attached, as a handler's close of a file its thread's call is using keeps it. */
+    if (DK_UNLIKELY(dk_mu_mine(&detach_mu))) {
+        dk_count(DK_C_mu_mine_skips, 1);
+        return;
+    }
+    dk_mu_lock(&detach_mu);
+    detach_locked(f);
     dk_mu_unlock(&detach_mu);
+}
+
+static void detach_cb(struct up_file *f, void *arg) {
+    (void)arg;
+    if (f->atomic) up_atomic_detach(f);
+}
+
+static void detach_cb_locked(struct up_file *f, void *arg) {
+    (void)arg;
+    if (f != write_file) detach_locked(f); /* (a signal handler's fork: its thread's write holds the route) */
 }
 
 /* A signal handler whose thread holds detach_mu already: no other thread detaches meanwhile either. */
@@ -530,6 +556,31 @@ void up_atomic_release(bool held) {
     if (held) dk_mu_unlock(&detach_mu);
 }
 
+/* ---- fork ----
+ * detach_mu is held for milliseconds (a route's commit and close) by a thread without the file table's lock
+ * (a SEEK_DATA, copy_file_range or mmap of a routed file: up_atomic_detach_fd; a dup2 onto a kept
+ * descriptor: up_aux_vacate), and a route may be attached meanwhile (attach: no table lock either). A fork
+ * child inherited it held by a thread it does not have, and its first DAXKIT_ATOMIC close or dup2 onto a
+ * kept descriptor waited for ever (session 16, shim_fork_held_locks_detach_*). So the fork takes it, after
+ * the file table's lock and before the files' (up_table_mu > detach_mu > f->mu), and detaches every route
+ * under it: the child gets no route half attached or half detached, and a new mutex. */
+static bool fork_held; /* up_atomic_fork_prepare took detach_mu (not a handler's fork inside its thread's) */
+
+void up_atomic_fork_prepare(void) {
+    fork_held = up_atomic_hold();
+    if (fork_held && dk_cfg.atomic[0]) up_file_foreach(detach_cb_locked, NULL);
+}
+
+void up_atomic_fork_parent(void) {
+    up_atomic_release(fork_held);
+    fork_held = false;
+}
+
+void up_atomic_fork_child(void) {
+    if (fork_held) dk_mu_reinit(&detach_mu); /* this thread's: its mark goes too */
+    fork_held = false;
+}
+
 void up_atomic_fd_moved(struct up_file *f, int to) {
     struct up_atomic *a = f->atomic;
     if (a && a->eng) __atomic_store_n(&a->eng->data_fd, to, __ATOMIC_RELEASE);
@@ -541,11 +592,6 @@ void up_atomic_detach_fd(int fd) {
     DK_ERRNO_SAVE;
     up_atomic_detach(s->file);
     DK_ERRNO_RESTORE;
-}
-
-static void detach_cb(struct up_file *f, void *arg) {
-    (void)arg;
-    if (f->atomic) up_atomic_detach(f);
 }
 
 void up_atomic_recover_roots(void) {

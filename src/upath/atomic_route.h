@@ -58,8 +58,13 @@ void up_atomic_fd_moved(struct up_file *f, int to);
 /* Library start-up: recovers the DAXKIT_ATOMIC logs that dead processes left in every root (whether or not
  * this process routes anything), so that every access -- stat, plain reads -- sees the last commit. */
 void up_atomic_recover_roots(void);
-/* fork, exec, exit: every routed file is committed and detached. */
+/* exec, exit: every routed file is committed and detached. */
 void up_atomic_detach_all(void);
+/* fork (lifecycle.c): under up_table_mu, before the files' locks, detach_mu is taken and every route
+ * detached under it; the parent lets it go, the child makes it new. */
+void up_atomic_fork_prepare(void);
+void up_atomic_fork_parent(void);
+void up_atomic_fork_child(void);
 /* truncate(path) of a routed file: served by the route. Returns true when handled (*rc: 0 or -1/errno). */
 bool up_atomic_truncate_inode(dev_t dev, ino_t ino, off_t len, int *rc);
 

@@ -69,6 +69,11 @@ static __thread const struct up_file *mu_file;
 
 const struct up_file *up_io_held_file(void) { return mu_file; }
 
+/* This thread is taking, holding or letting go of f->mu: in a section of this file (mu_file), or anywhere
+ * else -- a close's publish, an unlock's walk (the mutex's mark, common/lockmark.h). A signal handler's call
+ * on f must then not wait for it. */
+static inline bool mu_mine(const struct up_file *f) { return mu_file == f || dk_mu_mine(&f->mu); }
+
 /* ---- copying ---- */
 
 static inline bool flush_medium(const struct up_file *f) { return up_persist_as(f) == DK_MEDIUM_DAX; }
@@ -709,7 +714,7 @@ static ssize_t write_nested(struct up_file *f, int fd, const char *buf, size_t n
 ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append, int sync) {
     if (n == 0) return 0;
     n = DK_MIN(n, DK_MAX_RW_BYTES);
-    if (DK_UNLIKELY(mu_file == f) && sync != UP_IO_LOGGED) return write_nested(f, fd, buf, n, off, append, sync);
+    if (sync != UP_IO_LOGGED && DK_UNLIKELY(mu_mine(f))) return write_nested(f, fd, buf, n, off, append, sync);
     if (DK_UNLIKELY(__atomic_load_n(&f->size_unsure, __ATOMIC_RELAXED)) && (append || off + n > up_file_size(f)))
         up_size_verify_slow(f, fd); /* an exact end is needed: reclock.c */
     bool appended = false, fence = sync != UP_IO_LOGGED, by_kernel = false;
@@ -860,14 +865,14 @@ ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off)
      * next write went over the other's bytes (review 12, finding 5). With appends staged here (posix mode)
      * growth found publishes them first (up_refresh_size; finding 2's addendum). */
     if (off + n > size || n == 0) {
-        if (n && mu_file != f && up_refresh_size(f, fd)) size = up_file_size(f);
+        if (n && !mu_mine(f) && up_refresh_size(f, fd)) size = up_file_size(f);
         if (off >= size || n == 0) return 0;
     }
     size_t want = n;
     n = DK_MIN(n, size - off);
     ssize_t r;
     if (read_fast(f, buf, n, off)) r = (ssize_t)n;
-    else if (DK_UNLIKELY(mu_file == f)) r = read_nested(fd, buf, n, off);
+    else if (DK_UNLIKELY(mu_mine(f))) r = read_nested(fd, buf, n, off);
     else {
         /* So may a read of appends staged through an O_APPEND descriptor: where they go depends on the
          * kernel's end -- with growth found they are published past it first, and the read sees what the

@@ -43,8 +43,9 @@ bool up_logged_write_failed(struct up_file *f, uint64_t off, size_t n);
 /* A file past UP_MAP_MAX_BYTES becomes the kernel's (upath.c): strict checkpoint, publish, kernel_only.
  * 0/-errno. */
 int up_kernel_takes_over(struct up_file *f, int fd);
-/* This thread is taking or holding f->mu (a signal handler interrupted it there: io.c's mu_file). */
-static inline bool up_io_mu_held(const struct up_file *f) { return up_io_held_file() == f; }
+/* This thread is taking, holding or letting go of f->mu (a signal handler interrupted it there): io.c's
+ * sections (mu_file) or any other (its mark: a close's publish). */
+static inline bool up_io_mu_held(const struct up_file *f) { return up_io_held_file() == f || dk_mu_mine(&f->mu); }
 /* A slot of a kernel_only file: its offset handed to the kernel, once (under the slot's offset lock). */
 void up_io_offset_to_kernel(struct up_slot *s, int fd);
 

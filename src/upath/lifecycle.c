@@ -190,7 +190,28 @@ void up_fini(void) {
     DK_ERRNO_RESTORE;
 }
 
-/* ---- fork ---- */
+/* ---- fork ----
+ * Only the forking thread exists in the child: a library mutex another thread held at the fork stays held
+ * there for ever unless the fork takes it first or the child makes it new (and its state whole). Every
+ * process-wide lock the library holds across calls, and what the fork does with it (session 16's audit):
+ *   up_table_mu, each file's mu and rw    taken by up_fork_prepare (up_file_lock_all), new in the child
+ *   each file's strict_mu                 new in the child (file.c reinit_one); the child's strict state is new
+ *   detach_mu (atomic_route.c)            taken by up_atomic_fork_prepare, every route detached under it; new
+ *   each route's rw                       no route is left in the child (detached under detach_mu)
+ *   each root's mu, dirfd_mu              new in the child (managed.c: the probe redone, the cache emptied)
+ *   attach_mu (inflight.c)                new in the child; robust slot mutexes: the parent's threads' own
+ *   below_mu, foreign_mu                  new in the child (recover_scope.c, foreign.c)
+ *   pools_mu, heap_spare_mu, pool mu      new in the child; the pools are the parent's (stage.c)
+ *   size records' mu, strict's ck (rw),  freed with their state: the child makes its own at first use
+ *     stg_mu, dirty_mu, the log's grow_mu   (sizerec.c, strict.c, oplog: dk_oplog_drop_inherited)
+ *   amap_mu (atomic_mmap.c)               new in the child (its atfork handler); the views are forgotten
+ *   uwp gate_mu and writes (rw)           with their uwp, forgotten by the child (never used there)
+ *   alog open_mu                          taken across the fork by the engine's atfork handlers
+ *   alog per-engine locks (leaf mu,       the child's inherited engines are dropped (alog_open.c
+ *     apply_mu, j->mu, alloc_mu, ckpt_mu,   drop_inherited): every call but close fails with EBADF there,
+ *     rw)                                   and close takes none of them
+ *   stdio's table of cookie streams       no lock since session 16 (shim/stdio.c: cookies never freed)
+ * Tested by shim_fork_held_locks_* (each mutex held on cue at the fork) where a case is practical. */
 
 static void mark_stale_cb(int fd, struct up_fd *e, void *arg) {
     (void)fd, (void)arg;
@@ -202,8 +223,8 @@ void up_fork_prepare(void) {
     DK_ERRNO_SAVE;
     up_pending_adopt_all(); /* or parent and child would each adopt the shared description */
     up_publish_all();
-    up_atomic_detach_all(); /* relatives share routed files through the kernel path */
     dk_mu_lock(&up_table_mu);
+    up_atomic_fork_prepare(); /* relatives share routed files through the kernel path; detach_mu held */
     /* Another thread's append since the publish above: the child must not get it (it would publish it
      * again). Before the descriptors become shared: a write through one then goes to the kernel's end at
      * once, past anything still staged (review 9, finding 13). */
@@ -219,6 +240,7 @@ void up_fork_prepare(void) {
 void up_fork_parent(int failed) {
     if (!up_enabled) return;
     up_file_unlock_all();
+    up_atomic_fork_parent();
     if (failed) up_fdtab_fork_failed();
     dk_mu_unlock(&up_table_mu);
 }
@@ -229,6 +251,7 @@ void up_fork_child(void) {
     up_guard_after_fork_child();
     up_fdtab_after_fork_child();
     dk_mu_reinit(&up_table_mu); /* held by up_fork_prepare: its mark goes too */
+    up_atomic_fork_child();
     up_roots_after_fork_child();
     up_stage_after_fork_child();
     up_sizerec_after_fork_child();

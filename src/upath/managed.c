@@ -359,6 +359,7 @@ void up_root_probe(struct up_root *r) {
     if (__atomic_load_n(&r->probed, __ATOMIC_ACQUIRE)) return;
     dk_mu_lock(&r->mu);
     if (!r->probed) {
+        DK_CRASH_POINT("managed.root_probe.locked"); /* shim_fork_held_locks' cue */
         int dfd = dk_ifd_openat(AT_FDCWD, r->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
         int rc = dfd >= 0 ? dk_medium_probe(dfd, DK_PROBE_BASIC, &r->medium) : -errno;
         if (dfd >= 0) dk_libc()->close(dfd);

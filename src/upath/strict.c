@@ -299,6 +299,7 @@ static struct up_strict *strict_for(struct up_root *r) {
     int cancel_was = dk_cancel_off();
     dk_mu_lock(&r->mu);
     if (!r->strict) {
+        DK_CRASH_POINT("strict.log_create.root_locked"); /* shim_fork_held_locks' cue */
         /* Made at a create or the first write: the area's probes and a failed set-up (the caller's error is
          * EIO) must not show in the program's errno (review 9, finding 9). */
         DK_ERRNO_SAVE;

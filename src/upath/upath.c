@@ -714,7 +714,7 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
     /* A signal handler's truncate while its thread holds f's mutex (any mode) or is inside a strict operation
      * (strict): the truncate would wait for that thread (the mutex; the checkpoint lock's write side) --
      * refused before anything is logged, as strict.c's nested writes that cannot complete. */
-    if (DK_UNLIKELY(up_io_held_file() == f || (strict && up_strict_ck_held()))) {
+    if (DK_UNLIKELY(up_io_mu_held(f) || (strict && up_strict_ck_held()))) {
         dk_count(DK_C_strict_nested_refused, 1);
         errno = EDEADLK;
         return -1;

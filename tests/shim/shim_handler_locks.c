@@ -14,6 +14,14 @@
  *     root stores its verdict under dirfd_mu; the handler opens and closes another such directory, whose
  *     verdict and forget waited for dirfd_mu for ever (review 15, finding 2). Then a file opened relative to
  *     each directory descriptor, written and read back: the cache is still right.
+ *   close_write (SITE publish.before_clear): the thread's close publishes its staged appends under the file's
+ *     mutex; the handler overwrites a published byte through another descriptor (served by the kernel's
+ *     pwrite) and appends through a third (refused: EDEADLK) -- both waited for f->mu for ever: the nested-
+ *     write check saw only io.c's own sections, not a close's publish (session 16).
+ *   stdio_close (SITE stdio.cookie_of.walk): the thread's fileno() of a managed FILE looks its cookie up in
+ *     the table of cookie streams (under its mutex until session 16); the handler's fileno and fclose of
+ *     another managed FILE waited for that mutex for ever. The table has no lock now. The handler's stream
+ *     is written whole; the thread's streams still work after.
  * The case runs in a child (exec'ed: its crash point counts start at 0; the parent's fork is a publish walk
  * too, with SIGUSR1 ignored) with a 20 s watchdog; a child that does not end in 30 s is killed: FAIL (hang).
  * argv[1]: managed directory; argv[2]: the case. Exit 0 pass, 1 fail, 77 skip. */
@@ -21,11 +29,15 @@
 
 #include "shim_test.h"
 
-enum { UNLOCK_FLOCK, UNLOCK_FCNTL, SIZEREC_EXIT, SIZEREC__EXIT, DIRFD_OPEN };
+enum { UNLOCK_FLOCK, UNLOCK_FCNTL, SIZEREC_EXIT, SIZEREC__EXIT, DIRFD_OPEN, CLOSE_WRITE, STDIO_CLOSE, CASES };
 enum { BYTES = 8192 };
-static int mode, lock2_fd;
+static int mode, lock2_fd, ow_fd, app_fd, h_errno2, h_fileno;
+static ssize_t h_w1, h_w2;
+static FILE *h_fp;
+static int h_fclose = -2;
 static char hdir[PATH_MAX];
 static volatile sig_atomic_t handled;
+static const char handler_line[] = "the handler's stream\n";
 
 static void on_usr1(int sig) {
     (void)sig;
@@ -37,6 +49,15 @@ static void on_usr1(int sig) {
     if (mode == DIRFD_OPEN) { /* a directory below the root: its verdict, then its number forgotten */
         int d = open(hdir, O_RDONLY | O_DIRECTORY);
         if (d < 0 || close(d) != 0) _exit(6);
+    }
+    if (mode == CLOSE_WRITE) {
+        h_w1 = pwrite(ow_fd, "X", 1, 0);
+        h_w2 = write(app_fd, "Y", 1);
+        h_errno2 = errno;
+    }
+    if (mode == STDIO_CLOSE) {
+        h_fileno = fileno(h_fp);
+        h_fclose = fclose(h_fp);
     }
     if (mode == SIZEREC_EXIT) exit(0);
     if (mode == SIZEREC__EXIT) _exit(0);
@@ -98,6 +119,39 @@ static void child(const char *dir) {
         }
         exit(0);
     }
+    if (mode == CLOSE_WRITE) {
+        char p[PATH_MAX];
+        st_path(p, sizeof p, dir, "w");
+        int a = open_append(dir, "w", 'w', BYTES); /* staged: published by the close */
+        ow_fd = open(p, O_RDWR);
+        app_fd = open(p, O_WRONLY | O_APPEND);
+        CHECK(ow_fd >= 0 && app_fd >= 0, "open %s: %s", p, strerror(errno));
+        CHECK(close(a) == 0, "close: %s", strerror(errno)); /* the handler runs in its publish */
+        CHECK(handled == 1, "the handler ran %d times (the crash point was not reached: DAXKIT_TEST_CRASH?)", (int)handled);
+        CHECK(h_w1 == 1, "the handler's overwrite of a published byte returned %zd", h_w1);
+        CHECK(h_w2 == 1 || (h_w2 == -1 && h_errno2 == EDEADLK), "the handler's append returned %zd (%s)", h_w2,
+              strerror(h_errno2));
+        NOTE("close_write: the handler's append returned %zd%s", h_w2, h_w2 < 0 ? " (EDEADLK)" : "");
+        exit(0);
+    }
+    if (mode == STDIO_CLOSE) {
+        char p[PATH_MAX];
+        st_path(p, sizeof p, dir, "s1");
+        FILE *fp = fopen(p, "w");
+        st_path(p, sizeof p, dir, "b");
+        h_fp = fopen(p, "w");
+        CHECK(fp && h_fp, "fopen: %s", strerror(errno));
+        CHECK(fwrite(handler_line, 1, sizeof handler_line - 1, h_fp) == sizeof handler_line - 1, "fwrite");
+        int fd = fileno(fp); /* the handler runs in its cookie's look-up */
+        CHECK(handled == 1, "the handler ran %d times (the crash point was not reached: DAXKIT_TEST_CRASH?)", (int)handled);
+        CHECK(fd >= 0 && h_fileno >= 0 && h_fclose == 0, "fileno %d, the handler's fileno %d and fclose %d", fd, h_fileno,
+              h_fclose);
+        st_path(p, sizeof p, dir, "s3");
+        FILE *fp3 = fopen(p, "w"); /* a stream made after the handler's emptied cookie */
+        CHECK(fp3 && fileno(fp3) >= 0 && fileno(fp3) != fd, "a new stream after the handler: fileno %d", fp3 ? fileno(fp3) : -1);
+        CHECK(fputs("s1\n", fp) >= 0 && fclose(fp) == 0 && fclose(fp3) == 0, "the thread's streams after the handler");
+        exit(0);
+    }
     open_append(dir, "b", 'b', BYTES); /* staged: published by the handler's exit */
     int a = open_append(dir, "a", 'a', BYTES);
     fsync(a); /* its publish takes a record slot: the handler exits there */
@@ -106,10 +160,13 @@ static void child(const char *dir) {
 
 int main(int argc, char **argv) {
     const char *dir = st_dir(argc, argv);
-    if (argc < 3) SKIP("usage: shim_handler_locks DIR unlock_flock|unlock_fcntl|sizerec_exit|sizerec__exit|dirfd_open");
-    const char *names[] = {"unlock_flock", "unlock_fcntl", "sizerec_exit", "sizerec__exit", "dirfd_open"};
+    if (argc < 3)
+        SKIP("usage: shim_handler_locks DIR unlock_flock|unlock_fcntl|sizerec_exit|sizerec__exit|dirfd_open|close_write|"
+             "stdio_close");
+    const char *names[CASES] = {"unlock_flock", "unlock_fcntl", "sizerec_exit", "sizerec__exit",
+                                "dirfd_open",   "close_write",  "stdio_close"};
     mode = -1;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < CASES; i++)
         if (strcmp(argv[2], names[i]) == 0) mode = i;
     if (mode < 0) SKIP("unknown case %s", argv[2]);
     if (!getenv("DAXKIT_TEST_CRASH")) SKIP("needs DAXKIT_TEST_CRASH=raise:10:SITE:1 (a test build)");
@@ -135,6 +192,25 @@ int main(int argc, char **argv) {
         return 0;
     }
     char p[PATH_MAX];
+    if (mode == STDIO_CLOSE) { /* the handler's stream, flushed by its fclose */
+        st_path(p, sizeof p, dir, "b");
+        size_t len = 0;
+        char *got = st_slurp(p, &len);
+        CHECK(got && len == sizeof handler_line - 1 && !memcmp(got, handler_line, len), "%s: %s holds %zu bytes, not the handler's line",
+              argv[2], p, len);
+        NOTE("%s: the handler did not wait; its stream written whole", argv[2]);
+        return 0;
+    }
+    if (mode == CLOSE_WRITE) { /* published by the close: 'w's, the handler's 'X' at 0, maybe its 'Y' after */
+        st_path(p, sizeof p, dir, "w");
+        size_t len = 0;
+        char *got = st_slurp(p, &len);
+        CHECK(got && (len == BYTES || (len == BYTES + 1 && got[BYTES] == 'Y')), "%s: %s holds %zu bytes", argv[2], p, len);
+        CHECK(got[0] == 'X', "%s: byte 0 is 0x%02x, not the handler's 'X'", argv[2], (unsigned char)got[0]);
+        for (size_t i = 1; i < BYTES; i++) CHECK(got[i] == 'w', "%s: byte %zu is 0x%02x", argv[2], i, (unsigned char)got[i]);
+        NOTE("%s: the handler did not wait; %s published (%zu bytes) with its overwrite", argv[2], p, len);
+        return 0;
+    }
     st_path(p, sizeof p, dir, mode <= UNLOCK_FCNTL ? "c" : "b");
     long long want = mode <= UNLOCK_FCNTL ? 4096 : BYTES;
     CHECK(st_ksize(p) == want, "%s: %s holds %lld bytes in the kernel, not %lld: not published", argv[2], p, st_ksize(p), want);
