@@ -23,17 +23,7 @@ DK_EXPORT int close(int fd) {
             up_pending_drop(fd); /* never used: nothing to do */
             up_fd_vacate(fd);    /* (upath/fdtab.c: up_fd_opening) */
         }
-        if (up_fd_slot(fd)) {
-            int rc = up_close(fd);
-            up_fd_vacate(fd); /* writes through the number from now wait for a reopen's adoption (up_fd_opening) */
-            int r = DK_REAL(close)(fd);
-            up_fd_close_done(fd); /* calls waiting for the close go on: to the kernel (EBADF) */
-            if (r == 0 && rc) {
-                errno = -rc; /* the descriptor is closed; the program learns the appends did not land */
-                return -1;
-            }
-            return r;
-        }
+        if (up_fd_slot(fd)) return up_close_managed(fd);
     }
     return DK_REAL(close)(fd);
 }

@@ -52,12 +52,15 @@ static bool strict_trunc(int flags) { return dk_cfg.mode == DK_MODE_STRICT && up
 
 /* The adoption epoch is read before the kernel's open (upath/pending.c). A descriptor the library opened for
  * itself meanwhile may have held the number the kernel would have given: moved down to it (internal_fd.h). */
-#define OPENED(call, flags, dirfd, path)                \
-    ({                                                  \
-        uint64_t ep_ = up_enabled ? up_epoch_now() : 0; \
-        uint64_t ifd_ = dk_ifd_before();                \
-        int ofd_ = dk_ifd_relower((call), ifd_, 0);     \
-        dk_after_open(ofd_, flags, dirfd, path, ep_);   \
+#define OPENED(call, flags, dirfd, path)                                     \
+    ({                                                                       \
+        int ofd_ = -1;                                                       \
+        if (DK_LIKELY(!up_open_refused_nested(dirfd, path, flags))) {        \
+            uint64_t ep_ = up_enabled ? up_epoch_now() : 0;                  \
+            uint64_t ifd_ = dk_ifd_before();                                 \
+            ofd_ = dk_after_open(dk_ifd_relower((call), ifd_, 0), flags, dirfd, path, ep_); \
+        }                                                                    \
+        ofd_;                                                                \
     })
 
 #define OPEN_MODE(flags)                      \

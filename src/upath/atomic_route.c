@@ -423,7 +423,7 @@ int up_atomic_open_flags(int dirfd, const char *path, int flags) {
         dk_mu_lock(&up_table_mu);
         struct up_file *f = up_file_lookup(st.st_dev, st.st_ino);
         routed = f && f->atomic && f->atomic->eng;
-        dk_mu_unlock(&up_table_mu);
+        up_table_unlock();
     }
     DK_ERRNO_RESTORE;
     return routed ? flags & ~O_TRUNC : flags;
@@ -611,7 +611,7 @@ void up_atomic_detach_all(void) {
     if (!dk_cfg.atomic[0]) return;
     dk_mu_lock(&up_table_mu);
     up_file_foreach(detach_cb, NULL);
-    dk_mu_unlock(&up_table_mu);
+    up_table_unlock();
 }
 
 bool up_atomic_truncate_inode(dev_t dev, ino_t ino, off_t len, int *rc) {
@@ -627,6 +627,6 @@ bool up_atomic_truncate_inode(dev_t dev, ino_t ino, off_t len, int *rc) {
         pthread_rwlock_unlock(&a->rw);
         if (routed) *rc = r ? fail(r) : 0;
     }
-    dk_mu_unlock(&up_table_mu);
+    up_table_unlock();
     return routed;
 }

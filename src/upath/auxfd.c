@@ -227,7 +227,7 @@ void up_aux_adopt_or_close(dev_t dev, ino_t ino, int fd) {
         }
         dk_mu_unlock(&f->mu);
     }
-    dk_mu_unlock(&up_table_mu);
+    up_table_unlock();
     if (!kept) {
         up_fd_mark_internal(fd, true); /* out of the program's close and dup2 */
         __atomic_add_fetch(&parked_count, 1, __ATOMIC_RELAXED);

@@ -170,6 +170,7 @@ int up_fd_bind(int fd, struct up_slot *s) {
     e->released = NULL;
     e->internal = 0;
     e->aux_of = NULL;
+    __atomic_store_n(&e->close_later, 0, __ATOMIC_RELEASE); /* another file on the number now */
     /* The slot before the pending state ends: another thread's call on a descriptor being adopted looks
      * for a slot, then (none) at the pending state, and waits while it is ADOPTING -- with the state
      * cleared first it found neither in between and sent its write to the kernel, under a file entry that
@@ -186,6 +187,7 @@ static struct up_slot *unbind_closing(struct up_fd *e) {
     struct up_slot *s = up_entry_slot(e);
     if (!s) return NULL;
     __atomic_store_n(&e->slot, UP_SLOT_CLOSING, __ATOMIC_RELEASE);
+    __atomic_store_n(&e->close_later, 0, __ATOMIC_RELEASE); /* closed now: a handler's close left for later is done */
     e->stale = 0;
     uint32_t i = slot_index(s);
     dk_assert(local_refs[i] > 0);

@@ -500,6 +500,15 @@ static inline void up_size_verify(struct up_file *f, int fd) {
 }
 
 extern pthread_mutex_t up_table_mu;
+/* table_nested.c: the closes a signal handler left to this thread (it held up_table_mu). */
+extern __thread bool up_close_later_due;
+void up_close_later_run(void);
+/* Lets go of up_table_mu; then this thread closes what its signal handlers left to it, when it holds no
+ * other library mutex (table_nested.c). */
+static inline void up_table_unlock(void) {
+    dk_mu_unlock(&up_table_mu);
+    if (DK_UNLIKELY(__atomic_load_n(&up_close_later_due, __ATOMIC_ACQUIRE)) && !dk_mu_any_mine()) up_close_later_run();
+}
 extern uint64_t up_closed_mapped;  /* closed files of the table that keep a mapping (file.c) */
 extern uint64_t up_victims_unseen; /* names removed without looking the victim up (upath.c) */
 extern uint64_t up_refresh_gen; /* moved by every lock acquisition; see up_refresh_all */
@@ -564,6 +573,9 @@ struct up_fd {
      * has settled it since (vac_clean): a pass-through write through it may reach a file another thread's
      * open is binding (fdtab.c: up_fd_opening). Atomic. */
     uint32_t vac_gen, vac_clean;
+    /* A signal handler closed the number while its thread held up_table_mu: that thread closes it (table_nested.c)
+     * unless the number is closed or bound again first (a dup2 onto it: unbind_closing, up_fd_bind clear it). */
+    uint32_t close_later;
 };
 /* e->slot of an entry being closed: its calls are draining (calls.h); new ones wait. Never dereferenced. */
 #define UP_SLOT_CLOSING ((struct up_slot *)1)

@@ -181,7 +181,7 @@ void up_fini(void) {
     /* Other threads go on until exit_group: a call of theirs already inside keeps its slot and file (never
      * freed; review 11, finding 10 -- they were, and the call crashed), the others are given up. */
     if (!nested) up_fdtab_release_idle();
-    dk_mu_unlock(&up_table_mu);
+    dk_mu_unlock(&up_table_mu); /* (plain: the library is off; what a handler left closes at exit) */
     if (!nested) {
         up_strict_shutdown();
         up_stage_shutdown();
@@ -242,7 +242,7 @@ void up_fork_parent(int failed) {
     up_file_unlock_all();
     up_atomic_fork_parent();
     if (failed) up_fdtab_fork_failed();
-    dk_mu_unlock(&up_table_mu);
+    up_table_unlock();
 }
 
 void up_fork_child(void) {
@@ -327,7 +327,7 @@ void up_exec_prepare(bool spawn) {
         DK_ERRNO_RESTORE;
         return;
     }
-    dk_mu_unlock(&up_table_mu);
+    up_table_unlock();
     DK_ERRNO_RESTORE;
 }
 
@@ -342,7 +342,7 @@ void up_exec_failed(void) {
     if (exec_holds_files) {
         exec_holds_files = false;
         up_file_unlock_all();
-        dk_mu_unlock(&up_table_mu);
+        up_table_unlock();
     }
     for (int i = 0; i < exec_saved_count; i++) {
         int fd = exec_saved_fds[i];

@@ -125,7 +125,7 @@ void up_pending_fstat_done(int fd, const struct stat *st) {
         uint64_t epoch = __atomic_load_n(&up_adopt_epoch, __ATOMIC_SEQ_CST);
         const struct up_file *f = up_file_lookup(st->st_dev, st->st_ino);
         bool apart = !f || (f->open_refs == 0 && !up_file_pinned(f));
-        dk_mu_unlock(&up_table_mu);
+        up_table_unlock();
         if (apart && __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) == UP_PEND_WAITING) {
             __atomic_store_n(&e->pend_epoch, epoch, __ATOMIC_SEQ_CST);
             dk_count(DK_C_lazy_fstat_passes, 1);
@@ -199,7 +199,7 @@ void up_pending_drop(int fd) {
                 up_locks_closed(f);
                 dk_mu_unlock(&f->mu);
             }
-            dk_mu_unlock(&up_table_mu);
+            up_table_unlock();
         }
         DK_ERRNO_RESTORE;
     }
@@ -230,7 +230,7 @@ void up_pending_adopt_all(void) {
     DK_ERRNO_SAVE;
     dk_mu_lock(&up_table_mu);
     up_fd_foreach(collect_cb, &l);
-    dk_mu_unlock(&up_table_mu);
+    up_table_unlock();
     for (size_t i = 0; i < l.n; i++) up_pending_adopt(l.fds[i], NULL);
     free(l.fds);
     DK_ERRNO_RESTORE;

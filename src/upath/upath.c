@@ -187,7 +187,7 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
 static bool file_cached(const struct stat *st) {
     dk_mu_lock(&up_table_mu);
     bool known = up_file_lookup(st->st_dev, st->st_ino) != NULL;
-    dk_mu_unlock(&up_table_mu);
+    up_table_unlock();
     return known;
 }
 
@@ -203,7 +203,7 @@ static struct up_root *root_of_served_inode(const struct stat *st) {
     dk_mu_lock(&up_table_mu);
     struct up_file *f = up_file_lookup(st->st_dev, st->st_ino);
     struct up_root *r = f && (f->open_refs > 0 || up_file_pinned(f)) ? f->root : NULL;
-    dk_mu_unlock(&up_table_mu);
+    up_table_unlock();
     if (r) dk_count(DK_C_served_by_inode, 1);
     return r;
 }
@@ -225,6 +225,11 @@ int up_adopt_epoch_open(int fd, int oflags, int dirfd, const char *path, uint64_
             up_dirfd_note_open(fd, dirfd, path);
         DK_ERRNO_RESTORE;
         return 0;
+    }
+    if (DK_UNLIKELY(dk_mu_mine(&up_table_mu))) { /* a signal handler in its thread's table change (table_nested.c) */
+        dk_count(DK_C_open_nested_refused, 1);
+        DK_ERRNO_RESTORE;
+        return -EDEADLK;
     }
     struct up_root *r = up_root_for_fd(fd, &st, dirfd, path);
     if (r && !file_cached(&st)) {
@@ -348,7 +353,7 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
         }
         if (!s) up_file_put(f);
     }
-    dk_mu_unlock(&up_table_mu);
+    up_table_unlock();
     if (s) dk_count(DK_C_opens, 1);
     return 0;
 }
@@ -443,7 +448,7 @@ int up_close(int fd) {
     struct up_fd *e;
     dk_mu_lock(&up_table_mu);
     struct up_slot *last = up_fd_unbind_closing(fd, &e);
-    dk_mu_unlock(&up_table_mu);
+    up_table_unlock();
     enum up_drain d = up_calls_drain(e, !up_thread_in_call() && up_call_depth == 0);
     /* Then the close's publish point -- what calls of other threads staged meanwhile too: published before
      * the kernel closes the number, or a reopen of the file would find appends staged under an end its
@@ -479,7 +484,7 @@ int up_close(int fd) {
         up_slot_drop_local(last);
         up_file_put(f);
     }
-    dk_mu_unlock(&up_table_mu);
+    up_table_unlock();
     return rc;
 }
 
@@ -487,7 +492,7 @@ void up_dup(int oldfd, int newfd) {
     dk_mu_lock(&up_table_mu);
     struct up_slot *s = up_fd_slot(oldfd);
     if (s && !up_fd_slot(newfd)) up_fd_bind(newfd, s);
-    dk_mu_unlock(&up_table_mu);
+    up_table_unlock();
     if (s && newfd <= 2) up_std_fd_to_kernel(newfd, true);
 }
 
@@ -878,7 +883,7 @@ void up_fix_stat(dev_t dev, ino_t ino, off_t *size) {
     dk_mu_lock(&up_table_mu);
     struct up_file *f = up_file_lookup(dev, ino);
     if (f && up_file_pinned(f)) *size = (off_t)up_file_size(f);
-    dk_mu_unlock(&up_table_mu);
+    up_table_unlock();
 }
 
 void up_fix_fstat(int fd, off_t *size) {
@@ -899,7 +904,7 @@ void up_fix_fstat(int fd, off_t *size) {
 void up_name_removed(dev_t dev, ino_t ino) {
     dk_mu_lock(&up_table_mu);
     up_file_forget(dev, ino);
-    dk_mu_unlock(&up_table_mu);
+    up_table_unlock();
 }
 
 /* ---- whole-process publishing ---- */
@@ -1026,7 +1031,7 @@ void up_publish_all(void) {
     dk_mu_lock(&up_table_mu);
     DK_CRASH_POINT("upath.publish_all.table_locked");
     up_file_foreach_active(publish_one, &pinned); /* closed-list files are published (up_file_put) */
-    dk_mu_unlock(&up_table_mu);
+    up_table_unlock();
     if (countable && !pinned) __atomic_store_n(&unpinned_at_seq, seq, __ATOMIC_RELEASE);
     /* (not from a signal handler that interrupted a call of its thread: it may be one the checkpoint waits for) */
     if (dk_cfg.mode == DK_MODE_STRICT && !up_thread_in_call()) up_strict_checkpoint_all();
@@ -1037,7 +1042,7 @@ int up_publish_inode(dev_t dev, ino_t ino) {
     dk_mu_lock(&up_table_mu);
     struct up_file *f = up_file_lookup(dev, ino);
     if (f) publish_one(f, NULL);
-    dk_mu_unlock(&up_table_mu);
+    up_table_unlock();
     if (dk_cfg.mode == DK_MODE_STRICT) up_strict_checkpoint_all(); /* truncate(path) follows, unlogged */
     return 0;
 }
@@ -1067,7 +1072,7 @@ void up_publish_before_attr_path(int dirfd, const char *path, int atflags) {
     bool any = false;
     dk_mu_lock(&up_table_mu);
     up_file_foreach_active(any_pending_cb, &any);
-    dk_mu_unlock(&up_table_mu);
+    up_table_unlock();
     if (!any) return; /* nothing of this process can change the file later: no stat */
     DK_ERRNO_SAVE;
     struct stat st;
@@ -1076,7 +1081,7 @@ void up_publish_before_attr_path(int dirfd, const char *path, int atflags) {
         dk_mu_lock(&up_table_mu);
         struct up_file *f = up_file_lookup(st.st_dev, st.st_ino);
         if (f && publish_pending(f)) publish_one(f, NULL);
-        dk_mu_unlock(&up_table_mu);
+        up_table_unlock();
     }
     DK_ERRNO_RESTORE;
 }
@@ -1088,6 +1093,6 @@ void up_truncated(dev_t dev, ino_t ino, off_t len) {
     struct find_fd_arg a = {f, -1};
     if (f) up_fd_foreach(find_fd_cb, &a);
     if (f && a.fd < 0) up_file_forget(dev, ino); /* not open: the next open maps it afresh */
-    dk_mu_unlock(&up_table_mu);
+    up_table_unlock();
     if (a.fd >= 0) up_kernel_changed_fd(a.fd);
 }

@@ -91,6 +91,12 @@ void up_dirfd_forget(int fd);
 void up_dirfd_forget_range(unsigned first, unsigned last);
 /* Before the kernel closes fd: publish, drop the descriptor. Returns 0 or -errno of a failed publish. */
 int up_close(int fd);
+/* The program's close of a descriptor with a slot: up_close, the kernel's close; close's return and errno.
+ * From a signal handler whose thread holds the file table's lock: left to that thread (table_nested.c). */
+int up_close_managed(int fd);
+/* A signal handler's open of a name below a root while its thread holds the file table's lock: refused
+ * (true, errno EDEADLK, counted) before the kernel opens anything (table_nested.c). */
+bool up_open_refused_nested(int dirfd, const char *path, int flags);
 /* After the kernel duplicated oldfd to newfd (dup/dup2/dup3/F_DUPFD*). newfd was closed first. */
 void up_dup(int oldfd, int newfd);
 

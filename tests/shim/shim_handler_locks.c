@@ -22,6 +22,10 @@
  *     the table of cookie streams (under its mutex until session 16); the handler's fileno and fclose of
  *     another managed FILE waited for that mutex for ever. The table has no lock now. The handler's stream
  *     is written whole; the thread's streams still work after.
+ *   table_open_close (SITE upath.publish_all.table_locked): the thread's flock(LOCK_UN) publishes under the file
+ *     table's lock; the handler opens a managed file (refused: EDEADLK, before the kernel's open) and closes
+ *     another with appends staged (returns 0; its thread closes it after the walk) -- both waited for the
+ *     table's lock for ever (review 15, finding 4). The closed file is published whole, its descriptor gone.
  * The case runs in a child (exec'ed: its crash point counts start at 0; the parent's fork is a publish walk
  * too, with SIGUSR1 ignored) with a 20 s watchdog; a child that does not end in 30 s is killed: FAIL (hang).
  * argv[1]: managed directory; argv[2]: the case. Exit 0 pass, 1 fail, 77 skip. */
@@ -29,7 +33,7 @@
 
 #include "shim_test.h"
 
-enum { UNLOCK_FLOCK, UNLOCK_FCNTL, SIZEREC_EXIT, SIZEREC__EXIT, DIRFD_OPEN, CLOSE_WRITE, STDIO_CLOSE, CASES };
+enum { UNLOCK_FLOCK, UNLOCK_FCNTL, SIZEREC_EXIT, SIZEREC__EXIT, DIRFD_OPEN, CLOSE_WRITE, STDIO_CLOSE, TABLE_OPEN_CLOSE, CASES };
 enum { BYTES = 8192 };
 static int mode, lock2_fd, ow_fd, app_fd, h_errno2, h_fileno;
 static ssize_t h_w1, h_w2;
@@ -54,6 +58,11 @@ static void on_usr1(int sig) {
         h_w1 = pwrite(ow_fd, "X", 1, 0);
         h_w2 = write(app_fd, "Y", 1);
         h_errno2 = errno;
+    }
+    if (mode == TABLE_OPEN_CLOSE) {
+        h_w1 = open(hdir, O_RDWR | O_CREAT, 0644);
+        h_errno2 = errno;
+        h_fclose = close(ow_fd);
     }
     if (mode == STDIO_CLOSE) {
         h_fileno = fileno(h_fp);
@@ -134,6 +143,21 @@ static void child(const char *dir) {
         NOTE("close_write: the handler's append returned %zd%s", h_w2, h_w2 < 0 ? " (EDEADLK)" : "");
         exit(0);
     }
+    if (mode == TABLE_OPEN_CLOSE) {
+        st_path(hdir, sizeof hdir, dir, "h_open");
+        ow_fd = open_append(dir, "b", 'b', BYTES); /* staged: closed by the handler, published by its thread */
+        char p[PATH_MAX];
+        st_path(p, sizeof p, dir, "l1");
+        int l1 = open(p, O_RDWR | O_CREAT, 0644);
+        CHECK(l1 >= 0 && flock(l1, LOCK_EX) == 0, "open/flock %s: %s", p, strerror(errno));
+        CHECK(flock(l1, LOCK_UN) == 0, "flock LOCK_UN: %s", strerror(errno)); /* the handler runs in its walk */
+        CHECK(handled == 1, "the handler ran %d times (the crash point was not reached: DAXKIT_TEST_CRASH?)", (int)handled);
+        CHECK(h_w1 == -1 && h_errno2 == EDEADLK, "the handler's open returned %zd (%s), not EDEADLK", h_w1, strerror(h_errno2));
+        CHECK(h_fclose == 0, "the handler's close returned %d", h_fclose);
+        CHECK(access(hdir, F_OK) != 0, "the refused open created %s", hdir);
+        CHECK(fcntl(ow_fd, F_GETFD) == -1 && errno == EBADF, "the handler's close was not carried out after the walk");
+        exit(0);
+    }
     if (mode == STDIO_CLOSE) {
         char p[PATH_MAX];
         st_path(p, sizeof p, dir, "s1");
@@ -162,9 +186,9 @@ int main(int argc, char **argv) {
     const char *dir = st_dir(argc, argv);
     if (argc < 3)
         SKIP("usage: shim_handler_locks DIR unlock_flock|unlock_fcntl|sizerec_exit|sizerec__exit|dirfd_open|close_write|"
-             "stdio_close");
+             "stdio_close|table_open_close");
     const char *names[CASES] = {"unlock_flock", "unlock_fcntl", "sizerec_exit", "sizerec__exit",
-                                "dirfd_open",   "close_write",  "stdio_close"};
+                                "dirfd_open",   "close_write",  "stdio_close",  "table_open_close"};
     mode = -1;
     for (int i = 0; i < CASES; i++)
         if (strcmp(argv[2], names[i]) == 0) mode = i;

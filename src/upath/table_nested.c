@@ -1,0 +1,86 @@
+/* A signal handler's open or close of a managed file while its own thread holds the file table's lock (the
+ * handler interrupted an open's adoption, a close, an unlock's publish walk: review 15, finding 4). Both
+ * change the file and descriptor tables that thread is changing, and waited for it for ever.
+ *
+ * Close: passed to the kernel alone it would leave a table entry for a number the kernel hands out again.
+ * So the kernel keeps the descriptor open (its number is not handed out meanwhile), the handler's close
+ * returns 0, and the thread itself closes it -- publish point, tables, kernel -- as soon as it lets go of
+ * the table's lock holding no other library mutex (up_table_unlock), before the interrupted call returns.
+ * A program that puts another file on the number meanwhile (dup2, dup3) closes it itself, which clears the
+ * number's mark (up_fd.close_later): the thread then leaves the number alone. The handler claims an entry
+ * of the thread's list by compare-and-swap (handlers nest); the thread takes entries by exchange and the
+ * number's mark by compare-and-swap. While the close waits the kernel keeps the number: an open in between
+ * gets another one (the lowest free number is not the closed one).
+ * Counted (close_later).
+ *
+ * Open: refused with EDEADLK before the kernel's open when the name is below a root (nothing created or
+ * truncated), after it -- the descriptor closed again -- when the kernel's answer is a managed file under
+ * another name (an O_TRUNC or O_CREAT has happened then). Counted (open_nested_refused). */
+#include <errno.h>
+#include <fcntl.h>
+
+#include "common/stats.h"
+#include "shim/libc.h"
+#include "upath/internal.h"
+#include "upath/upath.h"
+
+bool up_open_refused_nested(int dirfd, const char *path, int flags) {
+    if (!up_enabled || DK_LIKELY(!dk_mu_mine(&up_table_mu))) return false;
+    if ((flags & (O_PATH | O_DIRECTORY)) || !up_roots_by_name(dirfd, path)) return false; /* (adoption: below) */
+    dk_count(DK_C_open_nested_refused, 1);
+    errno = EDEADLK;
+    return true;
+}
+
+#define CLOSE_LATER_MAX 8 /* per thread: a handler closing more at once gets EDEADLK (the descriptor stays open) */
+#define CLAIMED (-2)
+
+static __thread int later[CLOSE_LATER_MAX] = {[0 ... CLOSE_LATER_MAX - 1] = -1}; /* -1 free, CLAIMED, or the fd */
+__thread bool up_close_later_due;
+
+static int close_later(int fd);
+
+int up_close_managed(int fd) {
+    if (DK_UNLIKELY(dk_mu_mine(&up_table_mu))) return close_later(fd); /* a handler in its thread's table change */
+    int rc = up_close(fd);
+    up_fd_vacate(fd); /* writes through the number from now wait for a reopen's adoption (up_fd_opening) */
+    int r = DK_REAL(close)(fd);
+    up_fd_close_done(fd); /* calls waiting for the close go on: to the kernel (EBADF) */
+    if (r == 0 && rc) {
+        errno = -rc; /* the descriptor is closed; the program learns the appends did not land */
+        return -1;
+    }
+    return r;
+}
+
+/* 0, or -1 with EDEADLK when too many are left at once (the descriptor stays open). */
+static int close_later(int fd) {
+    struct up_fd *e = up_fd_entry(fd);
+    for (unsigned i = 0; e && i < CLOSE_LATER_MAX; i++) {
+        int free_fd = -1;
+        if (!__atomic_compare_exchange_n(&later[i], &free_fd, CLAIMED, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            continue;
+        __atomic_store_n(&e->close_later, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&later[i], fd, __ATOMIC_RELEASE);
+        __atomic_store_n(&up_close_later_due, true, __ATOMIC_RELEASE);
+        dk_count(DK_C_close_later, 1);
+        return 0;
+    }
+    errno = EDEADLK;
+    return -1;
+}
+
+void up_close_later_run(void) {
+    __atomic_store_n(&up_close_later_due, false, __ATOMIC_RELEASE); /* a handler from here on sets it again */
+    DK_ERRNO_SAVE;
+    for (unsigned i = 0; i < CLOSE_LATER_MAX; i++) {
+        if (__atomic_load_n(&later[i], __ATOMIC_ACQUIRE) < 0) continue;
+        int fd = __atomic_exchange_n(&later[i], -1, __ATOMIC_ACQ_REL);
+        struct up_fd *e = fd >= 0 ? up_fd_entry(fd) : NULL;
+        uint32_t pending = 1;
+        /* Not when the number was closed or bound again since (a dup2 onto it): the program's file now */
+        if (e && __atomic_compare_exchange_n(&e->close_later, &pending, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            up_close_managed(fd);
+    }
+    DK_ERRNO_RESTORE;
+}
