@@ -62,10 +62,11 @@ DK_EXPORT int ftruncate(int fd, off_t len) {
         up_served_end();
         return r;
     }
-    bool m = up_enabled && dk_pt_begin(fd);
-    int r = DK_REAL(ftruncate)(fd, len);
-    if (r == 0) r = dk_pt_end_changed(m, fd);
-    return r;
+    struct dk_pt p;
+    dk_pt_begin_change(fd, &p);
+    int r;
+    DK_PT_CALL(&p, r = DK_REAL(ftruncate)(fd, len));
+    return (int)dk_pt_end_changed(&p, fd, r);
 }
 DK_EXPORT int ftruncate64(int fd, off_t len) { return ftruncate(fd, len); }
 
@@ -97,10 +98,11 @@ DK_EXPORT int fallocate(int fd, int mode, off_t off, off_t len) {
         up_served_end();
         return r;
     }
-    bool m = up_enabled && dk_pt_begin(fd);
-    int r = DK_REAL(fallocate)(fd, mode, off, len);
-    if (r == 0) r = dk_pt_end_changed(m, fd);
-    return r;
+    struct dk_pt p;
+    dk_pt_begin_change(fd, &p);
+    int r;
+    DK_PT_CALL(&p, r = DK_REAL(fallocate)(fd, mode, off, len));
+    return (int)dk_pt_end_changed(&p, fd, r);
 }
 DK_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len) { return fallocate(fd, mode, off, len); }
 
@@ -112,11 +114,9 @@ static int posix_fallocate_common(int fd, off_t off, off_t len, bool is64) {
     up_hand_to_kernel(fd);
     int r = real(fd, off, len); /* returns an error number, errno untouched */
     if (r == 0) up_kernel_changed_fd(fd);
-    /* Sync and strict: the size and blocks durable when the call returns (review 11, finding 9). */
-    if (r == 0 && dk_cfg.mode != DK_MODE_POSIX) {
-        if (DK_REAL(fdatasync)(fd) == 0) dk_count(DK_C_pt_synced, 1);
-        else r = errno;
-    }
+    /* Sync and strict: the size and blocks durable when the call returns (review 11, finding 9). Not named
+     * (shim.h: DK_PT_UNNAMED): its hand-off to the kernel looks the slot up by number. */
+    if (dk_pt_finish(&(struct dk_pt){DK_PT_UNNAMED, NULL}, fd, r == 0, 0) != 0) r = errno;
     DK_ERRNO_RESTORE;
     return r;
 }

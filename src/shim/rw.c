@@ -38,26 +38,31 @@
             }                                            \
             /* a number the library held meanwhile (common/internal_fd.h): the program's again, or closed */ \
             if (DK_UNLIKELY(dk_ifd_settle()) && (cond) && (s_ = up_serving(fd)) != NULL) goto served_; \
-            bool m_ = dk_pt_begin(fd);                   \
+            /* a change: named until its fdatasync (shim.h dk_pt_begin_change) */ \
+            struct dk_pt pt_ = {DK_PT_KERNEL, NULL};    \
+            if (changes) dk_pt_begin_change(fd, &pt_);   \
+            else pt_.how = dk_pt_begin(fd);              \
             /* a write through a vacated number: named, an open giving it waits (upath/vacant.c) */ \
-            while ((changes) && !m_ && DK_UNLIKELY(up_fd_vacated(fd))) { \
+            while ((changes) && !pt_.how && DK_UNLIKELY(up_fd_vacated(fd))) { \
                 uint32_t g_;                             \
                 int k_ = up_pt_vacant_enter(fd, &g_);    \
                 if (k_ > 0) {                            \
                     ssize_t v_;                          \
-                    pthread_cleanup_push(up_pt_vacant_cancelled, NULL); \
-                    v_ = real_call;                      \
-                    pthread_cleanup_pop(0);              \
+                    pt_.how = DK_PT_NAMED; /* (for DK_PT_CALL: named, no slot) */ \
+                    DK_PT_CALL(&pt_, v_ = real_call);    \
                     return up_pt_vacant_end(fd, v_, g_); \
                 }                                        \
                 if (k_ == 0) break;                      \
                 if ((cond) && (s_ = up_serving(fd)) != NULL) goto served_; \
-                m_ = dk_pt_begin(fd);                    \
+                dk_pt_begin_change(fd, &pt_);            \
+            }                                            \
+            if ((changes) && pt_.how) {                  \
+                ssize_t w_;                              \
+                DK_PT_CALL(&pt_, w_ = real_call);        \
+                return dk_pt_end_written(&pt_, fd, (at), w_); \
             }                                            \
             /* a pread a window overlapped: made again (the window may have held the number) */ \
-            ssize_t r_ = !(changes) && !(moves) ? DK_IFD_RETRY(real_call) : real_call; \
-            if (changes && r_ > 0 && dk_pt_end_written(m_, fd, (at), r_) != 0) return -1; \
-            return r_;                                   \
+            return !(changes) && !(moves) ? DK_IFD_RETRY(real_call) : real_call; \
         }                                                \
         return real_call;                                \
     } while (0)

@@ -16,8 +16,16 @@
 /* The served path is a cancellation point wherever libc's call is one. */
 #define DK_CANCEL_POINT() pthread_testcancel()
 
-/* A managed descriptor that is not served (shared, O_DIRECT, unmappable): publish our appends first so
- * the kernel sees every byte, and count why. Returns true when fd is managed. */
+/* Why a managed descriptor that is not served (shared, O_DIRECT, unmappable) passes through, counted. */
+static inline void dk_pt_count(const struct up_slot *s, const struct up_file *f) {
+    dk_count(DK_C_passthrough, 1);
+    if (s->kernel) dk_count((s->flags & O_DIRECT) ? DK_C_pt_odirect : DK_C_pt_exported, 1);
+    else if (f->kernel_only) dk_count(DK_C_pt_mapfail, 1);
+    else dk_count(DK_C_pt_exported, 1); /* shared with a fork relative */
+}
+
+/* Before a pass-through call that only reads: counted, our appends published first so that the kernel sees
+ * every byte. True when fd is managed. */
 static inline bool dk_pt_begin(int fd) {
     if (!up_enabled) return false;
     struct up_slot *s = up_fd_slot(fd);
@@ -26,50 +34,93 @@ static inline bool dk_pt_begin(int fd) {
      * and reopened 150,000 times died of SIGSEGV in 1 run of 5, shim_fd_lifetime numbers.) */
     const struct up_file *f = s ? __atomic_load_n(&s->file, __ATOMIC_ACQUIRE) : NULL;
     if (!f) return false;
-    dk_count(DK_C_passthrough, 1);
-    if (s->kernel) dk_count((s->flags & O_DIRECT) ? DK_C_pt_odirect : DK_C_pt_exported, 1);
-    else if (f->kernel_only) dk_count(DK_C_pt_mapfail, 1);
-    else dk_count(DK_C_pt_exported, 1); /* shared with a fork relative */
+    dk_pt_count(s, f);
     DK_ERRNO_SAVE;
     up_publish_fd_before_kernel(fd);
     DK_ERRNO_RESTORE;
     return true;
 }
 
-/* After a pass-through call that changed the file's data or size: our view follows the kernel's, and in
- * sync and strict modes the change is made durable before the call returns (those modes' promise holds on
- * a descriptor the kernel serves -- shared with a fork relative, O_DIRECT, a file past 512 GiB -- though
- * such a write is not atomic: docs/guarantees.md). 0, or -1 with the fdatasync's errno. */
-static inline int dk_pt_end_wrote(bool managed, int fd, uint64_t off, uint64_t end) {
-    if (!managed) return 0;
+/* A pass-through call that changes a managed file's data or size (the write family, ftruncate, fallocate),
+ * from dk_pt_begin_change to dk_pt_end: how it began -- not a managed descriptor's (DK_PT_KERNEL); managed,
+ * named in this thread's call record with its slot held (DK_PT_NAMED); managed but not named (DK_PT_UNNAMED:
+ * signal handlers nested deeper than the borrowed records, calls.c; in-kernel copies) -- and the slot held. */
+enum { DK_PT_KERNEL = 0, DK_PT_UNNAMED = 1, DK_PT_NAMED = 2 };
+struct dk_pt {
+    int how;
+    struct up_slot *s; /* DK_PT_NAMED: fd's slot, which stays (its entry may be closing meanwhile) */
+};
+
+/* Named so that a close, dup2/dup3 over the number or close_range waits for the kernel's call and the
+ * library's fdatasync after it -- which then syncs the file the call changed, never finds the number closed
+ * by the program (review 15, finding 9: closed between the two, the fdatasync failed EBADF). A closing
+ * entry: waits until it is closed (DK_PT_KERNEL) or bound again. Then dk_pt_begin's count and publish. Make
+ * the kernel's call with DK_PT_CALL. (p: in memory, read after DK_PT_CALL's setjmp.) */
+static inline void dk_pt_begin_change(int fd, struct dk_pt *p) {
+    struct up_fd *e = up_enabled ? up_fd_entry(fd) : NULL;
+    p->s = e ? up_call_enter(e) : NULL;
+    if (DK_UNLIKELY(p->s == NULL)) {
+        p->how = dk_pt_begin(fd) ? DK_PT_UNNAMED : DK_PT_KERNEL;
+        return;
+    }
+    p->how = DK_PT_NAMED;
+    dk_pt_count(p->s, p->s->file);
     DK_ERRNO_SAVE;
-    up_kernel_wrote_fd(fd, off, end);
+    up_publish_file_before_kernel(p->s->file, fd);
     DK_ERRNO_RESTORE;
-    if (dk_cfg.mode == DK_MODE_POSIX) return 0;
-    dk_count(DK_C_pt_synced, 1);
-    int was = errno;
-    if (DK_LIKELY(DK_REAL(fdatasync)(fd) == 0)) return 0;
-    if (errno != EBADF) return -1;
-    /* Another thread closed the descriptor after the kernel's write: the write happened -- never -1 for it (a
-     * program that retries would write the record twice: review 15, finding 9) -- and the promise stands: every
-     * file system's dirty data, this file's with it (rare: a close racing the write). errno as the call left it. */
-    sync();
-    errno = was;
-    return 0;
+}
+
+/* The kernel's call of a pass-through change (`call`: an assignment) begun as *p: a thread cancelled inside
+ * it (a cancellation point) leaves its name. */
+#define DK_PT_CALL(p, call)                                                          \
+    do {                                                                             \
+        pthread_cleanup_push(up_pt_cancelled, (void *)(intptr_t)((p)->how == DK_PT_NAMED)); \
+        call;                                                                        \
+        pthread_cleanup_pop(0);                                                      \
+    } while (0)
+
+/* After the kernel's call of a pass-through change begun as *p (r its result, done: it changed something)
+ * and our view's update: in sync and strict modes the change made durable before the call returns (those
+ * modes' promise holds on a descriptor the kernel serves -- shared with a fork relative, O_DIRECT, a file
+ * past 512 GiB -- though such a write is not atomic: docs/guarantees.md); the name left. r, or -1 with the
+ * fdatasync's errno. */
+static inline ssize_t dk_pt_finish(const struct dk_pt *p, int fd, bool done, ssize_t r) {
+    if (p->how != DK_PT_KERNEL && done && dk_cfg.mode != DK_MODE_POSIX) {
+        int err = up_pt_datasync(fd);
+        if (DK_UNLIKELY(err)) {
+            errno = err;
+            r = -1;
+        }
+    }
+    if (p->how == DK_PT_NAMED) up_call_leave();
+    return r;
+}
+
+/* dk_pt_finish after our view follows the kernel's change of [off, end). */
+static inline ssize_t dk_pt_end(const struct dk_pt *p, int fd, bool done, ssize_t r, uint64_t off, uint64_t end) {
+    if (p->how != DK_PT_KERNEL && done) {
+        DK_ERRNO_SAVE;
+        if (p->how == DK_PT_NAMED) up_kernel_wrote_file(p->s->file, fd, off, end);
+        else up_kernel_wrote_fd(fd, off, end);
+        DK_ERRNO_RESTORE;
+    }
+    return dk_pt_finish(p, fd, done, r);
 }
 /* What changed is not known (a truncate, fallocate): the whole file. */
-static inline int dk_pt_end_changed(bool managed, int fd) { return dk_pt_end_wrote(managed, fd, 0, UINT64_MAX); }
-/* A write of n bytes at off (>= 0), or at the kernel's offset of the description (off -1: write, writev,
- * RWF_APPEND; and any write through an O_APPEND descriptor, where Linux appends a pwrite too): only a
+static inline ssize_t dk_pt_end_changed(const struct dk_pt *p, int fd, ssize_t r) {
+    return dk_pt_end(p, fd, r == 0, r, 0, UINT64_MAX);
+}
+/* A write that returned n, at off (>= 0) or at the kernel's offset of the description (off -1: write,
+ * writev, RWF_APPEND; and any write through an O_APPEND descriptor, where Linux appends a pwrite too): only a
  * positional write's range is known -- the kernel's offset after the call would name the others' only while
  * no other thread or process moves that shared offset meanwhile, so they drop the whole file's pages. */
-static inline int dk_pt_end_written(bool managed, int fd, off_t off, ssize_t n) {
-    if (off >= 0 && managed) {
-        struct up_slot *s = up_fd_slot(fd);
+static inline ssize_t dk_pt_end_written(const struct dk_pt *p, int fd, off_t off, ssize_t n) {
+    if (off >= 0 && n > 0 && p->how != DK_PT_KERNEL) {
+        const struct up_slot *s = p->how == DK_PT_NAMED ? p->s : up_fd_slot(fd);
         if (s && !(__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & O_APPEND))
-            return dk_pt_end_wrote(managed, fd, (uint64_t)off, (uint64_t)off + (uint64_t)n);
+            return dk_pt_end(p, fd, true, n, (uint64_t)off, (uint64_t)off + (uint64_t)n);
     }
-    return dk_pt_end_changed(managed, fd);
+    return dk_pt_end(p, fd, n > 0, n, 0, UINT64_MAX);
 }
 
 /* Adopts a descriptor the kernel just opened; refuses it under DAXKIT_STRICT_CONFIG with bad options. */

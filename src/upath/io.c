@@ -921,8 +921,8 @@ static ssize_t write_past_mapping(struct up_file *f, int fd, const char *buf, si
     }
     if (w == 0) w = pwrite_as_program(fd, buf, n, off);
     if (w > 0 && sync_writes(fl)) {
-        dk_count(DK_C_pt_synced, 1);
-        if (DK_REAL(fdatasync)(fd) != 0) w = -errno;
+        int err = up_pt_datasync(fd); /* (EBADF: ptsync.c's one rule) */
+        if (err) w = -err;
     }
     if (w < 0) {
         errno = (int)-w;

@@ -786,8 +786,8 @@ int up_fallocate(struct up_slot *s, int fd, int mode, off_t off, off_t len) {
         /* Sync and strict: a size or allocation change is durable when the call returns, as a write's
          * bytes are (review 11, finding 9: a size-growing fallocate was gone after a power loss). */
         if (r == 0 && dk_cfg.mode != DK_MODE_POSIX) {
-            if (DK_REAL(fdatasync)(fd) == 0) dk_count(DK_C_pt_synced, 1);
-            else r = -1, e = errno;
+            int err = up_pt_datasync(fd); /* (EBADF: ptsync.c's one rule) */
+            if (err) r = -1, e = err;
         }
         errno = e;
         f->meta_dirty = true;
@@ -816,15 +816,17 @@ int up_publish_fd(int fd) {
  * append another thread is making meanwhile is concurrent with the call either way. */
 void up_publish_fd_before_kernel(int fd) {
     struct up_slot *s = up_fd_slot(fd);
-    if (!s) return;
-    const struct up_file *f = __atomic_load_n(&s->file, __ATOMIC_ACQUIRE);
-    if (!f) return; /* freed by another thread's close meanwhile (shim.h: dk_pt_begin) */
+    struct up_file *f = s ? __atomic_load_n(&s->file, __ATOMIC_ACQUIRE) : NULL;
+    if (f) up_publish_file_before_kernel(f, fd); /* (NULL: freed by another thread's close meanwhile) */
+}
+
+void up_publish_file_before_kernel(struct up_file *f, int fd) {
     bool idle = dk_cfg.mode != DK_MODE_STRICT && !__atomic_load_n(&f->atomic, __ATOMIC_RELAXED) &&
                 __atomic_load_n(&f->staged_count, __ATOMIC_ACQUIRE) == 0 &&
                 __atomic_load_n(&f->rescue_fd, __ATOMIC_RELAXED) < 0 &&
                 __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) == up_file_size(f) &&
                 __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE) == up_file_size(f);
-    if (!idle) up_publish_fd(fd);
+    if (!idle) publish_file(f, fd);
 }
 
 int up_hand_to_kernel(int fd) {
@@ -857,7 +859,10 @@ void up_offset_from_kernel(int fd) {
 void up_kernel_wrote_fd(int fd, uint64_t off, uint64_t end) {
     struct up_slot *s = up_fd_slot(fd);
     struct up_file *f = s ? __atomic_load_n(&s->file, __ATOMIC_ACQUIRE) : NULL;
-    if (!f) return;
+    if (f) up_kernel_wrote_file(f, fd, off, end);
+}
+
+void up_kernel_wrote_file(struct up_file *f, int fd, uint64_t off, uint64_t end) {
     struct stat st;
     up_file_lock(f);
     /* The pages of [off, end) the file's DAX mapping had are faulted in afresh (map.c: up_map_kernel_wrote;

@@ -32,12 +32,19 @@ struct up_slot *up_serving(int fd);
 static inline void up_served_end(void) { up_call_leave(); }
 
 /* A pass-through write through a vacated number (internal.h: up_fd_vacated; vacant.c): 1 when named -- make
- * the kernel's call under a cleanup handler up_pt_vacant_cancelled, then up_pt_vacant_end(fd, result, *gen)
- * (synced when it reached a file; -1 with the fdatasync's errno); -1: look the number up again (bound
- * meanwhile); 0: pass it through as before. */
+ * the kernel's call under a cleanup handler up_pt_cancelled (arg non-NULL), then up_pt_vacant_end(fd,
+ * result, *gen) (synced when it reached a file; -1 with the fdatasync's errno); -1: look the number up again
+ * (bound meanwhile); 0: pass it through as before. */
 int up_pt_vacant_enter(int fd, uint32_t *gen);
 ssize_t up_pt_vacant_end(int fd, ssize_t r, uint32_t gen);
-void up_pt_vacant_cancelled(void *arg);
+
+/* Sync and strict modes' fdatasync after a change the kernel made to a managed file, the pass-through call
+ * still named in this thread's call record (ptsync.c): 0, or the error number (errno as it was). A number
+ * closed meanwhile (EBADF) answers 0 -- the change happened (ptsync.c: the one rule). */
+int up_pt_datasync(int fd);
+/* Cleanup handler of a pass-through call's kernel call: a thread cancelled inside it leaves its name (when
+ * `named` is non-NULL). */
+void up_pt_cancelled(void *named);
 
 /* After a successful kernel open(): adopt the descriptor when it names a managed regular file. */
 /* path: the name the program opened, relative to dirfd (AT_FDCWD: the working directory), or NULL -- a
@@ -122,6 +129,9 @@ int up_publish_fd(int fd);
 /* Before a call the kernel serves on managed fd: its file's publish, skipped without taking the file's
  * mutex when nothing of this process waits to reach the kernel file. */
 void up_publish_fd_before_kernel(int fd);
+/* The same for f, the file of fd's slot, when the caller holds the slot (a pass-through change named in its
+ * thread's call record: the entry may be closing meanwhile, and a look up by number then finds no slot). */
+void up_publish_file_before_kernel(struct up_file *f, int fd);
 /* Strict mode: the program maps the managed file open as fd -- its waiting staged overwrites are applied
  * now and its later writes at once (the mapping must show them). Call before the mapping is made. */
 void up_strict_program_maps(int fd);
@@ -160,6 +170,8 @@ void up_kernel_changed_fd(int fd);
 /* The same for a kernel write of the bytes [off, end) (a pass-through pwrite): only those pages of a DAX
  * mapping are dropped (review 14, finding 11: a 4 KiB write dropped the whole file's). */
 void up_kernel_wrote_fd(int fd, uint64_t off, uint64_t end);
+/* The same for f, the file of fd's slot, held by the caller (as up_publish_file_before_kernel). */
+void up_kernel_wrote_file(struct up_file *f, int fd, uint64_t off, uint64_t end);
 
 /* Patches st_size (and blocks) of a stat result for a file with unpublished appends. */
 void up_fix_stat(dev_t dev, ino_t ino, off_t *size);

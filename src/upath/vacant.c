@@ -45,32 +45,18 @@ int up_pt_vacant_enter(int fd, uint32_t *gen) {
 
 ssize_t up_pt_vacant_end(int fd, ssize_t r, uint32_t gen) {
     if (r > 0) {
-        DK_ERRNO_SAVE;
         dk_count(DK_C_open_race_writes, 1);
-        /* the raw system call: no cancellation point while named (an open may wait for the name) */
-        long rc = dk_cfg.mode == DK_MODE_POSIX ? 0 : syscall(SYS_fdatasync, fd);
-        int err = rc ? errno : 0;
-        DK_ERRNO_RESTORE;
-        if (rc == 0 && dk_cfg.mode != DK_MODE_POSIX) dk_count(DK_C_pt_synced, 1);
+        int err = dk_cfg.mode == DK_MODE_POSIX ? 0 : up_pt_datasync(fd); /* (EBADF: ptsync.c's one rule) */
         if (err == EINVAL || err == EROFS) {
             /* a socket, pipe or device took the number (not an open's file): settled, unless closed since */
             struct up_fd *e = up_fd_entry(fd);
             if (e) settle(e, gen);
-        } else if (err == EBADF) {
-            /* closed meanwhile by a call that does not wait for named writes (not an open of the program's):
-             * the write happened -- never -1 for it, a retry would write it twice (review 15, finding 9) */
-            dk_count(DK_C_open_race_unsynced, 1);
         } else if (err) {
             up_call_leave();
-            errno = err; /* the write reached a file that could not be synced: as dk_pt_end_changed */
+            errno = err; /* the write reached a file that could not be synced: as a managed descriptor's */
             return -1;
         }
     }
     up_call_leave();
     return r;
-}
-
-void up_pt_vacant_cancelled(void *arg) {
-    (void)arg;
-    up_call_leave(); /* the thread is cancelled inside the kernel's call: its name goes */
 }

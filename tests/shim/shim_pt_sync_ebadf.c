@@ -1,24 +1,26 @@
-/* Description: review 15, finding 9 (the reviewer's reproducer, kept as a test). argv[1]: managed directory
- * (run.sh), argv[2]: rounds. Exit 0 pass, 1 fail (a write that reached the file was reported EBADF and the
- * program's retry wrote it again), 2 set-up error. Fails 2 of 3 runs with c2b525f's library (1 and 3
- * duplicated records), 0 of 4 with shim.h dk_pt_end_wrote's fix.
- */
-/* review15 finding 9: sync mode's pass-through write (a managed descriptor the kernel serves: a file past
- * 512 GiB here; likewise O_DIRECT, shared with a fork relative) is followed by the library's fdatasync(fd)
- * (shim.h dk_pt_end_wrote). A pass-through call is named in no call record, so another thread's close of the
- * descriptor does not wait for it: when the close lands between the kernel's write and that fdatasync, the
- * fdatasync fails with EBADF and the program's write returns -1/EBADF -- after its bytes were appended. A
- * program that retries on EBADF (the fd was being reopened) writes the record twice.
- * Two appenders write 64-byte records (retrying the same record on EBADF); main closes and reopens the log.
- * At the end: records in the file vs. records acknowledged. argv: DIR ROUNDS */
-#include <errno.h>
-#include <fcntl.h>
+/* Description: a sync/strict pass-through write whose descriptor another thread closes (or dup2s over) while
+ * the write is between the kernel's write and the library's fdatasync (review 15, finding 9; a file past
+ * 512 GiB is the kernel's: its writes pass through, as O_DIRECT ones and those shared with a fork relative).
+ * argv[1]: managed directory (run.sh); argv[2]: ROUNDS or "window close|dup2". Exit 0 pass, 1 fail, 2 set-up
+ * error, 77 skip.
+ *
+ * ROUNDS: the reviewer's reproducer, kept. Two appenders write 64-byte records, retrying the same record on
+ * EBADF, while the main thread closes and reopens the log; no record may be in the file twice (a write that
+ * reached the file reported EBADF, and the retry wrote it again). Failed 2 of 3 runs with c2b525f's library
+ * (1 and 3 duplicated records).
+ *
+ * window: the race on cue, every run. DAXKIT_TEST_CRASH=raise:10:upath.pt_sync.before:1 (test builds) raises
+ * SIGUSR1 on the writing thread at its first pass-through fdatasync, after the kernel's write; the handler
+ * lets the main thread close the number (or dup2 /dev/null over it) and stays 300 ms. The close must wait for
+ * the write and its fdatasync (the write is named in its thread's call record: shim.h dk_pt_begin_change): it
+ * returns after the handler did, the fdatasync found the file (pt_synced +1, pt_sync_closed +0), the write
+ * returned its count with errno as it was, and the record is in the file once. */
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+#include <semaphore.h>
+#include <time.h>
+
+#include "shim_test.h"
+
 #define REC 64
 #define BASE (600ull << 30) /* past UP_MAP_MAX_BYTES (512 GiB): the file is the kernel's */
 static char logp[4096];
@@ -38,8 +40,94 @@ static void *appender(void *arg) {
     }
     return NULL;
 }
+/* ---- window: the race on cue ---- */
+
+static sem_t in_window;
+static volatile sig_atomic_t handler_done;
+static volatile int w_fd;
+static ssize_t w_ret;
+static int w_errno;
+
+static void on_usr1(int sig) {
+    (void)sig;
+    int e = errno;
+    sem_post(&in_window);
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+    handler_done = 1;
+    errno = e;
+}
+
+static void *window_writer(void *arg) {
+    (void)arg;
+    char rec[REC];
+    memset(rec, 'w', REC);
+    rec[REC - 1] = '\n';
+    errno = EINPROGRESS; /* as the program left it: a write that succeeds leaves it so */
+    w_ret = write(w_fd, rec, REC);
+    w_errno = errno;
+    return NULL;
+}
+
+/* The log holds its base and exactly one whole record. */
+static void window_check_log(void) {
+    struct stat st;
+    CHECK(syscall(SYS_stat, logp, &st) == 0, "stat the log");
+    CHECK((unsigned long long)st.st_size == BASE + REC, "the log holds %lld bytes past its base, not one record",
+          (long long)st.st_size - (long long)BASE);
+    char got[REC], want[REC];
+    memset(want, 'w', REC);
+    want[REC - 1] = '\n';
+    int rfd = (int)syscall(SYS_openat, AT_FDCWD, logp, O_RDONLY);
+    CHECK(rfd >= 0 && syscall(SYS_pread64, rfd, got, REC, (off_t)BASE) == REC && !memcmp(got, want, REC),
+          "the record is not in the log whole");
+    syscall(SYS_close, rfd);
+}
+
+static int window(const char *how) {
+    bool dup = strcmp(how, "dup2") == 0;
+    CHECK(dup || strcmp(how, "close") == 0, "window close|dup2, not %s", how);
+    if (!getenv("DAXKIT_TEST_CRASH")) SKIP("needs DAXKIT_TEST_CRASH=raise:10:upath.pt_sync.before:1 (a test build)");
+    st_watchdog(30);
+    CHECK(sem_init(&in_window, 0, 0) == 0, "sem_init: %s", strerror(errno));
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    CHECK(sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction: %s", strerror(errno));
+    int fd = OK(open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+    OK(ftruncate(fd, (off_t)BASE)); /* the file becomes the kernel's: its writes pass through */
+    OK(close(fd));
+    w_fd = OK(open(logp, O_WRONLY | O_APPEND));
+    int null_fd = dup ? OK(open("/dev/null", O_WRONLY)) : -1;
+    uint64_t synced0 = st_counter(DK_C_pt_synced), closed0 = st_counter(DK_C_pt_sync_closed);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, window_writer, NULL) == 0, "pthread_create");
+    while (sem_wait(&in_window) != 0) CHECK(errno == EINTR, "sem_wait: %s", strerror(errno));
+    /* the writer is in its handler, between the kernel's write and the library's fdatasync */
+    int rc = dup ? dup2(null_fd, w_fd) : close(w_fd);
+    int waited = handler_done;
+    CHECK(rc >= 0, "%s: %s", how, strerror(errno));
+    pthread_join(t, NULL);
+    uint64_t synced = st_counter(DK_C_pt_synced) - synced0, closed = st_counter(DK_C_pt_sync_closed) - closed0;
+    printf("window %s: the %s returned %s the writer's handler; the write returned %zd (errno %d); pt_synced +%llu, "
+           "pt_sync_closed +%llu\n", how, how, waited ? "after" : "BEFORE", w_ret, w_errno, (unsigned long long)synced,
+           (unsigned long long)closed);
+    CHECK(handler_done, "the crash point was not reached (DAXKIT_TEST_CRASH, a test build?)");
+    CHECK(waited, "%s returned while the write was between the kernel's write and its fdatasync: it did not wait", how);
+    CHECK(w_ret == REC, "the write returned %zd (errno %d), not %d: its bytes are in the file", w_ret, w_errno, REC);
+    CHECK(w_errno == EINPROGRESS, "the write changed errno to %d", w_errno);
+    CHECK(synced == 1 && closed == 0, "the fdatasync did not sync the file (pt_synced +%llu, pt_sync_closed +%llu)",
+          (unsigned long long)synced, (unsigned long long)closed);
+    if (dup) OK(close(w_fd));
+    window_check_log();
+    printf("OK\n");
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc < 3) SKIP("usage: shim_pt_sync_ebadf DIR ROUNDS | DIR window close|dup2");
     snprintf(logp, sizeof logp, "%s/log", argv[1]);
+    if (strcmp(argv[2], "window") == 0) return window(argc > 3 ? argv[3] : "");
     int rounds = atoi(argv[2]);
     int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0 || ftruncate(fd, (off_t)BASE) != 0) { perror("create"); return 2; }
