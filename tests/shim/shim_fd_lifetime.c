@@ -369,6 +369,29 @@ static void numbers(const char *dir, int rounds) {
     CHECK(renames >= 100, "numbers: only %ld renames ran: the library's opens were not exercised", renames);
 }
 
+/* ---- a log under appenders, reopened by the main thread (synced, flood) ---- */
+
+/* A new O_APPEND log at logp (one left by an earlier run removed) and n appenders on it, unpaced (EBADF
+ * allowed: the main thread closes the log under them). */
+static void appenders_start(const char *logp, pthread_t *t, int n) {
+    CHECK(n <= WRITERS, "%d appenders: at most %d", n, WRITERS);
+    unlink(logp);
+    log_fd = OK(open(logp, O_WRONLY | O_CREAT | O_APPEND, 0644));
+    stop = 0;
+    failures = 0;
+    memset(acked, 0, sizeof acked);
+    no_ebadf = false;
+    paced = false;
+    for (int i = 0; i < n; i++) CHECK(pthread_create(&t[i], NULL, appender, (void *)(intptr_t)i) == 0, "pthread_create");
+}
+
+/* The appenders stop and the log's descriptor closes. */
+static void appenders_stop(const pthread_t *t, int n) {
+    stop = 1;
+    for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
+    OK(close(log_fd));
+}
+
 /* ---- synced: no acknowledged append of a reopened log skipped the mode's promise ---- */
 
 /* A write through the number after the kernel's open returned it and before the library bound it looked
@@ -378,24 +401,15 @@ static void numbers(const char *dir, int rounds) {
 static void synced(const char *dir, int rounds) {
     char logp[PATH_MAX];
     st_path(logp, sizeof logp, dir, "synced_log");
-    unlink(logp);
-    log_fd = OK(open(logp, O_WRONLY | O_CREAT | O_APPEND, 0644));
-    stop = 0;
-    failures = 0;
-    memset(acked, 0, sizeof acked);
-    no_ebadf = false;
-    paced = false;
     uint64_t served0 = st_counter(DK_C_appends), synced0 = st_counter(DK_C_pt_synced);
     pthread_t t[2];
-    for (int i = 0; i < 2; i++) CHECK(pthread_create(&t[i], NULL, appender, (void *)(intptr_t)i) == 0, "pthread_create");
+    appenders_start(logp, t, 2);
     for (int i = 0; i < rounds; i++) {
         OK(close(log_fd));
         log_fd = OK(open(logp, O_WRONLY | O_APPEND));
         usleep(20);
     }
-    stop = 1;
-    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
-    OK(close(log_fd));
+    appenders_stop(t, 2);
     uint64_t served = st_counter(DK_C_appends) - served0, synced_pt = st_counter(DK_C_pt_synced) - synced0;
     long all = acked[0] + acked[1];
     printf("synced: %d rounds, %ld appends acknowledged: %llu served, %llu by the kernel and fdatasync'ed, %llu of those "
@@ -425,15 +439,8 @@ static void synced(const char *dir, int rounds) {
 static void flood(const char *dir, int rounds) {
     char logp[PATH_MAX];
     st_path(logp, sizeof logp, dir, "flood_log");
-    unlink(logp);
-    log_fd = OK(open(logp, O_WRONLY | O_CREAT | O_APPEND, 0644));
-    stop = 0;
-    failures = 0;
-    memset(acked, 0, sizeof acked);
-    no_ebadf = false;
-    paced = false;
     pthread_t t[WRITERS];
-    for (int i = 0; i < WRITERS; i++) CHECK(pthread_create(&t[i], NULL, appender, (void *)(intptr_t)i) == 0, "pthread_create");
+    appenders_start(logp, t, WRITERS);
     double total = 0, worst = 0, t0 = now_ms();
     for (int i = 0; i < rounds; i++) {
         double a = now_ms();
@@ -445,9 +452,7 @@ static void flood(const char *dir, int rounds) {
         usleep(100);
     }
     double all = now_ms() - t0;
-    stop = 1;
-    for (int i = 0; i < WRITERS; i++) pthread_join(t[i], NULL);
-    OK(close(log_fd));
+    appenders_stop(t, WRITERS);
     printf("flood: %d rounds in %.0f ms, close + open %.2f ms on average (longest %.1f ms); %ld + %ld + %ld appends "
            "acknowledged, %ld failures%s%s\n", rounds, all, total / rounds, worst, acked[0], acked[1], acked[2],
            failures, failures ? ": " : "", fail_msg);
