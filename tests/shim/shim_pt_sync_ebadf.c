@@ -1,7 +1,7 @@
 /* Description: a sync/strict pass-through write whose descriptor another thread closes (or dup2s over) while
  * the write is between the kernel's write and the library's fdatasync (review 15, finding 9; a file past
  * 512 GiB is the kernel's: its writes pass through, as O_DIRECT ones and those shared with a fork relative).
- * argv[1]: managed directory (run.sh); argv[2]: ROUNDS or "window close|dup2". Exit 0 pass, 1 fail, 2 set-up
+ * argv[1]: managed directory (run.sh); argv[2]: ROUNDS or "window close|dup2|reopen". Exit 0 pass, 1 fail, 2 set-up
  * error, 77 skip.
  *
  * ROUNDS: the reviewer's reproducer, kept. Two appenders write 64-byte records, retrying the same record on
@@ -11,7 +11,8 @@
  *
  * window: the race on cue, every run. DAXKIT_TEST_CRASH=raise:10:upath.pt_sync.before:1 (test builds) raises
  * SIGUSR1 on the writing thread at its first pass-through fdatasync, after the kernel's write; the handler
- * lets the main thread close the number (or dup2 /dev/null over it) and stays 300 ms. The close must wait for
+ * lets the main thread close the number (dup2 /dev/null over it; reopen: close it and open another managed file,
+ * which gets the number) and stays 300 ms. The close must wait for
  * the write and its fdatasync (the write is named in its thread's call record: shim.h dk_pt_begin_change): it
  * returns after the handler did, the fdatasync found the file (pt_synced +1, pt_sync_closed +0), the write
  * returned its count with errno as it was, and the record is in the file once. */
@@ -85,8 +86,8 @@ static void window_check_log(void) {
 }
 
 static int window(const char *how) {
-    bool dup = strcmp(how, "dup2") == 0;
-    CHECK(dup || strcmp(how, "close") == 0, "window close|dup2, not %s", how);
+    bool dup = strcmp(how, "dup2") == 0, reopen = strcmp(how, "reopen") == 0;
+    CHECK(dup || reopen || strcmp(how, "close") == 0, "window close|dup2|reopen, not %s", how);
     if (!getenv("DAXKIT_TEST_CRASH")) SKIP("needs DAXKIT_TEST_CRASH=raise:10:upath.pt_sync.before:1 (a test build)");
     st_watchdog(30);
     CHECK(sem_init(&in_window, 0, 0) == 0, "sem_init: %s", strerror(errno));
@@ -107,25 +108,36 @@ static int window(const char *how) {
     int rc = dup ? dup2(null_fd, w_fd) : close(w_fd);
     int waited = handler_done;
     CHECK(rc >= 0, "%s: %s", how, strerror(errno));
+    char otherp[sizeof logp + 8];
+    snprintf(otherp, sizeof otherp, "%s.other", logp);
+    /* reopen: the number goes to another managed file -- the write's fdatasync must have synced the log first */
+    int other = reopen ? OK(open(otherp, O_WRONLY | O_CREAT | O_TRUNC, 0644)) : -1;
+    CHECK(!reopen || other == w_fd, "the reopen got number %d, not the closed %d", other, (int)w_fd);
     pthread_join(t, NULL);
     uint64_t synced = st_counter(DK_C_pt_synced) - synced0, closed = st_counter(DK_C_pt_sync_closed) - closed0;
     printf("window %s: the %s returned %s the writer's handler; the write returned %zd (errno %d); pt_synced +%llu, "
-           "pt_sync_closed +%llu\n", how, how, waited ? "after" : "BEFORE", w_ret, w_errno, (unsigned long long)synced,
+           "pt_sync_closed +%llu\n", how, dup ? "dup2" : "close", waited ? "after" : "BEFORE", w_ret, w_errno, (unsigned long long)synced,
            (unsigned long long)closed);
     CHECK(handler_done, "the crash point was not reached (DAXKIT_TEST_CRASH, a test build?)");
-    CHECK(waited, "%s returned while the write was between the kernel's write and its fdatasync: it did not wait", how);
+    CHECK(waited, "%s returned while the write was between the kernel's write and its fdatasync: it did not wait",
+          dup ? "dup2" : "close");
     CHECK(w_ret == REC, "the write returned %zd (errno %d), not %d: its bytes are in the file", w_ret, w_errno, REC);
     CHECK(w_errno == EINPROGRESS, "the write changed errno to %d", w_errno);
     CHECK(synced == 1 && closed == 0, "the fdatasync did not sync the file (pt_synced +%llu, pt_sync_closed +%llu)",
           (unsigned long long)synced, (unsigned long long)closed);
     if (dup) OK(close(w_fd));
+    if (reopen) {
+        struct stat ost;
+        CHECK(fstat(other, &ost) == 0 && ost.st_size == 0, "the file opened at the number holds bytes");
+        OK(close(other));
+    }
     window_check_log();
     printf("OK\n");
     return 0;
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) SKIP("usage: shim_pt_sync_ebadf DIR ROUNDS | DIR window close|dup2");
+    if (argc < 3) SKIP("usage: shim_pt_sync_ebadf DIR ROUNDS | DIR window close|dup2|reopen");
     snprintf(logp, sizeof logp, "%s/log", argv[1]);
     if (strcmp(argv[2], "window") == 0) return window(argc > 3 ? argv[3] : "");
     int rounds = atoi(argv[2]);
