@@ -58,7 +58,12 @@ struct dk_pt {
  * the kernel's call with DK_PT_CALL. (p: in memory, read after DK_PT_CALL's setjmp.) */
 static inline void dk_pt_begin_change(int fd, struct dk_pt *p) {
     struct up_fd *e = up_enabled ? up_fd_entry(fd) : NULL;
-    p->s = e ? up_call_enter(e) : NULL;
+    p->how = DK_PT_KERNEL;
+    p->s = NULL;
+    /* No slot: not managed -- one look, no record (a socket's or pipe's write: review 16, finding 4; a vacated
+     * number is the caller's, upath/vacant.c) */
+    if (!e || __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE) == NULL) return;
+    p->s = up_call_enter(e);
     if (DK_UNLIKELY(p->s == NULL)) {
         p->how = dk_pt_begin(fd) ? DK_PT_UNNAMED : DK_PT_KERNEL;
         return;
