@@ -125,7 +125,8 @@ int dk_cmd_stats(int argc, char **argv) {
     if (!pid) return list_all(json);
     const struct dk_stats_file *f = map_stats(pid);
     if (!f) {
-        fprintf(stderr, "daxkit stats: no counters for pid %d (is it running under daxkit with DAXKIT_STATS=1?)\n", pid);
+        fprintf(stderr, "daxkit stats: no counters for pid %d (is it running under daxkit with DAXKIT_STATS=1, and "
+                        "has it opened a managed file? the file is made at the first one)\n", pid);
         return 1;
     }
     if (json) {

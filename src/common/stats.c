@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +22,21 @@
 __thread struct dk_stats_slot *dk_stats_tls __attribute__((tls_model("initial-exec")));
 __thread int dk_stats_tls_shared __attribute__((tls_model("initial-exec")));
 
-static struct dk_stats_file private_stats; /* before init, or when stats are disabled */
-static struct dk_stats_file *stats = &private_stats;
+/* The counters, in whole pages of their own: private memory from the start (a process that never uses a
+ * managed file makes no file: a shell, a compiler's driver, a fork child that execs), then -- at the first
+ * managed file (dk_stats_publish) -- the stats file mapped over these very pages, so that the slot every
+ * thread already holds (dk_stats_tls) counts into the file from then on. */
+#define STATS_MAP_BYTES ((sizeof(struct dk_stats_file) + DK_PAGE_BYTES - 1) / DK_PAGE_BYTES * DK_PAGE_BYTES)
+static union {
+    struct dk_stats_file f;
+    char bytes[STATS_MAP_BYTES];
+} counters_mem __attribute__((aligned(DK_PAGE_BYTES)));
+#define stats (&counters_mem.f)
+_Static_assert(sizeof counters_mem % DK_PAGE_BYTES == 0, "mapped over: whole pages of their own");
+
+enum { STATS_OFF, STATS_PRIVATE, STATS_MAKING, STATS_MAPPED };
+static int stats_state = STATS_OFF; /* STATS_OFF: before dk_stats_open, DAXKIT_STATS=0, or the file failed */
+static bool stats_started;          /* dk_stats_open ran in this image or a fork ancestor (fork copies it) */
 static char stats_path[256];
 static pid_t stats_pid;
 /* The stats file stays open with an flock (LOCK_EX) on it for the process's life: its owner is alive while
@@ -37,7 +51,7 @@ void dk_stats_set_fd_hooks(int (*move)(int), void (*close_fd)(int)) {
 }
 
 struct dk_stats_slot *dk_stats_claim_slot(void) {
-    struct dk_stats_file *f = __atomic_load_n(&stats, __ATOMIC_ACQUIRE);
+    struct dk_stats_file *f = stats;
     uint32_t idx = __atomic_fetch_add(&f->slots_used, 1, __ATOMIC_RELAXED);
     if (idx >= DK_STATS_SLOTS - 1) {
         idx = DK_STATS_SLOTS - 1;
@@ -108,27 +122,29 @@ static int create_stats_file(const struct dk_libc *c, const char *path) {
     return fd;
 }
 
-static struct dk_stats_file *map_stats_file(pid_t pid) {
-    const struct dk_libc *c = dk_libc();
+/* Creates and locks this process's stats file and maps it at a place of its own: MAP_FAILED, the file
+ * unlinked again, when it cannot be made. */
+static void *make_stats_file(const struct dk_libc *c, pid_t pid) {
     snprintf(stats_path, sizeof stats_path, "%s/stats.%d", dk_stats_dir(), (int)pid);
     int fd = create_stats_file(c, stats_path);
     bool fresh = fd >= 0;
     if (!fresh) fd = lock_stats_file(stats_path);
     if (fd < 0) {
         stats_path[0] = 0; /* never unlink a file we do not own */
-        return NULL;
+        return MAP_FAILED;
     }
     void *p = MAP_FAILED;
-    /* An old file is truncated to nothing first: the sized file reads as zeros (dk_stats_open relies on it).
-     * Mapped through a second open file description: a mapping keeps its description (and so an flock on it)
-     * alive, and a fork child inherits the mapping -- the lock must go with this process's descriptor alone. */
+    /* An old file is truncated to nothing first: the sized file reads as zeros. Mapped through a second open
+     * file description: a mapping keeps its description (and so an flock on it) alive, and a fork child
+     * inherits the mapping until it drops it (dk_stats_open) -- the lock must go with this process's
+     * descriptor alone. The mapping covers whole pages (the last one holds the file's end: no SIGBUS). */
     if ((fresh || c->ftruncate(fd, 0) == 0) && c->ftruncate(fd, sizeof(struct dk_stats_file)) == 0) {
         /* Opened, mapped and closed in one window: its number is never the program's to see, so it is not
          * moved up (3 system calls fewer). Locked by us: not swept meanwhile. */
         dk_ifd_begin();
         int mfd = c->openat(AT_FDCWD, stats_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
         if (mfd >= 0) {
-            p = c->mmap(NULL, sizeof(struct dk_stats_file), PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+            p = c->mmap(NULL, STATS_MAP_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
             c->close(mfd);
         }
         dk_ifd_end();
@@ -137,29 +153,83 @@ static struct dk_stats_file *map_stats_file(pid_t pid) {
         c->unlink(stats_path);
         c->close(fd);
         stats_path[0] = 0;
-        return NULL;
+        return MAP_FAILED;
     }
     stats_fd = stats_fd_move ? stats_fd_move(fd) : fd; /* kept, with its lock, for the process's life */
     return p;
 }
 
-void dk_stats_open(int enabled, const char *mode, const char *dirs, const char *note) {
+/* The private counters into the new file -- the header and the slots claimed, not the zeros (writing them
+ * would allocate every page of the file: 9 page faults, ~50 us of CPU) -- the magic last; then the file's
+ * mapping takes the counters' place (mremap: atomic for every thread). An increment another thread makes
+ * between its slot's copy and the mremap is lost: a window of one system call, once per process. */
+static bool move_into(const struct dk_libc *c, struct dk_stats_file *file) {
+    memcpy(file, stats, offsetof(struct dk_stats_file, slot));
+    file->magic = 0;
+    uint32_t used = DK_MIN(__atomic_load_n(&stats->slots_used, __ATOMIC_ACQUIRE), (uint32_t)DK_STATS_SLOTS);
+    for (uint32_t i = 0; i < used; i++) file->slot[i] = stats->slot[i];
+    __atomic_store_n(&file->magic, DK_STATS_MAGIC, __ATOMIC_RELEASE);
+    return c->mremap(file, STATS_MAP_BYTES, STATS_MAP_BYTES, MREMAP_MAYMOVE | MREMAP_FIXED, &counters_mem) !=
+           MAP_FAILED;
+}
+
+void dk_stats_publish(void) {
+    if (DK_LIKELY(__atomic_load_n(&stats_state, __ATOMIC_ACQUIRE) != STATS_PRIVATE)) return;
+    int expect = STATS_PRIVATE;
+    if (!__atomic_compare_exchange_n(&stats_state, &expect, STATS_MAKING, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        return; /* another thread makes it (or this thread, interrupted by this handler): counted in place */
     DK_ERRNO_SAVE;
-    pid_t pid = dk_libc()->getpid();
-    if (stats_fd >= 0) { /* a fork child: the parent's descriptor (closing our copy leaves its lock) */
+    int cancel;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel); /* inside the program's open: no cancellation point */
+    const struct dk_libc *c = dk_libc();
+    void *file = make_stats_file(c, stats_pid);
+    bool mapped = file != MAP_FAILED && move_into(c, file);
+    if (file != MAP_FAILED && !mapped) {
+        c->munmap(file, STATS_MAP_BYTES);
+        c->unlink(stats_path);
+        stats_path[0] = 0;
         if (stats_fd_close) stats_fd_close(stats_fd);
-        else dk_libc()->close(stats_fd);
+        else c->close(stats_fd);
         stats_fd = -1;
     }
-    struct dk_stats_file *f = enabled ? map_stats_file(pid) : NULL;
-    if (!f) {
-        f = &private_stats;
-        stats_path[0] = 0;
+    pthread_setcancelstate(cancel, NULL);
+    __atomic_store_n(&stats_state, mapped ? STATS_MAPPED : STATS_OFF, __ATOMIC_RELEASE);
+    DK_ERRNO_RESTORE;
+}
+
+void dk_stats_before_exec(void) {
+    if (__atomic_load_n(&stats_state, __ATOMIC_ACQUIRE) != STATS_MAPPED) return;
+    DK_ERRNO_SAVE;
+    const struct dk_libc *c = dk_libc();
+    c->unlink(stats_path);
+    stats_path[0] = 0;
+    if (stats_fd_close) stats_fd_close(stats_fd);
+    else c->close(stats_fd);
+    stats_fd = -1;
+    __atomic_store_n(&stats_state, STATS_PRIVATE, __ATOMIC_RELEASE);
+    DK_ERRNO_RESTORE;
+}
+
+bool dk_stats_mapped(void) { return __atomic_load_n(&stats_state, __ATOMIC_ACQUIRE) == STATS_MAPPED; }
+
+void dk_stats_open(int enabled, const char *mode, const char *dirs, const char *note) {
+    DK_ERRNO_SAVE;
+    const struct dk_libc *c = dk_libc();
+    pid_t pid = c->getpid();
+    if (stats_fd >= 0) { /* a fork child: the parent's descriptor (closing our copy leaves its lock) */
+        if (stats_fd_close) stats_fd_close(stats_fd);
+        else c->close(stats_fd);
+        stats_fd = -1;
     }
-    /* A mapped file was just truncated and sized: it reads as zeros already, and writing them would
-     * allocate all of its pages (9 page faults, ~50 us of CPU per process here) where the counters touch a
-     * few. The private copy may hold a parent's counters (fork). */
-    if (f == &private_stats) memset(f, 0, sizeof *f);
+    stats_path[0] = 0;
+    /* A fork child starts from zeros: fresh pages in place of the parent's counters -- its private copy, or
+     * its file's mapping, which the child drops here (it must not count into the parent's file). */
+    if (stats_started &&
+        c->mmap(&counters_mem, STATS_MAP_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+                0) == MAP_FAILED)
+        memset(&counters_mem, 0, sizeof counters_mem); /* (a private copy: ENOMEM leaves it mapped) */
+    stats_started = true;
+    struct dk_stats_file *f = stats;
     f->counters = DK_C_COUNT;
     f->slots = DK_STATS_SLOTS;
     f->pid = pid;
@@ -171,9 +241,9 @@ void dk_stats_open(int enabled, const char *mode, const char *dirs, const char *
     snprintf(f->note, sizeof f->note, "%s", note);
     __atomic_store_n(&f->magic, DK_STATS_MAGIC, __ATOMIC_RELEASE);
     stats_pid = pid;
-    __atomic_store_n(&stats, f, __ATOMIC_RELEASE);
-    dk_stats_tls = NULL; /* the calling thread re-claims in the new file; other threads died in fork */
+    dk_stats_tls = NULL; /* the calling thread re-claims; other threads died in fork */
     dk_stats_tls_shared = 0;
+    __atomic_store_n(&stats_state, enabled ? STATS_PRIVATE : STATS_OFF, __ATOMIC_RELEASE);
     DK_ERRNO_RESTORE;
 }
 

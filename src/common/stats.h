@@ -1,11 +1,13 @@
 /* Live counters in a small per-process mapped file (/dev/shm/daxkit/stats.PID, locked by its owner with
- * flock while it lives), read by `daxkit stats`. Files of killed processes are swept by `daxkit stats` and by
+ * flock while it lives), read by `daxkit stats`; made when the process first uses a managed file (until then
+ * the counters are private: a process that never does is not listed). Files of killed processes are swept by `daxkit stats` and by
  * daxkit start-ups, at most one a second.
  * Each thread counts into a slot of its own (plain stores, no atomics on the data path); the reader sums
  * slots. Threads beyond the slot count share the last slot with atomic adds. */
 #ifndef DK_COMMON_STATS_H
 #define DK_COMMON_STATS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -52,9 +54,19 @@ static inline void dk_count(enum dk_counter c, uint64_t n) {
     else s->v[c] += n;
 }
 
-/* Creates and maps this process's stats file (or private memory when disabled). Call once at start,
- * and in a forked child. */
+/* Starts this process's counters -- in private memory: the stats file is made at the first managed file
+ * (dk_stats_publish) when `enabled`. Call once at start, and in a forked child (which starts from zero and
+ * from no file). */
 void dk_stats_open(int enabled, const char *mode, const char *dirs, const char *note);
+/* The process uses a managed file: its stats file is made now (once; the counters so far move into it) and
+ * `daxkit stats` finds the process from then on. One load when done already. */
+void dk_stats_publish(void);
+/* An exec is about to replace this image: its stats file goes (left, `daxkit stats` would list the old
+ * image's counters under the live pid; the new image makes its own at its first managed file). When the exec
+ * fails, the counters go on in the unlinked file's pages and the next managed file makes it again. */
+void dk_stats_before_exec(void);
+/* The stats file exists and holds the counters. */
+bool dk_stats_mapped(void);
 /* How the stats file's descriptor (held with its lock) is moved out of the program's way and closed (the
  * preload's internal descriptors); without hooks it stays where open put it. Call before dk_stats_open. */
 void dk_stats_set_fd_hooks(int (*move)(int), void (*close_fd)(int));

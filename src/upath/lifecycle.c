@@ -295,6 +295,7 @@ static bool exec_table_skipped; /* the table's lock was this thread's: up_exec_f
 
 void up_exec_prepare(bool spawn) {
     if (!up_enabled) return;
+    if (!spawn) dk_stats_before_exec(); /* system calls only: also from a handler inside the table's lock */
     DK_ERRNO_SAVE;
     exec_table_skipped = false;
     if (DK_UNLIKELY(dk_mu_mine(&up_table_mu))) {

@@ -57,7 +57,9 @@ bool up_pending_open(int fd, int oflags, int dirfd, const char *path, uint64_t e
      * root's device is walked at its adoption as before. */
     uint32_t walked = below & -below;
     if (walked && !up_recover_below(up_root_at(__builtin_ctz(walked)), fd, dirfd, path)) walked = 0; /* at the adoption */
-    return up_fd_set_pending(fd, oflags, below, walked, pass ? epoch : 0);
+    if (!up_fd_set_pending(fd, oflags, below, walked, pass ? epoch : 0)) return false;
+    dk_stats_publish(); /* a managed file opened: `daxkit stats` lists the process from now on */
+    return true;
 }
 
 static bool may_pass(const struct up_fd *e) {

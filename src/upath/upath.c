@@ -314,6 +314,7 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
         return 0;
     }
     up_root_probe(r);
+    dk_stats_publish(); /* the first file served: `daxkit stats` lists the process from now on */
     dk_mu_lock(&up_table_mu);
     struct up_file *old = up_file_lookup(st.st_dev, st.st_ino);
     /* A closed entry whose inode number may have been reused: of another managed directory on the same file

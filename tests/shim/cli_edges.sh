@@ -38,9 +38,12 @@ out=$("$cli" stats 12abc 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "ok   stats 12abc: usage error" || bad "stats 12abc: exit $rc: $out"
 
 export DAXKIT_STATS_DIR=$DK_MNT/stats
-env LD_PRELOAD="$lib" DAXKIT_DIR="$weird" sleep 30 >/dev/null 2>&1 & p=$!
+# (a managed file opened: the library makes a process's stats file at its first one)
+env LD_PRELOAD="$lib" DAXKIT_DIR="$weird" python3 -c 'import os, sys, time
+open(os.path.join(sys.argv[1], "f"), "w").close()
+time.sleep(30)' "$weird" >/dev/null 2>&1 & p=$!
 dk_on_exit 'kill -9 $p 2>/dev/null'
-for _ in $(seq 100); do [ -s "$DAXKIT_STATS_DIR/stats.$p" ] && break; sleep 0.05; done # sized: mapped next
+for _ in $(seq 200); do [ -s "$DAXKIT_STATS_DIR/stats.$p" ] && break; sleep 0.05; done # sized: mapped next
 sleep 0.2
 json=$("$cli" stats --json 2>&1)
 if python3 -c 'import json,sys; l=json.loads(sys.argv[1]); assert any(d["dirs"]==sys.argv[2] for d in l), l' "$json" "$weird" 2>/dev/null; then

@@ -21,14 +21,16 @@ chmod 1777 "$dir"
 fails=0
 for um in 022 077 002; do
     S=$DK_MNT/stats-$um
-    got=$(umask $um && env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_STATS=1 DAXKIT_STATS_DIR="$S" sh -c 'umask')
+    # (a managed file opened: the stats file, and so its directory, is made at a process's first one)
+    got=$(umask $um && env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_STATS=1 DAXKIT_STATS_DIR="$S" \
+        sh -c 'umask; : > "$0/u$1.$$"' "$dir" $um)
     mode=$(stat -c %a "$S" 2>/dev/null)
     echo "umask $um: $S made with mode ${mode:-none} (want 1777); the program's umask after: $got"
     [ "$mode" = 1777 ] || { echo "FAIL: umask $um: mode ${mode:-none}"; fails=$((fails + 1)); }
     [ "$got" = 0$um ] || { echo "FAIL: umask $um: the program saw umask $got"; fails=$((fails + 1)); }
     # a process of another user keeps its own stats file there ($$ of sh -c: the process under the library)
     if setpriv --reuid=nobody --regid=nogroup --clear-groups env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_STATS=1 \
-        DAXKIT_STATS_DIR="$S" sh -c 'test -e "$0/stats.$$"' "$S"; then
+        DAXKIT_STATS_DIR="$S" sh -c ': > "$1/n$2.$$"; test -e "$0/stats.$$"' "$S" "$dir" $um; then
         echo "umask $um: nobody's process has its stats file in $S"
     else
         echo "FAIL: umask $um: nobody's process has no stats file in $S"; fails=$((fails + 1))

@@ -27,14 +27,21 @@ export DAXKIT_STATS_DIR=$S # the library and `daxkit stats` alike
 run=(env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_STATS=1) # a simple command: $! is the process's pid
 pids=()
 dk_on_exit 'kill -9 "${pids[@]}" 2>/dev/null; rm -f "$S/stats.4194305" "$S/stats.4194306" "$S/stats.4194307"'
-wait_file() { for _ in $(seq 100); do [ -e "$1" ] && return 0; sleep 0.05; done; return 1; }
+wait_file() { for _ in $(seq 200); do [ -e "$1" ] && return 0; sleep 0.05; done; return 1; }
+# A daxkit process that opens a managed file -- its stats file is made then (session 16: one that never
+# does has none) -- and sleeps; a simple command: $! is its pid.
+sleeper=("${run[@]}" python3 -c 'import os, sys, time
+open(os.path.join(sys.argv[1], "f%d" % os.getpid()), "w").close()
+time.sleep(60)' "$dir")
 
-"${run[@]}" sleep 60 >/dev/null 2>&1 & live=$!; pids+=($live)
-"${run[@]}" sleep 60 >/dev/null 2>&1 & dead1=$!; pids+=($dead1)
-"${run[@]}" sleep 60 >/dev/null 2>&1 & dead2=$!; pids+=($dead2)
+"${sleeper[@]}" >/dev/null 2>&1 & live=$!; pids+=($live)
+"${sleeper[@]}" >/dev/null 2>&1 & dead1=$!; pids+=($dead1)
+"${sleeper[@]}" >/dev/null 2>&1 & dead2=$!; pids+=($dead2)
+"${run[@]}" sleep 60 >/dev/null 2>&1 & idle=$!; pids+=($idle)
 for p in $live $dead1 $dead2; do wait_file $S/stats.$p || dk_fail "no stats file for daxkit process $p in DAXKIT_STATS_DIR"; done
 [ ! -e /dev/shm/daxkit/stats.$live ] || dk_fail "DAXKIT_STATS_DIR=$S set, yet /dev/shm/daxkit/stats.$live was made"
-kill -9 $dead1 $dead2; wait $dead1 $dead2 2>/dev/null
+[ ! -e $S/stats.$idle ] || dk_fail "daxkit process $idle never opened a managed file, yet has a stats file"
+kill -9 $dead1 $dead2 $idle; wait $dead1 $dead2 $idle 2>/dev/null
 [ -e $S/stats.$dead1 ] || dk_skip "a killed process's stats file is gone without a sweep"
 # another namespace's live owner (its pid unknown here, its lock held) and a dead one (no lock)
 cp $S/stats.$live $S/stats.4194306 # a stats file (its header), no lock
@@ -64,7 +71,7 @@ check "start-up, a file that is not daxkit's" $S/stats.4194307 present
 check "start-up, live process" $S/stats.$live present
 check "start-up, locked file of an unknown pid" $S/stats.4194305 present
 
-"${run[@]}" sleep 60 >/dev/null 2>&1 & dead3=$!; pids+=($dead3)
+"${sleeper[@]}" >/dev/null 2>&1 & dead3=$!; pids+=($dead3)
 wait_file $S/stats.$dead3 || dk_fail "no stats file for daxkit process $dead3"
 kill -9 $dead3; wait $dead3 2>/dev/null
 # within a second of a start-up's sweep, another start-up does not sweep (the stamp made fresh first)
@@ -80,11 +87,12 @@ grep -q "\"pid\": $live" <<<"$("$cli" stats --json)" || { echo "FAIL: daxkit sta
 
 # a fork child holds no lock on its parent's file (it closes the descriptor it inherited): the parent's file
 # is swept after the parent is killed while the child lives on; the child's own file stays
-"${run[@]}" python3 -c 'import os, time
+"${run[@]}" python3 -c 'import os, sys, time
+open(os.path.join(sys.argv[1], "parent"), "w").close()
 c = os.fork()
 if c == 0:
-    time.sleep(60); os._exit(0)
-print(c, flush=True); time.sleep(60)' > "$DK_MNT/child" 2>/dev/null & parent=$!; pids+=($parent)
+    open(os.path.join(sys.argv[1], "child"), "w").close(); time.sleep(60); os._exit(0)
+print(c, flush=True); time.sleep(60)' "$dir" > "$DK_MNT/child" 2>/dev/null & parent=$!; pids+=($parent)
 for _ in $(seq 100); do [ -s "$DK_MNT/child" ] && break; sleep 0.05; done
 child=$(cat "$DK_MNT/child"); pids+=($child)
 wait_file $S/stats.$child || dk_fail "no stats file for the fork child $child"

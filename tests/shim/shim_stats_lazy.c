@@ -1,0 +1,150 @@
+/* Description: a process's stats file is made at its first managed file, not at its start (session 16), and
+ * no count is lost or mixed up by that:
+ *   1. a fork child of a process without a file makes its own at its first managed open (opens = 1); the
+ *      parent still has none;
+ *   2. counts before the file (the main thread's publish points: flock unlocks of an unmanaged file,
+ *      publish_walk_skips) are in it once a second thread opens the first managed file, and the main
+ *      thread's later ones too -- its slot, claimed in private memory, counts into the file;
+ *   3. a fork child of a process with a file has none until its own first managed file and does not count
+ *      into its parent's; then its file holds its own counts only;
+ *   4. an exec removes the image's file (the new image has used no managed file).
+ * argv[1]: the managed directory. */
+#include <pthread.h>
+#include <sys/file.h>
+
+#include "shim_test.h"
+
+static const char *dir;
+
+static void stats_path(pid_t pid, char *buf, size_t len) {
+    const char *d = getenv("DAXKIT_STATS_DIR");
+    snprintf(buf, len, "%s/stats.%d", d && d[0] == '/' && strlen(d) <= 200 ? d : DK_STATS_DIR, (int)pid);
+}
+
+/* Without st_stats for this process: it would have the file made (shim_test.h). */
+static bool has_stats_file(pid_t pid) {
+    char p[300];
+    struct stat st;
+    stats_path(pid, p, sizeof p);
+    return stat(p, &st) == 0;
+}
+
+/* A live process holds the lock of its stats file: one of this pid that nobody locks is a dead process's. */
+static bool stats_file_locked(pid_t pid) {
+    char p[300];
+    stats_path(pid, p, sizeof p);
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    bool locked = syscall(SYS_flock, fd, LOCK_EX | LOCK_NB) != 0; /* (raw: no publish point counted) */
+    syscall(SYS_close, fd);
+    return locked;
+}
+
+static uint64_t counter_of(pid_t pid, int c) {
+    uint64_t v[DK_C_COUNT];
+    CHECK(st_stats(pid, v), "no stats file for %d", (int)pid);
+    return v[c];
+}
+
+/* n publish points that find nothing to publish: n - 1 skipped walks at least (the first may walk). */
+static void unlocks(int n) {
+    int fd = OK(open("/dev/null", O_RDONLY));
+    for (int i = 0; i < n; i++) OK(flock(fd, LOCK_UN));
+    OK(close(fd));
+}
+
+static void open_managed(const char *name) {
+    char p[PATH_MAX];
+    st_path(p, sizeof p, dir, name);
+    int fd = OK(open(p, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    st_write_all(fd, "x", 1);
+    OK(close(fd));
+}
+
+static void *first_open_thread(void *arg) {
+    (void)arg;
+    open_managed("by_thread");
+    return NULL;
+}
+
+static void wait_child(pid_t c, const char *what) {
+    int status;
+    CHECK(waitpid(c, &status, 0) == c, "waitpid");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: the child failed (status 0x%x)", what, status);
+}
+
+int main(int argc, char **argv) {
+    dir = st_dir(argc, argv);
+    st_watchdog(120);
+    pid_t self = getpid();
+    CHECK(!stats_file_locked(self), "this process has a stats file before any managed file");
+    if (has_stats_file(self)) SKIP("a stats file named after this pid exists, unlocked: a killed process's");
+
+    pid_t c = OK(fork()); /* 1 */
+    if (c == 0) {
+        CHECK(!has_stats_file(getpid()), "fork child: a stats file before its first managed file");
+        open_managed("by_child1");
+        CHECK(has_stats_file(getpid()) && counter_of(getpid(), DK_C_opens) == 1, "fork child: opens != 1");
+        _exit(0);
+    }
+    wait_child(c, "1");
+    CHECK(!has_stats_file(self), "the parent has a stats file after its child's managed open");
+    printf("1: a fork child made its own file at its first managed open; the parent has none\n");
+
+    unlocks(10); /* 2: 9 skipped walks at least, counted in the main thread's private slot */
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, first_open_thread, NULL) == 0, "pthread_create");
+    CHECK(pthread_join(t, NULL) == 0, "pthread_join");
+    CHECK(has_stats_file(self), "no stats file after a thread's managed open");
+    uint64_t skips = counter_of(self, DK_C_publish_walk_skips);
+    CHECK(skips >= 9 && skips <= 10, "publish_walk_skips %llu right after the file was made, want 9-10 (the main "
+          "thread's before it)", (unsigned long long)skips);
+    unlocks(10);
+    uint64_t later = counter_of(self, DK_C_publish_walk_skips);
+    CHECK(later >= skips + 8 && later <= skips + 10, "publish_walk_skips %llu after 10 more unlocks, want %llu-%llu "
+          "(the main thread's slot counts into the file)", (unsigned long long)later,
+          (unsigned long long)skips + 8, (unsigned long long)skips + 10);
+    CHECK(counter_of(self, DK_C_opens) == 1, "opens != 1");
+    printf("2: a thread's first managed open made the file: it holds the %llu walks skipped before it and the "
+           "main thread's later ones (%llu)\n", (unsigned long long)skips, (unsigned long long)later);
+
+    c = OK(fork()); /* 3 */
+    if (c == 0) {
+        CHECK(!has_stats_file(getpid()), "fork child of a process with a file: one before its first managed file");
+        uint64_t parents = counter_of(self, DK_C_publish_walk_skips); /* (the fork's own publish point counted) */
+        unlocks(5);
+        CHECK(counter_of(self, DK_C_publish_walk_skips) == parents, "the child's unlocks were counted in its parent's file");
+        open_managed("by_child2");
+        uint64_t mine = counter_of(getpid(), DK_C_publish_walk_skips);
+        CHECK(counter_of(getpid(), DK_C_opens) == 1 && mine >= 4 && mine <= 5,
+              "fork child: opens %llu (want 1), publish_walk_skips %llu (want 4-5: its own)",
+              (unsigned long long)counter_of(getpid(), DK_C_opens), (unsigned long long)mine);
+        _exit(0);
+    }
+    wait_child(c, "3");
+    CHECK(counter_of(self, DK_C_opens) == 1, "the parent's opens changed by its child's");
+    printf("3: a fork child counted nothing into its parent's file and made its own\n");
+
+    int made[2];
+    OK(pipe(made));
+    c = OK(fork()); /* 4 */
+    if (c == 0) {
+        open_managed("by_child3");
+        CHECK(has_stats_file(getpid()), "exec child: no file after its managed open");
+        CHECK(write(made[1], "m", 1) == 1, "pipe");
+        execl("/bin/sleep", "sleep", "3", (char *)NULL);
+        _exit(1);
+    }
+    char m;
+    CHECK(read(made[0], &m, 1) == 1, "the exec child died before its managed open");
+    bool gone = false;
+    for (int i = 0; i < 200 && !gone; i++) { /* the exec comes right after the byte */
+        usleep(10000);
+        gone = !has_stats_file(c) && kill(c, 0) == 0;
+    }
+    CHECK(gone, "the exec'd image (sleep, no managed file) still has its old image's stats file");
+    wait_child(c, "4");
+    printf("4: an exec removed the old image's file\n");
+    printf("ok: the stats file is made at the first managed file, with every count\n");
+    return 0;
+}
