@@ -311,9 +311,12 @@ int dk_stats_sweep(void) {
  * sweeps every time. A killed process's file stays until then: a second at most while processes start. */
 #define SWEEP_INTERVAL_NS 1000000000ll
 
+/* The stamp is never followed: the directory is everyone's (1777), and its owner could make .sweep a link to
+ * another user's file, whose times every start-up of that user would then set (review 16, finding 3). A
+ * stamp that is not a regular file is no stamp: every start-up sweeps. */
 static bool sweep_due(const struct dk_libc *c, const char *stamp) {
     struct stat st;
-    if (c->stat(stamp, &st) != 0) return true;
+    if (c->lstat(stamp, &st) != 0 || !S_ISREG(st.st_mode)) return true;
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     int64_t age_ns = ((int64_t)now.tv_sec - (int64_t)st.st_mtim.tv_sec) * 1000000000ll +
@@ -323,7 +326,7 @@ static bool sweep_due(const struct dk_libc *c, const char *stamp) {
 
 /* Before the sweep: the processes starting meanwhile skip theirs. */
 static void sweep_stamp(const struct dk_libc *c, const char *stamp) {
-    if (c->utimensat(AT_FDCWD, stamp, NULL, 0) == 0 || errno != ENOENT) return;
+    if (c->utimensat(AT_FDCWD, stamp, NULL, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) return;
     int fd = dk_ifd_openat(AT_FDCWD, stamp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
     if (fd < 0) return;
     c->fchmod(fd, 0666); /* the umask took bits away; the program's umask is the program's */

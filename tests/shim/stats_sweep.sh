@@ -101,6 +101,20 @@ sweeping_start
 check "start-up, killed parent (its fork child alive)" $S/stats.$parent absent
 check "start-up, the parent's live fork child" $S/stats.$child present
 
+# .sweep is never followed (review 16, finding 3: the directory's owner could point it at another user's file,
+# whose mtime every start-up then set): a link there leaves its target's times alone, and start-ups sweep
+target=$DK_MNT/victim
+touch -m -d "@1000000000" "$target"
+rm -f "$S/.sweep"; ln -s "$target" "$S/.sweep"
+"${sleeper[@]}" >/dev/null 2>&1 & dead4=$!; pids+=($dead4)
+wait_file $S/stats.$dead4 || dk_fail "no stats file for daxkit process $dead4"
+kill -9 $dead4; wait $dead4 2>/dev/null
+"${run[@]}" true
+[ "$(stat -c %Y "$target")" = 1000000000 ] && echo "ok   .sweep a symlink: its target's mtime unchanged" ||
+    { echo "FAIL: .sweep a symlink: the start-up set its target's mtime"; fails=$((fails + 1)); }
+check "start-up, .sweep a symlink: swept anyway" $S/stats.$dead4 absent
+rm -f "$S/.sweep"
+
 # a relative DAXKIT_STATS_DIR is a configuration error naming the variable, not a silent fallback
 out=$(DAXKIT_STATS_DIR=relative/dir "${run[@]}" true 2>&1)
 if grep -q "DAXKIT_STATS_DIR" <<<"$out" && grep -q "absolute path" <<<"$out"; then echo "ok   relative DAXKIT_STATS_DIR reported"
