@@ -260,6 +260,10 @@ void up_fork_child(void) {
     up_foreign_after_fork_child();
     const char *note = dk_cfg.persist == DK_PERSIST_FLUSH ? "persistence emulated (DAXKIT_PERSIST=flush)" : "";
     dk_stats_open(dk_cfg.stats, dk_config_enum_name("MODE", dk_cfg.mode), dk_cfg.dir, note);
+    /* A child with managed descriptors of its parent's serves them (once the parent closes its copies): it
+     * is listed from its start, as one that opens its own (review 16, finding 6: a pre-forking server's
+     * workers were never listed). */
+    if (up_fdtab_holds_slots()) dk_stats_publish();
 }
 
 /* ---- exec and spawn ---- */

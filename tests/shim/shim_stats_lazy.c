@@ -7,7 +7,10 @@
  *      thread's later ones too -- its slot, claimed in private memory, counts into the file;
  *   3. a fork child of a process with a file has none until its own first managed file and does not count
  *      into its parent's; then its file holds its own counts only;
- *   4. an exec removes the image's file (the new image has used no managed file).
+ *   4. an exec removes the image's file (the new image has used no managed file);
+ *   5. a fork child that only writes a descriptor its parent opened (and closed since) has one (review 16,
+ *      finding 6);
+ *   6. a process whose exec failed and that goes on writing its managed file has one again.
  * argv[1]: the managed directory. */
 #include <pthread.h>
 #include <sys/file.h>
@@ -145,6 +148,39 @@ int main(int argc, char **argv) {
     CHECK(gone, "the exec'd image (sleep, no managed file) still has its old image's stats file");
     wait_child(c, "4");
     printf("4: an exec removed the old image's file\n");
+
+    /* 5: a child that only serves a descriptor its parent opened (review 16, finding 6) */
+    char p5[PATH_MAX];
+    st_path(p5, sizeof p5, dir, "inherited");
+    int fd5 = OK(open(p5, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    st_write_all(fd5, "y", 1);
+    int go[2];
+    OK(pipe(go));
+    c = OK(fork());
+    if (c == 0) {
+        CHECK(read(go[0], &m, 1) == 1, "pipe");
+        static char block[4096];
+        for (int i = 0; i < 100; i++) CHECK(pwrite(fd5, block, sizeof block, (off_t)i * 4096) == 4096, "pwrite");
+        CHECK(has_stats_file(getpid()), "a fork child that writes an inherited managed descriptor has no stats file");
+        _exit(0);
+    }
+    OK(close(fd5)); /* the child serves it alone from now on */
+    CHECK(write(go[1], "g", 1) == 1, "pipe");
+    wait_child(c, "5");
+    printf("5: a fork child serving only an inherited descriptor is listed\n");
+
+    /* 6: an exec that fails: the image keeps its managed descriptor, and its file */
+    c = OK(fork());
+    if (c == 0) {
+        int fd6 = OK(open(p5, O_RDWR));
+        st_write_all(fd6, "z", 1);
+        execl("/nonexistent/daxkit-test", "x", (char *)NULL);
+        st_write_all(fd6, "z", 1);
+        CHECK(has_stats_file(getpid()), "after a failed exec, a process that still writes its managed file has no stats file");
+        _exit(0);
+    }
+    wait_child(c, "6");
+    printf("6: after a failed exec the process is listed again\n");
     printf("ok: the stats file is made at the first managed file, with every count\n");
     return 0;
 }
