@@ -19,7 +19,8 @@
 #              preload daxkit"), SQL_N (1000), SYNC_N (5000 synced puts), REDIS_N (20000 SETs),
 #              SRC_TREE (/usr/include/linux), INSN (0); variant "base" runs daxkit with BASE_LIB (another
 #              build's libdaxkit.so: before/after in one interleaved run); "daxkit-auto" runs daxkit with
-#              DAXKIT_APPEND=auto (a log fsynced per record moves to extend with keep); "eager" runs daxkit
+#              DAXKIT_APPEND=auto (a log fsynced per record moves to extend with keep), "auto-flush" the same
+#              with DAXKIT_PERSIST=flush (the issue's setting); "eager" runs daxkit
 #              with DAXKIT_ADOPT_AFTER_IOS=0 (every managed file adopted at its open: no lazy adoption), "lazy"
 #              with DAXKIT_ADOPT_AFTER_IOS=4; "flush" (and "base-flush") with DAXKIT_PERSIST=flush -- the issue's
 #              targets' setting: every mapping treated as DAX (cache lines written back, fsync reaching the
@@ -64,6 +65,7 @@ run() {
     preload) env+=(LD_PRELOAD="$LIB") ;;
     daxkit) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR") ;;
     daxkit-auto) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_APPEND=auto) ;;
+    auto-flush) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_APPEND=auto DAXKIT_PERSIST=flush) ;;
     flush) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_PERSIST=flush) ;;
     base-flush) env+=(LD_PRELOAD="${BASE_LIB:?variant base-flush needs BASE_LIB}" DAXKIT_DIR="$DIR" DAXKIT_PERSIST=flush) ;;
     eager) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_ADOPT_AFTER_IOS=0) ;;
@@ -137,6 +139,7 @@ work_redis() {
     preload) env+=(LD_PRELOAD="$LIB") ;;
     daxkit) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR") ;;
     daxkit-auto) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_APPEND=auto) ;;
+    auto-flush) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_APPEND=auto DAXKIT_PERSIST=flush) ;;
     flush) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_PERSIST=flush) ;;
     eager) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_ADOPT_AFTER_IOS=0) ;;
     lazy) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_ADOPT_AFTER_IOS=4) ;;
