@@ -18,7 +18,13 @@
  *   fstatpass a descriptor opened while another file has staged appends (tar cf's sources while its archive
  *             is staged) and fstat'ed by the program passes its reads when its inode is apart from the
  *             process's open files (no adoption); one whose inode has staged appends is adopted by that
- *             fstat and reads them. */
+ *             fstat and reads them.
+ *   created   a file created with O_CREAT|O_EXCL (pending, allowed to pass its reads: a new inode) and,
+ *             before its first use, opened again by name and appended to (staged): the first descriptor's
+ *             fstat and read see the staged bytes -- the second one's adoption moved the epoch.
+ *   forkwrite a file created (pending), then fork before its first write: the child appends through the
+ *             inherited descriptor and exits, then the parent appends through its own -- one open file
+ *             description, so one offset: the parent's record goes after the child's, not over it. */
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -208,6 +214,17 @@ static int case_offset(const char *dir) {
     return 0;
 }
 
+/* fd's fstat, then a read from its offset, show the staged bytes `want` (the file holds nothing else). */
+static void expect_staged(int fd, const char *want, const char *who) {
+    size_t n = strlen(want);
+    struct stat st;
+    OK(fstat(fd, &st));
+    CHECK(st.st_size == (off_t)n, "%s: fstat size %lld, %zu bytes staged", who, (long long)st.st_size, n);
+    char buf[16];
+    ssize_t r = read(fd, buf, sizeof buf);
+    CHECK(r == (ssize_t)n && !memcmp(buf, want, n), "%s: read %zd bytes of %zu staged: passed to the kernel?", who, r, n);
+}
+
 static int case_fstatpass(const char *dir) {
     char *a = st_fmt("%s/pa", dir), *b = st_fmt("%s/pb", dir);
     make_file(b, "0123456789"); /* its entry is closed, with nothing unpublished */
@@ -227,14 +244,42 @@ static int case_fstatpass(const char *dir) {
     CHECK(count(DK_C_lazy_fstat_passes) == passes + 1, "the pass was not counted");
     /* the same steps on the file with staged appends: its reads must come from daxkit */
     fd = OK(open(a, O_RDONLY));
-    OK(fstat(fd, &st));
-    CHECK(st.st_size == 3, "fstat size %lld of a file with 3 staged bytes", (long long)st.st_size);
-    ssize_t r = read(fd, buf, sizeof buf);
-    CHECK(r == 3 && !memcmp(buf, "xyz", 3), "read %zd bytes of a file with 3 staged bytes: passed to the kernel", r);
+    expect_staged(fd, "xyz", "a descriptor opened after the appends");
     OK(close(fd));
     OK(close(fa));
     expect_bytes(a, "xyz", 3);
     printf("ok: fstatpass\n");
+    return 0;
+}
+
+static int case_created(const char *dir) {
+    char *p = st_fmt("%s/c", dir);
+    int fd1 = OK(open(p, O_RDWR | O_CREAT | O_EXCL, 0644)); /* pending; a new inode: may pass */
+    int fd2 = OK(open(p, O_WRONLY | O_APPEND));
+    CHECK(write(fd2, "abc", 3) == 3, "append");
+    CHECK(st_ksize(p) == 0, "the append is not staged (kernel size %lld): the case tests nothing", st_ksize(p));
+    expect_staged(fd1, "abc", "the created descriptor");
+    OK(close(fd2));
+    OK(close(fd1));
+    expect_bytes(p, "abc", 3);
+    printf("ok: created\n");
+    return 0;
+}
+
+static int case_forkwrite(const char *dir) {
+    char *p = st_fmt("%s/fw", dir);
+    int fd = OK(open(p, O_WRONLY | O_CREAT | O_EXCL, 0644)); /* pending */
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) _exit(write(fd, "child-", 6) == 6 ? 0 : 1);
+    int status;
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's write failed");
+    CHECK(write(fd, "parent", 6) == 6, "parent write");
+    off_t at = lseek(fd, 0, SEEK_CUR);
+    CHECK(at == 12, "offset %lld after the child's 6 bytes and the parent's 6, expected 12", (long long)at);
+    OK(close(fd));
+    expect_bytes(p, "child-parent", 12);
+    printf("ok: forkwrite\n");
     return 0;
 }
 
@@ -254,5 +299,7 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "lockclose_child")) return lockclose_child(argv[3]);
     if (!strcmp(c, "offset")) return case_offset(dir);
     if (!strcmp(c, "fstatpass")) return case_fstatpass(dir);
+    if (!strcmp(c, "created")) return case_created(dir);
+    if (!strcmp(c, "forkwrite")) return case_forkwrite(dir);
     FAIL("unknown case '%s'", c);
 }
