@@ -15,7 +15,14 @@
  * which gets the number) and stays 300 ms. The close must wait for
  * the write and its fdatasync (the write is named in its thread's call record: shim.h dk_pt_begin_change): it
  * returns after the handler did, the fdatasync found the file (pt_synced +1, pt_sync_closed +0), the write
- * returned its count with errno as it was, and the record is in the file once. */
+ * returned its count with errno as it was, and the record is in the file once.
+ *
+ * window handler_close|rawclose: the closes that do not wait (upath/ptsync.c's one EBADF rule,
+ * docs/guarantees.md): the writer's own handler closes the number (its thread is inside the named call: it
+ * never waits), or the main thread closes it with the raw close system call (no library close at all). The
+ * fdatasync then finds the number closed: pt_sync_closed +1, pt_synced +0 -- the change is not made durable
+ * by the library -- and the write still returns its count with errno as it was (never -1/EBADF after its
+ * bytes landed); the record is in the file once. */
 #include <pthread.h>
 #include <semaphore.h>
 #include <time.h>
@@ -49,9 +56,12 @@ static volatile int w_fd;
 static ssize_t w_ret;
 static int w_errno;
 
+static volatile int h_close_own = 0, h_close_rc = -2; /* handler_close: the handler closes the number itself */
+
 static void on_usr1(int sig) {
     (void)sig;
     int e = errno;
+    if (h_close_own) h_close_rc = close(w_fd);
     sem_post(&in_window);
     struct timespec ts = {0, 300 * 1000 * 1000};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
@@ -85,9 +95,34 @@ static void window_check_log(void) {
     syscall(SYS_close, rfd);
 }
 
+/* handler_close, rawclose: the close does not wait; the fdatasync finds the number closed. */
+static int window_unwaited(bool own, uint64_t synced0, uint64_t closed0) {
+    h_close_own = own;
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, window_writer, NULL) == 0, "pthread_create");
+    while (sem_wait(&in_window) != 0) CHECK(errno == EINTR, "sem_wait: %s", strerror(errno));
+    int rc = own ? h_close_rc : (int)syscall(SYS_close, w_fd); /* raw: the library never sees this close */
+    CHECK(rc == 0, "%s returned %d: %s", own ? "the handler's close" : "the raw close", rc, strerror(errno));
+    pthread_join(t, NULL);
+    uint64_t synced = st_counter(DK_C_pt_synced) - synced0, closed = st_counter(DK_C_pt_sync_closed) - closed0;
+    printf("window %s: the write returned %zd (errno %d); pt_synced +%llu, pt_sync_closed +%llu\n",
+           own ? "handler_close" : "rawclose", w_ret, w_errno, (unsigned long long)synced, (unsigned long long)closed);
+    CHECK(handler_done, "the crash point was not reached (DAXKIT_TEST_CRASH, a test build?)");
+    CHECK(fcntl(w_fd, F_GETFD) == -1 && errno == EBADF, "the number is still open after the close");
+    CHECK(w_ret == REC, "the write returned %zd (errno %d), not %d: its bytes are in the file", w_ret, w_errno, REC);
+    CHECK(w_errno == EINPROGRESS, "the write changed errno to %d", w_errno);
+    CHECK(synced == 0 && closed == 1, "the fdatasync did not take the closed-number rule (pt_synced +%llu, pt_sync_closed +%llu)",
+          (unsigned long long)synced, (unsigned long long)closed);
+    window_check_log();
+    printf("OK\n");
+    return 0;
+}
+
 static int window(const char *how) {
     bool dup = strcmp(how, "dup2") == 0, reopen = strcmp(how, "reopen") == 0;
-    CHECK(dup || reopen || strcmp(how, "close") == 0, "window close|dup2|reopen, not %s", how);
+    bool own = strcmp(how, "handler_close") == 0, raw = strcmp(how, "rawclose") == 0;
+    CHECK(dup || reopen || own || raw || strcmp(how, "close") == 0, "window close|dup2|reopen|handler_close|rawclose, not %s",
+          how);
     if (!getenv("DAXKIT_TEST_CRASH")) SKIP("needs DAXKIT_TEST_CRASH=raise:10:upath.pt_sync.before:1 (a test build)");
     st_watchdog(30);
     CHECK(sem_init(&in_window, 0, 0) == 0, "sem_init: %s", strerror(errno));
@@ -101,6 +136,7 @@ static int window(const char *how) {
     w_fd = OK(open(logp, O_WRONLY | O_APPEND));
     int null_fd = dup ? OK(open("/dev/null", O_WRONLY)) : -1;
     uint64_t synced0 = st_counter(DK_C_pt_synced), closed0 = st_counter(DK_C_pt_sync_closed);
+    if (own || raw) return window_unwaited(own, synced0, closed0);
     pthread_t t;
     CHECK(pthread_create(&t, NULL, window_writer, NULL) == 0, "pthread_create");
     while (sem_wait(&in_window) != 0) CHECK(errno == EINTR, "sem_wait: %s", strerror(errno));
@@ -137,7 +173,7 @@ static int window(const char *how) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) SKIP("usage: shim_pt_sync_ebadf DIR ROUNDS | DIR window close|dup2|reopen");
+    if (argc < 3) SKIP("usage: shim_pt_sync_ebadf DIR ROUNDS | DIR window close|dup2|reopen|handler_close|rawclose");
     snprintf(logp, sizeof logp, "%s/log", argv[1]);
     if (strcmp(argv[2], "window") == 0) return window(argc > 3 ? argv[3] : "");
     int rounds = atoi(argv[2]);
