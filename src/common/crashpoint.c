@@ -22,9 +22,16 @@ struct site_count {
 
 int dk_crashpoint_active;
 static enum crash_mode mode;
-static char kill_site[DK_CRASH_SITE_BYTES_MAX + 1];
-static unsigned long kill_occurrence, kill_seen;
-static int kill_signo = SIGKILL; /* raise:SIGNO:SITE:N -- the signal raised on the thread instead */
+/* SITE:N or raise:SIGNO:SITE:N; several, separated by commas (a test that needs a second cue: the first
+ * handler's interrupted call reaches the second site later). */
+#define KILL_SPECS_MAX 4
+struct kill_spec {
+    char site[DK_CRASH_SITE_BYTES_MAX + 1];
+    unsigned long occurrence, seen;
+    int signo; /* SIGKILL, or raise:SIGNO -- the signal raised on the thread instead */
+};
+static struct kill_spec kills[KILL_SPECS_MAX];
+static unsigned kill_specs;
 static char count_path[PATH_MAX];
 static struct site_count counts[DK_CRASH_SITES_MAX];
 static unsigned long count_overflow;
@@ -73,10 +80,12 @@ static void count_hit(const char *site) {
 void dk_crashpoint_hit(const char *site) {
     int saved_errno = errno;
     if (mode == CRASH_KILL) {
-        if (strcmp(site, kill_site) == 0) {
-            unsigned long n = __atomic_add_fetch(&kill_seen, 1, __ATOMIC_ACQ_REL);
-            if (n == kill_occurrence && kill_signo == SIGKILL) crash_now(site, n);
-            if (n == kill_occurrence) raise(kill_signo); /* its handler runs here, inside the site's section */
+        for (unsigned i = 0; i < kill_specs; i++) {
+            struct kill_spec *k = &kills[i];
+            if (strcmp(site, k->site) != 0) continue;
+            unsigned long n = __atomic_add_fetch(&k->seen, 1, __ATOMIC_ACQ_REL);
+            if (n == k->occurrence && k->signo == SIGKILL) crash_now(site, n);
+            if (n == k->occurrence) raise(k->signo); /* its handler runs here, inside the site's section */
         }
     } else if (mode == CRASH_COUNT) {
         count_hit(site);
@@ -116,6 +125,33 @@ static void write_counts_at_exit(void) {
     errno = saved_errno;
 }
 
+/* One SITE:N or raise:SIGNO:SITE:N of len bytes into *k. 0 or -EINVAL. */
+static int parse_kill(const char *spec, size_t len, struct kill_spec *k) {
+    char one[DK_CRASH_SITE_BYTES_MAX + 40];
+    if (len >= sizeof one) return -EINVAL;
+    memcpy(one, spec, len);
+    one[len] = 0;
+    const char *p = one;
+    k->signo = SIGKILL;
+    if (strncmp(p, "raise:", 6) == 0) {
+        char *end;
+        unsigned long sig = strtoul(p + 6, &end, 10);
+        if (*end != ':' || sig == 0 || sig >= 65) return -EINVAL;
+        k->signo = (int)sig;
+        p = end + 1;
+    }
+    const char *colon = strrchr(p, ':');
+    if (!colon || colon == p || (size_t)(colon - p) > DK_CRASH_SITE_BYTES_MAX) return -EINVAL;
+    char *end;
+    unsigned long n = strtoul(colon + 1, &end, 10);
+    if (*end || n == 0) return -EINVAL;
+    memcpy(k->site, p, (size_t)(colon - p));
+    k->site[colon - p] = 0;
+    k->occurrence = n;
+    k->seen = 0;
+    return 0;
+}
+
 int dk_crashpoint_configure(const char *spec) {
     __atomic_store_n(&dk_crashpoint_active, 0, __ATOMIC_RELAXED);
     mode = CRASH_OFF;
@@ -128,24 +164,14 @@ int dk_crashpoint_configure(const char *spec) {
         mode = CRASH_COUNT;
         if (!atexit_registered) atexit_registered = atexit(write_counts_at_exit) == 0;
     } else {
-        int signo = SIGKILL;
-        if (strncmp(spec, "raise:", 6) == 0) {
-            char *end;
-            unsigned long sig = strtoul(spec + 6, &end, 10);
-            if (*end != ':' || sig == 0 || sig >= 65) return -EINVAL;
-            signo = (int)sig;
-            spec = end + 1;
+        kill_specs = 0;
+        for (const char *p = spec; p;) {
+            const char *comma = strchr(p, ',');
+            size_t len = comma ? (size_t)(comma - p) : strlen(p);
+            if (kill_specs == KILL_SPECS_MAX || parse_kill(p, len, &kills[kill_specs]) != 0) return -EINVAL;
+            kill_specs++;
+            p = comma ? comma + 1 : NULL;
         }
-        const char *colon = strrchr(spec, ':');
-        if (!colon || colon == spec || (size_t)(colon - spec) > DK_CRASH_SITE_BYTES_MAX) return -EINVAL;
-        char *end;
-        unsigned long n = strtoul(colon + 1, &end, 10);
-        if (*end || n == 0) return -EINVAL;
-        memcpy(kill_site, spec, (size_t)(colon - spec));
-        kill_site[colon - spec] = 0;
-        kill_occurrence = n;
-        kill_seen = 0;
-        kill_signo = signo;
         mode = CRASH_KILL;
     }
     __atomic_store_n(&dk_crashpoint_active, 1, __ATOMIC_RELEASE);

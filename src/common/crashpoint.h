@@ -14,6 +14,8 @@
  *   DAXKIT_TEST_CRASH=raise:SIGNO:SITE:N  the N-th time, raises signal SIGNO on that thread instead: the
  *                                     program's handler runs inside the site's section (a handler that
  *                                     interrupts the library holding a lock, on cue).
+ *   several of those two, separated by commas (up to 4): each site counted and acted on by itself -- a
+ *                                     second cue later in the call the first handler interrupted.
  *
  * tests/crash/drive.sh uses both: one counting run enumerates site x occurrence, then one run per pair.
  * Site names: "<module>.<operation>.<where>", literal strings, at most DK_CRASH_SITE_BYTES_MAX bytes. */

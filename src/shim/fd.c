@@ -110,6 +110,7 @@ DK_EXPORT int dup(int fd) {
 }
 
 static int dup_to(int oldfd, int newfd, int flags, bool three) {
+    if (up_enabled && oldfd != newfd) up_close_later_settle(newfd); /* a handler's close left to its thread */
     if (up_enabled) up_dirfd_forget(newfd);
     if (up_enabled && oldfd != newfd && DK_UNLIKELY(up_fd_is_internal(newfd))) up_aux_vacate(newfd);
     if (up_enabled && oldfd != newfd) up_resolve(oldfd);

@@ -155,6 +155,12 @@ static void wake_waiters(struct up_fd *e) {
         syscall(SYS_futex, (uint32_t *)&e->slot, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
+/* A handler's close left pending is void now; one its thread is carrying out stays its (table_nested.c). */
+static void clear_close_later(struct up_fd *e) {
+    uint32_t pending = UP_LATER_PENDING;
+    __atomic_compare_exchange_n(&e->close_later, &pending, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
 int up_fd_bind(int fd, struct up_slot *s) {
     struct up_fd *e = entry_alloc(fd);
     if (!e) return -ENOMEM;
@@ -170,7 +176,7 @@ int up_fd_bind(int fd, struct up_slot *s) {
     e->released = NULL;
     e->internal = 0;
     e->aux_of = NULL;
-    __atomic_store_n(&e->close_later, 0, __ATOMIC_RELEASE); /* another file on the number now */
+    clear_close_later(e); /* another file on the number now */
     /* The slot before the pending state ends: another thread's call on a descriptor being adopted looks
      * for a slot, then (none) at the pending state, and waits while it is ADOPTING -- with the state
      * cleared first it found neither in between and sent its write to the kernel, under a file entry that
@@ -187,7 +193,7 @@ static struct up_slot *unbind_closing(struct up_fd *e) {
     struct up_slot *s = up_entry_slot(e);
     if (!s) return NULL;
     __atomic_store_n(&e->slot, UP_SLOT_CLOSING, __ATOMIC_RELEASE);
-    __atomic_store_n(&e->close_later, 0, __ATOMIC_RELEASE); /* closed now: a handler's close left for later is done */
+    clear_close_later(e); /* closed now: a handler's close left for later is done */
     e->stale = 0;
     uint32_t i = slot_index(s);
     dk_assert(local_refs[i] > 0);

@@ -573,10 +573,12 @@ struct up_fd {
      * has settled it since (vac_clean): a pass-through write through it may reach a file another thread's
      * open is binding (fdtab.c: up_fd_opening). Atomic. */
     uint32_t vac_gen, vac_clean;
-    /* A signal handler closed the number while its thread held up_table_mu: that thread closes it (table_nested.c)
-     * unless the number is closed or bound again first (a dup2 onto it: unbind_closing, up_fd_bind clear it). */
+    /* A signal handler closed the number while its thread held up_table_mu: that thread closes it (table_nested.c:
+     * UP_LATER_PENDING, then UP_LATER_CLOSING while it does) unless the program's dup2/dup3 onto it or close of
+     * it claims the pending mark first (up_close_later_settle; unbind_closing and up_fd_bind clear it too). */
     uint32_t close_later;
 };
+enum { UP_LATER_PENDING = 1, UP_LATER_CLOSING = 2 };
 /* e->slot of an entry being closed: its calls are draining (calls.h); new ones wait. Never dereferenced. */
 #define UP_SLOT_CLOSING ((struct up_slot *)1)
 enum { UP_PEND_NONE = 0, UP_PEND_WAITING = 1, UP_PEND_ADOPTING = 2 };
@@ -616,6 +618,14 @@ static inline struct up_fd *up_fd_entry(int fd) {
     if (DK_UNLIKELY((unsigned)fd >= UP_FD_LEAF * UP_FD_LEAVES)) return NULL;
     struct up_fd *leaf = __atomic_load_n(&up_fd_leaf[(unsigned)fd / UP_FD_LEAF], __ATOMIC_ACQUIRE);
     return leaf ? &leaf[(unsigned)fd % UP_FD_LEAF] : NULL;
+}
+/* Before the program's dup2/dup3 onto fd or close of it: a close a signal handler left to its thread on the
+ * number is taken over (the caller's replacement or close carries it out), or, while that thread is closing
+ * it, waited for (table_nested.c). */
+void up_close_later_settle_slow(struct up_fd *e);
+static inline void up_close_later_settle(int fd) {
+    struct up_fd *e = up_fd_entry(fd);
+    if (DK_UNLIKELY(e && __atomic_load_n(&e->close_later, __ATOMIC_ACQUIRE))) up_close_later_settle_slow(e);
 }
 /* The slot of a managed descriptor, or NULL. Lock-free: the data path's first step. */
 static inline struct up_slot *up_fd_slot(int fd) {

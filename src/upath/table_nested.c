@@ -6,19 +6,28 @@
  * So the kernel keeps the descriptor open (its number is not handed out meanwhile), the handler's close
  * returns 0, and the thread itself closes it -- publish point, tables, kernel -- as soon as it lets go of
  * the table's lock holding no other library mutex (up_table_unlock), before the interrupted call returns.
- * A program that puts another file on the number meanwhile (dup2, dup3) closes it itself, which clears the
- * number's mark (up_fd.close_later): the thread then leaves the number alone. The handler claims an entry
- * of the thread's list by compare-and-swap (handlers nest); the thread takes entries by exchange and the
- * number's mark by compare-and-swap. While the close waits the kernel keeps the number: an open in between
- * gets another one (the lowest free number is not the closed one).
- * Counted (close_later).
+ * The number's mark (up_fd.close_later) says who closes it, claimed by compare-and-swap: LATER_PENDING
+ * (the handler left it), LATER_CLOSING (its thread is closing it now). A program that puts another file on
+ * the number meanwhile (dup2, dup3 in another thread: up_close_later_settle) or closes it claims a pending
+ * mark first -- its own replacement or close carries the handler's close out and the thread leaves the
+ * number alone -- or, when the thread is closing it already, waits until the kernel closed it, then
+ * goes on. Without that, a dup2 waiting for the table's lock while the thread took the mark ran beside the
+ * thread's close: both closed the old file (two up_close of one slot), and the thread's kernel close could
+ * come after the dup2 -- the program's new descriptor was closed (session 17). The handler claims an entry
+ * of the thread's list by compare-and-swap (handlers nest); the thread takes entries by exchange. While the
+ * close waits the kernel keeps the number: an open in between gets another one (the lowest free number is
+ * not the closed one). Counted (close_later; close_later_taken: the program's dup2 or close took it over).
  *
  * Open: refused with EDEADLK before the kernel's open when the name is below a root (nothing created or
  * truncated), after it -- the descriptor closed again -- when the kernel's answer is a managed file under
  * another name (an O_TRUNC or O_CREAT has happened then). Counted (open_nested_refused). */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include "common/crashpoint.h"
 #include "common/stats.h"
 #include "shim/libc.h"
 #include "upath/internal.h"
@@ -38,10 +47,18 @@ bool up_open_refused_nested(int dirfd, const char *path, int flags) {
 static __thread int later[CLOSE_LATER_MAX] = {[0 ... CLOSE_LATER_MAX - 1] = -1}; /* -1 free, CLAIMED, or the fd */
 __thread bool up_close_later_due;
 
+static __thread const struct up_fd *closing_later; /* the entry this thread is closing for a handler now */
+
 static int close_later(int fd);
+static int close_now(int fd);
 
 int up_close_managed(int fd) {
     if (DK_UNLIKELY(dk_mu_mine(&up_table_mu))) return close_later(fd); /* a handler in its thread's table change */
+    up_close_later_settle(fd);
+    return close_now(fd);
+}
+
+static int close_now(int fd) {
     int rc = up_close(fd);
     up_fd_vacate(fd); /* writes through the number from now wait for a reopen's adoption (up_fd_opening) */
     int r = DK_REAL(close)(fd);
@@ -60,7 +77,7 @@ static int close_later(int fd) {
         int free_fd = -1;
         if (!__atomic_compare_exchange_n(&later[i], &free_fd, CLAIMED, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
             continue;
-        __atomic_store_n(&e->close_later, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&e->close_later, UP_LATER_PENDING, __ATOMIC_RELEASE);
         __atomic_store_n(&later[i], fd, __ATOMIC_RELEASE);
         __atomic_store_n(&up_close_later_due, true, __ATOMIC_RELEASE);
         dk_count(DK_C_close_later, 1);
@@ -77,10 +94,34 @@ void up_close_later_run(void) {
         if (__atomic_load_n(&later[i], __ATOMIC_ACQUIRE) < 0) continue;
         int fd = __atomic_exchange_n(&later[i], -1, __ATOMIC_ACQ_REL);
         struct up_fd *e = fd >= 0 ? up_fd_entry(fd) : NULL;
-        uint32_t pending = 1;
+        uint32_t pending = UP_LATER_PENDING;
         /* Not when the number was closed or bound again since (a dup2 onto it): the program's file now */
-        if (e && __atomic_compare_exchange_n(&e->close_later, &pending, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-            up_close_managed(fd);
+        if (!e || !__atomic_compare_exchange_n(&e->close_later, &pending, UP_LATER_CLOSING, false, __ATOMIC_ACQ_REL,
+                                               __ATOMIC_RELAXED))
+            continue;
+        DK_CRASH_POINT("upath.close_later.claimed"); /* tests: another thread's dup2 onto fd starts here */
+        closing_later = e;
+        close_now(fd);
+        closing_later = NULL;
+        __atomic_store_n(&e->close_later, 0, __ATOMIC_RELEASE);
+        syscall(SYS_futex, &e->close_later, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0); /* settle's waiters */
     }
     DK_ERRNO_RESTORE;
+}
+
+void up_close_later_settle_slow(struct up_fd *e) {
+    for (;;) {
+        uint32_t v = __atomic_load_n(&e->close_later, __ATOMIC_ACQUIRE);
+        if (v == UP_LATER_PENDING) {
+            if (!__atomic_compare_exchange_n(&e->close_later, &v, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) continue;
+            dk_count(DK_C_close_later_taken, 1);
+            return;
+        }
+        /* Not a handler on the closing thread itself, nor one whose thread holds a mutex or is inside a call
+         * that close may wait for: they go on as before (the close may then end after theirs). */
+        if (v != UP_LATER_CLOSING || closing_later == e || dk_mu_any_mine() || up_thread_in_call()) return;
+        DK_ERRNO_SAVE;
+        syscall(SYS_futex, &e->close_later, FUTEX_WAIT_PRIVATE, UP_LATER_CLOSING, NULL, NULL, 0);
+        DK_ERRNO_RESTORE;
+    }
 }
