@@ -8,14 +8,14 @@
 #include "shim/shim.h"
 
 DK_EXPORT pid_t fork(void) {
-    up_fork_prepare();
+    bool nested = up_fork_prepare();
     pid_t p = DK_REAL(fork)();
     int e = errno;
     if (p == 0) {
         dk_ifd_after_fork_child(); /* another thread's window never closes in the child */
-        up_fork_child();
+        up_fork_child(nested);
     } else {
-        up_fork_parent(p < 0);
+        up_fork_parent(p < 0, nested);
     }
     errno = e;
     return p;

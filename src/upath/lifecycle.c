@@ -218,8 +218,21 @@ static void mark_stale_cb(int fd, struct up_fd *e, void *arg) {
     if (e->slot) e->stale = 1;
 }
 
-void up_fork_prepare(void) {
-    if (!up_enabled) return;
+/* A fork from a signal handler whose thread holds the file table's lock (its interrupted call is changing the
+ * table: an open's adoption, a close, a publish walk) waited in the preparation for that lock for ever (session
+ * 16). Nothing may wait for it, and the table may be half changed: the fork is made without the preparation
+ * (nothing published, no lock taken, descriptors not handed to the kernel -- the parent keeps serving them
+ * itself), and its child runs without the library: every call goes to the kernel, it publishes nothing (its
+ * parent's staged appends are the parent's) and sees the files as the kernel has them -- as after a crash of
+ * the parent, without its unpublished appends. Such a child should exec or _exit from the handler (a threaded
+ * program's fork child may only make async-signal-safe calls); an exec starts the library anew. Counted
+ * (fork_nested). Returns whether the fork is such a one, for up_fork_parent and up_fork_child. */
+bool up_fork_prepare(void) {
+    if (!up_enabled) return false;
+    if (DK_UNLIKELY(dk_mu_mine(&up_table_mu))) {
+        dk_count(DK_C_fork_nested, 1);
+        return true;
+    }
     DK_ERRNO_SAVE;
     up_pending_adopt_all(); /* or parent and child would each adopt the shared description */
     up_publish_all();
@@ -235,18 +248,24 @@ void up_fork_prepare(void) {
     up_fd_foreach(mark_stale_cb, NULL);
     up_fdtab_fork_prepare();
     DK_ERRNO_RESTORE;
+    return false;
 }
 
-void up_fork_parent(int failed) {
-    if (!up_enabled) return;
+void up_fork_parent(int failed, bool nested) {
+    if (!up_enabled || nested) return;
     up_file_unlock_all();
     up_atomic_fork_parent();
     if (failed) up_fdtab_fork_failed();
     up_table_unlock();
 }
 
-void up_fork_child(void) {
+void up_fork_child(bool nested) {
     if (!up_enabled) return;
+    if (DK_UNLIKELY(nested)) { /* up_fork_prepare: the library off; counted apart from the parent's file */
+        up_enabled_flag = false;
+        dk_stats_open(dk_cfg.stats, dk_config_enum_name("MODE", dk_cfg.mode), dk_cfg.dir, "");
+        return;
+    }
     up_file_reinit_locks_all();
     up_guard_after_fork_child();
     up_fdtab_after_fork_child();

@@ -209,9 +209,11 @@ void up_strict_meta_end(int dirfd, const char *path, int dirfd2, const char *pat
 void up_strict_name_made(int dirfd, const char *path);
 
 /* Process events. */
-void up_fork_prepare(void);
-void up_fork_parent(int failed);
-void up_fork_child(void);
+/* up_fork_prepare's answer: the fork is one from a signal handler inside its thread's table change, made
+ * without the library's preparation (lifecycle.c); given to the other two. */
+bool up_fork_prepare(void);
+void up_fork_parent(int failed, bool nested);
+void up_fork_child(bool nested);
 /* Before exec/spawn: publish, hand descriptors that stay open to the kernel. Returns 0. */
 void up_exec_prepare(bool spawn);
 void up_exec_failed(void);

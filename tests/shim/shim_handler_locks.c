@@ -26,6 +26,10 @@
  *     table's lock; the handler opens a managed file (refused: EDEADLK, before the kernel's open) and closes
  *     another with appends staged (returns 0; its thread closes it after the walk) -- both waited for the
  *     table's lock for ever (review 15, finding 4). The closed file is published whole, its descriptor gone.
+ *   table_fork (SITE upath.publish_all.table_locked): as unlock_flock, the handler forks -- the fork's
+ *     preparation waited for the table's lock for ever (session 16's note). The fork is made without it
+ *     (fork_nested +1); its child runs without the library: it creates and writes a file (the kernel's at
+ *     once) and _exits from the handler. The parent's walk goes on and publishes the pinned file whole.
  * The case runs in a child (exec'ed: its crash point counts start at 0; the parent's fork is a publish walk
  * too, with SIGUSR1 ignored) with a 20 s watchdog; a child that does not end in 30 s is killed: FAIL (hang).
  * argv[1]: managed directory; argv[2]: the case. Exit 0 pass, 1 fail, 77 skip. */
@@ -33,12 +37,15 @@
 
 #include "shim_test.h"
 
-enum { UNLOCK_FLOCK, UNLOCK_FCNTL, SIZEREC_EXIT, SIZEREC__EXIT, DIRFD_OPEN, CLOSE_WRITE, STDIO_CLOSE, TABLE_OPEN_CLOSE, CASES };
+enum { UNLOCK_FLOCK, UNLOCK_FCNTL, SIZEREC_EXIT, SIZEREC__EXIT, DIRFD_OPEN, CLOSE_WRITE, STDIO_CLOSE, TABLE_OPEN_CLOSE,
+       TABLE_FORK, CASES };
+enum { FORKED_BYTES = 100 };
 enum { BYTES = 8192 };
 static int mode, lock2_fd, ow_fd, app_fd, h_errno2, h_fileno;
 static ssize_t h_w1, h_w2;
 static FILE *h_fp;
 static int h_fclose = -2;
+static pid_t h_fork_pid;
 static char hdir[PATH_MAX];
 static volatile sig_atomic_t handled;
 static const char handler_line[] = "the handler's stream\n";
@@ -68,6 +75,15 @@ static void on_usr1(int sig) {
         h_fileno = fileno(h_fp);
         h_fclose = fclose(h_fp);
     }
+    if (mode == TABLE_FORK) {
+        h_fork_pid = fork();
+        if (h_fork_pid == 0) { /* the child, still in the handler: a file of its own, then _exit */
+            int fd = open(hdir, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            char b[FORKED_BYTES];
+            memset(b, 'f', sizeof b);
+            _exit(fd >= 0 && write(fd, b, sizeof b) == (ssize_t)sizeof b && close(fd) == 0 ? 0 : 5);
+        }
+    }
     if (mode == SIZEREC_EXIT) exit(0);
     if (mode == SIZEREC__EXIT) _exit(0);
     handled++;
@@ -91,6 +107,25 @@ static void child(const char *dir) {
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_usr1;
     sigaction(SIGUSR1, &sa, NULL);
+    if (mode == TABLE_FORK) {
+        open_append(dir, "c", 'c', 4096); /* pinned: the unlock's walk runs */
+        st_path(hdir, sizeof hdir, dir, "forked");
+        char p[PATH_MAX];
+        st_path(p, sizeof p, dir, "l1");
+        int l1 = open(p, O_RDWR | O_CREAT, 0644);
+        uint64_t nested0 = st_counter(DK_C_fork_nested);
+        CHECK(l1 >= 0 && flock(l1, LOCK_EX) == 0, "open/flock %s: %s", p, strerror(errno));
+        CHECK(flock(l1, LOCK_UN) == 0, "flock LOCK_UN: %s", strerror(errno)); /* the handler forks in its walk */
+        CHECK(handled == 1, "the handler ran %d times (the crash point was not reached: DAXKIT_TEST_CRASH?)", (int)handled);
+        CHECK(h_fork_pid > 0, "the handler's fork returned %d", (int)h_fork_pid);
+        int st = 0;
+        CHECK(waitpid(h_fork_pid, &st, 0) == h_fork_pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+              "the handler's fork child: status 0x%x", st);
+        CHECK(st_counter(DK_C_fork_nested) - nested0 == 1, "fork_nested +%llu, not 1",
+              (unsigned long long)(st_counter(DK_C_fork_nested) - nested0));
+        CHECK(st_ksize(hdir) == FORKED_BYTES, "the child's file holds %lld bytes in the kernel", st_ksize(hdir));
+        exit(0);
+    }
     if (mode == UNLOCK_FLOCK || mode == UNLOCK_FCNTL) {
         open_append(dir, "c", 'c', 4096); /* pinned: the unlock's walk runs */
         char p[PATH_MAX];
@@ -186,9 +221,9 @@ int main(int argc, char **argv) {
     const char *dir = st_dir(argc, argv);
     if (argc < 3)
         SKIP("usage: shim_handler_locks DIR unlock_flock|unlock_fcntl|sizerec_exit|sizerec__exit|dirfd_open|close_write|"
-             "stdio_close|table_open_close");
-    const char *names[CASES] = {"unlock_flock", "unlock_fcntl", "sizerec_exit", "sizerec__exit",
-                                "dirfd_open",   "close_write",  "stdio_close",  "table_open_close"};
+             "stdio_close|table_open_close|table_fork");
+    const char *names[CASES] = {"unlock_flock", "unlock_fcntl", "sizerec_exit",     "sizerec__exit", "dirfd_open",
+                                "close_write",  "stdio_close",  "table_open_close", "table_fork"};
     mode = -1;
     for (int i = 0; i < CASES; i++)
         if (strcmp(argv[2], names[i]) == 0) mode = i;
@@ -235,14 +270,15 @@ int main(int argc, char **argv) {
         NOTE("%s: the handler did not wait; %s published (%zu bytes) with its overwrite", argv[2], p, len);
         return 0;
     }
-    st_path(p, sizeof p, dir, mode <= UNLOCK_FCNTL ? "c" : "b");
-    long long want = mode <= UNLOCK_FCNTL ? 4096 : BYTES;
+    bool c_file = mode <= UNLOCK_FCNTL || mode == TABLE_FORK; /* the unlock's pinned file, else the exit's */
+    st_path(p, sizeof p, dir, c_file ? "c" : "b");
+    long long want = c_file ? 4096 : BYTES;
     CHECK(st_ksize(p) == want, "%s: %s holds %lld bytes in the kernel, not %lld: not published", argv[2], p, st_ksize(p), want);
     int fd = (int)syscall(SYS_openat, AT_FDCWD, p, O_RDONLY);
     static char buf[BYTES];
     CHECK(fd >= 0 && syscall(SYS_read, fd, buf, sizeof buf) == want, "read %s", p);
     for (long long i = 0; i < want; i++)
-        CHECK(buf[i] == (mode <= UNLOCK_FCNTL ? 'c' : 'b'), "%s: byte %lld of %s is 0x%02x", argv[2], i, p, (unsigned char)buf[i]);
+        CHECK(buf[i] == (c_file ? 'c' : 'b'), "%s: byte %lld of %s is 0x%02x", argv[2], i, p, (unsigned char)buf[i]);
     NOTE("%s: the handler did not wait; %s published (%lld bytes)", argv[2], p, want);
     return 0;
 }
