@@ -374,14 +374,6 @@ static void release_local(uint32_t i) {
     slot_release_proc(&region->slot[i]);
 }
 
-bool up_fdtab_holds_slots(void) {
-    if (!region || !__atomic_load_n(&slots_bound, __ATOMIC_ACQUIRE)) return false;
-    for (uint32_t w = 0; w < UP_SLOTS_MAX / 64; w++)
-        for (uint64_t bits = __atomic_load_n(&region->used[w], __ATOMIC_ACQUIRE); bits; bits &= bits - 1)
-            if (local_refs[w * 64 + (uint32_t)__builtin_ctzll(bits)]) return true;
-    return false;
-}
-
 /* Before fork: the child will share every slot this process uses. */
 void up_fdtab_fork_prepare(void) {
     if (region) local_slots_foreach(share_with_child);

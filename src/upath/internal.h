@@ -684,8 +684,6 @@ void up_fd_opened(int fd, struct up_fd *e);
  * call is inside it (calls.h: such a slot is never freed, and fork relatives count this process as still
  * holding it). Caller holds up_table_mu. */
 void up_fdtab_release_idle(void);
-/* This process holds a descriptor of a managed file (inherited by fork included). */
-bool up_fdtab_holds_slots(void);
 /* A fork child: an entry another thread of the parent was closing is closed here (that thread is gone). */
 void up_fdtab_after_fork_child(void);
 /* Local (this process) descriptor count of a slot. */

@@ -278,11 +278,11 @@ void up_fork_child(bool nested) {
     up_recover_scope_after_fork_child();
     up_foreign_after_fork_child();
     const char *note = dk_cfg.persist == DK_PERSIST_FLUSH ? "persistence emulated (DAXKIT_PERSIST=flush)" : "";
+    /* No stats file yet: a child that serves a descriptor of its parent's makes it at that descriptor's
+     * first served call (upath.c: resync), one that opens its own at that open. Made here for every child
+     * holding one (review 16, finding 6's first fix), it cost each fork+exec of a program that keeps a managed
+     * file open (make, a shell's `>> log`) the file's creation and removal (review 16, finding 7). */
     dk_stats_open(dk_cfg.stats, dk_config_enum_name("MODE", dk_cfg.mode), dk_cfg.dir, note);
-    /* A child with managed descriptors of its parent's serves them (once the parent closes its copies): it
-     * is listed from its start, as one that opens its own (review 16, finding 6: a pre-forking server's
-     * workers were never listed). */
-    if (up_fdtab_holds_slots()) dk_stats_publish();
 }
 
 /* ---- exec and spawn ---- */

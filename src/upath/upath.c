@@ -31,8 +31,12 @@ void up_slot_drop_local(struct up_slot *s);
 
 /* ---- serving decision ---- */
 
-/* The kernel moved the offset while the slot was shared: take it back before serving. */
+/* The kernel moved the offset while the slot was shared: take it back before serving. Also a fork child's
+ * first served call through a descriptor of its parent's (every inherited one is stale), as its first call
+ * through one still shared (up_serving): `daxkit stats` lists the child from then on (review 16, findings 6
+ * and 7). */
 static void resync(int fd, struct up_fd *e, struct up_slot *s) {
+    dk_stats_publish();
     DK_ERRNO_SAVE;
     off_t k = DK_REAL(lseek)(fd, 0, SEEK_CUR);
     if (k >= 0) __atomic_store_n(&s->offset, (uint64_t)k, __ATOMIC_RELEASE);
@@ -60,6 +64,7 @@ struct up_slot *up_serving(int fd) {
     if (DK_UNLIKELY(s->kernel || s->file->kernel_only || __atomic_load_n(&s->procs, __ATOMIC_ACQUIRE) > 1)) {
         if (s->file->kernel_only) up_io_offset_to_kernel(s, fd); /* once per slot */
         e->stale = 1;
+        dk_stats_publish(); /* a fork child's first call through a descriptor it shares: listed (resync) */
         up_call_leave();
         return NULL;
     }

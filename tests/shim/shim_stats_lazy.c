@@ -10,7 +10,10 @@
  *   4. an exec removes the image's file (the new image has used no managed file);
  *   5. a fork child that only writes a descriptor its parent opened (and closed since) has one (review 16,
  *      finding 6);
- *   6. a process whose exec failed and that goes on writing its managed file has one again.
+ *   6. a process whose exec failed and that goes on writing its managed file has one again;
+ *   7. a fork child that holds its parent's managed descriptor but makes no call through it has none (a
+ *      fork+exec of a program that keeps a managed file open paid its creation and removal: review 16,
+ *      finding 7); its first call through it, still shared with the parent (the kernel's), makes it.
  * argv[1]: the managed directory. */
 #include <pthread.h>
 #include <sys/file.h>
@@ -181,6 +184,20 @@ int main(int argc, char **argv) {
     }
     wait_child(c, "6");
     printf("6: after a failed exec the process is listed again\n");
+
+    /* 7: a child that makes no call through the descriptor it holds is not listed until it does */
+    int fd7 = OK(open(p5, O_RDWR));
+    st_write_all(fd7, "w", 1);
+    c = OK(fork());
+    if (c == 0) {
+        CHECK(!has_stats_file(getpid()), "a fork child that made no managed call has a stats file");
+        CHECK(pwrite(fd7, "v", 1, 0) == 1, "pwrite: %s", strerror(errno)); /* shared: the kernel serves it */
+        CHECK(has_stats_file(getpid()), "a fork child that wrote a shared managed descriptor has no stats file");
+        _exit(0);
+    }
+    wait_child(c, "7");
+    OK(close(fd7));
+    printf("7: a fork child is listed from its first managed call, not from the fork\n");
     printf("ok: the stats file is made at the first managed file, with every count\n");
     return 0;
 }
