@@ -34,8 +34,9 @@ static union {
 #define stats (&counters_mem.f)
 _Static_assert(sizeof counters_mem % DK_PAGE_BYTES == 0, "mapped over: whole pages of their own");
 
-enum { STATS_OFF, STATS_PRIVATE, STATS_MAKING, STATS_MAPPED };
-static int stats_state = STATS_OFF; /* STATS_OFF: before dk_stats_open, DAXKIT_STATS=0, or the file failed */
+enum { STATS_OFF, STATS_PRIVATE = DK_STATS_PRIVATE, STATS_MAKING, STATS_MAPPED };
+int dk_stats_state = STATS_OFF; /* STATS_OFF: before dk_stats_open, DAXKIT_STATS=0, or the file failed */
+#define stats_state dk_stats_state
 static bool stats_started;          /* dk_stats_open ran in this image or a fork ancestor (fork copies it) */
 static char stats_path[256];
 static pid_t stats_pid;
@@ -173,8 +174,7 @@ static bool move_into(const struct dk_libc *c, struct dk_stats_file *file) {
            MAP_FAILED;
 }
 
-void dk_stats_publish(void) {
-    if (DK_LIKELY(__atomic_load_n(&stats_state, __ATOMIC_ACQUIRE) != STATS_PRIVATE)) return;
+void dk_stats_publish_slow(void) {
     int expect = STATS_PRIVATE;
     if (!__atomic_compare_exchange_n(&stats_state, &expect, STATS_MAKING, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
         return; /* another thread makes it (or this thread, interrupted by this handler): counted in place */

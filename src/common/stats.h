@@ -59,8 +59,15 @@ static inline void dk_count(enum dk_counter c, uint64_t n) {
  * from no file). */
 void dk_stats_open(int enabled, const char *mode, const char *dirs, const char *note);
 /* The process uses a managed file: its stats file is made now (once; the counters so far move into it) and
- * `daxkit stats` finds the process from then on. One load when done already. */
-void dk_stats_publish(void);
+ * `daxkit stats` finds the process from then on. One load and branch, inline, when done already (it sits in
+ * the kernel-served branch of every call through a managed descriptor: upath.c up_serving). */
+#define DK_STATS_PRIVATE 1 /* dk_stats_state while the counters are in private memory and the file is due */
+extern int dk_stats_state;
+void dk_stats_publish_slow(void);
+static inline void dk_stats_publish(void) {
+    if (__builtin_expect(__atomic_load_n(&dk_stats_state, __ATOMIC_ACQUIRE) == DK_STATS_PRIVATE, 0))
+        dk_stats_publish_slow();
+}
 /* An exec is about to replace this image: its stats file goes (left, `daxkit stats` would list the old
  * image's counters under the live pid; the new image makes its own at its first managed file). When the exec
  * fails, the counters go on in the unlinked file's pages and the next managed file makes it again. */
