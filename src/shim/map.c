@@ -59,75 +59,89 @@ DK_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int fl, ...) {
     return DK_REAL(mremap)(old, old_len, new_len, fl, to);
 }
 
-/* Before an in-kernel copy: publish both ends; move offsets the call will use into the kernel. Not named in
- * the call record (shim.h: DK_PT_UNNAMED): the hand-offs look the slots up by number, and a sendfile's or a
- * splice's input may be a pipe or socket that blocks for ever -- a close of out would wait for it (as a
- * blocked pipe write held up an open: review 15, finding 6). ptsync.c's rule answers a close meanwhile. */
-static void copy_begin(int in, const off_t *in_off, int out, const off_t *out_off, bool *min, bool *mout) {
+/* An in-kernel copy's state from copy_begin to copy_done: whether its input is managed, and how the change
+ * of its output began (shim.h: struct dk_pt). */
+struct copy {
+    bool min;
+    struct dk_pt out;
+};
+
+/* Before an in-kernel copy: publish both ends; move offsets the call will use into the kernel. A managed
+ * output is named in the call record (shim.h: dk_pt_name) from here until after the copy's fdatasync when the
+ * call cannot block for ever (`bounded`: copy_file_range, whose ends are regular files; a sendfile from a
+ * managed file), so a close, dup2 or reopen of the number meanwhile waits and the fdatasync syncs the file the
+ * copy changed (review 16, finding 8). A sendfile from anything else and a splice (its input is a pipe) stay
+ * unnamed (DK_PT_UNNAMED): their input may block for ever, and a close of the output would wait for it (as a
+ * blocked pipe write held up an open: review 15, finding 6); ptsync.c's rule answers a close meanwhile. */
+static void copy_begin(int in, const off_t *in_off, int out, const off_t *out_off, bool bounded, struct copy *c) {
     if (up_enabled) {
         up_resolve(in);
         up_resolve(out);
     }
-    *min = up_enabled && up_fd_slot(in);
-    *mout = up_enabled && up_fd_slot(out);
-    if (!*min && !*mout) return;
+    c->min = up_enabled && up_fd_slot(in);
+    bool mout = up_enabled && up_fd_slot(out);
+    c->out = (struct dk_pt){mout ? DK_PT_UNNAMED : DK_PT_KERNEL, NULL};
+    if (!c->min && !mout) return;
     DK_ERRNO_SAVE;
-    if (*min) {
+    if (c->min) {
         up_hand_to_kernel(in);
         if (!in_off) up_offset_to_kernel(in);
         dk_count(DK_C_passthrough, 1);
     }
-    if (*mout) {
+    if (mout) {
         up_hand_to_kernel(out);
         if (!out_off) up_offset_to_kernel(out);
         dk_count(DK_C_passthrough, 1);
     }
     DK_ERRNO_RESTORE;
+    if (mout && (bounded || c->min)) {
+        dk_pt_name(out, &c->out);
+        if (c->out.how == DK_PT_UNNAMED && !up_fd_slot(out)) c->out.how = DK_PT_KERNEL; /* closed meanwhile */
+    }
 }
 
-static void copy_end(int in, const off_t *in_off, int out, const off_t *out_off, bool min, bool mout, ssize_t r) {
-    if (!min && !mout) return;
+/* After the kernel's copy (r its result): offsets back, our view of the output follows the kernel's change;
+ * in sync and strict modes the bytes it wrote into a managed file are durable when the call returns, as a
+ * write's are (review 11, finding 9: they were gone after a power loss) -- -1 with fdatasync's errno when
+ * they cannot be made so, as for a passed-through write; the output's name left. */
+static ssize_t copy_done(int in, const off_t *in_off, int out, const off_t *out_off, struct copy *c, ssize_t r) {
+    if (!c->min && c->out.how == DK_PT_KERNEL) return r;
     DK_ERRNO_SAVE;
-    if (min && !in_off) up_offset_from_kernel(in);
-    if (mout) {
+    if (c->min && !in_off) up_offset_from_kernel(in);
+    if (c->out.how != DK_PT_KERNEL) {
         if (!out_off) up_offset_from_kernel(out);
         if (r > 0) up_kernel_changed_fd(out);
     }
     DK_ERRNO_RESTORE;
+    return dk_pt_finish(&c->out, out, r > 0, r);
 }
 
-/* Sync and strict modes: the bytes a kernel copy wrote into a managed file are durable when the call returns,
- * as a write's are (review 11, finding 9: copy_file_range, sendfile and splice into a managed file were gone
- * after a power loss). -1 when they cannot be made durable (errno from fdatasync), as a passed-through write. */
-static ssize_t copy_durable(int out, bool mout, ssize_t r) {
-    return dk_pt_finish(&(struct dk_pt){mout ? DK_PT_UNNAMED : DK_PT_KERNEL, NULL}, out, r > 0, r);
-}
+/* The kernel's copy `call` (an assignment to r) between copy_begin and copy_done. */
+#define COPY(in, in_off, out, out_off, bounded, call)          \
+    do {                                                       \
+        struct copy c_;                                        \
+        copy_begin(in, in_off, out, out_off, bounded, &c_);    \
+        DK_PT_CALL(&c_.out, call);                             \
+        r = copy_done(in, in_off, out, out_off, &c_, r);       \
+    } while (0)
 
 DK_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n) {
-    bool a, b;
-    copy_begin(in, off, out, NULL, &a, &b);
-    ssize_t r = DK_REAL(sendfile)(out, in, off, n);
-    copy_end(in, off, out, NULL, a, b, r);
-    return copy_durable(out, b, r);
+    ssize_t r;
+    COPY(in, off, out, NULL, false, r = DK_REAL(sendfile)(out, in, off, n));
+    return r;
 }
 DK_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t n) {
-    bool a, b;
-    copy_begin(in, off, out, NULL, &a, &b);
-    ssize_t r = DK_REAL(sendfile64)(out, in, off, n);
-    copy_end(in, off, out, NULL, a, b, r);
-    return copy_durable(out, b, r);
+    ssize_t r;
+    COPY(in, off, out, NULL, false, r = DK_REAL(sendfile64)(out, in, off, n));
+    return r;
 }
 DK_EXPORT ssize_t copy_file_range(int in, off_t *in_off, int out, off_t *out_off, size_t n, unsigned int fl) {
-    bool a, b;
-    copy_begin(in, in_off, out, out_off, &a, &b);
-    ssize_t r = DK_REAL(copy_file_range)(in, in_off, out, out_off, n, fl);
-    copy_end(in, in_off, out, out_off, a, b, r);
-    return copy_durable(out, b, r);
+    ssize_t r;
+    COPY(in, in_off, out, out_off, true, r = DK_REAL(copy_file_range)(in, in_off, out, out_off, n, fl));
+    return r;
 }
 DK_EXPORT ssize_t splice(int in, off_t *in_off, int out, off_t *out_off, size_t n, unsigned int fl) {
-    bool a, b;
-    copy_begin(in, in_off, out, out_off, &a, &b);
-    ssize_t r = DK_REAL(splice)(in, in_off, out, out_off, n, fl);
-    copy_end(in, in_off, out, out_off, a, b, r);
-    return copy_durable(out, b, r);
+    ssize_t r;
+    COPY(in, in_off, out, out_off, false, r = DK_REAL(splice)(in, in_off, out, out_off, n, fl));
+    return r;
 }

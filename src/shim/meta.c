@@ -112,11 +112,15 @@ static int posix_fallocate_common(int fd, off_t off, off_t len, bool is64) {
     if (!up_enabled || !up_fd_slot(fd)) return real(fd, off, len);
     DK_ERRNO_SAVE;
     up_hand_to_kernel(fd);
-    int r = real(fd, off, len); /* returns an error number, errno untouched */
-    if (r == 0) up_kernel_changed_fd(fd);
-    /* Sync and strict: the size and blocks durable when the call returns (review 11, finding 9). Not named
-     * (shim.h: DK_PT_UNNAMED): its hand-off to the kernel looks the slot up by number. */
-    if (dk_pt_finish(&(struct dk_pt){DK_PT_UNNAMED, NULL}, fd, r == 0, 0) != 0) r = errno;
+    /* Named from here until after its fdatasync (shim.h: dk_pt_begin_change), as fallocate: a close, dup2 or
+     * reopen of the number meanwhile waits, and the fdatasync syncs the file it changed (review 16, finding
+     * 8: a reopen in between had the new file synced). Sync and strict: the size and blocks durable when
+     * the call returns (review 11, finding 9). */
+    struct dk_pt p;
+    dk_pt_begin_change(fd, &p);
+    int r;
+    DK_PT_CALL(&p, r = real(fd, off, len)); /* returns an error number, errno untouched */
+    if (dk_pt_end_changed(&p, fd, r) != 0 && r == 0) r = errno;
     DK_ERRNO_RESTORE;
     return r;
 }

@@ -51,12 +51,10 @@ struct dk_pt {
     struct up_slot *s; /* DK_PT_NAMED: fd's slot, which stays (its entry may be closing meanwhile) */
 };
 
-/* Named so that a close, dup2/dup3 over the number or close_range waits for the kernel's call and the
- * library's fdatasync after it -- which then syncs the file the call changed, never finds the number closed
- * by the program (review 15, finding 9: closed between the two, the fdatasync failed EBADF). A closing
- * entry: waits until it is closed (DK_PT_KERNEL) or bound again. Then dk_pt_begin's count and publish. Make
- * the kernel's call with DK_PT_CALL. (p: in memory, read after DK_PT_CALL's setjmp.) */
-static inline void dk_pt_begin_change(int fd, struct dk_pt *p) {
+/* The naming part of dk_pt_begin_change, for a caller that counts and publishes itself (an in-kernel copy:
+ * shim/map.c): DK_PT_NAMED with fd's slot held; DK_PT_UNNAMED when fd has a slot but no record took the name
+ * (a closing entry closed meanwhile, handlers nested deeper than the records); DK_PT_KERNEL when it has none. */
+static inline void dk_pt_name(int fd, struct dk_pt *p) {
     struct up_fd *e = up_enabled ? up_fd_entry(fd) : NULL;
     p->how = DK_PT_KERNEL;
     p->s = NULL;
@@ -64,11 +62,21 @@ static inline void dk_pt_begin_change(int fd, struct dk_pt *p) {
      * number is the caller's, upath/vacant.c) */
     if (!e || __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE) == NULL) return;
     p->s = up_call_enter(e);
-    if (DK_UNLIKELY(p->s == NULL)) {
+    p->how = DK_LIKELY(p->s != NULL) ? DK_PT_NAMED : DK_PT_UNNAMED;
+}
+
+/* Named so that a close, dup2/dup3 over the number or close_range waits for the kernel's call and the
+ * library's fdatasync after it -- which then syncs the file the call changed, never finds the number closed
+ * by the program (review 15, finding 9: closed between the two, the fdatasync failed EBADF). A closing
+ * entry: waits until it is closed (DK_PT_KERNEL) or bound again. Then dk_pt_begin's count and publish. Make
+ * the kernel's call with DK_PT_CALL. (p: in memory, read after DK_PT_CALL's setjmp.) */
+static inline void dk_pt_begin_change(int fd, struct dk_pt *p) {
+    dk_pt_name(fd, p);
+    if (p->how == DK_PT_KERNEL) return;
+    if (DK_UNLIKELY(p->how == DK_PT_UNNAMED)) {
         p->how = dk_pt_begin(fd) ? DK_PT_UNNAMED : DK_PT_KERNEL;
         return;
     }
-    p->how = DK_PT_NAMED;
     dk_pt_count(p->s, p->s->file);
     DK_ERRNO_SAVE;
     up_publish_file_before_kernel(p->s->file, fd);

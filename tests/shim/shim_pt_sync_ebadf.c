@@ -17,6 +17,11 @@
  * returns after the handler did, the fdatasync found the file (pt_synced +1, pt_sync_closed +0), the write
  * returned its count with errno as it was, and the record is in the file once.
  *
+ * window HOW posix_fallocate|copy_file_range|sendfile: the same race for the change made by posix_fallocate(fd,
+ * BASE, 64) (64 zero bytes) or by an in-kernel copy of a 64-byte record from another managed file into the
+ * log at BASE (session 17: these were not named in the call record -- the close returned at once, and a reopen
+ * in the window had the new file synced; review 16, finding 8). sendfile is named when its input is managed.
+ *
  * window handler_close|rawclose: the closes that do not wait (upath/ptsync.c's one EBADF rule,
  * docs/guarantees.md): the writer's own handler closes the number (its thread is inside the named call: it
  * never waits), or the main thread closes it with the raw close system call (no library close at all). The
@@ -25,6 +30,7 @@
  * bytes landed); the record is in the file once. */
 #include <pthread.h>
 #include <semaphore.h>
+#include <sys/sendfile.h>
 #include <time.h>
 
 #include "shim_test.h"
@@ -69,15 +75,41 @@ static void on_usr1(int sig) {
     errno = e;
 }
 
+enum { W_WRITE, W_FALLOCATE, W_COPY, W_SENDFILE };
+static int what, src_fd = -1;
+
+static void record(char *rec) {
+    memset(rec, what == W_FALLOCATE ? 0 : 'w', REC);
+    if (what != W_FALLOCATE) rec[REC - 1] = '\n';
+}
+
 static void *window_writer(void *arg) {
     (void)arg;
     char rec[REC];
-    memset(rec, 'w', REC);
-    rec[REC - 1] = '\n';
-    errno = EINPROGRESS; /* as the program left it: a write that succeeds leaves it so */
-    w_ret = write(w_fd, rec, REC);
+    record(rec);
+    off_t in = 0, at = (off_t)BASE;
+    errno = EINPROGRESS; /* as the program left it: a change that succeeds leaves it so */
+    if (what == W_WRITE) w_ret = write(w_fd, rec, REC);
+    if (what == W_FALLOCATE) w_ret = posix_fallocate(w_fd, (off_t)BASE, REC) == 0 ? REC : -1;
+    if (what == W_COPY) w_ret = copy_file_range(src_fd, &in, w_fd, &at, REC, 0);
+    if (what == W_SENDFILE) w_ret = sendfile(w_fd, src_fd, &in, REC); /* at w_fd's offset: BASE */
     w_errno = errno;
     return NULL;
+}
+
+/* The log and, for a copy, its source; w_fd opened on the log (O_APPEND for a write: a copy refuses it). */
+static void window_open(void) {
+    int fd = OK(open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+    OK(ftruncate(fd, (off_t)BASE)); /* the file becomes the kernel's: its writes pass through */
+    OK(close(fd));
+    w_fd = OK(open(logp, what == W_WRITE ? O_WRONLY | O_APPEND : O_WRONLY));
+    if (what == W_SENDFILE) CHECK(lseek(w_fd, (off_t)BASE, SEEK_SET) == (off_t)BASE, "lseek: %s", strerror(errno));
+    if (what != W_COPY && what != W_SENDFILE) return;
+    char srcp[sizeof logp + 8], rec[REC];
+    snprintf(srcp, sizeof srcp, "%s.src", logp);
+    src_fd = OK(open(srcp, O_RDWR | O_CREAT | O_TRUNC, 0644)); /* managed: a sendfile from it is named */
+    record(rec);
+    st_write_all(src_fd, rec, REC);
 }
 
 /* The log holds its base and exactly one whole record. */
@@ -87,8 +119,7 @@ static void window_check_log(void) {
     CHECK((unsigned long long)st.st_size == BASE + REC, "the log holds %lld bytes past its base, not one record",
           (long long)st.st_size - (long long)BASE);
     char got[REC], want[REC];
-    memset(want, 'w', REC);
-    want[REC - 1] = '\n';
+    record(want);
     int rfd = (int)syscall(SYS_openat, AT_FDCWD, logp, O_RDONLY);
     CHECK(rfd >= 0 && syscall(SYS_pread64, rfd, got, REC, (off_t)BASE) == REC && !memcmp(got, want, REC),
           "the record is not in the log whole");
@@ -118,7 +149,12 @@ static int window_unwaited(bool own, uint64_t synced0, uint64_t closed0) {
     return 0;
 }
 
-static int window(const char *how) {
+static int window(const char *how, const char *change) {
+    const char *whats[] = {"write", "posix_fallocate", "copy_file_range", "sendfile"};
+    what = -1;
+    for (int i = 0; i < 4; i++)
+        if (strcmp(change, whats[i]) == 0) what = i;
+    CHECK(what >= 0, "window HOW write|posix_fallocate|copy_file_range|sendfile, not %s", change);
     bool dup = strcmp(how, "dup2") == 0, reopen = strcmp(how, "reopen") == 0;
     bool own = strcmp(how, "handler_close") == 0, raw = strcmp(how, "rawclose") == 0;
     CHECK(dup || reopen || own || raw || strcmp(how, "close") == 0, "window close|dup2|reopen|handler_close|rawclose, not %s",
@@ -130,10 +166,7 @@ static int window(const char *how) {
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_usr1;
     CHECK(sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction: %s", strerror(errno));
-    int fd = OK(open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
-    OK(ftruncate(fd, (off_t)BASE)); /* the file becomes the kernel's: its writes pass through */
-    OK(close(fd));
-    w_fd = OK(open(logp, O_WRONLY | O_APPEND));
+    window_open();
     int null_fd = dup ? OK(open("/dev/null", O_WRONLY)) : -1;
     uint64_t synced0 = st_counter(DK_C_pt_synced), closed0 = st_counter(DK_C_pt_sync_closed);
     if (own || raw) return window_unwaited(own, synced0, closed0);
@@ -173,9 +206,9 @@ static int window(const char *how) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) SKIP("usage: shim_pt_sync_ebadf DIR ROUNDS | DIR window close|dup2|reopen|handler_close|rawclose");
+    if (argc < 3) SKIP("usage: shim_pt_sync_ebadf DIR ROUNDS | DIR window close|dup2|reopen|handler_close|rawclose [write|posix_fallocate|copy_file_range|sendfile]");
     snprintf(logp, sizeof logp, "%s/log", argv[1]);
-    if (strcmp(argv[2], "window") == 0) return window(argc > 3 ? argv[3] : "");
+    if (strcmp(argv[2], "window") == 0) return window(argc > 3 ? argv[3] : "", argc > 4 ? argv[4] : "write");
     int rounds = atoi(argv[2]);
     int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0 || ftruncate(fd, (off_t)BASE) != 0) { perror("create"); return 2; }
