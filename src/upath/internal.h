@@ -500,6 +500,10 @@ static inline void up_size_verify(struct up_file *f, int fd) {
 }
 
 extern pthread_mutex_t up_table_mu;
+/* This process is the child of a fork made in a signal handler inside its thread's table change (lifecycle.c):
+ * the library is off, and the interrupted call it may return into publishes nothing and applies no strict
+ * log (the parent does). */
+extern bool up_fork_orphan;
 /* table_nested.c: the closes a signal handler left to this thread (it held up_table_mu). */
 extern __thread bool up_close_later_due;
 void up_close_later_run(void);

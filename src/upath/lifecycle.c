@@ -225,8 +225,13 @@ static void mark_stale_cb(int fd, struct up_fd *e, void *arg) {
  * itself), and its child runs without the library: every call goes to the kernel, it publishes nothing (its
  * parent's staged appends are the parent's) and sees the files as the kernel has them -- as after a crash of
  * the parent, without its unpublished appends. Such a child should exec or _exit from the handler (a threaded
- * program's fork child may only make async-signal-safe calls); an exec starts the library anew. Counted
- * (fork_nested). Returns whether the fork is such a one, for up_fork_parent and up_fork_child. */
+ * program's fork child may only make async-signal-safe calls); an exec starts the library anew. One that
+ * returns from the handler finishes the interrupted call on its copy of the tables: that call publishes
+ * nothing and applies no strict log there (up_fork_orphan: the parent does both -- a child's publish walk
+ * wrote the parent's staged appends a second time: review 17, finding 5). Counted (fork_nested). Returns
+ * whether the fork is such a one, for up_fork_parent and up_fork_child. */
+bool up_fork_orphan;
+
 bool up_fork_prepare(void) {
     if (!up_enabled) return false;
     if (DK_UNLIKELY(dk_mu_mine(&up_table_mu))) {
@@ -262,6 +267,7 @@ void up_fork_parent(int failed, bool nested) {
 void up_fork_child(bool nested) {
     if (!up_enabled) return;
     if (DK_UNLIKELY(nested)) { /* up_fork_prepare: the library off; counted apart from the parent's file */
+        up_fork_orphan = true;
         up_enabled_flag = false;
         dk_stats_open(dk_cfg.stats, dk_config_enum_name("MODE", dk_cfg.mode), dk_cfg.dir, "");
         return;

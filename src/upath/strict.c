@@ -496,7 +496,7 @@ void up_strict_program_maps(int fd) {
 
 void up_strict_checkpoint(struct up_root *r) {
     struct up_strict *st = __atomic_load_n(&r->strict, __ATOMIC_ACQUIRE);
-    if (!st || dk_oplog_lines_used(st->log) == 0) return;
+    if (!st || dk_oplog_lines_used(st->log) == 0 || DK_UNLIKELY(up_fork_orphan)) return; /* the parent's log */
     ck_wrlock(st);
     checkpoint_locked(r, st);
     ck_wrunlock(st);

@@ -30,6 +30,9 @@
  *     preparation waited for the table's lock for ever (session 16's note). The fork is made without it
  *     (fork_nested +1); its child runs without the library: it creates and writes a file (the kernel's at
  *     once) and _exits from the handler. The parent's walk goes on and publishes the pinned file whole.
+ *   table_fork_return: as table_fork, the child returns from the handler into its copy of the interrupted
+ *     walk and _exits after the flock: the pinned file holds its appends once (review 17, finding 5: the
+ *     child's walk published them too, 8192 bytes for 4096).
  * The case runs in a child (exec'ed: its crash point counts start at 0; the parent's fork is a publish walk
  * too, with SIGUSR1 ignored) with a 20 s watchdog; a child that does not end in 30 s is killed: FAIL (hang).
  * argv[1]: managed directory; argv[2]: the case. Exit 0 pass, 1 fail, 77 skip. */
@@ -38,7 +41,7 @@
 #include "shim_test.h"
 
 enum { UNLOCK_FLOCK, UNLOCK_FCNTL, SIZEREC_EXIT, SIZEREC__EXIT, DIRFD_OPEN, CLOSE_WRITE, STDIO_CLOSE, TABLE_OPEN_CLOSE,
-       TABLE_FORK, CASES };
+       TABLE_FORK, TABLE_FORK_RETURN, CASES };
 enum { FORKED_BYTES = 100 };
 enum { BYTES = 8192 };
 static int mode, lock2_fd, ow_fd, app_fd, h_errno2, h_fileno;
@@ -75,9 +78,9 @@ static void on_usr1(int sig) {
         h_fileno = fileno(h_fp);
         h_fclose = fclose(h_fp);
     }
-    if (mode == TABLE_FORK) {
+    if (mode == TABLE_FORK || mode == TABLE_FORK_RETURN) {
         h_fork_pid = fork();
-        if (h_fork_pid == 0) { /* the child, still in the handler: a file of its own, then _exit */
+        if (h_fork_pid == 0 && mode == TABLE_FORK) { /* the child, still in the handler: a file of its own, then _exit */
             int fd = open(hdir, O_WRONLY | O_CREAT | O_TRUNC, 0644);
             char b[FORKED_BYTES];
             memset(b, 'f', sizeof b);
@@ -107,7 +110,7 @@ static void child(const char *dir) {
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_usr1;
     sigaction(SIGUSR1, &sa, NULL);
-    if (mode == TABLE_FORK) {
+    if (mode == TABLE_FORK || mode == TABLE_FORK_RETURN) {
         open_append(dir, "c", 'c', 4096); /* pinned: the unlock's walk runs */
         st_path(hdir, sizeof hdir, dir, "forked");
         char p[PATH_MAX];
@@ -116,6 +119,7 @@ static void child(const char *dir) {
         uint64_t nested0 = st_counter(DK_C_fork_nested);
         CHECK(l1 >= 0 && flock(l1, LOCK_EX) == 0, "open/flock %s: %s", p, strerror(errno));
         CHECK(flock(l1, LOCK_UN) == 0, "flock LOCK_UN: %s", strerror(errno)); /* the handler forks in its walk */
+        if (h_fork_pid == 0) _exit(0); /* table_fork_return: the child, back from the handler and the walk */
         CHECK(handled == 1, "the handler ran %d times (the crash point was not reached: DAXKIT_TEST_CRASH?)", (int)handled);
         CHECK(h_fork_pid > 0, "the handler's fork returned %d", (int)h_fork_pid);
         int st = 0;
@@ -123,7 +127,8 @@ static void child(const char *dir) {
               "the handler's fork child: status 0x%x", st);
         CHECK(st_counter(DK_C_fork_nested) - nested0 == 1, "fork_nested +%llu, not 1",
               (unsigned long long)(st_counter(DK_C_fork_nested) - nested0));
-        CHECK(st_ksize(hdir) == FORKED_BYTES, "the child's file holds %lld bytes in the kernel", st_ksize(hdir));
+        CHECK(mode == TABLE_FORK_RETURN || st_ksize(hdir) == FORKED_BYTES, "the child's file holds %lld bytes in the kernel",
+              st_ksize(hdir));
         exit(0);
     }
     if (mode == UNLOCK_FLOCK || mode == UNLOCK_FCNTL) {
@@ -221,9 +226,10 @@ int main(int argc, char **argv) {
     const char *dir = st_dir(argc, argv);
     if (argc < 3)
         SKIP("usage: shim_handler_locks DIR unlock_flock|unlock_fcntl|sizerec_exit|sizerec__exit|dirfd_open|close_write|"
-             "stdio_close|table_open_close|table_fork");
+             "stdio_close|table_open_close|table_fork|table_fork_return");
     const char *names[CASES] = {"unlock_flock", "unlock_fcntl", "sizerec_exit",     "sizerec__exit", "dirfd_open",
-                                "close_write",  "stdio_close",  "table_open_close", "table_fork"};
+                                "close_write",  "stdio_close",  "table_open_close", "table_fork",
+                                "table_fork_return"};
     mode = -1;
     for (int i = 0; i < CASES; i++)
         if (strcmp(argv[2], names[i]) == 0) mode = i;
@@ -270,7 +276,7 @@ int main(int argc, char **argv) {
         NOTE("%s: the handler did not wait; %s published (%zu bytes) with its overwrite", argv[2], p, len);
         return 0;
     }
-    bool c_file = mode <= UNLOCK_FCNTL || mode == TABLE_FORK; /* the unlock's pinned file, else the exit's */
+    bool c_file = mode <= UNLOCK_FCNTL || mode >= TABLE_FORK; /* the unlock's pinned file, else the exit's */
     st_path(p, sizeof p, dir, c_file ? "c" : "b");
     long long want = c_file ? 4096 : BYTES;
     CHECK(st_ksize(p) == want, "%s: %s holds %lld bytes in the kernel, not %lld: not published", argv[2], p, st_ksize(p), want);
