@@ -190,6 +190,7 @@ struct alog_file {
     bool journal;             /* policy DAXKIT_ATOMIC_JOURNAL: copies go to the journal, no entries */
     bool jpace;               /* journal: copies apply committed records (fence media; DAXKIT_ATOMIC_PACE) */
     uint64_t jwindow;         /* journal: a commit past this area offset goes back to the start (0: never) */
+    uint64_t junflushed_max;  /* journal: records past this many bytes not written back are, by the next copy (0: never) */
     struct alog_journal j;
 
     struct alog_counters ctr;
@@ -413,6 +414,9 @@ bool alog_jrnl_due(const struct alog_file *f);
 /* The journal's window (f->jwindow) for its area: ALOG_JWINDOW_BYTES, at most a quarter of the area
  * (test builds: DAXKIT_TEST_ATOMIC_JWINDOW bytes, 0 = off). */
 uint64_t alog_jrnl_window(const struct alog_file *f);
+/* The journal's bound on the bytes a sync writes back (f->junflushed_max): ALOG_JUNFLUSHED_MAX_BYTES (test
+ * builds: DAXKIT_TEST_ATOMIC_JUNFLUSHED bytes, 0 = no bound, the behaviour before session 17). */
+uint64_t alog_jrnl_unflushed_max(void);
 #ifdef DAXKIT_TEST_BUILD
 /* Test hook: a deliberately broken protocol step, for the explorer to catch (atomic_explore). */
 enum alog_broken {

@@ -503,6 +503,7 @@ static int open_engine(const char *path, const struct alog_where *w, const struc
     f->jpace = pace_wanted(f);
     f->bpace = bpace_wanted(f);
     f->jwindow = alog_jrnl_window(f);
+    f->junflushed_max = alog_jrnl_unflushed_max();
     bool redo = o->policy == DAXKIT_ATOMIC_REDO || f->journal || f->persist_as == DK_MEDIUM_PAGECACHE;
     f->policy = redo ? ALOG_REDO : ALOG_UNDO; /* hybrid starts with undo, as Libnvmio does */
     alog_store_word(&f->hdr->policy, f->policy);
@@ -579,6 +580,7 @@ int alog_test_open_memory(char *data, uint64_t data_len, char *log, uint64_t log
     f->jpace = pace_wanted(f);
     f->bpace = bpace_wanted(f);
     f->jwindow = alog_jrnl_window(f);
+    f->junflushed_max = alog_jrnl_unflushed_max();
     pthread_mutex_init(&f->ckpt_mu, NULL);
     pthread_cond_init(&f->ckpt_cond, NULL);
     *out = f;

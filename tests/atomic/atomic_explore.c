@@ -4,7 +4,7 @@
  * and fence, and materialises the media states a power failure could leave at each crash point. On each,
  * recovery runs on a copy, and the file must equal the state of the last acknowledged sync k or of sync
  * k+1 (in flight). Usage: atomic_explore undo|redo|hybrid|redo-pace|redo-pace-invalidate-early|redo-thread|
- * journal|journal-pace|journal-pace-head-early|
+ * journal|journal-pace|journal-pace-head-early|journal-bound|
  * journal-sized|journal-sized-same-slot|journal-window|journal-window-pad-unflushed|journal-grow|
  * journal-grow-header-unflushed|undo-sized|redo-sized|hybrid-sized [SEED]
  * (journal-grow, review 13 finding 5 b: batch 7 writes more than the journal's 2 MiB area between two syncs, so
@@ -28,6 +28,8 @@
  * (journal-pace-head-early, the broken variant of pacing -- the journal head stored at the write, before the
  * fence that makes the bytes it applied durable -- must be caught: exit 0 only if the explorer finds a
  * failing state)
+ * (journal-bound, session 17: journal-pace with every copy writing back the records before it, as copies do
+ * once a block's worth is not written back -- flush_past_bound -- so that the sync writes back one record)
  * (journal-pace: batch 3 adds a 20 KiB copy, which later writes apply in parts; journal: the checkpoint after
  * sync 5 replays the journal and advances its head; then a pad record takes
  * the journal to the end of its area, so that the records of batches 6-8 wrap round and overwrite those of
@@ -244,6 +246,9 @@ int main(int argc, char **argv) {
     }
     struct alog_file *f;
     AT_OK(alog_test_open_memory(mem, DATA_BYTES, mem + DATA_BYTES, log_bytes, true, &opts, &f));
+    if (!strcmp(pol, "journal-bound"))
+        AT_CHECK(f->junflushed_max == 16, "journal-bound: the bound is %llu bytes, want 16",
+                 (unsigned long long)f->junflushed_max);
     for (uint32_t k = 0; k <= EPOCHS; k++) sizes[k] = DATA_BYTES - 1000ull * k - (k % 2) * 7;
     if (sized) { /* as alog_size_prepare leaves a tracked log: the size of the current epoch recorded */
         f->track_size = true;

@@ -114,9 +114,14 @@ static inline uint64_t at_seed_from_env(void) {
 }
 
 /* "undo", "redo", "journal", else hybrid. */
-/* undo|redo|journal|hybrid; journal-pace: the journal with pacing (sets DAXKIT_ATOMIC_PACE=1 for the engine) */
+/* undo|redo|journal|hybrid; journal-pace: the journal with pacing (sets DAXKIT_ATOMIC_PACE=1 for the engine);
+ * journal-bound: journal-pace with the sync's write-back bound at 16 bytes (DAXKIT_TEST_ATOMIC_JUNFLUSHED) */
 static inline uint32_t at_policy(const char *name) {
     if (!strcmp(name, "journal-pace")) setenv("DAXKIT_ATOMIC_PACE", "1", 1);
+    if (!strcmp(name, "journal-bound")) { /* pacing, and every copy writes back the records before it (session 17) */
+        setenv("DAXKIT_ATOMIC_PACE", "1", 1);
+        setenv("DAXKIT_TEST_ATOMIC_JUNFLUSHED", "16", 1);
+    }
     if (!strcmp(name, "journal")) setenv("DAXKIT_ATOMIC_PACE", "0", 1); /* the thread (pacing is the default) */
     if (!strncmp(name, "journal-window", 14)) { /* pacing, and an 8 KiB window: the journal wraps at commits */
         setenv("DAXKIT_ATOMIC_PACE", "1", 1);
