@@ -20,8 +20,9 @@ DK_EXPORT int close(int fd) {
             return -1;
         }
         if (DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) {
-            up_pending_drop(fd); /* never used: nothing to do */
-            up_fd_vacate(fd);    /* (upath/fdtab.c: up_fd_opening) */
+            /* never used: nothing to do -- but in a handler inside its thread's table lock, maybe later */
+            if (DK_UNLIKELY(!up_pending_drop(fd))) return up_close_later(fd);
+            up_fd_vacate(fd); /* (upath/fdtab.c: up_fd_opening) */
         }
         if (up_fd_slot(fd)) return up_close_managed(fd);
     }
@@ -41,7 +42,7 @@ static void range_cb(int fd, struct up_fd *e, void *arg) {
         return;
     }
     if (__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE)) {
-        up_pending_drop(fd);
+        (void)up_pending_drop(fd); /* (close_range in a handler inside its thread's table lock: not covered) */
         up_fd_vacate(fd);
     }
     if (e->slot) {
@@ -114,8 +115,11 @@ static int dup_to(int oldfd, int newfd, int flags, bool three) {
     if (up_enabled) up_dirfd_forget(newfd);
     if (up_enabled && oldfd != newfd && DK_UNLIKELY(up_fd_is_internal(newfd))) up_aux_vacate(newfd);
     if (up_enabled && oldfd != newfd) up_resolve(oldfd);
-    if (up_enabled && oldfd != newfd && up_fd_pending_entry(newfd) && DK_REAL(fcntl)(oldfd, F_GETFD) >= 0)
-        up_pending_drop(newfd);
+    if (up_enabled && oldfd != newfd && up_fd_pending_entry(newfd) && DK_REAL(fcntl)(oldfd, F_GETFD) >= 0 &&
+        DK_UNLIKELY(!up_pending_drop(newfd))) {
+        errno = EDEADLK; /* a handler inside its thread's table lock: newfd's close cannot be told now */
+        return -1;
+    }
     /* Calls on newfd meanwhile wait until it names the new file (calls.h): dup2 replaces atomically. */
     bool closing = up_enabled && oldfd != newfd && up_fd_slot(newfd) && DK_REAL(fcntl)(oldfd, F_GETFD) >= 0;
     if (closing) up_close(newfd);
@@ -371,7 +375,7 @@ DK_EXPORT off_t lseek64(int fd, off_t off, int whence) {
 DK_EXPORT int closedir(DIR *d) {
     if (up_enabled && d) {
         up_dirfd_forget(dirfd(d));
-        if (DK_UNLIKELY(up_fd_pending_entry(dirfd(d)) != NULL)) up_pending_drop(dirfd(d));
+        if (DK_UNLIKELY(up_fd_pending_entry(dirfd(d)) != NULL)) (void)up_pending_drop(dirfd(d)); /* (a directory: done) */
     }
     return DK_REAL(closedir)(d);
 }

@@ -129,11 +129,18 @@ DK_EXPORT int posix_fallocate64(int fd, off_t off, off_t len) { return posix_fal
 
 /* ---- stat family: a file with appends not yet published reports its logical size ---- */
 
+/* A size that cannot be looked up (a signal handler inside its thread's table lock: upath.h up_fix_stat) */
+static inline int refused(int rc) {
+    errno = -rc;
+    return -1;
+}
+
 static inline int fix(int r, struct stat *st) {
     if (r == 0 && up_enabled && S_ISREG(st->st_mode)) {
         DK_ERRNO_SAVE;
-        up_fix_stat(st->st_dev, st->st_ino, &st->st_size);
+        int rc = up_fix_stat(st->st_dev, st->st_ino, &st->st_size);
         DK_ERRNO_RESTORE;
+        if (DK_UNLIKELY(rc)) return refused(rc);
     }
     return r;
 }
@@ -154,9 +161,11 @@ static inline int fixfd_pend(int r, int fd, struct stat *st, bool pend) {
     }
     if (r == 0 && up_enabled && S_ISREG(st->st_mode)) {
         DK_ERRNO_SAVE;
+        int rc = 0;
         if (up_fd_slot(fd)) up_fix_fstat(fd, &st->st_size);
-        else up_fix_stat(st->st_dev, st->st_ino, &st->st_size);
+        else rc = up_fix_stat(st->st_dev, st->st_ino, &st->st_size);
         DK_ERRNO_RESTORE;
+        if (DK_UNLIKELY(rc)) return refused(rc);
     }
     return r;
 }
@@ -202,8 +211,9 @@ DK_EXPORT int statx(int d, const char *p, int fl, unsigned int mask, struct stat
     if (r == 0 && up_enabled && (st->stx_mask & STATX_SIZE) && S_ISREG(st->stx_mode)) {
         off_t size = (off_t)st->stx_size;
         DK_ERRNO_SAVE;
-        up_fix_stat(makedev(st->stx_dev_major, st->stx_dev_minor), st->stx_ino, &size);
+        int rc = up_fix_stat(makedev(st->stx_dev_major, st->stx_dev_minor), st->stx_ino, &size);
         DK_ERRNO_RESTORE;
+        if (DK_UNLIKELY(rc)) return refused(rc);
         st->stx_size = (uint64_t)size;
     }
     return r;

@@ -26,12 +26,17 @@
             }                                            \
             struct up_fd *p_ = up_fd_pending_entry(fd);  \
             if (DK_UNLIKELY(p_ != NULL)) {               \
-                if ((cond) && !(changes) && up_pending_pass(fd, p_)) { \
+                if ((cond) && !(changes) && up_pending_pass(p_)) { \
                     ssize_t r_ = real_call;              \
                     up_pending_passed(p_, r_, moves);    \
                     return r_;                           \
                 }                                        \
-                up_pending_adopt(fd, NULL);              \
+                /* refused in a handler inside a mutex of its thread the adoption takes (upath/pending.c) */ \
+                int a_ = up_pending_adopt(fd, NULL);     \
+                if (DK_UNLIKELY(a_ != 0)) {              \
+                    errno = -a_;                         \
+                    return -1;                           \
+                }                                        \
                 if ((cond) && (s_ = up_serving(fd)) != NULL) goto served_; \
             } else if ((cond) && (s_ = up_serving(fd)) != NULL) { \
                 goto served_; /* another thread adopted it between the two looks */ \

@@ -303,6 +303,7 @@ bool up_fd_set_pending(int fd, int oflags, uint32_t below, uint32_t walked, uint
     e->pend_ios = 0;
     e->pend_off = 0;
     e->pend_epoch = epoch;
+    clear_close_later(e); /* another file on the number now (as up_fd_bind) */
     entry_note(fd, __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) != UP_PEND_NONE, true);
     __atomic_store_n(&e->pending, UP_PEND_WAITING, __ATOMIC_RELEASE);
     return true;

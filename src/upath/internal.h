@@ -712,7 +712,7 @@ extern uint64_t up_adopt_epoch;
 extern uint32_t up_active_files; /* files on the active list (file.c), atomic */
 extern bool up_locks_ever;       /* reclock.c saw a POSIX lock taken on a managed file (pending.c) */
 /* Adopts fd with stat st (NULL: fstat here); root from the name mask, else a readlink. Keeps the
- * offset given. 0 (or unmanaged). */
+ * offset given. 0 (or unmanaged), or -EDEADLK (a signal handler inside the file's mutex: upath.c). */
 int up_adopt_stat(int fd, int oflags, const struct stat *st, uint32_t below, uint32_t walked, uint64_t offset,
                   bool kernel);
 struct up_root *up_root_for_fd_mask(int fd, const struct stat *st, uint32_t below);

@@ -25,7 +25,19 @@
  * process holds POSIX locks on a managed file looks it up (one fstat) so that reclock.c learns the kernel
  * dropped the locks on that file (the close of any descriptor drops them); an adoption while another
  * thread's read on the descriptor is in the kernel makes a kernel-served slot (the offset is the kernel's,
- * as for a descriptor shared with a fork relative). */
+ * as for a descriptor shared with a fork relative).
+ *
+ * A signal handler that interrupted its thread inside a library mutex (common/lockmark.h) must not take it:
+ * an adoption takes the file table's lock, then the file's mutex (and its root's, at the root's first
+ * file) -- the thread's own, maybe: an unlock's publish walk, an adoption, a close's publish of that file
+ * (session 16's locks16; shim_handler_locks close_write with lazy adoption hung 3 of 3). Such an adoption
+ * is refused -- up front for the table's lock, under it for the file's and the root's (upath.c
+ * adopt_in_root) -- and the call follows table_nested.c's rules: a read passes to the kernel while the
+ * descriptor may pass (past the count too: so does any read inside a library mutex), else EDEADLK, as a
+ * write; the program's fstat keeps the kernel's answer; any other call goes to the kernel; the descriptor
+ * stays pending (its thread adopts it at its next use). A close that must tell reclock.c about the kernel's
+ * dropped locks is left to the thread inside the table's lock (table_nested.c: up_close_later, when it lets
+ * go of it), and inside the file's own mutex tells the file without taking it. Counted (mu_mine_skips). */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -73,8 +85,15 @@ bool up_pending_may_pass(int fd) {
     struct up_fd *e = up_fd_entry(fd);
     if (!e || !__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE)) return true; /* not pending: as it is */
     if (may_pass(e)) return true;
-    up_pending_adopt(fd, NULL);
+    (void)up_pending_adopt(fd, NULL); /* (refused in a handler: the kernel's answer, still pending) */
     return false;
+}
+
+/* A signal handler that interrupted its own thread inside the file table's lock (see above). */
+static bool in_table_lock(void) {
+    if (DK_LIKELY(!dk_mu_mine(&up_table_mu))) return false;
+    dk_count(DK_C_mu_mine_skips, 1);
+    return true;
 }
 
 /* The entry whose read this thread is passing to the kernel (and how deep: handlers nest). A signal handler's
@@ -86,16 +105,17 @@ bool up_pending_may_pass(int fd) {
 static __thread const struct up_fd *passing_by_me;
 static __thread uint32_t passing_depth;
 
-bool up_pending_pass(int fd, struct up_fd *e) {
+bool up_pending_pass(struct up_fd *e) {
     __atomic_add_fetch(&e->pend_busy, 1, __ATOMIC_SEQ_CST); /* before the state is read: see adopt */
-    bool nested = passing_depth && passing_by_me == e; /* passes while the epoch holds, past the count */
-    if (may_pass(e) && (nested || __atomic_add_fetch(&e->pend_ios, 1, __ATOMIC_RELAXED) <= dk_cfg.adopt_after_ios)) {
+    /* passes while the epoch holds, past the count: nested in its own pass, or in its thread's table lock */
+    bool nested = passing_depth && passing_by_me == e;
+    if (may_pass(e) && (nested || __atomic_add_fetch(&e->pend_ios, 1, __ATOMIC_RELAXED) <= dk_cfg.adopt_after_ios ||
+                        dk_mu_any_mine())) {
         if (passing_depth++ == 0) passing_by_me = e;
         dk_count(DK_C_pt_pending, 1);
         return true;
     }
     __atomic_sub_fetch(&e->pend_busy, 1, __ATOMIC_SEQ_CST);
-    up_pending_adopt(fd, NULL);
     return false;
 }
 
@@ -121,6 +141,7 @@ bool up_pending_fstat_begin(int fd) {
  * look finds the entry, or the descriptor is adopted before its next read. Otherwise it is adopted from the
  * result (no fstat of ours either way). */
 void up_pending_fstat_done(int fd, const struct stat *st) {
+    if (in_table_lock()) return; /* the epoch moved at the begin: adopted at its next use */
     struct up_fd *e = up_fd_entry(fd);
     if (e && S_ISREG(st->st_mode) && up_dev_is_managed(st->st_dev)) {
         dk_mu_lock(&up_table_mu);
@@ -134,7 +155,7 @@ void up_pending_fstat_done(int fd, const struct stat *st) {
             return;
         }
     }
-    up_pending_adopt(fd, st);
+    (void)up_pending_adopt(fd, st);
 }
 
 /* The entry this thread is adopting or dropping (one at a time), so that a signal handler using the same
@@ -142,72 +163,102 @@ void up_pending_fstat_done(int fd, const struct stat *st) {
  * slot), as for any descriptor the kernel serves (review 8, finding 12: it spun forever). */
 static __thread const struct up_fd *claimed_by_me;
 
-/* Takes the entry from WAITING to ADOPTING; true when this call did (the caller then ends with
- * claimed_by_me = *outer). Otherwise another thread has it: waits until it is done -- unless this very
- * thread has it (a handler nested in the adoption), which returns at once. The mark is set before the
- * compare-and-swap, so a handler arriving right after it sees it. */
-static bool pending_claim(struct up_fd *e, const struct up_fd **outer) {
+enum claim { CLAIM_DONE, CLAIM_MINE, CLAIM_REFUSED };
+
+/* Takes the entry from WAITING to ADOPTING: CLAIM_MINE when this call did (the caller then ends with
+ * claimed_by_me = *outer). Otherwise another thread has it: waits until it is done (CLAIM_DONE) -- unless
+ * this very thread has it (a handler nested in the adoption), which returns at once, or this is a handler
+ * inside its thread's table lock, which the adoption waits for (CLAIM_REFUSED). The mark is set before
+ * the compare-and-swap, so a handler arriving right after it sees it. */
+static enum claim pending_claim(struct up_fd *e, const struct up_fd **outer) {
     *outer = claimed_by_me;
     claimed_by_me = e;
     uint32_t expect = UP_PEND_WAITING;
     if (__atomic_compare_exchange_n(&e->pending, &expect, UP_PEND_ADOPTING, false, __ATOMIC_SEQ_CST,
                                     __ATOMIC_SEQ_CST))
-        return true;
+        return CLAIM_MINE;
     claimed_by_me = *outer;
-    if (*outer == e) return false;
-    while (__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) == UP_PEND_ADOPTING) sched_yield();
-    return false;
+    if (*outer == e) return CLAIM_DONE;
+    while (__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) == UP_PEND_ADOPTING) {
+        if (DK_UNLIKELY(dk_mu_any_mine())) { /* the adoption may wait for a mutex of this thread */
+            dk_count(DK_C_mu_mine_skips, 1);
+            return CLAIM_REFUSED;
+        }
+        sched_yield();
+    }
+    return CLAIM_DONE;
 }
 
-void up_pending_adopt(int fd, const struct stat *given) {
+int up_pending_adopt(int fd, const struct stat *given) {
     struct up_fd *e = up_fd_entry(fd);
-    if (!e) return;
+    if (!e) return 0;
     const struct up_fd *outer;
-    if (!pending_claim(e, &outer)) return; /* another thread adopted it (or found it unmanaged), or nested */
+    if (claimed_by_me != e && __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) == UP_PEND_WAITING && in_table_lock())
+        return -EDEADLK;
+    enum claim c = pending_claim(e, &outer);
+    if (c != CLAIM_MINE) /* another thread adopted it (or found it unmanaged), or nested */
+        return c == CLAIM_REFUSED ? -EDEADLK : 0;
     /* Reads passing through now move the offset after we read it: the kernel serves the slot then. */
     bool busy = __atomic_load_n(&e->pend_busy, __ATOMIC_SEQ_CST) != 0;
     DK_ERRNO_SAVE;
     struct stat st;
-    if (!given) __atomic_add_fetch(&up_adopt_epoch, 1, __ATOMIC_SEQ_CST); /* before the fstat */
-    if (given || DK_REAL(fstat)(fd, &st) == 0) {
+    int rc = 0;
+    if (given || (__atomic_add_fetch(&up_adopt_epoch, 1, __ATOMIC_SEQ_CST), DK_REAL(fstat)(fd, &st) == 0)) {
+        /* (the epoch moves before the fstat) */
         const struct stat *sp = given ? given : &st;
         if (S_ISREG(sp->st_mode) && up_dev_is_managed(sp->st_dev)) {
             uint64_t off = busy ? 0 : __atomic_load_n(&e->pend_off, __ATOMIC_RELAXED);
             /* the kernel applied O_TRUNC at the open; appends staged since by another descriptor stay */
-            up_adopt_stat(fd, e->pend_oflags & ~O_TRUNC, sp, e->pend_below, e->pend_walked, off, busy);
-            if (fd <= 2) up_std_fd_to_kernel(fd, false);
-            dk_count(DK_C_lazy_adoptions, 1);
+            rc = up_adopt_stat(fd, e->pend_oflags & ~O_TRUNC, sp, e->pend_below, e->pend_walked, off, busy);
+            if (rc != -EDEADLK && fd <= 2) up_std_fd_to_kernel(fd, false);
+            if (rc != -EDEADLK) dk_count(DK_C_lazy_adoptions, 1);
         }
     }
-    if (__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) != UP_PEND_NONE) up_fd_clear_pending(fd, e);
+    if (rc == -EDEADLK) /* a handler inside its thread's hold of the file's (or root's) mutex: still pending */
+        __atomic_store_n(&e->pending, UP_PEND_WAITING, __ATOMIC_RELEASE);
+    else if (__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) != UP_PEND_NONE)
+        up_fd_clear_pending(fd, e);
     claimed_by_me = outer;
     DK_ERRNO_RESTORE;
+    return rc == -EDEADLK ? rc : 0;
 }
 
-void up_pending_drop(int fd) {
+/* A managed regular file, whose close the kernel's dropped POSIX locks must be told to (reclock.c). */
+static bool tells_locks(int fd, struct stat *st) {
+    if (!__atomic_load_n(&up_locks_ever, __ATOMIC_ACQUIRE)) return false;
+    DK_ERRNO_SAVE;
+    bool tell = DK_REAL(fstat)(fd, st) == 0 && S_ISREG(st->st_mode) && up_dev_is_managed(st->st_dev);
+    DK_ERRNO_RESTORE;
+    return tell;
+}
+
+bool up_pending_drop(int fd) {
     struct up_fd *e = up_fd_entry(fd);
-    if (!e) return;
+    if (!e) return true;
+    struct stat st;
+    bool tell = tells_locks(fd, &st);
+    if (tell && in_table_lock()) return false; /* its thread closes it (table_nested.c: up_close_later) */
     const struct up_fd *outer;
-    if (!pending_claim(e, &outer)) return; /* adopted meanwhile: the caller closes it as a managed descriptor */
-    if (__atomic_load_n(&up_locks_ever, __ATOMIC_ACQUIRE)) {
-        /* The kernel's close drops the process's POSIX locks on the file: tell its entry (reclock.c). */
-        DK_ERRNO_SAVE;
-        struct stat st;
-        if (DK_REAL(fstat)(fd, &st) == 0 && S_ISREG(st.st_mode) && up_dev_is_managed(st.st_dev)) {
-            dk_mu_lock(&up_table_mu);
-            struct up_file *f = up_file_lookup(st.st_dev, st.st_ino);
-            if (f) {
-                up_file_lock(f);
-                up_locks_closed(f);
-                dk_mu_unlock(&f->mu);
-            }
-            up_table_unlock();
-        }
-        DK_ERRNO_RESTORE;
+    enum claim c = pending_claim(e, &outer);
+    if (c != CLAIM_MINE) return c == CLAIM_DONE; /* adopted meanwhile: the caller closes it as a managed descriptor */
+    up_close_later_settle(fd); /* a handler's close left to the thread: this close carries it out (table_nested.c) */
+    if (tell) {
+        dk_mu_lock(&up_table_mu);
+        struct up_file *f = up_file_lookup(st.st_dev, st.st_ino);
+        /* A handler whose thread holds the file's mutex tells it without taking it: no other thread can be
+         * in the file's lock set meanwhile, and the interrupted section sees it told before its next look
+         * (a deferral could wait long: a thread appending takes the table's lock rarely -- review 17, #02). */
+        bool held = f && dk_mu_mine(&f->mu);
+        if (f && !held) up_file_lock(f);
+        if (f) up_locks_closed(f);
+        if (f && !held) dk_mu_unlock(&f->mu);
+        if (held) dk_count(DK_C_mu_mine_skips, 1);
+        up_table_unlock();
     }
     up_fd_clear_pending(fd, e);
     claimed_by_me = outer;
     dk_count(DK_C_lazy_closes, 1);
+    return true;
 }
 
 struct pending_list {
@@ -233,7 +284,7 @@ void up_pending_adopt_all(void) {
     dk_mu_lock(&up_table_mu);
     up_fd_foreach(collect_cb, &l);
     up_table_unlock();
-    for (size_t i = 0; i < l.n; i++) up_pending_adopt(l.fds[i], NULL);
+    for (size_t i = 0; i < l.n; i++) (void)up_pending_adopt(l.fds[i], NULL);
     free(l.fds);
     DK_ERRNO_RESTORE;
 }

@@ -16,7 +16,9 @@
  * come after the dup2 -- the program's new descriptor was closed (session 17). The handler claims an entry
  * of the thread's list by compare-and-swap (handlers nest); the thread takes entries by exchange. While the
  * close waits the kernel keeps the number: an open in between gets another one (the lowest free number is
- * not the closed one). Counted (close_later; close_later_taken: the program's dup2 or close took it over).
+ * not the closed one). So is a pending descriptor's close that must be told to its file's locks (pending.c:
+ * up_pending_drop): its pending state is dropped then. Counted (close_later; close_later_taken: the
+ * program's dup2 or close took it over).
  *
  * Open: refused with EDEADLK before the kernel's open when the name is below a root (nothing created or
  * truncated), after it -- the descriptor closed again -- when the kernel's answer is a managed file under
@@ -51,6 +53,8 @@ static __thread const struct up_fd *closing_later; /* the entry this thread is c
 
 static int close_later(int fd);
 static int close_now(int fd);
+
+int up_close_later(int fd) { return close_later(fd); }
 
 int up_close_managed(int fd) {
     if (DK_UNLIKELY(dk_mu_mine(&up_table_mu))) return close_later(fd); /* a handler in its thread's table change */
@@ -101,6 +105,7 @@ void up_close_later_run(void) {
             continue;
         DK_CRASH_POINT("upath.close_later.claimed"); /* tests: another thread's dup2 onto fd starts here */
         closing_later = e;
+        if (up_fd_pending_entry(fd) && up_pending_drop(fd)) up_fd_vacate(fd); /* never adopted (pending.c) */
         close_now(fd);
         closing_later = NULL;
         __atomic_store_n(&e->close_later, 0, __ATOMIC_RELEASE);

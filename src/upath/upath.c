@@ -306,7 +306,8 @@ int up_adopt_stat(int fd, int oflags, const struct stat *st, uint32_t below, uin
 }
 
 /* The managed regular file fd (stat st) of root r joins the tables: a slot at `offset`, served by the
- * kernel when `kernel`. */
+ * kernel when `kernel`. -EDEADLK in a signal handler whose thread holds the file's or the root's mutex
+ * (nothing done). */
 static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up_root *r, uint64_t offset,
                          bool kernel) {
     struct stat st = *st_in;
@@ -318,10 +319,21 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
         dk_log_once("RLIMIT_FSIZE is finite: files opened from now on under %s are served by the kernel", r->path);
         return 0;
     }
+    /* A signal handler whose thread holds the root's mutex (its probe) or the file's (a publish, a write):
+     * refused, as an open inside the table's lock (table_nested.c; a pending descriptor's: pending.c). */
+    if (DK_UNLIKELY(!__atomic_load_n(&r->probed, __ATOMIC_ACQUIRE) && dk_mu_mine(&r->mu))) {
+        dk_count(DK_C_mu_mine_skips, 1);
+        return -EDEADLK;
+    }
     up_root_probe(r);
     dk_stats_publish(); /* the first file served: `daxkit stats` lists the process from now on */
     dk_mu_lock(&up_table_mu);
     struct up_file *old = up_file_lookup(st.st_dev, st.st_ino);
+    if (DK_UNLIKELY(old && dk_mu_mine(&old->mu))) {
+        dk_count(DK_C_mu_mine_skips, 1);
+        up_table_unlock();
+        return -EDEADLK;
+    }
     /* A closed entry whose inode number may have been reused: of another managed directory on the same file
      * system, or closed without a mapping (nothing kept the inode) while unlinks skipped their victim
      * lookup (up_victim_matters) since it was made -- the file starts afresh, or it would inherit the old
@@ -889,12 +901,19 @@ void up_kernel_changed_fd(int fd) { up_kernel_wrote_fd(fd, 0, UINT64_MAX); }
 
 /* ---- stat and names ---- */
 
-void up_fix_stat(dev_t dev, ino_t ino, off_t *size) {
-    if (!up_enabled || !up_dev_is_managed(dev)) return;
+int up_fix_stat(dev_t dev, ino_t ino, off_t *size) {
+    if (!up_enabled || !up_dev_is_managed(dev)) return 0;
+    /* A signal handler inside its thread's table lock (pending.c: a pending descriptor's fstat): the kernel's
+     * size is the truth while no file is active (a pinned file is), else it cannot be told: refused. */
+    if (DK_UNLIKELY(dk_mu_mine(&up_table_mu))) {
+        dk_count(DK_C_mu_mine_skips, 1);
+        return __atomic_load_n(&up_active_files, __ATOMIC_SEQ_CST) ? -EDEADLK : 0;
+    }
     dk_mu_lock(&up_table_mu);
     struct up_file *f = up_file_lookup(dev, ino);
     if (f && up_file_pinned(f)) *size = (off_t)up_file_size(f);
     up_table_unlock();
+    return 0;
 }
 
 void up_fix_fstat(int fd, off_t *size) {

@@ -65,18 +65,19 @@ static inline struct up_fd *up_fd_pending_entry(int fd) {
     return e && DK_UNLIKELY(__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) != UP_PEND_NONE) ? e : NULL;
 }
 /* Adopts a pending descriptor now: from the program's fstat result `st`, or (NULL) by its own fstat. A
- * descriptor that is not a managed regular file just stops being pending. */
-void up_pending_adopt(int fd, const struct stat *st);
+ * descriptor that is not a managed regular file just stops being pending. 0, or -EDEADLK in a signal
+ * handler whose thread holds a mutex the adoption takes: nothing done, still pending (pending.c). */
+int up_pending_adopt(int fd, const struct stat *st);
 /* Before a call that needs daxkit's view of fd's file (dup, fcntl, mmap, ...): a pending fd is adopted. */
 static inline void up_resolve(int fd) {
-    if (DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) up_pending_adopt(fd, NULL);
+    if (DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) (void)up_pending_adopt(fd, NULL); /* (refused: the kernel's) */
 }
 /* A call that the kernel may serve for a descriptor that passes data calls through (lseek, fsync): true
  * when fd is not pending or may pass; else it is adopted now and false is returned. */
 bool up_pending_may_pass(int fd);
 /* A read on pending e: true when it passes through (then call up_pending_passed with its result), false
- * when fd was adopted (or found unmanaged) instead -- look it up again. Writes adopt (up_pending_adopt). */
-bool up_pending_pass(int fd, struct up_fd *e);
+ * when it does not -- adopt it (up_pending_adopt) and look it up again. Writes adopt too. */
+bool up_pending_pass(struct up_fd *e);
 /* moves: the read moved the offset by r. */
 void up_pending_passed(struct up_fd *e, ssize_t r, bool moves);
 /* The program's fstat of fd: true when fd is pending and is to be adopted from the result -- then, after a
@@ -85,8 +86,10 @@ bool up_pending_fstat_begin(int fd);
 /* After up_pending_fstat_begin: adopts fd from the program's fstat result `st`, or lets it pass its reads
  * when no file of this process can differ from the kernel's view of st's inode. */
 void up_pending_fstat_done(int fd, const struct stat *st);
-/* Before the kernel closes fd (or dup2 closes it): a pending fd is forgotten. */
-void up_pending_drop(int fd);
+/* Before the kernel closes fd (or dup2 closes it): a pending fd is forgotten (true). False in a signal
+ * handler whose thread holds the file table's lock when the close must be told to the file's locks:
+ * nothing done -- its thread is to close it (up_close_later). */
+bool up_pending_drop(int fd);
 /* fork and posix_spawn: every pending descriptor is adopted first. */
 void up_pending_adopt_all(void);
 
@@ -101,6 +104,8 @@ int up_close(int fd);
 /* The program's close of a descriptor with a slot: up_close, the kernel's close; close's return and errno.
  * From a signal handler whose thread holds the file table's lock: left to that thread (table_nested.c). */
 int up_close_managed(int fd);
+/* The same, left to this thread (a signal handler's close that must not look its file up: table_nested.c). */
+int up_close_later(int fd);
 /* A signal handler's open of a name below a root while its thread holds the file table's lock: refused
  * (true, errno EDEADLK, counted) before the kernel opens anything (table_nested.c). */
 bool up_open_refused_nested(int dirfd, const char *path, int flags);
@@ -173,8 +178,10 @@ void up_kernel_wrote_fd(int fd, uint64_t off, uint64_t end);
 /* The same for f, the file of fd's slot, held by the caller (as up_publish_file_before_kernel). */
 void up_kernel_wrote_file(struct up_file *f, int fd, uint64_t off, uint64_t end);
 
-/* Patches st_size (and blocks) of a stat result for a file with unpublished appends. */
-void up_fix_stat(dev_t dev, ino_t ino, off_t *size);
+/* Patches st_size (and blocks) of a stat result for a file with unpublished appends. 0, or -EDEADLK in a
+ * signal handler whose thread holds the file table's lock while some file of the process is active (its
+ * size cannot be looked up). */
+int up_fix_stat(dev_t dev, ino_t ino, off_t *size);
 /* The same for fstat of a descriptor (finds files whose name is gone). */
 void up_fix_fstat(int fd, off_t *size);
 /* Before unlink/rename-over: whether the victim must be looked up (lstat) and given to up_name_removed --
