@@ -504,6 +504,9 @@ extern pthread_mutex_t up_table_mu;
  * the library is off, and the interrupted call it may return into publishes nothing and applies no strict
  * log (the parent does). */
 extern bool up_fork_orphan;
+/* The start-up adoption of descriptors this image inherited is running (lifecycle.c): their slots are the
+ * kernel's for the image's life, so their adoption makes no stats file (the first call through one does). */
+extern bool up_adopting_inherited;
 /* table_nested.c: the closes a signal handler left to this thread (it held up_table_mu). */
 extern __thread bool up_close_later_due;
 void up_close_later_run(void);

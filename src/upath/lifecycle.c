@@ -59,9 +59,12 @@ static void banner(void) {
 
 /* Descriptors inherited across exec may be shared with the program that opened them: the kernel's
  * offset stays the truth for them (passed through, counted as pt_exported). */
+bool up_adopting_inherited;
+
 static void adopt_inherited(void) {
     DIR *d = opendir("/proc/self/fd");
     if (!d) return;
+    up_adopting_inherited = true; /* (at start: one thread) */
     int self = dirfd(d);
     struct dirent *e;
     while ((e = DK_REAL(readdir)(d))) {
@@ -80,6 +83,7 @@ static void adopt_inherited(void) {
         struct up_slot *s = up_fd_slot((int)fd);
         if (s) s->kernel = 1;
     }
+    up_adopting_inherited = false;
     closedir(d);
 }
 

@@ -326,7 +326,10 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
         return -EDEADLK;
     }
     up_root_probe(r);
-    dk_stats_publish(); /* the first file served: `daxkit stats` lists the process from now on */
+    /* the first file served: `daxkit stats` lists the process from now on -- not for a descriptor inherited
+     * across exec (kernel-served for life: up_serving lists the image at its first call through it; a
+     * program that never uses it, /bin/true run by a shell holding `3>>log`, made and removed the file) */
+    if (!up_adopting_inherited) dk_stats_publish();
     dk_mu_lock(&up_table_mu);
     struct up_file *old = up_file_lookup(st.st_dev, st.st_ino);
     if (DK_UNLIKELY(old && dk_mu_mine(&old->mu))) {

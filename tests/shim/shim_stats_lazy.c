@@ -13,7 +13,10 @@
  *   6. a process whose exec failed and that goes on writing its managed file has one again;
  *   7. a fork child that holds its parent's managed descriptor but makes no call through it has none (a
  *      fork+exec of a program that keeps a managed file open paid its creation and removal: review 16,
- *      finding 7); its first call through it, still shared with the parent (the kernel's), makes it.
+ *      finding 7); its first call through it, still shared with the parent (the kernel's), makes it;
+ *   8. so does an exec'd image that inherited one (adopted at its start, the kernel's for its life): none
+ *      until its first call through it (this program exec'd again: argv[2] "inherited", argv[3] the
+ *      descriptor, argv[4] and argv[5] a pipe's ends to tell and be told).
  * argv[1]: the managed directory. */
 #include <pthread.h>
 #include <sys/file.h>
@@ -79,7 +82,20 @@ static void wait_child(pid_t c, const char *what) {
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: the child failed (status 0x%x)", what, status);
 }
 
+/* 8, the exec'd image: no file after its start; one after a write through the inherited descriptor. */
+static int inherited_image(char **argv) {
+    st_watchdog(30);
+    int fd = atoi(argv[3]), tell = atoi(argv[4]), told = atoi(argv[5]);
+    char m = has_stats_file(getpid()) ? 'F' : 'n';
+    CHECK(syscall(SYS_write, tell, &m, 1) == 1 && syscall(SYS_read, told, &m, 1) == 1, "pipe");
+    CHECK(pwrite(fd, "i", 1, 0) == 1, "pwrite through the inherited descriptor: %s", strerror(errno));
+    m = has_stats_file(getpid()) ? 'f' : 'N';
+    CHECK(syscall(SYS_write, tell, &m, 1) == 1, "pipe");
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 5 && strcmp(argv[2], "inherited") == 0) return inherited_image(argv);
     dir = st_dir(argc, argv);
     st_watchdog(120);
     pid_t self = getpid();
@@ -198,6 +214,32 @@ int main(int argc, char **argv) {
     wait_child(c, "7");
     OK(close(fd7));
     printf("7: a fork child is listed from its first managed call, not from the fork\n");
+
+    /* 8: an exec'd image that inherited a managed descriptor is listed from its first call through it */
+    int fd8 = OK(open(p5, O_RDWR)), up[2], down[2];
+    st_write_all(fd8, "w", 1);
+    OK(pipe(up));
+    OK(pipe(down));
+    c = OK(fork());
+    if (c == 0) {
+        char a[4][16];
+        snprintf(a[0], sizeof a[0], "%d", fd8);
+        snprintf(a[1], sizeof a[1], "%d", up[1]);
+        snprintf(a[2], sizeof a[2], "%d", down[0]);
+        close(up[0]); /* (the parent's ends: its exit is then seen) */
+        close(down[1]);
+        execl("/proc/self/exe", "shim_stats_lazy", dir, "inherited", a[0], a[1], a[2], (char *)NULL);
+        _exit(127);
+    }
+    OK(close(fd8)); /* the image alone holds it then: still the kernel's (inherited across exec) */
+    OK(close(up[1]));
+    OK(close(down[0]));
+    char m8 = 0;
+    CHECK(read(up[0], &m8, 1) == 1 && m8 == 'n', "8: the exec'd image has a stats file after its start (%c)", m8);
+    CHECK(write(down[1], "g", 1) == 1 && read(up[0], &m8, 1) == 1, "8: pipe");
+    CHECK(m8 == 'f', "8: the exec'd image has no stats file after its write through the inherited descriptor");
+    wait_child(c, "8");
+    printf("8: an exec'd image is listed from its first call through an inherited descriptor, not from its start\n");
     printf("ok: the stats file is made at the first managed file, with every count\n");
     return 0;
 }
