@@ -48,7 +48,9 @@ def parse_args():
     p.add_argument("--out", default="", help="directory for logs and shrunk op lists")
     p.add_argument("--exact-holes", action="store_true")
     p.add_argument("--exclude", default="", help="op classes left out: stdio,mmap,transfer,names")
-    p.add_argument("--timeout", type=float, default=120, help="seconds one process may run")
+    p.add_argument("--timeout", type=float, default=120,
+                   help="seconds one sequence may run: the clock restarts at each '== seed' section a process "
+                        "starts, so a batch of K slow sequences is not killed, a stuck one is (review 17, #07)")
     a = p.parse_args()
     if not a.medium or (a.seeds <= 0 and a.seconds <= 0):
         p.error("need --medium and --seeds or --seconds")
@@ -88,18 +90,61 @@ class Side:
             return subprocess.Popen(self.cmd(extra), env=self.env, stdout=out, stderr=err)
 
 
-def wait(proc, timeout):
-    try:
-        return proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        return "timeout"
+class Timeout(str):
+    """wait()'s answer for a process it killed: equal to "timeout", with what it was doing then."""
+
+    def __new__(cls, note):
+        o = str.__new__(cls, "timeout")
+        o.note = note
+        return o
+
+
+def sequence_starts(data):
+    """The seeds of the '== seed S' sections in data (bytes of a log)."""
+    return [int(line.split()[2]) for line in data.split(b"\n") if line.startswith(b"== seed ") and len(line.split()) > 2]
+
+
+def wait(proc, timeout, log_path=None):
+    """proc's exit status; without log_path, killed after `timeout` seconds. With log_path (its log), the
+    timeout is per sequence: the clock restarts whenever a new '== seed' section appears in the log -- a batch
+    of 20 sequences at load 20 took 109 s of the old 120 s per process (review 17, #07), and was killed as
+    if it hung. A killed process gives a Timeout saying how long it ran and at which sequence."""
+    if log_path is None:
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            return Timeout(f"after {timeout:g} s")
+    t0 = last = time.time()
+    seen, done, cur = 0, 0, None
+    while True:
+        try:
+            return proc.wait(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            with open(log_path, "rb") as f:
+                f.seek(seen)
+                data = f.read()
+        except OSError:
+            data = b""
+        cut = data.rfind(b"\n") + 1  # whole lines only
+        starts = sequence_starts(data[:cut])
+        seen += cut
+        if starts:
+            done, cur, last = done + len(starts), starts[-1], time.time()
+        if time.time() - last > timeout:
+            proc.kill()
+            proc.wait()
+            return Timeout(f"sequence {cur} ran past {timeout:g} s; the process ran {time.time() - t0:.0f} s, "
+                           f"{max(done - 1, 0)} sequences done before it" if cur is not None else
+                           f"no sequence started within {timeout:g} s")
 
 
 def status_text(rc):
     if rc == "timeout":
-        return "killed after the timeout"
+        return f"killed: {rc.note}" if isinstance(rc, Timeout) else "killed after the timeout"
     if rc < 0:
         return f"died with signal {signal.Signals(-rc).name}"
     return f"exit {rc}"
@@ -152,7 +197,7 @@ def run_pair(kside, dside, extra, work, tag, exit_seed=None):
         extra = extra + ["--exit-open"]
     pk = kside.start(extra, paths[0], paths[1])
     pd = dside.start(extra, paths[2], paths[3])
-    krc, drc = wait(pk, kside.timeout), wait(pd, dside.timeout)
+    krc, drc = wait(pk, kside.timeout, paths[0]), wait(pd, dside.timeout, paths[2])
     read = lambda p: open(p, "rb").read().decode("utf-8", "replace")
     ks, ds = split_sections(read(paths[0])), split_sections(read(paths[2]))
     if krc != 0:
