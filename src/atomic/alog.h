@@ -92,7 +92,8 @@ struct alog_counters {
         paced_entries, /* journal records applied by copies, entries applied by commits (pacing), not by passes */
         paced_partial, /* copies that applied part of a record (the rest by the next ones) */
         jwraps,        /* journal: pad records (the next record goes to the area's start) */
-        jwraps_early;  /* journal: of those, window pads (a commit past the window, the head far enough on) */
+        jwraps_early,  /* journal: of those, window pads (a commit past the window, the head far enough on) */
+        direct_bytes;  /* journal: bytes copied straight into the file, past the committed state (alog_jdirect.c) */
 };
 
 /* The journal (policy DAXKIT_ATOMIC_JOURNAL; alog_journal.c, alog_jindex.c). Under j.mu. */
@@ -121,6 +122,8 @@ struct alog_journal {
     uint64_t pace_at, pace_done; /* pacing: pace_done bytes of the record at pace_at applied (under apply_mu) */
     uint64_t wpad_end, wpad_bytes; /* the last window pad (alog_jrnl_stage_commit): its end and length (atomic) */
     uint64_t claimed;   /* journal lines below it were claimed for writing ahead of the tail (claim_ahead; under j.mu) */
+    uint64_t direct_from; /* copies at and past this file offset go to the file, not the journal (alog_jdirect.c) */
+    uint64_t dpend_lo, dpend_hi; /* small direct copies' bytes not written back yet: one contiguous range */
     struct alog_jpiece *pieces;
     uint32_t pieces_used, pieces_cap, pieces_live; /* pieces_live: linked into a block list */
     struct alog_jslot *slots;
@@ -429,6 +432,7 @@ enum alog_broken {
     ALOG_BROKEN_JGROW_HEADER_NOT_DURABLE, /* journal growth stores the larger area size without write-back */
     ALOG_BROKEN_UWP_COMMIT_BEFORE_PAGES, /* uwp's msync commits, then writes the epoch's dirty pages back */
     ALOG_BROKEN_UWP_SAVE_UNFENCED, /* uwp's write fault lets the store go with the undo entry written back, unfenced */
+    ALOG_BROKEN_JDIRECT_NOT_WRITTEN_BACK, /* the commit leaves small direct copies' bytes in the cache */
 };
 extern int alog_test_broken;
 /* Under ALOG_BROKEN_UWP_SAVE_UNFENCED: this thread's alog_durable_log_* skip their fence (dax). */
@@ -440,6 +444,15 @@ int alog_jrnl_test_pad_to_lap_end(struct alog_file *f);
 void alog_jrnl_prefault(struct alog_file *f);
 /* The DRAM state of an empty (fully applied) journal at hdr->jhead, after recovery. */
 void alog_jrnl_reset_dram(struct alog_file *f);
+
+/* Copies past the committed state (alog_jdirect.c): a tracked-size journal on fence or volatile media copies
+ * bytes at and past j.direct_from -- the committed size, and the end of every record in the journal --
+ * straight into the file; recovery cuts the file to the committed size, so they vanish with a crashed epoch,
+ * and the commit makes them durable with its fence. */
+void alog_jdirect_init(struct alog_file *f);
+static inline bool alog_jdirect_takes(const struct alog_file *f, uint64_t off) { return off >= f->j.direct_from; }
+void alog_jdirect_copy(struct alog_file *f, uint64_t off, const char *src, size_t n);
+void alog_jdirect_stage_commit(struct alog_file *f);
 /* DRAM index (alog_jindex.c), under j.mu */
 int alog_jindex_init(struct alog_file *f);
 void alog_jindex_fini(struct alog_file *f);

@@ -61,6 +61,7 @@ uint64_t alog_jrnl_unapplied(const struct alog_phdr *h) {
 }
 
 int alog_jrnl_init(struct alog_file *f) {
+    f->j.direct_from = UINT64_MAX; /* every copy a record, unless alog_jdirect_init says otherwise */
     pthread_mutex_init(&f->j.mu, NULL);
     pthread_mutex_init(&f->j.apply_mu, NULL);
     return alog_jindex_init(f);
@@ -437,6 +438,7 @@ static int append(struct alog_file *f, uint64_t off, const char *src, uint32_t l
         memcpy(p + sizeof h, src, len);
     }
     __atomic_store_n(&j->tail, j->tail + need, __ATOMIC_RELEASE); /* indexed by the next read (index_upto) */
+    j->direct_from = DK_MAX(j->direct_from, off + len); /* no direct copy under a record (alog_jdirect.c) */
     __atomic_store_n(&f->ctr.log_data_bytes, f->ctr.log_data_bytes + need, __ATOMIC_RELAXED);
     claim_ahead(f);
     return 0;
@@ -459,6 +461,11 @@ int alog_jrnl_test_pad_to_lap_end(struct alog_file *f) {
  * journal to itself. */
 static int copy_records(struct alog_file *f, uint64_t off, const char *s, size_t n) {
     int rc = 0;
+    if (alog_jdirect_takes(f, off)) { /* past the committed state and every record: into the file */
+        alog_jdirect_copy(f, off, s, n);
+        __atomic_store_n(&f->ctr.copies, f->ctr.copies + 1, __ATOMIC_RELAXED);
+        return 0;
+    }
     while (n && !rc) {
         uint32_t len = (uint32_t)DK_MIN(n, (size_t)ALOG_JREC_BYTES_MAX);
         /* The apply first: its non-temporal stores into the file drain while the record is copied, instead
@@ -556,6 +563,7 @@ void alog_jrnl_stage_commit(struct alog_file *f) {
     struct alog_journal *j = &f->j;
     window_wrap(f);
     flush_pending(f);
+    alog_jdirect_stage_commit(f);
     j->claimed = j->tail; /* the write-back evicted the tail's line: fetched again for the next copy */
     claim_ahead(f);
     j->staged = j->tail;

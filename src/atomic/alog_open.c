@@ -464,6 +464,7 @@ static int open_all(struct alog_file *f, const char *path, const struct alog_whe
     if (!rc) rc = alog_recover(f, o->recovery_threads, false);
     if (!rc) alog_jrnl_prefault(f); /* any policy: log pages mapped before the first copy, not in it */
     if (!rc) rc = f->track_size ? alog_size_settle(f) : untrack_size(f);
+    if (!rc && f->journal) alog_jdirect_init(f); /* the journal empty, the committed size known */
     if (!rc && w) rc = alog_named_set_hint(f, path, w->log_name); /* where recovery looks for the file first */
     return rc;
 }

@@ -6,7 +6,13 @@
  * k+1 (in flight). Usage: atomic_explore undo|redo|hybrid|redo-pace|redo-pace-invalidate-early|redo-thread|
  * journal|journal-pace|journal-pace-head-early|journal-bound|
  * journal-sized|journal-sized-same-slot|journal-window|journal-window-pad-unflushed|journal-grow|
- * journal-grow-header-unflushed|undo-sized|redo-sized|hybrid-sized [SEED]
+ * journal-grow-header-unflushed|undo-sized|redo-sized|hybrid-sized|journal-sized-direct|
+ * journal-sized-direct-unflushed [SEED]
+ * (journal-sized-direct, session 17: the sizes grow from 16 KiB, so the copies past the last commit's size --
+ * and past every record -- go straight into the file (alog_jdirect.c), small ones stored plainly and written
+ * back by the commit, 1 KiB and more non-temporally; the recovered file must hold sync k's bytes below sync
+ * k's size (past it, recovery cuts the file). Its broken variant journal-sized-direct-unflushed: the commit
+ * leaves the small direct copies' bytes unwritten back -- must be caught)
  * (journal-grow, review 13 finding 5 b: batch 7 writes more than the journal's 2 MiB area between two syncs, so
  * the area doubles (alog_jrnl_grow: committed records applied and the head durable, the larger size stored
  * durably, the uncommitted records appended again at their positions in the larger area) -- the journal has
@@ -61,6 +67,7 @@ static char *states[EPOCHS + 1];
 static char *scratch;
 static bool journal_big; /* journal: batch 3 adds a 20 KiB copy, which the next batches' writes apply in parts */
 static bool sized;       /* journal-sized: the size tracked; sync k records sizes[k] */
+static bool direct;      /* journal-sized-direct: the sizes grow; copies past the committed size go to the file */
 static bool grow;        /* journal-grow: batch 7 outgrows the journal's area (alog_jrnl_grow) */
 static uint64_t grows;
 #define GROW_COPIES 36u
@@ -139,7 +146,8 @@ static int check(const void *image, size_t bytes, const uint64_t *marks, size_t 
     if (explore_recovery && recovery_has_work(image, bytes)) keep_for_recovery(image, bytes);
     uint64_t last = nmarks ? marks[nmarks - 1] : 0;
     for (uint64_t k = last; k <= last + 1 && k <= EPOCHS; k++) {
-        if (memcmp(scratch, states[k], DATA_BYTES) != 0) continue;
+        /* direct: past the committed size the file is cut by recovery (alog_size_settle), not compared */
+        if (memcmp(scratch, states[k], direct ? sizes[k] : DATA_BYTES) != 0) continue;
         if (!sized) return 0;
         if (size_ok && size == sizes[k]) return 0;
         snprintf(why, why_bytes, "bytes of sync %llu with size %llu (sync %llu recorded %llu)", (unsigned long long)k,
@@ -220,8 +228,10 @@ int main(int argc, char **argv) {
                : !strcmp(pol, "journal-window-pad-unflushed") ? ALOG_BROKEN_WINDOW_PAD_NOT_WRITTEN_BACK
                : !strcmp(pol, "redo-pace-invalidate-early")   ? ALOG_BROKEN_BPACE_INVALIDATE_EARLY
                : !strcmp(pol, "journal-grow-header-unflushed") ? ALOG_BROKEN_JGROW_HEADER_NOT_DURABLE
+               : !strcmp(pol, "journal-sized-direct-unflushed") ? ALOG_BROKEN_JDIRECT_NOT_WRITTEN_BACK
                                                               : ALOG_BROKEN_NONE;
     sized = strstr(pol, "-sized") != NULL;
+    direct = strstr(pol, "-sized-direct") != NULL;
     grow = !strncmp(pol, "journal-grow", 12);
     bool window = !strncmp(pol, "journal-window", 14);
     uint32_t policy = at_policy(broken == ALOG_BROKEN_PACE_HEAD_BEFORE_FENCE ? "journal-pace" : pol);
@@ -249,11 +259,14 @@ int main(int argc, char **argv) {
     if (!strcmp(pol, "journal-bound"))
         AT_CHECK(f->junflushed_max == 16, "journal-bound: the bound is %llu bytes, want 16",
                  (unsigned long long)f->junflushed_max);
-    for (uint32_t k = 0; k <= EPOCHS; k++) sizes[k] = DATA_BYTES - 1000ull * k - (k % 2) * 7;
+    for (uint32_t k = 0; k <= EPOCHS; k++)
+        sizes[k] = direct ? (16u << 10) + 6000ull * k - (k % 2) * 7 : DATA_BYTES - 1000ull * k - (k % 2) * 7;
     if (sized) { /* as alog_size_prepare leaves a tracked log: the size of the current epoch recorded */
         f->track_size = true;
         f->hdr->size_slot[f->hdr->epoch & 1] = sizes[0];
         f->hdr->size_mode = ALOG_SIZE_TRACKED;
+        f->size_pending = sizes[0];
+        if (direct) alog_jdirect_init(f); /* as the open does after recovery */
     }
     alog_test_broken = broken;
     AT_CHECK(dk_explorer_begin(mem, region) == 0, "explorer begin");
@@ -270,6 +283,7 @@ int main(int argc, char **argv) {
     dk_explorer_end();
     alog_test_broken = ALOG_BROKEN_NONE;
     uint64_t grown_area = f->area_bytes;
+    uint64_t direct_bytes = f->ctr.direct_bytes;
     uint64_t applied = f->ctr.paced_entries, partial = f->ctr.paced_partial, wraps = f->ctr.jwraps_early;
     struct daxkit_atomic_stats s = {0};
     uint64_t switches = f->ctr.policy_switches, retired = f->ctr.sync_checkpoints;
@@ -292,6 +306,8 @@ int main(int argc, char **argv) {
         AT_FAIL("pacing not explored (%llu records applied by copies, %llu in part)", (unsigned long long)applied,
                 (unsigned long long)partial);
     if (bpaced && applied == 0) AT_FAIL("per-block pacing not explored (no entry applied by a commit)");
+    if (direct) printf("%llu bytes copied straight into the file\n", (unsigned long long)direct_bytes);
+    if (direct && direct_bytes == 0) AT_FAIL("no copy went straight into the file: the direct path was not explored");
     if (grow) printf("journal grown %llu time(s): area %llu bytes\n", (unsigned long long)grows, (unsigned long long)grown_area);
     if (grow && grows == 0) AT_FAIL("the journal's growth was not explored (it never filled)");
     if (window && wraps < 2) AT_FAIL("the window was not explored (%llu window pads)", (unsigned long long)wraps);

@@ -1,0 +1,61 @@
+/* Copies past the committed state (session 17). A DAXKIT_ATOMIC file's journal (tracked size, alog_size.c)
+ * copies the bytes at and past j.direct_from straight into the file instead of appending records:
+ *   - no committed state lives there: direct_from is at least the size of the last commit (recovery and the
+ *     clean close cut the file to the committed size, so a crashed epoch's bytes past it vanish), and
+ *   - no record covers them: direct_from is at least the end of every record appended since the open (an
+ *     applier replaying an older record later never puts older bytes over them).
+ * So a program that writes a file and then fsyncs -- 64 MiB written before the first fsync -- no longer
+ * grows the journal to twice its data and applies it all again later: the bytes go to the file once, and the
+ * commit makes them durable with its first fence (large copies: non-temporal stores; small ones: plain
+ * stores, written back by the commit as one contiguous range, the way the journal's records are). Fence and
+ * volatile media only: on pagecache the commit would need the file's own fdatasync (alog_jdirect_init).
+ * Caller holds what it holds for a journal copy or commit (through the route: route->rw for writing). */
+#include <stdint.h>
+#include <string.h>
+
+#include "atomic/alog.h"
+#include "common/dk.h"
+#include "persist/persist.h"
+
+#define ALOG_JDIRECT_NT_MIN_BYTES 1024u /* non-temporal from 1 KiB, as the journal's unpaced records */
+
+/* After recovery (the journal is empty): everything from the committed size on, for a tracked size. */
+void alog_jdirect_init(struct alog_file *f) {
+    bool on = f->journal && f->track_size && f->persist_as != DK_MEDIUM_PAGECACHE;
+    f->j.direct_from = on ? f->size_pending : UINT64_MAX;
+    f->j.dpend_lo = f->j.dpend_hi = 0;
+}
+
+static void write_back_pending(struct alog_file *f) {
+    struct alog_journal *j = &f->j;
+    if (j->dpend_hi > j->dpend_lo) dk_flush_range(f->data + j->dpend_lo, j->dpend_hi - j->dpend_lo);
+    j->dpend_lo = j->dpend_hi = 0;
+}
+
+void alog_jdirect_copy(struct alog_file *f, uint64_t off, const char *src, size_t n) {
+    struct alog_journal *j = &f->j;
+    __atomic_store_n(&f->ctr.direct_bytes, f->ctr.direct_bytes + n, __ATOMIC_RELAXED); /* no locked add */
+    if (n >= ALOG_JDIRECT_NT_MIN_BYTES) {
+        dk_copy_nt(f->data + off, src, n); /* durable at the commit's fence */
+        return;
+    }
+    /* Appends are contiguous: one range to write back at the commit. A copy elsewhere writes back the
+     * range before it first, so the range never holds a line nobody stored to. */
+    if (j->dpend_hi == j->dpend_lo || off > j->dpend_hi || off + n < j->dpend_lo) {
+        write_back_pending(f);
+        j->dpend_lo = j->dpend_hi = off;
+    }
+    memcpy(f->data + off, src, n);
+    j->dpend_lo = DK_MIN(j->dpend_lo, off);
+    j->dpend_hi = DK_MAX(j->dpend_hi, off + n);
+}
+
+/* In a commit, before its first fence: the small copies' bytes written back, and from now on the size this
+ * commit records is committed state (no direct copy below it). */
+void alog_jdirect_stage_commit(struct alog_file *f) {
+#ifdef DAXKIT_TEST_BUILD
+    if (alog_test_broken == ALOG_BROKEN_JDIRECT_NOT_WRITTEN_BACK) f->j.dpend_lo = f->j.dpend_hi = 0;
+#endif
+    write_back_pending(f);
+    if (f->j.direct_from != UINT64_MAX) f->j.direct_from = DK_MAX(f->j.direct_from, f->size_pending);
+}
