@@ -8,6 +8,7 @@
 #include "atomic/alog.h"
 #include "common/crashpoint.h"
 #include "common/dk.h"
+#include "persist/persist.h"
 
 uint32_t alog_policy_next(uint32_t current, uint32_t mode, uint32_t redo_write_pct, uint64_t reads, uint64_t writes) {
     if (mode == DAXKIT_ATOMIC_UNDO) return ALOG_UNDO;
@@ -32,14 +33,35 @@ static uint32_t decide(struct alog_file *f) {
     return alog_policy_next(f->policy, f->policy_mode, f->redo_write_pct, r, w);
 }
 
+/* The header's commit line (the epoch word, the size and journal-end slots, jhead): written back, then fetched
+ * again for writing -- clwb evicts on this CPU (docs/atomic.md, session 11) -- so that the next store into it
+ * (the epoch word after the fence, the next commit's slots) does not wait for memory. Session 17: the slots
+ * were each stored with their own write-back, so every commit wrote the line back three times and fetched it
+ * from memory twice on its critical path. A prefetch is a hint: nothing for the crash-state explorer. Only
+ * where the line holds slots (the journal, a tracked size): the C API's per-block engine is as before. */
+static bool commit_line_slots(const struct alog_file *f) { return f->journal || f->track_size; }
+
+static void commit_line_fetch(const struct alog_file *f) {
+    if (commit_line_slots(f)) __asm__ volatile("prefetchw %0" : : "m"(f->hdr->epoch));
+}
+
+static void commit_line_back(struct alog_file *f) {
+    if (!commit_line_slots(f)) return;
+#ifdef DAXKIT_TEST_BUILD
+    if (alog_test_broken == ALOG_BROKEN_COMMIT_LINE_NOT_WRITTEN_BACK) return; /* only the epoch's write-back */
+#endif
+    dk_flush_range(&f->hdr->epoch, sizeof f->hdr->epoch);
+    commit_line_fetch(f);
+}
+
 static int commit_epoch(struct alog_file *f) {
-    /* The size slot: durable with the fence below (undo runs on fence media only) or the log's fdatasync. */
+    /* The slots of the next epoch (plain stores into the commit line), written back once, durable with the
+     * fence below (undo runs on fence media only) or the log's fdatasync. */
     alog_size_stage_commit(f);
     uint64_t paced = 0; /* the journal: the head past the records that copies applied (pacing) */
-    if (f->journal) {
-        alog_jrnl_stage_commit(f);
-        paced = alog_jrnl_pace_begin(f); /* their non-temporal stores into the file: durable with the fence below */
-    }
+    if (f->journal) alog_jrnl_stage_commit(f);
+    commit_line_back(f);
+    if (f->journal) paced = alog_jrnl_pace_begin(f); /* their non-temporal stores into the file: durable with the fence below */
     /* The per-block engine's pacing: committed entries applied now, durable with the fence below, invalidated
      * after it (durable with the epoch word's fence), released after that (alog_checkpoint.c). */
     uint32_t bpaced = f->journal ? 0 : alog_bpace_apply(f);
@@ -51,6 +73,7 @@ static int commit_epoch(struct alog_file *f) {
     if (!rc) DK_CRASH_POINT("atomic.sync.before_epoch");
     if (!rc) alog_store_word(&f->hdr->epoch, f->epoch + 1);
     if (!rc) rc = alog_durable_log_range(f, &f->hdr->epoch, sizeof f->hdr->epoch);
+    if (!rc) commit_line_fetch(f); /* for the next commit's slots */
     if (paced) alog_jrnl_pace_done(f, paced, rc == 0);
     if (bpaced) alog_bpace_release(f, rc == 0);
     if (rc) return rc;

@@ -567,7 +567,8 @@ void alog_jrnl_stage_commit(struct alog_file *f) {
     j->claimed = j->tail; /* the write-back evicted the tail's line: fetched again for the next copy */
     claim_ahead(f);
     j->staged = j->tail;
-    alog_store_word(&f->hdr->jend_slot[(f->epoch + 1) & 1], j->staged);
+    /* A plain 8-byte store into the commit line, like the size slot: alog_commit.c writes the line back */
+    __atomic_store_n(&f->hdr->jend_slot[(f->epoch + 1) & 1], j->staged, __ATOMIC_RELAXED);
 }
 
 void alog_jrnl_committed(struct alog_file *f) { __atomic_store_n(&f->j.committed, f->j.staged, __ATOMIC_RELEASE); }

@@ -162,5 +162,6 @@ void alog_size_stage_commit(struct alog_file *f) {
         return;
     }
 #endif
-    alog_store_word(&f->hdr->size_slot[(f->epoch + 1) & 1], f->size_pending); /* made durable by the commit */
+    /* A plain 8-byte store into the commit line: alog_commit.c writes the line back once for every slot */
+    __atomic_store_n(&f->hdr->size_slot[(f->epoch + 1) & 1], f->size_pending, __ATOMIC_RELAXED);
 }
