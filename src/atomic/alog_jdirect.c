@@ -7,7 +7,8 @@
  * So a program that writes a file and then fsyncs -- 64 MiB written before the first fsync -- no longer
  * grows the journal to twice its data and applies it all again later: the bytes go to the file once, and the
  * commit makes them durable with its first fence (large copies: non-temporal stores; small ones: plain
- * stores, written back by the commit as one contiguous range, the way the journal's records are). Fence and
+ * stores, kept as one contiguous range the commit writes back, bounded as the journal's records are: past
+ * f->junflushed_max bytes the next small copy writes back the range's whole lines first). Fence and
  * volatile media only: on pagecache the commit would need the file's own fdatasync (alog_jdirect_init).
  * Caller holds what it holds for a journal copy or commit (through the route: route->rw for writing). */
 #include <stdint.h>
@@ -32,6 +33,19 @@ static void write_back_pending(struct alog_file *f) {
     j->dpend_lo = j->dpend_hi = 0;
 }
 
+/* The sync's write-back bounded for appends too (review 17, finding 3; the journal's flush_past_bound): once
+ * f->junflushed_max bytes are pending, their whole lines are written back now, before this copy's stores (no
+ * fence: the commit's completes them); the range's last, partial line stays pending for the next append. A
+ * log appended in 128 B pieces with an fsync every 1,000 wrote back 125 KiB in each sync before. */
+static void write_back_past_bound(struct alog_file *f) {
+    struct alog_journal *j = &f->j;
+    if (!f->junflushed_max || j->dpend_hi - j->dpend_lo < f->junflushed_max) return;
+    uint64_t to = dk_round_down(j->dpend_hi, DK_CACHELINE_BYTES);
+    if (to <= j->dpend_lo) return;
+    dk_flush_range(f->data + j->dpend_lo, to - j->dpend_lo);
+    j->dpend_lo = to;
+}
+
 void alog_jdirect_copy(struct alog_file *f, uint64_t off, const char *src, size_t n) {
     struct alog_journal *j = &f->j;
     __atomic_store_n(&f->ctr.direct_bytes, f->ctr.direct_bytes + n, __ATOMIC_RELAXED); /* no locked add */
@@ -45,6 +59,7 @@ void alog_jdirect_copy(struct alog_file *f, uint64_t off, const char *src, size_
         write_back_pending(f);
         j->dpend_lo = j->dpend_hi = off;
     }
+    write_back_past_bound(f);
     memcpy(f->data + off, src, n);
     j->dpend_lo = DK_MIN(j->dpend_lo, off);
     j->dpend_hi = DK_MAX(j->dpend_hi, off + n);

@@ -9,6 +9,10 @@
  *   - every journal line of the epoch was written back (or stored non-temporally) by the time the sync
  *     returns -- the bound moves write-backs, it never drops one;
  *   - the file read through the engine equals the model; after close and reopen (recovery) too.
+ * Then appends past the committed size with the size tracked (a DAXKIT_ATOMIC file under `daxkit run`: they
+ * go straight into the file, alog_jdirect.c; review 17, finding 3): 1 and 1,000 appends of 128 B between two
+ * syncs, the same bound on what the sync writes back, every appended line written back by the sync's return,
+ * and the file, closed, equal to the model at the last committed size.
  * Usage: atomic_jsync_bound [DIR]   (DAXKIT_TEST_ATOMIC_JUNFLUSHED=0: no bound -- the negative control) */
 #include "atomic/alog.h"
 #include "atomic_test.h"
@@ -21,20 +25,25 @@
 #define LINE 64u
 
 static char model[FILE_BYTES];
-static struct alog_file *cur;
 static bool in_sync;
 static uint64_t sync_flushed; /* bytes of lines written back inside alog_sync (whole lines) */
-static uint8_t *line_back;    /* journal area lines written back (or stored non-temporally) since the mark */
+/* The lines watched (the journal area, or the appended part of the file): written back (or stored
+ * non-temporally) since the mark */
+static struct {
+    const char *base;
+    uint64_t bytes;
+    uint8_t *back;
+} watch;
 
 static bool in_area(const void *p) {
     const char *c = p;
-    return cur && c >= cur->area && c < cur->area + cur->area_bytes;
+    return watch.back && c >= watch.base && c < watch.base + watch.bytes;
 }
 
 static void mark_lines(const void *p, size_t n) {
     if (!in_area(p)) return;
-    uint64_t a = (uint64_t)((const char *)p - cur->area), lo = a / LINE, hi = (a + n + LINE - 1) / LINE;
-    for (uint64_t l = lo; l < hi && l < cur->area_bytes / LINE; l++) line_back[l] = 1;
+    uint64_t a = (uint64_t)((const char *)p - watch.base), lo = a / LINE, hi = (a + n + LINE - 1) / LINE;
+    for (uint64_t l = lo; l < hi && l < watch.bytes / LINE; l++) watch.back[l] = 1;
 }
 
 static void on_store(const void *dst, size_t n, int nt) {
@@ -52,13 +61,14 @@ static void fill(char *b, uint32_t n, uint64_t tag) {
     for (uint32_t i = 0; i < n; i++) b[i] = (char)(tag * 131 + i * 7 + 1);
 }
 
-static struct alog_file *open_engine(const char *path) {
+/* `tracked`: the size tracked, as a DAXKIT_ATOMIC file's engine under `daxkit run` */
+static struct alog_file *open_engine(const char *path, bool tracked) {
     struct daxkit_atomic_options o, r;
     daxkit_atomic_options_init(&o);
     o.policy = DAXKIT_ATOMIC_JOURNAL, o.log_bytes = LOG_BYTES, o.checkpoint_interval_us = 0;
     AT_OK(alog_options_resolve(&o, &r));
     struct alog_file *f;
-    AT_OK(alog_open(path, &r, &f));
+    AT_OK(tracked ? alog_open_tracked(path, &r, &f) : alog_open(path, &r, &f));
     return f;
 }
 
@@ -67,7 +77,7 @@ static struct alog_file *open_engine(const char *path) {
 static uint64_t epoch(struct alog_file *f, uint64_t first, uint32_t blocks, uint32_t bs, uint64_t tag) {
     static char buf[4096];
     uint64_t from = f->j.tail;
-    memset(line_back, 0, f->area_bytes / LINE);
+    memset(watch.back, 0, f->area_bytes / LINE);
     for (uint32_t i = 0; i < blocks; i++) {
         uint64_t off = (first + i) * 4096 + (bs < 4096 ? 512 : 0);
         fill(buf, bs, tag + i);
@@ -80,10 +90,70 @@ static uint64_t epoch(struct alog_file *f, uint64_t first, uint32_t blocks, uint
     uint64_t to = __atomic_load_n(&f->j.committed, __ATOMIC_ACQUIRE);
     for (uint64_t p = dk_round_down(from, LINE); p < to; p += LINE) {
         uint64_t l = p % f->area_bytes / LINE;
-        AT_CHECK(line_back[l], "%u x %u B: journal line at %llu (epoch [%llu, %llu)) not written back by the sync",
+        AT_CHECK(watch.back[l], "%u x %u B: journal line at %llu (epoch [%llu, %llu)) not written back by the sync",
                  blocks, bs, (unsigned long long)p, (unsigned long long)from, (unsigned long long)to);
     }
     return sync_flushed;
+}
+
+#define APPEND_BYTES 128u
+#define APPENDS_MAX 1000u
+#define APPEND_START (64u << 10) /* the file's size before the appends */
+
+/* One epoch of `n` appends of APPEND_BYTES at *size (past the committed size: straight into the file), then
+ * the sync. Returns the bytes the sync wrote back; checks every appended line was written back by then. */
+static uint64_t append_epoch(struct alog_file *f, char *amodel, uint64_t *size, uint32_t n, uint64_t tag) {
+    static char buf[APPEND_BYTES];
+    uint64_t from = *size;
+    memset(watch.back, 0, watch.bytes / LINE);
+    for (uint32_t i = 0; i < n; i++) {
+        fill(buf, APPEND_BYTES, tag + i);
+        AT_OK(alog_grow(f, *size + APPEND_BYTES));
+        AT_OK(alog_copy(f, *size, buf, APPEND_BYTES));
+        memcpy(amodel + *size, buf, APPEND_BYTES);
+        *size += APPEND_BYTES;
+    }
+    f->size_pending = *size; /* as the route's commit records its size */
+    sync_flushed = 0, in_sync = true;
+    AT_OK(alog_sync(f));
+    in_sync = false;
+    for (uint64_t p = dk_round_down(from, LINE); p < *size; p += LINE)
+        AT_CHECK(watch.back[(p - APPEND_START) / LINE], "%u appends: file line at %llu not written back by the sync", n,
+                 (unsigned long long)p);
+    return sync_flushed;
+}
+
+static void appends(const char *path, uint64_t bound) {
+    static char amodel[APPEND_START + 4 * APPENDS_MAX * APPEND_BYTES], got[sizeof amodel];
+    at_make_file(path, APPEND_START, 9);
+    at_read_file(path, amodel, APPEND_START);
+    struct alog_file *f = open_engine(path, true);
+    AT_CHECK(f->size_pending == APPEND_START, "committed size %llu at open", (unsigned long long)f->size_pending);
+    watch.base = f->data + APPEND_START, watch.bytes = sizeof amodel - APPEND_START;
+    watch.back = calloc(watch.bytes / LINE, 1);
+    AT_CHECK(watch.back != NULL, "calloc");
+    dk_persist_set_trace(&trace);
+    uint64_t size = APPEND_START, one = 0, many = 0;
+    for (int round = 0; round < 2; round++) {
+        one = append_epoch(f, amodel, &size, 1, 5000 + round);
+        many = append_epoch(f, amodel, &size, APPENDS_MAX, 7000 + round * APPENDS_MAX);
+    }
+    dk_persist_set_trace(NULL);
+    uint64_t direct = f->ctr.direct_bytes;
+    free(watch.back);
+    watch.back = NULL;
+    printf("128 B appends past the committed size (%llu bytes straight into the file): the sync wrote back %llu bytes "
+           "after 1, %llu after 1,000\n", (unsigned long long)direct, (unsigned long long)one, (unsigned long long)many);
+    AT_CHECK(direct == size - APPEND_START, "%llu of %llu appended bytes went straight into the file",
+             (unsigned long long)direct, (unsigned long long)(size - APPEND_START));
+    AT_CHECK(many <= one + bound + 4 * LINE,
+             "1,000 appends: the sync wrote back %llu bytes, 1 append %llu (bound %llu): the sync's write-back grows "
+             "with the appends", (unsigned long long)many, (unsigned long long)one, (unsigned long long)bound);
+    uint64_t closed = 0;
+    AT_OK(alog_close_sized(f, &closed));
+    AT_CHECK(closed == size, "closed at %llu bytes, committed %llu", (unsigned long long)closed, (unsigned long long)size);
+    at_read_file(path, got, size);
+    AT_CHECK(memcmp(got, amodel, size) == 0, "the appended file differs from the model after close");
 }
 
 static void check_model(struct alog_file *f, const char *when) {
@@ -102,10 +172,9 @@ int main(int argc, char **argv) {
     at_make_file(path, FILE_BYTES, 5);
     at_read_file(path, model, FILE_BYTES);
 
-    struct alog_file *f = open_engine(path);
-    line_back = calloc(f->area_bytes / LINE, 1);
-    AT_CHECK(line_back != NULL, "calloc");
-    cur = f;
+    struct alog_file *f = open_engine(path, false);
+    watch.base = f->area, watch.bytes = f->area_bytes, watch.back = calloc(f->area_bytes / LINE, 1);
+    AT_CHECK(watch.back != NULL, "calloc");
     uint64_t bound = f->junflushed_max;
     printf("medium %d, pacing %d, bound %llu bytes\n", (int)f->persist_as, (int)f->jpace, (unsigned long long)bound);
     if (f->persist_as == DK_MEDIUM_PAGECACHE) at_skip("pagecache medium: the commit's fdatasync writes the log back");
@@ -127,13 +196,15 @@ int main(int argc, char **argv) {
                  bs, (unsigned long long)many, (unsigned long long)one, (unsigned long long)bound);
     }
     dk_persist_set_trace(NULL);
-    cur = NULL;
+    free(watch.back);
+    watch.back = NULL;
     check_model(f, "live");
     AT_OK(alog_close(f));
-    f = open_engine(path);
+    f = open_engine(path, false);
     check_model(f, "reopened");
     AT_OK(alog_close(f));
-    free(line_back);
+    at_path(path, sizeof path, "appends.bin");
+    appends(path, bound);
     printf("PASS\n");
     return 0;
 }
