@@ -438,6 +438,9 @@ static int append(struct alog_file *f, uint64_t off, const char *src, uint32_t l
         memcpy(p + sizeof h, src, len);
     }
     __atomic_store_n(&j->tail, j->tail + need, __ATOMIC_RELEASE); /* indexed by the next read (index_upto) */
+#ifdef DAXKIT_TEST_BUILD
+    if (alog_test_broken != ALOG_BROKEN_JDIRECT_UNDER_RECORD)
+#endif
     j->direct_from = DK_MAX(j->direct_from, off + len); /* no direct copy under a record (alog_jdirect.c) */
     __atomic_store_n(&f->ctr.log_data_bytes, f->ctr.log_data_bytes + need, __ATOMIC_RELAXED);
     claim_ahead(f);

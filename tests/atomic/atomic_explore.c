@@ -7,7 +7,7 @@
  * journal|journal-pace|journal-pace-head-early|journal-bound|
  * journal-sized|journal-sized-same-slot|journal-window|journal-window-pad-unflushed|journal-grow|
  * journal-grow-header-unflushed|undo-sized|redo-sized|hybrid-sized|journal-sized-direct|
- * journal-sized-direct-unflushed|journal-sized-torn|journal-sized-line-unflushed [SEED]
+ * journal-sized-direct-unflushed|journal-sized-direct-under-record|journal-sized-torn|journal-sized-line-unflushed [SEED]
  * (journal-sized-torn: journal-sized with lines also torn at 8-byte granularity (x86 promises no more); its
  * broken variant journal-sized-line-unflushed leaves the commit line's slots -- the next size and journal end,
  * plain stores since session 17 -- to the epoch word's write-back, after the fence: a line torn between the
@@ -16,7 +16,9 @@
  * and past every record -- go straight into the file (alog_jdirect.c), small ones stored plainly and written
  * back by the commit, 1 KiB and more non-temporally; the recovered file must hold sync k's bytes below sync
  * k's size (past it, recovery cuts the file). Its broken variant journal-sized-direct-unflushed: the commit
- * leaves the small direct copies' bytes unwritten back -- must be caught)
+ * leaves the small direct copies' bytes unwritten back -- must be caught; journal-sized-direct-under-record,
+ * the other one: a record does not raise the direct bound, so a copy inside a record that crosses the
+ * committed size goes to the file and the older record is replayed over it -- must be caught)
  * (journal-grow, review 13 finding 5 b: batch 7 writes more than the journal's 2 MiB area between two syncs, so
  * the area doubles (alog_jrnl_grow: committed records applied and the head durable, the larger size stored
  * durably, the uncommitted records appended again at their positions in the larger area) -- the journal has
@@ -105,6 +107,18 @@ static void batch(uint32_t k, char *model, struct alog_file *f) {
             if (rc == -ENOSPC && alog_jrnl_grow(f) == 0) rc = alog_copy(f, off, big, sizeof big), grows++;
             if (rc) AT_FAIL("grow copy %u in batch %u: %d", i, k, rc);
         }
+    }
+    if (direct) {
+        /* Across the committed size (a record), then inside that record past the committed size: the second
+         * copy must go to the journal too -- stored into the file, the older record would be replayed over it
+         * (the broken variant journal-sized-direct-under-record; review 17, finding 6). */
+        static char across[110], inside[30];
+        for (uint32_t j = 0; j < sizeof across; j++) across[j] = (char)at_rand(&rs);
+        for (uint32_t j = 0; j < sizeof inside; j++) inside[j] = (char)at_rand(&rs);
+        uint64_t at = sizes[k - 1] - 10;
+        if (model) memcpy(model + at, across, sizeof across), memcpy(model + at + 60, inside, sizeof inside);
+        if (f && (alog_copy(f, at, across, sizeof across) || alog_copy(f, at + 60, inside, sizeof inside)))
+            AT_FAIL("copies across the committed size in batch %u", k);
     }
     if (journal_big && k == 3) {
         static char big[20u << 10];
@@ -233,6 +247,7 @@ int main(int argc, char **argv) {
                : !strcmp(pol, "redo-pace-invalidate-early")   ? ALOG_BROKEN_BPACE_INVALIDATE_EARLY
                : !strcmp(pol, "journal-grow-header-unflushed") ? ALOG_BROKEN_JGROW_HEADER_NOT_DURABLE
                : !strcmp(pol, "journal-sized-direct-unflushed") ? ALOG_BROKEN_JDIRECT_NOT_WRITTEN_BACK
+               : !strcmp(pol, "journal-sized-direct-under-record") ? ALOG_BROKEN_JDIRECT_UNDER_RECORD
                : !strcmp(pol, "journal-sized-line-unflushed")  ? ALOG_BROKEN_COMMIT_LINE_NOT_WRITTEN_BACK
                                                               : ALOG_BROKEN_NONE;
     sized = strstr(pol, "-sized") != NULL;
@@ -254,6 +269,8 @@ int main(int argc, char **argv) {
     AT_CHECK(mem && scratch, "memory");
     memset(mem, 0, region);
     for (uint32_t i = 0; i < DATA_BYTES; i++) mem[i] = (char)(i * 13 + 1);
+    for (uint32_t k = 0; k <= EPOCHS; k++) /* before the states: the direct batches write across sizes[k - 1] */
+        sizes[k] = direct ? (16u << 10) + 6000ull * k - (k % 2) * 7 : DATA_BYTES - 1000ull * k - (k % 2) * 7;
     for (uint32_t k = 0; k <= EPOCHS; k++) {
         states[k] = malloc(DATA_BYTES);
         memcpy(states[k], k ? states[k - 1] : mem, DATA_BYTES);
@@ -264,8 +281,6 @@ int main(int argc, char **argv) {
     if (!strcmp(pol, "journal-bound"))
         AT_CHECK(f->junflushed_max == 16, "journal-bound: the bound is %llu bytes, want 16",
                  (unsigned long long)f->junflushed_max);
-    for (uint32_t k = 0; k <= EPOCHS; k++)
-        sizes[k] = direct ? (16u << 10) + 6000ull * k - (k % 2) * 7 : DATA_BYTES - 1000ull * k - (k % 2) * 7;
     if (sized) { /* as alog_size_prepare leaves a tracked log: the size of the current epoch recorded */
         f->track_size = true;
         f->hdr->size_slot[f->hdr->epoch & 1] = sizes[0];
