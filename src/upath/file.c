@@ -95,6 +95,34 @@ static void table_remove(struct up_file *f) {
     f->cached = false;
 }
 
+/* Entries freed lately, kept for the next file_new (under up_table_mu) with their staged-piece arrays: a
+ * file's calloc and free and its array's realloc and free were ~600 of the ~6,000 library instructions
+ * per file tar xf creates (session 17). A kept array is at most SPARE_STAGED_CAP pieces. */
+#define SPARES_MAX 8
+#define SPARE_STAGED_CAP 64
+static struct up_file *spares[SPARES_MAX];
+static unsigned spares_n;
+
+/* A zeroed entry: a spare (its staged array kept, empty) or a new one. */
+static struct up_file *file_alloc(void) {
+    if (!spares_n) return calloc(1, sizeof(struct up_file));
+    struct up_file *f = spares[--spares_n];
+    struct up_staged *staged = f->staged;
+    uint32_t cap = f->staged_cap;
+    memset(f, 0, sizeof *f);
+    f->staged = staged, f->staged_cap = cap;
+    return f;
+}
+
+static void file_release(struct up_file *f) {
+    if (spares_n < SPARES_MAX && f->staged_cap <= SPARE_STAGED_CAP) {
+        spares[spares_n++] = f;
+        return;
+    }
+    free(f->staged);
+    free(f);
+}
+
 static void file_free(struct up_file *f) {
     dk_assert(f->open_refs == 0);
     dk_assert(f->staged_count == 0);
@@ -107,10 +135,9 @@ static void file_free(struct up_file *f) {
     up_map_drop(&f->map);
     up_aux_close(f);
     up_stage_kept_free(f);
-    free(f->staged);
     pthread_rwlock_destroy(&f->rw);
     pthread_mutex_destroy(&f->mu);
-    free(f);
+    file_release(f);
 }
 
 static void lru_trim(void) {
@@ -127,7 +154,7 @@ struct up_file *up_file_get(struct up_root *r, const struct stat *st, const char
         f->open_refs++;
         return f;
     }
-    f = calloc(1, sizeof *f);
+    f = file_alloc();
     if (!f) return NULL;
     f->dev = st->st_dev;
     f->ino = st->st_ino;
