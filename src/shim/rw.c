@@ -61,6 +61,18 @@
                 if ((cond) && (s_ = up_serving(fd)) != NULL) goto served_; \
                 dk_pt_begin_change(fd, &pt_);            \
             }                                            \
+            /* A reopen made the number pending (lazy adoption) -- or another thread adopted it -- after the \
+             * looks above: a managed file now, served or named, never written unsynced (its open marks the \
+             * number clean after it is pending, before it is bound: upath/pending.c) */ \
+            if ((changes) && !pt_.how && DK_UNLIKELY(up_fd_pending_entry(fd) != NULL || up_fd_slot(fd) != NULL)) { \
+                int b_ = up_fd_pending_entry(fd) ? up_pending_adopt(fd, NULL) : 0; \
+                if (DK_UNLIKELY(b_ != 0)) {              \
+                    errno = -b_;                         \
+                    return -1;                           \
+                }                                        \
+                if ((cond) && (s_ = up_serving(fd)) != NULL) goto served_; \
+                dk_pt_begin_change(fd, &pt_);            \
+            }                                            \
             if ((changes) && pt_.how) {                  \
                 ssize_t w_;                              \
                 DK_PT_CALL(&pt_, w_ = real_call);        \
