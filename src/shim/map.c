@@ -96,7 +96,6 @@ static void copy_begin(int in, const off_t *in_off, int out, const off_t *out_of
     DK_ERRNO_RESTORE;
     if (mout && (bounded || c->min)) {
         dk_pt_name(out, &c->out);
-        if (c->out.how == DK_PT_UNNAMED && !up_fd_slot(out)) c->out.how = DK_PT_KERNEL; /* closed meanwhile */
     }
 }
 

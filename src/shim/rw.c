@@ -11,6 +11,8 @@
  * pending descriptor (opened, not adopted yet: upath/pending.c) passes its first reads through; a write, or
  * a read past those, adopts it here and is served. */
 #define SERVE(fd, served_call, real_call, changes, moves, at) SERVE_IF(fd, true, served_call, real_call, changes, moves, at)
+/* A change whose number was closed and given again under it this many times goes to the kernel unnamed. */
+#define DK_PT_AGAIN_MAX 4
 /* The cancellation point comes before the slot is held: a thread cancelled there names no call (calls.h). */
 #define SERVE_IF(fd, cond, served_call, real_call, changes, moves, at) \
     do {                                                 \
@@ -45,9 +47,11 @@
             if (DK_UNLIKELY(dk_ifd_settle()) && (cond) && (s_ = up_serving(fd)) != NULL) goto served_; \
             /* a change: named until its fdatasync (shim.h dk_pt_begin_change) */ \
             struct dk_pt pt_ = {DK_PT_KERNEL, NULL};    \
+            int again_ = 0;                              \
             if (changes) dk_pt_begin_change(fd, &pt_);   \
             else pt_.how = dk_pt_begin(fd);              \
             /* a write through a vacated number: named, an open giving it waits (upath/vacant.c) */ \
+        vacant_:;                                        \
             while ((changes) && !pt_.how && DK_UNLIKELY(up_fd_vacated(fd))) { \
                 uint32_t g_;                             \
                 int k_ = up_pt_vacant_enter(fd, &g_);    \
@@ -72,6 +76,11 @@
                 }                                        \
                 if ((cond) && (s_ = up_serving(fd)) != NULL) goto served_; \
                 dk_pt_begin_change(fd, &pt_);            \
+                /* closed again meanwhile: vacated, or given again -- looked at again, a few times */ \
+                if (!pt_.how && up_fd_vacated(fd)) {     \
+                    if (++again_ < DK_PT_AGAIN_MAX) goto vacant_; \
+                    dk_count(DK_C_pt_churn_unnamed, 1);  \
+                }                                        \
             }                                            \
             if ((changes) && pt_.how) {                  \
                 ssize_t w_;                              \

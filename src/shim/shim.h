@@ -7,6 +7,7 @@
 #include <pthread.h>
 
 #include "common/config.h"
+#include "common/crashpoint.h"
 #include "common/dk.h"
 #include "common/internal_fd.h"
 #include "common/stats.h"
@@ -52,8 +53,10 @@ struct dk_pt {
 };
 
 /* The naming part of dk_pt_begin_change, for a caller that counts and publishes itself (an in-kernel copy:
- * shim/map.c): DK_PT_NAMED with fd's slot held; DK_PT_UNNAMED when fd has a slot but no record took the name
- * (a closing entry closed meanwhile, handlers nested deeper than the records); DK_PT_KERNEL when it has none. */
+ * shim/map.c): DK_PT_NAMED with fd's slot held -- the slot of a file a reopen gave the number to while the call
+ * waited for a close too (calls.h: up_call_enter_again); DK_PT_UNNAMED when fd has a slot but no record can
+ * take the name (handlers nested deeper than the records; a handler inside its thread's own close of fd);
+ * DK_PT_KERNEL when it has none (closed while the call waited: a vacated number is the caller's). */
 static inline void dk_pt_name(int fd, struct dk_pt *p) {
     struct up_fd *e = up_enabled ? up_fd_entry(fd) : NULL;
     p->how = DK_PT_KERNEL;
@@ -61,8 +64,15 @@ static inline void dk_pt_name(int fd, struct dk_pt *p) {
     /* No slot: not managed -- one look, no record (a socket's or pipe's write: review 16, finding 4; a vacated
      * number is the caller's, upath/vacant.c) */
     if (!e || __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE) == NULL) return;
+    DK_CRASH_POINT("shim.pt_name.before"); /* tests: another thread's close starts here (shim_pt_sync_ebadf) */
     p->s = up_call_enter(e);
-    p->how = DK_LIKELY(p->s != NULL) ? DK_PT_NAMED : DK_PT_UNNAMED;
+    if (DK_LIKELY(p->s != NULL)) {
+        p->how = DK_PT_NAMED;
+        return;
+    }
+    bool closed;
+    p->s = up_call_enter_again(e, &closed);
+    p->how = p->s ? DK_PT_NAMED : closed ? DK_PT_KERNEL : DK_PT_UNNAMED;
 }
 
 /* Named so that a close, dup2/dup3 over the number or close_range waits for the kernel's call and the

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/crashpoint.h"
 #include "common/stats.h"
 #include "upath/calls.h"
 
@@ -84,7 +85,7 @@ int up_call_enter_vacant(struct up_fd *e) {
 
 /* Names e in rec, notes the user, loads the slot; NULL with rec cleared when there is none. */
 static struct up_slot *enter_in(struct up_fd *e, struct up_reader *rec) {
-    for (;;) {
+    for (bool waited = false;; waited = true) {
         __atomic_store_n(&rec->in[UP_ASYM_CALL], e, __ATOMIC_RELAXED);
         __asm__ __volatile__("" ::: "memory");
         if (__atomic_load_n(&e->call_owner, __ATOMIC_RELAXED) != rec ||
@@ -97,6 +98,8 @@ static struct up_slot *enter_in(struct up_fd *e, struct up_reader *rec) {
             continue;
         if (s != UP_SLOT_CLOSING && s != NULL) return s;
         __atomic_store_n(&rec->in[UP_ASYM_CALL], NULL, __ATOMIC_RELEASE);
+        /* tests: another thread's open gives the number again here (shim_pt_sync_ebadf window closed_reopen) */
+        if (s == NULL && waited) DK_CRASH_POINT("upath.call.closed_waiting");
         if (s == NULL || __atomic_load_n(&e->closer, __ATOMIC_RELAXED) == up_call_me())
             return NULL; /* closed, or this thread's own close (a handler): the kernel's */
         wait_closing(e);
@@ -123,6 +126,21 @@ struct up_slot *up_call_enter_slow(struct up_fd *e, struct up_reader *r) {
     struct up_slot *s = enter_in(e, b);
     if (s == NULL) up_call_leave_slow();
     return s;
+}
+
+struct up_slot *up_call_enter_again(struct up_fd *e, bool *closed) {
+    for (;;) {
+        struct up_slot *now = __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE);
+        *closed = now == NULL;
+        if (now == NULL) return NULL;
+        /* no record can name it (handlers nested too deep), or this thread's own close (a handler inside it) */
+        if (up_call_depth >= NEST_MAX ||
+            (now == UP_SLOT_CLOSING && __atomic_load_n(&e->closer, __ATOMIC_RELAXED) == up_call_me()))
+            return NULL;
+        /* bound again (a reopen gave the number to a file) or closing again since: named as any call */
+        struct up_slot *s = up_call_enter(e);
+        if (s) return s;
+    }
 }
 
 void up_call_leave_slow(void) {

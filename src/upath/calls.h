@@ -51,6 +51,14 @@ static inline struct up_slot *up_call_enter(struct up_fd *e) {
     return s;
 }
 
+/* After up_call_enter(e) returned NULL for a call that changes the file (shim.h: dk_pt_name): e's slot
+ * named, when the number was closed while the call waited and is bound (or closing) again since -- a change
+ * the kernel makes to the reopened file must be named, or the next close would not wait for its fdatasync
+ * (which then found the number closed: session 17's strict/sync hole). NULL with *closed when e has no slot
+ * (the kernel's number: a vacated one's writes go through upath/vacant.c); NULL, not closed, when no record
+ * can name it (handlers nested too deep; this thread's own close, a handler inside it). */
+struct up_slot *up_call_enter_again(struct up_fd *e, bool *closed);
+
 void up_call_leave_slow(void);
 
 /* Ends the call up_call_enter began (it returned a slot). */

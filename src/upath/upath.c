@@ -470,6 +470,7 @@ int up_close(int fd) {
     dk_mu_lock(&up_table_mu);
     struct up_slot *last = up_fd_unbind_closing(fd, &e);
     up_table_unlock();
+    DK_CRASH_POINT("upath.close.closing"); /* tests: another thread's call waits for the close here */
     enum up_drain d = up_calls_drain(e, !up_thread_in_call() && up_call_depth == 0);
     /* Then the close's publish point -- what calls of other threads staged meanwhile too: published before
      * the kernel closes the number, or a reopen of the file would find appends staged under an end its

@@ -27,7 +27,17 @@
  * never waits), or the main thread closes it with the raw close system call (no library close at all). The
  * fdatasync then finds the number closed: pt_sync_closed +1, pt_synced +0 -- the change is not made durable
  * by the library -- and the write still returns its count with errno as it was (never -1/EBADF after its
- * bytes landed); the record is in the file once. */
+ * bytes landed); the record is in the file once.
+ *
+ * window closed_reopen: a write that waited for a close and found the number given to a file again (session 17's
+ * strict/sync hole, trace17). Four cues, in order: the writer, about to name its pass-through write
+ * (shim.pt_name.before), lets the main thread close the number; the close, with the entry closing
+ * (upath.close.closing), lets the writer go on and waits 200 ms, so the writer's call waits for it; the writer,
+ * woken with the number closed (upath.call.closed_waiting), lets the main thread open the log again -- it gets
+ * the number; the writer's fdatasync (upath.pt_sync.before) lets the main thread close the number again. The
+ * write reached the reopened log: it must be named there, so the second close waits for its fdatasync (pt_synced
+ * +1, pt_sync_closed +0). Before the fix it was passed through unnamed: the close returned at once and the
+ * fdatasync found the number closed -- an acknowledged write neither recorded nor synced. */
 #include <pthread.h>
 #include <semaphore.h>
 #include <sys/sendfile.h>
@@ -149,7 +159,97 @@ static int window_unwaited(bool own, uint64_t synced0, uint64_t closed0) {
     return 0;
 }
 
+/* ---- window closed_reopen ---- */
+
+static sem_t cr_go_close, cr_closing, cr_closed, cr_reopened, cr_sync;
+static volatile sig_atomic_t cr_phase;
+
+/* The writer's cues, in order: naming, woken with the number closed, its fdatasync. */
+static void cr_writer_cue(int sig) {
+    (void)sig;
+    int e = errno;
+    int phase = ++cr_phase;
+    if (phase == 1) {
+        sem_post(&cr_go_close);
+        while (sem_wait(&cr_closing) != 0) {}
+    } else if (phase == 2) {
+        sem_post(&cr_closed);
+        while (sem_wait(&cr_reopened) != 0) {}
+    } else if (phase == 3) {
+        sem_post(&cr_sync);
+        struct timespec ts = {0, 300 * 1000 * 1000};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+        handler_done = 1;
+    }
+    errno = e;
+}
+/* The main thread's close, with the entry closing: the writer goes on and waits for it. */
+static void cr_closer_cue(int sig) {
+    (void)sig;
+    int e = errno;
+    sem_post(&cr_closing);
+    struct timespec ts = {0, 200 * 1000 * 1000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+    errno = e;
+}
+
+static void sem_take(sem_t *s) {
+    while (sem_wait(s) != 0) CHECK(errno == EINTR, "sem_wait: %s", strerror(errno));
+}
+
+static int window_closed_reopen(void) {
+    const char *want = "raise:10:shim.pt_name.before:1,raise:12:upath.close.closing:1,"
+                       "raise:10:upath.call.closed_waiting:1,raise:10:upath.pt_sync.before:1";
+    const char *cue = getenv("DAXKIT_TEST_CRASH");
+    if (!cue || strcmp(cue, want) != 0) SKIP("needs DAXKIT_TEST_CRASH=%s (a test build)", want);
+    st_watchdog(30);
+    sem_t *sems[] = {&cr_go_close, &cr_closing, &cr_closed, &cr_reopened, &cr_sync};
+    for (int i = 0; i < 5; i++) CHECK(sem_init(sems[i], 0, 0) == 0, "sem_init: %s", strerror(errno));
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = cr_writer_cue;
+    CHECK(sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction: %s", strerror(errno));
+    sa.sa_handler = cr_closer_cue;
+    CHECK(sigaction(SIGUSR2, &sa, NULL) == 0, "sigaction: %s", strerror(errno));
+    /* the log past 512 GiB (the kernel's file: its writes pass through), made without the library so that
+     * no change of the library's reaches a cue first */
+    int raw = (int)syscall(SYS_openat, AT_FDCWD, logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(raw >= 0 && syscall(SYS_ftruncate, raw, (off_t)BASE) == 0, "create the log: %s", strerror(errno));
+    syscall(SYS_close, raw);
+    what = W_WRITE;
+    w_fd = OK(open(logp, O_WRONLY | O_APPEND));
+    uint64_t synced0 = st_counter(DK_C_pt_synced), closed0 = st_counter(DK_C_pt_sync_closed);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, window_writer, NULL) == 0, "pthread_create");
+    sem_take(&cr_go_close);
+    OK(close(w_fd)); /* cr_closer_cue runs inside */
+    sem_take(&cr_closed);
+    int again = OK(open(logp, O_WRONLY | O_APPEND));
+    CHECK(again == w_fd, "the reopen got number %d, not the closed %d", again, (int)w_fd);
+    sem_post(&cr_reopened);
+    sem_take(&cr_sync);
+    /* the writer is in its handler, between the kernel's write into the reopened log and its fdatasync */
+    OK(close(again));
+    int waited = handler_done;
+    pthread_join(t, NULL);
+    uint64_t synced = st_counter(DK_C_pt_synced) - synced0, closed = st_counter(DK_C_pt_sync_closed) - closed0;
+    printf("window closed_reopen: cues reached %d of 3 on the writer; the second close returned %s the writer's "
+           "fdatasync cue; the write returned %zd (errno %d); pt_synced +%llu, pt_sync_closed +%llu\n", (int)cr_phase,
+           waited ? "after" : "BEFORE", w_ret, w_errno, (unsigned long long)synced, (unsigned long long)closed);
+    CHECK(cr_phase == 3, "the writer reached %d of its 3 cues (a test build?)", (int)cr_phase);
+    CHECK(w_ret == REC, "the write returned %zd (errno %d), not %d", w_ret, w_errno, REC);
+    CHECK(w_errno == EINPROGRESS, "the write changed errno to %d", w_errno);
+    CHECK(waited, "the close returned while the write into the reopened log was before its fdatasync: the write "
+          "was not named (passed through unnamed after it waited for the first close)");
+    CHECK(synced == 1 && closed == 0, "the write into the reopened log was not synced (pt_synced +%llu, "
+          "pt_sync_closed +%llu)", (unsigned long long)synced, (unsigned long long)closed);
+    window_check_log();
+    printf("OK\n");
+    return 0;
+}
+
 static int window(const char *how, const char *change) {
+    if (strcmp(how, "closed_reopen") == 0) return window_closed_reopen();
     const char *whats[] = {"write", "posix_fallocate", "copy_file_range", "sendfile"};
     what = -1;
     for (int i = 0; i < 4; i++)
@@ -206,7 +306,7 @@ static int window(const char *how, const char *change) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) SKIP("usage: shim_pt_sync_ebadf DIR ROUNDS | DIR window close|dup2|reopen|handler_close|rawclose [write|posix_fallocate|copy_file_range|sendfile]");
+    if (argc < 3) SKIP("usage: shim_pt_sync_ebadf DIR ROUNDS | DIR window close|dup2|reopen|handler_close|rawclose|closed_reopen [write|posix_fallocate|copy_file_range|sendfile]");
     snprintf(logp, sizeof logp, "%s/log", argv[1]);
     if (strcmp(argv[2], "window") == 0) return window(argc > 3 ? argv[3] : "", argc > 4 ? argv[4] : "write");
     int rounds = atoi(argv[2]);
