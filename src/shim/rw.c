@@ -76,8 +76,9 @@
                 }                                        \
                 if ((cond) && (s_ = up_serving(fd)) != NULL) goto served_; \
                 dk_pt_begin_change(fd, &pt_);            \
-                /* closed again meanwhile: vacated, or given again -- looked at again, a few times */ \
-                if (!pt_.how && up_fd_vacated(fd)) {     \
+                /* closed again meanwhile: vacated, or given again (pending, bound) -- looked at again, a \
+                 * few times */                          \
+                if (!pt_.how && (up_fd_vacated(fd) || up_fd_pending_entry(fd) != NULL || up_fd_slot(fd) != NULL)) { \
                     if (++again_ < DK_PT_AGAIN_MAX) goto vacant_; \
                     dk_count(DK_C_pt_churn_unnamed, 1);  \
                 }                                        \

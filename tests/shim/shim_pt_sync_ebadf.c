@@ -37,7 +37,14 @@
  * the number; the writer's fdatasync (upath.pt_sync.before) lets the main thread close the number again. The
  * write reached the reopened log: it must be named there, so the second close waits for its fdatasync (pt_synced
  * +1, pt_sync_closed +0). Before the fix it was passed through unnamed: the close returned at once and the
- * fdatasync found the number closed -- an acknowledged write neither recorded nor synced. */
+ * fdatasync found the number closed -- an acknowledged write neither recorded nor synced.
+ *
+ * window reopen_pending (lazy adoption, DAXKIT_ADOPT_AFTER_IOS=4): the write family's re-check for a number
+ * made pending after its looks (rw.c, e9cc820) found the number closed again by its own look and wrote unnamed.
+ * Two cues at shim.pt_name.before: each time the writer is about to name its write, the main thread closes the
+ * number and opens the log again (pending: no slot yet). The first makes the write's look find no slot and the
+ * re-check adopt the reopened log; the second closes that one under the re-check's look. The write must reach
+ * the log named and synced (pt_synced +1); before the fix it went to the kernel unnamed (pt_synced +0). */
 #include <pthread.h>
 #include <semaphore.h>
 #include <sys/sendfile.h>
@@ -248,7 +255,72 @@ static int window_closed_reopen(void) {
     return 0;
 }
 
+/* ---- window reopen_pending ---- */
+
+static sem_t rp_go, rp_reopened;
+
+static void rp_writer_cue(int sig) {
+    (void)sig;
+    int e = errno;
+    ++cr_phase;
+    sem_post(&rp_go);
+    while (sem_wait(&rp_reopened) != 0) {}
+    errno = e;
+}
+
+static int window_reopen_pending(void) {
+    const char *want = "raise:10:shim.pt_name.before:1,raise:10:shim.pt_name.before:2";
+    const char *cue = getenv("DAXKIT_TEST_CRASH"), *lazy = getenv("DAXKIT_ADOPT_AFTER_IOS");
+    if (!cue || strcmp(cue, want) != 0) SKIP("needs DAXKIT_TEST_CRASH=%s (a test build)", want);
+    if (!lazy || atoi(lazy) == 0) SKIP("needs lazy adoption (DAXKIT_ADOPT_AFTER_IOS=4)");
+    const char *mode = getenv("DAXKIT_MODE");
+    if (mode && strcmp(mode, "strict") == 0) SKIP("lazy adoption is posix and sync modes' (upath/pending.c)");
+    st_watchdog(30);
+    CHECK(sem_init(&rp_go, 0, 0) == 0 && sem_init(&rp_reopened, 0, 0) == 0, "sem_init: %s", strerror(errno));
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = rp_writer_cue;
+    CHECK(sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction: %s", strerror(errno));
+    int raw = (int)syscall(SYS_openat, AT_FDCWD, logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(raw >= 0 && syscall(SYS_ftruncate, raw, (off_t)BASE) == 0, "create the log: %s", strerror(errno));
+    syscall(SYS_close, raw);
+    what = W_WRITE;
+    w_fd = OK(open(logp, O_WRONLY | O_APPEND)); /* pending: adopted at its first use */
+    uint64_t synced0 = st_counter(DK_C_pt_synced), closed0 = st_counter(DK_C_pt_sync_closed);
+    uint64_t lazy0 = st_counter(DK_C_lazy_adoptions);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, window_writer, NULL) == 0, "pthread_create");
+    for (int round = 1; round <= 2; round++) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 10;
+        while (sem_timedwait(&rp_go, &until) != 0)
+            CHECK(errno == EINTR, "round %d: the writer did not reach its cue in 10 s (pt_synced +%llu: not passed "
+                  "through?)", round, (unsigned long long)(st_counter(DK_C_pt_synced) - synced0));
+        OK(close(w_fd));
+        int again = OK(open(logp, O_WRONLY | O_APPEND));
+        CHECK(again == w_fd, "round %d: the reopen got number %d, not the closed %d", round, again, (int)w_fd);
+        sem_post(&rp_reopened);
+    }
+    pthread_join(t, NULL);
+    uint64_t synced = st_counter(DK_C_pt_synced) - synced0, closed = st_counter(DK_C_pt_sync_closed) - closed0;
+    uint64_t adopted = st_counter(DK_C_lazy_adoptions) - lazy0;
+    printf("window reopen_pending: cues reached %d of 2; the write returned %zd (errno %d); lazy adoptions +%llu; "
+           "pt_synced +%llu, pt_sync_closed +%llu\n", (int)cr_phase, w_ret, w_errno, (unsigned long long)adopted,
+           (unsigned long long)synced, (unsigned long long)closed);
+    CHECK(cr_phase == 2, "the writer reached %d of its 2 cues (a test build? lazy adoption?)", (int)cr_phase);
+    CHECK(w_ret == REC, "the write returned %zd (errno %d), not %d", w_ret, w_errno, REC);
+    CHECK(w_errno == EINPROGRESS, "the write changed errno to %d", w_errno);
+    CHECK(synced == 1 && closed == 0, "the write into the log opened again was not synced (pt_synced +%llu, "
+          "pt_sync_closed +%llu): passed through unnamed", (unsigned long long)synced, (unsigned long long)closed);
+    OK(close(w_fd));
+    window_check_log();
+    printf("OK\n");
+    return 0;
+}
+
 static int window(const char *how, const char *change) {
+    if (strcmp(how, "reopen_pending") == 0) return window_reopen_pending();
     if (strcmp(how, "closed_reopen") == 0) return window_closed_reopen();
     const char *whats[] = {"write", "posix_fallocate", "copy_file_range", "sendfile"};
     what = -1;
@@ -306,7 +378,7 @@ static int window(const char *how, const char *change) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) SKIP("usage: shim_pt_sync_ebadf DIR ROUNDS | DIR window close|dup2|reopen|handler_close|rawclose|closed_reopen [write|posix_fallocate|copy_file_range|sendfile]");
+    if (argc < 3) SKIP("usage: shim_pt_sync_ebadf DIR ROUNDS | DIR window close|dup2|reopen|handler_close|rawclose|closed_reopen|reopen_pending [write|posix_fallocate|copy_file_range|sendfile]");
     snprintf(logp, sizeof logp, "%s/log", argv[1]);
     if (strcmp(argv[2], "window") == 0) return window(argc > 3 ? argv[3] : "", argc > 4 ? argv[4] : "write");
     int rounds = atoi(argv[2]);
