@@ -402,6 +402,8 @@ static void synced(const char *dir, int rounds) {
     char logp[PATH_MAX];
     st_path(logp, sizeof logp, dir, "synced_log");
     uint64_t served0 = st_counter(DK_C_appends), synced0 = st_counter(DK_C_pt_synced);
+    static uint64_t all0[DK_C_COUNT], all1[DK_C_COUNT];
+    CHECK(st_stats(getpid(), all0), "no stats file");
     pthread_t t[2];
     appenders_start(logp, t, 2);
     for (int i = 0; i < rounds; i++) {
@@ -411,12 +413,14 @@ static void synced(const char *dir, int rounds) {
     }
     appenders_stop(t, 2);
     uint64_t served = st_counter(DK_C_appends) - served0, synced_pt = st_counter(DK_C_pt_synced) - synced0;
+    CHECK(st_stats(getpid(), all1), "no stats file");
     long all = acked[0] + acked[1];
     printf("synced: %d rounds, %ld appends acknowledged: %llu served, %llu by the kernel and fdatasync'ed, %llu of those "
            "through a number an open was binding; %ld failures%s%s\n", rounds, all, (unsigned long long)served,
            (unsigned long long)synced_pt, (unsigned long long)st_counter(DK_C_open_race_writes), failures,
            failures ? ": " : "", fail_msg);
     CHECK(failures == 0, "synced: a call racing the reopen went wrong: %s", fail_msg);
+    if ((long)(served + synced_pt) < all) st_print_counter_deltas("synced", all0, all1);
     CHECK((long)(served + synced_pt) >= all, "synced: %ld acknowledged appends reached the kernel with neither a record "
           "nor an fdatasync (%ld acknowledged, %llu served, %llu synced)", all - (long)(served + synced_pt), all,
           (unsigned long long)served, (unsigned long long)synced_pt);

@@ -249,6 +249,19 @@ static inline bool st_maps_inode(ino_t ino) {
 /* This process's counters as `daxkit stats PID --json` prints them (NUL-terminated, in a static buffer).
  * The CLI is started with raw clone/execve (no publish point, the route stays attached) and read from a
  * pipe while this process waits. */
+/* Every counter that moved between two st_stats snapshots, on one line (a failure's evidence). */
+static inline void st_print_counter_deltas(const char *what, const uint64_t *before, const uint64_t *after) {
+    static const char *const names[] = {
+#define C(name, doc) #name,
+#include "common/stats.def"
+#undef C
+    };
+    printf("%s: counters moved:", what);
+    for (int c = 0; c < DK_C_COUNT; c++)
+        if (after[c] != before[c]) printf(" %s +%llu", names[c], (unsigned long long)(after[c] - before[c]));
+    printf("\n");
+}
+
 static inline const char *st_stats_cli_json(void) {
     static char json[16384];
     int p[2];
