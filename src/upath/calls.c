@@ -58,9 +58,13 @@ static int vacant_in(struct up_fd *e, struct up_reader *rec) {
         __asm__ __volatile__("" ::: "memory");
         note_user(e, rec);
         struct up_slot *s = __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE);
-        if (s == NULL) return 1;
+        /* No slot and not pending: still vacated, or given to a file whose open waits for this write. Pending:
+         * an open gave the number to a file and ended (it marks a number pending before its end, the closing
+         * state's, which this load follows) -- its close would not wait for a write named here, so the write
+         * is the pending descriptor's (its adoption serves or names it: rw.c). */
+        if (s == NULL && __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) == UP_PEND_NONE) return 1;
         __atomic_store_n(&rec->in[UP_ASYM_CALL], NULL, __ATOMIC_RELEASE);
-        if (s != UP_SLOT_CLOSING) return -1; /* bound meanwhile: served */
+        if (s != UP_SLOT_CLOSING) return -1; /* bound or pending meanwhile: looked up again */
         if (__atomic_load_n(&e->closer, __ATOMIC_RELAXED) == up_call_me()) return 0; /* this thread's own open */
         wait_closing(e);
     }

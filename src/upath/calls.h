@@ -75,7 +75,7 @@ void up_call_wait_settled(struct up_fd *e);
 
 /* A pass-through write through a vacated number (internal.h: up_fd_vacated): 1 when it is named in this
  * thread's record with no slot -- make the kernel's call, then up_call_leave; an open giving the number to
- * a new file meanwhile waits for it (up_fd_opening). -1: bound meanwhile (look it up again: served). 0: not
+ * a new file meanwhile waits for it (up_fd_opening). -1: bound or pending meanwhile (look it up again). 0: not
  * named (this thread's own open, a signal handler's; handlers nested too deep): the kernel's, as before. */
 int up_call_enter_vacant(struct up_fd *e);
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/crashpoint.h"
 #include "common/stats.h"
 #include "upath/calls.h"
 #include "upath/internal.h"
@@ -40,6 +41,7 @@ int up_pt_vacant_enter(int fd, uint32_t *gen) {
         settle(e, *gen);
         return 0;
     }
+    DK_CRASH_POINT("upath.vacant.naming"); /* tests: another thread's open gives the number again here */
     return up_call_enter_vacant(e);
 }
 

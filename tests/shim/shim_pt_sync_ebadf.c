@@ -44,7 +44,16 @@
  * Two cues at shim.pt_name.before: each time the writer is about to name its write, the main thread closes the
  * number and opens the log again (pending: no slot yet). The first makes the write's look find no slot and the
  * re-check adopt the reopened log; the second closes that one under the re-check's look. The write must reach
- * the log named and synced (pt_synced +1); before the fix it went to the kernel unnamed (pt_synced +0). */
+ * the log named and synced (pt_synced +1); before the fix it went to the kernel unnamed (pt_synced +0).
+ *
+ * window vacant_pending (lazy adoption): a write through a vacated number (upath/vacant.c) named itself with
+ * no slot after an open had given the number to a file as a pending descriptor -- whose close (never adopted:
+ * nothing to wait for) then did not wait for the write's fdatasync (session 18, pt_sync_closed +1 in 2 of 12
+ * runs of shim_fd_lifetime_synced_sync_lazy_hugetmpfs). The writer (a served call first: its thread has a
+ * record, so the close vacates the number) writes after the main thread closed the log; at its naming
+ * (upath.vacant.naming) the main thread opens the log again (pending); at its fdatasync (upath.pt_sync.before)
+ * the main thread closes it. The write must be the pending descriptor's -- adopted and named -- so the close
+ * waits: pt_synced +1, pt_sync_closed +0. */
 #include <pthread.h>
 #include <semaphore.h>
 #include <sys/sendfile.h>
@@ -319,7 +328,85 @@ static int window_reopen_pending(void) {
     return 0;
 }
 
+/* ---- window vacant_pending ---- */
+
+static sem_t vp_go;
+
+static void *vp_writer(void *arg) {
+    (void)arg;
+    char srcp[sizeof logp + 8], rec[REC];
+    snprintf(srcp, sizeof srcp, "%s.own", logp);
+    int own = open(srcp, O_RDWR | O_CREAT | O_TRUNC, 0644); /* a served write: this thread claims a record */
+    memset(rec, 'o', REC);
+    if (own < 0 || write(own, rec, REC) != REC) w_ret = -2;
+    sem_post(&cr_go_close);
+    while (sem_wait(&vp_go) != 0) {}
+    if (w_ret != -2) window_writer(NULL);
+    if (own >= 0) close(own);
+    return NULL;
+}
+
+static int window_vacant_pending(void) {
+    const char *want = "raise:10:upath.vacant.naming:1,raise:10:upath.pt_sync.before:1";
+    const char *cue = getenv("DAXKIT_TEST_CRASH"), *lazy = getenv("DAXKIT_ADOPT_AFTER_IOS"), *mode = getenv("DAXKIT_MODE");
+    if (!cue || strcmp(cue, want) != 0) SKIP("needs DAXKIT_TEST_CRASH=%s (a test build)", want);
+    if (!lazy || atoi(lazy) == 0) SKIP("needs lazy adoption (DAXKIT_ADOPT_AFTER_IOS=4)");
+    if (mode && strcmp(mode, "strict") == 0) SKIP("lazy adoption is posix and sync modes' (upath/pending.c)");
+    st_watchdog(30);
+    CHECK(sem_init(&cr_go_close, 0, 0) == 0 && sem_init(&vp_go, 0, 0) == 0 && sem_init(&rp_go, 0, 0) == 0 &&
+          sem_init(&rp_reopened, 0, 0) == 0, "sem_init: %s", strerror(errno));
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = rp_writer_cue; /* each cue: lets the main thread act, waits for it */
+    CHECK(sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction: %s", strerror(errno));
+    int raw = (int)syscall(SYS_openat, AT_FDCWD, logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(raw >= 0 && syscall(SYS_ftruncate, raw, (off_t)BASE) == 0, "create the log: %s", strerror(errno));
+    syscall(SYS_close, raw);
+    what = W_WRITE;
+    w_fd = OK(open(logp, O_WRONLY | O_APPEND));
+    uint64_t synced0 = st_counter(DK_C_pt_synced), closed0 = st_counter(DK_C_pt_sync_closed);
+    uint64_t vacant0 = st_counter(DK_C_open_race_writes);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, vp_writer, NULL) == 0, "pthread_create");
+    sem_take(&cr_go_close);
+    CHECK(w_ret != -2, "the writer's served write failed");
+    OK(close(w_fd)); /* vacated: the writer's thread has a record */
+    sem_post(&vp_go);
+    /* at the writer's naming: the log opened again, pending */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    while (sem_timedwait(&rp_go, &until) != 0)
+        CHECK(errno == EINTR, "the writer did not reach upath.vacant.naming in 10 s (the write took another way)");
+    int again = OK(open(logp, O_WRONLY | O_APPEND));
+    CHECK(again == w_fd, "the reopen got number %d, not the closed %d", again, (int)w_fd);
+    sem_post(&rp_reopened);
+    /* at the writer's fdatasync: the log closed again -- must wait for it */
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    while (sem_timedwait(&rp_go, &until) != 0)
+        CHECK(errno == EINTR, "the writer did not reach its fdatasync in 10 s (pt_synced +%llu)",
+              (unsigned long long)(st_counter(DK_C_pt_synced) - synced0));
+    sem_post(&rp_reopened);
+    OK(close(again));
+    pthread_join(t, NULL);
+    uint64_t synced = st_counter(DK_C_pt_synced) - synced0, closed = st_counter(DK_C_pt_sync_closed) - closed0;
+    uint64_t vacant = st_counter(DK_C_open_race_writes) - vacant0;
+    printf("window vacant_pending: cues reached %d of 2; the write returned %zd (errno %d); through the vacated "
+           "number +%llu; pt_synced +%llu, pt_sync_closed +%llu\n", (int)cr_phase, w_ret, w_errno,
+           (unsigned long long)vacant, (unsigned long long)synced, (unsigned long long)closed);
+    CHECK(w_ret == REC, "the write returned %zd (errno %d), not %d", w_ret, w_errno, REC);
+    CHECK(w_errno == EINPROGRESS, "the write changed errno to %d", w_errno);
+    CHECK(synced == 1 && closed == 0, "the write into the log opened again was not synced (pt_synced +%llu, "
+          "pt_sync_closed +%llu): named with no slot, the pending descriptor's close did not wait",
+          (unsigned long long)synced, (unsigned long long)closed);
+    window_check_log();
+    printf("OK\n");
+    return 0;
+}
+
 static int window(const char *how, const char *change) {
+    if (strcmp(how, "vacant_pending") == 0) return window_vacant_pending();
     if (strcmp(how, "reopen_pending") == 0) return window_reopen_pending();
     if (strcmp(how, "closed_reopen") == 0) return window_closed_reopen();
     const char *whats[] = {"write", "posix_fallocate", "copy_file_range", "sendfile"};
@@ -378,7 +465,7 @@ static int window(const char *how, const char *change) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) SKIP("usage: shim_pt_sync_ebadf DIR ROUNDS | DIR window close|dup2|reopen|handler_close|rawclose|closed_reopen|reopen_pending [write|posix_fallocate|copy_file_range|sendfile]");
+    if (argc < 3) SKIP("usage: shim_pt_sync_ebadf DIR ROUNDS | DIR window close|dup2|reopen|handler_close|rawclose|closed_reopen|reopen_pending|vacant_pending [write|posix_fallocate|copy_file_range|sendfile]");
     snprintf(logp, sizeof logp, "%s/log", argv[1]);
     if (strcmp(argv[2], "window") == 0) return window(argc > 3 ? argv[3] : "", argc > 4 ? argv[4] : "write");
     int rounds = atoi(argv[2]);
