@@ -12,6 +12,23 @@
 #include "shim/shim.h"
 #include "upath/inflight.h"
 
+/* A pending descriptor (never used): nothing to do but its pending state -- with the number closing until the
+ * kernel's close, so that a write through it meanwhile waits (upath/calls.h) -- but in a handler inside its
+ * thread's table lock, maybe later. */
+static int close_pending(int fd) {
+    int c = up_pending_drop_closing(fd);
+    if (DK_UNLIKELY(c < 0)) return up_close_later(fd);
+    up_fd_vacate(fd); /* (upath/fdtab.c: up_fd_opening) */
+    if (up_fd_slot(fd)) return up_close_managed(fd); /* adopted meanwhile */
+    int r = DK_REAL(close)(fd);
+    if (c > 0) {
+        DK_ERRNO_SAVE;
+        up_fd_close_done(fd);
+        DK_ERRNO_RESTORE;
+    }
+    return r;
+}
+
 DK_EXPORT int close(int fd) {
     if (DK_LIKELY(up_enabled)) {
         up_dirfd_forget(fd);
@@ -19,11 +36,7 @@ DK_EXPORT int close(int fd) {
             errno = EBADF; /* the program never opened it */
             return -1;
         }
-        if (DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) {
-            /* never used: nothing to do -- but in a handler inside its thread's table lock, maybe later */
-            if (DK_UNLIKELY(!up_pending_drop(fd))) return up_close_later(fd);
-            up_fd_vacate(fd); /* (upath/fdtab.c: up_fd_opening) */
-        }
+        if (DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) return close_pending(fd);
         if (up_fd_slot(fd)) return up_close_managed(fd);
     }
     return DK_REAL(close)(fd);
@@ -42,7 +55,9 @@ static void range_cb(int fd, struct up_fd *e, void *arg) {
         return;
     }
     if (__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE)) {
-        (void)up_pending_drop(fd); /* (close_range in a handler inside its thread's table lock: not covered) */
+        /* the number closing until up_fd_close_done_range (close_range in a handler inside its thread's table
+         * lock: not covered) */
+        (void)up_pending_drop_closing(fd);
         up_fd_vacate(fd);
     }
     if (e->slot) {
@@ -115,8 +130,10 @@ static int dup_to(int oldfd, int newfd, int flags, bool three) {
     if (up_enabled) up_dirfd_forget(newfd);
     if (up_enabled && oldfd != newfd && DK_UNLIKELY(up_fd_is_internal(newfd))) up_aux_vacate(newfd);
     if (up_enabled && oldfd != newfd) up_resolve(oldfd);
-    if (up_enabled && oldfd != newfd && up_fd_pending_entry(newfd) && DK_REAL(fcntl)(oldfd, F_GETFD) >= 0 &&
-        DK_UNLIKELY(!up_pending_drop(newfd))) {
+    /* a pending newfd: closing until the kernel's dup2 replaced it */
+    int pclosing = up_enabled && oldfd != newfd && up_fd_pending_entry(newfd) && DK_REAL(fcntl)(oldfd, F_GETFD) >= 0
+                       ? up_pending_drop_closing(newfd) : 0;
+    if (DK_UNLIKELY(pclosing < 0)) {
         errno = EDEADLK; /* a handler inside its thread's table lock: newfd's close cannot be told now */
         return -1;
     }
@@ -127,7 +144,7 @@ static int dup_to(int oldfd, int newfd, int flags, bool three) {
     struct up_fd *o = r >= 0 && up_enabled && oldfd != newfd && !closing ? up_fd_opening(newfd) : NULL;
     if (r >= 0 && up_enabled && oldfd != newfd && up_fd_slot(oldfd)) up_dup(oldfd, newfd);
     up_fd_opened(newfd, o);
-    if (closing) {
+    if (closing || pclosing > 0) {
         DK_ERRNO_SAVE;
         up_fd_close_done(newfd);
         DK_ERRNO_RESTORE;

@@ -218,6 +218,14 @@ static void close_done(int fd, struct up_fd *e) {
     }
 }
 
+bool up_fd_close_unbound(int fd) {
+    struct up_fd *e = up_fd_entry(fd);
+    if (!e || __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE) != NULL) return false;
+    __atomic_store_n(&e->closer, up_call_me(), __ATOMIC_RELAXED); /* before the closing state is seen */
+    struct up_slot *none = NULL;
+    return __atomic_compare_exchange_n(&e->slot, &none, UP_SLOT_CLOSING, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+}
+
 void up_fd_close_done(int fd) {
     struct up_fd *e = up_fd_entry(fd);
     if (e) close_done(fd, e);

@@ -675,6 +675,9 @@ int up_fd_bind(int fd, struct up_slot *s);
 struct up_slot *up_fd_unbind_closing(int fd, struct up_fd **ep);
 void up_fd_close_done(int fd);
 void up_fd_close_done_range(unsigned first, unsigned last);
+/* Before the kernel closes (or dup2 replaces) a number with no slot (a pending descriptor): the entry closing
+ * as up_fd_unbind_closing leaves it -- true; then up_fd_close_done(fd). False: bound or closing already. */
+bool up_fd_close_unbound(int fd);
 /* Before the kernel closes a managed or pending descriptor of the program: the number is vacated. */
 void up_fd_vacate(int fd);
 /* The kernel gave fd to the program's open, dup, dup2/dup3 or F_DUPFD and the number was vacated: until

@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/crashpoint.h"
 #include "common/stats.h"
 #include "shim/libc.h"
 #include "upath/recover_scope.h"
@@ -256,9 +257,17 @@ bool up_pending_drop(int fd) {
         up_table_unlock();
     }
     up_fd_clear_pending(fd, e);
+    DK_CRASH_POINT("upath.pending_drop.cleared"); /* tests: another thread writes through the number here */
     claimed_by_me = outer;
     dk_count(DK_C_lazy_closes, 1);
     return true;
+}
+
+int up_pending_drop_closing(int fd) {
+    bool closing = up_fd_close_unbound(fd);
+    if (up_pending_drop(fd)) return closing;
+    if (closing) up_fd_close_done(fd);
+    return -1;
 }
 
 struct pending_list {

@@ -105,7 +105,8 @@ void up_close_later_run(void) {
             continue;
         DK_CRASH_POINT("upath.close_later.claimed"); /* tests: another thread's dup2 onto fd starts here */
         closing_later = e;
-        if (up_fd_pending_entry(fd) && up_pending_drop(fd)) up_fd_vacate(fd); /* never adopted (pending.c) */
+        /* never adopted (pending.c): closing until close_now's end */
+        if (up_fd_pending_entry(fd) && up_pending_drop_closing(fd) >= 0) up_fd_vacate(fd);
         close_now(fd);
         closing_later = NULL;
         __atomic_store_n(&e->close_later, 0, __ATOMIC_RELEASE);

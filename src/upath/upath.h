@@ -90,6 +90,12 @@ void up_pending_fstat_done(int fd, const struct stat *st);
  * handler whose thread holds the file table's lock when the close must be told to the file's locks:
  * nothing done -- its thread is to close it (up_close_later). */
 bool up_pending_drop(int fd);
+/* up_pending_drop with the number closing meanwhile (up_fd_close_unbound), so that a write through it waits
+ * for the kernel's close instead of reaching the file named nowhere between the pending state's end and that
+ * close (session 18: its fdatasync was skipped). 1: dropped, the number closing -- after the kernel's close
+ * (or dup2), up_fd_close_done(fd); 0: dropped (the number bound meanwhile: adopted, or not ours to close);
+ * -1: refused, as up_pending_drop's false (nothing changed). */
+int up_pending_drop_closing(int fd);
 /* fork and posix_spawn: every pending descriptor is adopted first. */
 void up_pending_adopt_all(void);
 
