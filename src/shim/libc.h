@@ -8,6 +8,7 @@
 #define DK_SHIM_LIBC_H
 
 #include <dirent.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>

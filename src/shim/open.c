@@ -20,6 +20,7 @@ int dk_after_open(int fd, int flags, int dirfd, const char *path, uint64_t epoch
     /* A vacated number: the writes in flight through it end first, and calls through it wait for the
      * adoption (upath/fdtab.c: up_fd_opening) */
     struct up_fd *opening = up_fd_opening(fd);
+    DK_CRASH_POINT("shim.open.adopting"); /* tests: another thread writes through the number here */
     int rc = up_adopt_epoch_open(fd, flags, dirfd, path, epoch);
     up_fd_opened(fd, opening);
     if (rc) {

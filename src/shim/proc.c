@@ -7,6 +7,14 @@
 
 #include "shim/shim.h"
 
+/* The program makes a thread: from now on a close vacates its number (upath/fdtab.c: up_fd_vacate) -- the new
+ * thread's first call may be a write through it. The library's own threads never write through the program's
+ * descriptors and start through the real call (common/thread.c). */
+DK_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
+    __atomic_store_n(&up_program_threads, true, __ATOMIC_SEQ_CST);
+    return DK_REAL(pthread_create)(t, attr, fn, arg);
+}
+
 DK_EXPORT pid_t fork(void) {
     bool nested = up_fork_prepare();
     pid_t p = DK_REAL(fork)();

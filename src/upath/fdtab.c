@@ -233,13 +233,18 @@ void up_fd_close_done(int fd) {
 
 /* ---- a vacated number given again (internal.h: up_fd_opening) ---- */
 
+bool up_program_threads;
+
 void up_fd_vacate(int fd) {
     /* Only when another thread may write through the number: a single-threaded program's close + open pays
-     * nothing (review 15, finding 10: +245 instructions per open+read+close). A thread that never made a
-     * call through a record yet is not counted: its first call being a write through a number another
-     * thread just closed is the race left (design-upath.md). */
+     * nothing (review 15, finding 10: +245 instructions per open+read+close). Another thread is one that
+     * holds a call record -- or any, once the program made one (shim/proc.c: up_program_threads; not the
+     * library's own threads, which never write through the program's descriptors): a thread whose first call
+     * ever was a write through a number just closed and given again reached the new file with neither a
+     * record nor an fdatasync (session 18, shim_pt_sync_window_first_write_*). */
     struct up_fd *e = up_fd_entry(fd);
-    if (e && up_guard_others()) __atomic_add_fetch(&e->vac_gen, 1, __ATOMIC_SEQ_CST);
+    if (e && (__atomic_load_n(&up_program_threads, __ATOMIC_SEQ_CST) || up_guard_others()))
+        __atomic_add_fetch(&e->vac_gen, 1, __ATOMIC_SEQ_CST);
 }
 
 struct up_fd *up_fd_opening(int fd) {

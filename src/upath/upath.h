@@ -36,6 +36,8 @@ static inline void up_served_end(void) { up_call_leave(); }
  * result, *gen) (synced when it reached a file; -1 with the fdatasync's errno); -1: look the number up again
  * (bound meanwhile); 0: pass it through as before. */
 int up_pt_vacant_enter(int fd, uint32_t *gen);
+/* The program made a thread (shim/proc.c: its pthread_create): closes vacate their numbers (fdtab.c). */
+extern bool up_program_threads;
 ssize_t up_pt_vacant_end(int fd, ssize_t r, uint32_t gen);
 
 /* Sync and strict modes' fdatasync after a change the kernel made to a managed file, the pass-through call

@@ -60,7 +60,14 @@
  * number -- an unmanaged descriptor, to the library -- and reached the file named nowhere, never fdatasync'ed
  * (session 18: 2 of 40 runs of the synced loop, traced to that path). At upath.pending_drop.cleared the main
  * thread's handler lets the writer write and stays 200 ms. The write must wait for the close and fail EBADF
- * (the kernel's answer after a close), or be served or synced; it must never return its count unsynced. */
+ * (the kernel's answer after a close), or be served or synced; it must never return its count unsynced.
+ *
+ * window first_write: a thread's first call ever is a write through a number the main thread just closed and
+ * is opening again (the race design-upath.md listed as left): the close did not vacate the number (no other
+ * thread held a call record), so the reopen did not make it wait, and the write reached the new file through
+ * the kernel named nowhere. At shim.open.adopting (the reopen, after the kernel's open, before the adoption)
+ * the main thread's handler lets the writer write -- a plain log, not the kernel's file -- and stays 200 ms.
+ * The write must be served or synced (appends + pt_synced >= 1: strict mode counts its apply too). */
 #include <pthread.h>
 #include <semaphore.h>
 #include <sys/sendfile.h>
@@ -474,7 +481,46 @@ static int window_pending_close(void) {
     return 0;
 }
 
+/* ---- window first_write ---- */
+
+static int window_first_write(void) {
+    const char *want = "raise:12:shim.open.adopting:2";
+    const char *cue = getenv("DAXKIT_TEST_CRASH");
+    if (!cue || strcmp(cue, want) != 0) SKIP("needs DAXKIT_TEST_CRASH=%s (a test build)", want);
+    st_watchdog(30);
+    CHECK(sem_init(&vp_go, 0, 0) == 0, "sem_init: %s", strerror(errno));
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = pc_closer_cue; /* lets the writer write, stays 200 ms */
+    CHECK(sigaction(SIGUSR2, &sa, NULL) == 0, "sigaction: %s", strerror(errno));
+    what = W_WRITE;
+    w_fd = OK(open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644)); /* the first open: cue #1, no-op */
+    handler_done = 0;
+    uint64_t synced0 = st_counter(DK_C_pt_synced), served0 = st_counter(DK_C_appends);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, pc_writer, NULL) == 0, "pthread_create"); /* no call of its own yet */
+    OK(close(w_fd));
+    int again = OK(open(logp, O_WRONLY | O_APPEND)); /* pc_closer_cue runs inside, after the kernel's open */
+    CHECK(again == w_fd, "the reopen got number %d, not the closed %d", again, (int)w_fd);
+    pthread_join(t, NULL);
+    OK(close(again));
+    uint64_t synced = st_counter(DK_C_pt_synced) - synced0, served = st_counter(DK_C_appends) - served0;
+    printf("window first_write: the write returned %zd (errno %d); served +%llu, pt_synced +%llu\n", w_ret, w_errno,
+           (unsigned long long)served, (unsigned long long)synced);
+    CHECK(handler_done, "the crash point was not reached (a test build?)");
+    CHECK(w_ret == REC, "the write returned %zd (errno %d), not %d", w_ret, w_errno, REC);
+    CHECK(served + synced >= 1, "the write returned its count but was neither served nor synced (served +%llu, "
+          "pt_synced +%llu): it reached the reopened file named nowhere", (unsigned long long)served,
+          (unsigned long long)synced);
+    struct stat st;
+    CHECK(syscall(SYS_stat, logp, &st) == 0 && st.st_size == REC, "the log holds %lld bytes, not one record",
+          (long long)st.st_size);
+    printf("OK\n");
+    return 0;
+}
+
 static int window(const char *how, const char *change) {
+    if (strcmp(how, "first_write") == 0) return window_first_write();
     if (strcmp(how, "pending_close") == 0) return window_pending_close();
     if (strcmp(how, "vacant_pending") == 0) return window_vacant_pending();
     if (strcmp(how, "reopen_pending") == 0) return window_reopen_pending();
@@ -535,7 +581,7 @@ static int window(const char *how, const char *change) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) SKIP("usage: shim_pt_sync_ebadf DIR ROUNDS | DIR window close|dup2|reopen|handler_close|rawclose|closed_reopen|reopen_pending|vacant_pending|pending_close [write|posix_fallocate|copy_file_range|sendfile]");
+    if (argc < 3) SKIP("usage: shim_pt_sync_ebadf DIR ROUNDS | DIR window close|dup2|reopen|handler_close|rawclose|closed_reopen|reopen_pending|vacant_pending|pending_close|first_write [write|posix_fallocate|copy_file_range|sendfile]");
     snprintf(logp, sizeof logp, "%s/log", argv[1]);
     if (strcmp(argv[2], "window") == 0) return window(argc > 3 ? argv[3] : "", argc > 4 ? argv[4] : "write");
     int rounds = atoi(argv[2]);
