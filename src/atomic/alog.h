@@ -150,6 +150,8 @@ struct alog_file {
     struct alog_pent *pents;
     char *area;
     uint64_t entry_count, area_bytes;
+    bool pents_clear;         /* no valid entry in the log: set by a recovery that invalidated every entry, cleared
+                               * by alog_entry_publish (atomic); alog_recover then skips its entry scans */
     enum dk_medium persist_as; /* DAX also under the flush emulation */
     bool emulated;
 

@@ -55,6 +55,7 @@ void alog_entry_publish(struct alog_file *f, struct alog_ent *e) {
     img.check = alog_pent_check(word, e->dest_off, e->log_off, e->shift);
     img.word = word;
     if (!e->redo) dk_fence();
+    if (__atomic_load_n(&f->pents_clear, __ATOMIC_RELAXED)) __atomic_store_n(&f->pents_clear, false, __ATOMIC_RELAXED);
     dk_copy_flush(e->p, &img, sizeof img);
     ALOG_CTR_ADD(f, log_meta_bytes, sizeof img);
 }
