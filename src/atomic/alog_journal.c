@@ -14,7 +14,8 @@
  *                applies up to twice its size of committed records from the head on (pace_write), so the
  *                journal stays about two epochs long and no op pays a burst; the thread below is then only
  *                the fallback;
- *   checkpoint:  the checkpoint thread, kicked by a sync once the journal is a quarter full, replays committed
+ *   checkpoint:  the checkpoint thread, kicked by a sync once the journal is a quarter full (half with pacing:
+ *                alog_jrnl_due), replays committed
  *                records from the head in order into the file, in steps; per step it makes the file
  *                durable, then stores hdr->jhead past the step durably: only then is that space reused.
  *                Past 3/4 full a writer applies about its own size (unless the thread is applying), and
@@ -589,10 +590,15 @@ int64_t alog_jrnl_apply_committed(struct alog_file *f) {
     return (int64_t)n;
 }
 
-/* Time to apply: a quarter full with the checkpoint thread (kicked at once, so it stays ahead of the
- * writers); half full without one (then the sync applies). */
+/* Time to apply: a quarter full when the checkpoint thread is the journal's applier (DAXKIT_ATOMIC_PACE=0;
+ * kicked at once, so it stays ahead of the writers); half full with pacing, where it is only the fallback for
+ * records no copy applies (small writes only), and without a thread (then the sync applies). Session 18: with
+ * pacing kicked at a quarter, a pass of 50,000 128 B writes (7.2 MiB of records, 16 MiB journal) had the
+ * thread apply ~29,000 records during the pass, ~25 ns per write dearer than leaving them to the close, and
+ * no cheaper through the close; at half full the thread still has a quarter of the journal to catch up
+ * before writers apply (make_room, three quarters). */
 bool alog_jrnl_due(const struct alog_file *f) {
-    return used_record_bytes(f) >= f->area_bytes / (f->ckpt_started ? 4 : 2);
+    return used_record_bytes(f) >= f->area_bytes / (f->ckpt_started && !f->jpace ? 4 : 2);
 }
 
 /* Indexes the records appended since the last read (caller holds j.mu), from `from` on (the records
