@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <threads.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>

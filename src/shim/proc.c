@@ -14,6 +14,11 @@ DK_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*f
     __atomic_store_n(&up_program_threads, true, __ATOMIC_SEQ_CST);
     return DK_REAL(pthread_create)(t, attr, fn, arg);
 }
+/* C11 threads: glibc's thrd_create makes the thread without the exported pthread_create (review 18, #10). */
+DK_EXPORT int thrd_create(thrd_t *t, thrd_start_t fn, void *arg) {
+    __atomic_store_n(&up_program_threads, true, __ATOMIC_SEQ_CST);
+    return DK_REAL(thrd_create)(t, fn, arg);
+}
 
 DK_EXPORT pid_t fork(void) {
     bool nested = up_fork_prepare();

@@ -67,10 +67,12 @@
  * thread held a call record), so the reopen did not make it wait, and the write reached the new file through
  * the kernel named nowhere. At shim.open.adopting (the reopen, after the kernel's open, before the adoption)
  * the main thread's handler lets the writer write -- a plain log, not the kernel's file -- and stays 200 ms.
- * The write must be served or synced (appends + pt_synced >= 1: strict mode counts its apply too). */
+ * The write must be served or synced (appends + pt_synced >= 1: strict mode counts its apply too). "window
+ * first_write c11": the writer made by C11 thrd_create. */
 #include <pthread.h>
 #include <semaphore.h>
 #include <sys/sendfile.h>
+#include <threads.h>
 #include <time.h>
 
 #include "shim_test.h"
@@ -483,7 +485,13 @@ static int window_pending_close(void) {
 
 /* ---- window first_write ---- */
 
-static int window_first_write(void) {
+static int pc_writer_c11(void *arg) {
+    pc_writer(arg);
+    return 0;
+}
+
+/* c11: the writer made by C11 thrd_create (glibc makes it without the exported pthread_create: review 18, #10) */
+static int window_first_write(bool c11) {
     const char *want = "raise:12:shim.open.adopting:2";
     const char *cue = getenv("DAXKIT_TEST_CRASH");
     if (!cue || strcmp(cue, want) != 0) SKIP("needs DAXKIT_TEST_CRASH=%s (a test build)", want);
@@ -498,11 +506,14 @@ static int window_first_write(void) {
     handler_done = 0;
     uint64_t synced0 = st_counter(DK_C_pt_synced), served0 = st_counter(DK_C_appends);
     pthread_t t;
-    CHECK(pthread_create(&t, NULL, pc_writer, NULL) == 0, "pthread_create"); /* no call of its own yet */
+    thrd_t t11;
+    if (c11) CHECK(thrd_create(&t11, pc_writer_c11, NULL) == thrd_success, "thrd_create");
+    else CHECK(pthread_create(&t, NULL, pc_writer, NULL) == 0, "pthread_create"); /* no call of its own yet */
     OK(close(w_fd));
     int again = OK(open(logp, O_WRONLY | O_APPEND)); /* pc_closer_cue runs inside, after the kernel's open */
     CHECK(again == w_fd, "the reopen got number %d, not the closed %d", again, (int)w_fd);
-    pthread_join(t, NULL);
+    if (c11) thrd_join(t11, NULL);
+    else pthread_join(t, NULL);
     OK(close(again));
     uint64_t synced = st_counter(DK_C_pt_synced) - synced0, served = st_counter(DK_C_appends) - served0;
     printf("window first_write: the write returned %zd (errno %d); served +%llu, pt_synced +%llu\n", w_ret, w_errno,
@@ -520,7 +531,7 @@ static int window_first_write(void) {
 }
 
 static int window(const char *how, const char *change) {
-    if (strcmp(how, "first_write") == 0) return window_first_write();
+    if (strcmp(how, "first_write") == 0) return window_first_write(strcmp(change, "c11") == 0);
     if (strcmp(how, "pending_close") == 0) return window_pending_close();
     if (strcmp(how, "vacant_pending") == 0) return window_vacant_pending();
     if (strcmp(how, "reopen_pending") == 0) return window_reopen_pending();
