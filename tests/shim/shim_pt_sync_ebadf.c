@@ -191,6 +191,33 @@ static int window_unwaited(bool own, uint64_t synced0, uint64_t closed0) {
     return 0;
 }
 
+/* ---- the windows' common set-up ---- */
+
+/* Skips unless DAXKIT_TEST_CRASH is exactly `want` (a test build's cues) and, when `lazy`, lazy adoption is on
+ * in a mode that has it; then arms the watchdog. */
+static void window_needs(const char *want, bool lazy) {
+    const char *cue = getenv("DAXKIT_TEST_CRASH"), *after = getenv("DAXKIT_ADOPT_AFTER_IOS"), *mode = getenv("DAXKIT_MODE");
+    if (!cue || strcmp(cue, want) != 0) SKIP("needs DAXKIT_TEST_CRASH=%s (a test build)", want);
+    if (lazy && (!after || atoi(after) == 0)) SKIP("needs lazy adoption (DAXKIT_ADOPT_AFTER_IOS=4)");
+    if (lazy && mode && strcmp(mode, "strict") == 0) SKIP("lazy adoption is posix and sync modes' (upath/pending.c)");
+    st_watchdog(30);
+}
+
+static void on_signal(int signo, void (*handler)(int)) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    CHECK(sigaction(signo, &sa, NULL) == 0, "sigaction: %s", strerror(errno));
+}
+
+/* The log past 512 GiB (the kernel's file: its writes pass through), made without the library so that no
+ * change of the library's reaches a cue first. */
+static void log_past_base(void) {
+    int raw = (int)syscall(SYS_openat, AT_FDCWD, logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(raw >= 0 && syscall(SYS_ftruncate, raw, (off_t)BASE) == 0, "create the log: %s", strerror(errno));
+    syscall(SYS_close, raw);
+}
+
 /* ---- window closed_reopen ---- */
 
 static sem_t cr_go_close, cr_closing, cr_closed, cr_reopened, cr_sync;
@@ -232,22 +259,12 @@ static void sem_take(sem_t *s) {
 static int window_closed_reopen(void) {
     const char *want = "raise:10:shim.pt_name.before:1,raise:12:upath.close.closing:1,"
                        "raise:10:upath.call.closed_waiting:1,raise:10:upath.pt_sync.before:1";
-    const char *cue = getenv("DAXKIT_TEST_CRASH");
-    if (!cue || strcmp(cue, want) != 0) SKIP("needs DAXKIT_TEST_CRASH=%s (a test build)", want);
-    st_watchdog(30);
+    window_needs(want, false);
     sem_t *sems[] = {&cr_go_close, &cr_closing, &cr_closed, &cr_reopened, &cr_sync};
     for (int i = 0; i < 5; i++) CHECK(sem_init(sems[i], 0, 0) == 0, "sem_init: %s", strerror(errno));
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = cr_writer_cue;
-    CHECK(sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction: %s", strerror(errno));
-    sa.sa_handler = cr_closer_cue;
-    CHECK(sigaction(SIGUSR2, &sa, NULL) == 0, "sigaction: %s", strerror(errno));
-    /* the log past 512 GiB (the kernel's file: its writes pass through), made without the library so that
-     * no change of the library's reaches a cue first */
-    int raw = (int)syscall(SYS_openat, AT_FDCWD, logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    CHECK(raw >= 0 && syscall(SYS_ftruncate, raw, (off_t)BASE) == 0, "create the log: %s", strerror(errno));
-    syscall(SYS_close, raw);
+    on_signal(SIGUSR1, cr_writer_cue);
+    on_signal(SIGUSR2, cr_closer_cue);
+    log_past_base();
     what = W_WRITE;
     w_fd = OK(open(logp, O_WRONLY | O_APPEND));
     uint64_t synced0 = st_counter(DK_C_pt_synced), closed0 = st_counter(DK_C_pt_sync_closed);
@@ -295,20 +312,10 @@ static void rp_writer_cue(int sig) {
 
 static int window_reopen_pending(void) {
     const char *want = "raise:10:shim.pt_name.before:1,raise:10:shim.pt_name.before:2";
-    const char *cue = getenv("DAXKIT_TEST_CRASH"), *lazy = getenv("DAXKIT_ADOPT_AFTER_IOS");
-    if (!cue || strcmp(cue, want) != 0) SKIP("needs DAXKIT_TEST_CRASH=%s (a test build)", want);
-    if (!lazy || atoi(lazy) == 0) SKIP("needs lazy adoption (DAXKIT_ADOPT_AFTER_IOS=4)");
-    const char *mode = getenv("DAXKIT_MODE");
-    if (mode && strcmp(mode, "strict") == 0) SKIP("lazy adoption is posix and sync modes' (upath/pending.c)");
-    st_watchdog(30);
+    window_needs(want, true);
     CHECK(sem_init(&rp_go, 0, 0) == 0 && sem_init(&rp_reopened, 0, 0) == 0, "sem_init: %s", strerror(errno));
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = rp_writer_cue;
-    CHECK(sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction: %s", strerror(errno));
-    int raw = (int)syscall(SYS_openat, AT_FDCWD, logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    CHECK(raw >= 0 && syscall(SYS_ftruncate, raw, (off_t)BASE) == 0, "create the log: %s", strerror(errno));
-    syscall(SYS_close, raw);
+    on_signal(SIGUSR1, rp_writer_cue);
+    log_past_base();
     what = W_WRITE;
     w_fd = OK(open(logp, O_WRONLY | O_APPEND)); /* pending: adopted at its first use */
     uint64_t synced0 = st_counter(DK_C_pt_synced), closed0 = st_counter(DK_C_pt_sync_closed);
@@ -364,20 +371,11 @@ static void *vp_writer(void *arg) {
 
 static int window_vacant_pending(void) {
     const char *want = "raise:10:upath.vacant.naming:1,raise:10:upath.pt_sync.before:1";
-    const char *cue = getenv("DAXKIT_TEST_CRASH"), *lazy = getenv("DAXKIT_ADOPT_AFTER_IOS"), *mode = getenv("DAXKIT_MODE");
-    if (!cue || strcmp(cue, want) != 0) SKIP("needs DAXKIT_TEST_CRASH=%s (a test build)", want);
-    if (!lazy || atoi(lazy) == 0) SKIP("needs lazy adoption (DAXKIT_ADOPT_AFTER_IOS=4)");
-    if (mode && strcmp(mode, "strict") == 0) SKIP("lazy adoption is posix and sync modes' (upath/pending.c)");
-    st_watchdog(30);
+    window_needs(want, true);
     CHECK(sem_init(&cr_go_close, 0, 0) == 0 && sem_init(&vp_go, 0, 0) == 0 && sem_init(&rp_go, 0, 0) == 0 &&
           sem_init(&rp_reopened, 0, 0) == 0, "sem_init: %s", strerror(errno));
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = rp_writer_cue; /* each cue: lets the main thread act, waits for it */
-    CHECK(sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction: %s", strerror(errno));
-    int raw = (int)syscall(SYS_openat, AT_FDCWD, logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    CHECK(raw >= 0 && syscall(SYS_ftruncate, raw, (off_t)BASE) == 0, "create the log: %s", strerror(errno));
-    syscall(SYS_close, raw);
+    on_signal(SIGUSR1, rp_writer_cue); /* each cue: lets the main thread act, waits for it */
+    log_past_base();
     what = W_WRITE;
     w_fd = OK(open(logp, O_WRONLY | O_APPEND));
     uint64_t synced0 = st_counter(DK_C_pt_synced), closed0 = st_counter(DK_C_pt_sync_closed);
@@ -442,19 +440,10 @@ static void *pc_writer(void *arg) {
 
 static int window_pending_close(void) {
     const char *want = "raise:12:upath.pending_drop.cleared:1";
-    const char *cue = getenv("DAXKIT_TEST_CRASH"), *lazy = getenv("DAXKIT_ADOPT_AFTER_IOS"), *mode = getenv("DAXKIT_MODE");
-    if (!cue || strcmp(cue, want) != 0) SKIP("needs DAXKIT_TEST_CRASH=%s (a test build)", want);
-    if (!lazy || atoi(lazy) == 0) SKIP("needs lazy adoption (DAXKIT_ADOPT_AFTER_IOS=4)");
-    if (mode && strcmp(mode, "strict") == 0) SKIP("lazy adoption is posix and sync modes' (upath/pending.c)");
-    st_watchdog(30);
+    window_needs(want, true);
     CHECK(sem_init(&vp_go, 0, 0) == 0, "sem_init: %s", strerror(errno));
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = pc_closer_cue;
-    CHECK(sigaction(SIGUSR2, &sa, NULL) == 0, "sigaction: %s", strerror(errno));
-    int raw = (int)syscall(SYS_openat, AT_FDCWD, logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    CHECK(raw >= 0 && syscall(SYS_ftruncate, raw, (off_t)BASE) == 0, "create the log: %s", strerror(errno));
-    syscall(SYS_close, raw);
+    on_signal(SIGUSR2, pc_closer_cue);
+    log_past_base();
     what = W_WRITE;
     w_fd = OK(open(logp, O_WRONLY | O_APPEND)); /* pending: never used before its close */
     uint64_t synced0 = st_counter(DK_C_pt_synced), served0 = st_counter(DK_C_appends);
@@ -493,14 +482,9 @@ static int pc_writer_c11(void *arg) {
 /* c11: the writer made by C11 thrd_create (glibc makes it without the exported pthread_create: review 18, #10) */
 static int window_first_write(bool c11) {
     const char *want = "raise:12:shim.open.adopting:2";
-    const char *cue = getenv("DAXKIT_TEST_CRASH");
-    if (!cue || strcmp(cue, want) != 0) SKIP("needs DAXKIT_TEST_CRASH=%s (a test build)", want);
-    st_watchdog(30);
+    window_needs(want, false);
     CHECK(sem_init(&vp_go, 0, 0) == 0, "sem_init: %s", strerror(errno));
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = pc_closer_cue; /* lets the writer write, stays 200 ms */
-    CHECK(sigaction(SIGUSR2, &sa, NULL) == 0, "sigaction: %s", strerror(errno));
+    on_signal(SIGUSR2, pc_closer_cue); /* lets the writer write, stays 200 ms */
     what = W_WRITE;
     w_fd = OK(open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644)); /* the first open: cue #1, no-op */
     handler_done = 0;
