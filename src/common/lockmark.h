@@ -31,6 +31,8 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "common/stats.h"
+
 #define DK_MU_SLOTS 16
 
 struct dk_mu_marks {
@@ -99,6 +101,13 @@ static inline bool dk_mu_mine(const pthread_mutex_t *m) {
     if (__atomic_load_n(&t->slot[0], __ATOMIC_RELAXED) == m) return true;
     if (__builtin_expect((__atomic_load_n(&t->n, __ATOMIC_RELAXED) | t->spilled | t->bulk) == 0, 1)) return false;
     return dk_mu_mine_slow(m);
+}
+/* A signal handler's refusal: true when this thread holds m (or is taking or letting go of it), counted
+ * (mu_mine_skips) -- the caller then takes its fallback instead of waiting for its own thread. */
+static inline bool dk_mu_refuse(const pthread_mutex_t *m) {
+    if (__builtin_expect(!dk_mu_mine(m), 1)) return false;
+    dk_count(DK_C_mu_mine_skips, 1);
+    return true;
 }
 /* This thread is inside some library mutex (any of those states). Async-signal-safe. */
 bool dk_mu_any_mine(void);

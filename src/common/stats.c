@@ -36,7 +36,6 @@ _Static_assert(sizeof counters_mem % DK_PAGE_BYTES == 0, "mapped over: whole pag
 
 enum { STATS_OFF, STATS_PRIVATE = DK_STATS_PRIVATE, STATS_MAKING, STATS_MAPPED };
 int dk_stats_state = STATS_OFF; /* STATS_OFF: before dk_stats_open, DAXKIT_STATS=0, or the file failed */
-#define stats_state dk_stats_state
 static bool stats_started;          /* dk_stats_open ran in this image or a fork ancestor (fork copies it) */
 static char stats_path[256];
 static pid_t stats_pid;
@@ -176,7 +175,8 @@ static bool move_into(const struct dk_libc *c, struct dk_stats_file *file) {
 
 void dk_stats_publish_slow(void) {
     int expect = STATS_PRIVATE;
-    if (!__atomic_compare_exchange_n(&stats_state, &expect, STATS_MAKING, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+    if (!__atomic_compare_exchange_n(&dk_stats_state, &expect, STATS_MAKING, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_RELAXED))
         return; /* another thread makes it (or this thread, interrupted by this handler): counted in place */
     DK_ERRNO_SAVE;
     int cancel;
@@ -193,12 +193,12 @@ void dk_stats_publish_slow(void) {
         stats_fd = -1;
     }
     pthread_setcancelstate(cancel, NULL);
-    __atomic_store_n(&stats_state, mapped ? STATS_MAPPED : STATS_OFF, __ATOMIC_RELEASE);
+    __atomic_store_n(&dk_stats_state, mapped ? STATS_MAPPED : STATS_OFF, __ATOMIC_RELEASE);
     DK_ERRNO_RESTORE;
 }
 
 void dk_stats_before_exec(void) {
-    if (__atomic_load_n(&stats_state, __ATOMIC_ACQUIRE) != STATS_MAPPED) return;
+    if (__atomic_load_n(&dk_stats_state, __ATOMIC_ACQUIRE) != STATS_MAPPED) return;
     DK_ERRNO_SAVE;
     const struct dk_libc *c = dk_libc();
     c->unlink(stats_path);
@@ -206,11 +206,11 @@ void dk_stats_before_exec(void) {
     if (stats_fd_close) stats_fd_close(stats_fd);
     else c->close(stats_fd);
     stats_fd = -1;
-    __atomic_store_n(&stats_state, STATS_PRIVATE, __ATOMIC_RELEASE);
+    __atomic_store_n(&dk_stats_state, STATS_PRIVATE, __ATOMIC_RELEASE);
     DK_ERRNO_RESTORE;
 }
 
-bool dk_stats_mapped(void) { return __atomic_load_n(&stats_state, __ATOMIC_ACQUIRE) == STATS_MAPPED; }
+bool dk_stats_mapped(void) { return __atomic_load_n(&dk_stats_state, __ATOMIC_ACQUIRE) == STATS_MAPPED; }
 
 void dk_stats_open(int enabled, const char *mode, const char *dirs, const char *note) {
     DK_ERRNO_SAVE;
@@ -243,7 +243,7 @@ void dk_stats_open(int enabled, const char *mode, const char *dirs, const char *
     stats_pid = pid;
     dk_stats_tls = NULL; /* the calling thread re-claims; other threads died in fork */
     dk_stats_tls_shared = 0;
-    __atomic_store_n(&stats_state, enabled ? STATS_PRIVATE : STATS_OFF, __ATOMIC_RELEASE);
+    __atomic_store_n(&dk_stats_state, enabled ? STATS_PRIVATE : STATS_OFF, __ATOMIC_RELEASE);
     DK_ERRNO_RESTORE;
 }
 

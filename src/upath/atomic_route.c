@@ -526,8 +526,7 @@ static void detach_locked(struct up_file *f) {
 void up_atomic_detach(struct up_file *f) {
     /* A signal handler's close whose thread is inside a detach or a hold (review 15, finding 2): the file
      * stays attached, as a handler's close of a file its thread's call is using keeps it. */
-    if (DK_UNLIKELY(dk_mu_mine(&detach_mu))) {
-        dk_count(DK_C_mu_mine_skips, 1);
+    if (dk_mu_refuse(&detach_mu)) {
         return;
     }
     dk_mu_lock(&detach_mu);

@@ -50,8 +50,7 @@ static bool add(const char *dir, uint32_t uid, bool untrusted) {
     if (DK_REAL(stat)(dir, &st) != 0) st.st_dev = 0; /* any file system */
     size_t len = strlen(dir);
     while (len > 1 && dir[len - 1] == '/') len--;
-    if (DK_UNLIKELY(dk_mu_mine(&foreign_mu))) { /* a signal handler inside its thread's add or look: the safe side */
-        dk_count(DK_C_mu_mine_skips, 1);
+    if (dk_mu_refuse(&foreign_mu)) { /* a signal handler inside its thread's add or look: the safe side */
         __atomic_store_n(&foreign_all, true, __ATOMIC_RELEASE); /* every file served by the kernel from now on */
         __atomic_store_n(&foreign_any, true, __ATOMIC_RELEASE);
         return true;
@@ -101,8 +100,7 @@ bool up_foreign_covers(int fd, const struct stat *st) {
     if (__builtin_expect(!__atomic_load_n(&foreign_any, __ATOMIC_ACQUIRE), 1)) return false;
     char p[4096];
     size_t len = up_fd_path(fd, p, sizeof p);
-    if (DK_UNLIKELY(dk_mu_mine(&foreign_mu))) { /* a signal handler inside its thread's look or add: the safe side */
-        dk_count(DK_C_mu_mine_skips, 1);
+    if (dk_mu_refuse(&foreign_mu)) { /* a signal handler inside its thread's look or add: the safe side */
         dk_count(DK_C_foreign_pending, 1);
         return true;
     }

@@ -112,8 +112,7 @@ static struct up_sizes *sizes_open(struct up_root *r) {
     if (up_stage_owner(r, &area_fd, &tag) != 0) return NULL;
     /* A signal handler's publish (its exit's, an unlock's) that interrupted its thread in here: no record,
      * as when the file cannot be had (the thread's own open goes on when the handler returns). */
-    if (DK_UNLIKELY(dk_mu_mine(&r->mu))) {
-        dk_count(DK_C_mu_mine_skips, 1);
+    if (dk_mu_refuse(&r->mu)) {
         return NULL;
     }
     int cancel_was = dk_cancel_off(); /* under the file's mutex and r->mu: openat and close are cancellation points */
@@ -156,8 +155,7 @@ static int slot_take(struct up_sizes *z) {
     /* A signal handler's publish or extension (its exit's publish of another file) that interrupted its thread
      * taking or giving back a slot: no record for this file, as with every slot in use (hang14's sizerec case:
      * the exit waited for its own thread's z->mu for ever). */
-    if (DK_UNLIKELY(dk_mu_mine(&z->mu))) {
-        dk_count(DK_C_mu_mine_skips, 1);
+    if (dk_mu_refuse(&z->mu)) {
         return -3;
     }
     dk_mu_lock(&z->mu);
@@ -185,8 +183,7 @@ static int slot_take(struct up_sizes *z) {
 }
 
 static void slot_give(struct up_sizes *z, int s) {
-    if (DK_UNLIKELY(dk_mu_mine(&z->mu))) { /* (as in slot_take) the slot stays taken until the process ends */
-        dk_count(DK_C_mu_mine_skips, 1);
+    if (dk_mu_refuse(&z->mu)) { /* (as in slot_take) the slot stays taken until the process ends */
         return;
     }
     dk_mu_lock(&z->mu);

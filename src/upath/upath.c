@@ -909,8 +909,7 @@ int up_fix_stat(dev_t dev, ino_t ino, off_t *size) {
     if (!up_enabled || !up_dev_is_managed(dev)) return 0;
     /* A signal handler inside its thread's table lock (pending.c: a pending descriptor's fstat): the kernel's
      * size is the truth while no file is active (a pinned file is), else it cannot be told: refused. */
-    if (DK_UNLIKELY(dk_mu_mine(&up_table_mu))) {
-        dk_count(DK_C_mu_mine_skips, 1);
+    if (dk_mu_refuse(&up_table_mu)) {
         return __atomic_load_n(&up_active_files, __ATOMIC_SEQ_CST) ? -EDEADLK : 0;
     }
     dk_mu_lock(&up_table_mu);
@@ -1056,8 +1055,7 @@ void up_publish_all(void) {
      * common before _exit) that interrupted its thread inside the file table's lock -- in this same walk, an
      * open's adoption, a close: nothing is walked (no checkpoint either); the thread's next publish point
      * publishes (review 14, finding 12: it waited for its own thread for ever). Counted. */
-    if (DK_UNLIKELY(dk_mu_mine(&up_table_mu))) {
-        dk_count(DK_C_mu_mine_skips, 1);
+    if (dk_mu_refuse(&up_table_mu)) {
         return;
     }
     DK_ERRNO_SAVE;
