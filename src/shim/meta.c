@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -287,15 +288,47 @@ static struct up_root *root_named(int dirfd, const char *path) {
         rr_;                                                                                      \
     })
 
+/* A directory's name went (rmdir), a directory got a name (a rename) or names now lead elsewhere (a mount):
+ * when the call r succeeded, the recovery scope's directories, remembered by name, are looked at again -- a
+ * directory moved to a name looked at before may hold an area with a dead process's records
+ * (upath/recover_scope.c). */
+static int names_moved_if(int r) {
+    if (r == 0 && up_enabled) {
+        DK_ERRNO_SAVE;
+        up_recover_names_moved();
+        DK_ERRNO_RESTORE;
+    }
+    return r;
+}
+/* After a rename (flags fl): one stat of the new name -- a file's rename (rsync's, one per file) moves no
+ * directory; a symbolic link's may lead a name to another directory; an exchange moves two names, each maybe
+ * a directory's. (A link removed and made again by unlink + symlink is not seen: review 18 #06.) */
+static int after_rename(int r, int d2, const char *to, unsigned int fl) {
+    if (r != 0 || !up_enabled) return r;
+    struct stat st;
+    DK_ERRNO_SAVE;
+    if ((fl & RENAME_EXCHANGE) || DK_REAL(fstatat)(d2, to, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode) ||
+        S_ISLNK(st.st_mode))
+        up_recover_names_moved();
+    DK_ERRNO_RESTORE;
+    return r;
+}
+
 DK_EXPORT int unlinkat(int dirfd, const char *path, int fl) {
     struct stat st;
     bool known = up_enabled && !(fl & AT_REMOVEDIR) && victim(dirfd, path, &st);
-    return after_remove(STRICT_META(DK_OPLOG_UNLINK, dirfd, path, dirfd, NULL,
-                                    (fl & AT_REMOVEDIR) ? RMDIR_ROOT(dirfd, path, DK_REAL(unlinkat)(dirfd, path, fl))
-                                                        : DK_REAL(unlinkat)(dirfd, path, fl)),
-                        known, &st);
+    int r = after_remove(STRICT_META(DK_OPLOG_UNLINK, dirfd, path, dirfd, NULL,
+                                     (fl & AT_REMOVEDIR) ? RMDIR_ROOT(dirfd, path, DK_REAL(unlinkat)(dirfd, path, fl))
+                                                         : DK_REAL(unlinkat)(dirfd, path, fl)),
+                         known, &st);
+    return (fl & AT_REMOVEDIR) ? names_moved_if(r) : r;
 }
-DK_EXPORT int rmdir(const char *path) { return RMDIR_ROOT(AT_FDCWD, path, DK_REAL(rmdir)(path)); }
+DK_EXPORT int mount(const char *src, const char *target, const char *fstype, unsigned long fl, const void *data) {
+    return names_moved_if(DK_REAL(mount)(src, target, fstype, fl, data));
+}
+DK_EXPORT int umount(const char *target) { return names_moved_if(DK_REAL(umount)(target)); }
+DK_EXPORT int umount2(const char *target, int fl) { return names_moved_if(DK_REAL(umount2)(target, fl)); }
+DK_EXPORT int rmdir(const char *path) { return names_moved_if(RMDIR_ROOT(AT_FDCWD, path, DK_REAL(rmdir)(path))); }
 
 /* remove(3): glibc's calls its internal unlink and rmdir, which the preload never sees -- in strict mode the
  * removal was neither logged nor durable at return, and a removed file's entry stayed in the file table's
@@ -403,28 +436,34 @@ DK_EXPORT int fchdir(int fd) {
 
 DK_EXPORT int rename(const char *from, const char *to) {
     publish_before_name(AT_FDCWD, from, 0);
-    if (rename_new_name(AT_FDCWD, from, AT_FDCWD, to, 0)) return 0;
+    if (rename_new_name(AT_FDCWD, from, AT_FDCWD, to, 0)) return after_rename(0, AT_FDCWD, to, 0);
     struct stat st;
     bool known = rename_victim(AT_FDCWD, from, AT_FDCWD, to, &st);
-    return after_remove(STRICT_META(DK_OPLOG_RENAME, AT_FDCWD, from, AT_FDCWD, to, DK_REAL(rename)(from, to)),
-                        known, &st);
+    return after_rename(after_remove(STRICT_META(DK_OPLOG_RENAME, AT_FDCWD, from, AT_FDCWD, to,
+                                                 DK_REAL(rename)(from, to)),
+                                     known, &st),
+                        AT_FDCWD, to, 0);
 }
 DK_EXPORT int renameat(int d1, const char *from, int d2, const char *to) {
     publish_before_name(d1, from, 0);
-    if (rename_new_name(d1, from, d2, to, 0)) return 0;
+    if (rename_new_name(d1, from, d2, to, 0)) return after_rename(0, d2, to, 0);
     struct stat st;
     bool known = rename_victim(d1, from, d2, to, &st);
-    return after_remove(STRICT_META(DK_OPLOG_RENAME, d1, from, d2, to, DK_REAL(renameat)(d1, from, d2, to)), known,
-                        &st);
+    return after_rename(after_remove(STRICT_META(DK_OPLOG_RENAME, d1, from, d2, to,
+                                                 DK_REAL(renameat)(d1, from, d2, to)),
+                                     known, &st),
+                        d2, to, 0);
 }
 DK_EXPORT int renameat2(int d1, const char *from, int d2, const char *to, unsigned int fl) {
     publish_before_name(d1, from, 0);
     if (fl & RENAME_EXCHANGE) publish_before_name(d2, to, 0); /* both files get a new name */
-    if (rename_new_name(d1, from, d2, to, fl)) return 0;
+    if (rename_new_name(d1, from, d2, to, fl)) return after_rename(0, d2, to, fl);
     struct stat st; /* RENAME_NOREPLACE never replaces: no victim to look up */
     bool known = !(fl & (RENAME_EXCHANGE | RENAME_NOREPLACE)) && rename_victim(d1, from, d2, to, &st);
-    return after_remove(
-        STRICT_META(DK_OPLOG_RENAME, d1, from, d2, to, DK_REAL(renameat2)(d1, from, d2, to, fl)), known, &st);
+    return after_rename(after_remove(STRICT_META(DK_OPLOG_RENAME, d1, from, d2, to,
+                                                 DK_REAL(renameat2)(d1, from, d2, to, fl)),
+                                     known, &st),
+                        d2, to, fl);
 }
 
 /* ---- the hidden area: <root>/.daxkit is not listed in the managed directory ---- */

@@ -67,6 +67,7 @@ bool up_dev_is_managed(dev_t dev);
 void up_dirfd_note_open(int fd, int dirfd, const char *name);
 uint64_t up_dirfd_walked(int dirfd); /* the verdict's id when walked, else 0 */
 void up_dirfd_set_walked(int dirfd);
+void up_dirfd_forget_walks(void); /* every verdict's walked mark (a name moved) */
 /* Probes the root's medium on first use. */
 void up_root_probe(struct up_root *r);
 /* A fork child: each root's mutex (held for milliseconds by another thread's probe, strict log or size-record

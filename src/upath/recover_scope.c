@@ -21,7 +21,9 @@
  * directory descriptor costs that descriptor's path read once, its directories being remembered by the
  * descriptor's verdict and the relative name; the file's own path is read only when a symbolic link, "."
  * or ".." is on the way). A file below such a directory is first served after that directory's area was
- * recovered, so no record there is replayed over what this process writes. */
+ * recovered, so no record there is replayed over what this process writes. Directories are remembered by
+ * name: the program's own rename of a directory, rmdir, mount or umount makes every one be looked at
+ * again (up_recover_names_moved); another process's rename or mount is not seen. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -39,6 +41,7 @@
 #include "upath/foreign.h"
 #include "upath/internal.h"
 #include "upath/recover_scope.h"
+#include "upath/upath.h"
 
 #define ANCESTORS_MAX 64 /* distinct ancestor areas recovered at one start */
 
@@ -125,6 +128,11 @@ void up_recover_ancestor_areas(void) {
 static pthread_mutex_t below_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t below_seen[BELOW_SLOTS];
 static unsigned below_used;
+/* The set remembers directories by name: a name this process gave to another directory since (a rename
+ * that moved a directory, an rmdir, a mount: up_recover_names_moved) may now hold an area no one looked at,
+ * so every name is looked at again after such a change -- the set starts afresh when names_gen moved. */
+static uint64_t names_gen = 1; /* atomic */
+static uint64_t below_gen = 1; /* names_gen the set was filled at; under below_mu */
 
 
 /* The slot holding h, or the empty slot where it would go. Under below_mu. */
@@ -144,6 +152,17 @@ static void add(uint64_t h) {
     }
     below_seen[slot_of(h)] = h;
     below_used++;
+}
+
+/* Takes below_mu, the set emptied when a name moved since it was filled. */
+static void below_lock(void) {
+    dk_mu_lock(&below_mu);
+    uint64_t gen = __atomic_load_n(&names_gen, __ATOMIC_ACQUIRE);
+    if (DK_UNLIKELY(below_gen != gen)) {
+        memset(below_seen, 0, sizeof below_seen);
+        below_used = 0;
+        below_gen = gen;
+    }
 }
 
 /* true when h was in the set; adds it otherwise. Under below_mu. */
@@ -272,6 +291,47 @@ static bool walk_chain(uint64_t id, int dirfd, const char *name, size_t dir_len)
     return true;
 }
 
+/* The directory of the last file opened by a name with a '/' relative to a walked directory descriptor: tar
+ * xf opens every file of a directory one after the other ("t/dir/a.h", "t/dir/b.h", ...), and each open's
+ * walk by name cost ~530 instructions (two lock pairs, the name hashed with the descriptor's id, its parts
+ * checked) to find the directory in the set; the same directory again is now a compare of the name. Written
+ * under below_mu; read without it, as a seqlock (odd while written: a signal handler that interrupted the
+ * writer, or a reader that raced it, walks as before). Valid while names_gen is the one it was filled at. */
+#define LAST_DIR_BYTES 256
+static struct {
+    unsigned seq;   /* odd while written */
+    uint64_t id;    /* the directory descriptor's verdict (up_dirfd_walked) */
+    uint64_t gen;   /* names_gen when filled */
+    size_t len;     /* of name */
+    char name[LAST_DIR_BYTES];
+} last_dir;
+
+/* name[0..n) relative to dirfd is the last directory walked, by the same descriptor verdict, since no name
+ * moved. */
+static bool last_dir_is(int dirfd, const char *name, size_t n) {
+    if (n >= LAST_DIR_BYTES) return false;
+    unsigned seq = __atomic_load_n(&last_dir.seq, __ATOMIC_ACQUIRE);
+    /* (a racing writer's bytes may be compared: the second load of seq throws such an answer away) */
+    bool same = __atomic_load_n(&last_dir.len, __ATOMIC_RELAXED) == n && !memcmp(last_dir.name, name, n) &&
+                __atomic_load_n(&last_dir.gen, __ATOMIC_RELAXED) == __atomic_load_n(&names_gen, __ATOMIC_ACQUIRE);
+    uint64_t id = __atomic_load_n(&last_dir.id, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (!same || (seq & 1) || __atomic_load_n(&last_dir.seq, __ATOMIC_RELAXED) != seq) return false;
+    return id == up_dirfd_walked(dirfd); /* the descriptor's number still names that directory */
+}
+
+/* Remembers name[0..n), walked relative to the verdict id. Under below_mu. */
+static void last_dir_set(uint64_t id, const char *name, size_t n) {
+    if (n >= LAST_DIR_BYTES) return;
+    __atomic_store_n(&last_dir.seq, last_dir.seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&last_dir.id, id, __ATOMIC_RELAXED);
+    __atomic_store_n(&last_dir.gen, below_gen, __ATOMIC_RELAXED);
+    __atomic_store_n(&last_dir.len, n, __ATOMIC_RELAXED);
+    memcpy(last_dir.name, name, n);
+    __atomic_store_n(&last_dir.seq, last_dir.seq + 1, __ATOMIC_RELEASE);
+}
+
 /* A name with a '/' relative to directory descriptor dirfd below r (tar xf opens "t/dir/file" relative to its
  * -C directory's descriptor): the descriptor's own directory is walked once (its path read from the kernel
  * once per descriptor), then each directory of the name is looked at by its name relative to the
@@ -292,18 +352,19 @@ static bool walk_relative(const struct up_root *r, size_t rl, int dirfd, const c
         up_dirfd_set_walked(dirfd);
         if (!(id = up_dirfd_walked(dirfd))) return false;
     }
-    return walk_chain(id, dirfd, name, dir_len);
+    if (!walk_chain(id, dirfd, name, dir_len)) return false;
+    last_dir_set(id, name, dir_len);
+    return true;
 }
 
 bool up_recover_dir_chain(int dirfd, const char *name) {
     size_t n = strlen(name);
     if (!n || n >= 4096 - 16 || name[0] == '/' || !plain_chain(name, n)) return false;
-    if (DK_UNLIKELY(dk_mu_mine(&below_mu))) { /* a signal handler inside its thread's walk: not walked */
-        dk_count(DK_C_mu_mine_skips, 1);
+    if (dk_mu_refuse(&below_mu)) { /* a signal handler inside its thread's walk: not walked */
         return false;
     }
     DK_ERRNO_SAVE;
-    dk_mu_lock(&below_mu);
+    below_lock();
     uint64_t id = up_dirfd_walked(dirfd);
     bool walked = id && walk_chain(id, dirfd, name, n);
     dk_mu_unlock(&below_mu);
@@ -315,16 +376,16 @@ bool up_recover_below(const struct up_root *r, int fd, int dirfd, const char *pa
     bool in_dirfd = path && path[0] && path[0] != '/' && dirfd != AT_FDCWD;
     const char *slash = in_dirfd ? strrchr(path, '/') : NULL;
     if (in_dirfd && !slash && up_dirfd_walked(dirfd)) return true; /* its directory's areas: looked at already */
+    if (slash && last_dir_is(dirfd, path, (size_t)(slash - path))) return true; /* the last file's directory */
     /* A signal handler's open (async-signal-safe) that interrupted its thread's walk: the walk's state is
      * half-changed and its mutex the thread's (review 15, finding 2) -- not looked at. */
-    if (DK_UNLIKELY(dk_mu_mine(&below_mu))) {
-        dk_count(DK_C_mu_mine_skips, 1);
+    if (dk_mu_refuse(&below_mu)) {
         return false;
     }
     char p[4096];
     size_t rl = r->path_len == 1 ? 0 : r->path_len; /* root "/": every component is below it */
     DK_ERRNO_SAVE;
-    dk_mu_lock(&below_mu);
+    below_lock();
     if (slash && walk_relative(r, rl, dirfd, path, (size_t)(slash - path))) {
         dk_mu_unlock(&below_mu);
         DK_ERRNO_RESTORE;
@@ -349,4 +410,16 @@ bool up_recover_below(const struct up_root *r, int fd, int dirfd, const char *pa
     return true;
 }
 
-void up_recover_scope_after_fork_child(void) { dk_mu_reinit(&below_mu); }
+void up_recover_names_moved(void) {
+    __atomic_add_fetch(&names_gen, 1, __ATOMIC_ACQ_REL);
+    up_dirfd_forget_walks(); /* a descriptor's directory may now be below directories not looked at */
+    up_cwd_changed();        /* the working directory's path may have changed with it */
+}
+
+void up_recover_scope_after_fork_child(void) {
+    dk_mu_reinit(&below_mu);
+    if (last_dir.seq & 1) { /* written by another thread at the fork: half of it */
+        last_dir.gen = 0;
+        __atomic_store_n(&last_dir.seq, last_dir.seq + 1, __ATOMIC_RELEASE);
+    }
+}

@@ -103,6 +103,9 @@ void up_pending_adopt_all(void);
 
 /* The working directory changed (chdir, fchdir): relative names are judged again. */
 void up_cwd_changed(void);
+/* A name may now name another directory than before (a rename moved a directory, an rmdir removed one): the
+ * directories below the roots are looked at again for areas by name (recover_scope.c). */
+void up_recover_names_moved(void);
 /* The descriptor number fd (or every number in [first, last]) was closed or now names another file: its
  * verdict as a directory descriptor is forgotten (managed.c). */
 void up_dirfd_forget(int fd);
