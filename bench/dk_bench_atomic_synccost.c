@@ -4,7 +4,7 @@
  *   valgrind --tool=callgrind --toggle-collect=daxkit_atomic_sync dk_bench_atomic_synccost DIR N POLICY
  * and divide the total by SYNCS (printed). Each round copies 128 B into N distinct 4 KiB blocks, then syncs;
  * no checkpoint thread (its passes would run inside some syncs' window under valgrind's serialised threads).
- * Run plainly it prints the median wall ns of one sync too. POLICY: undo or redo. */
+ * Run plainly it prints the median wall ns of one sync too. POLICY: undo, redo or journal. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +26,7 @@ static int cmp(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: dk_bench_atomic_synccost DIR N undo|redo\n");
+        fprintf(stderr, "usage: dk_bench_atomic_synccost DIR N undo|redo|journal\n");
         return 2;
     }
     unsigned n = (unsigned)atoi(argv[2]);
@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
     fclose(f);
     struct daxkit_atomic_options o;
     daxkit_atomic_options_init(&o);
-    o.policy = strcmp(argv[3], "redo") == 0 ? DAXKIT_ATOMIC_REDO : DAXKIT_ATOMIC_UNDO;
+    o.policy = !strcmp(argv[3], "redo") ? DAXKIT_ATOMIC_REDO : !strcmp(argv[3], "journal") ? DAXKIT_ATOMIC_JOURNAL : DAXKIT_ATOMIC_UNDO;
     o.file_bytes_min = 64ull << 20;
     o.checkpoint_interval_us = 0;
     struct daxkit_atomic *a;

@@ -187,6 +187,8 @@ struct alog_file {
     uint64_t bpace_word;      /* live_bits word the next paced commit's scan starts at */
     uint64_t live_words_hi;   /* live_bits words ever used (atomic max; bounds the paced scan) */
     uint32_t bpace_n;         /* items applied by the commit in progress */
+    pthread_mutex_t brel_mu;  /* undo: one copy at a time releases committed entries (alog_bpace_release_undo) */
+    uint64_t brel_word;       /* undo: live_bits word the next copy's release starts at (under brel_mu) */
     struct alog_ckpt_item bpace_items[ALOG_CKPT_ITEMS_MAX];
 
     char *retired_map[8];     /* journal: mappings of the log before it grew (alog_log_grow_map), kept until */
@@ -373,6 +375,9 @@ void alog_ckpt_kick(struct alog_file *f);
 uint32_t alog_bpace_apply(struct alog_file *f);
 void alog_bpace_invalidate(struct alog_file *f);
 void alog_bpace_release(struct alog_file *f, bool ok);
+/* Undo with pacing (session 18): a copy releases a few committed entries, none of which the commit touches.
+ * Caller holds f->rw for reading and no region lock. */
+void alog_bpace_release_undo(struct alog_file *f);
 /* With pacing the thread is the fallback: kicked once the log is a quarter full. */
 bool alog_bpace_due(const struct alog_file *f);
 /* Starts a thread running fn(arg) with every signal blocked (the caller's mask is unchanged). */
@@ -430,6 +435,7 @@ enum alog_broken {
     ALOG_BROKEN_SIZE_SAME_SLOT,         /* a commit stores the new size into the committed epoch's slot */
     ALOG_BROKEN_WINDOW_PAD_NOT_WRITTEN_BACK, /* a window pad's header left in the cache at the commit */
     ALOG_BROKEN_BPACE_INVALIDATE_EARLY, /* per-block pacing invalidates an applied entry before the fence */
+    ALOG_BROKEN_UNDO_RELEASE_UNCOMMITTED, /* copies release undo entries of the current (uncommitted) epoch too */
     ALOG_BROKEN_RECOVER_INVALIDATE_FIRST, /* recovery empties the log before the recovered bytes are durable */
     ALOG_BROKEN_JGROW_HEADER_NOT_DURABLE, /* journal growth stores the larger area size without write-back */
     ALOG_BROKEN_UWP_COMMIT_BEFORE_PAGES, /* uwp's msync commits, then writes the epoch's dirty pages back */

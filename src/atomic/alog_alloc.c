@@ -15,6 +15,7 @@ int alog_alloc_init(struct alog_file *f) {
     f->chunks = calloc(f->chunk_count, sizeof *f->chunks);
     if (!f->slot_used_bits || !f->chunks) return -ENOMEM;
     pthread_mutex_init(&f->alloc_mu, NULL);
+    pthread_mutex_init(&f->brel_mu, NULL);
     return 0;
 }
 

@@ -141,7 +141,8 @@ static bool bpace_take(struct alog_file *f, struct alog_ent *e, uint64_t epoch, 
 
 uint32_t alog_bpace_apply(struct alog_file *f) {
     f->bpace_n = 0;
-    if (!f->bpace) return 0;
+    /* Undo entries: nothing to apply, and nothing about a committed one needs to be durable (below) */
+    if (!f->bpace || f->policy != ALOG_REDO) return 0;
     uint64_t logged = __atomic_load_n(&f->ctr.log_data_bytes, __ATOMIC_RELAXED);
     uint64_t budget = 2 * (logged - f->bpace_seen);
     f->bpace_seen = logged;
@@ -188,6 +189,52 @@ void alog_bpace_release(struct alog_file *f, bool ok) {
         pthread_mutex_unlock(&items[i].leaf->mu);
     }
     f->bpace_n = 0; /* not ok: they stay live (applied, perhaps invalidated); a later pass takes them */
+}
+
+/* Session 18: committed undo entries are released by the copies, not by the commit. A committed undo entry is
+ * obsolete: recovery undoes only entries of the header's current epoch (alog_layout.h), and the epoch word
+ * only grows, so nothing about it needs to be durable -- not its invalidation (alog_entry_retire's undo branch
+ * relies on the same rule) -- and its slot and log block may be reused once the commit that made it committed
+ * is durable, which is when f->epoch moves past it (alog_commit.c). Before, the paced commit took up to
+ * ALOG_CKPT_ITEMS_MAX of them and wrote an invalidation back for each: the undo sync grew from ~0.5 to ~74 us
+ * between 1 and 1,000 dirty blocks. Now the commit leaves them (alog_bpace_apply: redo only) and each copy
+ * releases up to ALOG_BPACE_COPY_RELEASES of them, more than the one entry it may create, looking at
+ * ALOG_BPACE_COPY_WORDS live_bits words at most: DRAM work only (the region lock, the allocator's mutex).
+ * Caller holds f->rw for reading (f->epoch stable) and no region lock; a copy finding another copy at it skips. */
+#define ALOG_BPACE_COPY_RELEASES 2u
+#define ALOG_BPACE_COPY_WORDS 4u
+
+static bool release_if_obsolete_undo(struct alog_file *f, struct alog_ent *e, uint64_t epoch) {
+    if (__atomic_load_n(&e->epoch, __ATOMIC_RELAXED) >= epoch) return false; /* this epoch's: recovery undoes it */
+    struct alog_leaf *leaf = lock_if_committed(f, e, 0, epoch);
+    if (!leaf) return false;
+    bool undo = !e->redo;
+    if (undo) alog_entry_release(f, e);
+    pthread_mutex_unlock(&leaf->mu);
+    return undo;
+}
+
+void alog_bpace_release_undo(struct alog_file *f) {
+    uint64_t words = DK_MIN((f->entry_count + 63) / 64, __atomic_load_n(&f->live_words_hi, __ATOMIC_RELAXED));
+    if (!words || pthread_mutex_trylock(&f->brel_mu) != 0) return;
+    uint64_t epoch = __atomic_load_n(&f->epoch, __ATOMIC_ACQUIRE);
+#ifdef DAXKIT_TEST_BUILD
+    if (alog_test_broken == ALOG_BROKEN_UNDO_RELEASE_UNCOMMITTED) epoch++; /* this epoch's entries too */
+#endif
+    uint32_t released = 0;
+    uint64_t w = f->brel_word % words;
+    for (uint32_t k = 0; k < ALOG_BPACE_COPY_WORDS && released < ALOG_BPACE_COPY_RELEASES; k++) {
+        uint64_t bits = __atomic_load_n(&f->live_bits[w], __ATOMIC_ACQUIRE);
+        while (bits && released < ALOG_BPACE_COPY_RELEASES) {
+            struct alog_ent *e = &f->ents[w * 64 + (uint64_t)__builtin_ctzll(bits)];
+            bits &= bits - 1;
+            released += release_if_obsolete_undo(f, e, epoch);
+        }
+        if (bits) break; /* the rest of this word: the next copy */
+        w = (w + 1) % words;
+    }
+    f->brel_word = w;
+    pthread_mutex_unlock(&f->brel_mu);
 }
 
 bool alog_bpace_due(const struct alog_file *f) {

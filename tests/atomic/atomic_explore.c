@@ -4,6 +4,7 @@
  * and fence, and materialises the media states a power failure could leave at each crash point. On each,
  * recovery runs on a copy, and the file must equal the state of the last acknowledged sync k or of sync
  * k+1 (in flight). Usage: atomic_explore undo|redo|hybrid|redo-pace|redo-pace-invalidate-early|redo-thread|
+ * undo-release-uncommitted|
  * journal|journal-pace|journal-pace-head-early|journal-bound|
  * journal-sized|journal-sized-same-slot|journal-window|journal-window-pad-unflushed|journal-grow|
  * journal-grow-header-unflushed|undo-sized|redo-sized|hybrid-sized|journal-sized-direct|
@@ -37,6 +38,9 @@
  * (redo-pace: the per-block engine's pacing, each commit applying committed entries (alog_bpace_*); its
  * broken variant redo-pace-invalidate-early invalidates an applied entry before the fence that makes its
  * bytes durable: must be caught; redo-thread: the checkpoint thread's path, pacing off)
+ * (undo, session 18: the copies release committed undo entries, the commit touches none; its broken variant
+ * undo-release-uncommitted lets the copies release entries of the current epoch too, whose slots and log
+ * blocks the next copies reuse before recovery could undo with them: must be caught)
  * (journal-pace-head-early, the broken variant of pacing -- the journal head stored at the write, before the
  * fence that makes the bytes it applied durable -- must be caught: exit 0 only if the explorer finds a
  * failing state)
@@ -245,6 +249,7 @@ int main(int argc, char **argv) {
                : strstr(pol, "-sized-same-slot")              ? ALOG_BROKEN_SIZE_SAME_SLOT
                : !strcmp(pol, "journal-window-pad-unflushed") ? ALOG_BROKEN_WINDOW_PAD_NOT_WRITTEN_BACK
                : !strcmp(pol, "redo-pace-invalidate-early")   ? ALOG_BROKEN_BPACE_INVALIDATE_EARLY
+               : !strcmp(pol, "undo-release-uncommitted")     ? ALOG_BROKEN_UNDO_RELEASE_UNCOMMITTED
                : !strcmp(pol, "journal-grow-header-unflushed") ? ALOG_BROKEN_JGROW_HEADER_NOT_DURABLE
                : !strcmp(pol, "journal-sized-direct-unflushed") ? ALOG_BROKEN_JDIRECT_NOT_WRITTEN_BACK
                : !strcmp(pol, "journal-sized-direct-under-record") ? ALOG_BROKEN_JDIRECT_UNDER_RECORD
