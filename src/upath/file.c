@@ -286,6 +286,11 @@ static void reinit_one(struct up_file *f, void *arg) {
     f->strict_writer = 0;
     f->strict_shared = 0;
     f->append_inflight = 0; /* only the forking thread exists here, and it is in fork */
+    /* Its publish was left to the parent's interrupted call (a handler's fork: up_file_lock_all skipped it), so
+     * its appends staged here are the parent's: a publish here wrote them into the file a second time (the
+     * child's exit, session 18: shim_handler_fork_sizerec). Its state may be half-changed too: the child's
+     * own calls on the file go to the kernel (kernel_only), as another process's. */
+    if (DK_UNLIKELY(f->lock_all_skipped)) f->fork_parents = f->kernel_only = true;
 }
 void up_file_lock_all(void) { up_file_foreach(lock_one, NULL); }
 void up_file_unlock_all(void) { up_file_foreach(unlock_one, NULL); }

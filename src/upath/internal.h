@@ -395,6 +395,8 @@ struct up_file {
      * reported, UP_DAX_UNCHECKED) and whether the kernel granted the file MAP_SYNC (1, 0, -1 not tried). */
     int8_t file_dax, map_sync;
     bool lock_all_skipped;  /* up_file_lock_all left it alone (its mutex is this thread's), under up_table_mu */
+    bool fork_parents;      /* a fork child's copy of a file its parent's thread was in the middle of (lock_all_skipped
+                             * at the fork: a handler's fork): its staged appends are the parent's, never published here */
     struct up_atomic *atomic; /* DAXKIT_ATOMIC: served by the failure-atomic engine (atomic_route.c) */
     int rescue_fd;          /* internal duplicate kept when a publish at close failed (-1: none) */
     int aux_fd;             /* the file reopened read-write for mapping and relinks, under mu (auxfd.c) */

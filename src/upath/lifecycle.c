@@ -215,7 +215,11 @@ void up_fini(void) {
  *     apply_mu, j->mu, alloc_mu, ckpt_mu,   drop_inherited): every call but close fails with EBADF there,
  *     rw)                                   and close takes none of them
  *   stdio's table of cookie streams       no lock since session 16 (shim/stdio.c: cookies never freed)
- * Tested by shim_fork_held_locks_* (each mutex held on cue at the fork) where a case is practical. */
+ * Tested by shim_fork_held_locks_* (each mutex held on cue at the fork) where a case is practical. A fork in a
+ * signal handler inside such a mutex of its own thread (but up_table_mu: below) skips the file its thread is in
+ * the middle of (lock_one); that file is the kernel's in the child, which leaves its staged appends to the
+ * parent (file.c reinit_one), and the thread's holds of strict's checkpoint lock stay the parent's
+ * (up_strict_after_fork_child): shim_handler_fork_*. */
 
 static void mark_stale_cb(int fd, struct up_fd *e, void *arg) {
     (void)fd, (void)arg;

@@ -287,7 +287,7 @@ static bool relink_can_tear(const struct up_file *f, uint64_t size) {
 int up_publish_locked_moved(struct up_file *f, int fd, uint64_t *moved) {
     uint64_t size = up_file_size(f), shift = 0, pub_was = f->pub_size;
     if (moved) *moved = 0;
-    if (DK_UNLIKELY(up_fork_orphan)) return 0; /* the parent's appends: the parent publishes them (lifecycle.c) */
+    if (DK_UNLIKELY(up_fork_orphan || f->fork_parents)) return 0; /* the parent's appends: it publishes them (lifecycle.c) */
     bool staged = f->strategy == UP_STAGE && (f->staged_count || size != f->pub_size);
     bool extended = f->strategy == UP_EXTEND && f->ksize != size;
     if (!staged && !extended) return 0;

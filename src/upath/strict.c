@@ -1351,6 +1351,11 @@ void up_strict_name_made(int dirfd, const char *path) {
 
 void up_strict_after_fork_child(void) {
     up_inflight_after_fork_child();
+    /* A fork made in a signal handler inside a strict operation or checkpoint of its thread (the checkpoint
+     * lock held): that hold is the parent's, on a state freed below -- counted here, every write of the child
+     * was taken for the handler's own nested one and refused (EDEADLK; session 18, shim_handler_fork_strict_*).
+     * The child's interrupted call must not go on (it should _exit or exec from the handler). */
+    ck_held = ck_wr_held = 0;
     /* The parent checkpointed before fork (a publish point); its log and staging file stay its own. */
     for (int i = 0; i < up_roots_count(); i++) {
         struct up_root *r = up_root_at(i);

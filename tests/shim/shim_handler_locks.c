@@ -223,11 +223,7 @@ static void pending_child(const char *dir) {
 }
 
 static void child(const char *dir) {
-    st_watchdog(20);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_usr1;
-    sigaction(SIGUSR1, &sa, NULL);
+    st_case_child_start(on_usr1);
     if (mode == TABLE_FORK || mode == TABLE_FORK_RETURN) {
         open_append(dir, "c", 'c', 4096); /* pinned: the unlock's walk runs */
         st_path(hdir, sizeof hdir, dir, "forked");
@@ -377,22 +373,7 @@ int main(int argc, char **argv) {
     if (mode >= PENDING_READ && !(getenv("DAXKIT_ADOPT_AFTER_IOS") && atoi(getenv("DAXKIT_ADOPT_AFTER_IOS")) > 0))
         SKIP("%s needs lazy adoption (DAXKIT_ADOPT_AFTER_IOS=4)", argv[2]);
     if (argc > 3 && strcmp(argv[3], "child") == 0) child(dir);
-    signal(SIGUSR1, SIG_IGN);
-    pid_t c = fork();
-    CHECK(c >= 0, "fork: %s", strerror(errno));
-    if (c == 0) {
-        execl("/proc/self/exe", argv[0], argv[1], argv[2], "child", (char *)NULL);
-        _exit(127);
-    }
-    int st = 0;
-    pid_t w = 0;
-    for (int waited_ms = 0; waited_ms < 30000 && (w = waitpid(c, &st, WNOHANG)) == 0; waited_ms += 10) usleep(10000);
-    if (w == 0) {
-        kill(c, SIGKILL);
-        waitpid(c, &st, 0);
-        FAIL("%s: the process did not end within 30 s (the handler waited for its own thread's mutex)", argv[2]);
-    }
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: child status 0x%x (1: its watchdog -- a hang)", argv[2], st);
+    st_run_case_child(argv, "the handler waited for its own thread's mutex");
     if (mode == DIRFD_OPEN || (mode >= PENDING_READ && mode <= PENDING_CLOSE) || mode == PENDING_CLOSE_STAGE) {
         NOTE("%s: the handler did not wait (the child checked the rest)", argv[2]);
         return 0;

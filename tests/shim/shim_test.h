@@ -414,4 +414,44 @@ static inline char *st_slurp(const char *path, size_t *len) {
     return buf;
 }
 
+/* The handler tests' case child: a 20 s watchdog, and `handler` on SIGUSR1 (the library's cue). */
+static inline void st_case_child_start(void (*handler)(int)) {
+    st_watchdog(20);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sigaction(SIGUSR1, &sa, NULL);
+}
+
+/* argv[2], the case, as an index into names[0, n); the test is skipped when it is missing or unknown. */
+static inline int st_case_index(int argc, char **argv, const char *const *names, int n, const char *usage) {
+    if (argc < 3) SKIP("usage: %s", usage);
+    for (int i = 0; i < n; i++)
+        if (strcmp(argv[2], names[i]) == 0) return i;
+    SKIP("unknown case %s", argv[2]);
+}
+
+/* The handler tests' case runner: runs this program again as `argv[0] argv[1] argv[2] child` (exec'ed: the
+ * library's crash point counts start at 0; this process's own calls may hit the site too, so SIGUSR1 is
+ * ignored here) and waits for it up to 30 s. A child still running then is killed: FAIL (a hang: `waited`
+ * says what for); one that ends other than with 0 fails the test too. */
+static inline void st_run_case_child(char **argv, const char *waited) {
+    signal(SIGUSR1, SIG_IGN);
+    pid_t c = fork();
+    CHECK(c >= 0, "fork: %s", strerror(errno));
+    if (c == 0) {
+        execl("/proc/self/exe", argv[0], argv[1], argv[2], "child", (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    pid_t w = 0;
+    for (int waited_ms = 0; waited_ms < 30000 && (w = waitpid(c, &st, WNOHANG)) == 0; waited_ms += 10) usleep(10000);
+    if (w == 0) {
+        kill(c, SIGKILL);
+        waitpid(c, &st, 0);
+        FAIL("%s: the process did not end within 30 s (%s)", argv[2], waited);
+    }
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: child status 0x%x (1: its watchdog -- a hang)", argv[2], st);
+}
+
 #endif
