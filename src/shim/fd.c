@@ -44,20 +44,18 @@ DK_EXPORT int close(int fd) {
 
 struct range_arg {
     unsigned first, last;
-    int internal[64];
-    int n_internal;
+    int kept[64]; /* the numbers the kernel's close_range skips: the library's own, and those left to the thread */
+    int n_kept;
 };
 static void range_cb(int fd, struct up_fd *e, void *arg) {
     struct range_arg *a = arg;
     if ((unsigned)fd < a->first || (unsigned)fd > a->last) return;
-    if (e->internal) {
-        if (a->n_internal < 64) a->internal[a->n_internal++] = fd;
+    if (e->internal || up_close_range_later(fd, e)) { /* (a handler inside its thread's table lock: table_nested.c) */
+        if (a->n_kept < 64) a->kept[a->n_kept++] = fd;
         return;
     }
     if (__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE)) {
-        /* the number closing until up_fd_close_done_range (close_range in a handler inside its thread's table
-         * lock: not covered) */
-        (void)up_pending_drop_closing(fd);
+        (void)up_pending_drop_closing(fd); /* the number closing until up_fd_close_done_range */
         up_fd_vacate(fd);
     }
     if (e->slot) {
@@ -68,14 +66,15 @@ static void range_cb(int fd, struct up_fd *e, void *arg) {
 
 DK_EXPORT int close_range(unsigned int first, unsigned int last, int flags) {
     if (!up_enabled || (flags & CLOSE_RANGE_CLOEXEC) || first > last) return DK_REAL(close_range)(first, last, flags);
+    if (DK_UNLIKELY(!up_close_range_fits(first, last))) return -1; /* EDEADLK (table_nested.c) */
     up_dirfd_forget_range(first, last);
     struct range_arg a = {.first = first, .last = last};
     up_fd_foreach(range_cb, &a);
-    /* Close around daxkit's own descriptors (sorted ascending by the walk). */
+    /* Close around the numbers kept (sorted ascending by the walk). */
     unsigned lo = first;
     int r = 0;
-    for (int i = 0; i < a.n_internal && r == 0; i++) {
-        unsigned fd = (unsigned)a.internal[i];
+    for (int i = 0; i < a.n_kept && r == 0; i++) {
+        unsigned fd = (unsigned)a.kept[i];
         if (fd > lo) r = DK_REAL(close_range)(lo, fd - 1, flags);
         lo = fd + 1;
     }
@@ -114,6 +113,7 @@ DK_EXPORT void closefrom(int lowfd) {
 }
 
 DK_EXPORT int dup(int fd) {
+    if (up_enabled && DK_UNLIKELY(up_dup_refused_nested(fd, -1))) return -1; /* EDEADLK (table_nested.c) */
     if (up_enabled) up_resolve(fd); /* two descriptors, one description: one slot */
     uint64_t ifd = dk_ifd_before();
     int r = dk_ifd_relower(DK_REAL(dup)(fd), ifd, 0); /* the lowest number, as without daxkit (internal_fd.h) */
@@ -126,6 +126,7 @@ DK_EXPORT int dup(int fd) {
 }
 
 static int dup_to(int oldfd, int newfd, int flags, bool three) {
+    if (up_enabled && DK_UNLIKELY(up_dup_refused_nested(oldfd, newfd))) return -1; /* EDEADLK (table_nested.c) */
     if (up_enabled && oldfd != newfd) up_close_later_settle(newfd); /* a handler's close left to its thread */
     if (up_enabled) up_dirfd_forget(newfd);
     if (up_enabled && oldfd != newfd && DK_UNLIKELY(up_fd_is_internal(newfd))) up_aux_vacate(newfd);
@@ -185,6 +186,7 @@ static int fcntl_common(int fd, int cmd, void *arg, bool is64) {
     int (*real)(int, int, ...) = is64 ? DK_REAL(fcntl64) : DK_REAL(fcntl);
     if (!up_enabled) return real(fd, cmd, arg);
     if ((cmd == F_SETLK || cmd == F_SETLKW) && arg && ((struct flock *)arg)->l_type != F_UNLCK) dk_ifd_lock_gate();
+    if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && DK_UNLIKELY(up_dup_refused_nested(fd, -1))) return -1; /* EDEADLK */
     if (cmd != F_GETFD && cmd != F_SETFD && cmd != F_GETFL) up_resolve(fd);
     if (!up_fd_slot(fd)) {
         if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {

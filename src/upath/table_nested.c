@@ -22,7 +22,14 @@
  *
  * Open: refused with EDEADLK before the kernel's open when the name is below a root (nothing created or
  * truncated), after it -- the descriptor closed again -- when the kernel's answer is a managed file under
- * another name (an O_TRUNC or O_CREAT has happened then). Counted (open_nested_refused). */
+ * another name (an O_TRUNC or O_CREAT has happened then). Counted (open_nested_refused).
+ *
+ * close_range: each managed number in the range is left to the thread as a close is, and the kernel's
+ * close_range closes around it (as around the library's own descriptors); the others are closed at once.
+ * More managed numbers than the thread's list has room for: EDEADLK, nothing closed. dup, dup2/dup3 and
+ * F_DUPFD from or onto a managed number bind or unbind it under the table's lock, and a dup2 cannot be left
+ * for later (the program's number must name the new file when it returns): EDEADLK before the kernel's
+ * call. Both waited for the thread for ever before (session 18). Counted (mu_mine_skips). */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -41,6 +48,19 @@ bool up_open_refused_nested(int dirfd, const char *path, int flags) {
     dk_count(DK_C_open_nested_refused, 1);
     errno = EDEADLK;
     return true;
+}
+
+/* The refusal of a call that cannot wait for the thread: counted, errno EDEADLK, true. */
+static bool refused(void) {
+    dk_count(DK_C_mu_mine_skips, 1);
+    errno = EDEADLK;
+    return true;
+}
+
+bool up_dup_refused_nested(int oldfd, int newfd) {
+    if (DK_LIKELY(!dk_mu_mine(&up_table_mu))) return false;
+    if (!up_fd_slot(oldfd) && (newfd < 0 || newfd == oldfd || !up_fd_slot(newfd))) return false;
+    return refused();
 }
 
 #define CLOSE_LATER_MAX 8 /* per thread: a handler closing more at once gets EDEADLK (the descriptor stays open) */
@@ -89,6 +109,39 @@ static int close_later(int fd) {
     }
     errno = EDEADLK;
     return -1;
+}
+
+static unsigned later_room(void) {
+    unsigned n = 0;
+    for (unsigned i = 0; i < CLOSE_LATER_MAX; i++) n += __atomic_load_n(&later[i], __ATOMIC_ACQUIRE) == -1;
+    return n;
+}
+
+struct range_count {
+    unsigned first, last, managed;
+};
+static void count_managed(int fd, struct up_fd *e, void *arg) {
+    struct range_count *c = arg;
+    if ((unsigned)fd < c->first || (unsigned)fd > c->last || e->internal) return;
+    if (e->slot || __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE)) c->managed++; /* (a pending one may not need it) */
+}
+
+bool up_close_range_fits(unsigned first, unsigned last) {
+    if (DK_LIKELY(!dk_mu_mine(&up_table_mu))) return true;
+    struct range_count c = {first, last, 0};
+    up_fd_foreach(count_managed, &c);
+    if (c.managed <= later_room()) return true;
+    refused();
+    return false;
+}
+
+bool up_close_range_later(int fd, struct up_fd *e) {
+    if (DK_LIKELY(!dk_mu_mine(&up_table_mu))) return false;
+    if (__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) && up_pending_drop_closing(fd) >= 0) {
+        up_fd_vacate(fd); /* forgotten, the number closing: the kernel's close_range closes it */
+        return false;
+    }
+    return (up_fd_slot(fd) || __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE)) && close_later(fd) == 0;
 }
 
 void up_close_later_run(void) {

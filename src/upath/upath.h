@@ -120,6 +120,17 @@ int up_close_later(int fd);
 /* A signal handler's open of a name below a root while its thread holds the file table's lock: refused
  * (true, errno EDEADLK, counted) before the kernel opens anything (table_nested.c). */
 bool up_open_refused_nested(int dirfd, const char *path, int flags);
+/* A signal handler's dup, dup2/dup3 or F_DUPFD from or onto a managed number while its thread holds the file
+ * table's lock: refused (true, errno EDEADLK, counted) before the kernel duplicates anything -- binding or
+ * unbinding the number takes that lock (table_nested.c). newfd -1: a dup to a number the kernel picks. */
+bool up_dup_refused_nested(int oldfd, int newfd);
+/* close_range's view of a number in its range (table_nested.c): true when it is a managed one the program's
+ * handler cannot close now (its thread holds the file table's lock) -- then left to that thread
+ * (up_close_later) and to be skipped by the kernel's close_range. */
+bool up_close_range_later(int fd, struct up_fd *e);
+/* Whether a close_range over [first, last] may leave every managed number in it to the thread (true outside
+ * such a handler); false: errno EDEADLK, nothing to be closed (more than the thread's list holds). */
+bool up_close_range_fits(unsigned first, unsigned last);
 /* After the kernel duplicated oldfd to newfd (dup/dup2/dup3/F_DUPFD*). newfd was closed first. */
 void up_dup(int oldfd, int newfd);
 
