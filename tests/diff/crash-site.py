@@ -3,7 +3,7 @@
 
 Usage (normally through run-diff.sh --driver crash-site.py, which mounts the media):
   crash-site.py --medium KIND=MNT --modes strict --sites SITE[,SITE...] [--occurrences 1,2,5] [--victim A|B]
-                [--seeds N] [--start S] [--ops N] [--tester-arg=...] [--env K=V] [--lib PATH]
+                [--seeds N] [--start S] [--ops N] [--tester-arg=...] [--env K=V] [--lib PATH] [--every-site]
 
 Per (seed, site, occurrence) the library side runs the seed with worker P (the victim) started under
 DAXKIT_TEST_CRASH=SITE:N: it kills itself inside the library, in the middle of op i (unacknowledged), and
@@ -15,8 +15,9 @@ victim observe, and the files left. That is strict mode's all-or-nothing claim f
 and "the survivor's acknowledged operations are never overwritten by a late replay" for everything after
 it. An occurrence the library side does not reach is counted as such (not a pass), and so is a death outside
 the list's ops (in a lock, a publish, the final close: no op to put a crash in place of). Prints the seed range
-first and 'N passed, N failed, N not reached' last. Exit 0 no failure and at least one crash, 1 a failure
-(or nothing reached), 2 usage.
+first, how many times each site killed the victim in an op, and 'N passed, N failed, N not reached' last.
+Exit 0 no failure and at least one crash, 1 a failure (or nothing reached, or with --every-site a site that
+killed the victim in no op of the run), 2 usage.
 """
 import argparse
 import importlib.util
@@ -52,6 +53,8 @@ def parse_args():
     p.add_argument("--env", action="append", default=[])
     p.add_argument("--timeout", type=float, default=120)
     p.add_argument("--out", default="")
+    p.add_argument("--every-site", action="store_true",
+                   help="fail when a named site kills the victim in no op of the whole run (review 17, finding 9)")
     a = p.parse_args()
     if not a.medium:
         p.error("need --medium")
@@ -91,6 +94,7 @@ def main():
     print(f"crash-site: seeds {start}..{start + a.seeds - 1}, sites {a.sites}, occurrences {a.occurrences}, "
           f"victim {a.victim}, {a.ops} ops; tester options {' '.join(a.tester_arg)}; logs in {out_dir}", flush=True)
     passed = failed = unreached = outside = 0
+    killed_in_op = {site: 0 for site in a.sites.split(",")}
     for m in a.medium:
         kind, mnt = m.split("=", 1)
         for mode in a.modes.split(","):
@@ -121,6 +125,7 @@ def main():
                             rd.wipe(ddir)
                             continue
                         n = died[0]
+                        killed_in_op[site] += 1
                         i = int(dlog[n].split()[0])
                         variants = {"not done": ops[:i] + [f"crash p={a.victim} turn=1"] + ops[i + 1:],
                                     "done": ops[:i + 1] + [f"crash p={a.victim} turn=0"] + ops[i + 1:]}
@@ -159,8 +164,12 @@ def main():
                         rd.wipe(ddir)
     shutil.rmtree(work, ignore_errors=True)
     print(f"crash-site: {outside} crash(es) outside the op list's ops (a lock, publish or final close: not compared)")
+    print("crash-site: victim killed in an op, per site: " + ", ".join(f"{k} {v}" for k, v in killed_in_op.items()))
+    never = [k for k, v in killed_in_op.items() if v == 0]
+    if a.every_site and never:
+        print(f"FAIL: --every-site: never killed in an op at {', '.join(never)}")
     print(f"{passed} passed, {failed} failed, {unreached} not reached")
-    return 1 if failed or not passed else 0
+    return 1 if failed or not passed or (a.every_site and never) else 0
 
 
 if __name__ == "__main__":
