@@ -7,6 +7,8 @@
  *     thread, which closes it -- publish point, tables, kernel -- when it lets go of the table's lock, before
  *     its flock returns (the kernel's close_range skips m's number until then). After the flock both numbers
  *     are closed, m holds its bytes, and a file opened then (on m's number) is served right.
+ *   close_range_many: the same over m, u and 9 more managed numbers, one more than the thread's list of closes
+ *     left to it holds: EDEADLK, nothing closed.
  *   dup2_onto, dup2_from: the handler's dup2(u, m) onto the managed number and dup2(m, u) from it fail with
  *     EDEADLK before the kernel's dup2 (binding or unbinding a number takes the table's lock; a dup2 cannot
  *     be left for later): m still names its file, u /dev/null.
@@ -22,10 +24,10 @@
 
 #include "shim_test.h"
 
-enum { CLOSE_RANGE, DUP2_ONTO, DUP2_FROM, STAT, CASES };
-static const char *const names[CASES] = {"close_range", "dup2_onto", "dup2_from", "stat"};
-enum { C_BYTES = 4096, M_BYTES = 100 };
-static int mode, m_fd, u_fd, c_fd, h_rc = -2, h_errno, h_rc2 = -2, h_errno2;
+enum { CLOSE_RANGE, CLOSE_RANGE_MANY, DUP2_ONTO, DUP2_FROM, STAT, CASES };
+static const char *const names[CASES] = {"close_range", "close_range_many", "dup2_onto", "dup2_from", "stat"};
+enum { C_BYTES = 4096, M_BYTES = 100, MANY = 9 };
+static int mode, m_fd, u_fd, c_fd, last_fd, h_rc = -2, h_errno, h_rc2 = -2, h_errno2;
 static volatile sig_atomic_t handled;
 static char c_path[PATH_MAX];
 static struct stat h_st, h_st2;
@@ -33,6 +35,7 @@ static struct stat h_st, h_st2;
 static void on_usr1(int sig) {
     (void)sig;
     if (mode == CLOSE_RANGE) h_rc = close_range((unsigned)m_fd, (unsigned)u_fd, 0);
+    if (mode == CLOSE_RANGE_MANY) h_rc = close_range((unsigned)m_fd, (unsigned)last_fd, 0);
     if (mode == DUP2_ONTO) h_rc = dup2(u_fd, m_fd);
     if (mode == DUP2_FROM) h_rc = dup2(m_fd, u_fd);
     if (mode == STAT) h_rc = stat(c_path, &h_st);
@@ -76,6 +79,15 @@ static void after_close_range(const char *dir) {
     NOTE("close_range: done; m's close carried out by its thread after the walk");
 }
 
+/* More managed numbers in the range than the thread's list holds: refused, every number still open. */
+static void after_close_range_many(void) {
+    CHECK(h_rc == -1 && h_errno == EDEADLK, "the handler's close_range over %d managed numbers returned %d (%s), not "
+          "EDEADLK", MANY + 1, h_rc, strerror(h_errno));
+    for (int fd = m_fd; fd <= last_fd; fd++) CHECK(is_open(fd), "%d was closed by the refused close_range", fd);
+    check_reads(m_fd, 'm', M_BYTES, "m after the refused close_range");
+    NOTE("close_range_many: EDEADLK, nothing closed");
+}
+
 /* dup2 onto or from the managed number: refused, both numbers as they were. */
 static void after_dup2(void) {
     CHECK(h_rc == -1 && h_errno == EDEADLK, "the handler's dup2 returned %d (%s), not EDEADLK", h_rc, strerror(h_errno));
@@ -96,6 +108,14 @@ static void child(const char *dir) {
     CHECK(fsync(m_fd) == 0, "fsync m: %s", strerror(errno)); /* published: m's bytes are the kernel's */
     u_fd = open("/dev/null", O_RDWR);
     CHECK(u_fd == m_fd + 1, "/dev/null opened on %d, not next to m (%d)", u_fd, m_fd);
+    last_fd = u_fd;
+    for (int i = 0; mode == CLOSE_RANGE_MANY && i < MANY; i++) { /* with m, one more than the list's 8 */
+        char k[32];
+        snprintf(k, sizeof k, "k%d", i);
+        st_path(p, sizeof p, dir, k);
+        last_fd = open(p, O_RDWR | O_CREAT, 0644);
+        CHECK(last_fd >= 0, "open %s: %s", p, strerror(errno));
+    }
     st_path(c_path, sizeof c_path, dir, "c");
     c_fd = open(c_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
     CHECK(c_fd >= 0, "open %s: %s", c_path, strerror(errno));
@@ -108,6 +128,7 @@ static void child(const char *dir) {
     CHECK(flock(l1, LOCK_UN) == 0, "flock LOCK_UN: %s", strerror(errno)); /* the handler runs in its walk */
     CHECK(handled == 1, "the handler ran %d times (the crash point was not reached: DAXKIT_TEST_CRASH?)", (int)handled);
     if (mode == CLOSE_RANGE) after_close_range(dir);
+    if (mode == CLOSE_RANGE_MANY) after_close_range_many();
     if (mode == DUP2_ONTO || mode == DUP2_FROM) after_dup2();
     if (mode == STAT) {
         CHECK(h_rc == -1 && h_errno == EDEADLK, "the handler's stat of c returned %d (%s), size %lld: not EDEADLK", h_rc,
@@ -125,7 +146,7 @@ static void child(const char *dir) {
 
 int main(int argc, char **argv) {
     const char *dir = st_dir(argc, argv);
-    mode = st_case_index(argc, argv, names, CASES, "shim_handler_table_fds DIR close_range|dup2_onto|dup2_from|stat");
+    mode = st_case_index(argc, argv, names, CASES, "shim_handler_table_fds DIR close_range|close_range_many|dup2_onto|dup2_from|stat");
     if (!getenv("DAXKIT_TEST_CRASH")) SKIP("needs DAXKIT_TEST_CRASH=raise:10:upath.publish_all.table_locked:1 (a test build)");
     if (argc > 3 && strcmp(argv[3], "child") == 0) child(dir);
     st_run_case_child(argv, "the handler waited for its own thread's table lock");
