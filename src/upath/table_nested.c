@@ -27,9 +27,10 @@
  * close_range: each managed number in the range is left to the thread as a close is, and the kernel's
  * close_range closes around it (as around the library's own descriptors); the others are closed at once.
  * More managed numbers than the thread's list has room for: EDEADLK, nothing closed. dup, dup2/dup3 and
- * F_DUPFD from or onto a managed number bind or unbind it under the table's lock, and a dup2 cannot be left
- * for later (the program's number must name the new file when it returns): EDEADLK before the kernel's
- * call. Both waited for the thread for ever before (session 18). Counted (mu_mine_skips). */
+ * F_DUPFD from or onto a managed number (from a pending one: its adoption) bind or unbind it under the table's
+ * lock, and a dup2 cannot be left for later (the program's number must name the new file when it returns):
+ * EDEADLK before the kernel's call. Both waited for the thread for ever before (session 18). Counted
+ * (mu_mine_skips). */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -59,7 +60,10 @@ static bool refused(void) {
 
 bool up_dup_refused_nested(int oldfd, int newfd) {
     if (DK_LIKELY(!dk_mu_mine(&up_table_mu))) return false;
-    if (!up_fd_slot(oldfd) && (newfd < 0 || newfd == oldfd || !up_fd_slot(newfd))) return false;
+    /* A pending oldfd too: its adoption is refused here, and the copy would be a plain kernel descriptor of a
+     * managed file for good (review 18, finding 4) */
+    bool old_managed = up_fd_slot(oldfd) || up_fd_pending_entry(oldfd);
+    if (!old_managed && (newfd < 0 || newfd == oldfd || !up_fd_slot(newfd))) return false;
     return refused();
 }
 

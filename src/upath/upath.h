@@ -120,9 +120,10 @@ int up_close_later(int fd);
 /* A signal handler's open of a name below a root while its thread holds the file table's lock: refused
  * (true, errno EDEADLK, counted) before the kernel opens anything (table_nested.c). */
 bool up_open_refused_nested(int dirfd, const char *path, int flags);
-/* A signal handler's dup, dup2/dup3 or F_DUPFD from or onto a managed number while its thread holds the file
- * table's lock: refused (true, errno EDEADLK, counted) before the kernel duplicates anything -- binding or
- * unbinding the number takes that lock (table_nested.c). newfd -1: a dup to a number the kernel picks. */
+/* A signal handler's dup, dup2/dup3 or F_DUPFD from a managed or pending number, or onto a managed one, while
+ * its thread holds the file table's lock: refused (true, errno EDEADLK, counted) before the kernel duplicates
+ * anything -- binding, adopting or unbinding the number takes that lock (table_nested.c). newfd -1: a dup to a
+ * number the kernel picks. */
 bool up_dup_refused_nested(int oldfd, int newfd);
 /* close_range's view of a number in its range (table_nested.c): true when it is a managed one the program's
  * handler cannot close now (its thread holds the file table's lock) -- then left to that thread

@@ -12,6 +12,9 @@
  *   dup2_onto, dup2_from: the handler's dup2(u, m) onto the managed number and dup2(m, u) from it fail with
  *     EDEADLK before the kernel's dup2 (binding or unbinding a number takes the table's lock; a dup2 cannot
  *     be left for later): m still names its file, u /dev/null.
+ *   dup2_from_pending (lazy adoption, DAXKIT_ADOPT_AFTER_IOS=4): dup2(pm, u) from a descriptor of m not adopted yet
+ *     (opened while c is active): EDEADLK too -- its adoption is refused there, and u became a plain kernel
+ *     descriptor of m for good (review 18, finding 4).
  *   Before session 18 all three waited for the thread for ever.
  *   stat: the handler's stat of c (its size is staged: the kernel's is stale) fails with EDEADLK (up_fix_stat:
  *     the size cannot be looked up by name inside the table's lock while a file is active), never the kernel's
@@ -24,10 +27,11 @@
 
 #include "shim_test.h"
 
-enum { CLOSE_RANGE, CLOSE_RANGE_MANY, DUP2_ONTO, DUP2_FROM, STAT, CASES };
-static const char *const names[CASES] = {"close_range", "close_range_many", "dup2_onto", "dup2_from", "stat"};
+enum { CLOSE_RANGE, CLOSE_RANGE_MANY, DUP2_ONTO, DUP2_FROM, DUP2_FROM_PENDING, STAT, CASES };
+static const char *const names[CASES] = {"close_range", "close_range_many",  "dup2_onto",
+                                         "dup2_from",   "dup2_from_pending", "stat"};
 enum { C_BYTES = 4096, M_BYTES = 100, MANY = 9 };
-static int mode, m_fd, u_fd, c_fd, last_fd, h_rc = -2, h_errno, h_rc2 = -2, h_errno2;
+static int mode, m_fd, u_fd, c_fd, pm_fd, last_fd, h_rc = -2, h_errno, h_rc2 = -2, h_errno2;
 static volatile sig_atomic_t handled;
 static char c_path[PATH_MAX];
 static struct stat h_st, h_st2;
@@ -38,6 +42,7 @@ static void on_usr1(int sig) {
     if (mode == CLOSE_RANGE_MANY) h_rc = close_range((unsigned)m_fd, (unsigned)last_fd, 0);
     if (mode == DUP2_ONTO) h_rc = dup2(u_fd, m_fd);
     if (mode == DUP2_FROM) h_rc = dup2(m_fd, u_fd);
+    if (mode == DUP2_FROM_PENDING) h_rc = dup2(pm_fd, u_fd);
     if (mode == STAT) h_rc = stat(c_path, &h_st);
     h_errno = errno;
     if (mode == STAT) h_rc2 = fstat(c_fd, &h_st2), h_errno2 = errno;
@@ -92,6 +97,7 @@ static void after_close_range_many(void) {
 static void after_dup2(void) {
     CHECK(h_rc == -1 && h_errno == EDEADLK, "the handler's dup2 returned %d (%s), not EDEADLK", h_rc, strerror(h_errno));
     check_reads(m_fd, 'm', M_BYTES, "m after the refused dup2");
+    if (mode == DUP2_FROM_PENDING) check_reads(pm_fd, 'm', M_BYTES, "m's pending descriptor after the refused dup2");
     CHECK(write(u_fd, "x", 1) == 1 && pread(u_fd, &(char){0}, 1, 0) == 0, "u is no longer /dev/null");
     NOTE("%s: EDEADLK, both descriptors as they were", names[mode]);
 }
@@ -122,6 +128,9 @@ static void child(const char *dir) {
     memset(buf, 'c', sizeof buf);
     st_write_all(c_fd, buf, C_BYTES); /* staged: c is active, the unlock's walk runs */
     CHECK(mode != STAT || st_ksize(c_path) != C_BYTES, "c's appends are the kernel's already: the stat case tells nothing");
+    st_path(p, sizeof p, dir, "m");
+    pm_fd = open(p, O_RDONLY); /* opened while c is active: pending with lazy adoption (dup2_from_pending) */
+    CHECK(pm_fd >= 0, "open %s: %s", p, strerror(errno));
     st_path(p, sizeof p, dir, "l1");
     int l1 = open(p, O_RDWR | O_CREAT, 0644);
     CHECK(l1 >= 0 && flock(l1, LOCK_EX) == 0, "open/flock %s: %s", p, strerror(errno));
@@ -129,7 +138,7 @@ static void child(const char *dir) {
     CHECK(handled == 1, "the handler ran %d times (the crash point was not reached: DAXKIT_TEST_CRASH?)", (int)handled);
     if (mode == CLOSE_RANGE) after_close_range(dir);
     if (mode == CLOSE_RANGE_MANY) after_close_range_many();
-    if (mode == DUP2_ONTO || mode == DUP2_FROM) after_dup2();
+    if (mode == DUP2_ONTO || mode == DUP2_FROM || mode == DUP2_FROM_PENDING) after_dup2();
     if (mode == STAT) {
         CHECK(h_rc == -1 && h_errno == EDEADLK, "the handler's stat of c returned %d (%s), size %lld: not EDEADLK", h_rc,
               h_rc ? strerror(h_errno) : "", (long long)h_st.st_size);
@@ -146,7 +155,10 @@ static void child(const char *dir) {
 
 int main(int argc, char **argv) {
     const char *dir = st_dir(argc, argv);
-    mode = st_case_index(argc, argv, names, CASES, "shim_handler_table_fds DIR close_range|close_range_many|dup2_onto|dup2_from|stat");
+    mode = st_case_index(argc, argv, names, CASES,
+                         "shim_handler_table_fds DIR close_range|close_range_many|dup2_onto|dup2_from|dup2_from_pending|stat");
+    if (mode == DUP2_FROM_PENDING && !(getenv("DAXKIT_ADOPT_AFTER_IOS") && atoi(getenv("DAXKIT_ADOPT_AFTER_IOS")) > 0))
+        SKIP("dup2_from_pending needs lazy adoption (DAXKIT_ADOPT_AFTER_IOS=4)");
     if (!getenv("DAXKIT_TEST_CRASH")) SKIP("needs DAXKIT_TEST_CRASH=raise:10:upath.publish_all.table_locked:1 (a test build)");
     if (argc > 3 && strcmp(argv[3], "child") == 0) child(dir);
     st_run_case_child(argv, "the handler waited for its own thread's table lock");
