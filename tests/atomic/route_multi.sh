@@ -12,11 +12,15 @@ dir=$(mktemp -d /dev/shm/dk_route_multi.XXXXXX)
 out_dir=$(mktemp -d /tmp/dk_route_multi_out.XXXXXX) # outside the managed directory
 trap 'rm -rf "$dir" "$out_dir"' EXIT
 run() { "$cli" run --dir "$dir" --atomic "$dir/*" -- "$w" "$dir/f" "$@"; }
+# Until writer output FILE has its "start" line (the writer holds the file from then on): a fixed sleep after
+# starting it was not enough under load -- session 18's CI saw B open before A had (B found the empty file).
+held() { for _ in $(seq 400); do grep -q '^start' "$1" 2>/dev/null && return 0; sleep 0.025; done
+         echo "FAIL: writer A did not open the file in 10 s"; exit 1; }
 
-# A writes and holds the file 400 ms; B opens 100 ms after A started.
+# A writes and holds the file 400 ms; B opens once A holds it.
 ROUTE_WRITER_HOLD_MS=400 run 1 300 7 > "$out_dir/a.out" &
 a=$!
-sleep 0.1
+held "$out_dir/a.out"
 t0=$(date +%s%N)
 b_start=$(run 2 0 | head -1)
 t1=$(date +%s%N)
@@ -27,9 +31,9 @@ echo "A's last fsync: $a_last; B found: $b_start; B's open took $(((t1 - t0) / 1
 [ $(((t1 - t0) / 1000000)) -ge 150 ] || { echo "FAIL: B did not wait for A to close the file"; exit 1; }
 
 # Past DAXKIT_ATOMIC_WAIT_MS the open fails with EBUSY.
-ROUTE_WRITER_HOLD_MS=600 run 3 50 7 > /dev/null &
+ROUTE_WRITER_HOLD_MS=600 run 3 50 7 > "$out_dir/a3.out" &
 a=$!
-sleep 0.2
+held "$out_dir/a3.out"
 out=$(DAXKIT_ATOMIC_WAIT_MS=50 run 4 0 2>&1)
 rc=$?
 wait $a
