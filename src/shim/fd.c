@@ -58,7 +58,7 @@ static void range_cb(int fd, struct up_fd *e, void *arg) {
         (void)up_pending_drop_closing(fd); /* the number closing until up_fd_close_done_range */
         up_fd_vacate(fd);
     }
-    if (e->slot) {
+    if (up_entry_slot(e)) { /* (not the closing marker a pending drop above left) */
         up_close(fd);
         up_fd_vacate(fd);
     }
