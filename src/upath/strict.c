@@ -1522,8 +1522,8 @@ static struct replay_file *replay_file(struct replay *rp, uint64_t dev, uint64_t
         rp->nfiles--;
     }
     struct replay_file *rf = &rp->files[rp->nfiles++];
-    *rf = (struct replay_file){dev, ino, up_fd_ident(fd), fd, NULL, 0, (uint64_t)st.st_size, (uint64_t)st.st_size,
-                               0, 0, 0};
+    *rf = (struct replay_file){.dev = dev, .ino = ino, .ident = up_fd_ident(fd), .fd = fd,
+                               .ksize = (uint64_t)st.st_size, .lsize = (uint64_t)st.st_size};
     return rf;
 }
 
