@@ -44,6 +44,16 @@ int alog_entry_create(struct alog_file *f, struct alog_leaf *leaf, uint64_t base
  * once (a line written back is evicted on some CPUs: storing the word after a separate write-back of the
  * fields would miss). A torn line fails `check` and is ignored by recovery. Undo entries fence first: their
  * log data (old bytes) must be durable before any valid word can be. The caller orders what follows. */
+/* The broken variant of the close's skip (review 18 #08; test atomic_pents_clear): a publish leaves the flag
+ * set, so the next close returns before the scans that undo or apply this entry. */
+static inline bool pents_clear_sticky(void) {
+#ifdef DAXKIT_TEST_BUILD
+    return alog_test_broken == ALOG_BROKEN_PENTS_CLEAR_STICKY;
+#else
+    return false;
+#endif
+}
+
 void alog_entry_publish(struct alog_file *f, struct alog_ent *e) {
     uint64_t word = ALOG_WORD_VALID | (e->redo ? ALOG_WORD_REDO : 0) | e->epoch << ALOG_WORD_EPOCH_SHIFT;
     struct alog_pent img;
@@ -55,7 +65,8 @@ void alog_entry_publish(struct alog_file *f, struct alog_ent *e) {
     img.check = alog_pent_check(word, e->dest_off, e->log_off, e->shift);
     img.word = word;
     if (!e->redo) dk_fence();
-    if (__atomic_load_n(&f->pents_clear, __ATOMIC_RELAXED)) __atomic_store_n(&f->pents_clear, false, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&f->pents_clear, __ATOMIC_RELAXED) && !pents_clear_sticky())
+        __atomic_store_n(&f->pents_clear, false, __ATOMIC_RELAXED);
     dk_copy_flush(e->p, &img, sizeof img);
     ALOG_CTR_ADD(f, log_meta_bytes, sizeof img);
 }
