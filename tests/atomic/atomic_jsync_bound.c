@@ -14,8 +14,7 @@
  * syncs, the same bound on what the sync writes back, every appended line written back by the sync's return,
  * and the file, closed, equal to the model at the last committed size.
  * Usage: atomic_jsync_bound [DIR]   (DAXKIT_TEST_ATOMIC_JUNFLUSHED=0: no bound -- the negative control) */
-#include "atomic/alog.h"
-#include "atomic_test.h"
+#include "atomic_engine_test.h"
 #include "common/dk.h"
 #include "persist/persist.h"
 
@@ -156,14 +155,6 @@ static void appends(const char *path, uint64_t bound) {
     AT_CHECK(memcmp(got, amodel, size) == 0, "the appended file differs from the model after close");
 }
 
-static void check_model(struct alog_file *f, const char *when) {
-    static char got[FILE_BYTES];
-    AT_OK(alog_read(f, 0, got, FILE_BYTES));
-    for (uint64_t b = 0; b < BLOCKS; b++)
-        AT_CHECK(memcmp(got + b * 4096, model + b * 4096, 4096) == 0, "%s: block %llu differs from the model", when,
-                 (unsigned long long)b);
-}
-
 int main(int argc, char **argv) {
     at_setup_dir(argc, argv);
     setenv("DAXKIT_TEST_ATOMIC_JWINDOW", "0", 1); /* no window pads: only records in the counts */
@@ -198,10 +189,10 @@ int main(int argc, char **argv) {
     dk_persist_set_trace(NULL);
     free(watch.back);
     watch.back = NULL;
-    check_model(f, "live");
+    at_check_blocks(f, model, BLOCKS, "live");
     AT_OK(alog_close(f));
     f = open_engine(path, false);
-    check_model(f, "reopened");
+    at_check_blocks(f, model, BLOCKS, "reopened");
     AT_OK(alog_close(f));
     at_path(path, sizeof path, "appends.bin");
     appends(path, bound);

@@ -11,8 +11,7 @@
  *     log blocks are in use (the last epoch's, and what the copies have not released yet);
  *   - the file read through the engine equals the model; after close and reopen too.
  * Usage: atomic_undo_sync_bound [DIR] */
-#include "atomic/alog.h"
-#include "atomic_test.h"
+#include "atomic_engine_test.h"
 #include "common/dk.h"
 #include "persist/persist.h"
 
@@ -61,14 +60,6 @@ static uint64_t epoch(struct alog_file *f, uint64_t first, uint32_t blocks, uint
     return sync_flushed;
 }
 
-static void check_model(struct alog_file *f, const char *when) {
-    static char got[FILE_BYTES];
-    AT_OK(alog_read(f, 0, got, FILE_BYTES));
-    for (uint64_t b = 0; b < BLOCKS; b++)
-        AT_CHECK(memcmp(got + b * 4096, model + b * 4096, 4096) == 0, "%s: block %llu differs from the model", when,
-                 (unsigned long long)b);
-}
-
 int main(int argc, char **argv) {
     at_setup_dir(argc, argv);
     char path[600];
@@ -99,10 +90,10 @@ int main(int argc, char **argv) {
     AT_CHECK(used_max <= 3ull * MANY * 4096,
              "undo: %llu bytes of log blocks in use after a sync (more than three epochs of %u blocks): the copies do "
              "not release committed entries", (unsigned long long)used_max, MANY);
-    check_model(f, "live");
+    at_check_blocks(f, model, BLOCKS, "live");
     AT_OK(alog_close(f));
     f = open_engine(path);
-    check_model(f, "reopened");
+    at_check_blocks(f, model, BLOCKS, "reopened");
     AT_OK(alog_close(f));
     printf("PASS\n");
     return 0;
