@@ -14,8 +14,10 @@
 #include "atomic/alog.h"
 #include "common/area.h"
 #include "common/config.h"
+#include "common/crashpoint.h"
 #include "common/dk.h"
 #include "common/internal_fd.h"
+#include "common/lockmark.h"
 #include "common/log.h"
 #include "persist/media.h"
 #include "persist/persist.h"
@@ -374,13 +376,28 @@ static void drop_inherited(struct alog_file *f) {
     f->inherited = true;
 }
 
-static void fork_prepare(void) { pthread_mutex_lock(&open_mu); }
-static void fork_parent(void) { pthread_mutex_unlock(&open_mu); }
+/* A fork from a signal handler whose thread holds open_mu (its interrupted call is opening an engine or
+ * changing the list) waited in fork_prepare for that thread for ever (session 19, shim_handler_fork_atomic_open).
+ * Such a fork takes nothing: the list is whole at every instant for its own thread (open_head and the forward
+ * links are stored last, behind signal fences), so the child still drops every engine on it; the engine in mid-
+ * open may keep a descriptor the open had not recorded yet, and fails its open in the child if it returns from
+ * the handler (dropped: inherited). Per thread: another thread's fork waits for open_mu meanwhile. */
+static __thread bool fork_skipped;
+
+static void fork_prepare(void) {
+    fork_skipped = dk_mu_mine(&open_mu);
+    if (!fork_skipped) dk_mu_lock(&open_mu);
+}
+static void fork_parent(void) {
+    if (!fork_skipped) dk_mu_unlock(&open_mu);
+    fork_skipped = false;
+}
 static void fork_child(void) {
     DK_ERRNO_SAVE;
     for (struct alog_file *f = open_head, *next; f; f = next) next = f->open_next, drop_inherited(f);
     open_head = NULL;
-    pthread_mutex_init(&open_mu, NULL);
+    dk_mu_reinit(&open_mu); /* (this thread's mark goes too: held by it, or by the skipped handler's thread) */
+    fork_skipped = false;
     DK_ERRNO_RESTORE;
 }
 static void register_fork_handlers(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
@@ -388,22 +405,23 @@ static void register_fork_handlers(void) { pthread_atfork(fork_prepare, fork_par
 static void list_add(struct alog_file *f) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, register_fork_handlers);
-    pthread_mutex_lock(&open_mu);
+    dk_mu_lock(&open_mu);
     f->open_next = open_head, f->open_prev = NULL;
     if (open_head) open_head->open_prev = f;
+    DK_MU_FENCE(); /* f's links before the head that reaches it (a handler's fork walks the list) */
     open_head = f, f->open_listed = true;
-    pthread_mutex_unlock(&open_mu);
+    dk_mu_unlock(&open_mu);
 }
 
 static void list_del(struct alog_file *f) {
-    pthread_mutex_lock(&open_mu);
-    if (f->open_listed) {
+    dk_mu_lock(&open_mu);
+    if (f->open_listed) { /* the forward chain skips f in one store */
         if (f->open_prev) f->open_prev->open_next = f->open_next;
         else open_head = f->open_next;
         if (f->open_next) f->open_next->open_prev = f->open_prev;
         f->open_listed = false;
     }
-    pthread_mutex_unlock(&open_mu);
+    dk_mu_unlock(&open_mu);
 }
 
 static void release_resources(struct alog_file *f) {
@@ -445,18 +463,19 @@ static int open_all(struct alog_file *f, const char *path, const struct alog_whe
     if (!S_ISREG(st.st_mode)) return -EINVAL;
     /* Under the list lock, so a fork (fork_prepare takes it) never lands between a descriptor or mapping of
      * the log made and recorded where fork_child finds it (fd_high's duplicate, attach_log's mapping). */
-    pthread_mutex_lock(&open_mu);
+    dk_mu_lock(&open_mu);
     int rc = open_log(f, path, w, &dirfd, &f->log_fd);
+    DK_CRASH_POINT("atomic.open.list_locked"); /* shim_handler_fork_atomic_open's cue */
     if (!rc) rc = choose_medium(f, dirfd, o->persist);
     if (!rc) f->log_fd = fd_high(f->log_fd);
-    pthread_mutex_unlock(&open_mu);
+    dk_mu_unlock(&open_mu);
     if (dirfd >= 0 && (rc || !f->track_size)) DK_REAL(close)(dirfd);
     else f->dir_fd = fd_high(dirfd); /* a tracked-size log is removed at its clean close */
     if (!rc) rc = open_data(f, path, w, f->track_size ? 0 : o->file_bytes_min, &st);
     if (!rc) {
-        pthread_mutex_lock(&open_mu);
+        dk_mu_lock(&open_mu);
         rc = attach_log(f, &st, o->log_bytes, w == NULL);
-        pthread_mutex_unlock(&open_mu);
+        dk_mu_unlock(&open_mu);
     }
     if (!rc && f->track_size) rc = alog_size_prepare(f);
     if (!rc) rc = map_data(f);

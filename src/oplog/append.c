@@ -40,6 +40,7 @@ static int allocate_through(struct dk_oplog *log, uint64_t end_lines, bool spare
     grow_held++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     pthread_mutex_lock(&log->grow_mu);
+    DK_CRASH_POINT("oplog.grow.locked"); /* shim_handler_fork_grow's cue */
     int rc = 0;
     while (rc == 0 && log->allocated_lines < end_lines)
         rc = oplog_allocate(log, DK_MIN(log->capacity_lines, log->allocated_lines + OPLOG_ALLOCATE_LINES));

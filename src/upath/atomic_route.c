@@ -385,7 +385,17 @@ static int open_engine(const char *path, const struct alog_where *w, struct alog
     }
 }
 
-static void attach(struct up_file *f, struct alog_file *eng) {
+/* Forks prepared (up_atomic_fork_prepare). A fork prepared while an adoption opened its engine made the file's
+ * descriptors shared, served by the kernel, and detached the routes it found -- not this one, not attached yet:
+ * a route attached after it sized the file by the engine at the close and cut what the kernel's writes had
+ * added (session 19: a handler's fork inside the engine's open, shim_handler_fork_atomic_open: 6 of 10 runs
+ * lost the file's 8 KiB; by reading, another thread's fork in that window can do the same). */
+static uint64_t forks_prepared;
+
+static bool fork_since(uint64_t forks_seen) { return __atomic_load_n(&forks_prepared, __ATOMIC_ACQUIRE) != forks_seen; }
+
+/* Attaches eng to f, unless a fork was prepared since forks_seen (then f stays plain, counted). */
+static void attach(struct up_file *f, struct alog_file *eng, uint64_t forks_seen) {
     struct up_atomic *a = calloc(1, sizeof *a);
     if (!a) {
         alog_close_sized(eng, NULL);
@@ -401,6 +411,14 @@ static void attach(struct up_file *f, struct alog_file *eng) {
     pthread_rwlock_init(&a->rw, &ra);
     pthread_rwlockattr_destroy(&ra);
     bool held = up_atomic_hold(); /* no fork between the route and its file: up_atomic_fork_prepare */
+    if (fork_since(forks_seen)) { /* one prepared while this waited for detach_mu */
+        up_atomic_release(held);
+        pthread_rwlock_destroy(&a->rw);
+        free(a);
+        alog_close_sized(eng, NULL);
+        dk_count(DK_C_atomic_plain, 1);
+        return;
+    }
     up_file_lock(f);
     up_guard_write_lock(f);
     up_file_set_size(f, eng->size_pending);
@@ -477,6 +495,7 @@ int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
     if (dfd < 0) rc = dfd;
     struct alog_where w = {.root = f->root->path, .log_name = log_name, .data_fd_plus1 = dfd + 1};
     struct alog_file *eng = NULL;
+    uint64_t forks_seen = __atomic_load_n(&forks_prepared, __ATOMIC_ACQUIRE);
     if (!rc) rc = open_engine(path, &w, &eng);
     if (rc == -EBUSY) {
         dk_log("%s stayed open failure-atomically in another process for DAXKIT_ATOMIC_WAIT_MS=%llu ms: open fails "
@@ -489,7 +508,7 @@ int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
                "fsync", path, strerror(-rc));
         return 0;
     }
-    attach(f, eng);
+    attach(f, eng, forks_seen);
     if (f->atomic && (oflags & O_TRUNC) && eng->size_pending) truncate_at_open(f);
     return 0;
 }
@@ -567,6 +586,7 @@ static bool fork_held; /* up_atomic_fork_prepare took detach_mu (not a handler's
 
 void up_atomic_fork_prepare(void) {
     fork_held = up_atomic_hold();
+    __atomic_add_fetch(&forks_prepared, 1, __ATOMIC_ACQ_REL); /* an adoption in mid-open attaches nothing */
     if (fork_held && dk_cfg.atomic[0]) up_file_foreach(detach_cb_locked, NULL);
 }
 

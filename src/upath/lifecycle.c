@@ -210,7 +210,8 @@ void up_fini(void) {
  *     stg_mu, dirty_mu, the log's grow_mu   (sizerec.c, strict.c, oplog: dk_oplog_drop_inherited)
  *   amap_mu (atomic_mmap.c)               new in the child (its atfork handler); the views are forgotten
  *   uwp gate_mu and writes (rw)           with their uwp, forgotten by the child (never used there)
- *   alog open_mu                          taken across the fork by the engine's atfork handlers
+ *   alog open_mu                          taken across the fork by the engine's atfork handlers (not by a
+ *                                           handler's fork inside its own thread's: skipped, session 19)
  *   alog per-engine locks (leaf mu,       the child's inherited engines are dropped (alog_open.c
  *     apply_mu, j->mu, alloc_mu, ckpt_mu,   drop_inherited): every call but close fails with EBADF there,
  *     rw)                                   and close takes none of them

@@ -25,9 +25,11 @@
 
 #include "shim_test.h"
 
-enum { STRICT_RETURN, CLOSE, APPEND, SIZEREC, STRICT_WRITE, STRICT_CHECKPOINT, CASES };
-static const char *const names[CASES] = {"strict_return", "close",        "append",
-                                         "sizerec",       "strict_write", "strict_checkpoint"};
+enum { STRICT_RETURN, CLOSE, APPEND, SIZEREC, STRICT_WRITE, STRICT_CHECKPOINT, ROOT, DIRFD, GROW, ATOMIC_OPEN,
+       ATOMIC_COPY, CASES };
+static const char *const names[CASES] = {"strict_return", "close", "append", "sizerec", "strict_write",
+                                         "strict_checkpoint", "root", "dirfd", "grow", "atomic_open",
+                                         "atomic_copy"};
 enum { BLOCK = 4096, FORKED_BYTES = 100, CHILD_WAIT_MS = 10000 };
 static int mode, go[2];
 static pid_t h_fork_pid = -1;
@@ -62,6 +64,7 @@ static void kread(const char *path, char *buf, size_t n) {
 static void check_filled(const char *path, char fill, size_t n) {
     CHECK(st_ksize(path) == (long long)n, "%s holds %lld bytes in the kernel, not %zu", path, st_ksize(path), n);
     static char buf[4 * BLOCK];
+    CHECK(n <= sizeof buf, "check_filled: %zu bytes is more than its buffer", n);
     kread(path, buf, n);
     for (size_t i = 0; i < n; i++) CHECK(buf[i] == fill, "byte %zu of %s is 0x%02x, not '%c'", i, path, (unsigned char)buf[i], fill);
 }
@@ -164,6 +167,35 @@ static void interrupted_call(const char *dir) {
         NOTE("sizerec: the handler's fork did not wait; a holds the parent's appends once and the child's");
         return;
     }
+    if (mode == ROOT || mode == ATOMIC_OPEN || mode == ATOMIC_COPY) { /* the first open probes the root's medium;
+        * atomic: it opens the file's engine, its first write copies into a new entry under the block's mutex */
+        CHECK(close(create_filled(dir, "r", 'r', 2 * BLOCK, 0)) == 0, "close r: %s", strerror(errno));
+        wait_fork_child();
+        st_path(p, sizeof p, dir, "r");
+        check_filled(p, 'r', 2 * BLOCK);
+    }
+    if (mode == DIRFD) { /* the open of a directory below the root stores its verdict under dirfd_mu */
+        st_path(p, sizeof p, dir, "d");
+        int dfd = mkdir(p, 0755) == 0 ? open(p, O_RDONLY | O_DIRECTORY) : -1;
+        CHECK(dfd >= 0, "mkdir/open %s: %s", p, strerror(errno));
+        wait_fork_child();
+        int fd = openat(dfd, "x", O_RDWR | O_CREAT | O_TRUNC, 0644); /* the verdict cache still right */
+        CHECK(fd >= 0, "openat d/x: %s", strerror(errno));
+        memset(buf, 'x', sizeof buf);
+        st_write_all(fd, buf, BLOCK);
+        CHECK(close(fd) == 0 && close(dfd) == 0, "close d/x, d: %s", strerror(errno));
+        st_path(p, sizeof p, dir, "d/x");
+        check_filled(p, 'x', BLOCK);
+    }
+    if (mode == GROW) { /* strict writes until one grows the operation log (under its grow_mu) */
+        int fd = create_filled(dir, "g", 'g', BLOCK, 0);
+        memset(buf, 'g', sizeof buf);
+        for (int i = 0; i < 8192 && !handled; i++) st_pwrite_all(fd, buf, 1024, 0); /* inline: ~18 lines each */
+        wait_fork_child();
+        CHECK(close(fd) == 0, "close g: %s", strerror(errno));
+        st_path(p, sizeof p, dir, "g");
+        check_filled(p, 'g', BLOCK);
+    }
     if (mode == STRICT_WRITE || mode == STRICT_CHECKPOINT) { /* a strict write; the close checkpoints */
         int fd = create_filled(dir, "s", 's', 2 * BLOCK, 0);
         memset(buf, 'S', sizeof buf);
@@ -191,11 +223,12 @@ static void child(const char *dir) {
 int main(int argc, char **argv) {
     const char *dir = st_dir(argc, argv);
     mode = st_case_index(argc, argv, names, CASES,
-                         "shim_handler_fork DIR strict_return|close|append|sizerec|strict_write|strict_checkpoint");
+                         "shim_handler_fork DIR strict_return|close|append|sizerec|strict_write|strict_checkpoint|"
+                         "root|dirfd|grow|atomic_open|atomic_copy");
     if (!getenv("DAXKIT_TEST_CRASH")) SKIP("needs DAXKIT_TEST_CRASH=raise:10:SITE:1 (a test build)");
     const char *m = getenv("DAXKIT_MODE");
     bool strict = m && strcmp(m, "strict") == 0;
-    if ((mode == STRICT_RETURN || mode == STRICT_WRITE || mode == STRICT_CHECKPOINT) != strict)
+    if ((mode == STRICT_RETURN || mode == STRICT_WRITE || mode == STRICT_CHECKPOINT || mode == GROW) != strict)
         SKIP("%s runs in strict mode only (DAXKIT_MODE=strict), the others not in it", argv[2]);
     if (argc > 3 && strcmp(argv[3], "child") == 0) child(dir);
     st_run_case_child(argv, "the handler's fork waited for its own thread's mutex");
