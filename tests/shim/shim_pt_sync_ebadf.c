@@ -68,7 +68,8 @@
  * the kernel named nowhere. At shim.open.adopting (the reopen, after the kernel's open, before the adoption)
  * the main thread's handler lets the writer write -- a plain log, not the kernel's file -- and stays 200 ms.
  * The write must be served or synced (appends + pt_synced >= 1: strict mode counts its apply too). "window
- * first_write c11": the writer made by C11 thrd_create. */
+ * first_write c11": the writer made by C11 thrd_create. "window first_write late" (review 18, #10b): the writer
+ * made after the close and before the reopen -- the close found the program without a thread of its own. */
 #include <pthread.h>
 #include <semaphore.h>
 #include <sys/sendfile.h>
@@ -479,8 +480,10 @@ static int pc_writer_c11(void *arg) {
     return 0;
 }
 
-/* c11: the writer made by C11 thrd_create (glibc makes it without the exported pthread_create: review 18, #10) */
-static int window_first_write(bool c11) {
+/* c11: the writer made by C11 thrd_create (glibc makes it without the exported pthread_create: review 18, #10).
+ * late: the writer made after the close, before the reopen -- the number was closed while the program had no
+ * thread of its own, so the close did not vacate it (review 18, #10b). */
+static int window_first_write(bool c11, bool late) {
     const char *want = "raise:12:shim.open.adopting:2";
     window_needs(want, false);
     CHECK(sem_init(&vp_go, 0, 0) == 0, "sem_init: %s", strerror(errno));
@@ -491,9 +494,10 @@ static int window_first_write(bool c11) {
     uint64_t synced0 = st_counter(DK_C_pt_synced), served0 = st_counter(DK_C_appends);
     pthread_t t;
     thrd_t t11;
+    if (late) OK(close(w_fd));
     if (c11) CHECK(thrd_create(&t11, pc_writer_c11, NULL) == thrd_success, "thrd_create");
     else CHECK(pthread_create(&t, NULL, pc_writer, NULL) == 0, "pthread_create"); /* no call of its own yet */
-    OK(close(w_fd));
+    if (!late) OK(close(w_fd));
     int again = OK(open(logp, O_WRONLY | O_APPEND)); /* pc_closer_cue runs inside, after the kernel's open */
     CHECK(again == w_fd, "the reopen got number %d, not the closed %d", again, (int)w_fd);
     if (c11) thrd_join(t11, NULL);
@@ -515,7 +519,7 @@ static int window_first_write(bool c11) {
 }
 
 static int window(const char *how, const char *change) {
-    if (strcmp(how, "first_write") == 0) return window_first_write(strcmp(change, "c11") == 0);
+    if (strcmp(how, "first_write") == 0) return window_first_write(strcmp(change, "c11") == 0, strcmp(change, "late") == 0);
     if (strcmp(how, "pending_close") == 0) return window_pending_close();
     if (strcmp(how, "vacant_pending") == 0) return window_vacant_pending();
     if (strcmp(how, "reopen_pending") == 0) return window_reopen_pending();
