@@ -8,15 +8,15 @@
 #include "shim/shim.h"
 
 /* The program makes a thread: from now on a close vacates its number (upath/fdtab.c: up_fd_vacate) -- the new
- * thread's first call may be a write through it. The library's own threads never write through the program's
+ * thread's first call may be a write through it -- and the numbers closed before are vacated now (upath.h). The library's own threads never write through the program's
  * descriptors and start through the real call (common/thread.c). */
 DK_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
-    __atomic_store_n(&up_program_threads, true, __ATOMIC_SEQ_CST);
+    up_program_threads_begin();
     return DK_REAL(pthread_create)(t, attr, fn, arg);
 }
 /* C11 threads: glibc's thrd_create makes the thread without the exported pthread_create (review 18, #10). */
 DK_EXPORT int thrd_create(thrd_t *t, thrd_start_t fn, void *arg) {
-    __atomic_store_n(&up_program_threads, true, __ATOMIC_SEQ_CST);
+    up_program_threads_begin();
     return DK_REAL(thrd_create)(t, fn, arg);
 }
 

@@ -247,6 +247,20 @@ void up_fd_vacate(int fd) {
         __atomic_add_fetch(&e->vac_gen, 1, __ATOMIC_SEQ_CST);
 }
 
+void up_program_threads_begin(void) {
+    if (__atomic_exchange_n(&up_program_threads, true, __ATOMIC_SEQ_CST)) return;
+    for (unsigned w = 0; w < DK_ARRAY_LEN(leaf_bits); w++) {
+        uint64_t leaves = __atomic_load_n(&leaf_bits[w], __ATOMIC_ACQUIRE);
+        for (; leaves; leaves &= leaves - 1) {
+            struct up_fd *leaf = __atomic_load_n(&up_fd_leaf[w * 64 + (unsigned)__builtin_ctzll(leaves)], __ATOMIC_ACQUIRE);
+            for (unsigned i = 0; leaf && i < UP_FD_LEAF; i++)
+                if (!__atomic_load_n(&leaf[i].slot, __ATOMIC_ACQUIRE) && !leaf[i].internal &&
+                    !__atomic_load_n(&leaf[i].pending, __ATOMIC_ACQUIRE))
+                    __atomic_add_fetch(&leaf[i].vac_gen, 1, __ATOMIC_SEQ_CST);
+        }
+    }
+}
+
 struct up_fd *up_fd_opening(int fd) {
     struct up_fd *e = up_fd_entry(fd);
     if (!e) return NULL;

@@ -38,6 +38,12 @@ static inline void up_served_end(void) { up_call_leave(); }
 int up_pt_vacant_enter(int fd, uint32_t *gen);
 /* The program made a thread (shim/proc.c: its pthread_create): closes vacate their numbers (fdtab.c). */
 extern bool up_program_threads;
+/* The program makes a thread (shim/proc.c): up_program_threads set -- and, the first time, every number
+ * with no file of ours on it now is vacated, as its close would have been had a thread existed then: the new
+ * thread's first call may be a write through a number closed before it was made, while an open gives the
+ * number again (review 18, #10b). Once per process: one walk of the descriptor table (an unmanaged
+ * descriptor at such a number costs its first pass-through write one fstat: upath/vacant.c settles it). */
+void up_program_threads_begin(void);
 ssize_t up_pt_vacant_end(int fd, ssize_t r, uint32_t gen);
 
 /* Sync and strict modes' fdatasync after a change the kernel made to a managed file, the pass-through call
