@@ -11,6 +11,7 @@
 #include "common/config.h"
 #include "common/internal_fd.h"
 #include "common/log.h"
+#include "common/seqlock.h"
 #include "shim/libc.h"
 #include "upath/internal.h"
 #include "upath/recover_scope.h"
@@ -174,8 +175,7 @@ static void verdict_clear(struct dirfd_verdict *v) { __atomic_store_n(&v->fd, -1
 static bool dirfd_lock(void) {
     if (dk_mu_refuse(&dirfd_mu)) return false;
     dk_mu_lock(&dirfd_mu);
-    __atomic_store_n(&dirfd_seq, dirfd_seq + 1, __ATOMIC_RELAXED); /* odd: readers without the mutex look again */
-    __atomic_thread_fence(__ATOMIC_RELEASE);
+    dk_seq_write_begin(&dirfd_seq); /* odd: readers without the mutex look again */
     if (DK_UNLIKELY(__atomic_load_n(&dirfd_flush, __ATOMIC_ACQUIRE))) {
         for (unsigned i = 0; i < UP_DIRFD_SLOTS; i++) verdict_clear(&dirfd_cache[i]);
         __atomic_store_n(&dirfd_flush, false, __ATOMIC_RELEASE);
@@ -183,7 +183,7 @@ static bool dirfd_lock(void) {
     return true;
 }
 static void dirfd_unlock(void) {
-    __atomic_store_n(&dirfd_seq, dirfd_seq + 1, __ATOMIC_RELEASE);
+    dk_seq_write_end(&dirfd_seq);
     dk_mu_unlock(&dirfd_mu);
 }
 
@@ -192,14 +192,12 @@ static void dirfd_unlock(void) {
  * handler that interrupted its thread inside dirfd_mu finds the count odd. */
 static bool dirfd_peek(int dirfd, struct dirfd_verdict *out) {
     const struct dirfd_verdict *v = &dirfd_cache[dirfd % UP_DIRFD_SLOTS];
-    unsigned seq = __atomic_load_n(&dirfd_seq, __ATOMIC_ACQUIRE);
+    unsigned seq = dk_seq_read_begin(&dirfd_seq);
     out->fd = __atomic_load_n(&v->fd, __ATOMIC_RELAXED);
     out->below = __atomic_load_n(&v->below, __ATOMIC_RELAXED);
     out->walked = __atomic_load_n(&v->walked, __ATOMIC_RELAXED);
     out->id = __atomic_load_n(&v->id, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    return !(seq & 1) && __atomic_load_n(&dirfd_seq, __ATOMIC_RELAXED) == seq &&
-           !__atomic_load_n(&dirfd_flush, __ATOMIC_RELAXED);
+    return !dk_seq_read_retry(&dirfd_seq, seq) && !__atomic_load_n(&dirfd_flush, __ATOMIC_RELAXED);
 }
 
 static uint32_t roots_below(const char *path) {
@@ -394,7 +392,7 @@ void up_roots_after_fork_child(void) {
     dk_mu_reinit(&dirfd_mu); /* (marked since session 15: a mark of the forking thread goes too) */
     __atomic_add_fetch(&dirfd_gen, 1, __ATOMIC_ACQ_REL);
     for (unsigned i = 0; i < UP_DIRFD_SLOTS; i++) verdict_clear(&dirfd_cache[i]);
-    __atomic_store_n(&dirfd_seq, (dirfd_seq + 1) & ~1u, __ATOMIC_RELEASE); /* even: held at the fork, odd then */
+    dk_seq_after_fork(&dirfd_seq); /* even: held at the fork, odd then */
 }
 
 void up_root_probe(struct up_root *r) {

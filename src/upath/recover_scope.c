@@ -37,6 +37,7 @@
 #include "common/config.h"
 #include "common/stats.h"
 #include "common/log.h"
+#include "common/seqlock.h"
 #include "shim/libc.h"
 #include "upath/foreign.h"
 #include "upath/internal.h"
@@ -310,26 +311,24 @@ static struct {
  * moved. */
 static bool last_dir_is(int dirfd, const char *name, size_t n) {
     if (n >= LAST_DIR_BYTES) return false;
-    unsigned seq = __atomic_load_n(&last_dir.seq, __ATOMIC_ACQUIRE);
-    /* (a racing writer's bytes may be compared: the second load of seq throws such an answer away) */
+    unsigned seq = dk_seq_read_begin(&last_dir.seq);
+    /* (a racing writer's bytes may be compared: dk_seq_read_retry throws such an answer away) */
     bool same = __atomic_load_n(&last_dir.len, __ATOMIC_RELAXED) == n && !memcmp(last_dir.name, name, n) &&
                 __atomic_load_n(&last_dir.gen, __ATOMIC_RELAXED) == __atomic_load_n(&names_gen, __ATOMIC_ACQUIRE);
     uint64_t id = __atomic_load_n(&last_dir.id, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (!same || (seq & 1) || __atomic_load_n(&last_dir.seq, __ATOMIC_RELAXED) != seq) return false;
+    if (!same || dk_seq_read_retry(&last_dir.seq, seq)) return false;
     return id == up_dirfd_walked(dirfd); /* the descriptor's number still names that directory */
 }
 
 /* Remembers name[0..n), walked relative to the verdict id. Under below_mu. */
 static void last_dir_set(uint64_t id, const char *name, size_t n) {
     if (n >= LAST_DIR_BYTES) return;
-    __atomic_store_n(&last_dir.seq, last_dir.seq + 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
+    dk_seq_write_begin(&last_dir.seq);
     __atomic_store_n(&last_dir.id, id, __ATOMIC_RELAXED);
     __atomic_store_n(&last_dir.gen, below_gen, __ATOMIC_RELAXED);
     __atomic_store_n(&last_dir.len, n, __ATOMIC_RELAXED);
     memcpy(last_dir.name, name, n);
-    __atomic_store_n(&last_dir.seq, last_dir.seq + 1, __ATOMIC_RELEASE);
+    dk_seq_write_end(&last_dir.seq);
 }
 
 /* A name with a '/' relative to directory descriptor dirfd below r (tar xf opens "t/dir/file" relative to its
@@ -418,8 +417,6 @@ void up_recover_names_moved(void) {
 
 void up_recover_scope_after_fork_child(void) {
     dk_mu_reinit(&below_mu);
-    if (last_dir.seq & 1) { /* written by another thread at the fork: half of it */
-        last_dir.gen = 0;
-        __atomic_store_n(&last_dir.seq, last_dir.seq + 1, __ATOMIC_RELEASE);
-    }
+    if (last_dir.seq & 1) last_dir.gen = 0; /* written by another thread at the fork: half of it */
+    dk_seq_after_fork(&last_dir.seq);
 }
