@@ -63,7 +63,7 @@ kill -0 "$w" 2>/dev/null || dk_fail "the worker $w is not alive"
 out=$(run python3 -c "$prog" "$M/f.dat" store C 2>&1)
 grep -q '^sees A$' <<<"$out" && grep -q '^stored$' <<<"$out" ||
     fail "fork: the restarted program (worker alive) must see A and store C: $out"
-kill -9 "$w"; sleep 0.3
+dk_kill_wait "$w"
 out=$(run python3 -c "$prog" "$M/f.dat" read 2>&1)
 grep -q '^sees C$' <<<"$out" || fail "fork: after the worker's exit a later program must see C (the acknowledged msync): $out"
 [ $fails = 0 ] && echo "ok: fork: the restart saw A and stored C while the worker lived; C stands after it"

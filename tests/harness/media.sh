@@ -87,6 +87,20 @@ dk_on_exit() {
     fi
 }
 
+# dk_kill_wait PID: SIGKILL, then wait until the process has exited -- gone, or a zombie (its descriptors, flocks
+# and mappings are released before that) -- instead of a fixed sleep (stop21: a fixed sleep failed CI). Fails
+# after 20 s.
+dk_kill_wait() {
+    kill -9 "$1" 2>/dev/null
+    local i state
+    for i in $(seq 1 800); do
+        state=$(sed -n 's/^.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null)
+        [ -z "$state" ] || [ "$state" = Z ] && return 0
+        sleep 0.025
+    done
+    dk_fail "process $1 still runs 20 s after SIGKILL"
+}
+
 _dk_need_file() { [ -e "$1" ] || dk_fail "$1 not found; build first (make, or ninja -C \$DAXKIT_BUILD)"; echo "$1"; }
 _dk_need_build() { [ -n "${DAXKIT_BUILD:-}" ] || dk_fail "DAXKIT_BUILD is not set (ctest sets it; or export it)"; }
 dk_lib() { _dk_need_build; _dk_need_file "$DAXKIT_BUILD/lib/libdaxkit.so"; }

@@ -43,10 +43,10 @@ env LD_PRELOAD="$lib" DAXKIT_DIR="$weird" python3 -c 'import os, sys, time
 open(os.path.join(sys.argv[1], "f"), "w").close()
 time.sleep(30)' "$weird" >/dev/null 2>&1 & p=$!
 dk_on_exit 'kill -9 $p 2>/dev/null'
-for _ in $(seq 200); do [ -s "$DAXKIT_STATS_DIR/stats.$p" ] && break; sleep 0.05; done # sized: mapped next
-sleep 0.2
-json=$("$cli" stats --json 2>&1)
-if python3 -c 'import json,sys; l=json.loads(sys.argv[1]); assert any(d["dirs"]==sys.argv[2] for d in l), l' "$json" "$weird" 2>/dev/null; then
+names_weird() { python3 -c 'import json,sys; l=json.loads(sys.argv[1]); assert any(d["dirs"]==sys.argv[2] for d in l), l' "$1" "$weird" 2>/dev/null; }
+# the stats file made, sized and filled by the process: asked again until it is listed (20 s), no fixed sleep
+for _ in $(seq 400); do json=$("$cli" stats --json 2>&1); names_weird "$json" && break; sleep 0.05; done
+if names_weird "$json"; then
     echo "ok   stats --json names '$weird' in valid JSON"
 else bad "stats --json with DAXKIT_DIR='$weird': $json"; fi
 kill -9 $p 2>/dev/null; wait $p 2>/dev/null

@@ -15,11 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/lockmark.h"
+#include "wait_in_syscall.h"
 
 #define CHECK(c, ...)                                                     \
     do {                                                                  \
@@ -34,13 +36,20 @@
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER, m2 = PTHREAD_MUTEX_INITIALIZER;
 static volatile int phase; /* the other thread: 1 holds m; main: 2 let go */
 static volatile sig_atomic_t in_handler_mine = -1, handler_runs, handler_bad;
+static pid_t main_tid;
 
+/* Holds m until main, blocked inside glibc's lock of it, has been signalled and its handler has looked. */
 static void *holder(void *arg) {
     (void)arg;
     dk_mu_lock(&m);
     __atomic_store_n(&phase, 1, __ATOMIC_RELEASE);
     while (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) != 2) usleep(100);
-    usleep(20000); /* main is blocked inside glibc's lock of m: the handler looks then */
+    if (!wait_in_syscall(main_tid, SYS_futex, 20000)) { /* no fixed sleep: main waits in the futex now */
+        fprintf(stderr, "FAIL: main did not block in its lock of m within 20 s\n");
+        exit(1);
+    }
+    syscall(SYS_tgkill, getpid(), main_tid, SIGUSR1);
+    for (int ms = 0; in_handler_mine == -1 && ms < 20000; ms++) usleep(1000);
     dk_mu_unlock(&m);
     return NULL;
 }
@@ -73,6 +82,7 @@ int main(void) {
     CHECK(!dk_mu_mine(&m) && !dk_mu_any_mine(), "free again");
 
     /* Inside glibc's lock: blocked on another thread's hold; a signal to this thread looks. */
+    main_tid = gettid();
     pthread_t t;
     CHECK(pthread_create(&t, NULL, holder, NULL) == 0, "pthread_create");
     while (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) != 1) usleep(100);
@@ -83,20 +93,12 @@ int main(void) {
     sa.sa_handler = on_usr1;
     sigaction(SIGUSR1, &sa, NULL);
     __atomic_store_n(&phase, 2, __ATOMIC_RELEASE);
-    /* the signal comes from a timer 5 ms into main's wait, to this thread */
-    timer_t tm;
-    struct sigevent se = {.sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGUSR1};
-    se._sigev_un._tid = gettid();
-    CHECK(timer_create(CLOCK_MONOTONIC, &se, &tm) == 0, "timer_create");
-    struct itimerspec its = {.it_value = {0, 5000000}};
-    CHECK(timer_settime(tm, 0, &its, NULL) == 0, "timer_settime");
-    dk_mu_lock(&m); /* blocks ~20 ms: the timer's signal lands inside glibc's lock */
+    dk_mu_lock(&m); /* blocks until the holder's signal to this thread has landed inside glibc's lock */
     CHECK(in_handler_mine == 1, "a handler that interrupted this thread inside glibc's lock of m: mine (%d)",
           (int)in_handler_mine);
     CHECK(dk_mu_mine(&m), "held after the lock");
     dk_mu_unlock(&m);
     pthread_join(t, NULL);
-    timer_delete(tm);
     CHECK(!dk_mu_any_mine(), "nothing marked");
 
     /* More than the slots: every mark past them spills, and everything counts as mine until they are let go. */

@@ -8,6 +8,7 @@
  * process's stat of it would block, and a killed test left it behind). Needs root and /dev/fuse (skip
  * otherwise). argv[1]: managed dir (unused: the mount is outside it). */
 #include "shim_test.h"
+#include "wait_in_syscall.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -27,8 +28,11 @@ static void on_alrm(int sig) {
     _exit(1);
 }
 
+static pid_t creator_tid;
+
 static void *creator(void *unused) {
     (void)unused;
+    __atomic_store_n(&creator_tid, gettid(), __ATOMIC_RELEASE);
     open(victim, O_WRONLY | O_CREAT, 0644); /* blocks in the kernel until the FUSE connection is aborted */
     return NULL;
 }
@@ -54,8 +58,8 @@ int main(int argc, char **argv) {
     int dn = OK(open("/dev/null", O_WRONLY));
     pthread_t t;
     CHECK(pthread_create(&t, NULL, creator, NULL) == 0, "pthread_create");
-    struct timespec ts = {0, 300000000};
-    nanosleep(&ts, NULL); /* the creator is in its call now */
+    while (!__atomic_load_n(&creator_tid, __ATOMIC_ACQUIRE)) usleep(1000);
+    CHECK(wait_in_syscall(creator_tid, -1, 20000), "the creator was not blocked in its call within 20 s");
     signal(SIGALRM, on_alrm);
     alarm(5);
     CHECK(write(dn, "x", 1) == 1, "write /dev/null: %s", strerror(errno));

@@ -42,6 +42,7 @@
 #include <sys/wait.h>
 
 #include "shim_test.h"
+#include "wait_in_syscall.h"
 
 static const char *dir;
 static bool extend_mode;
@@ -468,8 +469,11 @@ static void case_lock_escalate(void) {
     printf("ok: lock_escalate: two processes x %d escalating rounds, final counter exact\n", rounds);
 }
 
+static pid_t lock_waiter_tid;
+
 static void *wait_for_lock(void *arg) {
     int fd = *(int *)arg;
+    __atomic_store_n(&lock_waiter_tid, gettid(), __ATOMIC_RELEASE);
     struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = WRITER_BYTE, .l_len = 1};
     fcntl(fd, F_SETLKW, &l); /* blocks: the other process holds the byte; cancelled here */
     return NULL;
@@ -519,7 +523,8 @@ static void case_lock_unknown(void) {
     wait_byte(to_parent[0]);
     pthread_t t;
     CHECK(pthread_create(&t, NULL, wait_for_lock, &fd) == 0, "lock_unknown: pthread_create");
-    usleep(200 * 1000);
+    while (!__atomic_load_n(&lock_waiter_tid, __ATOMIC_ACQUIRE)) usleep(1000);
+    CHECK(wait_in_syscall(lock_waiter_tid, SYS_fcntl, 20000), "lock_unknown: the thread did not wait for the lock in 20 s");
     CHECK(pthread_cancel(t) == 0, "lock_unknown: pthread_cancel");
     void *res = NULL;
     CHECK(pthread_join(t, &res) == 0 && res == PTHREAD_CANCELED, "lock_unknown: the waiting thread was not cancelled");

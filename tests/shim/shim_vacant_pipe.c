@@ -6,7 +6,9 @@
  * number -- under a 5 s alarm, then reads the pipe so the writer ends. With the write named for its whole
  * kernel call the open waited for it for ever (the alarm: exit 1); the kernel's open never waits for another
  * thread's write. Standalone (no shim_test.h): also built by hand against another library. argv: DIR. */
+#ifndef _GNU_SOURCE /* (the build defines it; by hand, this does) */
 #define _GNU_SOURCE
+#endif
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -16,6 +18,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "wait_in_syscall.h"
 
 static int wfd = -1, fa = -1, fb = -1;
 static volatile int phase;
@@ -27,8 +31,11 @@ static void on_alrm(int s) {
     _exit(1);
 }
 
+static pid_t writer_tid;
+
 static void *writer(void *u) {
     (void)u;
+    __atomic_store_n(&writer_tid, gettid(), __ATOMIC_RELEASE);
     if (write(fa, "x", 1) != 1 || write(fb, "y", 1) != 1) _exit(2); /* served: this thread claims a record */
     __atomic_store_n(&phase, 1, __ATOMIC_RELEASE);
     while (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) != 2) usleep(100);
@@ -56,8 +63,10 @@ int main(int argc, char **argv) {
     if (p[1] != na && p[1] != nb) { printf("SKIP: the pipe did not take the files' numbers\n"); return 77; }
     wfd = p[1];
     __atomic_store_n(&phase, 2, __ATOMIC_RELEASE);
-    struct timespec ts = {0, 300000000};
-    nanosleep(&ts, NULL); /* the writer is blocked in its write now */
+    if (!wait_in_syscall(writer_tid, SYS_write, 20000)) { /* the writer is blocked in its write now */
+        printf("FAIL: the writer was not blocked in its pipe write within 20 s\n");
+        return 1;
+    }
     signal(SIGALRM, on_alrm);
     alarm(5);
     int dupw = dup(p[1]); /* the pipe's write end stays open: the writer stays blocked until main reads */

@@ -90,7 +90,7 @@ for variant in fork:write fork:checkpoint rawfork:write rawfork:checkpoint child
         [ "$logs" -ge 1 ] || fail "$how/$apply: the parent's log was removed while a raw child held it (unreplayed): file $got; recover: $out"
         [ $apply = checkpoint ] && ! ls "$dir/.daxkit" | grep -q '\.strict\.stg$' &&
             fail "$how/$apply: the parent's strict staging file was removed while its log waits"
-        kill -9 "$w"; sleep 0.3
+        dk_kill_wait "$w"
         out=$("$cli" recover "$dir" 2>&1)
         got=$(content "$dir/f")
     fi
@@ -102,7 +102,7 @@ for variant in fork:write fork:checkpoint rawfork:write rawfork:checkpoint child
     if [ $how = child ]; then
         [ "$(content "$dir/g")" = A ] || echo "note: g holds $(content "$dir/g") before the worker's recovery (its write was applied at once)"
         # The parent's recovery must not have touched the live child's log; its own crash is repaired.
-        kill -9 "$w"; sleep 0.3
+        dk_kill_wait "$w"
         out=$("$cli" recover "$dir" 2>&1)
         [ "$(content "$dir/g")" = C ] || fail "$how/$apply: the worker's acknowledged write of g is lost: g holds $(content "$dir/g"); recover: $out"
     fi

@@ -131,7 +131,10 @@ for case in dead-flock dead-fcntl dead-datalock live thread exec; do
         [ "$(content "$dir/f")" = BA ] || { fail "$case: the cut write left $(content "$dir/f"), want BA (crash points compiled out?)"; continue; }
     else
         wait_file "$st/wrote" || { fail "$case: the writer did not write: $(cat "$st/werr")"; continue; }
-        [ $wcase = exec ] && sleep 0.3
+        if [ $wcase = exec ]; then # the exec done: the new program's name (set after the old one's memory went)
+            for _ in $(seq 800); do [ "$(cat /proc/$wpid/comm 2>/dev/null)" = sleep ] && break; sleep 0.025; done
+            [ "$(cat /proc/$wpid/comm 2>/dev/null)" = sleep ] || { fail "$case: the writer did not exec within 20 s"; continue; }
+        fi
     fi
     before=$(reg)
     wlog=$(echo "$before" | awk -v p=$wpid '$4 == p {print $5; exit}')
