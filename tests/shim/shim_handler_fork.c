@@ -26,10 +26,10 @@
 #include "shim_test.h"
 
 enum { STRICT_RETURN, CLOSE, APPEND, SIZEREC, STRICT_WRITE, STRICT_CHECKPOINT, ROOT, DIRFD, GROW, ATOMIC_OPEN,
-       ATOMIC_COPY, CASES };
+       ATOMIC_COPY, ATOMIC_JOURNAL, CASES };
 static const char *const names[CASES] = {"strict_return", "close", "append", "sizerec", "strict_write",
                                          "strict_checkpoint", "root", "dirfd", "grow", "atomic_open",
-                                         "atomic_copy"};
+                                         "atomic_copy", "atomic_journal"};
 enum { BLOCK = 4096, FORKED_BYTES = 100, CHILD_WAIT_MS = 10000 };
 static int mode, go[2];
 static pid_t h_fork_pid = -1;
@@ -167,6 +167,19 @@ static void interrupted_call(const char *dir) {
         NOTE("sizerec: the handler's fork did not wait; a holds the parent's appends once and the child's");
         return;
     }
+    if (mode == ATOMIC_JOURNAL) { /* committed 8 KiB, then an overwrite: a journal record the close applies */
+        int fd = create_filled(dir, "r", 'r', 2 * BLOCK, 0);
+        CHECK(fsync(fd) == 0, "fsync r: %s", strerror(errno));
+        memset(buf, 'R', sizeof buf);
+        st_pwrite_all(fd, buf, BLOCK, 0);
+        CHECK(close(fd) == 0, "close r: %s", strerror(errno));
+        wait_fork_child();
+        st_path(p, sizeof p, dir, "r");
+        static char got[2 * BLOCK];
+        kread(p, got, sizeof got);
+        for (size_t i = 0; i < sizeof got; i++)
+            CHECK(got[i] == (i < BLOCK ? 'R' : 'r'), "byte %zu of r is 0x%02x", i, (unsigned char)got[i]);
+    }
     if (mode == ROOT || mode == ATOMIC_OPEN || mode == ATOMIC_COPY) { /* the first open probes the root's medium;
         * atomic: it opens the file's engine, its first write copies into a new entry under the block's mutex */
         CHECK(close(create_filled(dir, "r", 'r', 2 * BLOCK, 0)) == 0, "close r: %s", strerror(errno));
@@ -224,7 +237,7 @@ int main(int argc, char **argv) {
     const char *dir = st_dir(argc, argv);
     mode = st_case_index(argc, argv, names, CASES,
                          "shim_handler_fork DIR strict_return|close|append|sizerec|strict_write|strict_checkpoint|"
-                         "root|dirfd|grow|atomic_open|atomic_copy");
+                         "root|dirfd|grow|atomic_open|atomic_copy|atomic_journal");
     if (!getenv("DAXKIT_TEST_CRASH")) SKIP("needs DAXKIT_TEST_CRASH=raise:10:SITE:1 (a test build)");
     const char *m = getenv("DAXKIT_MODE");
     bool strict = m && strcmp(m, "strict") == 0;

@@ -169,7 +169,8 @@ static inline size_t st_rec_check(const void *p, size_t avail) {
 /* ---- files ---- */
 
 static inline void st_path(char *out, size_t len, const char *dir, const char *name) {
-    snprintf(out, len, "%s/%s", dir, name);
+    int n = snprintf(out, len, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= len) FAIL("the path %s/%s is longer than %zu bytes", dir, name, len);
 }
 static inline void st_write_all(int fd, const void *buf, size_t n) {
     const char *p = buf;
