@@ -389,7 +389,8 @@ static int open_engine(const char *path, const struct alog_where *w, struct alog
  * descriptors shared, served by the kernel, and detached the routes it found -- not this one, not attached yet:
  * a route attached after it sized the file by the engine at the close and cut what the kernel's writes had
  * added (session 19: a handler's fork inside the engine's open, shim_handler_fork_atomic_open: 6 of 10 runs
- * lost the file's 8 KiB; by reading, another thread's fork in that window can do the same). */
+ * lost the file's 8 KiB; another thread's fork in that window lost an fsync'ed 4 KiB, 3 of 3:
+ * shim_fork_held_locks_adopt). */
 static uint64_t forks_prepared;
 
 static bool fork_since(uint64_t forks_seen) { return __atomic_load_n(&forks_prepared, __ATOMIC_ACQUIRE) != forks_seen; }
@@ -497,6 +498,7 @@ int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
     struct alog_file *eng = NULL;
     uint64_t forks_seen = __atomic_load_n(&forks_prepared, __ATOMIC_ACQUIRE);
     if (!rc) rc = open_engine(path, &w, &eng);
+    if (!rc) DK_CRASH_POINT("atomic_route.adopt.engine_open"); /* shim_fork_held_locks_adopt's cue */
     if (rc == -EBUSY) {
         dk_log("%s stayed open failure-atomically in another process for DAXKIT_ATOMIC_WAIT_MS=%llu ms: open fails "
                "with EBUSY", path, (unsigned long long)dk_cfg.atomic_wait_ms);
