@@ -87,15 +87,17 @@ dk_on_exit() {
     fi
 }
 
-# dk_kill_wait PID: SIGKILL, then wait until the process has exited -- gone, or a zombie (its descriptors, flocks
-# and mappings are released before that) -- instead of a fixed sleep (stop21: a fixed sleep failed CI). Fails
+# dk_kill_wait PID: SIGKILL, then wait until the process has exited -- gone, or a zombie with no thread left
+# (a leader is a zombie while its other threads still exit, and the shared descriptors, flocks and mappings go
+# with the last of them: review 19 #05) -- instead of a fixed sleep (stop21: a fixed sleep failed CI). Fails
 # after 20 s.
 dk_kill_wait() {
     kill -9 "$1" 2>/dev/null
     local i state
     for i in $(seq 1 800); do
         state=$(sed -n 's/^.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null)
-        [ -z "$state" ] || [ "$state" = Z ] && return 0
+        [ -z "$state" ] && return 0
+        [ "$state" = Z ] && [ "$(ls "/proc/$1/task" 2>/dev/null | wc -l)" -le 1 ] && return 0
         sleep 0.025
     done
     dk_fail "process $1 still runs 20 s after SIGKILL"
