@@ -34,7 +34,7 @@
                     return r_;                           \
                 }                                        \
                 /* refused in a handler inside a mutex of its thread the adoption takes (upath/pending.c) */ \
-                int a_ = up_pending_adopt(fd, NULL);     \
+                int a_ = (changes) ? up_pending_adopt_write(fd) : up_pending_adopt(fd, NULL); \
                 if (DK_UNLIKELY(a_ != 0)) {              \
                     errno = -a_;                         \
                     return -1;                           \

@@ -9,6 +9,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/stats.h"
+#include "shim/libc.h"
 #include "upath/atomic_route.h"
 #include "upath/internal.h"
 #include "upath/io.h"
@@ -60,10 +61,18 @@ static unsigned bucket_of(dev_t dev, ino_t ino) {
     return (unsigned)(h >> 52) % UP_FILE_BUCKETS;
 }
 
-struct up_file *up_file_lookup(dev_t dev, ino_t ino) {
+static struct up_file *table_find(dev_t dev, ino_t ino) {
     for (struct up_file *f = buckets[bucket_of(dev, ino)]; f; f = f->hash_next)
         if (f->dev == dev && f->ino == ino) return f;
     return NULL;
+}
+
+/* Keyless files (their inode number not read yet), all on the active list. Under up_table_mu. */
+static uint32_t keyless_count;
+
+struct up_file *up_file_lookup(dev_t dev, ino_t ino) {
+    if (DK_UNLIKELY(keyless_count)) up_file_key_all(); /* one of them may be the inode looked for */
+    return table_find(dev, ino);
 }
 
 uint64_t up_closed_mapped;
@@ -126,6 +135,7 @@ static void file_release(struct up_file *f) {
 static void file_free(struct up_file *f) {
     dk_assert(f->open_refs == 0);
     dk_assert(f->staged_count == 0);
+    if (f->keyless_fd >= 0) keyless_count--;
     lru_unlink(f);
     active_remove(f);
     if (f->cached) table_remove(f);
@@ -144,6 +154,15 @@ static void lru_trim(void) {
     while (lru_count > dk_cfg.cache_files) file_free(lru.lru_next);
 }
 
+static void table_insert(struct up_file *f) {
+    unsigned b = bucket_of(f->dev, f->ino);
+    f->hash_next = buckets[b];
+    buckets[b] = f;
+    f->cached = true;
+}
+
+static struct up_file *file_new(struct up_root *r, const struct stat *st);
+
 struct up_file *up_file_get(struct up_root *r, const struct stat *st, const char *path_hint) {
     (void)path_hint;
     struct up_file *f = up_file_lookup(st->st_dev, st->st_ino);
@@ -154,7 +173,55 @@ struct up_file *up_file_get(struct up_root *r, const struct stat *st, const char
         f->open_refs++;
         return f;
     }
-    f = file_alloc();
+    f = file_new(r, st);
+    if (f) table_insert(f);
+    return f;
+}
+
+/* The file's first descriptor was made by O_CREAT|O_EXCL: a new inode, empty then; what another process
+ * writes into it after that is seen as if it came after an adoption at the open. */
+struct up_file *up_file_get_keyless(struct up_root *r, int fd) {
+    struct stat st = {.st_dev = r->dev, .st_ino = 0, .st_size = 0};
+    struct up_file *f = file_new(r, &st);
+    if (!f) return NULL;
+    f->keyless_fd = fd;
+    keyless_count++;
+    dk_count(DK_C_keyless_adoptions, 1);
+    return f;
+}
+
+void up_file_key(struct up_file *f, const struct stat *given) {
+    int fd = __atomic_load_n(&f->keyless_fd, __ATOMIC_ACQUIRE);
+    if (fd < 0) return;
+    struct stat st;
+    DK_ERRNO_SAVE;
+    bool ok = given ? (st = *given, true) : DK_REAL(fstat)(fd, &st) == 0;
+    DK_ERRNO_RESTORE;
+    __atomic_store_n(&f->keyless_fd, -1, __ATOMIC_RELEASE);
+    keyless_count--;
+    struct up_file *old = ok && S_ISREG(st.st_mode) && st.st_dev == f->dev ? table_find(st.st_dev, st.st_ino) : NULL;
+    /* An entry of the number before this inode had it (closed: a file this process served, deleted since) */
+    if (old && old->open_refs == 0 && !up_file_pinned(old)) file_free(old), old = NULL;
+    if (!ok || !S_ISREG(st.st_mode) || st.st_dev != f->dev || old) {
+        /* not where its name said (a mount below the root): the kernel's, after what is staged */
+        up_kernel_takes_over(f, fd);
+        dk_count(DK_C_fallbacks, 1);
+        return;
+    }
+    __atomic_store_n(&f->ino, st.st_ino, __ATOMIC_RELAXED); /* (sizerec.c reads it under f->mu) */
+    table_insert(f);
+}
+
+void up_file_key_all(void) {
+    struct up_file *next;
+    for (struct up_file *f = active.act_next; f != &active && keyless_count; f = next) {
+        next = f->act_next;
+        up_file_key(f, NULL);
+    }
+}
+
+static struct up_file *file_new(struct up_root *r, const struct stat *st) {
+    struct up_file *f = file_alloc();
     if (!f) return NULL;
     f->dev = st->st_dev;
     f->ino = st->st_ino;
@@ -169,15 +236,12 @@ struct up_file *up_file_get(struct up_root *r, const struct stat *st, const char
     f->file_dax = UP_DAX_UNCHECKED, f->map_sync = -1;
     f->aux_fd = -1;
     f->atomic_fd = -1;
+    f->keyless_fd = -1;
     f->open_refs = 1;
     /* posix mode: what another entry of this inode left -- one dropped from the closed list, one of an
      * earlier process -- may not be durable yet: the first fsync goes to the kernel where the medium needs
      * it (persist_file). sync and strict mode made every operation durable when it returned. */
     f->meta_dirty = dk_cfg.mode == DK_MODE_POSIX;
-    unsigned b = bucket_of(f->dev, f->ino);
-    f->hash_next = buckets[b];
-    buckets[b] = f;
-    f->cached = true;
     f->all_prev = all.all_prev;
     f->all_next = &all;
     all.all_prev->all_next = f;
@@ -210,6 +274,9 @@ void up_file_map_sync_seen(struct up_file *f, bool granted) {
 void up_file_put(struct up_file *f) {
     dk_assert(f->open_refs > 0);
     if (--f->open_refs > 0) return;
+    /* Kept past its last close (a publish failed): keyed while its descriptor is still open (before the
+     * kernel's close), or a later key would read another file's number through it. */
+    if (DK_UNLIKELY(f->keyless_fd >= 0) && up_file_pinned(f)) up_file_key(f, NULL);
     if (up_file_pinned(f)) { /* kept until published (up_publish_all) */
         closed_mapped_set(f);
         return;

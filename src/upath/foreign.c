@@ -96,6 +96,8 @@ static void say(int i) {
                d, (unsigned)foreign[i].uid, d, d);
 }
 
+bool up_foreign_any(void) { return __atomic_load_n(&foreign_any, __ATOMIC_ACQUIRE); }
+
 bool up_foreign_covers(int fd, const struct stat *st) {
     if (__builtin_expect(!__atomic_load_n(&foreign_any, __ATOMIC_ACQUIRE), 1)) return false;
     char p[4096];

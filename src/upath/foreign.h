@@ -17,6 +17,8 @@ void up_foreign_note_untrusted(const char *dir, uint32_t owner);
 /* At a file's first adoption (its areas were looked at): true when the file (open on fd, stat st) is below a
  * directory of the set -- the kernel serves it, counted. One load while the set is empty. */
 bool up_foreign_covers(int fd, const struct stat *st);
+/* Some directory's records wait for another user (up_foreign_covers may answer true). */
+bool up_foreign_any(void);
 /* fork's child: the set's lock made anew (another thread of the parent may have held it at the fork). */
 void up_foreign_after_fork_child(void);
 

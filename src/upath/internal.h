@@ -418,6 +418,11 @@ struct up_file {
      * then do writes look for overlapping writes of other threads. */
     uint64_t strict_writer;
     uint32_t strict_shared;
+    /* >= 0: adopted without its inode number -- a file this process created (O_CREAT|O_EXCL) adopted at its
+     * first write (pending.c) -- through this, its one descriptor; not in the table until up_file_key reads
+     * the number (any look-up of the table, a second descriptor, fork, a record, an fsync). Under
+     * up_table_mu. -1 otherwise. */
+    int keyless_fd;
 };
 
 /* ---- identity beyond (dev, ino) (ident.c) ---- */
@@ -528,6 +533,15 @@ struct up_file *up_file_get(struct up_root *r, const struct stat *st, const char
 /* Drops an open reference; caller holds up_table_mu. The file stays cached (closed list) unless unlinked. */
 void up_file_put(struct up_file *f);
 struct up_file *up_file_lookup(dev_t dev, ino_t ino);
+/* A file this process just created, as fd, on r's device (the name's), adopted before its inode number is
+ * known: size 0, not in the table (keyless_fd). Caller holds up_table_mu. NULL on allocation failure. */
+struct up_file *up_file_get_keyless(struct up_root *r, int fd);
+/* Puts a keyless file into the table under its inode number (the fstat of its descriptor, or `given`); a
+ * file that turns out to be elsewhere than its root's device is handed to the kernel (published first).
+ * No-op for a keyed file. Caller holds up_table_mu. */
+void up_file_key(struct up_file *f, const struct stat *given);
+/* up_file_key of every keyless file (fork: the child's look-ups would want the parent's descriptors). */
+void up_file_key_all(void);
 /* Forgets a file whose name went away (unlink, rename-over): dropped now if closed, at last close if open. */
 void up_file_forget(dev_t dev, ino_t ino);
 /* Calls fn for every file in the table (caller holds up_table_mu). */
@@ -724,6 +738,9 @@ extern bool up_locks_ever;       /* reclock.c saw a POSIX lock taken on a manage
  * offset given. 0 (or unmanaged), or -EDEADLK (a signal handler inside the file's mutex: upath.c). */
 int up_adopt_stat(int fd, int oflags, const struct stat *st, uint32_t below, uint32_t walked, uint64_t offset,
                   bool kernel);
+/* A pending descriptor of a file the process created, at its first write: adopted without an fstat
+ * (upath.c) while up_adopt_epoch is still `epoch`. -1 when it may not be (the caller adopts it as any other). */
+int up_adopt_keyless(int fd, int oflags, uint32_t walked, uint64_t epoch);
 struct up_root *up_root_for_fd_mask(int fd, const struct stat *st, uint32_t below);
 uint32_t up_roots_by_name(int dirfd, const char *path);
 /* Iterates over managed descriptors (caller holds up_table_mu). */

@@ -252,6 +252,7 @@ bool up_fork_prepare(void) {
     up_publish_all();
     dk_mu_lock(&up_table_mu);
     up_atomic_fork_prepare(); /* relatives share routed files through the kernel path; detach_mu held */
+    up_file_key_all(); /* a relative closing its copy of a keyless file's descriptor leaves the other's valid */
     /* Another thread's append since the publish above: the child must not get it (it would publish it
      * again). Before the descriptors become shared: a write through one then goes to the kernel's end at
      * once, past anything still staged (review 9, finding 13). */

@@ -190,7 +190,14 @@ static enum claim pending_claim(struct up_fd *e, const struct up_fd **outer) {
     return CLAIM_DONE;
 }
 
-int up_pending_adopt(int fd, const struct stat *given) {
+/* A file this process created and has used for nothing yet (no read passed, the offset where the open left
+ * it): its first write adopts it without an fstat (upath.c: up_adopt_keyless). */
+static bool created_unused(const struct up_fd *e) {
+    return (e->pend_oflags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL) &&
+           __atomic_load_n(&e->pend_ios, __ATOMIC_RELAXED) == 0 && __atomic_load_n(&e->pend_off, __ATOMIC_RELAXED) == 0;
+}
+
+static int pending_adopt(int fd, const struct stat *given, bool write) {
     struct up_fd *e = up_fd_entry(fd);
     if (!e) return 0;
     const struct up_fd *outer;
@@ -203,8 +210,15 @@ int up_pending_adopt(int fd, const struct stat *given) {
     bool busy = __atomic_load_n(&e->pend_busy, __ATOMIC_SEQ_CST) != 0;
     DK_ERRNO_SAVE;
     struct stat st;
-    int rc = 0;
-    if (given || (__atomic_add_fetch(&up_adopt_epoch, 1, __ATOMIC_SEQ_CST), DK_REAL(fstat)(fd, &st) == 0)) {
+    /* keyless: nothing adopted since its open (its epoch is current; checked again under the table's lock).
+     * Its adoption does not move the epoch (no fstat: the file joins the active list when it stages) */
+    bool keyless = write && !busy && created_unused(e) && e->pend_epoch &&
+                   e->pend_epoch == __atomic_load_n(&up_adopt_epoch, __ATOMIC_SEQ_CST);
+    int rc = keyless ? up_adopt_keyless(fd, e->pend_oflags & ~O_TRUNC, e->pend_walked, e->pend_epoch) : -1;
+    if (rc == 0) {
+        dk_count(DK_C_lazy_adoptions, 1);
+    } else if (rc != -EDEADLK &&
+               (given || (__atomic_add_fetch(&up_adopt_epoch, 1, __ATOMIC_SEQ_CST), DK_REAL(fstat)(fd, &st) == 0))) {
         /* (the epoch moves before the fstat) */
         const struct stat *sp = given ? given : &st;
         if (S_ISREG(sp->st_mode) && up_dev_is_managed(sp->st_dev)) {
@@ -223,6 +237,9 @@ int up_pending_adopt(int fd, const struct stat *given) {
     DK_ERRNO_RESTORE;
     return rc == -EDEADLK ? rc : 0;
 }
+
+int up_pending_adopt(int fd, const struct stat *given) { return pending_adopt(fd, given, false); }
+int up_pending_adopt_write(int fd) { return pending_adopt(fd, NULL, true); }
 
 /* A managed regular file, whose close the kernel's dropped POSIX locks must be told to (reclock.c). */
 static bool tells_locks(int fd, struct stat *st) {

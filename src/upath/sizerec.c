@@ -236,7 +236,13 @@ static int rec_begin(struct up_file *f, int fd, uint64_t ext, bool this_boot, bo
     uint32_t ident = up_file_ident(f, fd); /* a load after the file's first record */
     rec->ident = ident;
     rec->flags = (this_boot ? REC_THIS_BOOT : 0) | (ident ? REC_IDENT : 0);
-    rec->dev = (uint64_t)f->dev, rec->ino = (uint64_t)f->ino;
+    rec->dev = (uint64_t)f->dev, rec->ino = (uint64_t)__atomic_load_n(&f->ino, __ATOMIC_RELAXED);
+    if (DK_UNLIKELY(!rec->ino)) { /* keyless (file.c): its number, and where it is */
+        struct stat st;
+        DK_ERRNO_SAVE;
+        if (DK_REAL(fstat)(fd, &st) == 0) rec->dev = (uint64_t)st.st_dev, rec->ino = (uint64_t)st.st_ino;
+        DK_ERRNO_RESTORE;
+    }
     rec->pub = __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE);
     rec->ext = ext;
     rec_persist_new(f->root, rec);

@@ -186,7 +186,7 @@ static bool never_a_file(const char *path, int oflags) {
 }
 
 static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up_root *r, uint64_t offset,
-                         bool kernel);
+                         bool kernel, uint64_t keyless_epoch);
 
 /* The process has the inode in its table (open, or cached since): it was served before. */
 static bool file_cached(const struct stat *st) {
@@ -250,7 +250,7 @@ int up_adopt_epoch_open(int fd, int oflags, int dirfd, const char *path, uint64_
         return 0;
     }
     if (up_refuse_flag) return -EINVAL;
-    int rc = adopt_in_root(fd, oflags, &st, r, 0, false);
+    int rc = adopt_in_root(fd, oflags, &st, r, 0, false, 0);
     if (rc == 0 && path && up_fd_slot(fd)) rc = up_atomic_adopt(up_fd_slot(fd)->file, fd, oflags);
     if (rc) up_close(fd); /* DAXKIT_ATOMIC files opened by this program (inherited ones stay with the kernel) */
     else if (fd <= 2) up_std_fd_to_kernel(fd, false);
@@ -302,14 +302,35 @@ int up_adopt_stat(int fd, int oflags, const struct stat *st, uint32_t below, uin
         if (DK_UNLIKELY(foreign)) return 0;
     }
     if (!r) r = root_of_served_inode(st); /* a pending descriptor of another name of a served inode */
-    return r ? adopt_in_root(fd, oflags, st, r, offset, kernel) : 0;
+    return r ? adopt_in_root(fd, oflags, st, r, offset, kernel, 0) : 0;
+}
+
+/* A file this process created (pending.c: O_CREAT|O_EXCL, nothing read yet), adopted at its first write
+ * without an fstat (tar xf, rsync: one per file written, 760 per run): its inode is new, so no entry of
+ * the process can be its file -- while nothing was adopted since its open (`epoch`, the descriptor's, is
+ * still up_adopt_epoch under the table's lock: another descriptor of it opened by name and adopted first
+ * made a second entry of the inode, and the two did not see each other's writes: diff_*_posix_stage, session
+ * 17) -- and it was empty at the open. Its root is the first its name showed, whose
+ * recovery scope the open walked; its device is taken to be that root's -- checked when the number is
+ * read (file.c: up_file_key; a file that is elsewhere goes to the kernel). Not while locks were ever taken
+ * (an entry's size must be as recent as the last lock: refresh_gen), nor with atomic mappings or
+ * other users' records waiting (both look files up by inode). */
+int up_adopt_keyless(int fd, int oflags, uint32_t walked, uint64_t epoch) {
+    if (!walked || fd <= 2 || __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE) != 1 || dk_cfg.atomic_mmap[0] ||
+        up_foreign_any())
+        return -1;
+    struct up_root *r = up_root_at(__builtin_ctz(walked));
+    struct stat st = {.st_dev = r->dev, .st_mode = S_IFREG};
+    return adopt_in_root(fd, oflags, &st, r, 0, false, epoch);
 }
 
 /* The managed regular file fd (stat st) of root r joins the tables: a slot at `offset`, served by the
- * kernel when `kernel`. -EDEADLK in a signal handler whose thread holds the file's or the root's mutex
- * (nothing done). */
+ * kernel when `kernel`; keyless (keyless_epoch: nonzero): st names the device only (up_adopt_keyless), -1
+ * when an adoption came since that epoch. -EDEADLK in a signal handler whose thread holds the file's or
+ * the root's mutex (nothing done). */
 static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up_root *r, uint64_t offset,
-                         bool kernel) {
+                         bool kernel, uint64_t keyless_epoch) {
+    bool keyless = keyless_epoch != 0;
     struct stat st = *st_in;
     /* A file-size limit the program set itself after start-up: strict mode's log and the atomic journal,
      * made at a first open, may be larger than it, and the kernel would kill the program with SIGXFSZ for
@@ -331,7 +352,11 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
      * program that never uses it, /bin/true run by a shell holding `3>>log`, made and removed the file) */
     if (!up_adopting_inherited) dk_stats_publish();
     dk_mu_lock(&up_table_mu);
-    struct up_file *old = up_file_lookup(st.st_dev, st.st_ino);
+    if (keyless && __atomic_load_n(&up_adopt_epoch, __ATOMIC_SEQ_CST) != keyless_epoch) {
+        up_table_unlock();
+        return -1;
+    }
+    struct up_file *old = keyless ? NULL : up_file_lookup(st.st_dev, st.st_ino);
     if (DK_UNLIKELY(old && dk_mu_mine(&old->mu))) {
         dk_count(DK_C_mu_mine_skips, 1);
         up_table_unlock();
@@ -346,8 +371,8 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
         (old->root != r ||
          (!old->map.ext_count && old->victims_seen != __atomic_load_n(&up_victims_unseen, __ATOMIC_ACQUIRE))))
         up_file_forget(st.st_dev, st.st_ino);
-    bool known = up_file_lookup(st.st_dev, st.st_ino) != NULL;
-    struct up_file *f = up_file_get(r, &st, NULL);
+    bool known = !keyless && up_file_lookup(st.st_dev, st.st_ino) != NULL;
+    struct up_file *f = keyless ? up_file_get_keyless(r, fd) : up_file_get(r, &st, NULL);
     struct up_slot *s = NULL;
     if (f) {
         if (known) {
@@ -487,6 +512,9 @@ int up_close(int fd) {
     if (rc2) keep_rescue_fd(f, fd);
     if (DK_UNLIKELY(d == UP_DRAIN_BUSY)) {
         dk_count(DK_C_close_busy_kept, 1); /* the slot and the file stay for ever: a call is inside */
+        dk_mu_lock(&up_table_mu);
+        up_file_key(f, NULL); /* keyless: its number read while the descriptor is still open (file.c) */
+        dk_mu_unlock(&up_table_mu);
         return rc;
     }
     dk_mu_lock(&up_table_mu);
@@ -513,6 +541,7 @@ int up_close(int fd) {
 void up_dup(int oldfd, int newfd) {
     dk_mu_lock(&up_table_mu);
     struct up_slot *s = up_fd_slot(oldfd);
+    if (s && s->file->keyless_fd >= 0) up_file_key(s->file, NULL); /* one descriptor each, while keyless */
     if (s && !up_fd_slot(newfd)) up_fd_bind(newfd, s);
     up_table_unlock();
     if (s && newfd <= 2) up_std_fd_to_kernel(newfd, true);
@@ -676,6 +705,12 @@ off_t up_lseek(struct up_slot *s, int fd, off_t off, int whence) {
 
 int up_fsync(struct up_slot *s, int fd, bool datasync) {
     if (s->file->atomic) return up_atomic_fsync(s->file, fd, datasync);
+    if (DK_UNLIKELY(__atomic_load_n(&s->file->keyless_fd, __ATOMIC_ACQUIRE) >= 0)) { /* durable where it is */
+        dk_mu_lock(&up_table_mu);
+        up_file_key(s->file, NULL);
+        dk_mu_unlock(&up_table_mu);
+        if (__atomic_load_n(&s->file->kernel_only, __ATOMIC_ACQUIRE)) return datasync ? DK_REAL(fdatasync)(fd) : DK_REAL(fsync)(fd);
+    }
     dk_count(DK_C_fsyncs, 1);
     bool strict = dk_cfg.mode == DK_MODE_STRICT;
     int rc = strict ? up_strict_fsync(s->file, fd, datasync) : up_sync_file(s->file, fd, datasync);

@@ -76,6 +76,8 @@ static inline struct up_fd *up_fd_pending_entry(int fd) {
  * descriptor that is not a managed regular file just stops being pending. 0, or -EDEADLK in a signal
  * handler whose thread holds a mutex the adoption takes: nothing done, still pending (pending.c). */
 int up_pending_adopt(int fd, const struct stat *st);
+/* The same at a write: a file the process created and used for nothing yet is adopted without an fstat. */
+int up_pending_adopt_write(int fd);
 /* Before a call that needs daxkit's view of fd's file (dup, fcntl, mmap, ...): a pending fd is adopted. */
 static inline void up_resolve(int fd) {
     if (DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) (void)up_pending_adopt(fd, NULL); /* (refused: the kernel's) */
@@ -84,7 +86,7 @@ static inline void up_resolve(int fd) {
  * when fd is not pending or may pass; else it is adopted now and false is returned. */
 bool up_pending_may_pass(int fd);
 /* A read on pending e: true when it passes through (then call up_pending_passed with its result), false
- * when it does not -- adopt it (up_pending_adopt) and look it up again. Writes adopt too. */
+ * when it does not -- adopt it (up_pending_adopt) and look it up again. Writes adopt (up_pending_adopt_write). */
 bool up_pending_pass(struct up_fd *e);
 /* moves: the read moved the offset by r. */
 void up_pending_passed(struct up_fd *e, ssize_t r, bool moves);

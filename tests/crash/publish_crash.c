@@ -62,7 +62,9 @@ static int usage(void) {
 static int workload(const char *path, uint64_t seed) {
     struct plan p;
     make_plan(seed, &p);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    /* DK_PUBLISH_EXCL=1: created as tar xf and rsync create (a new inode: adopted without an fstat) */
+    const char *excl = getenv("DK_PUBLISH_EXCL");
+    int fd = open(path, O_WRONLY | O_CREAT | (excl && !strcmp(excl, "1") ? O_EXCL : O_TRUNC), 0644);
     if (fd < 0) return perror("open"), 1;
     uint8_t *buf = malloc(BIG_BYTES + 9000);
     if (!buf) return 1;

@@ -22,9 +22,16 @@
  *   created   a file created with O_CREAT|O_EXCL (pending, allowed to pass its reads: a new inode) and,
  *             before its first use, opened again by name and appended to (staged): the first descriptor's
  *             fstat and read see the staged bytes -- the second one's adoption moved the epoch.
+ *   createdwrite  the same, then the first descriptor's own first write (over byte 0): it must join the
+ *             entry the second one's adoption made, not adopt the file keyless as new -- two entries of one
+ *             inode saw none of each other's bytes (diff_*_posix_stage, session 17: 8 of 10 shrunk seeds).
  *   forkwrite a file created (pending), then fork before its first write: the child appends through the
  *             inherited descriptor and exits, then the parent appends through its own -- one open file
- *             description, so one offset: the parent's record goes after the child's, not over it. */
+ *             description, so one offset: the parent's record goes after the child's, not over it.
+ *   keyless   a created file's first write adopts it without an fstat (counter keyless_adoptions); then
+ *             the same file opened again by name (the look-up keys it first), a dup and a close of the
+ *             first descriptor, a fork, an fsync and a publish past a page: every view shows every byte, and
+ *             the file ends as written. */
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -266,6 +273,23 @@ static int case_created(const char *dir) {
     return 0;
 }
 
+static int case_createdwrite(const char *dir) {
+    char *p = st_fmt("%s/cw", dir);
+    int fd1 = OK(open(p, O_RDWR | O_CREAT | O_EXCL, 0644)); /* pending: keyless at its first write, if alone */
+    int fd2 = OK(open(p, O_RDWR | O_APPEND));
+    CHECK(write(fd2, "abc", 3) == 3, "append");
+    CHECK(st_ksize(p) == 0, "the append is not staged (kernel size %lld): the case tests nothing", st_ksize(p));
+    CHECK(write(fd1, "X", 1) == 1, "the created descriptor's first write");
+    char got[8] = {0};
+    CHECK(pread(fd2, got, sizeof got, 0) == 3 && !memcmp(got, "Xbc", 3), "the appending descriptor reads '%.3s', not 'Xbc'", got);
+    CHECK(pread(fd1, got, sizeof got, 0) == 3 && !memcmp(got, "Xbc", 3), "the created descriptor reads '%.3s', not 'Xbc'", got);
+    OK(close(fd1));
+    OK(close(fd2));
+    expect_bytes(p, "Xbc", 3);
+    printf("ok: createdwrite\n");
+    return 0;
+}
+
 static int case_forkwrite(const char *dir) {
     char *p = st_fmt("%s/fw", dir);
     int fd = OK(open(p, O_WRONLY | O_CREAT | O_EXCL, 0644)); /* pending */
@@ -280,6 +304,57 @@ static int case_forkwrite(const char *dir) {
     OK(close(fd));
     expect_bytes(p, "child-parent", 12);
     printf("ok: forkwrite\n");
+    return 0;
+}
+
+/* A created file, written once through fd (adopted without its inode number), and what must stay right. */
+static int case_keyless(const char *dir) {
+    char *p = st_fmt("%s/k", dir), *q = st_fmt("%s/k2", dir);
+    uint64_t keyless = count(DK_C_keyless_adoptions);
+    int fd = OK(open(p, O_RDWR | O_CREAT | O_EXCL, 0644));
+    CHECK(write(fd, "abc", 3) == 3, "append");
+    CHECK(count(DK_C_keyless_adoptions) == keyless + 1, "the first write did not adopt the created file keyless");
+    CHECK(st_ksize(p) == 0, "the append is not staged (kernel size %lld): the case tests nothing", st_ksize(p));
+    int again = OK(open(p, O_RDONLY)); /* by name: its adoption looks the inode up, which keys the first */
+    expect_staged(again, "abc", "the file opened again by name");
+    OK(close(again));
+    /* a dup, then the first descriptor closed: the file lives on through the dup */
+    int fd2 = OK(open(q, O_RDWR | O_CREAT | O_EXCL, 0644));
+    CHECK(write(fd2, "xy", 2) == 2, "append k2");
+    int dup2nd = OK(dup(fd2));
+    OK(close(fd2));
+    int other = OK(open(st_fmt("%s/k3", dir), O_RDWR | O_CREAT | O_EXCL, 0644)); /* takes fd2's number */
+    CHECK(other == fd2, "the closed number %d was not given again (%d): the case tests less", fd2, other);
+    CHECK(write(dup2nd, "z", 1) == 1, "append k2 through the dup");
+    again = OK(open(q, O_RDONLY));
+    expect_staged(again, "xyz", "k2 opened again after its first descriptor closed");
+    OK(close(again));
+    OK(close(other));
+    OK(close(dup2nd));
+    expect_bytes(q, "xyz", 3);
+    /* a fork while keyless: the child appends through the shared description, then the parent */
+    OK(close(fd));
+    OK(unlink(p));
+    fd = OK(open(p, O_WRONLY | O_CREAT | O_EXCL, 0644));
+    CHECK(write(fd, "P1", 2) == 2, "append before the fork");
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) _exit(write(fd, "C", 1) == 1 ? 0 : 1);
+    int status;
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's write failed");
+    CHECK(write(fd, "P2", 2) == 2, "append after the fork");
+    OK(close(fd));
+    expect_bytes(p, "P1CP2", 5);
+    /* an fsync, and a publish of three pages (a published-size record names the file by its number) */
+    OK(unlink(p));
+    fd = OK(open(p, O_WRONLY | O_CREAT | O_EXCL, 0644));
+    static char big[3 * 4096 + 10];
+    memset(big, 'b', sizeof big);
+    CHECK(write(fd, big, sizeof big) == (ssize_t)sizeof big, "big append");
+    OK(fsync(fd));
+    CHECK(st_ksize(p) == (long long)sizeof big, "kernel size %lld after fsync, %zu written", st_ksize(p), sizeof big);
+    OK(close(fd));
+    printf("ok: keyless\n");
     return 0;
 }
 
@@ -300,6 +375,8 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "offset")) return case_offset(dir);
     if (!strcmp(c, "fstatpass")) return case_fstatpass(dir);
     if (!strcmp(c, "created")) return case_created(dir);
+    if (!strcmp(c, "createdwrite")) return case_createdwrite(dir);
     if (!strcmp(c, "forkwrite")) return case_forkwrite(dir);
+    if (!strcmp(c, "keyless")) return case_keyless(dir);
     FAIL("unknown case '%s'", c);
 }
