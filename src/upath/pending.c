@@ -71,7 +71,11 @@ bool up_pending_open(int fd, int oflags, int dirfd, const char *path, uint64_t e
     uint32_t walked = below & -below;
     if (walked && !up_recover_below(up_root_at(__builtin_ctz(walked)), fd, dirfd, path)) walked = 0; /* at the adoption */
     if (!up_fd_set_pending(fd, oflags, below, walked, pass ? epoch : 0)) return false;
-    dk_stats_publish(); /* a managed file opened: `daxkit stats` lists the process from now on */
+    /* A managed file opened by name: `daxkit stats` lists the process from now on. Any other file is pending
+     * too (it may be a root's file under another name: its adoption tells, and publishes then) -- but a
+     * process that opens no managed file has no stats file (session 16): bash running a script made one and
+     * unlinked it at its exec, and `daxkit stats` missed a live process whose pid such a chain had used. */
+    if (below) dk_stats_publish();
     return true;
 }
 

@@ -26,6 +26,7 @@ S=$DK_MNT/stats
 export DAXKIT_STATS_DIR=$S # the library and `daxkit stats` alike
 run=(env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_STATS=1) # a simple command: $! is the process's pid
 pids=()
+: >"$DK_MNT/stats_sweep.unmanaged"
 dk_on_exit 'kill -9 "${pids[@]}" 2>/dev/null; rm -f "$S/stats.4194305" "$S/stats.4194306" "$S/stats.4194307"'
 wait_file() { for _ in $(seq 200); do [ -e "$1" ] && return 0; sleep 0.05; done; return 1; }
 # A daxkit process that opens a managed file -- its stats file is made then (session 16: one that never
@@ -41,6 +42,12 @@ time.sleep(60)' "$dir")
 for p in $live $dead1 $dead2; do wait_file $S/stats.$p || dk_fail "no stats file for daxkit process $p in DAXKIT_STATS_DIR"; done
 [ ! -e /dev/shm/daxkit/stats.$live ] || dk_fail "DAXKIT_STATS_DIR=$S set, yet /dev/shm/daxkit/stats.$live was made"
 [ ! -e $S/stats.$idle ] || dk_fail "daxkit process $idle never opened a managed file, yet has a stats file"
+# nor one that opened files outside the managed directory -- on its device, too -- and holds them open (with
+# lazy adoption such a file is pending, looked at when first used: its open must not make a stats file)
+"${run[@]}" bash -c 'exec 3</etc/hostname 4<"$1/../stats_sweep.unmanaged"; : >"$1/../outside.ready"; sleep 60 & wait' bash "$dir" \
+    >/dev/null 2>&1 & outside=$!; pids+=($outside)
+wait_file "$DK_MNT/outside.ready" || dk_fail "the process opening unmanaged files did not start"
+[ ! -e $S/stats.$outside ] || dk_fail "daxkit process $outside opened only unmanaged files, yet has a stats file"
 kill -9 $dead1 $dead2 $idle; wait $dead1 $dead2 $idle 2>/dev/null
 [ -e $S/stats.$dead1 ] || dk_skip "a killed process's stats file is gone without a sweep"
 # another namespace's live owner (its pid unknown here, its lock held) and a dead one (no lock)
