@@ -13,6 +13,17 @@
 #define SERVE(fd, served_call, real_call, changes, moves, at) SERVE_IF(fd, true, served_call, real_call, changes, moves, at)
 /* A change whose number was closed and given again under it this many times goes to the kernel unnamed. */
 #define DK_PT_AGAIN_MAX 4
+/* A pending descriptor adopted for the call (a write may adopt a file it created without an fstat:
+ * upath.c up_adopt_keyless); -1 with errno when refused, in a handler inside a mutex of its thread the
+ * adoption takes (upath/pending.c). */
+#define ADOPT_OR_FAIL(fd, changes)                                                                  \
+    do {                                                                                            \
+        int a_ = (changes) ? up_pending_adopt_write(fd) : up_pending_adopt(fd, NULL);               \
+        if (DK_UNLIKELY(a_ != 0)) {                                                                 \
+            errno = -a_;                                                                            \
+            return -1;                                                                              \
+        }                                                                                           \
+    } while (0)
 /* The cancellation point comes before the slot is held: a thread cancelled there names no call (calls.h). */
 #define SERVE_IF(fd, cond, served_call, real_call, changes, moves, at) \
     do {                                                 \
@@ -33,12 +44,7 @@
                     up_pending_passed(p_, r_, moves);    \
                     return r_;                           \
                 }                                        \
-                /* refused in a handler inside a mutex of its thread the adoption takes (upath/pending.c) */ \
-                int a_ = (changes) ? up_pending_adopt_write(fd) : up_pending_adopt(fd, NULL); \
-                if (DK_UNLIKELY(a_ != 0)) {              \
-                    errno = -a_;                         \
-                    return -1;                           \
-                }                                        \
+                ADOPT_OR_FAIL(fd, changes);              \
                 if ((cond) && (s_ = up_serving(fd)) != NULL) goto served_; \
             } else if ((cond) && (s_ = up_serving(fd)) != NULL) { \
                 goto served_; /* another thread adopted it between the two looks */ \
@@ -69,11 +75,7 @@
              * looks above: a managed file now, served or named, never written unsynced (its open marks the \
              * number clean after it is pending, before it is bound: upath/pending.c) */ \
             if ((changes) && !pt_.how && DK_UNLIKELY(up_fd_pending_entry(fd) != NULL || up_fd_slot(fd) != NULL)) { \
-                int b_ = up_fd_pending_entry(fd) ? up_pending_adopt(fd, NULL) : 0; \
-                if (DK_UNLIKELY(b_ != 0)) {              \
-                    errno = -b_;                         \
-                    return -1;                           \
-                }                                        \
+                if (up_fd_pending_entry(fd)) ADOPT_OR_FAIL(fd, true); \
                 if ((cond) && (s_ = up_serving(fd)) != NULL) goto served_; \
                 dk_pt_begin_change(fd, &pt_);            \
                 /* closed again meanwhile: vacated, or given again (pending, bound) -- looked at again, a \
