@@ -341,6 +341,12 @@ void up_fd_clear_pending(int fd, struct up_fd *e) {
     entry_note(fd, true, e->slot || e->internal);
 }
 
+void up_fd_end_adopting(int fd, struct up_fd *e) {
+    uint32_t claim = UP_PEND_ADOPTING;
+    if (__atomic_compare_exchange_n(&e->pending, &claim, UP_PEND_NONE, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        entry_note(fd, true, e->slot || e->internal);
+}
+
 /* Visits the entries in use -- not those closing (their slot is UP_SLOT_CLOSING), unless `closing`, which
  * visits only those. */
 static void leaf_foreach(unsigned l, void (*fn)(int fd, struct up_fd *e, void *arg), void *arg, bool closing) {

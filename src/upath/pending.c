@@ -233,10 +233,11 @@ static int pending_adopt(int fd, const struct stat *given, bool write) {
             if (rc != -EDEADLK) dk_count(DK_C_lazy_adoptions, 1);
         }
     }
+    DK_CRASH_POINT("upath.pending_adopt.ended"); /* tests: other threads close and reopen the number here */
     if (rc == -EDEADLK) /* a handler inside its thread's hold of the file's (or root's) mutex: still pending */
         __atomic_store_n(&e->pending, UP_PEND_WAITING, __ATOMIC_RELEASE);
-    else if (__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) != UP_PEND_NONE)
-        up_fd_clear_pending(fd, e);
+    else
+        up_fd_end_adopting(fd, e);
     claimed_by_me = outer;
     DK_ERRNO_RESTORE;
     return rc == -EDEADLK ? rc : 0;

@@ -518,7 +518,60 @@ static int window_first_write(bool c11, bool late) {
     return 0;
 }
 
+/* ---- window adopt_reopen ---- */
+
+static sem_t ar_close, ar_reopened;
+
+/* The writer's adoption bound its slot: the main thread closes the number and opens the log again at it
+ * (pending) before the adoption's claim ends. */
+static void ar_writer_cue(int sig) {
+    (void)sig;
+    int e = errno;
+    sem_post(&ar_close);
+    while (sem_wait(&ar_reopened) != 0) {}
+    handler_done = 1;
+    errno = e;
+}
+
+static int window_adopt_reopen(void) {
+    const char *want = "raise:12:upath.pending_adopt.ended:1";
+    window_needs(want, true);
+    CHECK(sem_init(&ar_close, 0, 0) == 0 && sem_init(&ar_reopened, 0, 0) == 0, "sem_init: %s", strerror(errno));
+    on_signal(SIGUSR2, ar_writer_cue);
+    log_past_base();
+    what = W_WRITE;
+    w_fd = OK(open(logp, O_WRONLY | O_APPEND)); /* pending: the writer's write adopts it (cue #1) */
+    uint64_t synced0 = st_counter(DK_C_pt_synced), served0 = st_counter(DK_C_appends);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, window_writer, NULL) == 0, "pthread_create");
+    sem_take(&ar_close);
+    OK(close(w_fd));
+    int again = OK(open(logp, O_WRONLY | O_APPEND)); /* pending, at the number */
+    CHECK(again == w_fd, "the reopen got number %d, not the closed %d", again, (int)w_fd);
+    sem_post(&ar_reopened);
+    pthread_join(t, NULL);
+    char rec[REC];
+    record(rec);
+    ssize_t n = write(again, rec, REC); /* this thread's, through the reopened number */
+    uint64_t synced = st_counter(DK_C_pt_synced) - synced0, served = st_counter(DK_C_appends) - served0;
+    printf("window adopt_reopen: the writer's write returned %zd (errno %d), the reopened number's %zd; served "
+           "+%llu, pt_synced +%llu\n", w_ret, w_errno, n, (unsigned long long)served, (unsigned long long)synced);
+    CHECK(handler_done, "the crash point was not reached (a test build? lazy adoption?)");
+    CHECK(w_ret == REC && n == REC, "a write failed (the writer's %zd, errno %d; the reopened number's %zd)", w_ret,
+          w_errno, n);
+    CHECK(served + synced == 2, "%llu of the 2 writes were neither served nor synced (served +%llu, pt_synced +%llu): "
+          "the reopened log reached the kernel named nowhere", 2 - (unsigned long long)(served + synced),
+          (unsigned long long)served, (unsigned long long)synced);
+    OK(close(again));
+    struct stat st;
+    CHECK(syscall(SYS_stat, logp, &st) == 0 && (unsigned long long)st.st_size == BASE + 2 * REC,
+          "the log holds %lld bytes past its base, not two records", (long long)st.st_size - (long long)BASE);
+    printf("OK\n");
+    return 0;
+}
+
 static int window(const char *how, const char *change) {
+    if (strcmp(how, "adopt_reopen") == 0) return window_adopt_reopen();
     if (strcmp(how, "first_write") == 0) return window_first_write(strcmp(change, "c11") == 0, strcmp(change, "late") == 0);
     if (strcmp(how, "pending_close") == 0) return window_pending_close();
     if (strcmp(how, "vacant_pending") == 0) return window_vacant_pending();
@@ -580,7 +633,7 @@ static int window(const char *how, const char *change) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) SKIP("usage: shim_pt_sync_ebadf DIR ROUNDS | DIR window close|dup2|reopen|handler_close|rawclose|closed_reopen|reopen_pending|vacant_pending|pending_close|first_write [write|posix_fallocate|copy_file_range|sendfile]");
+    if (argc < 3) SKIP("usage: shim_pt_sync_ebadf DIR ROUNDS | DIR window close|dup2|reopen|handler_close|rawclose|closed_reopen|reopen_pending|vacant_pending|pending_close|first_write|adopt_reopen [write|posix_fallocate|copy_file_range|sendfile]");
     snprintf(logp, sizeof logp, "%s/log", argv[1]);
     if (strcmp(argv[2], "window") == 0) return window(argc > 3 ? argv[3] : "", argc > 4 ? argv[4] : "write");
     int rounds = atoi(argv[2]);
