@@ -605,7 +605,10 @@ struct up_fd {
 enum { UP_LATER_PENDING = 1, UP_LATER_CLOSING = 2 };
 /* e->slot of an entry being closed: its calls are draining (calls.h); new ones wait. Never dereferenced. */
 #define UP_SLOT_CLOSING ((struct up_slot *)1)
-enum { UP_PEND_NONE = 0, UP_PEND_WAITING = 1, UP_PEND_ADOPTING = 2 };
+/* ADOPTING is claimed with a token above the low two bits (pending.c: pending_claim), so that an adoption
+ * ends its own claim only -- never another thread's, made on the same number closed and opened again after
+ * this adoption bound its slot (review 19, #02). */
+enum { UP_PEND_NONE = 0, UP_PEND_WAITING = 1, UP_PEND_ADOPTING = 2, UP_PEND_STATE = 3 };
 
 /* ---- a file's auxiliary descriptor (auxfd.c) ---- */
 /* A descriptor of f that can map it read-write and be relinked into (not O_APPEND): the program's own fd
@@ -729,11 +732,11 @@ static inline bool up_fd_is_internal(int fd) {
  * passes it to the kernel, which is right while no other state of ours refers to its file. */
 bool up_fd_set_pending(int fd, int oflags, uint32_t below, uint32_t walked, uint64_t epoch); /* false: adopt now */
 void up_fd_clear_pending(int fd, struct up_fd *e);
-/* An adoption's claim ends (pending.c): ADOPTING -> NONE, nothing else. An adoption that bound a slot ended
+/* An adoption's claim ends (pending.c): its own claim value -> NONE, nothing else. An adoption that bound a slot ended
  * the pending state then (up_fd_bind); other threads may since have closed the number and opened another
  * file at it, pending again -- clearing that left the new file neither pending nor bound, and its writes
  * went to the kernel named nowhere, never fdatasync'ed in sync mode (session 19). */
-void up_fd_end_adopting(int fd, struct up_fd *e);
+void up_fd_end_adopting(int fd, struct up_fd *e, uint32_t claim);
 /* Moved at every adoption (file.c): a pending descriptor that passes reads through may be of the file
  * adopted, and must be adopted before its next read. */
 extern uint64_t up_adopt_epoch;

@@ -170,21 +170,23 @@ static __thread const struct up_fd *claimed_by_me;
 
 enum claim { CLAIM_DONE, CLAIM_MINE, CLAIM_REFUSED };
 
-/* Takes the entry from WAITING to ADOPTING: CLAIM_MINE when this call did (the caller then ends with
- * claimed_by_me = *outer). Otherwise another thread has it: waits until it is done (CLAIM_DONE) -- unless
+/* Takes the entry from WAITING to ADOPTING, with a claim token of its own (*claim): CLAIM_MINE when this
+ * call did (the caller then ends with claimed_by_me = *outer). Otherwise another thread has it: waits until it is done (CLAIM_DONE) -- unless
  * this very thread has it (a handler nested in the adoption), which returns at once, or this is a handler
  * inside its thread's table lock, which the adoption waits for (CLAIM_REFUSED). The mark is set before
  * the compare-and-swap, so a handler arriving right after it sees it. */
-static enum claim pending_claim(struct up_fd *e, const struct up_fd **outer) {
+static uint32_t claims_made;
+
+static enum claim pending_claim(struct up_fd *e, const struct up_fd **outer, uint32_t *claim) {
     *outer = claimed_by_me;
     claimed_by_me = e;
     uint32_t expect = UP_PEND_WAITING;
-    if (__atomic_compare_exchange_n(&e->pending, &expect, UP_PEND_ADOPTING, false, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_SEQ_CST))
+    *claim = (__atomic_add_fetch(&claims_made, 1, __ATOMIC_RELAXED) << 2) | UP_PEND_ADOPTING; /* internal.h */
+    if (__atomic_compare_exchange_n(&e->pending, &expect, *claim, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
         return CLAIM_MINE;
     claimed_by_me = *outer;
     if (*outer == e) return CLAIM_DONE;
-    while (__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) == UP_PEND_ADOPTING) {
+    while ((__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) & UP_PEND_STATE) == UP_PEND_ADOPTING) {
         if (DK_UNLIKELY(dk_mu_any_mine())) { /* the adoption may wait for a mutex of this thread */
             dk_count(DK_C_mu_mine_skips, 1);
             return CLAIM_REFUSED;
@@ -205,11 +207,13 @@ static int pending_adopt(int fd, const struct stat *given, bool write) {
     struct up_fd *e = up_fd_entry(fd);
     if (!e) return 0;
     const struct up_fd *outer;
+    uint32_t claim;
     if (claimed_by_me != e && __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) == UP_PEND_WAITING && in_table_lock())
         return -EDEADLK;
-    enum claim c = pending_claim(e, &outer);
+    enum claim c = pending_claim(e, &outer, &claim);
     if (c != CLAIM_MINE) /* another thread adopted it (or found it unmanaged), or nested */
         return c == CLAIM_REFUSED ? -EDEADLK : 0;
+    DK_CRASH_POINT("upath.pending_adopt.claimed"); /* tests: an earlier adoption of the number ends here */
     /* Reads passing through now move the offset after we read it: the kernel serves the slot then. */
     bool busy = __atomic_load_n(&e->pend_busy, __ATOMIC_SEQ_CST) != 0;
     DK_ERRNO_SAVE;
@@ -234,10 +238,11 @@ static int pending_adopt(int fd, const struct stat *given, bool write) {
         }
     }
     DK_CRASH_POINT("upath.pending_adopt.ended"); /* tests: other threads close and reopen the number here */
+    uint32_t mine = claim;
     if (rc == -EDEADLK) /* a handler inside its thread's hold of the file's (or root's) mutex: still pending */
-        __atomic_store_n(&e->pending, UP_PEND_WAITING, __ATOMIC_RELEASE);
+        __atomic_compare_exchange_n(&e->pending, &mine, UP_PEND_WAITING, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
     else
-        up_fd_end_adopting(fd, e);
+        up_fd_end_adopting(fd, e, claim);
     claimed_by_me = outer;
     DK_ERRNO_RESTORE;
     return rc == -EDEADLK ? rc : 0;
@@ -262,7 +267,8 @@ bool up_pending_drop(int fd) {
     bool tell = tells_locks(fd, &st);
     if (tell && in_table_lock()) return false; /* its thread closes it (table_nested.c: up_close_later) */
     const struct up_fd *outer;
-    enum claim c = pending_claim(e, &outer);
+    uint32_t claim;
+    enum claim c = pending_claim(e, &outer, &claim);
     if (c != CLAIM_MINE) return c == CLAIM_DONE; /* adopted meanwhile: the caller closes it as a managed descriptor */
     up_close_later_settle(fd); /* a handler's close left to the thread: this close carries it out (table_nested.c) */
     if (tell) {
