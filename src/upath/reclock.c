@@ -39,23 +39,30 @@ static uint64_t calls;
 static uint32_t in_flight(uint64_t v) { return (uint32_t)v; }
 static uint32_t started(uint64_t v) { return (uint32_t)(v >> 32); }
 
+/* `unknown`, `n` and `lapses` are also written without f->mu, by a close (up_locks_closed): every access to
+ * them is atomic; the ranges themselves only ever change under f->mu. */
+static bool is_unknown(const struct up_lockset *ls) { return __atomic_load_n(&ls->unknown, __ATOMIC_ACQUIRE); }
+static uint8_t count_of(const struct up_lockset *ls) { return __atomic_load_n(&ls->n, __ATOMIC_RELAXED); }
+static void set_count(struct up_lockset *ls, uint8_t n) { __atomic_store_n(&ls->n, n, __ATOMIC_RELAXED); }
+static uint64_t lapses_of(const struct up_lockset *ls) { return __atomic_load_n(&ls->lapses, __ATOMIC_ACQUIRE); }
+static void lapse(struct up_lockset *ls) { __atomic_add_fetch(&ls->lapses, 1, __ATOMIC_ACQ_REL); }
+
 static void set_unknown(struct up_lockset *ls) {
-    if (!ls->unknown) dk_count(DK_C_lock_set_unknown, 1);
-    ls->unknown = true;
+    if (!__atomic_exchange_n(&ls->unknown, true, __ATOMIC_ACQ_REL)) dk_count(DK_C_lock_set_unknown, 1);
 }
 
 static void set_empty(struct up_lockset *ls) {
-    ls->n = 0;
-    ls->unknown = false;
+    set_count(ls, 0);
+    __atomic_store_n(&ls->unknown, false, __ATOMIC_RELEASE);
 }
 
-static bool held(const struct up_lockset *ls) { return !ls->unknown && ls->n > 0; }
+static bool held(const struct up_lockset *ls) { return !is_unknown(ls) && count_of(ls) > 0; }
 
 /* [a, b) joins the set (overlapping and touching ranges merge). */
 static void add_range(struct up_lockset *ls, uint64_t a, uint64_t b) {
-    if (ls->unknown) return;
-    uint8_t k = 0;
-    for (uint8_t i = 0; i < ls->n; i++) {
+    if (is_unknown(ls)) return;
+    uint8_t k = 0, n = count_of(ls);
+    for (uint8_t i = 0; i < n; i++) {
         if (ls->end[i] < a || ls->start[i] > b) { /* apart: keep */
             ls->start[k] = ls->start[i], ls->end[k] = ls->end[i], k++;
             continue;
@@ -67,16 +74,16 @@ static void add_range(struct up_lockset *ls, uint64_t a, uint64_t b) {
         return;
     }
     ls->start[k] = a, ls->end[k] = b;
-    ls->n = k + 1;
+    set_count(ls, k + 1);
 }
 
 /* [a, b) leaves the set (in place: a range may split in two). */
 static void sub_range(struct up_lockset *ls, uint64_t a, uint64_t b) {
-    if (ls->unknown) return;
-    uint8_t k = 0;
+    if (is_unknown(ls)) return;
+    uint8_t k = 0, n = count_of(ls);
     bool split = false;
     uint64_t split_end = 0;
-    for (uint8_t i = 0; i < ls->n; i++) {
+    for (uint8_t i = 0; i < n; i++) {
         uint64_t s = ls->start[i], e = ls->end[i];
         if (e <= a || s >= b) ls->start[k] = s, ls->end[k] = e, k++;               /* apart */
         else if (s < a && e > b) ls->start[k] = s, ls->end[k] = a, k++, split = true, split_end = e;
@@ -90,7 +97,7 @@ static void sub_range(struct up_lockset *ls, uint64_t a, uint64_t b) {
         }
         ls->start[k] = b, ls->end[k] = split_end, k++;
     }
-    ls->n = k;
+    set_count(ls, k);
 }
 
 /* The byte range of l on the served slot s: false when it cannot be known here. */
@@ -112,7 +119,7 @@ static bool lock_range(const struct flock *l, uint64_t *a, uint64_t *b) {
 
 /* After a change of the set: a lapse in holding ends "held since the size was read". Under f->mu. */
 static void after_change(struct up_file *f) {
-    if (!held(&f->locks)) f->locks.lapses++;
+    if (!held(&f->locks)) lapse(&f->locks);
 }
 
 static bool is_posix_setlk(int cmd) { return cmd == F_SETLK || cmd == F_SETLKW; }
@@ -141,7 +148,7 @@ void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l,
                      lock_range(l, &a, &b);
         /* Held since the size was read: the file is up to date, and no lapse since that read. */
         exempt = !unlock && known && held(&f->locks) && f->locks.held_at_refresh &&
-                 f->locks.lapses == f->locks.lapses_at_refresh &&
+                 lapses_of(&f->locks) == f->locks.lapses_at_refresh &&
                  __atomic_load_n(&f->refresh_gen, __ATOMIC_RELAXED) == gen_was;
         if (!known) set_unknown(&f->locks);
         else if (unlock && a == 0 && b == UINT64_MAX) set_empty(&f->locks); /* also ends an unknown set */
@@ -163,7 +170,7 @@ void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l,
 
 void up_locks_note_refresh(struct up_file *f) {
     f->locks.held_at_refresh = held(&f->locks);
-    f->locks.lapses_at_refresh = f->locks.lapses;
+    f->locks.lapses_at_refresh = lapses_of(&f->locks);
 }
 
 void up_lock_cancelled(void *unused) {
@@ -171,12 +178,15 @@ void up_lock_cancelled(void *unused) {
     __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL); /* its start stays: a call it overlapped sees it */
 }
 
+/* Without f->mu (a close with nothing to publish takes none: upath.c): a lock call of another thread under
+ * f->mu meanwhile either finds the set unknown already, or is taken as made before the close -- which drops
+ * it in the kernel, after this. */
 void up_locks_closed(struct up_file *f) {
     /* Unknown, not empty: the kernel's close comes after this, and drops whatever lock another thread
      * takes on the file meanwhile (review 7, finding 13b). The next whole-file unlock empties it. */
-    if (held(&f->locks)) dk_count(DK_C_lock_set_unknown, 1);
-    f->locks.unknown = true;
-    f->locks.lapses++;
+    if (count_of(&f->locks)) set_unknown(&f->locks);
+    else __atomic_store_n(&f->locks.unknown, true, __ATOMIC_RELEASE);
+    lapse(&f->locks);
 }
 
 void up_size_verify_slow(struct up_file *f, int fd) {
