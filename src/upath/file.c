@@ -84,17 +84,23 @@ static void closed_mapped_set(struct up_file *f) {
     __atomic_add_fetch(&up_closed_mapped, 1, __ATOMIC_ACQ_REL);
 }
 
-static void lru_unlink(struct up_file *f) {
+/* Off the closed list (if on it): true when it was. */
+static bool lru_remove(struct up_file *f) {
     if (f->closed_mapped) { /* reopened or freed */
         f->closed_mapped = false;
         __atomic_sub_fetch(&up_closed_mapped, 1, __ATOMIC_ACQ_REL);
     }
-    if (!f->lru_next) return;
+    if (!f->lru_next) return false;
     f->lru_prev->lru_next = f->lru_next;
     f->lru_next->lru_prev = f->lru_prev;
     f->lru_prev = f->lru_next = NULL;
     lru_count--;
-    active_add(f);
+    return true;
+}
+
+/* Reopened from the closed list: active again. */
+static void lru_unlink(struct up_file *f) {
+    if (lru_remove(f)) active_add(f);
 }
 
 static void table_remove(struct up_file *f) {
@@ -136,7 +142,7 @@ static void file_free(struct up_file *f) {
     dk_assert(f->open_refs == 0);
     dk_assert(f->staged_count == 0);
     if (f->keyless_fd >= 0) keyless_count--;
-    lru_unlink(f);
+    lru_remove(f); /* not made active on the way out (~30 instructions an eviction; no move of up_adopt_epoch) */
     active_remove(f);
     if (f->cached) table_remove(f);
     f->all_prev->all_next = f->all_next;

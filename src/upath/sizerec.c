@@ -161,8 +161,9 @@ static int slot_take(struct up_sizes *z) {
     dk_mu_lock(&z->mu);
     DK_CRASH_POINT("sizerec.slot_take.locked");
     for (unsigned w = 0; w < REC_SLOTS / 64 && s < 0; w++) {
-        if (~z->used[w] == 0) continue;
-        unsigned b = (unsigned)__builtin_ctzll(~z->used[w]);
+        uint64_t used = __atomic_load_n(&z->used[w], __ATOMIC_ACQUIRE);
+        if (~used == 0) continue;
+        unsigned b = (unsigned)__builtin_ctzll(~used);
         s = (int)(w * 64 + b);
         if (!(z->backed[w] & (1ull << b))) {
             DK_ERRNO_SAVE;
@@ -176,19 +177,17 @@ static int slot_take(struct up_sizes *z) {
             }
             z->backed[w] |= 1ull << b;
         }
-        z->used[w] |= 1ull << b;
+        __atomic_fetch_or(&z->used[w], 1ull << b, __ATOMIC_ACQ_REL);
     }
     dk_mu_unlock(&z->mu);
     return s;
 }
 
+/* Lock-free: takers hold z->mu (one at a time), a give only clears its own bit -- a freed file's at every
+ * eviction from the closed list (tar xf: 261 of its 763 files had a record; ~70 instructions each, and no
+ * wait for a signal handler's thread inside z->mu). */
 static void slot_give(struct up_sizes *z, int s) {
-    if (dk_mu_refuse(&z->mu)) { /* (as in slot_take) the slot stays taken until the process ends */
-        return;
-    }
-    dk_mu_lock(&z->mu);
-    z->used[s / 64] &= ~(1ull << (s % 64));
-    dk_mu_unlock(&z->mu);
+    __atomic_fetch_and(&z->used[s / 64], ~(1ull << (s % 64)), __ATOMIC_ACQ_REL);
 }
 
 static struct size_rec *rec_at(const struct up_sizes *z, int s) {
