@@ -291,6 +291,11 @@ void up_file_put(struct up_file *f) {
         file_free(f);
         return;
     }
+    /* Its size-record slot goes back now, not at its eviction: a closed entry publishes nothing, and the
+     * DAXKIT_CACHE_FILES entries of the closed list kept a slot each -- each slot's page of the record file
+     * allocated by a fallocate at its first use (tar xf of /usr/include/linux: 60 fallocates, 1 now). A record
+     * still valid (a publish that failed) stays with its slot. */
+    if (!f->sizerec_valid) up_sizerec_release(f);
     closed_mapped_set(f);
     active_remove(f);
     f->lru_prev = lru.lru_prev;
