@@ -4,7 +4,10 @@
  * integer division never switched). Through the API: a write-heavy epoch moves a file from undo to redo at sync,
  * a read-heavy one moves it back, each switch checkpoints everything (no entries left), the data stays
  * right across switches, the fixed policies never switch, and short epochs accumulate their counts
- * until 256 accesses back a decision (no flip-flopping on noise when a program syncs every few ops). Usage: atomic_policy [DIR] */
+ * until 256 accesses back a decision (no flip-flopping on noise when a program syncs every few ops). The
+ * default threshold is 100% (session 19: undo is the cheaper policy at every mix, docs/atomic.md "Hybrid
+ * policy"): steady 75% and 90% write mixes stay undo, writes alone move the file to redo; with the old
+ * default of 60% the 75% mix switched to redo. Usage: atomic_policy [DIR] */
 #include "atomic/alog.h"
 #include "atomic_test.h"
 
@@ -103,12 +106,41 @@ static void fixed(const char *path, uint32_t policy) {
     AT_OK(daxkit_atomic_unmap(a));
 }
 
+/* The default threshold (no redo_write_pct set): 75% and 90% writes stay undo, windows of writes alone go to
+ * redo, and redo stays down to 90% (hysteresis). Each step: `epochs` epochs of that mix, then the policy and
+ * the switches so far. */
+static void default_threshold(const char *path) {
+    static const struct {
+        uint32_t epochs, writes, reads, policy;
+        uint64_t switches;
+        const char *what;
+    } steps[] = {
+        {10, 225, 75, DAXKIT_ATOMIC_UNDO, 0, "default, 10 epochs of 75% writes"},
+        {10, 270, 30, DAXKIT_ATOMIC_UNDO, 0, "default, 10 epochs of 90% writes"},
+        {1, 300, 0, DAXKIT_ATOMIC_REDO, 1, "default, 300 writes, 0 reads"},
+        {1, 270, 30, DAXKIT_ATOMIC_REDO, 1, "default, 90% writes (redo stays down to 90%)"},
+        {1, 267, 33, DAXKIT_ATOMIC_UNDO, 2, "default, 89% writes"},
+    };
+    struct daxkit_atomic_options o = at_opts(DAXKIT_ATOMIC_HYBRID, 0);
+    struct daxkit_atomic *a;
+    AT_OK(daxkit_atomic_map(path, &o, &a));
+    at_read_file(path, model, FILE_BYTES);
+    uint64_t rs = 4242;
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        for (uint32_t e = 0; e < steps[i].epochs; e++) epoch(a, steps[i].writes, steps[i].reads, &rs);
+        expect_policy(a, steps[i].policy, steps[i].switches, steps[i].what);
+    }
+    AT_OK(daxkit_atomic_unmap(a));
+    AT_CHECK(o.redo_write_pct == 100, "default threshold %u%%, want 100%%", o.redo_write_pct);
+}
+
 int main(int argc, char **argv) {
     rule();
     at_setup_dir(argc, argv);
     char path[700];
     at_path(path, sizeof path, "policy.bin");
     hybrid(path);
+    default_threshold(path);
     fixed(path, DAXKIT_ATOMIC_UNDO);
     fixed(path, DAXKIT_ATOMIC_REDO);
     printf("PASS\n");
