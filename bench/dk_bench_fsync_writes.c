@@ -11,7 +11,11 @@
  * The file is written once first (every byte) and fsync'ed; the pass then overwrites BS bytes at random
  * BS-aligned offsets. Environment: DK_BENCH_WARM=1 reads the file once before the pass (its pages cached
  * however it was written: strict mode publishes the first writes by relinking, which leaves the page cache
- * empty); DK_BENCH_DUMP_OPS=PATH writes every op's latency (ns, pass order) to PATH, one per line;
+ * empty); DK_BENCH_WARM_OPS=N runs N writes of the pass's kind (with its fsyncs) first, unmeasured: the
+ * steady state, past the one-time first touch of a log's pages -- strict mode's log grows 2 MiB at a time
+ * through its first lap (16 MiB), populated inside the writes that reach each step, and on this VM a fresh
+ * 2 MiB page took 0.1-0.4 ms or 5-30 ms (session 19: strict's bimodal 128 B figures); DK_BENCH_DUMP_OPS=PATH
+ * writes every op's latency (ns, pass order) to PATH, one per line;
  * DK_BENCH_SETTLE=1 waits, before the pass, until the process's CPU time stops growing (background threads done
  * with the writes that made the file: under DAXKIT_ATOMIC the 64 MiB written before the first fsync grow the
  * journal to 128 MiB and its checkpoint thread applies them -- up to ~200 ns per op of a 50,000-op pass when
@@ -49,6 +53,18 @@ static void settle_cpu(void) {
     }
 }
 
+/* DK_BENCH_WARM_OPS writes (and their fsyncs), unmeasured; the pass's random stream continues after them. */
+static int warm_up(int fd, char *buf, size_t bs, uint64_t blocks, uint32_t every, uint64_t *rng) {
+    const char *env = getenv("DK_BENCH_WARM_OPS");
+    uint64_t n = env ? strtoull(env, NULL, 0) : 0;
+    for (uint64_t i = 0; i < n; i++) {
+        *rng ^= *rng << 13, *rng ^= *rng >> 7, *rng ^= *rng << 17;
+        if (pwrite(fd, buf, bs, (off_t)((*rng % blocks) * bs)) != (ssize_t)bs) return -1;
+        if ((i + 1) % every == 0 && fsync(fd) != 0) return -1;
+    }
+    return n % every == 0 || fsync(fd) == 0 ? 0 : -1;
+}
+
 static int cmp(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
@@ -78,6 +94,7 @@ int main(int argc, char **argv) {
         for (uint64_t off = 0; off < file_bytes; off += 1 << 20)
             if (pread(fd, buf, 1 << 20, (off_t)off) != 1 << 20) return 1;
     uint64_t blocks = file_bytes / bs, nfs = 0;
+    if (warm_up(fd, buf, bs, blocks, every, &rng) != 0) return 1;
     bool settle = getenv("DK_BENCH_SETTLE") && *getenv("DK_BENCH_SETTLE") == '1';
     if (settle) settle_cpu();
     uint64_t t0 = now_ns(), c0 = cpu_ns(), m0 = thread_cpu_ns();
