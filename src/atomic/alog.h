@@ -57,10 +57,17 @@ struct alog_ent {
     struct alog_ent *older;  /* the entry this one superseded (which may supersede another) */
     struct alog_ent *newer;  /* the entry that superseded this one; NULL: this one is in the radix slot */
     uint32_t older_count;    /* length of the `older` chain */
+    /* Redo with pacing (alog_redo_fifo.c): the live redo entries in creation order -- epoch order -- linked
+     * under f->fifo_mu. in_file, under the leaf's mutex: the delta is in the file (a copy applied it, written
+     * back; durable at the next commit's first fence) or overwritten there by a newer entry's (detached by a
+     * pass or a retire): no copy applies it again. */
+    struct alog_ent *fifo_prev, *fifo_next;
+    bool in_fifo;
+    bool in_file;
 };
 #define ALOG_SUPERSEDE_CHAIN_MAX 4u /* a longer chain: the writer retires the block synchronously instead */
 
-/* One entry of a checkpoint batch (alog_checkpoint.c): a pass's, or a paced commit's (f->bpace). */
+/* One entry of a checkpoint batch (alog_checkpoint.c). */
 struct alog_ckpt_item {
     struct alog_ent *e;
     struct alog_leaf *leaf;
@@ -180,16 +187,17 @@ struct alog_file {
     bool ckpt_pending, ckpt_stop;
     uint32_t ckpt_interval_us;
 
-    /* Pacing of the per-block engine (alog_checkpoint.c, alog_bpace_*): each commit applies committed entries
-     * itself, about twice the bytes logged since the last one, inside the commit's own two fences. */
+    /* Pacing of the per-block engine: the copies release committed undo entries (alog_checkpoint.c) and apply
+     * committed redo entries in creation order (alog_redo_fifo.c); the commit touches no entry. */
     bool bpace;               /* undo/redo/hybrid on fence media with DAXKIT_ATOMIC_PACE */
-    uint64_t bpace_seen;      /* ctr.log_data_bytes at the last paced commit (under rw for writing) */
-    uint64_t bpace_word;      /* live_bits word the next paced commit's scan starts at */
-    uint64_t live_words_hi;   /* live_bits words ever used (atomic max; bounds the paced scan) */
-    uint32_t bpace_n;         /* items applied by the commit in progress */
+    uint64_t live_words_hi;   /* live_bits words ever used (atomic max; bounds the undo release's scan) */
     pthread_mutex_t brel_mu;  /* undo: one copy at a time releases committed entries (alog_bpace_release_undo) */
     uint64_t brel_word;       /* undo: live_bits word the next copy's release starts at (under brel_mu) */
-    struct alog_ckpt_item bpace_items[ALOG_CKPT_ITEMS_MAX];
+    pthread_mutex_t fifo_mu;  /* redo: the FIFO of live redo entries (ent->fifo_*), taken inside a leaf's mutex */
+    struct alog_ent *fifo_head, *fifo_tail; /* oldest, newest */
+    struct alog_ent *fifo_apply; /* the first not applied by the copies (NULL: all are) */
+    pthread_mutex_t rapply_mu; /* redo: one copy at a time applies and releases (alog_redo_pace_copy) */
+    uint64_t redo_applied;    /* A, durable in hdr->redo_applied; changes under rw held for writing */
 
     char *retired_map[8];     /* journal: mappings of the log before it grew (alog_log_grow_map), kept until */
     uint64_t retired_len[8];  /* the close: a thread may still hold a pointer into one */
@@ -368,13 +376,18 @@ int64_t alog_checkpoint_committed(struct alog_file *f);
 int alog_ckpt_thread_start(struct alog_file *f);
 void alog_ckpt_thread_stop(struct alog_file *f);
 void alog_ckpt_kick(struct alog_file *f);
-/* Pacing of the per-block engine (f->bpace), called by the commit under f->rw held for writing:
- * bpace_apply before its first fence (committed entries applied, about twice the bytes logged since the last
- * commit; returns how many), bpace_invalidate after that fence (their invalidations written back: durable
- * with the epoch word's fence), bpace_release after the epoch word's fence (ok: the commit succeeded). */
-uint32_t alog_bpace_apply(struct alog_file *f);
-void alog_bpace_invalidate(struct alog_file *f);
-void alog_bpace_release(struct alog_file *f, bool ok);
+/* Locks the leaf of e if e is still the committed entry `gen` (or any committed entry when gen == 0). */
+struct alog_leaf *alog_lock_if_committed(struct alog_file *f, struct alog_ent *e, uint64_t gen, uint64_t epoch);
+/* Redo with pacing (alog_redo_fifo.c). The FIFO, from alog_entry_create / alog_entry_release (leaf's mutex held): */
+void alog_fifo_push(struct alog_file *f, struct alog_ent *e);
+void alog_fifo_remove(struct alog_file *f, struct alog_ent *e);
+/* A copy (f->rw for reading, no region lock) releases the entries below the durable A and applies committed
+ * entries in FIFO order, about twice the `logged` bytes (at least one entry). */
+void alog_redo_pace_copy(struct alog_file *f, uint64_t logged);
+/* The commit (f->rw for writing): the A it may store (0: unchanged), computed before its first fence; stored
+ * after that fence into the epoch word's line (durable with it; applied_store); in DRAM after the commit. */
+uint64_t alog_redo_applied_next(struct alog_file *f);
+void alog_redo_applied_store(struct alog_file *f, uint64_t a);
 /* Undo with pacing (session 18): a copy releases a few committed entries, none of which the commit touches.
  * Caller holds f->rw for reading and no region lock. */
 void alog_bpace_release_undo(struct alog_file *f);
@@ -434,7 +447,7 @@ enum alog_broken {
     ALOG_BROKEN_PACE_HEAD_BEFORE_FENCE, /* pacing stores jhead before the fence that makes the applied bytes durable */
     ALOG_BROKEN_SIZE_SAME_SLOT,         /* a commit stores the new size into the committed epoch's slot */
     ALOG_BROKEN_WINDOW_PAD_NOT_WRITTEN_BACK, /* a window pad's header left in the cache at the commit */
-    ALOG_BROKEN_BPACE_INVALIDATE_EARLY, /* per-block pacing invalidates an applied entry before the fence */
+    ALOG_BROKEN_REDO_APPLIED_EARLY,     /* redo pacing: the commit stores A before the fence that makes the applied bytes durable */
     ALOG_BROKEN_UNDO_RELEASE_UNCOMMITTED, /* copies release undo entries of the current (uncommitted) epoch too */
     ALOG_BROKEN_RECOVER_INVALIDATE_FIRST, /* recovery empties the log before the recovered bytes are durable */
     ALOG_BROKEN_JGROW_HEADER_NOT_DURABLE, /* journal growth stores the larger area size without write-back */

@@ -16,6 +16,8 @@ int alog_alloc_init(struct alog_file *f) {
     if (!f->slot_used_bits || !f->chunks) return -ENOMEM;
     pthread_mutex_init(&f->alloc_mu, NULL);
     pthread_mutex_init(&f->brel_mu, NULL);
+    pthread_mutex_init(&f->fifo_mu, NULL);
+    pthread_mutex_init(&f->rapply_mu, NULL);
     return 0;
 }
 

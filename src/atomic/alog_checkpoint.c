@@ -24,8 +24,7 @@
 #define ckpt_item alog_ckpt_item
 #define CKPT_ITEMS_MAX ALOG_CKPT_ITEMS_MAX
 
-/* Locks the leaf of e if e is still the committed entry `gen` (or any committed entry when gen == 0). */
-static struct alog_leaf *lock_if_committed(struct alog_file *f, struct alog_ent *e, uint64_t gen, uint64_t epoch) {
+struct alog_leaf *alog_lock_if_committed(struct alog_file *f, struct alog_ent *e, uint64_t gen, uint64_t epoch) {
     struct alog_leaf *leaf = __atomic_load_n(&e->leaf, __ATOMIC_ACQUIRE);
     if (!leaf) return NULL;
     pthread_mutex_lock(&leaf->mu);
@@ -48,7 +47,7 @@ static int64_t flush_batch(struct alog_file *f, struct ckpt_item *items, uint32_
     for (uint32_t i = 0; i < n; i++) older |= items[i].older;
     if (older && f->persist_as == DK_MEDIUM_PAGECACHE && (rc = alog_durable_log_all(f)) != 0) return rc;
     for (uint32_t i = 0; i < n; i++) {
-        if (items[i].older || !lock_if_committed(f, items[i].e, items[i].gen, epoch)) continue;
+        if (items[i].older || !alog_lock_if_committed(f, items[i].e, items[i].gen, epoch)) continue;
         alog_entry_invalidate(f, items[i].e);
         pthread_mutex_unlock(&items[i].leaf->mu);
     }
@@ -57,7 +56,7 @@ static int64_t flush_batch(struct alog_file *f, struct ckpt_item *items, uint32_
     if (rc) return rc;
     int64_t done = 0;
     for (uint32_t i = 0; i < n; i++) {
-        if (!lock_if_committed(f, items[i].e, items[i].gen, epoch)) continue;
+        if (!alog_lock_if_committed(f, items[i].e, items[i].gen, epoch)) continue;
         if (items[i].e->redo && !items[i].older) ALOG_CTR_ADD(f, checkpointed_entries, 1);
         alog_entry_release(f, items[i].e);
         pthread_mutex_unlock(&items[i].leaf->mu);
@@ -84,7 +83,7 @@ int64_t alog_checkpoint_committed(struct alog_file *f) {
             }
             struct alog_ent *e = &f->ents[w * 64 + (uint64_t)__builtin_ctzll(bits)];
             bits &= bits - 1;
-            struct alog_leaf *leaf = lock_if_committed(f, e, 0, epoch);
+            struct alog_leaf *leaf = alog_lock_if_committed(f, e, 0, epoch);
             if (!leaf) continue;
             if (e->newer) { /* superseded: its bytes reach the file with the newest entry of its block */
                 pthread_mutex_unlock(&leaf->mu);
@@ -101,103 +100,13 @@ int64_t alog_checkpoint_committed(struct alog_file *f) {
     return total;
 }
 
-/* Pacing of the per-block engine (session 10; DAXKIT_ATOMIC_PACE, fence media: alog_open.c). The thread
- * applied in passes of up to the whole log -- pinned to the writer's CPU, 0.6-6 ms in which no write ran
- * (docs/atomic.md, "Session 9"). With pacing each commit applies committed entries itself, about twice the
- * bytes logged since the last commit (at least one entry), in the three phases of a pass but inside the
- * commit's own two fences, so it adds no fence and no write-back beyond the applied bytes and the
- * invalidation words:
- *   apply (before the commit's first fence): a committed entry's delta into the file, written back (redo;
- *     undo entries have nothing to apply); the entries it superseded invalidated, as in a pass;
- *   invalidate (after that fence, which made the applied bytes durable): the entry's word, written back --
- *     durable with the epoch word's fence; a crash before it finds the entry valid and committed, and
- *     recovery applies the same bytes again;
- *   release (after the epoch word's fence): its slot and log block may be reused.
- * Everything runs under f->rw held for writing (no copy, read or commit meanwhile) and under each entry's
- * region lock, re-checked by generation like a pass's phases: a fallback pass of the thread may meet the
- * same entries and apply the same bytes. The scan starts where the last one stopped and covers the
- * live_bits words ever used (slots are taken lowest first: a few words in steady state). */
-static bool bpace_take(struct alog_file *f, struct alog_ent *e, uint64_t epoch, uint64_t *bytes) {
-    if (__atomic_load_n(&e->epoch, __ATOMIC_RELAXED) >= epoch) return false; /* this epoch's: not committed */
-    struct alog_leaf *leaf = lock_if_committed(f, e, 0, epoch);
-    if (!leaf) return false;
-    if (e->newer) { /* superseded: goes with the newest entry of its block */
-        pthread_mutex_unlock(&leaf->mu);
-        return false;
-    }
-    if (e->redo) alog_entry_apply(f, e), *bytes += e->ext_len;
-    struct ckpt_item *items = f->bpace_items;
-    uint32_t n = f->bpace_n;
-    items[n++] = (struct ckpt_item){e, leaf, e->gen, false};
-#ifdef DAXKIT_TEST_BUILD
-    if (alog_test_broken == ALOG_BROKEN_BPACE_INVALIDATE_EARLY) alog_entry_invalidate(f, e); /* before the fence */
-#endif
-    for (struct alog_ent *o = alog_entry_detach_older(f, e); o; o = o->older)
-        items[n++] = (struct ckpt_item){o, leaf, o->gen, true};
-    f->bpace_n = n;
-    pthread_mutex_unlock(&leaf->mu);
-    return true;
-}
-
-uint32_t alog_bpace_apply(struct alog_file *f) {
-    f->bpace_n = 0;
-    /* Undo entries: nothing to apply, and nothing about a committed one needs to be durable (below) */
-    if (!f->bpace || f->policy != ALOG_REDO) return 0;
-    uint64_t logged = __atomic_load_n(&f->ctr.log_data_bytes, __ATOMIC_RELAXED);
-    uint64_t budget = 2 * (logged - f->bpace_seen);
-    f->bpace_seen = logged;
-    if (!budget) return 0; /* nothing written since the last commit: nothing applied */
-    uint64_t words = DK_MIN((f->entry_count + 63) / 64, __atomic_load_n(&f->live_words_hi, __ATOMIC_RELAXED));
-    uint64_t epoch = f->epoch, bytes = 0;
-    bool any = false;
-    for (uint64_t k = 0; k < words; k++) {
-        uint64_t w = (f->bpace_word + k) % words;
-        uint64_t bits = __atomic_load_n(&f->live_bits[w], __ATOMIC_ACQUIRE);
-        while (bits) {
-            if ((any && bytes >= budget) || f->bpace_n + 1 + ALOG_SUPERSEDE_CHAIN_MAX > CKPT_ITEMS_MAX) {
-                f->bpace_word = w;
-                goto out;
-            }
-            struct alog_ent *e = &f->ents[w * 64 + (uint64_t)__builtin_ctzll(bits)];
-            bits &= bits - 1;
-            any |= bpace_take(f, e, epoch, &bytes);
-        }
-    }
-out:
-    if (f->bpace_n) DK_CRASH_POINT("atomic.sync.pace.after_apply");
-    return f->bpace_n;
-}
-
-void alog_bpace_invalidate(struct alog_file *f) {
-    struct ckpt_item *items = f->bpace_items;
-    uint64_t epoch = f->epoch;
-    for (uint32_t i = 0; i < f->bpace_n; i++) {
-        if (items[i].older || !lock_if_committed(f, items[i].e, items[i].gen, epoch)) continue;
-        alog_entry_invalidate(f, items[i].e);
-        pthread_mutex_unlock(&items[i].leaf->mu);
-    }
-    DK_CRASH_POINT("atomic.sync.pace.after_invalidate");
-}
-
-void alog_bpace_release(struct alog_file *f, bool ok) {
-    struct ckpt_item *items = f->bpace_items;
-    uint64_t epoch = f->epoch; /* the commit may have advanced it: the items were committed before */
-    for (uint32_t i = 0; ok && i < f->bpace_n; i++) {
-        if (!lock_if_committed(f, items[i].e, items[i].gen, epoch)) continue;
-        if (items[i].e->redo && !items[i].older) ALOG_CTR_ADD(f, paced_entries, 1);
-        alog_entry_release(f, items[i].e);
-        pthread_mutex_unlock(&items[i].leaf->mu);
-    }
-    f->bpace_n = 0; /* not ok: they stay live (applied, perhaps invalidated); a later pass takes them */
-}
-
 /* Session 18: committed undo entries are released by the copies, not by the commit. A committed undo entry is
  * obsolete: recovery undoes only entries of the header's current epoch (alog_layout.h), and the epoch word
  * only grows, so nothing about it needs to be durable -- not its invalidation (alog_entry_retire's undo branch
  * relies on the same rule) -- and its slot and log block may be reused once the commit that made it committed
  * is durable, which is when f->epoch moves past it (alog_commit.c). Before, the paced commit took up to
  * ALOG_CKPT_ITEMS_MAX of them and wrote an invalidation back for each: the undo sync grew from ~0.5 to ~74 us
- * between 1 and 1,000 dirty blocks. Now the commit leaves them (alog_bpace_apply: redo only) and each copy
+ * between 1 and 1,000 dirty blocks. Now the commit leaves them (since session 19 it touches no entry) and each copy
  * releases up to ALOG_BPACE_COPY_RELEASES of them, more than the one entry it may create, looking at
  * ALOG_BPACE_COPY_WORDS live_bits words at most: DRAM work only (the region lock, the allocator's mutex).
  * Caller holds f->rw for reading (f->epoch stable) and no region lock; a copy finding another copy at it skips. */
@@ -206,7 +115,7 @@ void alog_bpace_release(struct alog_file *f, bool ok) {
 
 static bool release_if_obsolete_undo(struct alog_file *f, struct alog_ent *e, uint64_t epoch) {
     if (__atomic_load_n(&e->epoch, __ATOMIC_RELAXED) >= epoch) return false; /* this epoch's: recovery undoes it */
-    struct alog_leaf *leaf = lock_if_committed(f, e, 0, epoch);
+    struct alog_leaf *leaf = alog_lock_if_committed(f, e, 0, epoch);
     if (!leaf) return false;
     bool undo = !e->redo;
     if (undo) alog_entry_release(f, e);

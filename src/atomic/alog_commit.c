@@ -62,21 +62,25 @@ static int commit_epoch(struct alog_file *f) {
     if (f->journal) alog_jrnl_stage_commit(f);
     commit_line_back(f);
     if (f->journal) paced = alog_jrnl_pace_begin(f); /* their non-temporal stores into the file: durable with the fence below */
-    /* The per-block engine's pacing: committed entries applied now, durable with the fence below, invalidated
-     * after it (durable with the epoch word's fence), released after that (alog_checkpoint.c). */
-    uint32_t bpaced = f->journal ? 0 : alog_bpace_apply(f);
+    /* Redo with pacing: the entries the copies applied are durable with the fence below; then A, the oldest
+     * epoch with an entry not applied, goes into the epoch word's line (alog_redo_fifo.c). No entry is touched. */
+    uint64_t applied = alog_redo_applied_next(f);
+#ifdef DAXKIT_TEST_BUILD
+    if (applied && alog_test_broken == ALOG_BROKEN_REDO_APPLIED_EARLY) /* durable before the applied bytes */
+        alog_store_word(&f->hdr->redo_applied, alog_applied_word(applied));
+#endif
     /* Redo: log data and entries durable. Undo: entries were durable before their file stores; the file
      * stores themselves must be durable now. */
     int rc = f->policy == ALOG_REDO ? alog_durable_log_all(f) : alog_durable_data_all(f);
     if (!rc && paced) alog_jrnl_pace_head(f, paced); /* same line as the epoch word: durable with it */
-    if (!rc && bpaced) alog_bpace_invalidate(f);
+    if (!rc && applied) alog_redo_applied_store(f, applied); /* likewise */
     if (!rc) DK_CRASH_POINT("atomic.sync.before_epoch");
     if (!rc) alog_store_word(&f->hdr->epoch, f->epoch + 1);
     if (!rc) rc = alog_durable_log_range(f, &f->hdr->epoch, sizeof f->hdr->epoch);
     if (!rc) commit_line_fetch(f); /* for the next commit's slots */
     if (paced) alog_jrnl_pace_done(f, paced, rc == 0);
-    if (bpaced) alog_bpace_release(f, rc == 0);
     if (rc) return rc;
+    if (applied) f->redo_applied = applied; /* durable: the copies release the entries below it */
     ALOG_CTR_ADD(f, log_meta_bytes, sizeof(uint64_t));
     DK_CRASH_POINT("atomic.sync.after_epoch");
     __atomic_store_n(&f->epoch, f->epoch + 1, __ATOMIC_RELEASE);
@@ -89,7 +93,6 @@ static int switch_policy(struct alog_file *f, uint32_t next) {
     if (n < 0) return (int)n;
     DK_CRASH_POINT("atomic.sync.switch.after_checkpoint");
     __atomic_store_n(&f->policy, next, __ATOMIC_RELAXED); /* read by get_stats without the lock */
-    alog_store_word(&f->hdr->policy, next);
     ALOG_CTR_ADD(f, policy_switches, 1);
     return 0;
 }

@@ -28,7 +28,9 @@ int alog_entry_create(struct alog_file *f, struct alog_leaf *leaf, uint64_t base
     e->redo = f->policy == ALOG_REDO;
     e->older = e->newer = NULL;
     e->older_count = 0;
+    e->in_file = false;
     __atomic_store_n(&e->live, true, __ATOMIC_RELEASE); /* last: a checkpoint seeing it live sees the rest */
+    if (e->redo && f->bpace) alog_fifo_push(f, e); /* the copies apply it once committed (alog_redo_fifo.c) */
     dk_assert(leaf->slot[e->leaf_slot] == NULL);
     leaf->slot[e->leaf_slot] = e;
     leaf->live_count++;
@@ -98,6 +100,7 @@ void alog_entry_release(struct alog_file *f, struct alog_ent *e) {
         if (e->newer && e->newer->older == e) e->newer->older = e->older, e->newer->older_count--;
         if (e->older && e->older->newer == e) e->older->newer = e->newer;
     }
+    if (e->in_fifo) alog_fifo_remove(f, e);
     dk_assert(leaf->live_count > 0);
     leaf->live_count--;
     __atomic_store_n(&e->live, false, __ATOMIC_RELEASE);
@@ -107,7 +110,10 @@ void alog_entry_release(struct alog_file *f, struct alog_ent *e) {
 
 struct alog_ent *alog_entry_detach_older(struct alog_file *f, struct alog_ent *e) {
     struct alog_ent *chain = e->older;
-    for (struct alog_ent *o = chain; o; o = o->older) alog_entry_invalidate(f, o);
+    for (struct alog_ent *o = chain; o; o = o->older) {
+        alog_entry_invalidate(f, o);
+        o->in_file = true; /* e's bytes hold its bytes: no copy applies it over e's (alog_redo_fifo.c) */
+    }
     e->older = NULL;
     e->older_count = 0;
     return chain;

@@ -6,14 +6,16 @@
  *   [data_off, +data_bytes)   log data: blocks of 4 KiB..2 MiB (2 MiB chunks, one size class each)
  *
  * An index entry is live when `word` has ALOG_WORD_VALID and `check` matches (a torn or half-reused
- * entry never matches). Recovery rule, with H = header epoch:
- *   redo entry, epoch <  H: committed  -> copy log[extent] to file[dest + extent]
+ * entry never matches). Recovery rule, with H = header epoch and A = the redo applied word (redo_applied):
+ *   redo entry, A <= epoch < H: committed, not known applied -> copy log[extent] to file[dest + extent]
  *   undo entry, epoch == H: uncommitted -> copy log[extent] (the old data) to file[dest + extent]
- *   otherwise: nothing (uncommitted redo never reached the file; committed undo is obsolete). */
+ *   otherwise: nothing (uncommitted redo never reached the file; a redo entry below A is in the file durably,
+ *   and its slot and log block may have been reused; committed undo is obsolete). */
 #ifndef DK_ATOMIC_ALOG_LAYOUT_H
 #define DK_ATOMIC_ALOG_LAYOUT_H
 
 #include <assert.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define ALOG_MAGIC 0x31676f6c61786164ull /* "daxalog1" */
@@ -42,7 +44,12 @@ struct alog_phdr {
     uint64_t pad0;
     /* line 1: the commit word. Advancing it commits every entry of the previous epoch. */
     uint64_t epoch;
-    uint64_t policy;       /* informational: the policy of the current epoch */
+    /* Redo with pacing (session 19, alog_redo_fifo.c): A, tagged (alog_applied_word): every redo entry of an
+     * epoch below A is applied to the file durably, so recovery replays none of them and their slots and log
+     * blocks are reused without an invalidation. A commit stores it after its first fence (which made the
+     * bytes the copies applied durable), in this line: durable with the epoch word. Before session 19 this
+     * word held the policy, for information only (0-2: no tag, read as A = 0). */
+    uint64_t redo_applied;
     /* The file size as part of the committed state (logs of DAXKIT_ATOMIC files, src/upath/atomic_route.c):
      * when size_mode == ALOG_SIZE_TRACKED, size_slot[H & 1] is the size committed with header epoch H. A
      * commit stores size_slot[(H + 1) & 1] before the epoch word, in the same line, ordered by the commit's
@@ -99,6 +106,15 @@ static inline uint64_t alog_pent_check(uint64_t word, uint64_t dest, uint64_t lo
 }
 static inline uint32_t alog_jrec_check(uint64_t pos, uint64_t off, uint32_t len) {
     return (uint32_t)alog_mix64(pos ^ alog_mix64(off ^ ((uint64_t)len << 48) ^ ALOG_MAGIC));
+}
+#define ALOG_APPLIED_TAG 0xa9ull
+static inline uint64_t alog_applied_word(uint64_t a) { return a << 8 | ALOG_APPLIED_TAG; }
+static inline uint64_t alog_applied_of(uint64_t word) { return (word & 0xff) == ALOG_APPLIED_TAG ? word >> 8 : 0; }
+/* A valid entry that recovery may act on: not a redo entry below A (applied durably; its slot may be reused). */
+static inline bool alog_pent_pending(const struct alog_phdr *h, const struct alog_pent *p) {
+    uint64_t word = __atomic_load_n(&p->word, __ATOMIC_ACQUIRE);
+    if (!(word & ALOG_WORD_VALID)) return false;
+    return !(word & ALOG_WORD_REDO) || word >> ALOG_WORD_EPOCH_SHIFT >= alog_applied_of(h->redo_applied);
 }
 static inline uint64_t alog_extent(uint32_t start, uint32_t len) { return (uint64_t)len << 32 | start; }
 static inline uint32_t alog_extent_start(uint64_t x) { return (uint32_t)x; }

@@ -196,6 +196,7 @@ static void adopt_log(struct alog_file *f) {
     f->pents = (struct alog_pent *)(f->logmap + ALOG_HEADER_BYTES);
     f->area = f->logmap + f->hdr->data_off;
     f->epoch = f->hdr->epoch;
+    f->redo_applied = alog_applied_of(f->hdr->redo_applied);
 }
 
 static bool header_sane(const struct alog_phdr *h, uint64_t file_bytes) {
@@ -207,7 +208,7 @@ static bool header_sane(const struct alog_phdr *h, uint64_t file_bytes) {
 
 static bool any_entry_valid(const struct alog_file *f) {
     for (uint64_t i = 0; i < f->entry_count; i++)
-        if (f->pents[i].word & ALOG_WORD_VALID) return true;
+        if (alog_pent_pending(f->hdr, &f->pents[i])) return true;
     return false;
 }
 
@@ -526,7 +527,6 @@ static int open_engine(const char *path, const struct alog_where *w, const struc
     f->junflushed_max = alog_jrnl_unflushed_max();
     bool redo = o->policy == DAXKIT_ATOMIC_REDO || f->journal || f->persist_as == DK_MEDIUM_PAGECACHE;
     f->policy = redo ? ALOG_REDO : ALOG_UNDO; /* hybrid starts with undo, as Libnvmio does */
-    alog_store_word(&f->hdr->policy, f->policy);
     rc = alog_ckpt_thread_start(f);
     if (rc) {
         pthread_rwlock_destroy(&f->rw);

@@ -18,7 +18,7 @@
 
 struct rec_job {
     struct alog_file *f;
-    uint64_t from, to, epoch;
+    uint64_t from, to, epoch, applied; /* applied: A (redo entries below it are in the file) */
     const uint64_t *older_bits; /* committed redo entries superseded by a newer committed one: not applied */
     uint64_t redo, undo, discarded;
     bool stopped;
@@ -47,7 +47,7 @@ static void rec_one(struct rec_job *j, struct alog_pent *p) {
     }
     uint64_t e = word >> ALOG_WORD_EPOCH_SHIFT;
     bool redo = (word & ALOG_WORD_REDO) != 0;
-    bool apply = redo ? e < j->epoch : e == j->epoch;
+    bool apply = redo ? e >= j->applied && e < j->epoch : e == j->epoch;
     uint64_t idx = (uint64_t)(p - f->pents);
     if (apply && j->older_bits && (j->older_bits[idx / 64] >> (idx % 64) & 1)) apply = false;
     if (apply && !entry_sane(f, p)) {
@@ -81,13 +81,13 @@ static void *rec_main(void *arg) {
     return NULL;
 }
 
-/* A committed redo entry (by the rule) whose check holds, or UINT64_MAX. */
-static uint64_t committed_redo_epoch(const struct alog_pent *p, uint64_t epoch) {
+/* A committed redo entry not below A (by the rule) whose check holds, or UINT64_MAX. */
+static uint64_t committed_redo_epoch(const struct alog_pent *p, uint64_t epoch, uint64_t applied) {
     uint64_t word = __atomic_load_n(&p->word, __ATOMIC_ACQUIRE);
     if (!(word & ALOG_WORD_VALID) || !(word & ALOG_WORD_REDO)) return UINT64_MAX;
     if (p->check != alog_pent_check(word, p->dest_off, p->log_off, p->shift)) return UINT64_MAX;
     uint64_t e = word >> ALOG_WORD_EPOCH_SHIFT;
-    return e < epoch ? e : UINT64_MAX;
+    return e >= applied && e < epoch ? e : UINT64_MAX;
 }
 
 struct blk_epoch {
@@ -104,7 +104,8 @@ static int by_block_then_epoch(const void *a, const void *b) {
  * there are none (the usual case), or -ENOMEM in *rc. */
 static uint64_t *superseded_bits(struct alog_file *f, int *rc) {
     uint64_t n = 0;
-    for (uint64_t i = 0; i < f->entry_count; i++) n += committed_redo_epoch(&f->pents[i], f->epoch) != UINT64_MAX;
+    uint64_t applied = alog_applied_of(f->hdr->redo_applied);
+    for (uint64_t i = 0; i < f->entry_count; i++) n += committed_redo_epoch(&f->pents[i], f->epoch, applied) != UINT64_MAX;
     if (n < 2) return NULL;
     struct blk_epoch *v = malloc(n * sizeof *v);
     uint64_t *bits = calloc((f->entry_count + 63) / 64, sizeof *bits);
@@ -115,7 +116,7 @@ static uint64_t *superseded_bits(struct alog_file *f, int *rc) {
     }
     uint64_t k = 0;
     for (uint64_t i = 0; i < f->entry_count && k < n; i++) {
-        uint64_t e = committed_redo_epoch(&f->pents[i], f->epoch);
+        uint64_t e = committed_redo_epoch(&f->pents[i], f->epoch, applied);
         if (e != UINT64_MAX) v[k++] = (struct blk_epoch){f->pents[i].dest_off, e, i};
     }
     qsort(v, k, sizeof *v, by_block_then_epoch);
@@ -140,6 +141,7 @@ static void run_jobs(struct alog_file *f, struct rec_job *jobs, uint32_t n, cons
     for (uint32_t i = 0; i < n; i++) {
         jobs[i] = (struct rec_job){.f = f, .from = DK_MIN(f->entry_count, i * per),
                                    .to = DK_MIN(f->entry_count, (i + 1) * per), .epoch = f->epoch,
+                                   .applied = alog_applied_of(f->hdr->redo_applied),
                                    .older_bits = older_bits};
         if (i > 0) started[i] = alog_thread_start(&tid[i], rec_main, &jobs[i]) == 0;
     }

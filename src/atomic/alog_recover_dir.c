@@ -34,7 +34,7 @@ int alog_log_needs_work(int area_fd, const char *log_name, bool *tracked) {
         for (uint64_t i = 0; !rc && i < h.entry_count; i++) {
             if (DK_REAL(pread)(fd, &p, sizeof p, (off_t)(ALOG_HEADER_BYTES + i * ALOG_ENTRY_BYTES)) != (ssize_t)sizeof p)
                 break;
-            rc = (p.word & ALOG_WORD_VALID) != 0;
+            rc = alog_pent_pending(&h, &p);
         }
     }
     DK_REAL(close)(fd); /* drops our lock: the engine takes it again */

@@ -170,7 +170,8 @@ int alog_copy(struct alog_file *f, uint64_t off, const void *src, size_t n) {
     if (f->journal) return alog_jrnl_copy(f, off, src, n); /* full: -ENOSPC (only a sync can free it) */
     __atomic_add_fetch(&f->writes_epoch, 1, __ATOMIC_RELAXED);
     ALOG_CTR_ADD(f, copies, 1);
-    if (f->bpace && f->policy == ALOG_UNDO) alog_bpace_release_undo(f); /* committed undo entries (session 18) */
+    /* pacing: the copies release committed undo entries (session 18), apply committed redo entries (session 19) */
+    if (f->bpace) f->policy == ALOG_UNDO ? alog_bpace_release_undo(f) : alog_redo_pace_copy(f, n);
     const char *s = src;
     bool reclaimed = false;
     while (n) {

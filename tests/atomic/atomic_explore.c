@@ -3,7 +3,7 @@
  * region holding the file and its log (persisting as on dax), the explorer records every store, write-back
  * and fence, and materialises the media states a power failure could leave at each crash point. On each,
  * recovery runs on a copy, and the file must equal the state of the last acknowledged sync k or of sync
- * k+1 (in flight). Usage: atomic_explore undo|redo|hybrid|redo-pace|redo-pace-invalidate-early|redo-thread|
+ * k+1 (in flight). Usage: atomic_explore undo|redo|hybrid|redo-pace|redo-pace-applied-early|redo-thread|
  * undo-release-uncommitted|
  * journal|journal-pace|journal-pace-head-early|journal-bound|
  * journal-sized|journal-sized-same-slot|journal-window|journal-window-pad-unflushed|journal-grow|
@@ -35,9 +35,10 @@
  * (journal-window: pacing with an 8 KiB window, so commits end laps with window pads and the next records
  * reuse the area's start; its broken variant journal-window-pad-unflushed leaves the pad's header unwritten
  * back at the commit, so recovery may stop at a stale header before committed records: must be caught)
- * (redo-pace: the per-block engine's pacing, each commit applying committed entries (alog_bpace_*); its
- * broken variant redo-pace-invalidate-early invalidates an applied entry before the fence that makes its
- * bytes durable: must be caught; redo-thread: the checkpoint thread's path, pacing off)
+ * (redo-pace: the per-block engine's pacing -- since session 19 the copies apply committed redo entries in
+ * creation order and the commit stores A, "every redo entry below epoch A is applied", after its first fence
+ * (alog_redo_fifo.c); its broken variant redo-pace-applied-early stores A, written back, before the fence that
+ * makes the applied bytes durable: must be caught; redo-thread: the checkpoint thread's path, pacing off)
  * (undo, session 18: the copies release committed undo entries, the commit touches none; its broken variant
  * undo-release-uncommitted lets the copies release entries of the current epoch too, whose slots and log
  * blocks the next copies reuse before recovery could undo with them: must be caught)
@@ -248,7 +249,7 @@ int main(int argc, char **argv) {
     int broken = !strcmp(pol, "journal-pace-head-early")         ? ALOG_BROKEN_PACE_HEAD_BEFORE_FENCE
                : strstr(pol, "-sized-same-slot")              ? ALOG_BROKEN_SIZE_SAME_SLOT
                : !strcmp(pol, "journal-window-pad-unflushed") ? ALOG_BROKEN_WINDOW_PAD_NOT_WRITTEN_BACK
-               : !strcmp(pol, "redo-pace-invalidate-early")   ? ALOG_BROKEN_BPACE_INVALIDATE_EARLY
+               : !strcmp(pol, "redo-pace-applied-early")      ? ALOG_BROKEN_REDO_APPLIED_EARLY
                : !strcmp(pol, "undo-release-uncommitted")     ? ALOG_BROKEN_UNDO_RELEASE_UNCOMMITTED
                : !strcmp(pol, "journal-grow-header-unflushed") ? ALOG_BROKEN_JGROW_HEADER_NOT_DURABLE
                : !strcmp(pol, "journal-sized-direct-unflushed") ? ALOG_BROKEN_JDIRECT_NOT_WRITTEN_BACK
@@ -263,7 +264,7 @@ int main(int argc, char **argv) {
     const char *pace_env = getenv("DAXKIT_ATOMIC_PACE"); /* at_policy("journal-pace") sets it */
     bool paced = policy == DAXKIT_ATOMIC_JOURNAL && pace_env && !strcmp(pace_env, "1");
     journal_big = paced;
-    /* the per-block engine's pacing (session 10): redo-pace must apply entries in its commits */
+    /* the per-block engine's pacing (session 10; by the copies since session 19): redo-pace must apply entries */
     bool bpaced = !strncmp(pol, "redo-pace", 9);
     daxkit_atomic_options_init(&opts);
     opts.policy = policy, opts.log_bytes = LOG_DATA_BYTES, opts.checkpoint_interval_us = 0;
@@ -331,7 +332,7 @@ int main(int argc, char **argv) {
     if (paced && (applied == 0 || partial == 0))
         AT_FAIL("pacing not explored (%llu records applied by copies, %llu in part)", (unsigned long long)applied,
                 (unsigned long long)partial);
-    if (bpaced && applied == 0) AT_FAIL("per-block pacing not explored (no entry applied by a commit)");
+    if (bpaced && applied == 0) AT_FAIL("per-block pacing not explored (no entry applied by a copy)");
     if (direct) printf("%llu bytes copied straight into the file\n", (unsigned long long)direct_bytes);
     if (direct && direct_bytes == 0) AT_FAIL("no copy went straight into the file: the direct path was not explored");
     if (grow) printf("journal grown %llu time(s): area %llu bytes\n", (unsigned long long)grows, (unsigned long long)grown_area);
