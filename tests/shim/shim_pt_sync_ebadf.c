@@ -219,6 +219,13 @@ static void log_past_base(void) {
     syscall(SYS_close, raw);
 }
 
+/* The log past its base, opened for appends at w_fd -- pending with lazy adoption, adopted at its first use. */
+static void pending_log_open(void) {
+    log_past_base();
+    what = W_WRITE;
+    w_fd = OK(open(logp, O_WRONLY | O_APPEND));
+}
+
 /* ---- window closed_reopen ---- */
 
 static sem_t cr_go_close, cr_closing, cr_closed, cr_reopened, cr_sync;
@@ -265,9 +272,7 @@ static int window_closed_reopen(void) {
     for (int i = 0; i < 5; i++) CHECK(sem_init(sems[i], 0, 0) == 0, "sem_init: %s", strerror(errno));
     on_signal(SIGUSR1, cr_writer_cue);
     on_signal(SIGUSR2, cr_closer_cue);
-    log_past_base();
-    what = W_WRITE;
-    w_fd = OK(open(logp, O_WRONLY | O_APPEND));
+    pending_log_open();
     uint64_t synced0 = st_counter(DK_C_pt_synced), closed0 = st_counter(DK_C_pt_sync_closed);
     pthread_t t;
     CHECK(pthread_create(&t, NULL, window_writer, NULL) == 0, "pthread_create");
@@ -316,9 +321,7 @@ static int window_reopen_pending(void) {
     window_needs(want, true);
     CHECK(sem_init(&rp_go, 0, 0) == 0 && sem_init(&rp_reopened, 0, 0) == 0, "sem_init: %s", strerror(errno));
     on_signal(SIGUSR1, rp_writer_cue);
-    log_past_base();
-    what = W_WRITE;
-    w_fd = OK(open(logp, O_WRONLY | O_APPEND)); /* pending: adopted at its first use */
+    pending_log_open(); /* pending: adopted at its first use */
     uint64_t synced0 = st_counter(DK_C_pt_synced), closed0 = st_counter(DK_C_pt_sync_closed);
     uint64_t lazy0 = st_counter(DK_C_lazy_adoptions);
     pthread_t t;
@@ -376,9 +379,7 @@ static int window_vacant_pending(void) {
     CHECK(sem_init(&cr_go_close, 0, 0) == 0 && sem_init(&vp_go, 0, 0) == 0 && sem_init(&rp_go, 0, 0) == 0 &&
           sem_init(&rp_reopened, 0, 0) == 0, "sem_init: %s", strerror(errno));
     on_signal(SIGUSR1, rp_writer_cue); /* each cue: lets the main thread act, waits for it */
-    log_past_base();
-    what = W_WRITE;
-    w_fd = OK(open(logp, O_WRONLY | O_APPEND));
+    pending_log_open();
     uint64_t synced0 = st_counter(DK_C_pt_synced), closed0 = st_counter(DK_C_pt_sync_closed);
     uint64_t vacant0 = st_counter(DK_C_open_race_writes);
     pthread_t t;
@@ -444,9 +445,7 @@ static int window_pending_close(void) {
     window_needs(want, true);
     CHECK(sem_init(&vp_go, 0, 0) == 0, "sem_init: %s", strerror(errno));
     on_signal(SIGUSR2, pc_closer_cue);
-    log_past_base();
-    what = W_WRITE;
-    w_fd = OK(open(logp, O_WRONLY | O_APPEND)); /* pending: never used before its close */
+    pending_log_open(); /* pending: never used before its close */
     uint64_t synced0 = st_counter(DK_C_pt_synced), served0 = st_counter(DK_C_appends);
     pthread_t t;
     CHECK(pthread_create(&t, NULL, pc_writer, NULL) == 0, "pthread_create");
@@ -538,9 +537,7 @@ static int window_adopt_reopen(void) {
     window_needs(want, true);
     CHECK(sem_init(&ar_close, 0, 0) == 0 && sem_init(&ar_reopened, 0, 0) == 0, "sem_init: %s", strerror(errno));
     on_signal(SIGUSR2, ar_writer_cue);
-    log_past_base();
-    what = W_WRITE;
-    w_fd = OK(open(logp, O_WRONLY | O_APPEND)); /* pending: the writer's write adopts it (cue #1) */
+    pending_log_open(); /* pending: the writer's write adopts it (cue #1) */
     uint64_t synced0 = st_counter(DK_C_pt_synced), served0 = st_counter(DK_C_appends);
     pthread_t t;
     CHECK(pthread_create(&t, NULL, window_writer, NULL) == 0, "pthread_create");
@@ -606,9 +603,7 @@ static int window_adopt_reclaimed(void) {
           sem_init(&rc_go, 0, 0) == 0, "sem_init: %s", strerror(errno));
     on_signal(SIGUSR2, ar_writer_cue);
     on_signal(SIGUSR1, rc_claimer_cue);
-    log_past_base();
-    what = W_WRITE;
-    w_fd = OK(open(logp, O_WRONLY | O_APPEND)); /* pending: A's write adopts it */
+    pending_log_open(); /* pending: A's write adopts it */
     uint64_t synced0 = st_counter(DK_C_pt_synced), served0 = st_counter(DK_C_appends);
     pthread_t a, c;
     CHECK(pthread_create(&a, NULL, rc_writer_a, NULL) == 0, "pthread_create");
