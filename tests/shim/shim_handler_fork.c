@@ -132,6 +132,23 @@ static void strict_return(const char *dir) {
     NOTE("strict_return: the child's walk applied nothing; o holds 'A' then 'B'");
 }
 
+/* name: 2 blocks of `fill` (fsync'ed when `commit`), block `at` overwritten with `over`, closed -- the case's
+ * site is in the overwrite or the close; after the fork child ends, the file must hold exactly that. */
+static void overwrite_close(const char *dir, const char *name, char fill, char over, size_t at, bool commit) {
+    int fd = create_filled(dir, name, fill, 2 * BLOCK, 0);
+    CHECK(!commit || fsync(fd) == 0, "fsync %s: %s", name, strerror(errno));
+    static char buf[BLOCK], got[2 * BLOCK];
+    memset(buf, over, sizeof buf);
+    st_pwrite_all(fd, buf, BLOCK, (off_t)(at * BLOCK));
+    CHECK(close(fd) == 0, "close %s: %s", name, strerror(errno));
+    wait_fork_child();
+    char p[PATH_MAX];
+    st_path(p, sizeof p, dir, name);
+    kread(p, got, sizeof got);
+    for (size_t i = 0; i < sizeof got; i++)
+        CHECK(got[i] == (i / BLOCK == at ? over : fill), "byte %zu of %s is 0x%02x", i, name, (unsigned char)got[i]);
+}
+
 /* The thread's call that reaches the case's site (the handler forks there); then what its file must hold. */
 static void interrupted_call(const char *dir) {
     char p[PATH_MAX];
@@ -167,19 +184,7 @@ static void interrupted_call(const char *dir) {
         NOTE("sizerec: the handler's fork did not wait; a holds the parent's appends once and the child's");
         return;
     }
-    if (mode == ATOMIC_JOURNAL) { /* committed 8 KiB, then an overwrite: a journal record the close applies */
-        int fd = create_filled(dir, "r", 'r', 2 * BLOCK, 0);
-        CHECK(fsync(fd) == 0, "fsync r: %s", strerror(errno));
-        memset(buf, 'R', sizeof buf);
-        st_pwrite_all(fd, buf, BLOCK, 0);
-        CHECK(close(fd) == 0, "close r: %s", strerror(errno));
-        wait_fork_child();
-        st_path(p, sizeof p, dir, "r");
-        static char got[2 * BLOCK];
-        kread(p, got, sizeof got);
-        for (size_t i = 0; i < sizeof got; i++)
-            CHECK(got[i] == (i < BLOCK ? 'R' : 'r'), "byte %zu of r is 0x%02x", i, (unsigned char)got[i]);
-    }
+    if (mode == ATOMIC_JOURNAL) overwrite_close(dir, "r", 'r', 'R', 0, true); /* a journal record the close applies */
     if (mode == ROOT || mode == ATOMIC_OPEN || mode == ATOMIC_COPY) { /* the first open probes the root's medium;
         * atomic: it opens the file's engine, its first write copies into a new entry under the block's mutex */
         CHECK(close(create_filled(dir, "r", 'r', 2 * BLOCK, 0)) == 0, "close r: %s", strerror(errno));
@@ -209,18 +214,7 @@ static void interrupted_call(const char *dir) {
         st_path(p, sizeof p, dir, "g");
         check_filled(p, 'g', BLOCK);
     }
-    if (mode == STRICT_WRITE || mode == STRICT_CHECKPOINT) { /* a strict write; the close checkpoints */
-        int fd = create_filled(dir, "s", 's', 2 * BLOCK, 0);
-        memset(buf, 'S', sizeof buf);
-        st_pwrite_all(fd, buf, BLOCK, BLOCK);
-        CHECK(close(fd) == 0, "close s: %s", strerror(errno));
-        wait_fork_child();
-        st_path(p, sizeof p, dir, "s");
-        static char got[2 * BLOCK];
-        kread(p, got, sizeof got);
-        for (size_t i = 0; i < sizeof got; i++)
-            CHECK(got[i] == (i < BLOCK ? 's' : 'S'), "byte %zu of s is 0x%02x", i, (unsigned char)got[i]);
-    }
+    if (mode == STRICT_WRITE || mode == STRICT_CHECKPOINT) overwrite_close(dir, "s", 's', 'S', 1, false); /* the close checkpoints */
     CHECK(st_ksize(forked_path) == FORKED_BYTES, "the fork child's file holds %lld bytes", st_ksize(forked_path));
     NOTE("%s: the handler's fork did not wait; its child wrote its file, the thread's call went on", names[mode]);
 }
