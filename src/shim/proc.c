@@ -8,8 +8,9 @@
 #include "shim/shim.h"
 
 /* The program makes a thread: from now on a close vacates its number (upath/fdtab.c: up_fd_vacate) -- the new
- * thread's first call may be a write through it -- and the numbers closed before are vacated now (upath.h). The library's own threads never write through the program's
- * descriptors and start through the real call (common/thread.c). */
+ * thread's first call may be a write through it -- and the numbers closed before are vacated now (upath.h).
+ * The library's own threads never write through the program's descriptors and start through the real call
+ * (common/thread.c). */
 DK_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
     up_program_threads_begin();
     return DK_REAL(pthread_create)(t, attr, fn, arg);

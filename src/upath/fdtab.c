@@ -341,8 +341,9 @@ void up_fd_clear_pending(int fd, struct up_fd *e) {
     entry_note(fd, true, e->slot || e->internal);
 }
 
-void up_fd_end_adopting(int fd, struct up_fd *e, uint32_t claim) {
-    if (__atomic_compare_exchange_n(&e->pending, &claim, UP_PEND_NONE, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+void up_fd_end_adopting(int fd, struct up_fd *e, uint32_t claim, bool still_pending) {
+    uint32_t to = still_pending ? UP_PEND_WAITING : UP_PEND_NONE;
+    if (__atomic_compare_exchange_n(&e->pending, &claim, to, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) && !still_pending)
         entry_note(fd, true, e->slot || e->internal);
 }
 

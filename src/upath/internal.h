@@ -732,11 +732,12 @@ static inline bool up_fd_is_internal(int fd) {
  * passes it to the kernel, which is right while no other state of ours refers to its file. */
 bool up_fd_set_pending(int fd, int oflags, uint32_t below, uint32_t walked, uint64_t epoch); /* false: adopt now */
 void up_fd_clear_pending(int fd, struct up_fd *e);
-/* An adoption's claim ends (pending.c): its own claim value -> NONE, nothing else. An adoption that bound a slot ended
+/* An adoption's claim ends (pending.c): its own claim value -> NONE (WAITING when `still_pending`: refused in a
+ * handler), nothing else. An adoption that bound a slot ended
  * the pending state then (up_fd_bind); other threads may since have closed the number and opened another
  * file at it, pending again -- clearing that left the new file neither pending nor bound, and its writes
  * went to the kernel named nowhere, never fdatasync'ed in sync mode (session 19). */
-void up_fd_end_adopting(int fd, struct up_fd *e, uint32_t claim);
+void up_fd_end_adopting(int fd, struct up_fd *e, uint32_t claim, bool still_pending);
 /* Moved at every adoption (file.c): a pending descriptor that passes reads through may be of the file
  * adopted, and must be adopted before its next read. */
 extern uint64_t up_adopt_epoch;

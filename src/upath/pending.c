@@ -171,7 +171,8 @@ static __thread const struct up_fd *claimed_by_me;
 enum claim { CLAIM_DONE, CLAIM_MINE, CLAIM_REFUSED };
 
 /* Takes the entry from WAITING to ADOPTING, with a claim token of its own (*claim): CLAIM_MINE when this
- * call did (the caller then ends with claimed_by_me = *outer). Otherwise another thread has it: waits until it is done (CLAIM_DONE) -- unless
+ * call did (the caller then ends with claimed_by_me = *outer). Otherwise another thread has it: waits until
+ * it is done (CLAIM_DONE) -- unless
  * this very thread has it (a handler nested in the adoption), which returns at once, or this is a handler
  * inside its thread's table lock, which the adoption waits for (CLAIM_REFUSED). The mark is set before
  * the compare-and-swap, so a handler arriving right after it sees it. */
@@ -238,11 +239,8 @@ static int pending_adopt(int fd, const struct stat *given, bool write) {
         }
     }
     DK_CRASH_POINT("upath.pending_adopt.ended"); /* tests: other threads close and reopen the number here */
-    uint32_t mine = claim;
-    if (rc == -EDEADLK) /* a handler inside its thread's hold of the file's (or root's) mutex: still pending */
-        __atomic_compare_exchange_n(&e->pending, &mine, UP_PEND_WAITING, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-    else
-        up_fd_end_adopting(fd, e, claim);
+    /* (-EDEADLK: a handler inside its thread's hold of the file's or root's mutex -- still pending) */
+    up_fd_end_adopting(fd, e, claim, rc == -EDEADLK);
     claimed_by_me = outer;
     DK_ERRNO_RESTORE;
     return rc == -EDEADLK ? rc : 0;
