@@ -46,8 +46,17 @@ static struct cookie *cookie_claim(void) {
 }
 
 static ssize_t ck_read(void *c, char *buf, size_t n) { return read(((struct cookie *)c)->fd, buf, n); }
+/* glibc's file stream advances its cached descriptor offset (_offset) by what its write moved
+ * (_IO_new_file_write); its cookie write does not. A flush that first seeks back over read-ahead sets
+ * _offset to where the write starts, so the positioning that follows counted from there, before the bytes
+ * written: fputs after an fseeko into buffered input, then fseek(fp, 0, SEEK_CUR) and fgets read from one
+ * byte early (CI seed 767800526298; reproduced with a plain fopencookie stream, glibc 2.36). Ours advances
+ * it as the file stream does (a stream that does not know its offset, -1, is left so). */
 static ssize_t ck_write(void *c, const char *buf, size_t n) {
-    ssize_t r = write(((struct cookie *)c)->fd, buf, n);
+    struct cookie *k = c;
+    ssize_t r = write(k->fd, buf, n);
+    FILE *fp = __atomic_load_n(&k->fp, __ATOMIC_ACQUIRE);
+    if (r > 0 && fp && fp != COOKIE_CLAIMED && fp->_offset >= 0) fp->_offset += r;
     return r < 0 ? 0 : r; /* fopencookie: 0 means error (errno set) */
 }
 static int ck_seek(void *c, off64_t *off, int whence) {
