@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "atomic/alog.h"
+#include "common/crashpoint.h"
 #include "common/dk.h"
 
 int alog_alloc_init(struct alog_file *f) {
@@ -73,6 +74,7 @@ static int64_t area_take(struct alog_file *f, uint32_t shift) {
 int64_t alog_alloc_entry(struct alog_file *f, uint32_t shift, uint64_t *log_off) {
     dk_assert(shift >= ALOG_BLOCK_SHIFT_MIN && shift <= ALOG_BLOCK_SHIFT_MAX);
     pthread_mutex_lock(&f->alloc_mu);
+    DK_CRASH_POINT("atomic.alloc.entry_locked"); /* shim_handler_fork_atomic_alloc's cue */
     int64_t idx = slot_take(f);
     int64_t off = idx >= 0 ? area_take(f, shift) : -ENOSPC;
     if (idx >= 0 && off < 0) f->slot_used_bits[idx / 64] &= ~(1ull << (idx % 64));
@@ -85,6 +87,7 @@ int64_t alog_alloc_entry(struct alog_file *f, uint32_t shift, uint64_t *log_off)
 
 void alog_free_entry(struct alog_file *f, uint64_t idx, uint64_t log_off, uint32_t shift) {
     pthread_mutex_lock(&f->alloc_mu);
+    DK_CRASH_POINT("atomic.alloc.free_locked"); /* shim_handler_fork_atomic_free's cue */
     dk_assert(f->slot_used_bits[idx / 64] & (1ull << (idx % 64)));
     f->slot_used_bits[idx / 64] &= ~(1ull << (idx % 64));
     struct alog_chunk *c = &f->chunks[log_off / ALOG_CHUNK_BYTES];

@@ -202,6 +202,7 @@ void alog_ckpt_thread_stop(struct alog_file *f) {
 void alog_ckpt_kick(struct alog_file *f) {
     if (!f->ckpt_started) return;
     pthread_mutex_lock(&f->ckpt_mu);
+    DK_CRASH_POINT("atomic.ckpt_kick.locked"); /* shim_handler_fork_atomic_kick's cue */
     if (!f->ckpt_pending) {
         f->ckpt_pending = true;
         pthread_cond_signal(&f->ckpt_cond);

@@ -26,10 +26,11 @@
 #include "shim_test.h"
 
 enum { STRICT_RETURN, CLOSE, APPEND, SIZEREC, STRICT_WRITE, STRICT_CHECKPOINT, ROOT, DIRFD, GROW, ATOMIC_OPEN,
-       ATOMIC_COPY, ATOMIC_JOURNAL, CASES };
+       ATOMIC_COPY, ATOMIC_JOURNAL, ATOMIC_ALLOC, ATOMIC_FREE, ATOMIC_KICK, CASES };
 static const char *const names[CASES] = {"strict_return", "close", "append", "sizerec", "strict_write",
                                          "strict_checkpoint", "root", "dirfd", "grow", "atomic_open",
-                                         "atomic_copy", "atomic_journal"};
+                                         "atomic_copy", "atomic_journal", "atomic_alloc", "atomic_free",
+                                         "atomic_kick"};
 enum { BLOCK = 4096, FORKED_BYTES = 100, CHILD_WAIT_MS = 10000 };
 static int mode, go[2];
 static pid_t h_fork_pid = -1;
@@ -184,9 +185,12 @@ static void interrupted_call(const char *dir) {
         NOTE("sizerec: the handler's fork did not wait; a holds the parent's appends once and the child's");
         return;
     }
-    if (mode == ATOMIC_JOURNAL) overwrite_close(dir, "r", 'r', 'R', 0, true); /* a journal record the close applies */
-    if (mode == ROOT || mode == ATOMIC_OPEN || mode == ATOMIC_COPY) { /* the first open probes the root's medium;
-        * atomic: it opens the file's engine, its first write copies into a new entry under the block's mutex */
+    /* journal: a record the close applies; free: the close's checkpoint releases the overwrite's entry (under
+     * alloc_mu); kick: the fsync wakes the checkpoint thread (under its ckpt_mu; no pacing) */
+    if (mode == ATOMIC_JOURNAL || mode == ATOMIC_FREE || mode == ATOMIC_KICK) overwrite_close(dir, "r", 'r', 'R', 0, true);
+    if (mode == ROOT || mode == ATOMIC_OPEN || mode == ATOMIC_COPY || mode == ATOMIC_ALLOC) { /* the first open
+        * probes the root's medium; atomic: it opens the file's engine, its first write copies into a new entry
+        * under the block's mutex (alloc: the entry's slot and log space taken under alloc_mu) */
         CHECK(close(create_filled(dir, "r", 'r', 2 * BLOCK, 0)) == 0, "close r: %s", strerror(errno));
         wait_fork_child();
         st_path(p, sizeof p, dir, "r");
@@ -231,7 +235,7 @@ int main(int argc, char **argv) {
     const char *dir = st_dir(argc, argv);
     mode = st_case_index(argc, argv, names, CASES,
                          "shim_handler_fork DIR strict_return|close|append|sizerec|strict_write|strict_checkpoint|"
-                         "root|dirfd|grow|atomic_open|atomic_copy|atomic_journal");
+                         "root|dirfd|grow|atomic_open|atomic_copy|atomic_journal|atomic_alloc|atomic_free|atomic_kick");
     if (!getenv("DAXKIT_TEST_CRASH")) SKIP("needs DAXKIT_TEST_CRASH=raise:10:SITE:1 (a test build)");
     const char *m = getenv("DAXKIT_MODE");
     bool strict = m && strcmp(m, "strict") == 0;
