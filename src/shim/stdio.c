@@ -313,7 +313,9 @@ DK_EXPORT size_t fread_unlocked(void *buf, size_t size, size_t n, FILE *fp) {
  * streams is made absolute first -- unless the stream does not know its offset (an appending stream after
  * a write: _offset is -1): glibc then seeks the descriptor relatively, without reading ahead, on both
  * kinds of stream, and an absolute seek would read a block ahead where the file stream does not (the
- * next fwrite then flushes at a different point: CI seed 460482943039). */
+ * next fwrite then flushes at a different point: CI seed 460482943039). A cookie stream's ftell empties
+ * _offset too, so after one the seek stays relative here; the lost position itself is ck_write's fix (CI
+ * seed 767800526298 was that case), this one keeps the read-ahead where the file stream's is. */
 /* glibc's fseek writes pending output out before it finds the target invalid; so does ours. */
 static int seek_refused(FILE *fp, int e) {
     if (fp->_IO_write_ptr > fp->_IO_write_base) fflush(fp);
