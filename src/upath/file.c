@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/config.h"
+#include "common/lockzero.h"
 #include "common/log.h"
 #include "common/stats.h"
 #include "shim/libc.h"
@@ -118,7 +119,8 @@ static void table_remove(struct up_file *f) {
 static struct up_file *spares[SPARES_MAX];
 static unsigned spares_n;
 
-/* A zeroed entry: a spare (its staged array kept, empty) or a new one. */
+/* A zeroed entry: a spare (its staged array kept, empty) or a new one. Its locks are zeroes too: file_new
+ * leaves them so where zeroes are a default lock (common/lockzero.h). */
 static struct up_file *file_alloc(void) {
     if (!spares_n) return calloc(1, sizeof(struct up_file));
     struct up_file *f = spares[--spares_n];
@@ -151,8 +153,7 @@ static void file_free(struct up_file *f) {
     up_map_drop(&f->map);
     up_aux_close(f);
     up_stage_kept_free(f);
-    pthread_rwlock_destroy(&f->rw);
-    pthread_mutex_destroy(&f->mu);
+    /* (no pthread_*_destroy: unheld default locks own nothing, and a spare's are zeroed again by file_alloc) */
     file_release(f);
 }
 
@@ -234,10 +235,11 @@ static struct up_file *file_new(struct up_root *r, const struct stat *st) {
     f->root = r;
     f->size = f->pub_size = f->ksize = (uint64_t)st->st_size;
     f->backed_end = 0; /* found at the first mapped access (holes.c) */
-    pthread_rwlock_init(&f->rw, NULL);
-    f->guard_closed = 0;
-    pthread_mutex_init(&f->mu, NULL);
-    pthread_mutex_init(&f->strict_mu, NULL);
+    if (DK_UNLIKELY(!dk_locks_zero_ready())) { /* else the zeroed locks are ready (common/lockzero.h) */
+        pthread_rwlock_init(&f->rw, NULL);
+        pthread_mutex_init(&f->mu, NULL);
+        pthread_mutex_init(&f->strict_mu, NULL);
+    }
     f->rescue_fd = -1;
     f->file_dax = UP_DAX_UNCHECKED, f->map_sync = -1;
     f->aux_fd = -1;
