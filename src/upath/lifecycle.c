@@ -205,7 +205,7 @@ void up_fini(void) {
  *   each root's mu, dirfd_mu              new in the child (managed.c: the probe redone, the cache emptied)
  *   attach_mu (inflight.c)                new in the child; robust slot mutexes: the parent's threads' own
  *   below_mu, foreign_mu                  new in the child (recover_scope.c, foreign.c)
- *   pools_mu, heap_spare_mu, pool mu      new in the child; the pools are the parent's (stage.c)
+ *   pools_mu, pool mu                     new in the child; the pools are the parent's (stage.c)
  *   size records' mu, strict's ck (rw),  freed with their state: the child makes its own at first use
  *     stg_mu, dirty_mu, the log's grow_mu   (sizerec.c, strict.c, oplog: dk_oplog_drop_inherited)
  *   amap_mu (atomic_mmap.c)               new in the child (its atfork handler); the views are forgotten

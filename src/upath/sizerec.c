@@ -67,8 +67,7 @@ _Static_assert(sizeof(struct size_rec) == REC_BYTES, "record slot size");
 struct up_sizes {
     int fd;
     char *addr;
-    pthread_mutex_t mu;
-    uint64_t used[REC_SLOTS / 64];
+    uint64_t used[REC_SLOTS / 64];   /* atomic: the slot is taken (slot_take, slot_give) */
     uint64_t backed[REC_SLOTS / 64]; /* the slot's page is allocated (slot_take) */
 };
 
@@ -129,7 +128,6 @@ static struct up_sizes *sizes_open(struct up_root *r) {
         if (z) {
             z->fd = up_internal_fd(fd);
             z->addr = a;
-            pthread_mutex_init(&z->mu, NULL);
             __atomic_store_n(&r->sizes, z, __ATOMIC_RELEASE);
         } else {
             dk_log_once("cannot keep published-size records in %s/.daxkit (%s): a crash may leave a "
@@ -144,50 +142,51 @@ static struct up_sizes *sizes_open(struct up_root *r) {
     return r->sizes;
 }
 
+/* Lock-free: clears only the slot's own bit -- a freed file's at every eviction from the closed list. */
+static void slot_give(struct up_sizes *z, int s) {
+    __atomic_fetch_and(&z->used[s / 64], ~(1ull << (s % 64)), __ATOMIC_ACQ_REL);
+}
+
+/* The taken slot's page allocated (once per slot and process). False: it could not be (the slot given back,
+ * errno kept). */
+static bool slot_back(struct up_sizes *z, int s) {
+    uint64_t bit = 1ull << (s % 64);
+    if (__atomic_load_n(&z->backed[s / 64], __ATOMIC_ACQUIRE) & bit) return true;
+    DK_ERRNO_SAVE;
+    int cancel_was = dk_cancel_off(); /* under the file's mutex: fallocate is a cancellation point */
+    bool ok = DK_REAL(fallocate)(z->fd, 0, (off_t)s * REC_BYTES, REC_BYTES) == 0 || errno == EOPNOTSUPP;
+    dk_cancel_restore(cancel_was);
+    DK_ERRNO_RESTORE;
+    if (ok) __atomic_fetch_or(&z->backed[s / 64], bit, __ATOMIC_ACQ_REL);
+    else slot_give(z, s);
+    return ok;
+}
+
 /* A free slot, its page allocated: the record file is sparse (ftruncate), and a store into a hole the medium
  * cannot fill is a SIGBUS -- a full tmpfs killed the program at its first publish (rec_begin), where the
  * kernel's write or fsync says ENOSPC (shim_full_medium_burst_tmpfs, 1 run in 40-90; the prefilled case every
  * time). Each page is allocated once, at its slot's first use (slots are taken lowest first: mostly one
- * fallocate per process). -1: all slots in use; -2: the page could not be allocated (errno kept); -3: a signal
- * handler whose thread is inside z->mu. */
+ * fallocate per process). -1: all slots in use; -2: the page could not be allocated (errno kept).
+ * Lock-free (session 20; a mutex until then, ~70 instructions a taken slot, and a signal handler whose thread
+ * was inside it got no record): a slot is the taker's alone from the compare-and-swap that sets its bit
+ * until slot_give clears it, so two takers at once (threads, or a handler and the thread it interrupted) get
+ * two slots, and only the slot's owner reads or sets its `backed` bit (an atomic or: other slots share the
+ * word). */
 static int slot_take(struct up_sizes *z) {
-    int s = -1;
-    /* A signal handler's publish or extension (its exit's publish of another file) that interrupted its thread
-     * taking or giving back a slot: no record for this file, as with every slot in use (hang14's sizerec case:
-     * the exit waited for its own thread's z->mu for ever). */
-    if (dk_mu_refuse(&z->mu)) {
-        return -3;
-    }
-    dk_mu_lock(&z->mu);
-    DK_CRASH_POINT("sizerec.slot_take.locked");
-    for (unsigned w = 0; w < REC_SLOTS / 64 && s < 0; w++) {
+    for (unsigned w = 0; w < REC_SLOTS / 64; w++) {
         uint64_t used = __atomic_load_n(&z->used[w], __ATOMIC_ACQUIRE);
-        if (~used == 0) continue;
-        unsigned b = (unsigned)__builtin_ctzll(~used);
-        s = (int)(w * 64 + b);
-        if (!(z->backed[w] & (1ull << b))) {
-            DK_ERRNO_SAVE;
-            int cancel_was = dk_cancel_off(); /* under the file's mutex: fallocate is a cancellation point */
-            bool ok = DK_REAL(fallocate)(z->fd, 0, (off_t)s * REC_BYTES, REC_BYTES) == 0 || errno == EOPNOTSUPP;
-            dk_cancel_restore(cancel_was);
-            DK_ERRNO_RESTORE;
-            if (!ok) {
-                s = -2;
-                break;
-            }
-            z->backed[w] |= 1ull << b;
+        while (~used) {
+            unsigned b = (unsigned)__builtin_ctzll(~used);
+            if (!__atomic_compare_exchange_n(&z->used[w], &used, used | (1ull << b), true, __ATOMIC_ACQ_REL,
+                                             __ATOMIC_ACQUIRE))
+                continue; /* (used is the word's new value) */
+            /* (the name is the tests' cue from when a mutex was held here: a handler with the slot taken) */
+            DK_CRASH_POINT("sizerec.slot_take.locked");
+            int s = (int)(w * 64 + b);
+            return slot_back(z, s) ? s : -2;
         }
-        __atomic_fetch_or(&z->used[w], 1ull << b, __ATOMIC_ACQ_REL);
     }
-    dk_mu_unlock(&z->mu);
-    return s;
-}
-
-/* Lock-free: takers hold z->mu (one at a time), a give only clears its own bit -- a freed file's at every
- * eviction from the closed list (tar xf: 261 of its 763 files had a record; ~70 instructions each, and no
- * wait for a signal handler's thread inside z->mu). */
-static void slot_give(struct up_sizes *z, int s) {
-    __atomic_fetch_and(&z->used[s / 64], ~(1ull << (s % 64)), __ATOMIC_ACQ_REL);
+    return -1;
 }
 
 static struct size_rec *rec_at(const struct up_sizes *z, int s) {
@@ -218,7 +217,6 @@ static int rec_begin(struct up_file *f, int fd, uint64_t ext, bool this_boot, bo
             dk_count(DK_C_fallbacks, 1);
             return 0;
         }
-        if (s == -3) return 0; /* (counted) */
         if (s < 0) {
             dk_log_once("more than %u files extended at once under %s: the rest have no published-size record",
                         REC_SLOTS, f->root->path);

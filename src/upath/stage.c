@@ -77,12 +77,13 @@ static uint32_t pool_count;
 static pthread_mutex_t pools_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* This thread is inside an entry of the staging code (up_stage_*): from before any of its locks is asked for
- * (pools_mu, a pool's mu, heap_spare_mu) or its allocator called (malloc's locks), until after they are let
+ * (pools_mu, a pool's mu) or its allocator called (malloc's locks), until after they are let
  * go of. A signal handler that interrupted it -- its _exit, exit or exec publish point, a fork, an append of
  * its own to another file -- must not ask for them again: a normal mutex waits for its own thread for ever
  * (shim_exit_in_handler_close_loop hung about 1 run in 10-15 under load: _exit's publish of another file
- * gave its heap slot back into heap_spare_mu, which the interrupted take held). Nested, an entry takes
- * nothing: no slot (the append goes to the kernel: -ENOSPC), no growth, no prefault, no shutdown; what is
+ * gave its heap slot back into the spare's mutex, which the interrupted take held; lock-free since session
+ * 20). Nested, an entry takes nothing: no slot (the append goes to the kernel: -ENOSPC), no growth, no
+ * prefault, no shutdown; what is
  * given back is let go of without a lock -- a heap buffer onto heap_deferred (freed by the next entry that is
  * not nested), a pool slot left taken (2 MiB of a staging file, until the process ends). Counted
  * (stage_nested). Not replaced by the mutexes' marks (common/lockmark.h; the mutexes here are marked too):
@@ -608,12 +609,17 @@ static void heap_release(uint64_t bytes) { __atomic_sub_fetch(&heap_bytes_total,
 /* The largest heap buffer given back, kept for the next burst: malloc hands buffers of 128 KiB and more out
  * as fresh mappings (and trims the heap's top), so without it each such burst page-faulted all its pages
  * anew (rsync of /usr/include/linux: ~500 page faults more than the kernel path). At most
- * DAXKIT_STAGE_HEAP_BYTES is kept, not counted in heap_bytes_total. */
-static struct {
-    char *buf;
+ * DAXKIT_STAGE_HEAP_BYTES is kept, not counted in heap_bytes_total.
+ * Handed over without a lock (session 20: a mutex's lock and unlock on each side, ~90 instructions of every
+ * file tar xf creates): one pointer, moved only by atomic exchange, so a buffer is owned either by the slot
+ * or by the one thread that exchanged it out -- two threads taking and giving back at once never both hold
+ * one buffer, and none is lost. While in the slot a buffer's first bytes (unused then) hold its capacity,
+ * read only by the thread that exchanged it out. Under such a race a smaller buffer may sit in the slot for
+ * a while (a take too small for it puts it back and allocates): a cost, never a wrong buffer. */
+struct heap_spare_head {
     uint64_t cap;
-} heap_spare;
-static pthread_mutex_t heap_spare_mu = PTHREAD_MUTEX_INITIALIZER;
+};
+static char *heap_spare; /* atomic: NULL, or a buffer headed by its heap_spare_head */
 
 /* A page-aligned buffer: appends copy into it at the offset their bytes have in the file's block, as they
  * do into a pool slot. malloc's alignment (16 bytes past a page for a large chunk) put each 4 KiB copy 16
@@ -694,29 +700,41 @@ static void heap_buffer_free(char *buf, uint64_t cap) {
     else free(buf);
 }
 
+/* Into the spare slot, keeping the larger of buf and what the slot holds; the other is freed. Each round
+ * owns one buffer and the capacity it carries grows, so it ends (at the latest when the slot is empty). */
+static void heap_spare_put(char *buf, uint64_t cap) {
+    while (buf) {
+        ((struct heap_spare_head *)(void *)buf)->cap = cap;
+        char *old = __atomic_exchange_n(&heap_spare, buf, __ATOMIC_ACQ_REL);
+        if (!old) return;
+        uint64_t old_cap = ((const struct heap_spare_head *)(const void *)old)->cap;
+        if (old_cap <= cap) {
+            heap_buffer_free(old, old_cap);
+            return;
+        }
+        buf = old, cap = old_cap; /* the slot held a larger one (a racing give): back it goes */
+    }
+}
+
 /* A buffer of at least *cap bytes: the spare when large enough (*cap becomes its size), else a new one. */
 static char *heap_alloc(uint64_t *cap) {
-    char *buf = NULL;
-    dk_mu_lock(&heap_spare_mu);
-    DK_CRASH_POINT("stage.heap_alloc.spare_locked"); /* shim_exit_in_handler's raise: a handler in here */
-    if (heap_spare.buf && heap_spare.cap >= *cap) {
-        buf = heap_spare.buf, *cap = heap_spare.cap;
-        heap_spare.buf = NULL, heap_spare.cap = 0;
+    char *buf = __atomic_exchange_n(&heap_spare, NULL, __ATOMIC_ACQ_REL);
+    /* (the name is the tests' cue from when a mutex was held here: a handler or a hook with the spare taken) */
+    DK_CRASH_POINT("stage.heap_alloc.spare_locked");
+    if (buf) {
+        uint64_t spare_cap = ((const struct heap_spare_head *)(const void *)buf)->cap;
+        if (spare_cap >= *cap) {
+            *cap = spare_cap;
+            return buf;
+        }
+        heap_spare_put(buf, spare_cap); /* too small for this burst: kept for a smaller one */
     }
-    dk_mu_unlock(&heap_spare_mu);
-    return buf ? buf : heap_buffer(*cap);
+    return heap_buffer(*cap);
 }
 
 static void heap_free(char *buf, uint64_t cap) {
-    dk_mu_lock(&heap_spare_mu);
-    if (cap > heap_spare.cap && cap <= dk_cfg.stage_heap_bytes) {
-        char *old = heap_spare.buf;
-        uint64_t old_cap = heap_spare.cap;
-        heap_spare.buf = buf, heap_spare.cap = cap;
-        buf = old, cap = old_cap;
-    }
-    dk_mu_unlock(&heap_spare_mu);
-    heap_buffer_free(buf, cap);
+    if (cap >= sizeof(struct heap_spare_head) && cap <= dk_cfg.stage_heap_bytes) heap_spare_put(buf, cap);
+    else heap_buffer_free(buf, cap);
 }
 
 /* Heap buffers given back by a nested entry (stage_busy), pushed without a lock (the buffer holds the link),
@@ -878,7 +896,7 @@ static bool stage_prefault(struct up_file *f, int fd, uint64_t off, uint64_t len
 
 /* A heap slot given back at a publish and taken again by the next append (a record written and fsynced at a
  * time: RocksDB's WAL with sync=1, an AOF, a journal) cost ~240 library instructions of the ~1,800 of a
- * 100-byte write + fdatasync (heap_alloc and heap_free, each under heap_spare_mu, and the reservation's two
+ * 100-byte write + fdatasync (heap_alloc and heap_free, each under a mutex until session 20, and the reservation's two
  * atomics). A buffer up to this size stays with its file instead, still counted in heap_bytes_total, until
  * the file's next burst takes it or the file is freed (at most DAXKIT_CACHE_FILES closed files keep one). */
 #define UP_HEAP_KEEP_BYTES (64u << 10)
@@ -990,7 +1008,6 @@ void up_stage_after_fork_child(void) {
     }
     pool_count = 0;
     dk_mu_reinit(&pools_mu);
-    dk_mu_reinit(&heap_spare_mu); /* another thread may have held it at fork */
 }
 
 const char *up_stage_tag(struct up_root *r) {

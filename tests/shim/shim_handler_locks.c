@@ -9,7 +9,7 @@
  *   sizerec_exit, sizerec__exit (SITE sizerec.slot_take.locked): the thread's fsync publishes file A and
  *     takes a published-size record slot under z->mu; the handler calls exit / _exit, whose publish of file B
  *     (8 KiB staged: its relink needs a record) waited for z->mu for ever (hang14's sizerec case). B must be
- *     published whole (without a record).
+ *     published whole (without a record; since session 20 the slots are lock-free and B takes one of its own).
  *   dirfd_open (SITE managed.dirfd_note_open.locked): the thread's open(O_DIRECTORY) of a directory below the
  *     root stores its verdict under dirfd_mu; the handler opens and closes another such directory, whose
  *     verdict and forget waited for dirfd_mu for ever (review 15, finding 2). Then a file opened relative to
