@@ -101,9 +101,13 @@ static bool path_below(const struct up_root *r, const char *path) {
 /* A name with no ".daxkit" component (never entering the library's own area) and, unless may_climb, no
  * ".." one (never climbing out of where it starts). */
 static bool name_components_ok(const char *name, bool may_climb) {
-    /* Most names hold neither ".daxkit" nor "..": two vectorised searches instead of a walk per byte (~300
-     * instructions per first open of a 40-byte name, session 12). */
-    if (!strstr(name, ".daxkit") && (may_climb || !strstr(name, ".."))) return true;
+    /* Most names hold neither ".daxkit" nor "..": both begin with a dot, so one vectorised search for dots
+     * (a file name has one or two) and a look after each, instead of a walk per byte (~300 instructions per
+     * first open of a 40-byte name, session 12) or two strstr (~125, session 20). */
+    bool suspect = false;
+    for (const char *d = strchr(name, '.'); d && !suspect; d = strchr(d + 1, '.'))
+        suspect = (!may_climb && d[1] == '.') || (d[1] == 'd' && strncmp(d + 1, "daxkit", 6) == 0);
+    if (!suspect) return true;
     for (const char *p = name; *p;) {
         while (*p == '/') p++;
         const char *e = p;
