@@ -77,17 +77,17 @@ static uint32_t pool_count;
 static pthread_mutex_t pools_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* This thread is inside an entry of the staging code (up_stage_*): from before any of its locks is asked for
- * (pools_mu, a pool's mu) or its allocator called (malloc's locks), until after they are let
- * go of. A signal handler that interrupted it -- its _exit, exit or exec publish point, a fork, an append of
- * its own to another file -- must not ask for them again: a normal mutex waits for its own thread for ever
+ * (pools_mu, a pool's mu) or its allocator called (malloc's locks), until after they are let go of. A signal
+ * handler that interrupted it -- its _exit, exit or exec publish point, a fork, an append of its own to
+ * another file -- must not ask for them again: a normal mutex waits for its own thread for ever
  * (shim_exit_in_handler_close_loop hung about 1 run in 10-15 under load: _exit's publish of another file
  * gave its heap slot back into the spare's mutex, which the interrupted take held; lock-free since session
  * 20). Nested, an entry takes nothing: no slot (the append goes to the kernel: -ENOSPC), no growth, no
- * prefault, no shutdown; what is
- * given back is let go of without a lock -- a heap buffer onto heap_deferred (freed by the next entry that is
- * not nested), a pool slot left taken (2 MiB of a staging file, until the process ends). Counted
- * (stage_nested). Not replaced by the mutexes' marks (common/lockmark.h; the mutexes here are marked too):
- * it also covers the allocator's calls (malloc's own locks) and the stretches between the locks. */
+ * prefault, no shutdown; what is given back is let go of without a lock -- a heap buffer onto heap_deferred
+ * (freed by the next entry that is not nested), a pool slot left taken (2 MiB of a staging file, until the
+ * process ends). Counted (stage_nested). Not replaced by the mutexes' marks (common/lockmark.h; the mutexes
+ * here are marked too): it also covers the allocator's calls (malloc's own locks) and the stretches between
+ * the locks. */
 static __thread unsigned stage_busy;
 #define STAGE_FENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
 static bool stage_enter(void) {
@@ -610,12 +610,13 @@ static void heap_release(uint64_t bytes) { __atomic_sub_fetch(&heap_bytes_total,
  * as fresh mappings (and trims the heap's top), so without it each such burst page-faulted all its pages
  * anew (rsync of /usr/include/linux: ~500 page faults more than the kernel path). At most
  * DAXKIT_STAGE_HEAP_BYTES is kept, not counted in heap_bytes_total.
- * Handed over without a lock (session 20: a mutex's lock and unlock on each side, ~90 instructions of every
- * file tar xf creates): one pointer, moved only by atomic exchange, so a buffer is owned either by the slot
- * or by the one thread that exchanged it out -- two threads taking and giving back at once never both hold
- * one buffer, and none is lost. While in the slot a buffer's first bytes (unused then) hold its capacity,
- * read only by the thread that exchanged it out. Under such a race a smaller buffer may sit in the slot for
- * a while (a take too small for it puts it back and allocates): a cost, never a wrong buffer. */
+ * Handed over without a lock (session 20: a marked mutex's lock and unlock on each side were ~210
+ * instructions of every file tar xf creates): one pointer, moved only by atomic exchange, so a buffer is
+ * owned either by the slot or by the one thread that exchanged it out -- two threads taking and giving back
+ * at once never both hold one buffer, and none is lost. While in the slot a buffer's first bytes (unused
+ * then) hold its capacity, read only by the thread that exchanged it out. Under such a race a smaller buffer
+ * may sit in the slot for a while (a take too small for it puts it back and allocates): a cost, never a
+ * wrong buffer. */
 struct heap_spare_head {
     uint64_t cap;
 };
