@@ -30,13 +30,15 @@ static int recover_atomic(const char *dir, int json) {
     if (json) {
         printf("{\"dir\":");
         dk_json_str(stdout, dir);
-        printf(",\"atomic_logs\":%llu,\"atomic_recovered\":%llu,\"atomic_failed\":%llu,\"atomic_files_gone\":%llu}\n",
+        printf(",\"atomic_logs\":%llu,\"atomic_recovered\":%llu,\"atomic_failed\":%llu,\"atomic_files_gone\":%llu,"
+               "\"atomic_refused\":%llu}\n",
                (unsigned long long)arep.logs, (unsigned long long)arep.recovered, (unsigned long long)arep.failed,
-               (unsigned long long)arep.files_gone);
+               (unsigned long long)arep.files_gone, (unsigned long long)arep.refused);
     } else {
-        printf("%s: DAXKIT_ATOMIC: %llu file(s) recovered to their last commit, %llu failed, %llu log(s) whose "
-               "file is gone (renamed or removed) left in place\n", dir, (unsigned long long)arep.recovered,
-               (unsigned long long)arep.failed, (unsigned long long)arep.files_gone);
+        printf("%s: DAXKIT_ATOMIC: %llu file(s) recovered to their last commit, %llu failed (%llu of them logs of a "
+               "format this daxkit does not read, left untouched), %llu log(s) whose file is gone (renamed or "
+               "removed) left in place\n", dir, (unsigned long long)arep.recovered, (unsigned long long)arep.failed,
+               (unsigned long long)arep.refused, (unsigned long long)arep.files_gone);
     }
     return arep.failed ? 1 : 0;
 }

@@ -242,6 +242,11 @@ struct alog_where {
 };
 int alog_open_tracked_at(const char *path, const struct alog_where *w, const struct daxkit_atomic_options *o,
                          struct alog_file **out);
+/* A log of a format this library does not read (alog_layout.h, ALOG_VERSION: a newer daxkit's, or an unknown
+ * one): says so, naming `what` and the version, and returns -EPROTONOSUPPORT -- the same refusal as a strict
+ * operation log of a newer version (oplog/format.h), an errno no other cause of a failed open returns; the
+ * log is never formatted anew nor written. 0 for a version it reads or no log (no magic). */
+int alog_version_refuse(const struct alog_phdr *h, const char *what);
 /* Closes; with a tracked size, the file is cut to the committed size (*size_out, may be NULL). In a fork's
  * child (f->inherited) it only frees the child's memory: the log and the file are the parent's. */
 int alog_close(struct alog_file *f);
@@ -250,6 +255,7 @@ int alog_close_sized(struct alog_file *f, uint64_t *size_out);
 /* ---- `daxkit recover DIR` (alog_recover_dir.c) ---- */
 struct alog_dir_report {
     uint64_t logs, recovered, failed, files_gone;
+    uint64_t refused; /* of the failed: logs of a format this library does not read, left untouched */
 };
 /* Recovers the files of free logs that still have work in dir and its subdirectories. 0 or -errno. */
 int alog_recover_dir(const char *dir, struct alog_dir_report *rep);
@@ -272,14 +278,18 @@ int alog_named_area_open(const char *root, int *dirfd);
 int alog_named_set_hint(struct alog_file *f, const char *path, const char *log_name);
 /* Recovers the free logs with work left in <root>/.daxkit/atomic (start-up, `daxkit recover`). */
 int alog_recover_named(const char *root, struct alog_dir_report *rep);
-/* 1: the log needs recovery (a tracked size, a committed journal, or a valid entry); 0: no or in use; -errno.
- * *tracked: it records a size (alog_recover_dir.c). */
-int alog_log_needs_work(int area_fd, const char *log_name, bool *tracked);
+/* 1: the log needs recovery (a tracked size, a committed journal, or a valid entry); 0: no or in use; -errno;
+ * -EPROTONOSUPPORT, said, for a log of a version this library does not read (alog_version_refuse; `area_path`
+ * names the area). *tracked: it records a size (alog_recover_dir.c). */
+int alog_log_needs_work(int area_fd, const char *area_path, const char *log_name, bool *tracked);
 /* Opens the log area <dir>/<area> for a scan (alog_area_next); NULL with errno set. */
 DIR *alog_area_open(const char *dir, const char *area);
-/* The next "<key>.alog" in the area that needs recovery (alog_log_needs_work), or NULL at the end; every log
- * seen is counted in rep->logs. *key_len: the length of <key>; *tracked: it records a size. */
-struct dirent *alog_area_next(DIR *d, struct alog_dir_report *rep, size_t *key_len, bool *tracked);
+/* The next "<key>.alog" in the area <area_path> that needs recovery (alog_log_needs_work), or NULL at the end;
+ * every log seen is counted in rep->logs, one of a version this library does not read in rep->failed and
+ * rep->refused (skipped: not opened, renamed or written). *key_len: the length of <key>; *tracked: it records
+ * a size. */
+struct dirent *alog_area_next(DIR *d, const char *area_path, struct alog_dir_report *rep, size_t *key_len,
+                              bool *tracked);
 
 /* ---- tracked size (alog_size.c) ---- */
 uint64_t alog_capacity_for(uint64_t size, uint64_t current);

@@ -19,7 +19,23 @@
 #include <stdint.h>
 
 #define ALOG_MAGIC 0x31676f6c61786164ull /* "daxalog1" */
-#define ALOG_VERSION 1u
+/* The format version (header `version`, written with the geometry, before the magic). A library reads the
+ * versions from ALOG_VERSION_PLAIN to ALOG_VERSION and refuses any other one (alog_open.c: -EPROTONOSUPPORT,
+ * the log left untouched), never formats it anew: a newer log may hold committed work only a newer library
+ * can read. A log carries the lowest version that describes it, so that older libraries keep reading the
+ * logs they can (journal and undo logs, redo without pacing: every log before its first A):
+ *   1 (ALOG_VERSION_PLAIN; every log before session 20, and a log as formatted): no A. The word at
+ *     `redo_applied` is the policy, for information only -- 0 as formatted, ALOG_UNDO (1) or ALOG_REDO (2)
+ *     stored at each open and policy switch until session 19 -- untagged, so it reads as A = 0: every
+ *     committed redo entry is replayed, as the v1 library did. Session 19's library (1172dd9 .. 6e64a03)
+ *     stored the tagged A without changing the version: a v1 log whose word carries the tag is that
+ *     library's, and its A is honoured.
+ *   2 (ALOG_VERSION_APPLIED, session 20): the log has carried A. The first commit that stores A stores 2
+ *     too, durable with it, before any copy can release an entry below A (alog_redo_fifo.c,
+ *     alog_redo_applied_store). */
+#define ALOG_VERSION_PLAIN 1u
+#define ALOG_VERSION_APPLIED 2u
+#define ALOG_VERSION ALOG_VERSION_APPLIED /* the newest this library reads */
 #define ALOG_HEADER_BYTES 4096u
 #define ALOG_ENTRY_BYTES 64u
 #define ALOG_BLOCK_SHIFT_MIN 12u /* 4 KiB */
@@ -47,8 +63,9 @@ struct alog_phdr {
     /* Redo with pacing (session 19, alog_redo_fifo.c): A, tagged (alog_applied_word): every redo entry of an
      * epoch below A is applied to the file durably, so recovery replays none of them and their slots and log
      * blocks are reused without an invalidation. A commit stores it after its first fence (which made the
-     * bytes the copies applied durable), in this line: durable with the epoch word. Before session 19 this
-     * word held the policy, for information only (0-2: no tag, read as A = 0). */
+     * bytes the copies applied durable), in this line: durable with the epoch word. A log that has carried
+     * A is version 2; in a version 1 log this word may hold the policy (0-2: no tag, read as A = 0; see
+     * ALOG_VERSION_PLAIN). */
     uint64_t redo_applied;
     /* The file size as part of the committed state (logs of DAXKIT_ATOMIC files, src/upath/atomic_route.c):
      * when size_mode == ALOG_SIZE_TRACKED, size_slot[H & 1] is the size committed with header epoch H. A
@@ -106,6 +123,9 @@ static inline uint64_t alog_pent_check(uint64_t word, uint64_t dest, uint64_t lo
 }
 static inline uint32_t alog_jrec_check(uint64_t pos, uint64_t off, uint32_t len) {
     return (uint32_t)alog_mix64(pos ^ alog_mix64(off ^ ((uint64_t)len << 48) ^ ALOG_MAGIC));
+}
+static inline bool alog_version_known(uint32_t version) {
+    return version >= ALOG_VERSION_PLAIN && version <= ALOG_VERSION;
 }
 #define ALOG_APPLIED_TAG 0xa9ull
 static inline uint64_t alog_applied_word(uint64_t a) { return a << 8 | ALOG_APPLIED_TAG; }

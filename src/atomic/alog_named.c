@@ -132,7 +132,9 @@ int alog_recover_named(const char *root, struct alog_dir_report *rep) {
     struct dirent *e;
     size_t n;
     bool tracked; /* always tracked here: opened with alog_open_tracked_at */
-    while ((e = alog_area_next(d, rep, &n, &tracked))) {
+    char area[4200];
+    snprintf(area, sizeof area, "%s/" ALOG_NAMED_AREA, root);
+    while ((e = alog_area_next(d, area, rep, &n, &tracked))) {
         char path[4400];
         if (!find_file(dirfd(d), e->d_name, root, path, sizeof path)) {
             /* Removed, or moved out of the root: kept as <key>.orphan (for a person to look at), so that

@@ -164,7 +164,7 @@ static uint64_t log_total_bytes(uint64_t entries, uint64_t data_bytes) {
 static int format_log(struct alog_file *f, uint64_t ino, uint64_t dev, uint64_t data_bytes) {
     uint64_t entries = data_bytes >> ALOG_BLOCK_SHIFT_MIN;
     dk_assert(log_total_bytes(entries, data_bytes) <= f->log_len);
-    struct alog_phdr h = {.version = ALOG_VERSION, .header_bytes = ALOG_HEADER_BYTES, .data_ino = ino,
+    struct alog_phdr h = {.version = ALOG_VERSION_PLAIN, .header_bytes = ALOG_HEADER_BYTES, .data_ino = ino,
                           .data_dev = dev, .entry_count = entries,
                           .data_off = log_total_bytes(entries, data_bytes) - data_bytes, .data_bytes = data_bytes,
                           .epoch = 1};
@@ -200,10 +200,29 @@ static void adopt_log(struct alog_file *f) {
 }
 
 static bool header_sane(const struct alog_phdr *h, uint64_t file_bytes) {
-    return h->magic == ALOG_MAGIC && h->version == ALOG_VERSION && h->header_bytes == ALOG_HEADER_BYTES &&
+    return h->magic == ALOG_MAGIC && alog_version_known(h->version) && h->header_bytes == ALOG_HEADER_BYTES &&
            h->data_bytes % ALOG_CHUNK_BYTES == 0 && h->data_bytes && h->entry_count &&
            h->data_off == log_total_bytes(h->entry_count, h->data_bytes) - h->data_bytes &&
            log_total_bytes(h->entry_count, h->data_bytes) <= file_bytes && h->epoch >= 1;
+}
+
+int alog_version_refuse(const struct alog_phdr *h, const char *what) {
+    if (h->magic != ALOG_MAGIC || alog_version_known(h->version)) return 0;
+    dk_log("atomic: %s: written by %s (log format %u, this library reads %u-%u): run %s `daxkit recover`, or remove "
+           "the log if its data is not needed; left untouched", what,
+           h->version > ALOG_VERSION ? "a newer daxkit" : "an unknown daxkit", h->version, ALOG_VERSION_PLAIN,
+           ALOG_VERSION, h->version > ALOG_VERSION ? "that version's" : "the writer's");
+    return -EPROTONOSUPPORT;
+}
+
+/* The log just opened and locked, before anything is written to it or to the data file: a version this
+ * library does not read is refused (a short or empty file is a log being made: formatted). */
+static int log_version_check(const struct alog_file *f, const char *path) {
+    struct alog_phdr h;
+    if (DK_REAL(pread)(f->log_fd, &h, sizeof h, 0) != (ssize_t)sizeof h) return 0;
+    char what[4600];
+    snprintf(what, sizeof what, "%s: its log %s", path, f->log_name);
+    return alog_version_refuse(&h, what);
 }
 
 static bool any_entry_valid(const struct alog_file *f) {
@@ -472,6 +491,7 @@ static int open_all(struct alog_file *f, const char *path, const struct alog_whe
     dk_mu_unlock(&open_mu);
     if (dirfd >= 0 && (rc || !f->track_size)) DK_REAL(close)(dirfd);
     else f->dir_fd = fd_high(dirfd); /* a tracked-size log is removed at its clean close */
+    if (!rc) rc = log_version_check(f, path);
     if (!rc) rc = open_data(f, path, w, f->track_size ? 0 : o->file_bytes_min, &st);
     if (!rc) {
         dk_mu_lock(&open_mu);

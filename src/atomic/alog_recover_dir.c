@@ -18,16 +18,22 @@
 
 #define ALOG_RECOVER_DEPTH_MAX 8
 
-/* 1: the log needs recovery (a tracked size, a committed journal, or a valid entry); 0: idle or in use; -errno. */
-int alog_log_needs_work(int area_fd, const char *log_name, bool *tracked) {
+/* 1: the log needs recovery (a tracked size, a committed journal, or a valid entry); 0: idle or in use; -errno
+ * (-EPROTONOSUPPORT: a version this library does not read). */
+int alog_log_needs_work(int area_fd, const char *area_path, const char *log_name, bool *tracked) {
     struct stat st; /* another user's log is that user's to recover (common/area.h): left as in use */
     if (DK_REAL(fstatat)(area_fd, log_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !dk_area_file_ours(&st)) return 0;
     int fd = dk_ifd_openat(area_fd, log_name, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) return -errno;
     int rc = 0;
     struct alog_phdr h;
-    if (DK_REAL(flock)(fd, LOCK_EX | LOCK_NB) == 0 && DK_REAL(pread)(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
-        h.magic == ALOG_MAGIC) {
+    bool log = DK_REAL(flock)(fd, LOCK_EX | LOCK_NB) == 0 && DK_REAL(pread)(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
+               h.magic == ALOG_MAGIC; /* not in use, and a log */
+    if (log && !alog_version_known(h.version)) {
+        char what[4600];
+        snprintf(what, sizeof what, "%s/%s", area_path, log_name);
+        rc = alog_version_refuse(&h, what); /* what its entries mean is unknown here: not read */
+    } else if (log) {
         *tracked = h.size_mode == ALOG_SIZE_TRACKED;
         rc = *tracked || alog_jrnl_unapplied(&h) != 0; /* a committed journal not replayed yet */
         struct alog_pent p;
@@ -55,14 +61,17 @@ DIR *alog_area_open(const char *dir, const char *area) {
     return d;
 }
 
-struct dirent *alog_area_next(DIR *d, struct alog_dir_report *rep, size_t *key_len, bool *tracked) {
+struct dirent *alog_area_next(DIR *d, const char *area_path, struct alog_dir_report *rep, size_t *key_len,
+                              bool *tracked) {
     struct dirent *e;
     while ((e = readdir(d))) {
         size_t n = strlen(e->d_name);
         if (n <= 5 || strcmp(e->d_name + n - 5, ".alog") != 0) continue;
         rep->logs++;
         *tracked = false;
-        if (alog_log_needs_work(dirfd(d), e->d_name, tracked) <= 0) continue;
+        int work = alog_log_needs_work(dirfd(d), area_path, e->d_name, tracked);
+        if (work == -EPROTONOSUPPORT) rep->failed++, rep->refused++;
+        if (work <= 0) continue;
         *key_len = n - 5;
         return e;
     }
@@ -75,7 +84,9 @@ static void recover_area(const char *dir, struct alog_dir_report *rep) {
     struct dirent *e;
     size_t n;
     bool tracked;
-    while ((e = alog_area_next(d, rep, &n, &tracked))) {
+    char area[4200];
+    snprintf(area, sizeof area, "%s/.daxkit", dir);
+    while ((e = alog_area_next(d, area, rep, &n, &tracked))) {
         char path[4400];
         snprintf(path, sizeof path, "%s/%.*s", dir, (int)n, e->d_name);
         struct stat st;

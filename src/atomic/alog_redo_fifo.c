@@ -19,6 +19,7 @@
 #include "atomic/alog.h"
 #include "common/crashpoint.h"
 #include "common/dk.h"
+#include "persist/persist.h"
 
 /* Entries one copy releases (below the durable A) and applies at most, besides the byte budget. */
 #define ALOG_RPACE_RELEASES 4u
@@ -110,7 +111,19 @@ uint64_t alog_redo_applied_next(struct alog_file *f) {
     return a > f->redo_applied ? a : 0;
 }
 
+/* The first A of a version 1 log makes it version 2 (alog_layout.h): the version is written back here and made
+ * durable by the commit's epoch store (its fence; on pagecache its msync, of the header page that holds
+ * both), before the copies release any entry below A -- only then may a slot or log block below A be reused.
+ * A crash before that leaves either version with or without A: every redo entry below A still intact and
+ * applied, so a v1 reader replaying them recovers the same file as a v2 reader skipping them. */
+static void version_applied(struct alog_file *f) {
+    if (f->hdr->version == ALOG_VERSION_APPLIED) return;
+    uint32_t v = ALOG_VERSION_APPLIED;
+    dk_copy_flush(&f->hdr->version, &v, sizeof v);
+}
+
 void alog_redo_applied_store(struct alog_file *f, uint64_t a) {
+    version_applied(f);
     /* A plain store: the epoch word's store writes the line back after it (alog_commit.c) */
     __atomic_store_n(&f->hdr->redo_applied, alog_applied_word(a), __ATOMIC_RELAXED);
     DK_CRASH_POINT("atomic.sync.redo_applied.stored");

@@ -504,6 +504,9 @@ int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
                "with EBUSY", path, (unsigned long long)dk_cfg.atomic_wait_ms);
         return -EBUSY;
     }
+    /* A log only a newer daxkit reads (said by the engine): served plain, the program's writes would go under
+     * the log's committed ones, which that version's recovery then puts back over them. */
+    if (rc == -EPROTONOSUPPORT) return rc;
     if (rc) {
         dk_count(DK_C_atomic_plain, 1);
         dk_log("%s matches DAXKIT_ATOMIC but the atomic engine cannot map it (%s): served without failure-atomic "
