@@ -467,6 +467,7 @@ enum alog_broken {
     ALOG_BROKEN_COMMIT_LINE_NOT_WRITTEN_BACK, /* the commit line's slots not written back before the fence */
     ALOG_BROKEN_JDIRECT_UNDER_RECORD, /* a record does not raise j.direct_from: direct copies land under it */
     ALOG_BROKEN_PENTS_CLEAR_STICKY, /* a publish leaves pents_clear set: a close skips the entry scans it needs */
+    ALOG_BROKEN_VERSION_NOT_STORED, /* the first commit that stores A leaves the log at version 1 */
 };
 extern int alog_test_broken;
 /* Under ALOG_BROKEN_UWP_SAVE_UNFENCED: this thread's alog_durable_log_* skip their fence (dax). */

@@ -39,6 +39,11 @@
  * creation order and the commit stores A, "every redo entry below epoch A is applied", after its first fence
  * (alog_redo_fifo.c); its broken variant redo-pace-applied-early stores A, written back, before the fence that
  * makes the applied bytes durable: must be caught; redo-thread: the checkpoint thread's path, pacing off)
+ * (redo-pace also checks the log's version (session 20, review 20 finding 6): a crash state whose header says
+ * version 1 while it holds a tagged A is recovered a second time as a version-1 library reads it -- A taken as
+ * 0, every committed redo entry replayed -- and must give the same file; its broken variant
+ * redo-pace-version-not-stored leaves the log at version 1 when A is first stored, so later copies reuse
+ * log blocks below A under a v1 header: must be caught)
  * (undo, session 18: the copies release committed undo entries, the commit touches none; its broken variant
  * undo-release-uncommitted lets the copies release entries of the current epoch too, whose slots and log
  * blocks the next copies reuse before recovery could undo with them: must be caught)
@@ -84,6 +89,8 @@ static uint64_t grows;
 #define GROW_COPIES 36u
 #define GROW_COPY_BYTES (60u << 10)
 static uint64_t sizes[EPOCHS + 1];
+static char *scratch_v1;   /* a version-1 crash state holding A, recovered as a v1 library reads it */
+static uint64_t v1_checked; /* such states seen */
 
 /* Batch k: small and block-sized copies, merges, rewrites of blocks committed in batch k-1. */
 static void batch(uint32_t k, char *model, struct alog_file *f) {
@@ -153,6 +160,25 @@ static void keep_for_recovery(const void *image, size_t bytes) {
     memcpy(kept[slot], image, bytes);
 }
 
+/* A crash state whose log says version 1 but holds a tagged A (only between the first A's store and the fence
+ * that makes the version durable with it): a version-1 library ignores A and replays every committed redo
+ * entry, which must give the file the version-2 rule gave (`recovered`). 0, or 1 with why. */
+static int v1_reader_agrees(const void *image, size_t bytes, const char *recovered, char *why, size_t why_bytes) {
+    const struct alog_phdr *h = (const struct alog_phdr *)((const char *)image + DATA_BYTES);
+    if (h->version != ALOG_VERSION_PLAIN || !alog_applied_of(h->redo_applied)) return 0;
+    v1_checked++;
+    memcpy(scratch_v1, image, bytes);
+    ((struct alog_phdr *)(scratch_v1 + DATA_BYTES))->redo_applied = 0;
+    struct alog_file *f;
+    int rc = alog_test_open_memory(scratch_v1, DATA_BYTES, scratch_v1 + DATA_BYTES, log_bytes, false, &opts, &f);
+    if (!rc) rc = alog_recover(f, 1, false), alog_test_close_memory(f);
+    if (!rc && memcmp(scratch_v1, recovered, DATA_BYTES) == 0) return 0;
+    snprintf(why, why_bytes, "a version-1 log holding A = %llu: recovered as a version-1 library reads it (every "
+             "committed redo entry replayed) it gives other file bytes (rc %d)",
+             (unsigned long long)alog_applied_of(h->redo_applied), rc);
+    return 1;
+}
+
 /* Whether a log image has anything for recovery to do: differs from the image after its recovery. */
 static bool recovery_has_work(const void *image, size_t bytes) {
     return memcmp(image, scratch, bytes) != 0;
@@ -166,6 +192,7 @@ static int check(const void *image, size_t bytes, const uint64_t *marks, size_t 
     uint64_t size = 0;
     bool size_ok = alog_size_recorded(f, &size);
     alog_test_close_memory(f);
+    if (v1_reader_agrees(image, bytes, scratch, why, why_bytes)) return 1;
     if (explore_recovery && recovery_has_work(image, bytes)) keep_for_recovery(image, bytes);
     uint64_t last = nmarks ? marks[nmarks - 1] : 0;
     for (uint64_t k = last; k <= last + 1 && k <= EPOCHS; k++) {
@@ -255,6 +282,7 @@ int main(int argc, char **argv) {
                : !strcmp(pol, "journal-sized-direct-unflushed") ? ALOG_BROKEN_JDIRECT_NOT_WRITTEN_BACK
                : !strcmp(pol, "journal-sized-direct-under-record") ? ALOG_BROKEN_JDIRECT_UNDER_RECORD
                : !strcmp(pol, "journal-sized-line-unflushed")  ? ALOG_BROKEN_COMMIT_LINE_NOT_WRITTEN_BACK
+               : !strcmp(pol, "redo-pace-version-not-stored")  ? ALOG_BROKEN_VERSION_NOT_STORED
                                                               : ALOG_BROKEN_NONE;
     sized = strstr(pol, "-sized") != NULL;
     direct = strstr(pol, "-sized-direct") != NULL;
@@ -272,7 +300,8 @@ int main(int argc, char **argv) {
     size_t region = DATA_BYTES + log_bytes;
     char *mem = aligned_alloc(4096, region);
     scratch = aligned_alloc(4096, region);
-    AT_CHECK(mem && scratch, "memory");
+    scratch_v1 = aligned_alloc(4096, region);
+    AT_CHECK(mem && scratch && scratch_v1, "memory");
     memset(mem, 0, region);
     for (uint32_t i = 0; i < DATA_BYTES; i++) mem[i] = (char)(i * 13 + 1);
     for (uint32_t k = 0; k <= EPOCHS; k++) /* before the states: the direct batches write across sizes[k - 1] */
@@ -333,6 +362,9 @@ int main(int argc, char **argv) {
         AT_FAIL("pacing not explored (%llu records applied by copies, %llu in part)", (unsigned long long)applied,
                 (unsigned long long)partial);
     if (bpaced && applied == 0) AT_FAIL("per-block pacing not explored (no entry applied by a copy)");
+    if (bpaced) printf("%llu version-1 crash states holding A recovered as a version-1 library too\n",
+                       (unsigned long long)v1_checked);
+    if (bpaced && !broken && v1_checked == 0) AT_FAIL("no version-1 crash state held A: the version's store was not explored");
     if (direct) printf("%llu bytes copied straight into the file\n", (unsigned long long)direct_bytes);
     if (direct && direct_bytes == 0) AT_FAIL("no copy went straight into the file: the direct path was not explored");
     if (grow) printf("journal grown %llu time(s): area %llu bytes\n", (unsigned long long)grows, (unsigned long long)grown_area);
