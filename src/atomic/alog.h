@@ -131,6 +131,12 @@ struct alog_journal {
     uint64_t claimed;   /* journal lines below it were claimed for writing ahead of the tail (claim_ahead; under j.mu) */
     uint64_t direct_from; /* copies at and past this file offset go to the file, not the journal (alog_jdirect.c) */
     uint64_t dpend_lo, dpend_hi; /* small direct copies' bytes not written back yet: one contiguous range */
+    /* Deferred write-back (session 20; alog_journal.c, "Owed lines"): journal lines below `flushed` that one
+     * copy's thread still owes. Under j.mu (or the route's lock), except owe_busy (atomic). */
+    uint64_t owe_lo, owe_hi; /* the owed lines: [owe_lo, owe_hi), empty when equal */
+    const void *owe_owner;   /* the owing thread (its alog_jowed_top's address): it confirms them at its next copy */
+    uint32_t owe_busy;       /* the owner has not issued their write-back yet (a close waits for it) */
+    uint64_t owe_min;        /* a copy hands out lines once this many bytes are complete (ALOG_JOWED_MIN_BYTES) */
     struct alog_jpiece *pieces;
     uint32_t pieces_used, pieces_cap, pieces_live; /* pieces_live: linked into a block list */
     struct alog_jslot *slots;
@@ -412,8 +418,10 @@ void alog_jrnl_fini(struct alog_file *f);
 /* Appends [off, off+n) as records (under j.mu). 0, -ENOSPC (journal full; earlier records of a copy
  * larger than 1 MiB stay), or the sticky error. */
 int alog_jrnl_copy(struct alog_file *f, uint64_t off, const void *src, size_t n);
-/* The same without j.mu, for a caller that keeps every other user of the journal out (copies, reads, commits,
- * growth: the DAXKIT_ATOMIC route's lock held for writing); the checkpoint thread takes only j.apply_mu. */
+/* The same, and it may hand this thread the journal lines it completed (struct alog_jowed, below). */
+int alog_jrnl_copy_owing(struct alog_file *f, uint64_t off, const void *src, size_t n);
+/* alog_jrnl_copy_owing without j.mu, for a caller that keeps every other user of the journal out (copies, reads,
+ * commits, growth: the DAXKIT_ATOMIC route's lock held for writing); the checkpoint thread takes only j.apply_mu. */
 int alog_jrnl_copy_owned(struct alog_file *f, uint64_t off, const void *src, size_t n);
 int alog_jrnl_read(struct alog_file *f, uint64_t off, void *dst, size_t n);
 /* In a commit, before its fence: journal written back, its end staged for the next epoch. */
@@ -450,6 +458,42 @@ uint64_t alog_jrnl_window(const struct alog_file *f);
 /* The journal's bound on the bytes a sync writes back (f->junflushed_max): ALOG_JUNFLUSHED_MAX_BYTES (test
  * builds: DAXKIT_TEST_ATOMIC_JUNFLUSHED bytes, 0 = no bound, the behaviour before session 17). */
 uint64_t alog_jrnl_unflushed_max(void);
+/* Owed lines (session 20, alog_journal.c): a caller that copies under a lock registers a record on its stack
+ * with owed_begin before the copy and calls owed_end after its last lock release; a journal copy in between
+ * may hand it the journal lines it completed, which owed_end writes back then -- outside every lock, so that
+ * the wait for them falls at the thread's next locked instruction, not at this copy's unlock. Nested calls
+ * (a signal handler's copy) register their own record. */
+struct alog_jowed {
+    struct alog_file *f; /* the journal whose lines this thread owes, or NULL */
+    struct {             /* the lines, as addresses in the mapping of the hand-out (a growth may map the log anew
+                          * meanwhile; the old mapping stays until the close, which waits): up to the area's end,
+                          * then from its start */
+        const char *p;
+        uint64_t n;
+    } piece[2];
+    struct alog_jowed *outer;
+};
+extern __thread struct alog_jowed *alog_jowed_top __attribute__((tls_model("initial-exec"))); /* innermost */
+void alog_jrnl_owed_write_back(struct alog_jowed *o);
+static inline void alog_jrnl_owed_begin(struct alog_jowed *o) {
+    o->f = NULL, o->outer = alog_jowed_top;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* a handler's copy sees the record whole */
+    alog_jowed_top = o;
+}
+static inline void alog_jrnl_owed_end(struct alog_jowed *o) {
+    alog_jowed_top = o->outer;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (o->f) alog_jrnl_owed_write_back(o);
+}
+/* Before the journal's mappings go (close; the caller holds the lock copies take): waits until no other
+ * thread is between handing and writing back (a few instructions, unless preempted). */
+void alog_jrnl_owed_quiesce(struct alog_file *f);
+/* This thread is between a copy that handed it lines of f's journal and their write-back (a signal handler
+ * that interrupted it, and forked). */
+bool alog_jrnl_owed_mine(const struct alog_file *f);
+/* A fork child's: the lines this thread owes of f are the parent's to write back -- its records of them emptied,
+ * so the write-back after the handler returns touches nothing of the log the child lets go of. */
+void alog_jrnl_owed_cancel_mine(const struct alog_file *f);
 #ifdef DAXKIT_TEST_BUILD
 /* Test hook: a deliberately broken protocol step, for the explorer to catch (atomic_explore). */
 enum alog_broken {
@@ -468,6 +512,8 @@ enum alog_broken {
     ALOG_BROKEN_JDIRECT_UNDER_RECORD, /* a record does not raise j.direct_from: direct copies land under it */
     ALOG_BROKEN_PENTS_CLEAR_STICKY, /* a publish leaves pents_clear set: a close skips the entry scans it needs */
     ALOG_BROKEN_VERSION_NOT_STORED, /* the first commit that stores A leaves the log at version 1 */
+    ALOG_BROKEN_JOWED_UNTRACKED, /* a copy hands its lines to its thread but records no owner: `flushed` moves past
+                                  * lines the sync then never writes back (the unsafe "moved at the next copy") */
 };
 extern int alog_test_broken;
 /* Under ALOG_BROKEN_UWP_SAVE_UNFENCED: this thread's alog_durable_log_* skip their fence (dax). */

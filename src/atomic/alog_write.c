@@ -167,7 +167,7 @@ int alog_copy_owned(struct alog_file *f, uint64_t off, const void *src, size_t n
 int alog_copy(struct alog_file *f, uint64_t off, const void *src, size_t n) {
     int rc = copy_check(f, off, n);
     if (rc) return rc;
-    if (f->journal) return alog_jrnl_copy(f, off, src, n); /* full: -ENOSPC (only a sync can free it) */
+    if (f->journal) return alog_jrnl_copy_owing(f, off, src, n); /* full: -ENOSPC (only a sync can free it) */
     __atomic_add_fetch(&f->writes_epoch, 1, __ATOMIC_RELAXED);
     ALOG_CTR_ADD(f, copies, 1);
     /* pacing: the copies release committed undo entries (session 18), apply committed redo entries (session 19) */

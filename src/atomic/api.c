@@ -47,9 +47,12 @@ DK_EXPORT int daxkit_atomic_copy(struct daxkit_atomic *a, uint64_t off, const vo
     if (inherited(a)) return -EBADF;
     if (!n) return 0;
     DK_ERRNO_SAVE;
+    struct alog_jowed owed; /* the journal's lines this copy completed: written back after the unlock */
+    alog_jrnl_owed_begin(&owed);
     pthread_rwlock_rdlock(&a->f->rw);
     int rc = alog_copy(a->f, off, buf, n);
     pthread_rwlock_unlock(&a->f->rw);
+    alog_jrnl_owed_end(&owed);
     DK_ERRNO_RESTORE;
     return rc;
 }

@@ -249,6 +249,9 @@ static ssize_t atomic_write(struct up_file *f, int fd, const void *buf, size_t n
     n = DK_MIN(n, DK_MAX_RW_BYTES);
     int rc = -EAGAIN;
     bool gone = false;
+    /* The journal lines the copy completes, written back after the unlock (alog_journal.c, "Owed lines") */
+    struct alog_jowed owed;
+    alog_jrnl_owed_begin(&owed);
     if (!append) { /* the common case: inside the size, many threads at once */
         /* A journal's copies take the lock for writing, and with it the journal to themselves: one lock pair
          * per write instead of two (the journal's mutex, which its copies and reads took in turn anyway).
@@ -269,6 +272,7 @@ static ssize_t atomic_write(struct up_file *f, int fd, const void *buf, size_t n
         if (!gone) rc = write_extending(f, buf, n, &off, append);
         pthread_rwlock_unlock(&a->rw);
     }
+    alog_jrnl_owed_end(&owed);
     if (gone) /* the plain path of the mode (io.c's write_op) */
         return dk_cfg.mode == DK_MODE_STRICT ? up_strict_write(f, fd, buf, n, off, append)
                                              : up_io_write(f, fd, buf, n, off, append, sync || dk_cfg.mode != DK_MODE_POSIX);
@@ -553,6 +557,9 @@ void up_atomic_detach(struct up_file *f) {
     if (dk_mu_refuse(&detach_mu)) {
         return;
     }
+    /* Likewise a handler's close of the file its thread is writing: after its unlock that write may still be
+     * writing back journal lines of the log (alog_jrnl_owed_end), which the detach would unmap. */
+    if (f == write_file) return;
     dk_mu_lock(&detach_mu);
     detach_locked(f);
     dk_mu_unlock(&detach_mu);

@@ -17,4 +17,15 @@ static inline void at_check_blocks(struct alog_file *f, const char *model, uint6
     free(got);
 }
 
+/* The engine on `path` with `policy`, a log of log_bytes and no checkpoint thread. */
+static inline struct alog_file *at_engine_open(const char *path, uint32_t policy, uint64_t log_bytes) {
+    struct daxkit_atomic_options o, r;
+    daxkit_atomic_options_init(&o);
+    o.policy = policy, o.log_bytes = log_bytes, o.checkpoint_interval_us = 0;
+    AT_OK(alog_options_resolve(&o, &r));
+    struct alog_file *f;
+    AT_OK(alog_open(path, &r, &f));
+    return f;
+}
+
 #endif

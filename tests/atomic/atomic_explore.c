@@ -5,7 +5,7 @@
  * recovery runs on a copy, and the file must equal the state of the last acknowledged sync k or of sync
  * k+1 (in flight). Usage: atomic_explore undo|redo|hybrid|redo-pace|redo-pace-applied-early|redo-thread|
  * undo-release-uncommitted|
- * journal|journal-pace|journal-pace-head-early|journal-bound|
+ * journal|journal-pace|journal-pace-head-early|journal-bound|journal-owed|journal-owed-untracked|
  * journal-sized|journal-sized-same-slot|journal-window|journal-window-pad-unflushed|journal-grow|
  * journal-grow-header-unflushed|undo-sized|redo-sized|hybrid-sized|journal-sized-direct|
  * journal-sized-direct-unflushed|journal-sized-direct-under-record|journal-sized-torn|journal-sized-line-unflushed [SEED]
@@ -52,6 +52,12 @@
  * failing state)
  * (journal-bound, session 17: journal-pace with every copy writing back the records before it, as copies do
  * once a block's worth is not written back -- flush_past_bound -- so that the sync writes back one record)
+ * (journal-owed, session 20: journal-bound with the copies made as the C API and the route make them -- each
+ * copy may hand the journal lines it completed to its thread, which writes them back after its unlock
+ * (alog_jrnl_owed_end) -- and the first copy of every batch's thread "preempted" until after the sync: the
+ * sync must write back what it still owes. Its broken variant journal-owed-untracked moves `flushed` past the
+ * handed lines without recording an owner -- the "moved at the next copy" design -- so the sync commits them
+ * unwritten back: must be caught)
  * (journal-pace: batch 3 adds a 20 KiB copy, which later writes apply in parts; journal: the checkpoint after
  * sync 5 replays the journal and advances its head; then a pad record takes
  * the journal to the end of its area, so that the records of batches 6-8 wrap round and overwrite those of
@@ -91,6 +97,20 @@ static uint64_t grows;
 static uint64_t sizes[EPOCHS + 1];
 static char *scratch_v1;   /* a version-1 crash state holding A, recovered as a v1 library reads it */
 static uint64_t v1_checked; /* such states seen */
+static bool owed;                 /* journal-owed: copies may hand lines to their thread (the C API's and route's copies) */
+static struct alog_jowed late;    /* journal-owed: the first copy's record of each batch, ended after the sync */
+static uint64_t late_owed;        /* batches whose sync found the first copy's lines still owed */
+
+/* One copy of a batch: as the C API makes it with `owed` (its record ended after the unlock), or plainly. */
+static int batch_copy(struct alog_file *f, uint32_t i, uint64_t off, const void *buf, size_t n) {
+    if (!owed) return alog_copy(f, off, buf, n);
+    struct alog_jowed now;
+    struct alog_jowed *o = i == 0 ? &late : &now; /* the first one's thread is preempted before its write-back */
+    alog_jrnl_owed_begin(o);
+    int rc = alog_copy(f, off, buf, n);
+    if (o == &now) alog_jrnl_owed_end(o);
+    return rc;
+}
 
 /* Batch k: small and block-sized copies, merges, rewrites of blocks committed in batch k-1. */
 static void batch(uint32_t k, char *model, struct alog_file *f) {
@@ -103,7 +123,7 @@ static void batch(uint32_t k, char *model, struct alog_file *f) {
         uint64_t off = i == 0 ? (k % 4) * 4096 + 100 : at_rand(&rs) % (DATA_BYTES - n);
         for (uint32_t j = 0; j < n; j++) buf[j] = (char)at_rand(&rs);
         if (model) memcpy(model + off, buf, n);
-        if (f && alog_copy(f, off, buf, n)) AT_FAIL("copy in batch %u", k);
+        if (f && batch_copy(f, i, off, buf, n)) AT_FAIL("copy in batch %u", k);
     }
     if (grow && k == 7) {
         /* 36 records of 60 KiB, uncommitted: more than the 2 MiB area holds. They differ only in their first
@@ -283,10 +303,12 @@ int main(int argc, char **argv) {
                : !strcmp(pol, "journal-sized-direct-under-record") ? ALOG_BROKEN_JDIRECT_UNDER_RECORD
                : !strcmp(pol, "journal-sized-line-unflushed")  ? ALOG_BROKEN_COMMIT_LINE_NOT_WRITTEN_BACK
                : !strcmp(pol, "redo-pace-version-not-stored")  ? ALOG_BROKEN_VERSION_NOT_STORED
+               : !strcmp(pol, "journal-owed-untracked")        ? ALOG_BROKEN_JOWED_UNTRACKED
                                                               : ALOG_BROKEN_NONE;
     sized = strstr(pol, "-sized") != NULL;
     direct = strstr(pol, "-sized-direct") != NULL;
     grow = !strncmp(pol, "journal-grow", 12);
+    owed = !strncmp(pol, "journal-owed", 12);
     bool window = !strncmp(pol, "journal-window", 14);
     uint32_t policy = at_policy(broken == ALOG_BROKEN_PACE_HEAD_BEFORE_FENCE ? "journal-pace" : pol);
     const char *pace_env = getenv("DAXKIT_ATOMIC_PACE"); /* at_policy("journal-pace") sets it */
@@ -313,7 +335,7 @@ int main(int argc, char **argv) {
     }
     struct alog_file *f;
     AT_OK(alog_test_open_memory(mem, DATA_BYTES, mem + DATA_BYTES, log_bytes, true, &opts, &f));
-    if (!strcmp(pol, "journal-bound"))
+    if (!strcmp(pol, "journal-bound") || owed)
         AT_CHECK(f->junflushed_max == 16, "journal-bound: the bound is %llu bytes, want 16",
                  (unsigned long long)f->junflushed_max);
     if (sized) { /* as alog_size_prepare leaves a tracked log: the size of the current epoch recorded */
@@ -332,6 +354,7 @@ int main(int argc, char **argv) {
         if (sized) f->size_pending = sizes[k];
         AT_OK(alog_sync(f));
         dk_explorer_mark(k);
+        if (owed) late_owed += late.f != NULL, alog_jrnl_owed_end(&late); /* the preempted thread goes on */
         if (k == 5 && alog_checkpoint_committed(f) < 0) AT_FAIL("checkpoint pass");
         if (k == 5 && policy == DAXKIT_ATOMIC_JOURNAL && !window) AT_OK(alog_jrnl_test_pad_to_lap_end(f));
     }
@@ -370,6 +393,8 @@ int main(int argc, char **argv) {
     if (grow) printf("journal grown %llu time(s): area %llu bytes\n", (unsigned long long)grows, (unsigned long long)grown_area);
     if (grow && grows == 0) AT_FAIL("the journal's growth was not explored (it never filled)");
     if (window && wraps < 2) AT_FAIL("the window was not explored (%llu window pads)", (unsigned long long)wraps);
+    if (owed) printf("%llu of %u syncs found a copy's lines still owed by its thread\n", (unsigned long long)late_owed, EPOCHS);
+    if (owed && late_owed < 2) AT_FAIL("owed lines at a sync were not explored (%llu syncs)", (unsigned long long)late_owed);
     if (broken) {
         AT_CHECK(rc != 0, "the explorer did not catch the broken variant %s", pol);
         printf("ok: bug found: %s\nPASS\n", r.first_failure);

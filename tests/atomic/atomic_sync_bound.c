@@ -44,15 +44,7 @@ static void on_flush(const void *p, size_t n) {
 static void on_fence(void) {}
 static const struct dk_persist_trace trace = {on_store, on_flush, on_fence};
 
-static struct alog_file *open_engine(const char *path) {
-    struct daxkit_atomic_options o, r;
-    daxkit_atomic_options_init(&o);
-    o.policy = policy, o.log_bytes = LOG_BYTES, o.checkpoint_interval_us = 0;
-    AT_OK(alog_options_resolve(&o, &r));
-    struct alog_file *f;
-    AT_OK(alog_open(path, &r, &f));
-    return f;
-}
+static struct alog_file *open_engine(const char *path) { return at_engine_open(path, policy, LOG_BYTES); }
 
 /* One epoch: `blocks` copies of COPY_BYTES into distinct blocks from `first`, then the sync. Returns the bytes
  * the sync wrote back. */

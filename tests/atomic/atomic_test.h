@@ -115,12 +115,16 @@ static inline uint64_t at_seed_from_env(void) {
 
 /* "undo", "redo", "journal", else hybrid. */
 /* undo|redo|journal|hybrid; journal-pace: the journal with pacing (sets DAXKIT_ATOMIC_PACE=1 for the engine);
- * journal-bound: journal-pace with the sync's write-back bound at 16 bytes (DAXKIT_TEST_ATOMIC_JUNFLUSHED) */
+ * journal-bound, journal-owed*: journal-pace with the sync's write-back bound at 16 bytes (DAXKIT_TEST_ATOMIC_JUNFLUSHED) */
 static inline uint32_t at_policy(const char *name) {
     if (!strcmp(name, "journal-pace")) setenv("DAXKIT_ATOMIC_PACE", "1", 1);
-    if (!strcmp(name, "journal-bound")) { /* pacing, and every copy writes back the records before it (session 17) */
+    if (!strcmp(name, "journal-bound") || !strncmp(name, "journal-owed", 12)) {
+        /* pacing, and every copy writes back the records before it (session 17), or hands them to its thread
+         * (journal-owed, session 20: alog_journal.c, "Owed lines"; a line's worth at a time, so that the small
+         * copies of the explorer's batches hand lines out) */
         setenv("DAXKIT_ATOMIC_PACE", "1", 1);
         setenv("DAXKIT_TEST_ATOMIC_JUNFLUSHED", "16", 1);
+        if (!strncmp(name, "journal-owed", 12)) setenv("DAXKIT_TEST_ATOMIC_JOWED_MIN", "64", 1);
     }
     if (!strcmp(name, "journal")) setenv("DAXKIT_ATOMIC_PACE", "0", 1); /* the thread (pacing is the default) */
     if (!strncmp(name, "journal-window", 14)) { /* pacing, and an 8 KiB window: the journal wraps at commits */
