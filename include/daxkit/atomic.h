@@ -44,11 +44,16 @@ enum daxkit_atomic_persist {
 };
 
 #define DAXKIT_ATOMIC_OPTIONS_VERSION 1
+/* redo_write_pct: no share of writes makes the hybrid run redo (the default since session 20: undo costs no
+ * more than redo at any read:write mix here, docs/atomic.md "Hybrid policy"). On pagecache media the engine
+ * runs redo whatever the policy. */
+#define DAXKIT_ATOMIC_REDO_NEVER 101u
 
 struct daxkit_atomic_options {
     uint32_t version;                /* DAXKIT_ATOMIC_OPTIONS_VERSION (set by daxkit_atomic_options_init) */
     uint32_t policy;                 /* enum daxkit_atomic_policy [HYBRID] */
-    uint32_t redo_write_pct;         /* hybrid threshold, percent of accesses that are writes [100] */
+    uint32_t redo_write_pct;         /* hybrid threshold, percent of accesses that are writes, 0..100; or
+                                      * DAXKIT_ATOMIC_REDO_NEVER: the hybrid never runs redo [NEVER] */
     uint32_t persist;                /* enum daxkit_atomic_persist [ENV] */
     uint64_t file_bytes_min;         /* extend the file to at least this size at map time [0] */
     uint64_t log_bytes;              /* log data capacity for a new log, multiple of 2 MiB [64 MiB]; an existing

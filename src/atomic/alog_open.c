@@ -33,7 +33,7 @@ int alog_options_resolve(const struct daxkit_atomic_options *in, struct daxkit_a
     if (in->version != DAXKIT_ATOMIC_OPTIONS_VERSION) return -EINVAL;
     *out = *in;
     if (out->policy > DAXKIT_ATOMIC_JOURNAL || out->persist > DAXKIT_ATOMIC_PERSIST_FLUSH) return -EINVAL;
-    if (out->redo_write_pct > 100) return -EINVAL;
+    if (out->redo_write_pct > DAXKIT_ATOMIC_REDO_NEVER) return -EINVAL;
     if (out->log_bytes < ALOG_CHUNK_BYTES || out->log_bytes % ALOG_CHUNK_BYTES || out->log_bytes > ALOG_LOG_BYTES_MAX)
         return -EINVAL;
     if (out->checkpoint_interval_us > 10u * 1000 * 1000 || out->recovery_threads > 64) return -EINVAL;

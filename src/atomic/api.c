@@ -15,10 +15,11 @@ DK_EXPORT void daxkit_atomic_options_init(struct daxkit_atomic_options *o) {
     *o = (struct daxkit_atomic_options){
         .version = DAXKIT_ATOMIC_OPTIONS_VERSION,
         .policy = DAXKIT_ATOMIC_HYBRID,
-        /* Redo only for epochs of writes alone: since undo's commit became O(1) (session 18) undo costs fewer
-         * instructions and less CPU than redo at every read:write mix here, 100% writes included (docs/atomic.md,
-         * "Hybrid policy"); at 60% the hybrid ran redo at 75-90% writes, 5-8% over undo. The issue said 40. */
-        .redo_write_pct = 100,
+        /* Never redo (session 20): since undo's commit became O(1) (session 18) undo costs no more than redo at
+         * any read:write mix here -- at 100% writes redo takes 1.062x undo's instructions and 1.03x its CPU (31
+         * interleaved runs) -- and the thresholds that ran redo paid it: 60% at 75-90% writes (5-8%), 100% for
+         * windows of writes alone (6%). docs/atomic.md, "Hybrid policy". */
+        .redo_write_pct = DAXKIT_ATOMIC_REDO_NEVER,
         .persist = DAXKIT_ATOMIC_PERSIST_ENV,
         .log_bytes = 64ull << 20,
         .checkpoint_interval_us = 1000,

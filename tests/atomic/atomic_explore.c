@@ -318,6 +318,7 @@ int main(int argc, char **argv) {
     bool bpaced = !strncmp(pol, "redo-pace", 9);
     daxkit_atomic_options_init(&opts);
     opts.policy = policy, opts.log_bytes = LOG_DATA_BYTES, opts.checkpoint_interval_us = 0;
+    opts.redo_write_pct = 100; /* the hybrid's forced switches below need redo reachable (the default: never) */
     log_bytes = alog_test_log_bytes(LOG_DATA_BYTES) + (grow ? LOG_DATA_BYTES : 0); /* room to double the area */
     size_t region = DATA_BYTES + log_bytes;
     char *mem = aligned_alloc(4096, region);
@@ -385,6 +386,7 @@ int main(int argc, char **argv) {
         AT_FAIL("pacing not explored (%llu records applied by copies, %llu in part)", (unsigned long long)applied,
                 (unsigned long long)partial);
     if (bpaced && applied == 0) AT_FAIL("per-block pacing not explored (no entry applied by a copy)");
+    if (policy == DAXKIT_ATOMIC_HYBRID && switches == 0) AT_FAIL("the hybrid never switched: its switch was not explored");
     if (bpaced) printf("%llu version-1 crash states holding A recovered as a version-1 library too\n",
                        (unsigned long long)v1_checked);
     if (bpaced && !broken && v1_checked == 0) AT_FAIL("no version-1 crash state held A: the version's store was not explored");

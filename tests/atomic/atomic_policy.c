@@ -5,9 +5,10 @@
  * a read-heavy one moves it back, each switch checkpoints everything (no entries left), the data stays
  * right across switches, the fixed policies never switch, and short epochs accumulate their counts
  * until 256 accesses back a decision (no flip-flopping on noise when a program syncs every few ops). The
- * default threshold is 100% (session 19: undo is the cheaper policy at every mix, docs/atomic.md "Hybrid
- * policy"): steady 75% and 90% write mixes stay undo, writes alone move the file to redo; with the old
- * default of 60% the 75% mix switched to redo. Usage: atomic_policy [DIR] */
+ * default is DAXKIT_ATOMIC_REDO_NEVER (session 20: undo costs no more than redo at any mix, 100% writes
+ * included, docs/atomic.md "Hybrid policy"): 75%, 90% and 100% write mixes stay undo, no switch. At 100%
+ * (session 19's default) 75% and 90% stay undo, writes alone move the file to redo, and it stays down to 90%;
+ * with session 18's 60% the 75% mix switched to redo. Usage: atomic_policy [DIR] */
 #include "atomic/alog.h"
 #include "atomic_test.h"
 
@@ -27,6 +28,8 @@ static void rule(void) {
     AT_CHECK(alog_policy_next(ALOG_UNDO, DAXKIT_ATOMIC_UNDO, 40, 0, 100) == ALOG_UNDO, "fixed undo");
     AT_CHECK(alog_policy_next(ALOG_REDO, DAXKIT_ATOMIC_REDO, 40, 100, 0) == ALOG_REDO, "fixed redo");
     AT_CHECK(alog_policy_next(ALOG_UNDO, DAXKIT_ATOMIC_HYBRID, 100, 1, 1000000) == ALOG_UNDO, "100%%: 1 read stops it");
+    AT_CHECK(alog_policy_next(ALOG_UNDO, DAXKIT_ATOMIC_HYBRID, DAXKIT_ATOMIC_REDO_NEVER, 0, 1000000) == ALOG_UNDO,
+             "never: writes alone stay undo");
 }
 
 static char model[FILE_BYTES];
@@ -60,7 +63,7 @@ static void hybrid(const char *path) {
     at_make_file(path, FILE_BYTES, 7);
     at_read_file(path, model, FILE_BYTES);
     struct daxkit_atomic_options o = at_opts(DAXKIT_ATOMIC_HYBRID, 0);
-    o.redo_write_pct = 40; /* the issue's threshold (the default is 60) */
+    o.redo_write_pct = 40; /* the issue's threshold (the default never redoes) */
     struct daxkit_atomic *a;
     AT_OK(daxkit_atomic_map(path, &o, &a));
     if (at_stats(a).persist_medium == 1) at_skip("pagecache medium: the engine uses redo only there");
@@ -106,32 +109,52 @@ static void fixed(const char *path, uint32_t policy) {
     AT_OK(daxkit_atomic_unmap(a));
 }
 
-/* The default threshold (no redo_write_pct set): 75% and 90% writes stay undo, windows of writes alone go to
- * redo, and redo stays down to 90% (hysteresis). Each step: `epochs` epochs of that mix, then the policy and
- * the switches so far. */
-static void default_threshold(const char *path) {
-    static const struct {
-        uint32_t epochs, writes, reads, policy;
-        uint64_t switches;
-        const char *what;
-    } steps[] = {
-        {10, 225, 75, DAXKIT_ATOMIC_UNDO, 0, "default, 10 epochs of 75% writes"},
-        {10, 270, 30, DAXKIT_ATOMIC_UNDO, 0, "default, 10 epochs of 90% writes"},
-        {1, 300, 0, DAXKIT_ATOMIC_REDO, 1, "default, 300 writes, 0 reads"},
-        {1, 270, 30, DAXKIT_ATOMIC_REDO, 1, "default, 90% writes (redo stays down to 90%)"},
-        {1, 267, 33, DAXKIT_ATOMIC_UNDO, 2, "default, 89% writes"},
-    };
+struct step {
+    uint32_t epochs, writes, reads, policy;
+    uint64_t switches;
+    const char *what;
+};
+
+/* Each step: `epochs` epochs of that mix, then the policy and the switches so far, at threshold `pct`. */
+static void steps_at(const char *path, uint32_t pct, const struct step *steps, size_t n) {
     struct daxkit_atomic_options o = at_opts(DAXKIT_ATOMIC_HYBRID, 0);
+    o.redo_write_pct = pct;
     struct daxkit_atomic *a;
     AT_OK(daxkit_atomic_map(path, &o, &a));
     at_read_file(path, model, FILE_BYTES);
     uint64_t rs = 4242;
-    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+    for (size_t i = 0; i < n; i++) {
         for (uint32_t e = 0; e < steps[i].epochs; e++) epoch(a, steps[i].writes, steps[i].reads, &rs);
         expect_policy(a, steps[i].policy, steps[i].switches, steps[i].what);
     }
     AT_OK(daxkit_atomic_unmap(a));
-    AT_CHECK(o.redo_write_pct == 100, "default threshold %u%%, want 100%%", o.redo_write_pct);
+}
+
+/* The default (no redo_write_pct set): never redo -- 75%, 90% and writes alone stay undo. */
+static void default_threshold(const char *path) {
+    static const struct step steps[] = {
+        {10, 225, 75, DAXKIT_ATOMIC_UNDO, 0, "default, 10 epochs of 75% writes"},
+        {10, 270, 30, DAXKIT_ATOMIC_UNDO, 0, "default, 10 epochs of 90% writes"},
+        {10, 300, 0, DAXKIT_ATOMIC_UNDO, 0, "default, 10 epochs of writes alone"},
+    };
+    struct daxkit_atomic_options d;
+    daxkit_atomic_options_init(&d);
+    AT_CHECK(d.redo_write_pct == DAXKIT_ATOMIC_REDO_NEVER, "default threshold %u, want DAXKIT_ATOMIC_REDO_NEVER (%u)",
+             d.redo_write_pct, DAXKIT_ATOMIC_REDO_NEVER);
+    steps_at(path, d.redo_write_pct, steps, sizeof steps / sizeof steps[0]);
+}
+
+/* 100% (session 19's default): 75% and 90% writes stay undo, windows of writes alone go to redo, and redo
+ * stays down to 90% (hysteresis). */
+static void threshold_100(const char *path) {
+    static const struct step steps[] = {
+        {10, 225, 75, DAXKIT_ATOMIC_UNDO, 0, "100%, 10 epochs of 75% writes"},
+        {10, 270, 30, DAXKIT_ATOMIC_UNDO, 0, "100%, 10 epochs of 90% writes"},
+        {1, 300, 0, DAXKIT_ATOMIC_REDO, 1, "100%, 300 writes, 0 reads"},
+        {1, 270, 30, DAXKIT_ATOMIC_REDO, 1, "100%, 90% writes (redo stays down to 90%)"},
+        {1, 267, 33, DAXKIT_ATOMIC_UNDO, 2, "100%, 89% writes"},
+    };
+    steps_at(path, 100, steps, sizeof steps / sizeof steps[0]);
 }
 
 int main(int argc, char **argv) {
@@ -141,6 +164,7 @@ int main(int argc, char **argv) {
     at_path(path, sizeof path, "policy.bin");
     hybrid(path);
     default_threshold(path);
+    threshold_100(path);
     fixed(path, DAXKIT_ATOMIC_UNDO);
     fixed(path, DAXKIT_ATOMIC_REDO);
     printf("PASS\n");

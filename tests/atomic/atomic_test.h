@@ -142,6 +142,7 @@ static inline struct daxkit_atomic_options at_opts(uint32_t policy, uint32_t int
     struct daxkit_atomic_options o;
     daxkit_atomic_options_init(&o);
     o.policy = policy;
+    o.redo_write_pct = 100; /* the hybrid's tests keep its switch to redo reachable (the default never redoes) */
     o.checkpoint_interval_us = interval_us;
     o.log_bytes = 16u << 20;
     return o;
