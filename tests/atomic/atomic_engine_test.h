@@ -17,14 +17,23 @@ static inline void at_check_blocks(struct alog_file *f, const char *model, uint6
     free(got);
 }
 
-/* The engine on `path` with `policy`, a log of log_bytes and no checkpoint thread. */
-static inline struct alog_file *at_engine_open(const char *path, uint32_t policy, uint64_t log_bytes) {
+/* The engine on `path` with `policy`, a log of log_bytes and no checkpoint thread; NULL with *rc (-errno) when
+ * the open fails (for tests of a refused open). */
+static inline struct alog_file *at_engine_try_open(const char *path, uint32_t policy, uint64_t log_bytes, int *rc) {
     struct daxkit_atomic_options o, r;
     daxkit_atomic_options_init(&o);
     o.policy = policy, o.log_bytes = log_bytes, o.checkpoint_interval_us = 0;
     AT_OK(alog_options_resolve(&o, &r));
-    struct alog_file *f;
-    AT_OK(alog_open(path, &r, &f));
+    struct alog_file *f = NULL;
+    *rc = alog_open(path, &r, &f);
+    return *rc ? NULL : f;
+}
+
+/* The same, failing the test when the open fails. */
+static inline struct alog_file *at_engine_open(const char *path, uint32_t policy, uint64_t log_bytes) {
+    int rc;
+    struct alog_file *f = at_engine_try_open(path, policy, log_bytes, &rc);
+    AT_OK(rc);
     return f;
 }
 

@@ -31,15 +31,7 @@
 static char path[600], log_path[700];
 static char *model; /* shared with the child that crashes */
 
-static struct alog_file *open_engine(int *rc) {
-    struct daxkit_atomic_options o, r;
-    daxkit_atomic_options_init(&o);
-    o.policy = DAXKIT_ATOMIC_REDO, o.log_bytes = 4u << 20, o.checkpoint_interval_us = 0;
-    AT_OK(alog_options_resolve(&o, &r));
-    struct alog_file *f = NULL;
-    *rc = alog_open(path, &r, &f);
-    return f;
-}
+static struct alog_file *open_engine(int *rc) { return at_engine_try_open(path, DAXKIT_ATOMIC_REDO, 4u << 20, rc); }
 
 /* `count` copies into distinct blocks from `first`; into the model only when `committed` will be true. */
 static void copies(struct alog_file *f, uint32_t first, uint32_t count, uint32_t tag, bool committed) {
