@@ -213,7 +213,9 @@ static void flush_past_bound(struct alog_file *f) {
  *   - one owner at a time: while lines are owed, other threads' copies hand nothing out (their lines stay
  *     under the bound above, as before);
  *   - the owner's write-back touches the log's mapping outside every lock, so a close waits for owe_busy to
- *     drop first (alog_jrnl_owed_quiesce), and a fork child whose thread still owes keeps the log mapped.
+ *     drop first (alog_jrnl_owed_quiesce), and a fork child whose thread still owes cancels its records (the
+ *     lines are the parent's to write back) and gets anonymous memory where the log was mapped, so a write-back
+ *     already under way ends on memory, not on a hole (alog_open.c drop_inherited: review 20, finding 3).
  * A short epoch (under the bound: 128 B writes with an fsync every 10, T2) hands nothing out: its sync
  * writes back the whole epoch in one wait, which is cheaper than one wait per copy. */
 __thread struct alog_jowed *alog_jowed_top __attribute__((tls_model("initial-exec")));
