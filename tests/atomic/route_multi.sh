@@ -17,25 +17,33 @@ run() { "$cli" run --dir "$dir" --atomic "$dir/*" -- "$w" "$dir/f" "$@"; }
 held() { for _ in $(seq 400); do grep -q '^start' "$1" 2>/dev/null && return 0; sleep 0.025; done
          echo "FAIL: writer A did not open the file in 10 s"; exit 1; }
 
-# A writes and holds the file 400 ms; B opens once A holds it.
-ROUTE_WRITER_HOLD_MS=400 run 1 300 7 > "$out_dir/a.out" &
+# A writes and holds the file until told (ROUTE_WRITER_HOLD_UNTIL: a fixed hold of 400-600 ms could run out
+# under load before B's open began -- session 20); B opens once A holds it, must still be waiting 300 ms later,
+# and must end only after A is let go, with A's last committed state.
+ROUTE_WRITER_HOLD_UNTIL="$out_dir/release1" run 1 300 7 > "$out_dir/a.out" &
 a=$!
 held "$out_dir/a.out"
-t0=$(date +%s%N)
-b_start=$(run 2 0 | head -1)
-t1=$(date +%s%N)
+(run 2 0 > "$out_dir/b.out"; date +%s%N > "$out_dir/b.done") &
+b=$!
+sleep 0.3
+[ -e "$out_dir/b.done" ] && { touch "$out_dir/release1"; echo "FAIL: B ended while A held the file: $(cat "$out_dir/b.out")"; exit 1; }
+t_rel=$(date +%s%N)
+touch "$out_dir/release1"
+wait $b
 wait $a || { echo "FAIL: writer A failed"; exit 1; }
+b_start=$(head -1 "$out_dir/b.out")
 a_last=$(grep synced "$out_dir/a.out" | tail -1)
-echo "A's last fsync: $a_last; B found: $b_start; B's open took $(((t1 - t0) / 1000000)) ms"
+echo "A's last fsync: $a_last; B found: $b_start; B ended $((($(cat "$out_dir/b.done") - t_rel) / 1000000)) ms after A was let go"
 [ "${a_last#synced }" = "${b_start#start }" ] || { echo "FAIL: B did not find A's last committed state"; exit 1; }
-[ $(((t1 - t0) / 1000000)) -ge 150 ] || { echo "FAIL: B did not wait for A to close the file"; exit 1; }
+[ "$(cat "$out_dir/b.done")" -ge "$t_rel" ] || { echo "FAIL: B did not wait for A to close the file"; exit 1; }
 
-# Past DAXKIT_ATOMIC_WAIT_MS the open fails with EBUSY.
-ROUTE_WRITER_HOLD_MS=600 run 3 50 7 > "$out_dir/a3.out" &
+# Past DAXKIT_ATOMIC_WAIT_MS the open fails with EBUSY (A holds the file until B has tried).
+ROUTE_WRITER_HOLD_UNTIL="$out_dir/release3" run 3 50 7 > "$out_dir/a3.out" &
 a=$!
 held "$out_dir/a3.out"
 out=$(DAXKIT_ATOMIC_WAIT_MS=50 run 4 0 2>&1)
 rc=$?
+touch "$out_dir/release3"
 wait $a
 grep -q "Device or resource busy" <<<"$out" && [ $rc -ne 0 ] ||
     { echo "FAIL: an open past DAXKIT_ATOMIC_WAIT_MS did not fail with EBUSY (rc $rc: $out)"; exit 1; }
