@@ -78,8 +78,7 @@ int main(int argc, char **argv) {
     setenv("DAXKIT_TEST_ATOMIC_JWINDOW", "0", 1);
     char path[600];
     at_path(path, sizeof path, "fork.bin");
-    at_make_file(path, FILE_BYTES, 3);
-    at_read_file(path, model, FILE_BYTES);
+    at_make_model_file(path, FILE_BYTES, 3, model);
     one_case(path, "fork.bin.alog", false);
     one_case(path, "fork.bin.alog", true);
     printf("PASS\n");

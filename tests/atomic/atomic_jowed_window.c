@@ -37,8 +37,7 @@ int main(int argc, char **argv) {
     setenv("DAXKIT_TEST_ATOMIC_JWINDOW", "0", 1);
     char path[600];
     at_path(path, sizeof path, "window.bin");
-    at_make_file(path, FILE_BYTES, 3);
-    at_read_file(path, model, FILE_BYTES);
+    at_make_model_file(path, FILE_BYTES, 3, model);
     struct alog_file *f = at_engine_open(path, DAXKIT_ATOMIC_JOURNAL, LOG_BYTES);
     if (f->persist_as == DK_MEDIUM_PAGECACHE) at_skip("pagecache medium: nothing is handed out");
     /* Copies into distinct blocks until one hands this thread lines (the epoch past the bound, then every

@@ -56,10 +56,6 @@ static void on_flush(const void *p, size_t n) {
 static void on_fence(void) {}
 static const struct dk_persist_trace trace = {on_store, on_flush, on_fence};
 
-static void fill(char *b, uint32_t n, uint64_t tag) {
-    for (uint32_t i = 0; i < n; i++) b[i] = (char)(tag * 131 + i * 7 + 1);
-}
-
 /* `tracked`: the size tracked, as a DAXKIT_ATOMIC file's engine under `daxkit run` */
 static struct alog_file *open_engine(const char *path, bool tracked) {
     struct daxkit_atomic_options o, r;
@@ -74,24 +70,15 @@ static struct alog_file *open_engine(const char *path, bool tracked) {
 /* One epoch: `blocks` copies of `bs` bytes into distinct blocks from `first`, then the sync. Returns the
  * bytes the sync wrote back; checks that every journal line of the epoch was written back by then. */
 static uint64_t epoch(struct alog_file *f, uint64_t first, uint32_t blocks, uint32_t bs, uint64_t tag) {
-    static char buf[4096];
     uint64_t from = f->j.tail;
     memset(watch.back, 0, f->area_bytes / LINE);
-    for (uint32_t i = 0; i < blocks; i++) {
-        uint64_t off = (first + i) * 4096 + (bs < 4096 ? 512 : 0);
-        fill(buf, bs, tag + i);
-        memcpy(model + off, buf, bs);
-        AT_OK(alog_copy(f, off, buf, bs));
-    }
+    at_copy_blocks(at_alog_copy, f, model, first, blocks, bs, tag);
     sync_flushed = 0, in_sync = true;
     AT_OK(alog_sync(f));
     in_sync = false;
-    uint64_t to = __atomic_load_n(&f->j.committed, __ATOMIC_ACQUIRE);
-    for (uint64_t p = dk_round_down(from, LINE); p < to; p += LINE) {
-        uint64_t l = p % f->area_bytes / LINE;
-        AT_CHECK(watch.back[l], "%u x %u B: journal line at %llu (epoch [%llu, %llu)) not written back by the sync",
-                 blocks, bs, (unsigned long long)p, (unsigned long long)from, (unsigned long long)to);
-    }
+    uint64_t to = __atomic_load_n(&f->j.committed, __ATOMIC_ACQUIRE), p = at_line_not_back(watch.back, f->area_bytes, from, to);
+    AT_CHECK(p == UINT64_MAX, "%u x %u B: journal line at %llu (epoch [%llu, %llu)) not written back by the sync", blocks,
+             bs, (unsigned long long)p, (unsigned long long)from, (unsigned long long)to);
     return sync_flushed;
 }
 
@@ -106,7 +93,7 @@ static uint64_t append_epoch(struct alog_file *f, char *amodel, uint64_t *size, 
     uint64_t from = *size;
     memset(watch.back, 0, watch.bytes / LINE);
     for (uint32_t i = 0; i < n; i++) {
-        fill(buf, APPEND_BYTES, tag + i);
+        at_fill(buf, APPEND_BYTES, tag + i);
         AT_OK(alog_grow(f, *size + APPEND_BYTES));
         AT_OK(alog_copy(f, *size, buf, APPEND_BYTES));
         memcpy(amodel + *size, buf, APPEND_BYTES);
@@ -124,8 +111,7 @@ static uint64_t append_epoch(struct alog_file *f, char *amodel, uint64_t *size, 
 
 static void appends(const char *path, uint64_t bound) {
     static char amodel[APPEND_START + 4 * APPENDS_MAX * APPEND_BYTES], got[sizeof amodel];
-    at_make_file(path, APPEND_START, 9);
-    at_read_file(path, amodel, APPEND_START);
+    at_make_model_file(path, APPEND_START, 9, amodel);
     struct alog_file *f = open_engine(path, true);
     AT_CHECK(f->size_pending == APPEND_START, "committed size %llu at open", (unsigned long long)f->size_pending);
     watch.base = f->data + APPEND_START, watch.bytes = sizeof amodel - APPEND_START;
@@ -160,8 +146,7 @@ int main(int argc, char **argv) {
     setenv("DAXKIT_TEST_ATOMIC_JWINDOW", "0", 1); /* no window pads: only records in the counts */
     char path[600];
     at_path(path, sizeof path, "bound.bin");
-    at_make_file(path, FILE_BYTES, 5);
-    at_read_file(path, model, FILE_BYTES);
+    at_make_model_file(path, FILE_BYTES, 5, model);
 
     struct alog_file *f = open_engine(path, false);
     watch.base = f->area, watch.bytes = f->area_bytes, watch.back = calloc(f->area_bytes / LINE, 1);

@@ -59,25 +59,19 @@ static struct daxkit_atomic *map(const char *path) {
 
 /* One epoch: `n` copies of 128 B into distinct blocks from `first`, then the sync. Returns the bytes the sync
  * wrote back first; checks that every journal line of the epoch was written back by then. */
+static int api_copy(void *a, uint64_t off, const void *buf, size_t n) { return daxkit_atomic_copy(a, off, buf, n); }
+
 static uint64_t epoch(struct daxkit_atomic *a, uint64_t first, uint32_t n, uint64_t tag) {
     struct alog_file *f = engine(a);
-    static char buf[COPY_BYTES];
     uint64_t from = f->j.tail;
     memset(watch.back, 0, watch.bytes / LINE);
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t off = (first + i) * 4096 + 512;
-        for (uint32_t b = 0; b < COPY_BYTES; b++) buf[b] = (char)((tag + i) * 131 + b * 7 + 1);
-        memcpy(model + off, buf, COPY_BYTES);
-        AT_OK(daxkit_atomic_copy(a, off, buf, COPY_BYTES));
-    }
+    at_copy_blocks(api_copy, a, model, first, n, COPY_BYTES, tag);
     sync_new = 0, in_sync = true;
     AT_OK(daxkit_atomic_sync(a));
     in_sync = false;
-    uint64_t to = __atomic_load_n(&f->j.committed, __ATOMIC_ACQUIRE);
-    for (uint64_t p = dk_round_down(from, LINE); p < to; p += LINE)
-        AT_CHECK(watch.back[p % f->area_bytes / LINE],
-                 "%u copies: journal line at %llu (epoch [%llu, %llu)) not written back by the sync's return", n,
-                 (unsigned long long)p, (unsigned long long)from, (unsigned long long)to);
+    uint64_t to = __atomic_load_n(&f->j.committed, __ATOMIC_ACQUIRE), p = at_line_not_back(watch.back, f->area_bytes, from, to);
+    AT_CHECK(p == UINT64_MAX, "%u copies: journal line at %llu (epoch [%llu, %llu)) not written back by the sync's return",
+             n, (unsigned long long)p, (unsigned long long)from, (unsigned long long)to);
     return sync_new;
 }
 
@@ -86,8 +80,7 @@ int main(int argc, char **argv) {
     setenv("DAXKIT_TEST_ATOMIC_JWINDOW", "0", 1); /* no window pads: only records in the counts */
     char path[600];
     at_path(path, sizeof path, "owed.bin");
-    at_make_file(path, FILE_BYTES, 5);
-    at_read_file(path, model, FILE_BYTES);
+    at_make_model_file(path, FILE_BYTES, 5, model);
     struct daxkit_atomic *a = map(path);
     struct alog_file *f = engine(a);
     printf("medium %d, pacing %d, bound %llu bytes\n", (int)f->persist_as, (int)f->jpace,

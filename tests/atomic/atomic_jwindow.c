@@ -9,8 +9,7 @@
  *      succeeds -- the pad is committed, so the appliers pass it and the window costs no epoch capacity;
  *   3. pacing off, the thread: 6,000 epochs (24 MiB of records) still equal the model;
  * last, the file after unmap equals the model. Usage: atomic_jwindow [DIR] */
-#include "atomic/alog.h"
-#include "atomic_test.h"
+#include "atomic_engine_test.h"
 
 #define FILE_BYTES (16u << 20)
 #define BLOCKS (FILE_BYTES / 4096u)
@@ -19,24 +18,16 @@
 
 static char model[FILE_BYTES];
 
-static void fill(char *b, uint32_t n, uint64_t tag) {
-    for (uint32_t i = 0; i < n; i++) b[i] = (char)(tag * 131 + i * 7 + 1);
-}
-
 static struct alog_file *open_engine(const char *path) {
-    struct daxkit_atomic_options o;
-    daxkit_atomic_options_init(&o);
-    o.policy = DAXKIT_ATOMIC_JOURNAL, o.log_bytes = 16u << 20, o.checkpoint_interval_us = 1000;
-    struct daxkit_atomic_options r;
-    AT_OK(alog_options_resolve(&o, &r));
-    struct alog_file *f;
-    AT_OK(alog_open(path, &r, &f));
+    int rc;
+    struct alog_file *f = at_engine_try_open_every(path, DAXKIT_ATOMIC_JOURNAL, 16u << 20, 1000, &rc);
+    AT_OK(rc);
     return f;
 }
 
 static void copy(struct alog_file *f, uint64_t blk, uint64_t tag) {
     static char buf[4096];
-    fill(buf, 4096, tag);
+    at_fill(buf, 4096, tag);
     memcpy(model + blk * 4096, buf, 4096);
     AT_OK(alog_copy(f, blk * 4096, buf, 4096));
 }
@@ -61,8 +52,7 @@ int main(int argc, char **argv) {
     setenv("DAXKIT_ATOMIC_PACE", "1", 1);
     char path[600];
     at_path(path, sizeof path, "window.bin");
-    at_make_file(path, FILE_BYTES, 5);
-    at_read_file(path, model, FILE_BYTES);
+    at_make_model_file(path, FILE_BYTES, 5, model);
 
     /* 1: pacing, thread started */
     struct alog_file *f = open_engine(path);

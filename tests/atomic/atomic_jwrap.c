@@ -33,8 +33,7 @@ static void *reader_main(void *arg) {
 }
 
 static void run(const char *path, uint32_t interval_us) {
-    at_make_file(path, FILE_BYTES, 5);
-    at_read_file(path, model, FILE_BYTES);
+    at_make_model_file(path, FILE_BYTES, 5, model);
     struct daxkit_atomic_options o = at_opts(DAXKIT_ATOMIC_JOURNAL, interval_us);
     o.log_bytes = 2u << 20;
     AT_OK(daxkit_atomic_map(path, &o, &a));

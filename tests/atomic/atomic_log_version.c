@@ -48,8 +48,7 @@ static void copies(struct alog_file *f, uint32_t first, uint32_t count, uint32_t
  * not synced; exits without closing. Pacing as `pace` ("0": the copies apply nothing; "1": they apply and
  * release committed entries, and the commits store A). */
 static void crash(const char *pace, uint32_t rounds, uint32_t per_round) {
-    at_make_file(path, FILE_BYTES, 7);
-    at_read_file(path, model, FILE_BYTES);
+    at_make_model_file(path, FILE_BYTES, 7, model);
     fflush(stdout);
     pid_t pid = fork();
     AT_CHECK(pid >= 0, "fork: %s", strerror(errno));

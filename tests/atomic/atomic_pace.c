@@ -10,8 +10,7 @@
  * while the durable head stays at it;
  * (first: unset, pacing is on -- the default since session 9); then DAXKIT_ATOMIC_PACE=0: the head stays put for 100 epochs (the switch the benchmarks compare with);
  * last, the file after unmap equals the model. Usage: atomic_pace [DIR] */
-#include "atomic/alog.h"
-#include "atomic_test.h"
+#include "atomic_engine_test.h"
 #include "common/config.h"
 
 #define FILE_BYTES (16u << 20)
@@ -20,18 +19,10 @@
 
 static char model[FILE_BYTES];
 
-static void fill(char *b, uint32_t n, uint64_t tag) {
-    for (uint32_t i = 0; i < n; i++) b[i] = (char)(tag * 131 + i * 7 + 1);
-}
-
 static struct alog_file *open_engine(const char *path) {
-    struct daxkit_atomic_options o;
-    daxkit_atomic_options_init(&o);
-    o.policy = DAXKIT_ATOMIC_JOURNAL, o.log_bytes = 2u << 20, o.checkpoint_interval_us = 0;
-    struct daxkit_atomic_options r;
-    AT_OK(alog_options_resolve(&o, &r));
-    struct alog_file *f;
-    AT_OK(alog_open(path, &r, &f));
+    int rc;
+    struct alog_file *f = at_engine_try_open_every(path, DAXKIT_ATOMIC_JOURNAL, 2u << 20, 0, &rc);
+    AT_OK(rc);
     return f;
 }
 
@@ -64,7 +55,7 @@ int main(int argc, char **argv) {
     uint64_t ends[1001] = {head(f)}; /* ends[k]: journal position after epoch k's record */
     for (uint32_t k = 1; k <= 1000; k++) {
         uint64_t blk = (uint64_t)k * 7 % BLOCKS; /* 1,000 distinct blocks */
-        fill(buf, 4096, k);
+        at_fill(buf, 4096, k);
         memcpy(model + blk * 4096, buf, 4096);
         AT_OK(alog_copy(f, blk * 4096, buf, 4096));
         AT_OK(alog_sync(f));
@@ -91,7 +82,7 @@ int main(int argc, char **argv) {
      * records), so the head gains one record per sync until it is one epoch behind again */
     for (uint32_t i = 0; i < 150; i++) {
         uint64_t blk = 1500 + i;
-        fill(buf, 4096, 5000 + i);
+        at_fill(buf, 4096, 5000 + i);
         memcpy(model + blk * 4096, buf, 4096);
         AT_OK(alog_copy(f, blk * 4096, buf, 4096));
     }
@@ -99,7 +90,7 @@ int main(int argc, char **argv) {
     uint32_t syncs = 0;
     for (; head(f) < __atomic_load_n(&f->j.committed, __ATOMIC_ACQUIRE) - REC_BYTES && syncs < 200; syncs++) {
         uint64_t before = head(f), blk = 3000 + syncs;
-        fill(buf, 4096, 9000 + syncs);
+        at_fill(buf, 4096, 9000 + syncs);
         memcpy(model + blk * 4096, buf, 4096);
         AT_OK(alog_copy(f, blk * 4096, buf, 4096));
         AT_OK(alog_sync(f));
@@ -110,7 +101,7 @@ int main(int argc, char **argv) {
 
     /* one 256 KiB record: applied in parts of ~8 KiB by the next copies (the durable head stays at it) */
     static char big[256u << 10];
-    fill(big, sizeof big, 777);
+    at_fill(big, sizeof big, 777);
     memcpy(model + 8 * (1u << 20), big, sizeof big);
     AT_OK(alog_copy(f, 8 * (1u << 20), big, sizeof big));
     AT_OK(alog_sync(f));
@@ -119,7 +110,7 @@ int main(int argc, char **argv) {
     uint32_t parts = 0;
     for (; head(f) <= big_at && parts < 300; parts++) {
         uint64_t blk = 3500 + parts;
-        fill(buf, 4096, 30000 + parts);
+        at_fill(buf, 4096, 30000 + parts);
         memcpy(model + blk * 4096, buf, 4096);
         AT_OK(alog_copy(f, blk * 4096, buf, 4096));
         AT_OK(alog_sync(f));
@@ -137,7 +128,7 @@ int main(int argc, char **argv) {
     uint64_t h0 = head(f);
     for (uint32_t k = 1; k <= 100; k++) {
         uint64_t blk = 2000 + k;
-        fill(buf, 4096, 20000 + k);
+        at_fill(buf, 4096, 20000 + k);
         memcpy(model + blk * 4096, buf, 4096);
         AT_OK(alog_copy(f, blk * 4096, buf, 4096));
         AT_OK(alog_sync(f));

@@ -60,8 +60,7 @@ static void expect_policy(struct daxkit_atomic *a, uint32_t policy, uint64_t swi
 }
 
 static void hybrid(const char *path) {
-    at_make_file(path, FILE_BYTES, 7);
-    at_read_file(path, model, FILE_BYTES);
+    at_make_model_file(path, FILE_BYTES, 7, model);
     struct daxkit_atomic_options o = at_opts(DAXKIT_ATOMIC_HYBRID, 0);
     o.redo_write_pct = 40; /* the threshold (the default never redoes) */
     struct daxkit_atomic *a;

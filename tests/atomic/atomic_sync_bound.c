@@ -49,13 +49,7 @@ static struct alog_file *open_engine(const char *path) { return at_engine_open(p
 /* One epoch: `blocks` copies of COPY_BYTES into distinct blocks from `first`, then the sync. Returns the bytes
  * the sync wrote back. */
 static uint64_t epoch(struct alog_file *f, uint64_t first, uint32_t blocks, uint64_t tag) {
-    static char buf[COPY_BYTES];
-    for (uint32_t i = 0; i < blocks; i++) {
-        uint64_t off = (first + i) * 4096 + 512;
-        for (uint32_t j = 0; j < COPY_BYTES; j++) buf[j] = (char)((tag + i) * 131 + j * 7 + 1);
-        memcpy(model + off, buf, COPY_BYTES);
-        AT_OK(alog_copy(f, off, buf, COPY_BYTES));
-    }
+    at_copy_blocks(at_alog_copy, f, model, first, blocks, COPY_BYTES, tag);
     sync_flushed = 0, in_sync = true;
     AT_OK(alog_sync(f));
     in_sync = false;
@@ -102,8 +96,7 @@ int main(int argc, char **argv) {
     AT_CHECK(model != MAP_FAILED, "mmap: %s", strerror(errno));
     char path[600];
     at_path(path, sizeof path, "bound.bin");
-    at_make_file(path, FILE_BYTES, 7);
-    at_read_file(path, model, FILE_BYTES);
+    at_make_model_file(path, FILE_BYTES, 7, model);
     fflush(stdout);
     pid_t pid = fork();
     AT_CHECK(pid >= 0, "fork: %s", strerror(errno));

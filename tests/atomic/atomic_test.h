@@ -89,6 +89,17 @@ static inline void at_read_file(const char *path, char *buf, uint64_t bytes) {
     close(fd);
 }
 
+/* at_make_file, then its bytes read into `model` (the test's picture of what the file must hold). */
+static inline void at_make_model_file(const char *path, uint64_t bytes, uint8_t tag, char *model) {
+    at_make_file(path, bytes, tag);
+    at_read_file(path, model, bytes);
+}
+
+/* The bytes of a test's copy number `tag`: a pattern that differs from copy to copy. */
+static inline void at_fill(char *b, uint32_t n, uint64_t tag) {
+    for (uint32_t i = 0; i < n; i++) b[i] = (char)(tag * 131 + i * 7 + 1);
+}
+
 static inline uint64_t at_rand(uint64_t *s) {
     uint64_t x = *s;
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;

@@ -50,8 +50,7 @@ static void *syncer(void *p) {
 }
 
 static void run(const char *path, uint32_t policy) {
-    at_make_file(path, FILE_BYTES, 4);
-    at_read_file(path, model, FILE_BYTES);
+    at_make_model_file(path, FILE_BYTES, 4, model);
     struct daxkit_atomic_options o = at_opts(policy, 50);
     AT_OK(daxkit_atomic_map(path, &o, &A));
     pthread_t t[WRITERS + 1];

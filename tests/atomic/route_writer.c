@@ -8,8 +8,8 @@
  * On stdout (one write per line, so a SIGKILL never cuts one): "start HASH SIZE" for the content found at
  * open (after the engine's recovery), "pending HASH SIZE" before each fsync and "synced HASH SIZE" after it.
  * The model starts from the file as found, so a driver can kill it and start it again on the same file.
- * ROUTE_WRITER_HOLD_MS=n: keep the file open n ms before closing it (multi-process test).
- * ROUTE_WRITER_HOLD_UNTIL=PATH: then keep it open until PATH exists (at most 30 s): the driver says when.
+ * ROUTE_WRITER_HOLD_UNTIL=PATH: keep the file open before closing it until PATH exists (at most 30 s): the
+ * driver of the multi-process test says when.
  * ROUTE_WRITER_NO_REOPEN: no O_TRUNC reopens (each is a commit point): the fsyncs alone end the groups. */
 #include <fcntl.h>
 #include <stdint.h>
@@ -159,7 +159,6 @@ int main(int argc, char **argv) {
         }
     }
     check_read(fd, 0, size);
-    if (getenv("ROUTE_WRITER_HOLD_MS")) usleep((useconds_t)atoi(getenv("ROUTE_WRITER_HOLD_MS")) * 1000u);
     const char *until = getenv("ROUTE_WRITER_HOLD_UNTIL");
     struct stat st;
     for (int ms = 0; until && ms < 30000 && stat(until, &st) != 0; ms += 5) usleep(5000);
