@@ -4,15 +4,29 @@
  *   valgrind --tool=callgrind --toggle-collect=daxkit_atomic_sync dk_bench_atomic_synccost DIR N POLICY
  * and divide the total by SYNCS (printed). Each round copies 128 B into N distinct 4 KiB blocks, then syncs;
  * no checkpoint thread (its passes would run inside some syncs' window under valgrind's serialised threads).
- * Run plainly it prints the median wall ns of one sync too. POLICY: undo, redo or journal. */
+ * Run plainly it prints the median wall ns of one sync too. POLICY: undo, redo, journal, or kernel (pwrite
+ * + fsync on the same file: the machine's own no-op sync on tmpfs, for comparison).
+ * Diagnostics (session 21: where a sync's wall time after 1,000 blocks goes when its instructions are those of
+ * the sync after 1), between the copies and the timed sync, untimed:
+ *   DK_BENCH_SYNC_TOUCH_KIB=K  store into one byte every DK_BENCH_SYNC_TOUCH_STRIDE [64] bytes of a K KiB
+ *                              scratch buffer on 4 KiB pages (64: evicts the caches; 4096: one line a page,
+ *                              the TLB more than the caches) -- the copies' working set without their writes;
+ *   DK_BENCH_SYNC_TOUCH_HUGE=1 ... on a transparent huge page instead (the same lines, a TLB entry per 2 MiB);
+ *   DK_BENCH_SYNC_GAP_NS=T     spin T ns first (write-backs or non-temporal stores still in flight drain);
+ *   DK_BENCH_SYNCS=S           S rounds instead of 50. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "daxkit/atomic.h"
 
-#define SYNCS 50
+#define SYNCS_MAX 100000u
 
 static unsigned long long now_ns(void) {
     struct timespec ts;
@@ -24,39 +38,84 @@ static int cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+static unsigned long long env_ull(const char *name, unsigned long long dflt) {
+    const char *v = getenv(name);
+    return v && *v ? strtoull(v, NULL, 0) : dflt;
+}
+
+/* The untimed diagnostics between the copies and the sync (above) */
+static char *scratch;
+static unsigned long long touch_bytes, touch_stride, gap_ns;
+
+static void between(unsigned r) {
+    for (unsigned long long i = 0; i < touch_bytes; i += touch_stride) scratch[i] = (char)r;
+    if (gap_ns)
+        for (unsigned long long t = now_ns(); now_ns() - t < gap_ns;) {}
+}
+
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: dk_bench_atomic_synccost DIR N undo|redo|journal\n");
+        fprintf(stderr, "usage: dk_bench_atomic_synccost DIR N undo|redo|journal|kernel\n");
         return 2;
     }
     unsigned n = (unsigned)atoi(argv[2]);
+    unsigned syncs = (unsigned)env_ull("DK_BENCH_SYNCS", 50);
+    touch_bytes = env_ull("DK_BENCH_SYNC_TOUCH_KIB", 0) << 10, touch_stride = env_ull("DK_BENCH_SYNC_TOUCH_STRIDE", 64);
+    gap_ns = env_ull("DK_BENCH_SYNC_GAP_NS", 0);
+    if (n < 1 || n >= 16384 || syncs < 1 || syncs > SYNCS_MAX || !touch_stride) {
+        fprintf(stderr, "N: 1-16383 blocks; DK_BENCH_SYNCS: 1-%u; DK_BENCH_SYNC_TOUCH_STRIDE: not 0\n", SYNCS_MAX);
+        return 2;
+    }
+    if (touch_bytes) {
+        bool huge = env_ull("DK_BENCH_SYNC_TOUCH_HUGE", 0) != 0;
+        size_t align = huge ? 2u << 20 : 0; /* a huge page needs a 2 MiB-aligned range */
+        char *m = mmap(NULL, touch_bytes + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) return 1;
+        scratch = huge ? (char *)(((uintptr_t)m + align - 1) & ~(uintptr_t)(align - 1)) : m;
+        (void)madvise(scratch, touch_bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE); /* 4 KiB pages: a TLB entry each */
+        memset(scratch, 1, touch_bytes);
+    }
     char path[4096];
     snprintf(path, sizeof path, "%s/synccost.dat", argv[1]);
     FILE *f = fopen(path, "w");
     if (!f) return 1;
     fclose(f);
-    struct daxkit_atomic_options o;
-    daxkit_atomic_options_init(&o);
-    o.policy = !strcmp(argv[3], "redo") ? DAXKIT_ATOMIC_REDO : !strcmp(argv[3], "journal") ? DAXKIT_ATOMIC_JOURNAL : DAXKIT_ATOMIC_UNDO;
-    o.file_bytes_min = 64ull << 20;
-    o.checkpoint_interval_us = 0;
-    struct daxkit_atomic *a;
-    int rc = daxkit_atomic_map(path, &o, &a);
-    if (rc) {
-        fprintf(stderr, "map: %d\n", rc);
-        return 1;
+    bool kernel = !strcmp(argv[3], "kernel");
+    int fd = -1;
+    struct daxkit_atomic *a = NULL;
+    if (kernel) {
+        fd = open(path, O_RDWR);
+        if (fd < 0 || ftruncate(fd, 64ll << 20) != 0) return 1;
+    } else {
+        struct daxkit_atomic_options o;
+        daxkit_atomic_options_init(&o);
+        o.policy = !strcmp(argv[3], "redo") ? DAXKIT_ATOMIC_REDO : !strcmp(argv[3], "journal") ? DAXKIT_ATOMIC_JOURNAL : DAXKIT_ATOMIC_UNDO;
+        o.file_bytes_min = 64ull << 20;
+        o.checkpoint_interval_us = 0;
+        int rc = daxkit_atomic_map(path, &o, &a);
+        if (rc) {
+            fprintf(stderr, "map: %d\n", rc);
+            return 1;
+        }
     }
     char buf[128];
     memset(buf, 'x', sizeof buf);
-    unsigned long long lat[SYNCS];
-    for (unsigned r = 0; r < SYNCS; r++) {
+    static unsigned long long lat[SYNCS_MAX];
+    for (unsigned r = 0; r < syncs; r++) {
         unsigned long long first = (r * 1237ull * n) % (16384 - n);
-        for (unsigned i = 0; i < n; i++) daxkit_atomic_copy(a, (first + i) * 4096 + 512, buf, sizeof buf);
+        for (unsigned i = 0; i < n; i++) {
+            unsigned long long off = (first + i) * 4096 + 512;
+            if (kernel ? pwrite(fd, buf, sizeof buf, (off_t)off) != (ssize_t)sizeof buf : daxkit_atomic_copy(a, off, buf, sizeof buf) != 0)
+                return 1;
+        }
+        between(r);
         unsigned long long t = now_ns();
-        daxkit_atomic_sync(a);
+        int rc = kernel ? fsync(fd) : daxkit_atomic_sync(a);
         lat[r] = now_ns() - t;
+        if (rc) return 1;
     }
-    qsort(lat, SYNCS, sizeof lat[0], cmp);
-    printf("dirty_blocks %u policy %s syncs %d median_ns %llu\n", n, argv[3], SYNCS, lat[SYNCS / 2]);
+    qsort(lat, syncs, sizeof lat[0], cmp);
+    printf("dirty_blocks %u policy %s syncs %u median_ns %llu\n", n, argv[3], syncs, lat[syncs / 2]);
+    if (kernel) return close(fd) ? 1 : 0;
     return daxkit_atomic_unmap(a) ? 1 : 0;
 }
