@@ -137,6 +137,8 @@ struct alog_journal {
     const void *owe_owner;   /* the owing thread (its alog_jowed_top's address): it confirms them at its next copy */
     uint32_t owe_busy;       /* the owner has not issued their write-back yet (a close waits for it) */
     uint64_t owe_min;        /* a copy hands out lines once this many bytes are complete (ALOG_JOWED_MIN_BYTES) */
+    uint64_t owe_from;       /* ... in an epoch of at least this many bytes of records (ALOG_JOWED_FROM_BYTES, at
+                              * most the bound f->junflushed_max) */
     struct alog_jpiece *pieces;
     uint32_t pieces_used, pieces_cap, pieces_live; /* pieces_live: linked into a block list */
     struct alog_jslot *slots;

@@ -64,14 +64,25 @@ static char *at(const struct alog_file *f, uint64_t pos) { return f->area + pos 
  * through the route with an fsync every 100 / 1,000 against main's library, same runs): 64 -- 1.23x, +18% /
  * +20%; 256 -- 1.03x, +8% / +13%; 512 -- 1.07-1.12x, +2-5% / +5-6%; 1,024 and 2,048 -- 1.19-1.24x, +1-3%. */
 #define ALOG_JOWED_MIN_BYTES 512u
+/* From how many bytes of records in an epoch its copies hand lines out (at most the bound, ALOG_JUNFLUSHED_MAX_BYTES).
+ * Session 21 (issue 4 T3 below the bound): until the first hand-out the sync writes back the whole epoch, so the
+ * C API's sync after N 128 B copies grew with N up to the bound -- 424 ns at 1 block, 522 at 10, 719 at 20, 935
+ * at 29 (2.2x), flat past it. From 1,536 bytes: 526 at 10 and at most 614 (1.45x, at 11 blocks: the first
+ * hand-out's 24 lines, which the sync's lock waits for), ~360-550 from 12 blocks on. Lower starts make T2's
+ * epoch (10 records of 144 bytes: 1,440 bytes) hand out too -- one more wait per 10 writes: CPU per 128 B
+ * write with an fsync every 10, against main in the same runs, 1,536: +0.5% (95% CI 0-1.5%, noise); 1,024:
+ * +1.5% (0.5-2.6%) for a 1.29x worst case; 768 (with a 768-byte hand-out): +3.1%; 512: +5.1%; every copy
+ * handing out its own lines: +22% (docs/atomic.md, journal section, session 21). */
+#define ALOG_JOWED_FROM_BYTES 1536u
 
-static uint64_t owed_min_bytes(void) {
+/* A size constant, or in test builds the variable `name` when set (benchmarks: other sizes, one binary) */
+static uint64_t tunable_bytes(const char *name, uint64_t bytes) {
 #ifdef DAXKIT_TEST_BUILD
-    const char *t = getenv("DAXKIT_TEST_ATOMIC_JOWED_MIN"); /* benchmarks: other sizes against this one, one binary */
-    return t && *t ? strtoull(t, NULL, 0) : ALOG_JOWED_MIN_BYTES;
-#else
-    return ALOG_JOWED_MIN_BYTES;
+    const char *t = getenv(name);
+    if (t && *t) return strtoull(t, NULL, 0);
 #endif
+    (void)name;
+    return bytes;
 }
 
 uint64_t alog_jrnl_unapplied(const struct alog_phdr *h) {
@@ -81,7 +92,8 @@ uint64_t alog_jrnl_unapplied(const struct alog_phdr *h) {
 
 int alog_jrnl_init(struct alog_file *f) {
     f->j.direct_from = UINT64_MAX; /* every copy a record, unless alog_jdirect_init says otherwise */
-    f->j.owe_min = owed_min_bytes();
+    f->j.owe_min = tunable_bytes("DAXKIT_TEST_ATOMIC_JOWED_MIN", ALOG_JOWED_MIN_BYTES);
+    f->j.owe_from = DK_MIN(tunable_bytes("DAXKIT_TEST_ATOMIC_JOWED_FROM", ALOG_JOWED_FROM_BYTES), alog_jrnl_unflushed_max());
     pthread_mutex_init(&f->j.mu, NULL);
     pthread_mutex_init(&f->j.apply_mu, NULL);
     return alog_jindex_init(f);
@@ -167,12 +179,8 @@ static void window_wrap(struct alog_file *f) {
     __atomic_store_n(&f->ctr.jwraps_early, f->ctr.jwraps_early + 1, __ATOMIC_RELAXED);
 }
 
-uint64_t alog_jrnl_unflushed_max(void) {
-#ifdef DAXKIT_TEST_BUILD
-    const char *t = getenv("DAXKIT_TEST_ATOMIC_JUNFLUSHED"); /* benchmarks: the bound against none, one binary */
-    if (t && *t) return strtoull(t, NULL, 0);
-#endif
-    return ALOG_JUNFLUSHED_MAX_BYTES;
+uint64_t alog_jrnl_unflushed_max(void) { /* benchmarks: the bound against none, one binary */
+    return tunable_bytes("DAXKIT_TEST_ATOMIC_JUNFLUSHED", ALOG_JUNFLUSHED_MAX_BYTES);
 }
 
 /* The sync's write-back bounded (session 17; issue 4: the sync's cost independent of the dirty blocks).
@@ -196,7 +204,8 @@ static void flush_past_bound(struct alog_file *f) {
  * The bound above leaves a sync up to 4 KiB of records to write back: 128 B copies into 1,000 blocks cost a
  * sync ~1.7x the one after 1 block (358 -> 624 ns), all of it the wait for those lines. Written back inside
  * the copies, they cost the copies the wait instead (at the locked instruction that ends the copy: session
- * 18's tighter bound, +15-20% CPU per 128 B write). So once an epoch has passed the bound, a copy hands the
+ * 18's tighter bound, +15-20% CPU per 128 B write). So once an epoch has passed ALOG_JOWED_FROM_BYTES (1,536
+ * bytes since session 21; the bound before, which left the sync up to 4 KiB below it), a copy hands the
  * journal lines it completed to its thread, and the thread writes them back after its last lock release
  * (alog_jrnl_owed_end): the wait then falls at the thread's next locked instruction -- its next copy's lock
  * -- and overlaps with whatever the program does in between.
@@ -216,8 +225,8 @@ static void flush_past_bound(struct alog_file *f) {
  *     drop first (alog_jrnl_owed_quiesce), and a fork child whose thread still owes cancels its records (the
  *     lines are the parent's to write back) and gets anonymous memory where the log was mapped, so a write-back
  *     already under way ends on memory, not on a hole (alog_open.c drop_inherited: review 20, finding 3).
- * A short epoch (under the bound: 128 B writes with an fsync every 10, T2) hands nothing out: its sync
- * writes back the whole epoch in one wait, which is cheaper than one wait per copy. */
+ * A short epoch (under ALOG_JOWED_FROM_BYTES: 128 B writes with an fsync every 10, T2) hands nothing out: its
+ * sync writes back the whole epoch in one wait, which is cheaper than one wait per copy. */
 __thread struct alog_jowed *alog_jowed_top __attribute__((tls_model("initial-exec")));
 #define owed_top alog_jowed_top
 
@@ -612,8 +621,8 @@ static inline __attribute__((always_inline)) int copy_records_owing(struct alog_
     if (j->owe_lo != j->owe_hi) owed_settle(f);
     int rc = copy_records(f, off, s, n);
     uint64_t to = dk_round_down(j->tail, DK_CACHELINE_BYTES);
-    /* most copies: an epoch under the bound (T2's: nothing to hand out), or too little to hand out yet */
-    if (j->tail - j->staged >= f->junflushed_max && to >= j->flushed + j->owe_min) owed_hand_out(f, to);
+    /* most copies: a short epoch (T2's: nothing to hand out), or too little to hand out yet */
+    if (j->tail - j->staged >= j->owe_from && to >= j->flushed + j->owe_min) owed_hand_out(f, to);
     return rc;
 }
 
