@@ -72,7 +72,9 @@ static char *at(const struct alog_file *f, uint64_t pos) { return f->area + pos 
  * epoch (10 records of 144 bytes: 1,440 bytes) hand out too -- one more wait per 10 writes: CPU per 128 B
  * write with an fsync every 10, against main in the same runs, 1,536: +0.5% (95% CI 0-1.5%, noise); 1,024:
  * +1.5% (0.5-2.6%) for a 1.29x worst case; 768 (with a 768-byte hand-out): +3.1%; 512: +5.1%; every copy
- * handing out its own lines: +22% (docs/atomic.md, journal section, session 21). */
+ * handing out its own lines: +22% (docs/atomic.md, journal section, session 21). The price is paid by epochs
+ * between 1,536 bytes and the bound, which now hand out: +2.6-4.3% CPU per 128 B write with an fsync every
+ * 16-28 -- a trade of CPU for the sync's wall time there, as session 20's past the bound. */
 #define ALOG_JOWED_FROM_BYTES 1536u
 
 /* A size constant, or in test builds the variable `name` when set (benchmarks: other sizes, one binary) */
