@@ -334,17 +334,32 @@ static void fread_leave(FILE *fp, struct fread_entry e, size_t bytes_wanted) {
     if (fp->_IO_buf_base && returned <= bytes_wanted && bytes_wanted - returned >= block) fp->_offset = at;
 }
 
-static size_t fread_common(void *buf, size_t size, size_t n, FILE *fp, size_t (*real)(void *, size_t, size_t, FILE *)) {
-    if (!size || !n) return real(buf, size, n, fp); /* a zero-length fread leaves the indicators alone, as glibc's */
+/* The body, with the stream's lock held (by the caller of fread_unlocked, or by fread below). */
+static size_t fread_held(void *buf, size_t size, size_t n, FILE *fp) {
     forget_eof(fp);
     struct fread_entry e = fread_enter(fp);
-    size_t got = real(buf, size, n, fp), bytes_wanted;
+    size_t got = DK_REAL(fread_unlocked)(buf, size, n, fp), bytes_wanted;
     if (!__builtin_mul_overflow(size, n, &bytes_wanted)) fread_leave(fp, e, bytes_wanted);
     return got;
 }
-DK_EXPORT size_t fread(void *buf, size_t size, size_t n, FILE *fp) { return fread_common(buf, size, n, fp, DK_REAL(fread)); }
+static void unlock_stream(void *fp) { funlockfile(fp); }
+/* With no cookie stream open there is nothing to match: glibc's own fread. Otherwise the whole body holds the
+ * stream's lock, as glibc's fread does (its lock is recursive), so that the indicator and the offset are
+ * read and set with no other thread's call on the stream in between (review 21, finding 03); released if a
+ * cancellation ends the read, as glibc's is. */
+DK_EXPORT size_t fread(void *buf, size_t size, size_t n, FILE *fp) {
+    /* a zero-length fread leaves the indicators alone, as glibc's */
+    if (!size || !n || !__atomic_load_n(&cookie_count, __ATOMIC_RELAXED)) return DK_REAL(fread)(buf, size, n, fp);
+    size_t got;
+    flockfile(fp);
+    pthread_cleanup_push(unlock_stream, fp);
+    got = fread_held(buf, size, n, fp);
+    pthread_cleanup_pop(1);
+    return got;
+}
 DK_EXPORT size_t fread_unlocked(void *buf, size_t size, size_t n, FILE *fp) {
-    return fread_common(buf, size, n, fp, DK_REAL(fread_unlocked));
+    if (!size || !n || !__atomic_load_n(&cookie_count, __ATOMIC_RELAXED)) return DK_REAL(fread_unlocked)(buf, size, n, fp);
+    return fread_held(buf, size, n, fp);
 }
 
 /* glibc's cookie streams lose the position on a relative seek made after output that followed a seek into
