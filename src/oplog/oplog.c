@@ -49,13 +49,17 @@ int oplog_write_header(struct dk_oplog *log, uint32_t generation, const char *ta
     h.line_bytes = DK_OPLOG_LINE_BYTES;
     h.generation = generation;
     h.capacity_lines = log->capacity_lines;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    h.created_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    if (tag) { /* the log's creation: a reset (tag NULL) writes what it wrote */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        log->created_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        memset(log->tag, 0, sizeof log->tag);
+        strncpy(log->tag, tag, sizeof log->tag - 1);
+    }
+    h.created_ns = log->created_ns;
     h.area_dev = log->area_dev;
     h.creator_pid = (uint32_t)log->creator_pid; /* not getpid() at every reset: a checkpoint is hot */
-    if (tag) strncpy(h.tag, tag, sizeof h.tag - 1);
-    else memcpy(h.tag, log->headers[(generation + 1) & 1].tag, sizeof h.tag);
+    memcpy(h.tag, log->tag, sizeof h.tag);
     h.crc = oplog_header_crc(&h);
     struct oplog_header *slot = &log->headers[generation & 1];
     if (log->persist == OPLOG_PERSIST_PWRITE) return oplog_write_durable(log, log->fd, &h, sizeof h, (generation & 1) * sizeof h);

@@ -1,7 +1,8 @@
 /* Description: the operation log's API end to end on one directory (argv[1], default a fresh directory in
  * /dev/shm): crc32c against the RFC 3720 vectors (table and SSE4.2 versions agree); records of every shape
  * (0..12,240 data bytes) scan back intact and in order; the log fills to -ENOSPC exactly at capacity; reset
- * hides every earlier record and the log is reused; a corrupted byte makes a record torn (reported, not
+ * hides every earlier record and the log is reused; every reset's header line names the log's tag and its
+ * creation time (kept in DRAM since session 21, not read back from the other header line); a corrupted byte makes a record torn (reported, not
  * delivered) while records after it survive; a log whose owner died (a forked child that exits without
  * closing) is found by dk_oplog_find_orphans, a live one is not, an abandoned .tmp is removed; four threads
  * appending at once lose nothing; a 16 MiB log is allocated 2 MiB at a time as it fills, and scanning a fresh
@@ -385,6 +386,34 @@ static void check_versions(const char *dir) {
     dk_oplog_close(log, 1);
 }
 
+/* The header line each reset writes: valid, with the next generation, the log's tag and the creation time of
+ * generation 1 (the log's, kept in DRAM -- before session 21 each reset wrote its own time and copied the
+ * tag from the other header line, an uncached load per checkpoint). */
+static void check_reset_header(const char *dir) {
+    struct dk_oplog *log;
+    int rc = dk_oplog_open(dir, "hdrtag", DK_OPLOG_BYTES_MIN, &log);
+    CHECK(rc == 0, "open: %d", rc);
+    if (rc) return;
+    int fd = open(dk_oplog_path(log), O_RDONLY);
+    struct oplog_header first, h;
+    CHECK(fd >= 0 && pread(fd, &first, sizeof first, 64) == (ssize_t)sizeof first, "read header 1");
+    CHECK(first.generation == 1 && first.crc == oplog_header_crc(&first) && strcmp(first.tag, "hdrtag") == 0,
+          "header 1: generation %u, tag '%.19s'", first.generation, first.tag);
+    for (uint32_t g = 2; g <= 4; g++) {
+        usleep(2000); /* a reset's own clock would differ from the creation time now */
+        CHECK(dk_oplog_reset(log) == 0, "reset to %u", g);
+        CHECK(pread(fd, &h, sizeof h, (off_t)(g & 1) * 64) == (ssize_t)sizeof h, "read header %u", g);
+        CHECK(h.generation == g && h.crc == oplog_header_crc(&h) && h.magic == first.magic, "header %u: generation %u, crc %s",
+              g, h.generation, h.crc == oplog_header_crc(&h) ? "ok" : "bad");
+        CHECK(strcmp(h.tag, "hdrtag") == 0 && h.created_ns == first.created_ns && h.area_dev == first.area_dev &&
+                  h.creator_pid == first.creator_pid,
+              "header %u: tag '%.19s', created %llu (log created %llu)", g, h.tag, (unsigned long long)h.created_ns,
+              (unsigned long long)first.created_ns);
+    }
+    if (fd >= 0) close(fd);
+    dk_oplog_close(log, 1);
+}
+
 int main(int argc, char **argv) {
     char dir[256];
     int made = 0;
@@ -396,6 +425,7 @@ int main(int argc, char **argv) {
     }
     check_crc32c();
     check_shapes_fill_reset(dir);
+    check_reset_header(dir);
     check_orphans(dir);
     check_threads(dir);
     check_growth(dir);
