@@ -406,16 +406,29 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
 
 /* ---- close and dup ---- */
 
+/* Nothing staged, nothing past the kernel's size: a publish would find so under f->mu (up_publish_locked
+ * returns at once). Lock-free: appends another thread makes meanwhile are concurrent with the publish point
+ * either way -- and one staged since the close's publish (by another thread's call) is seen here. */
+static bool nothing_to_publish(const struct up_file *f) {
+    return __atomic_load_n(&f->staged_count, __ATOMIC_ACQUIRE) == 0 &&
+           __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) == up_file_size(f) &&
+           __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE) == up_file_size(f);
+}
+
 /* A publish point of the file; in strict mode also a checkpoint (after f->mu: the lock order is
- * checkpoint > file). `locked`, when given, runs under the same hold of f->mu, after the publish. */
+ * checkpoint > file). `locked`, when given, runs under the same hold of f->mu, after the publish. f->mu is
+ * not taken when nothing is to be published and nothing runs under it (session 21: a strict SQLite
+ * transaction's three lock releases each took it for nothing). */
 static int publish_file_then(struct up_file *f, int fd, void (*locked)(struct up_file *f)) {
     bool atomic = f->atomic;
     int rc = atomic ? up_atomic_publish(f) : 0; /* a commit */
     if (atomic && !locked) return rc;
-    up_file_lock(f);
-    if (!atomic) rc = up_publish_locked(f, fd);
-    if (locked) locked(f);
-    dk_mu_unlock(&f->mu);
+    if (locked || !nothing_to_publish(f)) { /* (an atomic file gets here with `locked` only) */
+        up_file_lock(f);
+        if (!atomic) rc = up_publish_locked(f, fd);
+        if (locked) locked(f);
+        dk_mu_unlock(&f->mu);
+    }
     if (!atomic && dk_cfg.mode == DK_MODE_STRICT && !up_thread_in_call()) up_strict_checkpoint(f->root); /* see up_publish_all */
     return rc;
 }
@@ -460,13 +473,6 @@ static void last_close_of_mapped(struct up_file *f, int fd) {
     DK_ERRNO_SAVE;
     if (DK_REAL(fstat)(fd, &st) == 0 && st.st_nlink == 0) f->unlinked = true;
     DK_ERRNO_RESTORE;
-}
-
-/* Appends staged since the close's publish (by another thread's call). */
-static bool nothing_to_publish(const struct up_file *f) {
-    return __atomic_load_n(&f->staged_count, __ATOMIC_ACQUIRE) == 0 &&
-           __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) == up_file_size(f) &&
-           __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE) == up_file_size(f);
 }
 
 /* Under f->mu, at a close: the kernel drops the process's POSIX locks on the file at any close of it, so
@@ -1096,15 +1102,16 @@ static uint64_t unpinned_at_seq; /* up_pin_seq when a walk began that left no ac
 
 void up_publish_all(void) {
     if (!up_enabled) return;
-    /* Nothing pinned since such a walk: this one would find nothing either (strict mode's checkpoint and
-     * DAXKIT_ATOMIC's commits are not counted: their walks always run). A change made after the load below
-     * moves the sequence past it, so it is not recorded as walked. */
-    bool countable = dk_cfg.mode != DK_MODE_STRICT && !dk_cfg.atomic[0];
+    /* Nothing pinned since such a walk: this one would find nothing either (DAXKIT_ATOMIC's files are always
+     * pinned -- their commits are the walk's -- so with it every walk runs). A change made after the load
+     * below moves the sequence past it, so it is not recorded as walked. Strict mode skips the walk too but
+     * not its checkpoint, below (session 21: SQLite's three lock releases per transaction each walked). */
+    bool countable = !dk_cfg.atomic[0];
     uint64_t seq = __atomic_load_n(&up_pin_seq, __ATOMIC_ACQUIRE);
-    if (countable && seq == __atomic_load_n(&unpinned_at_seq, __ATOMIC_ACQUIRE)) {
-        dk_count(DK_C_publish_walk_skips, 1);
-        return;
-    }
+    bool walk = !countable || seq != __atomic_load_n(&unpinned_at_seq, __ATOMIC_ACQUIRE);
+    if (!walk) dk_count(DK_C_publish_walk_skips, 1);
+    bool strict = dk_cfg.mode == DK_MODE_STRICT;
+    if (!walk && !strict) return;
     /* A signal handler's publish point (an unlock: fcntl F_UNLCK, flock LOCK_UN -- async-signal-safe, and
      * common before _exit) that interrupted its thread inside the file table's lock -- in this same walk, an
      * open's adoption, a close: nothing is walked (no checkpoint either); the thread's next publish point
@@ -1113,14 +1120,16 @@ void up_publish_all(void) {
         return;
     }
     DK_ERRNO_SAVE;
-    bool pinned = false;
-    dk_mu_lock(&up_table_mu);
-    DK_CRASH_POINT("upath.publish_all.table_locked");
-    up_file_foreach_active(publish_one, &pinned); /* closed-list files are published (up_file_put) */
-    up_table_unlock();
-    if (countable && !pinned) __atomic_store_n(&unpinned_at_seq, seq, __ATOMIC_RELEASE);
+    if (walk) {
+        bool pinned = false;
+        dk_mu_lock(&up_table_mu);
+        DK_CRASH_POINT("upath.publish_all.table_locked");
+        up_file_foreach_active(publish_one, &pinned); /* closed-list files are published (up_file_put) */
+        up_table_unlock();
+        if (countable && !pinned) __atomic_store_n(&unpinned_at_seq, seq, __ATOMIC_RELEASE);
+    }
     /* (not from a signal handler that interrupted a call of its thread: it may be one the checkpoint waits for) */
-    if (dk_cfg.mode == DK_MODE_STRICT && !up_thread_in_call()) up_strict_checkpoint_all();
+    if (strict && !up_thread_in_call()) up_strict_checkpoint_all();
     DK_ERRNO_RESTORE;
 }
 

@@ -28,6 +28,10 @@
  *               with nothing to publish, which skip the walk of the open files (counter publish_walk_skips:
  *               upath.c, up_publish_all): appends of 100 B, 5,000 B, 70,000 B and 3 B, each followed by a
  *               lock round on the other file and a look by another program, then a round with nothing new.
+ *   lock_other_strict  strict mode (DAXKIT_STRICT_APPLY=checkpoint): a lock release with nothing pinned skips
+ *               the walk of the open files too (session 21), and still checkpoints -- 4 KiB overwrites waiting
+ *               for the checkpoint are in the file for another program after each lock round on a file
+ *               outside the managed directory (its release publishes through up_publish_all alone).
  *   auto_keep   DAXKIT_APPEND=auto with a log fsynced after every single record: after
  *               DAXKIT_AUTO_KEEP_AFTER (8) such fsyncs the file moves to extend with keep (counter auto_keeps),
  *               unless it was appended through O_APPEND (a shared log: another program's record follows);
@@ -687,6 +691,37 @@ static void case_lock_other(void) {
     printf("ok: lock_other: appends published by the release of a lock on another file, walks skipped in between\n");
 }
 
+/* Strict mode: the walk is skipped at a release with nothing pinned, the checkpoint is not (upath.c). */
+static void case_lock_other_strict(void) {
+    char path[PATH_MAX], other[PATH_MAX];
+    st_path(path, sizeof path, dir, "lock_other_strict");
+    /* The lock file outside the managed directory: its release is a publish point through up_publish_all
+     * alone (a managed one's would checkpoint its own root first: up_publish_fd). */
+    snprintf(other, sizeof other, "/tmp/shim_publish_lock_other_strict.%d", (int)getpid());
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    int lfd = OK(open(other, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    enum { BLOCKS = 4, BLOCK = 4096 };
+    uint64_t size = append(fd, 0, BLOCKS * BLOCK); /* strict: published by the write */
+    seen_by_other(path, size, size, "strict appends");
+    lock_round(lfd);
+    for (unsigned i = 0; i < BLOCKS; i++) {
+        static uint8_t buf[BLOCK];
+        st_fill(buf, 6, (uint64_t)i * BLOCK, BLOCK);
+        CHECK(pwrite(fd, buf, BLOCK, (off_t)i * BLOCK) == BLOCK, "overwrite of block %u", i);
+        uint64_t skips = st_counter(DK_C_publish_walk_skips), cks = st_counter(DK_C_strict_checkpoints);
+        lock_round(lfd);
+        CHECK(st_counter(DK_C_publish_walk_skips) > skips, "strict: a lock release with nothing pinned walked the open files");
+        CHECK(st_counter(DK_C_strict_checkpoints) > cks, "strict: no checkpoint at the release after overwrite %u", i);
+        for (unsigned j = 0; j <= i; j++)
+            CHECK(st_check("pattern", path, st_fmt("%u", j * BLOCK), st_fmt("%u", BLOCK), "6") == 0,
+                  "after the lock round that followed overwrite %u, another program does not see block %u", i, j);
+    }
+    OK(close(lfd));
+    OK(unlink(other));
+    OK(close(fd));
+    printf("ok: lock_other_strict: walks skipped at lock releases, each release a checkpoint; overwrites seen\n");
+}
+
 int main(int argc, char **argv) {
     dir = st_dir(argc, argv);
     const char *which = argc > 2 ? argv[2] : "all";
@@ -706,6 +741,7 @@ int main(int argc, char **argv) {
     if (all || !strcmp(which, "lock_unknown")) case_lock_unknown(), any = true;
     if (all || !strcmp(which, "fsync_visible")) case_fsync_visible(), any = true;
     if (all || !strcmp(which, "lock_other")) case_lock_other(), any = true;
+    if (!strcmp(which, "lock_other_strict")) case_lock_other_strict(), any = true;
     if (!strcmp(which, "auto_keep")) case_auto_keep(argc > 3 && !strcmp(argv[3], "never")), any = true;
     CHECK(any, "unknown case '%s'", which);
     return 0;
