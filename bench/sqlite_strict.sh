@@ -14,6 +14,8 @@
 # The strict rows use DAXKIT_PERSIST=flush (emulated DAX persistence: every transaction durable and all or
 # nothing when it commits); the kernel's fdatasync on tmpfs makes nothing durable -- say so when quoting.
 # Usage: bench/sqlite_strict.sh BUILD_DIR [OUT_CSV]
+# A variant named NAME@base runs NAME with the library BASE_LIB (DAXKIT_LIB), in the same interleaved run:
+#   BASE_LIB=/path/libdaxkit.so VARIANTS="kernel-wal strict-off strict-off@base" bench/sqlite_strict.sh BUILD
 # Environment: N (20000 transactions), REPS (3), VARIANTS ("kernel-wal kernel-off strict-off"),
 #              LOCKING (normal | exclusive), STRACE=1 (also count system calls per transaction, 2,000 txns),
 #              EXTRA_ENV (extra VAR=VALUE words for the daxkit variants, e.g. DAXKIT_STRICT_APPLY=write).
@@ -32,19 +34,21 @@ CLI=$BUILD/bin/daxkit
 dk_media_mount hugetmpfs 2G > /dev/null
 [ -s "$OUT" ] || [ "$OUT" = /dev/null ] || echo "variant,locking,txns,cpu_ms,wall_ms,cpu_us_per_txn,rep,load1,user_us_per_txn,sys_us_per_txn" > "$OUT"
 
-prefix() {  # VARIANT DIR -> the command prefix in PFX
+prefix() {  # VARIANT DIR -> the command prefix in PFX (VARIANT@base: with BASE_LIB)
     PFX=()
-    case $1 in
+    local lib=()
+    case $1 in *@base) lib=("DAXKIT_LIB=${BASE_LIB:?VARIANT@base needs BASE_LIB}") ;; esac
+    case ${1%@base} in
     kernel-*) ;;
-    strict-atomic-*) PFX=(env ${EXTRA_ENV:-} "$CLI" run --mode strict --dir "$2" --append stage --persist flush
+    strict-atomic-*) PFX=(env "${lib[@]}" ${EXTRA_ENV:-} "$CLI" run --mode strict --dir "$2" --append stage --persist flush
                           --atomic "$2/*.db" --atomic-commit fsync --) ;;
-    strict-*) PFX=(env ${EXTRA_ENV:-} "$CLI" run --mode strict --dir "$2" --append stage --persist flush --) ;;
-    sync-*) PFX=(env ${EXTRA_ENV:-} "$CLI" run --mode sync --dir "$2" --append stage --persist flush --) ;;
-    atomic-*) PFX=(env ${EXTRA_ENV:-} "$CLI" run --mode posix --dir "$2" --atomic "$2/*.db" --persist flush --) ;;
+    strict-*) PFX=(env "${lib[@]}" ${EXTRA_ENV:-} "$CLI" run --mode strict --dir "$2" --append stage --persist flush --) ;;
+    sync-*) PFX=(env "${lib[@]}" ${EXTRA_ENV:-} "$CLI" run --mode sync --dir "$2" --append stage --persist flush --) ;;
+    atomic-*) PFX=(env "${lib[@]}" ${EXTRA_ENV:-} "$CLI" run --mode posix --dir "$2" --atomic "$2/*.db" --persist flush --) ;;
     *) dk_fail "unknown variant $1" ;;
     esac
 }
-journal() { case $1 in *-wal) echo wal ;; *) echo off ;; esac; }
+journal() { case ${1%@base} in *-wal) echo wal ;; *) echo off ;; esac; }
 
 setup() {  # VARIANT N -> $DK_MNT/VARIANT with an empty table and the insert script
     local v=$1 n=$2 d=$DK_MNT/$1 j
