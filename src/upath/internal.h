@@ -402,7 +402,9 @@ struct up_file {
     int aux_fd;             /* the file reopened read-write for mapping and relinks, under mu (auxfd.c) */
     int atomic_fd;          /* DAXKIT_ATOMIC: the engine's descriptor of the file, kept past a detach (auxfd.c) */
     int sizerec_slot;       /* published-size record slot + 1 (0: none) */
-    bool sizerec_valid;     /* the record is valid: the kernel size may exceed pub_size */
+    bool sizerec_valid;     /* the record is valid: the kernel size may exceed pub_size -- also while a publish
+                               that a crash can still roll back is in flight, after pub_size reached the size:
+                               lock-free "nothing to publish" checks read it (atomic; up_publish_rolling_back) */
     uint32_t unmapped_ios;  /* reads/overwrites sent to the kernel while the file was not mapped */
     uint64_t refresh_gen;   /* up_refresh_gen when the kernel size was last re-read (upath.c) */
     struct up_lockset locks; /* under mu */
@@ -440,8 +442,17 @@ static inline uint32_t up_file_ident(struct up_file *f, int fd) {
 void up_file_ident_forget(struct up_file *f);
 
 /* Appends not yet in the kernel file: the file must not be evicted. */
+/* A publish of f is in flight that a crash would still roll back: its relink is done (nothing staged, pub_size at
+ * the size) but its size record not yet cleared (publish.c: up_publish_locked_moved). A publish point that finds
+ * nothing staged without f->mu must wait for it all the same -- it returned, then a crash cut the appends made
+ * before it (review 21, finding 02). */
+static inline bool up_publish_rolling_back(const struct up_file *f) {
+    return __atomic_load_n(&f->sizerec_valid, __ATOMIC_ACQUIRE);
+}
+
 static inline bool up_file_pinned(const struct up_file *f) {
-    return f->staged_count || f->ksize != __atomic_load_n(&f->size, __ATOMIC_ACQUIRE) || f->rescue_fd >= 0 || f->atomic;
+    return f->staged_count || f->ksize != __atomic_load_n(&f->size, __ATOMIC_ACQUIRE) || f->rescue_fd >= 0 || f->atomic ||
+           up_publish_rolling_back(f);
 }
 
 static inline uint64_t up_file_size(const struct up_file *f) {

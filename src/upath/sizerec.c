@@ -245,7 +245,7 @@ static int rec_begin(struct up_file *f, int fd, uint64_t ext, bool this_boot, bo
     rec_persist_new(f->root, rec);
     __atomic_store_n(&rec->magic, REC_MAGIC, __ATOMIC_RELEASE);
     rec_persist(f->root, rec, &rec->magic, sizeof rec->magic);
-    f->sizerec_valid = true;
+    __atomic_store_n(&f->sizerec_valid, true, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -268,7 +268,7 @@ void up_sizerec_clear(struct up_file *f) {
     struct size_rec *rec = rec_at(f->root->sizes, f->sizerec_slot - 1);
     __atomic_store_n(&rec->magic, 0, __ATOMIC_RELEASE);
     rec_persist(f->root, rec, &rec->magic, sizeof rec->magic);
-    f->sizerec_valid = false;
+    __atomic_store_n(&f->sizerec_valid, false, __ATOMIC_RELEASE); /* after the clear is durable: lock-free readers */
 }
 
 void up_sizerec_release(struct up_file *f) {

@@ -412,7 +412,7 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
 static bool nothing_to_publish(const struct up_file *f) {
     return __atomic_load_n(&f->staged_count, __ATOMIC_ACQUIRE) == 0 &&
            __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) == up_file_size(f) &&
-           __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE) == up_file_size(f);
+           __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE) == up_file_size(f) && !up_publish_rolling_back(f);
 }
 
 /* A publish point of the file; in strict mode also a checkpoint (after f->mu: the lock order is
@@ -904,10 +904,7 @@ void up_publish_fd_before_kernel(int fd) {
 
 void up_publish_file_before_kernel(struct up_file *f, int fd) {
     bool idle = dk_cfg.mode != DK_MODE_STRICT && !__atomic_load_n(&f->atomic, __ATOMIC_RELAXED) &&
-                __atomic_load_n(&f->staged_count, __ATOMIC_ACQUIRE) == 0 &&
-                __atomic_load_n(&f->rescue_fd, __ATOMIC_RELAXED) < 0 &&
-                __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) == up_file_size(f) &&
-                __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE) == up_file_size(f);
+                __atomic_load_n(&f->rescue_fd, __ATOMIC_RELAXED) < 0 && nothing_to_publish(f);
     if (!idle) publish_file(f, fd);
 }
 
