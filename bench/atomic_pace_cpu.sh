@@ -16,6 +16,12 @@
 # which on this VM cost 0.1-0.4 ms or 5-30 ms per step (session 19: strict's bimodal 668 vs 1,200+ ns per
 # write); 100000 puts the pass past that lap (records of 128 B take 256 B of the 16 MiB log: a lap is ~65,000)
 # and its second lap's end (one checkpoint) inside the pass. The journal's log is populated at its open.
+# NOCLOCK [1]: at 128 B / fsync every 10 each build's journal (pace 1) and strict (each warm setting) run once
+# more with DK_BENCH_NO_OP_CLOCK=1 -- the pass without the benchmark's two clock reads per write and per fsync,
+# which the figures above include for every variant --, printed as "noclock: PASS/CLOSE CPU ns per write, writes
+# per second from the pass's start through the close"; then one "T2" line per repetition: strict's CPU through the
+# close over the journal's (the last strict setting's, the target's measure), with and without the clock reads,
+# and the no-clock writes/s ratio. `0` leaves them out.
 set -euo pipefail
 BUILD=$(cd "${1:?usage: atomic_pace_cpu.sh BUILD [BASE_BUILD]}" && pwd)
 BASE=${2:+$(cd "$2" && pwd)}
@@ -28,6 +34,25 @@ export DAXKIT_PERSIST=flush
 dir=$DK_MNT/bench
 builds="new=$BUILD${BASE:+ base=$BASE}"
 echo "load before: $(uptime)"
+# One run: BUILD VARIANT BS OPS EVERY [ENV...] -> "PASS/CLOSE" CPU ns per write; with DK_BENCH_NO_OP_CLOCK=1
+# in ENV also " N/s" (writes per second through the close). BUILD's library under this build's benchmark binary:
+# the libraries are what is compared (an older build's binary may not know DK_BENCH_NO_OP_CLOCK).
+run() {
+    local b=$1 v=$2 bs=$3 n=$4 every=$5
+    shift 5
+    rm -rf "$dir" && mkdir -p "$dir"
+    env DK_BENCH_SETTLE=1 "$@" LD_PRELOAD="$b/lib/libdaxkit.so" DAXKIT_DIR="$dir" "$BUILD/bin/dk_bench_fsync_writes" \
+        "$dir" "$v" "$bs" "$n" "$every" 64 "$rep" 2>/dev/null |
+        awk -F, -v nc="$(printf '%s\n' "$@" | grep -c '^DK_BENCH_NO_OP_CLOCK=1$' || true)" \
+            '{ printf "%s/%s%s\n", $6, $15, (nc > 0 ? " " $17 "/s" : "") }'
+}
+close_cpu() { sed 's/^[^/]*\///; s/ .*//' <<<"$1"; } # "PASS/CLOSE[ N/s]" -> CLOSE
+ratios() { # STRICT JOURNAL STRICT_NOCLOCK JOURNAL_NOCLOCK (run's outputs) -> the T2 ratios
+    awk -v s="$(close_cpu "$1")" -v j="$(close_cpu "$2")" -v sn="$(close_cpu "$3")" -v jn="$(close_cpu "$4")" \
+        -v sr="${3##* }" -v jr="${4##* }" 'BEGIN { printf "CPU through the close %.2fx, no clock %.2fx, writes/s no clock %.2fx",
+                                                   s / j, sn / jn, (jr + 0) / (sr + 0) }'
+}
+declare -A paced noclock
 for rep in $(seq 1 "${REPS:-3}"); do
     for bs in ${SIZES:-128 1024 4096 65536}; do
         for every in ${EVERY:-1 10}; do
@@ -36,21 +61,33 @@ for rep in $(seq 1 "${REPS:-3}"); do
             line="rep $rep bs $bs every $every"
             for b in $builds; do
                 for pace in 1 0; do
-                    rm -rf "$dir" && mkdir -p "$dir"
-                    cpu=$(env DK_BENCH_SETTLE=1 DAXKIT_ATOMIC_PACE=$pace LD_PRELOAD="${b#*=}/lib/libdaxkit.so" DAXKIT_DIR="$dir" \
-                        "DAXKIT_ATOMIC=$dir/*" "${b#*=}/bin/dk_bench_fsync_writes" "$dir" posix-atomic "$bs" $ops \
-                        "$every" 64 "$rep" 2>/dev/null | awk -F, '{ print $6 "/" $15 }')
-                    line="$line | ${b%%=*} pace $pace: $cpu"
+                    r=$(run "${b#*=}" posix-atomic "$bs" $ops "$every" DAXKIT_ATOMIC_PACE=$pace "DAXKIT_ATOMIC=$dir/*")
+                    line="$line | ${b%%=*} pace $pace: $r"
+                    [ $pace = 0 ] || paced[${b%%=*}]=$r
                 done
             done
             if [ "$bs" = 128 ] && [ "$every" = 10 ]; then
                 for warm in 0 ${STRICT_WARM_OPS:-}; do
-                    rm -rf "$dir" && mkdir -p "$dir"
-                    cpu=$(env DK_BENCH_SETTLE=1 DK_BENCH_WARM_OPS=$warm LD_PRELOAD="$BUILD/lib/libdaxkit.so" DAXKIT_DIR="$dir" \
-                        DAXKIT_MODE=strict "$BUILD/bin/dk_bench_fsync_writes" "$dir" posix-strict "$bs" $ops "$every" 64 "$rep" \
-                        2>/dev/null | awk -F, '{ print $6 "/" $15 }')
-                    line="$line | new strict${warm#0}: $cpu"
+                    strict=$(run "$BUILD" posix-strict "$bs" $ops "$every" DK_BENCH_WARM_OPS=$warm DAXKIT_MODE=strict)
+                    line="$line | new strict${warm#0}: $strict"
                 done
+                if [ "${NOCLOCK:-1}" = 1 ]; then
+                    for b in $builds; do
+                        noclock[${b%%=*}]=$(run "${b#*=}" posix-atomic "$bs" $ops "$every" DK_BENCH_NO_OP_CLOCK=1 \
+                            DAXKIT_ATOMIC_PACE=1 "DAXKIT_ATOMIC=$dir/*")
+                        line="$line | ${b%%=*} pace 1 noclock: ${noclock[${b%%=*}]}"
+                    done
+                    for warm in 0 ${STRICT_WARM_OPS:-}; do
+                        strict_nc=$(run "$BUILD" posix-strict "$bs" $ops "$every" DK_BENCH_NO_OP_CLOCK=1 \
+                            DK_BENCH_WARM_OPS=$warm DAXKIT_MODE=strict)
+                        line="$line | new strict${warm#0} noclock: $strict_nc"
+                    done
+                    line="$line
+T2 rep $rep, strict${STRICT_WARM_OPS:-} over the journal (pace 1):"
+                    for b in $builds; do
+                        line="$line ${b%%=*}: $(ratios "$strict" "${paced[${b%%=*}]}" "$strict_nc" "${noclock[${b%%=*}]}");"
+                    done
+                fi
             fi
             echo "$line"
         done

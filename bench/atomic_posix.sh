@@ -29,7 +29,7 @@ dk_media_mount hugetmpfs 2G
 csv=$OUT/atomic-posix.csv
 # dk_bench_fsync_writes's row (its header comment names the columns), then the repetition
 header=variant,bs,ops,fsync_every,ops_per_s,cpu_ns_per_op,median_ns,p999_ns,fsync_median_ns,op_median_ns,op_p999_ns
-header+=,op_p90_ns,op_p99_ns,op_mean_ns,cpu_close_ns_per_op,bg_cpu_ns,rep
+header+=,op_p90_ns,op_p99_ns,op_mean_ns,cpu_close_ns_per_op,bg_cpu_ns,ops_per_s_close,rep
 echo "$header" > "$csv"
 dir=$DK_MNT/bench
 
