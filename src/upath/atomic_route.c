@@ -36,10 +36,11 @@
 #include "upath/io.h"
 #include "upath/upath.h"
 #include "upath/policy.h"
+#include "upath/route_lock.h"
 
 struct up_atomic {
     struct alog_file *eng; /* NULL once detached */
-    pthread_rwlock_t rw;
+    struct up_route_lock rw; /* route_lock.h: one locked instruction each way, where glibc's rwlock took more */
     uint64_t zero_from; /* kernel-file bytes at and past this offset are zeros (never written) */
     /* Since the last commit nothing was copied (dirty false) and the size is committed_size: a commit would
      * record the state the last one did, so it is skipped (a SQLite transaction reaches 4-8 publish points
@@ -161,9 +162,9 @@ static int commit(struct up_file *f) {
     if (!a || nothing_new(f, a)) return 0;
     const struct up_file *outer = write_file;
     write_file = f;
-    pthread_rwlock_wrlock(&a->rw);
+    up_route_wrlock(&a->rw);
     int rc = commit_locked(f, a);
-    pthread_rwlock_unlock(&a->rw);
+    up_route_unlock(&a->rw);
     write_file = outer;
     return rc;
 }
@@ -179,8 +180,8 @@ static int fail(int rc) {
 /* A signal handler's write, read, fsync or ftruncate of the file whose route its thread is in (write_file:
  * a write, commit, ftruncate or detach): refused before any lock. The thread may hold the route's lock for
  * writing (every journal write since session 16, appends, commits, truncates and detaches before) and the
- * engine's, which the handler would wait for forever -- or, glibc answering EDEADLK to its own thread's
- * lock call, release as if it were the handler's. */
+ * engine's, which the handler would wait for forever (the route's lock is not recursive for a writer:
+ * route_lock.h). */
 static bool nested_in_write(const struct up_file *f) {
     if (DK_LIKELY(write_file != f)) return false;
     dk_count(DK_C_atomic_nested_refused, 1);
@@ -193,9 +194,9 @@ ssize_t up_atomic_read(struct up_file *f, int fd, void *buf, size_t n, uint64_t 
     struct up_atomic *a = f->atomic;
     if (DK_UNLIKELY(nested_in_write(f))) return fail(-EDEADLK);
     n = DK_MIN(n, DK_MAX_RW_BYTES);
-    pthread_rwlock_rdlock(&a->rw);
+    up_route_rdlock(&a->rw);
     if (!a->eng) {
-        pthread_rwlock_unlock(&a->rw);
+        up_route_unlock(&a->rw);
         return up_io_read(f, fd, buf, n, off);
     }
     uint64_t size = up_file_size(f);
@@ -209,7 +210,7 @@ ssize_t up_atomic_read(struct up_file *f, int fd, void *buf, size_t n, uint64_t 
         rc = alog_read(a->eng, off, buf, n);
         pthread_rwlock_unlock(&a->eng->rw);
     }
-    pthread_rwlock_unlock(&a->rw);
+    up_route_unlock(&a->rw);
     if (rc) return fail(rc);
     dk_count(DK_C_reads, 1);
     dk_count(DK_C_read_bytes, n);
@@ -259,18 +260,18 @@ static ssize_t atomic_write(struct up_file *f, int fd, const void *buf, size_t n
          * instructions (perf). A route detached meanwhile (eng NULL) is found under the lock, as before. */
         struct alog_file *e = __atomic_load_n(&a->eng, __ATOMIC_ACQUIRE);
         bool owned = e && e->journal;
-        if (owned) pthread_rwlock_wrlock(&a->rw);
-        else pthread_rwlock_rdlock(&a->rw);
+        if (owned) up_route_wrlock(&a->rw);
+        else up_route_rdlock(&a->rw);
         gone = !a->eng;
         if (!gone && off + n >= off && off + n <= up_file_size(f)) rc = eng_copy(a, off, buf, n, owned);
-        pthread_rwlock_unlock(&a->rw);
+        up_route_unlock(&a->rw);
         if (rc == -ENOSPC) rc = -EAGAIN; /* again under the write lock, which may commit early */
     }
     if (rc == -EAGAIN && !gone) {
-        pthread_rwlock_wrlock(&a->rw);
+        up_route_wrlock(&a->rw);
         gone = !a->eng;
         if (!gone) rc = write_extending(f, buf, n, &off, append);
-        pthread_rwlock_unlock(&a->rw);
+        up_route_unlock(&a->rw);
     }
     alog_jrnl_owed_end(&owed);
     if (gone) /* the plain path of the mode (io.c's write_op) */
@@ -332,9 +333,9 @@ int up_atomic_ftruncate(struct up_file *f, int fd, off_t len) {
     struct up_atomic *a = f->atomic;
     const struct up_file *outer = write_file;
     write_file = f; /* from before the lock call: a handler's write inside it is refused */
-    pthread_rwlock_wrlock(&a->rw);
+    up_route_wrlock(&a->rw);
     int rc = a->eng ? ftruncate_locked(f, a, (uint64_t)len) : 1;
-    pthread_rwlock_unlock(&a->rw);
+    up_route_unlock(&a->rw);
     write_file = outer;
     if (rc == 1) return by_kernel(fd, DK_REAL(ftruncate)(fd, len)); /* detached meanwhile */
     return rc ? fail(rc) : 0;
@@ -345,12 +346,12 @@ int up_atomic_fallocate(struct up_file *f, int fd, int mode, off_t off, off_t le
     int fl = DK_REAL(fcntl)(fd, F_GETFL);
     if (mode == 0 && off >= 0 && len > 0 && fl >= 0 && (fl & O_ACCMODE) != O_RDONLY) { /* plain allocation: at most a size change */
         uint64_t end = (uint64_t)off + (uint64_t)len;
-        pthread_rwlock_wrlock(&a->rw);
+        up_route_wrlock(&a->rw);
         int rc = 0;
         bool gone = !a->eng;
         if (!gone && end > up_file_size(f)) rc = truncate_locked(f, end);
         if (!gone && !rc && up_atomic_commit_each_write()) rc = commit_locked(f, a); /* as ftruncate */
-        pthread_rwlock_unlock(&a->rw);
+        up_route_unlock(&a->rw);
         if (!gone) return rc ? fail(rc) : 0;
     }
     /* Holes, ranges, KEEP_SIZE, bad arguments: the kernel, on the exact file (its errors are the answer). */
@@ -409,16 +410,11 @@ static void attach(struct up_file *f, struct alog_file *eng, uint64_t forks_seen
     a->eng = eng;
     a->zero_from = eng->size_pending;
     a->committed_size = eng->size_pending; /* alog_size_prepare: the size recovery keeps */
-    pthread_rwlockattr_t ra;
-    pthread_rwlockattr_init(&ra);
-    /* fsync and appends (write side) must not starve behind a stream of overwrites from other threads */
-    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    pthread_rwlock_init(&a->rw, &ra);
-    pthread_rwlockattr_destroy(&ra);
+    /* a->rw zeroed: unlocked (route_lock.h; writers preferred, so fsync and appends do not starve behind a
+     * stream of overwrites from other threads) */
     bool held = up_atomic_hold(); /* no fork between the route and its file: up_atomic_fork_prepare */
     if (fork_since(forks_seen)) { /* one prepared while this waited for detach_mu */
         up_atomic_release(held);
-        pthread_rwlock_destroy(&a->rw);
         free(a);
         alog_close_sized(eng, NULL);
         dk_count(DK_C_atomic_plain, 1);
@@ -457,15 +453,15 @@ int up_atomic_open_flags(int dirfd, const char *path, int flags) {
  * raced with the route's creation) gets the capacity back first. */
 static void truncate_at_open(struct up_file *f) {
     struct up_atomic *a = f->atomic;
-    pthread_rwlock_wrlock(&a->rw);
+    up_route_wrlock(&a->rw);
     if (!a->eng) {
-        pthread_rwlock_unlock(&a->rw);
+        up_route_unlock(&a->rw);
         return;
     }
     int rc = DK_REAL(ftruncate)(a->eng->data_fd, (off_t)a->eng->data_len) == 0 ? 0 : -errno;
     if (!rc) rc = truncate_locked(f, 0);
     if (!rc) rc = commit_locked(f, a);
-    pthread_rwlock_unlock(&a->rw);
+    up_route_unlock(&a->rw);
     if (rc) dk_log("O_TRUNC of a DAXKIT_ATOMIC file could not be committed (%s)", strerror(-rc));
 }
 
@@ -528,7 +524,7 @@ static void detach_locked(struct up_file *f) {
     if (!a) return;
     const struct up_file *outer = write_file;
     write_file = f;
-    pthread_rwlock_wrlock(&a->rw);
+    up_route_wrlock(&a->rw);
     int rc = commit_locked(f, a);
     uint64_t size = up_file_size(f);
     int crc = alog_close_sized(a->eng, &size);
@@ -547,7 +543,7 @@ static void detach_locked(struct up_file *f) {
     __atomic_sub_fetch(&routes_live, 1, __ATOMIC_RELEASE);
     /* shim_fork_held_locks' cue: a fork here found no route (f->atomic is NULL) but detach_mu held */
     DK_CRASH_POINT("atomic_route.detach.unrouted");
-    pthread_rwlock_unlock(&a->rw);
+    up_route_unlock(&a->rw);
     write_file = outer;
 }
 
@@ -652,10 +648,10 @@ bool up_atomic_truncate_inode(dev_t dev, ino_t ino, off_t len, int *rc) {
     struct up_atomic *a = f ? f->atomic : NULL;
     bool routed = false;
     if (a) {
-        pthread_rwlock_wrlock(&a->rw);
+        up_route_wrlock(&a->rw);
         routed = a->eng != NULL;
         int r = routed ? ftruncate_locked(f, a, (uint64_t)len) : 0;
-        pthread_rwlock_unlock(&a->rw);
+        up_route_unlock(&a->rw);
         if (routed) *rc = r ? fail(r) : 0;
     }
     up_table_unlock();

@@ -1,0 +1,114 @@
+/* Description: the DAXKIT_ATOMIC route's lock (src/upath/route_lock.h, session 21), which replaced glibc's
+ * PREFER_WRITER_NONRECURSIVE rwlock on every routed write, read and commit:
+ *   1. exclusion under contention: THREADS threads take it for writing (a split increment: a lock that lets two
+ *      writers in loses counts) and for reading (no writer inside meanwhile), sleeping and waking through the
+ *      futex -- the counts must be exact and no reader may see a writer;
+ *   2. writers preferred: two readers that keep it read-held between them (each lets go only once the other
+ *      is in) must let a writer in within a second (a lock that lets new readers pass a waiting writer starves
+ *      it for as long as they go on -- 1.5 s here: an fsync behind a stream of overwrites);
+ *   3. a reader may take it again while no writer waits (a signal handler's read inside its thread's read).
+ * Exit 0 pass, 1 fail. */
+#include <pthread.h>
+#include <time.h>
+
+#include "atomic_test.h"
+#include "upath/route_lock.h"
+
+#define THREADS 4
+#define ROUNDS 100000
+
+static struct up_route_lock lk;
+static unsigned long count;
+static unsigned writers_in, readers_in, bad;
+
+static void *mixed(void *arg) {
+    (void)arg;
+    for (int i = 0; i < ROUNDS; i++) {
+        up_route_wrlock(&lk);
+        if (__atomic_add_fetch(&writers_in, 1, __ATOMIC_RELAXED) != 1 || __atomic_load_n(&readers_in, __ATOMIC_RELAXED))
+            __atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
+        unsigned long c = count; /* a split increment */
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        count = c + 1;
+        __atomic_sub_fetch(&writers_in, 1, __ATOMIC_RELAXED);
+        up_route_unlock(&lk);
+        up_route_rdlock(&lk);
+        __atomic_add_fetch(&readers_in, 1, __ATOMIC_RELAXED);
+        if (__atomic_load_n(&writers_in, __ATOMIC_RELAXED)) __atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
+        if (i % 64 == 0) sched_yield(); /* now and then a reader stays in while others queue */
+        __atomic_sub_fetch(&readers_in, 1, __ATOMIC_RELAXED);
+        up_route_unlock(&lk);
+    }
+    return NULL;
+}
+
+static uint64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static unsigned stop, turn, in[2];
+
+/* Two readers that keep the lock read-held without a gap: each lets go only while the other is inside and it is
+ * the other's turn to hold -- or after 200 ms (a reader kept out by a waiting writer never comes in). */
+static void *reader(void *arg) {
+    unsigned me = arg ? 1 : 0;
+    while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
+        up_route_rdlock(&lk);
+        __atomic_store_n(&in[me], 1, __ATOMIC_SEQ_CST);
+        uint64_t t0 = now_ms();
+        while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE) && now_ms() - t0 < 200 &&
+               !(__atomic_load_n(&in[!me], __ATOMIC_SEQ_CST) && __atomic_load_n(&turn, __ATOMIC_SEQ_CST) == me))
+            sched_yield();
+        __atomic_store_n(&turn, !me, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&in[me], 0, __ATOMIC_SEQ_CST);
+        up_route_unlock(&lk);
+    }
+    return NULL;
+}
+
+static unsigned writer_done;
+
+/* Ends the readers after 1.5 s if the writer has not got in by then (so a starved writer ends the test). */
+static void *stopper(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 1500 && !__atomic_load_n(&writer_done, __ATOMIC_ACQUIRE); i++)
+        nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+int main(void) {
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) AT_CHECK(pthread_create(&t[i], NULL, mixed, NULL) == 0, "pthread_create");
+    for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+    AT_CHECK(count == (unsigned long)THREADS * ROUNDS, "writers not excluded: count %lu, expected %lu", count,
+             (unsigned long)THREADS * ROUNDS);
+    AT_CHECK(bad == 0, "%u times a writer and another holder were inside at once", bad);
+    AT_CHECK(lk.word == 0 && lk.writers_waiting == 0 && lk.sleepers == 0, "left held: word %#x, writers waiting %u, "
+             "sleepers %u", lk.word, lk.writers_waiting, lk.sleepers);
+
+    pthread_t r[2], s;
+    for (int i = 0; i < 2; i++) AT_CHECK(pthread_create(&r[i], NULL, reader, i ? &r : NULL) == 0, "pthread_create");
+    nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL); /* the readers handing over */
+    AT_CHECK(pthread_create(&s, NULL, stopper, NULL) == 0, "pthread_create");
+    uint64_t t0 = now_ms();
+    up_route_wrlock(&lk);
+    uint64_t waited_ms = now_ms() - t0;
+    up_route_unlock(&lk);
+    __atomic_store_n(&writer_done, 1, __ATOMIC_RELEASE);
+    pthread_join(s, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(r[i], NULL);
+    AT_CHECK(waited_ms < 1000, "a writer waited %llu ms behind readers that kept coming", (unsigned long long)waited_ms);
+
+    up_route_rdlock(&lk);
+    up_route_rdlock(&lk); /* a nested reader, no writer waiting: must not wait */
+    AT_CHECK(lk.word == 2 * UP_RL_READER, "two readers in: word %#x", lk.word);
+    up_route_unlock(&lk);
+    up_route_unlock(&lk);
+    AT_CHECK(lk.word == 0, "left held: word %#x", lk.word);
+    printf("ok: %d threads x %d write + read rounds exact; a writer got in after %llu ms behind overlapping readers\n",
+           THREADS, ROUNDS, (unsigned long long)waited_ms);
+    return 0;
+}
