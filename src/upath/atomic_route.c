@@ -647,11 +647,17 @@ bool up_atomic_truncate_inode(dev_t dev, ino_t ino, off_t len, int *rc) {
     struct up_file *f = up_file_lookup(dev, ino);
     struct up_atomic *a = f ? f->atomic : NULL;
     bool routed = false;
-    if (a) {
+    if (a && DK_UNLIKELY(nested_in_write(f))) { /* a handler's truncate of the file its thread is writing */
+        *rc = fail(-EDEADLK);
+        routed = true;
+    } else if (a) {
+        const struct up_file *outer = write_file;
+        write_file = f; /* from before the lock call: a handler's call inside it is refused, as for ftruncate */
         up_route_wrlock(&a->rw);
         routed = a->eng != NULL;
         int r = routed ? ftruncate_locked(f, a, (uint64_t)len) : 0;
         up_route_unlock(&a->rw);
+        write_file = outer;
         if (routed) *rc = r ? fail(r) : 0;
     }
     up_table_unlock();
