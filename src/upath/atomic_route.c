@@ -87,6 +87,21 @@ static int eng_copy(struct up_atomic *a, uint64_t off, const void *buf, size_t n
 static __thread const struct up_file *write_file;
 const struct up_file *up_atomic_held_file(void) { return write_file; }
 
+/* The route's lock for writing, with this thread marked as in f's route from before the lock call, so that a
+ * signal handler's call on f inside it is refused (nested_in_write) instead of waiting for the lock its thread
+ * holds. Returns the mark it replaced, for write_unlock. */
+static const struct up_file *write_lock(struct up_file *f) {
+    const struct up_file *outer = write_file;
+    write_file = f;
+    up_route_wrlock(&f->atomic->rw);
+    return outer;
+}
+
+static void write_unlock(struct up_file *f, const struct up_file *outer) {
+    up_route_unlock(&f->atomic->rw);
+    write_file = outer;
+}
+
 /* The one commit of the route (fsync, publish points, early commits), counted. Under a->rw for writing. */
 static int commit_locked(struct up_file *f, struct up_atomic *a) {
     if (!a->eng) return 0; /* detached: committed then */
@@ -160,12 +175,9 @@ static void set_size(struct up_file *f, uint64_t size) {
 static int commit(struct up_file *f) {
     struct up_atomic *a = f->atomic;
     if (!a || nothing_new(f, a)) return 0;
-    const struct up_file *outer = write_file;
-    write_file = f;
-    up_route_wrlock(&a->rw);
+    const struct up_file *outer = write_lock(f);
     int rc = commit_locked(f, a);
-    up_route_unlock(&a->rw);
-    write_file = outer;
+    write_unlock(f, outer);
     return rc;
 }
 
@@ -331,12 +343,9 @@ int up_atomic_ftruncate(struct up_file *f, int fd, off_t len) {
     if (len < 0) return fail(-EINVAL);
     if (DK_UNLIKELY(nested_in_write(f))) return fail(-EDEADLK);
     struct up_atomic *a = f->atomic;
-    const struct up_file *outer = write_file;
-    write_file = f; /* from before the lock call: a handler's write inside it is refused */
-    up_route_wrlock(&a->rw);
+    const struct up_file *outer = write_lock(f);
     int rc = a->eng ? ftruncate_locked(f, a, (uint64_t)len) : 1;
-    up_route_unlock(&a->rw);
-    write_file = outer;
+    write_unlock(f, outer);
     if (rc == 1) return by_kernel(fd, DK_REAL(ftruncate)(fd, len)); /* detached meanwhile */
     return rc ? fail(rc) : 0;
 }
@@ -345,13 +354,14 @@ int up_atomic_fallocate(struct up_file *f, int fd, int mode, off_t off, off_t le
     struct up_atomic *a = f->atomic;
     int fl = DK_REAL(fcntl)(fd, F_GETFL);
     if (mode == 0 && off >= 0 && len > 0 && fl >= 0 && (fl & O_ACCMODE) != O_RDONLY) { /* plain allocation: at most a size change */
+        if (DK_UNLIKELY(nested_in_write(f))) return fail(-EDEADLK); /* as ftruncate */
         uint64_t end = (uint64_t)off + (uint64_t)len;
-        up_route_wrlock(&a->rw);
+        const struct up_file *outer = write_lock(f);
         int rc = 0;
         bool gone = !a->eng;
         if (!gone && end > up_file_size(f)) rc = truncate_locked(f, end);
         if (!gone && !rc && up_atomic_commit_each_write()) rc = commit_locked(f, a); /* as ftruncate */
-        up_route_unlock(&a->rw);
+        write_unlock(f, outer);
         if (!gone) return rc ? fail(rc) : 0;
     }
     /* Holes, ranges, KEEP_SIZE, bad arguments: the kernel, on the exact file (its errors are the answer). */
@@ -453,15 +463,11 @@ int up_atomic_open_flags(int dirfd, const char *path, int flags) {
  * raced with the route's creation) gets the capacity back first. */
 static void truncate_at_open(struct up_file *f) {
     struct up_atomic *a = f->atomic;
-    up_route_wrlock(&a->rw);
-    if (!a->eng) {
-        up_route_unlock(&a->rw);
-        return;
-    }
-    int rc = DK_REAL(ftruncate)(a->eng->data_fd, (off_t)a->eng->data_len) == 0 ? 0 : -errno;
-    if (!rc) rc = truncate_locked(f, 0);
-    if (!rc) rc = commit_locked(f, a);
-    up_route_unlock(&a->rw);
+    const struct up_file *outer = write_lock(f);
+    int rc = !a->eng ? 0 : DK_REAL(ftruncate)(a->eng->data_fd, (off_t)a->eng->data_len) == 0 ? 0 : -errno;
+    if (!rc && a->eng) rc = truncate_locked(f, 0);
+    if (!rc && a->eng) rc = commit_locked(f, a);
+    write_unlock(f, outer);
     if (rc) dk_log("O_TRUNC of a DAXKIT_ATOMIC file could not be committed (%s)", strerror(-rc));
 }
 
@@ -651,13 +657,10 @@ bool up_atomic_truncate_inode(dev_t dev, ino_t ino, off_t len, int *rc) {
         *rc = fail(-EDEADLK);
         routed = true;
     } else if (a) {
-        const struct up_file *outer = write_file;
-        write_file = f; /* from before the lock call: a handler's call inside it is refused, as for ftruncate */
-        up_route_wrlock(&a->rw);
+        const struct up_file *outer = write_lock(f);
         routed = a->eng != NULL;
         int r = routed ? ftruncate_locked(f, a, (uint64_t)len) : 0;
-        up_route_unlock(&a->rw);
-        write_file = outer;
+        write_unlock(f, outer);
         if (routed) *rc = r ? fail(r) : 0;
     }
     up_table_unlock();

@@ -6,7 +6,12 @@
  *   2. writers preferred: two readers that keep it read-held between them (each lets go only once the other
  *      is in) must let a writer in within a second (a lock that lets new readers pass a waiting writer starves
  *      it for as long as they go on -- 1.5 s here: an fsync behind a stream of overwrites);
- *   3. a reader may take it again while no writer waits (a signal handler's read inside its thread's read).
+ *   3. a reader may take it again while no writer waits (a signal handler's read inside its thread's read);
+ *   4. the wake-up rule (review 21, finding 1; the hand-over is review21's): two threads hand the lock over
+ *      HANDOVERS times, the holder letting go after a short random spin and then waiting until the other has
+ *      it, so no later release rescues a lost wake-up (in 1's mix another thread's release always does) --
+ *      a sleeper left asleep is no progress for 2 s: FAIL. In a program that is a hang for ever (a write's
+ *      release that misses the fsync waiting behind it, the writer then waiting for that fsync).
  * Exit 0 pass, 1 fail. */
 #include <pthread.h>
 #include <time.h>
@@ -79,7 +84,57 @@ static void *stopper(void *arg) {
     return NULL;
 }
 
+#define HANDOVERS 20000u
+static unsigned ho_turn, ho_got, ho_progress;
+
+/* until *w == v: spins a while, then yields (two cores under load) */
+static void await_value(unsigned *w, unsigned v) {
+    for (unsigned i = 0; __atomic_load_n(w, __ATOMIC_ACQUIRE) != v; i++)
+        if (i % 4096 == 4095) sched_yield();
+        else __builtin_ia32_pause();
+}
+
+/* Each round one side holds the lock for writing while the other asks for it (a writer or a reader, by
+ * round); the holder lets go after a random spin, then waits until the other has it. */
+static void *handover_side(void *arg) {
+    unsigned me = arg ? 1 : 0, seed = me * 7919 + 1;
+    for (unsigned r = 0; r < HANDOVERS; r++) {
+        if (r % 2 == me) {
+            up_route_wrlock(&lk);
+            __atomic_store_n(&ho_turn, r + 1, __ATOMIC_RELEASE); /* the other may ask now */
+            seed = seed * 1103515245 + 12345;
+            for (volatile unsigned i = 0; i < (seed >> 16) % 400; i++) {
+            }
+            up_route_unlock(&lk);
+            await_value(&ho_got, r + 1); /* until the other has it: no release of ours rescues it */
+        } else {
+            await_value(&ho_turn, r + 1);
+            if (r % 4 < 2) up_route_wrlock(&lk);
+            else up_route_rdlock(&lk);
+            __atomic_store_n(&ho_got, r + 1, __ATOMIC_RELEASE);
+            up_route_unlock(&lk);
+            __atomic_add_fetch(&ho_progress, 1, __ATOMIC_RELAXED);
+        }
+    }
+    return NULL;
+}
+
+static void handover_check(void) {
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) AT_CHECK(pthread_create(&t[i], NULL, handover_side, i ? &t : NULL) == 0, "pthread_create");
+    unsigned last = 0;
+    for (unsigned still_ms = 0; __atomic_load_n(&ho_progress, __ATOMIC_RELAXED) < HANDOVERS;) {
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+        unsigned p = __atomic_load_n(&ho_progress, __ATOMIC_RELAXED);
+        still_ms = p == last ? still_ms + 10 : 0, last = p;
+        AT_CHECK(still_ms < 2000, "a sleeper was not woken: stuck after %u of %u hand-overs (word %#x, sleepers %u, "
+                 "writers waiting %u)", p, HANDOVERS, lk.word, lk.sleepers, lk.writers_waiting);
+    }
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+}
+
 int main(void) {
+    alarm(240); /* a lock that loses a wake-up in parts 1-3 hangs: killed (a failure), not ctest's timeout */
     pthread_t t[THREADS];
     for (int i = 0; i < THREADS; i++) AT_CHECK(pthread_create(&t[i], NULL, mixed, NULL) == 0, "pthread_create");
     for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
@@ -108,7 +163,8 @@ int main(void) {
     up_route_unlock(&lk);
     up_route_unlock(&lk);
     AT_CHECK(lk.word == 0, "left held: word %#x", lk.word);
-    printf("ok: %d threads x %d write + read rounds exact; a writer got in after %llu ms behind overlapping readers\n",
-           THREADS, ROUNDS, (unsigned long long)waited_ms);
+    handover_check();
+    printf("ok: %d threads x %d write + read rounds exact; a writer got in after %llu ms behind overlapping readers; "
+           "%u hand-overs without a lost wake-up\n", THREADS, ROUNDS, (unsigned long long)waited_ms, HANDOVERS);
     return 0;
 }
