@@ -1,16 +1,26 @@
 /* The route lock's waits (route_lock.h says the protocol). */
 #include "upath/route_lock.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static void futex_wait(uint32_t *w, uint32_t seen) { (void)syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0); }
+/* The futex call, errno kept: syscall() sets it on -1 (EAGAIN: seq moved before the sleep; EINTR: a signal),
+ * and the routed call that waited returns to the program, which must find errno as it left it (review 21,
+ * finding 4: glibc's rwlock never touched it). */
+static void futex(uint32_t *w, int op, uint32_t val) {
+    int saved = errno;
+    (void)syscall(SYS_futex, w, op, val, NULL, NULL, 0);
+    errno = saved;
+}
+
+static void futex_wait(uint32_t *w, uint32_t seen) { futex(w, FUTEX_WAIT_PRIVATE, seen); }
 
 void up_route_lock_wake(struct up_route_lock *l) {
     __atomic_add_fetch(&l->seq, 1, __ATOMIC_SEQ_CST);
-    (void)syscall(SYS_futex, &l->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+    futex(&l->seq, FUTEX_WAKE_PRIVATE, INT_MAX);
 }
 
 static bool try_write(struct up_route_lock *l) {

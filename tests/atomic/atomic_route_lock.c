@@ -11,9 +11,13 @@
  *      HANDOVERS times, the holder letting go after a short random spin and then waiting until the other has
  *      it, so no later release rescues a lost wake-up (in 1's mix another thread's release always does) --
  *      a sleeper left asleep is no progress for 2 s: FAIL. In a program that is a hang for ever (a write's
- *      release that misses the fsync waiting behind it, the writer then waiting for that fsync).
+ *      release that misses the fsync waiting behind it, the writer then waiting for that fsync);
+ *   5. errno kept (review 21, finding 4): a reader that sleeps in the lock while its thread takes a signal (the
+ *      futex wait ends with EINTR) must find errno as it set it when it gets the lock -- a routed read, write or
+ *      fsync that waited returns to the program with errno unchanged, as glibc's rwlock left it.
  * Exit 0 pass, 1 fail. */
 #include <pthread.h>
+#include <signal.h>
 #include <time.h>
 
 #include "atomic_test.h"
@@ -133,6 +137,38 @@ static void handover_check(void) {
     for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
 }
 
+static unsigned asleep_errno_ok;
+
+static void on_usr1(int sig) { (void)sig; }
+
+static void *sleeping_reader(void *arg) {
+    (void)arg;
+    errno = 0;
+    up_route_rdlock(&lk); /* sleeps: main holds it for writing, and signals this thread meanwhile */
+    __atomic_store_n(&asleep_errno_ok, errno == 0 ? 1 : 2 + (unsigned)errno, __ATOMIC_RELEASE);
+    up_route_unlock(&lk);
+    return NULL;
+}
+
+static void errno_check(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1; /* no SA_RESTART: a futex wait ends with EINTR either way */
+    AT_CHECK(sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction");
+    up_route_wrlock(&lk);
+    pthread_t t;
+    AT_CHECK(pthread_create(&t, NULL, sleeping_reader, NULL) == 0, "pthread_create");
+    for (int i = 0; i < 50 && !__atomic_load_n(&lk.sleepers, __ATOMIC_ACQUIRE); i++)
+        nanosleep(&(struct timespec){0, 2 * 1000 * 1000}, NULL); /* until it sleeps */
+    AT_CHECK(__atomic_load_n(&lk.sleepers, __ATOMIC_ACQUIRE) == 1, "the reader did not go to sleep in the lock");
+    pthread_kill(t, SIGUSR1);
+    nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+    up_route_unlock(&lk);
+    pthread_join(t, NULL);
+    unsigned r = __atomic_load_n(&asleep_errno_ok, __ATOMIC_ACQUIRE);
+    AT_CHECK(r == 1, "a lock call that waited and succeeded changed errno from 0 to %u (%s)", r - 2, strerror((int)r - 2));
+}
+
 int main(void) {
     alarm(240); /* a lock that loses a wake-up in parts 1-3 hangs: killed (a failure), not ctest's timeout */
     pthread_t t[THREADS];
@@ -164,7 +200,9 @@ int main(void) {
     up_route_unlock(&lk);
     AT_CHECK(lk.word == 0, "left held: word %#x", lk.word);
     handover_check();
+    errno_check();
     printf("ok: %d threads x %d write + read rounds exact; a writer got in after %llu ms behind overlapping readers; "
-           "%u hand-overs without a lost wake-up\n", THREADS, ROUNDS, (unsigned long long)waited_ms, HANDOVERS);
+           "%u hand-overs without a lost wake-up; errno kept through a signalled wait\n", THREADS, ROUNDS,
+           (unsigned long long)waited_ms, HANDOVERS);
     return 0;
 }
