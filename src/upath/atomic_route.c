@@ -369,7 +369,12 @@ int up_atomic_fallocate(struct up_file *f, int fd, int mode, off_t off, off_t le
     return by_kernel(fd, DK_REAL(fallocate)(fd, mode, off, len));
 }
 
-int up_atomic_publish(struct up_file *f) { return commit(f); }
+/* A publish point's commit (close, lock release, exec) from a signal handler inside its thread's write of the
+ * file is left to that thread's next commit: the thread holds the route's lock, so committing now would wait
+ * for ever (nothing is promised durable before an fsync; an fsync from there is refused with EDEADLK). Only a
+ * handler gets here with its thread marked in f's route: the thread's own calls under the mark (a sync write's
+ * commit) do not come through a publish point. */
+int up_atomic_publish(struct up_file *f) { return DK_UNLIKELY(nested_in_write(f)) ? 0 : commit(f); }
 
 /* ---- routes open and close ---- */
 
@@ -474,6 +479,9 @@ static void truncate_at_open(struct up_file *f) {
 int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
     if (!dk_cfg.atomic[0] || (oflags & (O_PATH | O_DIRECT))) return 0;
     if (__atomic_load_n(&f->atomic, __ATOMIC_ACQUIRE)) {
+        /* A handler's O_TRUNC open of the file its thread is writing: refused as its ftruncate is (the open
+         * made without O_TRUNC is closed again, the file left whole), not a wait for ever on the route's lock. */
+        if ((oflags & O_TRUNC) && DK_UNLIKELY(nested_in_write(f))) return -EDEADLK;
         if (oflags & O_TRUNC) truncate_at_open(f);
         return 0;
     }

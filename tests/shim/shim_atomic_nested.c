@@ -1,5 +1,5 @@
-/* A signal handler's write, read, fsync and truncate of a DAXKIT_ATOMIC file that its own thread is writing
- * (session 16; truncate by path: session 21): refused with EDEADLK, the thread's write completing, never a hang. The library raises SIGUSR1 on cue
+/* A signal handler's write, read, fsync, truncate and O_TRUNC open of a DAXKIT_ATOMIC file that its own thread
+ * is writing (session 16; truncate by path and the O_TRUNC open: session 21): refused with EDEADLK, the thread's write completing, never a hang. The library raises SIGUSR1 on cue
  * inside the thread's write (DAXKIT_TEST_CRASH=raise:10:atomic.journal.pace.before_apply:1, test builds: a
  * 4 KiB overwrite applying the committed record of the write before, under the route's lock and, before
  * session 16, the journal's mutex), so the case is hit every run. Before: the handler's write waited for
@@ -8,14 +8,14 @@
  * EDEADLK to the lock's own thread, release as if it were theirs): they are refused first (counted
  * atomic_nested_refused). truncate(2) of the path was not (up_atomic_truncate_inode): with glibc's rwlock it
  * cut the file under the thread's write and let go of the thread's lock; with the route's own lock (session 21,
- * not recursive) it waited for ever. Then the file must hold the thread's bytes and not the handler's, whole.
+ * not recursive) it waited for ever; so did an O_TRUNC open (the route truncates after the open). Then the file must hold the thread's bytes and not the handler's, whole.
  * argv[1]: managed directory. Exit 0 pass, 1 fail, 77 skip. */
 #include "shim_test.h"
 
 enum { BLOCK = 4096, SMALL = 128 };
 static int fd;
 static char p[PATH_MAX];
-static volatile sig_atomic_t handled, w_err, r_err, s_err, t_err;
+static volatile sig_atomic_t handled, w_err, r_err, s_err, t_err, o_err;
 
 static void on_usr1(int sig) {
     (void)sig;
@@ -26,6 +26,9 @@ static void on_usr1(int sig) {
     r_err = pread(fd, b, sizeof b, 0) < 0 ? errno : 0;
     s_err = fsync(fd) < 0 ? errno : 0;
     t_err = truncate(p, BLOCK) < 0 ? errno : 0;
+    int o = open(p, O_RDWR | O_TRUNC);
+    o_err = o < 0 ? errno : 0;
+    if (o >= 0) close(o);
     handled++;
     errno = saved;
 }
@@ -54,15 +57,16 @@ int main(int argc, char **argv) {
     CHECK(pwrite(fd, b, sizeof b, 0) == (ssize_t)sizeof b, "pwrite in which the handler runs: %s", strerror(errno));
     CHECK(handled == 1, "the handler ran %d times (the crash point was not reached: DAXKIT_TEST_CRASH, DAXKIT_ATOMIC_PACE?)",
           (int)handled);
-    CHECK(w_err == EDEADLK && r_err == EDEADLK && s_err == EDEADLK && t_err == EDEADLK,
-          "the handler's write, read, fsync, truncate: errno %d, %d, %d, %d, want EDEADLK (%d) each", (int)w_err,
-          (int)r_err, (int)s_err, (int)t_err, EDEADLK);
+    CHECK(w_err == EDEADLK && r_err == EDEADLK && s_err == EDEADLK && t_err == EDEADLK && o_err == EDEADLK,
+          "the handler's write, read, fsync, truncate, O_TRUNC open: errno %d, %d, %d, %d, %d, want EDEADLK (%d) each",
+          (int)w_err, (int)r_err, (int)s_err, (int)t_err, (int)o_err, EDEADLK);
     CHECK(fsync(fd) == 0 && close(fd) == 0, "fsync/close: %s", strerror(errno));
     int r = open(p, O_RDONLY);
     CHECK(r >= 0 && pread(r, got, sizeof got, 0) == (ssize_t)sizeof got, "read back: %s", strerror(errno));
     close(r);
     memcpy(a, b, sizeof b);
     CHECK(memcmp(got, a, sizeof a) == 0, "the file is not the thread's writes alone");
-    NOTE("the handler's write, read, fsync and truncate were refused with EDEADLK; the thread's write completed");
+    NOTE("the handler's write, read, fsync, truncate and O_TRUNC open were refused with EDEADLK; the thread's write "
+         "completed");
     return 0;
 }
