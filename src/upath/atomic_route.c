@@ -481,8 +481,10 @@ int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
     if (__atomic_load_n(&f->atomic, __ATOMIC_ACQUIRE)) {
         /* A handler's O_TRUNC open of the file its thread is writing: refused as its ftruncate is (the open
          * made without O_TRUNC is closed again, the file left whole), not a wait for ever on the route's lock. */
-        if ((oflags & O_TRUNC) && DK_UNLIKELY(nested_in_write(f))) return -EDEADLK;
-        if (oflags & O_TRUNC) truncate_at_open(f);
+        if (oflags & O_TRUNC) {
+            if (DK_UNLIKELY(nested_in_write(f))) return -EDEADLK;
+            truncate_at_open(f);
+        }
         return 0;
     }
     char path[PATH_MAX];

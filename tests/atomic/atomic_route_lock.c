@@ -18,7 +18,11 @@
  * Exit 0 pass, 1 fail. */
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "atomic_test.h"
 #include "upath/route_lock.h"
@@ -138,16 +142,31 @@ static void handover_check(void) {
 }
 
 static unsigned asleep_errno_ok;
+static pid_t sleeper_tid;
 
 static void on_usr1(int sig) { (void)sig; }
 
 static void *sleeping_reader(void *arg) {
     (void)arg;
+    __atomic_store_n(&sleeper_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
     errno = 0;
     up_route_rdlock(&lk); /* sleeps: main holds it for writing, and signals this thread meanwhile */
     __atomic_store_n(&asleep_errno_ok, errno == 0 ? 1 : 2 + (unsigned)errno, __ATOMIC_RELEASE);
     up_route_unlock(&lk);
     return NULL;
+}
+
+/* Whether thread `tid` of this process is inside a futex system call now (/proc/.../syscall: the number first).
+ * The lock counts a sleeper before its futex call: a signal sent between the two is handled before the call,
+ * which then ends without EINTR -- the check would pass whatever the lock does with errno (session 22). */
+static bool in_futex(pid_t tid) {
+    char path[64], line[64] = {0};
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    bool in = fgets(line, sizeof line, f) && atoi(line) == SYS_futex;
+    fclose(f);
+    return in;
 }
 
 static void errno_check(void) {
@@ -158,9 +177,13 @@ static void errno_check(void) {
     up_route_wrlock(&lk);
     pthread_t t;
     AT_CHECK(pthread_create(&t, NULL, sleeping_reader, NULL) == 0, "pthread_create");
-    for (int i = 0; i < 50 && !__atomic_load_n(&lk.sleepers, __ATOMIC_ACQUIRE); i++)
-        nanosleep(&(struct timespec){0, 2 * 1000 * 1000}, NULL); /* until it sleeps */
-    AT_CHECK(__atomic_load_n(&lk.sleepers, __ATOMIC_ACQUIRE) == 1, "the reader did not go to sleep in the lock");
+    bool asleep = false;
+    for (int i = 0; i < 2500 && !asleep; i++) { /* until it sleeps in the futex call (5 s at most) */
+        pid_t tid = __atomic_load_n(&sleeper_tid, __ATOMIC_ACQUIRE);
+        asleep = tid && __atomic_load_n(&lk.sleepers, __ATOMIC_ACQUIRE) == 1 && in_futex(tid);
+        if (!asleep) nanosleep(&(struct timespec){0, 2 * 1000 * 1000}, NULL);
+    }
+    AT_CHECK(asleep, "the reader did not go to sleep in the lock's futex call");
     pthread_kill(t, SIGUSR1);
     nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
     up_route_unlock(&lk);

@@ -8,14 +8,18 @@
  * EDEADLK to the lock's own thread, release as if it were theirs): they are refused first (counted
  * atomic_nested_refused). truncate(2) of the path was not (up_atomic_truncate_inode): with glibc's rwlock it
  * cut the file under the thread's write and let go of the thread's lock; with the route's own lock (session 21,
- * not recursive) it waited for ever; so did an O_TRUNC open (the route truncates after the open). Then the file must hold the thread's bytes and not the handler's, whole.
+ * not recursive) it waited for ever; so did an O_TRUNC open (the route truncates after the open). A lock
+ * release and a close of a second descriptor of the file (session 22) are publish points whose commit the
+ * handler cannot make under its thread's lock: they succeed and leave the commit to the thread's next one
+ * (up_atomic_publish), so the thread's fsync after the write must still commit it. Then the file must hold
+ * the thread's bytes and not the handler's, whole.
  * argv[1]: managed directory. Exit 0 pass, 1 fail, 77 skip. */
 #include "shim_test.h"
 
 enum { BLOCK = 4096, SMALL = 128 };
 static int fd;
 static char p[PATH_MAX];
-static volatile sig_atomic_t handled, w_err, r_err, s_err, t_err, o_err;
+static volatile sig_atomic_t handled, w_err, r_err, s_err, t_err, o_err, u_err, c_err;
 
 static void on_usr1(int sig) {
     (void)sig;
@@ -29,6 +33,10 @@ static void on_usr1(int sig) {
     int o = open(p, O_RDWR | O_TRUNC);
     o_err = o < 0 ? errno : 0;
     if (o >= 0) close(o);
+    int d = dup(fd); /* a second descriptor of the file: its lock release and its close are publish points */
+    struct flock fl = {.l_type = F_UNLCK, .l_whence = SEEK_SET};
+    u_err = d < 0 ? errno : fcntl(d, F_SETLK, &fl) < 0 ? errno : 0;
+    c_err = d < 0 ? errno : close(d) < 0 ? errno : 0;
     handled++;
     errno = saved;
 }
@@ -60,13 +68,15 @@ int main(int argc, char **argv) {
     CHECK(w_err == EDEADLK && r_err == EDEADLK && s_err == EDEADLK && t_err == EDEADLK && o_err == EDEADLK,
           "the handler's write, read, fsync, truncate, O_TRUNC open: errno %d, %d, %d, %d, %d, want EDEADLK (%d) each",
           (int)w_err, (int)r_err, (int)s_err, (int)t_err, (int)o_err, EDEADLK);
+    CHECK(u_err == 0 && c_err == 0, "the handler's lock release and close of a dup'ed descriptor: errno %d, %d, want 0 each",
+          (int)u_err, (int)c_err);
     CHECK(fsync(fd) == 0 && close(fd) == 0, "fsync/close: %s", strerror(errno));
     int r = open(p, O_RDONLY);
     CHECK(r >= 0 && pread(r, got, sizeof got, 0) == (ssize_t)sizeof got, "read back: %s", strerror(errno));
     close(r);
     memcpy(a, b, sizeof b);
     CHECK(memcmp(got, a, sizeof a) == 0, "the file is not the thread's writes alone");
-    NOTE("the handler's write, read, fsync, truncate and O_TRUNC open were refused with EDEADLK; the thread's write "
-         "completed");
+    NOTE("the handler's write, read, fsync, truncate and O_TRUNC open were refused with EDEADLK, its lock release and "
+         "close of a dup'ed descriptor succeeded; the thread's write completed");
     return 0;
 }
