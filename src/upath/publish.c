@@ -246,6 +246,7 @@ static int extend_publish(struct up_file *f, int wfd, uint64_t *size) {
         dk_count(DK_C_fallbacks, 1);
         return 0;
     }
+    if (f->ksize == *size) return 0; /* filled exactly: nothing to cut */
     return DK_REAL(ftruncate)(wfd, (off_t)*size) != 0 ? -errno : 0;
 }
 
@@ -289,7 +290,10 @@ int up_publish_locked_moved(struct up_file *f, int fd, uint64_t *moved) {
     if (moved) *moved = 0;
     if (DK_UNLIKELY(up_fork_orphan || f->fork_parents)) return 0; /* the parent's appends: it publishes them (lifecycle.c) */
     bool staged = f->strategy == UP_STAGE && (f->staged_count || size != f->pub_size);
-    bool extended = f->strategy == UP_EXTEND && f->ksize != size;
+    /* An extension its appends filled exactly (kernel size == logical size) is still unpublished while its
+     * size record stands (pub_size behind): published too, or the record pinned the file for good and the
+     * kernel's later growth of it (a copy_file_range into it) was cut at its close (diff seed 793996801070). */
+    bool extended = f->strategy == UP_EXTEND && (f->ksize != size || f->pub_size != size);
     if (!staged && !extended) return 0;
     bool may_clone;
     int wfd = publish_fd(f, fd, &may_clone);

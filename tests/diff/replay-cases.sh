@@ -42,7 +42,7 @@ for ops in "$@"; do
     env "${envs[@]}" LD_PRELOAD="$lib" DAXKIT_DIR="$m" DAXKIT_MODE="$mode" DAXKIT_APPEND="$append" \
         "$dt" --dir "$m" --seed "$seed" --replay "$ops" >"$DK_MNT/daxkit.$n.log" 2>&1
     name=$(basename "$ops")
-    if diff "$DK_MNT/kernel.$n.log" "$DK_MNT/daxkit.$n.log" >"$DK_MNT/diff.$n"; then
+    if diff -u "$DK_MNT/kernel.$n.log" "$DK_MNT/daxkit.$n.log" >"$DK_MNT/diff.$n"; then
         echo "replay-cases: $name ($medium $mode $append, seed $seed): same as the kernel"
     else
         echo "FAIL: $name ($medium $mode $append, seed $seed) differs from the kernel:"
