@@ -6,10 +6,14 @@
 # journal's peak (2.37x at 29 blocks) and sample 1,000 at one phase of the owed-line hand-outs (997 and 1,001
 # were 1.3-1.4x where 1,000 was 1.05x).
 #   bench/atomic_sync_curve.sh BUILD [BASE_BUILD]
-# Env: ROUNDS [3], POLICY [journal] (undo, redo, kernel), SYNCS [300], NS [the list below], VARIANTS: more
-# runs of BUILD, "name:VAR=V,VAR=V ..." (e.g. "from1024:DAXKIT_TEST_ATOMIC_JOWED_FROM=1024").
-# Prints one line per round and N, then the median per variant and N, and each variant's worst N against
-# its 1-block figure (the first N). Print `uptime` with it (it is printed before and after).
+# Env: ROUNDS [3], POLICY [journal] (undo, redo, kernel; a list, e.g. "undo redo kernel": each variant runs
+# each, cells named variant/policy), BYTES [128] (the copies' size; 4096: whole blocks), SYNCS [300], NS [the list below], VARIANTS: more runs of BUILD,
+# "name:VAR=V,VAR=V ..." (e.g. "from1024:DAXKIT_TEST_ATOMIC_JOWED_FROM=1024"), CONTROL=1: every cell also
+# runs as CELL~ctl with DK_BENCH_SYNC_CONTROL=1 -- a 1-block sync after the same N copies, N - 1 of them into
+# another file: the same cache state (session 22; the T3 row of docs/atomic.md says what each ratio means).
+# Prints one line per round and N, then the median per cell and N, and each cell's worst N against its
+# 1-block figure (the first N: the raw ratio); with CONTROL, each cell's N-block figure against its ~ctl
+# one at the same N (the sync's own growth). Print `uptime` with it (it is printed before and after).
 set -euo pipefail
 BUILD=$(cd "${1:?usage: atomic_sync_curve.sh BUILD [BASE_BUILD]}" && pwd)
 BASE=${2:+$(cd "$2" && pwd)}
@@ -21,6 +25,10 @@ dk_media_mount hugetmpfs 1G >/dev/null
 export DAXKIT_PERSIST=flush
 NS=${NS:-1 2 4 8 10 11 12 16 20 24 29 32 64 100 997 998 999 1000 1001 1002 1003}
 variants="new:${BASE:+ base:} ${VARIANTS:-}"
+policies=${POLICY:-journal}
+controls="0${CONTROL:+ 1}"
+[ -z "$BASE" ] || [ "${BYTES:-128}" = 128 ] || dk_fail "BYTES: BASE_BUILD's binary may copy 128 B whatever it says"
+[ "${CONTROL:-0}" = 0 ] && controls=0
 out=$(mktemp /tmp/atomic_sync_curve.XXXXXX)
 dk_on_exit "rm -f '$out'"
 echo "load before: $(uptime)"
@@ -28,13 +36,21 @@ for round in $(seq 1 "${ROUNDS:-3}"); do
     for n in $NS; do
         line="round $round N $n"
         for v in $variants; do
-            name=${v%%:*} vars=${v#*:}
-            b=$BUILD
-            [ "$name" = base ] && b=$BASE
-            rm -rf "$DK_MNT/d" && mkdir -p "$DK_MNT/d"
-            ns=$(env ${vars//,/ } DK_BENCH_SYNCS="${SYNCS:-300}" "$b/bin/dk_bench_atomic_synccost" "$DK_MNT/d" "$n" \
-                "${POLICY:-journal}" | awk '{ print $NF }')
-            line="$line | $name $ns"
+            for policy in $policies; do
+                for ctl in $controls; do
+                    name=${v%%:*} vars=${v#*:}
+                    [ "$name:$ctl" = base:1 ] && continue # BASE_BUILD's binary may predate the control
+                    b=$BUILD
+                    [ "$name" = base ] && b=$BASE
+                    cell=$name
+                    [ "$policies" = "${policies% *}" ] || cell=$name/$policy
+                    [ "$ctl" = 0 ] || cell=$cell~ctl
+                    rm -rf "$DK_MNT/d" && mkdir -p "$DK_MNT/d"
+                    ns=$(env ${vars//,/ } DK_BENCH_SYNCS="${SYNCS:-300}" DK_BENCH_SYNC_CONTROL="$ctl" DK_BENCH_SYNC_BYTES="${BYTES:-128}" \
+                        "$b/bin/dk_bench_atomic_synccost" "$DK_MNT/d" "$n" "$policy" | awk '{ print $NF }')
+                    line="$line | $cell $ns"
+                done
+            done
         done
         echo "$line" | tee -a "$out"
     done
@@ -58,4 +74,11 @@ for n in ns:
 for x in names:
     worst = max(ns, key=lambda n: med[x, n])
     print(f'{x}: worst {med[x, worst] / med[x, ns[0]]:.2f}x of N={ns[0]}, at N={worst}')
+def ratio(a, b):  # median of the per-round ratios (both cells ran in every round, side by side)
+    return statistics.median(x / y for x, y in zip(runs[a], runs[b]))
+for x in names:  # with CONTROL: raw (N-block over 1-block) and own (N-block over the 1-block sync in its cache state)
+    if x + '~ctl' not in names:
+        continue
+    print(f'{x}: N raw own -- raw: N blocks over {ns[0]}, own: N blocks over {x}~ctl at N (medians of per-round ratios): ' +
+          '; '.join(f'{n} {ratio((x, n), (x, ns[0])):.2f}x {ratio((x, n), (x + "~ctl", n)):.2f}x' for n in ns))
 PY

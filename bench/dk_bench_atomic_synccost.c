@@ -13,7 +13,15 @@
  *                              the TLB more than the caches) -- the copies' working set without their writes;
  *   DK_BENCH_SYNC_TOUCH_HUGE=1 ... on a transparent huge page instead (the same lines, a TLB entry per 2 MiB);
  *   DK_BENCH_SYNC_GAP_NS=T     spin T ns first (write-backs or non-temporal stores still in flight drain);
- *   DK_BENCH_SYNCS=S           S rounds instead of 50. */
+ *   DK_BENCH_SYNCS=S           S rounds instead of 50;
+ *   DK_BENCH_SYNC_BYTES=B      copies of B bytes instead of 128 (4096: whole blocks; else at 512 into each).
+ * The control (session 22: what the T3 target means when the wall time moves with the cache state):
+ *   DK_BENCH_SYNC_CONTROL=1    each round makes the same N copies, but the first N - 1 go into a second file
+ *                              of the same policy (the same offsets; synced, untimed, at the next round's
+ *                              start), and only the last one into the timed file: a 1-block sync in the cache
+ *                              state the N-block sync finds (the engine's and the kernel's memory touched the
+ *                              same way). The N-block figure over this one is the sync's own growth with the
+ *                              dirty blocks; the N-block figure over the plain 1-block one is the raw ratio. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,6 +61,44 @@ static void between(unsigned r) {
         for (unsigned long long t = now_ns(); now_ns() - t < gap_ns;) {}
 }
 
+static int create_empty(const char *path) {
+    FILE *f = fopen(path, "w");
+    return f && fclose(f) == 0 ? 0 : 1;
+}
+
+/* A file the rounds copy into: the engine's handle, or the kernel's descriptor (policy "kernel") */
+struct target {
+    int fd;
+    struct daxkit_atomic *a;
+};
+
+static int open_target(const char *path, const char *policy, struct target *t) {
+    *t = (struct target){.fd = -1};
+    if (!strcmp(policy, "kernel")) {
+        t->fd = open(path, O_RDWR);
+        return t->fd < 0 || ftruncate(t->fd, 64ll << 20) != 0;
+    }
+    struct daxkit_atomic_options o;
+    daxkit_atomic_options_init(&o);
+    o.policy = !strcmp(policy, "redo") ? DAXKIT_ATOMIC_REDO : !strcmp(policy, "journal") ? DAXKIT_ATOMIC_JOURNAL : DAXKIT_ATOMIC_UNDO;
+    o.file_bytes_min = 64ull << 20;
+    o.checkpoint_interval_us = 0;
+    int rc = daxkit_atomic_map(path, &o, &t->a);
+    if (rc) fprintf(stderr, "map %s: %d\n", path, rc);
+    return rc != 0;
+}
+
+static char buf[4096]; /* 'x' bytes (main) */
+static size_t copy_bytes = 128;
+
+static int copy_one(struct target *t, unsigned long long off) {
+    return t->a ? daxkit_atomic_copy(t->a, off, buf, copy_bytes) != 0 : pwrite(t->fd, buf, copy_bytes, (off_t)off) != (ssize_t)copy_bytes;
+}
+
+static int sync_target(struct target *t) { return t->a ? daxkit_atomic_sync(t->a) != 0 : fsync(t->fd) != 0; }
+
+static int close_target(struct target *t) { return t->a ? daxkit_atomic_unmap(t->a) != 0 : close(t->fd) != 0; }
+
 int main(int argc, char **argv) {
     if (argc < 4) {
         fprintf(stderr, "usage: dk_bench_atomic_synccost DIR N undo|redo|journal|kernel\n");
@@ -62,8 +108,11 @@ int main(int argc, char **argv) {
     unsigned syncs = (unsigned)env_ull("DK_BENCH_SYNCS", 50);
     touch_bytes = env_ull("DK_BENCH_SYNC_TOUCH_KIB", 0) << 10, touch_stride = env_ull("DK_BENCH_SYNC_TOUCH_STRIDE", 64);
     gap_ns = env_ull("DK_BENCH_SYNC_GAP_NS", 0);
-    if (n < 1 || n >= 16384 || syncs < 1 || syncs > SYNCS_MAX || !touch_stride) {
-        fprintf(stderr, "N: 1-16383 blocks; DK_BENCH_SYNCS: 1-%u; DK_BENCH_SYNC_TOUCH_STRIDE: not 0\n", SYNCS_MAX);
+    copy_bytes = (size_t)env_ull("DK_BENCH_SYNC_BYTES", 128);
+    if (n < 1 || n >= 16384 || syncs < 1 || syncs > SYNCS_MAX || !touch_stride || copy_bytes < 1 ||
+        (copy_bytes > 3584 && copy_bytes != 4096)) {
+        fprintf(stderr, "N: 1-16383 blocks; DK_BENCH_SYNCS: 1-%u; DK_BENCH_SYNC_TOUCH_STRIDE: not 0; "
+                        "DK_BENCH_SYNC_BYTES: 1-3584 or 4096\n", SYNCS_MAX);
         return 2;
     }
     if (touch_bytes) {
@@ -77,45 +126,29 @@ int main(int argc, char **argv) {
     }
     char path[4096];
     snprintf(path, sizeof path, "%s/synccost.dat", argv[1]);
-    FILE *f = fopen(path, "w");
-    if (!f) return 1;
-    fclose(f);
-    bool kernel = !strcmp(argv[3], "kernel");
-    int fd = -1;
-    struct daxkit_atomic *a = NULL;
-    if (kernel) {
-        fd = open(path, O_RDWR);
-        if (fd < 0 || ftruncate(fd, 64ll << 20) != 0) return 1;
-    } else {
-        struct daxkit_atomic_options o;
-        daxkit_atomic_options_init(&o);
-        o.policy = !strcmp(argv[3], "redo") ? DAXKIT_ATOMIC_REDO : !strcmp(argv[3], "journal") ? DAXKIT_ATOMIC_JOURNAL : DAXKIT_ATOMIC_UNDO;
-        o.file_bytes_min = 64ull << 20;
-        o.checkpoint_interval_us = 0;
-        int rc = daxkit_atomic_map(path, &o, &a);
-        if (rc) {
-            fprintf(stderr, "map: %d\n", rc);
-            return 1;
-        }
-    }
-    char buf[128];
+    if (create_empty(path)) return 1;
     memset(buf, 'x', sizeof buf);
+    bool control = env_ull("DK_BENCH_SYNC_CONTROL", 0) != 0;
+    struct target timed, other = {.fd = -1};
+    if (open_target(path, argv[3], &timed)) return 1;
+    if (control) {
+        snprintf(path, sizeof path, "%s/synccost-control.dat", argv[1]);
+        if (create_empty(path) || open_target(path, argv[3], &other)) return 1;
+    }
     static unsigned long long lat[SYNCS_MAX];
     for (unsigned r = 0; r < syncs; r++) {
         unsigned long long first = (r * 1237ull * n) % (16384 - n);
-        for (unsigned i = 0; i < n; i++) {
-            unsigned long long off = (first + i) * 4096 + 512;
-            if (kernel ? pwrite(fd, buf, sizeof buf, (off_t)off) != (ssize_t)sizeof buf : daxkit_atomic_copy(a, off, buf, sizeof buf) != 0)
-                return 1;
-        }
+        if (control && sync_target(&other)) return 1; /* the last round's N - 1 blocks, untimed */
+        for (unsigned i = 0; i < n; i++)
+            if (copy_one(control && i + 1 < n ? &other : &timed, (first + i) * 4096 + (copy_bytes < 4096 ? 512 : 0))) return 1;
         between(r);
         unsigned long long t = now_ns();
-        int rc = kernel ? fsync(fd) : daxkit_atomic_sync(a);
+        int rc = sync_target(&timed);
         lat[r] = now_ns() - t;
         if (rc) return 1;
     }
     qsort(lat, syncs, sizeof lat[0], cmp);
-    printf("dirty_blocks %u policy %s syncs %u median_ns %llu\n", n, argv[3], syncs, lat[syncs / 2]);
-    if (kernel) return close(fd) ? 1 : 0;
-    return daxkit_atomic_unmap(a) ? 1 : 0;
+    printf("dirty_blocks %u policy %s copy_bytes %zu control %d syncs %u median_ns %llu\n", n, argv[3], copy_bytes, control,
+           syncs, lat[syncs / 2]);
+    return close_target(&timed) | (control ? close_target(&other) : 0);
 }
