@@ -33,6 +33,7 @@
 
 #include "common/area.h"
 #include "common/boot_id.h"
+#include "common/mapflags.h"
 #include "common/internal_fd.h"
 #include "common/pwrite_all.h"
 #include "common/crashpoint.h"
@@ -124,6 +125,9 @@ static struct up_sizes *sizes_open(struct up_root *r) {
         void *a = MAP_FAILED;
         if (fd >= 0 && DK_REAL(ftruncate)(fd, (off_t)REC_BYTES * REC_SLOTS) == 0)
             a = DK_REAL(mmap)(NULL, (size_t)REC_BYTES * REC_SLOTS, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        /* 4 KiB pages for 4 KiB slots: on a huge-page tmpfs a slot's first store faulted in (and cleared) a
+         * 2 MiB page (slot_back) */
+        if (a != MAP_FAILED) (void)DK_REAL(madvise)(a, (size_t)REC_BYTES * REC_SLOTS, MADV_NOHUGEPAGE);
         z = a != MAP_FAILED ? calloc(1, sizeof *z) : NULL;
         if (z) {
             z->fd = up_internal_fd(fd);
@@ -147,6 +151,21 @@ static void slot_give(struct up_sizes *z, int s) {
     __atomic_fetch_and(&z->used[s / 64], ~(1ull << (s % 64)), __ATOMIC_ACQ_REL);
 }
 
+static struct size_rec *rec_at(const struct up_sizes *z, int s) {
+    return (struct size_rec *)(z->addr + (size_t)s * REC_BYTES);
+}
+
+/* Allocates slot s's page through the mapping, as a store would -- EFAULT where the store would be a SIGBUS
+ * (the medium full). Not by fallocate: on a huge-page tmpfs that allocates a 2 MiB page for the 4 KiB slot
+ * (the mapping's MADV_NOHUGEPAGE does not reach it), cleared at the slot's first store -- 5-12 ms of CPU a
+ * process on this machine, more than the library's whole share of a posix-mode SQLite WAL run of 1,000
+ * transactions (session 22). A kernel without MADV_POPULATE_WRITE (before 5.14: EINVAL) falls back to it. */
+static bool slot_page_alloc(struct up_sizes *z, int s) {
+    if (DK_REAL(madvise)(rec_at(z, s), REC_BYTES, MADV_POPULATE_WRITE) == 0) return true;
+    if (errno != EINVAL) return false;
+    return DK_REAL(fallocate)(z->fd, 0, (off_t)s * REC_BYTES, REC_BYTES) == 0 || errno == EOPNOTSUPP;
+}
+
 /* The taken slot's page allocated (once per slot and process). False: it could not be (the slot given back,
  * errno kept). */
 static bool slot_back(struct up_sizes *z, int s) {
@@ -154,7 +173,7 @@ static bool slot_back(struct up_sizes *z, int s) {
     if (__atomic_load_n(&z->backed[s / 64], __ATOMIC_ACQUIRE) & bit) return true;
     DK_ERRNO_SAVE;
     int cancel_was = dk_cancel_off(); /* under the file's mutex: fallocate is a cancellation point */
-    bool ok = DK_REAL(fallocate)(z->fd, 0, (off_t)s * REC_BYTES, REC_BYTES) == 0 || errno == EOPNOTSUPP;
+    bool ok = slot_page_alloc(z, s);
     dk_cancel_restore(cancel_was);
     DK_ERRNO_RESTORE;
     if (ok) __atomic_fetch_or(&z->backed[s / 64], bit, __ATOMIC_ACQ_REL);
@@ -166,7 +185,7 @@ static bool slot_back(struct up_sizes *z, int s) {
  * cannot fill is a SIGBUS -- a full tmpfs killed the program at its first publish (rec_begin), where the
  * kernel's write or fsync says ENOSPC (shim_full_medium_burst_tmpfs, 1 run in 40-90; the prefilled case every
  * time). Each page is allocated once, at its slot's first use (slots are taken lowest first: mostly one
- * fallocate per process). -1: all slots in use; -2: the page could not be allocated (errno kept).
+ * allocation per process: slot_page_alloc). -1: all slots in use; -2: the page could not be allocated (errno kept).
  * Lock-free (session 20; a mutex until then, ~70 instructions a taken slot, and a signal handler whose thread
  * was inside it got no record): a slot is the taker's alone from the compare-and-swap that sets its bit
  * until slot_give clears it, so two takers at once (threads, or a handler and the thread it interrupted) get
@@ -187,10 +206,6 @@ static int slot_take(struct up_sizes *z) {
         }
     }
     return -1;
-}
-
-static struct size_rec *rec_at(const struct up_sizes *z, int s) {
-    return (struct size_rec *)(z->addr + (size_t)s * REC_BYTES);
 }
 
 /* Makes the file's record valid for (published size, ext), or raises its ext. this_boot: on the page
