@@ -2,7 +2,9 @@
  * (pwrite/pread + fsync on the same file system) in one run. Tests (--tests, comma-separated, default all):
  *   sizes    copies of 128 B, 1 KiB, 4 KiB, 64 KiB at random aligned offsets, sync every 1/10/100
  *   dirty    the cost of one sync after 1, 10, 100, 1000 dirty 4 KiB blocks (epoch commit: O(1)), each
- *            block dirtied by a 128 B copy (sub-block) or by a 4 KiB copy (the whole block)
+ *            block dirtied by a 128 B copy (sub-block) or by a 4 KiB copy (the whole block); next to each
+ *            (10 blocks and up) a "dirty-ctl" row: a 1-block sync after the same copies, all but the last
+ *            into another file -- the same cache state (run_dirty)
  *   mix      read:write mixes 100:0 .. 0:100 of 4 KiB ops (sync every 10) under undo, redo, hybrid, journal
  *   (sizes and latency: kernel, hybrid and journal; dirty: kernel, undo, redo, journal)
  *   latency  4 KiB copy + sync, every op: median and p99.9; also `floor` (a 4 KiB memcpy into DRAM kept
@@ -120,14 +122,16 @@ static bool want(const char *t) {
     return strstr(list, key) || !strcmp(C.tests, "all");
 }
 
-static void make_file(void) {
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+static void make_file_at(const char *p) {
+    int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) die("create data file", errno);
     for (uint64_t off = 0; off < C.file_bytes; off += 1u << 20)
         if (pwrite(fd, buf, 1u << 20, (off_t)off) != 1 << 20) die("fill data file", errno);
     fsync(fd);
     close(fd);
 }
+
+static void make_file(void) { make_file_at(path); }
 
 /* ---- the two paths behind one interface ---- */
 
@@ -156,7 +160,7 @@ struct target {
     struct daxkit_atomic *a;
 };
 
-static struct target open_target(enum variant v) {
+static struct target open_target_at(enum variant v, const char *file) {
     struct target t = {.v = v, .fd = -1};
     if (v == V_FLOOR) {
         if (!floor_buf && !(floor_buf = aligned_alloc(4096, FLOOR_BYTES))) die("floor buffer", ENOMEM);
@@ -166,7 +170,7 @@ static struct target open_target(enum variant v) {
     if (v == V_FLOOR_IO) {
         dk_persist_init(0); /* DK_FLUSH_AUTO: what the engine picks without DAXKIT_FLUSH */
         char p[4096 + 16];
-        snprintf(p, sizeof p, "%s.floor", path);
+        snprintf(p, sizeof p, "%s.floor", file);
         int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
         uint64_t len = C.file_bytes + FLOOR_IO_WINDOW_BYTES;
         if (fd < 0 || ftruncate(fd, (off_t)len) != 0) die("floor-io file", errno);
@@ -179,7 +183,7 @@ static struct target open_target(enum variant v) {
         return t;
     }
     if (v == V_KERNEL) {
-        t.fd = open(path, O_RDWR);
+        t.fd = open(file, O_RDWR);
         if (t.fd < 0) die("open", errno);
         return t;
     }
@@ -188,10 +192,12 @@ static struct target open_target(enum variant v) {
     o.policy = v == V_UNDO ? DAXKIT_ATOMIC_UNDO : v == V_REDO ? DAXKIT_ATOMIC_REDO
              : v == V_JOURNAL ? DAXKIT_ATOMIC_JOURNAL : DAXKIT_ATOMIC_HYBRID;
     o.log_bytes = 256ull << 20;
-    int rc = daxkit_atomic_map(path, &o, &t.a);
+    int rc = daxkit_atomic_map(file, &o, &t.a);
     if (rc) die("daxkit_atomic_map", rc);
     return t;
 }
+
+static struct target open_target(enum variant v) { return open_target_at(v, path); }
 
 static void close_target(struct target *t) {
     if (t->a) {
@@ -268,21 +274,33 @@ static void run_sizes(enum variant v, uint32_t bs, uint32_t sync_every) {
     emit(&r, ops);
 }
 
-static void run_dirty(enum variant v, uint32_t dirty, uint32_t bs) {
-    struct target t = open_target(v);
+/* One sync after `dirty` blocks. control (test "dirty-ctl", session 22): the same copies, but the first dirty - 1
+ * into a second file of the same variant (synced, untimed, at the next repetition's start) and only the last into
+ * the timed one -- a 1-block sync in the cache state the dirty-block sync finds, so that the dirty-block figure
+ * over it is the sync's own growth with the dirty blocks (the raw figure over the 1-block one also holds the
+ * cache state the copies leave; docs/atomic.md, T3). */
+static void run_dirty(enum variant v, uint32_t dirty, uint32_t bs, bool control) {
+    char other_path[sizeof path + 8];
+    snprintf(other_path, sizeof other_path, "%s.ctl", path);
+    if (control) make_file_at(other_path);
+    struct target t = open_target(v), other = control ? open_target_at(v, other_path) : (struct target){.fd = -1};
     uint32_t reps = dirty >= 1000 ? 60 : 300;
     uint64_t s = C.seed, blocks = C.file_bytes / 4096;
     uint64_t t0 = now_ns(), c0 = cpu_now_ns();
     for (uint32_t r = 0; r < reps; r++) {
         uint64_t first = rnd(&s) % (blocks - dirty);
-        for (uint32_t i = 0; i < dirty; i++) t_write(&t, (first + i) * 4096 + (bs < 4096 ? 512 : 0), bs);
+        if (control) t_sync(&other);
+        for (uint32_t i = 0; i < dirty; i++)
+            t_write(control && i + 1 < dirty ? &other : &t, (first + i) * 4096 + (bs < 4096 ? 512 : 0), bs);
         uint64_t a = now_ns();
         t_sync(&t);
         lat[r] = now_ns() - a;
     }
-    struct row r = {.variant = variant_name[v], .test = "dirty", .bs = bs, .sync_every = dirty, .write_pct = 100,
-                    .dirty_blocks = dirty, .ops = reps, .wall_s = (now_ns() - t0) / 1e9, .cpu_ns = cpu_now_ns() - c0};
+    struct row r = {.variant = variant_name[v], .test = control ? "dirty-ctl" : "dirty", .bs = bs, .sync_every = dirty,
+                    .write_pct = 100, .dirty_blocks = dirty, .ops = reps, .wall_s = (now_ns() - t0) / 1e9,
+                    .cpu_ns = cpu_now_ns() - c0};
     close_target(&t);
+    if (control) close_target(&other), unlink(other_path);
     emit(&r, reps);
 }
 
@@ -601,7 +619,10 @@ int main(int argc, char **argv) {
         for (int b = 0; b < 2; b++)
             for (int d = 0; d < 4; d++)
                 for (int v = 0; v < 5; v++)
-                    if (all[v] != V_HYBRID) run_dirty(all[v], dirty[d], b ? 4096 : 128);
+                    if (all[v] != V_HYBRID) {
+                        run_dirty(all[v], dirty[d], b ? 4096 : 128, false);
+                        if (dirty[d] > 1) run_dirty(all[v], dirty[d], b ? 4096 : 128, true); /* side by side */
+                    }
     }
     if (want("mix")) {
         /* DK_BENCH_MIX_PCT / DK_BENCH_MIX_VARIANT: one cell only (instruction counts under callgrind) */
