@@ -51,6 +51,16 @@ static void set_unknown(struct up_lockset *ls) {
     if (!__atomic_exchange_n(&ls->unknown, true, __ATOMIC_ACQ_REL)) dk_count(DK_C_lock_set_unknown, 1);
 }
 
+/* Without f->mu: the set becomes unknown (not held) until the next whole-file unlock, and any "held since the
+ * size was read" ends. A close (up_locks_closed), and a signal handler's lock call inside its thread's hold
+ * of f->mu (up_lock_done), whose ranges may be half-changed under it: taking f->mu there waited for its own
+ * thread forever (session 22, shim_handler_lock_held). */
+static void forget_held(struct up_lockset *ls) {
+    if (count_of(ls)) set_unknown(ls);
+    else __atomic_store_n(&ls->unknown, true, __ATOMIC_RELEASE);
+    lapse(ls);
+}
+
 static void set_empty(struct up_lockset *ls) {
     set_count(ls, 0);
     __atomic_store_n(&ls->unknown, false, __ATOMIC_RELEASE);
@@ -129,6 +139,28 @@ struct up_lock_call up_lock_call_begin(void) {
     return (struct up_lock_call){.seq = started(before), .busy = in_flight(before) != 0};
 }
 
+/* The lock call's change to the set of slot s's file f, under f->mu: true when f keeps the size it read (the
+ * call takes a lock while one has been held since that read). */
+static bool track_locked(struct up_file *f, const struct up_slot *s, const struct flock *l, bool overlapped,
+                         uint64_t gen_was) {
+    bool unlock = l->l_type == F_UNLCK;
+    up_file_lock(f);
+    uint64_t a = 0, b = 0;
+    bool known = !overlapped && !s->kernel && __atomic_load_n(&s->procs, __ATOMIC_ACQUIRE) <= 1 &&
+                 lock_range(l, &a, &b);
+    /* Held since the size was read: the file is up to date, and no lapse since that read. */
+    bool exempt = !unlock && known && held(&f->locks) && f->locks.held_at_refresh &&
+                  lapses_of(&f->locks) == f->locks.lapses_at_refresh &&
+                  __atomic_load_n(&f->refresh_gen, __ATOMIC_RELAXED) == gen_was;
+    if (!known) set_unknown(&f->locks);
+    else if (unlock && a == 0 && b == UINT64_MAX) set_empty(&f->locks); /* also ends an unknown set */
+    else if (unlock) sub_range(&f->locks, a, b);
+    else add_range(&f->locks, a, b);
+    after_change(f);
+    dk_mu_unlock(&f->mu);
+    return exempt;
+}
+
 void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l, bool ok) {
     uint64_t now = __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL);
     bool overlapped = c.busy || in_flight(now) != 0 || started(now) != (uint32_t)(c.seq + 1);
@@ -142,20 +174,8 @@ void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l,
     if (posix) {
         if (!unlock && !__atomic_load_n(&up_locks_ever, __ATOMIC_RELAXED))
             __atomic_store_n(&up_locks_ever, true, __ATOMIC_RELEASE); /* pending.c: closes must tell */
-        up_file_lock(f);
-        uint64_t a = 0, b = 0;
-        bool known = !overlapped && !s->kernel && __atomic_load_n(&s->procs, __ATOMIC_ACQUIRE) <= 1 &&
-                     lock_range(l, &a, &b);
-        /* Held since the size was read: the file is up to date, and no lapse since that read. */
-        exempt = !unlock && known && held(&f->locks) && f->locks.held_at_refresh &&
-                 lapses_of(&f->locks) == f->locks.lapses_at_refresh &&
-                 __atomic_load_n(&f->refresh_gen, __ATOMIC_RELAXED) == gen_was;
-        if (!known) set_unknown(&f->locks);
-        else if (unlock && a == 0 && b == UINT64_MAX) set_empty(&f->locks); /* also ends an unknown set */
-        else if (unlock) sub_range(&f->locks, a, b);
-        else add_range(&f->locks, a, b);
-        after_change(f);
-        dk_mu_unlock(&f->mu);
+        if (DK_UNLIKELY(dk_mu_mine(&f->mu))) forget_held(&f->locks); /* a signal handler inside its thread's hold */
+        else exempt = track_locked(f, s, l, overlapped, gen_was);
     }
     if (unlock) return;
     uint64_t gen = __atomic_add_fetch(&up_refresh_gen, 1, __ATOMIC_ACQ_REL); /* every other file */
@@ -184,9 +204,7 @@ void up_lock_cancelled(void *unused) {
 void up_locks_closed(struct up_file *f) {
     /* Unknown, not empty: the kernel's close comes after this, and drops whatever lock another thread
      * takes on the file meanwhile (review 7, finding 13b). The next whole-file unlock empties it. */
-    if (count_of(&f->locks)) set_unknown(&f->locks);
-    else __atomic_store_n(&f->locks.unknown, true, __ATOMIC_RELEASE);
-    lapse(&f->locks);
+    forget_held(&f->locks);
 }
 
 void up_size_verify_slow(struct up_file *f, int fd) {

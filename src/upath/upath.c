@@ -884,10 +884,30 @@ int up_fallocate(struct up_slot *s, int fd, int mode, off_t off, off_t len) {
 
 /* ---- publish points on descriptors ---- */
 
+/* A signal handler's publish point that interrupted this thread's call on f: true (counted) unless f's mutex
+ * turns out free (the signal came before the lock or after the unlock) -- else f's state may be half-changed,
+ * and the thread would wait for itself forever (review 9, finding 30). Any call of the thread holding f's
+ * mutex, or inside glibc's lock or unlock of it (a close's publish), counts: its mark (common/lockmark.h;
+ * review 14, finding 6 -- a timed guess on glibc's owner field before); so does an extend append of the
+ * thread storing its bytes after the mutex (io.c). */
+static bool publish_held_here(struct up_file *f) {
+    if (DK_LIKELY(!up_io_mu_held(f))) return false;
+    if (!up_append_inflight_mine(f) && dk_mu_trylock(&f->mu) == 0) {
+        dk_mu_unlock(&f->mu);
+        return false;
+    }
+    dk_count(DK_C_publish_held_skips, 1);
+    return true;
+}
+
+/* A signal handler's lock release (also fsync and sync_file_range of a descriptor the library does not serve,
+ * freopen) inside its thread's call on the file publishes nothing of it, as the walk of its publish point does
+ * not (publish_pinned): it waited for its own thread forever (session 22, shim_handler_lock_held); the
+ * thread's next publish point publishes. */
 int up_publish_fd(int fd) {
     struct up_slot *s = up_fd_slot(fd);
     struct up_file *f = s ? __atomic_load_n(&s->file, __ATOMIC_ACQUIRE) : NULL;
-    return f ? publish_file(f, fd) : 0;
+    return f && !publish_held_here(f) ? publish_file(f, fd) : 0;
 }
 
 /* Lock-free: a kernel-served descriptor's every call lands here, and a signal handler's call interrupting
@@ -1015,21 +1035,12 @@ bool up_thread_in_call(void) {
     return up_io_held_file() != NULL || up_strict_ck_held() || up_atomic_held_file() != NULL;
 }
 
+/* (_exit, exit, exec, fork: the appends since the last publish point of a file publish_held_here refuses are
+ * lost then, as at a crash) */
 static void publish_pinned(struct up_file *f) {
-    /* A signal handler's publish point (_exit, exit, exec, fork) that interrupted this thread's call on f:
-     * published only when f's mutex turns out free (the signal came before the lock or after the unlock);
-     * else its state may be half-changed, and the thread would wait for itself forever (review 9, finding
-     * 30). Its appends since the last publish point are lost then, as at a crash. At exit, any call of the
-     * thread holding f's mutex, or inside glibc's lock or unlock of it (a close's publish), counts too: its
-     * mark (common/lockmark.h; review 14, finding 6 -- a timed guess on glibc's owner field before). */
-    if (DK_UNLIKELY(f == up_io_held_file() || dk_mu_mine(&f->mu))) {
-        /* An extend append of the thread storing its bytes after the mutex (io.c) holds the file as much. */
-        if (up_append_inflight_mine(f) || dk_mu_trylock(&f->mu) != 0) {
-            dk_count(DK_C_publish_held_skips, 1);
-            up_exit_skipped = true;
-            return;
-        }
-        dk_mu_unlock(&f->mu);
+    if (DK_UNLIKELY(publish_held_here(f))) {
+        up_exit_skipped = true;
+        return;
     }
     if (DK_UNLIKELY(f->atomic && f == up_atomic_held_file())) { /* its route's lock: the same, not tried */
         dk_count(DK_C_publish_held_skips, 1);

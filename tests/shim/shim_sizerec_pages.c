@@ -5,7 +5,6 @@
  * (session 22). Appends 9,000 bytes to a new file and fsyncs (a relink over page boundaries: a size record),
  * then reports the record file's allocated bytes (st_blocks) while the process still holds it.
  * argv[1]: managed directory. Prints "record_file_bytes N"; exit 0 (printed), 1 (no record file), 2 (set-up). */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Description: session 22 -- a signal handler's fcntl lock or unlock of a managed file whose mutex its thread
+# holds (shim_handler_lock_held.c) returns instead of waiting for its own thread forever; the file keeps its
+# bytes (checked again without the library).
+# Usage: handler_lock_held.sh MEDIUM MODE (lock | unlock). Exit 0 pass, 1 fail, 77 skip.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+: "${DAXKIT_SRC:=$(cd "$here/../.." && pwd)}"
+: "${DAXKIT_BUILD:=$DAXKIT_SRC/build}"
+export DAXKIT_SRC DAXKIT_BUILD
+. "$DAXKIT_SRC/tests/harness/media.sh"
+
+medium=${1:?usage: handler_lock_held.sh MEDIUM MODE}
+mode=${2:?MODE: lock | unlock}
+cli=$(dk_cli) || exit 1
+prog=$DAXKIT_BUILD/tests/shim_handler_lock_held
+[ -x "$prog" ] || dk_fail "missing $prog"
+dk_media_mount "$medium" 64M >/dev/null
+dir=$DK_MNT/managed
+mkdir -p "$dir"
+out=$(DAXKIT_TEST_CRASH=raise:10:publish.before_clear:1 timeout 20 "$cli" run --mode posix --append stage \
+      --dir "$dir" -- "$prog" "$dir" "$mode" 2>&1)
+rc=$?
+echo "$out"
+[ $rc = 77 ] && exit 77
+[ $rc = 124 ] && dk_fail "$mode: the program hung (20 s): the handler's lock call waited for its own thread"
+[ $rc = 0 ] || dk_fail "$mode: the program ended with $rc"
+size=$(stat -c %s "$dir/f")
+[ "$size" = 8392 ] || dk_fail "$mode: the file holds $size bytes without the library (8392 written)"
+echo "ok: $mode"
