@@ -80,7 +80,10 @@ static int truncate_path(const char *path, off_t len, bool is64) {
     DK_ERRNO_RESTORE;
     int arc;
     if (known && up_atomic_truncate_inode(st.st_dev, st.st_ino, len, &arc)) return arc; /* DAXKIT_ATOMIC */
-    if (known) up_publish_inode(st.st_dev, st.st_ino);
+    if (known) {
+        up_truncating_by_name();
+        up_publish_inode(st.st_dev, st.st_ino);
+    }
     int r = real(path, len);
     if (r == 0 && known) {
         up_truncated(st.st_dev, st.st_ino, len);

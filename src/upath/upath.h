@@ -220,6 +220,8 @@ void up_fix_fstat(int fd, off_t *size);
 bool up_victim_matters(void);
 /* Name-space operations: before unlink/rename-over, the victim's (dev, ino) from lstat. */
 void up_name_removed(dev_t dev, ino_t ino);
+/* Before a truncate of a managed file by name: no descriptor is adopted keyless after it (see upath.c). */
+void up_truncating_by_name(void);
 /* truncate(path) after the kernel did it. */
 void up_truncated(dev_t dev, ino_t ino, off_t len);
 /* Publishes the file with (dev, ino) if this process has unpublished appends for it (truncate(path)). */
