@@ -416,15 +416,37 @@ static bool nothing_to_publish(const struct up_file *f) {
            __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE) == up_file_size(f) && !up_publish_rolling_back(f);
 }
 
+/* A signal handler's publish point that interrupted this thread's call on f: true (counted) unless f's mutex
+ * turns out free (the signal came before the lock or after the unlock) -- else f's state may be half-changed,
+ * and the thread would wait for itself forever (review 9, finding 30). Any call of the thread holding f's
+ * mutex, or inside glibc's lock or unlock of it (a close's publish), counts: its mark (common/lockmark.h;
+ * review 14, finding 6 -- a timed guess on glibc's owner field before); so does an extend append of the
+ * thread storing its bytes after the mutex (io.c). */
+static bool publish_held_here(struct up_file *f) {
+    if (DK_LIKELY(!up_io_mu_held(f))) return false;
+    if (!up_append_inflight_mine(f) && dk_mu_trylock(&f->mu) == 0) {
+        dk_mu_unlock(&f->mu);
+        return false;
+    }
+    dk_count(DK_C_publish_held_skips, 1);
+    return true;
+}
+
 /* A publish point of the file; in strict mode also a checkpoint (after f->mu: the lock order is
  * checkpoint > file). `locked`, when given, runs under the same hold of f->mu, after the publish. f->mu is
  * not taken when nothing is to be published and nothing runs under it (session 21: a strict SQLite
- * transaction's three lock releases each took it for nothing). */
+ * transaction's three lock releases each took it for nothing). A signal handler's publish point without
+ * `locked` (a lock release; fsync or sync_file_range of a descriptor the library does not serve; freopen;
+ * lseek SEEK_DATA/SEEK_HOLE; an attribute change's publish; a close's first publish) inside its thread's call
+ * on f publishes nothing of f, as the walk of its publish point does not (publish_pinned): it waited for its
+ * own thread forever (session 22, shim_handler_lock_held); the thread's next publish point publishes. Checked
+ * only where f->mu would be taken: a release with nothing to publish pays nothing (review 22, #03). */
 static int publish_file_then(struct up_file *f, int fd, void (*locked)(struct up_file *f)) {
     bool atomic = f->atomic;
     int rc = atomic ? up_atomic_publish(f) : 0; /* a commit */
     if (atomic && !locked) return rc;
     if (locked || !nothing_to_publish(f)) { /* (an atomic file gets here with `locked` only) */
+        if (!locked && DK_UNLIKELY(publish_held_here(f))) return rc; /* a handler inside its thread's call on f */
         up_file_lock(f);
         if (!atomic) rc = up_publish_locked(f, fd);
         if (locked) locked(f);
@@ -885,30 +907,10 @@ int up_fallocate(struct up_slot *s, int fd, int mode, off_t off, off_t len) {
 
 /* ---- publish points on descriptors ---- */
 
-/* A signal handler's publish point that interrupted this thread's call on f: true (counted) unless f's mutex
- * turns out free (the signal came before the lock or after the unlock) -- else f's state may be half-changed,
- * and the thread would wait for itself forever (review 9, finding 30). Any call of the thread holding f's
- * mutex, or inside glibc's lock or unlock of it (a close's publish), counts: its mark (common/lockmark.h;
- * review 14, finding 6 -- a timed guess on glibc's owner field before); so does an extend append of the
- * thread storing its bytes after the mutex (io.c). */
-static bool publish_held_here(struct up_file *f) {
-    if (DK_LIKELY(!up_io_mu_held(f))) return false;
-    if (!up_append_inflight_mine(f) && dk_mu_trylock(&f->mu) == 0) {
-        dk_mu_unlock(&f->mu);
-        return false;
-    }
-    dk_count(DK_C_publish_held_skips, 1);
-    return true;
-}
-
-/* A signal handler's lock release (also fsync and sync_file_range of a descriptor the library does not serve,
- * freopen) inside its thread's call on the file publishes nothing of it, as the walk of its publish point does
- * not (publish_pinned): it waited for its own thread forever (session 22, shim_handler_lock_held); the
- * thread's next publish point publishes. */
 int up_publish_fd(int fd) {
     struct up_slot *s = up_fd_slot(fd);
     struct up_file *f = s ? __atomic_load_n(&s->file, __ATOMIC_ACQUIRE) : NULL;
-    return f && !publish_held_here(f) ? publish_file(f, fd) : 0;
+    return f ? publish_file(f, fd) : 0;
 }
 
 /* Lock-free: a kernel-served descriptor's every call lands here, and a signal handler's call interrupting
