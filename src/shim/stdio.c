@@ -342,20 +342,23 @@ static size_t fread_held(void *buf, size_t size, size_t n, FILE *fp) {
     if (!__builtin_mul_overflow(size, n, &bytes_wanted)) fread_leave(fp, e, bytes_wanted);
     return got;
 }
-static void unlock_stream(FILE **fp) { funlockfile(*fp); }
+static void unlock_stream(void *fp) { funlockfile(fp); }
 /* With no cookie stream open there is nothing to match: glibc's own fread. Otherwise the whole body holds the
  * stream's lock, as glibc's fread does (its lock is recursive), so that the indicator and the offset are
  * read and set with no other thread's call on the stream in between (review 21, finding 03); released if a
- * cancellation ends the read, as glibc's is: by a cleanup attribute, which the cancellation's unwind runs
- * because this file is built with -fexceptions (src/CMakeLists.txt), not pthread_cleanup_push's setjmp
- * (session 22, shim_fread_cancel: a 16-byte fread with a cookie stream open 266 -> 217 instructions; 160
- * with none open, 135 without the library). */
+ * cancellation ends the read, as glibc's is (shim_fread_cancel). pthread_cleanup_push's setjmp costs ~50
+ * instructions a call (a 16-byte fread with a cookie stream open: 266, against 217 with a cleanup attribute
+ * and -fexceptions, which session 22 tried and took back: its landing pads need libgcc_s's _Unwind_Resume,
+ * a second library loaded into every process the preload starts -- tests/shim/lib_needed.sh). */
 DK_EXPORT size_t fread(void *buf, size_t size, size_t n, FILE *fp) {
     /* a zero-length fread leaves the indicators alone, as glibc's */
     if (!size || !n || !__atomic_load_n(&cookie_count, __ATOMIC_RELAXED)) return DK_REAL(fread)(buf, size, n, fp);
+    size_t got;
     flockfile(fp);
-    FILE *held __attribute__((cleanup(unlock_stream))) = fp;
-    return fread_held(buf, size, n, held);
+    pthread_cleanup_push(unlock_stream, fp);
+    got = fread_held(buf, size, n, fp);
+    pthread_cleanup_pop(1);
+    return got;
 }
 DK_EXPORT size_t fread_unlocked(void *buf, size_t size, size_t n, FILE *fp) {
     if (!size || !n || !__atomic_load_n(&cookie_count, __ATOMIC_RELAXED)) return DK_REAL(fread_unlocked)(buf, size, n, fp);
