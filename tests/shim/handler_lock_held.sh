@@ -13,8 +13,7 @@ export DAXKIT_SRC DAXKIT_BUILD
 medium=${1:?usage: handler_lock_held.sh MEDIUM MODE}
 mode=${2:?MODE: lock | unlock}
 cli=$(dk_cli) || exit 1
-prog=$DAXKIT_BUILD/tests/shim_handler_lock_held
-[ -x "$prog" ] || dk_fail "missing $prog"
+prog=$(dk_test_bin shim_handler_lock_held) || exit 1
 dk_media_mount "$medium" 64M >/dev/null
 dir=$DK_MNT/managed
 mkdir -p "$dir"

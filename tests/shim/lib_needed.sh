@@ -5,16 +5,20 @@
 # (its landing pads call _Unwind_Resume), whose /lib directory in the guest's second archive replaced the
 # base image's /lib -> usr/lib link and with it every kernel module (dax_guest_short failed).
 # Exit 0 pass, 1 fail, 77 skip.
-set -u
-lib=${DAXKIT_BUILD:?DAXKIT_BUILD unset}/lib/libdaxkit.so
-[ -r "$lib" ] || { echo "FAIL: $lib missing"; exit 1; }
-command -v readelf >/dev/null || { echo "SKIP: readelf (binutils) missing"; exit 77; }
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+: "${DAXKIT_SRC:=$(cd "$here/../.." && pwd)}"
+: "${DAXKIT_BUILD:=$DAXKIT_SRC/build}"
+export DAXKIT_SRC DAXKIT_BUILD
+. "$DAXKIT_SRC/tests/harness/media.sh"
+lib=$(dk_lib) || exit 1
+dk_need_cmd readelf
 needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort | tr '\n' ' ')
 echo "lib_needed: $lib needs: $needed"
 for n in $needed; do
     case $n in
     libc.so.6 | ld-linux-x86-64.so.2) ;;
-    *) echo "FAIL: libdaxkit.so needs $n (only libc may be needed: see this script's description)"; exit 1 ;;
+    *) dk_fail "libdaxkit.so needs $n (only libc may be needed: see this script's description)" ;;
     esac
 done
 echo "lib_needed: pass"

@@ -11,8 +11,7 @@ export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 
 cli=$(dk_cli) || exit 1
-prog=$DAXKIT_BUILD/tests/shim_sizerec_pages
-[ -x "$prog" ] || dk_fail "missing $prog"
+prog=$(dk_test_bin shim_sizerec_pages) || exit 1
 dk_need_cmd fallocate stat
 dk_media_mount hugetmpfs 64M >/dev/null
 dir=$DK_MNT/managed
