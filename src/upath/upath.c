@@ -513,11 +513,15 @@ static bool close_is_idle(const struct up_file *f) {
            __atomic_load_n(&f->aux_fd, __ATOMIC_RELAXED) < 0 && __atomic_load_n(&f->atomic_fd, __ATOMIC_RELAXED) < 0;
 }
 
-/* The close's publish point (after the drain) and its bookkeeping: 0, or the publish's -errno. */
+/* The close's publish point (after the drain) and its bookkeeping: 0, or the publish's -errno. A signal
+ * handler's close inside its thread's call on f (a publish under f->mu) does the lock-free part only: the
+ * publish is the thread's, and the kept descriptor stays until the next close (session 23: the handler's close
+ * of a dup waited here for its own thread forever, after its first publish had been skipped). */
 static int close_publish(struct up_file *f, int fd) {
-    if (close_is_idle(f)) {
+    bool idle = close_is_idle(f);
+    if (idle || DK_UNLIKELY(publish_held_here(f))) { /* (the latter counted publish_held_skips) */
         up_locks_closed(f); /* lock-free (reclock.c) */
-        dk_count(DK_C_close_idle, 1);
+        if (idle) dk_count(DK_C_close_idle, 1);
         return 0;
     }
     return publish_file_then(f, fd, closing_locked);

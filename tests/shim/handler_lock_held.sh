@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Description: session 22 -- a signal handler's fcntl lock or unlock of a managed file whose mutex its thread
-# holds (shim_handler_lock_held.c) returns instead of waiting for its own thread forever; the file keeps its
-# bytes (checked again without the library).
-# Usage: handler_lock_held.sh MEDIUM MODE (lock | unlock). Exit 0 pass, 1 fail, 77 skip.
+# Description: sessions 22-23 -- a signal handler's publish point (fcntl lock or unlock, lseek SEEK_DATA or
+# SEEK_HOLE, fchmod, close) on a managed file whose mutex its thread holds (shim_handler_lock_held.c) returns
+# instead of waiting for its own thread forever; the file keeps its bytes (checked again without the library).
+# Usage: handler_lock_held.sh MEDIUM CALL (lock | unlock | seek_data | seek_hole | fchmod | close).
+# Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${DAXKIT_SRC:=$(cd "$here/../.." && pwd)}"
@@ -11,7 +12,7 @@ export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 
 medium=${1:?usage: handler_lock_held.sh MEDIUM MODE}
-mode=${2:?MODE: lock | unlock}
+mode=${2:?CALL: lock | unlock | seek_data | seek_hole | fchmod | close}
 cli=$(dk_cli) || exit 1
 prog=$(dk_test_bin shim_handler_lock_held) || exit 1
 dk_media_mount "$medium" 64M >/dev/null
@@ -22,7 +23,7 @@ out=$(DAXKIT_TEST_CRASH=raise:10:publish.before_clear:1 timeout 20 "$cli" run --
 rc=$?
 echo "$out"
 [ $rc = 77 ] && exit 77
-[ $rc = 124 ] && dk_fail "$mode: the program hung (20 s): the handler's lock call waited for its own thread"
+[ $rc = 124 ] && dk_fail "$mode: the program hung (20 s): the handler's call waited for its own thread"
 [ $rc = 0 ] || dk_fail "$mode: the program ended with $rc"
 size=$(stat -c %s "$dir/f")
 [ "$size" = 8392 ] || dk_fail "$mode: the file holds $size bytes without the library (8392 written)"
