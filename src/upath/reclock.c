@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "common/config.h"
+#include "common/crashpoint.h"
 #include "common/stats.h"
 #include "upath/io.h"
 #include "upath/upath.h"
@@ -162,6 +163,9 @@ static bool track_locked(struct up_file *f, const struct up_slot *s, const struc
 }
 
 void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l, bool ok) {
+    /* Test builds: a cue between the kernel call and the bookkeeping (shim_lock_overlap: another thread's or a
+     * signal handler's lock calls run here) */
+    DK_CRASH_POINT("reclock.lock_done.begin");
     uint64_t now = __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL);
     bool overlapped = c.busy || in_flight(now) != 0 || started(now) != (uint32_t)(c.seq + 1);
     bool unlock = l->l_type == F_UNLCK;
