@@ -514,12 +514,12 @@ static bool close_is_idle(const struct up_file *f) {
 }
 
 /* The close's publish point (after the drain) and its bookkeeping: 0, or the publish's -errno. A signal
- * handler's close inside its thread's call on f (a publish under f->mu) does the lock-free part only: the
- * publish is the thread's, and the kept descriptor stays until the next close (session 23: the handler's close
- * of a dup waited here for its own thread forever, after its first publish had been skipped). */
-static int close_publish(struct up_file *f, int fd) {
+ * handler's close inside its thread's call on f (`held`: a publish under f->mu) does the lock-free part only:
+ * the publish is the thread's, and the kept descriptor stays until the next close (session 23: the handler's
+ * close of a dup waited here for its own thread forever, after its first publish had been skipped). */
+static int close_publish(struct up_file *f, int fd, bool held) {
     bool idle = close_is_idle(f);
-    if (idle || DK_UNLIKELY(publish_held_here(f))) { /* (the latter counted publish_held_skips) */
+    if (idle || DK_UNLIKELY(held)) {
         up_locks_closed(f); /* lock-free (reclock.c) */
         if (idle) dk_count(DK_C_close_idle, 1);
         return 0;
@@ -558,10 +558,15 @@ int up_close(int fd) {
      * strict writes at the checkpoint, then again for those queued on the descriptor's offset lock at the
      * drain: 2,000 close + open rounds took over 100 s at load 20, 1.5 s with the kernel (review 12,
      * finding 14; shim_fd_lifetime's flood mode). */
-    int rc2 = close_publish(f, fd);
+    bool held = DK_UNLIKELY(publish_held_here(f)); /* a handler inside its thread's call on f (counted) */
+    int rc2 = close_publish(f, fd, held);
     if (!rc) rc = rc2;
     if (rc2) keep_rescue_fd(f, fd);
-    if (DK_UNLIKELY(d == UP_DRAIN_BUSY)) {
+    /* A call inside: the drain's, or -- at the last close -- the thread's own call under f->mu, which no
+     * drain sees (a lock release): the last close's bookkeeping below would wait for that mutex, and the
+     * entry must outlive the call (review 23, finding 1: a handler's close of the descriptor its thread was
+     * unlocking hung there). */
+    if (DK_UNLIKELY(d == UP_DRAIN_BUSY || (held && last))) {
         dk_count(DK_C_close_busy_kept, 1); /* the slot and the file stay for ever: a call is inside */
         dk_mu_lock(&up_table_mu);
         up_file_key(f, NULL); /* keyless: its number read while the descriptor is still open (file.c) */
