@@ -26,7 +26,9 @@
 #              targets' setting: every mapping treated as DAX (cache lines written back, fsync reaching the
 #              kernel when sizes moved), where "daxkit" on tmpfs persists as the medium is (volatile: nothing,
 #              as the kernel's tmpfs fsync).
-# Rows: medium,workload,variant,metric,value,rep  (metric cpu_s, wall_s, or insn).
+# Rows: medium,workload,variant,metric,value,rep  (metric cpu_s, wall_s, or insn; and free_2m: the machine's free
+#       2 MiB blocks (/proc/buddyinfo, orders 9 and up, all zones) just before the variant's rounds -- what a new
+#       huge page costs moves with it: a new file's first write on a huge tmpfs takes one, kernel and daxkit alike).
 set -euo pipefail
 BUILD=$(cd "${1:?build dir}" && pwd)
 MEDIUM=${2:-tmpfs}
@@ -57,6 +59,12 @@ dk_on_exit rm -f "$ROWS"
 cp -a "$TREE" "$ROOT/src" # copied into each run's directory, untimed: the source is managed too (bench/apps.sh)
 export GIT_CONFIG_NOSYSTEM=1 HOME=$ROOT GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@b GIT_COMMITTER_NAME=b \
     GIT_COMMITTER_EMAIL=b@b
+
+# Free 2 MiB blocks now: every free block of order 9 or more, counted in 2 MiB units (/proc/buddyinfo: the
+# counts per order start at field 5).
+free_2m() {
+    awk '{ for (o = 9; o + 5 <= NF; o++) n += $(o + 5) * 2 ^ (o - 9) } END { print n + 0 }' /proc/buddyinfo
+}
 
 # Runs "$@" with the variant's environment, adding its CPU and wall time (or instructions) to CPU_S/WALL_S.
 run() {
@@ -168,6 +176,7 @@ for REP in $(seq 1 "$REPS"); do
     for w in $WORKLOADS; do
         for VARIANT in $VARIANTS; do
             CPU_S=0 WALL_S=0 INSNS=0
+            echo "$MEDIUM,$w,$VARIANT,free_2m,$(free_2m),$REP" >> "$ROWS"
             for ROUND in $(seq 1 "$ROUNDS"); do
                 DIR=$ROOT/$VARIANT.$REP.$ROUND
                 rm -rf "$DIR"
@@ -192,6 +201,7 @@ sort -t, -k2,2 -k4,4 -k3,3 "$ROWS" | awk -F, '
     END {
         for (k in keys) {
             n = split(substr(v[k], 2), a, " ")
+            for (i = 1; i <= n; i++) a[i] += 0 # numbers: "1084" sorts after "874"
             for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
             med[k] = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
             rng[k] = med[k] > 0 ? sprintf("%.1f%%", (a[n] - a[1]) / med[k] * 100) : "-"
@@ -201,7 +211,7 @@ sort -t, -k2,2 -k4,4 -k3,3 "$ROWS" | awk -F, '
         for (k in keys) {
             split(k, p, ",")
             kk = p[1] ",kernel," p[3]
-            r = (kk in med) && med[kk] > 0 ? sprintf("%.3fx", med[k] / med[kk]) : "-"
+            r = p[3] != "free_2m" && (kk in med) && med[kk] > 0 ? sprintf("%.3fx", med[k] / med[kk]) : "-"
             printf "%-8s %-8s %-7s %14s %7s %7s  %s\n", p[1], p[2], p[3], med[k], r, rng[k], all[k]
         }
     }' | { read -r h; echo "$h"; sort; }
