@@ -15,7 +15,7 @@ static void *mmap_common(void *addr, size_t len, int prot, int fl, int fd, off_t
     if (up_enabled && fd >= 0 && !(fl & MAP_ANONYMOUS)) up_resolve(fd); /* the program maps it: ours to know */
     if (up_enabled && fd >= 0 && !(fl & MAP_ANONYMOUS) && up_fd_slot(fd)) {
         DK_ERRNO_SAVE;
-        up_strict_program_maps(fd); /* strict mode: waiting writes applied, and every later one at once */
+        up_program_maps(fd); /* its pages stay the medium's; strict mode: waiting writes applied, every later one at once */
         DK_ERRNO_RESTORE;
     }
     if (up_enabled && fd >= 0 && up_fd_slot(fd) && up_atomic_mmap(addr, len, prot, fl, fd, off, &amap)) return amap;

@@ -49,6 +49,7 @@ struct up_root {
     struct up_sizes *sizes;   /* published-size records (sizerec.c), created on first extension */
     struct up_strict *strict; /* strict mode's operation log and staging (strict.c), on first use */
     bool area_absent;         /* no <path>/.daxkit at the start's recovery: nothing there to recover */
+    uint8_t small_pages;      /* small_pages.c: whether a new small file takes a 2 MiB page here (enum), atomic */
 };
 
 int up_roots_init(const char *dirs);   /* returns the number of usable roots */
@@ -230,6 +231,24 @@ int up_fd_reopen(int fd, int flags);
 /* Internal descriptors: moved above the program's low numbers and invisible to it. */
 int up_internal_fd(int fd);
 void up_internal_close(int fd);
+
+/* ---- a new small file's pages (small_pages.c) ---- */
+
+struct up_file;
+/* How the publish of f's staged bytes up to `size` treats its pages: UP_SMALL_NO as always; UP_SMALL_SEED: 4 KiB
+ * pages (up_small_pages_seed, with a size record: the seed and the copy are two steps); UP_SMALL_LEARN: as always,
+ * then up_small_pages_learn finds out whether the medium gave it a 2 MiB page. Under f->mu; `by_append`: the
+ * publish copies through an O_APPEND descriptor at the kernel's end (publish.c: publish_fd). */
+enum up_small { UP_SMALL_NO, UP_SMALL_SEED, UP_SMALL_LEARN };
+enum up_small up_small_pages_plan(const struct up_file *f, uint64_t size, bool by_append);
+/* Makes the file (empty in the kernel; fd: a descriptor of it) `size` bytes long with its first page a 4 KiB
+ * one, so the publish's copy fills 4 KiB pages. True when done (f->ksize is `size` then); false: nothing
+ * changed. Keeps errno. */
+bool up_small_pages_seed(struct up_file *f, int fd, uint64_t size);
+/* After a seeded publish that failed part way: the seed's zero tail past what was published is cut. */
+void up_small_pages_unseed(struct up_file *f, int wfd);
+/* After a publish of `size` bytes planned UP_SMALL_LEARN succeeded: the root's verdict from the file's blocks. */
+void up_small_pages_learn(struct up_file *f, int wfd, uint64_t size);
 
 /* ---- published-size records (sizerec.c) ---- */
 
@@ -425,6 +444,7 @@ struct up_file {
      * the number (any look-up of the table, a second descriptor, fork, a record, an fsync). Under
      * up_table_mu. -1 otherwise. */
     int keyless_fd;
+    bool program_mapped;    /* the program mapped the file: its pages stay the medium's (small_pages.c), atomic */
 };
 
 /* ---- identity beyond (dev, ino) (ident.c) ---- */

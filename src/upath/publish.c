@@ -300,11 +300,17 @@ int up_publish_locked_moved(struct up_file *f, int fd, uint64_t *moved) {
     if (wfd < 0) return wfd;
     /* The mapping must cover the new size before pub_size moves (readers trust pub_size). */
     int rc = up_map_keep(f, wfd, size);
-    /* A relink a crash can cut is rolled back by recovery: the record first, cleared below. */
-    if (rc == 0 && staged && relink_can_tear(f, size)) rc = up_sizerec_publish_begin(f, wfd, size);
+    enum up_small small = staged ? up_small_pages_plan(f, size, !may_clone) : UP_SMALL_NO;
+    /* A relink a crash can cut is rolled back by recovery: the record first, cleared below. A seed of small
+     * pages and its copy are two steps. */
+    if (rc == 0 && staged && (small == UP_SMALL_SEED || relink_can_tear(f, size)))
+        rc = up_sizerec_publish_begin(f, wfd, size);
+    bool seeded = rc == 0 && small == UP_SMALL_SEED && up_small_pages_seed(f, fd, size);
     copy_rwf = may_clone ? 0 : RWF_APPEND;
     if (rc == 0 && staged) rc = relink_all(f, wfd, may_clone);
     copy_rwf = 0;
+    if (rc && seeded) up_small_pages_unseed(f, wfd);
+    if (rc == 0 && small == UP_SMALL_LEARN) up_small_pages_learn(f, wfd, size);
     if (rc == 0 && staged && !may_clone) shift = adopt_append_end(f, wfd, pub_was, &size);
     if (rc == 0 && extended) rc = extend_publish(f, wfd, &size);
     if (rc == 0) {

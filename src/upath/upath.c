@@ -939,6 +939,13 @@ void up_publish_file_before_kernel(struct up_file *f, int fd) {
     if (!idle) publish_file(f, fd);
 }
 
+void up_program_maps(int fd) {
+    struct up_slot *s = up_fd_slot(fd);
+    struct up_file *f = s ? __atomic_load_n(&s->file, __ATOMIC_ACQUIRE) : NULL;
+    if (f) __atomic_store_n(&f->program_mapped, true, __ATOMIC_RELAXED);
+    up_strict_program_maps(fd);
+}
+
 int up_hand_to_kernel(int fd) {
     up_atomic_detach_fd(fd);
     return up_publish_fd(fd);

@@ -171,6 +171,9 @@ void up_publish_file_before_kernel(struct up_file *f, int fd);
 /* Strict mode: the program maps the managed file open as fd -- its waiting staged overwrites are applied
  * now and its later writes at once (the mapping must show them). Call before the mapping is made. */
 void up_strict_program_maps(int fd);
+/* The program maps the managed file open as fd: up_strict_program_maps, and its pages stay the medium's from
+ * now on (a new small file's first publish would give it 4 KiB pages: small_pages.c). Before the mapping. */
+void up_program_maps(int fd);
 /* The kernel is about to act on the file's bytes itself (the program's mmap, copy_file_range, sendfile,
  * splice, posix_fallocate): a DAXKIT_ATOMIC file leaves the engine, then the descriptor's file is
  * published, so the kernel sees the exact file. 0 or -errno of the publish. */

@@ -1,0 +1,136 @@
+/* Description: session 23 -- on a medium that gives every new file a 2 MiB page (a huge-page tmpfs), a file
+ * empty in the kernel whose first publish is small (at most DAXKIT_SMALL_PAGES_BYTES, default 1 MiB) gets
+ * 4 KiB pages: the kernel's write into it would take a 2 MiB page and clear all of it (half of a SQLite
+ * rollback-journal run's CPU: each transaction writes a new -journal). Files that are published large, grow
+ * past 2 MiB or that the program maps keep huge pages. Run under the library (posix mode, stage), then again
+ * without it (`verify`): each file's bytes as written, read through the kernel.
+ * Files (argv[2]: the managed directory):
+ *   first   -- 12 KiB, fsync: the library learns from it whether new files take huge pages here (not checked)
+ *   journal -- 3 writes of 4,000 bytes through O_RDWR, fsync: fewer than 2 MiB of blocks (4 KiB pages)
+ *   wronly  -- 9,000 bytes through O_WRONLY, fsync: the same (the library maps it through its own descriptor)
+ *   tiny    -- 100 bytes, fsync: the same
+ *   big     -- 3 MiB in one publish: at least 2 MiB of blocks (published large: huge pages)
+ *   grows   -- 8 KiB, fsync, then to 2 MiB + 4 KiB, fsync: at least 4 MiB of blocks (its second 2 MiB: a huge page)
+ *   mapped  -- 8 KiB written, then mapped by the program (a publish point): at least 2 MiB of blocks
+ * `crash`: "first" as above, then 100 bytes into a new "crashed", fsync -- killed (DAXKIT_TEST_CRASH) between
+ * the seed of its 4 KiB page and the copy; small_pages.sh then recovers and checks that nothing of it is left.
+ * Usage: shim_small_pages run|verify|crash DIR. Prints one "NAME bytes B blocks_bytes K" line a file; exit 0 pass,
+ * 1 fail, 2 set-up. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define HUGE_BYTES (2ll << 20)
+
+/* The byte at offset `off` of file `name`: a pattern that differs per file and per offset. */
+static char byte_at(const char *name, long long off) { return (char)('a' + (name[0] * 7 + off * 13 + off / 4096) % 26); }
+
+static int append(int fd, const char *name, long long off, long long n) {
+    static char buf[1 << 16];
+    for (long long done = 0; done < n;) {
+        long long k = n - done < (long long)sizeof buf ? n - done : (long long)sizeof buf;
+        for (long long i = 0; i < k; i++) buf[i] = byte_at(name, off + done + i);
+        if (write(fd, buf, (size_t)k) != (ssize_t)k) return perror(name), -1;
+        done += k;
+    }
+    return 0;
+}
+
+static int open_new(const char *dir, const char *name, int flags) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, flags | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) perror(path);
+    return fd;
+}
+
+/* Writes `n` bytes in writes of `piece`, fsyncs and closes. */
+static int write_file(const char *dir, const char *name, int flags, long long n, long long piece) {
+    int fd = open_new(dir, name, flags);
+    if (fd < 0) return -1;
+    for (long long off = 0; off < n; off += piece)
+        if (append(fd, name, off, off + piece < n ? piece : n - off)) return -1;
+    if (fsync(fd) != 0) return perror("fsync"), -1;
+    return close(fd);
+}
+
+static int write_grows(const char *dir) {
+    int fd = open_new(dir, "grows", O_RDWR);
+    if (fd < 0 || append(fd, "grows", 0, 8192) || fsync(fd) != 0) return -1;
+    if (append(fd, "grows", 8192, HUGE_BYTES + 4096 - 8192) || fsync(fd) != 0) return -1;
+    return close(fd);
+}
+
+static int write_mapped(const char *dir) {
+    int fd = open_new(dir, "mapped", O_RDWR);
+    if (fd < 0 || append(fd, "mapped", 0, 8192)) return -1;
+    char *p = mmap(NULL, 8192, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) return perror("mmap"), -1;
+    int bad = p[8191] != byte_at("mapped", 8191);
+    munmap(p, 8192);
+    if (bad) return fprintf(stderr, "mapped: the program's mapping does not show its write\n"), -1;
+    return close(fd);
+}
+
+struct expect {
+    const char *name;
+    long long bytes;
+    long long blocks_min, blocks_max; /* allocated bytes (st_blocks * 512), inclusive; -1: not checked */
+};
+
+/* The file's size and bytes through the kernel, and its allocated bytes against e's bounds. */
+static int check(const char *dir, const struct expect *e) {
+    char path[4096], buf[1 << 16];
+    snprintf(path, sizeof path, "%s/%s", dir, e->name);
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) return perror(path), 1;
+    long long blocks = (long long)st.st_blocks * 512;
+    printf("%s bytes %lld blocks_bytes %lld\n", e->name, (long long)st.st_size, blocks);
+    int bad = 0;
+    if (st.st_size != e->bytes) bad = fprintf(stderr, "%s: size %lld, written %lld\n", e->name, (long long)st.st_size, e->bytes);
+    for (long long off = 0; !bad && off < e->bytes;) {
+        ssize_t k = pread(fd, buf, sizeof buf, off);
+        if (k <= 0) bad = fprintf(stderr, "%s: pread at %lld returned %zd\n", e->name, off, k);
+        for (ssize_t i = 0; !bad && i < k; i++)
+            if (buf[i] != byte_at(e->name, off + i))
+                bad = fprintf(stderr, "%s: byte %lld is %d, written %d\n", e->name, off + i, buf[i], byte_at(e->name, off + i));
+        off += k > 0 ? k : 0;
+    }
+    if (e->blocks_min >= 0 && blocks < e->blocks_min)
+        bad = fprintf(stderr, "%s: %lld bytes allocated, expected at least %lld (huge pages)\n", e->name, blocks, e->blocks_min);
+    if (e->blocks_max >= 0 && blocks > e->blocks_max)
+        bad = fprintf(stderr, "%s: %lld bytes allocated, expected at most %lld (4 KiB pages, not a 2 MiB one)\n", e->name, blocks,
+                      e->blocks_max);
+    close(fd);
+    return bad ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3 || (strcmp(argv[1], "run") && strcmp(argv[1], "verify") && strcmp(argv[1], "crash")))
+        return fprintf(stderr, "usage: %s run|verify|crash DIR\n", argv[0]), 2;
+    const char *dir = argv[2];
+    if (!strcmp(argv[1], "crash"))
+        return write_file(dir, "first", O_RDWR, 12288, 4096) || write_file(dir, "crashed", O_RDWR, 100, 100) ? 2 : 0;
+    if (!strcmp(argv[1], "run") &&
+        (write_file(dir, "first", O_RDWR, 12288, 4096) || write_file(dir, "journal", O_RDWR, 12000, 4000) ||
+         write_file(dir, "wronly", O_WRONLY, 9000, 9000) || write_file(dir, "tiny", O_RDWR, 100, 100) ||
+         write_file(dir, "big", O_RDWR, 3 * HUGE_BYTES / 2, 1 << 16) || write_grows(dir) || write_mapped(dir)))
+        return 2;
+    const struct expect files[] = {
+        {"first", 12288, -1, -1},
+        {"journal", 12000, -1, HUGE_BYTES - 1},
+        {"wronly", 9000, -1, HUGE_BYTES - 1},
+        {"tiny", 100, -1, HUGE_BYTES - 1},
+        {"big", 3 * HUGE_BYTES / 2, HUGE_BYTES, -1},
+        {"grows", HUGE_BYTES + 4096, 2 * HUGE_BYTES, -1},
+        {"mapped", 8192, HUGE_BYTES, -1},
+    };
+    int bad = 0;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) bad |= check(dir, &files[i]);
+    return bad;
+}
