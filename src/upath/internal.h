@@ -361,9 +361,9 @@ struct up_lockset {
     uint64_t start[UP_LOCK_RANGES], end[UP_LOCK_RANGES]; /* [start, end), apart, UINT64_MAX: to the end */
     uint8_t n;
     bool unknown;               /* not followed exactly: counts as not held */
-    bool held_at_refresh;       /* held when the size was last re-read after a lock (refresh_gen) */
     uint64_t lapses;            /* times the set went empty or unknown */
-    uint64_t lapses_at_refresh;
+    uint64_t at_refresh;        /* lapses << 1 | held, when the size was last re-read after a lock (refresh_gen):
+                                   one word, stored and read without f->mu (reclock.c) */
 };
 
 struct up_file {
@@ -426,7 +426,7 @@ struct up_file {
                                lock-free "nothing to publish" checks read it (atomic; up_publish_rolling_back) */
     uint32_t unmapped_ios;  /* reads/overwrites sent to the kernel while the file was not mapped */
     uint64_t refresh_gen;   /* up_refresh_gen when the kernel size was last re-read (upath.c) */
-    struct up_lockset locks; /* under mu */
+    struct up_lockset locks; /* the ranges: inside a lock call that runs alone (reclock.c) */
     uint64_t victims_seen;  /* up_victims_unseen when the entry was made (upath.c: last_close_of_mapped) */
     bool closed_mapped;     /* counted in up_closed_mapped (file.c) */
     bool size_unsure;       /* a lock was taken without a re-read (reclock.c): check before using the end */
@@ -526,9 +526,9 @@ static inline bool up_append_inflight_mine(const struct up_file *f) {
     return t != 0 && t == up_append_token();
 }
 
-/* reclock.c: at a size re-read after a lock (refresh_gen set), under mu; at a close of any descriptor of
- * the file, before the kernel's close releases the POSIX locks, under mu: the set becomes unknown (not
- * held) until the next whole-file unlock. */
+/* reclock.c: at a size re-read after a lock (refresh_gen set), before the kernel's size is read; at a close of
+ * any descriptor of the file, before the kernel's close releases the POSIX locks: the set becomes unknown (not
+ * held) until the next whole-file unlock. Neither needs f->mu. */
 void up_locks_note_refresh(struct up_file *f);
 void up_locks_closed(struct up_file *f);
 /* Before an operation that depends on the file's exact end (append, write past it, SEEK_END): the size is

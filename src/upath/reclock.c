@@ -19,7 +19,17 @@
  * caller's cleanup handler), descriptors served by the kernel, and a close of the file: up_close runs before
  * the kernel's close, which drops the process's locks on the file -- also one another thread takes in
  * between. Open file description locks (F_OFD_*) and flock are not tracked: their acquisitions always
- * move the generation. */
+ * move the generation.
+ *
+ * No file mutex guards the set (session 23; f->mu until then: 73 of ~480 library instructions a lock call and
+ * two locked instructions, and a signal handler's lock call inside its thread's hold of f->mu waited for
+ * itself). A call's bookkeeping runs inside the call's own count: only a call that finds no other in flight
+ * and none started since its own changes the ranges, and if another starts before it ends, the set ends
+ * unknown. Every other call only makes it unknown (atomics, as a close does). "Held since the size was
+ * read" compares one word, stored at the re-read (up_locks_note_refresh): lapses << 1 | held, lapses read
+ * first -- a release's bookkeeping stores the set's new count before it counts the lapse, so a word that
+ * says held carries a lapse count from before that release. shim_lock_overlap holds a call at the cues in
+ * up_lock_done while another thread's or a signal handler's calls run. */
 #include <fcntl.h>
 #include <stdint.h>
 
@@ -40,8 +50,8 @@ static uint64_t calls;
 static uint32_t in_flight(uint64_t v) { return (uint32_t)v; }
 static uint32_t started(uint64_t v) { return (uint32_t)(v >> 32); }
 
-/* `unknown`, `n` and `lapses` are also written without f->mu, by a close (up_locks_closed): every access to
- * them is atomic; the ranges themselves only ever change under f->mu. */
+/* `unknown`, `n` and `lapses` are also written by calls that do not run alone and by a close (up_locks_closed):
+ * every access to them is atomic; the ranges themselves change only in a call that runs alone. */
 static bool is_unknown(const struct up_lockset *ls) { return __atomic_load_n(&ls->unknown, __ATOMIC_ACQUIRE); }
 static uint8_t count_of(const struct up_lockset *ls) { return __atomic_load_n(&ls->n, __ATOMIC_RELAXED); }
 static void set_count(struct up_lockset *ls, uint8_t n) { __atomic_store_n(&ls->n, n, __ATOMIC_RELAXED); }
@@ -52,10 +62,8 @@ static void set_unknown(struct up_lockset *ls) {
     if (!__atomic_exchange_n(&ls->unknown, true, __ATOMIC_ACQ_REL)) dk_count(DK_C_lock_set_unknown, 1);
 }
 
-/* Without f->mu: the set becomes unknown (not held) until the next whole-file unlock, and any "held since the
- * size was read" ends. A close (up_locks_closed), and a signal handler's lock call inside its thread's hold
- * of f->mu (up_lock_done), whose ranges may be half-changed under it: taking f->mu there waited for its own
- * thread forever (session 22, shim_handler_lock_held). */
+/* The set becomes unknown (not held) until the next whole-file unlock, and any "held since the size was read"
+ * ends: a close (up_locks_closed), a lock call that did not run alone (up_lock_done). */
 static void forget_held(struct up_lockset *ls) {
     if (count_of(ls)) set_unknown(ls);
     else __atomic_store_n(&ls->unknown, true, __ATOMIC_RELEASE);
@@ -128,7 +136,7 @@ static bool lock_range(const struct flock *l, uint64_t *a, uint64_t *b) {
     return true;
 }
 
-/* After a change of the set: a lapse in holding ends "held since the size was read". Under f->mu. */
+/* After a change of the set: a lapse in holding ends "held since the size was read". */
 static void after_change(struct up_file *f) {
     if (!held(&f->locks)) lapse(&f->locks);
 }
@@ -140,48 +148,55 @@ struct up_lock_call up_lock_call_begin(void) {
     return (struct up_lock_call){.seq = started(before), .busy = in_flight(before) != 0};
 }
 
-/* The lock call's change to the set of slot s's file f, under f->mu: true when f keeps the size it read (the
- * call takes a lock while one has been held since that read). */
-static bool track_locked(struct up_file *f, const struct up_slot *s, const struct flock *l, bool overlapped,
-                         uint64_t gen_was) {
+/* No other lock call in flight or started since this one (c) began: v is the count, `in` this call's share of
+ * its in-flight half (1 before the call ends, 0 after). */
+static bool alone(struct up_lock_call c, uint64_t v, uint32_t in) {
+    return !c.busy && in_flight(v) == in && started(v) == (uint32_t)(c.seq + 1);
+}
+
+/* The call's change to the set of slot s's file f, in a call that runs alone: true when f keeps the size it read
+ * (the call takes a lock while one has been held since that read). */
+static bool track(struct up_file *f, const struct up_slot *s, const struct flock *l, uint64_t gen_was) {
     bool unlock = l->l_type == F_UNLCK;
-    up_file_lock(f);
     uint64_t a = 0, b = 0;
-    bool known = !overlapped && !s->kernel && __atomic_load_n(&s->procs, __ATOMIC_ACQUIRE) <= 1 &&
-                 lock_range(l, &a, &b);
+    bool known = !s->kernel && __atomic_load_n(&s->procs, __ATOMIC_ACQUIRE) <= 1 && lock_range(l, &a, &b);
     /* Held since the size was read: the file is up to date, and no lapse since that read. */
-    bool exempt = !unlock && known && held(&f->locks) && f->locks.held_at_refresh &&
-                  lapses_of(&f->locks) == f->locks.lapses_at_refresh &&
+    uint64_t at = __atomic_load_n(&f->locks.at_refresh, __ATOMIC_ACQUIRE);
+    bool exempt = !unlock && known && held(&f->locks) && (at & 1) && lapses_of(&f->locks) == at >> 1 &&
                   __atomic_load_n(&f->refresh_gen, __ATOMIC_RELAXED) == gen_was;
     if (!known) set_unknown(&f->locks);
     else if (unlock && a == 0 && b == UINT64_MAX) set_empty(&f->locks); /* also ends an unknown set */
     else if (unlock) sub_range(&f->locks, a, b);
     else add_range(&f->locks, a, b);
     after_change(f);
-    dk_mu_unlock(&f->mu);
     return exempt;
 }
 
 void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l, bool ok) {
-    /* Test builds: a cue between the kernel call and the bookkeeping (shim_lock_overlap: another thread's or a
-     * signal handler's lock calls run here) */
-    DK_CRASH_POINT("reclock.lock_done.begin");
-    uint64_t now = __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL);
-    bool overlapped = c.busy || in_flight(now) != 0 || started(now) != (uint32_t)(c.seq + 1);
     bool unlock = l->l_type == F_UNLCK;
-    if (!ok) return;
-    struct up_slot *s = up_fd_slot(fd);
+    struct up_slot *s = ok ? up_fd_slot(fd) : NULL;
     struct up_file *f = s ? s->file : NULL;
     bool posix = is_posix_setlk(cmd) && f && !f->atomic; /* strict too: its writes check an unsure end (io.c) */
     bool exempt = false;
-    uint64_t gen_was = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE);
-    if (posix) {
+    uint64_t gen_was = 0;
+    if (!posix) {
+        __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL);
+    } else {
+        /* Test builds: a cue between the kernel call and the bookkeeping (shim_lock_overlap: another thread's
+         * or a signal handler's lock calls run here) */
+        DK_CRASH_POINT("reclock.lock_done.begin");
+        gen_was = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE);
         if (!unlock && !__atomic_load_n(&up_locks_ever, __ATOMIC_RELAXED))
             __atomic_store_n(&up_locks_ever, true, __ATOMIC_RELEASE); /* pending.c: closes must tell */
-        if (DK_UNLIKELY(dk_mu_mine(&f->mu))) forget_held(&f->locks); /* a signal handler inside its thread's hold */
-        else exempt = track_locked(f, s, l, overlapped, gen_was);
+        bool first = alone(c, __atomic_load_n(&calls, __ATOMIC_ACQUIRE), 1);
+        if (first) exempt = track(f, s, l, gen_was);
+        DK_CRASH_POINT("reclock.lock_done.tracked"); /* ... and between the bookkeeping and the call's end */
+        if (!alone(c, __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL), 0) || !first) {
+            forget_held(&f->locks); /* another call overlapped this one, its bookkeeping included */
+            exempt = false;
+        }
     }
-    if (unlock) return;
+    if (!ok || unlock) return;
     uint64_t gen = __atomic_add_fetch(&up_refresh_gen, 1, __ATOMIC_ACQ_REL); /* every other file */
     if (exempt && gen == gen_was + 1) { /* no other lock moved it meanwhile */
         /* This file keeps the size it read; an exact end is checked when next needed. */
@@ -192,9 +207,10 @@ void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l,
     }
 }
 
+/* Before the size is read: lapses first (see the top). Without f->mu. */
 void up_locks_note_refresh(struct up_file *f) {
-    f->locks.held_at_refresh = held(&f->locks);
-    f->locks.lapses_at_refresh = lapses_of(&f->locks);
+    uint64_t lapses = lapses_of(&f->locks);
+    __atomic_store_n(&f->locks.at_refresh, lapses << 1 | held(&f->locks), __ATOMIC_RELEASE);
 }
 
 void up_lock_cancelled(void *unused) {

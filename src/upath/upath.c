@@ -49,9 +49,7 @@ static void resync(int fd, struct up_fd *e, struct up_slot *s) {
 static void refresh_for(struct up_file *f, int fd, uint64_t gen) {
     __atomic_store_n(&f->refresh_gen, gen, __ATOMIC_RELAXED);
     DK_ERRNO_SAVE;
-    up_file_lock(f);
     up_locks_note_refresh(f); /* a further lock while these are held needs no re-read (reclock.c) */
-    dk_mu_unlock(&f->mu);
     up_refresh_if_idle(f, fd);
     DK_ERRNO_RESTORE;
 }
@@ -385,11 +383,7 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
         }
         f->refresh_gen = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE); /* its size was just read */
         if (!known) f->victims_seen = __atomic_load_n(&up_victims_unseen, __ATOMIC_ACQUIRE);
-        if (known) {
-            up_file_lock(f);
-            up_locks_note_refresh(f);
-            dk_mu_unlock(&f->mu);
-        }
+        if (known) up_locks_note_refresh(f);
         uint32_t flags = (uint32_t)oflags & (O_ACCMODE | O_APPEND | O_SYNC | O_DSYNC | O_DIRECT);
         s = up_slot_new(f, flags, offset);
         if (s && ((oflags & O_DIRECT) || kernel)) s->kernel = 1;
