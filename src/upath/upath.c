@@ -554,6 +554,7 @@ int up_close(int fd) {
      * finding 14; shim_fd_lifetime's flood mode). */
     bool held = DK_UNLIKELY(publish_held_here(f)); /* a handler inside its thread's call on f (counted) */
     int rc2 = close_publish(f, fd, held);
+    DK_CRASH_POINT("upath.close.locks_forgotten"); /* tests: lock calls between the set's forget and the kernel's close */
     if (!rc) rc = rc2;
     if (rc2) keep_rescue_fd(f, fd);
     /* A call inside: the drain's, or -- at the last close -- the thread's own call under f->mu, which no
