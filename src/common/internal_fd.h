@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 #include "common/signals.h"
@@ -79,6 +80,18 @@ int dk_ifd_floor(void);
 int dk_ifd_openat(int dirfd, const char *path, int flags, mode_t mode);
 /* A descriptor made otherwise (memfd_create, fdopendir's dup) inside a window the caller opened: moved up. */
 int dk_ifd_move_up(int fd);
+/* free() of a large buffer of the library's (staging heap buffers) in a window. glibc's free opens a file
+ * itself: the first time in a process that a thread's arena gives the top of its heap back, it opens
+ * /proc/sys/vm/overcommit_memory (malloc-sysdep.h: check_may_shrink_heap, by __open_nocancel, which no
+ * preload sees), reads a byte and closes it -- at the lowest free number. Such a free made in a program
+ * thread while another was between its close(n) and its open let that thread's calls through n reach the
+ * file: shim_fd_lifetime_replace read "0\n" (2 bytes) from its 1 MiB data file, fstat said size 0, pread 0
+ * bytes (session 23; shim_heap_free_window provokes it under strace). Two system calls, at a buffer's free. */
+static inline void dk_ifd_free(void *p) {
+    dk_ifd_begin();
+    free(p);
+    dk_ifd_end();
+}
 
 /* ---- the program's side ---- */
 

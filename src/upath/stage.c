@@ -698,7 +698,7 @@ static char *heap_buffer(uint64_t cap) {
 static void heap_buffer_free(char *buf, uint64_t cap) {
     if (!buf) return;
     if (cap >= UP_HEAP_MAP_BYTES) dk_libc()->munmap(buf, cap);
-    else free(buf);
+    else dk_ifd_free(buf); /* glibc's free may open a file at the lowest free number (internal_fd.h) */
 }
 
 /* Into the spare slot, keeping the larger of buf and what the slot holds; the other is freed. Each round
