@@ -260,6 +260,9 @@ int up_sizerec_extend(struct up_file *f, int fd, uint64_t ext);
  * the same record (durable on a flush medium; for this boot only, without msync, on the page cache).
  * Under f->mu. 0. */
 int up_sizerec_publish_begin(struct up_file *f, int fd, uint64_t size);
+/* Before appends spill to the kernel (publish.c: up_spill_locked): the same record, raised to `end`, with
+ * the file's path (it may stay valid for a whole burst). Under f->mu. 0. */
+int up_sizerec_spill(struct up_file *f, int fd, uint64_t end);
 /* fsync of an extend-strategy file that keeps its extension (FLEX): `size` -- made durable by the caller --
  * becomes the record's published size, so recovery cuts the file back to it rather than to an older one.
  * Under f->mu. False when the file has no valid record (the caller publishes by setting the size). */
@@ -408,6 +411,8 @@ struct up_file {
     bool meta_dirty;        /* size or blocks changed since the last fsync (kernel fsync needed) */
     bool unlinked;
     bool reflinked;         /* blocks were cloned in since the last fsync (publish.c: drop_reflink_mark) */
+    bool spilled;           /* appends went to the kernel since the last publish point under a valid size record,
+                               cleared at the next one (publish.c: up_spill_locked). Under mu */
     bool cached;            /* in the file table */
     bool kernel_only;       /* could not be mapped: every call passes through */
     /* Per-file DAX on a DAX root (review 11, finding 3; up_persist_as): statx's STATX_ATTR_DAX (1, 0, -1 not

@@ -546,10 +546,45 @@ void up_append_wait_others(struct up_file *f) {
     }
 }
 
+/* The kernel writes [off, off+n) as the program's pwrite, nothing staged there (under f->mu); the file's
+ * sizes follow what it wrote. Bytes written, or -errno. */
+static ssize_t kernel_write_locked(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off,
+                                   bool *appended) {
+    if (off > f->ksize) up_holes_clamp(f, f->ksize); /* the kernel leaves a hole before off */
+    ssize_t w = pwrite_as_program(fd, buf, n, off); /* on an O_APPEND fd this appends: off is the end */
+    if (w <= 0) return w;
+    uint64_t end = off + (uint64_t)w;
+    up_map_kernel_wrote(f, off, end, f->ksize); /* DAX's stale zero pages (map.c) */
+    up_guard_write_lock(f);
+    if (end > up_file_size(f)) {
+        f->ksize = end;
+        __atomic_store_n(&f->pub_size, end, __ATOMIC_RELEASE);
+        up_file_set_size(f, end);
+        *appended = true;
+    }
+    up_guard_write_unlock(f);
+    f->meta_dirty = true;
+    return w;
+}
+
+/* An append at the logical end that would take the file's appends since its last publish point past
+ * DAXKIT_STAGE_SPILL_BYTES, where the publish would copy them through the kernel anyway (no block sharing;
+ * not a flush medium, whose power-loss promise is per fsync) and staging saves no system call worth the
+ * second copy: it goes to the kernel after what is staged (publish.c: up_spill_locked). posix mode (sync
+ * mode publishes every write; strict logs it), stage strategy, never through an O_APPEND descriptor (a log
+ * other processes append to: the kernel's end decides where staged O_APPEND appends go). */
+static bool spills(const struct up_file *f, uint64_t off, size_t n, bool o_append) {
+    uint64_t limit = dk_cfg.stage_spill_bytes;
+    return limit && off + n - f->pub_size > limit && !o_append && f->strategy == UP_STAGE &&
+           dk_cfg.mode == DK_MODE_POSIX && off == up_file_size(f) && f->root->clone_min_bytes == UINT64_MAX &&
+           !flush_medium(f) && !f->atomic;
+}
+
 /* Everything else, under f->mu (which excludes rw's writers): appends, writes across the published end,
  * writes into a part not mapped yet. Sets *at and *appended, and *in_place to the bytes stored over
  * published ones (still there when the appending part fails). `store_after`: an extend append wholly past
- * the end may store its bytes after the mutex (above). 0 or -errno. */
+ * the end may store its bytes after the mutex (above). 0 (all n bytes), the count the kernel wrote when the
+ * append spilled (spills), or -errno. */
 static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, uint64_t *at, bool append,
                         bool *appended, bool fence, size_t *in_place, bool store_after) {
     const struct up_file *outer = mu_file;
@@ -592,6 +627,11 @@ static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, ui
             *in_place = limit - off;
             rc = append_locked(f, fd, limit, buf + (limit - off), n - (limit - off), NULL);
             *appended = true;
+        } else if (spills(f, off, n, o_append) && (rc = up_spill_locked(f, fd, off + n)) <= 0) {
+            ssize_t w = rc ? rc : kernel_write_locked(f, fd, buf, n, off, appended);
+            if (rc == 0) dk_count(DK_C_append_spills, 1);
+            /* the kernel's count (n <= DK_MAX_RW_BYTES fits): short, as its own write's; none: its answer again */
+            rc = w == 0 ? -ENOSPC : (int)w;
         } else {
             rc = append_locked(f, fd, off, buf, n, store_after ? &later : NULL);
             *appended = true;
@@ -627,22 +667,8 @@ static ssize_t write_by_kernel(struct up_file *f, int fd, const char *buf, size_
     ssize_t w = up_publish_locked(f, fd);
     if (w == 0) {
         uint64_t off = append ? up_file_size(f) : *at;
-        if (off > f->ksize) up_holes_clamp(f, f->ksize); /* the kernel leaves a hole before off */
-        w = pwrite_as_program(fd, buf, n, off); /* on an O_APPEND fd this appends: off is the end */
-        if (w > 0) {
-            uint64_t end = off + (uint64_t)w;
-            up_map_kernel_wrote(f, off, end, f->ksize); /* DAX's stale zero pages (map.c) */
-            up_guard_write_lock(f);
-            if (end > up_file_size(f)) {
-                f->ksize = end;
-                __atomic_store_n(&f->pub_size, end, __ATOMIC_RELEASE);
-                up_file_set_size(f, end);
-                *appended = true;
-            }
-            up_guard_write_unlock(f);
-            f->meta_dirty = true;
-            *at = off;
-        }
+        w = kernel_write_locked(f, fd, buf, n, off, appended);
+        if (w > 0) *at = off;
     }
     dk_mu_unlock(&f->mu);
     mu_file = outer;
@@ -731,7 +757,7 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
     if (w == 0) {
         int rc = write_locked(f, fd, buf, n, &off, append, &appended, fence, &in_place,
                               sync == UP_IO_ASYNC && dk_cfg.mode == DK_MODE_POSIX);
-        w = rc == 0 ? (ssize_t)n : rc;
+        w = rc == 0 ? (ssize_t)n : rc; /* (rc > 0: a spill's count) */
         if (rc == -ENOSPC || rc == -ENOMEM || rc == UP_GAP_BY_KERNEL) {
             if (rc == UP_GAP_BY_KERNEL) dk_count(DK_C_gap_writes, 1);
             w = write_by_kernel(f, fd, buf, n, &off, append, &appended);

@@ -56,6 +56,10 @@ void up_io_offset_to_kernel(struct up_slot *s, int fd);
  * lie that much further on), else 0. */
 int up_publish_locked_moved(struct up_file *f, int fd, uint64_t *moved);
 static inline int up_publish_locked(struct up_file *f, int fd) { return up_publish_locked_moved(f, fd, NULL); }
+/* Appends past DAXKIT_STAGE_SPILL_BYTES since the last publish point: what is staged is published under a
+ * size record kept until the next one, which still rolls them back after a crash. Under f->mu. 0: the
+ * caller has the kernel write up to `end`; 1: stage as before; -errno. */
+int up_spill_locked(struct up_file *f, int fd, uint64_t end);
 /* Publishes and makes the file durable as the medium requires (fsync semantics). 0/-errno. *moved: as
  * up_publish_locked_moved's (NULL: not wanted). */
 int up_sync_file_moved(struct up_file *f, int fd, bool datasync, uint64_t *moved);

@@ -285,7 +285,9 @@ static bool relink_can_tear(const struct up_file *f, uint64_t size) {
     return slots > 1;
 }
 
-int up_publish_locked_moved(struct up_file *f, int fd, uint64_t *moved) {
+/* `keep_record`: a spill's publish -- the size record stays valid (naming the last publish point's size)
+ * until the next publish point. */
+static int publish_locked(struct up_file *f, int fd, uint64_t *moved, bool keep_record) {
     uint64_t size = up_file_size(f), shift = 0, pub_was = f->pub_size;
     if (moved) *moved = 0;
     if (DK_UNLIKELY(up_fork_orphan || f->fork_parents)) return 0; /* the parent's appends: it publishes them (lifecycle.c) */
@@ -294,7 +296,11 @@ int up_publish_locked_moved(struct up_file *f, int fd, uint64_t *moved) {
      * size record stands (pub_size behind): published too, or the record pinned the file for good and the
      * kernel's later growth of it (a copy_file_range into it) was cut at its close (diff seed 793996801070). */
     bool extended = f->strategy == UP_EXTEND && (f->ksize != size || f->pub_size != size);
-    if (!staged && !extended) return 0;
+    if (!staged && !extended) {
+        /* the publish point after appends spilled (up_spill_locked): the file's now, past a crash too */
+        if (DK_UNLIKELY(f->spilled) && !keep_record) up_sizerec_clear(f);
+        return 0;
+    }
     bool may_clone;
     int wfd = publish_fd(f, fd, &may_clone);
     if (wfd < 0) return wfd;
@@ -317,7 +323,7 @@ int up_publish_locked_moved(struct up_file *f, int fd, uint64_t *moved) {
         f->ksize = size;
         __atomic_store_n(&f->pub_size, size, __ATOMIC_RELEASE);
         DK_CRASH_POINT("publish.before_clear");
-        up_sizerec_clear(f); /* after the kernel size moved: a crash in between rolls the publish back */
+        if (!keep_record) up_sizerec_clear(f); /* after the kernel size moved: a crash in between rolls the publish back */
         dk_count(DK_C_publishes, 1);
         f->appends_unpublished = 0;
         f->staged_o_append = false;
@@ -333,6 +339,29 @@ int up_publish_locked_moved(struct up_file *f, int fd, uint64_t *moved) {
     }
     f->meta_dirty = true;
     return rc;
+}
+
+int up_publish_locked_moved(struct up_file *f, int fd, uint64_t *moved) { return publish_locked(f, fd, moved, false); }
+
+/* DAXKIT_STAGE_SPILL_BYTES (io.c decides when): a burst of appends longer than that goes to the kernel as it
+ * is written -- one copy, as the kernel's own write -- instead of a staging copy that the publish's pwrite
+ * reads back from memory: tar cf's 5 MiB archive was staged in fresh anonymous memory (zeroed, written,
+ * read back) and cost 1.45x the kernel's CPU. From the first spill of a burst to the next publish point the
+ * file's published-size record names the size at the last publish point (and the file's path: recovery
+ * finds it by name), so recovery after a crash rolls the burst back as it does a publish cut in the middle:
+ * appends stay all-or-nothing; other processes may see the burst before the publish point. Publishes what
+ * is staged, keeping the record, raised to `end`. Under f->mu. 0: the caller has the kernel write up to
+ * `end` from the logical size; 1: not spilled (no record could be made, or something stays staged) -- stage
+ * as before; -errno. */
+int up_spill_locked(struct up_file *f, int fd, uint64_t end) {
+    int rc = up_sizerec_spill(f, fd, end);
+    if (rc) return rc;
+    if (!f->sizerec_valid) return 1;
+    f->spilled = true;
+    rc = publish_locked(f, fd, NULL, true);
+    if (rc) return rc;
+    uint64_t size = up_file_size(f);
+    return f->staged_count || f->pub_size != size || f->ksize != size ? 1 : 0;
 }
 
 /* After a kernel fsync: blocks cloned in since the last one are shared no more (their staging slots were

@@ -268,6 +268,8 @@ int up_sizerec_extend(struct up_file *f, int fd, uint64_t ext) { return rec_begi
 
 int up_sizerec_publish_begin(struct up_file *f, int fd, uint64_t size) { return rec_begin(f, fd, size, true, false); }
 
+int up_sizerec_spill(struct up_file *f, int fd, uint64_t end) { return rec_begin(f, fd, end, true, true); }
+
 bool up_sizerec_commit(struct up_file *f, uint64_t size) {
     if (!f->sizerec_valid) return false;
     struct size_rec *rec = rec_at(f->root->sizes, f->sizerec_slot - 1);
@@ -284,6 +286,7 @@ void up_sizerec_clear(struct up_file *f) {
     __atomic_store_n(&rec->magic, 0, __ATOMIC_RELEASE);
     rec_persist(f->root, rec, &rec->magic, sizeof rec->magic);
     __atomic_store_n(&f->sizerec_valid, false, __ATOMIC_RELEASE); /* after the clear is durable: lock-free readers */
+    f->spilled = false;
 }
 
 void up_sizerec_release(struct up_file *f) {
@@ -297,6 +300,7 @@ static void forget_slot_cb(struct up_file *f, void *arg) {
     (void)arg;
     f->sizerec_slot = 0;
     f->sizerec_valid = false;
+    f->spilled = false;
 }
 
 void up_sizerec_after_fork_child(void) {

@@ -18,6 +18,14 @@
  *   errno     a burst of 64 KiB appends with a small mapping made after every 16 of them (so the slot's
  *             mapping cannot always grow in place): no write that returns its full count changes errno
  *             (review 13, finding 3: the in-place mremap attempt left ENOMEM).
+ *   spill     DAXKIT_STAGE_SPILL_BYTES (64 KiB): appends of 16 KiB -- the first four stay staged (another
+ *             program sees the size of the last publish point), the fifth would take the burst past 64 KiB
+ *             and the kernel file holds all five at once, exactly (counter append_spills); the next four
+ *             stage again, the one after spills again; fsync and close: every byte. Through an O_APPEND
+ *             descriptor nothing spills (a log other processes may append to): others see nothing before
+ *             the fsync. With DAXKIT_STAGE_SPILL_BYTES=0 (argv[3] "nospill"): nothing before the fsync either.
+ *             (The crash side -- a spilled burst rolled back by recovery -- is shim_crash_*_spill.)
+ * large runs with DAXKIT_STAGE_SPILL_BYTES=0: its point is the burst staged whole.
  * With DAXKIT_STAGE_HEAP_BYTES=0 (argv[3] "pool"): small and large use the pool from the first append.
  * argv[1]: managed directory; argv[2]: case. */
 #include <dirent.h>
@@ -129,6 +137,45 @@ static void case_large(const char *dir) {
            (unsigned long long)(after[DK_C_stage_heap_slots] - before[DK_C_stage_heap_slots]));
 }
 
+/* Appends `pieces` x 16 KiB to path (created; O_APPEND when `o_append`), checking after each what another
+ * program sees: the size of the last publish point, or -- when `spill` -- every byte once the appends since
+ * it passed 64 KiB (at the 5th and 10th piece). Then fsync: every byte. Returns the spills counted. */
+static uint64_t spill_burst(const char *path, bool o_append, bool spill) {
+    enum { PIECE = 16384, PIECES = 11 };
+    static uint8_t buf[PIECE];
+    uint64_t before[DK_C_COUNT], after[DK_C_COUNT];
+    counters(before);
+    int fd = OK(open(path, O_WRONLY | O_CREAT | O_TRUNC | (o_append ? O_APPEND : 0), 0644));
+    uint64_t size = 0, seen = 0;
+    for (uint32_t i = 0; i < PIECES; i++) {
+        st_fill(buf, 11, size, PIECE);
+        st_write_all(fd, buf, PIECE);
+        size += PIECE;
+        if (spill && size - seen > 65536) seen = size; /* past 64 KiB since the last spill: all in the kernel file */
+        other_sees(path, seen, 11, st_fmt("%s append %u of 16 KiB", o_append ? "O_APPEND" : "plain", i + 1));
+    }
+    OK(fsync(fd));
+    other_sees(path, size, 11, "fsync");
+    OK(close(fd));
+    counters(after);
+    return after[DK_C_append_spills] - before[DK_C_append_spills];
+}
+
+static void case_spill(const char *dir, bool nospill) {
+    const char *limit = getenv("DAXKIT_STAGE_SPILL_BYTES");
+    CHECK(nospill == (limit && !strcmp(limit, "0")), "argv[3] \"nospill\" goes with DAXKIT_STAGE_SPILL_BYTES=0");
+    CHECK(!limit || !strcmp(limit, "0"), "the spill case checks the 64 KiB default (or 0)");
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "spill");
+    uint64_t spills = spill_burst(path, false, !nospill);
+    CHECK(spills == (nospill ? 0 : 2), "%llu spills counted, expected %d", (unsigned long long)spills, nospill ? 0 : 2);
+    st_path(path, sizeof path, dir, "spill.log");
+    uint64_t log_spills = spill_burst(path, true, false);
+    CHECK(log_spills == 0, "%llu spills through an O_APPEND descriptor", (unsigned long long)log_spills);
+    printf("ok: 11 appends of 16 KiB: %llu spills past 64 KiB, each seen whole at once; O_APPEND: none\n",
+           (unsigned long long)spills);
+}
+
 static void case_errno(const char *dir) {
     static uint8_t buf[65536];
     char path[PATH_MAX];
@@ -226,6 +273,7 @@ int main(int argc, char **argv) {
     st_watchdog(120);
     const char *c = argc > 2 ? argv[2] : "";
     pool_only = argc > 3 && !strcmp(argv[3], "pool");
+    bool nospill = argc > 3 && !strcmp(argv[3], "nospill");
     const char *heap = getenv("DAXKIT_STAGE_HEAP_BYTES");
     CHECK(pool_only == (heap && !strcmp(heap, "0")), "argv[3] \"pool\" goes with DAXKIT_STAGE_HEAP_BYTES=0");
     if (!strcmp(c, "small")) case_small(dir);
@@ -233,6 +281,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "readonly")) case_readonly(dir);
     else if (!strcmp(c, "errno")) case_errno(dir);
     else if (!strcmp(c, "many")) case_many(dir);
-    else FAIL("usage: shim_stage_heap DIR small|large|readonly|many|errno [pool]");
+    else if (!strcmp(c, "spill")) case_spill(dir, nospill);
+    else FAIL("usage: shim_stage_heap DIR small|large|readonly|many|errno|spill [pool|nospill]");
     return 0;
 }
