@@ -412,7 +412,7 @@ struct up_file {
     bool unlinked;
     bool reflinked;         /* blocks were cloned in since the last fsync (publish.c: drop_reflink_mark) */
     bool spilled;           /* appends went to the kernel since the last publish point under a valid size record,
-                               cleared at the next one (publish.c: up_spill_locked). Under mu */
+                               cleared at the next one (publish.c: up_spill_locked). Set under mu (atomic) */
     bool cached;            /* in the file table */
     bool kernel_only;       /* could not be mapped: every call passes through */
     /* Per-file DAX on a DAX root (review 11, finding 3; up_persist_as): statx's STATX_ATTR_DAX (1, 0, -1 not
@@ -478,6 +478,16 @@ static inline bool up_publish_rolling_back(const struct up_file *f) {
 static inline bool up_file_pinned(const struct up_file *f) {
     return f->staged_count || f->ksize != __atomic_load_n(&f->size, __ATOMIC_ACQUIRE) || f->rescue_fd >= 0 || f->atomic ||
            up_publish_rolling_back(f);
+}
+
+/* The library's size is the file's (fstat answers it; a reopen or a change the kernel made does not take the
+ * kernel's): bytes the kernel does not have (staged, an extension), the atomic engine's, a failed close's
+ * rescue, a publish in flight -- but not a spill's size record alone: the spilled bytes are in the kernel
+ * file, and growth another process made past them is the kernel's to report (publish.c: up_spill_locked;
+ * diff_twoproc_lock_hugetmpfs seed 795966340075: fstat said 158,428 where the kernel had 1,048,700). */
+static inline bool up_file_size_ours(const struct up_file *f) {
+    return f->staged_count || f->ksize != __atomic_load_n(&f->size, __ATOMIC_ACQUIRE) || f->rescue_fd >= 0 || f->atomic ||
+           (up_publish_rolling_back(f) && !__atomic_load_n(&f->spilled, __ATOMIC_ACQUIRE));
 }
 
 static inline uint64_t up_file_size(const struct up_file *f) {

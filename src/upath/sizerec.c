@@ -286,7 +286,7 @@ void up_sizerec_clear(struct up_file *f) {
     __atomic_store_n(&rec->magic, 0, __ATOMIC_RELEASE);
     rec_persist(f->root, rec, &rec->magic, sizeof rec->magic);
     __atomic_store_n(&f->sizerec_valid, false, __ATOMIC_RELEASE); /* after the clear is durable: lock-free readers */
-    f->spilled = false;
+    __atomic_store_n(&f->spilled, false, __ATOMIC_RELEASE);
 }
 
 void up_sizerec_release(struct up_file *f) {
@@ -300,7 +300,7 @@ static void forget_slot_cb(struct up_file *f, void *arg) {
     (void)arg;
     f->sizerec_slot = 0;
     f->sizerec_valid = false;
-    f->spilled = false;
+    __atomic_store_n(&f->spilled, false, __ATOMIC_RELAXED);
 }
 
 void up_sizerec_after_fork_child(void) {

@@ -116,9 +116,10 @@ static void forget_contents(struct up_file *f, uint64_t ksize) {
     f->staged_count = 0;
     up_holes_clamp(f, DK_MIN(f->ksize, ksize)); /* a size grown by the kernel is a hole (holes.c) */
     f->ksize = ksize;
+    bool keeps = f->spilled && ksize >= up_file_size(f); /* a reopen of a spilled file: the burst's record stands */
     __atomic_store_n(&f->pub_size, ksize, __ATOMIC_RELEASE);
     up_file_set_size(f, ksize);
-    up_sizerec_clear(f);
+    if (!keeps) up_sizerec_clear(f);
 }
 
 /* forget_contents under the guard's write side when the size shrinks (fast sections, which reach up to
@@ -146,7 +147,7 @@ static void file_reopened(struct up_file *f, int fd, const struct stat *st_open,
     const struct stat *st = st_open;
     if ((uint64_t)st_open->st_size != f->ksize && DK_REAL(fstat)(fd, &now) == 0) st = &now;
     uint64_t ns = (uint64_t)st->st_size;
-    if ((oflags & O_TRUNC) || !up_file_pinned(f)) { /* Linux truncates even O_RDONLY|O_TRUNC */
+    if ((oflags & O_TRUNC) || !up_file_size_ours(f)) { /* Linux truncates even O_RDONLY|O_TRUNC */
         forget_contents_guarded(f, ns);
     }
     dk_mu_unlock(&f->mu);
@@ -982,7 +983,7 @@ void up_kernel_wrote_file(struct up_file *f, int fd, uint64_t off, uint64_t end)
      * known (end UINT64_MAX). Counted as bytes asked for, DAX or not (what a test can see). */
     dk_count(DK_C_pt_changed_bytes, DK_MIN(end, f->ksize) > off ? DK_MIN(end, f->ksize) - off : 0);
     up_map_kernel_wrote(f, off, end, f->ksize);
-    if (!up_file_pinned(f) && DK_REAL(fstat)(fd, &st) == 0) {
+    if (!up_file_size_ours(f) && DK_REAL(fstat)(fd, &st) == 0) {
         uint64_t ns = (uint64_t)st.st_size;
         /* Past what daxkit maps: the size is taken unmapped, and the next call that needs the mapping hands
          * the file to the kernel (up_kernel_takes_over). */
@@ -1004,7 +1005,7 @@ int up_fix_stat(dev_t dev, ino_t ino, off_t *size) {
     }
     dk_mu_lock(&up_table_mu);
     struct up_file *f = up_file_lookup(dev, ino);
-    if (f && up_file_pinned(f)) *size = (off_t)up_file_size(f);
+    if (f && up_file_size_ours(f)) *size = (off_t)up_file_size(f);
     up_table_unlock();
     return 0;
 }
@@ -1020,7 +1021,7 @@ void up_fix_fstat(int fd, off_t *size) {
     if (DK_UNLIKELY((uint64_t)*size > __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE)) && f->strategy == UP_STAGE &&
         !up_io_mu_held(f) && up_publish_past_growth(f, fd, (uint64_t)*size))
         *size = (off_t)up_file_size(f); /* (published: the kernel's size now, past its appends) */
-    else if (up_file_pinned(f)) *size = (off_t)up_file_size(f);
+    else if (up_file_size_ours(f)) *size = (off_t)up_file_size(f);
     up_call_leave();
 }
 

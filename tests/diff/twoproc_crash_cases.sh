@@ -10,6 +10,7 @@
 # Also the two-process cases without a crash (twoproc-append-follow-*.ops: where a publish that finds another
 # process's append moves this process's O_APPEND offsets -- review 15, finding 13).
 # Extra environment for the library side: DIFF_LIB_ENV (e.g. DAXKIT_STRICT_MARKS=0, the negative control).
+# ARGV[3]: a glob of the case names to run (default twoproc-*).
 # Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -18,14 +19,15 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 
-medium=${1:?usage: twoproc_crash_cases.sh MEDIUM [MODES]}
+medium=${1:?usage: twoproc_crash_cases.sh MEDIUM [MODES] [GLOB]}
 modes=${2:-strict,sync}
+glob=${3:-twoproc-*} # which of tests/diff/cases/ (without .ops)
 tester=$(dk_test_bin dk_difftest_twoproc) || exit 1
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
 dk_media_mount "$medium" >/dev/null
-cases=("$here"/cases/twoproc-*.ops)
-[ -e "${cases[0]}" ] || dk_fail "no tests/diff/cases/twoproc-*.ops"
+cases=("$here"/cases/$glob.ops)
+[ -e "${cases[0]}" ] || dk_fail "no tests/diff/cases/$glob.ops"
 failed=0 n=0
 for ops in "${cases[@]}"; do
     args=()
