@@ -357,6 +357,7 @@ int up_spill_locked(struct up_file *f, int fd, uint64_t end) {
     int rc = up_sizerec_spill(f, fd, end);
     if (rc) return rc;
     if (!f->sizerec_valid) return 1;
+    if (!f->spilled) up_pin_note(); /* the record pins the file: up_publish_all's walk must not be skipped (review 22, #02) */
     __atomic_store_n(&f->spilled, true, __ATOMIC_RELEASE); /* lock-free readers: up_file_size_ours */
     rc = publish_locked(f, fd, NULL, true);
     if (rc) return rc;
