@@ -306,7 +306,9 @@ static int publish_locked(struct up_file *f, int fd, uint64_t *moved, bool keep_
     if (wfd < 0) return wfd;
     /* The mapping must cover the new size before pub_size moves (readers trust pub_size). */
     int rc = up_map_keep(f, wfd, size);
-    enum up_small small = staged ? up_small_pages_plan(f, size, !may_clone) : UP_SMALL_NO;
+    /* Not in a spill's publish: its first 64 KiB are not the file's size, the burst goes on through the kernel
+     * (review 23, #02: every new file written past 64 KiB on huge tmpfs paid the seed) */
+    enum up_small small = staged && !keep_record ? up_small_pages_plan(f, size, !may_clone) : UP_SMALL_NO;
     /* A relink a crash can cut is rolled back by recovery: the record first, cleared below. A seed of small
      * pages and its copy are two steps. */
     if (rc == 0 && staged && (small == UP_SMALL_SEED || relink_can_tear(f, size)))

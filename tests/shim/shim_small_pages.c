@@ -10,6 +10,10 @@
  *   wronly  -- 9,000 bytes through O_WRONLY, fsync: the same (the library maps it through its own descriptor)
  *   tiny    -- 100 bytes, fsync: the same
  *   big     -- 3 MiB in one publish: at least 2 MiB of blocks (published large: huge pages)
+ *   spilled -- 1.5 MiB in 16 KiB writes, fsync: past 64 KiB the burst spills (DAXKIT_STAGE_SPILL_BYTES;
+ *              counter append_spills), and the spill's publish of its first 64 KiB is not the file's size:
+ *              no seed of 4 KiB pages for it (counter small_page_seeds unchanged; review 23, #02); at least
+ *              2 MiB of blocks
  *   grows   -- 8 KiB, fsync, then to 2 MiB + 4 KiB, fsync: at least 4 MiB of blocks (its second 2 MiB: a huge page)
  *   mapped  -- 8 KiB written, then mapped by the program (a publish point): at least 2 MiB of blocks
  * `crash`: "first" as above, then 100 bytes into a new "crashed", fsync -- killed (DAXKIT_TEST_CRASH) between
@@ -23,6 +27,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "shim_test.h"
 
 #define HUGE_BYTES (2ll << 20)
 
@@ -56,6 +62,15 @@ static int write_file(const char *dir, const char *name, int flags, long long n,
         if (append(fd, name, off, off + piece < n ? piece : n - off)) return -1;
     if (fsync(fd) != 0) return perror("fsync"), -1;
     return close(fd);
+}
+
+/* "spilled" (header): a burst that spills gets no seed in its spill's publish. */
+static int write_spilled(const char *dir) {
+    uint64_t seeds = st_counter(DK_C_small_page_seeds), spills = st_counter(DK_C_append_spills);
+    if (write_file(dir, "spilled", O_RDWR, 3 * HUGE_BYTES / 4, 1 << 14)) return -1;
+    CHECK(st_counter(DK_C_append_spills) > spills, "spilled: no append spilled (DAXKIT_STAGE_SPILL_BYTES)");
+    CHECK(st_counter(DK_C_small_page_seeds) == seeds, "spilled: the spill's publish of a new file seeded 4 KiB pages");
+    return 0;
 }
 
 static int write_grows(const char *dir) {
@@ -119,7 +134,8 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "run") &&
         (write_file(dir, "first", O_RDWR, 12288, 4096) || write_file(dir, "journal", O_RDWR, 12000, 4000) ||
          write_file(dir, "wronly", O_WRONLY, 9000, 9000) || write_file(dir, "tiny", O_RDWR, 100, 100) ||
-         write_file(dir, "big", O_RDWR, 3 * HUGE_BYTES / 2, 1 << 16) || write_grows(dir) || write_mapped(dir)))
+         write_file(dir, "big", O_RDWR, 3 * HUGE_BYTES / 2, 1 << 16) ||
+         write_spilled(dir) || write_grows(dir) || write_mapped(dir)))
         return 2;
     const struct expect files[] = {
         {"first", 12288, -1, -1},
@@ -127,6 +143,7 @@ int main(int argc, char **argv) {
         {"wronly", 9000, -1, HUGE_BYTES - 1},
         {"tiny", 100, -1, HUGE_BYTES - 1},
         {"big", 3 * HUGE_BYTES / 2, HUGE_BYTES, -1},
+        {"spilled", 3 * HUGE_BYTES / 4, HUGE_BYTES, -1},
         {"grows", HUGE_BYTES + 4096, 2 * HUGE_BYTES, -1},
         {"mapped", 8192, HUGE_BYTES, -1},
     };
