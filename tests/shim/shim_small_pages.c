@@ -18,6 +18,11 @@
  *   mapped  -- 8 KiB written, then mapped by the program (a publish point): at least 2 MiB of blocks
  * `crash`: "first" as above, then 100 bytes into a new "crashed", fsync -- killed (DAXKIT_TEST_CRASH) between
  * the seed of its 4 KiB page and the copy; small_pages.sh then recovers and checks that nothing of it is left.
+ * The "at least" checks (huge pages kept) are judged only when a control -- 1 byte written by the kernel into a
+ * new file next to the managed directory, just before and just after the file is made -- took a 2 MiB page
+ * both times: when memory is fragmented this kernel (6.18: shmem's smaller folios) gives a new file 1 MiB or
+ * smaller folios itself, and the check would fail for the machine's state, not the library's choice (spill23,
+ * session 23: 'grows' held 3 MiB and 'mapped' 1 MiB in 4 of 26 runs at load 11-14). `verify` checks sizes and bytes only (the allocation was judged by `run`).
  * Usage: shim_small_pages run|verify|crash DIR. Prints one "NAME bytes B blocks_bytes K" line a file; exit 0 pass,
  * 1 fail, 2 set-up. */
 #include <fcntl.h>
@@ -91,10 +96,33 @@ static int write_mapped(const char *dir) {
     return close(fd);
 }
 
+/* Whether the kernel gives a new file of this medium a 2 MiB page now: 1 byte written into DIR/../huge-control
+ * (outside the managed directory: no library), its allocation read, the file removed. */
+static int kernel_gives_huge(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/../huge-control", dir);
+    int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0644);
+    struct stat st;
+    int ok = fd >= 0 && write(fd, "x", 1) == 1 && fstat(fd, &st) == 0 && (long long)st.st_blocks * 512 >= HUGE_BYTES;
+    if (fd >= 0) close(fd);
+    unlink(path);
+    return ok;
+}
+
+/* make(dir), with whether the kernel gave huge pages just before and just after it (*judged). */
+static int made_judged(int (*make)(const char *dir), const char *dir, int *judged) {
+    int before = kernel_gives_huge(dir), rc = make(dir);
+    *judged = before && kernel_gives_huge(dir);
+    return rc;
+}
+
+static int write_big(const char *dir) { return write_file(dir, "big", O_RDWR, 3 * HUGE_BYTES / 2, 1 << 16); }
+
 struct expect {
     const char *name;
     long long bytes;
     long long blocks_min, blocks_max; /* allocated bytes (st_blocks * 512), inclusive; -1: not checked */
+    int judged;                       /* blocks_min is checked only when the kernel gave huge pages meanwhile */
 };
 
 /* The file's size and bytes through the kernel, and its allocated bytes against e's bounds. */
@@ -116,7 +144,9 @@ static int check(const char *dir, const struct expect *e) {
                 bad = fprintf(stderr, "%s: byte %lld is %d, written %d\n", e->name, off + i, buf[i], byte_at(e->name, off + i));
         off += k > 0 ? k : 0;
     }
-    if (e->blocks_min >= 0 && blocks < e->blocks_min)
+    if (e->blocks_min >= 0 && !e->judged)
+        printf("%s: not judged (the kernel's own new file took 4 KiB pages then: memory fragmented)\n", e->name);
+    else if (e->blocks_min >= 0 && blocks < e->blocks_min)
         bad = fprintf(stderr, "%s: %lld bytes allocated, expected at least %lld (huge pages)\n", e->name, blocks, e->blocks_min);
     if (e->blocks_max >= 0 && blocks > e->blocks_max)
         bad = fprintf(stderr, "%s: %lld bytes allocated, expected at most %lld (4 KiB pages, not a 2 MiB one)\n", e->name, blocks,
@@ -131,23 +161,26 @@ int main(int argc, char **argv) {
     const char *dir = argv[2];
     if (!strcmp(argv[1], "crash"))
         return write_file(dir, "first", O_RDWR, 12288, 4096) || write_file(dir, "crashed", O_RDWR, 100, 100) ? 2 : 0;
-    if (!strcmp(argv[1], "run") &&
-        (write_file(dir, "first", O_RDWR, 12288, 4096) || write_file(dir, "journal", O_RDWR, 12000, 4000) ||
-         write_file(dir, "wronly", O_WRONLY, 9000, 9000) || write_file(dir, "tiny", O_RDWR, 100, 100) ||
-         write_file(dir, "big", O_RDWR, 3 * HUGE_BYTES / 2, 1 << 16) ||
-         write_spilled(dir) || write_grows(dir) || write_mapped(dir)))
+    int run = !strcmp(argv[1], "run"), big_j = 0, grows_j = 0, mapped_j = 0;
+    if (run && (write_file(dir, "first", O_RDWR, 12288, 4096) || write_file(dir, "journal", O_RDWR, 12000, 4000) ||
+                write_file(dir, "wronly", O_WRONLY, 9000, 9000) || write_file(dir, "tiny", O_RDWR, 100, 100) ||
+                made_judged(write_big, dir, &big_j) || write_spilled(dir) || made_judged(write_grows, dir, &grows_j) ||
+                made_judged(write_mapped, dir, &mapped_j)))
         return 2;
-    const struct expect files[] = {
-        {"first", 12288, -1, -1},
-        {"journal", 12000, -1, HUGE_BYTES - 1},
-        {"wronly", 9000, -1, HUGE_BYTES - 1},
-        {"tiny", 100, -1, HUGE_BYTES - 1},
-        {"big", 3 * HUGE_BYTES / 2, HUGE_BYTES, -1},
-        {"spilled", 3 * HUGE_BYTES / 4, -1, -1}, /* (its blocks cannot tell a seed here: large folios fill the range) */
-        {"grows", HUGE_BYTES + 4096, 2 * HUGE_BYTES, -1},
-        {"mapped", 8192, HUGE_BYTES, -1},
+    struct expect files[] = {
+        {"first", 12288, -1, -1, 1},
+        {"journal", 12000, -1, HUGE_BYTES - 1, 1},
+        {"wronly", 9000, -1, HUGE_BYTES - 1, 1},
+        {"tiny", 100, -1, HUGE_BYTES - 1, 1},
+        {"big", 3 * HUGE_BYTES / 2, HUGE_BYTES, -1, big_j},
+        {"spilled", 3 * HUGE_BYTES / 4, -1, -1, 1}, /* (its blocks cannot tell a seed here: large folios fill the range) */
+        {"grows", HUGE_BYTES + 4096, 2 * HUGE_BYTES, -1, grows_j},
+        {"mapped", 8192, HUGE_BYTES, -1, mapped_j},
     };
     int bad = 0;
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) bad |= check(dir, &files[i]);
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        if (!run) files[i].blocks_min = files[i].blocks_max = -1; /* verify: bytes only */
+        bad |= check(dir, &files[i]);
+    }
     return bad;
 }
