@@ -162,6 +162,8 @@ static inline int fixfd_pend(int r, int fd, struct stat *st, bool pend) {
         DK_ERRNO_SAVE;
         up_pending_fstat_done(fd, st);
         DK_ERRNO_RESTORE;
+    } else if (r == 0 && up_enabled && S_ISDIR(st->st_mode)) {
+        up_pending_fstat_dir(fd, st); /* tar cf's directories: upath/pending.c */
     }
     if (r == 0 && up_enabled && S_ISREG(st->st_mode)) {
         DK_ERRNO_SAVE;

@@ -66,6 +66,9 @@ bool up_dev_is_managed(dev_t dev);
  * text rules of name_below), that is its verdict as a directory descriptor -- no readlink at its first use
  * (rsync opens each directory relative to its parent's descriptor). */
 void up_dirfd_note_open(int fd, int dirfd, const char *name);
+/* A directory opened without O_DIRECTORY that stayed pending (lazy adoption) until a use showed it a directory
+ * (st): its verdict from the roots its name showed at the open (`below`; those on its device), not walked. */
+void up_dirfd_note_pending(int fd, uint32_t below, const struct stat *st);
 uint64_t up_dirfd_walked(int dirfd); /* the verdict's id when walked, else 0 */
 void up_dirfd_set_walked(int dirfd);
 void up_dirfd_forget_walks(void); /* every verdict's walked mark (a name moved) */

@@ -27,6 +27,7 @@ size_t up_fd_path(int fd, char *buf, size_t cap) {
     char link[64];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
     ssize_t n = cap ? readlink(link, buf, cap - 1) : -1;
+    dk_count(DK_C_fd_path_reads, 1);
     if (n <= 0) {
         if (cap) buf[0] = 0;
         return 0;
@@ -322,6 +323,20 @@ void up_dirfd_note_open(int fd, int dirfd, const char *name) {
     if (!dirfd_lock()) return; /* no verdict: the kernel's path decides at its first use */
     DK_CRASH_POINT("managed.dirfd_note_open.locked");
     verdict_put(&dirfd_cache[fd % UP_DIRFD_SLOTS], fd, below, walked, ++dirfd_ids);
+    dirfd_unlock();
+}
+
+/* tar cf opens each directory without O_DIRECTORY and fstats it: with lazy adoption the open made it pending
+ * (it could be a file) and its verdict was never stored, so under a root that is a mount root -- where the
+ * name alone shows the files below it -- each file opened relative to it had its own path read to walk its
+ * areas (up_recover_below: 794 readlinks for /usr/include/linux's 763 files; 62 with the root a directory
+ * below its mount, whose descriptors get a verdict by their own readlink). Now the first file's walk marks
+ * the directory walked and the rest need none. */
+void up_dirfd_note_pending(int fd, uint32_t below, const struct stat *st) {
+    for (int i = 0; i < root_count; i++)
+        if (roots[i].dev != st->st_dev) below &= ~(1u << i);
+    if (!below || fd < 0 || !dirfd_lock()) return; /* no verdict: the kernel's path decides at its first use */
+    verdict_put(&dirfd_cache[fd % UP_DIRFD_SLOTS], fd, below, false, ++dirfd_ids);
     dirfd_unlock();
 }
 

@@ -163,6 +163,15 @@ void up_pending_fstat_done(int fd, const struct stat *st) {
     (void)up_pending_adopt(fd, st);
 }
 
+/* The program's fstat of a descriptor still pending that may pass its reads found a directory (tar cf opens
+ * each one without O_DIRECTORY, then fstats it): its verdict as a directory descriptor from what its name
+ * showed at the open (managed.c: up_dirfd_note_pending). No system call; the entry stays as it is. */
+void up_pending_fstat_dir(int fd, const struct stat *st) {
+    const struct up_fd *e = up_fd_entry(fd);
+    if (e && __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) == UP_PEND_WAITING)
+        up_dirfd_note_pending(fd, e->pend_below, st);
+}
+
 /* The entry this thread is adopting or dropping (one at a time), so that a signal handler using the same
  * descriptor meanwhile does not wait for its own thread: its call goes to the kernel (the caller finds no
  * slot), as for any descriptor the kernel serves (review 8, finding 12: it spun forever). */
@@ -230,7 +239,8 @@ static int pending_adopt(int fd, const struct stat *given, bool write) {
                (given || (__atomic_add_fetch(&up_adopt_epoch, 1, __ATOMIC_SEQ_CST), DK_REAL(fstat)(fd, &st) == 0))) {
         /* (the epoch moves before the fstat) */
         const struct stat *sp = given ? given : &st;
-        if (S_ISREG(sp->st_mode) && up_dev_is_managed(sp->st_dev)) {
+        if (S_ISDIR(sp->st_mode)) up_dirfd_note_pending(fd, e->pend_below, sp);
+        else if (S_ISREG(sp->st_mode) && up_dev_is_managed(sp->st_dev)) {
             uint64_t off = busy ? 0 : __atomic_load_n(&e->pend_off, __ATOMIC_RELAXED);
             /* the kernel applied O_TRUNC at the open; appends staged since by another descriptor stay */
             rc = up_adopt_stat(fd, e->pend_oflags & ~O_TRUNC, sp, e->pend_below, e->pend_walked, off, busy);

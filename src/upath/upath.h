@@ -96,6 +96,9 @@ bool up_pending_fstat_begin(int fd);
 /* After up_pending_fstat_begin: adopts fd from the program's fstat result `st`, or lets it pass its reads
  * when no file of this process can differ from the kernel's view of st's inode. */
 void up_pending_fstat_done(int fd, const struct stat *st);
+/* The program's fstat of a descriptor not taken by up_pending_fstat_begin showed a directory: a pending one
+ * gets a directory descriptor's verdict from its name (no system call). */
+void up_pending_fstat_dir(int fd, const struct stat *st);
 /* Before the kernel closes fd (or dup2 closes it): a pending fd is forgotten (true). False in a signal
  * handler whose thread holds the file table's lock when the close must be told to the file's locks:
  * nothing done -- its thread is to close it (up_close_later). */

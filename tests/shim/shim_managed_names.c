@@ -5,7 +5,8 @@
  * file and checks, by the `opens` counter, whether the library adopted it; chdir and fchdir move the
  * working directory between the cases. argv[1]: the managed directory (a subdirectory of its mount, so the
  * mount-root shortcut does not apply). With argv[2] = "root", argv[1] is a mount root instead: every name
- * on its device is served (the shortcut skips the readlink), except names through its .daxkit area.
+ * on its device is served (the shortcut skips the readlink), except names through its .daxkit area; and
+ * tar cf's pattern (tar_cf_reads) reads no file's path from the kernel.
  * Exit 0 pass, 1 fail. */
 #include <dirent.h>
 
@@ -30,6 +31,51 @@ static void expect(int dirfd, const char *name, bool managed, const char *why) {
     bool got = adopted(dirfd, name);
     CHECK(got == managed, "%s: '%s' %s, expected %s", why, name, got ? "was served" : "was not served",
           managed ? "served" : "not served");
+}
+
+/* tar cf's pattern: a directory opened relative to the root's descriptor without O_DIRECTORY and fstat'ed
+ * (lazy adoption leaves it pending until then), then each file opened relative to it, read and closed: the
+ * files' own paths are not read from the kernel one by one (counter fd_path_reads: at most 2 for 20 files --
+ * the first file's walk of the directory's areas; session 21's library read 21 on a mount root). `busy`:
+ * with appends of another file staged meanwhile (tar's archive), so the directory's fstat adopts it
+ * (pending.c: up_pending_fstat_done) rather than letting it pass (up_pending_fstat_dir). */
+static void tar_cf_reads(bool busy) {
+    enum { FILES = 20 };
+    char tree[PATH_MAX], archive[PATH_MAX];
+    st_path(tree, sizeof tree, dir, busy ? "tree.busy" : "tree");
+    st_path(archive, sizeof archive, dir, "archive");
+    int afd = busy ? OK(open(archive, O_WRONLY | O_CREAT | O_TRUNC, 0644)) : -1;
+    if (busy) st_write_all(afd, "staged", 6); /* an active file: the epoch moved */
+    mkdir(tree, 0755);
+    for (int i = 0; i < FILES; i++) {
+        char p[PATH_MAX];
+        st_path(p, sizeof p, tree, st_fmt("f%d", i));
+        int fd = OK(open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+        st_write_all(fd, "0123456789", 10);
+        OK(close(fd));
+    }
+    uint64_t before[DK_C_COUNT], after[DK_C_COUNT];
+    int rfd = OK(open(dir, O_RDONLY | O_DIRECTORY));
+    CHECK(st_stats(getpid(), before), "no stats file");
+    int tfd = OK(openat(rfd, busy ? "tree.busy" : "tree", O_RDONLY | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st;
+    OK(fstat(tfd, &st));
+    CHECK(S_ISDIR(st.st_mode), "tree is no directory");
+    for (int i = 0; i < FILES; i++) {
+        int fd = OK(openat(tfd, st_fmt("f%d", i), O_RDONLY | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
+        char got[16];
+        CHECK(read(fd, got, sizeof got) == 10 && !memcmp(got, "0123456789", 10), "read of f%d", i);
+        OK(close(fd));
+    }
+    CHECK(st_stats(getpid(), after), "no stats file");
+    OK(close(tfd));
+    OK(close(rfd));
+    if (busy) OK(close(afd));
+    uint64_t reads = after[DK_C_fd_path_reads] - before[DK_C_fd_path_reads];
+    CHECK(reads <= 2, "%llu descriptor paths read from the kernel for %d files opened relative to a directory "
+          "opened without O_DIRECTORY (%s)", (unsigned long long)reads, FILES, busy ? "a file active" : "idle");
+    printf("ok: tar cf's pattern (%s): %llu descriptor paths read for %d files\n", busy ? "a file active" : "idle",
+           (unsigned long long)reads, FILES);
 }
 
 /* The managed directory is a mount root: names are judged by their components alone. */
@@ -63,6 +109,8 @@ int main(int argc, char **argv) {
     dir = st_dir(argc, argv);
     if (argc > 2 && !strcmp(argv[2], "root")) {
         mount_root_cases();
+        tar_cf_reads(false);
+        tar_cf_reads(true);
         return 0;
     }
     char sub[PATH_MAX], out[PATH_MAX], abs_in[PATH_MAX], abs_out[PATH_MAX], link[PATH_MAX];
