@@ -16,11 +16,20 @@
  * kernel's close, so that a write through it meanwhile waits (upath/calls.h) -- but in a handler inside its
  * thread's table lock, maybe later. */
 static int close_pending(int fd) {
+    up_locks_close_begin(); /* the drop's forget of the lock set: a lock call in flight until the kernel's close */
     int c = up_pending_drop_closing(fd);
-    if (DK_UNLIKELY(c < 0)) return up_close_later(fd);
+    if (DK_UNLIKELY(c < 0)) {
+        up_locks_close_end();
+        return up_close_later(fd);
+    }
     up_fd_vacate(fd); /* (upath/fdtab.c: up_fd_opening) */
-    if (up_fd_slot(fd)) return up_close_managed(fd); /* adopted meanwhile */
+    if (up_fd_slot(fd)) { /* adopted meanwhile */
+        int r = up_close_managed(fd);
+        up_locks_close_end();
+        return r;
+    }
     int r = DK_REAL(close)(fd);
+    up_locks_close_end();
     if (c > 0) {
         DK_ERRNO_SAVE;
         up_fd_close_done(fd);
@@ -69,6 +78,7 @@ DK_EXPORT int close_range(unsigned int first, unsigned int last, int flags) {
     if (DK_UNLIKELY(!up_close_range_fits(first, last))) return -1; /* EDEADLK (table_nested.c) */
     up_dirfd_forget_range(first, last);
     struct range_arg a = {.first = first, .last = last};
+    up_locks_close_begin(); /* the closes' forgets of lock sets: a lock call in flight until the kernel's close */
     up_fd_foreach(range_cb, &a);
     /* Close around the numbers kept (sorted ascending by the walk). */
     unsigned lo = first;
@@ -79,6 +89,7 @@ DK_EXPORT int close_range(unsigned int first, unsigned int last, int flags) {
         lo = fd + 1;
     }
     if (r == 0 && lo <= last && lo >= first) r = DK_REAL(close_range)(lo, last, flags);
+    up_locks_close_end();
     DK_ERRNO_SAVE;
     up_fd_close_done_range(first, last);
     DK_ERRNO_RESTORE;
@@ -131,10 +142,15 @@ static int dup_to(int oldfd, int newfd, int flags, bool three) {
     if (up_enabled) up_dirfd_forget(newfd);
     if (up_enabled && oldfd != newfd && DK_UNLIKELY(up_fd_is_internal(newfd))) up_aux_vacate(newfd);
     if (up_enabled && oldfd != newfd) up_resolve(oldfd);
+    /* A close of newfd's file (pending or managed) forgets its lock set: a lock call in flight from there
+     * until the kernel's dup2 closed it (reclock.c). Whatever newfd is: another thread may bind it meanwhile. */
+    bool counted = up_enabled && oldfd != newfd;
+    if (counted) up_locks_close_begin();
     /* a pending newfd: closing until the kernel's dup2 replaced it */
     int pclosing = up_enabled && oldfd != newfd && up_fd_pending_entry(newfd) && DK_REAL(fcntl)(oldfd, F_GETFD) >= 0
                        ? up_pending_drop_closing(newfd) : 0;
     if (DK_UNLIKELY(pclosing < 0)) {
+        up_locks_close_end();
         errno = EDEADLK; /* a handler inside its thread's table lock: newfd's close cannot be told now */
         return -1;
     }
@@ -142,6 +158,7 @@ static int dup_to(int oldfd, int newfd, int flags, bool three) {
     bool closing = up_enabled && oldfd != newfd && up_fd_slot(newfd) && DK_REAL(fcntl)(oldfd, F_GETFD) >= 0;
     if (closing) up_close(newfd);
     int r = three ? DK_REAL(dup3)(oldfd, newfd, flags) : DK_REAL(dup2)(oldfd, newfd);
+    if (counted) up_locks_close_end();
     struct up_fd *o = r >= 0 && up_enabled && oldfd != newfd && !closing ? up_fd_opening(newfd) : NULL;
     if (r >= 0 && up_enabled && oldfd != newfd && up_fd_slot(oldfd)) up_dup(oldfd, newfd);
     up_fd_opened(newfd, o);

@@ -18,8 +18,9 @@
  * calls of two threads overlapping in time (a thread cancelled inside F_SETLKW ends its call too: the
  * caller's cleanup handler), descriptors served by the kernel, and a close of the file: up_close runs before
  * the kernel's close, which drops the process's locks on the file -- also one another thread takes in
- * between. Open file description locks (F_OFD_*) and flock are not tracked: their acquisitions always
- * move the generation.
+ * between, so the close counts as a lock call in flight until the kernel's close returns (up_locks_close_begin).
+ * Open file description locks (F_OFD_*) and flock are not tracked: their acquisitions always move the
+ * generation.
  *
  * No file mutex guards the set (session 23; f->mu until then: 73 of ~480 library instructions a lock call and
  * two locked instructions, and a signal handler's lock call inside its thread's hold of f->mu waited for
@@ -218,14 +219,27 @@ void up_lock_cancelled(void *unused) {
     __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL); /* its start stays: a call it overlapped sees it */
 }
 
-/* Without f->mu (a close with nothing to publish takes none: upath.c): a lock call of another thread under
- * f->mu meanwhile either finds the set unknown already, or is taken as made before the close -- which drops
- * it in the kernel, after this. */
+/* Without f->mu (a close with nothing to publish takes none: upath.c), inside the close's count
+ * (up_locks_close_begin): a lock call of another thread or of a signal handler meanwhile either finds the set
+ * unknown already, or is taken as made before the close -- which drops it in the kernel, after this. */
 void up_locks_closed(struct up_file *f) {
     /* Unknown, not empty: the kernel's close comes after this, and drops whatever lock another thread
-     * takes on the file meanwhile (review 7, finding 13b). The next whole-file unlock empties it. */
+     * takes on the file meanwhile (review 7, finding 13b). The next whole-file unlock that runs alone -- after
+     * the close's count ended, so after the kernel's close -- empties it. */
     forget_held(&f->locks);
 }
+
+/* The close's count: a start and one in flight, as a lock call's (up_lock_call_begin), from before its forget
+ * until after the kernel's close. A lock call that begins inside it finds it busy; one begun before whose
+ * bookkeeping ends inside it or after it finds a start since its own: neither runs alone, so neither makes the
+ * set known (or held) again -- each ends it unknown (up_lock_done). One whose count ended before the close's
+ * began is ordered before the forget (the count's read-modify-writes), which makes its set unknown. Until
+ * session 24 the close was not counted: a whole-file release and a re-take between the forget and the kernel's
+ * close ran alone and left the set held after the kernel dropped every lock (shim_lock_overlap's close cases).
+ * Forgetting again after the kernel's close would not do: between the kernel's close and that forget, another
+ * thread's size re-read and lock could already have kept a size on the strength of a lock the close dropped. */
+void up_locks_close_begin(void) { __atomic_add_fetch(&calls, CALL_STARTED | CALL_IN_FLIGHT, __ATOMIC_ACQ_REL); }
+void up_locks_close_end(void) { __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL); }
 
 void up_size_verify_slow(struct up_file *f, int fd) {
     DK_ERRNO_SAVE;

@@ -76,20 +76,23 @@ __thread bool up_close_later_due;
 static __thread const struct up_fd *closing_later; /* the entry this thread is closing for a handler now */
 
 static int close_later(int fd);
-static int close_now(int fd);
+static int close_now_counted(int fd);
 
 int up_close_later(int fd) { return close_later(fd); }
 
 int up_close_managed(int fd) {
     if (DK_UNLIKELY(dk_mu_mine(&up_table_mu))) return close_later(fd); /* a handler in its thread's table change */
     up_close_later_settle(fd);
-    return close_now(fd);
+    up_locks_close_begin(); /* the close is a lock call in flight until after the kernel's (reclock.c) */
+    return close_now_counted(fd);
 }
 
-static int close_now(int fd) {
+/* Inside the close's count (up_locks_close_begin: from its forget of the lock set until after the kernel's). */
+static int close_now_counted(int fd) {
     int rc = up_close(fd);
     up_fd_vacate(fd); /* writes through the number from now wait for a reopen's adoption (up_fd_opening) */
     int r = DK_REAL(close)(fd);
+    up_locks_close_end(); /* (errno kept) */
     up_fd_close_done(fd); /* calls waiting for the close go on: to the kernel (EBADF) */
     if (r == 0 && rc) {
         errno = -rc; /* the descriptor is closed; the program learns the appends did not land */
@@ -162,9 +165,11 @@ void up_close_later_run(void) {
             continue;
         DK_CRASH_POINT("upath.close_later.claimed"); /* tests: another thread's dup2 onto fd starts here */
         closing_later = e;
-        /* never adopted (pending.c): closing until close_now's end */
+        /* never adopted (pending.c): closing until close_now_counted's end; its forget of the lock set inside the
+         * close's count */
+        up_locks_close_begin();
         if (up_fd_pending_entry(fd) && up_pending_drop_closing(fd) >= 0) up_fd_vacate(fd);
-        close_now(fd);
+        close_now_counted(fd);
         closing_later = NULL;
         __atomic_store_n(&e->close_later, 0, __ATOMIC_RELEASE);
         syscall(SYS_futex, &e->close_later, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0); /* settle's waiters */

@@ -203,6 +203,13 @@ void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l,
 /* The cleanup handler of a lock call that may block (F_SETLKW): a thread cancelled inside the kernel call
  * ends its call here, or every later lock call of the process would count as overlapped. */
 void up_lock_cancelled(void *unused);
+/* A close of a managed (or pending) descriptor counts as a lock call in flight from before its forget of the
+ * file's lock set (up_close, up_pending_drop) until after the kernel's close (close, close_range, dup2/dup3):
+ * another thread's or a signal handler's lock call meanwhile does not run alone, so it cannot make the set
+ * known and held again before the kernel drops every lock of the process on the file (reclock.c). Balanced;
+ * nests. */
+void up_locks_close_begin(void);
+void up_locks_close_end(void);
 /* Before a kernel call that uses the file offset of fd (sendfile etc.): make the kernel's offset ours,
  * and afterwards take it back. */
 void up_offset_to_kernel(int fd);
