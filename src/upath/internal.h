@@ -549,6 +549,9 @@ static inline bool up_append_inflight_mine(const struct up_file *f) {
  * held) until the next whole-file unlock. Neither needs f->mu. */
 void up_locks_note_refresh(struct up_file *f);
 void up_locks_closed(struct up_file *f);
+/* reclock.c, in a fork child: the lock calls and closes of the parent's other threads in flight at the fork never
+ * end here -- the count keeps this thread's own only. */
+void up_locks_after_fork_child(void);
 /* Before an operation that depends on the file's exact end (append, write past it, SEEK_END): the size is
  * re-read when a lock was taken without one. */
 void up_size_verify_slow(struct up_file *f, int fd);

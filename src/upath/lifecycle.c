@@ -285,6 +285,7 @@ void up_fork_child(bool nested) {
         return;
     }
     up_file_reinit_locks_all();
+    up_locks_after_fork_child();
     up_guard_after_fork_child();
     up_fdtab_after_fork_child();
     dk_mu_reinit(&up_table_mu); /* held by up_fork_prepare: its mark goes too */

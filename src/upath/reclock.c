@@ -51,6 +51,14 @@ static uint64_t calls;
 static uint32_t in_flight(uint64_t v) { return (uint32_t)v; }
 static uint32_t started(uint64_t v) { return (uint32_t)(v >> 32); }
 
+/* This thread's share of the in-flight half (its lock calls and closes, a signal handler's inside them too):
+ * what a fork child keeps of it (up_locks_after_fork_child). Counted up before the shared count and down after
+ * it, so that a handler's fork in between leaves the child one share too many -- every lock call of the child
+ * overlapped, the set unknown: conservative -- never one too few. */
+static __thread uint32_t mine;
+static void mine_add(void) { __atomic_store_n(&mine, mine + 1, __ATOMIC_RELAXED); __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+static void mine_sub(void) { __atomic_signal_fence(__ATOMIC_SEQ_CST); __atomic_store_n(&mine, mine - 1, __ATOMIC_RELAXED); }
+
 /* `unknown`, `n` and `lapses` are also written by calls that do not run alone and by a close (up_locks_closed):
  * every access to them is atomic; the ranges themselves change only in a call that runs alone. */
 static bool is_unknown(const struct up_lockset *ls) { return __atomic_load_n(&ls->unknown, __ATOMIC_ACQUIRE); }
@@ -145,6 +153,7 @@ static void after_change(struct up_file *f) {
 static bool is_posix_setlk(int cmd) { return cmd == F_SETLK || cmd == F_SETLKW; }
 
 struct up_lock_call up_lock_call_begin(void) {
+    mine_add();
     uint64_t before = __atomic_fetch_add(&calls, CALL_STARTED | CALL_IN_FLIGHT, __ATOMIC_ACQ_REL);
     return (struct up_lock_call){.seq = started(before), .busy = in_flight(before) != 0};
 }
@@ -182,6 +191,7 @@ void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l,
     uint64_t gen_was = 0;
     if (!posix) {
         __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL);
+        mine_sub();
     } else {
         /* Test builds: a cue between the kernel call and the bookkeeping (shim_lock_overlap: another thread's
          * or a signal handler's lock calls run here) */
@@ -192,7 +202,9 @@ void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l,
         bool first = alone(c, __atomic_load_n(&calls, __ATOMIC_ACQUIRE), 1);
         if (first) exempt = track(f, s, l, gen_was);
         DK_CRASH_POINT("reclock.lock_done.tracked"); /* ... and between the bookkeeping and the call's end */
-        if (!alone(c, __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL), 0) || !first) {
+        bool overlapped = !alone(c, __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL), 0) || !first;
+        mine_sub();
+        if (overlapped) {
             forget_held(&f->locks); /* another call overlapped this one, its bookkeeping included */
             exempt = false;
         }
@@ -217,6 +229,7 @@ void up_locks_note_refresh(struct up_file *f) {
 void up_lock_cancelled(void *unused) {
     (void)unused;
     __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL); /* its start stays: a call it overlapped sees it */
+    mine_sub();
 }
 
 /* Without f->mu (a close with nothing to publish takes none: upath.c), inside the close's count
@@ -238,8 +251,24 @@ void up_locks_closed(struct up_file *f) {
  * close ran alone and left the set held after the kernel dropped every lock (shim_lock_overlap's close cases).
  * Forgetting again after the kernel's close would not do: between the kernel's close and that forget, another
  * thread's size re-read and lock could already have kept a size on the strength of a lock the close dropped. */
-void up_locks_close_begin(void) { __atomic_add_fetch(&calls, CALL_STARTED | CALL_IN_FLIGHT, __ATOMIC_ACQ_REL); }
-void up_locks_close_end(void) { __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL); }
+void up_locks_close_begin(void) {
+    mine_add();
+    __atomic_add_fetch(&calls, CALL_STARTED | CALL_IN_FLIGHT, __ATOMIC_ACQ_REL);
+}
+void up_locks_close_end(void) {
+    __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL);
+    mine_sub();
+}
+
+/* Only the forking thread lives on in the child: the shares of the parent's other threads -- a lock call or a
+ * close in flight at the fork -- would keep every lock call of the child overlapped for good (no refresh skip
+ * ever; shim_lock_overlap thread fork). The started half stays (this thread's own call, if a handler forked
+ * inside it, compares it). The child's sets were forgotten (up_file_reinit_locks_all: it holds none of its
+ * parent's locks). */
+void up_locks_after_fork_child(void) {
+    uint64_t v = __atomic_load_n(&calls, __ATOMIC_RELAXED);
+    __atomic_store_n(&calls, (v & ~(uint64_t)UINT32_MAX) | mine, __ATOMIC_RELEASE);
+}
 
 void up_size_verify_slow(struct up_file *f, int fd) {
     DK_ERRNO_SAVE;

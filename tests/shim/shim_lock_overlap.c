@@ -10,7 +10,12 @@
  *   dup2        the same cue, a dup2 onto the closed number;
  *   close_range the same cue, a close_range of it;
  *   fclose      the same cue, an fclose of a stream fdopen made of it (a cookie stream: src/shim/stdio.c);
- *   pending     upath.pending_drop.cleared: a close of a descriptor never used (pending: not adopted yet).
+ *   pending     upath.pending_drop.cleared: a close of a descriptor never used (pending: not adopted yet);
+ *   fork_close, fork_lock  (thread only) B forks inside the close (the close's cue) or inside A's bookkeeping
+ *               (reclock.lock_done.begin:5) and waits for its child: the child opens the file, releases the whole
+ *               file (its set known and empty) and makes a plain escalation round -- it must be a refresh skip:
+ *               the parent's call in flight at the fork never ends in the child (session 24: the child kept
+ *               its share, every lock call of the child overlapped, no refresh skip ever).
  * There B -- argv[2] "thread": another thread (the handler waits for it); "handler": the signal handler
  * itself -- releases the whole file; a writer outside the library (raw system calls: another process's view)
  * grows the file from 16 to 32 bytes; and at `begin` B re-takes byte 0 (review 22's release-and-re-take), at
@@ -32,7 +37,9 @@
 #include "shim_test.h"
 
 static int fd = -1, kfd = -1; /* the library's descriptor; the writer's, opened with raw system calls */
-static bool by_handler, at_begin, at_close;
+static bool by_handler, at_begin, at_close, at_fork;
+static char path[PATH_MAX];
+static volatile int fork_status = -1; /* fork_*: the child's wait status */
 static const char *how = "close"; /* at_close: close, dup2, close_range, fclose or pending */
 static sem_t go, done;
 static volatile sig_atomic_t cue_fired, b_failed;
@@ -48,8 +55,35 @@ static bool grow(off_t at) {
     return syscall(SYS_pwrite64, kfd, bytes, sizeof bytes - 1, at) == (long)sizeof bytes - 1;
 }
 
+static uint64_t skips(void);
+
+/* fork_*: B's child, with its own descriptor of the file: a plain escalation keeps the size it read. */
+static void fork_child(void) {
+    char buf[16];
+    fd = OK(open(path, O_RDWR));
+    for (int i = 0; i < 24; i++) CHECK(pread(fd, buf, 16, 0) == 16, "child: pread"); /* served */
+    OK(set_lock(F_UNLCK, 0, 0)); /* the set known (empty): the parent's was forgotten at the fork */
+    uint64_t s0 = skips();
+    OK(set_lock(F_RDLCK, 0, 1));
+    CHECK(pread(fd, buf, 16, 0) == 16, "child: pread");
+    OK(set_lock(F_RDLCK, 0, 2));
+    uint64_t s1 = skips();
+    CHECK(s1 == s0 + 1, "child forked inside another thread's call: a plain escalation made %llu refresh skips (1 "
+          "expected): the parent's call in flight at the fork, which never ends here, made the child's lock calls "
+          "overlapped", (unsigned long long)(s1 - s0));
+    _exit(0);
+}
+
 /* B: what overlaps A's bookkeeping. Async-signal-safe (it may run in the handler). */
 static void overlap(void) {
+    if (at_fork) { /* (thread only) */
+        pid_t pid = fork();
+        if (pid == 0) fork_child();
+        int st = -1;
+        if (pid > 0) while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+        fork_status = st;
+        return;
+    }
     if (set_lock(F_UNLCK, 0, 0) != 0) b_failed = 1;
     if (at_close) { /* the re-take the kernel's close then drops */
         if (set_lock(F_RDLCK, 0, 1) != 0) b_failed = 1;
@@ -112,7 +146,14 @@ static void plain_round(const char *when) {
  * again, so the lock kept the size of 16 and the read returned 8 bytes past the new end (refresh_skips +1). The
  * descriptor is closed by argv[3]: close, dup2 of /dev/null onto its number, close_range of its number alone, an
  * fclose of a stream on it, or (pending) a close of a descriptor never used. */
-static int case_close(const char *path, char **argv) {
+static int fork_checked(char **argv) {
+    CHECK(fork_status == 0, "%s: B's child (forked inside the main thread's call) ended with wait status %d (0 "
+          "expected: its plain escalation round must keep the size it read)", argv[3], fork_status);
+    printf("ok: %s: a child forked inside another thread's call keeps sizes at escalations\n", argv[3]);
+    return 0;
+}
+
+static int case_close(char **argv) {
     char buf[16];
     int fd1 = OK(open(path, O_RDWR));
     if (strcmp(how, "pending") != 0) /* adopted: its close is the library's */
@@ -127,6 +168,7 @@ static int case_close(const char *path, char **argv) {
         CHECK(fclose(fp) == 0, "fclose: %s", strerror(errno));
     } else OK(close(fd1));
     if (!cue_fired) SKIP("the cue did not fire (DAXKIT_TEST_CRASH unset, or not a test build)");
+    if (at_fork) return fork_checked(argv);
     CHECK(!b_failed, "B's release or re-take failed");
     if (null >= 0) { /* fd1 names /dev/null now */
         OK(close(fd1));
@@ -151,12 +193,15 @@ int main(int argc, char **argv) {
     CHECK(argc == 4 && (!strcmp(argv[2], "thread") || !strcmp(argv[2], "handler")) &&
               (!strcmp(argv[3], "begin") || !strcmp(argv[3], "tracked") || !strcmp(argv[3], "close") ||
                !strcmp(argv[3], "dup2") || !strcmp(argv[3], "close_range") || !strcmp(argv[3], "fclose") ||
-               !strcmp(argv[3], "pending")),
-          "usage: %s DIR thread|handler begin|tracked|close|dup2|close_range|fclose|pending", argv[0]);
+               !strcmp(argv[3], "pending") || (!strcmp(argv[2], "thread") && !strcmp(argv[3], "fork_close")) ||
+               (!strcmp(argv[2], "thread") && !strcmp(argv[3], "fork_lock"))),
+          "usage: %s DIR thread|handler begin|tracked|close|dup2|close_range|fclose|pending, or thread "
+          "fork_close|fork_lock", argv[0]);
     by_handler = !strcmp(argv[2], "handler");
     at_begin = !strcmp(argv[3], "begin");
-    at_close = !at_begin && strcmp(argv[3], "tracked") != 0;
-    if (at_close) how = argv[3];
+    at_fork = !strncmp(argv[3], "fork_", 5);
+    at_close = !at_begin && strcmp(argv[3], "tracked") != 0 && strcmp(argv[3], "fork_lock") != 0;
+    if (at_close && !at_fork) how = argv[3];
     st_require_library();
     st_watchdog(60);
     setvbuf(stdout, NULL, _IONBF, 0);
@@ -167,7 +212,7 @@ int main(int argc, char **argv) {
     struct sigaction sa = {.sa_handler = on_cue};
     OK(sigaction(SIGUSR1, &sa, NULL));
 
-    char path[PATH_MAX], buf[32];
+    char buf[32];
     st_path(path, sizeof path, dir, "f");
     fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
     memset(buf, 'a', 16);
@@ -179,10 +224,11 @@ int main(int argc, char **argv) {
     plain_round("before the overlap");                                         /* lock calls 1-3 */
     OK(set_lock(F_RDLCK, 0, 1));                                               /* 4: held ... */
     CHECK(pread(fd, buf, 16, 0) == 16, "pread");                               /* ... since the size was read */
-    if (at_close) return case_close(path, argv);
+    if (at_close) return case_close(argv);
     uint64_t s0 = skips(), u0 = st_counter(DK_C_lock_set_unknown);
     OK(set_lock(F_RDLCK, 0, 2)); /* 5: A, the escalation, with B inside its bookkeeping */
     if (!cue_fired) SKIP("the cue did not fire (DAXKIT_TEST_CRASH unset, or not a test build)");
+    if (at_fork) return fork_checked(argv);
     CHECK(!b_failed, "B's release, the writer's growth or B's re-take failed");
     if (!at_begin) OK(set_lock(F_RDLCK, 0, 1)); /* after B's release: the re-take */
     uint64_t s1 = skips(), u1 = st_counter(DK_C_lock_set_unknown);
