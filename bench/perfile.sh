@@ -20,7 +20,9 @@
 #              SRC_TREE (/usr/include/linux), INSN (0); variant "base" runs daxkit with BASE_LIB (another
 #              build's libdaxkit.so: before/after in one interleaved run); "daxkit-auto" runs daxkit with
 #              DAXKIT_APPEND=auto (a log fsynced per record moves to extend with keep), "auto-flush" the same
-#              with DAXKIT_PERSIST=flush (the issue's setting); "eager" runs daxkit
+#              with DAXKIT_PERSIST=flush (the issue's setting); "aof-keep" runs daxkit with DAXKIT_APPEND="stage,*.aof=extend"
+#              DAXKIT_EXTEND_SYNC=keep (README's configuration for an AOF a server keeps to itself: redis's, opened
+#              O_APPEND, which auto leaves on stage), "aof-keep-flush" the same with DAXKIT_PERSIST=flush; "eager" runs daxkit
 #              with DAXKIT_ADOPT_AFTER_IOS=0 (every managed file adopted at its open: no lazy adoption), "lazy"
 #              with DAXKIT_ADOPT_AFTER_IOS=4; "flush" (and "base-flush") with DAXKIT_PERSIST=flush -- the issue's
 #              targets' setting: every mapping treated as DAX (cache lines written back, fsync reaching the
@@ -75,6 +77,8 @@ run() {
     daxkit-auto) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_APPEND=auto) ;;
     auto-flush) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_APPEND=auto DAXKIT_PERSIST=flush) ;;
     flush) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_PERSIST=flush) ;;
+    aof-keep) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_APPEND="stage,*.aof=extend" DAXKIT_EXTEND_SYNC=keep) ;;
+    aof-keep-flush) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_APPEND="stage,*.aof=extend" DAXKIT_EXTEND_SYNC=keep DAXKIT_PERSIST=flush) ;;
     base-flush) env+=(LD_PRELOAD="${BASE_LIB:?variant base-flush needs BASE_LIB}" DAXKIT_DIR="$DIR" DAXKIT_PERSIST=flush) ;;
     eager) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_ADOPT_AFTER_IOS=0) ;;
     lazy) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_ADOPT_AFTER_IOS=4) ;;
@@ -149,6 +153,8 @@ work_redis() {
     daxkit-auto) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_APPEND=auto) ;;
     auto-flush) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_APPEND=auto DAXKIT_PERSIST=flush) ;;
     flush) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_PERSIST=flush) ;;
+    aof-keep) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_APPEND="stage,*.aof=extend" DAXKIT_EXTEND_SYNC=keep) ;;
+    aof-keep-flush) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_APPEND="stage,*.aof=extend" DAXKIT_EXTEND_SYNC=keep DAXKIT_PERSIST=flush) ;;
     eager) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_ADOPT_AFTER_IOS=0) ;;
     lazy) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_ADOPT_AFTER_IOS=4) ;;
     base) env+=(LD_PRELOAD="${BASE_LIB:?variant base needs BASE_LIB}" DAXKIT_DIR="$DIR") ;;
