@@ -9,6 +9,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "common/pwrite_all.h"
 #include "shim/shim.h"
 #include "upath/inflight.h"
 
@@ -28,7 +29,9 @@ static int close_pending(int fd) {
         up_locks_close_end();
         return r;
     }
+    int was = dk_cancel_off(); /* not a cancellation point here: close's is first (review 24) */
     int r = DK_REAL(close)(fd);
+    dk_cancel_restore(was);
     up_locks_close_end();
     if (c > 0) {
         DK_ERRNO_SAVE;
@@ -45,8 +48,16 @@ DK_EXPORT int close(int fd) {
             errno = EBADF; /* the program never opened it */
             return -1;
         }
-        if (DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) return close_pending(fd);
-        if (up_fd_slot(fd)) return up_close_managed(fd);
+        /* libc's close is a cancellation point before it closes anything: the library's too, before it
+         * touches a managed number's state; its kernel close is then not one (review 24) */
+        if (DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) {
+            DK_CANCEL_POINT();
+            return close_pending(fd);
+        }
+        if (up_fd_slot(fd)) {
+            DK_CANCEL_POINT();
+            return up_close_managed(fd);
+        }
     }
     return DK_REAL(close)(fd);
 }

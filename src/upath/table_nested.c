@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "common/crashpoint.h"
+#include "common/pwrite_all.h"
 #include "common/stats.h"
 #include "shim/libc.h"
 #include "upath/internal.h"
@@ -91,7 +92,11 @@ int up_close_managed(int fd) {
 static int close_now_counted(int fd) {
     int rc = up_close(fd);
     up_fd_vacate(fd); /* writes through the number from now wait for a reopen's adoption (up_fd_opening) */
+    /* Not a cancellation point (shim/fd.c close: the program's is, before anything is touched): a thread
+     * cancelled here would leave the close's count, the vacated number and its close-done behind (review 24). */
+    int was = dk_cancel_off();
     int r = DK_REAL(close)(fd);
+    dk_cancel_restore(was);
     up_locks_close_end(); /* (errno kept) */
     up_fd_close_done(fd); /* calls waiting for the close go on: to the kernel (EBADF) */
     if (r == 0 && rc) {
