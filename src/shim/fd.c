@@ -29,15 +29,17 @@ static int close_pending(int fd) {
         up_locks_close_end();
         return r;
     }
-    int was = dk_cancel_off(); /* not a cancellation point here: close's is first (review 24) */
+    /* not a cancellation point here: close's is first; the state back only after the count and the close-done
+     * (asynchronous cancellation acts at the restore: review 24, #01 and #08) */
+    int was = dk_cancel_off();
     int r = DK_REAL(close)(fd);
-    dk_cancel_restore(was);
     up_locks_close_end();
     if (c > 0) {
         DK_ERRNO_SAVE;
         up_fd_close_done(fd);
         DK_ERRNO_RESTORE;
     }
+    dk_cancel_restore(was);
     return r;
 }
 

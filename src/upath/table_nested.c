@@ -93,12 +93,13 @@ static int close_now_counted(int fd) {
     int rc = up_close(fd);
     up_fd_vacate(fd); /* writes through the number from now wait for a reopen's adoption (up_fd_opening) */
     /* Not a cancellation point (shim/fd.c close: the program's is, before anything is touched): a thread
-     * cancelled here would leave the close's count, the vacated number and its close-done behind (review 24). */
+     * cancelled here would leave the close's count, the vacated number and its close-done behind (review 24);
+     * the state back after both (asynchronous cancellation acts at the restore: review 24, #08). */
     int was = dk_cancel_off();
     int r = DK_REAL(close)(fd);
-    dk_cancel_restore(was);
     up_locks_close_end(); /* (errno kept) */
     up_fd_close_done(fd); /* calls waiting for the close go on: to the kernel (EBADF) */
+    dk_cancel_restore(was); /* (errno kept) */
     if (r == 0 && rc) {
         errno = -rc; /* the descriptor is closed; the program learns the appends did not land */
         return -1;
