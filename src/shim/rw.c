@@ -90,9 +90,13 @@
                 DK_PT_CALL(&pt_, w_ = real_call);        \
                 return dk_pt_end_written(&pt_, fd, (at), w_); \
             }                                            \
+            /* the library went off (exit) since the look above: as below */ \
+            if (changes) up_exit_hold(fd);               \
             /* a pread a window overlapped: made again (the window may have held the number) */ \
             return !(changes) && !(moves) ? DK_IFD_RETRY(real_call) : real_call; \
         }                                                \
+        /* the library off at exit: another thread's write of a managed file waits (sync, strict) */ \
+        if (changes) up_exit_hold(fd);                   \
         return real_call;                                \
     } while (0)
 

@@ -1,5 +1,8 @@
 /* Process lifecycle: start-up (configuration, roots, inherited descriptors), fork, exec, exit. */
 #include <dirent.h>
+#include <errno.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/crashpoint.h"
 #include "common/log.h"
 #include "common/stats.h"
 #include "persist/persist.h"
@@ -144,6 +148,90 @@ static void sync_offset_cb(int fd, struct up_fd *e, void *arg) {
     DK_REAL(lseek)(fd, (off_t)__atomic_load_n(&s->offset, __ATOMIC_ACQUIRE), SEEK_SET);
 }
 
+/* ---- other threads' writes after exit turned the library off (sync and strict modes) ----
+ * From up_fini's `up_enabled_flag = false` on, every call passes straight to the kernel -- also another
+ * thread's write to a managed file while the exit's shutdown still runs (strict: up_strict_shutdown waits
+ * for the writes in flight, a log record's RWF_DSYNC write among them, then fdatasyncs and unlinks the log).
+ * Such a write was acknowledged unsynced and unlogged -- outside the mode's promise -- and a thread appending
+ * without pause kept appending through the kernel for as long as the shutdown took: under load (a log
+ * record's write stalled behind the loop device) it filled the medium, and the kernel's write that met the
+ * full medium part way through a block returned a short count, errno 0 (shim_fd_lifetime_end_strict_xfs:
+ * 28 of 100 bytes; with 8 MiB left free on the medium, strace shows a worker's 14,000 plain write(2)s after
+ * the exit began and the last one returning 40). In sync and strict modes such a write now waits for the end
+ * of the process, as one that arrived in the library does (strict's checkpoint lock, the files' locks):
+ * never returned, as a kernel write cut by the end of the image. Not the exiting thread's own (stdio's flush
+ * at exit, a handler of its own), not a vfork or fork child's; posix mode's pass-through writes are the
+ * kernel's, whole and in place, as before. The descriptors are those managed when the library went off,
+ * each checked against its file (a number closed and given to another file since passes). */
+struct exit_held {
+    int fd;
+    dev_t dev;
+    ino_t ino;
+};
+#define EXIT_HELD_INLINE 256
+static struct exit_held exit_held_inline[EXIT_HELD_INLINE];
+static struct exit_held *exit_held = exit_held_inline;
+static uint32_t exit_held_count, exit_held_cap = EXIT_HELD_INLINE;
+static pid_t exit_pid;
+static __thread bool exit_thread;
+bool up_exit_hold_flag;
+
+static bool exit_held_candidate(const struct up_fd *e, const struct up_file **f) {
+    const struct up_slot *s = up_entry_slot(e);
+    *f = s ? __atomic_load_n(&s->file, __ATOMIC_ACQUIRE) : NULL;
+    return !e->internal && (*f || __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE));
+}
+
+static void exit_held_count_cb(int fd, struct up_fd *e, void *arg) {
+    (void)fd;
+    const struct up_file *f;
+    if (exit_held_candidate(e, &f)) ++*(uint32_t *)arg;
+}
+
+static void exit_held_note(int fd, struct up_fd *e, void *arg) {
+    (void)arg;
+    const struct up_file *f;
+    if (!exit_held_candidate(e, &f) || exit_held_count == exit_held_cap) return;
+    struct stat st;
+    if (f) st.st_dev = f->dev, st.st_ino = f->ino;
+    else if (DK_REAL(fstat)(fd, &st) != 0) return; /* pending (opened, not adopted yet): the kernel names its file */
+    exit_held[exit_held_count++] = (struct exit_held){fd, st.st_dev, st.st_ino};
+}
+
+/* Under up_table_mu, before the library goes off. */
+static void exit_hold_begin(void) {
+    if (dk_cfg.mode == DK_MODE_POSIX || up_vfork_child) return;
+    DK_ERRNO_SAVE;
+    /* No malloc: the exit may come from a signal handler that interrupted its thread inside malloc. */
+    uint32_t want = 0;
+    up_fd_foreach(exit_held_count_cb, &want);
+    if (want > EXIT_HELD_INLINE) {
+        void *m = DK_REAL(mmap)(NULL, want * sizeof *exit_held, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m != MAP_FAILED) exit_held = m, exit_held_cap = want; /* (else the first 256 are held) */
+    }
+    exit_held_count = 0;
+    up_fd_foreach(exit_held_note, NULL);
+    exit_pid = (pid_t)syscall(SYS_getpid);
+    exit_thread = true;
+    if (exit_held_count) __atomic_store_n(&up_exit_hold_flag, true, __ATOMIC_RELEASE);
+    DK_ERRNO_RESTORE;
+}
+
+void up_exit_hold_slow(int fd) {
+    if (exit_thread || up_vfork_child || (pid_t)syscall(SYS_getpid) != exit_pid) return;
+    DK_ERRNO_SAVE;
+    for (uint32_t i = 0; i < exit_held_count; i++) {
+        if (exit_held[i].fd != fd) continue;
+        struct stat st;
+        if (DK_REAL(fstat)(fd, &st) == 0 && st.st_dev == exit_held[i].dev && st.st_ino == exit_held[i].ino) {
+            DK_CRASH_POINT("upath.exit.write_held"); /* tests: this thread's write waits from here */
+            for (;;) pause(); /* (a cancellation point, as the program's write is) */
+        }
+        break;
+    }
+    DK_ERRNO_RESTORE;
+}
+
 /* _exit or exit in a signal handler that interrupted a call of its thread holding a file's mutex (review 9,
  * finding 30): nothing may wait for what that call holds -- its file's mutex, perhaps the staging pool's,
  * strict's checkpoint. Every other file is published (posix and sync modes; the interrupted one too when
@@ -181,11 +269,13 @@ void up_fini(void) {
         up_publish_all_held();
     }
     up_fd_foreach(sync_offset_cb, NULL);
+    exit_hold_begin();
     up_enabled_flag = false;
     /* Other threads go on until exit_group: a call of theirs already inside keeps its slot and file (never
      * freed; review 11, finding 10 -- they were, and the call crashed), the others are given up. */
     if (!nested) up_fdtab_release_idle();
     dk_mu_unlock(&up_table_mu); /* (plain: the library is off; what a handler left closes at exit) */
+    DK_CRASH_POINT("upath.fini.library_off"); /* tests: another thread's write from here on (exit_hold_begin) */
     if (!nested) {
         up_strict_shutdown();
         up_stage_shutdown();

@@ -23,6 +23,14 @@ extern __thread bool up_vfork_child __attribute__((tls_model("initial-exec")));
 void up_init(void);
 /* Library shutdown (exit): publish everything, give up slots, remove staging files. */
 void up_fini(void);
+/* Set by up_fini in sync and strict modes: a write passing through (the library off) asks up_exit_hold,
+ * which makes another thread's write to a descriptor managed at the exit wait for the end of the process
+ * (lifecycle.c). */
+extern bool up_exit_hold_flag;
+void up_exit_hold_slow(int fd);
+static inline void up_exit_hold(int fd) {
+    if (__builtin_expect(__atomic_load_n(&up_exit_hold_flag, __ATOMIC_ACQUIRE), 0)) up_exit_hold_slow(fd);
+}
 
 /* The slot of a descriptor served in user space, or NULL (pass the call through). A descriptor whose
  * slot is shared with another process (after fork) or another program image is not served. */

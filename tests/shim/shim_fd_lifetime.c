@@ -623,6 +623,98 @@ static void ends(const char *dir, int runs) {
     CHECK(lost == 0, "%d runs lost acknowledged appends", lost);
 }
 
+/* ---- exit_hold: another thread's write after exit turned the library off ---- */
+
+/* The child's shared page: what its worker's write returned, and whether the cues fired. */
+struct hold_shared {
+    volatile long returned; /* the write's result + 1 (0: not returned) */
+    volatile int cue, held;
+};
+static struct hold_shared *hold_sh;
+static sem_t hold_go;
+
+/* SIGUSR2 on the worker's thread (upath.exit.write_held): its write waits for the end of the process. */
+static void on_write_held(int sig) {
+    (void)sig;
+    hold_sh->held = 1;
+}
+
+/* SIGUSR1 on the exiting thread inside up_fini, the library off (upath.fini.library_off): the worker writes
+ * now; this waits (10 s at most) until its write returned or was held, and lets the exit go on. */
+static void on_library_off(int sig) {
+    (void)sig;
+    hold_sh->cue = 1;
+    sem_post(&hold_go);
+    for (int i = 0; i < 10000 && !hold_sh->returned && !hold_sh->held; i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void *hold_worker(void *arg) {
+    (void)arg;
+    char rec[REC];
+    rec_make(rec, 1, 1);
+    while (sem_wait(&hold_go) != 0) {
+    }
+    ssize_t got = write(log_fd, rec, REC);
+    hold_sh->returned = got + 1;
+    for (;;) pause(); /* the exit ends it */
+    return NULL;
+}
+
+/* A child appends once through its O_APPEND log (served), starts a worker and exits; the exit's cue at
+ * upath.fini.library_off lets the worker append while the shutdown runs. Sync and strict modes: the write
+ * waits for the end of the process (the cue upath.exit.write_held) -- before, it went to the kernel unsynced
+ * and unlogged, and a worker appending without pause through a long shutdown filled the medium: a short
+ * count, errno 0 (shim_fd_lifetime_end_strict_xfs). Posix mode: it is the kernel's, whole. Needs
+ * DAXKIT_TEST_CRASH=raise:10:upath.fini.library_off:1,raise:12:upath.exit.write_held:1. */
+static void exit_hold(const char *dir) {
+    char logp[PATH_MAX];
+    st_path(logp, sizeof logp, dir, "hold_log");
+    hold_sh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(hold_sh != MAP_FAILED, "mmap");
+    const char *mode = getenv("DAXKIT_MODE");
+    bool posix = !mode || !strcmp(mode, "posix");
+    pid_t c = fork();
+    CHECK(c >= 0, "fork");
+    if (c == 0) {
+        struct sigaction sa = {.sa_handler = on_library_off};
+        sigaction(SIGUSR1, &sa, NULL);
+        sa.sa_handler = on_write_held;
+        sigaction(SIGUSR2, &sa, NULL);
+        sem_init(&hold_go, 0, 0);
+        log_fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+        char rec[REC];
+        rec_make(rec, 0, 0);
+        if (log_fd < 0 || write(log_fd, rec, REC) != REC) _exit(2);
+        pthread_t t;
+        if (pthread_create(&t, NULL, hold_worker, NULL) != 0) _exit(2);
+        exit(0);
+    }
+    int st;
+    CHECK(waitpid(c, &st, 0) == c, "waitpid");
+    signal(SIGUSR1, SIG_IGN); /* this process's own exit passes the cues too */
+    signal(SIGUSR2, SIG_IGN);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child: %s %d", WIFSIGNALED(st) ? "killed by signal" : "exit status",
+          WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+    if (!hold_sh->cue) SKIP("the cue did not fire (DAXKIT_TEST_CRASH unset, or not a test build)");
+    long got = hold_sh->returned - 1;
+    struct stat ls;
+    CHECK(syscall(SYS_stat, logp, &ls) == 0, "stat the log");
+    if (posix) {
+        CHECK(got == REC, "posix: the write after the library went off returned %ld of %d (the kernel's, whole)", got, REC);
+        printf("exit_hold: posix: the write after the library went off at exit returned %ld (the kernel's)\n", got);
+        return;
+    }
+    CHECK(!hold_sh->returned, "%s: another thread's write after the library went off at exit returned %ld of %d: "
+          "acknowledged with neither a record nor an fdatasync (the log holds %lld bytes)", mode, got, REC,
+          (long long)ls.st_size);
+    CHECK(hold_sh->held, "%s: the write neither returned nor reached upath.exit.write_held in 10 s", mode);
+    CHECK(ls.st_size == REC, "%s: the log holds %lld bytes, %d written before the exit", mode, (long long)ls.st_size, REC);
+    printf("exit_hold: %s: another thread's write after the library went off at exit waited for the end\n", mode);
+}
+
 int main(int argc, char **argv) {
     const char *dir = st_dir(argc, argv);
     const char *mode = argc > 2 ? argv[2] : "replace";
@@ -645,6 +737,8 @@ int main(int argc, char **argv) {
         fionread(dir);
     } else if (!strcmp(mode, "flood")) {
         flood(dir, n ? n : 1000);
+    } else if (!strcmp(mode, "exit_hold")) {
+        exit_hold(dir);
     } else if (!strcmp(mode, "end")) {
         ends(dir, n ? n : 10);
     } else {
