@@ -157,7 +157,7 @@ int alog_recover_named(const char *root, struct alog_dir_report *rep) {
         if (!rc) rc = alog_close_sized(f, NULL);
         if (rc) {
             rep->failed++;
-            dk_log("DAXKIT_ATOMIC recovery of %s failed: %s", path, strerror(-rc));
+            dk_log("DAXKIT_ATOMIC recovery of %s failed: %s", path, dk_strerror(-rc));
         } else {
             rep->recovered++;
         }

@@ -1,10 +1,12 @@
 #include "common/log.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "common/config.h"
 #include "common/dk.h"
+#include "common/internal_fd.h"
 #include "shim/libc.h"
 
 static void log_v(const char *fmt, va_list ap) {
@@ -50,4 +52,11 @@ uint64_t dk_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+const char *dk_strerror(int e) {
+    dk_ifd_begin();
+    const char *m = strerror(e);
+    dk_ifd_end();
+    return m;
 }

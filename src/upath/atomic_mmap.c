@@ -155,7 +155,7 @@ static void file_release_if_unused(struct amap_file *f) {
     int r = dk_uwp_unmap(f->u);
     __atomic_store_n(&f->u, NULL, __ATOMIC_RELEASE);
     __atomic_store_n(&f->closing, false, __ATOMIC_RELEASE);
-    if (r) dk_log("DAXKIT_ATOMIC_MMAP: unmapping failed (%s)", strerror(-r));
+    if (r) dk_log("DAXKIT_ATOMIC_MMAP: unmapping failed (%s)", dk_strerror(-r));
 }
 
 static void sleep_1ms(void) {
@@ -201,12 +201,12 @@ static struct amap_file *file_open(const char *path, const struct stat *st, int 
         if (!kernel_may_map(rc)) {
             *err = rc;
             dk_log("DAXKIT_ATOMIC_MMAP: %s cannot be mapped failure-atomically (%s%s): mmap fails", path,
-                   strerror(-rc), rc == -EBUSY ? ", mapped by another process past DAXKIT_ATOMIC_WAIT_MS" : "");
+                   dk_strerror(-rc), rc == -EBUSY ? ", mapped by another process past DAXKIT_ATOMIC_WAIT_MS" : "");
             return NULL;
         }
         dk_count(DK_C_atomic_mmap_kernel, 1);
         dk_log_once("DAXKIT_ATOMIC_MMAP: %s cannot be write-protected with userfaultfd here (%s): mapped by the "
-                    "kernel, msync is not failure-atomic (counted as atomic_mmap_kernel)", path, strerror(-rc));
+                    "kernel, msync is not failure-atomic (counted as atomic_mmap_kernel)", path, dk_strerror(-rc));
         return NULL;
     }
     /* Whole pages, as the kernel maps them: the file's last page may be partial (review 10, finding 20). */

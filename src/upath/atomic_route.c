@@ -473,7 +473,7 @@ static void truncate_at_open(struct up_file *f) {
     if (!rc && a->eng) rc = truncate_locked(f, 0);
     if (!rc && a->eng) rc = commit_locked(f, a);
     write_unlock(f, outer);
-    if (rc) dk_log("O_TRUNC of a DAXKIT_ATOMIC file could not be committed (%s)", strerror(-rc));
+    if (rc) dk_log("O_TRUNC of a DAXKIT_ATOMIC file could not be committed (%s)", dk_strerror(-rc));
 }
 
 int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
@@ -526,7 +526,7 @@ int up_atomic_adopt(struct up_file *f, int fd, int oflags) {
     if (rc) {
         dk_count(DK_C_atomic_plain, 1);
         dk_log("%s matches DAXKIT_ATOMIC but the atomic engine cannot map it (%s): served without failure-atomic "
-               "fsync", path, strerror(-rc));
+               "fsync", path, dk_strerror(-rc));
         return 0;
     }
     attach(f, eng, forks_seen);
@@ -546,7 +546,7 @@ static void detach_locked(struct up_file *f) {
     int crc = alog_close_sized(a->eng, &size);
     if (rc || crc)
         dk_log("closing a DAXKIT_ATOMIC file failed (%s): its last commit is what a recovery keeps",
-               strerror(-(rc ? rc : crc)));
+               dk_strerror(-(rc ? rc : crc)));
     up_file_lock(f);
     up_guard_write_lock(f);
     __atomic_store_n(&f->atomic, NULL, __ATOMIC_RELEASE);

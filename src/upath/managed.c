@@ -53,7 +53,7 @@ static int root_add(const char *dir) {
     }
     struct up_root *r = &roots[root_count];
     if (!realpath(dir, r->path)) {
-        dk_log("DAXKIT_DIR entry '%s' cannot be used (%s); create it or fix DAXKIT_DIR", dir, strerror(errno));
+        dk_log("DAXKIT_DIR entry '%s' cannot be used (%s); create it or fix DAXKIT_DIR", dir, dk_strerror(errno));
         return -1;
     }
     struct stat st, parent;
@@ -424,7 +424,7 @@ void up_root_probe(struct up_root *r) {
         if (dfd >= 0) dk_libc()->close(dfd);
         if (rc != 0) {
             dk_log("cannot probe the medium of %s (%s); treating it as a page-cache file system", r->path,
-                   strerror(-rc));
+                   dk_strerror(-rc));
             r->medium.medium = DK_MEDIUM_PAGECACHE;
         }
         r->persist_as = dk_cfg.persist == DK_PERSIST_FLUSH ? DK_MEDIUM_DAX : r->medium.medium;

@@ -141,7 +141,7 @@ static int relink_slot_moves(struct up_file *f, int wfd, struct up_staged *s, ui
             if (rc == 0) dk_count(DK_C_relink_copy_bytes, (head_end - a) + (b - tail));
             return rc;
         }
-        dk_log_once("FICLONERANGE failed on %s (%s); relinking by copy", f->root->path, strerror(-rc));
+        dk_log_once("FICLONERANGE failed on %s (%s); relinking by copy", f->root->path, dk_strerror(-rc));
         f->root->clone_min_bytes = UINT64_MAX;
         dk_count(DK_C_fallbacks, 1);
         a = head_end; /* the head is in the file already */

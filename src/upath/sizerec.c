@@ -135,7 +135,7 @@ static struct up_sizes *sizes_open(struct up_root *r) {
             __atomic_store_n(&r->sizes, z, __ATOMIC_RELEASE);
         } else {
             dk_log_once("cannot keep published-size records in %s/.daxkit (%s): a crash may leave a "
-                        "zero-filled tail on extend-strategy files", r->path, strerror(errno));
+                        "zero-filled tail on extend-strategy files", r->path, dk_strerror(errno));
             if (a != MAP_FAILED) DK_REAL(munmap)(a, (size_t)REC_BYTES * REC_SLOTS);
             if (fd >= 0) DK_REAL(close)(fd);
         }

@@ -156,7 +156,7 @@ static struct up_stg_file *stg_create(struct up_pool *p) {
     }
     if (a == MAP_FAILED) {
         dk_log_once("cannot create staging file in %s/" UP_AREA " (%s); appends go to the kernel", p->root->path,
-                    strerror(errno));
+                    dk_strerror(errno));
         c->unlinkat(p->area_fd, name, 0);
         up_internal_close(fd);
         if (sf) free(sf->free_bits), free(sf->stale_bits), free(sf);
@@ -484,7 +484,7 @@ static struct up_pool *pool_create(struct up_root *r) {
     if (afd < 0) {
         struct stat as; /* another user's area, made since the start: the files opened from now on are the kernel's */
         if (errno == EPERM && c->lstat(area, &as) == 0) up_foreign_note_untrusted(r->path, (uint32_t)as.st_uid);
-        else dk_log_once("cannot use %s (%s); appends under %s go to the kernel", area, strerror(errno), r->path);
+        else dk_log_once("cannot use %s (%s); appends under %s go to the kernel", area, dk_strerror(errno), r->path);
         return NULL;
     }
     afd = up_internal_fd(afd);

@@ -271,7 +271,7 @@ static struct up_strict *strict_create(struct up_root *r) {
         int e = rc ? -rc : errno;
         __atomic_store_n(&strict_create_errno, e, __ATOMIC_RELAXED);
         dk_log_once("strict mode cannot set up its log in %s (%s): writes and truncates there fail with %s until it can",
-                    area, strerror(e), errno_no_space(e) ? "ENOSPC" : "EIO");
+                    area, dk_strerror(e), errno_no_space(e) ? "ENOSPC" : "EIO");
         if (fd >= 0) DK_REAL(close)(fd);
         if (st->log) dk_oplog_close(st->log, 1);
         free(st);
@@ -982,7 +982,7 @@ static void retract_failed(struct up_strict *st, uint64_t seq) {
     if (rc) {
         dk_count(DK_C_strict_retract_failed, 1);
         dk_log("strict: a failed write's record could not be taken back (%s): recovery after a crash would apply it",
-               strerror(-rc));
+               dk_strerror(-rc));
     } else {
         dk_count(DK_C_strict_retracts, 1);
     }
@@ -1194,7 +1194,7 @@ void up_strict_retract(struct up_file *f, uint64_t seq) {
     struct up_strict *st = __atomic_load_n(&f->root->strict, __ATOMIC_ACQUIRE);
     int rc = st ? dk_oplog_retract(st->log, seq) : 0;
     if (rc) dk_log("strict: a refused truncate's record could not be taken back (%s): recovery after a crash would "
-                   "apply it", strerror(-rc));
+                   "apply it", dk_strerror(-rc));
     else dk_count(DK_C_strict_retracts, 1);
 }
 

@@ -1072,7 +1072,7 @@ static void publish_pinned(struct up_file *f) {
         rc = publish_file(f, fd);
     }
     if (rc) dk_log("could not move appends into a file under %s (%s); they are lost when this process ends",
-                   f->root->path, strerror(-rc));
+                   f->root->path, dk_strerror(-rc));
     if (rc == 0 && f->rescue_fd >= 0) {
         up_fd_mark_internal(f->rescue_fd, false);
         DK_REAL(close)(f->rescue_fd);
@@ -1098,7 +1098,7 @@ static void publish_held(struct up_file *f, void *arg) {
     if (fd < 0) return;
     int rc = up_publish_locked(f, fd);
     if (rc) dk_log("could not move appends into a file under %s (%s); they are lost when this process ends",
-                   f->root->path, strerror(-rc));
+                   f->root->path, dk_strerror(-rc));
 }
 
 void up_publish_all_held(void) {
