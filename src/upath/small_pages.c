@@ -8,20 +8,121 @@
  * fills 4 KiB pages. The file's first 2 MiB keep them; past 2 MiB it takes huge pages as before. Not for a
  * file the program mapped (its mapping keeps PMD-sized pages: docs/design-upath.md).
  *
- * Whether the medium gives new files huge pages is learnt per root from the first such publish made the usual
- * way (its blocks: one fstat), so plain tmpfs pays one fstat a process and nothing more. */
+ * Whether the medium gives new files huge pages is read per root from the kernel's settings at the first such
+ * publish: the system-wide /sys/kernel/mm/transparent_hugepage/shmem_enabled (`force`: every tmpfs mount takes
+ * huge pages, `deny`: none does) and, for the others, the tmpfs mount's own `huge=` option in
+ * /proc/self/mountinfo (the mount of the root's device): `always` gives a new file a 2 MiB page at its first
+ * write; `within_size` (only where the size covers the 2 MiB range), `advise` (only mappings that ask),
+ * `never` (no option) give a small file none -- measured on 6.18 (1, 4,120 and 65,536 bytes written into a
+ * new file: 2 MiB allocated under always, 4/8/64 KiB under the other three). ramfs has no huge pages. Until
+ * session 24 the first such publish of each process was made the usual way to learn it (its blocks: one
+ * fstat): on huge tmpfs that file took a 2 MiB page cleared whole -- every SQLite process's first -journal.
+ * Where the settings cannot be read (no sysfs, no procfs, a value unknown here) it still learns that way
+ * (counter small_page_learns). Two window opens (common/internal_fd.h) per root and process, at its first new
+ * small file. */
+#include <fcntl.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <linux/magic.h>
 
 #include "common/config.h"
 #include "common/crashpoint.h"
+#include "common/internal_fd.h"
 #include "common/log.h"
 #include "common/mapflags.h"
 #include "common/stats.h"
 #include "shim/libc.h"
 #include "upath/internal.h"
 
-enum { VERDICT_UNKNOWN, VERDICT_HUGE, VERDICT_SMALL }; /* up_root.small_pages */
+enum { VERDICT_UNKNOWN, VERDICT_HUGE, VERDICT_SMALL, VERDICT_LEARN }; /* up_root.small_pages */
+
+/* The bracketed word of shmem_enabled ("always within_size advise [never] deny force"), or "" unreadable. */
+static void shmem_enabled_word(char *word, size_t len) {
+    char text[128] = {0};
+    int fd = dk_ifd_openat(AT_FDCWD, "/sys/kernel/mm/transparent_hugepage/shmem_enabled", O_RDONLY | O_CLOEXEC, 0);
+    ssize_t n = fd >= 0 ? dk_libc()->read(fd, text, sizeof text - 1) : -1;
+    if (fd >= 0) dk_libc()->close(fd);
+    word[0] = 0;
+    const char *a = n > 0 ? strchr(text, '[') : NULL, *b = a ? strchr(a, ']') : NULL;
+    if (b && (size_t)(b - a - 1) < len) {
+        memcpy(word, a + 1, (size_t)(b - a - 1));
+        word[b - a - 1] = 0;
+    }
+}
+
+/* Whether mountinfo line [p, e) ("ID PARENT MAJ:MIN ROOT POINT OPTS [TAGS...] - FSTYPE SOURCE SUPEROPTS") is
+ * a tmpfs mount of device `want` ("MAJ:MIN"): its super-block options into opts then (paths escape their
+ * spaces as \040, so " - " is the separator). */
+static bool tmpfs_line(const char *p, const char *e, const char *want, char *opts, size_t len) {
+    const char *f = p;
+    for (int i = 0; i < 2 && f; i++) f = memchr(f, ' ', (size_t)(e - f)), f = f ? f + 1 : NULL;
+    size_t wn = strlen(want);
+    if (!f || (size_t)(e - f) <= wn || memcmp(f, want, wn) || f[wn] != ' ') return false;
+    const char *sep = memmem(f, (size_t)(e - f), " - ", 3);
+    if (!sep || (size_t)(e - sep) < 9 || memcmp(sep + 3, "tmpfs ", 6)) return false;
+    const char *o = memchr(sep + 9, ' ', (size_t)(e - (sep + 9))); /* past the source */
+    if (!o || (size_t)(e - o - 1) >= len) return false;
+    memcpy(opts, o + 1, (size_t)(e - o - 1));
+    opts[e - o - 1] = 0;
+    return true;
+}
+
+/* The super-block options of the tmpfs mount of device `dev` from /proc/self/mountinfo, into opts: true when
+ * found. Read in 4 KiB pieces, whole lines looked at (memchr: a few thousand instructions a process, where a
+ * loop over each byte took 40,000); a line longer than the buffer is skipped. */
+static bool tmpfs_mount_options(dev_t dev, char *opts, size_t len) {
+    char want[32], buf[4096];
+    snprintf(want, sizeof want, "%u:%u", major(dev), minor(dev));
+    int fd = dk_ifd_openat(AT_FDCWD, "/proc/self/mountinfo", O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return false;
+    bool found = false, skip = false;
+    size_t have = 0;
+    ssize_t r;
+    while (!found && (r = dk_libc()->read(fd, buf + have, sizeof buf - have)) > 0) {
+        const char *p = buf, *end = buf + have + (size_t)r, *nl;
+        while (!found && (nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+            found = !skip && tmpfs_line(p, nl, want, opts, len);
+            skip = false;
+            p = nl + 1;
+        }
+        have = (size_t)(end - p);
+        if (have == sizeof buf) skip = true, have = 0; /* a line longer than the buffer: the rest of it skipped */
+        else memmove(buf, p, have);
+    }
+    dk_libc()->close(fd);
+    return found;
+}
+
+/* What the kernel's settings say a new small file of root r gets: VERDICT_HUGE, VERDICT_SMALL, or
+ * VERDICT_LEARN (not known: learn from the first publish). */
+static int settings_verdict(const struct up_root *r) {
+    if (r->medium.fs_magic == RAMFS_MAGIC) return VERDICT_SMALL;
+    if (r->medium.fs_magic != TMPFS_MAGIC) return VERDICT_LEARN;
+    DK_ERRNO_SAVE;
+    char word[32], opts[512];
+    shmem_enabled_word(word, sizeof word);
+    int v = VERDICT_LEARN;
+    if (!strcmp(word, "force")) v = VERDICT_HUGE;
+    else if (!strcmp(word, "deny")) v = VERDICT_SMALL;
+    else if (word[0] && tmpfs_mount_options(r->dev, opts, sizeof opts)) {
+        const char *h = NULL;
+        for (const char *p = opts; (p = strstr(p, "huge=")) != NULL; p++)
+            if (p == opts || p[-1] == ',') h = p + 5; /* the last one (the kernel prints one) */
+        size_t hn = h ? strcspn(h, ",") : 0;
+        if (!h || (hn == 5 && !strncmp(h, "never", 5)) || (hn == 6 && !strncmp(h, "advise", 6)) ||
+            (hn == 11 && !strncmp(h, "within_size", 11)))
+            v = VERDICT_SMALL;
+        else if (hn == 6 && !strncmp(h, "always", 6))
+            v = VERDICT_HUGE;
+    }
+    DK_ERRNO_RESTORE;
+    dk_log_verbose("%s: new small files %s (kernel settings: shmem_enabled [%s]%s)", r->path,
+                   v == VERDICT_HUGE ? "get 4 KiB pages" : v == VERDICT_SMALL ? "left as they are" : "learnt from the first",
+                   word, v == VERDICT_LEARN ? ", mount not read" : "");
+    return v;
+}
 
 enum up_small up_small_pages_plan(const struct up_file *f, uint64_t size, bool by_append) {
     /* posix and sync mode (strict's log replays a cut relink; a seed would add a step it does not log) */
@@ -31,9 +132,14 @@ enum up_small up_small_pages_plan(const struct up_file *f, uint64_t size, bool b
     if (f->ksize || f->pub_size || by_append || f->atomic || f->root->medium.medium != DK_MEDIUM_VOLATILE ||
         __atomic_load_n(&f->program_mapped, __ATOMIC_RELAXED))
         return UP_SMALL_NO;
-    switch (__atomic_load_n(&f->root->small_pages, __ATOMIC_RELAXED)) {
+    int v = __atomic_load_n(&f->root->small_pages, __ATOMIC_RELAXED);
+    if (v == VERDICT_UNKNOWN) {
+        v = settings_verdict(f->root); /* (two threads may both read: the same answer) */
+        __atomic_store_n(&f->root->small_pages, (uint8_t)v, __ATOMIC_RELAXED);
+    }
+    switch (v) {
     case VERDICT_HUGE: return UP_SMALL_SEED;
-    case VERDICT_UNKNOWN: return UP_SMALL_LEARN;
+    case VERDICT_LEARN: return UP_SMALL_LEARN;
     default: return UP_SMALL_NO;
     }
 }
@@ -84,6 +190,7 @@ void up_small_pages_learn(struct up_file *f, int wfd, uint64_t size) {
     /* The file as this publish left it (another process's write meanwhile would make the blocks theirs) */
     if (DK_REAL(fstat)(wfd, &st) == 0 && (uint64_t)st.st_size == size) {
         bool huge = (uint64_t)st.st_blocks * 512 >= DK_HUGE_BYTES;
+        dk_count(DK_C_small_page_learns, 1);
         __atomic_store_n(&f->root->small_pages, huge ? VERDICT_HUGE : VERDICT_SMALL, __ATOMIC_RELAXED);
         dk_log_verbose("%s: a new %llu-byte file took %llu bytes: %s", f->root->path, (unsigned long long)size,
                (unsigned long long)st.st_blocks * 512, huge ? "new small files get 4 KiB pages" : "pages left as they are");

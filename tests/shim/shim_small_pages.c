@@ -5,7 +5,9 @@
  * past 2 MiB or that the program maps keep huge pages. Run under the library (posix mode, stage), then again
  * without it (`verify`): each file's bytes as written, read through the kernel.
  * Files (argv[2]: the managed directory):
- *   first   -- 12 KiB, fsync: the library learns from it whether new files take huge pages here (not checked)
+ *   first   -- 12 KiB, fsync: 4 KiB pages too, and no publish made to learn the medium (counter small_page_learns
+ *              0): the library reads the kernel's settings (the mount's huge=always; session 24). Until then
+ *              this first new file of each process was published the usual way to learn it, and took 2 MiB.
  *   journal -- 3 writes of 4,000 bytes through O_RDWR, fsync: fewer than 2 MiB of blocks (4 KiB pages)
  *   wronly  -- 9,000 bytes through O_WRONLY, fsync: the same (the library maps it through its own descriptor)
  *   tiny    -- 100 bytes, fsync: the same
@@ -16,8 +18,8 @@
  *              are not checked (seeded or not it held 2 MiB on this kernel)
  *   grows   -- 8 KiB, fsync, then to 2 MiB + 4 KiB, fsync: at least 4 MiB of blocks (its second 2 MiB: a huge page)
  *   mapped  -- 8 KiB written, then mapped by the program (a publish point): at least 2 MiB of blocks
- * `crash`: "first" as above, then 100 bytes into a new "crashed", fsync -- killed (DAXKIT_TEST_CRASH) between
- * the seed of its 4 KiB page and the copy; small_pages.sh then recovers and checks that nothing of it is left.
+ * `crash`: 100 bytes into a new "crashed", fsync -- killed (DAXKIT_TEST_CRASH) between the seed of its 4 KiB
+ * page and the copy (its first seed: no file to learn from before it); small_pages.sh then recovers and checks that nothing of it is left.
  * The "at least" checks (huge pages kept) are judged only when a control -- 1 byte written by the kernel into a
  * new file next to the managed directory, just before and just after the file is made -- took a 2 MiB page
  * both times: when memory is fragmented this kernel (6.18: shmem's smaller folios) gives a new file 1 MiB or
@@ -160,15 +162,16 @@ int main(int argc, char **argv) {
         return fprintf(stderr, "usage: %s run|verify|crash DIR\n", argv[0]), 2;
     const char *dir = argv[2];
     if (!strcmp(argv[1], "crash"))
-        return write_file(dir, "first", O_RDWR, 12288, 4096) || write_file(dir, "crashed", O_RDWR, 100, 100) ? 2 : 0;
+        return write_file(dir, "crashed", O_RDWR, 100, 100) ? 2 : 0;
     int run = !strcmp(argv[1], "run"), big_j = 0, grows_j = 0, mapped_j = 0;
     if (run && (write_file(dir, "first", O_RDWR, 12288, 4096) || write_file(dir, "journal", O_RDWR, 12000, 4000) ||
                 write_file(dir, "wronly", O_WRONLY, 9000, 9000) || write_file(dir, "tiny", O_RDWR, 100, 100) ||
                 made_judged(write_big, dir, &big_j) || write_spilled(dir) || made_judged(write_grows, dir, &grows_j) ||
                 made_judged(write_mapped, dir, &mapped_j)))
         return 2;
+    if (run) CHECK(st_counter(DK_C_small_page_learns) == 0, "a new small file was published to learn the medium (small_page_learns)");
     struct expect files[] = {
-        {"first", 12288, -1, -1, 1},
+        {"first", 12288, -1, HUGE_BYTES - 1, 1},
         {"journal", 12000, -1, HUGE_BYTES - 1, 1},
         {"wronly", 9000, -1, HUGE_BYTES - 1, 1},
         {"tiny", 100, -1, HUGE_BYTES - 1, 1},
