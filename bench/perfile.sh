@@ -15,14 +15,15 @@
 # workload, the sessions 11-13 figures), over 4x the work -- tar cf + xf of /usr/include/linux takes ~26 ms
 # of CPU, where the scheduler's noise was ~10% of a single run (session 14).
 # Usage: bench/perfile.sh BUILD_DIR [MEDIUM] [OUT_CSV]   (MEDIUM: tmpfs (default) | hugetmpfs | xfs | ext4)
-# Environment: REPS (5), ROUNDS (4; 1 = the sessions 11-13 measurement), WORKLOADS ("rsync git sqlite"; also tar sqlitewal fillsync redis), VARIANTS ("kernel
+# Environment: REPS (5), ROUNDS (4; 1 = the sessions 11-13 measurement), WORKLOADS ("rsync git sqlite"; also tar sqlitewal sqlitewalx fillsync redis), VARIANTS ("kernel
 #              preload daxkit"), SQL_N (1000), SYNC_N (5000 synced puts), REDIS_N (20000 SETs),
 #              SRC_TREE (/usr/include/linux), INSN (0); variant "base" runs daxkit with BASE_LIB (another
 #              build's libdaxkit.so: before/after in one interleaved run); "daxkit-auto" runs daxkit with
-#              DAXKIT_APPEND=auto (a log fsynced per record moves to extend with keep), "auto-flush" the same
-#              with DAXKIT_PERSIST=flush (the issue's setting); "aof-keep" runs daxkit with DAXKIT_APPEND="stage,*.aof=extend"
-#              DAXKIT_EXTEND_SYNC=keep (README's configuration for an AOF a server keeps to itself: redis's, opened
-#              O_APPEND, which auto leaves on stage), "aof-keep-flush" the same with DAXKIT_PERSIST=flush; "eager" runs daxkit
+#              DAXKIT_APPEND=auto (a log fsynced per record moves to extend with keep), "base-auto" the same with
+#              BASE_LIB, "auto-flush" the same with DAXKIT_PERSIST=flush (the issue's setting); "aof-keep" runs daxkit
+#              with DAXKIT_APPEND="stage,*.aof=extend" DAXKIT_EXTEND_SYNC=keep (README's configuration for an AOF a
+#              server keeps to itself: redis's, opened O_APPEND, which auto leaves on stage), "aof-keep-flush" the
+#              same with DAXKIT_PERSIST=flush; "eager" runs daxkit
 #              with DAXKIT_ADOPT_AFTER_IOS=0 (every managed file adopted at its open: no lazy adoption), "lazy"
 #              with DAXKIT_ADOPT_AFTER_IOS=4; "flush" (and "base-flush") with DAXKIT_PERSIST=flush -- the issue's
 #              targets' setting: every mapping treated as DAX (cache lines written back, fsync reaching the
@@ -83,6 +84,7 @@ run() {
     eager) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_ADOPT_AFTER_IOS=0) ;;
     lazy) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_ADOPT_AFTER_IOS=4) ;;
     base) env+=(LD_PRELOAD="${BASE_LIB:?variant base needs BASE_LIB}" DAXKIT_DIR="$DIR") ;;
+    base-auto) env+=(LD_PRELOAD="${BASE_LIB:?variant base-auto needs BASE_LIB}" DAXKIT_DIR="$DIR" DAXKIT_APPEND=auto) ;;
     esac
     if [ "$INSN" = 1 ]; then
         local cg
@@ -135,6 +137,14 @@ work_sqlitewal() {
         for (i = 1; i <= n; i++) printf "INSERT INTO t VALUES(%d, hex(randomblob(50)), %d);\n", i, i }' > "$ROOT/w.sql"
     run sh -c "sqlite3 '$DIR/t.db' < '$ROOT/w.sql'"
 }
+# The same in WAL mode with locking_mode=EXCLUSIVE: no -shm, no lock released per transaction (its only
+# publish points are the WAL's fdatasyncs: DAXKIT_APPEND=auto's rule for bursts of appends, session 24).
+work_sqlitewalx() {
+    awk -v n="$SQL_N" 'BEGIN { print "PRAGMA locking_mode=EXCLUSIVE;"; print "PRAGMA journal_mode=wal;"
+        print "PRAGMA synchronous=FULL;"; print "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, n INTEGER);"
+        for (i = 1; i <= n; i++) printf "INSERT INTO t VALUES(%d, hex(randomblob(50)), %d);\n", i, i }' > "$ROOT/x.sql"
+    run sh -c "sqlite3 '$DIR/t.db' < '$ROOT/x.sql'"
+}
 # Every put synced (bench/apps.sh's fillsync).
 work_fillsync() {
     run sh -c "db_bench --db='$DIR/syncdb' --benchmarks=fillrandom --sync=1 --num=$SYNC_N --value_size=100 \
@@ -159,6 +169,7 @@ work_redis() {
     lazy) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_ADOPT_AFTER_IOS=4) ;;
     base) env+=(LD_PRELOAD="${BASE_LIB:?variant base needs BASE_LIB}" DAXKIT_DIR="$DIR") ;;
     base-flush) env+=(LD_PRELOAD="${BASE_LIB:?variant base-flush needs BASE_LIB}" DAXKIT_DIR="$DIR" DAXKIT_PERSIST=flush) ;;
+    base-auto) env+=(LD_PRELOAD="${BASE_LIB:?variant base-auto needs BASE_LIB}" DAXKIT_DIR="$DIR" DAXKIT_APPEND=auto) ;;
     esac
     t=$(mktemp)
     t0=$(date +%s%N)
