@@ -25,7 +25,8 @@
  * both times: when memory is fragmented this kernel (6.18: shmem's smaller folios) gives a new file 1 MiB or
  * smaller folios itself, and the check would fail for the machine's state, not the library's choice (spill23,
  * session 23: 'grows' held 3 MiB and 'mapped' 1 MiB in 4 of 26 runs at load 11-14). `verify` checks sizes and bytes only (the allocation was judged by `run`).
- * Usage: shim_small_pages run|verify|crash DIR. Prints one "NAME bytes B blocks_bytes K" line a file; exit 0 pass,
+ * `learn`: see learn_case.
+ * Usage: shim_small_pages run|verify|crash|learn DIR. Prints one "NAME bytes B blocks_bytes K" line a file; exit 0 pass,
  * 1 fail, 2 set-up. */
 #include <fcntl.h>
 #include <stdio.h>
@@ -118,6 +119,8 @@ static int made_judged(int (*make)(const char *dir), const char *dir, int *judge
     return rc;
 }
 
+static int write_first(const char *dir) { return write_file(dir, "first", O_RDWR, 12288, 4096); }
+
 static int write_big(const char *dir) { return write_file(dir, "big", O_RDWR, 3 * HUGE_BYTES / 2, 1 << 16); }
 
 struct expect {
@@ -157,12 +160,27 @@ static int check(const char *dir, const struct expect *e) {
     return bad ? 1 : 0;
 }
 
+/* `learn` (small_pages.sh runs it where shmem_enabled reads empty): the kernel's settings unknown, the first
+ * new small file is published the usual way to learn the medium (small_page_learns 1); the second, when the
+ * kernel gave the first a 2 MiB page meanwhile, is seeded (small_page_seeds 1). */
+static int learn_case(const char *dir) {
+    int judged = 0;
+    if (made_judged(write_first, dir, &judged) || write_file(dir, "second", O_RDWR, 12288, 4096)) return 2;
+    unsigned long long learns = st_counter(DK_C_small_page_learns), seeds = st_counter(DK_C_small_page_seeds);
+    printf("learn: small_page_learns %llu, small_page_seeds %llu%s\n", learns, seeds, judged ? "" : " (not judged)");
+    CHECK(learns == 1, "learn: %llu publishes to learn the medium with its settings unreadable, not 1", learns);
+    CHECK(!judged || seeds == 1, "learn: %llu seeds after learning huge pages, not 1", seeds);
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 3 || (strcmp(argv[1], "run") && strcmp(argv[1], "verify") && strcmp(argv[1], "crash")))
-        return fprintf(stderr, "usage: %s run|verify|crash DIR\n", argv[0]), 2;
+    if (argc != 3 || (strcmp(argv[1], "run") && strcmp(argv[1], "verify") && strcmp(argv[1], "crash") &&
+                      strcmp(argv[1], "learn")))
+        return fprintf(stderr, "usage: %s run|verify|crash|learn DIR\n", argv[0]), 2;
     const char *dir = argv[2];
     if (!strcmp(argv[1], "crash"))
         return write_file(dir, "crashed", O_RDWR, 100, 100) ? 2 : 0;
+    if (!strcmp(argv[1], "learn")) return learn_case(dir);
     int run = !strcmp(argv[1], "run"), big_j = 0, grows_j = 0, mapped_j = 0;
     if (run && (write_file(dir, "first", O_RDWR, 12288, 4096) || write_file(dir, "journal", O_RDWR, 12000, 4000) ||
                 write_file(dir, "wronly", O_WRONLY, 9000, 9000) || write_file(dir, "tiny", O_RDWR, 100, 100) ||

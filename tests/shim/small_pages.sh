@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Description: session 23 -- a new small file published on a huge-page tmpfs gets 4 KiB pages; files published
 # large, grown past 2 MiB or mapped by the program keep huge pages; every file's bytes read back through the
-# kernel after the program exits; a crash inside such a publish is rolled back (shim_small_pages.c). Skips when the medium gives a new file no huge page now
+# kernel after the program exits; a crash inside such a publish is rolled back (shim_small_pages.c); session 24:
+# with the kernel's huge-page settings unreadable the first new small file still teaches the library the
+# medium (a private mount namespace hides shmem_enabled). Skips when the medium gives a new file no huge page now
 # (memory fragmented: the control's 1-byte write takes 4 KiB), where the check could not fail.
 # Usage: small_pages.sh. Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
@@ -39,3 +41,13 @@ size=$(stat -c %s "$dir/crashed")
 echo "small_pages: killed after the seed of a 100-byte publish; size after recovery $size"
 [ "$size" = 0 ] || dk_fail "after a crash between the seed and the copy the file holds $size bytes (zeros), not nothing"
 echo "ok: a crash inside the small-page publish is rolled back"
+# Where the kernel's settings cannot be read, the library learns from the first new small file as before
+# (session 24): shmem_enabled made empty by a bind mount of /dev/null in a private mount namespace.
+rm -rf "$dir" && mkdir -p "$dir"
+if unshare -m true 2>/dev/null; then
+    unshare -m sh -c 'mount --bind /dev/null /sys/kernel/mm/transparent_hugepage/shmem_enabled && exec "$@"' sh \
+        "$cli" run --mode posix --append stage --dir "$dir" -- "$prog" learn "$dir" || dk_fail "learn: exit $?"
+    echo "ok: with the settings unreadable the first new small file is published to learn the medium"
+else
+    echo "small_pages: learn not checked (no unshare -m here)"
+fi
