@@ -120,6 +120,9 @@ static ssize_t copy_done(int in, const off_t *in_off, int out, const off_t *out_
     do {                                                       \
         struct copy c_;                                        \
         copy_begin(in, in_off, out, out_off, bounded, &c_);    \
+        /* the library off at exit: a managed output's change  \
+         * waits, as a write's (rw.c SERVE_IF) */               \
+        if (c_.out.how == DK_PT_KERNEL) up_exit_hold(out);     \
         DK_PT_CALL(&c_.out, call);                             \
         r = copy_done(in, in_off, out, out_off, &c_, r);       \
     } while (0)

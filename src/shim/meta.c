@@ -65,6 +65,7 @@ DK_EXPORT int ftruncate(int fd, off_t len) {
     }
     struct dk_pt p;
     dk_pt_begin_change(fd, &p);
+    if (p.how == DK_PT_KERNEL) up_exit_hold(fd); /* the library off at exit: as a write (rw.c SERVE_IF) */
     int r;
     DK_PT_CALL(&p, r = DK_REAL(ftruncate)(fd, len));
     return (int)dk_pt_end_changed(&p, fd, r);
@@ -104,6 +105,7 @@ DK_EXPORT int fallocate(int fd, int mode, off_t off, off_t len) {
     }
     struct dk_pt p;
     dk_pt_begin_change(fd, &p);
+    if (p.how == DK_PT_KERNEL) up_exit_hold(fd); /* the library off at exit: as a write (rw.c SERVE_IF) */
     int r;
     DK_PT_CALL(&p, r = DK_REAL(fallocate)(fd, mode, off, len));
     return (int)dk_pt_end_changed(&p, fd, r);
@@ -113,7 +115,10 @@ DK_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len) { return fallo
 static int posix_fallocate_common(int fd, off_t off, off_t len, bool is64) {
     int (*real)(int, off_t, off_t) = is64 ? DK_REAL(posix_fallocate64) : DK_REAL(posix_fallocate);
     if (up_enabled) up_resolve(fd);
-    if (!up_enabled || !up_fd_slot(fd)) return real(fd, off, len);
+    if (!up_enabled || !up_fd_slot(fd)) {
+        up_exit_hold(fd); /* the library off at exit: as a write (rw.c SERVE_IF) */
+        return real(fd, off, len);
+    }
     DK_ERRNO_SAVE;
     up_hand_to_kernel(fd);
     /* Named from here until after its fdatasync (shim.h: dk_pt_begin_change), as fallocate: a close, dup2 or
@@ -122,6 +127,7 @@ static int posix_fallocate_common(int fd, off_t off, off_t len, bool is64) {
      * the call returns (review 11, finding 9). */
     struct dk_pt p;
     dk_pt_begin_change(fd, &p);
+    if (p.how == DK_PT_KERNEL) up_exit_hold(fd); /* the library went off since the look above */
     int r;
     DK_PT_CALL(&p, r = real(fd, off, len)); /* returns an error number, errno untouched */
     if (dk_pt_end_changed(&p, fd, r) != 0 && r == 0) r = errno;

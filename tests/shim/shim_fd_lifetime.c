@@ -30,11 +30,16 @@
  *                     pread): four threads loop on the operation, the child's main thread exits (or execs
  *                     /bin/true) after 2-20 ms; each child must exit 0 and, for appends, the log must hold
  *                     every acknowledged record (one more is allowed: written, not yet acknowledged).
+ *   exit_hold_calls   (cues: DAXKIT_TEST_CRASH, as exit_hold) per call -- ftruncate, fallocate, posix_fallocate,
+ *                     copy_file_range, sendfile, splice -- a child's worker makes it into a managed file once
+ *                     the exit turned the library off: sync and strict hold it until the process ends, posix
+ *                     passes it to the kernel;
  * Usage: shim_fd_lifetime DIR MODE [N] (the run's DAXKIT_MODE is the library's). */
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
 #include <sys/ioctl.h>
+#include <sys/sendfile.h>
 
 #include "shim_test.h"
 
@@ -715,6 +720,124 @@ static void exit_hold(const char *dir) {
     printf("exit_hold: %s: another thread's write after the library went off at exit waited for the end\n", mode);
 }
 
+/* ---- exit_hold_calls: another thread's ftruncate, fallocate, posix_fallocate, copy_file_range, sendfile,
+ * splice into a managed file after exit turned the library off ---- */
+
+enum hold_op { H_FTRUNCATE, H_FALLOCATE, H_POSIX_FALLOCATE, H_COPY_FILE_RANGE, H_SENDFILE, H_SPLICE, H_OPS };
+static const char *const hold_op_name[H_OPS] = {"ftruncate", "fallocate", "posix_fallocate", "copy_file_range",
+                                                "sendfile", "splice"};
+/* The file's size after the call through the kernel (it holds REC bytes before). */
+static const long hold_op_size[H_OPS] = {0, 4 * REC, 5 * REC, 2 * REC, 2 * REC, 2 * REC};
+static enum hold_op hold_op;
+static int hold_src = -1, hold_pipe[2] = {-1, -1};
+
+static void *hold_call_worker(void *arg) {
+    (void)arg;
+    while (sem_wait(&hold_go) != 0) {
+    }
+    int fd = data_fd;
+    off_t in_off = 0, out_off = REC;
+    long r = -1;
+    switch (hold_op) {
+    case H_FTRUNCATE: r = ftruncate(fd, 0); break;
+    case H_FALLOCATE: r = fallocate(fd, 0, 0, 4 * REC); break;
+    case H_POSIX_FALLOCATE: r = posix_fallocate(fd, 0, 5 * REC) == 0 ? 0 : -1; break;
+    case H_COPY_FILE_RANGE: r = copy_file_range(hold_src, &in_off, fd, &out_off, REC, 0); break;
+    case H_SENDFILE:
+        r = syscall(SYS_lseek, fd, (off_t)REC, SEEK_SET) == REC ? sendfile(fd, hold_src, &in_off, REC) : -1;
+        break;
+    case H_SPLICE: r = splice(hold_pipe[0], NULL, fd, &out_off, REC, 0); break;
+    default: break;
+    }
+    hold_sh->returned = r + 2; /* (r >= -1) */
+    for (;;) pause(); /* the exit ends it */
+    return NULL;
+}
+
+/* As exit_hold, for each call but the write family that changes a file's data or size through a descriptor:
+ * a child writes REC bytes into a data file, starts a worker and exits; at the exit's cue
+ * upath.fini.library_off the worker makes the call into the data file. Sync and strict modes: it waits for
+ * the end of the process (the cue upath.exit.write_held; the file keeps its REC bytes) -- before session 24's
+ * hold24 it went to the kernel, unsynced. Posix mode: it is the kernel's (the file's size the call's). Needs
+ * DAXKIT_TEST_CRASH=raise:10:upath.fini.library_off:1,raise:12:upath.exit.write_held:1. */
+static void exit_hold_calls(const char *dir) {
+    char srcp[PATH_MAX];
+    st_path(srcp, sizeof srcp, dir, "hold_src");
+    int sfd = open(srcp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    char rec[REC];
+    rec_make(rec, 2, 0);
+    CHECK(sfd >= 0 && write(sfd, rec, REC) == REC && close(sfd) == 0, "the source file: %s", strerror(errno));
+    hold_sh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(hold_sh != MAP_FAILED, "mmap");
+    const char *mode = getenv("DAXKIT_MODE");
+    bool posix = !mode || !strcmp(mode, "posix");
+    int fired = 0, bad = 0;
+    for (int op = 0; op < H_OPS; op++) {
+        char datap[PATH_MAX], name[64];
+        snprintf(name, sizeof name, "hold_%s", hold_op_name[op]);
+        st_path(datap, sizeof datap, dir, name);
+        memset((void *)hold_sh, 0, sizeof *hold_sh);
+        pid_t c = fork();
+        CHECK(c >= 0, "fork");
+        if (c == 0) {
+            struct sigaction sa = {.sa_handler = on_library_off};
+            sigaction(SIGUSR1, &sa, NULL);
+            sa.sa_handler = on_write_held;
+            sigaction(SIGUSR2, &sa, NULL);
+            sem_init(&hold_go, 0, 0);
+            hold_op = (enum hold_op)op;
+            hold_src = open(srcp, O_RDONLY);
+            if (hold_src < 0 || pipe(hold_pipe) != 0 || write(hold_pipe[1], rec, REC) != REC) _exit(2);
+            data_fd = open(datap, O_RDWR | O_CREAT | O_TRUNC, 0644);
+            rec_make(rec, 0, 0);
+            if (data_fd < 0 || write(data_fd, rec, REC) != REC) _exit(2);
+            pthread_t t;
+            if (pthread_create(&t, NULL, hold_call_worker, NULL) != 0) _exit(2);
+            exit(0);
+        }
+        int st;
+        CHECK(waitpid(c, &st, 0) == c, "waitpid");
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: the child: %s %d", hold_op_name[op],
+              WIFSIGNALED(st) ? "killed by signal" : "exit status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+        if (!hold_sh->cue) continue;
+        fired++;
+        long got = hold_sh->returned - 2;
+        struct stat ds;
+        CHECK(syscall(SYS_stat, datap, &ds) == 0, "stat %s", datap);
+        if (posix) {
+            CHECK(hold_sh->returned && got >= 0 && ds.st_size == hold_op_size[op],
+                  "posix: %s after the library went off returned %ld (the file holds %lld bytes, want %ld): "
+                  "not the kernel's", hold_op_name[op], hold_sh->returned ? got : -99, (long long)ds.st_size,
+                  hold_op_size[op]);
+            printf("exit_hold_calls: posix: %s after the library went off at exit: the kernel's (%lld bytes)\n",
+                   hold_op_name[op], (long long)ds.st_size);
+            continue;
+        }
+        /* (each call's verdict printed: the run fails after all of them) */
+        if (hold_sh->returned) {
+            printf("exit_hold_calls: FAILED: %s: another thread's %s after the library went off at exit returned "
+                   "%ld: a change with no fdatasync (the file holds %lld bytes, %d before the exit)\n", mode,
+                   hold_op_name[op], got, (long long)ds.st_size, REC);
+            bad++;
+            continue;
+        }
+        if (!hold_sh->held || ds.st_size != REC) {
+            printf("exit_hold_calls: FAILED: %s: %s %s; the file holds %lld bytes, %d written before the exit\n", mode,
+                   hold_op_name[op], hold_sh->held ? "held" : "neither returned nor reached upath.exit.write_held in 10 s",
+                   (long long)ds.st_size, REC);
+            bad++;
+            continue;
+        }
+        printf("exit_hold_calls: %s: another thread's %s after the library went off at exit waited for the end\n",
+               mode, hold_op_name[op]);
+    }
+    signal(SIGUSR1, SIG_IGN); /* this process's own exit passes the cues too */
+    signal(SIGUSR2, SIG_IGN);
+    if (!fired) SKIP("the cue did not fire (DAXKIT_TEST_CRASH unset, or not a test build)");
+    CHECK(fired == H_OPS, "the cue fired in %d of %d children", fired, H_OPS);
+    CHECK(!bad, "%s: %d of %d calls after the library went off at exit were not held (above)", mode, bad, H_OPS);
+}
+
 int main(int argc, char **argv) {
     const char *dir = st_dir(argc, argv);
     const char *mode = argc > 2 ? argv[2] : "replace";
@@ -739,6 +862,8 @@ int main(int argc, char **argv) {
         flood(dir, n ? n : 1000);
     } else if (!strcmp(mode, "exit_hold")) {
         exit_hold(dir);
+    } else if (!strcmp(mode, "exit_hold_calls")) {
+        exit_hold_calls(dir);
     } else if (!strcmp(mode, "end")) {
         ends(dir, n ? n : 10);
     } else {
