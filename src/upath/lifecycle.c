@@ -225,7 +225,10 @@ void up_exit_hold_slow(int fd) {
         struct stat st;
         if (DK_REAL(fstat)(fd, &st) == 0 && st.st_dev == exit_held[i].dev && st.st_ino == exit_held[i].ino) {
             DK_CRASH_POINT("upath.exit.write_held"); /* tests: this thread's write waits from here */
-            for (;;) pause(); /* (a cancellation point, as the program's write is) */
+            /* Not a cancellation point: ftruncate, fallocate and the in-kernel copies are none (a write is one,
+             * but no program code runs after up_fini to cancel it: destructors ran before) -- hold24's note */
+            pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+            for (;;) pause();
         }
         break;
     }
