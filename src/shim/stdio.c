@@ -54,7 +54,11 @@ static ssize_t ck_read(void *c, char *buf, size_t n) { return read(((struct cook
  * it as the file stream does (a stream that does not know its offset, -1, is left so). */
 static ssize_t ck_write(void *c, const char *buf, size_t n) {
     struct cookie *k = c;
+    /* never held at exit: glibc may hold its stream list's lock around this write (upath.h up_exit_hold_stdio) */
+    bool was = up_exit_hold_stdio;
+    up_exit_hold_stdio = true;
     ssize_t r = write(k->fd, buf, n);
+    up_exit_hold_stdio = was;
     FILE *fp = __atomic_load_n(&k->fp, __ATOMIC_ACQUIRE);
     if (r > 0 && fp && fp != COOKIE_CLAIMED && fp->_offset >= 0) fp->_offset += r;
     return r < 0 ? 0 : r; /* fopencookie: 0 means error (errno set) */

@@ -175,6 +175,7 @@ static uint32_t exit_held_count, exit_held_cap = EXIT_HELD_INLINE;
 static pid_t exit_pid;
 static __thread bool exit_thread;
 bool up_exit_hold_flag;
+__thread bool up_exit_hold_stdio __attribute__((tls_model("initial-exec")));
 
 static bool exit_held_candidate(const struct up_fd *e, const struct up_file **f) {
     const struct up_slot *s = up_entry_slot(e);
@@ -218,7 +219,7 @@ static void exit_hold_begin(void) {
 }
 
 void up_exit_hold_slow(int fd) {
-    if (exit_thread || up_vfork_child || (pid_t)syscall(SYS_getpid) != exit_pid) return;
+    if (exit_thread || up_exit_hold_stdio || up_vfork_child || (pid_t)syscall(SYS_getpid) != exit_pid) return;
     DK_ERRNO_SAVE;
     for (uint32_t i = 0; i < exit_held_count; i++) {
         if (exit_held[i].fd != fd) continue;

@@ -27,6 +27,10 @@ void up_fini(void);
  * which makes another thread's write to a descriptor managed at the exit wait for the end of the process
  * (lifecycle.c). */
 extern bool up_exit_hold_flag;
+/* Set by the library's stdio cookie around its write (shim/stdio.c ck_write): such a write is never held --
+ * glibc may hold its stream list's lock around it (fflush(NULL)), which exit's _IO_cleanup takes after up_fini:
+ * held, the process never ended (review 24, #12). It passes to the kernel, as every write did before session 24. */
+extern __thread bool up_exit_hold_stdio __attribute__((tls_model("initial-exec")));
 void up_exit_hold_slow(int fd);
 static inline void up_exit_hold(int fd) {
     if (__builtin_expect(__atomic_load_n(&up_exit_hold_flag, __ATOMIC_ACQUIRE), 0)) up_exit_hold_slow(fd);
