@@ -113,12 +113,15 @@ static inline bool dk_ifd_overlapped(uint64_t before) {
     return __builtin_expect(before != __atomic_load_n(&dk_ifd_starts, __ATOMIC_SEQ_CST), 0);
 }
 void dk_ifd_settle_slow(void);
+/* No window is open now (dk_ifd_settle's look, without its wait). */
+static inline bool dk_ifd_idle(void) {
+    return __builtin_expect(__atomic_load_n(&dk_ifd_starts, __ATOMIC_SEQ_CST) ==
+                                __atomic_load_n(&dk_ifd_ends, __ATOMIC_SEQ_CST), 1);
+}
 /* Before a call the kernel serves on a number daxkit does not: waits while another thread's window is open.
  * True when it waited (the number may name a file the program opened meanwhile: look again). */
 static inline bool dk_ifd_settle(void) {
-    if (__builtin_expect(__atomic_load_n(&dk_ifd_starts, __ATOMIC_SEQ_CST) ==
-                             __atomic_load_n(&dk_ifd_ends, __ATOMIC_SEQ_CST), 1))
-        return false;
+    if (dk_ifd_idle()) return false;
     dk_ifd_settle_slow();
     return true;
 }

@@ -10,7 +10,6 @@
  * write's offset, else -1 (the range a pass-through write tells the library: shim.h dk_pt_end_written). A
  * pending descriptor (opened, not adopted yet: upath/pending.c) passes its first reads through; a write, or
  * a read past those, adopts it here and is served. */
-#define SERVE(fd, served_call, real_call, changes, moves, at) SERVE_IF(fd, true, served_call, real_call, changes, moves, at)
 /* A change whose number was closed and given again under it this many times goes to the kernel unnamed. */
 #define DK_PT_AGAIN_MAX 4
 /* A pending descriptor adopted for the call (a write may adopt a file it created without an fstat:
@@ -24,13 +23,14 @@
             return -1;                                                                              \
         }                                                                                           \
     } while (0)
-/* The cancellation point comes before the slot is held: a thread cancelled there names no call (calls.h). */
+/* The cancellation point comes before the slot is held: a thread cancelled there names no call (calls.h). The
+ * full path of an entry point (DK_RW: e_, fd's entry or NULL). */
 #define SERVE_IF(fd, cond, served_call, real_call, changes, moves, at) \
     do {                                                 \
         struct up_slot *s_;                              \
         if (DK_LIKELY(up_enabled)) {                     \
             DK_CANCEL_POINT();                           \
-            if ((cond) && (s_ = up_serving(fd)) != NULL) { \
+            if ((cond) && (s_ = up_serving_at(e_, fd)) != NULL) { \
             served_:;                                    \
                 struct up_slot *s = s_;                  \
                 ssize_t sr_ = served_call;               \
@@ -100,64 +100,81 @@
         return real_call;                                \
     } while (0)
 
-DK_EXPORT ssize_t read(int fd, void *buf, size_t n) {
-    SERVE(fd, up_read(s, fd, buf, n), DK_REAL(read)(fd, buf, n), false, true, -1);
-}
-DK_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off) {
-    SERVE(fd, up_pread(s, fd, buf, n, off), DK_REAL(pread)(fd, buf, n, off), false, false, -1);
-}
-DK_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off) {
-    SERVE(fd, up_pread(s, fd, buf, n, off), DK_REAL(pread64)(fd, buf, n, off), false, false, -1);
-}
-DK_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
-    if (n > buflen) return DK_REAL(__read_chk)(fd, buf, n, buflen); /* libc reports the overflow */
-    SERVE(fd, up_read(s, fd, buf, n), DK_REAL(__read_chk)(fd, buf, n, buflen), false, true, -1);
-}
-DK_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen) {
-    if (n > buflen) return DK_REAL(__pread_chk)(fd, buf, n, off, buflen);
-    SERVE(fd, up_pread(s, fd, buf, n, off), DK_REAL(__pread_chk)(fd, buf, n, off, buflen), false, false, -1);
-}
-DK_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen) {
-    if (n > buflen) return DK_REAL(__pread64_chk)(fd, buf, n, off, buflen);
-    SERVE(fd, up_pread(s, fd, buf, n, off), DK_REAL(__pread64_chk)(fd, buf, n, off, buflen), false, false, -1);
-}
-DK_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt) {
-    SERVE(fd, up_readv(s, fd, iov, cnt, 0, 0, false), DK_REAL(readv)(fd, iov, cnt), false, true, -1);
-}
-DK_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off) {
-    SERVE(fd, up_readv(s, fd, iov, cnt, off, 0, true), DK_REAL(preadv)(fd, iov, cnt, off), false, false, -1);
-}
-DK_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off_t off) {
-    SERVE(fd, up_readv(s, fd, iov, cnt, off, 0, true), DK_REAL(preadv64)(fd, iov, cnt, off), false, false, -1);
-}
-DK_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int fl) {
-    SERVE_IF(fd, up_rwf_served(fl), up_readv(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(preadv2)(fd, iov, cnt, off, fl), false, off == -1, -1);
-}
-DK_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off_t off, int fl) {
-    SERVE_IF(fd, up_rwf_served(fl), up_readv(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(preadv64v2)(fd, iov, cnt, off, fl), false, off == -1, -1);
-}
+#define DK_STRIP(...) __VA_ARGS__
+/* An entry point NAME(params) and its full path NAME_full: SERVE_IF with the number's entry e_ (NULL: none).
+ * direct: libc's call at once (the _chk variants' overflow, which libc reports). The library off (not
+ * initialised, a vfork child, exit): NAME_full, whose SERVE_IF says what then. A number with none of the
+ * library's state goes to libc's call at once too -- itself the cancellation point; nothing named or counted
+ * before it (shim.h dk_pt_none). A number with a slot is served by NAME_served when it may be, as SERVE_IF's
+ * first look does. Anything else -- and a slot that is not served (the kernel's: shared, O_DIRECT, ...; closed
+ * while the call waited), which SERVE_IF looks at once more -- goes to NAME_full. Separate functions: the
+ * full path makes kernel calls under a cleanup handler (a setjmp), and such a function keeps its arguments in
+ * memory and saves five registers -- ~20 instructions of every call when they were one; the entry point
+ * calls nothing but tail calls, so it saves none. */
+#define DK_RW(ret, name, params, args, direct, cond, served_call, changes, moves, at)                     \
+    static __attribute__((noinline)) ret name##_full(DK_STRIP params, struct up_fd *e_) {                  \
+        SERVE_IF(fd, cond, served_call, DK_REAL(name) args, changes, moves, at);                          \
+    }                                                                                                     \
+    static __attribute__((noinline)) ret name##_served(DK_STRIP params, struct up_fd *e_) {                \
+        if (cond) {                                                                                       \
+            DK_CANCEL_POINT();                                                                            \
+            struct up_slot *s = up_serving_at(e_, fd);                                                    \
+            if (s) {                                                                                      \
+                ret sr_ = served_call;                                                                    \
+                up_served_end();                                                                          \
+                return sr_;                                                                               \
+            }                                                                                             \
+        }                                                                                                 \
+        return name##_full(DK_STRIP args, e_);                                                            \
+    }                                                                                                     \
+    /* (a call that may be made twice, made again while a window overlapped it: out of the entry point, whose \
+     * frame its loop would make every call pay) */                                                      \
+    static __attribute__((noinline, unused)) ret name##_retry params { return DK_IFD_RETRY(DK_REAL(name) args); } \
+    DK_EXPORT ret name params {                                                                           \
+        if (direct) return DK_REAL(name) args;                                                            \
+        if (DK_UNLIKELY(!up_enabled)) return name##_full(DK_STRIP args, NULL); /* (off: SERVE_IF's way) */  \
+        struct up_fd *e_ = up_fd_entry(fd);                                                               \
+        if (e_ && __atomic_load_n(&e_->slot, __ATOMIC_ACQUIRE) != NULL) return name##_served(DK_STRIP args, e_); \
+        if (dk_pt_none_rest(e_, (changes))) /* (the look above was the first: shim.h) */                  \
+            return !(changes) && !(moves) ? name##_retry args : DK_REAL(name) args;                       \
+        return name##_full(DK_STRIP args, e_);                                                            \
+    }
 
-DK_EXPORT ssize_t write(int fd, const void *buf, size_t n) {
-    SERVE(fd, up_write(s, fd, buf, n), DK_REAL(write)(fd, buf, n), true, true, -1);
-}
-DK_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) {
-    SERVE(fd, up_pwrite(s, fd, buf, n, off), DK_REAL(pwrite)(fd, buf, n, off), true, false, off);
-}
-DK_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off) {
-    SERVE(fd, up_pwrite(s, fd, buf, n, off), DK_REAL(pwrite64)(fd, buf, n, off), true, false, off);
-}
-DK_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt) {
-    SERVE(fd, up_writev(s, fd, iov, cnt, 0, 0, false), DK_REAL(writev)(fd, iov, cnt), true, true, -1);
-}
-DK_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off) {
-    SERVE(fd, up_writev(s, fd, iov, cnt, off, 0, true), DK_REAL(pwritev)(fd, iov, cnt, off), true, false, off);
-}
-DK_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off) {
-    SERVE(fd, up_writev(s, fd, iov, cnt, off, 0, true), DK_REAL(pwritev64)(fd, iov, cnt, off), true, false, off);
-}
-DK_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int fl) {
-    SERVE_IF(fd, up_rwf_served(fl), up_writev(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(pwritev2)(fd, iov, cnt, off, fl), true, off == -1, (fl & RWF_APPEND) ? -1 : off);
-}
-DK_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off_t off, int fl) {
-    SERVE_IF(fd, up_rwf_served(fl), up_writev(s, fd, iov, cnt, off, fl, off != -1), DK_REAL(pwritev64v2)(fd, iov, cnt, off, fl), true, off == -1, (fl & RWF_APPEND) ? -1 : off);
-}
+#define DK_RD (int fd, void *buf, size_t n)
+#define DK_PRD (int fd, void *buf, size_t n, off_t off)
+#define DK_RDV (int fd, const struct iovec *iov, int cnt)
+#define DK_PRDV (int fd, const struct iovec *iov, int cnt, off_t off)
+#define DK_PRDV2 (int fd, const struct iovec *iov, int cnt, off_t off, int fl)
+/* (ret, name, params, args, direct, cond, served_call, changes, moves, at) */
+DK_RW(ssize_t, read, DK_RD, (fd, buf, n), false, true, up_read(s, fd, buf, n), false, true, -1)
+DK_RW(ssize_t, pread, DK_PRD, (fd, buf, n, off), false, true, up_pread(s, fd, buf, n, off), false, false, -1)
+DK_RW(ssize_t, pread64, DK_PRD, (fd, buf, n, off), false, true, up_pread(s, fd, buf, n, off), false, false, -1)
+DK_RW(ssize_t, __read_chk, (int fd, void *buf, size_t n, size_t buflen), (fd, buf, n, buflen), n > buflen, true,
+      up_read(s, fd, buf, n), false, true, -1)
+DK_RW(ssize_t, __pread_chk, (int fd, void *buf, size_t n, off_t off, size_t buflen), (fd, buf, n, off, buflen), n > buflen,
+      true, up_pread(s, fd, buf, n, off), false, false, -1)
+DK_RW(ssize_t, __pread64_chk, (int fd, void *buf, size_t n, off_t off, size_t buflen), (fd, buf, n, off, buflen),
+      n > buflen, true, up_pread(s, fd, buf, n, off), false, false, -1)
+DK_RW(ssize_t, readv, DK_RDV, (fd, iov, cnt), false, true, up_readv(s, fd, iov, cnt, 0, 0, false), false, true, -1)
+DK_RW(ssize_t, preadv, DK_PRDV, (fd, iov, cnt, off), false, true, up_readv(s, fd, iov, cnt, off, 0, true), false, false, -1)
+DK_RW(ssize_t, preadv64, DK_PRDV, (fd, iov, cnt, off), false, true, up_readv(s, fd, iov, cnt, off, 0, true), false, false, -1)
+DK_RW(ssize_t, preadv2, DK_PRDV2, (fd, iov, cnt, off, fl), false, up_rwf_served(fl),
+      up_readv(s, fd, iov, cnt, off, fl, off != -1), false, off == -1, -1)
+DK_RW(ssize_t, preadv64v2, DK_PRDV2, (fd, iov, cnt, off, fl), false, up_rwf_served(fl),
+      up_readv(s, fd, iov, cnt, off, fl, off != -1), false, off == -1, -1)
+
+#define DK_WR (int fd, const void *buf, size_t n)
+#define DK_PWR (int fd, const void *buf, size_t n, off_t off)
+#define DK_WRV (int fd, const struct iovec *iov, int cnt)
+#define DK_PWRV (int fd, const struct iovec *iov, int cnt, off_t off)
+#define DK_PWRV2 (int fd, const struct iovec *iov, int cnt, off_t off, int fl)
+DK_RW(ssize_t, write, DK_WR, (fd, buf, n), false, true, up_write(s, fd, buf, n), true, true, -1)
+DK_RW(ssize_t, pwrite, DK_PWR, (fd, buf, n, off), false, true, up_pwrite(s, fd, buf, n, off), true, false, off)
+DK_RW(ssize_t, pwrite64, DK_PWR, (fd, buf, n, off), false, true, up_pwrite(s, fd, buf, n, off), true, false, off)
+DK_RW(ssize_t, writev, DK_WRV, (fd, iov, cnt), false, true, up_writev(s, fd, iov, cnt, 0, 0, false), true, true, -1)
+DK_RW(ssize_t, pwritev, DK_PWRV, (fd, iov, cnt, off), false, true, up_writev(s, fd, iov, cnt, off, 0, true), true, false, off)
+DK_RW(ssize_t, pwritev64, DK_PWRV, (fd, iov, cnt, off), false, true, up_writev(s, fd, iov, cnt, off, 0, true), true, false, off)
+DK_RW(ssize_t, pwritev2, DK_PWRV2, (fd, iov, cnt, off, fl), false, up_rwf_served(fl),
+      up_writev(s, fd, iov, cnt, off, fl, off != -1), true, off == -1, (fl & RWF_APPEND) ? -1 : off)
+DK_RW(ssize_t, pwritev64v2, DK_PWRV2, (fd, iov, cnt, off, fl), false, up_rwf_served(fl),
+      up_writev(s, fd, iov, cnt, off, fl, off != -1), true, off == -1, (fl & RWF_APPEND) ? -1 : off)

@@ -17,6 +17,45 @@
 /* The served path is a cancellation point wherever libc's call is one. */
 #define DK_CANCEL_POINT() pthread_testcancel()
 
+/* The pass-through fast path (session 24): true when e (fd's entry, or NULL: a number the library never held
+ * anything on) has no slot, is not pending and -- for a call that changes data (`changes`) -- was not vacated
+ * since an open or dup settled it, and no window of the library's own opens is open (common/internal_fd.h).
+ * The full path (shim/rw.c SERVE_IF: two up_serving looks with their call-record stores, dk_pt_begin or
+ * dk_pt_begin_change, up_fd_vacated, the re-checks) finds the same about such a number and makes libc's call
+ * unnamed; the caller makes it at once instead (~155 instructions a call before: a socket's, a pipe's, a file's
+ * outside the managed directories). The looks are the ones that path ends with, in an order where every
+ * change of state between two of them shows in a later one:
+ *   - slot, pending, slot: an adoption binds the slot before it ends the pending state (fdtab.c up_fd_bind);
+ *     an open of a vacated number makes it closing, then pending, then ends the closing (up_fd_opening);
+ *   - a change: the vacating count, its clean mark, the slot, ..., the count again (internal.h up_fd_vacated:
+ *     a close that ended between the looks moved the count first; an open marks a vacated number clean while
+ *     it is closing, before it is pending: the slot look after the mark sees one or the other);
+ *   - the windows last (dk_ifd_settle's look, which waits); for a change, then the exit's hold (sync and
+ *     strict: set before exit turns the library off; the full path's write asks up_exit_hold, lifecycle.c).
+ * Anything found: false, and the full path runs as before, its cancellation point first. None here: libc's
+ * call is a cancellation point wherever the served path has one, and nothing is named or counted before it. */
+static inline bool dk_pt_none_rest(const struct up_fd *e, bool changes); /* (after a first look found no slot) */
+static inline bool dk_pt_none(const struct up_fd *e, bool changes) {
+    if (e && __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE) != NULL) return false; /* (a served call: one look) */
+    return dk_pt_none_rest(e, changes);
+}
+static inline bool dk_pt_none_rest(const struct up_fd *e, bool changes) {
+    if (e) {
+        uint32_t g = 0;
+        if (changes) {
+            g = __atomic_load_n(&e->vac_gen, __ATOMIC_ACQUIRE);
+            if (g != __atomic_load_n(&e->vac_clean, __ATOMIC_ACQUIRE) || __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE) != NULL)
+                return false;
+        }
+        if (__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) != UP_PEND_NONE ||
+            __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE) != NULL)
+            return false;
+        if (changes && __atomic_load_n(&e->vac_gen, __ATOMIC_ACQUIRE) != g) return false;
+    }
+    /* a change: no exit holding writes (upath.h up_exit_hold: the full path asks it before a write) */
+    return dk_ifd_idle() && (!changes || !__atomic_load_n(&up_exit_hold_flag, __ATOMIC_ACQUIRE));
+}
+
 /* Why a managed descriptor that is not served (shared, O_DIRECT, unmappable) passes through, counted. */
 static inline void dk_pt_count(const struct up_slot *s, const struct up_file *f) {
     dk_count(DK_C_passthrough, 1);

@@ -54,8 +54,7 @@ static void refresh_for(struct up_file *f, int fd, uint64_t gen) {
     DK_ERRNO_RESTORE;
 }
 
-struct up_slot *up_serving(int fd) {
-    struct up_fd *e = up_fd_entry(fd);
+static inline __attribute__((always_inline)) struct up_slot *serving(struct up_fd *e, int fd) {
     if (!e) return NULL;
     struct up_slot *s = up_call_enter(e); /* the slot, file and number stay until up_served_end (calls.h) */
     if (!s) return NULL;
@@ -71,6 +70,9 @@ struct up_slot *up_serving(int fd) {
     if (DK_UNLIKELY(__atomic_load_n(&s->file->refresh_gen, __ATOMIC_RELAXED) != gen)) refresh_for(s->file, fd, gen);
     return s;
 }
+struct up_slot *up_serving(int fd) { return serving(up_fd_entry(fd), fd); }
+/* (the read/write family's entry points look the entry up themselves: shim/rw.c DK_RW) */
+struct up_slot *up_serving_at(struct up_fd *e, int fd) { return serving(e, fd); }
 
 /* ---- adoption ---- */
 

@@ -39,6 +39,7 @@ static inline void up_exit_hold(int fd) {
 /* The slot of a descriptor served in user space, or NULL (pass the call through). A descriptor whose
  * slot is shared with another process (after fork) or another program image is not served. */
 struct up_slot *up_serving(int fd);
+struct up_slot *up_serving_at(struct up_fd *e, int fd); /* the same, e being fd's entry (NULL: none) */
 /* Ends the call on the slot up_serving gave (which stays valid until then, against another thread's close,
  * dup2, exec or exit: calls.h). Every non-NULL up_serving is followed by exactly one. */
 static inline void up_served_end(void) { up_call_leave(); }
