@@ -24,13 +24,14 @@
         }                                                                                           \
     } while (0)
 /* The cancellation point comes before the slot is held: a thread cancelled there names no call (calls.h). The
- * full path of an entry point (DK_RW: e_, fd's entry or NULL). */
+ * full path of an entry point (DK_RW: e_, fd's entry or NULL; looked_: NAME_served's look at the slot found it
+ * not served -- the kernel's -- so the first look here is not made again: review 24, #9). */
 #define SERVE_IF(fd, cond, served_call, real_call, changes, moves, at) \
     do {                                                 \
         struct up_slot *s_;                              \
         if (DK_LIKELY(up_enabled)) {                     \
-            DK_CANCEL_POINT();                           \
-            if ((cond) && (s_ = up_serving_at(e_, fd)) != NULL) { \
+            if (!looked_) DK_CANCEL_POINT(); /* (else NAME_served's was it) */ \
+            if ((cond) && !looked_ && (s_ = up_serving_at(e_, fd)) != NULL) { \
             served_:;                                    \
                 struct up_slot *s = s_;                  \
                 ssize_t sr_ = served_call;               \
@@ -112,7 +113,7 @@
  * memory and saves five registers -- ~20 instructions of every call when they were one; the entry point
  * calls nothing but tail calls, so it saves none. */
 #define DK_RW(ret, name, params, args, direct, cond, served_call, changes, moves, at)                     \
-    static __attribute__((noinline)) ret name##_full(DK_STRIP params, struct up_fd *e_) {                  \
+    static __attribute__((noinline)) ret name##_full(DK_STRIP params, struct up_fd *e_, bool looked_) {    \
         SERVE_IF(fd, cond, served_call, DK_REAL(name) args, changes, moves, at);                          \
     }                                                                                                     \
     static __attribute__((noinline)) ret name##_served(DK_STRIP params, struct up_fd *e_) {                \
@@ -125,19 +126,19 @@
                 return sr_;                                                                               \
             }                                                                                             \
         }                                                                                                 \
-        return name##_full(DK_STRIP args, e_);                                                            \
+        return name##_full(DK_STRIP args, e_, (cond));                                                    \
     }                                                                                                     \
     /* (a call that may be made twice, made again while a window overlapped it: out of the entry point, whose \
      * frame its loop would make every call pay) */                                                      \
     static __attribute__((noinline, unused)) ret name##_retry params { return DK_IFD_RETRY(DK_REAL(name) args); } \
     DK_EXPORT ret name params {                                                                           \
         if (direct) return DK_REAL(name) args;                                                            \
-        if (DK_UNLIKELY(!up_enabled)) return name##_full(DK_STRIP args, NULL); /* (off: SERVE_IF's way) */  \
+        if (DK_UNLIKELY(!up_enabled)) return name##_full(DK_STRIP args, NULL, false); /* (off: SERVE_IF's way) */ \
         struct up_fd *e_ = up_fd_entry(fd);                                                               \
         if (e_ && __atomic_load_n(&e_->slot, __ATOMIC_ACQUIRE) != NULL) return name##_served(DK_STRIP args, e_); \
         if (dk_pt_none_rest(e_, (changes))) /* (the look above was the first: shim.h) */                  \
             return !(changes) && !(moves) ? name##_retry args : DK_REAL(name) args;                       \
-        return name##_full(DK_STRIP args, e_);                                                            \
+        return name##_full(DK_STRIP args, e_, false);                                                     \
     }
 
 #define DK_RD (int fd, void *buf, size_t n)
