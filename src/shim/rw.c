@@ -108,10 +108,10 @@
  * library's state goes to libc's call at once too -- itself the cancellation point; nothing named or counted
  * before it (shim.h dk_pt_none). A number with a slot is served by NAME_served when it may be, as SERVE_IF's
  * first look does. Anything else -- and a slot that is not served (the kernel's: shared, O_DIRECT, ...; closed
- * while the call waited), which SERVE_IF looks at once more -- goes to NAME_full. Separate functions: the
- * full path makes kernel calls under a cleanup handler (a setjmp), and such a function keeps its arguments in
- * memory and saves five registers -- ~20 instructions of every call when they were one; the entry point
- * calls nothing but tail calls, so it saves none. */
+ * while the call waited), past SERVE_IF's first look (looked_: NAME_served made it) -- goes to NAME_full.
+ * Separate functions: the full path makes kernel calls under a cleanup handler (a setjmp), and such a function
+ * keeps its arguments in memory and saves five registers -- ~20 instructions of every call when they were one;
+ * the entry point calls nothing but tail calls, so it saves none. */
 #define DK_RW(ret, name, params, args, direct, cond, served_call, changes, moves, at)                     \
     static __attribute__((noinline)) ret name##_full(DK_STRIP params, struct up_fd *e_, bool looked_) {    \
         SERVE_IF(fd, cond, served_call, DK_REAL(name) args, changes, moves, at);                          \
