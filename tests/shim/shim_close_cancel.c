@@ -18,25 +18,13 @@
 static int fd = -1, fd1 = -1;
 static pthread_barrier_t bar;
 
-static int set_lock(short type, off_t start, off_t len) {
-    struct flock l = {.l_type = type, .l_whence = SEEK_SET, .l_start = start, .l_len = len};
-    return fcntl(fd, F_SETLK, &l);
-}
-static uint64_t skips(void) { return st_counter(DK_C_refresh_skips); }
 
-/* Read lock on byte 0, a read (the size re-read), the lock widened to [0,2): the widening keeps the size it
- * read. Ends with the whole file released. */
+/* A plain escalation round (st_escalation_skips): the widening keeps the size it read. */
 static void plain_round(const char *when) {
-    uint64_t s0 = skips();
-    char buf[32];
-    OK(set_lock(F_RDLCK, 0, 1));
-    CHECK(pread(fd, buf, sizeof buf, 0) >= 8, "%s: pread", when);
-    OK(set_lock(F_RDLCK, 0, 2));
-    uint64_t s1 = skips();
-    OK(set_lock(F_UNLCK, 0, 0));
-    printf("%s: refresh_skips +%llu\n", when, (unsigned long long)(s1 - s0));
-    CHECK(s1 == s0 + 1, "%s: a plain escalation made %llu refresh skips (1 expected): a share of the lock calls' "
-          "count in flight was left behind", when, (unsigned long long)(s1 - s0));
+    uint64_t n = st_escalation_skips(fd, when);
+    printf("%s: refresh_skips +%llu\n", when, (unsigned long long)n);
+    CHECK(n == 1, "%s: a plain escalation made %llu refresh skips (1 expected): a share of the lock calls' "
+          "count in flight was left behind", when, (unsigned long long)n);
 }
 
 static void *t_main(void *arg) {
@@ -77,7 +65,7 @@ int main(int argc, char **argv) {
     pthread_join(t, &res);
     if (res != PTHREAD_CANCELED) SKIP("close did not act on the pending cancellation (not glibc's close?)");
     CHECK(fcntl(fd1, F_GETFD) >= 0, "fd1 closed by a close that was cancelled (glibc acts before the system call)");
-    OK(set_lock(F_UNLCK, 0, 0)); /* the set known and empty again */
+    OK(st_setlk(fd, F_UNLCK, 0, 0)); /* the set known and empty again */
     plain_round("after a close cancelled");
     CHECK(pwrite(fd1, "zz", 2, 0) == 2, "pwrite through fd1 after the cancelled close: %s", strerror(errno));
     CHECK(pread(fd1, buf, 16, 0) == 16 && !memcmp(buf, "zz", 2), "pread through fd1 after the cancelled close");

@@ -668,6 +668,24 @@ static void *hold_worker(void *arg) {
     return NULL;
 }
 
+/* The parent's side of the exit-hold cases: the page the child reports through; the mode (DAXKIT_MODE, posix
+ * when unset). */
+static const char *hold_setup(void) {
+    hold_sh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(hold_sh != MAP_FAILED, "mmap");
+    const char *mode = getenv("DAXKIT_MODE");
+    return mode ? mode : "posix";
+}
+
+/* The child's side: the exit's cues (SIGUSR1 upath.fini.library_off, SIGUSR2 upath.exit.write_held). */
+static void hold_child_cues(void) {
+    struct sigaction sa = {.sa_handler = on_library_off};
+    sigaction(SIGUSR1, &sa, NULL);
+    sa.sa_handler = on_write_held;
+    sigaction(SIGUSR2, &sa, NULL);
+    sem_init(&hold_go, 0, 0);
+}
+
 /* A child appends once through its O_APPEND log (served), starts a worker and exits; the exit's cue at
  * upath.fini.library_off lets the worker append while the shutdown runs. Sync and strict modes: the write
  * waits for the end of the process (the cue upath.exit.write_held) -- before, it went to the kernel unsynced
@@ -677,18 +695,12 @@ static void *hold_worker(void *arg) {
 static void exit_hold(const char *dir) {
     char logp[PATH_MAX];
     st_path(logp, sizeof logp, dir, "hold_log");
-    hold_sh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    CHECK(hold_sh != MAP_FAILED, "mmap");
-    const char *mode = getenv("DAXKIT_MODE");
-    bool posix = !mode || !strcmp(mode, "posix");
+    const char *mode = hold_setup();
+    bool posix = !strcmp(mode, "posix");
     pid_t c = fork();
     CHECK(c >= 0, "fork");
     if (c == 0) {
-        struct sigaction sa = {.sa_handler = on_library_off};
-        sigaction(SIGUSR1, &sa, NULL);
-        sa.sa_handler = on_write_held;
-        sigaction(SIGUSR2, &sa, NULL);
-        sem_init(&hold_go, 0, 0);
+        hold_child_cues();
         log_fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
         char rec[REC];
         rec_make(rec, 0, 0);
@@ -767,10 +779,8 @@ static void exit_hold_calls(const char *dir) {
     char rec[REC];
     rec_make(rec, 2, 0);
     CHECK(sfd >= 0 && write(sfd, rec, REC) == REC && close(sfd) == 0, "the source file: %s", strerror(errno));
-    hold_sh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    CHECK(hold_sh != MAP_FAILED, "mmap");
-    const char *mode = getenv("DAXKIT_MODE");
-    bool posix = !mode || !strcmp(mode, "posix");
+    const char *mode = hold_setup();
+    bool posix = !strcmp(mode, "posix");
     int fired = 0, bad = 0;
     for (int op = 0; op < H_OPS; op++) {
         char datap[PATH_MAX], name[64];
@@ -780,11 +790,7 @@ static void exit_hold_calls(const char *dir) {
         pid_t c = fork();
         CHECK(c >= 0, "fork");
         if (c == 0) {
-            struct sigaction sa = {.sa_handler = on_library_off};
-            sigaction(SIGUSR1, &sa, NULL);
-            sa.sa_handler = on_write_held;
-            sigaction(SIGUSR2, &sa, NULL);
-            sem_init(&hold_go, 0, 0);
+            hold_child_cues();
             hold_op = (enum hold_op)op;
             hold_src = open(srcp, O_RDONLY);
             if (hold_src < 0 || pipe(hold_pipe) != 0 || write(hold_pipe[1], rec, REC) != REC) _exit(2);

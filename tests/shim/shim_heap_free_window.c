@@ -56,14 +56,6 @@ static void *appender(void *arg) {
     return NULL;
 }
 
-/* What number n names now (raw system call: the library's readlink takes no part), "" when closed. */
-static void fd_target(int n, char *buf, size_t len) {
-    char link[64];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", n);
-    long r = syscall(SYS_readlinkat, AT_FDCWD, link, buf, len - 1);
-    buf[r > 0 ? r : 0] = 0;
-}
-
 int main(int argc, char **argv) {
     CHECK(argc == 2, "usage: shim_heap_free_window MANAGED_DIR");
     st_watchdog(60);
@@ -90,7 +82,7 @@ int main(int argc, char **argv) {
     sem_post(&go);
     bool seen = false;
     for (int i = 0; i < 20000 && !seen; i++) { /* 20 s at most; glibc holds the number 400 ms */
-        fd_target(n, target, sizeof target);
+        st_fd_target(n, target, sizeof target);
         seen = !strcmp(target, glibc_file);
         if (!seen && __atomic_load_n(&last_append_done, __ATOMIC_ACQUIRE)) break;
         if (!seen) usleep(1000);

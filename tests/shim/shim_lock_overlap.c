@@ -44,10 +44,7 @@ static const char *how = "close"; /* at_close: close, dup2, close_range, fclose 
 static sem_t go, done;
 static volatile sig_atomic_t cue_fired, b_failed;
 
-static int set_lock(short type, off_t start, off_t len) {
-    struct flock l = {.l_type = type, .l_whence = SEEK_SET, .l_start = start, .l_len = len};
-    return fcntl(fd, F_SETLK, &l);
-}
+static int set_lock(short type, off_t start, off_t len) { return st_setlk(fd, type, start, len); }
 
 /* The writer outside the library: 16 bytes of 'b' at `at` (raw system calls). Async-signal-safe. */
 static bool grow(off_t at) {
@@ -122,18 +119,11 @@ static void expect_size(ssize_t size, const char *after, char **argv) {
           "grew the file while nothing was held)", argv[2], argv[3], after, got, size);
 }
 
-/* A plain escalation round with the set known: read lock on byte 0, a read (the size re-read), the read lock
- * widened to [0,2): the widening keeps the size it read. Ends with the whole file released. */
+/* A plain escalation round with the set known (st_escalation_skips): the widening keeps the size it read. */
 static void plain_round(const char *when) {
-    uint64_t s0 = skips();
-    char buf[32];
-    OK(set_lock(F_RDLCK, 0, 1));
-    CHECK(pread(fd, buf, sizeof buf, 0) >= 8, "%s: pread", when);
-    OK(set_lock(F_RDLCK, 0, 2));
-    uint64_t s1 = skips();
-    OK(set_lock(F_UNLCK, 0, 0));
-    CHECK(s1 == s0 + 1, "%s: a plain escalation made %llu refresh skips (1 expected): the counters are not live",
-          when, (unsigned long long)(s1 - s0));
+    uint64_t n = st_escalation_skips(fd, when);
+    CHECK(n == 1, "%s: a plain escalation made %llu refresh skips (1 expected): the counters are not live", when,
+          (unsigned long long)n);
 }
 
 /* `close` (and its siblings): byte 0 held since the size was read; a second descriptor of the file is closed,

@@ -38,13 +38,6 @@ static void *appender(void *arg) {
     return NULL;
 }
 
-static void fd_target(int n, char *buf, size_t len) {
-    char link[64];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", n);
-    long r = syscall(SYS_readlinkat, AT_FDCWD, link, buf, len - 1);
-    buf[r > 0 ? r : 0] = 0;
-}
-
 int main(int argc, char **argv) {
     CHECK(argc == 2, "usage: shim_strerror_window MANAGED_DIR");
     st_watchdog(60);
@@ -64,7 +57,7 @@ int main(int argc, char **argv) {
     int k = n;
     for (int i = 0; i < 20000 && !seen; i++) { /* 20 s at most; strace holds the number 400 ms */
         for (k = n; k < n + 8 && !seen; k++) {
-            fd_target(k, target, sizeof target);
+            st_fd_target(k, target, sizeof target);
             seen = !strcmp(target, catalog);
         }
         if (!seen && __atomic_load_n(&append_done, __ATOMIC_ACQUIRE)) break;

@@ -191,6 +191,13 @@ static inline void st_pwrite_all(int fd, const void *buf, size_t n, off_t off) {
         p += w, n -= (size_t)w, off += w;
     }
 }
+/* What number n names now, "" when closed (a raw system call: the library's readlink takes no part). */
+static inline void st_fd_target(int n, char *buf, size_t len) {
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", n);
+    long r = syscall(SYS_readlinkat, AT_FDCWD, link, buf, len - 1);
+    buf[r > 0 ? r : 0] = 0;
+}
 static inline off_t st_fsize(int fd) {
     struct stat st;
     OK(fstat(fd, &st));
@@ -228,6 +235,25 @@ static inline uint64_t st_counter(int c) {
     uint64_t v[DK_C_COUNT];
     CHECK(st_stats(getpid(), v), "no stats file");
     return v[c];
+}
+
+/* fcntl F_SETLK of [start, start+len) (len 0: to the end), type F_RDLCK, F_WRLCK or F_UNLCK. */
+static inline int st_setlk(int fd, short type, off_t start, off_t len) {
+    struct flock l = {.l_type = type, .l_whence = SEEK_SET, .l_start = start, .l_len = len};
+    return fcntl(fd, F_SETLK, &l);
+}
+/* A plain escalation round on fd: a read lock on byte 0, a read (the size re-read), the lock widened to [0,2)
+ * -- three lock calls -- then the whole file released. The refresh skips it made: 1 when the widening kept the
+ * size it read (the lock set known, no lock call overlapping). */
+static inline uint64_t st_escalation_skips(int fd, const char *when) {
+    uint64_t s0 = st_counter(DK_C_refresh_skips);
+    char buf[32];
+    OK(st_setlk(fd, F_RDLCK, 0, 1));
+    CHECK(pread(fd, buf, sizeof buf, 0) >= 8, "%s: pread", when);
+    OK(st_setlk(fd, F_RDLCK, 0, 2));
+    uint64_t s1 = st_counter(DK_C_refresh_skips);
+    OK(st_setlk(fd, F_UNLCK, 0, 0));
+    return s1 - s0;
 }
 
 /* Whether this process maps inode `ino` anywhere (/proc/self/maps): what the space of an unlinked file
