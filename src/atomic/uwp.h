@@ -40,6 +40,8 @@ struct dk_uwp_marks {
     struct dk_uwp *writes_pending, *writes_held; /* u->writes for reading (the shadow) */
     struct dk_uwp *writes_releasing;             /* inside its own pthread_rwlock_unlock of u->writes (an rwlock:
                                                     not covered by common/lockmark.h, which marks mutexes) */
+    struct dk_uwp *writes_trying;                /* inside its own pthread_rwlock_tryrdlock of u->writes, until
+                                                    held is marked (glibc may have granted it already) */
     struct dk_uwp *rw_pending, *rw_held;         /* f->rw for writing (a write's copy) */
     struct dk_uwp *msync;                        /* inside dk_uwp_msync of it */
     unsigned locks;                              /* engine locks held or waited for, at most */

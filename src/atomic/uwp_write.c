@@ -19,14 +19,17 @@
  *   - this file's msync, f->rw being taken for a copy (glibc may grant it to the interrupted thread at any
  *     time), u->writes being let go of (glibc's read unlock may have handed the lock to a waiting msync and
  *     not yet woken it: that msync, and so the lock, waits for the interrupted unlock -- review 12, finding
- *     13), or a block's mutex of the undo copies: refused, EDEADLK before anything is written;
+ *     13), u->writes being tried (its thread's tryrdlock may have had it, the held mark not yet set: a
+ *     waiting msync then waits for the interrupted thread, and as the lock prefers writers every other
+ *     reader's try fails until the msync is done -- the CI hang of session 24), or a block's mutex of the
+ *     undo copies: refused, EDEADLK before anything is written;
  *   - the undo copies (tmpfs) otherwise: f->rw tried for up to UWP_NESTED_WRITES_WAIT_MS before the file
  *     write and held across it (else refused);
  *   - anything else: u->writes tried for up to UWP_NESTED_WRITES_WAIT_MS (mostly its thread waits for it too,
- *     behind an msync of the file, which ends; should its thread have got it just before, the msync waits for
- *     it and the write is refused), and f->rw for the copy tried for up to UWP_NESTED_COPY_WAIT_MS; past that
- *     the copy is given up and the engine's sticky error set (the next msync fails with EIO: never a hang,
- *     never a silent loss).
+ *     on u->gate_cv behind an msync of the file, which ends; its thread cannot have it unmarked: a try is
+ *     marked from before the call to after the held mark), and f->rw for the copy tried for up to
+ *     UWP_NESTED_COPY_WAIT_MS; past that the copy is given up and the engine's sticky error set (the next
+ *     msync fails with EIO: never a hang, never a silent loss).
  * Marks are restored in the order that never claims a lock held that is not. No wait of a nested write may
  * depend on its own thread: each is bounded, but signals that come faster than the bound (a 200 us timer
  * against 500 ms) are delivered again as each handler returns, and the interrupted thread never resumes --
@@ -66,6 +69,7 @@ void uwp_marks_restore(const struct dk_uwp_marks *saved) {
     uwp_self.rw_held = saved->rw_held, uwp_self.writes_held = saved->writes_held;
     SIGNAL_FENCE();
     uwp_self.rw_pending = saved->rw_pending, uwp_self.writes_pending = saved->writes_pending;
+    uwp_self.writes_trying = saved->writes_trying;
     uwp_self.writes_releasing = saved->writes_releasing;
     uwp_self.msync = saved->msync;
     SIGNAL_FENCE();
@@ -80,9 +84,18 @@ static void copy_locked(struct dk_uwp *u, uint64_t off, const void *buf, uint64_
 }
 
 /* The shadow's u->writes for reading, only ever tried: while an msync has it or waits for it, waits for that
- * msync's end on u->gate_cv (never blocked inside the lock call: see uwp_internal.h). */
+ * msync's end on u->gate_cv (never blocked inside the lock call: see uwp_internal.h). Each try is marked
+ * writes_trying (a nested write refuses: the try may have had the lock); had, the mark stays on return and
+ * the caller gives it back after marking the lock held. */
 static void writes_take_unregistered(struct dk_uwp *u) {
-    while (pthread_rwlock_tryrdlock(&u->writes) != 0) {
+    struct dk_uwp *was = uwp_self.writes_trying;
+    for (;;) {
+        uwp_self.writes_trying = u;
+        SIGNAL_FENCE();
+        if (pthread_rwlock_tryrdlock(&u->writes) == 0) return;
+        SIGNAL_FENCE();
+        uwp_self.writes_trying = was; /* not had: waiting on the gate holds nothing a nested write needs */
+        SIGNAL_FENCE();
         pthread_mutex_lock(&u->gate_mu);
         unsigned long long ends = u->msync_ends;
         while (u->msyncs_active && u->msync_ends == ends) pthread_cond_wait(&u->gate_cv, &u->gate_mu);
@@ -137,11 +150,17 @@ int dk_uwp_write_begin(struct dk_uwp *u, struct dk_uwp_write *w) {
         writes_take_unregistered(u);
         t->writes_held = u;
         SIGNAL_FENCE();
+        t->writes_trying = w->saved.writes_trying;
+        SIGNAL_FENCE();
         return 0;
     }
     /* its msync of the file; f->rw being taken for a copy (its thread may be granted it any time); u->writes
-     * being let go of (an msync may have been handed it, and wait for the interrupted unlock to wake it) */
-    if (t->msync == u || (t->rw_pending == u && t->rw_held != u) || t->writes_releasing == u) return -EDEADLK;
+     * being let go of (an msync may have been handed it, and wait for the interrupted unlock to wake it) or
+     * being tried (the try may have had it: a waiting msync waits for the interrupted thread, and every other
+     * reader's try fails behind that msync) */
+    if (t->msync == u || (t->rw_pending == u && t->rw_held != u) || t->writes_releasing == u ||
+        t->writes_trying == u)
+        return -EDEADLK;
     if (t->rw_held == u) { /* this file's copy, interrupted (with the shadow u->writes is held too) */
         if (!u->shadow && uwp_undo_in_block(u)) return -EDEADLK; /* inside a block's mutex */
         w->how = HOW_BORROWED;
@@ -169,12 +188,15 @@ int dk_uwp_write_begin(struct dk_uwp *u, struct dk_uwp_write *w) {
     }
     if (t->writes_held != u) {
         t->writes_pending = u;
+        t->writes_trying = u; /* a write nested in this one refuses: a try below may have had the lock */
         SIGNAL_FENCE();
         if (!try_for_a_while(&u->writes, false, UWP_NESTED_WRITES_WAIT_MS)) {
             uwp_marks_restore(&w->saved);
             return -EDEADLK;
         }
         t->writes_held = u;
+        SIGNAL_FENCE();
+        t->writes_trying = w->saved.writes_trying;
         SIGNAL_FENCE();
         w->how = HOW_TRIED_WRITES;
     }
