@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Description: the media harness (tests/harness/media.sh) makes each medium with the right file system and
 # options, removes the mount point, loop device and image when the test script exits (normally, by error,
-# by SIGTERM), gives parallel tests distinct media, reaps what a SIGKILLed test left behind, refuses to run
-# in a subshell, skips (77) as a non-root user, and finds the build's library and CLI.
+# by SIGTERM), gives parallel tests distinct media, reaps what a SIGKILLed test left behind, makes the managed
+# directory (dk_managed_dir), refuses to run in a subshell, skips (77) as a non-root user, and finds the build's
+# library and CLI.
 # Exit 0 pass, 1 fail, 77 skip (not root).
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -72,6 +73,16 @@ IFS='|' read -r mnt _ _ < "$tmp/$parallel_kind.made"
 mountpoint -q "$mnt" || dk_fail "expected the killed test's $mnt to be left mounted"
 bash -c '. "$1/media.sh"; dk_media_reap' x "$here"
 check_gone $parallel_kind "reaped after SIGKILL"
+
+# dk_managed_dir: the medium, and the managed directory on it (what most script tests begin with).
+out=$(bash -c '. "$1/media.sh"; printed=$(dk_managed_dir tmpfs 64M 2>&1) || printed="refused: $printed"
+    dk_managed_dir tmpfs 64M >/dev/null; [ -d "$DK_DIR" ] || exit 1
+    echo "$printed|$DK_DIR|$DK_MNT|$(findmnt -n -o FSTYPE --target "$DK_DIR")"' x "$here" 2>&1) ||
+    dk_fail "dk_managed_dir: no directory made: $out"
+IFS='|' read -r printed ddir dmnt dfs <<< "$out"
+[[ $printed == *subshell* ]] || dk_fail "dk_managed_dir in \$(...) was not refused: $printed"
+[ "$ddir" = "$dmnt/managed" ] && [ "$dfs" = tmpfs ] || dk_fail "dk_managed_dir: DK_DIR $ddir on $dfs, DK_MNT $dmnt"
+! mountpoint -q "$dmnt" 2>/dev/null && [ ! -e "$dmnt" ] || dk_fail "dk_managed_dir: $dmnt left behind"
 
 # Misuse and environment.
 out=$(bash -c '. "$1/media.sh"; d=$(dk_media_mount tmpfs); echo "got $d"' x "$here" 2>&1)

@@ -30,6 +30,11 @@
 #                            point, loop device and image are removed on exit. Call it directly, not in
 #                            $(...): a subshell would unmount the medium when it ends.
 #                            Also sets DK_MEDIA_KIND, DK_MEDIA_LOOP (loop device or "") and DK_MEDIA_IMAGE.
+#   dk_managed_dir KIND [SIZE]
+#                            dk_media_mount KIND SIZE, then make the directory the library manages,
+#                            $DK_MNT/managed (mkdir -p, the caller's umask); set DK_DIR to it and print it.
+#                            Call it directly, not in $(...), as dk_media_mount. A test that needs a
+#                            different directory (the medium's root, several, other modes) mounts itself.
 #   dk_media_reap            unmount and remove media left behind by test processes that no longer exist
 #                            (a test killed by a timeout cannot clean up); dk_media_mount calls it first.
 #   dk_lib                   print $DAXKIT_BUILD/lib/libdaxkit.so (fail if not built)
@@ -47,6 +52,7 @@
 DK_MEDIA_ROOT=${DK_MEDIA_ROOT:-/tmp}
 DK_MEDIA_PREFIX=daxkit-media
 DK_MNT=
+DK_DIR=
 DK_MEDIA_KIND=
 DK_MEDIA_LOOP=
 DK_MEDIA_IMAGE=
@@ -231,4 +237,13 @@ dk_media_mount() {
     dk_on_exit "umount '$DK_MNT' 2>/dev/null || umount -l '$DK_MNT' 2>/dev/null || true"
     chmod 1777 "$DK_MNT"
     echo "$DK_MNT"
+}
+
+# The mount-then-managed-directory set-up most script tests began with (session 24's open item 9).
+dk_managed_dir() {
+    [ "$BASHPID" = "$$" ] || dk_fail "dk_managed_dir called in a subshell (\$(...) or a pipe): the medium would be removed when the subshell ends; call it directly and use \$DK_DIR"
+    dk_media_mount "$@" >/dev/null
+    DK_DIR=$DK_MNT/managed
+    mkdir -p "$DK_DIR" || dk_fail "mkdir $DK_DIR failed"
+    echo "$DK_DIR"
 }

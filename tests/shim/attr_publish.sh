@@ -27,8 +27,8 @@ append=${2:-stage}
 lib=$(dk_lib) || exit 1
 dk_need_root
 dk_need_cmd python3 setpriv
-dk_media_mount "$medium" 1G >/dev/null
-mkdir -p "$DK_MNT/managed" "$DK_MNT/nobody"
+dk_managed_dir "$medium" 1G >/dev/null
+mkdir -p "$DK_MNT/nobody"
 chown nobody:nogroup "$DK_MNT/nobody" # the suid case's own managed directory (its .daxkit is nobody's)
 
 # Each case prints "name mtime mode" of its file after the program ended; run once through the kernel and
@@ -72,7 +72,7 @@ print(case, int(st.st_mtime) if times else "-", oct(stat.S_IMODE(st.st_mode)), s
 '
 fails=0
 for case in fd path at suid cap cappath xrm; do
-    dir=$DK_MNT/managed
+    dir=$DK_DIR
     run=(python3 -c "$prog")
     if [ "$case" = suid ]; then # an interpreter user nobody can run (not one under /root)
         [ -x /usr/bin/python3 ] || { echo "skip suid: /usr/bin/python3 missing"; continue; }

@@ -20,9 +20,8 @@ medium=${1:-hugetmpfs}
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
 probe=$(dk_test_bin shim_probe) || exit 1
-dk_media_mount "$medium" >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir "$medium" >/dev/null
+dir=$DK_DIR
 tmp=$(mktemp -d) && dk_on_exit "rm -rf '$tmp'"
 fails=0
 bad() { echo "FAIL: $*"; fails=$((fails + 1)); }

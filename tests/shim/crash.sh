@@ -19,9 +19,8 @@ append=${3:?append}
 lib=$(dk_lib) || exit 1
 bin=$(dk_test_bin shim_crash) || exit 1
 check=$(dk_test_bin shim_check) || exit 1
-dk_media_mount "$medium" 1G >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir "$medium" 1G >/dev/null
+dir=$DK_DIR
 tmp=$(mktemp -d) && dk_on_exit "rm -rf '$tmp'"
 envs=(LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_MODE="$mode" DAXKIT_APPEND="$append" DAXKIT_STAGING_BYTES=8M
       DAXKIT_STAGING_FILES=1 DK_RECOVER="$DAXKIT_BUILD/bin/daxkit" "${@:4}")

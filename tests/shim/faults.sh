@@ -23,9 +23,8 @@ append=${2:-stage}
 lib=$(dk_lib) || exit 1
 bin=$(dk_test_bin shim_faults) || exit 1
 check=$(dk_test_bin shim_check) || exit 1
-dk_media_mount "$medium" 1G >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir "$medium" 1G >/dev/null
+dir=$DK_DIR
 tmp=$(mktemp -d) && dk_on_exit "rm -rf '$tmp'"
 
 # Small staging files keep each run short; the 3 MiB append still spans several 2 MiB slots.

@@ -13,9 +13,8 @@ export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 
 lib=$(dk_lib) || exit 1
-dk_media_mount hugetmpfs 256M >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir hugetmpfs 256M >/dev/null
+dir=$DK_DIR
 fails=0
 for limit_kib in 16 2048; do
     for cfg in "DAXKIT_MODE=posix" "DAXKIT_MODE=strict" "DAXKIT_ATOMIC=*"; do

@@ -25,9 +25,8 @@ prefilled=
 [ "$burst" = prefilled ] && prefilled=1 burst=burst
 lib=$(dk_lib) || exit 1
 dk_need_cmd python3
-dk_media_mount "$medium" 16M >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir "$medium" 16M >/dev/null
+dir=$DK_DIR
 fails=0
 for cfg in kernel "DAXKIT_APPEND=stage" "DAXKIT_APPEND=extend DAXKIT_EXTEND_SYNC=keep" \
            "DAXKIT_APPEND=extend DAXKIT_EXTEND_SYNC=cut" "DAXKIT_APPEND=auto"; do

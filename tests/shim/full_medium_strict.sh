@@ -33,9 +33,8 @@ case=${2:?after|prefilled|grow|grow-crash}
 export GROW_BYTES=${3:-65536}
 lib=$(dk_lib) || exit 1
 dk_need_cmd python3
-dk_media_mount "$medium" "$([ "$medium" = xfs ] && echo 320M || echo 48M)" >/dev/null # (mkfs.xfs: 300 MiB at least)
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir "$medium" "$([ "$medium" = xfs ] && echo 320M || echo 48M)" >/dev/null # (mkfs.xfs: 300 MiB at least)
+dir=$DK_DIR
 tmp=$(mktemp -d) # the expected image goes off the full medium
 dk_on_exit 'rm -rf "$tmp"'
 [ "$case" = prefilled ] && dd if=/dev/zero of="$DK_MNT/filler" bs=64k 2>/dev/null # to ENOSPC

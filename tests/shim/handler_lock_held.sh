@@ -17,9 +17,8 @@ nth=1 size_want=8392
 [ "$mode" = close_same ] && nth=2 size_want=300 # its unlock is the file's second publish
 cli=$(dk_cli) || exit 1
 prog=$(dk_test_bin shim_handler_lock_held) || exit 1
-dk_media_mount "$medium" 64M >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir "$medium" 64M >/dev/null
+dir=$DK_DIR
 out=$(DAXKIT_TEST_CRASH=raise:10:publish.before_clear:$nth timeout 20 "$cli" run --mode posix --append stage \
       --dir "$dir" -- "$prog" "$dir" "$mode" 2>&1)
 rc=$?

@@ -18,9 +18,9 @@ export DAXKIT_SRC DAXKIT_BUILD
 medium=${1:?usage: hardlink_outside.sh MEDIUM}
 lib=$(dk_lib) || exit 1
 dk_need_cmd python3
-dk_media_mount "$medium" 512M >/dev/null
-dir=$DK_MNT/managed out=$DK_MNT/outside
-mkdir -p "$dir" "$out"
+dk_managed_dir "$medium" 512M >/dev/null
+dir=$DK_DIR out=$DK_MNT/outside
+mkdir -p "$out"
 fails=0
 for variant in posix sync strict posix-lazy; do
     mode=${variant%-lazy}

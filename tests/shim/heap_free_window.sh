@@ -13,9 +13,8 @@ export DAXKIT_SRC DAXKIT_BUILD
 lib=$(dk_lib) || exit 1
 prog=$(dk_test_bin shim_heap_free_window) || exit 1
 dk_need_cmd strace
-dk_media_mount tmpfs 64M >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir tmpfs 64M >/dev/null
+dir=$DK_DIR
 trace=$DK_MNT/trace
 strace -f -o "$trace" -P /proc/sys/vm/overcommit_memory -e trace=openat -e inject=openat:delay_exit=400000 \
     env GLIBC_TUNABLES=glibc.malloc.tcache_count=0 LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_MODE=posix DAXKIT_APPEND=stage "$prog" "$dir"

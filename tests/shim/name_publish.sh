@@ -21,9 +21,8 @@ medium=${1:?usage: name_publish.sh MEDIUM}
 lib=$(dk_lib) || exit 1
 dk_need_root
 dk_need_cmd python3 stat
-dk_media_mount "$medium" 1G >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir "$medium" 1G >/dev/null
+dir=$DK_DIR
 
 # The calls go through ctypes with the global namespace (CDLL(None)): the preloaded library's symbols.
 prog='

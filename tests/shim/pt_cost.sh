@@ -18,9 +18,8 @@ N=${N:-2000}; MAX=${MAX:-60}; calls=9
 lib=$(dk_lib) || exit 1
 prog=$(dk_test_bin shim_pt_cost) || exit 1
 dk_need_cmd valgrind
-dk_media_mount tmpfs 64M >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir tmpfs 64M >/dev/null
+dir=$DK_DIR
 ir() { # PRELOAD ITERS: instructions of one run
     local out
     out=$(env ${1:+LD_PRELOAD="$1"} DAXKIT_DIR="$dir" valgrind --tool=callgrind --callgrind-out-file=/dev/null \

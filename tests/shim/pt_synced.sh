@@ -12,9 +12,8 @@ export DAXKIT_SRC DAXKIT_BUILD
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
 dk_need_cmd python3
-dk_media_mount "${1:-hugetmpfs}" >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir "${1:-hugetmpfs}" >/dev/null
+dir=$DK_DIR
 fails=0
 for mode in posix sync strict; do
     rm -rf "$dir"/* "$dir"/.daxkit

@@ -16,9 +16,8 @@ mode=${2:?MODE: flock | other | close}
 cli=$(dk_cli) || exit 1
 prog=$DAXKIT_BUILD/tests/shim_publish_window
 [ -x "$prog" ] || dk_fail "missing $prog"
-dk_media_mount "$medium" 64M >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir "$medium" 64M >/dev/null
+dir=$DK_DIR
 out=$(DAXKIT_TEST_CRASH=raise:10:publish.before_clear:1 "$cli" run --mode posix --append stage --dir "$dir" -- \
       "$prog" "$dir" "$mode" 2>&1)
 rc=$?

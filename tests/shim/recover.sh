@@ -16,9 +16,8 @@ medium=${1:?usage: recover.sh MEDIUM}
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
 dk_need_cmd python3
-dk_media_mount "$medium" 1G >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir "$medium" 1G >/dev/null
+dir=$DK_DIR
 
 # The crashing writer: one python3 process served by daxkit (os.write is libc's write).
 env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_MODE=posix DAXKIT_APPEND=extend python3 -c '

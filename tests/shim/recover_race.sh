@@ -17,8 +17,8 @@ lib=$(dk_lib) || exit 1
 dk_need_cmd python3
 helper=$DAXKIT_BUILD/tests/recover_race
 [ -x "$helper" ] || dk_fail "$helper not built"
-dk_media_mount "$medium" 512M >/dev/null
-dir=$DK_MNT/managed
+dk_managed_dir "$medium" 512M >/dev/null
+dir=$DK_DIR
 mkdir -p "$dir/sub"
 env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_APPEND=extend python3 -c '
 import os, signal, sys

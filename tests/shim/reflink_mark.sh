@@ -15,10 +15,9 @@ export DAXKIT_SRC DAXKIT_BUILD
 
 dk_need_cmd xfs_db xfs_freeze
 lib=$(dk_lib) || exit 1
-dk_media_mount xfs 512M >/dev/null
+dk_managed_dir xfs 512M >/dev/null
 dev=$DK_MEDIA_LOOP
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dir=$DK_DIR
 
 mark() { # mark FILE: sets MARK to the inode's reflink flag (0/1) as on disk (not in a subshell: a skip
     # or a failure inside $(...) would end only the subshell)

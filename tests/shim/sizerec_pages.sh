@@ -13,9 +13,8 @@ export DAXKIT_SRC DAXKIT_BUILD
 cli=$(dk_cli) || exit 1
 prog=$(dk_test_bin shim_sizerec_pages) || exit 1
 dk_need_cmd fallocate stat
-dk_media_mount hugetmpfs 64M >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir hugetmpfs 64M >/dev/null
+dir=$DK_DIR
 huge=$((2 * 1024 * 1024))
 # the control: what a 4 KiB allocation in a new file of this medium takes without the library
 fallocate -l 4096 "$DK_MNT/control" || dk_fail "fallocate of the control file failed"

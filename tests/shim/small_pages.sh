@@ -16,9 +16,8 @@ export DAXKIT_SRC DAXKIT_BUILD
 cli=$(dk_cli) || exit 1
 prog=$(dk_test_bin shim_small_pages) || exit 1
 dk_need_cmd stat
-dk_media_mount hugetmpfs 64M >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir hugetmpfs 64M >/dev/null
+dir=$DK_DIR
 huge=$((2 * 1024 * 1024))
 # the control: what a 1-byte write into a new file of this medium takes without the library
 printf x > "$DK_MNT/control" || dk_fail "the control's write failed"

@@ -14,9 +14,8 @@ export DAXKIT_SRC DAXKIT_BUILD
 medium=${1:?MEDIUM (tmpfs|hugetmpfs)}
 lib=$(dk_lib) || exit 1
 dk_need_cmd python3
-dk_media_mount "$medium" 24M >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir "$medium" 24M >/dev/null
+dir=$DK_DIR
 fails=0
 for cfg in kernel "DAXKIT_MODE=posix" "DAXKIT_MODE=sync" "DAXKIT_MODE=strict DAXKIT_STRICT_LOG_BYTES=1M"; do
     rm -rf "$dir"/* "$dir"/.daxkit

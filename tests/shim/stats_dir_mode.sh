@@ -13,10 +13,9 @@ export DAXKIT_SRC DAXKIT_BUILD
 dk_need_root
 dk_need_cmd setpriv
 lib=$(dk_lib) || exit 1
-dk_media_mount tmpfs >/dev/null
+dk_managed_dir tmpfs >/dev/null
 chmod 755 "$DK_MNT"
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dir=$DK_DIR
 chmod 1777 "$dir"
 fails=0
 for um in 022 077 002; do

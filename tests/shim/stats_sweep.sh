@@ -19,9 +19,8 @@ export DAXKIT_SRC DAXKIT_BUILD
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
 dk_need_cmd flock
-dk_media_mount tmpfs >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir tmpfs >/dev/null
+dir=$DK_DIR
 S=$DK_MNT/stats
 export DAXKIT_STATS_DIR=$S # the library and `daxkit stats` alike
 run=(env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_STATS=1) # a simple command: $! is the process's pid

@@ -15,9 +15,8 @@ prog=$(dk_test_bin shim_strerror_window) || exit 1
 dk_need_cmd strace
 catalog=/usr/share/locale/fr/LC_MESSAGES/libc.mo
 [ -r "$catalog" ] || dk_skip "no $catalog (package libc-l10n): glibc has no French messages to load"
-dk_media_mount tmpfs 2M >/dev/null # too small for a staging file: the first append's message (stage.c)
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir tmpfs 2M >/dev/null # too small for a staging file: the first append's message (stage.c)
+dir=$DK_DIR
 trace=$DK_MNT/trace
 strace -f -o "$trace" -P "$catalog" -e trace=openat -e inject=openat:delay_exit=400000 \
     env LC_ALL=C.UTF-8 LANGUAGE=fr LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_MODE=posix DAXKIT_APPEND=stage \

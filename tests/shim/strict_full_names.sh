@@ -16,9 +16,8 @@ export DAXKIT_SRC DAXKIT_BUILD
 lib=$(dk_lib) || exit 1
 dk_need_root
 dk_need_cmd python3 dd mv rm
-dk_media_mount tmpfs 16M >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir tmpfs 16M >/dev/null
+dir=$DK_DIR
 dd if=/dev/zero of="$dir/filler" bs=1M 2>/dev/null # until ENOSPC
 avail=$(df --output=avail "$DK_MNT" | tail -1)
 [ "$avail" -lt 64 ] || dk_skip "the medium is not full ($avail KiB free)"

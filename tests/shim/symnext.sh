@@ -12,9 +12,8 @@ export DAXKIT_SRC DAXKIT_BUILD
 lib=$(dk_lib) || exit 1
 bin=$(dk_test_bin shim_symnext) || exit 1
 next=$(dk_test_bin libshim_symnext_next.so) || exit 1
-dk_media_mount tmpfs >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir tmpfs >/dev/null
+dir=$DK_DIR
 env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" "$bin" "$dir"; rc=$?
 [ $rc = 0 ] || exit $rc
 env LD_PRELOAD="$lib $next" DAXKIT_DIR="$dir" "$bin" "$dir" libshim_symnext_next.so

@@ -19,9 +19,8 @@ medium=${1:?usage: sync_publish.sh MEDIUM [stage|extend]}
 append=${2:-stage}
 lib=$(dk_lib) || exit 1
 dk_need_cmd python3 stat
-dk_media_mount "$medium" 1G >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir "$medium" 1G >/dev/null
+dir=$DK_DIR
 
 prog='
 import ctypes, os, subprocess, sys

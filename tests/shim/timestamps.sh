@@ -14,9 +14,8 @@ export DAXKIT_SRC DAXKIT_BUILD
 medium=${1:?usage: timestamps.sh MEDIUM}
 lib=$(dk_lib) || exit 1
 dk_need_cmd python3
-dk_media_mount "$medium" 1G >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir "$medium" 1G >/dev/null
+dir=$DK_DIR
 head -c 300000 /dev/urandom > "$dir/f"
 touch -d '2020-01-02 03:04:05' "$dir/f"
 before=$(stat -c '%Y.%y %Z.%z %s' "$dir/f")

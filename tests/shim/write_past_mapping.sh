@@ -20,9 +20,8 @@ medium=${1:?usage: write_past_mapping.sh MEDIUM}
 lib=$(dk_lib) || exit 1
 daxkit=$(dk_cli) || exit 1
 dk_need_cmd python3
-dk_media_mount "$medium" 512M >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir "$medium" 512M >/dev/null
+dir=$DK_DIR
 fails=0
 T=$((32 << 40))
 

@@ -27,10 +27,10 @@ export DAXKIT_SRC DAXKIT_BUILD
 case=${1:?case}
 dk_need_cmd python3
 lib=$(dk_lib) || exit 1
-dk_media_mount hugetmpfs 1G >/dev/null
-dir=$DK_MNT/managed
+dk_managed_dir hugetmpfs 1G >/dev/null
+dir=$DK_DIR
 st=$DK_MNT/state
-mkdir -p "$dir" "$st"
+mkdir -p "$st"
 pids=()
 dk_on_exit 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done'
 run() { env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_MODE=strict DAXKIT_PERSIST=flush DAXKIT_MAP_AFTER_IOS=0 "$@"; }

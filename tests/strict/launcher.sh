@@ -11,9 +11,8 @@ export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 cli=$(dk_cli) || exit 1
 dk_need_cmd python3
-dk_media_mount hugetmpfs 1G >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir hugetmpfs 1G >/dev/null
+dir=$DK_DIR
 out=$(DAXKIT_VERBOSE=1 "$cli" run --mode strict --dir "$dir" -- python3 -c '
 import os, sys
 d = sys.argv[1]

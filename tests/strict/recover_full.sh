@@ -18,9 +18,8 @@ export DAXKIT_SRC DAXKIT_BUILD
 dk_need_cmd python3
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
-dk_media_mount tmpfs 16M >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir tmpfs 16M >/dev/null
+dir=$DK_DIR
 env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_MODE=strict DAXKIT_TEST_CRASH=strict.write.logged:2 python3 -c "
 import os
 fd = os.open('$dir/f', os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

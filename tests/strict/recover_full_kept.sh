@@ -20,9 +20,8 @@ cli=$(dk_cli) || exit 1
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 for who in kernel daxkit; do
-    dk_media_mount tmpfs 16M >/dev/null
-    dir=$DK_MNT/managed
-    mkdir -p "$dir"
+    dk_managed_dir tmpfs 16M >/dev/null
+    dir=$DK_DIR
     env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_MODE=strict DAXKIT_TEST_CRASH=strict.write.logged:3 python3 -c "
 import os
 fd = os.open('$dir/f', os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)

@@ -17,9 +17,8 @@ export DAXKIT_SRC DAXKIT_BUILD
 lib=$(dk_lib) || exit 1
 daxkit=$(dk_cli) || exit 1
 dk_need_cmd python3
-dk_media_mount hugetmpfs 1G >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir hugetmpfs 1G >/dev/null
+dir=$DK_DIR
 fails=0
 strict() { env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_MODE=strict DAXKIT_PERSIST=flush "$@"; }
 

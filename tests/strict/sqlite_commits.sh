@@ -19,9 +19,8 @@ mode=${2:?MODE: posix | sync | strict}
 n=${3:-300}
 dk_need_cmd sqlite3
 cli=$(dk_cli) || exit 1
-dk_media_mount "$medium" 256M >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir "$medium" 256M >/dev/null
+dir=$DK_DIR
 printf 'PRAGMA journal_mode=OFF;\nCREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);\n' | sqlite3 "$dir/x.db" >/dev/null ||
     dk_fail "cannot make the database"
 {

@@ -45,10 +45,10 @@ dk_need_cmd python3
 python3 -c 'import sqlite3' 2>/dev/null || dk_skip "python3 has no sqlite3 module"
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
-dk_media_mount "$medium" 512M >/dev/null
-dir=$DK_MNT/managed
+dk_managed_dir "$medium" 512M >/dev/null
+dir=$DK_DIR
 work=$DK_MNT/work
-mkdir -p "$dir" "$work"
+mkdir -p "$work"
 case $variant in
 strict) venv=(DAXKIT_MODE=strict DAXKIT_PERSIST=flush) ;;
 atomic) venv=(DAXKIT_MODE=posix DAXKIT_PERSIST=flush "DAXKIT_ATOMIC=$dir/*.db") ;;

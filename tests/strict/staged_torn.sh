@@ -18,9 +18,8 @@ export DAXKIT_SRC DAXKIT_BUILD
 dk_need_cmd python3
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
-dk_media_mount hugetmpfs 512M >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir hugetmpfs 512M >/dev/null
+dir=$DK_DIR
 prog='
 import os, signal, sys
 fd = os.open(sys.argv[1] + "/f", os.O_RDWR | os.O_CREAT, 0o644)

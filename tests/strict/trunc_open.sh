@@ -17,9 +17,8 @@ medium=${1:?usage: trunc_open.sh MEDIUM}
 dk_need_cmd python3
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
-dk_media_mount "$medium" 512M >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir "$medium" 512M >/dev/null
+dir=$DK_DIR
 prog='
 import os, signal, sys
 p = sys.argv[1] + "/f"

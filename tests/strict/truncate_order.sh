@@ -10,6 +10,5 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 bin=$(dk_test_bin strict_overlap_order) || exit 1
-dk_media_mount xfs 512M >/dev/null
-mkdir -p "$DK_MNT/managed"
-"$bin" truncate "$DK_MNT/managed"
+dk_managed_dir xfs 512M >/dev/null
+"$bin" truncate "$DK_DIR"

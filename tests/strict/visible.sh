@@ -16,9 +16,8 @@ export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 lib=$(dk_lib) || exit 1
 dk_need_cmd python3
-dk_media_mount hugetmpfs 1G >/dev/null
-dir=$DK_MNT/managed
-mkdir -p "$dir"
+dk_managed_dir hugetmpfs 1G >/dev/null
+dir=$DK_DIR
 env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_MODE=strict DAXKIT_PERSIST=flush DAXKIT_STRICT_APPLY=checkpoint \
     python3 - "$dir" <<'PY'
 import mmap, os, subprocess, sys
