@@ -87,10 +87,12 @@ static bool path_has_log(const char *path, const char *log_name) {
     return same;
 }
 
-/* Depth-first search of dir for the file with inode (dev, ino) and log name log_name; skips .daxkit. */
+/* Depth-first search of dir for the file with inode (dev, ino) and log name log_name; skips .daxkit. Each
+ * directory's descriptor is the library's (dk_ifd_opendirat): library start-up runs this walk in the program's
+ * process, where glibc's opendir took the lowest free number outside any window (review 24). */
 static bool walk_for(const char *dir, int depth, uint64_t dev, uint64_t ino, const char *log_name, char *out,
                      size_t out_bytes) {
-    DIR *d = opendir(dir);
+    DIR *d = dk_ifd_opendirat(AT_FDCWD, dir);
     if (!d) return false;
     bool found = false;
     struct dirent *e;

@@ -63,6 +63,18 @@ int dk_ifd_openat(int dirfd, const char *path, int flags, mode_t mode) {
     return fd;
 }
 
+DIR *dk_ifd_opendirat(int dirfd, const char *path) {
+    int fd = dk_ifd_openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (fd < 0) return NULL;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int e = errno;
+        dk_libc()->close(fd);
+        errno = e;
+    }
+    return d;
+}
+
 /* Windows that outlasted a wait (IFD_WAIT_MAX_NS): how many were open then (starts - ends). While no more are
  * open than that, nobody waits again; reset once all are closed. */
 #define IFD_WAIT_MAX_NS 1000000000ull

@@ -29,6 +29,7 @@
 #ifndef DK_COMMON_INTERNAL_FD_H
 #define DK_COMMON_INTERNAL_FD_H
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -80,6 +81,10 @@ int dk_ifd_floor(void);
 int dk_ifd_openat(int dirfd, const char *path, int flags, mode_t mode);
 /* A descriptor made otherwise (memfd_create, fdopendir's dup) inside a window the caller opened: moved up. */
 int dk_ifd_move_up(int fd);
+/* A directory stream of path (relative to dirfd) whose descriptor is taken in a window (dk_ifd_openat) and then
+ * handed to fdopendir (which makes none): glibc's opendir opens at the lowest free number outside any window
+ * (__open_nocancel, which no preload sees). NULL with errno as openat's or fdopendir's; closedir closes it. */
+DIR *dk_ifd_opendirat(int dirfd, const char *path);
 /* free() of a large buffer of the library's (staging heap buffers) in a window. glibc's free opens a file
  * itself: the first time in a process that a thread's arena gives the top of its heap back, it opens
  * /proc/sys/vm/overcommit_memory (malloc-sysdep.h: check_may_shrink_heap, by __open_nocancel, which no

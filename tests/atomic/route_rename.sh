@@ -5,7 +5,8 @@
 #     committed state: library start-up recovered the log, found under the file's key although the file was
 #     renamed after its log was made (the hint in the log is stale: recovery walks the root);
 # (3) the same through the route (--atomic, start-up recovery off) after a second crash, and no log is left
-#     after a clean close; (4) the log of a crashed file removed since is set aside as <key>.orphan.
+#     after a clean close; (4) the log of a crashed file removed since is set aside as <key>.orphan, (5) after a
+#     walk of the root that read each directory through a descriptor of the library's (strace).
 # route_rename.sh [KIND]   KIND: a harness medium (hugetmpfs, xfs); default /dev/shm. Exit 0/1/77.
 set -euo pipefail
 . "$DAXKIT_SRC/tests/harness/media.sh"
@@ -55,7 +56,22 @@ ls "$dir/.daxkit/atomic/"*.alog > /dev/null 2>&1 && dk_fail "a log is left after
 # <key>.orphan (said on stderr), so that later start-ups do not walk the root for it again.
 crash_writer "$dir/c" "$dir/d"
 rm -f "$dir/d"
-"$daxkit" run --dir "$dir" -- true 2> /dev/null
+# (5) That start-up's walk of the root reads each directory through a descriptor of the library's (a high
+# number taken in its descriptor window), not one at the lowest free number, which the program may be about
+# to get from its own open (review 24: glibc's opendir). strace -y names each getdents64's directory.
+if command -v strace > /dev/null; then
+    trace=$dir.strace # (not dk_on_exit: it would take the place of this script's own trap)
+    strace -f -qq -y -e trace=getdents64 -o "$trace" "$daxkit" run --dir "$dir" -- true 2> /dev/null
+    reads=$(sed -nE 's/.*getdents64\(([0-9]+)<(.*)>, .*/\1 \2/p' "$trace" | awk -v d="$dir" '$2 == d || index($2, d "/") == 1' | sort -u)
+    rm -f "$trace"
+    grep -q " $dir/sub\$" <<< "$reads" || dk_fail "no getdents64 of $dir/sub in the start-up: the walk did not run? $reads"
+    low=$(awk '$1 < 16' <<< "$reads")
+    [ -z "$low" ] || dk_fail "the start-up's walk read directories through low numbers (the program's):" $low
+    echo "route_rename: the walk read $(wc -l <<< "$reads") directories, all through the library's numbers"
+else
+    echo "route_rename: no strace: the walk's descriptor numbers are not checked"
+    "$daxkit" run --dir "$dir" -- true 2> /dev/null
+fi
 ls "$dir/.daxkit/atomic/"*.orphan > /dev/null 2>&1 || dk_fail "the log of a removed file was not set aside"
 ls "$dir/.daxkit/atomic/"*.alog > /dev/null 2>&1 && dk_fail "the log of a removed file is still a live log"
 echo "route_rename: PASS"
