@@ -10,10 +10,15 @@
  * file's number while the main thread closed and reopened it).
  *
  * So every such open is a *window* (dk_ifd_begin/end): the file is opened and moved to a high number at once
- * (dk_ifd_openat), or opened, read and closed (a /proc file). A window makes only system calls -- it takes
- * no lock and waits for nothing -- so waiting for one ends, unless a system call waits for a file system
- * (a lookup on a stuck one): so no window opens a path outside the managed roots (strict.c open_parent looks
- * first), and a wait gives up after 1 s (review 15, finding 5). The program's side:
+ * (dk_ifd_openat), or opened, read and closed (a /proc file). A window makes system calls and takes no lock of
+ * the library's, so waiting for one ends, unless a system call waits for a file system (a lookup on a stuck
+ * one): so a window opens no path on a file system the library was not given -- the managed roots and what
+ * start-up recovers around them (an ancestor's area, alog_named.c's walk), /proc, /sys, the stats directory;
+ * strict.c open_parent looks first -- and a wait gives up after 1 s (review 15, finding 5). Two windows call
+ * into glibc and may wait for its locks: dk_ifd_free (free: its arena's lock) and dk_strerror (common/log.c: a
+ * translated message takes glibc's gettext lock, and the first one mallocs and maps the catalog). No call the
+ * library interposes runs under those locks (glibc calls its own functions directly), so a thread holding one
+ * never waits for a window; were one to, the 1 s wait would end it (review 24, #11). The program's side:
  *   - its opens and dups (shim/open.c, shim/fd.c) look whether a window overlapped the kernel's call; if so
  *     they wait for the windows to close and move the new descriptor down to the lowest free number
  *     (dk_ifd_relower): the number the kernel would have given without daxkit;
