@@ -14,8 +14,13 @@
  * /proc/self/mountinfo (the mount of the root's device): `always` gives a new file a 2 MiB page at its first
  * write; `within_size` (only where the size covers the 2 MiB range), `advise` (only mappings that ask),
  * `never` (no option) give a small file none -- measured on 6.18 (1, 4,120 and 65,536 bytes written into a
- * new file: 2 MiB allocated under always, 4/8/64 KiB under the other three). ramfs has no huge pages. Until
- * session 24 the first such publish of each process was made the usual way to learn it (its blocks: one
+ * new file: 2 MiB allocated under always, 4/8/64 KiB under the other three). No `huge=` is `never` also where a
+ * mount's policy comes from the kernel rather than its options (since 6.14 the boot option
+ * `transparent_hugepage_tmpfs=`, and a build-time default): shmem_fill_super stores that default in the
+ * super-block as if given, and shmem_show_options prints every policy but `never` (`huge=never` given
+ * explicitly is not printed either: mountinfo on 6.18 for no option, never, advise, within_size, always; the
+ * boot option itself is read from the kernel's source, not tried). ramfs has no huge pages. Until session 24
+ * the first such publish of each process was made the usual way to learn it (its blocks: one
  * fstat): on huge tmpfs that file took a 2 MiB page cleared whole -- every SQLite process's first -journal.
  * Where the settings cannot be read (no sysfs, no procfs, a value unknown here) it still learns that way
  * (counter small_page_learns). Two window opens (common/internal_fd.h) per root and process, at its first new
