@@ -50,15 +50,7 @@ int alog_log_needs_work(int area_fd, const char *area_path, const char *log_name
 DIR *alog_area_open(const char *dir, const char *area) {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, area);
-    int afd = dk_ifd_openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-    if (afd < 0) return NULL;
-    DIR *d = fdopendir(afd);
-    if (!d) {
-        int err = errno;
-        DK_REAL(close)(afd);
-        errno = err;
-    }
-    return d;
+    return dk_ifd_opendirat(AT_FDCWD, path);
 }
 
 struct dirent *alog_area_next(DIR *d, const char *area_path, struct alog_dir_report *rep, size_t *key_len,

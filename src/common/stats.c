@@ -278,10 +278,8 @@ void dk_stats_remove_stale(void) {
 int dk_stats_sweep(void) {
     DK_ERRNO_SAVE;
     const struct dk_libc *c = dk_libc();
-    int dfd = dk_ifd_openat(AT_FDCWD, dk_stats_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    DIR *d = dk_ifd_opendirat(AT_FDCWD, dk_stats_dir());
     if (!d) {
-        if (dfd >= 0) c->close(dfd);
         DK_ERRNO_RESTORE;
         return 0;
     }

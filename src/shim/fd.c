@@ -118,10 +118,8 @@ DK_EXPORT void closefrom(int lowfd) {
     unsigned first = lowfd < 0 ? 0u : (unsigned)lowfd;
     if (close_range(first, ~0U, 0) == 0) return;
     DK_ERRNO_SAVE;
-    int dfd = dk_ifd_openat(AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    DIR *d = dk_ifd_opendirat(AT_FDCWD, "/proc/self/fd");
     if (!d) {
-        if (dfd >= 0) DK_REAL(close)(dfd);
         DK_ERRNO_RESTORE;
         return;
     }
@@ -129,7 +127,7 @@ DK_EXPORT void closefrom(int lowfd) {
     while ((e = DK_REAL(readdir)(d))) {
         char *end;
         long fd = strtol(e->d_name, &end, 10);
-        if (*end || fd < (long)first || fd == dfd) continue;
+        if (*end || fd < (long)first || fd == dirfd(d)) continue;
         close((int)fd); /* ours answer EBADF and stay */
     }
     closedir(d);

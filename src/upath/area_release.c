@@ -30,12 +30,8 @@ static bool registry(const char *name) {
 
 static void remove_registries(int afd) {
     const struct dk_libc *c = dk_libc();
-    int dfd = dk_ifd_openat(afd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d) {
-        if (dfd >= 0) c->close(dfd);
-        return;
-    }
+    DIR *d = dk_ifd_opendirat(afd, ".");
+    if (!d) return;
     for (struct dirent *e; (e = c->readdir(d));) {
         if (!registry(e->d_name)) continue;
         up_inflight_registry_removing(afd, e->d_name);
@@ -47,12 +43,8 @@ static void remove_registries(int afd) {
 /* Every entry of the area is ours (tag) or an empty directory (atomic: removed here). */
 static bool area_only_ours(int afd, const char *tag) {
     const struct dk_libc *c = dk_libc();
-    int dfd = dk_ifd_openat(afd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d) {
-        if (dfd >= 0) c->close(dfd);
-        return false;
-    }
+    DIR *d = dk_ifd_opendirat(afd, ".");
+    if (!d) return false;
     size_t tn = tag ? strlen(tag) : 0;
     bool ours = true;
     for (struct dirent *e; ours && (e = c->readdir(d));) {

@@ -330,12 +330,8 @@ void up_sizerec_shutdown(struct up_root *r, int area_fd, const char *tag) {
  * -1 if not found. */
 int up_find_inode(int dirfd, dev_t dev, ino_t ino, int depth) {
     if (depth > 32) return -1; /* 2 descriptors per level */
-    int d2 = dk_ifd_openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-    DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
-    if (!d) {
-        if (d2 >= 0) DK_REAL(close)(d2);
-        return -1;
-    }
+    DIR *d = dk_ifd_opendirat(dirfd, ".");
+    if (!d) return -1;
     int found = -1;
     struct dirent *e;
     while (found < 0 && (e = DK_REAL(readdir)(d))) {

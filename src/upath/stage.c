@@ -362,12 +362,8 @@ void up_stage_reclaim(const char *root_path, int area_fd, struct up_recover_repo
     struct up_recover_report ignored;
     if (!rep) rep = memset(&ignored, 0, sizeof ignored);
     const struct dk_libc *c = dk_libc();
-    int dfd = dk_ifd_openat(area_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d) {
-        if (dfd >= 0) c->close(dfd);
-        return;
-    }
+    DIR *d = dk_ifd_opendirat(area_fd, ".");
+    if (!d) return;
     struct dirent *e;
     char dead[64][48];
     int dead_fd[64];
