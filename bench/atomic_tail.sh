@@ -10,19 +10,26 @@
 #   under LD_PRELOAD with DAXKIT_ATOMIC (the journal), posix-kernel: the same program without the library,
 #   posix-strict: under LD_PRELOAD in strict mode (session 15; not in the default VARIANTS).
 #   Each op's write and sync phases are timed apart too (session 15): $OUT/phases.md, per run.
+#   VARIANTS may name floor-busy:NS, a busy op padded to NS (session 25: as long as the engine's op, no IO).
+#   IRQTRACE=1 (session 25; pinned runs, needs perf): each run under `perf record -C PIN` (interrupts, softirqs,
+#   switches, page faults, syscalls on that CPU), and each op over 10 us given what the guest ran inside it
+#   (bench/atomic_tail_irq.py): $OUT/irq.md. Tracing makes the ops slower: the latencies of such runs are not
+#   the figures; their rates and causes are.
 # Output: $OUT/tail.txt (every program's lines, the load), $OUT/summary.md (medians over repetitions of
 # p50/p99/p99.9/max, the ratio per run, slow ops by cause summed over repetitions, and P(pair slow | slow)).
 set -euo pipefail
 BUILD=$(cd "${1:?usage: atomic_tail.sh BUILD}" && pwd)
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-/tmp/atomic-tail}
-REPS=${REPS:-5} OPS=${OPS:-50000} PINS=${PINS:-none 1} PAIR=${PAIR:-floor-io}
+REPS=${REPS:-5} OPS=${OPS:-50000} PINS=${PINS:-none 1} PAIR=${PAIR:-floor-io} IRQTRACE=${IRQTRACE:-0}
 VARIANTS=${VARIANTS:-floor-busy floor-rec floor-io kernel journal hybrid posix-kernel posix-atomic}
 export DAXKIT_SRC=$SRC DAXKIT_BUILD=$BUILD
 . "$SRC/tests/harness/media.sh"
 dk_need_root
+[ "$IRQTRACE" = 0 ] || command -v perf >/dev/null || dk_fail "IRQTRACE=1 needs perf"
 [ -x "$BUILD/bin/dk_bench_atomic_tail" ] && [ -r "$BUILD/lib/libdaxkit.so" ] || dk_fail "$BUILD: dk_bench_atomic_tail or libdaxkit.so not built"
 mkdir -p "$OUT"
+rm -f "$OUT/irq.md"
 dk_media_mount hugetmpfs 2G >/dev/null
 export DAXKIT_PERSIST=flush
 dir=$DK_MNT/bench
@@ -43,7 +50,22 @@ for rep in $(seq 1 "$REPS"); do
             esac
             rm -rf "$dir" && mkdir -p "$dir"
             echo "# rep $rep pin $pin variant $v" >> "$txt"
-            "${pre[@]}" "$BUILD/bin/dk_bench_atomic_tail" "$dir" "$prog" "$OPS" "$rep" "$PAIR" | sed "s/^/pin=$pin,/" >> "$txt"
+            if [ "$IRQTRACE" = 1 ] && [ "$pin" != none ]; then
+                trace=$OUT/trace-$rep-$pin-${v//[:\/]/_}.csv
+                rm -f "$trace" "$OUT/perf.data"
+                perf record -q -o "$OUT/perf.data" -C "$pin" -k mono -e irq_vectors:local_timer_entry \
+                    -e irq_vectors:local_timer_exit -e irq_vectors:call_function_entry \
+                    -e irq_vectors:call_function_single_entry -e irq_vectors:reschedule_entry \
+                    -e irq_vectors:irq_work_entry -e irq:irq_handler_entry -e irq:softirq_entry -e sched:sched_switch \
+                    -e exceptions:page_fault_user -e exceptions:page_fault_kernel -e raw_syscalls:sys_enter -- \
+                    "${pre[@]}" "$BUILD/bin/dk_bench_atomic_tail" "$dir" "$prog" "$OPS" "$rep" "$PAIR" "$trace" |
+                    sed "s/^/pin=$pin,/" >> "$txt"
+                perf script -i "$OUT/perf.data" -F comm,pid,tid,cpu,time,event,trace 2>/dev/null > "$OUT/perf.txt"
+                python3 "$SRC/bench/atomic_tail_irq.py" "$OUT/perf.txt" "$trace" "$v" "$pin" | tee -a "$OUT/irq.md" >> "$txt"
+                rm -f "$OUT/perf.data" "$OUT/perf.txt"
+            else
+                "${pre[@]}" "$BUILD/bin/dk_bench_atomic_tail" "$dir" "$prog" "$OPS" "$rep" "$PAIR" | sed "s/^/pin=$pin,/" >> "$txt"
+            fi
         done
     done
 done
@@ -51,7 +73,7 @@ echo "load after: $(uptime)" | tee -a "$txt"
 grep -E '^pin=[^,]*,tail-(phase|short)' "$txt" > "$OUT/phases.md" || true
 python3 - "$txt" <<'EOF' | tee "$OUT/summary.md"
 import re, statistics, sys
-runs, causes, pair, short = {}, {}, {}, {}
+runs, causes, pair, short, rate = {}, {}, {}, {}, {}
 for line in open(sys.argv[1]):
     m = re.match(r'pin=(\S+?),tail,([^,]+),ops \d+,median (\d+),p99 (\d+),p99.9 (\d+),max (\d+)', line)
     if m and not m.group(2).startswith('pair:'):
@@ -65,6 +87,9 @@ for line in open(sys.argv[1]):
     m = re.match(r'pin=(\S+?),tail-short,([^,]+),ops over 10 us (\d+) .*ratio ([\d.]+)', line)
     if m:
         short.setdefault((m.group(1), m.group(2)), []).append((int(m.group(3)), float(m.group(4))))
+    m = re.match(r'pin=(\S+?),tail-rate,([^,]+),.*: ([\d.]+) per ms', line)
+    if m:
+        rate.setdefault((m.group(1), m.group(2)), []).append(float(m.group(3)))
     m = re.match(r'pin=(\S+?),tail-pair,([^,]+),P\(pair slow \| slow\) ([\d.]+),P\(pair slow\) ([\d.]+)', line)
     if m:
         pair.setdefault((m.group(1), m.group(2)), []).append((float(m.group(3)), float(m.group(4))))
@@ -83,11 +108,15 @@ for (pin, path), rs in runs.items():
           f"{med[3]:,.0f} | {statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}) | {cs} | {ps} |")
 if short:
     print('\nA diagnostic, not the target (session 15): ops over 10 us (interrupts, preemption) per run -- the p99.9 of')
-    print('50,000 ops is the 50th slowest -- and p99.9 / median of the other ops, median (range) over repetitions.\n')
-    print('| pinned | path | ops over 10 us per run | p99.9 / p50 without them |')
-    print('|---|---|---|---|')
+    print('50,000 ops is the 50th slowest -- and p99.9 / median of the other ops, median (range) over repetitions;')
+    print('session 25: ops over 10 us per ms of the path\'s own op time (each op counted up to 10 us), median (range):')
+    print('the same rate on every path means no stall of a path\'s own, only a longer op.\n')
+    print('| pinned | path | ops over 10 us per run | p99.9 / p50 without them | per ms of op time |')
+    print('|---|---|---|---|---|')
     for (pin, path), v in short.items():
         longs = sorted(x[0] for x in v); rs = sorted(x[1] for x in v)
+        rr = sorted(rate.get((pin, path), []))
+        rs_ = f"{statistics.median(rr):.3f} ({rr[0]:.3f}-{rr[-1]:.3f})" if rr else '-'
         print(f"| {'cpu ' + pin if pin != 'none' else 'no'} | {path} | {statistics.median(longs):.0f} ({longs[0]}-{longs[-1]}) | "
-              f"{statistics.median(rs):.2f}x ({rs[0]:.2f}-{rs[-1]:.2f}) |")
+              f"{statistics.median(rs):.2f}x ({rs[0]:.2f}-{rs[-1]:.2f}) | {rs_} |")
 EOF

@@ -9,7 +9,8 @@
  *       persistence itself costs on this machine) | floor-rec (the same without the apply: the record and
  *       the commit word made durable, the least any durable 4 KiB write does) | floor-mirror (an
  *       experiment: the record stored non-temporally and into a DRAM mirror the apply reads; not cheaper) |
- *       floor-busy (a 4 KiB copy padded to 900 ns of busy CPU: blind to anything that slows memory) |
+ *       floor-busy (a 4 KiB copy padded to 900 ns of busy CPU: blind to anything that slows memory; floor-busy:NS
+ *       padded to NS -- session 25: as long as the engine's op, to see what its length alone collects) |
  *       none (PAIR only).
  *     PAIR: each iteration runs one VARIANT op, then one PAIR op, each timed by its own rdtscp pair. A
  *       slowdown of the machine (the host's memory or another guest on the core) slows both ops of the same
@@ -23,7 +24,11 @@
  *   machine   the PAIR op of the same iteration, or of the one before, was slow too (> 2x its median)
  *   none      nothing of the above
  * Stdout: one line per side (median/p99/p99.9/max ns), the causes, P(pair slow | variant slow) against
- * P(pair slow), and runs of consecutive slow ops; with TRACE_CSV, one row per slow op. Page faults and
+ * P(pair slow), and runs of consecutive slow ops; with TRACE_CSV, one row per slow op (with its engine event, if
+ * any, whatever its cause, and its start in CLOCK_MONOTONIC microseconds, to line up with a `perf record -k mono`
+ * of the CPU: bench/atomic_tail_irq.py). Session 25: the long ops that had an engine event too (the cause order
+ * hid them), the engine's events over the whole loop and what the ops with one cost (tail-engine), and the
+ * long ops per ms of the path's own op time (tail-rate). Page faults and
  * context switches of the whole loop (getrusage) are printed too: when they are 0, neither caused a slow op.
  * By phase (session 15): each VARIANT op is timed in two parts, the write (copy / pwrite; the floors' record made
  * durable) and the sync (sync / fsync; the floors' commit word): tail-phase (each phase's median, p99, p99.9),
@@ -70,6 +75,7 @@ struct side {
 };
 
 static char *buf;
+static uint64_t busy_ns = 900; /* floor-busy's pad; floor-busy:NS sets it (session 25: a busy op as long as the engine's) */
 static char path_data[4096], path_floor[4096];
 static double ns_per_tick;
 
@@ -96,6 +102,10 @@ static uint64_t ticks(void) {
 }
 
 static enum kind kind_of(const char *s) {
+    if (!strncmp(s, "floor-busy:", 11)) {
+        busy_ns = strtoull(s + 11, NULL, 0);
+        return K_FLOOR_BUSY;
+    }
     for (int k = 0; k <= K_FLOOR_BUSY; k++)
         if (!strcmp(s, kind_name[k])) return (enum kind)k;
     fprintf(stderr, "dk_bench_atomic_tail: unknown variant %s\n", s);
@@ -201,7 +211,7 @@ static void op(struct side *x, uint64_t *mid) {
     case K_FLOOR_BUSY: {
         uint64_t t0 = mono_ns();
         memcpy(x->file + off, buf, BS);
-        while (mono_ns() - t0 < 900) {}
+        while (mono_ns() - t0 < busy_ns) {}
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
         break;
     }
@@ -248,6 +258,17 @@ static bool new_page(const struct alog_probe *a, const struct alog_probe *b) {
     return from / WINDOW_BYTES != last / WINDOW_BYTES || b->jtail - a->jtail > WINDOW_BYTES;
 }
 
+enum cause { C_LONG, C_CKPT, C_WRAP, C_PAGE, C_MACHINE, C_NONE, C_N };
+static const char *cause_name[C_N] = {"long(>10us)", "engine:checkpoint", "engine:wrap", "engine:new-page",
+                                      "machine(pair slow too)", "none"};
+
+/* The engine's event between two probes (one op), C_NONE if none */
+static enum cause engine_event(const struct alog_probe *p, const struct alog_probe *q) {
+    return q->checkpointed != p->checkpointed || q->sync_checkpoints != p->sync_checkpoints ? C_CKPT
+         : q->jwraps != p->jwraps ? C_WRAP
+         : new_page(p, q) ? C_PAGE : C_NONE;
+}
+
 #define DK_MIN_U64(a, b) ((a) < (b) ? (a) : (b))
 
 /* The latency by phase (write, sync): each phase's median and p99.9, a histogram of each phase's op times in
@@ -284,10 +305,6 @@ static void phases(const char *name, const uint64_t *l, const uint64_t *pw, cons
            ex > 0 ? 100 * excess_w / ex : 0, ex > 0 ? 100 * excess_y / ex : 0);
 }
 
-enum cause { C_LONG, C_CKPT, C_WRAP, C_PAGE, C_MACHINE, C_NONE, C_N };
-static const char *cause_name[C_N] = {"long(>10us)", "engine:checkpoint", "engine:wrap", "engine:new-page",
-                                      "machine(pair slow too)", "none"};
-
 int main(int argc, char **argv) {
     if (argc < 5) {
         fprintf(stderr, "usage: dk_bench_atomic_tail DIR journal|hybrid|kernel|floor-io|floor-busy OPS SEED "
@@ -299,7 +316,7 @@ int main(int argc, char **argv) {
     uint32_t n = (uint32_t)strtoul(argv[3], NULL, 0);
     uint64_t seed = strtoull(argv[4], NULL, 0) | 1;
     FILE *trace = argc > 6 ? fopen(argv[6], "a") : NULL;
-    const char *name_a = getenv("DK_TAIL_LABEL") ? getenv("DK_TAIL_LABEL") : kind_name[ka]; /* posix-atomic */
+    const char *name_a = getenv("DK_TAIL_LABEL") ? getenv("DK_TAIL_LABEL") : argv[2]; /* posix-atomic */
     if (n < 1000 || n > (1u << 22) || ka == K_NONE) die("OPS 1000..4M and a variant", EINVAL);
     if (argc > 6 && !trace) die(argv[6], errno);
     dk_persist_init(DK_FLUSH_AUTO);
@@ -354,8 +371,8 @@ int main(int argc, char **argv) {
         printf("tail,pair:%s,ops %u,median %llu,p99 %llu,p99.9 %llu,max %llu,ratio %.2f\n", kind_name[kb], n,
                (unsigned long long)sb.median, (unsigned long long)sb.p99, (unsigned long long)sb.p999,
                (unsigned long long)sb.max, (double)sb.p999 / (double)sb.median);
-    uint32_t count[C_N] = {0}, slow_a = 0, slow_b = 0, both = 0, runs[9] = {0}, run = 0;
-    if (trace) fprintf(trace, "variant,pair,op,ns,pair_ns,t_us,cause\n");
+    uint32_t count[C_N] = {0}, long_engine[C_N] = {0}, slow_a = 0, slow_b = 0, both = 0, runs[9] = {0}, run = 0;
+    if (trace) fprintf(trace, "variant,pair,op,ns,pair_ns,t_us,cause,engine,mono_us\n");
     for (uint32_t i = 0; i < n; i++) {
         bool sl_b = kb != K_NONE && lb[i] > 2 * sb.median, sl_b_prev = i && kb != K_NONE && lb[i - 1] > 2 * sb.median;
         slow_b += sl_b;
@@ -367,25 +384,41 @@ int main(int argc, char **argv) {
         }
         if (!sl_a) continue;
         slow_a++, both += sl_b;
-        const struct alog_probe *p = &pr[i], *q = &pr[i + 1];
-        enum cause c = la[i] > LONG_NS ? C_LONG
-                     : A.a && (q->checkpointed != p->checkpointed || q->sync_checkpoints != p->sync_checkpoints) ? C_CKPT
-                     : A.a && q->jwraps != p->jwraps ? C_WRAP
-                     : A.a && new_page(p, q) ? C_PAGE
-                     : sl_b || sl_b_prev ? C_MACHINE : C_NONE;
+        enum cause e = A.a ? engine_event(&pr[i], &pr[i + 1]) : C_NONE;
+        enum cause c = la[i] > LONG_NS ? C_LONG : e != C_NONE ? e : sl_b || sl_b_prev ? C_MACHINE : C_NONE;
         count[c]++;
+        if (c == C_LONG && e != C_NONE) long_engine[e]++; /* the engine's event inside a long op (session 25) */
         if (trace)
-            fprintf(trace, "%s,%s,%u,%llu,%llu,%.1f,%s\n", name_a, kind_name[kb], i, (unsigned long long)la[i],
-                    (unsigned long long)lb[i], t[i] * ns_per_tick / 1000, cause_name[c]);
+            fprintf(trace, "%s,%s,%u,%llu,%llu,%.1f,%s,%s,%.1f\n", name_a, kind_name[kb], i, (unsigned long long)la[i],
+                    (unsigned long long)lb[i], t[i] * ns_per_tick / 1000, cause_name[c], e != C_NONE ? cause_name[e] : "-",
+                    (double)ns0 / 1000 + t[i] * ns_per_tick / 1000);
     }
     printf("tail-causes,%s,pair %s,slow(>2x) %u of %u:", name_a, kind_name[kb], slow_a, n);
     for (int c = 0; c < C_N; c++) printf(" %s %u", cause_name[c], count[c]);
+    printf(",of the long: with an engine event");
+    for (int c = C_CKPT; c <= C_PAGE; c++) printf(" %s %u", cause_name[c] + 7, long_engine[c]);
     printf("\n");
     if (kb != K_NONE)
         printf("tail-pair,%s,P(pair slow | slow) %.3f,P(pair slow) %.4f\n", name_a,
                slow_a ? (double)both / slow_a : 0, (double)slow_b / n);
     printf("tail-runs,%s,runs of consecutive slow ops by length:", name_a);
     for (int l = 1; l <= 8; l++) printf(" %s%d %u", l == 8 ? ">=" : "", l, runs[l]);
+    if (A.a) { /* the engine's events over the whole loop, slow op or not, and what the ops with one cost (session 25) */
+        uint64_t *ev = malloc(n * sizeof *ev);
+        uint32_t ne = 0, ev_long = 0;
+        if (!ev) die("malloc", ENOMEM);
+        for (uint32_t i = 0; i < n; i++)
+            if (engine_event(&pr[i], &pr[i + 1]) != C_NONE) ev[ne++] = la[i], ev_long += la[i] > LONG_NS;
+        struct stats se = ne ? stats_of(ev, ne) : (struct stats){0};
+        printf("\ntail-engine,%s,over the loop: wraps %llu,checkpointed entries %llu,sync checkpoints %llu,paced entries "
+               "%llu,ops with an engine event %u: median %llu ns max %llu over 10 us %u", name_a,
+               (unsigned long long)(pr[n].jwraps - pr[0].jwraps),
+               (unsigned long long)(pr[n].checkpointed - pr[0].checkpointed),
+               (unsigned long long)(pr[n].sync_checkpoints - pr[0].sync_checkpoints),
+               (unsigned long long)(pr[n].paced - pr[0].paced), ne, (unsigned long long)se.median,
+               (unsigned long long)se.max, ev_long);
+        free(ev);
+    }
     printf("\ntail-rusage,%s,minor faults %ld,major faults %ld,voluntary switches %ld,involuntary switches %ld\n",
            name_a, r1.ru_minflt - r0.ru_minflt, r1.ru_majflt - r0.ru_majflt, r1.ru_nvcsw - r0.ru_nvcsw,
            r1.ru_nivcsw - r0.ru_nivcsw);
@@ -394,10 +427,20 @@ int main(int argc, char **argv) {
      * a preemption (> 10 us) are 25-70 per run at load 10-20 on 2 vCPUs (session 15) -- the p99.9 then says how
      * busy the machine was. The same statistics of the other ops say what the path itself does. */
     uint32_t kept = 0, longs = 0;
+    double op_ms = 0;
     for (uint32_t i = 0; i < n; i++) {
+        op_ms += (double)DK_MIN_U64(la[i], LONG_NS) / 1e6; /* a preempted op is exposed until it is preempted */
         if (la[i] > LONG_NS) longs++;
         else t[kept++] = la[i]; /* t: no longer needed */
     }
+    /* Session 25: interrupts and the host's stalls land on an op at a rate per unit of the op's own time (~0.4-0.5
+     * per ms on the session-25 machine, the same on every path), so a path whose median is over ~2.5 us collects
+     * more than 50 of them per 50,000 ops and its p99.9 is one of them. Each path's rate, compared in one run,
+     * says whether a path has stalls of its own (a higher rate) or only a longer op (the same rate). Op time: each op
+     * counted up to 10 us. */
+    printf("tail-rate,%s,ops over 10 us %u in %.1f ms of the path's op time: %.3f per ms,loop %.1f ms from "
+           "CLOCK_MONOTONIC %llu ns\n", name_a, longs, op_ms, op_ms > 0 ? longs / op_ms : 0, (double)(ns1 - ns0) / 1e6,
+           (unsigned long long)ns0);
     if (kept > 1000) {
         struct stats sk = stats_of(t, kept);
         printf("tail-short,%s,ops over 10 us %u (p99.9 is the %uth slowest),of the others: median %llu p99 %llu p99.9 "
