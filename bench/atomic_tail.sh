@@ -10,6 +10,8 @@
 #   under LD_PRELOAD with DAXKIT_ATOMIC (the journal), posix-kernel: the same program without the library,
 #   posix-strict: under LD_PRELOAD in strict mode (session 15; not in the default VARIANTS).
 #   Each op's write and sync phases are timed apart too (session 15): $OUT/phases.md, per run.
+#   PAIR=none for T1's latencies: a paired op pays part of the pair op's write-backs (session 25: every path's
+#   write phase +0.9-1.0 us with PAIR=floor-io, the pair's own median 1.4 -> 0.5-0.65 us); pairs are for the causes.
 #   VARIANTS may name floor-busy:NS, a busy op padded to NS (session 25: as long as the engine's op, no IO).
 #   IRQTRACE=1 (session 25; pinned runs, needs perf): each run under `perf record -C PIN` (interrupts, softirqs,
 #   switches, page faults, syscalls on that CPU), and each op over 10 us given what the guest ran inside it
@@ -71,7 +73,7 @@ for rep in $(seq 1 "$REPS"); do
 done
 echo "load after: $(uptime)" | tee -a "$txt"
 grep -E '^pin=[^,]*,tail-(phase|short)' "$txt" > "$OUT/phases.md" || true
-python3 - "$txt" <<'EOF' | tee "$OUT/summary.md"
+python3 - "$txt" "$PAIR" <<'EOF' | tee "$OUT/summary.md"
 import re, statistics, sys
 runs, causes, pair, short, rate = {}, {}, {}, {}, {}
 for line in open(sys.argv[1]):
@@ -94,7 +96,11 @@ for line in open(sys.argv[1]):
     if m:
         pair.setdefault((m.group(1), m.group(2)), []).append((float(m.group(3)), float(m.group(4))))
 print('4 KiB write + sync, every op; huge tmpfs, DAXKIT_PERSIST=flush; medians over repetitions (ns); ratio = p99.9 /')
-print('median per run, median (range). Slow = over 2x the run\'s median; causes summed over repetitions.\n')
+print('median per run, median (range). Slow = over 2x the run\'s median; causes summed over repetitions.')
+if sys.argv[2] != 'none':
+    print(f'Paired with {sys.argv[2]}: each op pays part of the pair op\'s write-backs (session 25: +0.9-1.0 us in the')
+    print('write phase of every path, the kernel\'s too) -- for the causes, not for T1\'s latencies: PAIR=none.')
+print()
 print('| pinned | path | runs | p50 | p99 | p99.9 | max | p99.9 / p50 | slow ops by cause | P(floor slow \\| slow) vs P(floor slow) |')
 print('|---|---|---|---|---|---|---|---|---|---|')
 for (pin, path), rs in runs.items():
