@@ -63,7 +63,7 @@ for rep in $(seq 1 "$REPS"); do
                     "${pre[@]}" "$BUILD/bin/dk_bench_atomic_tail" "$dir" "$prog" "$OPS" "$rep" "$PAIR" "$trace" |
                     sed "s/^/pin=$pin,/" >> "$txt"
                 perf script -i "$OUT/perf.data" -F comm,pid,tid,cpu,time,event,trace 2>/dev/null > "$OUT/perf.txt"
-                python3 "$SRC/bench/atomic_tail_irq.py" "$OUT/perf.txt" "$trace" "$v" "$pin" | tee -a "$OUT/irq.md" >> "$txt"
+                python3 "$SRC/bench/atomic_tail_irq.py" "$OUT/perf.txt" "$trace" "$v" "$pin" "$txt" | tee -a "$OUT/irq.md" >> "$txt"
                 rm -f "$OUT/perf.data" "$OUT/perf.txt"
             else
                 "${pre[@]}" "$BUILD/bin/dk_bench_atomic_tail" "$dir" "$prog" "$OPS" "$rep" "$PAIR" | sed "s/^/pin=$pin,/" >> "$txt"
