@@ -15,8 +15,8 @@
 #   VARIANTS may name floor-busy:NS, a busy op padded to NS (session 25: as long as the engine's op, no IO).
 #   IRQTRACE=1 (session 25; pinned runs, needs perf): each run under `perf record -C PIN` (interrupts, softirqs,
 #   switches, page faults, syscalls on that CPU), and each op over 10 us given what the guest ran inside it
-#   (bench/atomic_tail_irq.py): $OUT/irq.md. Tracing makes the ops slower: the latencies of such runs are not
-#   the figures; their rates and causes are.
+#   (bench/atomic_tail_irq.py): $OUT/irq.md and a table in summary.md. Tracing makes the ops slower: the
+#   latencies of such runs are not the figures; their rates and causes are.
 # Output: $OUT/tail.txt (every program's lines, the load), $OUT/summary.md (medians over repetitions of
 # p50/p99/p99.9/max, the ratio per run, slow ops by cause summed over repetitions, and P(pair slow | slow)).
 set -euo pipefail
@@ -75,7 +75,7 @@ echo "load after: $(uptime)" | tee -a "$txt"
 grep -E '^pin=[^,]*,tail-(phase|short)' "$txt" > "$OUT/phases.md" || true
 python3 - "$txt" "$PAIR" <<'EOF' | tee "$OUT/summary.md"
 import re, statistics, sys
-runs, causes, pair, short, rate = {}, {}, {}, {}, {}
+runs, causes, pair, short, rate, irq = {}, {}, {}, {}, {}, {}
 for line in open(sys.argv[1]):
     m = re.match(r'pin=(\S+?),tail,([^,]+),ops \d+,median (\d+),p99 (\d+),p99.9 (\d+),max (\d+)', line)
     if m and not m.group(2).startswith('pair:'):
@@ -89,6 +89,14 @@ for line in open(sys.argv[1]):
     m = re.match(r'pin=(\S+?),tail-short,([^,]+),ops over 10 us (\d+) .*ratio ([\d.]+)', line)
     if m:
         short.setdefault((m.group(1), m.group(2)), []).append((int(m.group(3)), float(m.group(4))))
+    m = re.match(r'pin=(\S+?),tail-irq,([^,]+),ops over 10 us \d+: (.*?),timer on cpu', line)
+    if m:
+        d = irq.setdefault((m.group(1), m.group(2)), {'wo': []})
+        for k, nk in re.findall(r'(own thread|switch|timer|irq|softirq|fault|syscall|none seen) (\d+) \(', m.group(3)):
+            d[k] = d.get(k, 0) + int(nk)
+        w = re.search(r'p99.9 \d+ ns = ([\d.]+)x', line)
+        if w:
+            d['wo'].append(float(w.group(1)))
     m = re.match(r'pin=(\S+?),tail-rate,([^,]+),.*: ([\d.]+) per ms', line)
     if m:
         rate.setdefault((m.group(1), m.group(2)), []).append(float(m.group(3)))
@@ -125,4 +133,15 @@ if short:
         rs_ = f"{statistics.median(rr):.3f} ({rr[0]:.3f}-{rr[-1]:.3f})" if rr else '-'
         print(f"| {'cpu ' + pin if pin != 'none' else 'no'} | {path} | {statistics.median(longs):.0f} ({longs[0]}-{longs[-1]}) | "
               f"{statistics.median(rs):.2f}x ({rs[0]:.2f}-{rs[-1]:.2f}) | {rs_} |")
+if irq:
+    print('\nIRQTRACE (session 25): the ops over 10 us by what the guest ran on the CPU inside them, summed over')
+    print('repetitions (none seen: the vCPU was not running), and p99.9 / p50 without the ops other tasks preempted,')
+    print('median (range). Traced runs are slower: their latencies are not the figures.\n')
+    kinds = ('own thread', 'switch', 'timer', 'irq', 'softirq', 'fault', 'syscall', 'none seen')
+    print('| pinned | path | ' + ' | '.join(kinds) + ' | p99.9 / p50 without the preempted |')
+    print('|---|---|' + '---|' * len(kinds) + '---|')
+    for (pin, path), d in irq.items():
+        w = sorted(d['wo'])
+        ws = f"{statistics.median(w):.2f}x ({w[0]:.2f}-{w[-1]:.2f})" if w else '-'
+        print(f"| cpu {pin} | {path} | " + ' | '.join(str(d.get(k, 0)) for k in kinds) + f" | {ws} |")
 EOF
