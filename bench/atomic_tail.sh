@@ -137,7 +137,7 @@ if irq:
     print('\nIRQTRACE (session 25): the ops over 10 us by what the guest ran on the CPU inside them, summed over')
     print('repetitions (none seen: the vCPU was not running), and p99.9 / p50 without the ops other tasks preempted,')
     print('median (range). Traced runs are slower: their latencies are not the figures.\n')
-    kinds = ('own thread', 'switch', 'timer', 'irq', 'softirq', 'fault', 'syscall', 'none seen')
+    kinds = ('switch', 'own thread', 'timer', 'irq', 'softirq', 'fault', 'syscall', 'none seen')
     print('| pinned | path | ' + ' | '.join(kinds) + ' | p99.9 / p50 without the preempted |')
     print('|---|---|' + '---|' * len(kinds) + '---|')
     for (pin, path), d in irq.items():

@@ -5,9 +5,9 @@
 
 PERF_SCRIPT_TXT: `perf script -F comm,pid,tid,cpu,time,event,trace` of `perf record -C PIN -k mono` around the run
 (bench/atomic_tail.sh, IRQTRACE=1: interrupts, softirqs, switches, page faults, syscalls); TRACE_CSV: the run's
-slow ops (dk_bench_atomic_tail's TRACE_CSV, with mono_us). Each op over 10 us gets the first of: own thread (the
-CPU switched to another thread of the bench's process: the library's checkpoint thread), switch (to another
-task: preemption), timer (the local timer interrupt), irq (another interrupt: device, IPI,
+slow ops (dk_bench_atomic_tail's TRACE_CSV, with mono_us). Each op over 10 us gets the first of: switch (the CPU
+switched to another task: preemption), own thread (only to another thread of the bench's process: the library's
+checkpoint thread, its staging pool's thread), timer (the local timer interrupt), irq (another interrupt: device, IPI,
 irq work), softirq, fault (a page fault), syscall (the bench's own), none seen (nothing ran in the guest on that
 CPU: the vCPU itself was not running -- the host). Prints one line, tail-irq, plus the timer handler's length,
 and the run's p99.9 without the ops another task preempted (the same rank -- of 50,000 ops, the 50th slowest of
@@ -46,7 +46,7 @@ for line in open(perf_txt, errors='replace'):
     if m and int(m.group(1)) in bench_pids:
         bench_tids.add(int(m.group(2)))
 
-ORDER = ('own thread', 'switch', 'timer', 'irq', 'softirq', 'fault', 'syscall', 'none seen')
+ORDER = ('switch', 'own thread', 'timer', 'irq', 'softirq', 'fault', 'syscall', 'none seen')
 KIND = {'sched_switch': 'switch', 'local_timer_entry': 'timer', 'irq_handler_entry': 'irq',
         'call_function_entry': 'irq', 'call_function_single_entry': 'irq', 'reschedule_entry': 'irq',
         'irq_work_entry': 'irq', 'softirq_entry': 'softirq', 'page_fault_user': 'fault',
