@@ -171,6 +171,21 @@ void dk_copy_nt(void *dst, const void *src, size_t n) {
     if (n - body) dk_copy_flush(d + body, s + body, n - body);
 }
 
+void dk_copy_nt_unflushed(void *dst, const void *src, size_t n) {
+    char *d = dst;
+    const char *s = src;
+    size_t head = (size_t)(-(uintptr_t)d & (DK_CACHELINE_BYTES - 1));
+    if (head > n) head = n;
+    if (head) memcpy(d, s, head);
+    d += head, s += head, n -= head;
+    size_t body = n & ~(size_t)(DK_CACHELINE_BYTES - 1);
+    if (body) {
+        nt_body(d, s, body);
+        trace_store(d, body, 1);
+    }
+    if (n - body) memcpy(d + body, s + body, n - body);
+}
+
 void dk_zero_nt(void *dst, size_t n) {
     char *d = dst;
     size_t head = (size_t)(-(uintptr_t)d & (DK_CACHELINE_BYTES - 1));

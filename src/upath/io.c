@@ -80,11 +80,14 @@ static inline bool flush_medium(const struct up_file *f) { return up_persist_as(
 
 /* Stores into the file mapping: non-temporal from DAXKIT_NT_MIN_BYTES on every medium -- a cached copy
  * first reads each line it overwrites (4 KiB random overwrites on huge tmpfs: median 2.1x the
- * non-temporal floor) -- with write-back of the rest where the medium persists by flushing. The fence
- * (or the lock release, or the guard's sfence) orders them for other threads. */
+ * non-temporal floor) -- with write-back of the rest where the medium persists by flushing. Elsewhere the
+ * partial lines at either end are plain stores, not written back: until session 25 they were (dk_copy_nt),
+ * up to two write-backs of ~150 ns on every unaligned write of 256 B or more (a 400-byte append under extend
+ * with keep, one fdatasync each: 1,053 ns a record with them, 774 without; docs/benchmarks.md, session 25).
+ * The fence (or the lock release, or the guard's sfence) orders them for other threads. */
 static void store(const struct up_file *f, char *dst, const char *src, size_t n) {
     if (flush_medium(f)) dk_store_persistent(dst, src, n, dk_cfg.nt_min_bytes);
-    else if (n >= dk_cfg.nt_min_bytes) dk_copy_nt(dst, src, n);
+    else if (n >= dk_cfg.nt_min_bytes) dk_copy_nt_unflushed(dst, src, n);
     else memcpy(dst, src, n);
 }
 
