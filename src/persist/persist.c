@@ -176,14 +176,20 @@ void dk_copy_nt_unflushed(void *dst, const void *src, size_t n) {
     const char *s = src;
     size_t head = (size_t)(-(uintptr_t)d & (DK_CACHELINE_BYTES - 1));
     if (head > n) head = n;
-    if (head) memcpy(d, s, head);
+    if (head) {
+        memcpy(d, s, head);
+        trace_store(d, head, 0);
+    }
     d += head, s += head, n -= head;
     size_t body = n & ~(size_t)(DK_CACHELINE_BYTES - 1);
     if (body) {
         nt_body(d, s, body);
         trace_store(d, body, 1);
     }
-    if (n - body) memcpy(d + body, s + body, n - body);
+    if (n - body) {
+        memcpy(d + body, s + body, n - body);
+        trace_store(d + body, n - body, 0);
+    }
 }
 
 void dk_zero_nt(void *dst, size_t n) {

@@ -1,7 +1,9 @@
 /* Description: the persist trace hooks (what the crash-state explorer records) see every store, flush and
  * fence: for dk_copy_nt, dk_copy_flush, dk_zero_nt and dk_store_persistent the reported stores tile the
  * destination exactly, in order, without overlap; non-temporal stores cover only whole 64-byte lines and
- * every line stored with ordinary stores is covered by a reported write-back; the copy functions report no
+ * every line stored with ordinary stores is covered by a reported write-back -- and dk_copy_nt_unflushed
+ * (the data path's copy on media that do not persist by flushing) tiles it the same way, copies the bytes,
+ * and writes back nothing (session 25: its ends were written back); the copy functions report no
  * fence and dk_fence reports exactly one; dk_flush_range reports its range; with the hooks removed
  * nothing is reported. Exit 0 pass, 1 fail. */
 #include <stdint.h>
@@ -65,8 +67,9 @@ static int flushed(uintptr_t p, size_t n) {
     return 1;
 }
 
-/* Checks the events of one store function call on [dst, dst+n). `nt_allowed`: may it use NT stores. */
-static void check_stores(const char *fn, uintptr_t dst, size_t n, int nt_allowed) {
+/* Checks the events of one store function call on [dst, dst+n). `nt_allowed`: may it use NT stores;
+ * `writes_back`: ordinary stores are written back (else: nothing is). */
+static void check_stores_wb(const char *fn, uintptr_t dst, size_t n, int nt_allowed, int writes_back) {
     CHECK(event_overflow == 0, "%s n=%zu: too many events", fn, n);
     uintptr_t next = dst;
     unsigned nt_stores = 0;
@@ -83,10 +86,12 @@ static void check_stores(const char *fn, uintptr_t dst, size_t n, int nt_allowed
             CHECK(nt_allowed, "%s n=%zu: non-temporal store where none is expected", fn, n);
             CHECK(e->p % LINE == 0 && e->n % LINE == 0, "%s n=%zu: NT store not whole lines (+%zd, %zu)", fn, n,
                   (ssize_t)(e->p - dst), e->n);
-        } else {
+        } else if (writes_back) {
             CHECK(flushed(e->p, e->n), "%s n=%zu dst%%64=%zu: ordinary store at +%zd (%zu B) not written back",
                   fn, n, (size_t)(dst % LINE), (ssize_t)(e->p - dst), e->n);
         }
+        CHECK(writes_back || !flushed(e->p, 1), "%s n=%zu dst%%64=%zu: a line written back", fn, n,
+              (size_t)(dst % LINE));
         next = e->p + e->n;
     }
     CHECK(next == dst + n, "%s n=%zu dst%%64=%zu: stores cover %zd bytes", fn, n, (size_t)(dst % LINE),
@@ -98,11 +103,21 @@ static void check_stores(const char *fn, uintptr_t dst, size_t n, int nt_allowed
                           (size_t)(dst % LINE), nt_stores);
 }
 
+static void check_stores(const char *fn, uintptr_t dst, size_t n, int nt_allowed) {
+    check_stores_wb(fn, dst, n, nt_allowed, 1);
+}
+
 static void reset(void) { event_count = event_overflow = 0; }
 
 static void check_all(char *dst, const char *src, size_t n) {
     uintptr_t d = (uintptr_t)dst;
     reset(), dk_copy_nt(dst, src, n), check_stores("dk_copy_nt", d, n, 1);
+    reset(), memset(dst, 0, n), dk_copy_nt_unflushed(dst, src, n);
+    check_stores_wb("dk_copy_nt_unflushed", d, n, 1, 0);
+    for (unsigned i = 0; i < event_count; i++)
+        CHECK(events[i].kind != EV_FLUSH, "dk_copy_nt_unflushed n=%zu dst%%64=%zu: a write-back reported", n,
+              (size_t)(d % LINE));
+    CHECK(memcmp(dst, src, n) == 0, "dk_copy_nt_unflushed n=%zu dst%%64=%zu: the bytes differ", n, (size_t)(d % LINE));
     reset(), dk_zero_nt(dst, n), check_stores("dk_zero_nt", d, n, 1);
     reset(), dk_copy_flush(dst, src, n), check_stores("dk_copy_flush", d, n, 0);
     reset(), dk_store_persistent(dst, src, n, 256), check_stores("dk_store_persistent(256)", d, n, n >= 256);
