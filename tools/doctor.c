@@ -374,6 +374,19 @@ static void text_report(const struct doctor *d) {
         print_wrapped(24, "        process crash", p.process_crash);
         print_wrapped(24, "        power loss", p.power_loss);
     }
+    /* Logs synced per record: what the append policy can do with them here (session 25: the setting for an AOF
+     * was found only in README). */
+    printf("\nlogs synced per record (a WAL, an AOF):\n");
+    print_wrapped(24, "append policy",
+                  m->medium == DK_MEDIUM_PAGECACHE
+                      ? "fsync reaches the kernel for every record here whatever the strategy: the default (stage) "
+                        "fits them"
+                      : "the default (stage) pays each fsync a pwrite of the record (through O_APPEND also an "
+                        "fstat); DAXKIT_APPEND=auto moves a log not opened O_APPEND to extend with keep by itself "
+                        "(records stored in place, fsyncs without a system call); for an O_APPEND log no other "
+                        "program appends to (redis's AOF): DAXKIT_APPEND='stage,*.aof=extend' "
+                        "DAXKIT_EXTEND_SYNC=keep (README). `daxkit stats` counts O_APPEND logs synced per record "
+                        "(o_append_sync_logs)");
 }
 
 /* ---- JSON ---- */

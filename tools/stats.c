@@ -65,6 +65,9 @@ static void print_line(const struct dk_stats_file *f) {
            (unsigned long long)v[DK_C_relink_clones], (unsigned long long)v[DK_C_relink_copies],
            (unsigned long long)v[DK_C_passthrough], (unsigned long long)v[DK_C_fallbacks], f->note[0] ? " -- " : "",
            f->note);
+    if (v[DK_C_o_append_sync_logs]) /* the hint at README's AOF setting (upath/publish.c: note_sync_streak) */
+        printf(" -- %llu O_APPEND log(s) fsynced per record: README's AOF setting (`daxkit doctor DIR`)",
+               (unsigned long long)v[DK_C_o_append_sync_logs]);
     fflush(stdout);
 }
 

@@ -32,19 +32,22 @@ check_doctor() { # check_doctor LABEL COMMAND...
     has "$tmp/text" '^  strict +durable when'
     [ "$(grep -cE '^ +process crash ' "$tmp/text")" = 3 ] || dk_fail "$label: expected a process-crash line per mode"
     [ "$(grep -cE '^ +power loss ' "$tmp/text")" = 3 ] || dk_fail "$label: expected a power-loss line per mode"
+    has "$tmp/text" '^  append policy '
     case $kind in
     hugetmpfs)
         has "$tmp/text" '^medium +volatile'
         has "$tmp/text" '^2 MiB mappings +yes'
         has "$tmp/text" '^block sharing +no'
         has "$tmp/text" '^relink +copy always'
-        has "$tmp/text" 'power loss +nothing' ;;
+        has "$tmp/text" 'power loss +nothing'
+        has "$tmp/text" "DAXKIT_APPEND='stage,\\*\\.aof=extend'" ;;
     xfs)
         has "$tmp/text" '^medium +pagecache'
         has "$tmp/text" '^block sharing +yes'
         has "$tmp/text" '^  clone +4 KiB [0-9.]+ [num]?s +2 MiB [0-9.]+ [num]?s'
         has "$tmp/text" '^relink +clone ranges of >= [0-9]+ [KM]?i?B'
-        has "$tmp/text" 'fsync.*per data operation' ;;
+        has "$tmp/text" 'fsync.*per data operation'
+        has "$tmp/text" 'whatever' ;;
     esac
 
     "$@" "$DK_MNT" --json >"$tmp/json" 2>"$tmp/err" || { cat "$tmp/err"; dk_fail "$label: --json failed"; }

@@ -40,6 +40,12 @@
  *               of the reopened file (which moves it back to stage), and after a batch of two appends per
  *               fsync. argv[3] "never" (DAXKIT_AUTO_KEEP_AFTER=0, or the stage strategy): the size after every
  *               fsync is exact.
+ *   o_append_hint  a log appended through O_APPEND and fdatasync'ed after every single record under stage
+ *               (redis's AOF with appendfsync always) is counted once (o_append_sync_logs) after
+ *               DAXKIT_AUTO_KEEP_AFTER (8) such fsyncs in a row -- the hint at README's AOF setting -- and stays
+ *               stage: another program sees exactly the fsynced records after each fsync; a log synced every
+ *               two records, and one without O_APPEND, are not counted. argv[3] "never"
+ *               (DAXKIT_AUTO_KEEP_AFTER=0): none is.
  * argv[1]: managed directory; argv[2]: case (or "all"). */
 #include <pthread.h>
 #include <sys/file.h>
@@ -614,6 +620,42 @@ static void auto_keep_shared_log(void) {
     CHECK(auto_keeps_now() == k0, "auto_keep: a log appended through O_APPEND moved to extend with keep");
 }
 
+static unsigned long long o_append_hints_now(void) {
+    return st_json_counter(st_stats_cli_json(), "o_append_sync_logs");
+}
+
+/* `every`: records per fdatasync; `o_append`: the log's open flag. Another program sees exactly the synced
+ * records after each fdatasync (the file stays on stage). */
+static void synced_log(const char *name, int records, int every, bool o_append) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, name);
+    int fd = OK(open(path, O_WRONLY | O_CREAT | O_TRUNC | (o_append ? O_APPEND : 0), 0644));
+    uint64_t size = 0;
+    for (int i = 0; i < records; i++) {
+        size = append(fd, size, 100 + (size_t)i);
+        if ((i + 1) % every) continue;
+        OK(fdatasync(fd));
+        seen_by_other(path, size, size, "fdatasync of the log");
+    }
+    OK(close(fd));
+    seen_by_other(path, size, size, "close of the log");
+}
+
+static void case_o_append_hint(bool never) {
+    unsigned long long h0 = o_append_hints_now();
+    synced_log("hint_pairs.aof", 40, 2, true);
+    CHECK(o_append_hints_now() == h0, "o_append_hint: a log synced every two records was counted");
+    synced_log("hint_plain.log", 40, 1, false);
+    CHECK(o_append_hints_now() == h0, "o_append_hint: a log without O_APPEND was counted (auto's case)");
+    synced_log("hint_short.aof", 7, 1, true);
+    CHECK(o_append_hints_now() == h0, "o_append_hint: a log synced per record 7 times was counted (the rule: 8)");
+    synced_log("hint.aof", 40, 1, true);
+    unsigned long long got = o_append_hints_now() - h0;
+    CHECK(got == (never ? 0u : 1u), "o_append_hint: %llu logs synced per record through O_APPEND counted (expected %d)",
+          got, never ? 0 : 1);
+    printf("ok: o_append_hint: %llu O_APPEND log synced per record counted, each log exact after every fsync\n", got);
+}
+
 static void case_auto_keep(bool never) {
     auto_keep_shared_log();
     char path[PATH_MAX];
@@ -743,6 +785,7 @@ int main(int argc, char **argv) {
     if (all || !strcmp(which, "lock_other")) case_lock_other(), any = true;
     if (!strcmp(which, "lock_other_strict")) case_lock_other_strict(), any = true;
     if (!strcmp(which, "auto_keep")) case_auto_keep(argc > 3 && !strcmp(argv[3], "never")), any = true;
+    if (!strcmp(which, "o_append_hint")) case_o_append_hint(argc > 3 && !strcmp(argv[3], "never")), any = true;
     CHECK(any, "unknown case '%s'", which);
     return 0;
 }
