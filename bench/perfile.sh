@@ -23,7 +23,7 @@
 #              BASE_LIB, "auto-flush" the same with DAXKIT_PERSIST=flush (the issue's setting); "aof-keep" runs daxkit
 #              with DAXKIT_APPEND="stage,*.aof=extend" DAXKIT_EXTEND_SYNC=keep (README's configuration for an AOF a
 #              server keeps to itself: redis's, opened O_APPEND, which auto leaves on stage), "aof-keep-flush" the
-#              same with DAXKIT_PERSIST=flush; "eager" runs daxkit
+#              same with DAXKIT_PERSIST=flush, "base-aof-keep" aof-keep with BASE_LIB; "eager" runs daxkit
 #              with DAXKIT_ADOPT_AFTER_IOS=0 (every managed file adopted at its open: no lazy adoption), "lazy"
 #              with DAXKIT_ADOPT_AFTER_IOS=4; "flush" (and "base-flush") with DAXKIT_PERSIST=flush -- the issue's
 #              targets' setting: every mapping treated as DAX (cache lines written back, fsync reaching the
@@ -85,6 +85,8 @@ run() {
     lazy) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_ADOPT_AFTER_IOS=4) ;;
     base) env+=(LD_PRELOAD="${BASE_LIB:?variant base needs BASE_LIB}" DAXKIT_DIR="$DIR") ;;
     base-auto) env+=(LD_PRELOAD="${BASE_LIB:?variant base-auto needs BASE_LIB}" DAXKIT_DIR="$DIR" DAXKIT_APPEND=auto) ;;
+    base-aof-keep) env+=(LD_PRELOAD="${BASE_LIB:?variant base-aof-keep needs BASE_LIB}" DAXKIT_DIR="$DIR"
+                         DAXKIT_APPEND="stage,*.aof=extend" DAXKIT_EXTEND_SYNC=keep) ;;
     esac
     if [ "$INSN" = 1 ]; then
         local cg
@@ -170,6 +172,8 @@ work_redis() {
     base) env+=(LD_PRELOAD="${BASE_LIB:?variant base needs BASE_LIB}" DAXKIT_DIR="$DIR") ;;
     base-flush) env+=(LD_PRELOAD="${BASE_LIB:?variant base-flush needs BASE_LIB}" DAXKIT_DIR="$DIR" DAXKIT_PERSIST=flush) ;;
     base-auto) env+=(LD_PRELOAD="${BASE_LIB:?variant base-auto needs BASE_LIB}" DAXKIT_DIR="$DIR" DAXKIT_APPEND=auto) ;;
+    base-aof-keep) env+=(LD_PRELOAD="${BASE_LIB:?variant base-aof-keep needs BASE_LIB}" DAXKIT_DIR="$DIR"
+                         DAXKIT_APPEND="stage,*.aof=extend" DAXKIT_EXTEND_SYNC=keep) ;;
     esac
     t=$(mktemp)
     t0=$(date +%s%N)
