@@ -190,6 +190,14 @@ static int is_setlk(int cmd) {
 /* A lock call on a managed descriptor, begun and done in reclock.c's count. F_SETLKW is a cancellation
  * point (in glibc also for an unlock): a thread cancelled in it must still end its call. */
 static int counted_lock(int (*real)(int, int, ...), int fd, int cmd, struct flock *l) {
+    if ((cmd == F_SETLK || cmd == F_SETLKW) && up_locks_untracked(fd)) { /* (a mapped file: not counted) */
+        int r = real(fd, cmd, l);
+        if (r == 0 && l->l_type != F_UNLCK) {
+            up_lock_untracked_taken();
+            up_inflight_after_lock();
+        }
+        return r;
+    }
     struct up_lock_call c = up_lock_call_begin();
     int r;
     if (cmd == F_SETLKW || cmd == F_OFD_SETLKW) {

@@ -371,6 +371,8 @@ struct up_lockset {
     uint64_t lapses;            /* times the set went empty or unknown */
     uint64_t at_refresh;        /* lapses << 1 | held, when the size was last re-read after a lock (refresh_gen):
                                    one word, stored and read without f->mu (reclock.c) */
+    bool untracked;             /* for good: the program maps the file, its lock calls are neither counted nor
+                                   followed (reclock.c: up_locks_untracked) */
 };
 
 struct up_file {

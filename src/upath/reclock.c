@@ -152,6 +152,29 @@ static void after_change(struct up_file *f) {
 
 static bool is_posix_setlk(int cmd) { return cmd == F_SETLK || cmd == F_SETLKW; }
 
+/* A file the program maps is not followed: its set would only spare the re-read of a size no served call needs
+ * (SQLite maps its -shm and reads and writes it through that mapping, and locks it six times a transaction: ~170
+ * instructions a call for the set, ~100 more for the count, session 25). The first counted call that finds it
+ * mapped makes the set unknown (not held: no refresh is ever skipped on the file again) and marks the file, in
+ * that order; the file's later calls find the mark (up_locks_untracked) and are not counted. A counted call
+ * (begun before the mark) whose bookkeeping comes after it finds the mark here and keeps no range either; one
+ * that read no mark did so before an uncounted call looked at it, so before that call reached the kernel: its
+ * kernel call came first. The counts of other files' calls do not involve this file's ranges. False: f's set
+ * is followed as before. */
+static bool untracked_after(struct up_file *f) {
+    if (DK_LIKELY(!__atomic_load_n(&f->locks.untracked, __ATOMIC_SEQ_CST))) {
+        if (DK_LIKELY(!__atomic_load_n(&f->program_mapped, __ATOMIC_RELAXED))) return false;
+        forget_held(&f->locks);
+        __atomic_store_n(&f->locks.untracked, true, __ATOMIC_SEQ_CST);
+        dk_count(DK_C_lock_set_untracked, 1);
+    }
+    return true;
+}
+
+void up_lock_untracked_taken(void) {
+    __atomic_add_fetch(&up_refresh_gen, 1, __ATOMIC_ACQ_REL); /* every file, this one too (as up_refresh_all) */
+}
+
 struct up_lock_call up_lock_call_begin(void) {
     mine_add();
     uint64_t before = __atomic_fetch_add(&calls, CALL_STARTED | CALL_IN_FLIGHT, __ATOMIC_ACQ_REL);
@@ -200,7 +223,7 @@ void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l,
         if (!unlock && !__atomic_load_n(&up_locks_ever, __ATOMIC_RELAXED))
             __atomic_store_n(&up_locks_ever, true, __ATOMIC_RELEASE); /* pending.c: closes must tell */
         bool first = alone(c, __atomic_load_n(&calls, __ATOMIC_ACQUIRE), 1);
-        if (first) exempt = track(f, s, l, gen_was);
+        if (DK_UNLIKELY(!untracked_after(f))) exempt = first && track(f, s, l, gen_was);
         DK_CRASH_POINT("reclock.lock_done.tracked"); /* ... and between the bookkeeping and the call's end */
         bool overlapped = !alone(c, __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL), 0) || !first;
         mine_sub();

@@ -24,6 +24,13 @@
  *               shared lock given relative to the offset (SEEK_CUR) is not counted as held, so the
  *               escalations after it re-read the size; a thread cancelled while waiting in F_SETLKW does
  *               not switch the bookkeeping off for the process (escalations skip re-reads again after it).
+ *   lock_mapped a file the program maps (SQLite's -shm) is not followed by the lock bookkeeping (session 25):
+ *               before the mapping its escalations skip the size re-read; once it is mapped none does (counter
+ *               lock_set_untracked +1, refresh_skips +0), the counter under the escalation rounds stays exact
+ *               -- also with another process running them at once -- and another process's append under a
+ *               lock that does not conflict is seen by SEEK_END after an escalation. Another (unmapped) file's
+ *               escalations, interleaved with lock calls on the mapped one (from this thread and a second one),
+ *               still skip their re-reads: the mapped file's calls leave the count of lock calls balanced.
  *   lock_other  the release of a lock on another file publishes this one's appends -- also after releases
  *               with nothing to publish, which skip the walk of the open files (counter publish_walk_skips:
  *               upath.c, up_publish_all): appends of 100 B, 5,000 B, 70,000 B and 3 B, each followed by a
@@ -551,6 +558,112 @@ static void case_lock_unknown(void) {
     printf("ok: lock_unknown: a SEEK_CUR lock is not counted as held; a cancelled F_SETLKW leaves the count working\n");
 }
 
+static void *mapped_rounds(void *arg) {
+    int fd = *(int *)arg;
+    for (int i = 0; i < 200; i++) {
+        range_lock(fd, F_RDLCK, WRITER_BYTE + 1);
+        range_lock(fd, F_UNLCK, WRITER_BYTE + 1);
+    }
+    return NULL;
+}
+
+static void case_lock_mapped(void) {
+    char path[PATH_MAX], other[PATH_MAX];
+    st_path(path, sizeof path, dir, "lock_mapped");
+    st_path(other, sizeof other, dir, "lock_mapped_other");
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    st_write_all(fd, "000000000000000\n", 16);
+    OK(fsync(fd));
+    for (int i = 0; i < 24; i++) OK(pread(fd, (char[16]){0}, 16, 0));
+    for (int i = 0; i < 3; i++) escalate_round(fd, false);
+    unsigned long long s0 = skips_now();
+    for (int i = 0; i < 3; i++) escalate_round(fd, false);
+    unsigned long long s1 = skips_now();
+    CHECK(s1 - s0 >= 6, "lock_mapped: %llu escalations without a re-read in 3 rounds before the mapping (expected 6)",
+          s1 - s0);
+    unsigned long long m0 = st_json_counter(st_stats_cli_json(), "lock_set_untracked");
+    char *map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    CHECK(map != MAP_FAILED, "lock_mapped: mmap: %s", strerror(errno));
+    for (int i = 0; i < 20; i++) escalate_round(fd, false);
+    unsigned long long s2 = skips_now(), m1 = st_json_counter(st_stats_cli_json(), "lock_set_untracked");
+    CHECK(s2 == s1, "lock_mapped: %llu escalations of the mapped file skipped their size re-read", s2 - s1);
+    CHECK(m1 == m0 + 1, "lock_mapped: lock_set_untracked +%llu (1 expected: the mapped file)", m1 - m0);
+    CHECK(!memcmp(map, "000000000000026\n", 16), "lock_mapped: the mapping shows %.16s after 26 rounds", map);
+
+    /* Another process appends under the reserved byte while this one holds the shared byte; after this
+     * process's escalation SEEK_END is past that line. */
+    int to_child[2], to_parent[2];
+    OK(pipe(to_child));
+    OK(pipe(to_parent));
+    pid_t pid = OK(fork());
+    if (pid == 0) {
+        int cfd = OK(open(path, O_RDWR));
+        OK(write(to_parent[1], "r", 1));
+        wait_byte(to_child[0]);
+        range_lock(cfd, F_WRLCK, RESERVED_BYTE);
+        OK(lseek(cfd, 0, SEEK_END));
+        st_write_all(cfd, "child..........\n", 16);
+        range_lock(cfd, F_UNLCK, 0);
+        OK(write(to_parent[1], "c", 1));
+        OK(close(cfd));
+        _exit(0);
+    }
+    wait_byte(to_parent[0]);
+    range_lock(fd, F_RDLCK, SHARED_BYTE);
+    off_t before = st_fsize(fd);
+    OK(write(to_child[1], "p", 1));
+    wait_byte(to_parent[0]);
+    range_lock(fd, F_WRLCK, RESERVED_BYTE);
+    off_t at = OK(lseek(fd, 0, SEEK_END));
+    CHECK(at == before + 16, "lock_mapped: SEEK_END after the escalation is %lld; the other process's append made it %lld",
+          (long long)at, (long long)before + 16);
+    range_lock(fd, F_UNLCK, 0);
+    int status;
+    OK(waitpid(pid, &status, 0));
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "lock_mapped: child status 0x%x", status);
+
+    /* Two processes running the rounds on the mapped file at once (each maps it): the counter ends exact. */
+    pid_t w[2];
+    for (int i = 0; i < 2; i++) {
+        w[i] = OK(fork());
+        if (w[i] == 0) {
+            int wfd = OK(open(path, O_RDWR));
+            void *wm = mmap(NULL, 4096, PROT_READ, MAP_SHARED, wfd, 0);
+            CHECK(wm != MAP_FAILED, "lock_mapped: worker mmap: %s", strerror(errno));
+            for (int r = 0; r < 200; r++) escalate_round(wfd, true);
+            OK(close(wfd));
+            _exit(0);
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        OK(waitpid(w[i], &status, 0));
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "lock_mapped: worker %d status 0x%x", i, status);
+    }
+    CHECK(!memcmp(map, "000000000000426\n", 16), "lock_mapped: two processes: the counter reads %.16s (426 expected)", map);
+
+    /* Another file's bookkeeping, with the mapped file's lock calls in between and beside it. */
+    int ofd = OK(open(other, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    st_write_all(ofd, "000000000000000\n", 16);
+    OK(fsync(ofd));
+    for (int i = 0; i < 24; i++) OK(pread(ofd, (char[16]){0}, 16, 0));
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, mapped_rounds, &fd) == 0, "lock_mapped: pthread_create");
+    CHECK(pthread_join(t, NULL) == 0, "lock_mapped: pthread_join");
+    unsigned long long s3 = skips_now();
+    for (int i = 0; i < 3; i++) {
+        escalate_round(ofd, false);
+        escalate_round(fd, false);
+    }
+    unsigned long long s4 = skips_now();
+    CHECK(s4 - s3 == 6, "lock_mapped: %llu escalations without a re-read in 3 rounds of the unmapped file between the "
+          "mapped file's (6 expected)", s4 - s3);
+    OK(munmap(map, 4096));
+    OK(close(ofd));
+    OK(close(fd));
+    OK(unlink(other));
+    printf("ok: lock_mapped: no re-read skipped once mapped, counters exact, another file's skips unaffected\n");
+}
+
 /* After write + fsync another process reads the written bytes in the file (review 7, finding 8: strict
  * mode's staged overwrites waited for the next checkpoint, not for fsync), and an apply after fsync never
  * lands over another process's later write (8b). The other process is the kernel view: raw system calls. */
@@ -781,6 +894,7 @@ int main(int argc, char **argv) {
     if (all || !strcmp(which, "lock_overwrite")) case_lock("lock_overwrite", LK_FCNTL, true), any = true;
     if (all || !strcmp(which, "lock_escalate")) case_lock_escalate(), any = true;
     if (all || !strcmp(which, "lock_unknown")) case_lock_unknown(), any = true;
+    if (all || !strcmp(which, "lock_mapped")) case_lock_mapped(), any = true;
     if (all || !strcmp(which, "fsync_visible")) case_fsync_visible(), any = true;
     if (all || !strcmp(which, "lock_other")) case_lock_other(), any = true;
     if (!strcmp(which, "lock_other_strict")) case_lock_other_strict(), any = true;
