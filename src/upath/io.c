@@ -521,8 +521,8 @@ int up_io_overwrite_by_pwrite(struct up_file *f, int fd, const char *buf, size_t
 /* The common case without f->mu: an overwrite of published, mapped bytes. `fence`: false when the
  * caller persists later (strict mode: the record is durable, the checkpoint fences the applied bytes). */
 static bool overwrite_fast(struct up_file *f, const char *buf, size_t n, uint64_t off, bool fence) {
-    /* Writes reaching past the published end (appends made by write()) skip the lock: checked again under it. */
-    if (off + n > inplace_limit(f)) return false;
+    /* (the callers' first look: writes reaching past the published end -- appends -- skip the guard section,
+     * whose look below is the one that counts) */
     enum up_guard_entry fast = up_guard_read_enter(f);
     bool ok = off + n <= inplace_limit(f) && off + n <= __atomic_load_n(&f->map.mapped_bytes, __ATOMIC_ACQUIRE) &&
               off + n <= __atomic_load_n(&f->backed_end, __ATOMIC_ACQUIRE) &&
@@ -536,7 +536,7 @@ static bool overwrite_fast(struct up_file *f, const char *buf, size_t n, uint64_
 }
 
 bool up_io_overwrite_mapped(struct up_file *f, const char *buf, size_t n, uint64_t off) {
-    return overwrite_fast(f, buf, n, off, false);
+    return off + n <= inplace_limit(f) && overwrite_fast(f, buf, n, off, false);
 }
 
 bool up_io_in_place(const struct up_file *f, uint64_t off, size_t n) {
@@ -776,10 +776,14 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
     /* Mapped read-only (no read-write descriptor could be had: auxfd.c): stores would fault. */
     if (DK_UNLIKELY(__atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE) && !f->map.writable))
         return write_through_kernel(f, fd, buf, n, off, append, sync);
+    /* A write reaching past the in-place limit (an append by pwrite: SQLite's WAL frames) is write_locked's:
+     * each overwrite path below declines it at its first look (~50 instructions a call, session 25). A limit
+     * that moves meanwhile (another thread's publish or truncate) is write_locked's to see, under f->mu. */
+    bool overwrite = !append && off + n <= inplace_limit(f);
     /* Handed to the kernel as the program's own pwrite, its count is the answer (short counts included). */
-    ssize_t w = append || sync != UP_IO_ASYNC ? 0 : overwrite_by_pwrite(f, fd, buf, n, off, false);
-    if (w == 0 && !append && overwrite_fast(f, buf, n, off, fence)) w = (ssize_t)n;
-    if (w == 0 && !append && sync == UP_IO_ASYNC) w = overwrite_unmapped(f, fd, buf, n, off);
+    ssize_t w = !overwrite || sync != UP_IO_ASYNC ? 0 : overwrite_by_pwrite(f, fd, buf, n, off, false);
+    if (w == 0 && overwrite && overwrite_fast(f, buf, n, off, fence)) w = (ssize_t)n;
+    if (w == 0 && overwrite && sync == UP_IO_ASYNC) w = overwrite_unmapped(f, fd, buf, n, off);
     size_t in_place = 0; /* (write_locked: the head stored in place, the rest appended) */
     if (w == 0) {
         int rc = write_locked(f, fd, buf, n, &off, append, &appended, fence, &in_place,
