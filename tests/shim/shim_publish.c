@@ -31,6 +31,10 @@
  *               lock that does not conflict is seen by SEEK_END after an escalation. Another (unmapped) file's
  *               escalations, interleaved with lock calls on the mapped one (from this thread and a second one),
  *               still skip their re-reads: the mapped file's calls leave the count of lock calls balanced.
+ *   lock_other_mapped, lock_refresh_mapped  (explicit only) the lock file is mapped by the program, so its lock
+ *               calls take the untracked way (session 25): its release still publishes another file's appends,
+ *               its acquisition still makes another process's shrink of another file seen by a read inside the
+ *               old end.
  *   lock_other  the release of a lock on another file publishes this one's appends -- also after releases
  *               with nothing to publish, which skip the walk of the open files (counter publish_walk_skips:
  *               upath.c, up_publish_all): appends of 100 B, 5,000 B, 70,000 B and 3 B, each followed by a
@@ -846,6 +850,98 @@ static void case_lock_other(void) {
     printf("ok: lock_other: appends published by the release of a lock on another file, walks skipped in between\n");
 }
 
+/* The same with the lock file mapped by the program (SQLite's -shm, session 25): its lock calls take the
+ * untracked way (shim/fd.c untracked_lock, counter lock_set_untracked), whose release must still publish
+ * the other file's appends before the kernel's unlock. */
+static void case_lock_other_mapped(void) {
+    char path[PATH_MAX], other[PATH_MAX];
+    st_path(path, sizeof path, dir, "lock_other_mapped");
+    st_path(other, sizeof other, dir, "lock_other_mapped.shm");
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    int lfd = OK(open(other, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    OK(ftruncate(lfd, 4096));
+    char *map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, lfd, 0);
+    CHECK(map != MAP_FAILED, "lock_other_mapped: mmap: %s", strerror(errno));
+    unsigned long long m0 = st_json_counter(st_stats_cli_json(), "lock_set_untracked");
+    lock_round(lfd); /* counted: finds the file mapped and leaves it untracked */
+    lock_round(lfd);
+    CHECK(st_json_counter(st_stats_cli_json(), "lock_set_untracked") == m0 + 1,
+          "lock_other_mapped: the mapped lock file did not become untracked");
+    const size_t sizes[] = {100, 5000, 70000, 3};
+    uint64_t pub = 0, size = 0;
+    for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size = append(fd, size, sizes[i]);
+        seen_by_other(path, pub, size, "appends before a lock round on a mapped file");
+        lock_round(lfd);
+        pub = size;
+        seen_by_other(path, pub, size, "the release of a lock on a mapped (untracked) file");
+    }
+    OK(munmap(map, 4096));
+    OK(close(lfd));
+    OK(close(fd));
+    printf("ok: lock_other_mapped: appends published by the release of a lock on a mapped file\n");
+}
+
+/* An acquisition on a mapped (untracked) lock file is where another process's changes to the files it
+ * guards become visible: it moves the refresh generation for every file (reclock.c up_lock_untracked_taken).
+ * Another process appends 16 bytes to the data file and publishes them (fsync); after this process's lock on
+ * the mapped file, fstat and a read of the data file see them. */
+static void case_lock_refresh_mapped(void) {
+    char path[PATH_MAX], other[PATH_MAX];
+    st_path(path, sizeof path, dir, "lock_refresh_mapped");
+    st_path(other, sizeof other, dir, "lock_refresh_mapped.shm");
+    /* The other process, forked before this one opens anything (a descriptor shared with a fork relative is
+     * the kernel's to serve; a fork is a publish and refresh point of its own): it cuts the file to 8 bytes
+     * with the kernel's calls when told. */
+    int to_child[2], to_parent[2];
+    OK(pipe(to_child));
+    OK(pipe(to_parent));
+    pid_t pid = OK(fork());
+    if (pid == 0) {
+        wait_byte(to_child[0]);
+        int cfd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR);
+        if (cfd < 0 || syscall(SYS_ftruncate, cfd, 8) != 0) _exit(2);
+        syscall(SYS_close, cfd);
+        OK(write(to_parent[1], "d", 1));
+        _exit(0);
+    }
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    static char big[3 * 4096];
+    memset(big, '0', sizeof big);
+    st_write_all(fd, big, sizeof big);
+    OK(fsync(fd));
+    for (int i = 0; i < 24; i++) OK(pread(fd, (char[16]){0}, 16, 0));
+    int lfd = OK(open(other, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    OK(ftruncate(lfd, 4096));
+    char *map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, lfd, 0);
+    CHECK(map != MAP_FAILED, "lock_refresh_mapped: mmap: %s", strerror(errno));
+    unsigned long long m0 = st_json_counter(st_stats_cli_json(), "lock_set_untracked");
+    lock_round(lfd);
+    lock_round(lfd);
+    CHECK(st_json_counter(st_stats_cli_json(), "lock_set_untracked") == m0 + 1,
+          "lock_refresh_mapped: the mapped lock file did not become untracked");
+    char buf[16];
+    CHECK(pread(fd, buf, 16, 0) == 16, "lock_refresh_mapped: read before the shrink");
+    OK(write(to_child[1], "g", 1));
+    wait_byte(to_parent[0]);
+    int status;
+    OK(waitpid(pid, &status, 0));
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "lock_refresh_mapped: shrinking child status 0x%x", status);
+    /* A shrink by another process (12 KiB -> 8 bytes) is seen by a read inside the old end only after a re-read
+     * of the size: the lock on the mapped file must be one (reclock.c, up_lock_untracked_taken). */
+    struct flock l = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+    OK(fcntl(lfd, F_SETLKW, &l));
+    ssize_t r = pread(fd, buf, 16, 0);
+    CHECK(r == 8, "lock_refresh_mapped: a read of 16 bytes at 0 returned %zd after a lock on the mapped file; another "
+          "process cut the file to 8", r);
+    l.l_type = F_UNLCK;
+    OK(fcntl(lfd, F_SETLK, &l));
+    OK(munmap(map, 4096));
+    OK(close(lfd));
+    OK(close(fd));
+    printf("ok: lock_refresh_mapped: another process's shrink seen after a lock on a mapped file\n");
+}
+
 /* Strict mode: the walk is skipped at a release with nothing pinned, the checkpoint is not (upath.c). */
 static void case_lock_other_strict(void) {
     char path[PATH_MAX], other[PATH_MAX];
@@ -898,6 +994,8 @@ int main(int argc, char **argv) {
     if (all || !strcmp(which, "fsync_visible")) case_fsync_visible(), any = true;
     if (all || !strcmp(which, "lock_other")) case_lock_other(), any = true;
     if (!strcmp(which, "lock_other_strict")) case_lock_other_strict(), any = true;
+    if (!strcmp(which, "lock_other_mapped")) case_lock_other_mapped(), any = true;
+    if (!strcmp(which, "lock_refresh_mapped")) case_lock_refresh_mapped(), any = true;
     if (!strcmp(which, "auto_keep")) case_auto_keep(argc > 3 && !strcmp(argv[3], "never")), any = true;
     if (!strcmp(which, "o_append_hint")) case_o_append_hint(argc > 3 && !strcmp(argv[3], "never")), any = true;
     CHECK(any, "unknown case '%s'", which);
