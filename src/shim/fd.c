@@ -305,7 +305,8 @@ static __attribute__((noinline)) int fcntl_full(int fd, int cmd, void *arg, bool
 
 /* The untracked lock call's way, before fcntl_full's frame (its six saved registers: ~20 instructions a call). */
 static inline int fcntl_common(int fd, int cmd, void *arg, bool is64) {
-    if ((cmd == F_SETLK || cmd == F_SETLKW) && arg && ((struct flock *)arg)->l_whence != SEEK_CUR && up_enabled &&
+    /* up_enabled first: a library that is off reads nothing of the caller's (a bad pointer is the kernel's EFAULT) */
+    if (up_enabled && (cmd == F_SETLK || cmd == F_SETLKW) && arg && ((struct flock *)arg)->l_whence != SEEK_CUR &&
         up_locks_untracked(fd))
         return untracked_lock(is64 ? DK_REAL(fcntl64) : DK_REAL(fcntl), fd, cmd, arg);
     return fcntl_full(fd, cmd, arg, is64);
