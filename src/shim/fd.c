@@ -212,25 +212,35 @@ static int dupfd(int (*real)(int, int, ...), int fd, int cmd, void *arg) {
 
 /* A POSIX lock call (not SEEK_CUR-relative) on a file the program maps -- SQLite's -shm, six a WAL transaction --
  * whose lock set the library no longer follows (upath/reclock.c: untracked): what fcntl_full's general path
- * does for it, without the count (~100 instructions a call fewer, session 25). The number has a slot: not
- * pending, nothing to adopt. A release publishes as any; an acquisition passes the descriptor window's gate and
- * moves the refresh generation for every file. */
+ * does for it, without its looks and frame and without the set's bookkeeping (session 25). The number has a
+ * slot: not pending, nothing to adopt. A release publishes as any; an acquisition passes the descriptor
+ * window's gate and moves the refresh generation for every file. */
 static __attribute__((noinline)) int untracked_lock(int (*real)(int, int, ...), int fd, int cmd, struct flock *l) {
-    if (l->l_type == F_UNLCK) {
+    bool unlock = l->l_type == F_UNLCK;
+    if (unlock) {
         int rc = up_publish_fd(fd);
         up_publish_all();
         if (rc) {
             errno = -rc;
             return -1;
         }
-        return real(fd, cmd, l);
+    } else {
+        dk_ifd_lock_gate();
     }
-    dk_ifd_lock_gate();
-    int r = real(fd, cmd, l);
-    if (r == 0) {
-        up_lock_untracked_taken();
-        up_inflight_after_lock(); /* a strict process that died in an operation: recovered first */
+    /* Counted all the same (review 25, #2): another thread's close or dup2 of the number between the look above
+     * and the kernel call makes it another file's, whose set this call then changes -- its end forgets that set
+     * (up_lock_untracked_done), and a call of that file overlapping this one does not run alone. */
+    struct up_lock_call c = up_lock_call_begin();
+    int r;
+    if (cmd == F_SETLKW) {
+        pthread_cleanup_push(up_lock_cancelled, NULL);
+        r = real(fd, cmd, l);
+        pthread_cleanup_pop(0);
+    } else {
+        r = real(fd, cmd, l);
     }
+    up_lock_untracked_done(c, fd, r == 0, !unlock);
+    if (r == 0 && !unlock) up_inflight_after_lock(); /* a strict process that died in an operation: recovered first */
     return r;
 }
 

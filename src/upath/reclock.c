@@ -154,13 +154,11 @@ static bool is_posix_setlk(int cmd) { return cmd == F_SETLK || cmd == F_SETLKW; 
 
 /* A file the program maps is not followed: its set would only spare the re-read of a size no served call needs
  * (SQLite maps its -shm and reads and writes it through that mapping, and locks it six times a transaction: ~170
- * instructions a call for the set, ~100 more for the count, session 25). The first counted call that finds it
- * mapped makes the set unknown (not held: no refresh is ever skipped on the file again) and marks the file, in
- * that order; the file's later calls find the mark (up_locks_untracked) and are not counted. A counted call
- * (begun before the mark) whose bookkeeping comes after it finds the mark here and keeps no range either; one
- * that read no mark did so before an uncounted call looked at it, so before that call reached the kernel: its
- * kernel call came first. The counts of other files' calls do not involve this file's ranges. False: f's set
- * is followed as before. */
+ * instructions a call for the set, session 25). The first call that finds it mapped here makes the set unknown
+ * (not held: no refresh is ever skipped on the file again) and marks the file, in that order; the file's later
+ * calls find the mark (up_locks_untracked) and take shim/fd.c's untracked_lock: counted as every lock call, ended
+ * by up_lock_untracked_done, no set to change. A call begun before the mark whose bookkeeping comes after it finds
+ * the mark here and keeps no range either. False: f's set is followed as before. */
 static bool untracked_after(struct up_file *f) {
     if (DK_LIKELY(!__atomic_load_n(&f->locks.untracked, __ATOMIC_SEQ_CST))) {
         if (DK_LIKELY(!__atomic_load_n(&f->program_mapped, __ATOMIC_RELAXED))) return false;
@@ -171,9 +169,6 @@ static bool untracked_after(struct up_file *f) {
     return true;
 }
 
-void up_lock_untracked_taken(void) {
-    __atomic_add_fetch(&up_refresh_gen, 1, __ATOMIC_ACQ_REL); /* every file, this one too (as up_refresh_all) */
-}
 
 struct up_lock_call up_lock_call_begin(void) {
     mine_add();
@@ -185,6 +180,24 @@ struct up_lock_call up_lock_call_begin(void) {
  * its in-flight half (1 before the call ends, 0 after). */
 static bool alone(struct up_lock_call c, uint64_t v, uint32_t in) {
     return !c.busy && in_flight(v) == in && started(v) == (uint32_t)(c.seq + 1);
+}
+
+/* The end of a counted call on an untracked file (shim/fd.c untracked_lock): up_lock_done's end without a set of
+ * its own to change. A call that did not run alone may have reached another file's set -- the number closed or
+ * dup2'ed over by another thread between the caller's look and the kernel call (review 25, #2) -- so the file
+ * the number names now forgets its set, as up_lock_done's overlapped call does. */
+void up_lock_untracked_done(struct up_lock_call c, int fd, bool ok, bool taken) {
+    bool overlapped = !alone(c, __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL), 0);
+    mine_sub();
+    if (DK_UNLIKELY(overlapped) && ok) {
+        struct up_slot *s = up_fd_slot(fd);
+        struct up_file *f = s ? __atomic_load_n(&s->file, __ATOMIC_ACQUIRE) : NULL;
+        if (f) forget_held(&f->locks);
+    }
+    if (!ok || !taken) return;
+    if (!__atomic_load_n(&up_locks_ever, __ATOMIC_RELAXED))
+        __atomic_store_n(&up_locks_ever, true, __ATOMIC_RELEASE); /* (as up_lock_done: pending.c) */
+    __atomic_add_fetch(&up_refresh_gen, 1, __ATOMIC_ACQ_REL); /* every file, this one too */
 }
 
 /* The call's change to the set of slot s's file f, in a call that runs alone: true when f keeps the size it read

@@ -217,14 +217,14 @@ void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l,
  * ends its call here, or every later lock call of the process would count as overlapped. */
 void up_lock_cancelled(void *unused);
 /* A POSIX lock call on fd whose file's lock set is no longer followed (the program maps the file: SQLite's -shm):
- * no begin or done -- its acquisition moves the refresh generation for every file (up_lock_untracked_taken).
- * reclock.c. */
+ * counted (up_lock_call_begin), ended by up_lock_untracked_done -- no set to change; an acquisition (taken) moves
+ * the refresh generation for every file. reclock.c. */
 static inline bool up_locks_untracked(int fd) {
     struct up_slot *s = up_fd_slot(fd);
     struct up_file *f = s ? __atomic_load_n(&s->file, __ATOMIC_ACQUIRE) : NULL;
     return f && __atomic_load_n(&f->locks.untracked, __ATOMIC_SEQ_CST);
 }
-void up_lock_untracked_taken(void);
+void up_lock_untracked_done(struct up_lock_call c, int fd, bool ok, bool taken);
 /* A close of a managed (or pending) descriptor counts as a lock call in flight from before its forget of the
  * file's lock set (up_close, up_pending_drop) until after the kernel's close (close, close_range, dup2/dup3):
  * another thread's or a signal handler's lock call meanwhile does not run alone, so it cannot make the set
