@@ -189,7 +189,10 @@ static bool alone(struct up_lock_call c, uint64_t v, uint32_t in) {
 void up_lock_untracked_done(struct up_lock_call c, int fd, bool ok, bool taken) {
     bool overlapped = !alone(c, __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL), 0);
     mine_sub();
-    if (DK_UNLIKELY(overlapped) && ok) {
+    /* ... and one that ran alone did too if the number was closed or dup2'ed over before the count began (after
+     * the caller's look, during a release's publish): the number names another file now (review 25, #5). A file
+     * rebound again since was closed meanwhile, which forgot its set itself. */
+    if (ok && (DK_UNLIKELY(overlapped) || DK_UNLIKELY(!up_locks_untracked(fd)))) {
         struct up_slot *s = up_fd_slot(fd);
         struct up_file *f = s ? __atomic_load_n(&s->file, __ATOMIC_ACQUIRE) : NULL;
         if (f) forget_held(&f->locks);
