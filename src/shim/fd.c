@@ -9,6 +9,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "common/crashpoint.h"
 #include "common/pwrite_all.h"
 #include "shim/shim.h"
 #include "upath/inflight.h"
@@ -216,6 +217,7 @@ static int dupfd(int (*real)(int, int, ...), int fd, int cmd, void *arg) {
  * slot: not pending, nothing to adopt. A release publishes as any; an acquisition passes the descriptor
  * window's gate and moves the refresh generation for every file. */
 static __attribute__((noinline)) int untracked_lock(int (*real)(int, int, ...), int fd, int cmd, struct flock *l) {
+    DK_CRASH_POINT("shim.untracked_lock.looked"); /* tests: the number closed or dup2'ed over after the look */
     bool unlock = l->l_type == F_UNLCK;
     if (unlock) {
         int rc = up_publish_fd(fd);

@@ -942,6 +942,82 @@ static void case_lock_refresh_mapped(void) {
     printf("ok: lock_refresh_mapped: another process's shrink seen after a lock on a mapped file\n");
 }
 
+/* lock_rebind_mapped (DAXKIT_TEST_CRASH=raise:10:shim.untracked_lock.looked:4, a test build): the mapped lock
+ * file's whole-file release looks at its number (untracked), and a signal handler inside that call, before its
+ * count begins, dup2s another descriptor of data file X over the number: the release lands on X, whose set said
+ * held [0,1) with the size read since. Another process cuts X to 8 bytes; after an escalation on X -- the
+ * process holds no lock on X any more -- a 16-byte read at 0 must return 8 (review 25, #2 and #5). */
+static int rebind_from = -1, rebind_onto = -1;
+static volatile sig_atomic_t rebound;
+static void rebind_handler(int sig) {
+    (void)sig;
+    int e = errno;
+    rebound = dup2(rebind_from, rebind_onto) == rebind_onto ? 1 : -1;
+    errno = e;
+}
+static void case_lock_rebind_mapped(void) {
+    char path[PATH_MAX], other[PATH_MAX];
+    st_path(path, sizeof path, dir, "lock_rebind_mapped");
+    st_path(other, sizeof other, dir, "lock_rebind_mapped.shm");
+    int to_child[2], to_parent[2];
+    OK(pipe(to_child));
+    OK(pipe(to_parent));
+    pid_t pid = OK(fork()); /* before any open: see lock_refresh_mapped */
+    if (pid == 0) {
+        wait_byte(to_child[0]);
+        int cfd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR);
+        if (cfd < 0 || syscall(SYS_ftruncate, cfd, 8) != 0) _exit(2);
+        syscall(SYS_close, cfd);
+        OK(write(to_parent[1], "d", 1));
+        _exit(0);
+    }
+    int lfd = OK(open(other, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    OK(ftruncate(lfd, 4096));
+    char *map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, lfd, 0);
+    CHECK(map != MAP_FAILED, "lock_rebind_mapped: mmap: %s", strerror(errno));
+    struct sigaction sa = {.sa_handler = rebind_handler};
+    OK(sigaction(SIGUSR1, &sa, NULL));
+    lock_round(lfd); /* the acquisition marks it untracked; its release: the cue's 1st */
+    lock_round(lfd); /* the cue's 2nd and 3rd */
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    static char big[3 * 4096];
+    memset(big, '0', sizeof big);
+    st_write_all(fd, big, sizeof big);
+    OK(fsync(fd));
+    char buf[16];
+    for (int i = 0; i < 24; i++) OK(pread(fd, buf, 16, 0));
+    rebind_from = OK(open(path, O_RDWR));
+    rebind_onto = lfd;
+    OK(st_setlk(fd, F_UNLCK, 0, 0)); /* X's set known and empty */
+    OK(st_setlk(fd, F_RDLCK, 0, 1)); /* held [0,1) */
+    CHECK(pread(fd, buf, 16, 0) == 16, "lock_rebind_mapped: read"); /* the size read while held */
+    OK(st_setlk(lfd, F_UNLCK, 0, 0)); /* the cue's 4th: rebound to X inside */
+    if (!rebound) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        printf("skip: lock_rebind_mapped: the cue did not fire (not a test build?)\n");
+        exit(77);
+    }
+    CHECK(rebound == 1, "lock_rebind_mapped: the handler's dup2 failed");
+    char t[PATH_MAX];
+    st_fd_target(lfd, t, sizeof t);
+    CHECK(!strcmp(t, path), "lock_rebind_mapped: the number names %s after the rebind", t);
+    OK(write(to_child[1], "g", 1));
+    wait_byte(to_parent[0]);
+    int status;
+    OK(waitpid(pid, &status, 0));
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "lock_rebind_mapped: shrinking child status 0x%x", status);
+    OK(st_setlk(fd, F_RDLCK, 0, 2)); /* an escalation on a file the kernel holds no lock on now */
+    ssize_t r = pread(fd, buf, 16, 0);
+    CHECK(r == 8, "lock_rebind_mapped: a read of 16 bytes at 0 returned %zd; another process cut the file to 8 after "
+          "the release that the rebind sent to it (its lock set still said held)", r);
+    OK(munmap(map, 4096));
+    OK(close(rebind_from));
+    OK(close(fd));
+    OK(close(lfd));
+    printf("ok: lock_rebind_mapped: a release rebound to another file before its count began left that set unknown\n");
+}
+
 /* Strict mode: the walk is skipped at a release with nothing pinned, the checkpoint is not (upath.c). */
 static void case_lock_other_strict(void) {
     char path[PATH_MAX], other[PATH_MAX];
@@ -996,6 +1072,7 @@ int main(int argc, char **argv) {
     if (!strcmp(which, "lock_other_strict")) case_lock_other_strict(), any = true;
     if (!strcmp(which, "lock_other_mapped")) case_lock_other_mapped(), any = true;
     if (!strcmp(which, "lock_refresh_mapped")) case_lock_refresh_mapped(), any = true;
+    if (!strcmp(which, "lock_rebind_mapped")) case_lock_rebind_mapped(), any = true;
     if (!strcmp(which, "auto_keep")) case_auto_keep(argc > 3 && !strcmp(argv[3], "never")), any = true;
     if (!strcmp(which, "o_append_hint")) case_o_append_hint(argc > 3 && !strcmp(argv[3], "never")), any = true;
     CHECK(any, "unknown case '%s'", which);
