@@ -121,10 +121,11 @@ static ssize_t copy_done(int in, const off_t *in_off, int out, const off_t *out_
         struct copy c_;                                        \
         copy_begin(in, in_off, out, out_off, bounded, &c_);    \
         /* the library off at exit: a managed output's change  \
-         * waits, as a write's (rw.c SERVE_IF) */               \
-        if (c_.out.how == DK_PT_KERNEL) up_exit_hold(out);     \
+         * waits, or is synced, as a write's (rw.c SERVE_IF) */ \
+        bool x_ = c_.out.how == DK_PT_KERNEL && up_exit_hold(out); \
         DK_PT_CALL(&c_.out, call);                             \
         r = copy_done(in, in_off, out, out_off, &c_, r);       \
+        if (x_) r = up_exit_synced(out, r, r > 0); /* (the exit's own) */ \
     } while (0)
 
 DK_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n) {

@@ -65,9 +65,10 @@ DK_EXPORT int ftruncate(int fd, off_t len) {
     }
     struct dk_pt p;
     dk_pt_begin_change(fd, &p);
-    if (p.how == DK_PT_KERNEL) up_exit_hold(fd); /* the library off at exit: as a write (rw.c SERVE_IF) */
+    bool synced = p.how == DK_PT_KERNEL && up_exit_hold(fd); /* the library off at exit: as a write (rw.c SERVE_IF) */
     int r;
     DK_PT_CALL(&p, r = DK_REAL(ftruncate)(fd, len));
+    if (synced) return (int)up_exit_synced(fd, r, r == 0);
     return (int)dk_pt_end_changed(&p, fd, r);
 }
 DK_EXPORT int ftruncate64(int fd, off_t len) { return ftruncate(fd, len); }
@@ -105,9 +106,10 @@ DK_EXPORT int fallocate(int fd, int mode, off_t off, off_t len) {
     }
     struct dk_pt p;
     dk_pt_begin_change(fd, &p);
-    if (p.how == DK_PT_KERNEL) up_exit_hold(fd); /* the library off at exit: as a write (rw.c SERVE_IF) */
+    bool synced = p.how == DK_PT_KERNEL && up_exit_hold(fd); /* the library off at exit: as a write (rw.c SERVE_IF) */
     int r;
     DK_PT_CALL(&p, r = DK_REAL(fallocate)(fd, mode, off, len));
+    if (synced) return (int)up_exit_synced(fd, r, r == 0);
     return (int)dk_pt_end_changed(&p, fd, r);
 }
 DK_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len) { return fallocate(fd, mode, off, len); }
@@ -116,8 +118,12 @@ static int posix_fallocate_common(int fd, off_t off, off_t len, bool is64) {
     int (*real)(int, off_t, off_t) = is64 ? DK_REAL(posix_fallocate64) : DK_REAL(posix_fallocate);
     if (up_enabled) up_resolve(fd);
     if (!up_enabled || !up_fd_slot(fd)) {
-        up_exit_hold(fd); /* the library off at exit: as a write (rw.c SERVE_IF) */
-        return real(fd, off, len);
+        if (!up_exit_hold(fd)) return real(fd, off, len); /* the library off at exit: as a write (rw.c SERVE_IF) */
+        int r = real(fd, off, len); /* an error number, errno untouched */
+        DK_ERRNO_SAVE;
+        if (r == 0 && up_exit_synced(fd, 0, true) != 0) r = errno;
+        DK_ERRNO_RESTORE;
+        return r;
     }
     DK_ERRNO_SAVE;
     up_hand_to_kernel(fd);
@@ -127,10 +133,10 @@ static int posix_fallocate_common(int fd, off_t off, off_t len, bool is64) {
      * the call returns (review 11, finding 9). */
     struct dk_pt p;
     dk_pt_begin_change(fd, &p);
-    if (p.how == DK_PT_KERNEL) up_exit_hold(fd); /* the library went off since the look above */
+    bool synced = p.how == DK_PT_KERNEL && up_exit_hold(fd); /* the library went off since the look above */
     int r;
     DK_PT_CALL(&p, r = real(fd, off, len)); /* returns an error number, errno untouched */
-    if (dk_pt_end_changed(&p, fd, r) != 0 && r == 0) r = errno;
+    if (synced ? r == 0 && up_exit_synced(fd, 0, true) != 0 : dk_pt_end_changed(&p, fd, r) != 0 && r == 0) r = errno;
     DK_ERRNO_RESTORE;
     return r;
 }

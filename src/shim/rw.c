@@ -92,12 +92,19 @@
                 return dk_pt_end_written(&pt_, fd, (at), w_); \
             }                                            \
             /* the library went off (exit) since the look above: as below */ \
-            if (changes) up_exit_hold(fd);               \
+            if ((changes) && up_exit_hold(fd)) {         \
+                ssize_t x_ = real_call;                  \
+                return up_exit_synced(fd, x_, x_ > 0);   \
+            }                                            \
             /* a pread a window overlapped: made again (the window may have held the number) */ \
             return !(changes) && !(moves) ? DK_IFD_RETRY(real_call) : real_call; \
         }                                                \
-        /* the library off at exit: another thread's write of a managed file waits (sync, strict) */ \
-        if (changes) up_exit_hold(fd);                   \
+        /* the library off at exit: another thread's write of a managed file waits (sync, strict); the \
+         * exiting thread's own and the stdio cookie's are synced after */ \
+        if ((changes) && up_exit_hold(fd)) {             \
+            ssize_t x_ = real_call;                      \
+            return up_exit_synced(fd, x_, x_ > 0);       \
+        }                                                \
         return real_call;                                \
     } while (0)
 

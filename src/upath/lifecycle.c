@@ -159,10 +159,14 @@ static void sync_offset_cb(int fd, struct up_fd *e, void *arg) {
  * 28 of 100 bytes; with 8 MiB left free on the medium, strace shows a worker's 14,000 plain write(2)s after
  * the exit began and the last one returning 40). In sync and strict modes such a write now waits for the end
  * of the process, as one that arrived in the library does (strict's checkpoint lock, the files' locks):
- * never returned, as a kernel write cut by the end of the image. Not the exiting thread's own (stdio's flush
- * at exit, a handler of its own), not a vfork or fork child's; posix mode's pass-through writes are the
- * kernel's, whole and in place, as before. The descriptors are those managed when the library went off,
- * each checked against its file (a number closed and given to another file since passes). */
+ * never returned, as a kernel write cut by the end of the image. Not a vfork or fork child's; posix mode's
+ * pass-through writes are the kernel's, whole and in place, as before. The exiting thread's own (stdio's flush
+ * at exit, a destructor or handler after the library's) and the library's stdio cookie's (glibc's stream list
+ * lock, which the exit takes, may be held around it: review 24, #12) are never parked -- the thread may hold
+ * a lock of libc's the exit needs -- but made durable before they return: the kernel's call, then an
+ * fdatasync of its descriptor (up_exit_synced; session 24 passed them unsynced). Durable, not atomic: strict's
+ * log is gone or going. The descriptors are those managed when the library went off, each checked against
+ * its file (a number closed and given to another file since passes, unsynced). */
 struct exit_held {
     int fd;
     dev_t dev;
@@ -218,13 +222,20 @@ static void exit_hold_begin(void) {
     DK_ERRNO_RESTORE;
 }
 
-void up_exit_hold_slow(int fd) {
-    if (exit_thread || up_exit_hold_stdio || up_vfork_child || (pid_t)syscall(SYS_getpid) != exit_pid) return;
+bool up_exit_hold_slow(int fd) {
+    if (up_vfork_child || (pid_t)syscall(SYS_getpid) != exit_pid) return false;
+    /* The exiting thread's own call (a destructor or handler after the library's, stdio's flush at exit) and a
+     * write of the library's stdio cookie are never parked -- glibc's locks the exit takes may be held around
+     * them -- but synced after: up_exit_synced (session 25) */
+    bool park = !exit_thread && !up_exit_hold_stdio;
+    bool sync = false;
     DK_ERRNO_SAVE;
     for (uint32_t i = 0; i < exit_held_count; i++) {
         if (exit_held[i].fd != fd) continue;
         struct stat st;
         if (DK_REAL(fstat)(fd, &st) == 0 && st.st_dev == exit_held[i].dev && st.st_ino == exit_held[i].ino) {
+            sync = !park;
+            if (sync) break;
             DK_CRASH_POINT("upath.exit.write_held"); /* tests: this thread's write waits from here */
             /* Not a cancellation point: ftruncate, fallocate and the in-kernel copies are none (a write is one,
              * but no program code runs after up_fini to cancel it: destructors ran before) -- hold24's note */
@@ -234,6 +245,23 @@ void up_exit_hold_slow(int fd) {
         break;
     }
     DK_ERRNO_RESTORE;
+    return sync;
+}
+
+ssize_t up_exit_synced(int fd, ssize_t r, bool done) {
+    if (!done) return r;
+    DK_ERRNO_SAVE;
+    /* the raw system call: no cancellation point (the change is made; a cancel here would leave it unsynced) */
+    long rc = syscall(SYS_fdatasync, fd);
+    int err = rc ? errno : 0;
+    DK_ERRNO_RESTORE;
+    if (DK_LIKELY(err == 0)) {
+        DK_CRASH_POINT("upath.exit.synced"); /* tests: the exit's own write was made durable (shim_exit_sync) */
+        return r;
+    }
+    if (err == EBADF) return r; /* closed meanwhile (a handler's close): the change happened (ptsync.c's rule) */
+    errno = err;
+    return -1;
 }
 
 /* _exit or exit in a signal handler that interrupted a call of its thread holding a file's mutex (review 9,

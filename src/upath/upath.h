@@ -25,16 +25,22 @@ void up_init(void);
 void up_fini(void);
 /* Set by up_fini in sync and strict modes: a write passing through (the library off) asks up_exit_hold,
  * which makes another thread's write to a descriptor managed at the exit wait for the end of the process
- * (lifecycle.c). */
+ * (lifecycle.c). The exiting thread's own such call, and a write of the library's stdio cookie, are not held:
+ * up_exit_hold answers true, and the caller makes its kernel call, then up_exit_synced. */
 extern bool up_exit_hold_flag;
 /* Set by the library's stdio cookie around its write (shim/stdio.c ck_write): such a write is never held --
  * glibc may hold its stream list's lock around it (fflush(NULL)), which exit's _IO_cleanup takes after up_fini:
- * held, the process never ended (review 24, #12). It passes to the kernel, as every write did before session 24. */
+ * held, the process never ended (review 24, #12). It passes to the kernel, then is synced (up_exit_synced). */
 extern __thread bool up_exit_hold_stdio __attribute__((tls_model("initial-exec")));
-void up_exit_hold_slow(int fd);
-static inline void up_exit_hold(int fd) {
-    if (__builtin_expect(__atomic_load_n(&up_exit_hold_flag, __ATOMIC_ACQUIRE), 0)) up_exit_hold_slow(fd);
+bool up_exit_hold_slow(int fd);
+static inline bool up_exit_hold(int fd) {
+    return __builtin_expect(__atomic_load_n(&up_exit_hold_flag, __ATOMIC_ACQUIRE), 0) && up_exit_hold_slow(fd);
 }
+/* After the kernel's call that up_exit_hold answered true for (r its result, done: it changed the file): the
+ * change made durable, an fdatasync of fd (the raw system call: no cancellation point). r -- errno as it was --
+ * or -1 with the fdatasync's errno (as a pass-through change's: shim.h dk_pt_finish); EBADF (closed meanwhile)
+ * answers r. */
+ssize_t up_exit_synced(int fd, ssize_t r, bool done);
 
 /* The slot of a descriptor served in user space, or NULL (pass the call through). A descriptor whose
  * slot is shared with another process (after fork) or another program image is not served. */

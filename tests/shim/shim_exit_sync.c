@@ -1,0 +1,141 @@
+/* Description: sync and strict modes' promise for the calls that reach the kernel after exit turned the library
+ * off (upath/lifecycle.c up_exit_hold, up_exit_synced; session 25). Another thread's change of a file managed at
+ * the exit waits for the end of the process (session 24); the exiting thread's own change (stdio's flush at
+ * exit, a destructor or handler after the library's) and a write of the library's stdio cookie are never
+ * parked -- the thread may hold a lock of glibc's the exit takes -- and until session 25 passed to the kernel
+ * unsynced: acknowledged, not durable. Now each is followed by an fdatasync of its descriptor before it
+ * returns; the test build's site upath.exit.synced follows a successful one, and DAXKIT_TEST_CRASH=
+ * upath.exit.synced:1 kills the process there (SIGKILL) -- the proof the fdatasync was made.
+ *
+ *   stdio DIR            a child fopens a managed file, leaves a line in the stream's buffer and exits: glibc's
+ *                        _IO_cleanup writes it (through the library's cookie) after the library's destructor.
+ *                        Needs DAXKIT_TEST_CRASH=upath.exit.synced:1.
+ *   own DIR write|ftruncate  a child writes a managed file and exits; at the cue upath.fini.library_off
+ *                        (SIGUSR1 on the exiting thread) its handler writes (or ftruncates) the file again.
+ *                        Needs DAXKIT_TEST_CRASH=raise:10:upath.fini.library_off:1,upath.exit.synced:1.
+ *
+ * Sync and strict: the child is killed at upath.exit.synced (stdio, own) and the file holds what the exit's
+ * call wrote; posix mode: the child exits 0 (no fdatasync: posix promises none) with the same file. */
+#include "shim_test.h"
+
+static const char *mode_name(void) {
+    const char *m = getenv("DAXKIT_MODE");
+    return m && *m ? m : "posix";
+}
+
+/* The file's bytes, read with raw system calls (no library call of ours in the way). */
+static long file_read(const char *path, char *buf, size_t cap) {
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY);
+    if (fd < 0) return -1;
+    long n = syscall(SYS_read, fd, buf, cap);
+    syscall(SYS_close, fd);
+    return n;
+}
+
+/* The child's end: killed at upath.exit.synced in sync and strict modes (the fdatasync was made), exit 0 in
+ * posix mode. */
+static void expect_synced(int st, const char *what) {
+    bool posix = !strcmp(mode_name(), "posix");
+    if (posix) {
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "posix: %s: the child ended with status 0x%x, not exit 0", what, st);
+        return;
+    }
+    CHECK(!(WIFEXITED(st) && WEXITSTATUS(st) == 0),
+          "%s: %s after exit turned the library off returned with no fdatasync (the child exited 0, never reaching "
+          "upath.exit.synced)", mode_name(), what);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "%s: %s: the child ended with status 0x%x, not killed at "
+          "upath.exit.synced", mode_name(), what, st);
+}
+
+/* ---- stdio: the exit's flush of a managed file's stream ---- */
+
+static void case_stdio(const char *dir) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "stdio_log");
+    static const char line[] = "a line left in the stream's buffer at exit\n";
+    pid_t c = fork();
+    CHECK(c >= 0, "fork");
+    if (c == 0) {
+        FILE *fp = fopen(path, "w");
+        if (!fp) _exit(2);
+        if (fputs(line, fp) < 0) _exit(2);
+        exit(0); /* _IO_cleanup flushes it after the library's destructor */
+    }
+    int st;
+    CHECK(waitpid(c, &st, 0) == c, "waitpid");
+    expect_synced(st, "stdio's flush at exit (the library's cookie write)");
+    char buf[256];
+    long n = file_read(path, buf, sizeof buf);
+    CHECK(n == (long)strlen(line) && !memcmp(buf, line, (size_t)n), "the file holds %ld bytes, not the line of %zu", n,
+          strlen(line));
+    printf("stdio: %s: the exit's flush of a managed stream reached the file%s\n", mode_name(),
+           strcmp(mode_name(), "posix") ? ", then an fdatasync" : "");
+}
+
+/* ---- own: the exiting thread's own call after the library went off ---- */
+
+static int own_fd = -1;
+static bool own_truncate;
+static volatile int *own_cue; /* shared with the parent: the cue fired */
+static const char own_first[] = "first\n", own_tail[] = "tail\n";
+
+/* SIGUSR1 on the exiting thread inside up_fini, the library off (upath.fini.library_off). */
+static void own_on_library_off(int sig) {
+    (void)sig;
+    *own_cue = 1;
+    int e = errno;
+    if (own_truncate) {
+        if (ftruncate(own_fd, 3) != 0) _exit(3);
+    } else if (write(own_fd, own_tail, sizeof own_tail - 1) != (ssize_t)sizeof own_tail - 1) {
+        _exit(3);
+    }
+    errno = e;
+}
+
+static void case_own(const char *dir, const char *op) {
+    own_truncate = !strcmp(op, "ftruncate");
+    CHECK(own_truncate || !strcmp(op, "write"), "own: write or ftruncate, not %s", op);
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "own_log");
+    own_cue = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(own_cue != MAP_FAILED, "mmap");
+    signal(SIGUSR1, SIG_IGN); /* this process's own exit passes the cue too */
+    pid_t c = fork();
+    CHECK(c >= 0, "fork");
+    if (c == 0) {
+        own_fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+        if (own_fd < 0 || write(own_fd, own_first, sizeof own_first - 1) != (ssize_t)sizeof own_first - 1) _exit(2);
+        struct sigaction sa = {.sa_handler = own_on_library_off};
+        sigaction(SIGUSR1, &sa, NULL);
+        exit(0);
+    }
+    char what[64];
+    snprintf(what, sizeof what, "the exiting thread's own %s", op);
+    int st;
+    CHECK(waitpid(c, &st, 0) == c, "waitpid");
+    if (!*own_cue) SKIP("the cue did not fire (DAXKIT_TEST_CRASH unset, or not a test build)");
+    expect_synced(st, what);
+    char buf[256];
+    long n = file_read(path, buf, sizeof buf);
+    if (own_truncate) {
+        CHECK(n == 3 && !memcmp(buf, own_first, 3), "the file holds %ld bytes after the exit's ftruncate to 3", n);
+    } else {
+        long want = (long)(sizeof own_first - 1 + sizeof own_tail - 1);
+        CHECK(n == want && !memcmp(buf, "first\ntail\n", (size_t)want), "the file holds %ld bytes, not first+tail (%ld)",
+              n, want);
+    }
+    printf("own: %s: %s after the library went off at exit reached the file%s\n", mode_name(), what,
+           strcmp(mode_name(), "posix") ? ", then an fdatasync" : "");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: shim_exit_sync DIR stdio|own write|ftruncate\n");
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IONBF, 0); /* nothing of the parent's buffered across the forks */
+    if (!strcmp(argv[2], "stdio")) case_stdio(argv[1]);
+    else if (!strcmp(argv[2], "own") && argc > 3) case_own(argv[1], argv[3]);
+    else FAIL("unknown case %s", argv[2]);
+    return 0;
+}
