@@ -13,9 +13,18 @@
  *   own DIR write|ftruncate  a child writes a managed file and exits; at the cue upath.fini.library_off
  *                        (SIGUSR1 on the exiting thread) its handler writes (or ftruncates) the file again.
  *                        Needs DAXKIT_TEST_CRASH=raise:10:upath.fini.library_off:1,upath.exit.synced:1.
+ *   cancel DIR           a child's worker ftruncates a managed file after the library went off: the exit hold
+ *                        parks it (the cue upath.exit.write_held, SIGUSR2 on the worker); the exiting thread's
+ *                        handler then pthread_cancels it. ftruncate is no cancellation point, so the hold is
+ *                        none (36a8efe): the worker's cleanup handler must never run. Needs
+ *                        DAXKIT_TEST_CRASH=raise:10:upath.fini.library_off:1,raise:12:upath.exit.write_held:1.
  *
  * Sync and strict: the child is killed at upath.exit.synced (stdio, own) and the file holds what the exit's
  * call wrote; posix mode: the child exits 0 (no fdatasync: posix promises none) with the same file. */
+#include <pthread.h>
+#include <semaphore.h>
+#include <time.h>
+
 #include "shim_test.h"
 
 static const char *mode_name(void) {
@@ -128,14 +137,105 @@ static void case_own(const char *dir, const char *op) {
            strcmp(mode_name(), "posix") ? ", then an fdatasync" : "");
 }
 
+/* ---- cancel: a thread parked by the exit hold is not cancelled ---- */
+
+struct cancel_shared {
+    volatile int cue, held, cancelled, returned;
+};
+static struct cancel_shared *csh;
+static sem_t cancel_go;
+static pthread_t cancel_worker_t;
+static int cancel_fd = -1;
+
+static void on_cancelled(void *arg) {
+    (void)arg;
+    csh->cancelled = 1; /* the hold acted on the cancel: the thread unwinds from inside ftruncate */
+}
+
+static void *cancel_worker(void *arg) {
+    (void)arg;
+    while (sem_wait(&cancel_go) != 0) {
+    }
+    pthread_cleanup_push(on_cancelled, NULL);
+    int r = ftruncate(cancel_fd, 0); /* no cancellation point */
+    csh->returned = r + 2;
+    pthread_cleanup_pop(0);
+    for (;;) pause(); /* the exit ends it */
+    return NULL;
+}
+
+/* SIGUSR2 on the worker's thread (upath.exit.write_held): its ftruncate waits for the end of the process. */
+static void cancel_on_held(int sig) {
+    (void)sig;
+    csh->held = 1;
+}
+
+/* SIGUSR1 on the exiting thread, the library off: the worker's ftruncate now; once it is held (10 s at most),
+ * pthread_cancel it and give the cancel 300 ms to act. */
+static void cancel_on_library_off(int sig) {
+    (void)sig;
+    csh->cue = 1;
+    sem_post(&cancel_go);
+    for (int i = 0; i < 10000 && !csh->held && !csh->returned; i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (!csh->held) return;
+    struct timespec ts = {0, 50 * 1000000};
+    nanosleep(&ts, NULL); /* the handler has returned: the worker is in the hold's wait */
+    pthread_cancel(cancel_worker_t);
+    for (int i = 0; i < 300 && !csh->cancelled; i++) {
+        struct timespec t1 = {0, 1000000};
+        nanosleep(&t1, NULL);
+    }
+}
+
+static void case_cancel(const char *dir) {
+    if (!strcmp(mode_name(), "posix")) SKIP("posix mode holds nothing at exit");
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "cancel_data");
+    csh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(csh != MAP_FAILED, "mmap");
+    signal(SIGUSR1, SIG_IGN); /* this process's own exit passes the cues too */
+    signal(SIGUSR2, SIG_IGN);
+    pid_t c = fork();
+    CHECK(c >= 0, "fork");
+    if (c == 0) {
+        cancel_fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+        if (cancel_fd < 0 || write(cancel_fd, "0123456789", 10) != 10) _exit(2);
+        sem_init(&cancel_go, 0, 0);
+        struct sigaction sa = {.sa_handler = cancel_on_library_off};
+        sigaction(SIGUSR1, &sa, NULL);
+        sa.sa_handler = cancel_on_held;
+        sigaction(SIGUSR2, &sa, NULL);
+        if (pthread_create(&cancel_worker_t, NULL, cancel_worker, NULL) != 0) _exit(2);
+        exit(0);
+    }
+    int st;
+    CHECK(waitpid(c, &st, 0) == c, "waitpid");
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child ended with status 0x%x", st);
+    if (!csh->cue) SKIP("the cue did not fire (DAXKIT_TEST_CRASH unset, or not a test build)");
+    CHECK(!csh->returned, "%s: the worker's ftruncate after the library went off returned %d (not held)", mode_name(),
+          csh->returned - 2);
+    CHECK(csh->held, "%s: the worker's ftruncate neither returned nor reached upath.exit.write_held in 10 s", mode_name());
+    CHECK(!csh->cancelled, "%s: pthread_cancel acted on a thread held at exit inside ftruncate (no cancellation point): "
+          "its cleanup handler ran", mode_name());
+    struct stat s;
+    CHECK(syscall(SYS_stat, path, &s) == 0 && s.st_size == 10, "the file's size is %lld, not the 10 bytes written "
+          "before the exit", (long long)s.st_size);
+    printf("cancel: %s: a thread held at exit ignored pthread_cancel (its ftruncate no cancellation point)\n",
+           mode_name());
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: shim_exit_sync DIR stdio|own write|ftruncate\n");
+        fprintf(stderr, "usage: shim_exit_sync DIR stdio|own write|ftruncate|cancel\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IONBF, 0); /* nothing of the parent's buffered across the forks */
     if (!strcmp(argv[2], "stdio")) case_stdio(argv[1]);
     else if (!strcmp(argv[2], "own") && argc > 3) case_own(argv[1], argv[3]);
+    else if (!strcmp(argv[2], "cancel")) case_cancel(argv[1]);
     else FAIL("unknown case %s", argv[2]);
     return 0;
 }
