@@ -73,9 +73,29 @@ DK_EXPORT int ftruncate(int fd, off_t len) {
 }
 DK_EXPORT int ftruncate64(int fd, off_t len) { return ftruncate(fd, len); }
 
+/* After exit turned the library off (sync, strict: files held, lifecycle.c): a truncate by name of a file managed
+ * at that moment waits, as an ftruncate (another thread's), or is synced after (the exiting thread's own). */
+static int truncate_after_exit(const char *path, off_t len, int (*real)(const char *, off_t)) {
+    struct stat st;
+    DK_ERRNO_SAVE;
+    int fd = -1;
+    bool synced = DK_REAL(stat)(path, &st) == 0 && S_ISREG(st.st_mode) && up_exit_hold_inode(st.st_dev, st.st_ino, &fd);
+    DK_ERRNO_RESTORE;
+    int r = real(path, len);
+    int err;
+    if (r == 0 && synced && (err = up_path_datasync(path, st.st_dev, st.st_ino, fd)) != 0) {
+        errno = err;
+        r = -1;
+    }
+    return r;
+}
+
 static int truncate_path(const char *path, off_t len, bool is64) {
     int (*real)(const char *, off_t) = is64 ? DK_REAL(truncate64) : DK_REAL(truncate);
-    if (!up_enabled) return real(path, len);
+    if (!up_enabled) {
+        if (DK_LIKELY(!__atomic_load_n(&up_exit_hold_flag, __ATOMIC_ACQUIRE))) return real(path, len);
+        return truncate_after_exit(path, len, real);
+    }
     struct stat st;
     DK_ERRNO_SAVE;
     bool known = DK_REAL(stat)(path, &st) == 0 && S_ISREG(st.st_mode) && up_dev_is_managed(st.st_dev);
@@ -88,8 +108,14 @@ static int truncate_path(const char *path, off_t len, bool is64) {
     }
     int r = real(path, len);
     if (r == 0 && known) {
-        up_truncated(st.st_dev, st.st_ino, len);
+        int fd = up_truncated(st.st_dev, st.st_ino, len);
         DK_ERRNO_RESTORE; /* success: errno as the program left it */
+        /* sync, strict: durable when it returns, as an ftruncate passed to the kernel (session 25: it was not) */
+        int err = dk_cfg.mode != DK_MODE_POSIX ? up_path_datasync(path, st.st_dev, st.st_ino, fd) : 0;
+        if (err) {
+            errno = err;
+            r = -1;
+        }
     }
     return r;
 }

@@ -222,30 +222,43 @@ static void exit_hold_begin(void) {
     DK_ERRNO_RESTORE;
 }
 
-bool up_exit_hold_slow(int fd) {
-    if (up_vfork_child || (pid_t)syscall(SYS_getpid) != exit_pid) return false;
+/* A change of a file held at exit (the caller checked the process and the file): another thread's waits for the
+ * end of the process; true for the exiting thread's own and the stdio cookie's, which are synced after. */
+static bool exit_hold_change(void) {
     /* The exiting thread's own call (a destructor or handler after the library's, stdio's flush at exit) and a
      * write of the library's stdio cookie are never parked -- glibc's locks the exit takes may be held around
      * them -- but synced after: up_exit_synced (session 25) */
-    bool park = !exit_thread && !up_exit_hold_stdio;
+    if (exit_thread || up_exit_hold_stdio) return true;
+    DK_CRASH_POINT("upath.exit.write_held"); /* tests: this thread's write waits from here */
+    /* Not a cancellation point: ftruncate, fallocate and the in-kernel copies are none (a write is one,
+     * but no program code runs after up_fini to cancel it: destructors ran before) -- hold24's note */
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+    for (;;) pause();
+}
+
+bool up_exit_hold_slow(int fd) {
+    if (up_vfork_child || (pid_t)syscall(SYS_getpid) != exit_pid) return false;
     bool sync = false;
     DK_ERRNO_SAVE;
     for (uint32_t i = 0; i < exit_held_count; i++) {
         if (exit_held[i].fd != fd) continue;
         struct stat st;
-        if (DK_REAL(fstat)(fd, &st) == 0 && st.st_dev == exit_held[i].dev && st.st_ino == exit_held[i].ino) {
-            sync = !park;
-            if (sync) break;
-            DK_CRASH_POINT("upath.exit.write_held"); /* tests: this thread's write waits from here */
-            /* Not a cancellation point: ftruncate, fallocate and the in-kernel copies are none (a write is one,
-             * but no program code runs after up_fini to cancel it: destructors ran before) -- hold24's note */
-            pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-            for (;;) pause();
-        }
+        if (DK_REAL(fstat)(fd, &st) == 0 && st.st_dev == exit_held[i].dev && st.st_ino == exit_held[i].ino)
+            sync = exit_hold_change();
         break;
     }
     DK_ERRNO_RESTORE;
     return sync;
+}
+
+bool up_exit_hold_inode(dev_t dev, ino_t ino, int *fd) {
+    if (up_vfork_child || (pid_t)syscall(SYS_getpid) != exit_pid) return false;
+    for (uint32_t i = 0; i < exit_held_count; i++) {
+        if (exit_held[i].dev != dev || exit_held[i].ino != ino) continue;
+        *fd = exit_held[i].fd; /* (up_path_datasync checks it is still the file's) */
+        return exit_hold_change();
+    }
+    return false;
 }
 
 ssize_t up_exit_synced(int fd, ssize_t r, bool done) {

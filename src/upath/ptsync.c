@@ -13,10 +13,14 @@
  * through; sync() of the whole machine, session 15's answer, is not a library call's to make), counted
  * pt_sync_closed (docs/guarantees.md). */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/crashpoint.h"
+#include "common/internal_fd.h"
+#include "shim/libc.h"
 #include "common/stats.h"
 #include "upath/calls.h"
 #include "upath/upath.h"
@@ -39,4 +43,35 @@ int up_pt_datasync(int fd) {
 
 void up_pt_cancelled(void *named) {
     if (named) up_call_leave(); /* the thread is cancelled inside the kernel's call: its name goes */
+}
+
+/* A truncate by name: through a descriptor of the file the process has (fd, checked to be the file's), else
+ * through one opened for it -- O_RDONLY (O_WRONLY when reading is not permitted: the truncate needed write
+ * permission), inside the fd window (internal_fd.h: no number of the program's), checked to be the file
+ * truncated -- and closed. That close would drop every POSIX record lock of the process on the file (auxfd.c),
+ * so it is made only while the process holds none (dk_ifd_move_begin: a lock request waits for it). Not synced
+ * then, nor when another file is at the name now or it cannot be opened: 0 (the truncate happened; session 25).
+ * System calls only: no cancellation point. */
+int up_path_datasync(const char *path, dev_t dev, ino_t ino, int fd) {
+    DK_ERRNO_SAVE;
+    struct stat st;
+    int err = 0;
+    bool mine = fd >= 0 && syscall(SYS_fstat, fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+    bool moving = !mine && dk_ifd_move_begin();
+    if (moving) {
+        int fl = O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+        fd = dk_ifd_openat(AT_FDCWD, path, O_RDONLY | fl, 0);
+        if (fd < 0 && errno == EACCES) fd = dk_ifd_openat(AT_FDCWD, path, O_WRONLY | fl, 0);
+        mine = fd >= 0 && syscall(SYS_fstat, fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+    }
+    if (mine) {
+        if (syscall(SYS_fdatasync, fd) != 0) err = errno == EBADF ? 0 : errno; /* (the program's, closed meanwhile) */
+        else DK_CRASH_POINT("upath.truncate_name.synced"); /* tests: shim_exit_sync truncate, own truncate */
+    }
+    if (moving) {
+        if (fd >= 0) syscall(SYS_close, fd);
+        dk_ifd_move_end();
+    }
+    DK_ERRNO_RESTORE;
+    return err;
 }

@@ -1218,7 +1218,7 @@ void up_publish_before_attr_path(int dirfd, const char *path, int atflags) {
  * kernel's has 2). */
 void up_truncating_by_name(void) { __atomic_add_fetch(&up_adopt_epoch, 1, __ATOMIC_SEQ_CST); }
 
-void up_truncated(dev_t dev, ino_t ino, off_t len) {
+int up_truncated(dev_t dev, ino_t ino, off_t len) {
     (void)len;
     dk_mu_lock(&up_table_mu);
     struct up_file *f = up_file_lookup(dev, ino);
@@ -1227,4 +1227,5 @@ void up_truncated(dev_t dev, ino_t ino, off_t len) {
     if (f && a.fd < 0) up_file_forget(dev, ino); /* not open: the next open maps it afresh */
     up_table_unlock();
     if (a.fd >= 0) up_kernel_changed_fd(a.fd);
+    return a.fd;
 }

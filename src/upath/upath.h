@@ -41,6 +41,9 @@ static inline bool up_exit_hold(int fd) {
  * or -1 with the fdatasync's errno (as a pass-through change's: shim.h dk_pt_finish); EBADF (closed meanwhile)
  * answers r. */
 ssize_t up_exit_synced(int fd, ssize_t r, bool done);
+/* up_exit_hold for a truncate by name (shim/meta.c) of the file dev/ino: any descriptor managed at the exit on it.
+ * True: the caller truncates, then up_path_datasync (*fd: such a descriptor). */
+bool up_exit_hold_inode(dev_t dev, ino_t ino, int *fd);
 
 /* The slot of a descriptor served in user space, or NULL (pass the call through). A descriptor whose
  * slot is shared with another process (after fork) or another program image is not served. */
@@ -69,6 +72,9 @@ ssize_t up_pt_vacant_end(int fd, ssize_t r, uint32_t gen);
  * still named in this thread's call record (ptsync.c): 0, or the error number (errno as it was). A number
  * closed meanwhile (EBADF) answers 0 -- the change happened (ptsync.c: the one rule). */
 int up_pt_datasync(int fd);
+/* Sync and strict modes' fdatasync after a truncate by name of the managed file dev/ino at path (ptsync.c), through
+ * fd when it is a descriptor of that file (-1: none known): 0, or the fdatasync's error number (errno as it was). */
+int up_path_datasync(const char *path, dev_t dev, ino_t ino, int fd);
 /* Cleanup handler of a pass-through call's kernel call: a thread cancelled inside it leaves its name (when
  * `named` is non-NULL). */
 void up_pt_cancelled(void *named);
@@ -264,7 +270,7 @@ void up_name_removed(dev_t dev, ino_t ino);
 /* Before a truncate of a managed file by name: no descriptor is adopted keyless after it (see upath.c). */
 void up_truncating_by_name(void);
 /* truncate(path) after the kernel did it. */
-void up_truncated(dev_t dev, ino_t ino, off_t len);
+int up_truncated(dev_t dev, ino_t ino, off_t len); /* a descriptor of the file the table has, or -1 */
 /* Publishes the file with (dev, ino) if this process has unpublished appends for it (truncate(path)). */
 int up_publish_inode(dev_t dev, ino_t ino);
 /* Before the kernel sets a file's times, mode or owner (futimens, fchmod, fchown, utimensat, chmod...):

@@ -10,13 +10,18 @@
  *   stdio DIR            a child fopens a managed file, leaves a line in the stream's buffer and exits: glibc's
  *                        _IO_cleanup writes it (through the library's cookie) after the library's destructor.
  *                        Needs DAXKIT_TEST_CRASH=upath.exit.synced:1.
- *   own DIR write|ftruncate  a child writes a managed file and exits; at the cue upath.fini.library_off
- *                        (SIGUSR1 on the exiting thread) its handler writes (or ftruncates) the file again.
- *                        Needs DAXKIT_TEST_CRASH=raise:10:upath.fini.library_off:1,upath.exit.synced:1.
- *   cancel DIR           a child's worker ftruncates a managed file after the library went off: the exit hold
- *                        parks it (the cue upath.exit.write_held, SIGUSR2 on the worker); the exiting thread's
- *                        handler then pthread_cancels it. ftruncate is no cancellation point, so the hold is
- *                        none (36a8efe): the worker's cleanup handler must never run. Needs
+ *   own DIR write|ftruncate|truncate  a child writes a managed file and exits; at the cue upath.fini.library_off
+ *                        (SIGUSR1 on the exiting thread) its handler writes (ftruncates, truncates by name) the
+ *                        file again. Needs DAXKIT_TEST_CRASH=raise:10:upath.fini.library_off:1,upath.exit.synced:1
+ *                        (truncate: upath.truncate_name.synced:1, the site after a truncate by name's fdatasync).
+ *   truncate DIR open|closed  a child truncates a managed file by name, a descriptor of it open or not, while the
+ *                        library is on: sync and strict fdatasync it (ptsync.c up_path_datasync; it was not synced
+ *                        before session 25). Needs DAXKIT_TEST_CRASH=upath.truncate_name.synced:1.
+ *   cancel DIR ftruncate|truncate  a child's worker ftruncates (truncates by name) a managed file after the
+ *                        library went off: the exit hold parks it (the cue upath.exit.write_held, SIGUSR2 on the
+ *                        worker); the exiting thread's handler then pthread_cancels it. Neither call is a
+ *                        cancellation point, so the hold is none (36a8efe): the worker's cleanup handler must
+ *                        never run. Needs
  *                        DAXKIT_TEST_CRASH=raise:10:upath.fini.library_off:1,raise:12:upath.exit.write_held:1.
  *
  * Sync and strict: the child is killed at upath.exit.synced (stdio, own) and the file holds what the exit's
@@ -41,19 +46,18 @@ static long file_read(const char *path, char *buf, size_t cap) {
     return n;
 }
 
-/* The child's end: killed at upath.exit.synced in sync and strict modes (the fdatasync was made), exit 0 in
- * posix mode. */
-static void expect_synced(int st, const char *what) {
+/* The child's end: killed at the site (upath.exit.synced, upath.truncate_name.synced) in sync and strict modes
+ * (the fdatasync was made), exit 0 in posix mode. */
+static void expect_synced(int st, const char *what, const char *site) {
     bool posix = !strcmp(mode_name(), "posix");
     if (posix) {
         CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "posix: %s: the child ended with status 0x%x, not exit 0", what, st);
         return;
     }
     CHECK(!(WIFEXITED(st) && WEXITSTATUS(st) == 0),
-          "%s: %s after exit turned the library off returned with no fdatasync (the child exited 0, never reaching "
-          "upath.exit.synced)", mode_name(), what);
-    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "%s: %s: the child ended with status 0x%x, not killed at "
-          "upath.exit.synced", mode_name(), what, st);
+          "%s: %s returned with no fdatasync (the child exited 0, never reaching %s)", mode_name(), what, site);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "%s: %s: the child ended with status 0x%x, not killed at %s",
+          mode_name(), what, st, site);
 }
 
 /* ---- stdio: the exit's flush of a managed file's stream ---- */
@@ -72,7 +76,8 @@ static void case_stdio(const char *dir) {
     }
     int st;
     CHECK(waitpid(c, &st, 0) == c, "waitpid");
-    expect_synced(st, "stdio's flush at exit (the library's cookie write)");
+    expect_synced(st, "stdio's flush at exit (the library's cookie write) after exit turned the library off",
+                  "upath.exit.synced");
     char buf[256];
     long n = file_read(path, buf, sizeof buf);
     CHECK(n == (long)strlen(line) && !memcmp(buf, line, (size_t)n), "the file holds %ld bytes, not the line of %zu", n,
@@ -81,10 +86,41 @@ static void case_stdio(const char *dir) {
            strcmp(mode_name(), "posix") ? ", then an fdatasync" : "");
 }
 
+/* ---- truncate: a truncate by name while the library is on ---- */
+
+static void case_truncate(const char *dir, const char *how) {
+    bool open_fd = !strcmp(how, "open");
+    CHECK(open_fd || !strcmp(how, "closed"), "truncate: open or closed, not %s", how);
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "trunc_data");
+    pid_t c = fork();
+    CHECK(c >= 0, "fork");
+    if (c == 0) {
+        int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || write(fd, "0123456789", 10) != 10) _exit(2);
+        if (!open_fd && close(fd) != 0) _exit(2);
+        errno = 0;
+        if (truncate(path, 4) != 0 || errno != 0) _exit(4); /* errno untouched on success */
+        _exit(0);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "a truncate by name (the file %s)", open_fd ? "open" : "not open");
+    int st;
+    CHECK(waitpid(c, &st, 0) == c, "waitpid");
+    CHECK(!WIFEXITED(st) || WEXITSTATUS(st) == 0, "the child failed (status %d: 4 = truncate failed or set errno)",
+          WEXITSTATUS(st));
+    expect_synced(st, what, "upath.truncate_name.synced");
+    struct stat s;
+    CHECK(syscall(SYS_stat, path, &s) == 0 && s.st_size == 4, "the file's size is %lld after a truncate to 4",
+          (long long)s.st_size);
+    printf("truncate: %s: %s%s\n", mode_name(), what, strcmp(mode_name(), "posix") ? ", then an fdatasync" : "");
+}
+
 /* ---- own: the exiting thread's own call after the library went off ---- */
 
 static int own_fd = -1;
-static bool own_truncate;
+static bool own_truncate, own_by_name;
+static char own_path[PATH_MAX];
 static volatile int *own_cue; /* shared with the parent: the cue fired */
 static const char own_first[] = "first\n", own_tail[] = "tail\n";
 
@@ -93,7 +129,9 @@ static void own_on_library_off(int sig) {
     (void)sig;
     *own_cue = 1;
     int e = errno;
-    if (own_truncate) {
+    if (own_by_name) {
+        if (truncate(own_path, 3) != 0) _exit(3);
+    } else if (own_truncate) {
         if (ftruncate(own_fd, 3) != 0) _exit(3);
     } else if (write(own_fd, own_tail, sizeof own_tail - 1) != (ssize_t)sizeof own_tail - 1) {
         _exit(3);
@@ -102,10 +140,11 @@ static void own_on_library_off(int sig) {
 }
 
 static void case_own(const char *dir, const char *op) {
-    own_truncate = !strcmp(op, "ftruncate");
-    CHECK(own_truncate || !strcmp(op, "write"), "own: write or ftruncate, not %s", op);
-    char path[PATH_MAX];
-    st_path(path, sizeof path, dir, "own_log");
+    own_by_name = !strcmp(op, "truncate");
+    own_truncate = own_by_name || !strcmp(op, "ftruncate");
+    CHECK(own_truncate || !strcmp(op, "write"), "own: write, ftruncate or truncate, not %s", op);
+    char *path = own_path;
+    st_path(path, sizeof own_path, dir, "own_log");
     own_cue = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     CHECK(own_cue != MAP_FAILED, "mmap");
     signal(SIGUSR1, SIG_IGN); /* this process's own exit passes the cue too */
@@ -118,12 +157,13 @@ static void case_own(const char *dir, const char *op) {
         sigaction(SIGUSR1, &sa, NULL);
         exit(0);
     }
-    char what[64];
-    snprintf(what, sizeof what, "the exiting thread's own %s", op);
+    char what[128];
+    snprintf(what, sizeof what, "the exiting thread's own %s%s after exit turned the library off", op,
+             own_by_name ? " by name" : "");
     int st;
     CHECK(waitpid(c, &st, 0) == c, "waitpid");
     if (!*own_cue) SKIP("the cue did not fire (DAXKIT_TEST_CRASH unset, or not a test build)");
-    expect_synced(st, what);
+    expect_synced(st, what, own_by_name ? "upath.truncate_name.synced" : "upath.exit.synced");
     char buf[256];
     long n = file_read(path, buf, sizeof buf);
     if (own_truncate) {
@@ -133,7 +173,7 @@ static void case_own(const char *dir, const char *op) {
         CHECK(n == want && !memcmp(buf, "first\ntail\n", (size_t)want), "the file holds %ld bytes, not first+tail (%ld)",
               n, want);
     }
-    printf("own: %s: %s after the library went off at exit reached the file%s\n", mode_name(), what,
+    printf("own: %s: %s reached the file%s\n", mode_name(), what,
            strcmp(mode_name(), "posix") ? ", then an fdatasync" : "");
 }
 
@@ -146,6 +186,7 @@ static struct cancel_shared *csh;
 static sem_t cancel_go;
 static pthread_t cancel_worker_t;
 static int cancel_fd = -1;
+static const char *cancel_path; /* non-NULL: the worker truncates by name */
 
 static void on_cancelled(void *arg) {
     (void)arg;
@@ -157,7 +198,7 @@ static void *cancel_worker(void *arg) {
     while (sem_wait(&cancel_go) != 0) {
     }
     pthread_cleanup_push(on_cancelled, NULL);
-    int r = ftruncate(cancel_fd, 0); /* no cancellation point */
+    int r = cancel_path ? truncate(cancel_path, 0) : ftruncate(cancel_fd, 0); /* no cancellation points */
     csh->returned = r + 2;
     pthread_cleanup_pop(0);
     for (;;) pause(); /* the exit ends it */
@@ -190,14 +231,16 @@ static void cancel_on_library_off(int sig) {
     }
 }
 
-static void case_cancel(const char *dir) {
-    if (!strcmp(mode_name(), "posix")) SKIP("posix mode holds nothing at exit");
-    char path[PATH_MAX];
-    st_path(path, sizeof path, dir, "cancel_data");
-    csh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    CHECK(csh != MAP_FAILED, "mmap");
+static void case_cancel(const char *dir, const char *op) {
     signal(SIGUSR1, SIG_IGN); /* this process's own exit passes the cues too */
     signal(SIGUSR2, SIG_IGN);
+    if (!strcmp(mode_name(), "posix")) SKIP("posix mode holds nothing at exit");
+    CHECK(!strcmp(op, "ftruncate") || !strcmp(op, "truncate"), "cancel: ftruncate or truncate, not %s", op);
+    static char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "cancel_data");
+    if (!strcmp(op, "truncate")) cancel_path = path;
+    csh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(csh != MAP_FAILED, "mmap");
     pid_t c = fork();
     CHECK(c >= 0, "fork");
     if (c == 0) {
@@ -215,27 +258,27 @@ static void case_cancel(const char *dir) {
     CHECK(waitpid(c, &st, 0) == c, "waitpid");
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child ended with status 0x%x", st);
     if (!csh->cue) SKIP("the cue did not fire (DAXKIT_TEST_CRASH unset, or not a test build)");
-    CHECK(!csh->returned, "%s: the worker's ftruncate after the library went off returned %d (not held)", mode_name(),
+    CHECK(!csh->returned, "%s: the worker's %s after the library went off returned %d (not held)", mode_name(), op,
           csh->returned - 2);
-    CHECK(csh->held, "%s: the worker's ftruncate neither returned nor reached upath.exit.write_held in 10 s", mode_name());
-    CHECK(!csh->cancelled, "%s: pthread_cancel acted on a thread held at exit inside ftruncate (no cancellation point): "
-          "its cleanup handler ran", mode_name());
+    CHECK(csh->held, "%s: the worker's %s neither returned nor reached upath.exit.write_held in 10 s", mode_name(), op);
+    CHECK(!csh->cancelled, "%s: pthread_cancel acted on a thread held at exit inside %s (no cancellation point): "
+          "its cleanup handler ran", mode_name(), op);
     struct stat s;
     CHECK(syscall(SYS_stat, path, &s) == 0 && s.st_size == 10, "the file's size is %lld, not the 10 bytes written "
           "before the exit", (long long)s.st_size);
-    printf("cancel: %s: a thread held at exit ignored pthread_cancel (its ftruncate no cancellation point)\n",
-           mode_name());
+    printf("cancel: %s: a thread held at exit ignored pthread_cancel (its %s no cancellation point)\n", mode_name(), op);
 }
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: shim_exit_sync DIR stdio|own write|ftruncate|cancel\n");
+        fprintf(stderr, "usage: shim_exit_sync DIR stdio|own write|ftruncate|truncate|cancel ftruncate|truncate|truncate open|closed\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IONBF, 0); /* nothing of the parent's buffered across the forks */
     if (!strcmp(argv[2], "stdio")) case_stdio(argv[1]);
     else if (!strcmp(argv[2], "own") && argc > 3) case_own(argv[1], argv[3]);
-    else if (!strcmp(argv[2], "cancel")) case_cancel(argv[1]);
+    else if (!strcmp(argv[2], "cancel") && argc > 3) case_cancel(argv[1], argv[3]);
+    else if (!strcmp(argv[2], "truncate") && argc > 3) case_truncate(argv[1], argv[3]);
     else FAIL("unknown case %s", argv[2]);
     return 0;
 }
