@@ -169,7 +169,6 @@ static bool untracked_after(struct up_file *f) {
     return true;
 }
 
-
 struct up_lock_call up_lock_call_begin(void) {
     mine_add();
     uint64_t before = __atomic_fetch_add(&calls, CALL_STARTED | CALL_IN_FLIGHT, __ATOMIC_ACQ_REL);
@@ -239,7 +238,7 @@ void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l,
         if (!unlock && !__atomic_load_n(&up_locks_ever, __ATOMIC_RELAXED))
             __atomic_store_n(&up_locks_ever, true, __ATOMIC_RELEASE); /* pending.c: closes must tell */
         bool first = alone(c, __atomic_load_n(&calls, __ATOMIC_ACQUIRE), 1);
-        if (DK_UNLIKELY(!untracked_after(f))) exempt = first && track(f, s, l, gen_was);
+        if (DK_LIKELY(!untracked_after(f))) exempt = first && track(f, s, l, gen_was);
         DK_CRASH_POINT("reclock.lock_done.tracked"); /* ... and between the bookkeeping and the call's end */
         bool overlapped = !alone(c, __atomic_sub_fetch(&calls, CALL_IN_FLIGHT, __ATOMIC_ACQ_REL), 0) || !first;
         mine_sub();
