@@ -1,6 +1,7 @@
 /* Process lifecycle: start-up (configuration, roots, inherited descriptors), fork, exec, exit. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 
 #include "common/config.h"
 #include "common/crashpoint.h"
+#include "common/internal_fd.h"
 #include "common/log.h"
 #include "common/stats.h"
 #include "persist/persist.h"
@@ -66,7 +68,8 @@ static void banner(void) {
 bool up_adopting_inherited;
 
 static void adopt_inherited(void) {
-    DIR *d = opendir("/proc/self/fd");
+    /* In a window, at a high number: glibc's opendir took the lowest free one (common/internal_fd.h). */
+    DIR *d = dk_ifd_opendirat(AT_FDCWD, "/proc/self/fd");
     if (!d) return;
     up_adopting_inherited = true; /* (at start: one thread) */
     int self = dirfd(d);
