@@ -156,41 +156,36 @@ void dk_copy_flush(void *dst, const void *src, size_t n) {
     dk_flush_range(dst, n);
 }
 
-void dk_copy_nt(void *dst, const void *src, size_t n) {
-    char *d = dst;
-    const char *s = src;
-    size_t head = (size_t)(-(uintptr_t)d & (DK_CACHELINE_BYTES - 1));
-    if (head > n) head = n;
-    if (head) dk_copy_flush(d, s, head);
-    d += head, s += head, n -= head;
-    size_t body = n & ~(size_t)(DK_CACHELINE_BYTES - 1);
-    if (body) {
-        nt_body(d, s, body);
-        trace_store(d, body, 1);
+/* Ordinary stores of a partial line, written back where `flush`. */
+static inline void copy_ends(void *dst, const void *src, size_t n, bool flush) {
+    if (flush) {
+        dk_copy_flush(dst, src, n);
+    } else {
+        memcpy(dst, src, n);
+        trace_store(dst, n, 0);
     }
-    if (n - body) dk_copy_flush(d + body, s + body, n - body);
 }
 
-void dk_copy_nt_unflushed(void *dst, const void *src, size_t n) {
+/* Non-temporal stores for the whole lines, ordinary ones for the unaligned head and tail (written back where
+ * `flush_ends`). No fence. */
+static inline void copy_nt(void *dst, const void *src, size_t n, bool flush_ends) {
     char *d = dst;
     const char *s = src;
     size_t head = (size_t)(-(uintptr_t)d & (DK_CACHELINE_BYTES - 1));
     if (head > n) head = n;
-    if (head) {
-        memcpy(d, s, head);
-        trace_store(d, head, 0);
-    }
+    if (head) copy_ends(d, s, head, flush_ends);
     d += head, s += head, n -= head;
     size_t body = n & ~(size_t)(DK_CACHELINE_BYTES - 1);
     if (body) {
         nt_body(d, s, body);
         trace_store(d, body, 1);
     }
-    if (n - body) {
-        memcpy(d + body, s + body, n - body);
-        trace_store(d + body, n - body, 0);
-    }
+    if (n - body) copy_ends(d + body, s + body, n - body, flush_ends);
 }
+
+void dk_copy_nt(void *dst, const void *src, size_t n) { copy_nt(dst, src, n, true); }
+
+void dk_copy_nt_unflushed(void *dst, const void *src, size_t n) { copy_nt(dst, src, n, false); }
 
 void dk_zero_nt(void *dst, size_t n) {
     char *d = dst;

@@ -188,18 +188,37 @@ static int is_setlk(int cmd) {
     return cmd == F_SETLK || cmd == F_SETLKW || cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW;
 }
 
-/* A lock call on a managed descriptor, begun and done in reclock.c's count. F_SETLKW is a cancellation
- * point (in glibc also for an unlock): a thread cancelled in it must still end its call. */
+/* r = the kernel's lock call, inside reclock.c's count. F_SETLKW is a cancellation point (in glibc also for an
+ * unlock): a thread cancelled in it must still end its call. A macro: pthread_cleanup_push's setjmp keeps a
+ * function from being inlined, and a call of its own cost the untracked way ~15 instructions a lock call. */
+#define KERNEL_LOCK(r, real, fd, cmd, l)                     \
+    do {                                                     \
+        if ((cmd) == F_SETLKW || (cmd) == F_OFD_SETLKW) {    \
+            pthread_cleanup_push(up_lock_cancelled, NULL);   \
+            r = (real)(fd, cmd, l);                          \
+            pthread_cleanup_pop(0);                          \
+        } else {                                             \
+            r = (real)(fd, cmd, l);                          \
+        }                                                    \
+    } while (0)
+
+/* A lock release is a publish point for every file of the process: a lock often guards other files than its
+ * own (SQLite's WAL is guarded by locks on the -shm file). 0, or -1 with errno. */
+static inline int release_publishes(int fd) {
+    int rc = up_publish_fd(fd);
+    up_publish_all();
+    if (rc) {
+        errno = -rc;
+        return -1;
+    }
+    return 0;
+}
+
+/* A lock call on a managed descriptor, begun and done in reclock.c's count. */
 static int counted_lock(int (*real)(int, int, ...), int fd, int cmd, struct flock *l) {
     struct up_lock_call c = up_lock_call_begin();
     int r;
-    if (cmd == F_SETLKW || cmd == F_OFD_SETLKW) {
-        pthread_cleanup_push(up_lock_cancelled, NULL);
-        r = real(fd, cmd, l);
-        pthread_cleanup_pop(0);
-    } else {
-        r = real(fd, cmd, l);
-    }
+    KERNEL_LOCK(r, real, fd, cmd, l);
     up_lock_done(c, fd, cmd, l, r == 0);
     if (r == 0 && l && l->l_type != F_UNLCK) up_inflight_after_lock(); /* a dead strict op: recovered first */
     return r;
@@ -220,12 +239,7 @@ static __attribute__((noinline)) int untracked_lock(int (*real)(int, int, ...), 
     DK_CRASH_POINT("shim.untracked_lock.looked"); /* tests: the number closed or dup2'ed over after the look */
     bool unlock = l->l_type == F_UNLCK;
     if (unlock) {
-        int rc = up_publish_fd(fd);
-        up_publish_all();
-        if (rc) {
-            errno = -rc;
-            return -1;
-        }
+        if (release_publishes(fd)) return -1;
     } else {
         dk_ifd_lock_gate();
     }
@@ -234,13 +248,7 @@ static __attribute__((noinline)) int untracked_lock(int (*real)(int, int, ...), 
      * (up_lock_untracked_done), and a call of that file overlapping this one does not run alone. */
     struct up_lock_call c = up_lock_call_begin();
     int r;
-    if (cmd == F_SETLKW) {
-        pthread_cleanup_push(up_lock_cancelled, NULL);
-        r = real(fd, cmd, l);
-        pthread_cleanup_pop(0);
-    } else {
-        r = real(fd, cmd, l);
-    }
+    KERNEL_LOCK(r, real, fd, cmd, l);
     up_lock_untracked_done(c, fd, r == 0, !unlock);
     if (r == 0 && !unlock) up_inflight_after_lock(); /* a strict process that died in an operation: recovered first */
     return r;
@@ -298,18 +306,9 @@ static __attribute__((noinline)) int fcntl_full(int fd, int cmd, void *arg, bool
     }
     if (is_setlk(cmd) && arg) {
         struct flock *l = arg;
-        if (l->l_type == F_UNLCK) {
-            /* Lock release is a publish point for every file of the process: a lock often guards
-             * other files than its own (SQLite's WAL is guarded by locks on the -shm file). */
-            int rc = up_publish_fd(fd);
-            up_publish_all();
-            if (rc) {
-                errno = -rc;
-                return -1;
-            }
-            return counted_lock(real, fd, cmd, l); /* keeps count of the locks held (upath/reclock.c) */
-        }
-        /* another process may have published while we waited: sizes are re-read (upath/reclock.c) */
+        if (l->l_type == F_UNLCK && release_publishes(fd)) return -1;
+        /* keeps count of the locks held; after an acquisition sizes are re-read: another process may have
+         * published while we waited (upath/reclock.c) */
         return counted_lock(real, fd, cmd, l);
     }
     return real(fd, cmd, arg);

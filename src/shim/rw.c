@@ -6,6 +6,14 @@
 
 #include "shim/shim.h"
 
+/* A change made after exit turned the library off that up_exit_hold let through (the exiting thread's own, the
+ * stdio cookie's): the kernel's call, then made durable (lifecycle.c up_exit_synced). */
+#define EXIT_SYNCED(fd, real_call)                       \
+    do {                                                 \
+        ssize_t x_ = real_call;                          \
+        return up_exit_synced(fd, x_, x_ > 0);           \
+    } while (0)
+
 /* moves: the call moves the descriptor's offset by what it returns (read, readv, ...). at: a positional
  * write's offset, else -1 (the range a pass-through write tells the library: shim.h dk_pt_end_written). A
  * pending descriptor (opened, not adopted yet: upath/pending.c) passes its first reads through; a write, or
@@ -92,19 +100,13 @@
                 return dk_pt_end_written(&pt_, fd, (at), w_); \
             }                                            \
             /* the library went off (exit) since the look above: as below */ \
-            if ((changes) && up_exit_hold(fd)) {         \
-                ssize_t x_ = real_call;                  \
-                return up_exit_synced(fd, x_, x_ > 0);   \
-            }                                            \
+            if ((changes) && up_exit_hold(fd)) EXIT_SYNCED(fd, real_call); \
             /* a pread a window overlapped: made again (the window may have held the number) */ \
             return !(changes) && !(moves) ? DK_IFD_RETRY(real_call) : real_call; \
         }                                                \
         /* the library off at exit: another thread's write of a managed file waits (sync, strict); the \
          * exiting thread's own and the stdio cookie's are synced after */ \
-        if ((changes) && up_exit_hold(fd)) {             \
-            ssize_t x_ = real_call;                      \
-            return up_exit_synced(fd, x_, x_ > 0);       \
-        }                                                \
+        if ((changes) && up_exit_hold(fd)) EXIT_SYNCED(fd, real_call); \
         return real_call;                                \
     } while (0)
 
