@@ -850,6 +850,62 @@ static void case_lock_other(void) {
     printf("ok: lock_other: appends published by the release of a lock on another file, walks skipped in between\n");
 }
 
+/* A lock file the program maps (SQLite's -shm, session 25), made untracked by its first lock round: the
+ * descriptor, its 4 KiB mapping in *map. `what` names the case in a failure. */
+static int mapped_lock_file(const char *path, char **map, const char *what) {
+    int lfd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    OK(ftruncate(lfd, 4096));
+    *map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, lfd, 0);
+    CHECK(*map != MAP_FAILED, "%s: mmap: %s", what, strerror(errno));
+    unsigned long long m0 = st_json_counter(st_stats_cli_json(), "lock_set_untracked");
+    lock_round(lfd); /* counted: finds the file mapped and leaves it untracked */
+    lock_round(lfd);
+    CHECK(st_json_counter(st_stats_cli_json(), "lock_set_untracked") == m0 + 1,
+          "%s: the mapped lock file did not become untracked", what);
+    return lfd;
+}
+
+/* Another process that cuts `path` to 8 bytes with the kernel's calls when told (shrinker_run). Forked before
+ * this one opens anything: a descriptor shared with a fork relative is the kernel's to serve, and a fork is a
+ * publish and refresh point of its own. */
+struct shrinker {
+    pid_t pid;
+    int to_child[2], to_parent[2];
+};
+
+static void shrinker_fork(struct shrinker *k, const char *path) {
+    OK(pipe(k->to_child));
+    OK(pipe(k->to_parent));
+    k->pid = OK(fork());
+    if (k->pid == 0) {
+        wait_byte(k->to_child[0]);
+        int cfd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR);
+        if (cfd < 0 || syscall(SYS_ftruncate, cfd, 8) != 0) _exit(2);
+        syscall(SYS_close, cfd);
+        OK(write(k->to_parent[1], "d", 1));
+        _exit(0);
+    }
+}
+
+static void shrinker_run(struct shrinker *k, const char *what) {
+    OK(write(k->to_child[1], "g", 1));
+    wait_byte(k->to_parent[0]);
+    int status;
+    OK(waitpid(k->pid, &status, 0));
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: shrinking child status 0x%x", what, status);
+}
+
+/* A 12 KiB data file, fsynced and read 24 times (served from its mapping): the descriptor. */
+static int data_file_12k(const char *path) {
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    static char big[3 * 4096];
+    memset(big, '0', sizeof big);
+    st_write_all(fd, big, sizeof big);
+    OK(fsync(fd));
+    for (int i = 0; i < 24; i++) OK(pread(fd, (char[16]){0}, 16, 0));
+    return fd;
+}
+
 /* The same with the lock file mapped by the program (SQLite's -shm, session 25): its lock calls take the
  * untracked way (shim/fd.c untracked_lock, counter lock_set_untracked), whose release must still publish
  * the other file's appends before the kernel's unlock. */
@@ -858,15 +914,8 @@ static void case_lock_other_mapped(void) {
     st_path(path, sizeof path, dir, "lock_other_mapped");
     st_path(other, sizeof other, dir, "lock_other_mapped.shm");
     int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
-    int lfd = OK(open(other, O_RDWR | O_CREAT | O_TRUNC, 0644));
-    OK(ftruncate(lfd, 4096));
-    char *map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, lfd, 0);
-    CHECK(map != MAP_FAILED, "lock_other_mapped: mmap: %s", strerror(errno));
-    unsigned long long m0 = st_json_counter(st_stats_cli_json(), "lock_set_untracked");
-    lock_round(lfd); /* counted: finds the file mapped and leaves it untracked */
-    lock_round(lfd);
-    CHECK(st_json_counter(st_stats_cli_json(), "lock_set_untracked") == m0 + 1,
-          "lock_other_mapped: the mapped lock file did not become untracked");
+    char *map;
+    int lfd = mapped_lock_file(other, &map, "lock_other_mapped");
     const size_t sizes[] = {100, 5000, 70000, 3};
     uint64_t pub = 0, size = 0;
     for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
@@ -890,43 +939,14 @@ static void case_lock_refresh_mapped(void) {
     char path[PATH_MAX], other[PATH_MAX];
     st_path(path, sizeof path, dir, "lock_refresh_mapped");
     st_path(other, sizeof other, dir, "lock_refresh_mapped.shm");
-    /* The other process, forked before this one opens anything (a descriptor shared with a fork relative is
-     * the kernel's to serve; a fork is a publish and refresh point of its own): it cuts the file to 8 bytes
-     * with the kernel's calls when told. */
-    int to_child[2], to_parent[2];
-    OK(pipe(to_child));
-    OK(pipe(to_parent));
-    pid_t pid = OK(fork());
-    if (pid == 0) {
-        wait_byte(to_child[0]);
-        int cfd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR);
-        if (cfd < 0 || syscall(SYS_ftruncate, cfd, 8) != 0) _exit(2);
-        syscall(SYS_close, cfd);
-        OK(write(to_parent[1], "d", 1));
-        _exit(0);
-    }
-    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
-    static char big[3 * 4096];
-    memset(big, '0', sizeof big);
-    st_write_all(fd, big, sizeof big);
-    OK(fsync(fd));
-    for (int i = 0; i < 24; i++) OK(pread(fd, (char[16]){0}, 16, 0));
-    int lfd = OK(open(other, O_RDWR | O_CREAT | O_TRUNC, 0644));
-    OK(ftruncate(lfd, 4096));
-    char *map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, lfd, 0);
-    CHECK(map != MAP_FAILED, "lock_refresh_mapped: mmap: %s", strerror(errno));
-    unsigned long long m0 = st_json_counter(st_stats_cli_json(), "lock_set_untracked");
-    lock_round(lfd);
-    lock_round(lfd);
-    CHECK(st_json_counter(st_stats_cli_json(), "lock_set_untracked") == m0 + 1,
-          "lock_refresh_mapped: the mapped lock file did not become untracked");
+    struct shrinker k;
+    shrinker_fork(&k, path);
+    int fd = data_file_12k(path);
+    char *map;
+    int lfd = mapped_lock_file(other, &map, "lock_refresh_mapped");
     char buf[16];
     CHECK(pread(fd, buf, 16, 0) == 16, "lock_refresh_mapped: read before the shrink");
-    OK(write(to_child[1], "g", 1));
-    wait_byte(to_parent[0]);
-    int status;
-    OK(waitpid(pid, &status, 0));
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "lock_refresh_mapped: shrinking child status 0x%x", status);
+    shrinker_run(&k, "lock_refresh_mapped");
     /* A shrink by another process (12 KiB -> 8 bytes) is seen by a read inside the old end only after a re-read
      * of the size: the lock on the mapped file must be one (reclock.c, up_lock_untracked_taken). */
     struct flock l = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
@@ -959,33 +979,14 @@ static void case_lock_rebind_mapped(void) {
     char path[PATH_MAX], other[PATH_MAX];
     st_path(path, sizeof path, dir, "lock_rebind_mapped");
     st_path(other, sizeof other, dir, "lock_rebind_mapped.shm");
-    int to_child[2], to_parent[2];
-    OK(pipe(to_child));
-    OK(pipe(to_parent));
-    pid_t pid = OK(fork()); /* before any open: see lock_refresh_mapped */
-    if (pid == 0) {
-        wait_byte(to_child[0]);
-        int cfd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR);
-        if (cfd < 0 || syscall(SYS_ftruncate, cfd, 8) != 0) _exit(2);
-        syscall(SYS_close, cfd);
-        OK(write(to_parent[1], "d", 1));
-        _exit(0);
-    }
-    int lfd = OK(open(other, O_RDWR | O_CREAT | O_TRUNC, 0644));
-    OK(ftruncate(lfd, 4096));
-    char *map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, lfd, 0);
-    CHECK(map != MAP_FAILED, "lock_rebind_mapped: mmap: %s", strerror(errno));
+    struct shrinker k;
+    shrinker_fork(&k, path); /* before any open */
+    char *map; /* its two lock rounds: the acquisition marks it untracked, then the cue's 1st to 3rd */
+    int lfd = mapped_lock_file(other, &map, "lock_rebind_mapped");
     struct sigaction sa = {.sa_handler = rebind_handler};
     OK(sigaction(SIGUSR1, &sa, NULL));
-    lock_round(lfd); /* the acquisition marks it untracked; its release: the cue's 1st */
-    lock_round(lfd); /* the cue's 2nd and 3rd */
-    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
-    static char big[3 * 4096];
-    memset(big, '0', sizeof big);
-    st_write_all(fd, big, sizeof big);
-    OK(fsync(fd));
+    int fd = data_file_12k(path);
     char buf[16];
-    for (int i = 0; i < 24; i++) OK(pread(fd, buf, 16, 0));
     rebind_from = OK(open(path, O_RDWR));
     rebind_onto = lfd;
     OK(st_setlk(fd, F_UNLCK, 0, 0)); /* X's set known and empty */
@@ -993,8 +994,8 @@ static void case_lock_rebind_mapped(void) {
     CHECK(pread(fd, buf, 16, 0) == 16, "lock_rebind_mapped: read"); /* the size read while held */
     OK(st_setlk(lfd, F_UNLCK, 0, 0)); /* the cue's 4th: rebound to X inside */
     if (!rebound) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
+        kill(k.pid, SIGKILL);
+        waitpid(k.pid, NULL, 0);
         printf("skip: lock_rebind_mapped: the cue did not fire (not a test build?)\n");
         exit(77);
     }
@@ -1002,11 +1003,7 @@ static void case_lock_rebind_mapped(void) {
     char t[PATH_MAX];
     st_fd_target(lfd, t, sizeof t);
     CHECK(!strcmp(t, path), "lock_rebind_mapped: the number names %s after the rebind", t);
-    OK(write(to_child[1], "g", 1));
-    wait_byte(to_parent[0]);
-    int status;
-    OK(waitpid(pid, &status, 0));
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "lock_rebind_mapped: shrinking child status 0x%x", status);
+    shrinker_run(&k, "lock_rebind_mapped");
     OK(st_setlk(fd, F_RDLCK, 0, 2)); /* an escalation on a file the kernel holds no lock on now */
     ssize_t r = pread(fd, buf, 16, 0);
     CHECK(r == 8, "lock_rebind_mapped: a read of 16 bytes at 0 returned %zd; another process cut the file to 8 after "
