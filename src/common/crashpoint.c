@@ -187,6 +187,23 @@ void dk_crashpoint_set_hook(void (*hook)(const char *site)) {
     __atomic_store_n(&dk_crashpoint_active, 1, __ATOMIC_RELEASE);
 }
 
+void dk_crashpoint_start(int begin) {
+    static int armed; /* DAXKIT_TEST_CRASH_START configured the mode: the end turns it off */
+    if (!begin) {
+        if (armed) dk_crashpoint_configure(NULL);
+        armed = 0;
+        return;
+    }
+    const char *spec = getenv("DAXKIT_TEST_CRASH_START");
+    if (!spec || !*spec) return;
+    if (dk_crashpoint_configure(spec) == 0) {
+        armed = 1;
+        return;
+    }
+    static const char msg[] = "daxkit: DAXKIT_TEST_CRASH_START must be SITE:N (N >= 1) or raise:SIGNO:SITE:N; ignored\n";
+    write_all(2, msg, sizeof msg - 1);
+}
+
 /* Test-only variable, read once at load with the real getenv; a bad value is reported, never fatal. */
 __attribute__((constructor)) static void crashpoint_init(void) {
     const char *spec = getenv("DAXKIT_TEST_CRASH");

@@ -10,7 +10,9 @@
 static void dk_shim_quick_exit(void) { up_fini(); }
 
 __attribute__((constructor(101))) static void dk_shim_init(void) {
+    DK_CRASH_START(1); /* test builds: DAXKIT_TEST_CRASH_START's cues, for the start-up only (crashpoint.h) */
     up_init();
+    DK_CRASH_START(0);
     at_quick_exit(dk_shim_quick_exit);
 }
 __attribute__((destructor(101))) static void dk_shim_fini(void) { up_fini(); }

@@ -73,6 +73,7 @@ static void adopt_inherited(void) {
     if (!d) return;
     up_adopting_inherited = true; /* (at start: one thread) */
     int self = dirfd(d);
+    DK_CRASH_POINT("upath.adopt_inherited.scanning"); /* tests: shim_adopt_scan_window lists the descriptors here */
     struct dirent *e;
     while ((e = DK_REAL(readdir)(d))) {
         char *end;
