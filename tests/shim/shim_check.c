@@ -4,6 +4,8 @@
  *   shim_check size FILE N                  the kernel size of FILE is N
  *   shim_check pattern FILE OFF LEN SEED    bytes [OFF, OFF+LEN) hold st_pat(SEED, offset)
  *   shim_check image FILE IMAGE             FILE equals IMAGE byte for byte (size too)
+ *   shim_check synced FILE IMAGE N          FILE's first N bytes equal IMAGE's; past them (a writer still
+ *                                           appending, an extension's zero tail) each byte is 0 or IMAGE's
  *   shim_check records FILE WRITERS PER [partial]
  *                                           FILE is a sequence of intact records; each (writer, seq) with
  *                                           writer < WRITERS, seq < PER appears exactly once (with
@@ -98,6 +100,20 @@ int main(int argc, char **argv) {
             if (buf[i] != img[i])
                 return bad("%s: byte at %zu is 0x%02x, expected 0x%02x", path, i, (uint8_t)buf[i], (uint8_t)img[i]);
         if (len != ilen) return bad("%s: size %zu, expected %zu (contents agree up to the shorter)", path, len, ilen);
+        return 0;
+    }
+    if (!strcmp(cmd, "synced") && argc == 5) {
+        size_t ilen, n = (size_t)strtoull(argv[4], NULL, 0);
+        char *buf = slurp(path, &len), *img = slurp(argv[3], &ilen);
+        if (len < n) return bad("%s: size %zu, expected at least the %zu bytes synced", path, len, n);
+        if (n > ilen) return bad("%s: image %s holds %zu bytes, fewer than the %zu synced", path, argv[3], ilen, n);
+        for (size_t i = 0; i < n; i++)
+            if (buf[i] != img[i])
+                return bad("%s: synced byte at %zu is 0x%02x, expected 0x%02x", path, i, (uint8_t)buf[i], (uint8_t)img[i]);
+        for (size_t i = n; i < len; i++)
+            if (buf[i] != 0 && (i >= ilen || buf[i] != img[i]))
+                return bad("%s: byte at %zu (past the %zu synced) is 0x%02x, expected 0 or 0x%02x", path, i, n,
+                           (uint8_t)buf[i], i < ilen ? (uint8_t)img[i] : 0);
         return 0;
     }
     if (!strcmp(cmd, "records") && (argc == 5 || argc == 6))
