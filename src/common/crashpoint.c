@@ -190,6 +190,7 @@ void dk_crashpoint_set_hook(void (*hook)(const char *site)) {
 void dk_crashpoint_start(int begin) {
     static int armed; /* DAXKIT_TEST_CRASH_START configured the mode: the end turns it off */
     if (!begin) {
+        if (armed && mode == CRASH_COUNT) dk_crashpoint_write_counts(); /* the start-up's sites, now: off below */
         if (armed) dk_crashpoint_configure(NULL);
         armed = 0;
         return;
@@ -200,7 +201,7 @@ void dk_crashpoint_start(int begin) {
         armed = 1;
         return;
     }
-    static const char msg[] = "daxkit: DAXKIT_TEST_CRASH_START must be SITE:N (N >= 1) or raise:SIGNO:SITE:N; ignored\n";
+    static const char msg[] = "daxkit: DAXKIT_TEST_CRASH_START must be SITE:N (N >= 1), raise:SIGNO:SITE:N or count:/path; ignored\n";
     write_all(2, msg, sizeof msg - 1);
 }
 

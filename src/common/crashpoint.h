@@ -45,7 +45,8 @@ int dk_crashpoint_write_counts(void);
 /* Start-up cues. The library's constructor (shim/init.c: up_init) runs before DAXKIT_TEST_CRASH is read (this
  * file's constructor has the default priority), so no site of the start-up can be cued by it. The test-only
  * variable DAXKIT_TEST_CRASH_START (the same syntax) is in force from DK_CRASH_START(1) to DK_CRASH_START(0),
- * around up_init, and only then: DAXKIT_TEST_CRASH's occurrences still count from the end of the start-up.
+ * around up_init, and only then: DAXKIT_TEST_CRASH's occurrences still count from the end of the start-up
+ * (count:/path writes the start-up's counts at its end).
  * (tests/shim/shim_adopt_scan_window.c stops a process inside its scan of inherited descriptors.) */
 void dk_crashpoint_start(int begin);
 #define DK_CRASH_START(begin) dk_crashpoint_start(begin)

@@ -157,7 +157,7 @@ static inline bool dk_ifd_settle(void) {
  * exec of this image (/proc/locks, read once, before the first move) -- descriptors of the program's files
  * stay where the kernel put them: the program's relowered open or dup (review 14, finding 3: SQLite's second
  * connection lost its lock), the auxiliary reopen (upath/auxfd.c), a recovery's descriptor (inflight.c's
- * replay). A lock request that races a move waits for the move's close (Dekker's handshake on the movers
+ * replay; sizerec.c's open_program_file, session 26). A lock request that races a move waits for the move's close (Dekker's handshake on the movers
  * count, both sides sequentially consistent); a thread's own move is never waited for (its signal handler's
  * lock call). The library's own files (staging, size records, logs) are never locked by the program: their
  * moves (dk_ifd_move_up) take no part. */

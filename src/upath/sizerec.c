@@ -326,6 +326,31 @@ void up_sizerec_shutdown(struct up_root *r, int area_fd, const char *tag) {
 
 /* ---- recovery ---- */
 
+/* A program's file opened for a recovery: in a descriptor window, and moved to the internal floor when the
+ * process may not hold a POSIX record lock (dk_ifd_move_begin; a lock request meanwhile waits for the move's
+ * close) -- at the lowest free number it was another thread's to take: at start-up one a constructor run before
+ * the library's started, at a program's open that recovers a narrower root (recover_scope.c) any of them
+ * (session 26: shim_startup_fds found a killed process's e.ext at descriptor 3 inside the start-up). With a lock
+ * possibly held it stays at the kernel's number, as before: the move's close would drop the process's locks on
+ * the file (the recovery's own close at its end does as well). -1 with errno as openat's. */
+static int open_program_file(int dirfd, const char *path, int flags) {
+    dk_ifd_begin();
+    int fd = DK_REAL(openat)(dirfd, path, flags);
+    int e = errno;
+    int floor = dk_ifd_floor();
+    if (fd >= 0 && fd < floor && dk_ifd_move_begin()) {
+        int hi = DK_REAL(fcntl)(fd, (flags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, floor);
+        if (hi >= 0) { /* (else, no high number free: the low one stays) */
+            DK_REAL(close)(fd);
+            fd = hi;
+        }
+        dk_ifd_move_end();
+    }
+    dk_ifd_end();
+    errno = e;
+    return fd;
+}
+
 /* Finds the inode in the tree below dirfd (depth-limited; .daxkit areas skipped), opening it for writing.
  * -1 if not found. */
 int up_find_inode(int dirfd, dev_t dev, ino_t ino, int depth) {
@@ -338,8 +363,7 @@ int up_find_inode(int dirfd, dev_t dev, ino_t ino, int depth) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, ".daxkit"))
             continue; /* the area's logs and staging files are never a program's file */
         if (e->d_ino == ino && e->d_type != DT_DIR) {
-            /* a program's file: not moved (closing the low number would drop the process's POSIX locks) */
-            int fd = DK_REAL(openat)(dirfd, e->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+            int fd = open_program_file(dirfd, e->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
             struct stat st;
             if (fd >= 0 && DK_REAL(fstat)(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino) found = fd;
             else if (fd >= 0) DK_REAL(close)(fd);
@@ -357,8 +381,7 @@ int up_find_inode(int dirfd, dev_t dev, ino_t ino, int depth) {
 
 /* Opens the recorded file: by its path, or else by a search of the managed directory (renamed). */
 static int open_recorded(const struct size_rec *rec, int area_fd) {
-    /* a program's file: not moved (common/internal_fd.h would close a descriptor of it: its POSIX locks) */
-    int fd = rec->path_len ? DK_REAL(open)(rec->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC) : -1;
+    int fd = rec->path_len ? open_program_file(AT_FDCWD, rec->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC) : -1;
     struct stat st;
     if (fd >= 0 && DK_REAL(fstat)(fd, &st) == 0 && st.st_dev == (dev_t)rec->dev && st.st_ino == (ino_t)rec->ino)
         return fd;
