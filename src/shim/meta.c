@@ -102,11 +102,19 @@ static int truncate_path(const char *path, off_t len, bool is64) {
     DK_ERRNO_RESTORE;
     int arc;
     if (known && up_atomic_truncate_inode(st.st_dev, st.st_ino, len, &arc)) return arc; /* DAXKIT_ATOMIC */
+    struct up_strict_name logged = {0};
     if (known) {
         up_truncating_by_name();
         up_publish_inode(st.st_dev, st.st_ino);
+        /* strict: a record in log order, the root's strict writes held out until the kernel's truncate is done */
+        int lr = len >= 0 ? up_strict_truncate_name_begin(path, st.st_dev, st.st_ino, (uint64_t)len, &logged) : 0;
+        if (lr) {
+            errno = -lr;
+            return -1;
+        }
     }
     int r = real(path, len);
+    if (logged.st) up_strict_truncate_name_end(&logged, r == 0); /* (keeps errno) */
     if (r == 0 && known) {
         int fd = up_truncated(st.st_dev, st.st_ino, len);
         DK_ERRNO_RESTORE; /* success: errno as the program left it */

@@ -19,14 +19,26 @@
 
 #define IDENT_KNOWN (1ull << 32) /* f->ident: bit 32 set once computed; bits 31..0 the identity (0: none) */
 
-uint32_t up_fd_ident(int fd) {
-    struct dk_fhandle fh;
-    if (dk_fhandle_of_fd(fd, &fh) != 0) return 0;
-    const struct file_handle *hd = &fh.u.h;
+static uint32_t ident_of(const struct file_handle *hd) {
     uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)(uint32_t)hd->handle_type; /* FNV-1a, 64 bits */
     for (unsigned i = 0; i < hd->handle_bytes; i++) h = (h ^ (unsigned char)hd->f_handle[i]) * 0x100000001b3ull;
     uint32_t id = (uint32_t)(h ^ (h >> 32));
     return id ? id : 1; /* 0 is "unknown" */
+}
+
+uint32_t up_fd_ident(int fd) {
+    struct dk_fhandle fh;
+    return dk_fhandle_of_fd(fd, &fh) == 0 ? ident_of(&fh.u.h) : 0;
+}
+
+uint32_t up_path_ident(const struct up_root *r, const char *path) {
+    if (r->medium.fs_magic == TMPFS_MAGIC) return 0; /* as numbers_reused, below */
+    struct dk_fhandle fh;
+    int saved = errno, mount_id;
+    fh.u.h.handle_bytes = MAX_HANDLE_SZ;
+    int rc = name_to_handle_at(AT_FDCWD, path, &fh.u.h, &mount_id, 0); /* (follows a symlink, as truncate) */
+    errno = saved;
+    return rc == 0 && fh.u.h.handle_bytes <= MAX_HANDLE_SZ ? ident_of(&fh.u.h) : 0;
 }
 
 _Static_assert(IDENT_KNOWN >> 32 == 1, "up_file_ident tests bit 32 alone (internal.h)");

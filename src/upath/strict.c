@@ -170,6 +170,12 @@ static inline void ck_rdunlock(struct up_strict *st) {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     ck_held--;
 }
+/* Under ck's write side: no strict write is in flight now, the files' first writers and marks start afresh
+ * (inflight_publish), and an append that chose its offset before sees the change (strict_write_one). */
+static inline void epoch_next(struct up_strict *st) {
+    uint32_t e = st->ck_epoch + 1;
+    __atomic_store_n(&st->ck_epoch, e ? e : 1, __ATOMIC_RELAXED); /* read by the read sides after ck_wrunlock */
+}
 static inline void ck_wrlock(struct up_strict *st) {
     int cancel_was = dk_cancel_off();
     ck_held++;
@@ -181,9 +187,7 @@ static inline void ck_wrlock(struct up_strict *st) {
     if (up_strict_test_broken == UP_STRICT_BROKEN_CK_NO_DRAIN) return; /* broken on purpose */
 #endif
     up_guard_close_and_drain(UP_ASYM_STRICT, &st->ck_closed, st);
-    /* No strict write is in flight now: the files' first writers and marks start afresh (inflight_publish). */
-    uint32_t e = st->ck_epoch + 1;
-    __atomic_store_n(&st->ck_epoch, e ? e : 1, __ATOMIC_RELAXED); /* read by the read sides after ck_wrunlock */
+    epoch_next(st);
 }
 static inline void ck_wrunlock(struct up_strict *st) {
     int cancel_was = ck_wr_cancel_was;
@@ -1004,9 +1008,11 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
     if (!nested) up_inflight_hold(f->root, st->log);
     /* An append's offset is decided here, so that the record and the apply agree: appends to one file
      * are serialised (overwrites are not). */
+    uint32_t chosen = 0; /* st->ck_epoch when an append's offset was chosen */
     if (append) {
         if (DK_UNLIKELY(nested) && nested_append_lock(f) != 0) return nested_refused();
         if (!nested) dk_mu_lock(&f->strict_mu);
+        chosen = __atomic_load_n(&st->ck_epoch, __ATOMIC_ACQUIRE);
         /* An O_APPEND descriptor: the record must name where the kernel's end is, which another process may
          * have moved (a shared log; review 12, finding 2) -- re-read when nothing here is unpublished. */
         if (!nested) up_size_verify_slow(f, fd);
@@ -1027,6 +1033,16 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
     enum up_guard_entry ck;
     for (int attempt = 0;; attempt++) {
         ck = ck_read_enter(st);
+        /* A hold of the write side since the append chose its offset (a checkpoint, or a truncate by name, which
+         * the kernel did meanwhile: up_strict_truncate_name_begin): chosen again, or the record would name the
+         * end before the truncate, the bytes replayed behind a hole (session 26). */
+        while (DK_UNLIKELY(append && !nested && __atomic_load_n(&st->ck_epoch, __ATOMIC_RELAXED) != chosen)) {
+            ck_read_exit(st, ck);
+            chosen = __atomic_load_n(&st->ck_epoch, __ATOMIC_ACQUIRE);
+            up_size_verify_slow(f, fd);
+            off = up_file_size(f);
+            ck = ck_read_enter(st);
+        }
         if (DK_UNLIKELY(nested)) {
             /* After the file's waiting overwrites in log order, as a drain would make it, when it may overlap one */
             if (__atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE) && lazy_overlaps(st, f, off, n) &&
@@ -1258,6 +1274,80 @@ static struct up_root *root_of_path(int dirfd, const char *path) {
     if (DK_REAL(fstat)(dfd, &st) == 0 && up_dev_is_managed(st.st_dev)) r = up_root_for_fd(dfd, &st, AT_FDCWD, NULL);
     DK_REAL(close)(dfd);
     return r;
+}
+
+/* truncate(path, len) by name (shim/meta.c), logged as an ftruncate is (issue 3: a truncate is a logged metadata
+ * operation). Before session 26 it was no record: the checkpoint of up_publish_inode, then the kernel's truncate
+ * -- and another thread's strict write of the file in between was logged after the checkpoint and applied before
+ * the truncate, which cut it; recovery then replayed it over the truncated file (after a power loss, or with the
+ * marks off: the write's bytes back, the old size back), and an append logged in between but applied after was
+ * replayed at the old end, behind a hole (a process crash, marks on). Now the record comes first, in log order,
+ * and the checkpoint lock's write side is held from before it to after the kernel's truncate (any medium: the
+ * process may have no entry of the file -- it was opened by another thread meanwhile -- so the file's in-flight
+ * table cannot order it as ftruncate's on the page cache): every write of the root logged before the record is
+ * applied before it, none is logged until the kernel has cut the file, and an append that chose its offset
+ * before the hold chooses it again (strict_write_one: the epoch moved). The file is named by (dev, ino) from the
+ * caller's stat and its identity by the path's handle (up_path_ident): a rename of another file onto the name
+ * in between gives a record whose identity recovery finds wrong -- never applied to either file. Not from a
+ * signal handler inside a strict operation of its own thread (the write side would wait for that thread): the
+ * kernel's truncate unlogged then, as before, counted. 0 (the caller truncates, then up_strict_truncate_name_end)
+ * or -errno: the call fails (no record, nothing held). */
+int up_strict_truncate_name_begin(const char *path, dev_t dev, ino_t ino, uint64_t len, struct up_strict_name *t) {
+    *t = (struct up_strict_name){0};
+    if (dk_cfg.mode != DK_MODE_STRICT || !up_enabled) return 0;
+    if (ck_held) {
+        dk_count(DK_C_strict_meta_unlogged, 1);
+        return 0;
+    }
+    DK_ERRNO_SAVE;
+    int cancel_was = dk_cancel_off(); /* (truncate is no cancellation point: nor are the parent's open and close) */
+    struct up_root *r = root_of_path(AT_FDCWD, path);
+    dk_cancel_restore(cancel_was);
+    int rc = 0;
+    /* No log under a finite file-size limit, none that can be made (a full medium): as up_strict_meta_begin --
+     * without a log there is no record of the file to order against. */
+    struct up_strict *st = !r || (up_fsize_limited() && !__atomic_load_n(&r->strict, __ATOMIC_ACQUIRE)) ? NULL
+                                                                                                         : strict_for(r);
+    if (r && !st) dk_count(DK_C_strict_meta_unlogged, 1);
+    if (st) {
+        up_inflight_hold(r, st->log); /* inflight.h */
+        struct dk_oplog_op op = {.dev = (uint64_t)dev, .ino = (uint64_t)ino, .file_offset = len,
+                                 .aux = op_ident_bits(up_path_ident(r, path))};
+        ck_wrlock(st);
+        lazy_apply(st); /* waiting overwrites first (up_strict_log_truncate) */
+        rc = log_truncate(st, &op, NULL, &t->seq);
+        if (rc == -ENOSPC) {
+            checkpoint_locked(r, st);
+            rc = log_truncate(st, &op, NULL, &t->seq);
+        }
+        if (rc) {
+            ck_wrunlock(st);
+            rc = rc == -ENOSPC ? -ENOSPC : -EIO;
+        } else {
+            t->st = st;
+            dk_count(DK_C_strict_meta, 1);
+            DK_CRASH_POINT("strict.truncate_name.logged");
+        }
+    }
+    DK_ERRNO_RESTORE;
+    return rc;
+}
+
+void up_strict_truncate_name_end(struct up_strict_name *t, bool truncated) {
+    struct up_strict *st = t->st;
+    if (!st) return;
+    DK_ERRNO_SAVE;
+    if (truncated) {
+        mark_applied(st, t->seq); /* before the write side goes: no write of the file after it is marked first */
+    } else if (dk_oplog_retract(st->log, t->seq) != 0) { /* refused (EACCES, EPERM, EISDIR, ...): never replayed */
+        dk_log("strict: a refused truncate's record could not be taken back: recovery after a crash would apply it");
+    } else {
+        dk_count(DK_C_strict_retracts, 1);
+    }
+    epoch_next(st); /* an append that chose its offset during the hold, before the kernel's cut, chooses again */
+    ck_wrunlock(st);
+    t->st = NULL;
+    DK_ERRNO_RESTORE;
 }
 
 int up_strict_meta_begin(unsigned type, int dirfd, const char *path, int dirfd2, const char *path2) {

@@ -284,6 +284,17 @@ void up_publish_before_attr_path(int dirfd, const char *path, int atflags);
 /* Strict mode's metadata operations (oplog record types CREATE/UNLINK/RENAME): logged before the kernel
  * call (0, or -errno: the call must fail), made durable after it. No-ops in other modes or off-tree. */
 int up_strict_meta_begin(unsigned type, int dirfd, const char *path, int dirfd2, const char *path2);
+/* Strict mode's truncate(path, len) by name of the managed regular file (dev, ino) (the caller's stat): its
+ * record, in log order, with every strict write of the file's root held out (the checkpoint lock's write side)
+ * until up_strict_truncate_name_end, which the caller calls after the kernel's truncate (`truncated`: it
+ * succeeded; else the record is taken back). 0, or -errno: the call must fail. No-ops in other modes. */
+struct up_strict;
+struct up_strict_name {
+    struct up_strict *st; /* NULL: nothing logged, nothing held */
+    uint64_t seq;
+};
+int up_strict_truncate_name_begin(const char *path, dev_t dev, ino_t ino, uint64_t len, struct up_strict_name *t);
+void up_strict_truncate_name_end(struct up_strict_name *t, bool truncated);
 /* Strict mode, before an open with O_TRUNC of `path`: a checkpoint of its managed directory, so that no
  * record older than the truncate can replay over the file after a crash. */
 bool up_strict_before_truncating_open(int dirfd, const char *path);

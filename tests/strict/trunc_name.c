@@ -1,0 +1,126 @@
+/* Description: strict mode, truncate(path, len) by name racing another thread's strict write of the same file,
+ * then a crash (issue 3, item 1: a truncate is a logged metadata operation; session 25's open item 1). Run under
+ * LD_PRELOAD="libdaxkit.so libdk_trunc_window.so" by trunc_name.sh, on DIR/f (12,288 bytes of 'a', made without
+ * the library). The interposer (trunc_window.c) calls window_hook() inside the library's truncate by name, just
+ * before the kernel's truncate, and the hook lets thread W go and waits up to 300 ms for it:
+ *   done        W (its descriptor opened before) pwrites 4 KiB of 'W' at 8 KiB, and returns inside the window
+ *               when nothing holds it out; then the kernel truncates to 10 bytes. After both returned the
+ *               program copies the file as it sees it to EXPECT (outside the managed directory) and kills itself
+ *               (SIGKILL): every operation completed, so recovery must give exactly that file. trunc_name.sh runs
+ *               it with DAXKIT_STRICT_MARKS=0 -- every record since the last checkpoint replayed, what a power
+ *               loss replays (docs/strict.md). Before the fix W's record, logged after the truncate's checkpoint
+ *               and before the unlogged kernel truncate, replayed over the truncated file: 12,288 bytes where the
+ *               program last saw 10.
+ *   done-open   the same, W opening the file inside the window (the process had no descriptor of it when the
+ *               truncate began).
+ *   append      W appends 100 bytes of 'A' through an O_APPEND descriptor; the library raises SIGUSR1 on W
+ *               once the append's record is durable (DAXKIT_TEST_CRASH=raise:10:strict.write.logged:1) and the
+ *               handler holds W there for good; the hook returns when W is held (or after 300 ms), the kernel
+ *               truncates, and the program kills itself with W's append in flight. Recovery (completion marks
+ *               on: only that record replays) may make the append done or not: 10 bytes, or 10 + the 100 'A'
+ *               at offset 10 -- never the 'A' at 12,288 behind a hole (before the fix: the record named the end
+ *               before the truncate).
+ * Exit: killed (the script checks), 2 set-up failed. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WAIT_MS 300
+
+static char path[4096];
+static const char *mode;
+static int wfd = -1;
+static volatile int go, written, logged;
+
+static long now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void say(const char *s) { (void)!write(1, s, strlen(s)); }
+
+static void die(const char *what) {
+    dprintf(1, "trunc_name: %s: %s\n", what, strerror(errno));
+    exit(2);
+}
+
+/* W's append record is durable, nothing applied: W stays here until the process is killed. */
+static void on_usr1(int sig) {
+    (void)sig;
+    __atomic_store_n(&logged, 1, __ATOMIC_SEQ_CST);
+    for (;;) pause();
+}
+
+static void *w_main(void *arg) {
+    (void)arg;
+    while (!__atomic_load_n(&go, __ATOMIC_SEQ_CST)) {}
+    if (wfd < 0 && (wfd = open(path, O_RDWR)) < 0) die("W: open");
+    static char buf[4096];
+    if (!strcmp(mode, "append")) {
+        memset(buf, 'A', 100);
+        if (write(wfd, buf, 100) != 100) die("W: append");
+    } else {
+        memset(buf, 'W', sizeof buf);
+        if (pwrite(wfd, buf, sizeof buf, 8192) != (ssize_t)sizeof buf) die("W: pwrite");
+    }
+    __atomic_store_n(&written, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static int hooked;
+static void window_hook(const char *p) {
+    if (strcmp(p, path) != 0 || hooked++) return;
+    __atomic_store_n(&go, 1, __ATOMIC_SEQ_CST);
+    volatile int *cue = !strcmp(mode, "append") ? &logged : &written;
+    long t0 = now_ms();
+    while (!__atomic_load_n(cue, __ATOMIC_SEQ_CST) && now_ms() - t0 < WAIT_MS) sched_yield();
+    say(__atomic_load_n(cue, __ATOMIC_SEQ_CST) ? "trunc_name: W's operation got in between the library's start of the "
+                                                 "truncate and the kernel's truncate\n"
+                                               : "trunc_name: W was held out of the truncate's window\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) return fprintf(stderr, "usage: trunc_name done|done-open|append DIR [EXPECT]\n"), 2;
+    mode = argv[1];
+    snprintf(path, sizeof path, "%s/f", argv[2]);
+    void (**hookp)(const char *) = dlsym(RTLD_DEFAULT, "dk_trunc_window_hook");
+    if (!hookp) return say("trunc_name: no interposer (libdk_trunc_window.so not preloaded)\n"), 2;
+    bool append = !strcmp(mode, "append");
+    if (append && !getenv("DAXKIT_TEST_CRASH")) return say("trunc_name: needs DAXKIT_TEST_CRASH\n"), 2;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sigaction(SIGUSR1, &sa, NULL);
+    if (strcmp(mode, "done-open") != 0 && (wfd = open(path, append ? O_WRONLY | O_APPEND : O_RDWR)) < 0) die("open");
+    pthread_t w;
+    if (pthread_create(&w, NULL, w_main, NULL) != 0) return 2;
+    __atomic_store_n(hookp, window_hook, __ATOMIC_RELEASE);
+    if (truncate(path, 10) != 0) die("truncate");
+    __atomic_store_n(hookp, NULL, __ATOMIC_RELEASE);
+    say("trunc_name: truncate(f, 10) returned\n");
+    if (append) kill(getpid(), SIGKILL); /* W's append in flight */
+    pthread_join(w, NULL);
+    /* Both returned: the file as the program sees it is what recovery must give. */
+    int rfd = open(path, O_RDONLY);
+    struct stat st;
+    if (rfd < 0 || fstat(rfd, &st) != 0) die("open to read back");
+    static char got[1 << 16];
+    ssize_t n = pread(rfd, got, sizeof got, 0);
+    if (n != st.st_size) die("read back");
+    int e = open(argv[3], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (e < 0 || write(e, got, (size_t)n) != n || fsync(e) != 0) die("EXPECT");
+    dprintf(1, "trunc_name: the program sees %lld bytes, %s at 8 KiB\n", (long long)st.st_size,
+            n > 8192 && got[8192] == 'W' ? "W's" : "none");
+    kill(getpid(), SIGKILL);
+    return 2;
+}

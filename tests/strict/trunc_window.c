@@ -1,0 +1,22 @@
+/* Description: a test-only interposer preloaded *after* libdaxkit.so (LD_PRELOAD="libdaxkit.so
+ * libdk_trunc_window.so"): the library's own call of the kernel's truncate(2) (DK_REAL(truncate), looked up after
+ * the library) lands here, and a hook the test program installs (dk_trunc_window_hook, found with
+ * dlsym(RTLD_DEFAULT)) runs first -- inside truncate by name's window, after everything the library does before
+ * the kernel's call and before the kernel cuts the file (tests/strict/trunc_name.c). Without a hook: the kernel's
+ * call. */
+#include <dlfcn.h>
+#include <sys/types.h>
+
+void (*dk_trunc_window_hook)(const char *path);
+
+typedef int (*truncate_fn)(const char *, off_t);
+
+static int call(const char *name, const char *path, off_t len) {
+    truncate_fn real = (truncate_fn)dlsym(RTLD_NEXT, name);
+    void (*hook)(const char *) = __atomic_load_n(&dk_trunc_window_hook, __ATOMIC_ACQUIRE);
+    if (hook) hook(path);
+    return real(path, len);
+}
+
+int truncate(const char *path, off_t len) { return call("truncate", path, len); }
+int truncate64(const char *path, off_t len) { return call("truncate64", path, len); }
