@@ -34,17 +34,26 @@ int dk_after_open(int fd, int flags, int dirfd, const char *path, uint64_t epoch
 
 /* Strict mode: a create is logged before the kernel call and durable (directory fsync) when it returns;
  * an open that truncates checkpoints the file's directory first, so that no record older than the
- * truncate can replay over it after a crash (review 7, finding 9). */
+ * truncate can replay over it after a crash (review 7, finding 9), and (session 26) logs the truncate,
+ * holding the strict writes of its root out until the kernel's open is done (up_strict_truncating_open_begin:
+ * another thread's write between the checkpoint and the open was replayed over the truncated file). `call`
+ * opens with kflags_: the flags for the kernel, decided before that hold (DK_ATOMIC_KFLAGS may look the file
+ * table up). */
 static bool strict_create(int flags) { return dk_cfg.mode == DK_MODE_STRICT && up_enabled && (flags & O_CREAT); }
 static bool strict_trunc(int flags) { return dk_cfg.mode == DK_MODE_STRICT && up_enabled && (flags & O_TRUNC); }
 #define STRICT_OPEN(dirfd, path, flags, call)                                                       \
     ({                                                                                             \
-        int fd_ = -1;                                                                              \
+        int fd_ = -1, cut_rc_ = 0;                                                                 \
         bool sync_trunc_ = strict_trunc(flags) && up_strict_before_truncating_open(dirfd, path);   \
+        int kflags_ = DK_ATOMIC_KFLAGS(dirfd, path, flags);                                        \
+        struct up_strict_name cut_ = {0};                                                          \
         if (strict_create(flags) && up_strict_meta_begin(DK_OPLOG_CREATE, dirfd, path, dirfd, NULL)) \
             errno = EIO;                                                                           \
+        else if (strict_trunc(kflags_) && (cut_rc_ = up_strict_truncating_open_begin(dirfd, path, kflags_, &cut_))) \
+            errno = -cut_rc_;                                                                      \
         else {                                                                                     \
             fd_ = (call);                                                                          \
+            if (cut_.st) up_strict_truncate_name_end(&cut_, fd_ >= 0); /* (keeps errno) */        \
             if (fd_ >= 0 && sync_trunc_) up_strict_after_truncating_open(fd_);                     \
             if (fd_ >= 0 && strict_create(flags)) up_strict_meta_end(dirfd, path, dirfd, NULL);    \
         }                                                                                          \
@@ -75,35 +84,35 @@ static bool strict_trunc(int flags) { return dk_cfg.mode == DK_MODE_STRICT && up
 
 DK_EXPORT int open(const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return OPENED(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags), mode)), flags, AT_FDCWD, path);
+    return OPENED(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open)(path, kflags_, mode)), flags, AT_FDCWD, path);
 }
 DK_EXPORT int open64(const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return OPENED(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open64)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags), mode)), flags, AT_FDCWD, path);
+    return OPENED(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(open64)(path, kflags_, mode)), flags, AT_FDCWD, path);
 }
 DK_EXPORT int openat(int dirfd, const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return OPENED(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags), mode)), flags, dirfd, path);
+    return OPENED(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat)(dirfd, path, kflags_, mode)), flags, dirfd, path);
 }
 DK_EXPORT int openat64(int dirfd, const char *path, int flags, ...) {
     OPEN_MODE(flags);
-    return OPENED(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat64)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags), mode)), flags, dirfd, path);
+    return OPENED(STRICT_OPEN(dirfd, path, flags, DK_REAL(openat64)(dirfd, path, kflags_, mode)), flags, dirfd, path);
 }
 DK_EXPORT int creat(const char *path, mode_t mode) {
-    return OPENED(STRICT_OPEN(AT_FDCWD, path, O_CREAT | O_TRUNC, (DK_ATOMIC_KFLAGS(AT_FDCWD, path, O_TRUNC) ? DK_REAL(creat)(path, mode) : DK_REAL(open)(path, O_CREAT | O_WRONLY, mode))), O_CREAT | O_WRONLY | O_TRUNC, AT_FDCWD, path);
+    return OPENED(STRICT_OPEN(AT_FDCWD, path, O_CREAT | O_TRUNC, ((kflags_ & O_TRUNC) ? DK_REAL(creat)(path, mode) : DK_REAL(open)(path, O_CREAT | O_WRONLY, mode))), O_CREAT | O_WRONLY | O_TRUNC, AT_FDCWD, path);
 }
 DK_EXPORT int creat64(const char *path, mode_t mode) {
-    return OPENED(STRICT_OPEN(AT_FDCWD, path, O_CREAT | O_TRUNC, (DK_ATOMIC_KFLAGS(AT_FDCWD, path, O_TRUNC) ? DK_REAL(creat64)(path, mode) : DK_REAL(open64)(path, O_CREAT | O_WRONLY, mode))), O_CREAT | O_WRONLY | O_TRUNC, AT_FDCWD, path);
+    return OPENED(STRICT_OPEN(AT_FDCWD, path, O_CREAT | O_TRUNC, ((kflags_ & O_TRUNC) ? DK_REAL(creat64)(path, mode) : DK_REAL(open64)(path, O_CREAT | O_WRONLY, mode))), O_CREAT | O_WRONLY | O_TRUNC, AT_FDCWD, path);
 }
 DK_EXPORT int __open_2(const char *path, int flags) {
-    return OPENED(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(__open_2)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags))), flags, AT_FDCWD, path);
+    return OPENED(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(__open_2)(path, kflags_)), flags, AT_FDCWD, path);
 }
 DK_EXPORT int __open64_2(const char *path, int flags) {
-    return OPENED(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(__open64_2)(path, DK_ATOMIC_KFLAGS(AT_FDCWD, path, flags))), flags, AT_FDCWD, path);
+    return OPENED(STRICT_OPEN(AT_FDCWD, path, flags, DK_REAL(__open64_2)(path, kflags_)), flags, AT_FDCWD, path);
 }
 DK_EXPORT int __openat_2(int dirfd, const char *path, int flags) {
-    return OPENED(STRICT_OPEN(dirfd, path, flags, DK_REAL(__openat_2)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags))), flags, dirfd, path);
+    return OPENED(STRICT_OPEN(dirfd, path, flags, DK_REAL(__openat_2)(dirfd, path, kflags_)), flags, dirfd, path);
 }
 DK_EXPORT int __openat64_2(int dirfd, const char *path, int flags) {
-    return OPENED(STRICT_OPEN(dirfd, path, flags, DK_REAL(__openat64_2)(dirfd, path, DK_ATOMIC_KFLAGS(dirfd, path, flags))), flags, dirfd, path);
+    return OPENED(STRICT_OPEN(dirfd, path, flags, DK_REAL(__openat64_2)(dirfd, path, kflags_)), flags, dirfd, path);
 }

@@ -31,12 +31,12 @@ uint32_t up_fd_ident(int fd) {
     return dk_fhandle_of_fd(fd, &fh) == 0 ? ident_of(&fh.u.h) : 0;
 }
 
-uint32_t up_path_ident(const struct up_root *r, const char *path) {
+uint32_t up_path_ident(const struct up_root *r, int dirfd, const char *path) {
     if (r->medium.fs_magic == TMPFS_MAGIC) return 0; /* as numbers_reused, below */
     struct dk_fhandle fh;
     int saved = errno, mount_id;
     fh.u.h.handle_bytes = MAX_HANDLE_SZ;
-    int rc = name_to_handle_at(AT_FDCWD, path, &fh.u.h, &mount_id, 0); /* (follows a symlink, as truncate) */
+    int rc = name_to_handle_at(dirfd, path, &fh.u.h, &mount_id, AT_SYMLINK_FOLLOW); /* (as truncate and open) */
     errno = saved;
     return rc == 0 && fh.u.h.handle_bytes <= MAX_HANDLE_SZ ? ident_of(&fh.u.h) : 0;
 }

@@ -463,9 +463,9 @@ struct up_file {
 /* A 32-bit hash of fd's file handle (inode number and generation): a file created later on a reused inode
  * number has another. 0: unknown (no handles on that file system). Keeps errno. */
 uint32_t up_fd_ident(int fd);
-/* The identity of the file at `path` (relative to the working directory; a symlink followed) under root r, by
- * name_to_handle_at -- 0 on tmpfs (as up_file_ident) or without a handle. */
-uint32_t up_path_ident(const struct up_root *r, const char *path);
+/* The identity of the file at `path` (relative to dirfd; a symlink followed) under root r, by name_to_handle_at
+ * -- 0 on tmpfs (as up_file_ident) or without a handle. Keeps errno. */
+uint32_t up_path_ident(const struct up_root *r, int dirfd, const char *path);
 /* The same for f (open as fd), computed at its first use and cached: a load and a branch per call after
  * that (strict mode calls it per write). 0 without a system call on tmpfs (no number reuse: ident.c). */
 uint32_t up_file_ident_slow(struct up_file *f, int fd);

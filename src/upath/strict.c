@@ -1292,7 +1292,8 @@ static struct up_root *root_of_path(int dirfd, const char *path) {
  * signal handler inside a strict operation of its own thread (the write side would wait for that thread): the
  * kernel's truncate unlogged then, as before, counted. 0 (the caller truncates, then up_strict_truncate_name_end)
  * or -errno: the call fails (no record, nothing held). */
-int up_strict_truncate_name_begin(const char *path, dev_t dev, ino_t ino, uint64_t len, struct up_strict_name *t) {
+int up_strict_truncate_name_begin(int dirfd, const char *path, dev_t dev, ino_t ino, uint64_t len,
+                                  struct up_strict_name *t) {
     *t = (struct up_strict_name){0};
     if (dk_cfg.mode != DK_MODE_STRICT || !up_enabled) return 0;
     if (ck_held) {
@@ -1301,7 +1302,7 @@ int up_strict_truncate_name_begin(const char *path, dev_t dev, ino_t ino, uint64
     }
     DK_ERRNO_SAVE;
     int cancel_was = dk_cancel_off(); /* (truncate is no cancellation point: nor are the parent's open and close) */
-    struct up_root *r = root_of_path(AT_FDCWD, path);
+    struct up_root *r = root_of_path(dirfd, path);
     dk_cancel_restore(cancel_was);
     int rc = 0;
     /* No log under a finite file-size limit, none that can be made (a full medium): as up_strict_meta_begin --
@@ -1312,7 +1313,7 @@ int up_strict_truncate_name_begin(const char *path, dev_t dev, ino_t ino, uint64
     if (st) {
         up_inflight_hold(r, st->log); /* inflight.h */
         struct dk_oplog_op op = {.dev = (uint64_t)dev, .ino = (uint64_t)ino, .file_offset = len,
-                                 .aux = op_ident_bits(up_path_ident(r, path))};
+                                 .aux = op_ident_bits(up_path_ident(r, dirfd, path))};
         ck_wrlock(st);
         lazy_apply(st); /* waiting overwrites first (up_strict_log_truncate) */
         rc = log_truncate(st, &op, NULL, &t->seq);
@@ -1331,6 +1332,22 @@ int up_strict_truncate_name_begin(const char *path, dev_t dev, ino_t ino, uint64
     }
     DK_ERRNO_RESTORE;
     return rc;
+}
+
+/* An open with O_TRUNC (kflags: the flags the kernel gets) of an existing regular file of a managed directory:
+ * the same record, a truncate to 0, and the same hold until the kernel's open is done (shim/open.c STRICT_OPEN).
+ * Session 26: only the checkpoint of up_strict_before_truncating_open came first, and another thread's write
+ * between it and the open was replayed over the truncated file (strict_trunc_name_*, case otrunc). A file
+ * that does not exist yet has no record to order against. */
+int up_strict_truncating_open_begin(int dirfd, const char *path, int kflags, struct up_strict_name *t) {
+    *t = (struct up_strict_name){0};
+    if (dk_cfg.mode != DK_MODE_STRICT || !up_enabled || !(kflags & O_TRUNC) || !path) return 0;
+    struct stat st;
+    DK_ERRNO_SAVE;
+    bool known = DK_REAL(fstatat)(dirfd, path, &st, kflags & O_NOFOLLOW ? AT_SYMLINK_NOFOLLOW : 0) == 0 &&
+                 S_ISREG(st.st_mode) && up_dev_is_managed(st.st_dev);
+    DK_ERRNO_RESTORE;
+    return known ? up_strict_truncate_name_begin(dirfd, path, st.st_dev, st.st_ino, 0, t) : 0;
 }
 
 void up_strict_truncate_name_end(struct up_strict_name *t, bool truncated) {

@@ -293,7 +293,11 @@ struct up_strict_name {
     struct up_strict *st; /* NULL: nothing logged, nothing held */
     uint64_t seq;
 };
-int up_strict_truncate_name_begin(const char *path, dev_t dev, ino_t ino, uint64_t len, struct up_strict_name *t);
+int up_strict_truncate_name_begin(int dirfd, const char *path, dev_t dev, ino_t ino, uint64_t len,
+                                  struct up_strict_name *t);
+/* The same before the kernel's open of `path` with O_TRUNC in kflags (the flags the kernel gets): a truncate to 0
+ * of the existing regular file there; up_strict_truncate_name_end after the open (`truncated`: it opened). */
+int up_strict_truncating_open_begin(int dirfd, const char *path, int kflags, struct up_strict_name *t);
 void up_strict_truncate_name_end(struct up_strict_name *t, bool truncated);
 /* Strict mode, before an open with O_TRUNC of `path`: a checkpoint of its managed directory, so that no
  * record older than the truncate can replay over the file after a crash. */

@@ -20,6 +20,9 @@
  *               on: only that record replays) may make the append done or not: 10 bytes, or 10 + the 100 'A'
  *               at offset 10 -- never the 'A' at 12,288 behind a hole (before the fix: the record named the end
  *               before the truncate).
+ *   otrunc      as done, but the main thread truncates by an open with O_TRUNC and writes 10 bytes of 'a' through
+ *               it (the same window: the interposer's open): before the fix the open was no record either (a
+ *               checkpoint first, review 7's finding 9), and W's write was replayed over it.
  * Exit: killed (the script checks), 2 set-up failed. */
 #include <dlfcn.h>
 #include <errno.h>
@@ -90,7 +93,7 @@ static void window_hook(const char *p) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) return fprintf(stderr, "usage: trunc_name done|done-open|append DIR [EXPECT]\n"), 2;
+    if (argc < 3) return fprintf(stderr, "usage: trunc_name done|done-open|append|otrunc DIR [EXPECT]\n"), 2;
     mode = argv[1];
     snprintf(path, sizeof path, "%s/f", argv[2]);
     void (**hookp)(const char *) = dlsym(RTLD_DEFAULT, "dk_trunc_window_hook");
@@ -105,7 +108,12 @@ int main(int argc, char **argv) {
     pthread_t w;
     if (pthread_create(&w, NULL, w_main, NULL) != 0) return 2;
     __atomic_store_n(hookp, window_hook, __ATOMIC_RELEASE);
-    if (truncate(path, 10) != 0) die("truncate");
+    if (!strcmp(mode, "otrunc")) {
+        int t = open(path, O_WRONLY | O_TRUNC); /* (kept open: a close is a checkpoint) */
+        if (t < 0 || write(t, "aaaaaaaaaa", 10) != 10) die("open with O_TRUNC, write");
+    } else if (truncate(path, 10) != 0) {
+        die("truncate");
+    }
     __atomic_store_n(hookp, NULL, __ATOMIC_RELEASE);
     say("trunc_name: truncate(f, 10) returned\n");
     if (append) kill(getpid(), SIGKILL); /* W's append in flight */
