@@ -835,7 +835,7 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
     /* A signal handler's truncate while its thread holds f's mutex (any mode) or is inside a strict operation
      * (strict): the truncate would wait for that thread (the mutex; the checkpoint lock's write side) --
      * refused before anything is logged, as strict.c's nested writes that cannot complete. */
-    if (DK_UNLIKELY(up_io_mu_held(f) || (strict && up_strict_ck_held()))) {
+    if (DK_UNLIKELY(up_io_mu_held(f) || (strict && (up_strict_ck_held() || dk_mu_mine(&f->strict_mu))))) {
         dk_count(DK_C_strict_nested_refused, 1);
         errno = EDEADLK;
         return -1;
@@ -844,9 +844,16 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
     struct up_strict_pub inflight = {0}; /* the truncate published as in flight (strict.c) */
     bool truncated = false;
     if (strict) {
+        /* The file's appends held out until the truncate is done (session 26): an append chooses its offset
+         * under strict_mu before it logs, and one that chose the end between this record and the kernel's cut
+         * was logged at the old end and applied at the new one -- recovery replayed it behind a hole
+         * (strict_trunc_name_*, case fappend: 12,388 bytes where the program saw 110). Lock order: strict_mu,
+         * then the checkpoint lock, then f->mu, as an append's. */
+        dk_mu_lock(&f->strict_mu);
         int lr = up_strict_log_truncate(f, fd, (uint64_t)len, &seq, &inflight);
         if (lr) {
             up_strict_done(f, &inflight);
+            dk_mu_unlock(&f->strict_mu);
             errno = lr == -ENOSPC ? ENOSPC : EIO;
             return -1;
         }
@@ -870,7 +877,7 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
     if (rc == 0 && dk_cfg.mode != DK_MODE_POSIX) rc = up_sync_file(f, fd, true);
     if (strict && !truncated) up_strict_retract(f, seq); /* refused (EPERM, EINTR, ...): never replayed */
     if (strict && truncated) up_strict_truncated(f, seq);
-    if (strict) up_strict_done(f, &inflight);
+    if (strict) up_strict_done(f, &inflight), dk_mu_unlock(&f->strict_mu);
     if (rc) {
         errno = -rc;
         return -1;

@@ -20,6 +20,12 @@
  *               on: only that record replays) may make the append done or not: 10 bytes, or 10 + the 100 'A'
  *               at offset 10 -- never the 'A' at 12,288 behind a hole (before the fix: the record named the end
  *               before the truncate).
+ *   fappend     W appends 100 bytes of 'A' through an O_APPEND descriptor while the main thread's ftruncate(10)
+ *               is between its record and its kernel call (DAXKIT_TEST_CRASH=raise:10:strict.truncate.logged:1:
+ *               the handler is the window), both return, the program copies the file to EXPECT and kills
+ *               itself (DAXKIT_STRICT_MARKS=0, as done). Before the fix W chose the end before the kernel's cut
+ *               and its record named it (12,288) while its apply went to the end after the cut (10): recovery
+ *               12,388 bytes, the program saw 110.
  *   otrunc      as done, but the main thread truncates by an open with O_TRUNC and writes 10 bytes of 'a' through
  *               it (the same window: the interposer's open): before the fix the open was no record either (a
  *               checkpoint first, review 7's finding 9), and W's write was replayed over it.
@@ -57,9 +63,16 @@ static void die(const char *what) {
     exit(2);
 }
 
-/* W's append record is durable, nothing applied: W stays here until the process is killed. */
+static void window_hook(const char *p);
+
+/* append: W's append record is durable, nothing applied -- W stays here until the process is killed. fappend:
+ * the main thread's ftruncate record is durable, the kernel's ftruncate not made -- the window. */
 static void on_usr1(int sig) {
     (void)sig;
+    if (!strcmp(mode, "fappend")) {
+        window_hook(path);
+        return;
+    }
     __atomic_store_n(&logged, 1, __ATOMIC_SEQ_CST);
     for (;;) pause();
 }
@@ -69,7 +82,7 @@ static void *w_main(void *arg) {
     while (!__atomic_load_n(&go, __ATOMIC_SEQ_CST)) {}
     if (wfd < 0 && (wfd = open(path, O_RDWR)) < 0) die("W: open");
     static char buf[4096];
-    if (!strcmp(mode, "append")) {
+    if (!strcmp(mode, "append") || !strcmp(mode, "fappend")) {
         memset(buf, 'A', 100);
         if (write(wfd, buf, 100) != 100) die("W: append");
     } else {
@@ -80,11 +93,13 @@ static void *w_main(void *arg) {
     return NULL;
 }
 
+static bool append_mode(void) { return !strcmp(mode, "append"); }
+
 static int hooked;
 static void window_hook(const char *p) {
     if (strcmp(p, path) != 0 || hooked++) return;
     __atomic_store_n(&go, 1, __ATOMIC_SEQ_CST);
-    volatile int *cue = !strcmp(mode, "append") ? &logged : &written;
+    volatile int *cue = append_mode() ? &logged : &written;
     long t0 = now_ms();
     while (!__atomic_load_n(cue, __ATOMIC_SEQ_CST) && now_ms() - t0 < WAIT_MS) sched_yield();
     say(__atomic_load_n(cue, __ATOMIC_SEQ_CST) ? "trunc_name: W's operation got in between the library's start of the "
@@ -93,22 +108,26 @@ static void window_hook(const char *p) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) return fprintf(stderr, "usage: trunc_name done|done-open|append|otrunc DIR [EXPECT]\n"), 2;
+    if (argc < 3) return fprintf(stderr, "usage: trunc_name done|done-open|append|fappend|otrunc DIR [EXPECT]\n"), 2;
     mode = argv[1];
     snprintf(path, sizeof path, "%s/f", argv[2]);
     void (**hookp)(const char *) = dlsym(RTLD_DEFAULT, "dk_trunc_window_hook");
     if (!hookp) return say("trunc_name: no interposer (libdk_trunc_window.so not preloaded)\n"), 2;
     bool append = !strcmp(mode, "append");
-    if (append && !getenv("DAXKIT_TEST_CRASH")) return say("trunc_name: needs DAXKIT_TEST_CRASH\n"), 2;
+    if ((append || !strcmp(mode, "fappend")) && !getenv("DAXKIT_TEST_CRASH")) return say("trunc_name: needs DAXKIT_TEST_CRASH\n"), 2;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_usr1;
     sigaction(SIGUSR1, &sa, NULL);
-    if (strcmp(mode, "done-open") != 0 && (wfd = open(path, append ? O_WRONLY | O_APPEND : O_RDWR)) < 0) die("open");
+    bool w_appends = append || !strcmp(mode, "fappend");
+    if (strcmp(mode, "done-open") != 0 && (wfd = open(path, w_appends ? O_WRONLY | O_APPEND : O_RDWR)) < 0) die("open");
+    int mfd = !strcmp(mode, "fappend") ? open(path, O_RDWR) : -1; /* (main's own descriptor, for ftruncate) */
     pthread_t w;
     if (pthread_create(&w, NULL, w_main, NULL) != 0) return 2;
     __atomic_store_n(hookp, window_hook, __ATOMIC_RELEASE);
-    if (!strcmp(mode, "otrunc")) {
+    if (mfd >= 0) {
+        if (ftruncate(mfd, 10) != 0) die("ftruncate");
+    } else if (!strcmp(mode, "otrunc")) {
         int t = open(path, O_WRONLY | O_TRUNC); /* (kept open: a close is a checkpoint) */
         if (t < 0 || write(t, "aaaaaaaaaa", 10) != 10) die("open with O_TRUNC, write");
     } else if (truncate(path, 10) != 0) {

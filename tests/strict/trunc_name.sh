@@ -8,10 +8,12 @@
 #                    loss) both operations returned: exactly the file the program saw last;
 #   append           (marks on, the default) the append in flight at the kill: 10 bytes, or 10 + the 100 'A'
 #                    at offset 10 -- not the 'A' behind a hole at the end before the truncate;
-#   otrunc           (marks off) as done, the truncate an open with O_TRUNC followed by a 10-byte write.
+#   otrunc           (marks off) as done, the truncate an open with O_TRUNC followed by a 10-byte write;
+#   fappend          (marks off) an ftruncate(10) held between its record and the kernel's call (a crash-point
+#                    signal) while W appends 100 bytes through O_APPEND: the file the program saw last (110).
 # Before the fix (no record of the truncate, nothing holding the writer out): done, done-open and otrunc
 # recovered 12,288 bytes where the program saw 10, append 12,388. MEDIUM: hugetmpfs (flush) or xfs (page
-# cache); ROUNDS: each case that many times; DK_TRUNC_NAME_CASES: the cases (default all four).
+# cache); ROUNDS: each case that many times; DK_TRUNC_NAME_CASES: the cases (default all five).
 # DK_TRUNC_NAME_LIB=path runs another library build (negative control). Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -37,7 +39,11 @@ run_case() { # CASE: one run, recovery, check
     runs=$((runs + 1))
     rm -rf "${dir:?}"/* "$dir/.daxkit"
     head -c 12288 /dev/zero | tr '\0' a >"$dir/f" && sync -f "$dir/f" || dk_fail "set-up of $dir/f"
-    [ "$c" = append ] && crash=raise:10:strict.write.logged:1 || marks=0
+    case $c in
+    append) crash=raise:10:strict.write.logged:1 ;;
+    fappend) crash=raise:10:strict.truncate.logged:1 marks=0 ;;
+    *) marks=0 ;;
+    esac
     : >"$expect"
     local out rc
     out=$(env LD_PRELOAD="$lib $win" DAXKIT_DIR="$dir" DAXKIT_MODE=strict DAXKIT_STRICT_MARKS=$marks \
@@ -59,7 +65,7 @@ run_case() { # CASE: one run, recovery, check
         local got
         got=$(tr '\0' . <"$dir/f")
         if [ "$got" != "$want10" ] && [ "$got" != "$want110" ]; then
-            echo "FAIL: append on $medium: after recovery the file is $size bytes (a state that never existed; want 10, or 110 with the append at offset 10) -- $(echo "$out" | tr '\n' ' ')"
+            echo "FAIL: $c on $medium: after recovery the file is $size bytes (a state that never existed; want 10, or 110 with the append at offset 10) -- $(echo "$out" | tr '\n' ' ')"
             fails=$((fails + 1))
             return
         fi
@@ -72,7 +78,7 @@ run_case() { # CASE: one run, recovery, check
 }
 
 for ((i = 0; i < rounds; i++)); do
-    for c in ${DK_TRUNC_NAME_CASES:-done done-open append otrunc}; do run_case "$c"; done
+    for c in ${DK_TRUNC_NAME_CASES:-done done-open append otrunc fappend}; do run_case "$c"; done
 done
 [ $fails -eq 0 ] || { echo "$fails of $runs cases failed"; exit 1; }
 echo "all $runs cases passed"
