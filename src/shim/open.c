@@ -41,6 +41,9 @@ int dk_after_open(int fd, int flags, int dirfd, const char *path, uint64_t epoch
  * table up). */
 static bool strict_create(int flags) { return dk_cfg.mode == DK_MODE_STRICT && up_enabled && (flags & O_CREAT); }
 static bool strict_trunc(int flags) { return dk_cfg.mode == DK_MODE_STRICT && up_enabled && (flags & O_TRUNC); }
+/* The hold makes the kernel's open no cancellation point: a cancellation pending at the call acts here first,
+ * as it would at libc's open (one that arrives while the open blocks acts at the next cancellation point). */
+static inline void truncating_open_cancel_point(void) { DK_CANCEL_POINT(); }
 #define STRICT_OPEN(dirfd, path, flags, call)                                                       \
     ({                                                                                             \
         int fd_ = -1, cut_rc_ = 0;                                                                 \
@@ -49,7 +52,8 @@ static bool strict_trunc(int flags) { return dk_cfg.mode == DK_MODE_STRICT && up
         struct up_strict_name cut_ = {0};                                                          \
         if (strict_create(flags) && up_strict_meta_begin(DK_OPLOG_CREATE, dirfd, path, dirfd, NULL)) \
             errno = EIO;                                                                           \
-        else if (strict_trunc(kflags_) && (cut_rc_ = up_strict_truncating_open_begin(dirfd, path, kflags_, &cut_))) \
+        else if (strict_trunc(kflags_) && (truncating_open_cancel_point(),                         \
+                                           cut_rc_ = up_strict_truncating_open_begin(dirfd, path, kflags_, &cut_))) \
             errno = -cut_rc_;                                                                      \
         else {                                                                                     \
             fd_ = (call);                                                                          \
