@@ -4,8 +4,9 @@
     strict_model.py workload DIR SEED OPS [THREADS]
         run under daxkit (DAXKIT_MODE=strict, DAXKIT_DIR=DIR): each of THREADS threads (default 1) runs OPS
         seeded operations (seed SEED+thread) on its own two files -- overwrites of 1 B to 40 KiB (inline and
-        staged records), appends through an O_APPEND descriptor, truncates down and up, renames (the file
-        moves to a new name), an fsync every 7 operations, a close and reopen of the file's read-write
+        staged records), appends through an O_APPEND descriptor, truncates down and up (ftruncate at odd
+        operation indexes, truncate by name at even ones), renames (the file moves to a new name), an fsync
+        every 7 operations, a close and reopen of the file's read-write
         descriptor every 10 (a checkpoint in strict mode) -- appending the index of each completed
         operation to DIR.acked.T (outside the managed directory, so the kernel writes it)
     strict_model.py check-content DIR SEED OPS [THREADS]
@@ -91,8 +92,10 @@ def run_thread(d, t, seed, n):
             new = name_after(t, f, i)
             os.rename(os.path.join(d, names[f]), os.path.join(d, new))
             names[f] = new
-        else:
+        elif i % 2:
             os.ftruncate(fds[f], off)
+        else:  # by name (session 26: strict logs it too -- its own crash site, strict.truncate_name.logged)
+            os.truncate(os.path.join(d, names[f]), off)
         if i % 7 == 6:
             os.fsync(fds[f])
         if i % 10 == 9:
