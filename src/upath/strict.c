@@ -1301,6 +1301,16 @@ int up_strict_truncate_name_begin(int dirfd, const char *path, dev_t dev, ino_t 
         return 0;
     }
     DK_ERRNO_SAVE;
+    /* A growth the file-size limit refuses (the kernel's EFBIG and SIGXFSZ, whose default action ends the
+     * process before the record could be taken back) is refused before anything is logged, as up_ftruncate
+     * does: recovery would apply it (review 26, #2: 100 bytes recovered as 2 MiB). */
+    if (DK_UNLIKELY(up_fsize_limited())) {
+        struct stat sb;
+        size_t none = 0;
+        int frc = DK_REAL(fstatat)(dirfd, path, &sb, 0) == 0 && len > (uint64_t)sb.st_size ? up_fsize_clamp(len, &none) : 0;
+        if (frc) return frc; /* (errno: the caller sets it) */
+        DK_ERRNO_RESTORE;
+    }
     int cancel_was = dk_cancel_off(); /* (truncate is no cancellation point: nor are the parent's open and close) */
     struct up_root *r = root_of_path(dirfd, path);
     dk_cancel_restore(cancel_was);
