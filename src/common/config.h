@@ -38,7 +38,7 @@ struct dk_config {
 #undef OPT
 };
 
-extern struct dk_config dk_cfg;
+extern struct dk_config dk_cfg __attribute__((visibility("hidden")));
 /* True once dk_config_load has filled dk_cfg (the library's start-up, up_init); a program that uses only
  * the engine (tests linking dkcore) has no loaded dk_cfg and reads single options with dk_config_env_bool. */
 extern bool dk_cfg_loaded;

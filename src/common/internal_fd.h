@@ -43,7 +43,7 @@
 
 #include "common/signals.h"
 
-extern uint64_t dk_ifd_starts, dk_ifd_ends; /* windows opened, closed (monotonic) */
+extern uint64_t dk_ifd_starts __attribute__((visibility("hidden"))), dk_ifd_ends __attribute__((visibility("hidden"))); /* windows opened, closed (monotonic) */
 extern __thread unsigned dk_ifd_mine __attribute__((tls_model("initial-exec"))); /* windows this thread has open */
 
 /* A window runs with every signal blocked (the thread's mask restored at its end): a handler that parks its

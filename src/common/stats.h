@@ -62,7 +62,7 @@ void dk_stats_open(int enabled, const char *mode, const char *dirs, const char *
  * `daxkit stats` finds the process from then on. One load and branch, inline, when done already (it sits in
  * the kernel-served branch of every call through a managed descriptor: upath.c up_serving). */
 #define DK_STATS_PRIVATE 1 /* dk_stats_state while the counters are in private memory and the file is due */
-extern int dk_stats_state;
+extern int dk_stats_state __attribute__((visibility("hidden")));
 void dk_stats_publish_slow(void);
 static inline void dk_stats_publish(void) {
     if (__builtin_expect(__atomic_load_n(&dk_stats_state, __ATOMIC_ACQUIRE) == DK_STATS_PRIVATE, 0))

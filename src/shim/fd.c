@@ -436,7 +436,7 @@ static off_t seek_by_kernel(int fd, off_t off, int whence, off_t (*real)(int, of
 DK_EXPORT off_t lseek(int fd, off_t off, int whence) {
     struct up_slot *s;
     struct up_fd *e = up_enabled ? up_fd_entry(fd) : NULL;
-    if (up_enabled && dk_pt_none(e, false)) return DK_REAL(lseek)(fd, off, whence); /* none of ours (shim.h) */
+    if (up_enabled && dk_pt_none(e, false)) return DK_REAL_ON(lseek)(fd, off, whence); /* none of ours (shim.h) */
     if (up_enabled && (s = up_serving_at(e, fd))) return served_seek(s, fd, off, whence);
     if (up_enabled && DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) {
         if (up_pending_may_pass(fd)) return pending_seek(fd, DK_REAL(lseek)(fd, off, whence));
@@ -450,7 +450,7 @@ DK_EXPORT off_t lseek(int fd, off_t off, int whence) {
 DK_EXPORT off_t lseek64(int fd, off_t off, int whence) {
     struct up_slot *s;
     struct up_fd *e = up_enabled ? up_fd_entry(fd) : NULL;
-    if (up_enabled && dk_pt_none(e, false)) return DK_REAL(lseek64)(fd, off, whence); /* none of ours (shim.h) */
+    if (up_enabled && dk_pt_none(e, false)) return DK_REAL_ON(lseek64)(fd, off, whence); /* none of ours (shim.h) */
     if (up_enabled && (s = up_serving_at(e, fd))) return served_seek(s, fd, off, whence);
     if (up_enabled && DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) {
         if (up_pending_may_pass(fd)) return pending_seek(fd, DK_REAL(lseek64)(fd, off, whence));

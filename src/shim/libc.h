@@ -33,9 +33,12 @@ struct dk_libc {
 
 /* Resolves the table on first use (thread-safe, idempotent) and returns it. */
 const struct dk_libc *dk_libc(void);
-extern struct dk_libc dk_libc_table;
-extern int dk_libc_ready;
+extern struct dk_libc dk_libc_table __attribute__((visibility("hidden")));
+extern int dk_libc_ready __attribute__((visibility("hidden")));
 #define DK_REAL(name) (__builtin_expect(dk_libc_ready, 1) ? dk_libc_table.name : dk_libc()->name)
+/* The same where the library is on (up_enabled): up_init resolves the table before it turns the library on, so
+ * the look at dk_libc_ready is not needed (the pass-through entry points: shim.h dk_pt_none; session 26). */
+#define DK_REAL_ON(name) (dk_libc_table.name)
 
 /* `err` value for pwrite (the library's writes go through it): instead of failing, the call moves half the bytes
  * (at least one) and returns that short count, as a kernel does when a device fills up part-way. */

@@ -146,7 +146,7 @@
         struct up_fd *e_ = up_fd_entry(fd);                                                               \
         if (e_ && __atomic_load_n(&e_->slot, __ATOMIC_ACQUIRE) != NULL) return name##_served(DK_STRIP args, e_); \
         if (dk_pt_none_rest(e_, (changes))) /* (the look above was the first: shim.h) */                  \
-            return !(changes) && !(moves) ? name##_retry args : DK_REAL(name) args;                       \
+            return !(changes) && !(moves) ? name##_retry args : DK_REAL_ON(name) args;                    \
         return name##_full(DK_STRIP args, e_, false);                                                     \
     }
 

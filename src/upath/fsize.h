@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 /* RLIMIT_FSIZE's soft limit in bytes; UINT64_MAX when unlimited (almost always). */
-extern uint64_t up_fsize_limit_bytes;
+extern uint64_t up_fsize_limit_bytes __attribute__((visibility("hidden")));
 
 /* Reads the limit again (library start-up; after the program's setrlimit/prlimit). */
 void up_fsize_refresh(void);

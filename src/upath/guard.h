@@ -46,7 +46,7 @@ struct up_reader {
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct up_reader) == 64, "a reader record is one cache line");
 
-extern bool up_guard_asym;                /* membarrier works: fast sections are lock-free */
+extern bool up_guard_asym __attribute__((visibility("hidden")));                /* membarrier works: fast sections are lock-free */
 extern __thread struct up_reader *up_reader_self;
 /* This thread's record (slow path, first use; claimed with or without membarrier). NULL when memory is out,
  * or in a signal handler that interrupted this thread's own claim. */

@@ -585,7 +585,7 @@ static inline void up_table_unlock(void) {
 }
 extern uint64_t up_closed_mapped;  /* closed files of the table that keep a mapping (file.c) */
 extern uint64_t up_victims_unseen; /* names removed without looking the victim up (upath.c) */
-extern uint64_t up_refresh_gen; /* moved by every lock acquisition; see up_refresh_all */
+extern uint64_t up_refresh_gen __attribute__((visibility("hidden"))); /* moved by every lock acquisition; see up_refresh_all */
 /* Finds or creates the file for (st->st_dev, st->st_ino); takes an open reference. Caller holds
  * up_table_mu. NULL on allocation failure. */
 struct up_file *up_file_get(struct up_root *r, const struct stat *st, const char *path_hint);
@@ -660,7 +660,7 @@ struct up_fd {
      * UP_LATER_PENDING, then UP_LATER_CLOSING while it does) unless the program's dup2/dup3 onto it or close of
      * it claims the pending mark first (up_close_later_settle; unbind_closing and up_fd_bind clear it too). */
     uint32_t close_later;
-};
+} __attribute__((aligned(128))); /* 112 bytes padded: an entry's address is a shift (every call's first look) */
 enum { UP_LATER_PENDING = 1, UP_LATER_CLOSING = 2 };
 /* e->slot of an entry being closed: its calls are draining (calls.h); new ones wait. Never dereferenced. */
 #define UP_SLOT_CLOSING ((struct up_slot *)1)
@@ -698,7 +698,7 @@ void up_aux_vacate(int newfd);
 
 #define UP_FD_LEAF 1024
 #define UP_FD_LEAVES 1024             /* 1M descriptors */
-extern struct up_fd *up_fd_leaf[UP_FD_LEAVES];
+extern struct up_fd *up_fd_leaf[UP_FD_LEAVES] __attribute__((visibility("hidden")));
 
 static inline struct up_fd *up_fd_entry(int fd) {
     if (DK_UNLIKELY((unsigned)fd >= UP_FD_LEAF * UP_FD_LEAVES)) return NULL;
@@ -799,7 +799,7 @@ void up_fd_clear_pending(int fd, struct up_fd *e);
 void up_fd_end_adopting(int fd, struct up_fd *e, uint32_t claim, bool still_pending);
 /* Moved at every adoption (file.c): a pending descriptor that passes reads through may be of the file
  * adopted, and must be adopted before its next read. */
-extern uint64_t up_adopt_epoch;
+extern uint64_t up_adopt_epoch __attribute__((visibility("hidden")));
 extern uint32_t up_active_files; /* files on the active list (file.c), atomic */
 extern bool up_locks_ever;       /* reclock.c saw a POSIX lock taken on a managed file (pending.c) */
 /* Adopts fd with stat st (NULL: fstat here); root from the name mask, else a readlink. Keeps the

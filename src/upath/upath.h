@@ -12,7 +12,7 @@
 #include "upath/internal.h"
 
 /* false until initialised with at least one managed directory, or when disabled: pass everything. */
-extern bool up_enabled_flag;
+extern bool up_enabled_flag __attribute__((visibility("hidden")));
 /* Set in the thread that calls vfork() for the life of the vfork child, which runs on that thread's stack
  * and thread-local storage in the parent's memory: every interposed call of the child passes straight to
  * libc, touching nothing the parent owns (shim/proc.c). */
@@ -27,7 +27,7 @@ void up_fini(void);
  * which makes another thread's write to a descriptor managed at the exit wait for the end of the process
  * (lifecycle.c). The exiting thread's own such call, and a write of the library's stdio cookie, are not held:
  * up_exit_hold answers true, and the caller makes its kernel call, then up_exit_synced. */
-extern bool up_exit_hold_flag;
+extern bool up_exit_hold_flag __attribute__((visibility("hidden")));
 /* Set by the library's stdio cookie around its write (shim/stdio.c ck_write): such a write is never held --
  * glibc may hold its stream list's lock around it (fflush(NULL)), which exit's _IO_cleanup takes after up_fini:
  * held, the process never ended (review 24, #12). It passes to the kernel, then is synced (up_exit_synced). */
@@ -59,7 +59,7 @@ static inline void up_served_end(void) { up_call_leave(); }
  * (bound meanwhile); 0: pass it through as before. */
 int up_pt_vacant_enter(int fd, uint32_t *gen);
 /* The program made a thread (shim/proc.c: its pthread_create): closes vacate their numbers (fdtab.c). */
-extern bool up_program_threads;
+extern bool up_program_threads __attribute__((visibility("hidden")));
 /* The program makes a thread (shim/proc.c): up_program_threads set -- and, the first time, every number
  * with no file of ours on it now is vacated, as its close would have been had a thread existed then: the new
  * thread's first call may be a write through a number closed before it was made, while an open gives the
