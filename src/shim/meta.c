@@ -12,30 +12,30 @@
 #include "shim/shim.h"
 #include "upath/atomic_route.h"
 
-DK_EXPORT int fsync(int fd) {
+/* fsync and fdatasync: the number's entry looked up once; one with a slot is not pending (an adoption binds
+ * the slot before it ends the pending state: the read/write family's entry points serve it at once, shim/rw.c
+ * DK_RW) -- only a number without one may be a pending descriptor, adopted when it may not pass (~25
+ * instructions of every synced record before, session 26: the pending look, a second look-up). */
+static inline int sync_entry(int fd, bool datasync) {
     struct up_slot *s;
-    if (up_enabled) up_pending_may_pass(fd); /* a pending fd that may not pass is adopted */
-    if (up_enabled) DK_CANCEL_POINT(); /* before the slot is held (calls.h) */
-    if (up_enabled && (s = up_serving(fd))) {
-        int r = up_fsync(s, fd, false);
-        up_served_end();
-        return r;
+    if (DK_LIKELY(up_enabled)) {
+        struct up_fd *e = up_fd_entry(fd);
+        if (!e || __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE) == NULL) {
+            up_pending_may_pass(fd); /* a pending fd that may not pass is adopted */
+            e = up_fd_entry(fd);
+        }
+        DK_CANCEL_POINT(); /* before the slot is held (calls.h) */
+        if ((s = up_serving_at(e, fd)) != NULL) {
+            int r = up_fsync(s, fd, datasync);
+            up_served_end();
+            return r;
+        }
+        if (up_fd_slot(fd)) up_publish_fd(fd);
     }
-    if (up_enabled && up_fd_slot(fd)) up_publish_fd(fd);
-    return DK_REAL(fsync)(fd);
+    return datasync ? DK_REAL(fdatasync)(fd) : DK_REAL(fsync)(fd);
 }
-DK_EXPORT int fdatasync(int fd) {
-    struct up_slot *s;
-    if (up_enabled) up_pending_may_pass(fd);
-    if (up_enabled) DK_CANCEL_POINT(); /* before the slot is held (calls.h) */
-    if (up_enabled && (s = up_serving(fd))) {
-        int r = up_fsync(s, fd, true);
-        up_served_end();
-        return r;
-    }
-    if (up_enabled && up_fd_slot(fd)) up_publish_fd(fd);
-    return DK_REAL(fdatasync)(fd);
-}
+DK_EXPORT int fsync(int fd) { return sync_entry(fd, false); }
+DK_EXPORT int fdatasync(int fd) { return sync_entry(fd, true); }
 DK_EXPORT int sync_file_range(int fd, off_t off, off_t n, unsigned int fl) {
     /* Starts write-back of a range: publish so the range is in the file, then let the kernel do it. */
     if (up_enabled) up_pending_may_pass(fd);
