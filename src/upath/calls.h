@@ -31,13 +31,16 @@ extern __thread uint32_t up_call_depth;
 
 struct up_slot *up_call_enter_slow(struct up_fd *e, struct up_reader *r);
 
-/* Names e in this thread's record and returns e's slot, or NULL (the record left as it was: no call). A
- * thread whose calls nest in borrowed records claims no record of its own meanwhile (guard.c), so a record
- * naming nothing means no call of the thread is in progress. */
-static inline struct up_slot *up_call_enter(struct up_fd *e) {
+/* up_call_enter's common case, inline and calling nothing: e's slot (e named in this thread's record), NULL
+ * (no slot: the record left as it was), or UP_CALL_SLOW -- up_call_enter_slow(e, *rp) decides (this thread's
+ * record is in use or missing: *rp NULL; the entry is closing or has had another user). A caller that wants no
+ * frame of its own tail-calls whatever makes calls (upath.c: serving; session 26). */
+#define UP_CALL_SLOW ((struct up_slot *)2)
+static inline struct up_slot *up_call_enter_fast(struct up_fd *e, struct up_reader **rp) {
     struct up_reader *r = up_reader_self;
+    *rp = NULL;
     if (__builtin_expect(r == NULL || __atomic_load_n(&r->in[UP_ASYM_CALL], __ATOMIC_RELAXED) != NULL, 0))
-        return up_call_enter_slow(e, NULL);
+        return UP_CALL_SLOW;
     __atomic_store_n(&r->in[UP_ASYM_CALL], e, __ATOMIC_RELAXED);
     __asm__ __volatile__("" ::: "memory"); /* membarrier supplies the CPU barrier (guard.h) */
     struct up_slot *s = __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE);
@@ -46,9 +49,19 @@ static inline struct up_slot *up_call_enter(struct up_fd *e) {
         return NULL;
     }
     /* The entry's one user since its bind is this thread: no fence (a closer runs membarrier). */
+    *rp = r;
     if (__builtin_expect(s == UP_SLOT_CLOSING || __atomic_load_n(&e->call_owner, __ATOMIC_RELAXED) != r, 0))
-        return up_call_enter_slow(e, r);
+        return UP_CALL_SLOW;
     return s;
+}
+
+/* Names e in this thread's record and returns e's slot, or NULL (the record left as it was: no call). A
+ * thread whose calls nest in borrowed records claims no record of its own meanwhile (guard.c), so a record
+ * naming nothing means no call of the thread is in progress. */
+static inline struct up_slot *up_call_enter(struct up_fd *e) {
+    struct up_reader *r;
+    struct up_slot *s = up_call_enter_fast(e, &r);
+    return __builtin_expect(s == UP_CALL_SLOW, 0) ? up_call_enter_slow(e, r) : s;
 }
 
 /* After up_call_enter(e) returned NULL for a call that changes the file (shim.h: dk_pt_name): e's slot
