@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Summary of an interleaved A/B run (bench/redis_ab.sh; any script writing the same rows).
 
-Usage: bench/ab_summary.py CSV [REFERENCE [METRIC]]
+Usage: bench/ab_summary.py CSV [REFERENCE [METRIC]]     Env: POOL=1 -- variants named NAME-b, NAME-c, ... (more
+       servers of the same kind: bench/redis_ab.sh) are pooled into NAME: every server's value a repetition
+       counts in the quantiles (a repetition's values stay together in the bootstrap), their mean in the paired
+       ratio (a server's own bias -- its memory's placement -- is fixed for its life: ~1% between two servers
+       of one kind here, which one server per variant cannot show and the intervals do not include).
 
 Rows: what,variant,metric,value,rep (a header line, comments and other metrics are skipped). For each variant:
 n, min, q1, median and q3 of METRIC (default cpu_ms), and against REFERENCE (default kernel):
@@ -18,6 +22,8 @@ import random
 import collections
 import csv
 import math
+import os
+import re
 import statistics
 import sys
 
@@ -53,7 +59,7 @@ def main():
     path = sys.argv[1]
     ref = sys.argv[2] if len(sys.argv) > 2 else "kernel"
     metric = sys.argv[3] if len(sys.argv) > 3 else "cpu_ms"
-    vals = collections.defaultdict(dict)  # (what, variant) -> {rep: value}
+    vals = collections.defaultdict(dict)  # (what, variant) -> {rep: [values]}, then {rep: mean}
     order = []
     for r in csv.reader(open(path)):
         if len(r) < 5 or r[0].startswith("#") or r[2] != metric:
@@ -62,19 +68,24 @@ def main():
             v = float(r[3])
         except ValueError:
             continue
-        key = (r[0], r[1])
+        var = re.sub(r"-[b-z]$", "", r[1]) if os.environ.get("POOL") == "1" else r[1]
+        key = (r[0], var)
         if key not in vals:
             order.append(key)
-        vals[key][r[4]] = v
+        vals[key].setdefault(r[4], []).append(v)
+    flat = {key: {k: list(xs) for k, xs in reps.items()} for key, reps in vals.items()}
+    for key in vals:
+        vals[key] = {k: statistics.mean(xs) for k, xs in vals[key].items()}
     print(f"{'what':10} {'variant':16} {'n':>3} {'min':>8} {'q1':>8} {'median':>8} {'q3':>8}"
           f"  {'q1/ref [95% CI]':>22}  {'med/ref [95% CI]':>22}  paired median [95% CI]")
     order.sort(key=lambda k: (k[0], k[1] != ref))
     for key in order:
         what, var = key
         reps = vals[key]
-        xs = sorted(reps.values())
+        freps, fbase = flat[key], flat.get((what, ref), {})
+        xs = sorted(x for v in freps.values() for x in v)
         base = vals.get((what, ref), {})
-        bs = sorted(base.values())
+        bs = sorted(x for v in fbase.values() for x in v)
         line = (f"{what:10} {var:16} {len(xs):3d} {xs[0]:8.2f} {quantile(xs, .25):8.2f} {statistics.median(xs):8.2f}"
                 f" {quantile(xs, .75):8.2f}")
         if bs and var != ref:
@@ -83,8 +94,8 @@ def main():
             boots = {0.25: [], 0.5: []}
             for _ in range(2000):
                 pick = [common[rng.randrange(len(common))] for _ in common]
-                a = sorted(reps[k] for k in pick)
-                b = sorted(base[k] for k in pick)
+                a = sorted(x for k in pick for x in freps[k])
+                b = sorted(x for k in pick for x in fbase[k])
                 for q in boots:
                     boots[q].append(quantile(a, q) / quantile(b, q))
             for q in (0.25, 0.5):

@@ -10,7 +10,10 @@
 # (caches, the host's sibling thread). Contention comes in bursts: most batches see none. So each variant's
 # figure is the lower quartile (q1) of its batches' CPU (bench/ab_summary.py; the median too), and the
 # interval is a bootstrap over rounds (a round's batches lie within ~a second of each other): its half-width is
-# what the run resolves. A/A: list the reference twice (kernel kernel-b). MODE=fresh instead starts a fresh
+# what the run resolves within its servers. A server's own bias (where its memory landed) stays for its life:
+# two servers of one kind differed by up to ~1.5% here, so give each kind two servers (NAME and NAME-b) and
+# POOL=1 (ab_summary.py pools them): then the A/A pair kernel/kernel-b shows the spread too, and the interval
+# covers it (150 rounds of 6 servers, ~6 minutes at load 20: +-1.2%). MODE=fresh instead starts a fresh
 # server per variant and repetition (one batch of N each, REPS times: bench/perfile.sh's redis row's shape).
 # Before the first round every server takes one uncounted batch (its AOF grown, its keys created).
 # docs/benchmarks.md, "Session 26 (redis26)".
@@ -18,7 +21,8 @@
 # Environment: ROUNDS (120), N (2000 SETs a batch), CLIENTS (4), MEDIUM (hugetmpfs), MODE (concurrent | fresh),
 #   REPS (fresh: 21), VARIANTS ("kernel stage aof-keep"), REF (kernel: the ratios' reference), BASE_LIB
 #   (another build's libdaxkit.so, for the base-* variants: before/after in one interleaved run), SERVER_CPU,
-#   CLIENT_CPU (taskset -c lists for the servers and redis-benchmark; empty: not pinned).
+#   CLIENT_CPU (taskset -c lists for the servers and redis-benchmark; empty: not pinned), POOL (1: the summary
+#   pools NAME-b, NAME-c, ... into NAME; the CSV keeps every server's rows).
 # Variants: kernel (no library); preload (the library, nothing managed); stage (DAXKIT_DIR: the default, staged
 #   appends); aof-keep (DAXKIT_APPEND="stage,*.aof=extend" DAXKIT_EXTEND_SYNC=keep: README's setting for an AOF
 #   the server keeps to itself); stage-flush, aof-keep-flush (the same with DAXKIT_PERSIST=flush); base-stage,
