@@ -25,7 +25,7 @@ static inline int sync_entry(int fd, bool datasync) {
             e = up_fd_entry(fd);
         }
         DK_CANCEL_POINT(); /* before the slot is held (calls.h) */
-        if ((s = up_serving_at(e, fd)) != NULL) {
+        if ((s = up_serving_sync_at(e, fd)) != NULL) { /* (a lock's size re-read may wait: upath.c put_off) */
             int r = up_fsync(s, fd, datasync);
             up_served_end();
             return r;

@@ -121,14 +121,16 @@
  * Separate functions: the full path makes kernel calls under a cleanup handler (a setjmp), and such a function
  * keeps its arguments in memory and saves five registers -- ~20 instructions of every call when they were one;
  * the entry point calls nothing but tail calls, so it saves none. */
-#define DK_RW(ret, name, params, args, direct, cond, served_call, changes, moves, at)                     \
+#define DK_RW(...) DK_RW_LOOK(up_serving_at(e_, fd), __VA_ARGS__)
+/* `look`: NAME_served's look at the slot (a pwrite's may put a lock's size re-read off: upath.c put_off) */
+#define DK_RW_LOOK(look, ret, name, params, args, direct, cond, served_call, changes, moves, at)          \
     static __attribute__((noinline)) ret name##_full(DK_STRIP params, struct up_fd *e_, bool looked_) {    \
         SERVE_IF(fd, cond, served_call, DK_REAL(name) args, changes, moves, at);                          \
     }                                                                                                     \
     static __attribute__((noinline)) ret name##_served(DK_STRIP params, struct up_fd *e_) {                \
         if (cond) {                                                                                       \
             DK_CANCEL_POINT();                                                                            \
-            struct up_slot *s = up_serving_at(e_, fd);                                                    \
+            struct up_slot *s = look;                                                                     \
             if (s) {                                                                                      \
                 ret sr_ = served_call;                                                                    \
                 up_served_end();                                                                          \
@@ -179,8 +181,10 @@ DK_RW(ssize_t, preadv64v2, DK_PRDV2, (fd, iov, cnt, off, fl), false, up_rwf_serv
 #define DK_PWRV (int fd, const struct iovec *iov, int cnt, off_t off)
 #define DK_PWRV2 (int fd, const struct iovec *iov, int cnt, off_t off, int fl)
 DK_RW(ssize_t, write, DK_WR, (fd, buf, n), false, true, up_write(s, fd, buf, n), true, true, -1)
-DK_RW(ssize_t, pwrite, DK_PWR, (fd, buf, n, off), false, true, up_pwrite(s, fd, buf, n, off), true, false, off)
-DK_RW(ssize_t, pwrite64, DK_PWR, (fd, buf, n, off), false, true, up_pwrite(s, fd, buf, n, off), true, false, off)
+DK_RW_LOOK(up_serving_pwrite_at(e_, fd, off), ssize_t, pwrite, DK_PWR, (fd, buf, n, off), false, true,
+           up_pwrite(s, fd, buf, n, off), true, false, off)
+DK_RW_LOOK(up_serving_pwrite_at(e_, fd, off), ssize_t, pwrite64, DK_PWR, (fd, buf, n, off), false, true,
+           up_pwrite(s, fd, buf, n, off), true, false, off)
 DK_RW(ssize_t, writev, DK_WRV, (fd, iov, cnt), false, true, up_writev(s, fd, iov, cnt, 0, 0, false), true, true, -1)
 DK_RW(ssize_t, pwritev, DK_PWRV, (fd, iov, cnt, off), false, true, up_writev(s, fd, iov, cnt, off, 0, true), true, false, off)
 DK_RW(ssize_t, pwritev64, DK_PWRV, (fd, iov, cnt, off), false, true, up_writev(s, fd, iov, cnt, off, 0, true), true, false, off)

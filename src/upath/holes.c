@@ -26,6 +26,7 @@
 #include "common/pwrite_all.h"
 #include "common/stats.h"
 #include "shim/libc.h"
+#include "upath/guard.h"
 #include "upath/internal.h"
 
 /* A program's file with holes is probed again after this many accesses past backed_end (the kernel may
@@ -114,6 +115,23 @@ static void probe(struct up_file *f, int fd, bool first) {
     errno = e;
     dk_count(DK_C_hole_probes, 1);
     if (to > from) __atomic_store_n(&f->backed_end, DK_MIN(to, k), __ATOMIC_RELEASE);
+}
+
+void up_holes_recheck_below(struct up_file *f, int fd, uint64_t below) {
+    /* A cut's hole below `below` takes the whole page before the one `below` is in: one SEEK_HOLE there (it
+     * stops at the first hole past it -- the bytes published since, at most). Its start is not known: the next
+     * mapped access probes from 0. */
+    uint64_t x = dk_round_down(below, DK_PAGE_BYTES);
+    if (x == 0) return;
+    x -= 1;
+    int e = errno;
+    off_t h = DK_REAL(lseek)(fd, (off_t)x, SEEK_HOLE); /* (a served descriptor's kernel offset: seek_hole) */
+    errno = e;
+    dk_count(DK_C_hole_probes, 1);
+    if (h < 0 || (uint64_t)h != x) return;
+    up_guard_write_lock(f); /* (as a cut: fast sections must not map past it) */
+    up_holes_clamp(f, 0);
+    up_guard_write_unlock(f);
 }
 
 void up_holes_probe_first(struct up_file *f, int fd) {

@@ -442,6 +442,11 @@ struct up_file {
     uint64_t victims_seen;  /* up_victims_unseen when the entry was made (upath.c: last_close_of_mapped) */
     bool closed_mapped;     /* counted in up_closed_mapped (file.c) */
     bool size_unsure;       /* a lock was taken without a re-read (reclock.c): check before using the end */
+    /* A lock's size re-read is owed (refresh_gen behind): appends at the end and fsyncs were served without it
+     * since the file was last idle (upath.c: put_off). The next other served call makes it (up_refresh_owed).
+     * Atomic. */
+    bool refresh_owed;
+    uint64_t owed_from;     /* the published end when it became owed: a publish past it may cover a cut's hole */
     uint32_t strict_lazy;   /* strict mode: overwrites logged and staged, applied at the checkpoint (atomic) */
     bool strict_eager;      /* strict mode: the program mapped the file -- every write is applied at once */
     uint64_t ident;         /* ident.c: 1 << 32 | the file's identity once computed (0: not yet; atomic) */
@@ -562,6 +567,13 @@ void up_locks_after_fork_child(void);
 /* Before an operation that depends on the file's exact end (append, write past it, SEEK_END): the size is
  * re-read when a lock was taken without one. */
 void up_size_verify_slow(struct up_file *f, int fd);
+/* publish.c: the re-read a lock acquisition owed since appends at the end and fsyncs were served without it
+ * (f->refresh_owed): the kernel's size with what is staged -- growth as up_refresh_size takes it, a shrink below
+ * the published end after what is staged went in where it was written. Keeps errno. */
+void up_refresh_owed(struct up_file *f, int fd);
+/* holes.c: after bytes were published at `below` or past it with the kernel size unknown (up_refresh_owed): a
+ * hole right below it (a cut's, one SEEK_HOLE) sends the next mapped access to a probe from 0. Under f->mu. */
+void up_holes_recheck_below(struct up_file *f, int fd, uint64_t below);
 static inline void up_size_verify(struct up_file *f, int fd) {
     if (DK_UNLIKELY(__atomic_load_n(&f->size_unsure, __ATOMIC_RELAXED))) up_size_verify_slow(f, fd);
 }

@@ -615,7 +615,7 @@ bool up_publish_past_growth(struct up_file *f, int fd, uint64_t ns) {
 
 /* The kernel's size re-read (one fstat) when nothing is unpublished here -- or, with `staged_too`, when
  * appends are staged (publish_past_growth). */
-static bool refresh(struct up_file *f, int fd, bool staged_too) {
+static bool refresh(struct up_file *f, int fd, bool staged_too, bool cut_too) {
     bool changed = false;
     up_file_lock(f);
     __atomic_store_n(&f->size_unsure, false, __ATOMIC_RELAXED);
@@ -624,7 +624,16 @@ static bool refresh(struct up_file *f, int fd, bool staged_too) {
     struct stat st;
     if (!idle && staged_too && f->strategy == UP_STAGE && dk_cfg.mode == DK_MODE_POSIX) {
         dk_count(DK_C_size_rereads, 1);
-        if (DK_REAL(fstat)(fd, &st) == 0) changed = publish_past_growth(f, fd, (uint64_t)st.st_size);
+        if (DK_REAL(fstat)(fd, &st) != 0) {
+        } else if ((uint64_t)st.st_size < f->ksize && cut_too) { /* (up_refresh_owed) */
+            changed = up_publish_locked(f, fd) == 0;
+            if (changed) { /* (as the idle cut below: fast sections must not map past it) */
+                up_guard_write_lock(f);
+                up_holes_clamp(f, (uint64_t)st.st_size);
+                up_guard_write_unlock(f);
+            }
+        } else
+            changed = publish_past_growth(f, fd, (uint64_t)st.st_size);
     }
     if (idle) dk_count(DK_C_size_rereads, 1);
     if (idle && DK_REAL(fstat)(fd, &st) == 0 && (uint64_t)st.st_size != size) {
@@ -644,6 +653,25 @@ static bool refresh(struct up_file *f, int fd, bool staged_too) {
     return changed;
 }
 
-bool up_refresh_if_idle(struct up_file *f, int fd) { return refresh(f, fd, false); }
+bool up_refresh_if_idle(struct up_file *f, int fd) { return refresh(f, fd, false, false); }
 
-bool up_refresh_size(struct up_file *f, int fd) { return refresh(f, fd, true); }
+/* A lock's re-read owed since appends at the end and fsyncs were served without it (upath.c put_off): they
+ * were staged at their offsets and published there, as the kernel's pwrites would have put them, whatever
+ * another process did to the size meanwhile. Idle now (published): the re-read as ever. With appends staged:
+ * growth past the kernel size this process set is taken as up_refresh_size takes it (publish_past_growth); a
+ * kernel size cut below it -- another process's truncate before this process's lock -- is one no mapped
+ * access may go past: what is staged goes in where it was written (the kernel's writes would have left the
+ * hole between too) and the mapped range stops at the cut (up_holes_clamp: accesses past it are the kernel's
+ * until a probe finds storage). Bytes published meanwhile (an fdatasync before any other call) may lie past a
+ * hole such a cut left, which the mapped range does not know: one SEEK_HOLE then (up_holes_recheck_below) --
+ * a chain of put-off transactions saves an fstat each and pays that once. One fstat, the re-read put off. */
+void up_refresh_owed(struct up_file *f, int fd) {
+    (void)refresh(f, fd, true, true);
+    uint64_t from = __atomic_load_n(&f->owed_from, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) <= from) return; /* nothing went in meanwhile */
+    up_file_lock(f);
+    up_holes_recheck_below(f, fd, from);
+    dk_mu_unlock(&f->mu);
+}
+
+bool up_refresh_size(struct up_file *f, int fd) { return refresh(f, fd, true, false); }

@@ -45,18 +45,62 @@ static void resync(int fd, struct up_fd *e, struct up_slot *s) {
     DK_ERRNO_RESTORE;
 }
 
-/* The file's first served call after a lock acquisition (up_refresh_all) re-reads the kernel size. */
-static void refresh_for(struct up_file *f, int fd, uint64_t gen) {
+/* A lock's re-read put off (session 26): a SQLite WAL grows by two pwrites at its end and an fdatasync per
+ * transaction, each after lock calls on its -shm -- the re-read cost one fstat a transaction that the kernel's
+ * path does not make. A call that neither reads nor stores through the mapping and takes no end from the
+ * library's size needs no kernel size: a positional write at the file's end (staged, placed at its offset as
+ * the kernel's pwrite would be: the publish writes it there) of a file with nothing unpublished -- where the
+ * re-read would have made its fstat -- and, after such writes, further ones at the end and the fsync that
+ * publishes them. The re-read stays owed (f->refresh_owed, refresh_gen behind) until any other served call,
+ * which makes it with what is staged (up_refresh_owed: growth taken, a shrink seen before a mapped access).
+ * Posix mode, stage strategy, no O_APPEND descriptor or appends (their place is the kernel's end), nothing
+ * spilled or rolling back, not the file's first bytes (small_pages.c seeds an empty file). `how`: the
+ * positional write's offset, or UP_SERVE_SYNC. */
+static bool put_off(const struct up_slot *s, struct up_file *f, int64_t how) {
+    if (dk_cfg.mode != DK_MODE_POSIX || __atomic_load_n(&f->strategy, __ATOMIC_RELAXED) != UP_STAGE ||
+        __atomic_load_n(&f->atomic, __ATOMIC_RELAXED) || __atomic_load_n(&f->kernel_only, __ATOMIC_ACQUIRE) ||
+        (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & O_APPEND) ||
+        __atomic_load_n(&f->staged_o_append, __ATOMIC_RELAXED) || __atomic_load_n(&f->spilled, __ATOMIC_ACQUIRE) ||
+        up_publish_rolling_back(f))
+        return false;
+    bool owed = __atomic_load_n(&f->refresh_owed, __ATOMIC_ACQUIRE);
+    if (how == UP_SERVE_SYNC) return owed;
+    uint64_t pub = __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE);
+    if ((uint64_t)how != up_file_size(f) || pub == 0 || pub != __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE))
+        return false; /* (size >= pub: at or past the published end) */
+    /* The first: at the published end of an idle file (the re-read would have been an fstat) */
+    if (!owed && (uint64_t)how != pub) return false;
+    if (!owed) {
+        __atomic_store_n(&f->owed_from, pub, __ATOMIC_RELAXED);
+        __atomic_store_n(&f->refresh_owed, true, __ATOMIC_RELEASE);
+    }
+    return true;
+}
+
+/* The file's first served call after a lock acquisition (up_refresh_all) re-reads the kernel size -- or puts it
+ * off (put_off): refresh_gen then stays behind, and the next call looks again. */
+static __attribute__((noinline)) void refresh_for(const struct up_slot *s, int fd, uint64_t gen, int64_t how) {
+    struct up_file *f = s->file;
+    if (how != UP_SERVE_ANY && put_off(s, f, how)) {
+        dk_count(DK_C_refresh_put_off, 1);
+        return;
+    }
     __atomic_store_n(&f->refresh_gen, gen, __ATOMIC_RELAXED);
     DK_ERRNO_SAVE;
     up_locks_note_refresh(f); /* a further lock while these are held needs no re-read (reclock.c) */
-    up_refresh_if_idle(f, fd);
+    if (DK_UNLIKELY(__atomic_load_n(&f->refresh_owed, __ATOMIC_ACQUIRE)) &&
+        __atomic_exchange_n(&f->refresh_owed, false, __ATOMIC_ACQ_REL))
+        up_refresh_owed(f, fd);
+    else
+        up_refresh_if_idle(f, fd);
     DK_ERRNO_RESTORE;
 }
 
 /* serving() past the look at the slot: the cases that make calls -- a slot the kernel serves, a stale offset,
- * a lock taken since the file's last served call -- and the return of the slot. s: from up_call_enter. */
-static __attribute__((noinline)) struct up_slot *serving_rest(struct up_fd *e, int fd, struct up_slot *s) {
+ * a lock taken since the file's last served call -- and the return of the slot. s: from up_call_enter. `how`:
+ * what the call may put off (put_off). */
+static __attribute__((noinline)) struct up_slot *serving_rest(struct up_fd *e, int fd, struct up_slot *s,
+                                                              int64_t how) {
     if (!s) return NULL;
     if (DK_UNLIKELY(s->kernel || s->file->kernel_only || __atomic_load_n(&s->procs, __ATOMIC_ACQUIRE) > 1)) {
         if (s->file->kernel_only) up_io_offset_to_kernel(s, fd); /* once per slot */
@@ -67,29 +111,35 @@ static __attribute__((noinline)) struct up_slot *serving_rest(struct up_fd *e, i
     }
     if (DK_UNLIKELY(e->stale)) resync(fd, e, s);
     uint64_t gen = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE);
-    if (DK_UNLIKELY(__atomic_load_n(&s->file->refresh_gen, __ATOMIC_RELAXED) != gen)) refresh_for(s->file, fd, gen);
+    if (DK_UNLIKELY(__atomic_load_n(&s->file->refresh_gen, __ATOMIC_RELAXED) != gen)) refresh_for(s, fd, gen, how);
     return s;
 }
-static __attribute__((noinline)) struct up_slot *serving_slow(struct up_fd *e, int fd, struct up_reader *r) {
-    return serving_rest(e, fd, up_call_enter_slow(e, r));
+static __attribute__((noinline)) struct up_slot *serving_slow(struct up_fd *e, int fd, struct up_reader *r,
+                                                              int64_t how) {
+    return serving_rest(e, fd, up_call_enter_slow(e, r), how);
 }
 /* The common case calls nothing and saves no register: everything that makes a call is a tail call (five
  * saved registers and their moves, ~12 instructions of every served call before; session 26). */
-static inline __attribute__((always_inline)) struct up_slot *serving(struct up_fd *e, int fd) {
+static inline __attribute__((always_inline)) struct up_slot *serving(struct up_fd *e, int fd, int64_t how) {
     if (!e) return NULL;
     struct up_reader *r;
     struct up_slot *s = up_call_enter_fast(e, &r); /* the slot, file and number stay until up_served_end (calls.h) */
-    if (DK_UNLIKELY(s == UP_CALL_SLOW)) return serving_slow(e, fd, r);
+    if (DK_UNLIKELY(s == UP_CALL_SLOW)) return serving_slow(e, fd, r, how);
     if (!s) return NULL;
     if (DK_UNLIKELY(s->kernel || s->file->kernel_only || __atomic_load_n(&s->procs, __ATOMIC_ACQUIRE) > 1 || e->stale))
-        return serving_rest(e, fd, s);
+        return serving_rest(e, fd, s, how);
     uint64_t gen = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE);
-    if (DK_UNLIKELY(__atomic_load_n(&s->file->refresh_gen, __ATOMIC_RELAXED) != gen)) return serving_rest(e, fd, s);
+    if (DK_UNLIKELY(__atomic_load_n(&s->file->refresh_gen, __ATOMIC_RELAXED) != gen))
+        return serving_rest(e, fd, s, how);
     return s;
 }
-struct up_slot *up_serving(int fd) { return serving(up_fd_entry(fd), fd); }
+struct up_slot *up_serving(int fd) { return serving(up_fd_entry(fd), fd, UP_SERVE_ANY); }
+struct up_slot *up_serving_sync_at(struct up_fd *e, int fd) { return serving(e, fd, UP_SERVE_SYNC); }
+struct up_slot *up_serving_pwrite_at(struct up_fd *e, int fd, off_t off) {
+    return serving(e, fd, off >= 0 ? (int64_t)off : UP_SERVE_ANY);
+}
 /* (the read/write family's entry points look the entry up themselves: shim/rw.c DK_RW) */
-struct up_slot *up_serving_at(struct up_fd *e, int fd) { return serving(e, fd); }
+struct up_slot *up_serving_at(struct up_fd *e, int fd) { return serving(e, fd, UP_SERVE_ANY); }
 
 /* ---- adoption ---- */
 

@@ -35,6 +35,16 @@
  *               calls take the untracked way (session 25): its release still publishes another file's appends,
  *               its acquisition still makes another process's shrink of another file seen by a read inside the
  *               old end.
+ *   lock_put_off  (explicit only) a lock's size re-read put off (session 26), what it protects first: another
+ *               process appends 5,000 bytes, and after a lock on a mapped lock file (SQLite's -shm) and a put-off
+ *               pwrite over their head + fdatasync, fstat, SEEK_END and a read past this process's end see the
+ *               other's bytes; another process cuts the file to 8 bytes, and after a lock and a put-off pwrite at
+ *               the old end, an overwrite inside the old end (the owed re-read, with appends staged) lands in the
+ *               kernel's file -- no SIGBUS from a store past the cut -- and reads between the cut and the append
+ *               see zeros; another cut, a put-off pwrite at the end and fdatasync, then a read in the cut's hole: the
+ *               kernel's (hole_kernel_ios +1), not the mapping's. Then a SQLite WAL's growth: after each lock round
+ *               on the mapped file, two pwrites at the end and an fdatasync make no size re-read (counters
+ *               refresh_put_off +3, size_rereads +0 a round), and another program sees each round's bytes.
  *   lock_other  the release of a lock on another file publishes this one's appends -- also after releases
  *               with nothing to publish, which skip the walk of the open files (counter publish_walk_skips:
  *               upath.c, up_publish_all): appends of 100 B, 5,000 B, 70,000 B and 3 B, each followed by a
@@ -962,6 +972,152 @@ static void case_lock_refresh_mapped(void) {
     printf("ok: lock_refresh_mapped: another process's shrink seen after a lock on a mapped file\n");
 }
 
+/* ---- a lock's size re-read put off (upath.c put_off, session 26) ---- */
+
+/* Another process that changes `path` with the kernel's calls when told: 'a' appends 5,000 bytes of pattern
+ * seed 7 (O_APPEND), 'c' cuts it to 8 bytes, 'q' ends. Forked before this one opens anything (shrinker_fork). */
+static void changer_fork(struct shrinker *k, const char *path) {
+    OK(pipe(k->to_child));
+    OK(pipe(k->to_parent));
+    k->pid = OK(fork());
+    if (k->pid != 0) return;
+    close(k->to_child[1]); /* this one's end gone, the read below ends: a parent that failed leaves no child */
+    close(k->to_parent[0]);
+    for (;;) {
+        char c = 0;
+        if (read(k->to_child[0], &c, 1) != 1) _exit(7); /* the parent failed */
+        if (c == 'q') _exit(0);
+        int cfd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | (c == 'a' ? O_APPEND : 0));
+        if (cfd < 0) _exit(2);
+        if (c == 'a') {
+            static uint8_t b[5000];
+            struct stat st;
+            if (syscall(SYS_fstat, cfd, &st) != 0) _exit(3);
+            st_fill(b, 7, (uint64_t)st.st_size, sizeof b);
+            if (syscall(SYS_write, cfd, b, sizeof b) != (long)sizeof b) _exit(4);
+        } else if (syscall(SYS_ftruncate, cfd, 8) != 0) {
+            _exit(5);
+        }
+        syscall(SYS_close, cfd);
+        if (write(k->to_parent[1], "d", 1) != 1) _exit(6);
+    }
+}
+
+static void changer_do(struct shrinker *k, char c) {
+    OK(write(k->to_child[1], &c, 1));
+    CHECK(wait_byte(k->to_parent[0]) == 'd', "lock_put_off: the other process failed at '%c'", c);
+}
+
+static void take(int lfd, short type) {
+    struct flock l = {.l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    OK(fcntl(lfd, type == F_UNLCK ? F_SETLK : F_SETLKW, &l));
+}
+
+static void case_lock_put_off(void) {
+    char path[PATH_MAX], other[PATH_MAX];
+    st_path(path, sizeof path, dir, "lock_put_off");
+    st_path(other, sizeof other, dir, "lock_put_off.shm");
+    struct shrinker k;
+    changer_fork(&k, path);
+    int fd = data_file_12k(path);
+    char *map;
+    int lfd = mapped_lock_file(other, &map, "lock_put_off");
+    static uint8_t buf[8192], want[8192];
+    uint64_t size = 3 * 4096;
+
+    /* Another process's growth, seen after a put-off pwrite over its head and the fdatasync */
+    changer_do(&k, 'a');
+    take(lfd, F_WRLCK);
+    st_fill(buf, 5, size, 100);
+    st_pwrite_all(fd, buf, 100, (off_t)size);
+    OK(fdatasync(fd));
+    struct stat st;
+    OK(fstat(fd, &st));
+    CHECK(st.st_size == (off_t)(size + 5000), "lock_put_off: fstat says %lld after another process appended 5,000 "
+          "bytes at %llu; expected %llu", (long long)st.st_size, (unsigned long long)size,
+          (unsigned long long)(size + 5000));
+    ssize_t r = pread(fd, buf, 300, (off_t)size + 50);
+    st_fill(want, 5, size + 50, 50);
+    st_fill(want + 50, 7, size + 100, 250);
+    CHECK(r == 300 && !memcmp(buf, want, 300), "lock_put_off: a read across this process's end and into the "
+          "other's bytes returned %zd bytes%s", r, r == 300 ? " that differ" : "");
+    CHECK(lseek(fd, 0, SEEK_END) == (off_t)(size + 5000), "lock_put_off: SEEK_END misses the other's growth");
+    take(lfd, F_UNLCK);
+    size += 5000;
+
+    /* Another process's cut: the owed re-read (appends staged) before an overwrite inside the old end */
+    changer_do(&k, 'c');
+    take(lfd, F_WRLCK);
+    st_fill(buf, 5, size, 100);
+    st_pwrite_all(fd, buf, 100, (off_t)size); /* put off */
+    st_fill(buf, 9, 4096, 16);
+    st_pwrite_all(fd, buf, 16, 4096); /* inside the old end, past the cut: a store there would be a SIGBUS */
+    OK(fdatasync(fd));
+    take(lfd, F_UNLCK);
+    OK(fstat(fd, &st));
+    CHECK(st.st_size == (off_t)(size + 100), "lock_put_off: size %lld after the cut and an append at %llu",
+          (long long)st.st_size, (unsigned long long)size);
+    memset(want, '0', 8);
+    memset(want + 8, 0, sizeof want - 8);
+    st_fill(want + 4096, 9, 4096, 16);
+    r = pread(fd, buf, 8192, 0);
+    CHECK(r == 8192 && !memcmp(buf, want, 8192), "lock_put_off: the file's first 8 KiB after the cut differ (%zd)", r);
+    r = pread(fd, buf, 100, (off_t)size);
+    st_fill(want, 5, size, 100);
+    CHECK(r == 100 && !memcmp(buf, want, 100), "lock_put_off: the append after the cut reads back wrong (%zd)", r);
+    CHECK(st_ksize(path) == (long long)(size + 100), "lock_put_off: another program sees size %lld", st_ksize(path));
+    size += 100;
+
+    /* A cut, then a put-off pwrite at the old end published (fdatasync) before any other call: the hole the cut
+     * left below it is not mapped -- a read there is the kernel's (counter hole_kernel_ios), allocating nothing */
+    changer_do(&k, 'c');
+    take(lfd, F_WRLCK);
+    st_fill(buf, 5, size, 100);
+    st_pwrite_all(fd, buf, 100, (off_t)size);
+    OK(fdatasync(fd));
+    take(lfd, F_UNLCK);
+    unsigned long long h0 = st_json_counter(st_stats_cli_json(), "hole_kernel_ios");
+    r = pread(fd, buf, 16, 4096);
+    memset(want, 0, 16);
+    CHECK(r == 16 && !memcmp(buf, want, 16), "lock_put_off: a read in the hole a cut left returned %zd", r);
+    CHECK(st_json_counter(st_stats_cli_json(), "hole_kernel_ios") > h0, "lock_put_off: a read in the hole a cut "
+          "left below a put-off append was served from the mapping (hole_kernel_ios +0)");
+    CHECK(st_ksize(path) == (long long)(size + 100), "lock_put_off: another program sees size %lld", st_ksize(path));
+    size += 100;
+
+    /* A WAL's growth: lock round, frame header and page at the end, fdatasync -- no size re-read */
+    uint64_t from = size;
+    const char *j0 = st_stats_cli_json();
+    unsigned long long put0 = st_json_counter(j0, "refresh_put_off"), re0 = st_json_counter(j0, "size_rereads");
+    for (int i = 0; i < 10; i++) {
+        take(lfd, F_WRLCK);
+        st_fill(buf, 5, size, 24 + 4096);
+        st_pwrite_all(fd, buf, 24, (off_t)size);
+        st_pwrite_all(fd, buf + 24, 4096, (off_t)size + 24);
+        OK(fdatasync(fd));
+        take(lfd, F_UNLCK);
+        size += 24 + 4096;
+        CHECK(st_ksize(path) == (long long)size, "lock_put_off: another program sees size %lld after round %d; "
+              "expected %llu", st_ksize(path), i, (unsigned long long)size);
+    }
+    const char *j1 = st_stats_cli_json();
+    unsigned long long put1 = st_json_counter(j1, "refresh_put_off"), re1 = st_json_counter(j1, "size_rereads");
+    CHECK(put1 == put0 + 30 && re1 == re0, "lock_put_off: 10 rounds put off %llu re-reads and made %llu; expected "
+          "30 and 0", put1 - put0, re1 - re0);
+    CHECK(st_check("pattern", path, st_fmt("%llu", (unsigned long long)from),
+                   st_fmt("%llu", (unsigned long long)(size - from)), "5") == 0,
+          "lock_put_off: another program does not see the rounds' bytes");
+
+    OK(write(k.to_child[1], "q", 1));
+    int status;
+    OK(waitpid(k.pid, &status, 0));
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "lock_put_off: other process status 0x%x", status);
+    OK(munmap(map, 4096));
+    OK(close(lfd));
+    OK(close(fd));
+    printf("ok: lock_put_off: a WAL's growth makes no size re-read; another process's growth and cut are seen\n");
+}
+
 /* lock_rebind_mapped (DAXKIT_TEST_CRASH=raise:10:shim.untracked_lock.looked:4, a test build): the mapped lock
  * file's whole-file release looks at its number (untracked), and a signal handler inside that call, before its
  * count begins, dup2s another descriptor of data file X over the number: the release lands on X, whose set said
@@ -1070,6 +1226,7 @@ int main(int argc, char **argv) {
     if (!strcmp(which, "lock_other_mapped")) case_lock_other_mapped(), any = true;
     if (!strcmp(which, "lock_refresh_mapped")) case_lock_refresh_mapped(), any = true;
     if (!strcmp(which, "lock_rebind_mapped")) case_lock_rebind_mapped(), any = true;
+    if (!strcmp(which, "lock_put_off")) case_lock_put_off(), any = true;
     if (!strcmp(which, "auto_keep")) case_auto_keep(argc > 3 && !strcmp(argv[3], "never")), any = true;
     if (!strcmp(which, "o_append_hint")) case_o_append_hint(argc > 3 && !strcmp(argv[3], "never")), any = true;
     CHECK(any, "unknown case '%s'", which);
