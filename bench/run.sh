@@ -5,7 +5,7 @@
 #   QUICK=1            a few minutes: one repetition, quick app sizes, apps on huge tmpfs only
 #   MEDIA              media of the microbenchmark [hugetmpfs tmpfs xfs]
 #   APP_MEDIA          media of the application benchmarks [hugetmpfs xfs; QUICK: hugetmpfs]
-#   PARTS              any of: micro apps atomic strict oplog graph [all]
+#   PARTS              any of: micro apps atomic strict sqlite_ab oplog graph [all]
 #   MICRO_REPS [5; QUICK 1], APP_REPS [3; QUICK 1], OPS [65536; QUICK 32768]
 #   VARIANTS, APP_VARIANTS, APPS   passed to bench/micro.sh and bench/apps.sh
 # Outputs: bench/results/micro.csv, apps.csv, summary.md, run-info.txt, *.png; logs in bench/results/logs/.
@@ -86,6 +86,13 @@ if want strict; then
     OPS=$s_ops REPS=1 bash "$SRC/bench/strict.sh" "$BUILD" "$OUT/strict.csv" 2> "$OUT/logs/strict.log" &&
         $PY "$SRC/bench/strict_summary.py" "$OUT/strict.csv" "$OUT/strict-recovery.csv" > "$OUT/strict-summary.md" ||
         echo "bench: bench/strict.sh failed (see logs/strict.log)" >&2
+fi
+
+if want sqlite_ab; then
+    echo "bench: sqlite3 commits, CPU of sqlite3 alone, kernel vs daxkit interleaved (bench/sqlite_ab.sh; sqlite_ab/)"
+    if [ "$QUICK" = 1 ]; then q_reps=3; else q_reps=15; fi
+    REPS=$q_reps bash "$SRC/bench/sqlite_ab.sh" "$BUILD" "$OUT/sqlite_ab" > "$OUT/logs/sqlite_ab.log" 2>&1 ||
+        echo "bench: bench/sqlite_ab.sh failed (see logs/sqlite_ab.log)" >&2
 fi
 
 $PY "$SRC/bench/summarize.py" "$OUT"
