@@ -46,7 +46,7 @@ static void active_add(struct up_file *f) {
     active.act_prev->act_next = f;
     active.act_prev = f;
     __atomic_add_fetch(&up_adopt_epoch, 1, __ATOMIC_SEQ_CST);
-    up_pin_note(); /* a reopened entry may hold what a failed publish left (its rescue descriptor) */
+    up_pin_note(f); /* a reopened entry may hold what a failed publish left (its rescue descriptor) */
 }
 
 static void active_remove(struct up_file *f) {

@@ -462,6 +462,7 @@ struct up_file {
      * up_table_mu. -1 otherwise. */
     int keyless_fd;
     bool program_mapped;    /* the program mapped the file: its pages stay the medium's (small_pages.c), atomic */
+    uint32_t pin_id;        /* the file's name in the pin owner word, given at its first pin note (upath.c), atomic */
 };
 
 /* ---- identity beyond (dev, ino) (ident.c) ---- */
@@ -514,14 +515,22 @@ static inline uint64_t up_file_size(const struct up_file *f) {
  * nothing to publish: SQLite releases three locks per transaction). Its writers hold f->mu (or
  * up_table_mu: active_add). */
 extern uint64_t up_pin_seq;
-static inline void up_pin_note(void) { __atomic_add_fetch(&up_pin_seq, 1, __ATOMIC_RELEASE); }
+/* Records f as a file that noted a pin since the last walk that left none pinned (upath.c: the pin owner). */
+void up_pin_owner_note(struct up_file *f);
+static inline void up_pin_note(struct up_file *f) {
+    up_pin_owner_note(f); /* before the sequence moves: a reader of the sequence sees it */
+    __atomic_add_fetch(&up_pin_seq, 1, __ATOMIC_RELEASE);
+}
+/* f's publish, under f->mu, left it unpinned: when it is the only file that noted a pin since the last walk
+ * that left none pinned, that is recorded as such a walk (up_publish_all skips its walk then: upath.c). */
+void up_pin_unpinned(struct up_file *f);
 
 /* A size apart from the kernel's pins the file: noted when it did not already differ (under f->mu, which
  * every ksize change holds too; a ksize change that makes the two differ notes it itself: io.c). */
 static inline void up_file_set_size(struct up_file *f, uint64_t s) {
     uint64_t was = __atomic_load_n(&f->size, __ATOMIC_RELAXED), k = __atomic_load_n(&f->ksize, __ATOMIC_RELAXED);
     __atomic_store_n(&f->size, s, __ATOMIC_RELEASE);
-    if (s != k && was == k) up_pin_note();
+    if (s != k && was == k) up_pin_note(f);
 }
 
 /* This thread's token for f->append_inflight: the address of a thread-local variable (never 0). */

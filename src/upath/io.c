@@ -198,7 +198,7 @@ static struct up_staged *staged_slot_for(struct up_file *f, uint64_t off, uint64
             return NULL;
         }
         f->staged_count++;
-        up_pin_note();
+        up_pin_note(f);
     }
 }
 
@@ -270,7 +270,7 @@ static int extend_adopt_growth(struct up_file *f, int fd) {
     __atomic_store_n(&f->ksize, ks, __ATOMIC_RELEASE);
     if (ks > f->pub_size) __atomic_store_n(&f->pub_size, ks, __ATOMIC_RELEASE);
     if (ks > up_file_size(f)) up_file_set_size(f, ks);
-    up_pin_note();
+    up_pin_note(f);
     up_sizerec_clear(f);
     return 0;
 }
@@ -305,7 +305,7 @@ static int extend_to(struct up_file *f, int fd, uint64_t end) {
     if (rc) return rc;
     if (DK_REAL(ftruncate)(fd, (off_t)target) != 0) return -errno;
     __atomic_store_n(&f->ksize, target, __ATOMIC_RELEASE);
-    up_pin_note(); /* past the logical size until the next publish cuts it */
+    up_pin_note(f); /* past the logical size until the next publish cuts it */
     f->meta_dirty = true;
     dk_count(DK_C_extends, 1);
     uint64_t pre = dk_round_up(DK_MAX(from, end), DK_HUGE_BYTES); /* the appender faults its own page */

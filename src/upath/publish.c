@@ -338,6 +338,7 @@ static int publish_locked(struct up_file *f, int fd, uint64_t *moved, bool keep_
             f->auto_keep = false;
             f->sync_streak = 0;
         }
+        if (!up_file_pinned(f)) up_pin_unpinned(f); /* the next publish point may skip its walk (upath.c) */
     }
     f->meta_dirty = true;
     return rc;
@@ -359,7 +360,7 @@ int up_spill_locked(struct up_file *f, int fd, uint64_t end) {
     int rc = up_sizerec_spill(f, fd, end);
     if (rc) return rc;
     if (!f->sizerec_valid) return 1;
-    if (!f->spilled) up_pin_note(); /* the record pins the file: up_publish_all's walk must not be skipped (review 22, #02) */
+    if (!f->spilled) up_pin_note(f); /* the record pins the file: up_publish_all's walk must not be skipped (review 22, #02) */
     __atomic_store_n(&f->spilled, true, __ATOMIC_RELEASE); /* lock-free readers: up_file_size_ours */
     rc = publish_locked(f, fd, NULL, true);
     if (rc) return rc;

@@ -57,14 +57,15 @@ static void resync(int fd, struct up_fd *e, struct up_slot *s) {
  * spilled or rolling back, not the file's first bytes (small_pages.c seeds an empty file). `how`: the
  * positional write's offset, or UP_SERVE_SYNC. */
 static bool put_off(const struct up_slot *s, struct up_file *f, int64_t how) {
+    bool owed = __atomic_load_n(&f->refresh_owed, __ATOMIC_ACQUIRE);
+    if (how == UP_SERVE_SYNC && !owed) return false; /* (most fsyncs: one load) */
     if (dk_cfg.mode != DK_MODE_POSIX || __atomic_load_n(&f->strategy, __ATOMIC_RELAXED) != UP_STAGE ||
         __atomic_load_n(&f->atomic, __ATOMIC_RELAXED) || __atomic_load_n(&f->kernel_only, __ATOMIC_ACQUIRE) ||
         (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & O_APPEND) ||
         __atomic_load_n(&f->staged_o_append, __ATOMIC_RELAXED) || __atomic_load_n(&f->spilled, __ATOMIC_ACQUIRE) ||
         up_publish_rolling_back(f))
         return false;
-    bool owed = __atomic_load_n(&f->refresh_owed, __ATOMIC_ACQUIRE);
-    if (how == UP_SERVE_SYNC) return owed;
+    if (how == UP_SERVE_SYNC) return true;
     uint64_t pub = __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE);
     if ((uint64_t)how != up_file_size(f) || pub == 0 || pub != __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE))
         return false; /* (size >= pub: at or past the published end) */
@@ -533,7 +534,7 @@ static void keep_rescue_fd(struct up_file *f, int fd) {
     if (d < 0) return;
     up_fd_mark_internal(d, true);
     f->rescue_fd = d;
-    up_pin_note();
+    up_pin_note(f);
 }
 
 /* ---- names removed: is the victim worth a stat? ---- */
@@ -1203,6 +1204,51 @@ void up_refresh_all(void) {
 uint64_t up_pin_seq = 1;
 static uint64_t unpinned_at_seq; /* up_pin_seq when a walk began that left no active file pinned */
 
+/* The pin owner (session 26): which file noted pins since the last walk that left none pinned -- a SQLite WAL
+ * transaction pins the WAL alone (its appends) and unpins it at its fdatasync, and the lock release after it
+ * walked the open files only to find none pinned (~280 instructions a transaction). One word: the noting file's
+ * id << 32 | the low half of the walk's sequence (its base), id 0 none yet, PIN_MANY several. A note updates it
+ * before it moves the sequence (internal.h up_pin_note); a walk that found nothing pinned resets it to (0, its
+ * sequence) only if no note changed it since before the walk took its sequence (a note in between would be
+ * lost otherwise); a publish that unpins f, finding the word (f, the last walk's sequence) after it read the
+ * sequence now, resets it to (0, now) and records now as walked (up_pin_unpinned): every note up to now was f's,
+ * and f is unpinned. */
+#define PIN_MANY UINT32_MAX
+static uint64_t pin_owner;
+static uint32_t pin_ids;
+
+static uint32_t pin_id_of(struct up_file *f) {
+    uint32_t id = __atomic_load_n(&f->pin_id, __ATOMIC_RELAXED);
+    if (DK_LIKELY(id)) return id;
+    uint32_t n = __atomic_add_fetch(&pin_ids, 1, __ATOMIC_RELAXED);
+    if (n >= PIN_MANY - 1) n = PIN_MANY; /* (ids ran out: such a file always counts as several) */
+    uint32_t none = 0;
+    return __atomic_compare_exchange_n(&f->pin_id, &none, n, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED) ? n : none;
+}
+
+void up_pin_owner_note(struct up_file *f) {
+    uint64_t id = pin_id_of(f), w = __atomic_load_n(&pin_owner, __ATOMIC_ACQUIRE);
+    for (;;) {
+        uint64_t wid = w >> 32;
+        if (wid == id || wid == PIN_MANY) return;
+        uint64_t nw = (wid ? (uint64_t)PIN_MANY : id) << 32 | (uint32_t)w;
+        if (__atomic_compare_exchange_n(&pin_owner, &w, nw, true, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return;
+    }
+}
+
+void up_pin_unpinned(struct up_file *f) {
+    if (dk_cfg.atomic[0]) return; /* (every walk runs: up_publish_all) */
+    uint64_t c = __atomic_load_n(&unpinned_at_seq, __ATOMIC_ACQUIRE);
+    uint64_t s = __atomic_load_n(&up_pin_seq, __ATOMIC_ACQUIRE); /* before the word: a note counted here shows */
+    if (s == c) return;
+    uint64_t id = __atomic_load_n(&f->pin_id, __ATOMIC_RELAXED), w = id << 32 | (uint32_t)c;
+    if (!id || id == PIN_MANY ||
+        !__atomic_compare_exchange_n(&pin_owner, &w, (uint32_t)s, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        return;
+    __atomic_store_n(&unpinned_at_seq, s, __ATOMIC_RELEASE);
+    dk_count(DK_C_publish_walks_recorded, 1);
+}
+
 void up_publish_all(void) {
     if (!up_enabled) return;
     /* Nothing pinned since such a walk: this one would find nothing either (DAXKIT_ATOMIC's files are always
@@ -1210,6 +1256,7 @@ void up_publish_all(void) {
      * below moves the sequence past it, so it is not recorded as walked. Strict mode skips the walk too but
      * not its checkpoint, below (session 21: SQLite's three lock releases per transaction each walked). */
     bool countable = !dk_cfg.atomic[0];
+    uint64_t owner = __atomic_load_n(&pin_owner, __ATOMIC_ACQUIRE); /* before the sequence (pin_owner) */
     uint64_t seq = __atomic_load_n(&up_pin_seq, __ATOMIC_ACQUIRE);
     bool walk = !countable || seq != __atomic_load_n(&unpinned_at_seq, __ATOMIC_ACQUIRE);
     if (!walk) dk_count(DK_C_publish_walk_skips, 1);
@@ -1229,7 +1276,10 @@ void up_publish_all(void) {
         DK_CRASH_POINT("upath.publish_all.table_locked");
         up_file_foreach_active(publish_one, &pinned); /* closed-list files are published (up_file_put) */
         up_table_unlock();
-        if (countable && !pinned) __atomic_store_n(&unpinned_at_seq, seq, __ATOMIC_RELEASE);
+        if (countable && !pinned) {
+            __atomic_store_n(&unpinned_at_seq, seq, __ATOMIC_RELEASE);
+            __atomic_compare_exchange_n(&pin_owner, &owner, (uint32_t)seq, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+        }
     }
     /* (not from a signal handler that interrupted a call of its thread: it may be one the checkpoint waits for) */
     if (strict && !up_thread_in_call()) up_strict_checkpoint_all();

@@ -35,6 +35,10 @@
  *               calls take the untracked way (session 25): its release still publishes another file's appends,
  *               its acquisition still makes another process's shrink of another file seen by a read inside the
  *               old end.
+ *   lock_pin_owner  (explicit only) a publish that unpins the only file pinned since the last walk of the open
+ *               files records that walk (session 26, counter publish_walks_recorded): 5 rounds of one file's
+ *               append + fdatasync + a lock round on another file make 5 records and 5 walk skips; with a second
+ *               file's appends pinned too the fdatasync records none, and the release publishes them.
  *   lock_put_off  (explicit only) a lock's size re-read put off (session 26), what it protects first: another
  *               process appends 5,000 bytes, and after a lock on a mapped lock file (SQLite's -shm) and a put-off
  *               pwrite over their head + fdatasync, fstat, SEEK_END and a read past this process's end see the
@@ -1118,6 +1122,52 @@ static void case_lock_put_off(void) {
     printf("ok: lock_put_off: a WAL's growth makes no size re-read; another process's growth and cut are seen\n");
 }
 
+/* ---- the pin owner (upath.c up_pin_unpinned, session 26) ---- */
+
+/* A WAL transaction pins one file (its appends) and unpins it at its fdatasync: that publish records the walk of
+ * the open files the lock release after it would make (counter publish_walks_recorded), and the release skips
+ * it (publish_walk_skips). With another file's appends pinned too, the publish records nothing, and the release
+ * publishes the other file's appends (another program sees them). */
+static void case_lock_pin_owner(void) {
+    char a[PATH_MAX], b[PATH_MAX], other[PATH_MAX];
+    st_path(a, sizeof a, dir, "pin_owner.a");
+    st_path(b, sizeof b, dir, "pin_owner.b");
+    st_path(other, sizeof other, dir, "pin_owner.lock");
+    int fa = OK(open(a, O_RDWR | O_CREAT | O_TRUNC, 0644)), fb = OK(open(b, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    int lfd = OK(open(other, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    uint64_t sa = append(fa, 0, 100), sb = append(fb, 0, 100);
+    OK(fsync(fa));
+    OK(fsync(fb));
+    lock_round(lfd); /* a walk that finds nothing pinned */
+    const char *j0 = st_stats_cli_json();
+    unsigned long long rec0 = st_json_counter(j0, "publish_walks_recorded");
+    unsigned long long sk0 = st_json_counter(j0, "publish_walk_skips");
+    for (int i = 0; i < 5; i++) {
+        sb = append(fb, sb, 100 + (size_t)i);
+        OK(fdatasync(fb));
+        lock_round(lfd);
+    }
+    const char *j1 = st_stats_cli_json();
+    unsigned long long rec1 = st_json_counter(j1, "publish_walks_recorded");
+    unsigned long long sk1 = st_json_counter(j1, "publish_walk_skips");
+    CHECK(rec1 == rec0 + 5 && sk1 == sk0 + 5, "lock_pin_owner: 5 rounds of one file's append + fdatasync + lock round "
+          "recorded %llu walks and skipped %llu; expected 5 and 5", rec1 - rec0, sk1 - sk0);
+    /* Two files pinned: b's fdatasync must not stand for a walk -- the release publishes a's appends */
+    uint64_t pa = sa;
+    sa = append(fa, sa, 300);
+    sb = append(fb, sb, 200);
+    OK(fdatasync(fb));
+    seen_by_other(a, pa, sa, "appends to another file and an fdatasync of this one");
+    lock_round(lfd);
+    seen_by_other(a, sa, sa, "a lock release after another file's fdatasync (two files pinned)");
+    CHECK(st_json_counter(st_stats_cli_json(), "publish_walks_recorded") == rec1, "lock_pin_owner: an fdatasync "
+          "recorded a walk while another file was pinned");
+    OK(close(lfd));
+    OK(close(fa));
+    OK(close(fb));
+    printf("ok: lock_pin_owner: a publish that unpins the only pinned file records the walk; with two, none\n");
+}
+
 /* lock_rebind_mapped (DAXKIT_TEST_CRASH=raise:10:shim.untracked_lock.looked:4, a test build): the mapped lock
  * file's whole-file release looks at its number (untracked), and a signal handler inside that call, before its
  * count begins, dup2s another descriptor of data file X over the number: the release lands on X, whose set said
@@ -1227,6 +1277,7 @@ int main(int argc, char **argv) {
     if (!strcmp(which, "lock_refresh_mapped")) case_lock_refresh_mapped(), any = true;
     if (!strcmp(which, "lock_rebind_mapped")) case_lock_rebind_mapped(), any = true;
     if (!strcmp(which, "lock_put_off")) case_lock_put_off(), any = true;
+    if (!strcmp(which, "lock_pin_owner")) case_lock_pin_owner(), any = true;
     if (!strcmp(which, "auto_keep")) case_auto_keep(argc > 3 && !strcmp(argv[3], "never")), any = true;
     if (!strcmp(which, "o_append_hint")) case_o_append_hint(argc > 3 && !strcmp(argv[3], "never")), any = true;
     CHECK(any, "unknown case '%s'", which);
