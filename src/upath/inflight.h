@@ -29,7 +29,7 @@ static inline void up_inflight_hold(struct up_root *r, const struct dk_oplog *lo
  * process writes next). Plain loads when nobody died. Keeps errno; cancellation off inside. */
 void up_inflight_after_lock(void);
 
-/* At the process's exit (up_strict_shutdown, after its logs went): this thread's slots go back unmarked, so
+/* At the process's exit (up_fini, after strict's logs went): this thread's slots go back unmarked, so
  * survivors have no dead slot to look at for it. */
 void up_inflight_exit(void);
 

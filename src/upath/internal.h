@@ -327,6 +327,8 @@ bool up_strict_drain(struct up_file *f);
 /* Strict mode: copies the waiting staged overwrites of f that fall in [off, off+n) over buf. */
 void up_strict_overlay(struct up_file *f, char *buf, size_t n, uint64_t off);
 void up_strict_after_fork_child(void);
+/* At exit, before the library goes off (up_fini): waiting overwrites applied, the log made void and removed, the
+ * checkpoint lock held to the end of the process (strict.c). */
 void up_strict_shutdown(void);
 /* The program removes root r (area_release.c): every operation logged so far is applied and made durable,
  * then the names of the log and the staging file go, and the root has no log any more -- a later strict

@@ -19,6 +19,7 @@
 #include "shim/libc.h"
 #include "upath/fsize.h"
 #include "upath/guard.h"
+#include "upath/inflight.h"
 #include "upath/io.h"
 #include "upath/policy.h"
 #include "upath/foreign.h"
@@ -154,8 +155,9 @@ static void sync_offset_cb(int fd, struct up_fd *e, void *arg) {
 
 /* ---- other threads' writes after exit turned the library off (sync and strict modes) ----
  * From up_fini's `up_enabled_flag = false` on, every call passes straight to the kernel -- also another
- * thread's write to a managed file while the exit's shutdown still runs (strict: up_strict_shutdown waits
- * for the writes in flight, a log record's RWF_DSYNC write among them, then fdatasyncs and unlinks the log).
+ * thread's write to a managed file while the exit's shutdown still runs (the staging area's; strict's
+ * up_strict_shutdown, which waits for the writes in flight, a log record's RWF_DSYNC write among them, then
+ * fdatasyncs and unlinks the log, runs before the library goes off since session 26).
  * Such a write was acknowledged unsynced and unlogged -- outside the mode's promise -- and a thread appending
  * without pause kept appending through the kernel for as long as the shutdown took: under load (a log
  * record's write stalled behind the loop device) it filled the medium, and the kernel's write that met the
@@ -169,8 +171,10 @@ static void sync_offset_cb(int fd, struct up_fd *e, void *arg) {
  * lock, which the exit takes, may be held around it: review 24, #12) are never parked -- the thread may hold
  * a lock of libc's the exit needs -- but made durable before they return: the kernel's call, then an
  * fdatasync of its descriptor (up_exit_synced; session 24 passed them unsynced). Durable, not atomic: strict's
- * log is gone or going. The descriptors are those managed when the library went off, each checked against
- * its file (a number closed and given to another file since passes, unsynced). */
+ * log is gone (made void first: none of its records replays over them after a crash or a power loss; an exit
+ * nested in a library call keeps it, as at a crash: up_fini). The descriptors are those managed when the
+ * library went off, each checked against its file (a number closed and given to another file since passes,
+ * unsynced). */
 struct exit_held {
     int fd;
     dev_t dev;
@@ -301,18 +305,25 @@ void up_fini(void) {
     }
     bool nested = up_thread_in_call();
     up_publish_all();
+    DK_CRASH_POINT("upath.fini.published"); /* tests: another thread's strict write after the exit's checkpoint */
     nested = nested || up_exit_skipped;
     if (!nested) {
         up_atomic_detach_all();
         up_atomic_mmap_release_all();
+        /* Strict: the log goes while the library is on, and no strict operation completes after it (its checkpoint
+         * lock stays held): a change the kernel makes once the library is off -- this thread's, a handler's here
+         * or a destructor's after this -- is then never followed by the shutdown's apply of an older waiting
+         * overwrite of the same bytes, nor by a recovery's replay of an older record (a crash before the log's
+         * unlink; session 26, exit25's note). Not under up_table_mu: a strict operation in flight may need it. */
+        up_strict_shutdown();
     }
     /* After this, every call passes through (stdio flushes at exit still arrive): the kernel's offsets
      * must be ours. */
     dk_mu_lock(&up_table_mu);
     /* Other threads' appends since the publish above are published, and no later one is acknowledged: the
      * files stay locked until the process is gone (review 9, finding 14; its threads die with it). Not in
-     * strict mode, whose appends are published when written, and whose shutdown below waits for strict
-     * operations in flight -- one of them may be waiting for a file's lock. */
+     * strict mode, whose appends are published when written, and whose shutdown above waited for strict
+     * operations in flight and holds off any later one. */
     if (dk_cfg.mode != DK_MODE_STRICT) {
         up_file_lock_all();
         up_publish_all_held();
@@ -326,7 +337,7 @@ void up_fini(void) {
     dk_mu_unlock(&up_table_mu); /* (plain: the library is off; what a handler left closes at exit) */
     DK_CRASH_POINT("upath.fini.library_off"); /* tests: another thread's write from here on (exit_hold_begin) */
     if (!nested) {
-        up_strict_shutdown();
+        up_inflight_exit(); /* this thread's registry slots: no dead mark left for survivors to look at */
         up_stage_shutdown();
     }
     dk_stats_close();

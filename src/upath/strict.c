@@ -1500,10 +1500,17 @@ static void stg_path_of(const char *log, char *out, size_t cap) {
     if (tagend) snprintf(out, cap, "%.*s.strict.stg", (int)(tagend - log), log);
 }
 
-/* At exit. The checkpoint lock's write side is kept until the process is gone: other threads go on until
- * exit_group, and a strict operation of theirs arriving now waits for ever -- it never returned, as a
- * kernel write cut by the end of the image -- rather than use a log and a state this freed (review 11,
- * finding 10: the writers crashed). Nothing is unmapped or freed: the process is ending. */
+/* At exit, while the library is still on (up_fini; session 26 -- it ran after the library went off before). The
+ * checkpoint lock's write side is kept until the process is gone: other threads go on until exit_group, and a
+ * strict operation of theirs arriving now waits for ever -- it never returned, as a kernel write cut by the end
+ * of the image -- rather than use a log and a state this freed (review 11, finding 10: the writers crashed); a
+ * signal handler's on this thread is refused (EDEADLK, strict_nested). Nothing is unmapped or freed: the
+ * process is ending. So every change that reaches the kernel once the library is off (the exiting thread's: a
+ * handler's, a later destructor's, stdio's flush at exit) comes after the last record was applied and after
+ * the log stopped being replayable: neither this apply (a waiting overwrite of the same bytes) nor a recovery
+ * (a crash before the unlink, or a power loss that undoes it: the reset's header persists first) puts an older
+ * record's bytes over it (exit25's note; shim_exit_sync_older_*). Costs the exit a reset when the log holds
+ * records (one persisted header line, as a checkpoint's). */
 void up_strict_shutdown(void) {
     for (int i = 0; i < up_roots_count(); i++) {
         struct up_root *r = up_root_at(i);
@@ -1512,14 +1519,15 @@ void up_strict_shutdown(void) {
         ck_wrlock(st);
         lazy_apply(st);
         if (applied_make_durable(r, st) != 0) continue; /* keep the log: recovery replays it */
-        /* Every operation completed and is durable: the log has nothing recovery would need. Unlinked while
-         * its flock is held (a recoverer never takes a log being removed for a live one). */
+        /* Every operation completed and is durable: the log has nothing recovery would need. Reset first (its
+         * records invalid the instant the header persists: an unlink is not durable until the directory is),
+         * then unlinked while its flock is held (a recoverer never takes a log being removed for a live one). */
+        if (dk_oplog_lines_used(st->log)) (void)dk_oplog_reset(st->log);
         char stg[4400];
         stg_path_of(dk_oplog_path(st->log), stg, sizeof stg);
         dk_oplog_unlink(st->log); /* and its completion marks */
         if (stg[0]) DK_REAL(unlink)(stg);
     }
-    up_inflight_exit(); /* this thread's registry slots: no dead mark left for survivors to look at */
 }
 
 bool up_strict_release_root(struct up_root *r) {

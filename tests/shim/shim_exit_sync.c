@@ -23,6 +23,17 @@
  *                        cancellation point, so the hold is none (36a8efe): the worker's cleanup handler must
  *                        never run. Needs
  *                        DAXKIT_TEST_CRASH=raise:10:upath.fini.library_off:1,raise:12:upath.exit.write_held:1.
+ *   older DIR keep|crash  strict (session 26, exit25's note): a child writes 8 KiB of 'A' and exits. At the cue
+ *                        upath.fini.published (after the exit's checkpoint, the library still on) a worker
+ *                        overwrites [0, 4 KiB) with 'B' -- logged; with DAXKIT_STRICT_APPLY=checkpoint it waits
+ *                        for the next checkpoint -- and returns; at the cue upath.fini.library_off the exiting
+ *                        thread's handler overwrites the same bytes with 'C' through the kernel (fdatasynced).
+ *                        'C' was written last and acknowledged: the file must hold it. keep: the child exits (the
+ *                        strict shutdown applied the waiting 'B' over 'C' before session 26). crash: the child is
+ *                        killed at upath.exit.synced, then /bin/true under the library recovers the directory (the
+ *                        log still held 'B's record, replayed over 'C': unmarked while waiting, or every record
+ *                        with DAXKIT_STRICT_MARKS=0 -- a power loss's recovery). Needs DAXKIT_TEST_CRASH=
+ *                        raise:10:upath.fini.published:1,raise:10:upath.fini.library_off:1[,upath.exit.synced:1].
  *
  * Sync and strict: the child is killed at upath.exit.synced (stdio, own) and the file holds what the exit's
  * call wrote; posix mode: the child exits 0 (no fdatasync: posix promises none) with the same file. */
@@ -269,9 +280,117 @@ static void case_cancel(const char *dir, const char *op) {
     printf("cancel: %s: a thread held at exit ignored pthread_cancel (its %s no cancellation point)\n", mode_name(), op);
 }
 
+/* ---- older: strict's log holds an older record of bytes the exiting thread writes after the library went off ---- */
+
+enum { OLDER_BYTES = 4096 };
+struct older_shared {
+    volatile int cues, worker_go, worker_done, worker_rc, handler_rc, waited;
+};
+static struct older_shared *osh;
+static int older_fd = -1;
+static sem_t older_go;
+
+static void *older_worker(void *arg) {
+    (void)arg;
+    while (sem_wait(&older_go) != 0) {
+    }
+    static char b[OLDER_BYTES];
+    memset(b, 'B', sizeof b);
+    uint64_t lazy0 = st_counter(DK_C_strict_lazy);
+    osh->worker_rc = (int)pwrite(older_fd, b, sizeof b, 0) == OLDER_BYTES ? 1 : 2; /* strict: a logged overwrite */
+    osh->waited = (int)(st_counter(DK_C_strict_lazy) - lazy0); /* it waits for the checkpoint (the shutdown's) */
+    osh->worker_done = 1;
+    for (;;) pause(); /* the exit ends it */
+    return NULL;
+}
+
+/* SIGUSR1 on the exiting thread: first upath.fini.published (the library on): the worker's write, waited for;
+ * then upath.fini.library_off: this thread's own write of the same bytes, through the kernel. */
+static void older_on_cue(int sig) {
+    (void)sig;
+    int e = errno;
+    int n = ++osh->cues;
+    if (n == 1) {
+        sem_post(&older_go);
+        for (int i = 0; i < 10000 && !osh->worker_done; i++) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+    } else if (n == 2) {
+        static char c[OLDER_BYTES];
+        memset(c, 'C', sizeof c);
+        osh->handler_rc = 3; /* crash: killed inside, after the write's fdatasync (upath.exit.synced) */
+        osh->handler_rc = pwrite(older_fd, c, sizeof c, 0) == OLDER_BYTES ? 1 : 2;
+    }
+    errno = e;
+}
+
+static void case_older(const char *dir, const char *how) {
+    signal(SIGUSR1, SIG_IGN); /* this process's own exit passes the cues too (and /bin/true's below) */
+    if (strcmp(mode_name(), "strict")) SKIP("strict mode's log only");
+    bool crash = !strcmp(how, "crash");
+    CHECK(crash || !strcmp(how, "keep"), "older: keep or crash, not %s", how);
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "older_data");
+    osh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(osh != MAP_FAILED, "mmap");
+    pid_t c = fork();
+    CHECK(c >= 0, "fork");
+    if (c == 0) {
+        static char a[2 * OLDER_BYTES];
+        memset(a, 'A', sizeof a);
+        older_fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+        if (older_fd < 0 || write(older_fd, a, sizeof a) != (ssize_t)sizeof a || close(older_fd) != 0) _exit(2);
+        older_fd = open(path, O_RDWR); /* mapped by its first read (DAXKIT_MAP_AFTER_IOS=0): an overwrite may wait */
+        if (older_fd < 0 || pread(older_fd, a, OLDER_BYTES, 0) != OLDER_BYTES) _exit(2);
+        sem_init(&older_go, 0, 0);
+        pthread_t t;
+        if (pthread_create(&t, NULL, older_worker, NULL) != 0) _exit(2);
+        struct sigaction sa = {.sa_handler = older_on_cue};
+        sigaction(SIGUSR1, &sa, NULL);
+        exit(0);
+    }
+    int st;
+    CHECK(waitpid(c, &st, 0) == c, "waitpid");
+    if (osh->cues < 2) SKIP("the cues did not fire (%d of 2: DAXKIT_TEST_CRASH unset, or not a test build)", osh->cues);
+    CHECK(osh->worker_rc == 1, "the worker's strict overwrite at upath.fini.published failed (%d)", osh->worker_rc);
+    const char *apply = getenv("DAXKIT_STRICT_APPLY");
+    if (apply && !strcmp(apply, "checkpoint"))
+        CHECK(osh->waited == 1, "the worker's overwrite did not wait for the checkpoint (strict_lazy +%d)", osh->waited);
+    CHECK(osh->handler_rc == (crash ? 3 : 1), "the exiting thread's write after the library went off %s (%d)",
+          crash ? "was not killed inside, at upath.exit.synced" : "failed", osh->handler_rc);
+    if (crash) {
+        CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "crash: the child ended with status 0x%x, not killed at "
+              "upath.exit.synced", st);
+        pid_t t = fork(); /* the next start-up under the library recovers the dead process's log */
+        CHECK(t >= 0, "fork");
+        if (t == 0) {
+            execl("/bin/true", "true", (char *)NULL);
+            _exit(127);
+        }
+        int tst;
+        CHECK(waitpid(t, &tst, 0) == t && WIFEXITED(tst) && WEXITSTATUS(tst) == 0, "/bin/true under the library: 0x%x",
+              tst);
+    } else {
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "keep: the child ended with status 0x%x", st);
+    }
+    static char buf[2 * OLDER_BYTES + 1];
+    long n = file_read(path, buf, sizeof buf);
+    CHECK(n == 2 * OLDER_BYTES, "the file holds %ld bytes, not %d", n, 2 * OLDER_BYTES);
+    long c_bytes = 0, b_bytes = 0;
+    for (long i = 0; i < OLDER_BYTES; i++) c_bytes += buf[i] == 'C', b_bytes += buf[i] == 'B';
+    CHECK(c_bytes == OLDER_BYTES, "%s: [0, 4 KiB) holds %ld bytes of 'C' (the exiting thread's write after the library "
+          "went off, acknowledged last) and %ld of 'B' (another thread's earlier strict write)%s", how, c_bytes, b_bytes,
+          crash ? ": recovery replayed the older record over it" : ": the strict shutdown applied the older one over it");
+    for (long i = OLDER_BYTES; i < 2 * OLDER_BYTES; i++) CHECK(buf[i] == 'A', "byte %ld is 0x%02x, not 'A'", i, buf[i]);
+    printf("older: %s: the exiting thread's write after the library went off stays over an older strict record%s\n",
+           how, crash ? " (killed after it, recovered)" : "");
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: shim_exit_sync DIR stdio|own write|ftruncate|truncate|cancel ftruncate|truncate|truncate open|closed\n");
+        fprintf(stderr, "usage: shim_exit_sync DIR stdio|own write|ftruncate|truncate|cancel ftruncate|truncate|truncate open|closed|"
+                        "older keep|crash\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IONBF, 0); /* nothing of the parent's buffered across the forks */
@@ -279,6 +398,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[2], "own") && argc > 3) case_own(argv[1], argv[3]);
     else if (!strcmp(argv[2], "cancel") && argc > 3) case_cancel(argv[1], argv[3]);
     else if (!strcmp(argv[2], "truncate") && argc > 3) case_truncate(argv[1], argv[3]);
+    else if (!strcmp(argv[2], "older") && argc > 3) case_older(argv[1], argv[3]);
     else FAIL("unknown case %s", argv[2]);
     return 0;
 }
