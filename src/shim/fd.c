@@ -256,7 +256,13 @@ static __attribute__((noinline)) int untracked_lock(int (*real)(int, int, ...), 
 
 static __attribute__((noinline)) int fcntl_full(int fd, int cmd, void *arg, bool is64) {
     int (*real)(int, int, ...) = is64 ? DK_REAL(fcntl64) : DK_REAL(fcntl);
-    if (!up_enabled) return real(fd, cmd, arg);
+    if (!up_enabled) {
+        /* after exit too (review 25, #6): an exit's truncate by name may open and close the file in the descriptor
+         * window (ptsync.c up_path_datasync), which would drop a first lock taken now. Any F_SETLK(W): the caller's
+         * struct flock is not read while the library is off (an unlock gated too moves nothing later: harmless). */
+        if (cmd == F_SETLK || cmd == F_SETLKW) dk_ifd_lock_gate();
+        return real(fd, cmd, arg);
+    }
     if ((cmd == F_SETLK || cmd == F_SETLKW) && arg && ((struct flock *)arg)->l_type != F_UNLCK) dk_ifd_lock_gate();
     if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && DK_UNLIKELY(up_dup_refused_nested(fd, -1))) return -1; /* EDEADLK */
     if (cmd != F_GETFD && cmd != F_SETFD && cmd != F_GETFL) up_resolve(fd);
@@ -377,12 +383,18 @@ static int lockf_common(int fd, int cmd, off_t len, bool is64) {
     errno = EINVAL;
     return -1;
 }
+/* The library off (at exit): glibc's lockf, gated as fcntl's F_SETLK(W) is (review 25, #6). */
+static bool lockf_off(int cmd) {
+    if (up_enabled) return false;
+    if (cmd == F_LOCK || cmd == F_TLOCK) dk_ifd_lock_gate();
+    return true;
+}
 DK_EXPORT int lockf(int fd, int cmd, off_t len) {
-    if (!up_enabled) return DK_REAL(lockf)(fd, cmd, len);
+    if (lockf_off(cmd)) return DK_REAL(lockf)(fd, cmd, len);
     return lockf_common(fd, cmd, len, false);
 }
 DK_EXPORT int lockf64(int fd, int cmd, off64_t len) {
-    if (!up_enabled) return DK_REAL(lockf64)(fd, cmd, len);
+    if (lockf_off(cmd)) return DK_REAL(lockf64)(fd, cmd, len);
     return lockf_common(fd, cmd, (off_t)len, true);
 }
 

@@ -34,6 +34,14 @@
  *                        log still held 'B's record, replayed over 'C': unmarked while waiting, or every record
  *                        with DAXKIT_STRICT_MARKS=0 -- a power loss's recovery). Needs DAXKIT_TEST_CRASH=
  *                        raise:10:upath.fini.published:1,raise:10:upath.fini.library_off:1[,upath.exit.synced:1].
+ *   lock DIR             sync, strict (review 25, #6): a child truncates another file by name (its sync's open in
+ *                        the descriptor window reads /proc/locks once: none inherited) and exits; at the cue
+ *                        upath.fini.library_off the exiting thread's handler opens its managed file again (Y),
+ *                        closes the descriptor it had at the exit (X), has a worker take the process's first POSIX
+ *                        lock through Y, then truncates the file by name (ptsync.c up_path_datasync: X is gone, so
+ *                        it would open and close the file in the descriptor window -- that close drops the lock).
+ *                        The parent, a separate process, must still see the lock (F_GETLK) after the truncate.
+ *                        Needs DAXKIT_TEST_CRASH=raise:10:upath.fini.library_off:1.
  *
  * Sync and strict: the child is killed at upath.exit.synced (stdio, own) and the file holds what the exit's
  * call wrote; posix mode: the child exits 0 (no fdatasync: posix promises none) with the same file. */
@@ -387,10 +395,114 @@ static void case_older(const char *dir, const char *how) {
            how, crash ? " (killed after it, recovered)" : "");
 }
 
+/* ---- lock: a first POSIX lock after exit and the exit's truncate by name (review 25, #6) ---- */
+
+struct lock_shared {
+    volatile int cue, locked, truncated, checked, rc;
+};
+static struct lock_shared *lsh;
+static int lock_x = -1, lock_y = -1;
+static char lock_path[PATH_MAX];
+static sem_t lock_go;
+
+static void *lock_worker(void *arg) {
+    (void)arg;
+    while (sem_wait(&lock_go) != 0) {
+    }
+    struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    lsh->locked = fcntl(lock_y, F_SETLK, &l) == 0 ? 1 : 2; /* the process's first POSIX lock, the library off */
+    for (;;) pause();
+    return NULL;
+}
+
+static void lock_wait(volatile int *flag) {
+    for (int i = 0; i < 10000 && !*flag; i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* SIGUSR1 on the exiting thread, the library off (upath.fini.library_off). */
+static void lock_on_library_off(int sig) {
+    (void)sig;
+    int e = errno;
+    lsh->cue = 1;
+    lock_y = open(lock_path, O_RDWR); /* while X is open: Y is another number */
+    if (lock_y < 0 || close(lock_x) != 0) {
+        lsh->rc = 3;
+        return;
+    }
+    sem_post(&lock_go);
+    lock_wait(&lsh->locked);
+    if (lsh->locked != 1) {
+        lsh->rc = 4;
+        return;
+    }
+    lsh->rc = truncate(lock_path, 3) == 0 ? 1 : 5; /* X is closed: the exit's sync would open the name */
+    lsh->truncated = 1;
+    lock_wait(&lsh->checked); /* the parent looks at the lock while this process still lives */
+    errno = e;
+}
+
+static void case_lock(const char *dir) {
+    signal(SIGUSR1, SIG_IGN); /* this process's own exit passes the cue too */
+    if (!strcmp(mode_name(), "posix")) SKIP("posix mode holds nothing at exit: a truncate by name is not synced");
+    st_path(lock_path, sizeof lock_path, dir, "lock_data");
+    lsh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(lsh != MAP_FAILED, "mmap");
+    pid_t c = fork();
+    CHECK(c >= 0, "fork");
+    if (c == 0) {
+        /* A truncate by name of a file not open, the library on: its sync opens the name in the descriptor window,
+         * which reads /proc/locks once (no lock inherited: remembered) -- after that only the gate tells. */
+        char prime[PATH_MAX];
+        st_path(prime, sizeof prime, dir, "lock_prime");
+        int p = open(prime, O_RDWR | O_CREAT | O_TRUNC, 0644);
+        if (p < 0 || write(p, "0123456789", 10) != 10 || close(p) != 0 || truncate(prime, 1) != 0) _exit(2);
+        lock_x = open(lock_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+        if (lock_x < 0 || write(lock_x, "0123456789", 10) != 10) _exit(2);
+        sem_init(&lock_go, 0, 0);
+        pthread_t t;
+        if (pthread_create(&t, NULL, lock_worker, NULL) != 0) _exit(2);
+        struct sigaction sa = {.sa_handler = lock_on_library_off};
+        sigaction(SIGUSR1, &sa, NULL);
+        exit(0);
+    }
+    for (int i = 0; i < 20000 && !lsh->truncated; i++) {
+        int w;
+        if (waitpid(c, &w, WNOHANG) == c) {
+            if (!lsh->cue) SKIP("the cue did not fire (DAXKIT_TEST_CRASH unset, or not a test build)");
+            FAIL("the child ended (status 0x%x, step %d) before its truncate", w, lsh->rc);
+        }
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    CHECK(lsh->truncated, "the child's handler did not reach its truncate in 20 s (step %d)", lsh->rc);
+    struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, lock_path, O_RDONLY);
+    CHECK(fd >= 0, "open %s", lock_path);
+    int gr = (int)syscall(SYS_fcntl, fd, F_GETLK, &l);
+    syscall(SYS_close, fd);
+    lsh->checked = 1;
+    int st;
+    CHECK(waitpid(c, &st, 0) == c, "waitpid");
+    CHECK(gr == 0, "F_GETLK: %s", strerror(errno));
+    CHECK(lsh->rc == 1, "the exiting thread's truncate by name failed (step %d)", lsh->rc);
+    CHECK(l.l_type == F_WRLCK && l.l_pid == c, "%s: after the exit's truncate by name the child's POSIX lock, its first, "
+          "taken after the library went off, is gone (F_GETLK: type %d, pid %d): the truncate's sync opened and closed "
+          "the file", mode_name(), l.l_type, (int)l.l_pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child ended with status 0x%x", st);
+    struct stat s2;
+    CHECK(syscall(SYS_stat, lock_path, &s2) == 0 && s2.st_size == 3, "the file's size is %lld after a truncate to 3",
+          (long long)s2.st_size);
+    printf("lock: %s: a first POSIX lock taken after exit turned the library off outlived the exit's truncate by name\n",
+           mode_name());
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: shim_exit_sync DIR stdio|own write|ftruncate|truncate|cancel ftruncate|truncate|truncate open|closed|"
-                        "older keep|crash\n");
+                        "older keep|crash|lock\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IONBF, 0); /* nothing of the parent's buffered across the forks */
@@ -399,6 +511,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[2], "cancel") && argc > 3) case_cancel(argv[1], argv[3]);
     else if (!strcmp(argv[2], "truncate") && argc > 3) case_truncate(argv[1], argv[3]);
     else if (!strcmp(argv[2], "older") && argc > 3) case_older(argv[1], argv[3]);
+    else if (!strcmp(argv[2], "lock")) case_lock(argv[1]);
     else FAIL("unknown case %s", argv[2]);
     return 0;
 }
