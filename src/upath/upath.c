@@ -505,7 +505,7 @@ static bool publish_held_here(struct up_file *f) {
  * on f publishes nothing of f, as the walk of its publish point does not (publish_pinned): it waited for its
  * own thread forever (session 22, shim_handler_lock_held); the thread's next publish point publishes. Checked
  * only where f->mu would be taken: a release with nothing to publish pays nothing (review 22, #03). */
-static int publish_file_then(struct up_file *f, int fd, void (*locked)(struct up_file *f)) {
+static int publish_file_then_ck(struct up_file *f, int fd, void (*locked)(struct up_file *f), bool checkpoint) {
     bool atomic = f->atomic;
     int rc = atomic ? up_atomic_publish(f) : 0; /* a commit */
     if (atomic && !locked) return rc;
@@ -516,8 +516,12 @@ static int publish_file_then(struct up_file *f, int fd, void (*locked)(struct up
         if (locked) locked(f);
         dk_mu_unlock(&f->mu);
     }
-    if (!atomic && dk_cfg.mode == DK_MODE_STRICT && !up_thread_in_call()) up_strict_checkpoint(f->root); /* see up_publish_all */
+    if (checkpoint && !atomic && dk_cfg.mode == DK_MODE_STRICT && !up_thread_in_call())
+        up_strict_checkpoint(f->root); /* see up_publish_all */
     return rc;
+}
+static int publish_file_then(struct up_file *f, int fd, void (*locked)(struct up_file *f)) {
+    return publish_file_then_ck(f, fd, locked, true);
 }
 
 /* (publish_file_then's own first looks, without its frame, for the common case: a lock release of a file with
@@ -1151,7 +1155,9 @@ static void publish_pinned(struct up_file *f) {
         up_fd_foreach(find_fd_cb, &a);
         int fd = a.fd >= 0 ? a.fd : f->rescue_fd;
         if (fd < 0) return;
-        rc = publish_file(f, fd);
+        /* no checkpoint under up_table_mu (the checkpoint lock is never taken under it: exit's strict shutdown
+         * holds that lock for ever, then takes the table's -- review 26, #3); each walk checkpoints after it */
+        rc = publish_file_then_ck(f, fd, NULL, false);
     }
     if (rc) dk_log("could not move appends into a file under %s (%s); they are lost when this process ends",
                    f->root->path, dk_strerror(-rc));
@@ -1328,8 +1334,10 @@ void up_publish_before_attr_path(int dirfd, const char *path, int atflags) {
         S_ISREG(st.st_mode) && up_dev_is_managed(st.st_dev)) {
         dk_mu_lock(&up_table_mu);
         struct up_file *f = up_file_lookup(st.st_dev, st.st_ino);
-        if (f && publish_pending(f)) publish_one(f, NULL);
+        struct up_root *r = f && publish_pending(f) ? f->root : NULL;
+        if (r) publish_one(f, NULL);
         up_table_unlock();
+        if (r && dk_cfg.mode == DK_MODE_STRICT && !up_thread_in_call()) up_strict_checkpoint(r); /* (publish_pinned) */
     }
     DK_ERRNO_RESTORE;
 }
