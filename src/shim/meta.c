@@ -107,7 +107,9 @@ static int truncate_path(const char *path, off_t len, bool is64) {
         up_truncating_by_name();
         up_publish_inode(st.st_dev, st.st_ino);
         /* strict: a record in log order, the root's strict writes held out until the kernel's truncate is done */
-        int lr = len >= 0 ? up_strict_truncate_name_begin(AT_FDCWD, path, st.st_dev, st.st_ino, (uint64_t)len, &logged) : 0;
+        int lr = dk_cfg.mode == DK_MODE_STRICT && len >= 0
+                     ? up_strict_truncate_name_begin(AT_FDCWD, path, st.st_dev, st.st_ino, (uint64_t)len, &logged)
+                     : 0;
         if (lr) {
             errno = -lr;
             return -1;

@@ -47,9 +47,9 @@ static inline void truncating_open_cancel_point(void) { DK_CANCEL_POINT(); }
 #define STRICT_OPEN(dirfd, path, flags, call)                                                       \
     ({                                                                                             \
         int fd_ = -1, cut_rc_ = 0;                                                                 \
-        bool sync_trunc_ = strict_trunc(flags) && up_strict_before_truncating_open(dirfd, path);   \
-        int kflags_ = DK_ATOMIC_KFLAGS(dirfd, path, flags);                                        \
         struct up_strict_name cut_ = {0};                                                          \
+        bool sync_trunc_ = strict_trunc(flags) && up_strict_before_truncating_open(dirfd, path, &cut_); \
+        int kflags_ = DK_ATOMIC_KFLAGS(dirfd, path, flags);                                        \
         if (strict_create(flags) && up_strict_meta_begin(DK_OPLOG_CREATE, dirfd, path, dirfd, NULL)) \
             errno = EIO;                                                                           \
         else if (strict_trunc(kflags_) && (truncating_open_cancel_point(),                         \

@@ -1292,6 +1292,9 @@ static struct up_root *root_of_path(int dirfd, const char *path) {
  * signal handler inside a strict operation of its own thread (the write side would wait for that thread): the
  * kernel's truncate unlogged then, as before, counted. 0 (the caller truncates, then up_strict_truncate_name_end)
  * or -errno: the call fails (no record, nothing held). */
+static int truncate_record_begin(struct up_root *r, int dirfd, const char *path, dev_t dev, ino_t ino, uint64_t len,
+                                 struct up_strict_name *t);
+
 int up_strict_truncate_name_begin(int dirfd, const char *path, dev_t dev, ino_t ino, uint64_t len,
                                   struct up_strict_name *t) {
     *t = (struct up_strict_name){0};
@@ -1314,12 +1317,20 @@ int up_strict_truncate_name_begin(int dirfd, const char *path, dev_t dev, ino_t 
     int cancel_was = dk_cancel_off(); /* (truncate is no cancellation point: nor are the parent's open and close) */
     struct up_root *r = root_of_path(dirfd, path);
     dk_cancel_restore(cancel_was);
+    DK_ERRNO_RESTORE;
+    return r ? truncate_record_begin(r, dirfd, path, dev, ino, len, t) : 0;
+}
+
+/* The record and the hold, for the file (dev, ino) at `path` under root r. */
+static int truncate_record_begin(struct up_root *r, int dirfd, const char *path, dev_t dev, ino_t ino, uint64_t len,
+                                 struct up_strict_name *t) {
+    *t = (struct up_strict_name){0};
+    DK_ERRNO_SAVE;
     int rc = 0;
     /* No log under a finite file-size limit, none that can be made (a full medium): as up_strict_meta_begin --
      * without a log there is no record of the file to order against. */
-    struct up_strict *st = !r || (up_fsize_limited() && !__atomic_load_n(&r->strict, __ATOMIC_ACQUIRE)) ? NULL
-                                                                                                         : strict_for(r);
-    if (r && !st) dk_count(DK_C_strict_meta_unlogged, 1);
+    struct up_strict *st = up_fsize_limited() && !__atomic_load_n(&r->strict, __ATOMIC_ACQUIRE) ? NULL : strict_for(r);
+    if (!st) dk_count(DK_C_strict_meta_unlogged, 1);
     if (st) {
         up_inflight_hold(r, st->log); /* inflight.h */
         struct dk_oplog_op op = {.dev = (uint64_t)dev, .ino = (uint64_t)ino, .file_offset = len,
@@ -1347,17 +1358,18 @@ int up_strict_truncate_name_begin(int dirfd, const char *path, dev_t dev, ino_t 
 /* An open with O_TRUNC (kflags: the flags the kernel gets) of an existing regular file of a managed directory:
  * the same record, a truncate to 0, and the same hold until the kernel's open is done (shim/open.c STRICT_OPEN).
  * Session 26: only the checkpoint of up_strict_before_truncating_open came first, and another thread's write
- * between it and the open was replayed over the truncated file (strict_trunc_name_*, case otrunc). A file
- * that does not exist yet has no record to order against. */
+ * between it and the open was replayed over the truncated file (strict_trunc_name_*, case otrunc). The file and
+ * its root are the ones up_strict_before_truncating_open found (its stat follows a symlink, as the open does
+ * without O_NOFOLLOW; with it, a symlink's open fails and the record is taken back). A file that did not exist
+ * then has no record to order against. */
 int up_strict_truncating_open_begin(int dirfd, const char *path, int kflags, struct up_strict_name *t) {
-    *t = (struct up_strict_name){0};
-    if (dk_cfg.mode != DK_MODE_STRICT || !up_enabled || !(kflags & O_TRUNC) || !path) return 0;
-    struct stat st;
-    DK_ERRNO_SAVE;
-    bool known = DK_REAL(fstatat)(dirfd, path, &st, kflags & O_NOFOLLOW ? AT_SYMLINK_NOFOLLOW : 0) == 0 &&
-                 S_ISREG(st.st_mode) && up_dev_is_managed(st.st_dev);
-    DK_ERRNO_RESTORE;
-    return known ? up_strict_truncate_name_begin(dirfd, path, st.st_dev, st.st_ino, 0, t) : 0;
+    struct up_root *r = t->root; /* the file up_strict_before_truncating_open found */
+    if (dk_cfg.mode != DK_MODE_STRICT || !up_enabled || !(kflags & O_TRUNC) || !path || !r) return 0;
+    if (ck_held) {
+        dk_count(DK_C_strict_meta_unlogged, 1);
+        return 0;
+    }
+    return truncate_record_begin(r, dirfd, path, t->dev, t->ino, 0, t);
 }
 
 void up_strict_truncate_name_end(struct up_strict_name *t, bool truncated) {
@@ -1415,13 +1427,16 @@ int up_strict_meta_begin(unsigned type, int dirfd, const char *path, int dirfd2,
     return rc;
 }
 
-bool up_strict_before_truncating_open(int dirfd, const char *path) {
+bool up_strict_before_truncating_open(int dirfd, const char *path, struct up_strict_name *t) {
+    *t = (struct up_strict_name){0};
     DK_ERRNO_SAVE;
     struct stat st;
     bool exists = DK_REAL(fstatat)(dirfd, path, &st, 0) == 0; /* a new file has no records to replay */
     struct up_root *r = exists ? root_of_path(dirfd, path) : NULL;
     DK_ERRNO_RESTORE;
     if (r && __atomic_load_n(&r->strict, __ATOMIC_ACQUIRE)) up_strict_checkpoint(r);
+    /* for up_strict_truncating_open_begin: the file its record names (a regular file of a managed device) */
+    if (r && S_ISREG(st.st_mode) && up_dev_is_managed(st.st_dev)) t->root = r, t->dev = st.st_dev, t->ino = st.st_ino;
     /* The truncate is no record: where power loss can undo it, it is made durable before the open returns,
      * or the records of the writes that follow would be replayed over the old content (new head, old tail:
      * review 9, finding 29). */

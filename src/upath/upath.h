@@ -298,16 +298,20 @@ struct up_strict;
 struct up_strict_name {
     struct up_strict *st; /* NULL: nothing logged, nothing held */
     uint64_t seq;
+    struct up_root *root; /* an open's: the file up_strict_before_truncating_open found (NULL: none) */
+    dev_t dev;
+    ino_t ino;
 };
 int up_strict_truncate_name_begin(int dirfd, const char *path, dev_t dev, ino_t ino, uint64_t len,
                                   struct up_strict_name *t);
 /* The same before the kernel's open of `path` with O_TRUNC in kflags (the flags the kernel gets): a truncate to 0
- * of the existing regular file there; up_strict_truncate_name_end after the open (`truncated`: it opened). */
+ * of the existing regular file up_strict_before_truncating_open found (in *t); up_strict_truncate_name_end after
+ * the open (`truncated`: it opened). */
 int up_strict_truncating_open_begin(int dirfd, const char *path, int kflags, struct up_strict_name *t);
 void up_strict_truncate_name_end(struct up_strict_name *t, bool truncated);
 /* Strict mode, before an open with O_TRUNC of `path`: a checkpoint of its managed directory, so that no
  * record older than the truncate can replay over the file after a crash. */
-bool up_strict_before_truncating_open(int dirfd, const char *path);
+bool up_strict_before_truncating_open(int dirfd, const char *path, struct up_strict_name *t);
 /* After such an open (when the call above returned true): the truncate made durable (fdatasync). */
 void up_strict_after_truncating_open(int fd);
 void up_strict_meta_end(int dirfd, const char *path, int dirfd2, const char *path2);
