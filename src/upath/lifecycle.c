@@ -314,7 +314,8 @@ void up_fini(void) {
          * lock stays held): a change the kernel makes once the library is off -- this thread's, a handler's here
          * or a destructor's after this -- is then never followed by the shutdown's apply of an older waiting
          * overwrite of the same bytes, nor by a recovery's replay of an older record (a crash before the log's
-         * unlink; session 26, exit25's note). Not under up_table_mu: a strict operation in flight may need it. */
+         * unlink; session 26, exit25's note). Not under up_table_mu: a strict operation in flight may need it, and
+         * nothing takes the checkpoint lock under up_table_mu (upath.c publish_pinned: review 26, #3). */
         up_strict_shutdown();
     }
     /* After this, every call passes through (stdio flushes at exit still arrive): the kernel's offsets
