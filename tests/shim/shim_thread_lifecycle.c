@@ -38,15 +38,26 @@ static void *appender(void *arg) {
     return NULL;
 }
 
-/* Every record k at k*100 once: the count of records, or -1 (and a message) when one is out of place. */
-static long check_log(const char *path) {
+/* Every record k at k*100 once: the count of records, or -1 (and a message) when one is out of place. With
+ * torn_tail, a last line without its newline that is the start of the next record is not counted: a write the
+ * event interrupted (exec's and exit's SIGKILL of the other threads ends the kernel's write at a page boundary
+ * -- generic_perform_write tests fatal_signal_pending before each page: a 100-byte record crossing one is cut
+ * after the bytes up to it, 64 or 40 seen on XFS; the thread never got its count back, so it was never
+ * acknowledged). */
+static long check_log(const char *path, bool torn_tail) {
     FILE *f = fopen(path, "r");
     CHECK(f != NULL, "open the log");
-    char line[128];
+    char line[128], want[128];
     long k = 0, wrong = 0;
     long first = -1;
     while (fgets(line, sizeof line, f)) {
-        if (atol(line) != k && first < 0) first = k, printf("record %ld holds %ld (%zu bytes)\n", k, atol(line), strlen(line));
+        size_t len = strlen(line);
+        snprintf(want, sizeof want, "%099ld\n", k);
+        if (torn_tail && line[len - 1] != '\n' && !memcmp(line, want, len) && fgetc(f) == EOF) {
+            printf("record %ld torn at %zu bytes by the event (not acknowledged)\n", k, len);
+            break;
+        }
+        if (atol(line) != k && first < 0) first = k, printf("record %ld holds %ld (%zu bytes)\n", k, atol(line), len);
         wrong += atol(line) != k++;
     }
     fclose(f);
@@ -74,7 +85,7 @@ static void forks(const char *dir, int n, bool use_exec) {
     stop = 1;
     pthread_join(t, NULL);
     OK(close(log_fd));
-    long in_log = check_log(path);
+    long in_log = check_log(path, false);
     printf("%d forks (%s): %d children failed; %ld records written, %ld in the log\n", n, use_exec ? "exec" : "exit", bad,
            records, in_log);
     CHECK(bad == 0 && in_log == records, "a fork child duplicated, lost or broke the parent's appends");
@@ -113,7 +124,7 @@ static void events(const char *self, const char *dir, int runs, bool use_exec) {
         int a = OK(open(ack, O_RDONLY));
         CHECK(read(a, buf, sizeof buf - 1) > 0, "read the acknowledgements");
         close(a);
-        long acked = atol(buf), in_log = check_log(path);
+        long acked = atol(buf), in_log = check_log(path, true);
         printf("%s, run %d: %ld acknowledged, %ld in the log\n", use_exec ? "exec" : "exit", i, acked, in_log);
         lost_runs += in_log < acked; /* in_log == acked + 1: written, not yet acknowledged */
     }
