@@ -39,6 +39,12 @@ void up_holes_clamp(struct up_file *f, uint64_t to) {
     f->hole_ios = 0; /* the next access past it probes */
 }
 
+void up_holes_clamp_guarded(struct up_file *f, uint64_t to) {
+    up_guard_write_lock(f);
+    up_holes_clamp(f, to);
+    up_guard_write_unlock(f);
+}
+
 /* The first byte at or after `from` with no storage (SEEK_HOLE): `from` when unknown. A descriptor
  * this process serves: its kernel offset, which SEEK_HOLE moves, is not the program's (that lives in the
  * slot and is given back to the kernel before anyone else can use it). tmpfs and XFS report ranges
@@ -128,10 +134,7 @@ void up_holes_recheck_below(struct up_file *f, int fd, uint64_t below) {
     off_t h = DK_REAL(lseek)(fd, (off_t)x, SEEK_HOLE); /* (a served descriptor's kernel offset: seek_hole) */
     errno = e;
     dk_count(DK_C_hole_probes, 1);
-    if (h < 0 || (uint64_t)h != x) return;
-    up_guard_write_lock(f); /* (as a cut: fast sections must not map past it) */
-    up_holes_clamp(f, 0);
-    up_guard_write_unlock(f);
+    if (h >= 0 && (uint64_t)h == x) up_holes_clamp_guarded(f, 0); /* (as a cut) */
 }
 
 void up_holes_probe_first(struct up_file *f, int fd) {

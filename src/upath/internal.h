@@ -121,6 +121,8 @@ int up_map_grow(struct up_file *f, int fd, uint64_t want_bytes, uint64_t populat
 
 /* holes.c: which part of a file has storage, so that no mapped access touches a hole */
 void up_holes_clamp(struct up_file *f, uint64_t to);
+/* up_holes_clamp inside the guard's write side: fast sections must not map past a cut (under f->mu) */
+void up_holes_clamp_guarded(struct up_file *f, uint64_t to);
 void up_holes_probe_first(struct up_file *f, int fd);
 int up_holes_back(struct up_file *f, int fd, uint64_t off, uint64_t end);
 bool up_holes_covered(struct up_file *f, int fd, uint64_t end);

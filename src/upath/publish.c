@@ -625,16 +625,14 @@ static bool refresh(struct up_file *f, int fd, bool staged_too, bool cut_too) {
     struct stat st;
     if (!idle && staged_too && f->strategy == UP_STAGE && dk_cfg.mode == DK_MODE_POSIX) {
         dk_count(DK_C_size_rereads, 1);
-        if (DK_REAL(fstat)(fd, &st) != 0) {
-        } else if ((uint64_t)st.st_size < f->ksize && cut_too) { /* (up_refresh_owed) */
-            changed = up_publish_locked(f, fd) == 0;
-            if (changed) { /* (as the idle cut below: fast sections must not map past it) */
-                up_guard_write_lock(f);
-                up_holes_clamp(f, (uint64_t)st.st_size);
-                up_guard_write_unlock(f);
+        if (DK_REAL(fstat)(fd, &st) == 0) {
+            if (cut_too && (uint64_t)st.st_size < f->ksize) { /* (up_refresh_owed) */
+                changed = up_publish_locked(f, fd) == 0;
+                if (changed) up_holes_clamp_guarded(f, (uint64_t)st.st_size); /* (as the idle cut below) */
+            } else {
+                changed = publish_past_growth(f, fd, (uint64_t)st.st_size);
             }
-        } else
-            changed = publish_past_growth(f, fd, (uint64_t)st.st_size);
+        }
     }
     if (idle) dk_count(DK_C_size_rereads, 1);
     if (idle && DK_REAL(fstat)(fd, &st) == 0 && (uint64_t)st.st_size != size) {
