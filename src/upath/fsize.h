@@ -20,4 +20,12 @@ static inline bool up_fsize_limited(void) {
  * SIGXFSZ to the calling thread and -EFBIG; crossing it, *n cut to end at the limit. 0 or -EFBIG. */
 int up_fsize_clamp(uint64_t off, size_t *n);
 
+/* A truncate from `size` to `len` as the kernel treats it under the limit (inode_newsize_ok: growth past it is
+ * refused, a shrink passes): 0, or SIGXFSZ and -EFBIG. For the modes that log a truncate before the kernel runs
+ * it -- the refusal must come first (recovery would apply it). */
+static inline int up_fsize_refuse_growth(uint64_t len, uint64_t size) {
+    size_t none = 0;
+    return len > size && up_fsize_limited() ? up_fsize_clamp(len, &none) : 0;
+}
+
 #endif

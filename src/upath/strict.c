@@ -1299,18 +1299,13 @@ int up_strict_truncate_name_begin(int dirfd, const char *path, dev_t dev, ino_t 
                                   struct up_strict_name *t) {
     *t = (struct up_strict_name){0};
     if (dk_cfg.mode != DK_MODE_STRICT || !up_enabled) return 0;
-    if (ck_held) {
-        dk_count(DK_C_strict_meta_unlogged, 1);
-        return 0;
-    }
     DK_ERRNO_SAVE;
     /* A growth the file-size limit refuses (the kernel's EFBIG and SIGXFSZ, whose default action ends the
      * process before the record could be taken back) is refused before anything is logged, as up_ftruncate
      * does: recovery would apply it (review 26, #2: 100 bytes recovered as 2 MiB). */
-    if (DK_UNLIKELY(up_fsize_limited())) {
-        struct stat sb;
-        size_t none = 0;
-        int frc = DK_REAL(fstatat)(dirfd, path, &sb, 0) == 0 && len > (uint64_t)sb.st_size ? up_fsize_clamp(len, &none) : 0;
+    struct stat sb;
+    if (DK_UNLIKELY(up_fsize_limited()) && DK_REAL(fstatat)(dirfd, path, &sb, 0) == 0) {
+        int frc = up_fsize_refuse_growth(len, (uint64_t)sb.st_size);
         if (frc) return frc; /* (errno: the caller sets it) */
         DK_ERRNO_RESTORE;
     }
@@ -1325,6 +1320,10 @@ int up_strict_truncate_name_begin(int dirfd, const char *path, dev_t dev, ino_t 
 static int truncate_record_begin(struct up_root *r, int dirfd, const char *path, dev_t dev, ino_t ino, uint64_t len,
                                  struct up_strict_name *t) {
     *t = (struct up_strict_name){0};
+    if (ck_held) { /* a signal handler inside a strict operation of its thread: the write side would wait for it */
+        dk_count(DK_C_strict_meta_unlogged, 1);
+        return 0;
+    }
     DK_ERRNO_SAVE;
     int rc = 0;
     /* No log under a finite file-size limit, none that can be made (a full medium): as up_strict_meta_begin --
@@ -1365,10 +1364,6 @@ static int truncate_record_begin(struct up_root *r, int dirfd, const char *path,
 int up_strict_truncating_open_begin(int dirfd, const char *path, int kflags, struct up_strict_name *t) {
     struct up_root *r = t->root; /* the file up_strict_before_truncating_open found */
     if (dk_cfg.mode != DK_MODE_STRICT || !up_enabled || !(kflags & O_TRUNC) || !path || !r) return 0;
-    if (ck_held) {
-        dk_count(DK_C_strict_meta_unlogged, 1);
-        return 0;
-    }
     return truncate_record_begin(r, dirfd, path, t->dev, t->ino, 0, t);
 }
 

@@ -894,9 +894,7 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
      * file-size limit (the kernel's EFBIG and SIGXFSZ) and, for the atomic engine, the largest size daxkit
      * maps. */
     if (strict || f->atomic) {
-        size_t none = 0; /* the kernel checks the limit only for growth (inode_newsize_ok): a shrink passes */
-        bool grows = (uint64_t)len > up_file_size(f);
-        int rc = grows && up_fsize_limited() ? up_fsize_clamp((uint64_t)len, &none) : 0;
+        int rc = up_fsize_refuse_growth((uint64_t)len, up_file_size(f));
         if (rc == 0 && (uint64_t)len > UP_MAP_MAX_BYTES) rc = -EFBIG;
         if (rc) {
             errno = -rc;
