@@ -205,8 +205,7 @@ static int is_setlk(int cmd) {
 /* A lock release is a publish point for every file of the process: a lock often guards other files than its
  * own (SQLite's WAL is guarded by locks on the -shm file). 0, or -1 with errno. */
 static inline int release_publishes(int fd) {
-    int rc = up_publish_fd(fd);
-    up_publish_all();
+    int rc = up_publish_release(fd);
     if (rc) {
         errno = -rc;
         return -1;
@@ -230,26 +229,30 @@ static int dupfd(int (*real)(int, int, ...), int fd, int cmd, void *arg) {
     return dk_ifd_relower(real(fd, cmd, arg), ifd, (int)(intptr_t)arg);
 }
 
-/* A POSIX lock call (not SEEK_CUR-relative) on a file the program maps -- SQLite's -shm, six a WAL transaction --
- * whose lock set the library no longer follows (upath/reclock.c: untracked): what fcntl_full's general path
- * does for it, without its looks and frame and without the set's bookkeeping (session 25). The number has a
- * slot: not pending, nothing to adopt. A release publishes as any; an acquisition passes the descriptor
- * window's gate and moves the refresh generation for every file. */
-static __attribute__((noinline)) int untracked_lock(int (*real)(int, int, ...), int fd, int cmd, struct flock *l) {
-    DK_CRASH_POINT("shim.untracked_lock.looked"); /* tests: the number closed or dup2'ed over after the look */
+/* A POSIX lock call (F_SETLK/F_SETLKW, not SEEK_CUR-relative) on a number with a slot -- every lock call SQLite
+ * makes, on its database and on its -shm -- what fcntl_full's general path does for it, without its looks and
+ * frame (session 25 for a file the program maps; session 27 for every served file: fcntl_full's own part was ~80
+ * instructions of a strict transaction's ~580 a lock call). The number has a slot: not pending, nothing to adopt;
+ * not SEEK_CUR: no offset to hand to the kernel. A release publishes as any; an acquisition passes the descriptor
+ * window's gate. `untracked`: the file's lock set is no longer followed (the program maps it: upath/reclock.c) --
+ * the call is counted all the same (review 25, #2): another thread's close or dup2 of the number between the look
+ * and the kernel call makes it another file's, whose set this call then changes -- its end forgets that set
+ * (up_lock_untracked_done), and a call of that file overlapping this one does not run alone. A followed set's
+ * call ends in up_lock_done, which looks the number up again after the kernel call. */
+static __attribute__((noinline)) int served_lock(int (*real)(int, int, ...), int fd, int cmd, struct flock *l,
+                                                 bool untracked) {
+    if (untracked) DK_CRASH_POINT("shim.untracked_lock.looked"); /* tests: the number closed or dup2'ed over after the look */
     bool unlock = l->l_type == F_UNLCK;
     if (unlock) {
         if (release_publishes(fd)) return -1;
     } else {
         dk_ifd_lock_gate();
     }
-    /* Counted all the same (review 25, #2): another thread's close or dup2 of the number between the look above
-     * and the kernel call makes it another file's, whose set this call then changes -- its end forgets that set
-     * (up_lock_untracked_done), and a call of that file overlapping this one does not run alone. */
     struct up_lock_call c = up_lock_call_begin();
     int r;
     KERNEL_LOCK(r, real, fd, cmd, l);
-    up_lock_untracked_done(c, fd, r == 0, !unlock);
+    if (untracked) up_lock_untracked_done(c, fd, r == 0, !unlock);
+    else up_lock_done(c, fd, cmd, l, r == 0);
     if (r == 0 && !unlock) up_inflight_after_lock(); /* a strict process that died in an operation: recovered first */
     return r;
 }
@@ -320,12 +323,14 @@ static __attribute__((noinline)) int fcntl_full(int fd, int cmd, void *arg, bool
     return real(fd, cmd, arg);
 }
 
-/* The untracked lock call's way, before fcntl_full's frame (its six saved registers: ~20 instructions a call). */
+/* The served lock call's way, before fcntl_full's frame (its six saved registers: ~20 instructions a call). */
 static inline int fcntl_common(int fd, int cmd, void *arg, bool is64) {
     /* up_enabled first: a library that is off reads nothing of the caller's (a bad pointer is the kernel's EFAULT) */
-    if (up_enabled && (cmd == F_SETLK || cmd == F_SETLKW) && arg && ((struct flock *)arg)->l_whence != SEEK_CUR &&
-        up_locks_untracked(fd))
-        return untracked_lock(is64 ? DK_REAL(fcntl64) : DK_REAL(fcntl), fd, cmd, arg);
+    if (up_enabled && (cmd == F_SETLK || cmd == F_SETLKW) && arg && ((struct flock *)arg)->l_whence != SEEK_CUR) {
+        int way = up_lock_way(fd);
+        if (way != UP_LOCK_NOT_SERVED)
+            return served_lock(is64 ? DK_REAL(fcntl64) : DK_REAL(fcntl), fd, cmd, arg, way == UP_LOCK_UNTRACKED);
+    }
     return fcntl_full(fd, cmd, arg, is64);
 }
 

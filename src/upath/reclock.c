@@ -156,7 +156,7 @@ static bool is_posix_setlk(int cmd) { return cmd == F_SETLK || cmd == F_SETLKW; 
  * (SQLite maps its -shm and reads and writes it through that mapping, and locks it six times a transaction: ~170
  * instructions a call for the set, session 25). The first call that finds it mapped here makes the set unknown
  * (not held: no refresh is ever skipped on the file again) and marks the file, in that order; the file's later
- * calls find the mark (up_locks_untracked) and take shim/fd.c's untracked_lock: counted as every lock call, ended
+ * calls find the mark (up_locks_untracked) and take shim/fd.c's served_lock untracked: counted as every lock call, ended
  * by up_lock_untracked_done, no set to change. A call begun before the mark whose bookkeeping comes after it finds
  * the mark here and keeps no range either. False: f's set is followed as before. */
 static bool untracked_after(struct up_file *f) {
@@ -181,7 +181,7 @@ static bool alone(struct up_lock_call c, uint64_t v, uint32_t in) {
     return !c.busy && in_flight(v) == in && started(v) == (uint32_t)(c.seq + 1);
 }
 
-/* The end of a counted call on an untracked file (shim/fd.c untracked_lock): up_lock_done's end without a set of
+/* The end of a counted call on an untracked file (shim/fd.c served_lock, untracked): up_lock_done's end without a set of
  * its own to change. A call that did not run alone may have reached another file's set -- the number closed or
  * dup2'ed over by another thread between the caller's look and the kernel call (review 25, #2) -- so the file
  * the number names now forgets its set, as up_lock_done's overlapped call does. */

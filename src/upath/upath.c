@@ -474,7 +474,7 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
 /* Nothing staged, nothing past the kernel's size: a publish would find so under f->mu (up_publish_locked
  * returns at once). Lock-free: appends another thread makes meanwhile are concurrent with the publish point
  * either way -- and one staged since the close's publish (by another thread's call) is seen here. */
-static bool nothing_to_publish(const struct up_file *f) {
+static inline bool nothing_to_publish(const struct up_file *f) {
     return __atomic_load_n(&f->staged_count, __ATOMIC_ACQUIRE) == 0 &&
            __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) == up_file_size(f) &&
            __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE) == up_file_size(f) && !up_publish_rolling_back(f);
@@ -1253,8 +1253,10 @@ void up_pin_unpinned(struct up_file *f) {
     dk_count(DK_C_publish_walks_recorded, 1);
 }
 
-void up_publish_all(void) {
-    if (!up_enabled) return;
+/* up_publish_all; false when it checkpointed nothing because it was refused (a signal handler inside its thread's
+ * hold of the file table's lock) or the library is off, true otherwise. */
+static bool publish_all(void) {
+    if (!up_enabled) return false;
     /* Nothing pinned since such a walk: this one would find nothing either (DAXKIT_ATOMIC's files are always
      * pinned -- their commits are the walk's -- so with it every walk runs). A change made after the load
      * below moves the sequence past it, so it is not recorded as walked. Strict mode skips the walk too but
@@ -1265,13 +1267,13 @@ void up_publish_all(void) {
     bool walk = !countable || seq != __atomic_load_n(&unpinned_at_seq, __ATOMIC_ACQUIRE);
     if (!walk) dk_count(DK_C_publish_walk_skips, 1);
     bool strict = dk_cfg.mode == DK_MODE_STRICT;
-    if (!walk && !strict) return;
+    if (!walk && !strict) return true;
     /* A signal handler's publish point (an unlock: fcntl F_UNLCK, flock LOCK_UN -- async-signal-safe, and
      * common before _exit) that interrupted its thread inside the file table's lock -- in this same walk, an
      * open's adoption, a close: nothing is walked (no checkpoint either); the thread's next publish point
      * publishes (review 14, finding 12: it waited for its own thread for ever). Counted. */
     if (dk_mu_refuse(&up_table_mu)) {
-        return;
+        return false;
     }
     DK_ERRNO_SAVE;
     if (walk) {
@@ -1288,6 +1290,35 @@ void up_publish_all(void) {
     /* (not from a signal handler that interrupted a call of its thread: it may be one the checkpoint waits for) */
     if (strict && !up_thread_in_call()) up_strict_checkpoint_all();
     DK_ERRNO_RESTORE;
+    return true;
+}
+
+void up_publish_all(void) {
+    (void)publish_all();
+}
+
+/* A lock release's publish point: fd's file, then every file -- up_publish_fd and up_publish_all in one, with
+ * strict mode's one checkpoint of every root after both (session 27: the file's publish checkpointed its root,
+ * then the walk's every root, that one again -- ~470 instructions a strict release, ~175 of them the checkpoint's
+ * own work). When the walk's checkpoint is refused (a signal handler inside its thread's hold of the file table's
+ * lock), the file's root is checkpointed alone, as its publish did before. 0, or the file's publish's -errno. */
+int up_publish_release(int fd) {
+    struct up_slot *s = up_fd_slot(fd);
+    struct up_file *f = s ? __atomic_load_n(&s->file, __ATOMIC_ACQUIRE) : NULL;
+    if (dk_cfg.mode != DK_MODE_STRICT) {
+        int rc = f ? publish_file(f, fd) : 0;
+        /* (publish_all's first look, inline: nothing pinned since the last walk that left none pinned) */
+        if (DK_LIKELY(!dk_cfg.atomic[0]) && __atomic_load_n(&up_pin_seq, __ATOMIC_ACQUIRE) ==
+                                                __atomic_load_n(&unpinned_at_seq, __ATOMIC_ACQUIRE)) {
+            dk_count(DK_C_publish_walk_skips, 1);
+            return rc;
+        }
+        (void)publish_all();
+        return rc;
+    }
+    int rc = f ? publish_file_then_ck(f, fd, NULL, false) : 0;
+    if (DK_UNLIKELY(!publish_all()) && f && !f->atomic && !up_thread_in_call()) up_strict_checkpoint(f->root);
+    return rc;
 }
 
 int up_publish_inode(dev_t dev, ino_t ino) {

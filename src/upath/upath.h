@@ -243,6 +243,15 @@ static inline bool up_locks_untracked(int fd) {
     return f && __atomic_load_n(&f->locks.untracked, __ATOMIC_SEQ_CST);
 }
 void up_lock_untracked_done(struct up_lock_call c, int fd, bool ok, bool taken);
+/* The way of a POSIX lock call on fd (shim/fd.c served_lock): no slot, or its file gone -- fcntl's general path;
+ * a file whose lock set is followed (up_lock_done); one whose set is not (up_locks_untracked). */
+enum { UP_LOCK_NOT_SERVED, UP_LOCK_TRACKED, UP_LOCK_UNTRACKED };
+static inline int up_lock_way(int fd) {
+    struct up_slot *s = up_fd_slot(fd);
+    struct up_file *f = s ? __atomic_load_n(&s->file, __ATOMIC_ACQUIRE) : NULL;
+    if (!f) return UP_LOCK_NOT_SERVED;
+    return __atomic_load_n(&f->locks.untracked, __ATOMIC_SEQ_CST) ? UP_LOCK_UNTRACKED : UP_LOCK_TRACKED;
+}
 /* A close of a managed (or pending) descriptor counts as a lock call in flight from before its forget of the
  * file's lock set (up_close, up_pending_drop) until after the kernel's close (close, close_range, dup2/dup3):
  * another thread's or a signal handler's lock call meanwhile does not run alone, so it cannot make the set
@@ -331,6 +340,9 @@ void up_exec_prepare(bool spawn);
 void up_exec_failed(void);
 /* At exit/_exit: publish everything. */
 void up_publish_all(void);
+/* A lock release's publish point: up_publish_fd(fd) then up_publish_all(), strict mode's checkpoints once. 0 or
+ * -errno (fd's file's publish). */
+int up_publish_release(int fd);
 /* Under up_table_mu with every file's locks held (up_file_lock_all): publishes what other threads appended
  * after an up_publish_all -- before fork, exec and exit, which would copy those appends into a child (that
  * publishes them again) or end the image with them (review 9, findings 13 and 14). */

@@ -2,7 +2,7 @@
  * for lock_cost.sh to count under callgrind. The file DIR/cost.shm (managed) is made 32 KiB and mapped shared;
  * three lock rounds let the library see the mapping (upath/reclock.c: its lock set leaves the bookkeeping,
  * counter lock_set_untracked); then each iteration takes a write lock on one of 8 bytes and releases it (two
- * fcntl F_SETLK calls, shim/fd.c: untracked_lock). "check": after the loop the counter must show the file
+ * fcntl F_SETLK calls, shim/fd.c: served_lock, untracked). "check": after the loop the counter must show the file
  * untracked (the script runs that once without callgrind: the calls counted are the ones meant). Exit 0, 1 on
  * a failed call or check. */
 #include "shim_test.h"

@@ -921,7 +921,7 @@ static int data_file_12k(const char *path) {
 }
 
 /* The same with the lock file mapped by the program (SQLite's -shm, session 25): its lock calls take the
- * untracked way (shim/fd.c untracked_lock, counter lock_set_untracked), whose release must still publish
+ * untracked way (shim/fd.c served_lock, untracked, counter lock_set_untracked), whose release must still publish
  * the other file's appends before the kernel's unlock. */
 static void case_lock_other_mapped(void) {
     char path[PATH_MAX], other[PATH_MAX];
