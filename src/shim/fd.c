@@ -253,7 +253,8 @@ static __attribute__((noinline)) int served_lock(int (*real)(int, int, ...), int
     KERNEL_LOCK(r, real, fd, cmd, l);
     if (untracked) up_lock_untracked_done(c, fd, r == 0, !unlock);
     else up_lock_done(c, fd, cmd, l, r == 0);
-    if (r == 0 && !unlock) up_inflight_after_lock(); /* a strict process that died in an operation: recovered first */
+    /* a strict process that died in an operation: recovered first (the mode looked at here: no call in posix) */
+    if (r == 0 && !unlock && dk_cfg.mode == DK_MODE_STRICT) up_inflight_after_lock();
     return r;
 }
 

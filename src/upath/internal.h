@@ -322,6 +322,9 @@ bool up_thread_in_call(void);
 /* A file's publish was skipped for that reason during this exit. */
 extern __thread bool up_exit_skipped;
 void up_strict_checkpoint_all(void);
+/* No root's checkpoint would do anything now (up_strict_checkpoint's first look, every root): no strict log holds
+ * a record. Lock-free; a record another thread logs meanwhile is concurrent with the caller's publish point. */
+bool up_strict_logs_empty(void);
 /* Strict mode: applies this file's staged overwrites that wait for a checkpoint (a checkpoint of its root),
  * before a read or a write that must see them in the file. False when it cannot now: the thread is inside
  * a strict operation (a signal handler interrupted it) -- a read then overlays them (up_strict_overlay). */

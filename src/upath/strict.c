@@ -510,6 +510,15 @@ void up_strict_checkpoint_all(void) {
     for (int i = 0; i < up_roots_count(); i++) up_strict_checkpoint(up_root_at(i));
 }
 
+bool up_strict_logs_empty(void) {
+    if (DK_UNLIKELY(up_fork_orphan)) return true; /* (the parent's logs: up_strict_checkpoint does nothing) */
+    for (int i = 0, n = up_roots_count(); i < n; i++) {
+        struct up_strict *st = __atomic_load_n(&up_root_at(i)->strict, __ATOMIC_ACQUIRE);
+        if (st && dk_oplog_lines_used(st->log) != 0) return false;
+    }
+    return true;
+}
+
 /* Makes staged bytes durable as the medium requires (dax: the record's fence covers the NT stores). */
 static void staging_persist(const struct up_root *r, const struct up_strict *st, uint64_t off, uint64_t n) {
     if (r->persist_as != DK_MEDIUM_PAGECACHE) return;

@@ -57,6 +57,10 @@
  *               the walk of the open files too (session 21), and still checkpoints -- 4 KiB overwrites waiting
  *               for the checkpoint are in the file for another program after each lock round on a file
  *               outside the managed directory (its release publishes through up_publish_all alone).
+ *   lock_release_strict  strict mode (DAXKIT_STRICT_APPLY=checkpoint), the lock file managed (its calls take
+ *               shim/fd.c's served_lock, its releases upath.c's up_publish_release): a release with nothing to
+ *               do makes no checkpoint; one after a 4 KiB overwrite does, and another program sees the block --
+ *               locks on another managed file and on the written file itself, by turns.
  *   auto_keep   DAXKIT_APPEND=auto with a log fsynced after every single record: after
  *               DAXKIT_AUTO_KEEP_AFTER (8) such fsyncs the file moves to extend with keep (counter auto_keeps),
  *               unless it was appended through O_APPEND (a shared log: another program's record follows);
@@ -1252,6 +1256,43 @@ static void case_lock_other_strict(void) {
     printf("ok: lock_other_strict: walks skipped at lock releases, each release a checkpoint; overwrites seen\n");
 }
 
+/* Strict mode, the lock on a managed file (shim/fd.c served_lock -> upath.c up_publish_release): a release with
+ * nothing at all to do returns at once (session 27), but one after a logged overwrite still checkpoints --
+ * the overwrites waiting for the checkpoint are in the file for another program after each lock round, on
+ * another managed file or on the written file itself (SQLite's pattern). */
+static void case_lock_release_strict(void) {
+    char path[PATH_MAX], other[PATH_MAX];
+    st_path(path, sizeof path, dir, "lock_release_strict");
+    st_path(other, sizeof other, dir, "lock_release_strict.lock");
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    int lfd = OK(open(other, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    enum { BLOCKS = 6, BLOCK = 4096 };
+    uint64_t size = append(fd, 0, BLOCKS * BLOCK); /* strict: published by the write */
+    seen_by_other(path, size, size, "strict appends");
+    lock_round(lfd);
+    for (unsigned i = 0; i < BLOCKS; i++) {
+        static uint8_t buf[BLOCK];
+        st_fill(buf, 7, (uint64_t)i * BLOCK, BLOCK);
+        CHECK(pwrite(fd, buf, BLOCK, (off_t)i * BLOCK) == BLOCK, "overwrite of block %u", i);
+        uint64_t cks = st_counter(DK_C_strict_checkpoints);
+        lock_round(i & 1 ? fd : lfd);
+        CHECK(st_counter(DK_C_strict_checkpoints) > cks, "strict: no checkpoint at the release after overwrite %u", i);
+        for (unsigned j = 0; j <= i; j++)
+            CHECK(st_check("pattern", path, st_fmt("%u", j * BLOCK), st_fmt("%u", BLOCK), "7") == 0,
+                  "after the lock round on the %s that followed overwrite %u, another program does not see block %u",
+                  i & 1 ? "written file" : "other file", i, j);
+        /* a round with nothing logged since: no checkpoint, the walk skipped */
+        uint64_t skips = st_counter(DK_C_publish_walk_skips);
+        cks = st_counter(DK_C_strict_checkpoints);
+        lock_round(i & 1 ? lfd : fd);
+        CHECK(st_counter(DK_C_strict_checkpoints) == cks, "strict: a checkpoint at a release with nothing logged");
+        CHECK(st_counter(DK_C_publish_walk_skips) > skips, "strict: a lock release with nothing pinned walked the open files");
+    }
+    OK(close(lfd));
+    OK(close(fd));
+    printf("ok: lock_release_strict: each release after an overwrite a checkpoint, the overwrite seen; idle releases none\n");
+}
+
 int main(int argc, char **argv) {
     dir = st_dir(argc, argv);
     const char *which = argc > 2 ? argv[2] : "all";
@@ -1273,6 +1314,7 @@ int main(int argc, char **argv) {
     if (all || !strcmp(which, "fsync_visible")) case_fsync_visible(), any = true;
     if (all || !strcmp(which, "lock_other")) case_lock_other(), any = true;
     if (!strcmp(which, "lock_other_strict")) case_lock_other_strict(), any = true;
+    if (!strcmp(which, "lock_release_strict")) case_lock_release_strict(), any = true;
     if (!strcmp(which, "lock_other_mapped")) case_lock_other_mapped(), any = true;
     if (!strcmp(which, "lock_refresh_mapped")) case_lock_refresh_mapped(), any = true;
     if (!strcmp(which, "lock_rebind_mapped")) case_lock_rebind_mapped(), any = true;
