@@ -3,12 +3,42 @@
  * three lock rounds let the library see the mapping (upath/reclock.c: its lock set leaves the bookkeeping,
  * counter lock_set_untracked); then each iteration takes a write lock on one of 8 bytes and releases it (two
  * fcntl F_SETLK calls, shim/fd.c: served_lock, untracked). "check": after the loop the counter must show the file
- * untracked (the script runs that once without callgrind: the calls counted are the ones meant). Exit 0, 1 on
- * a failed call or check. */
+ * untracked (the script runs that once without callgrind: the calls counted are the ones meant). "sqlite"
+ * (session 27): each iteration is instead the nine lock calls of a SQLite transaction without a WAL, on an
+ * unmapped file (its lock set followed: upath/reclock.c up_lock_done; "sqlite check" checks that it is).
+ * Exit 0, 1 on a failed call or check. */
 #include "shim_test.h"
 
+/* SQLite's lock calls of one transaction in rollback or OFF journal mode on its database (session 27, strace):
+ * SHARED (PENDING read, SHARED read, PENDING unlock), RESERVED, PENDING, EXCLUSIVE, the downgrade to SHARED,
+ * the unlock of PENDING + RESERVED, the unlock of everything -- six acquisitions, three releases. */
+#define SQ_PENDING 1073741824LL
+static void sqlite_txn(int fd) {
+    static const struct { short type; long long start, len; } calls[] = {
+        {F_RDLCK, SQ_PENDING, 1},     {F_RDLCK, SQ_PENDING + 2, 510}, {F_UNLCK, SQ_PENDING, 1},
+        {F_WRLCK, SQ_PENDING + 1, 1}, {F_WRLCK, SQ_PENDING, 1},       {F_WRLCK, SQ_PENDING + 2, 510},
+        {F_RDLCK, SQ_PENDING + 2, 510}, {F_UNLCK, SQ_PENDING, 2},     {F_UNLCK, 0, 0},
+    };
+    for (unsigned i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+        struct flock l = {.l_type = calls[i].type, .l_whence = SEEK_SET, .l_start = calls[i].start, .l_len = calls[i].len};
+        if (fcntl(fd, F_SETLK, &l) != 0) FAIL("sqlite call %u: %s", i, strerror(errno));
+    }
+}
+
 int main(int argc, char **argv) {
-    if (argc < 3) FAIL("usage: shim_lock_cost DIR ITERS [check]");
+    if (argc < 3) FAIL("usage: shim_lock_cost DIR ITERS [check | sqlite [check]]");
+    if (argc > 3 && strcmp(argv[3], "sqlite") == 0) { /* a database file, not mapped: its lock set followed */
+        char db[PATH_MAX];
+        st_path(db, sizeof db, argv[1], "cost.db");
+        int fd = OK(open(db, O_RDWR | O_CREAT, 0644));
+        static char page[4096];
+        CHECK(pwrite(fd, page, sizeof page, 0) == (ssize_t)sizeof page, "pwrite: %s", strerror(errno));
+        for (long i = 0, n = atol(argv[2]); i < n; i++) sqlite_txn(fd);
+        if (argc > 4 && strcmp(argv[4], "check") == 0)
+            CHECK(st_counter(DK_C_lock_set_untracked) == 0, "the database's lock set is not followed: not the path meant");
+        OK(close(fd));
+        return 0;
+    }
     char path[PATH_MAX];
     st_path(path, sizeof path, argv[1], "cost.shm");
     long n = atol(argv[2]);
