@@ -114,6 +114,8 @@ static int truncate_path(const char *path, off_t len, bool is64) {
             errno = -lr;
             return -1;
         }
+        /* the file the record names: the one the name named under the hold (a rename since the stat above) */
+        if (logged.st) st.st_dev = logged.dev, st.st_ino = logged.ino;
     }
     int r = real(path, len);
     if (logged.st) up_strict_truncate_name_end(&logged, r == 0); /* (keeps errno) */

@@ -1285,6 +1285,29 @@ static struct up_root *root_of_path(int dirfd, const char *path) {
     return r;
 }
 
+/* The managed root holding the file `path` (relative to dirfd) names -- following a final symlink, as truncate(2)
+ * and open(2) without O_NOFOLLOW do -- or NULL; *st: the file's stat. Found from the file itself (an O_PATH
+ * descriptor of it, whose path the kernel reports), not from the directory holding the name: a symlink's target
+ * may be under another root or under none (review 26, #1's other half: a truncate through a symlink from outside
+ * the managed tree logged nothing, one from another root logged into that root's log, unordered against the
+ * file's writes). Looked up by fstatat first, outside any window, as open_parent: a regular file of a managed
+ * device only. The O_PATH descriptor's close drops none of the program's POSIX locks (the kernel's filp_flush
+ * skips locks_remove_posix for FMODE_PATH). */
+static struct up_root *root_of_file(int dirfd, const char *path, struct stat *st) {
+    if (DK_REAL(fstatat)(dirfd, path, st, 0) != 0 || !S_ISREG(st->st_mode) || !up_dev_is_managed(st->st_dev)) return NULL;
+    int cancel_was = dk_cancel_off(); /* (the callers' calls are no cancellation points: neither is this) */
+    int fd = dk_ifd_openat(dirfd, path, O_PATH | O_CLOEXEC, 0);
+    struct up_root *r = NULL;
+    struct stat fs;
+    if (fd >= 0 && DK_REAL(fstat)(fd, &fs) == 0 && S_ISREG(fs.st_mode) && up_dev_is_managed(fs.st_dev)) {
+        *st = fs; /* (the name may have moved since the fstatat: the file the descriptor holds counts) */
+        r = up_root_for_fd(fd, &fs, AT_FDCWD, NULL);
+    }
+    if (fd >= 0) DK_REAL(close)(fd);
+    dk_cancel_restore(cancel_was);
+    return r;
+}
+
 /* truncate(path, len) by name (shim/meta.c), logged as an ftruncate is (issue 3: a truncate is a logged metadata
  * operation). Before session 26 it was no record: the checkpoint of up_publish_inode, then the kernel's truncate
  * -- and another thread's strict write of the file in between was logged after the checkpoint and applied before
@@ -1295,9 +1318,11 @@ static struct up_root *root_of_path(int dirfd, const char *path) {
  * process may have no entry of the file -- it was opened by another thread meanwhile -- so the file's in-flight
  * table cannot order it as ftruncate's on the page cache): every write of the root logged before the record is
  * applied before it, none is logged until the kernel has cut the file, and an append that chose its offset
- * before the hold chooses it again (strict_write_one: the epoch moved). The file is named by (dev, ino) from the
- * caller's stat and its identity by the path's handle (up_path_ident): a rename of another file onto the name
- * in between gives a record whose identity recovery finds wrong -- never applied to either file. Not from a
+ * before the hold chooses it again (strict_write_one: the epoch moved). The file is named by (dev, ino) from a stat under
+ * the hold (session 27: the caller's, before) and its identity by the path's handle (up_path_ident); its log is
+ * its root's, found from the file, not from the directory of the name (a symlink: root_of_file). A rename of
+ * another file onto the name between that stat and the kernel's call gives a record whose identity recovery
+ * finds wrong -- never applied to either file (on tmpfs, without identities: to the file stat named). Not from a
  * signal handler inside a strict operation of its own thread (the write side would wait for that thread): the
  * kernel's truncate unlogged then, as before, counted. 0 (the caller truncates, then up_strict_truncate_name_end)
  * or -errno: the call fails (no record, nothing held). */
@@ -1309,23 +1334,30 @@ int up_strict_truncate_name_begin(int dirfd, const char *path, dev_t dev, ino_t 
     *t = (struct up_strict_name){0};
     if (dk_cfg.mode != DK_MODE_STRICT || !up_enabled) return 0;
     DK_ERRNO_SAVE;
+    struct stat sb;
+    struct up_root *r = root_of_file(dirfd, path, &sb); /* the file's root, through a symlink too */
+    DK_ERRNO_RESTORE;
+    if (!r) return 0;
     /* A growth the file-size limit refuses (the kernel's EFBIG and SIGXFSZ, whose default action ends the
      * process before the record could be taken back) is refused before anything is logged, as up_ftruncate
      * does: recovery would apply it (review 26, #2: 100 bytes recovered as 2 MiB). */
-    struct stat sb;
-    if (DK_UNLIKELY(up_fsize_limited()) && DK_REAL(fstatat)(dirfd, path, &sb, 0) == 0) {
+    if (DK_UNLIKELY(up_fsize_limited())) {
         int frc = up_fsize_refuse_growth(len, (uint64_t)sb.st_size);
         if (frc) return frc; /* (errno: the caller sets it) */
-        DK_ERRNO_RESTORE;
     }
-    int cancel_was = dk_cancel_off(); /* (truncate is no cancellation point: nor are the parent's open and close) */
-    struct up_root *r = root_of_path(dirfd, path);
-    dk_cancel_restore(cancel_was);
-    DK_ERRNO_RESTORE;
-    return r ? truncate_record_begin(r, dirfd, path, dev, ino, len, t) : 0;
+    (void)dev, (void)ino; /* the caller's stat: the file root_of_file found is the one (it looked later) */
+    return truncate_record_begin(r, dirfd, path, sb.st_dev, sb.st_ino, len, t);
 }
 
-/* The record and the hold, for the file (dev, ino) at `path` under root r. */
+/* The record and the hold, for the file (dev, ino) at `path` under root r. The name is looked at again under
+ * the hold (review 26, #9): the caller's stat came before a checkpoint (an O_TRUNC open's, the publish of a
+ * truncate by name) and the wait for the write side, and a rename onto the name in that time -- by another
+ * process, or this one's unlogged -- gave a record of the file the name no longer named: on tmpfs (no
+ * identity) recovery then cut that file, which the program never truncated, and never the one the kernel cut.
+ * Now the record names the file the name names under the hold, which the kernel's call acts on (a rename after
+ * that is the race every truncate by name has, docs/strict.md); a name that moved to another root's file is
+ * held and looked at again under that root's lock; one that names no regular file of a root now gets no
+ * record (the kernel's call makes a new file, or fails). *t's dev and ino: the file the record names. */
 static int truncate_record_begin(struct up_root *r, int dirfd, const char *path, dev_t dev, ino_t ino, uint64_t len,
                                  struct up_strict_name *t) {
     *t = (struct up_strict_name){0};
@@ -1335,16 +1367,31 @@ static int truncate_record_begin(struct up_root *r, int dirfd, const char *path,
     }
     DK_ERRNO_SAVE;
     int rc = 0;
-    /* No log under a finite file-size limit, none that can be made (a full medium): as up_strict_meta_begin --
-     * without a log there is no record of the file to order against. */
-    struct up_strict *st = up_fsize_limited() && !__atomic_load_n(&r->strict, __ATOMIC_ACQUIRE) ? NULL : strict_for(r);
-    if (!st) dk_count(DK_C_strict_meta_unlogged, 1);
-    if (st) {
+    for (int attempt = 0; r; attempt++) {
+        /* No log under a finite file-size limit, none that can be made (a full medium): as up_strict_meta_begin --
+         * without a log there is no record of the file to order against. */
+        struct up_strict *st = up_fsize_limited() && !__atomic_load_n(&r->strict, __ATOMIC_ACQUIRE) ? NULL : strict_for(r);
+        if (!st) {
+            dk_count(DK_C_strict_meta_unlogged, 1);
+            break;
+        }
         up_inflight_hold(r, st->log); /* inflight.h */
-        struct dk_oplog_op op = {.dev = (uint64_t)dev, .ino = (uint64_t)ino, .file_offset = len,
-                                 .aux = op_ident_bits(up_path_ident(r, dirfd, path))};
+        DK_CRASH_POINT("strict.truncate_name.before_hold"); /* tests: a rename onto the name here */
         ck_wrlock(st);
         lazy_apply(st); /* waiting overwrites first (up_strict_log_truncate) */
+        struct stat now;
+        if (DK_REAL(fstatat)(dirfd, path, &now, 0) != 0 || now.st_dev != dev || now.st_ino != ino) {
+            struct up_root *r2 = root_of_file(dirfd, path, &now); /* (no cancellation point, as under ck) */
+            if (r2 != r || attempt >= 4) {
+                ck_wrunlock(st);
+                if (r2 && attempt >= 4) dk_count(DK_C_strict_meta_unlogged, 1); /* (renamed on and on) */
+                r = attempt >= 4 ? NULL : r2, dev = now.st_dev, ino = now.st_ino;
+                continue; /* another root's file: its log and its hold; none: nothing of ours is cut */
+            }
+            dev = now.st_dev, ino = now.st_ino;
+        }
+        struct dk_oplog_op op = {.dev = (uint64_t)dev, .ino = (uint64_t)ino, .file_offset = len,
+                                 .aux = op_ident_bits(up_path_ident(r, dirfd, path))};
         rc = log_truncate(st, &op, NULL, &t->seq);
         if (rc == -ENOSPC) {
             checkpoint_locked(r, st);
@@ -1354,10 +1401,11 @@ static int truncate_record_begin(struct up_root *r, int dirfd, const char *path,
             ck_wrunlock(st);
             rc = rc == -ENOSPC ? -ENOSPC : -EIO;
         } else {
-            t->st = st;
+            t->st = st, t->dev = dev, t->ino = ino;
             dk_count(DK_C_strict_meta, 1);
             DK_CRASH_POINT("strict.truncate_name.logged");
         }
+        break;
     }
     DK_ERRNO_RESTORE;
     return rc;
@@ -1435,12 +1483,12 @@ bool up_strict_before_truncating_open(int dirfd, const char *path, struct up_str
     *t = (struct up_strict_name){0};
     DK_ERRNO_SAVE;
     struct stat st;
-    bool exists = DK_REAL(fstatat)(dirfd, path, &st, 0) == 0; /* a new file has no records to replay */
-    struct up_root *r = exists ? root_of_path(dirfd, path) : NULL;
+    struct up_root *r = root_of_file(dirfd, path, &st); /* a new file has no records to replay */
     DK_ERRNO_RESTORE;
     if (r && __atomic_load_n(&r->strict, __ATOMIC_ACQUIRE)) up_strict_checkpoint(r);
-    /* for up_strict_truncating_open_begin: the file its record names (a regular file of a managed device) */
-    if (r && S_ISREG(st.st_mode) && up_dev_is_managed(st.st_dev)) t->root = r, t->dev = st.st_dev, t->ino = st.st_ino;
+    /* for up_strict_truncating_open_begin: the file its record names (a regular file of a managed device), and
+     * its root -- the file's, through a symlink too (review 26, #1) */
+    if (r) t->root = r, t->dev = st.st_dev, t->ino = st.st_ino;
     /* The truncate is no record: where power loss can undo it, it is made durable before the open returns,
      * or the records of the writes that follow would be replayed over the old content (new head, old tail:
      * review 9, finding 29). */

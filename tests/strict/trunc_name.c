@@ -29,6 +29,17 @@
  *   otrunc      as done, but the main thread truncates by an open with O_TRUNC and writes 10 bytes of 'a' through
  *               it (the same window: the interposer's open): before the fix the open was no record either (a
  *               checkpoint first, review 7's finding 9), and W's write was replayed over it.
+ *   link, link-open  (session 27; review 26, #1's other half) as done and otrunc, through a symlink outside the
+ *               managed directory (EXPECT.link -> DIR/f): the log was found from the link's directory -- none --
+ *               so nothing was logged or held, and W's write replayed over the truncated file (12,288 bytes).
+ *   swap, swap-open  (session 27; review 26, #9) no W: the main thread truncates f to 10 by name (by an open
+ *               with O_TRUNC, writing 10 bytes of 'a'), and at the cue strict.truncate_name.before_hold (DAXKIT_
+ *               TEST_CRASH=raise:10:strict.truncate_name.before_hold:1: the library has stat'ed the name and
+ *               waits for the hold) the handler exchanges f with DIR/g (5,000 bytes of 'b', made here without the
+ *               library) by renameat2(RENAME_EXCHANGE), as another process could: the kernel then cuts the file
+ *               that was g. The record named the file stat'ed before (now at g): on tmpfs, without identities,
+ *               recovery cut g to 10 bytes (0), a file the program never truncated. The script checks g
+ *               (12,288 bytes of 'a') and f (what the program saw).
  * Exit: killed (the script checks), 2 set-up failed. */
 #include <dlfcn.h>
 #include <errno.h>
@@ -40,12 +51,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #define WAIT_MS 300
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
 
-static char path[4096];
+static char path[4096], name[4096], gpath[4096]; /* name: what the main thread truncates (f, or a symlink) */
 static const char *mode;
 static int wfd = -1;
 static volatile int go, written, logged;
@@ -69,6 +84,13 @@ static void window_hook(const char *p);
  * the main thread's ftruncate record is durable, the kernel's ftruncate not made -- the window. */
 static void on_usr1(int sig) {
     (void)sig;
+    if (!strncmp(mode, "swap", 4)) { /* another process's rename, between the library's stat and its hold */
+        int e = errno;
+        if (syscall(SYS_renameat2, AT_FDCWD, path, AT_FDCWD, gpath, RENAME_EXCHANGE) != 0) die("renameat2");
+        say("trunc_name: f and g exchanged inside the library's truncate\n");
+        errno = e;
+        return;
+    }
     if (!strcmp(mode, "fappend")) {
         window_hook(path);
         return;
@@ -97,7 +119,7 @@ static bool append_mode(void) { return !strcmp(mode, "append"); }
 
 static int hooked;
 static void window_hook(const char *p) {
-    if (strcmp(p, path) != 0 || hooked++) return;
+    if (strcmp(p, name) != 0 || hooked++) return;
     __atomic_store_n(&go, 1, __ATOMIC_SEQ_CST);
     volatile int *cue = append_mode() ? &logged : &written;
     long t0 = now_ms();
@@ -108,9 +130,34 @@ static void window_hook(const char *p) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) return fprintf(stderr, "usage: trunc_name done|done-open|append|fappend|otrunc DIR [EXPECT]\n"), 2;
+    if (argc < 4)
+        return fprintf(stderr, "usage: trunc_name done|done-open|append|fappend|otrunc|link|link-open|swap|swap-open "
+                               "DIR EXPECT\n"), 2;
     mode = argv[1];
     snprintf(path, sizeof path, "%s/f", argv[2]);
+    snprintf(name, sizeof name, "%s", path);
+    snprintf(gpath, sizeof gpath, "%s/g", argv[2]);
+    bool link = !strncmp(mode, "link", 4), swap = !strncmp(mode, "swap", 4);
+    if (link) { /* a symlink outside the managed directory, made without the library */
+        snprintf(name, sizeof name, "%s.link", argv[3]);
+        unlink(name);
+        if (syscall(SYS_symlinkat, path, AT_FDCWD, name) != 0) die("symlink");
+    }
+    if (swap) { /* g: 5,000 bytes of 'b', made without the library */
+        static char b[5000];
+        memset(b, 'b', sizeof b);
+        int g = (int)syscall(SYS_openat, AT_FDCWD, gpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (g < 0 || syscall(SYS_write, g, b, sizeof b) != (long)sizeof b || syscall(SYS_fsync, g) != 0) die("g");
+        syscall(SYS_close, g);
+        if (!getenv("DAXKIT_TEST_CRASH")) return say("trunc_name: needs DAXKIT_TEST_CRASH\n"), 2;
+        /* f read once through the library: the root's medium is probed (tmpfs: records carry no identity) */
+        char c;
+        int p = open(path, O_RDONLY);
+        if (p < 0 || read(p, &c, 1) != 1) die("open f, read");
+    }
+    const char *op = !strcmp(mode, "link") ? "done" : !strcmp(mode, "link-open") ? "otrunc"
+                     : !strcmp(mode, "swap-open")                            ? "otrunc"
+                                                                             : mode;
     void (**hookp)(const char *) = dlsym(RTLD_DEFAULT, "dk_trunc_window_hook");
     if (!hookp) return say("trunc_name: no interposer (libdk_trunc_window.so not preloaded)\n"), 2;
     bool append = !strcmp(mode, "append");
@@ -120,23 +167,24 @@ int main(int argc, char **argv) {
     sa.sa_handler = on_usr1;
     sigaction(SIGUSR1, &sa, NULL);
     bool w_appends = append || !strcmp(mode, "fappend");
-    if (strcmp(mode, "done-open") != 0 && (wfd = open(path, w_appends ? O_WRONLY | O_APPEND : O_RDWR)) < 0) die("open");
+    if (!swap && strcmp(mode, "done-open") != 0 && (wfd = open(path, w_appends ? O_WRONLY | O_APPEND : O_RDWR)) < 0)
+        die("open");
     int mfd = !strcmp(mode, "fappend") ? open(path, O_RDWR) : -1; /* (main's own descriptor, for ftruncate) */
     pthread_t w;
-    if (pthread_create(&w, NULL, w_main, NULL) != 0) return 2;
-    __atomic_store_n(hookp, window_hook, __ATOMIC_RELEASE);
+    if (!swap && pthread_create(&w, NULL, w_main, NULL) != 0) return 2;
+    if (!swap) __atomic_store_n(hookp, window_hook, __ATOMIC_RELEASE);
     if (mfd >= 0) {
         if (ftruncate(mfd, 10) != 0) die("ftruncate");
-    } else if (!strcmp(mode, "otrunc")) {
-        int t = open(path, O_WRONLY | O_TRUNC); /* (kept open: a close is a checkpoint) */
+    } else if (!strcmp(op, "otrunc")) {
+        int t = open(name, O_WRONLY | O_TRUNC); /* (kept open: a close is a checkpoint) */
         if (t < 0 || write(t, "aaaaaaaaaa", 10) != 10) die("open with O_TRUNC, write");
-    } else if (truncate(path, 10) != 0) {
+    } else if (truncate(name, 10) != 0) {
         die("truncate");
     }
     __atomic_store_n(hookp, NULL, __ATOMIC_RELEASE);
     say("trunc_name: truncate(f, 10) returned\n");
     if (append) kill(getpid(), SIGKILL); /* W's append in flight */
-    pthread_join(w, NULL);
+    if (!swap) pthread_join(w, NULL);
     /* Both returned: the file as the program sees it is what recovery must give. */
     int rfd = open(path, O_RDONLY);
     struct stat st;
