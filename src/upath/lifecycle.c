@@ -317,6 +317,7 @@ void up_fini(void) {
          * unlink; session 26, exit25's note). Not under up_table_mu: a strict operation in flight may need it, and
          * nothing takes the checkpoint lock under up_table_mu (upath.c publish_pinned: review 26, #3). */
         up_strict_shutdown();
+        DK_CRASH_POINT("upath.fini.strict_down"); /* tests: another thread's first strict operation from here */
     }
     /* After this, every call passes through (stdio flushes at exit still arrive): the kernel's offsets
      * must be ours. */

@@ -241,9 +241,31 @@ static int strict_create_errno;
 
 static bool errno_no_space(int e) { return e == ENOSPC || e == EDQUOT || e == ENOMEM || e == EFBIG; }
 
+/* Exit's shutdown has run (up_strict_shutdown): no log is made after it (strict_for). strict_down_here: on the
+ * thread that ran it. */
+static bool strict_down;
+static __thread bool strict_down_here;
+
 /* The errno of a data operation that has no log (strict_for returned NULL). */
 static int no_log_errno(void) {
+    if (DK_UNLIKELY(strict_down_here)) { /* a signal handler's on the exiting thread, after the shutdown */
+        dk_count(DK_C_strict_nested_refused, 1);
+        return EDEADLK;
+    }
     return errno_no_space(__atomic_load_n(&strict_create_errno, __ATOMIC_RELAXED)) ? ENOSPC : EIO;
+}
+
+/* A root's first strict operation after the exit's shutdown (session 27, exit26's note): a log made now would be
+ * one the shutdown never saw -- not held, not reset, not removed: its records left to the next start, replayed
+ * (after a power loss, or the marks off) over what the exiting thread writes through the kernel once the library
+ * is off, synced. As on a root whose log the shutdown holds: another thread's operation waits for the end of the
+ * process (never returned, as a kernel write cut by the end of the image), the exiting thread's own (a signal
+ * handler's) is refused (NULL: EDEADLK, no_log_errno). */
+static __attribute__((noinline, cold)) struct up_strict *strict_after_shutdown(void) {
+    if (strict_down_here) return NULL;
+    DK_CRASH_POINT("strict.after_shutdown.held"); /* tests: this thread's operation waits from here */
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL); /* (a write held at the exit is none either) */
+    for (;;) pause();
 }
 
 static struct up_strict *strict_create(struct up_root *r) {
@@ -294,7 +316,12 @@ static struct up_strict *strict_create(struct up_root *r) {
     return st;
 }
 
-static struct up_strict *strict_for(struct up_root *r) {
+static struct up_strict *strict_for_how(struct up_root *r, bool park);
+static inline struct up_strict *strict_for(struct up_root *r) { return strict_for_how(r, true); }
+
+/* `park`: after the exit's shutdown another thread's call waits for the end of the process (data operations);
+ * false: NULL instead (a name's record: never replayed, the kernel's call goes on unlogged). */
+static struct up_strict *strict_for_how(struct up_root *r, bool park) {
     struct up_strict *st = __atomic_load_n(&r->strict, __ATOMIC_ACQUIRE);
     if (st) return st;
     /* Cancellation off while r->mu is held: the set-up's system calls (openat, the log's zero fill, fsyncs)
@@ -302,6 +329,11 @@ static struct up_strict *strict_for(struct up_root *r) {
      * of the process then waited for it for ever (review 11, finding 2). */
     int cancel_was = dk_cancel_off();
     dk_mu_lock(&r->mu);
+    if (DK_UNLIKELY(!r->strict && __atomic_load_n(&strict_down, __ATOMIC_ACQUIRE))) {
+        dk_mu_unlock(&r->mu);
+        dk_cancel_restore(cancel_was);
+        return park ? strict_after_shutdown() : NULL;
+    }
     if (!r->strict) {
         DK_CRASH_POINT("strict.log_create.root_locked"); /* shim_fork_held_locks' cue */
         /* Made at a create or the first write: the area's probes and a failed set-up (the caller's error is
@@ -1453,9 +1485,10 @@ int up_strict_meta_begin(unsigned type, int dirfd, const char *path, int dirfd2,
     /* No log made under a finite file-size limit (it could cross it): the kernel's own call, unlogged, as
      * for the files opened meanwhile (up_adopt). */
     if (up_fsize_limited() && !__atomic_load_n(&r->strict, __ATOMIC_ACQUIRE)) return 0;
-    struct up_strict *st = strict_for(r);
+    struct up_strict *st = strict_for_how(r, false);
     if (!st) {
-        /* No log can be made (a full medium: its log and staging file need space). The records of names
+        /* No log can be made (a full medium: its log and staging file need space; after the exit's shutdown:
+         * none is made -- a name's record is never replayed, so this call waits for nothing). The records of names
          * are never replayed -- the change is atomic in the kernel and made durable by the directory fsync
          * of up_strict_meta_end -- and without a log this process has no data records the change could
          * reorder: the kernel's call, unlogged and counted. A program can free space by deleting files
@@ -1540,6 +1573,7 @@ void up_strict_after_fork_child(void) {
      * was taken for the handler's own nested one and refused (EDEADLK; session 18, shim_handler_fork_strict_*).
      * The child's interrupted call must not go on (it should _exit or exec from the handler). */
     ck_held = ck_wr_held = 0;
+    strict_down = strict_down_here = false; /* (a handler's fork after the exit's shutdown: the child's own logs) */
     /* The parent checkpointed before fork (a publish point); its log and staging file stay its own. */
     for (int i = 0; i < up_roots_count(); i++) {
         struct up_root *r = up_root_at(i);
@@ -1579,9 +1613,19 @@ static void stg_path_of(const char *log, char *out, size_t cap) {
  * record's bytes over it (exit25's note; shim_exit_sync_older_*). Costs the exit a reset when the log holds
  * records (one persisted header line, as a checkpoint's). */
 void up_strict_shutdown(void) {
+    /* No log is made from now on (strict_for), and one being made now is waited for (its maker holds r->mu) and
+     * shut down with the rest: before session 27 a root's first strict operation in flight across the shutdown
+     * or after it made a log no shutdown saw (exit26's note; shim_exit_sync_newroot_*). A root whose mutex this
+     * thread holds (a signal handler's exit inside its thread's log set-up: up_fini calls this only when no
+     * strict operation of the thread is in flight) is skipped, its log left as at a crash. */
+    strict_down_here = true;
+    __atomic_store_n(&strict_down, true, __ATOMIC_RELEASE);
     for (int i = 0; i < up_roots_count(); i++) {
         struct up_root *r = up_root_at(i);
+        if (DK_UNLIKELY(dk_mu_mine(&r->mu))) continue;
+        dk_mu_lock(&r->mu);
         struct up_strict *st = __atomic_load_n(&r->strict, __ATOMIC_ACQUIRE);
+        dk_mu_unlock(&r->mu);
         if (!st) continue;
         ck_wrlock(st);
         lazy_apply(st);

@@ -924,7 +924,7 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
         if (lr) {
             up_strict_done(f, &inflight);
             dk_mu_unlock(&f->strict_mu);
-            errno = lr == -ENOSPC ? ENOSPC : EIO;
+            errno = lr == -ENOSPC ? ENOSPC : lr == -EDEADLK ? EDEADLK : EIO; /* (EDEADLK: after the exit's shutdown) */
             return -1;
         }
         DK_CRASH_POINT("strict.truncate.logged");

@@ -34,6 +34,22 @@
  *                        log still held 'B's record, replayed over 'C': unmarked while waiting, or every record
  *                        with DAXKIT_STRICT_MARKS=0 -- a power loss's recovery). Needs DAXKIT_TEST_CRASH=
  *                        raise:10:upath.fini.published:1,raise:10:upath.fini.library_off:1[,upath.exit.synced:1].
+ *   newroot DIR keep|crash  strict (session 27, exit26's note): the root has no log yet (the child's file is made
+ *                        without the library and only read through it). A worker's overwrite of [0, 4 KiB) with
+ *                        'B' -- the root's first strict operation -- is inside the log's set-up (the cue
+ *                        strict.log_create.root_locked, SIGUSR2 on the worker: its handler waits up to 2 s for the
+ *                        library to go off) while the child exits; at upath.fini.library_off the exiting thread's
+ *                        handler waits up to 3 s for the worker's write (one the shutdown holds out never returns)
+ *                        and overwrites the same bytes with 'C' through the kernel. 'C' was written last: after /bin/true under the library recovered the directory
+ *                        (DAXKIT_STRICT_MARKS=0, a power loss's recovery) the file must hold it. Before session 27
+ *                        the shutdown skipped a root whose log was not made yet, the worker then made one no
+ *                        shutdown saw, and its record of 'B' was left to the recovery, which put it over 'C'. Needs
+ *                        DAXKIT_TEST_CRASH=raise:12:strict.log_create.root_locked:1,raise:10:upath.fini.library_off:1
+ *                        [,upath.exit.synced:1] (crash: killed after the fdatasync of 'C').
+ *   newroot DIR late     the same, but the worker's write starts after the shutdown (the cue upath.fini.strict_down,
+ *                        SIGUSR1 on the exiting thread: its handler lets the worker go and waits up to 1 s for it):
+ *                        it must wait for the end of the process, not make a log. Needs DAXKIT_TEST_CRASH=
+ *                        raise:10:upath.fini.strict_down:1,raise:10:upath.fini.library_off:1.
  *   lock DIR             sync, strict (review 25, #6): a child truncates another file by name (its sync's open in
  *                        the descriptor window reads /proc/locks once: none inherited) and exits; at the cue
  *                        upath.fini.library_off the exiting thread's handler opens its managed file again (Y),
@@ -395,6 +411,136 @@ static void case_older(const char *dir, const char *how) {
            how, crash ? " (killed after it, recovered)" : "");
 }
 
+/* ---- newroot: a root's first strict operation in flight across the exit's shutdown (exit26's note) ---- */
+
+static struct older_shared *nsh;
+static volatile int newroot_in_create, newroot_off;
+
+static void *newroot_worker(void *arg) {
+    (void)arg;
+    while (sem_wait(&older_go) != 0) {
+    }
+    static char b[OLDER_BYTES];
+    memset(b, 'B', sizeof b);
+    nsh->worker_rc = (int)pwrite(older_fd, b, sizeof b, 0) == OLDER_BYTES ? 1 : 2; /* the root's first strict op */
+    nsh->worker_done = 1;
+    for (;;) pause(); /* the exit ends it */
+    return NULL;
+}
+
+static void newroot_wait(volatile int *flag, int ms) {
+    for (int i = 0; i < ms && !*flag; i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* SIGUSR2 on the worker, inside the log's set-up (strict.log_create.root_locked): the exit goes on meanwhile. */
+static void newroot_on_create(int sig) {
+    (void)sig;
+    int e = errno;
+    nsh->cues++;
+    newroot_in_create = 1;
+    newroot_wait(&newroot_off, 2000); /* (a shutdown that waits for the set-up waits these 2 s) */
+    errno = e;
+}
+
+/* SIGUSR1 on the exiting thread, the library off (upath.fini.library_off): the worker's write first, then ours. */
+static void newroot_on_off(int sig) {
+    (void)sig;
+    int e = errno;
+    nsh->cues++;
+    newroot_off = 1;
+    newroot_wait(&nsh->worker_done, 3000); /* (a write the shutdown holds out never returns) */
+    static char c[OLDER_BYTES];
+    memset(c, 'C', sizeof c);
+    nsh->handler_rc = 3; /* crash: killed inside, after the write's fdatasync (upath.exit.synced) */
+    nsh->handler_rc = pwrite(older_fd, c, sizeof c, 0) == OLDER_BYTES ? 1 : 2;
+    errno = e;
+}
+
+/* late: SIGUSR1 on the exiting thread, first after the strict shutdown, then with the library off */
+static void newroot_on_late(int sig) {
+    (void)sig;
+    int e = errno;
+    if (++nsh->cues == 1) {
+        sem_post(&older_go);
+        newroot_wait(&nsh->worker_done, 1000);
+    } else {
+        newroot_on_off(sig);
+        nsh->cues--; /* (counted there) */
+    }
+    errno = e;
+}
+
+static void case_newroot(const char *dir, const char *how) {
+    signal(SIGUSR1, SIG_IGN); /* this process's own exit passes the cues too (and /bin/true's below) */
+    signal(SIGUSR2, SIG_IGN);
+    if (strcmp(mode_name(), "strict")) SKIP("strict mode's log only");
+    bool crash = !strcmp(how, "crash"), late = !strcmp(how, "late");
+    CHECK(crash || late || !strcmp(how, "keep"), "newroot: keep, crash or late, not %s", how);
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "newroot_data");
+    nsh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(nsh != MAP_FAILED, "mmap");
+    static char a[2 * OLDER_BYTES];
+    memset(a, 'A', sizeof a);
+    int m = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC, 0644); /* no log made */
+    CHECK(m >= 0 && syscall(SYS_write, m, a, sizeof a) == (long)sizeof a && syscall(SYS_fsync, m) == 0, "set-up");
+    syscall(SYS_close, m);
+    pid_t c = fork();
+    CHECK(c >= 0, "fork");
+    if (c == 0) {
+        older_fd = open(path, O_RDWR); /* read through the library: no strict operation, no log */
+        if (older_fd < 0 || pread(older_fd, a, OLDER_BYTES, 0) != OLDER_BYTES) _exit(2);
+        sem_init(&older_go, 0, 0);
+        struct sigaction sa = {.sa_handler = newroot_on_create};
+        sigaction(SIGUSR2, &sa, NULL);
+        struct sigaction sb = {.sa_handler = late ? newroot_on_late : newroot_on_off};
+        sigaction(SIGUSR1, &sb, NULL);
+        pthread_t t;
+        if (pthread_create(&t, NULL, newroot_worker, NULL) != 0) _exit(2);
+        if (!late) {
+            sem_post(&older_go);
+            newroot_wait(&newroot_in_create, 10000);
+        }
+        exit(0);
+    }
+    int st;
+    CHECK(waitpid(c, &st, 0) == c, "waitpid");
+    if (nsh->cues < 2) SKIP("the cues did not fire (%d of 2: DAXKIT_TEST_CRASH unset, or not a test build)", nsh->cues);
+    /* 0: its write waited for the end of the process (the shutdown took the new log's lock before it) */
+    CHECK(nsh->worker_rc == 1 || nsh->worker_rc == 0, "the worker's strict overwrite failed (%d)", nsh->worker_rc);
+    CHECK(!late || nsh->worker_rc == 0, "late: the worker's write, started after the strict shutdown, returned (a log "
+          "was made after the shutdown)");
+    CHECK(nsh->handler_rc == (crash ? 3 : 1), "the exiting thread's write after the library went off %s (%d)",
+          crash ? "was not killed inside, at upath.exit.synced" : "failed", nsh->handler_rc);
+    if (crash)
+        CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "crash: the child ended with status 0x%x, not killed at "
+              "upath.exit.synced", st);
+    else
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "keep: the child ended with status 0x%x", st);
+    pid_t t = fork(); /* the next start-up under the library recovers what the child left */
+    CHECK(t >= 0, "fork");
+    if (t == 0) {
+        execl("/bin/true", "true", (char *)NULL);
+        _exit(127);
+    }
+    int tst;
+    CHECK(waitpid(t, &tst, 0) == t && WIFEXITED(tst) && WEXITSTATUS(tst) == 0, "/bin/true under the library: 0x%x", tst);
+    static char buf[2 * OLDER_BYTES + 1];
+    long n = file_read(path, buf, sizeof buf);
+    CHECK(n == 2 * OLDER_BYTES, "the file holds %ld bytes, not %d", n, 2 * OLDER_BYTES);
+    long c_bytes = 0, b_bytes = 0;
+    for (long i = 0; i < OLDER_BYTES; i++) c_bytes += buf[i] == 'C', b_bytes += buf[i] == 'B';
+    CHECK(c_bytes == OLDER_BYTES, "%s: [0, 4 KiB) holds %ld bytes of 'C' (the exiting thread's write after the library "
+          "went off, acknowledged last) and %ld of 'B' (the worker's earlier strict write, the root's first): the log it "
+          "made during the exit was left behind, and recovery replayed its record", how, c_bytes, b_bytes);
+    for (long i = OLDER_BYTES; i < 2 * OLDER_BYTES; i++) CHECK(buf[i] == 'A', "byte %ld is 0x%02x, not 'A'", i, buf[i]);
+    printf("newroot: %s: a root's first strict write during the exit (%s) left no log behind the exit's later write\n",
+           how, nsh->worker_rc ? "returned" : "held to the end");
+}
+
 /* ---- lock: a first POSIX lock after exit and the exit's truncate by name (review 25, #6) ---- */
 
 struct lock_shared {
@@ -502,7 +648,7 @@ static void case_lock(const char *dir) {
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: shim_exit_sync DIR stdio|own write|ftruncate|truncate|cancel ftruncate|truncate|truncate open|closed|"
-                        "older keep|crash|lock\n");
+                        "older keep|crash|newroot keep|crash|lock\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IONBF, 0); /* nothing of the parent's buffered across the forks */
@@ -511,6 +657,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[2], "cancel") && argc > 3) case_cancel(argv[1], argv[3]);
     else if (!strcmp(argv[2], "truncate") && argc > 3) case_truncate(argv[1], argv[3]);
     else if (!strcmp(argv[2], "older") && argc > 3) case_older(argv[1], argv[3]);
+    else if (!strcmp(argv[2], "newroot") && argc > 3) case_newroot(argv[1], argv[3]);
     else if (!strcmp(argv[2], "lock")) case_lock(argv[1]);
     else FAIL("unknown case %s", argv[2]);
     return 0;
