@@ -313,7 +313,7 @@ void up_strict_done(struct up_file *f, struct up_strict_pub *pub);
  * sync path left dirty goes to the kernel. No checkpoint. 0 or -errno. */
 int up_strict_fsync(struct up_file *f, int fd, bool datasync);
 /* Checkpoints the root's log (or every root's): nothing logged before may be replayed after this. */
-void up_strict_checkpoint(struct up_root *r);
+bool up_strict_checkpoint(struct up_root *r); /* false: refused (a handler inside its thread's strict call) */
 /* This thread holds (or is taking) a checkpoint lock: a signal handler on it interrupted a strict operation. */
 bool up_strict_ck_held(void);
 /* A signal handler on this thread interrupted a call of the library that holds (or is taking) a file's

@@ -530,12 +530,24 @@ void up_strict_program_maps(int fd) {
     up_strict_drain(s->file); /* also before a DAXKIT_ATOMIC_MMAP view, which is no publish point */
 }
 
-void up_strict_checkpoint(struct up_root *r) {
+/* Not from a signal handler inside a strict operation, checkpoint, drain or truncate of its own thread (ck_held):
+ * the write side would wait for that thread for ever (its read side), or -- the thread's own write side --
+ * glibc's wrlock answered EDEADLK without taking it, the inner checkpoint ran unlocked inside the interrupted one
+ * and its unlock released the thread's hold: the interrupted checkpoint's own unlock then underflowed the lock's
+ * reader count and every later checkpoint hung (exit26's note: a handler's O_TRUNC open, fallocate or kernel
+ * takeover; shim_strict_ck_nested_*). false then (counted, strict_ck_nested): callers that must not go on
+ * without it refuse (EDEADLK); publish points skip it, as their walks do (up_thread_in_call). */
+bool up_strict_checkpoint(struct up_root *r) {
     struct up_strict *st = __atomic_load_n(&r->strict, __ATOMIC_ACQUIRE);
-    if (!st || dk_oplog_lines_used(st->log) == 0 || DK_UNLIKELY(up_fork_orphan)) return; /* the parent's log */
+    if (!st || dk_oplog_lines_used(st->log) == 0 || DK_UNLIKELY(up_fork_orphan)) return true; /* the parent's log */
+    if (DK_UNLIKELY(ck_held)) {
+        dk_count(DK_C_strict_ck_nested, 1);
+        return false;
+    }
     ck_wrlock(st);
     checkpoint_locked(r, st);
     ck_wrunlock(st);
+    return true;
 }
 
 void up_strict_checkpoint_all(void) {

@@ -859,8 +859,9 @@ int up_fsync(struct up_slot *s, int fd, bool datasync) {
  * descriptor's offset is handed to the kernel at its first such call: up_serving). Idempotent. Counted as a
  * pass-through. 0 or -errno (the file stays ours). */
 int up_kernel_takes_over(struct up_file *f, int fd) {
-    if (dk_cfg.mode == DK_MODE_STRICT && !__atomic_load_n(&f->kernel_only, __ATOMIC_ACQUIRE))
-        up_strict_checkpoint(f->root);
+    if (dk_cfg.mode == DK_MODE_STRICT && !__atomic_load_n(&f->kernel_only, __ATOMIC_ACQUIRE) &&
+        DK_UNLIKELY(!up_strict_checkpoint(f->root)))
+        return -EDEADLK; /* a handler inside its thread's strict call: the file stays ours */
     up_file_lock(f);
     int rc = up_publish_locked(f, fd);
     if (rc == 0) __atomic_store_n(&f->kernel_only, true, __ATOMIC_RELEASE);
@@ -958,7 +959,11 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
 int up_fallocate(struct up_slot *s, int fd, int mode, off_t off, off_t len) {
     struct up_file *f = s->file;
     if (f->atomic) return up_atomic_fallocate(f, fd, mode, off, len);
-    if (dk_cfg.mode == DK_MODE_STRICT) up_strict_checkpoint(f->root); /* not logged: no older record may replay over it */
+    /* not logged: no older record may replay over it (a handler inside its thread's strict call: EDEADLK) */
+    if (dk_cfg.mode == DK_MODE_STRICT && DK_UNLIKELY(!up_strict_checkpoint(f->root))) {
+        errno = EDEADLK;
+        return -1;
+    }
     up_file_lock(f);
     int rc = up_publish_locked(f, fd);
     if (rc == 0 && !(mode & FALLOC_FL_KEEP_SIZE) && off >= 0 && len > 0 &&
