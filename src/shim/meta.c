@@ -103,22 +103,29 @@ static int truncate_path(const char *path, off_t len, bool is64) {
     int arc;
     if (known && up_atomic_truncate_inode(st.st_dev, st.st_ino, len, &arc)) return arc; /* DAXKIT_ATOMIC */
     struct up_strict_name logged = {0};
+    struct up_trunc_hold held = {0};
     if (known) {
         up_truncating_by_name();
         up_publish_inode(st.st_dev, st.st_ino);
+        if (len >= 0) up_truncate_inode_enter(st.st_dev, st.st_ino, &held); /* (a descriptor's call, before the hold) */
         /* strict: a record in log order, the root's strict writes held out until the kernel's truncate is done */
         int lr = dk_cfg.mode == DK_MODE_STRICT && len >= 0
                      ? up_strict_truncate_name_begin(AT_FDCWD, path, st.st_dev, st.st_ino, (uint64_t)len, &logged)
                      : 0;
         if (lr) {
+            up_truncate_inode_done(&held, false, 0);
             errno = -lr;
             return -1;
         }
         /* the file the record names: the one the name named under the hold (a rename since the stat above) */
         if (logged.st) st.st_dev = logged.dev, st.st_ino = logged.ino;
+        /* a shrink of a file open here: other threads' writes wait for the new size, as for an ftruncate */
+        if (len >= 0) up_truncate_inode_lock(&held, st.st_dev, st.st_ino, (uint64_t)len);
     }
     int r = real(path, len);
+    up_truncate_inode_done(&held, r == 0, (uint64_t)len); /* (keeps errno) */
     if (logged.st) up_strict_truncate_name_end(&logged, r == 0); /* (keeps errno) */
+    if (r == 0 && known) DK_CRASH_POINT("shim.truncate_name.cut"); /* tests: another thread's write from here */
     if (r == 0 && known) {
         int fd = up_truncated(st.st_dev, st.st_ino, len);
         DK_ERRNO_RESTORE; /* success: errno as the program left it */

@@ -1393,6 +1393,68 @@ void up_publish_before_attr_path(int dirfd, const char *path, int atflags) {
  * kernel's has 2). */
 void up_truncating_by_name(void) { __atomic_add_fetch(&up_adopt_epoch, 1, __ATOMIC_SEQ_CST); }
 
+/* trunc26's note (session 27): between the kernel's truncate by name and up_truncated another thread's write of
+ * the file still saw the old size and mapping -- an overwrite past the new end stored into the mapping there:
+ * SIGBUS on tmpfs and DAX (the page is gone), a write lost on the page cache. ftruncate holds the file's mutex
+ * and, when it shrinks, its guard's write side across the kernel's call and takes the new size under them; a
+ * truncate by name of a file this process has open now does the same. The file is reached through one of its
+ * descriptors, in a call on it (calls.h: a close meanwhile waits), entered before strict's hold (a closer drains
+ * the calls before its checkpoint). Not when the thread is inside a call already (a signal handler's truncate:
+ * it would wait for its own thread), not for a growth (nothing past the end is in use), not when appends staged
+ * below the new size wait for a publish (ftruncate's case): the old order there. */
+void up_truncate_inode_enter(dev_t dev, ino_t ino, struct up_trunc_hold *h) {
+    *h = (struct up_trunc_hold){0};
+    struct up_reader *me = up_reader_self;
+    if (!__atomic_load_n(&up_active_files, __ATOMIC_ACQUIRE) || up_thread_in_call() || up_call_depth != 0 ||
+        (me && __atomic_load_n(&me->in[UP_ASYM_CALL], __ATOMIC_RELAXED)) || dk_mu_mine(&up_table_mu))
+        return;
+    dk_mu_lock(&up_table_mu);
+    struct up_file *f = up_file_lookup(dev, ino);
+    struct find_fd_arg a = {f, -1};
+    if (f) up_fd_foreach(find_fd_cb, &a);
+    up_table_unlock(); /* (keeps errno) */
+    struct up_fd *e = a.fd >= 0 ? up_fd_entry(a.fd) : NULL;
+    struct up_slot *s = e ? up_call_enter(e) : NULL;
+    if (!s) return;
+    struct up_file *g = __atomic_load_n(&s->file, __ATOMIC_ACQUIRE);
+    if (!g || g->dev != dev || g->ino != ino || g->atomic) { /* (the number reused meanwhile) */
+        up_call_leave();
+        return;
+    }
+    h->f = g;
+}
+
+void up_truncate_inode_lock(struct up_trunc_hold *h, dev_t dev, ino_t ino, uint64_t len) {
+    struct up_file *f = h->f;
+    if (!f) return;
+    if (f->dev != dev || f->ino != ino) return; /* strict's record names another file (renamed meanwhile) */
+    DK_ERRNO_SAVE;
+    up_file_lock(f);
+    if (!size_shrinks(f, len) || (f->staged_count && len > f->pub_size)) {
+        dk_mu_unlock(&f->mu);
+    } else {
+        up_guard_write_lock(f);
+        h->locked = true;
+    }
+    DK_ERRNO_RESTORE;
+    if (!h->locked) return;
+    DK_CRASH_POINT("upath.truncate_inode.locked"); /* tests: another thread's write waits from here */
+}
+
+void up_truncate_inode_done(struct up_trunc_hold *h, bool truncated, uint64_t len) {
+    struct up_file *f = h->f;
+    if (!f) return;
+    DK_ERRNO_SAVE;
+    if (h->locked) {
+        if (truncated) forget_contents(f, len), f->meta_dirty = true;
+        up_guard_write_unlock(f);
+        dk_mu_unlock(&f->mu);
+    }
+    up_call_leave();
+    *h = (struct up_trunc_hold){0};
+    DK_ERRNO_RESTORE;
+}
+
 int up_truncated(dev_t dev, ino_t ino, off_t len) {
     (void)len;
     dk_mu_lock(&up_table_mu);

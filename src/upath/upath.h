@@ -286,6 +286,18 @@ void up_name_removed(dev_t dev, ino_t ino);
 void up_truncating_by_name(void);
 /* truncate(path) after the kernel did it. */
 int up_truncated(dev_t dev, ino_t ino, off_t len); /* a descriptor of the file the table has, or -1 */
+/* truncate(path, len) by name of a file this process has open, shrinking it: its served state follows the kernel's
+ * cut as an ftruncate's does (upath.c). up_truncate_inode_enter before strict's hold (a call on a descriptor of the
+ * file: no close frees it meanwhile), up_truncate_inode_lock after it (the file's mutex and its guard's write side,
+ * for the file the truncate names), up_truncate_inode_done after the kernel's truncate. */
+struct up_file;
+struct up_trunc_hold {
+    struct up_file *f; /* NULL: nothing held (not open here, not a shrink, a handler inside its thread's call) */
+    bool locked;
+};
+void up_truncate_inode_enter(dev_t dev, ino_t ino, struct up_trunc_hold *h);
+void up_truncate_inode_lock(struct up_trunc_hold *h, dev_t dev, ino_t ino, uint64_t len);
+void up_truncate_inode_done(struct up_trunc_hold *h, bool truncated, uint64_t len);
 /* Publishes the file with (dev, ino) if this process has unpublished appends for it (truncate(path)). */
 int up_publish_inode(dev_t dev, ino_t ino);
 /* Before the kernel sets a file's times, mode or owner (futimens, fchmod, fchown, utimensat, chmod...):
