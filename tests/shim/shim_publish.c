@@ -77,6 +77,7 @@
  *               (DAXKIT_AUTO_KEEP_AFTER=0): none is.
  * argv[1]: managed directory; argv[2]: case (or "all"). */
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 
@@ -885,24 +886,69 @@ static int mapped_lock_file(const char *path, char **map, const char *what) {
 
 /* Another process that cuts `path` to 8 bytes with the kernel's calls when told (shrinker_run). Forked before
  * this one opens anything: a descriptor shared with a fork relative is the kernel's to serve, and a fork is a
- * publish and refresh point of its own. */
+ * publish and refresh point of its own. It ends on its own when the parent ends without telling it (a failed
+ * CHECK, the watchdog): it holds no write end of its own pipe, so its read sees the end of the file (session
+ * 27: it waited for ever, and ctest with it, on the output it still held). */
 struct shrinker {
     pid_t pid;
     int to_child[2], to_parent[2];
 };
 
 static void shrinker_fork(struct shrinker *k, const char *path) {
-    OK(pipe(k->to_child));
-    OK(pipe(k->to_parent));
+    OK(pipe2(k->to_child, O_CLOEXEC)); /* (no exec'd checker holds an end either) */
+    OK(pipe2(k->to_parent, O_CLOEXEC));
     k->pid = OK(fork());
     if (k->pid == 0) {
-        wait_byte(k->to_child[0]);
+        close(k->to_child[1]);
+        close(k->to_parent[0]);
+        char c = 0;
+        if (syscall(SYS_read, k->to_child[0], &c, 1) != 1) _exit(7); /* the parent ended without telling */
         int cfd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR);
         if (cfd < 0 || syscall(SYS_ftruncate, cfd, 8) != 0) _exit(2);
         syscall(SYS_close, cfd);
         OK(write(k->to_parent[1], "d", 1));
         _exit(0);
     }
+}
+
+/* A parent that fails between shrinker_fork and shrinker_run leaves no shrinker behind: this process becomes
+ * the subreaper of a middle child that forks one and fails (exit 1); the orphan must end by itself within
+ * 10 s (before session 27 it waited for ever: the test hung until ctest's timeout). */
+static void case_shrinker_orphan(void) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "shrinker_orphan");
+    OK(prctl(PR_SET_CHILD_SUBREAPER, 1));
+    int tell[2];
+    OK(pipe(tell));
+    pid_t mid = OK(fork());
+    if (mid == 0) {
+        struct shrinker k;
+        shrinker_fork(&k, path);
+        if (write(tell[1], &k.pid, sizeof k.pid) != (ssize_t)sizeof k.pid) _exit(2);
+        exit(1); /* as a failed CHECK: the shrinker never told */
+    }
+    close(tell[1]);
+    pid_t orphan = 0;
+    CHECK(read(tell[0], &orphan, sizeof orphan) == (ssize_t)sizeof orphan, "shrinker_orphan: no shrinker pid");
+    close(tell[0]);
+    int st;
+    OK(waitpid(mid, &st, 0));
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1, "shrinker_orphan: middle child status 0x%x", st);
+    pid_t r = 0;
+    for (int ms = 0; ms < 10000 && r == 0; ms += 10) { /* reparented here (the subreaper) */
+        r = waitpid(orphan, &st, WNOHANG);
+        CHECK(r >= 0, "shrinker_orphan: waitpid(%d): %s", (int)orphan, strerror(errno));
+        if (r == 0) usleep(10000);
+    }
+    if (r == 0) {
+        kill(orphan, SIGKILL);
+        waitpid(orphan, NULL, 0);
+        FAIL("shrinker_orphan: the shrinker of a parent that failed was still waiting after 10 s (killed)");
+    }
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 7, "shrinker_orphan: the orphaned shrinker's status 0x%x (expected "
+          "exit 7)", st);
+    OK(prctl(PR_SET_CHILD_SUBREAPER, 0));
+    printf("ok: shrinker_orphan: the shrinker of a failed parent ended by itself (exit 7)\n");
 }
 
 static void shrinker_run(struct shrinker *k, const char *what) {
@@ -1318,6 +1364,7 @@ int main(int argc, char **argv) {
     if (!strcmp(which, "lock_other_mapped")) case_lock_other_mapped(), any = true;
     if (!strcmp(which, "lock_refresh_mapped")) case_lock_refresh_mapped(), any = true;
     if (!strcmp(which, "lock_rebind_mapped")) case_lock_rebind_mapped(), any = true;
+    if (!strcmp(which, "shrinker_orphan")) case_shrinker_orphan(), any = true;
     if (!strcmp(which, "lock_put_off")) case_lock_put_off(), any = true;
     if (!strcmp(which, "lock_pin_owner")) case_lock_pin_owner(), any = true;
     if (!strcmp(which, "auto_keep")) case_auto_keep(argc > 3 && !strcmp(argv[3], "never")), any = true;
