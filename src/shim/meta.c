@@ -55,21 +55,29 @@ DK_EXPORT int syncfs(int fd) {
     return DK_REAL(syncfs)(fd);
 }
 
+/* A call that changes fd's file (0, or -1 with errno): served_call with the slot s_ when the library serves fd;
+ * otherwise real_call, named until its fdatasync (shim.h dk_pt_begin_change) -- and after exit turned the
+ * library off, synced as a write is (rw.c SERVE_IF). Returns from the function. */
+#define SERVE_OR_CHANGE(fd, served_call, real_call)                                                \
+    do {                                                                                           \
+        struct up_slot *s_;                                                                        \
+        if (up_enabled) up_resolve(fd);                                                            \
+        if (up_enabled && (s_ = up_serving(fd))) {                                                 \
+            int sr_ = (served_call);                                                               \
+            up_served_end();                                                                       \
+            return sr_;                                                                            \
+        }                                                                                          \
+        struct dk_pt p_;                                                                           \
+        dk_pt_begin_change(fd, &p_);                                                               \
+        bool synced_ = p_.how == DK_PT_KERNEL && up_exit_hold(fd); /* the library off at exit */   \
+        int r_;                                                                                    \
+        DK_PT_CALL(&p_, r_ = (real_call));                                                         \
+        if (synced_) return (int)up_exit_synced(fd, r_, r_ == 0);                                  \
+        return (int)dk_pt_end_changed(&p_, fd, r_);                                                \
+    } while (0)
+
 DK_EXPORT int ftruncate(int fd, off_t len) {
-    struct up_slot *s;
-    if (up_enabled) up_resolve(fd);
-    if (up_enabled && (s = up_serving(fd))) {
-        int r = up_ftruncate(s, fd, len);
-        up_served_end();
-        return r;
-    }
-    struct dk_pt p;
-    dk_pt_begin_change(fd, &p);
-    bool synced = p.how == DK_PT_KERNEL && up_exit_hold(fd); /* the library off at exit: as a write (rw.c SERVE_IF) */
-    int r;
-    DK_PT_CALL(&p, r = DK_REAL(ftruncate)(fd, len));
-    if (synced) return (int)up_exit_synced(fd, r, r == 0);
-    return (int)dk_pt_end_changed(&p, fd, r);
+    SERVE_OR_CHANGE(fd, up_ftruncate(s_, fd, len), DK_REAL(ftruncate)(fd, len));
 }
 DK_EXPORT int ftruncate64(int fd, off_t len) { return ftruncate(fd, len); }
 
@@ -142,20 +150,7 @@ DK_EXPORT int truncate(const char *path, off_t len) { return truncate_path(path,
 DK_EXPORT int truncate64(const char *path, off_t len) { return truncate_path(path, len, true); }
 
 DK_EXPORT int fallocate(int fd, int mode, off_t off, off_t len) {
-    struct up_slot *s;
-    if (up_enabled) up_resolve(fd);
-    if (up_enabled && (s = up_serving(fd))) {
-        int r = up_fallocate(s, fd, mode, off, len);
-        up_served_end();
-        return r;
-    }
-    struct dk_pt p;
-    dk_pt_begin_change(fd, &p);
-    bool synced = p.how == DK_PT_KERNEL && up_exit_hold(fd); /* the library off at exit: as a write (rw.c SERVE_IF) */
-    int r;
-    DK_PT_CALL(&p, r = DK_REAL(fallocate)(fd, mode, off, len));
-    if (synced) return (int)up_exit_synced(fd, r, r == 0);
-    return (int)dk_pt_end_changed(&p, fd, r);
+    SERVE_OR_CHANGE(fd, up_fallocate(s_, fd, mode, off, len), DK_REAL(fallocate)(fd, mode, off, len));
 }
 DK_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len) { return fallocate(fd, mode, off, len); }
 
