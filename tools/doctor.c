@@ -357,6 +357,7 @@ static void text_report(const struct doctor *d) {
         printf("build           release\n");
     printf("flush           %s\n", dk_flush_name());
     printf("non-temporal    %s stores for writes >= %" PRIu64 " B\n", dk_nt_name(), d->cfg.nt_min_bytes);
+    printf("crc32c fold     %s (strict mode's staged bytes: avx512 > pclmul > off)\n", dk_crc_fold_name());
     printf("persistence     %s\n", persist_label(d));
     if (m->medium == DK_MEDIUM_PAGECACHE && m->costs_measured) {
         char t[32];
@@ -444,6 +445,7 @@ static void json_report(const struct doctor *d) {
     printf("  \"cpu\": {");
     json_kv_str("flush", dk_flush_name(), ", ");
     json_kv_str("nt", dk_nt_name(), ", ");
+    json_kv_str("crc_fold", dk_crc_fold_name(), ", ");
     printf("\"nt_min_bytes\": %" PRIu64 "},\n", d->cfg.nt_min_bytes);
     printf("  \"persist\": {");
     json_kv_str("setting", dk_config_enum_name("PERSIST", d->cfg.persist), ", ");

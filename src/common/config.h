@@ -10,6 +10,7 @@ enum dk_mode { DK_MODE_POSIX, DK_MODE_SYNC, DK_MODE_STRICT };
 enum dk_persist_choice { DK_PERSIST_AUTO, DK_PERSIST_FLUSH };
 enum dk_extend_sync { DK_EXTEND_SYNC_CUT, DK_EXTEND_SYNC_KEEP };
 enum dk_flush_choice { DK_FLUSH_AUTO, DK_FLUSH_CLWB, DK_FLUSH_CLFLUSHOPT, DK_FLUSH_CLFLUSH };
+enum dk_crc_fold_choice { DK_CRC_FOLD_AUTO, DK_CRC_FOLD_AVX512, DK_CRC_FOLD_PCLMUL, DK_CRC_FOLD_OFF };
 enum dk_atomic_commit { DK_ATOMIC_COMMIT_AUTO, DK_ATOMIC_COMMIT_WRITE, DK_ATOMIC_COMMIT_FSYNC };
 
 #define DK_PATH_OPT_MAX 200 /* bytes of a PATH option's value: room for "/stats.PID" and the like after it */

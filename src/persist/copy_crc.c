@@ -8,14 +8,20 @@
  * the 64-byte lines are folded into four 512-bit accumulators with carry-less multiplies while they are
  * stored (the textbook CRC folding, reflected: a 128-bit lane moves D bits forward as
  * clmul(low qword, x^(D+31) mod P) ^ clmul(high qword, x^(D-33) mod P), constants bit-reflected), then
- * reduced to 128 bits and finished with the crc32 instruction. Otherwise the bytes go through a small
- * bounce buffer: copied there once, then checksummed and stored from it. dk_crc32c_wide is the same fold
- * without the copy (the page cache's inline records, recovery's check of staged bytes). */
+ * reduced to 128 bits and finished with the crc32 instruction. Without AVX-512 (older or smaller CPUs, and
+ * valgrind, whose CPUID hides AVX-512: callgrind's counts of a strict write came from the crc32 chain below
+ * until session 27), the same fold by 128-bit PCLMULQDQ, four 16-byte accumulators, one 64-byte line a
+ * step. Otherwise the bytes go through a small bounce buffer: copied there once, then checksummed (the
+ * crc32 instruction's serial chain, ~3 cycles per 8 bytes) and stored from it. dk_crc32c_wide is the same
+ * fold without the copy (the page cache's inline records, recovery's check of staged bytes). Chosen once
+ * (CPUID, or DAXKIT_CRC_FOLD for tests); every way gives the same value, bit for bit
+ * (tests/persist/crc_fold_diff.c). */
 #include <cpuid.h>
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "common/config.h"
 #include "common/crc32c.h"
 #include "common/dk.h"
 #include "persist/internal.h"
@@ -28,7 +34,8 @@ struct fold_k { /* one lane's pair: low qword's and high qword's multiplier */
     uint64_t lo, hi;
 };
 static struct fold_k k2048, k512, k384, k256, k128;
-static int fold_state; /* 0 unknown, 1 unavailable, 2 ready */
+enum fold_level { FOLD_UNKNOWN, FOLD_OFF, FOLD_PCLMUL, FOLD_AVX512 };
+static int fold_state; /* enum fold_level: the constants are set before it leaves FOLD_UNKNOWN */
 
 /* x^e mod P, bit-reflected into 32 bits. */
 static uint64_t xpow_reflected(unsigned e) {
@@ -44,9 +51,9 @@ static struct fold_k fold_by(unsigned bits) { return (struct fold_k){xpow_reflec
 
 /* AVX-512F and VPCLMULQDQ, with the OS saving the AVX-512 state (XCR0: SSE, AVX, opmask, ZMM), and the
  * crc32 instruction. */
-static bool fold_cpu(void) {
+static bool fold512_cpu(void) {
     unsigned a, b, c, d;
-    if (!dk_crc32c_have_hw() || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
     if (!(b >> 16 & 1) || !(c >> 10 & 1)) return false;
     if (!__get_cpuid(1, &a, &b, &c, &d) || !(c >> 27 & 1)) return false; /* OSXSAVE */
     unsigned lo, hi;
@@ -54,15 +61,47 @@ static bool fold_cpu(void) {
     return (lo & 0xe6) == 0xe6;
 }
 
-static bool fold_available(void) {
-    int s = __atomic_load_n(&fold_state, __ATOMIC_ACQUIRE);
-    if (s) return s == 2;
-    bool ok = fold_cpu();
-    if (ok) { /* the same values whichever thread computes them first */
-        k2048 = fold_by(2048), k512 = fold_by(512), k384 = fold_by(384), k256 = fold_by(256), k128 = fold_by(128);
+/* PCLMULQDQ (SSE state only, which every x86-64 OS saves). */
+static bool pclmul_cpu(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c >> 1 & 1);
+}
+
+/* The best level the CPU has, or `choice` (enum dk_crc_fold_choice) when it has that one. */
+static enum fold_level fold_pick(int choice) {
+    if (!dk_crc32c_have_hw()) return FOLD_OFF; /* each way finishes with the crc32 instruction */
+    bool has512 = fold512_cpu(), has128 = pclmul_cpu();
+    enum fold_level best = has512 ? FOLD_AVX512 : has128 ? FOLD_PCLMUL : FOLD_OFF;
+    switch (choice) {
+    case DK_CRC_FOLD_AVX512: return has512 ? FOLD_AVX512 : best;
+    case DK_CRC_FOLD_PCLMUL: return has128 ? FOLD_PCLMUL : best;
+    case DK_CRC_FOLD_OFF: return FOLD_OFF;
+    default: return best;
     }
-    __atomic_store_n(&fold_state, ok ? 2 : 1, __ATOMIC_RELEASE);
-    return ok;
+}
+
+static void fold_constants(void) { /* the same values whichever thread computes them first */
+    k2048 = fold_by(2048), k512 = fold_by(512), k384 = fold_by(384), k256 = fold_by(256), k128 = fold_by(128);
+}
+
+static enum fold_level fold_level(void) {
+    int s = __atomic_load_n(&fold_state, __ATOMIC_ACQUIRE);
+    if (DK_LIKELY(s != FOLD_UNKNOWN)) return (enum fold_level)s;
+    enum fold_level l = fold_pick(dk_cfg_loaded ? dk_cfg.crc_fold : DK_CRC_FOLD_AUTO);
+    fold_constants();
+    __atomic_store_n(&fold_state, l, __ATOMIC_RELEASE);
+    return l;
+}
+
+const char *dk_crc_fold_choose(int choice) {
+    fold_constants();
+    __atomic_store_n(&fold_state, fold_pick(choice), __ATOMIC_RELEASE);
+    return dk_crc_fold_name();
+}
+
+const char *dk_crc_fold_name(void) {
+    static const char *names[] = {"unknown", "off", "pclmul", "avx512"};
+    return names[fold_level()];
 }
 
 __attribute__((target("avx512f,vpclmulqdq"))) static inline __m512i fold(__m512i z, __m512i k, __m512i next) {
@@ -126,19 +165,62 @@ __attribute__((target("avx512f,vpclmulqdq,sse4.2"))) static uint64_t crc_fold(co
     return fold_lines(NULL, s, lines, c, false);
 }
 
+/* The same fold by 128-bit PCLMULQDQ: four accumulators, one per 16-byte lane of a line, each moved one
+ * line (512 bits) forward a step, then the lanes folded onto the last as above. Any `lines` >= 1. */
+__attribute__((target("pclmul,sse4.2"))) static inline __m128i fold128(__m128i x, __m128i k, __m128i next) {
+    return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11)), next);
+}
+
+__attribute__((target("pclmul,sse4.2"))) static inline __m128i k_one(struct fold_k k) {
+    return _mm_set_epi64x((long long)k.hi, (long long)k.lo);
+}
+
+__attribute__((target("pclmul,sse4.2"), always_inline)) static inline uint64_t
+fold_lines128(char *d, const char *s, size_t lines, uint32_t c, const bool store) {
+    __m128i x[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        x[j] = _mm_loadu_si128((const __m128i *)(s + 16 * j));
+        if (store) _mm_stream_si128((__m128i *)(d + 16 * j), x[j]);
+    }
+    x[0] = _mm_xor_si128(x[0], _mm_cvtsi64_si128((long long)c)); /* the initial value */
+    __m128i k = k_one(k512);
+    for (size_t i = 1; i < lines; i++) {
+#pragma GCC unroll 4 /* the accumulators stay in registers (not unrolled, gcc 12 kept them in memory) */
+        for (int j = 0; j < 4; j++) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(s + 64 * i + 16 * j));
+            if (store) _mm_stream_si128((__m128i *)(d + 64 * i + 16 * j), a);
+            x[j] = fold128(x[j], k, a);
+        }
+    }
+    __m128i r128 = fold128(x[0], k_one(k384), fold128(x[1], k_one(k256), fold128(x[2], k_one(k128), x[3])));
+    uint64_t r = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(r128));
+    return _mm_crc32_u64(r, (uint64_t)_mm_extract_epi64(r128, 1));
+}
+
+__attribute__((target("pclmul,sse4.2"))) static uint64_t copy_fold128(char *d, const char *s, size_t lines, uint32_t c) {
+    return fold_lines128(d, s, lines, c, true);
+}
+
+__attribute__((target("pclmul,sse4.2"))) static uint64_t crc_fold128(const char *s, size_t lines, uint32_t c) {
+    return fold_lines128(NULL, s, lines, c, false);
+}
+
 uint32_t dk_crc32c_wide(uint32_t crc, const void *p, size_t n) {
-    if (n < FOLD_GROUP_BYTES || !fold_available()) return dk_crc32c(crc, p, n);
-    size_t body = n & ~(size_t)(DK_CACHELINE_BYTES - 1);
-    crc = ~(uint32_t)crc_fold(p, body / DK_CACHELINE_BYTES, ~crc);
+    enum fold_level l = n < FOLD_GROUP_BYTES ? FOLD_OFF : fold_level();
+    if (l == FOLD_OFF) return dk_crc32c(crc, p, n);
+    size_t body = n & ~(size_t)(DK_CACHELINE_BYTES - 1), lines = body / DK_CACHELINE_BYTES;
+    crc = ~(uint32_t)(l == FOLD_AVX512 ? crc_fold(p, lines, ~crc) : crc_fold128(p, lines, ~crc));
     return body < n ? dk_crc32c(crc, (const char *)p + body, n - body) : crc;
 }
 
 uint32_t dk_copy_nt_crc32c(void *dst, const void *src, size_t n, uint32_t crc) {
     char *d = dst;
     const char *s = src;
-    if (n >= FOLD_GROUP_BYTES && ((uintptr_t)d & (DK_CACHELINE_BYTES - 1)) == 0 && fold_available()) {
-        size_t body = n & ~(size_t)(DK_CACHELINE_BYTES - 1), tail = n - body;
-        uint32_t r = (uint32_t)copy_fold(d, s, body / DK_CACHELINE_BYTES, ~crc);
+    enum fold_level l = n >= FOLD_GROUP_BYTES && ((uintptr_t)d & (DK_CACHELINE_BYTES - 1)) == 0 ? fold_level() : FOLD_OFF;
+    if (l != FOLD_OFF) {
+        size_t body = n & ~(size_t)(DK_CACHELINE_BYTES - 1), tail = n - body, lines = body / DK_CACHELINE_BYTES;
+        uint32_t r = (uint32_t)(l == FOLD_AVX512 ? copy_fold(d, s, lines, ~crc) : copy_fold128(d, s, lines, ~crc));
         persist_trace_store(d, body, 1);
         crc = ~r;
         if (tail) { /* copied once into a line of our own, then checksummed and stored from it */

@@ -35,6 +35,12 @@ uint32_t dk_copy_nt_crc32c(void *dst, const void *src, size_t n, uint32_t crc);
 /* dk_crc32c(crc, p, n), by the same carry-less-multiply fold for n >= 256 when the CPU has it (4 KiB: a
  * few dozen ns against ~0.5 us for the crc32 instruction's serial chain). (copy_crc.c) */
 uint32_t dk_crc32c_wide(uint32_t crc, const void *p, size_t n);
+/* Which fold the two above use: "avx512", "pclmul" or "off" (the crc32 instruction or the table). Chosen at
+ * the first use from DAXKIT_CRC_FOLD (auto: the best the CPU has); dk_crc_fold_choose sets it again from a
+ * enum dk_crc_fold_choice (a choice the CPU lacks falls back to auto's) and returns the name -- for tests
+ * and benchmarks, with no other thread using it meanwhile. (copy_crc.c) */
+const char *dk_crc_fold_name(void);
+const char *dk_crc_fold_choose(int choice);
 /* Copies with ordinary stores, then writes back the lines. No fence. */
 void dk_copy_flush(void *dst, const void *src, size_t n);
 /* Zero-fills with non-temporal stores (head/tail written back). No fence. */

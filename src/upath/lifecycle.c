@@ -58,10 +58,10 @@ static void banner(void) {
     if (!dk_cfg.verbose) return;
     char buf[2048];
     int n = dk_config_write_nondefault(&dk_cfg, buf, sizeof buf, " ");
-    dk_log("daxkit %s (%s build) loaded: %s%s; flush %s, non-temporal %s", DAXKIT_VERSION, dk_build_kind(),
-           n ? buf : "all defaults",
+    dk_log("daxkit %s (%s build) loaded: %s%s; flush %s, non-temporal %s, crc32c fold %s", DAXKIT_VERSION,
+           dk_build_kind(), n ? buf : "all defaults",
            dk_cfg.persist == DK_PERSIST_FLUSH ? " (persistence EMULATED: flush treated as durable)" : "",
-           dk_flush_name(), dk_nt_name());
+           dk_flush_name(), dk_nt_name(), dk_crc_fold_name());
 }
 
 /* Descriptors inherited across exec may be shared with the program that opened them: the kernel's

@@ -24,6 +24,7 @@ check_doctor() { # check_doctor LABEL COMMAND...
     has "$tmp/text" '^MAP_SYNC +no'
     has "$tmp/text" '^flush +(clwb|clflushopt|clflush)$'
     has "$tmp/text" '^non-temporal +(avx512|avx2|sse2) '
+    has "$tmp/text" '^crc32c fold +(avx512|pclmul|off) '
     has "$tmp/text" '^costs +medians of [0-9]+ runs'
     has "$tmp/text" '^  copy +4 KiB [0-9.]+ [num]?s +2 MiB [0-9.]+ [num]?s'
     has "$tmp/text" '^  fsync +[0-9.]+ [num]?s'
@@ -64,6 +65,7 @@ assert d["costs"]["measured"] is True and d["costs"]["copy_2m_ns"] > 0 and d["co
 assert (d["relink"]["clone_min_bytes"] is None) == (not want[2])
 assert set(d["modes"]) == {"posix", "sync", "strict"}
 for m in d["modes"].values(): assert m["process_crash"] and m["power_loss"] and m["durable_when"]
+assert d["cpu"]["crc_fold"] in ("avx512", "pclmul", "off")
 assert d["cpu"]["flush"] in ("clwb", "clflushopt", "clflush") and d["persist"]["emulation"] is False
 PY
 
