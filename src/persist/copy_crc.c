@@ -19,6 +19,7 @@
 #include <cpuid.h>
 #include <immintrin.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/config.h"
@@ -84,10 +85,20 @@ static void fold_constants(void) { /* the same values whichever thread computes 
     k2048 = fold_by(2048), k512 = fold_by(512), k384 = fold_by(384), k256 = fold_by(256), k128 = fold_by(128);
 }
 
+/* DAXKIT_CRC_FOLD where no dk_cfg was loaded (the daxkit tool's recovery, tests linking the engine). */
+static int choice_from_env(void) {
+    const char *v = getenv("DAXKIT_CRC_FOLD");
+    if (!v) return DK_CRC_FOLD_AUTO;
+    return !strcmp(v, "avx512") ? DK_CRC_FOLD_AVX512
+           : !strcmp(v, "pclmul") ? DK_CRC_FOLD_PCLMUL
+           : !strcmp(v, "off")    ? DK_CRC_FOLD_OFF
+                                  : DK_CRC_FOLD_AUTO;
+}
+
 static enum fold_level fold_level(void) {
     int s = __atomic_load_n(&fold_state, __ATOMIC_ACQUIRE);
     if (DK_LIKELY(s != FOLD_UNKNOWN)) return (enum fold_level)s;
-    enum fold_level l = fold_pick(dk_cfg_loaded ? dk_cfg.crc_fold : DK_CRC_FOLD_AUTO);
+    enum fold_level l = fold_pick(dk_cfg_loaded ? dk_cfg.crc_fold : choice_from_env());
     fold_constants();
     __atomic_store_n(&fold_state, l, __ATOMIC_RELEASE);
     return l;
