@@ -454,6 +454,9 @@ struct up_file {
      * Atomic. */
     bool refresh_owed;
     uint64_t owed_from;     /* the published end when it became owed: a publish past it may cover a cut's hole */
+    /* A page of the mapping (its offset; 0: none) touched after a lock's re-read found the kernel size past it: its
+     * page-table entry present means no cut reached it since (upath.c probe_covers). Atomic. */
+    uint64_t probe_page;
     uint32_t strict_lazy;   /* strict mode: overwrites logged and staged, applied at the checkpoint (atomic) */
     bool strict_eager;      /* strict mode: the program mapped the file -- every write is applied at once */
     uint64_t ident;         /* ident.c: 1 << 32 | the file's identity once computed (0: not yet; atomic) */

@@ -1,6 +1,8 @@
 /* Descriptor-level glue of the user-space path: adoption of managed descriptors, close and dup,
  * offset-only calls (lseek), durability calls (fsync), size changes (ftruncate, fallocate). */
+#include <cpuid.h>
 #include <dirent.h>
+#include <immintrin.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdio.h>
@@ -54,9 +56,12 @@ static void resync(int fd, struct up_fd *e, struct up_slot *s) {
  * publishes them. The re-read stays owed (f->refresh_owed, refresh_gen behind) until any other served call,
  * which makes it with what is staged (up_refresh_owed: growth taken, a shrink seen before a mapped access).
  * Posix mode, stage strategy, no O_APPEND descriptor or appends (their place is the kernel's end), nothing
- * spilled or rolling back, not the file's first bytes (small_pages.c seeds an empty file). `how`: the
- * positional write's offset, or UP_SERVE_SYNC. */
-static bool put_off(const struct up_slot *s, struct up_file *f, int64_t how) {
+ * spilled or rolling back, not the file's first bytes (small_pages.c seeds an empty file). Since session 27
+ * also a positional write inside the end that ends at or below the file's probe page while that page's entry is
+ * present (probe_covers: no cut reached it -- the WAL's frames after SQLite restarts it). `how`: the positional
+ * write's offset, or UP_SERVE_SYNC; `n`: the write's length. */
+static bool probe_covers(struct up_file *f, uint64_t end);
+static bool put_off(const struct up_slot *s, struct up_file *f, int64_t how, uint64_t n) {
     bool owed = __atomic_load_n(&f->refresh_owed, __ATOMIC_ACQUIRE);
     if (how == UP_SERVE_SYNC && !owed) return false; /* (most fsyncs: one load) */
     if (dk_cfg.mode != DK_MODE_POSIX || __atomic_load_n(&f->strategy, __ATOMIC_RELAXED) != UP_STAGE ||
@@ -66,11 +71,12 @@ static bool put_off(const struct up_slot *s, struct up_file *f, int64_t how) {
         up_publish_rolling_back(f))
         return false;
     if (how == UP_SERVE_SYNC) return true;
-    uint64_t pub = __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE);
-    if ((uint64_t)how != up_file_size(f) || pub == 0 || pub != __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE))
-        return false; /* (size >= pub: at or past the published end) */
-    /* The first: at the published end of an idle file (the re-read would have been an fstat) */
-    if (!owed && (uint64_t)how != pub) return false;
+    uint64_t pub = __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE), size = up_file_size(f);
+    if (pub == 0 || pub != __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE)) return false; /* (size >= pub) */
+    /* The first: the file idle (the re-read would have been an fstat) */
+    if (!owed && size != pub) return false;
+    /* At the end (staged at its offset), or inside it below a probe page no cut reached */
+    if ((uint64_t)how != size && !((uint64_t)how + n <= pub && probe_covers(f, (uint64_t)how + n))) return false;
     if (!owed) {
         __atomic_store_n(&f->owed_from, pub, __ATOMIC_RELAXED);
         __atomic_store_n(&f->refresh_owed, true, __ATOMIC_RELEASE);
@@ -78,11 +84,69 @@ static bool put_off(const struct up_slot *s, struct up_file *f, int64_t how) {
     return true;
 }
 
+/* ---- the probe page (session 27; docs/design-upath.md, "The probe page") ----
+ * A truncate or hole punch removes every process's page-table entries of the file's pages at and past the cut
+ * before it returns, and a fault past the end is a SIGBUS, never a new entry: an entry present now for the
+ * file's page at P means the kernel size is past P now. A transactional load (RTM) tells whether it is present
+ * without a fault -- an absent entry aborts the transaction. */
+
+/* RTM usable (CPUID leaf 7, EBX bit 11; cleared where the kernel turned TSX off): 1, 0, or -1 not asked yet. */
+static int rtm_usable = -1;
+
+static __attribute__((noinline, cold)) int rtm_ask(void) {
+    unsigned a, b = 0, c, d;
+    int ok = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 11));
+    __atomic_store_n(&rtm_usable, ok, __ATOMIC_RELAXED);
+    return ok;
+}
+
+/* Whether this process's page-table entry for the byte at p is present: one load inside a transaction, which an
+ * absent entry (or any other fault, an interrupt, valgrind) aborts instead of faulting. */
+static __attribute__((target("rtm"), noinline)) bool entry_present(const volatile char *p) {
+    if (_xbegin() != _XBEGIN_STARTED) return false;
+    (void)*p;
+    _xend();
+    return true;
+}
+
+/* A write ending at `end` lies below the file's probe page, whose entry is present: no cut since it was touched
+ * reached below it. In a guard section (the mapping stays). */
+static bool probe_covers(struct up_file *f, uint64_t end) {
+    uint64_t p = __atomic_load_n(&f->probe_page, __ATOMIC_ACQUIRE);
+    if (!p || end > p) return false;
+    int rtm = __atomic_load_n(&rtm_usable, __ATOMIC_RELAXED);
+    if (DK_UNLIKELY(rtm < 0)) rtm = rtm_ask();
+    if (!rtm) return false;
+    enum up_guard_entry g = up_guard_read_enter(f);
+    const char *a = p < __atomic_load_n(&f->map.mapped_bytes, __ATOMIC_ACQUIRE) ? up_map_addr(&f->map, p) : NULL;
+    bool present = a && entry_present(a);
+    up_guard_read_exit(f, g);
+    if (!present) dk_count(DK_C_probe_page_aborts, 1);
+    return present;
+}
+
+/* After a lock's re-read for a pwrite: the page below the end of an idle file, with storage (no hole filled) and
+ * mapped, becomes its probe page, touched (a load: its entry present, faulted in the first time). Without RTM
+ * none is kept. */
+static __attribute__((noinline)) void probe_page_touch(struct up_file *f) {
+    if (__atomic_load_n(&rtm_usable, __ATOMIC_RELAXED) == 0) return;
+    enum up_guard_entry g = up_guard_read_enter(f);
+    uint64_t k = __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE);
+    uint64_t p = k > DK_PAGE_BYTES ? dk_round_down(k - 1, DK_PAGE_BYTES) : 0;
+    bool ok = p && up_file_size(f) == k && __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) == k &&
+              p < __atomic_load_n(&f->backed_end, __ATOMIC_ACQUIRE) &&
+              p < __atomic_load_n(&f->map.mapped_bytes, __ATOMIC_ACQUIRE);
+    const volatile char *a = ok ? up_map_addr(&f->map, p) : NULL;
+    if (a) (void)*a;
+    __atomic_store_n(&f->probe_page, a ? p : 0, __ATOMIC_RELEASE);
+    up_guard_read_exit(f, g);
+}
+
 /* The file's first served call after a lock acquisition (up_refresh_all) re-reads the kernel size -- or puts it
  * off (put_off): refresh_gen then stays behind, and the next call looks again. */
-static __attribute__((noinline)) void refresh_for(const struct up_slot *s, int fd, uint64_t gen, int64_t how) {
+static __attribute__((noinline)) void refresh_for(const struct up_slot *s, int fd, uint64_t gen, int64_t how, uint64_t n) {
     struct up_file *f = s->file;
-    if (how != UP_SERVE_ANY && put_off(s, f, how)) {
+    if (how != UP_SERVE_ANY && put_off(s, f, how, n)) {
         dk_count(DK_C_refresh_put_off, 1);
         return;
     }
@@ -94,6 +158,7 @@ static __attribute__((noinline)) void refresh_for(const struct up_slot *s, int f
         up_refresh_owed(f, fd);
     else
         up_refresh_if_idle(f, fd);
+    if (how >= 0) probe_page_touch(f); /* (a pwrite: the next transaction's may be put off) */
     DK_ERRNO_RESTORE;
 }
 
@@ -101,7 +166,7 @@ static __attribute__((noinline)) void refresh_for(const struct up_slot *s, int f
  * a lock taken since the file's last served call -- and the return of the slot. s: from up_call_enter. `how`:
  * what the call may put off (put_off). */
 static __attribute__((noinline)) struct up_slot *serving_rest(struct up_fd *e, int fd, struct up_slot *s,
-                                                              int64_t how) {
+                                                              int64_t how, uint64_t n) {
     if (!s) return NULL;
     if (DK_UNLIKELY(s->kernel || s->file->kernel_only || __atomic_load_n(&s->procs, __ATOMIC_ACQUIRE) > 1)) {
         if (s->file->kernel_only) up_io_offset_to_kernel(s, fd); /* once per slot */
@@ -112,35 +177,35 @@ static __attribute__((noinline)) struct up_slot *serving_rest(struct up_fd *e, i
     }
     if (DK_UNLIKELY(e->stale)) resync(fd, e, s);
     uint64_t gen = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE);
-    if (DK_UNLIKELY(__atomic_load_n(&s->file->refresh_gen, __ATOMIC_RELAXED) != gen)) refresh_for(s, fd, gen, how);
+    if (DK_UNLIKELY(__atomic_load_n(&s->file->refresh_gen, __ATOMIC_RELAXED) != gen)) refresh_for(s, fd, gen, how, n);
     return s;
 }
 static __attribute__((noinline)) struct up_slot *serving_slow(struct up_fd *e, int fd, struct up_reader *r,
-                                                              int64_t how) {
-    return serving_rest(e, fd, up_call_enter_slow(e, r), how);
+                                                              int64_t how, uint64_t n) {
+    return serving_rest(e, fd, up_call_enter_slow(e, r), how, n);
 }
 /* The common case calls nothing and saves no register: everything that makes a call is a tail call (five
  * saved registers and their moves, ~12 instructions of every served call before; session 26). */
-static inline __attribute__((always_inline)) struct up_slot *serving(struct up_fd *e, int fd, int64_t how) {
+static inline __attribute__((always_inline)) struct up_slot *serving(struct up_fd *e, int fd, int64_t how, uint64_t n) {
     if (!e) return NULL;
     struct up_reader *r;
     struct up_slot *s = up_call_enter_fast(e, &r); /* the slot, file and number stay until up_served_end (calls.h) */
-    if (DK_UNLIKELY(s == UP_CALL_SLOW)) return serving_slow(e, fd, r, how);
+    if (DK_UNLIKELY(s == UP_CALL_SLOW)) return serving_slow(e, fd, r, how, n);
     if (!s) return NULL;
     if (DK_UNLIKELY(s->kernel || s->file->kernel_only || __atomic_load_n(&s->procs, __ATOMIC_ACQUIRE) > 1 || e->stale))
-        return serving_rest(e, fd, s, how);
+        return serving_rest(e, fd, s, how, n);
     uint64_t gen = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE);
     if (DK_UNLIKELY(__atomic_load_n(&s->file->refresh_gen, __ATOMIC_RELAXED) != gen))
-        return serving_rest(e, fd, s, how);
+        return serving_rest(e, fd, s, how, n);
     return s;
 }
-struct up_slot *up_serving(int fd) { return serving(up_fd_entry(fd), fd, UP_SERVE_ANY); }
-struct up_slot *up_serving_sync_at(struct up_fd *e, int fd) { return serving(e, fd, UP_SERVE_SYNC); }
-struct up_slot *up_serving_pwrite_at(struct up_fd *e, int fd, off_t off) {
-    return serving(e, fd, off >= 0 ? (int64_t)off : UP_SERVE_ANY);
+struct up_slot *up_serving(int fd) { return serving(up_fd_entry(fd), fd, UP_SERVE_ANY, 0); }
+struct up_slot *up_serving_sync_at(struct up_fd *e, int fd) { return serving(e, fd, UP_SERVE_SYNC, 0); }
+struct up_slot *up_serving_pwrite_at(struct up_fd *e, int fd, off_t off, size_t n) {
+    return serving(e, fd, off >= 0 ? (int64_t)off : UP_SERVE_ANY, n);
 }
 /* (the read/write family's entry points look the entry up themselves: shim/rw.c DK_RW) */
-struct up_slot *up_serving_at(struct up_fd *e, int fd) { return serving(e, fd, UP_SERVE_ANY); }
+struct up_slot *up_serving_at(struct up_fd *e, int fd) { return serving(e, fd, UP_SERVE_ANY, 0); }
 
 /* ---- adoption ---- */
 

@@ -50,11 +50,11 @@ bool up_exit_hold_inode(dev_t dev, ino_t ino, int *fd);
 struct up_slot *up_serving(int fd);
 struct up_slot *up_serving_at(struct up_fd *e, int fd); /* the same, e being fd's entry (NULL: none) */
 /* The same for a call that may be served with a lock's size re-read put off (upath.c put_off): an fsync, a
- * positional write at `off` (a pwrite); e being fd's entry. */
+ * positional write of n bytes at `off` (a pwrite); e being fd's entry. */
 #define UP_SERVE_ANY (-1)
 #define UP_SERVE_SYNC (-2)
 struct up_slot *up_serving_sync_at(struct up_fd *e, int fd);
-struct up_slot *up_serving_pwrite_at(struct up_fd *e, int fd, off_t off);
+struct up_slot *up_serving_pwrite_at(struct up_fd *e, int fd, off_t off, size_t n);
 /* Ends the call on the slot up_serving gave (which stays valid until then, against another thread's close,
  * dup2, exec or exit: calls.h). Every non-NULL up_serving is followed by exactly one. */
 static inline void up_served_end(void) { up_call_leave(); }
