@@ -54,6 +54,21 @@ static inline void dk_count(enum dk_counter c, uint64_t n) {
     else s->v[c] += n;
 }
 
+/* Two counters at once (a call and its bytes): the thread's slot looked up once, inline (the served write's fast
+ * path counted through two out-of-line dk_count calls, ~26 instructions: session 27). */
+static inline __attribute__((always_inline)) void dk_count2(enum dk_counter c, uint64_t n, enum dk_counter c2,
+                                                            uint64_t n2) {
+    struct dk_stats_slot *s = dk_stats_tls;
+    if (__builtin_expect(s == 0, 0)) s = dk_stats_claim_slot();
+    if (__builtin_expect(dk_stats_tls_shared, 0)) {
+        __atomic_fetch_add(&s->v[c], n, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&s->v[c2], n2, __ATOMIC_RELAXED);
+    } else {
+        s->v[c] += n;
+        s->v[c2] += n2;
+    }
+}
+
 /* Starts this process's counters -- in private memory: the stats file is made at the first managed file
  * (dk_stats_publish) when `enabled`. Call once at start, and in a forked child (which starts from zero and
  * from no file). */

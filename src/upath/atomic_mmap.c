@@ -64,7 +64,7 @@ struct amap_view {
 static pthread_mutex_t amap_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct amap_file amap_files[AMAP_FILES_MAX];
 static struct amap_view amap_views[AMAP_VIEWS_MAX];
-static unsigned amap_live; /* program views (atomic): the munmap/msync hooks cost one load without any */
+unsigned up_amap_live; /* program views (atomic): the munmap/msync hooks cost one load without any */
 /* The file file_open maps now (under amap_mu; set before its slot is): a handler's write looks here too. */
 static dev_t amap_opening_dev;
 static ino_t amap_opening_ino;
@@ -139,7 +139,7 @@ static void forget_in_child(void) {
         if (amap_files[i].u) dk_uwp_forget_in_child(amap_files[i].u);
     memset(amap_files, 0, sizeof amap_files);
     memset(amap_views, 0, sizeof amap_views);
-    amap_live = 0;
+    up_amap_live = 0;
     amap_opening_dev = 0, amap_opening_ino = 0;
     dk_mu_reinit(&amap_mu); /* another thread's, maybe; or this one's (a handler's fork): its mark goes too */
 }
@@ -256,7 +256,7 @@ bool up_atomic_mmap(void *hint, size_t len, int prot, int fl, int fd, off_t off,
     if (ok) {
         *v = (struct amap_view){.addr = f->base + off, .len = dk_round_up(len, (size_t)sysconf(_SC_PAGESIZE)), .file = f};
         f->views++;
-        __atomic_add_fetch(&amap_live, 1, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&up_amap_live, 1, __ATOMIC_RELEASE);
         *out = v->addr;
     } else if (f && mapped_before) {
         /* A kernel mapping of the file beside its failure-atomic one would alias it: its stores unlogged, and
@@ -317,7 +317,7 @@ static int view_cut(struct amap_view *v, char *p, char *cut_end) {
         *tail = (struct amap_view){.addr = cut_end, .len = (size_t)(v_end - cut_end), .file = v->file};
         v->len = (size_t)(p - v->addr);
         v->file->views++;
-        __atomic_add_fetch(&amap_live, 1, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&up_amap_live, 1, __ATOMIC_RELEASE);
     } else if (p > v->addr) {
         v->len = (size_t)(p - v->addr);
     } else if (cut_end < v_end) {
@@ -325,7 +325,7 @@ static int view_cut(struct amap_view *v, char *p, char *cut_end) {
     } else {
         struct amap_file *f = v->file;
         *v = (struct amap_view){0};
-        __atomic_sub_fetch(&amap_live, 1, __ATOMIC_RELEASE);
+        __atomic_sub_fetch(&up_amap_live, 1, __ATOMIC_RELEASE);
         f->views--;
         file_release_if_unused(f); /* the last view: unsynced stores roll back */
     }
@@ -335,7 +335,7 @@ static int view_cut(struct amap_view *v, char *p, char *cut_end) {
 /* munmap over our views: each address of [addr, addr+len) takes away one view covering it (a file mapped
  * twice returns the same addresses twice); pieces outside every file's mapping go to the kernel. */
 bool up_atomic_munmap(void *addr, size_t len, int *rc) {
-    if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return false;
+    if (!__atomic_load_n(&up_amap_live, __ATOMIC_ACQUIRE)) return false;
     long page = sysconf(_SC_PAGESIZE);
     char *p = (char *)dk_round_down((uintptr_t)addr, (uintptr_t)page);
     char *end = (char *)addr + len;
@@ -370,7 +370,7 @@ bool up_atomic_munmap(void *addr, size_t len, int *rc) {
  * with it: review 10, finding 6); shrinking a view in place is a munmap of its tail. Anything else fails as
  * the kernel's mremap may: ENOMEM (it cannot be resized or moved there), counted, said once. */
 bool up_atomic_mremap(void *old, size_t old_len, size_t new_len, int fl, void **out) {
-    if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return false;
+    if (!__atomic_load_n(&up_amap_live, __ATOMIC_ACQUIRE)) return false;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     char *p = old;
     amap_lock();
@@ -407,7 +407,7 @@ bool up_atomic_mremap(void *old, size_t old_len, size_t new_len, int fl, void **
  * mapping unmapped from every view: ENOMEM, as the kernel answers for unmapped pages; pieces outside every
  * file's mapping go to the kernel. */
 bool up_atomic_mprotect(void *addr, size_t len, int prot, int *rc) {
-    if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return false;
+    if (!__atomic_load_n(&up_amap_live, __ATOMIC_ACQUIRE)) return false;
     long page = sysconf(_SC_PAGESIZE);
     if ((uintptr_t)addr % (uintptr_t)page) return false; /* EINVAL: the kernel says so */
     /* A signal handler's (a SIGSEGV handler of a garbage collector) on a thread holding amap_mu: the kernel's */
@@ -441,7 +441,7 @@ bool up_atomic_mprotect(void *addr, size_t len, int prot, int *rc) {
 
 bool up_atomic_msync(void *addr, size_t len, int flags, int *rc) {
     (void)len;
-    if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return false;
+    if (!__atomic_load_n(&up_amap_live, __ATOMIC_ACQUIRE)) return false;
     bool mine = amap_mine();
     if (DK_UNLIKELY(mine || dk_uwp_thread_busy())) { /* a handler's msync on a thread inside the code
                                        * here: it could wait for its own thread, or hold what another waits for */
@@ -473,7 +473,7 @@ bool up_atomic_msync(void *addr, size_t len, int flags, int *rc) {
 }
 
 int up_atomic_mmap_write_begin(dev_t dev, ino_t ino, struct up_amap_write *w) {
-    if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return 0;
+    if (!__atomic_load_n(&up_amap_live, __ATOMIC_ACQUIRE)) return 0;
     struct stat st = {.st_dev = dev, .st_ino = ino};
     int err;
     struct amap_file *f = file_pin(&st, &err);
@@ -493,13 +493,13 @@ void up_atomic_mmap_write_end(struct up_amap_write *w, uint64_t off, const void 
 }
 
 void up_atomic_mmap_release_all(void) {
-    if (!__atomic_load_n(&amap_live, __ATOMIC_ACQUIRE)) return;
+    if (!__atomic_load_n(&up_amap_live, __ATOMIC_ACQUIRE)) return;
     amap_lock();
     memset(amap_views, 0, sizeof amap_views);
     for (int i = 0; i < AMAP_FILES_MAX; i++) { /* exit without msync: roll back, as a crash would */
         amap_files[i].views = 0;
         file_release_if_unused(&amap_files[i]); /* one still in an msync: released when it returns */
     }
-    __atomic_store_n(&amap_live, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&up_amap_live, 0, __ATOMIC_RELEASE);
     amap_unlock();
 }

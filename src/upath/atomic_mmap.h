@@ -38,6 +38,9 @@ struct up_amap_write {
  * shadow, the table's lock), which the write would wait for (review 11, finding 20; counted
  * atomic_mmap_nested_refused). */
 int up_atomic_mmap_write_begin(dev_t dev, ino_t ino, struct up_amap_write *w);
+/* Program views of any file (atomic_mmap.c): none -- a write needs no bracket (the look without a call). */
+extern unsigned up_amap_live __attribute__((visibility("hidden")));
+static inline bool up_atomic_mmap_any(void) { return __atomic_load_n(&up_amap_live, __ATOMIC_ACQUIRE) != 0; }
 /* The write returned r (its bytes from buf at off): a shadow of the file shows them, the undo copies of the
  * file's own mapping keep them (dk_uwp_write_end). errno is kept. */
 void up_atomic_mmap_write_end(struct up_amap_write *w, uint64_t off, const void *buf, ssize_t r);

@@ -520,7 +520,8 @@ int up_io_overwrite_by_pwrite(struct up_file *f, int fd, const char *buf, size_t
 
 /* The common case without f->mu: an overwrite of published, mapped bytes. `fence`: false when the
  * caller persists later (strict mode: the record is durable, the checkpoint fences the applied bytes). */
-static bool overwrite_fast(struct up_file *f, const char *buf, size_t n, uint64_t off, bool fence) {
+static inline __attribute__((always_inline)) bool overwrite_fast(struct up_file *f, const char *buf, size_t n,
+                                                                  uint64_t off, bool fence) {
     /* (the callers' first look: writes reaching past the published end -- appends -- skip the guard section,
      * whose look below is the one that counts) */
     enum up_guard_entry fast = up_guard_read_enter(f);
@@ -764,7 +765,8 @@ static ssize_t write_nested(struct up_file *f, int fd, const char *buf, size_t n
     return (ssize_t)n;
 }
 
-ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append, int sync) {
+static __attribute__((noinline)) ssize_t io_write_full(struct up_file *f, int fd, const char *buf, size_t n,
+                                                       uint64_t off, bool append, int sync) {
     if (n == 0) return 0;
     n = DK_MIN(n, DK_MAX_RW_BYTES);
     if (sync != UP_IO_LOGGED && DK_UNLIKELY(mu_mine(f))) return write_nested(f, fd, buf, n, off, append, sync);
@@ -781,7 +783,9 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
      * that moves meanwhile (another thread's publish or truncate) is write_locked's to see, under f->mu. */
     bool overwrite = !append && off + n <= inplace_limit(f);
     /* Handed to the kernel as the program's own pwrite, its count is the answer (short counts included). */
-    ssize_t w = !overwrite || sync != UP_IO_ASYNC ? 0 : overwrite_by_pwrite(f, fd, buf, n, off, false);
+    ssize_t w = !overwrite || sync != UP_IO_ASYNC || up_persist_as(f) != DK_MEDIUM_PAGECACHE
+                    ? 0
+                    : overwrite_by_pwrite(f, fd, buf, n, off, false); /* (its first look: no call elsewhere) */
     if (w == 0 && overwrite && overwrite_fast(f, buf, n, off, fence)) w = (ssize_t)n;
     if (w == 0 && overwrite && sync == UP_IO_ASYNC) w = overwrite_unmapped(f, fd, buf, n, off);
     size_t in_place = 0; /* (write_locked: the head stored in place, the rest appended) */
@@ -805,13 +809,8 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
     }
     n = (size_t)w;
     up_io_last_offset = off;
-    if (appended) {
-        dk_count(DK_C_appends, 1);
-        dk_count(DK_C_append_bytes, n);
-    } else {
-        dk_count(DK_C_writes, 1);
-        dk_count(DK_C_write_bytes, n);
-    }
+    if (appended) dk_count2(DK_C_appends, 1, DK_C_append_bytes, n);
+    else dk_count2(DK_C_writes, 1, DK_C_write_bytes, n);
     if (sync) {
         /* A kernel's overwrite (a hole filled, holes.c) may have allocated: its fdatasync, not a flush. */
         bool syncs_file = appended || (by_kernel && sync == UP_IO_SYNC);
@@ -837,6 +836,21 @@ ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64
         if (part > 0) n = (size_t)part;
     }
     return (ssize_t)n;
+}
+
+/* posix mode's overwrite of published, mapped bytes on a medium whose overwrites are stores (not the page
+ * cache's pwrite) -- io_write_full's first served case, after the same looks (not a handler's write inside its
+ * thread's section of f, no size limit, a writable mapping), without its frame (~40 instructions of every such
+ * write, session 27). */
+ssize_t up_io_write(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, bool append, int sync) {
+    if (sync == UP_IO_ASYNC && !append && n - 1 < DK_MAX_RW_BYTES && off + n <= inplace_limit(f) &&
+        up_persist_as(f) != DK_MEDIUM_PAGECACHE && DK_LIKELY(!mu_mine(f)) && !up_fsize_limited() &&
+        __atomic_load_n(&f->map.writable, __ATOMIC_RELAXED) && overwrite_fast(f, buf, n, off, true)) {
+        up_io_last_offset = off;
+        dk_count2(DK_C_writes, 1, DK_C_write_bytes, n);
+        return (ssize_t)n;
+    }
+    return io_write_full(f, fd, buf, n, off, append, sync);
 }
 
 __thread uint64_t up_io_last_offset;
@@ -949,8 +963,7 @@ ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off)
         return -1;
     }
     if (DK_UNLIKELY(overlay)) up_strict_overlay(f, buf, (size_t)r, off);
-    dk_count(DK_C_reads, 1);
-    dk_count(DK_C_read_bytes, (uint64_t)r);
+    dk_count2(DK_C_reads, 1, DK_C_read_bytes, (uint64_t)r);
     return r;
 }
 
@@ -991,12 +1004,11 @@ static ssize_t write_past_mapping(struct up_file *f, int fd, const char *buf, si
 
 /* One write of the program: strict mode logs it first (strict.c); the others go straight to the path.
  * Under a finite RLIMIT_FSIZE a strict or atomic write is cut or refused first, as the kernel would
- * (fsize.c); posix and sync writes go to the kernel then (write_through_kernel). */
-static ssize_t write_op(struct up_slot *s, int fd, const void *buf, size_t n, uint64_t off, uint32_t fl) {
+ * (fsize.c); posix and sync writes go to the kernel then (write_through_kernel). write_op's full form, past the
+ * crash point. */
+static __attribute__((noinline)) ssize_t write_op_full(struct up_slot *s, int fd, const void *buf, size_t n,
+                                                       uint64_t off, uint32_t fl) {
     bool append = fl & O_APPEND;
-    /* Between two writes of the program, in every mode: a crash here cuts a group of writes (a SQLite
-     * commit's pages) between two of them (tests/strict/sqlite_crash.sh). */
-    DK_CRASH_POINT("upath.write.begin");
     bool own_path = s->file->atomic || dk_cfg.mode == DK_MODE_STRICT; /* the others hand it to the kernel */
     /* Strict mode decides an append's offset, and whether a write lies in place, before up_io_write would
      * check an end left unsure by a lock taken without a size re-read (reclock.c): check it here. */
@@ -1017,7 +1029,7 @@ static ssize_t write_op(struct up_slot *s, int fd, const void *buf, size_t n, ui
         return write_past_mapping(s->file, fd, buf, n, off, append, fl);
     /* DAXKIT_ATOMIC_MMAP: a mapping of this file sees the bytes (appends lie past every mapping of it) */
     struct up_amap_write amw;
-    int am = append ? 0 : up_atomic_mmap_write_begin(s->file->dev, s->file->ino, &amw);
+    int am = append || !up_atomic_mmap_any() ? 0 : up_atomic_mmap_write_begin(s->file->dev, s->file->ino, &amw);
     if (DK_UNLIKELY(am < 0)) { /* a signal handler's write that would wait for its own thread */
         errno = -am;
         return -1;
@@ -1030,6 +1042,25 @@ static ssize_t write_op(struct up_slot *s, int fd, const void *buf, size_t n, ui
     if (DK_UNLIKELY(r < 0 && errno == EFBIG) && !up_fsize_limited())
         return write_past_mapping(s->file, fd, buf, n, off, append, fl);
     return r;
+}
+
+/* write_op: posix and sync modes' common case -- no atomic engine, no size limit, no program view of any file
+ * (DAXKIT_ATOMIC_MMAP), a positional write inside what daxkit maps -- is up_io_write at once, as write_op_full
+ * would make it after its looks; the rest is write_op_full's (its frame: the view's bracket on the stack, the
+ * atomic and strict calls -- ~50 instructions of every write, session 27). */
+static inline __attribute__((always_inline)) ssize_t write_op(struct up_slot *s, int fd, const void *buf, size_t n,
+                                                               uint64_t off, uint32_t fl) {
+    /* Between two writes of the program, in every mode: a crash here cuts a group of writes (a SQLite
+     * commit's pages) between two of them (tests/strict/sqlite_crash.sh). */
+    DK_CRASH_POINT("upath.write.begin");
+    struct up_file *f = s->file;
+    if (DK_LIKELY(dk_cfg.mode != DK_MODE_STRICT) && !(fl & O_APPEND) && off + n <= UP_MAP_MAX_BYTES &&
+        !__atomic_load_n(&f->atomic, __ATOMIC_RELAXED) && !up_fsize_limited() && !up_atomic_mmap_any()) {
+        ssize_t r = up_io_write(f, fd, buf, n, off, false, sync_writes(fl));
+        if (DK_LIKELY(r >= 0) || errno != EFBIG) return r;
+        return write_past_mapping(f, fd, buf, n, off, false, fl); /* (write_op_full's EFBIG: no limit here) */
+    }
+    return write_op_full(s, fd, buf, n, off, fl);
 }
 
 ssize_t up_read(struct up_slot *s, int fd, void *buf, size_t n) {

@@ -899,6 +899,22 @@ off_t up_lseek(struct up_slot *s, int fd, off_t off, int whence) {
 
 /* ---- durability and size ---- */
 
+static bool nothing_to_publish(const struct up_file *f);
+
+/* An fsync that would change nothing: nothing to publish, on a medium where durability is no call at all
+ * (memory: publish.c persist_needs_kernel), nothing spilled (whose record the publish point clears), and no
+ * append streak to reset (publish.c note_sync_streak) -- what up_sync_file would find under f->mu. No mutex
+ * then: a SQLite WAL transaction in place (after its restart) paid ~300 instructions for the mutex pair and the
+ * publish's looks at nothing (session 27). Lock-free as a close's look (nothing_to_publish): appends another
+ * thread makes meanwhile are concurrent with this fsync either way; not DAX or the page cache, whose fsync
+ * must wait for another thread's publish in flight (its metadata mark comes last) and ask the kernel. */
+static bool sync_changes_nothing(const struct up_file *f) {
+    return up_persist_as(f) == DK_MEDIUM_VOLATILE && nothing_to_publish(f) &&
+           !__atomic_load_n(&f->spilled, __ATOMIC_ACQUIRE) &&
+           __atomic_load_n(&f->appends_unpublished, __ATOMIC_RELAXED) == 0 &&
+           __atomic_load_n(&f->sync_streak, __ATOMIC_RELAXED) == 0;
+}
+
 int up_fsync(struct up_slot *s, int fd, bool datasync) {
     if (s->file->atomic) return up_atomic_fsync(s->file, fd, datasync);
     if (DK_UNLIKELY(__atomic_load_n(&s->file->keyless_fd, __ATOMIC_ACQUIRE) >= 0)) { /* durable where it is */
@@ -909,6 +925,7 @@ int up_fsync(struct up_slot *s, int fd, bool datasync) {
     }
     dk_count(DK_C_fsyncs, 1);
     bool strict = dk_cfg.mode == DK_MODE_STRICT;
+    if (!strict && sync_changes_nothing(s->file)) return 0;
     int rc = strict ? up_strict_fsync(s->file, fd, datasync) : up_sync_file(s->file, fd, datasync);
     if (rc) {
         errno = -rc;

@@ -15,10 +15,11 @@
  *   spill   (review 22, #02) a child writes 1 byte + fsync, calls sync() twice (the second finds nothing
  *           pinned: up_publish_all may skip its walk from then on), appends 128 KiB in one write (past
  *           DAXKIT_STAGE_SPILL_BYTES: in the kernel file under a size record), then reaches a publish point
- *           that walks every file -- argv[3]: sync (sync()) or flock (LOCK_UN of an unmanaged lock file) --
+ *           that walks every file -- argv[3]: sync (sync()) or flock (LOCK_UN of an unmanaged lock file) -- or
+ *           the file's own fsync (fsync: nothing left to publish, the record still to end; session 27) --
  *           and is SIGKILLed; after `daxkit recover DIR` the file holds all 131,073 bytes (the spill's record
  *           went with that publish point; before the fix recovery cut the file back to 1 byte).
- * argv[1]: managed directory; argv[2]: self|loop|spill; argv[3] (self): OUT prefix, (spill): sync|flock;
+ * argv[1]: managed directory; argv[2]: self|loop|spill; argv[3] (self): OUT prefix, (spill): sync|flock|fsync;
  * argv[4] (loop): seed. */
 #include <poll.h>
 #include <sys/file.h>
@@ -157,6 +158,8 @@ static void child_spill(const char *path, const char *how) {
     st_write_all(fd, buf, BIG); /* spills */
     if (!strcmp(how, "sync")) {
         sync();
+    } else if (!strcmp(how, "fsync")) {
+        OK(fsync(fd)); /* nothing to publish, but the record to end (session 27: upath.c sync_changes_nothing) */
     } else {
         char lock[PATH_MAX];
         snprintf(lock, sizeof lock, "/tmp/shim_crash_spill.%d.lock", (int)getpid());
@@ -169,7 +172,8 @@ static void child_spill(const char *path, const char *how) {
 }
 
 static int case_spill(const char *dir, const char *how) {
-    CHECK(!strcmp(how, "sync") || !strcmp(how, "flock"), "spill: sync|flock, not %s", how);
+    CHECK(!strcmp(how, "sync") || !strcmp(how, "flock") || !strcmp(how, "fsync"), "spill: sync|flock|fsync, not %s",
+          how);
     char path[PATH_MAX];
     st_path(path, sizeof path, dir, "crash_spill");
     pid_t pid = OK(fork());
@@ -187,7 +191,7 @@ static int case_spill(const char *dir, const char *how) {
 
 int main(int argc, char **argv) {
     const char *dir = st_dir(argc, argv);
-    CHECK(argc > 2, "usage: shim_crash DIR self OUT | DIR loop SEED | DIR spill sync|flock");
+    CHECK(argc > 2, "usage: shim_crash DIR self OUT | DIR loop SEED | DIR spill sync|flock|fsync");
     st_require_library();
     st_watchdog(60);
     setvbuf(stdout, NULL, _IONBF, 0);

@@ -69,6 +69,9 @@
  *               of the reopened file (which moves it back to stage), and after a batch of two appends per
  *               fsync. argv[3] "never" (DAXKIT_AUTO_KEEP_AFTER=0, or the stage strategy): the size after every
  *               fsync is exact.
+ *   fsync_idle  (explicit only, DAXKIT_APPEND=auto) an fsync with nothing to publish takes no mutex (session 27)
+ *               but still ends an append streak: 7 + idle + 7 single-append fsyncs do not move the log to
+ *               extend with keep, one more does; appends after an idle fdatasync are published by the next.
  *   o_append_hint  a log appended through O_APPEND and fdatasync'ed after every single record under stage
  *               (redis's AOF with appendfsync always) is counted once (o_append_sync_logs) after
  *               DAXKIT_AUTO_KEEP_AFTER (8) such fsyncs in a row -- the hint at README's AOF setting -- and stays
@@ -794,6 +797,45 @@ static void case_o_append_hint(bool never) {
     printf("ok: o_append_hint: %llu O_APPEND log synced per record counted, each log exact after every fsync\n", got);
 }
 
+/* An fsync with nothing to publish on a memory medium takes no mutex and does nothing (session 27, upath.c
+ * sync_changes_nothing) -- unless it has something to do: DAXKIT_APPEND=auto, 7 fsyncs of one append each, an
+ * fdatasync with none (it ends the streak: publish.c note_sync_streak), 7 more: no move to extend with keep;
+ * one more (8 in a row): the move. And appends made after an idle fdatasync are published by the next one. */
+static void case_fsync_idle(void) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "fsync_idle.log");
+    unsigned long long k0 = auto_keeps_now();
+    int fd = OK(open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+    uint64_t size = 0;
+    for (int i = 0; i < 7; i++) {
+        size = append(fd, size, 100);
+        OK(fsync(fd));
+    }
+    OK(fdatasync(fd)); /* nothing appended: the streak ends */
+    for (int i = 0; i < 7; i++) {
+        size = append(fd, size, 100);
+        OK(fsync(fd));
+    }
+    CHECK(auto_keeps_now() == k0, "fsync_idle: the log moved to extend with keep after an fsync with no append "
+          "between 7 and 7 fsyncs of one append each (the idle fsync did not end the streak)");
+    size = append(fd, size, 100);
+    OK(fsync(fd));
+    CHECK(auto_keeps_now() == k0 + 1, "fsync_idle: 8 fsyncs of one append each did not move the log (%llu)",
+          auto_keeps_now() - k0);
+    OK(close(fd));
+    st_path(path, sizeof path, dir, "fsync_idle.data");
+    fd = OK(open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+    size = append(fd, 0, 5000);
+    OK(fdatasync(fd));
+    OK(fdatasync(fd)); /* idle */
+    size = append(fd, size, 300);
+    size = append(fd, size, 7);
+    OK(fdatasync(fd));
+    seen_by_other(path, size, size, "fdatasync after an idle one");
+    OK(close(fd));
+    printf("ok: fsync_idle: an idle fsync ends an append streak; a later one publishes\n");
+}
+
 static void case_auto_keep(bool never) {
     auto_keep_shared_log();
     char path[PATH_MAX];
@@ -1490,6 +1532,7 @@ int main(int argc, char **argv) {
     if (!strcmp(which, "shrinker_orphan")) case_shrinker_orphan(), any = true;
     if (!strcmp(which, "lock_put_off")) case_lock_put_off(), any = true;
     if (!strcmp(which, "lock_pin_owner")) case_lock_pin_owner(), any = true;
+    if (!strcmp(which, "fsync_idle")) case_fsync_idle(), any = true;
     if (!strcmp(which, "auto_keep")) case_auto_keep(argc > 3 && !strcmp(argv[3], "never")), any = true;
     if (!strcmp(which, "o_append_hint")) case_o_append_hint(argc > 3 && !strcmp(argv[3], "never")), any = true;
     CHECK(any, "unknown case '%s'", which);
