@@ -143,12 +143,14 @@ static __attribute__((noinline)) void probe_page_touch(struct up_file *f) {
 }
 
 /* The file's first served call after a lock acquisition (up_refresh_all) re-reads the kernel size -- or puts it
- * off (put_off): refresh_gen then stays behind, and the next call looks again. */
-static __attribute__((noinline)) void refresh_for(const struct up_slot *s, int fd, uint64_t gen, int64_t how, uint64_t n) {
+ * off (put_off): refresh_gen then stays behind, and the next call looks again. Returns s (serving's tail call:
+ * a WAL transaction's every pwrite and fdatasync come here while the re-read is put off). */
+static __attribute__((noinline)) struct up_slot *refresh_for(struct up_slot *s, int fd, uint64_t gen, int64_t how,
+                                                             uint64_t n) {
     struct up_file *f = s->file;
     if (how != UP_SERVE_ANY && put_off(s, f, how, n)) {
         dk_count(DK_C_refresh_put_off, 1);
-        return;
+        return s;
     }
     __atomic_store_n(&f->refresh_gen, gen, __ATOMIC_RELAXED);
     DK_ERRNO_SAVE;
@@ -160,6 +162,7 @@ static __attribute__((noinline)) void refresh_for(const struct up_slot *s, int f
         up_refresh_if_idle(f, fd);
     if (how >= 0) probe_page_touch(f); /* (a pwrite: the next transaction's may be put off) */
     DK_ERRNO_RESTORE;
+    return s;
 }
 
 /* serving() past the look at the slot: the cases that make calls -- a slot the kernel serves, a stale offset,
@@ -196,7 +199,7 @@ static inline __attribute__((always_inline)) struct up_slot *serving(struct up_f
         return serving_rest(e, fd, s, how, n);
     uint64_t gen = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE);
     if (DK_UNLIKELY(__atomic_load_n(&s->file->refresh_gen, __ATOMIC_RELAXED) != gen))
-        return serving_rest(e, fd, s, how, n);
+        return refresh_for(s, fd, gen, how, n); /* (serving_rest's looks were made above) */
     return s;
 }
 struct up_slot *up_serving(int fd) { return serving(up_fd_entry(fd), fd, UP_SERVE_ANY, 0); }
