@@ -125,9 +125,10 @@ static bool probe_covers(struct up_file *f, uint64_t end) {
     return present;
 }
 
-/* After a lock's re-read for a pwrite: the page below the end of an idle file, with storage (no hole filled) and
- * mapped, becomes its probe page, touched (a load: its entry present, faulted in the first time). Without RTM
- * none is kept. */
+/* After a lock's re-read for a pwrite inside the end (a store through the mapping anyway: no new access for a
+ * program that only appends): the page below the end of an idle file, with storage (no hole filled) and mapped,
+ * becomes its probe page, touched (a load: its entry present, faulted in the first time). Without RTM none is
+ * kept. */
 static __attribute__((noinline)) void probe_page_touch(struct up_file *f) {
     if (__atomic_load_n(&rtm_usable, __ATOMIC_RELAXED) == 0) return;
     enum up_guard_entry g = up_guard_read_enter(f);
@@ -160,7 +161,8 @@ static __attribute__((noinline)) struct up_slot *refresh_for(struct up_slot *s, 
         up_refresh_owed(f, fd);
     else
         up_refresh_if_idle(f, fd);
-    if (how >= 0) probe_page_touch(f); /* (a pwrite: the next transaction's may be put off) */
+    /* (a pwrite inside the end -- itself a mapped store: the next transaction's may be put off) */
+    if (how >= 0 && (uint64_t)how + n <= __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE)) probe_page_touch(f);
     DK_ERRNO_RESTORE;
     return s;
 }
