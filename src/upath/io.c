@@ -1045,8 +1045,8 @@ static __attribute__((noinline)) ssize_t write_op_full(struct up_slot *s, int fd
 }
 
 /* write_op: posix and sync modes' common case -- no atomic engine, no size limit, no program view of any file
- * (DAXKIT_ATOMIC_MMAP), a positional write inside what daxkit maps -- is up_io_write at once, as write_op_full
- * would make it after its looks; the rest is write_op_full's (its frame: the view's bracket on the stack, the
+ * (DAXKIT_ATOMIC_MMAP) unless it is an append, a write inside what daxkit maps -- is up_io_write at once, as
+ * write_op_full would make it after its looks; the rest is write_op_full's (its frame: the view's bracket on the stack, the
  * atomic and strict calls -- ~50 instructions of every write, session 27). */
 static inline __attribute__((always_inline)) ssize_t write_op(struct up_slot *s, int fd, const void *buf, size_t n,
                                                                uint64_t off, uint32_t fl) {
@@ -1054,11 +1054,13 @@ static inline __attribute__((always_inline)) ssize_t write_op(struct up_slot *s,
      * commit's pages) between two of them (tests/strict/sqlite_crash.sh). */
     DK_CRASH_POINT("upath.write.begin");
     struct up_file *f = s->file;
-    if (DK_LIKELY(dk_cfg.mode != DK_MODE_STRICT) && !(fl & O_APPEND) && off + n <= UP_MAP_MAX_BYTES &&
-        !__atomic_load_n(&f->atomic, __ATOMIC_RELAXED) && !up_fsize_limited() && !up_atomic_mmap_any()) {
-        ssize_t r = up_io_write(f, fd, buf, n, off, false, sync_writes(fl));
+    bool append = fl & O_APPEND;
+    if (DK_LIKELY(dk_cfg.mode != DK_MODE_STRICT) && (append ? up_file_size(f) : off) + n <= UP_MAP_MAX_BYTES &&
+        !__atomic_load_n(&f->atomic, __ATOMIC_RELAXED) && !up_fsize_limited() &&
+        (append || !up_atomic_mmap_any())) { /* (appends lie past every view: write_op_full brackets none) */
+        ssize_t r = up_io_write(f, fd, buf, n, off, append, sync_writes(fl));
         if (DK_LIKELY(r >= 0) || errno != EFBIG) return r;
-        return write_past_mapping(f, fd, buf, n, off, false, fl); /* (write_op_full's EFBIG: no limit here) */
+        return write_past_mapping(f, fd, buf, n, off, append, fl); /* (write_op_full's EFBIG: no limit here) */
     }
     return write_op_full(s, fd, buf, n, off, fl);
 }
