@@ -87,7 +87,7 @@ out=$("${as_other[@]}" "$cli" recover "$S" 2>&1)
 rc=$?
 echo "3. uid 4242 read '$got', said: $(head -c 160 "$M/err3"); its daxkit recover: exit $rc"
 grep -q "recovery pending for uid 65534" "$M/err3" || fail "3: uid 4242's program did not say the recovery pending for uid 65534: '$(cat "$M/err3")'"
-[ "$rc" = 1 ] && echo "$out" | grep -q "uid 65534" || fail "3: daxkit recover as uid 4242: exit $rc (want 1, naming uid 65534): $out"
+[ "$rc" = 1 ] && grep -q "uid 65534" <<<"$out" || fail "3: daxkit recover as uid 4242: exit $rc (want 1, naming uid 65534): $out"
 [ "$(logs "$S")" -ge 1 ] || fail "3: nobody's log gone after uid 4242's recover"
 "$cli" recover "$S" >/dev/null 2>&1 || fail "3: daxkit recover as root then: exit $?"
 [ "$(logs "$S")" = 0 ] && [ "$(cat "$S/f")" = AAAA000000 ] || fail "3: after root's recover: logs $(logs "$S"), f '$(cat "$S/f")'"

@@ -83,7 +83,7 @@ run_case() { # CASE: one run, recovery, check
         return
     fi
     if [ "${c#swap}" != "$c" ]; then
-        if ! echo "$out" | grep -q exchanged; then
+        if ! grep -q exchanged <<<"$out"; then
             echo "FAIL: $c on $medium: the cue strict.truncate_name.before_hold never fired (not a test build?) -- $(echo "$out" | tr '\n' ' ')"
             fails=$((fails + 1))
             return
