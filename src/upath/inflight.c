@@ -536,12 +536,11 @@ static struct reg *attach_from_lock(int i) {
     return g;
 }
 
-void up_inflight_after_lock(void) {
-    if (dk_cfg.mode != DK_MODE_STRICT || DK_UNLIKELY(inside)) return;
-    int n = up_roots_count();
-    if (n > REG_ROOTS_MAX) n = REG_ROOTS_MAX;
+/* up_inflight_after_lock's every step from root `from` on, inside the registry's code: an attach or a recovery
+ * may take locks and make lock calls of its own. */
+static __attribute__((noinline)) void after_lock_from(int from, int n) {
     inside = true;
-    for (int i = 0; i < n; i++) {
+    for (int i = from; i < n; i++) {
         struct reg *g = __atomic_load_n(&regs[i], __ATOMIC_ACQUIRE);
         /* (no area yet: no strict log there either; a removed registry: the one there now) */
         if (DK_UNLIKELY(!g || reg_removed(g)) && !(g = attach_from_lock(i))) continue;
@@ -554,6 +553,29 @@ void up_inflight_after_lock(void) {
             recover_dead(i, g, hw, true);
     }
     inside = false;
+}
+
+/* Each acquisition's look for an operation of a dead process (a slot's futex says its owner died): the common
+ * case -- every root's registry attached and no owner dead -- reads the words and calls nothing; the first root
+ * that needs more (an attach, a recovery) hands the rest to after_lock_from (session 27: ~15 of the look's ~64
+ * instructions an acquisition were the frame and the thread-local mark the slow steps need). */
+void up_inflight_after_lock(void) {
+    if (dk_cfg.mode != DK_MODE_STRICT || DK_UNLIKELY(inside)) return;
+    int n = up_roots_count();
+    if (n > REG_ROOTS_MAX) n = REG_ROOTS_MAX;
+    for (int i = 0; i < n; i++) {
+        struct reg *g = __atomic_load_n(&regs[i], __ATOMIC_ACQUIRE);
+        if (DK_UNLIKELY(!g || reg_removed(g))) {
+            after_lock_from(i, n);
+            return;
+        }
+        uint32_t hw = __atomic_load_n(&g->hdr->hw, __ATOMIC_ACQUIRE), any = 0;
+        for (uint32_t k = 0; k < hw; k++) any |= futex_word(&g->slots[k]);
+        if (DK_UNLIKELY(any & FUTEX_OWNER_DIED)) {
+            after_lock_from(i, n);
+            return;
+        }
+    }
 }
 
 /* The area is being removed with the registry `name` in it (area_release.c): flagged through the file, so every

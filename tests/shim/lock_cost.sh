@@ -9,7 +9,7 @@
 # Session 27, `lock_cost.sh sqlite [posix|strict]`: the nine lock calls of a SQLite transaction without a WAL on an
 # unmapped database file (its lock set followed: served_lock -> up_lock_done; strict: DAXKIT_PERSIST=flush, the
 # releases with nothing to checkpoint) -- at most MAX (posix 360, strict 425) instructions a call more than
-# libc's: +325 and +387 as committed; main ced5f12's library +401 and +448.
+# libc's: +325 and +377 as committed; main ced5f12's library +401 and +507.
 #   lock_cost.sh [mapped|sqlite] [posix|strict]   Env: N [2000; sqlite 500], MAX. Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
