@@ -1400,11 +1400,6 @@ void up_publish_all(void) {
     (void)publish_all();
 }
 
-/* A lock release's publish point: fd's file, then every file -- up_publish_fd and up_publish_all in one, with
- * strict mode's one checkpoint of every root after both (session 27: the file's publish checkpointed its root,
- * then the walk's every root, that one again -- ~470 instructions a strict release, ~175 of them the checkpoint's
- * own work). When the walk's checkpoint is refused (a signal handler inside its thread's hold of the file table's
- * lock), the file's root is checkpointed alone, as its publish did before. 0, or the file's publish's -errno. */
 /* publish_all's first look: nothing pinned since the last walk that left none pinned (counted as its skip). */
 static inline bool walk_skips(void) {
     if (DK_UNLIKELY(dk_cfg.atomic[0]) ||
@@ -1414,6 +1409,12 @@ static inline bool walk_skips(void) {
     return true;
 }
 
+/* A lock release's publish point: fd's file, then every file -- up_publish_fd and up_publish_all in one, with
+ * strict mode's one checkpoint of every root after both (session 27: the file's publish checkpointed its root,
+ * then the walk's every root, that one again -- ~470 instructions a strict release, ~175 of them the checkpoint's
+ * own work). When the walk checkpoints nothing because it is refused (a signal handler inside its thread's hold of
+ * the file table's lock) or the library is off, the file's root is checkpointed alone, as its publish did before.
+ * 0, or the file's publish's -errno. */
 int up_publish_release(int fd) {
     struct up_slot *s = up_fd_slot(fd);
     struct up_file *f = s ? __atomic_load_n(&s->file, __ATOMIC_ACQUIRE) : NULL;
