@@ -10,6 +10,7 @@
 #include <sys/xattr.h>
 #include <utime.h>
 
+#include "common/userptr.h"
 #include "shim/shim.h"
 
 static inline void before_fd(int fd) {
@@ -18,9 +19,11 @@ static inline void before_fd(int fd) {
 static inline void before_path(int dirfd, const char *path, int atflags) {
     if (up_enabled) up_publish_before_attr_path(dirfd, path, atflags);
 }
-/* utimensat(fd, NULL, ...) is futimens (a Linux extension); AT_EMPTY_PATH with "" names dirfd itself. */
+/* utimensat(fd, NULL, ...) is futimens (a Linux extension); AT_EMPTY_PATH with "" names dirfd itself. The
+ * path's first byte is read only with AT_EMPTY_PATH, and then only if the kernel could (common/userptr.h: a bad
+ * pointer is the kernel's EFAULT, not a SIGSEGV here); otherwise the kernel reads it (before_path's fstatat). */
 static inline void before_at(int dirfd, const char *path, int fl) {
-    if (!path || (!path[0] && (fl & AT_EMPTY_PATH))) before_fd(dirfd);
+    if (!path || ((fl & AT_EMPTY_PATH) && dk_user_str_readable(path) && !path[0])) before_fd(dirfd);
     else before_path(dirfd, path, fl);
 }
 

@@ -11,6 +11,7 @@
 
 #include "common/crashpoint.h"
 #include "common/pwrite_all.h"
+#include "common/userptr.h"
 #include "shim/shim.h"
 #include "upath/inflight.h"
 
@@ -267,6 +268,10 @@ static __attribute__((noinline)) int fcntl_full(int fd, int cmd, void *arg, bool
         if (cmd == F_SETLK || cmd == F_SETLKW) dk_ifd_lock_gate();
         return real(fd, cmd, arg);
     }
+    /* F_SETLK(W)'s pointer was looked at in fcntl_common */
+    if ((cmd == F_GETLK || cmd == F_OFD_GETLK || cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW) &&
+        DK_UNLIKELY(!dk_user_readable(arg, sizeof(struct flock))))
+        return real(fd, cmd, arg); /* EFAULT, as without the library (common/userptr.h) */
     if ((cmd == F_SETLK || cmd == F_SETLKW) && arg && ((struct flock *)arg)->l_type != F_UNLCK) dk_ifd_lock_gate();
     if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && DK_UNLIKELY(up_dup_refused_nested(fd, -1))) return -1; /* EDEADLK */
     if (cmd != F_GETFD && cmd != F_SETFD && cmd != F_GETFL) up_resolve(fd);
@@ -326,11 +331,16 @@ static __attribute__((noinline)) int fcntl_full(int fd, int cmd, void *arg, bool
 
 /* The served lock call's way, before fcntl_full's frame (its six saved registers: ~20 instructions a call). */
 static inline int fcntl_common(int fd, int cmd, void *arg, bool is64) {
-    /* up_enabled first: a library that is off reads nothing of the caller's (a bad pointer is the kernel's EFAULT) */
-    if (up_enabled && (cmd == F_SETLK || cmd == F_SETLKW) && arg && ((struct flock *)arg)->l_whence != SEEK_CUR) {
-        int way = up_lock_way(fd);
-        if (way != UP_LOCK_NOT_SERVED)
-            return served_lock(is64 ? DK_REAL(fcntl64) : DK_REAL(fcntl), fd, cmd, arg, way == UP_LOCK_UNTRACKED);
+    /* up_enabled first: a library that is off reads nothing of the caller's (a bad pointer is the kernel's EFAULT);
+     * on, a struct flock the kernel could not read is not read here either: -1 EFAULT, not SIGSEGV (userptr.h) */
+    if (up_enabled && (cmd == F_SETLK || cmd == F_SETLKW)) {
+        if (DK_UNLIKELY(!dk_user_readable(arg, sizeof(struct flock))))
+            return (is64 ? DK_REAL(fcntl64) : DK_REAL(fcntl))(fd, cmd, arg);
+        if (((struct flock *)arg)->l_whence != SEEK_CUR) {
+            int way = up_lock_way(fd);
+            if (way != UP_LOCK_NOT_SERVED)
+                return served_lock(is64 ? DK_REAL(fcntl64) : DK_REAL(fcntl), fd, cmd, arg, way == UP_LOCK_UNTRACKED);
+        }
     }
     return fcntl_full(fd, cmd, arg, is64);
 }

@@ -6,6 +6,7 @@
 
 _Static_assert(sizeof(struct rlimit) == sizeof(struct rlimit64), "rlimit64 is rlimit on this ABI");
 
+#include "common/userptr.h"
 #include "shim/shim.h"
 #include "upath/fsize.h"
 
@@ -19,9 +20,10 @@ static int after_limit_change(int r, int res) {
 }
 
 /* Before a file-size limit takes effect: what is staged or extended is published while the kernel still
- * accepts it (a publish past a new limit would be refused, and the appends lost). */
+ * accepts it (a publish past a new limit would be refused, and the appends lost). A limit the kernel cannot
+ * read is not read here (its EFAULT, not a SIGSEGV: common/userptr.h), nor while the library is off. */
 static void before_limit_change(int res, const struct rlimit *nl) {
-    if (res == RLIMIT_FSIZE && nl && nl->rlim_cur != RLIM_INFINITY && up_enabled) {
+    if (res == RLIMIT_FSIZE && up_enabled && nl && dk_user_readable(nl, sizeof *nl) && nl->rlim_cur != RLIM_INFINITY) {
         DK_ERRNO_SAVE;
         up_publish_all();
         DK_ERRNO_RESTORE;

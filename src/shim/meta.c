@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/userptr.h"
 #include "oplog/oplog.h"
 #include "shim/shim.h"
 #include "upath/atomic_route.h"
@@ -427,6 +428,9 @@ static int proc_self_fd(const char *path) {
 }
 static void publish_before_name(int dirfd, const char *from, int atflags) {
     if (!up_enabled || !from) return;
+    /* The name is read only when something could be published, and only if the kernel could read it (a bad
+     * pointer is the kernel's EFAULT, not a SIGSEGV here: common/userptr.h) -- a rename's cost stays one walk. */
+    if (!up_publish_any_pending() || !dk_user_str_readable(from)) return;
     int fd;
     if (!from[0] && (atflags & AT_EMPTY_PATH)) up_publish_before_attr_fd(dirfd);
     else if ((fd = proc_self_fd(from)) >= 0) up_publish_before_attr_fd(fd);

@@ -50,6 +50,7 @@
 #include "common/log.h"
 #include "common/pwrite_all.h"
 #include "common/stats.h"
+#include "common/userptr.h"
 #include "oplog/oplog.h"
 #include "persist/persist.h"
 #include "shim/libc.h"
@@ -1487,6 +1488,8 @@ void up_strict_truncate_name_end(struct up_strict_name *t, bool truncated) {
 
 int up_strict_meta_begin(unsigned type, int dirfd, const char *path, int dirfd2, const char *path2) {
     if (dk_cfg.mode != DK_MODE_STRICT || !up_enabled) return 0;
+    /* a name the kernel cannot read: no record, the kernel's call fails (EFAULT), not a SIGSEGV here (userptr.h) */
+    if (!dk_user_str_readable(path) || (path2 && !dk_user_str_readable(path2))) return 0;
     /* (rename, unlink, mkdir... are no cancellation points: the parent's close must not be one -- review 15,
      * finding 1) */
     int cancel_was = dk_cancel_off();

@@ -13,6 +13,7 @@
 #include "common/crashpoint.h"
 #include "common/log.h"
 #include "common/stats.h"
+#include "common/userptr.h"
 #include "persist/persist.h"
 #include "shim/libc.h"
 #include "upath/atomic_route.h"
@@ -766,6 +767,8 @@ bool up_rwf_served(int flags) { return (flags & ~UP_RWF_KNOWN) == 0; }
 /* Total length of an iovec array as the kernel checks it. -errno when invalid. */
 static ssize_t iov_total(const struct iovec *iov, int cnt) {
     if (cnt < 0 || cnt > IOV_MAX) return -EINVAL;
+    /* an array the kernel cannot read: its EFAULT, not a SIGSEGV here (common/userptr.h) */
+    if (DK_UNLIKELY(!dk_user_readable(iov, (size_t)cnt * sizeof *iov))) return -EFAULT;
     size_t total = 0;
     for (int i = 0; i < cnt; i++) {
         if ((ssize_t)iov[i].iov_len < 0) return -EINVAL;
@@ -1463,13 +1466,18 @@ static void any_pending_cb(struct up_file *f, void *arg) {
     if (publish_pending(f)) *(bool *)arg = true;
 }
 
-void up_publish_before_attr_path(int dirfd, const char *path, int atflags) {
-    if (!up_enabled || !path) return;
+bool up_publish_any_pending(void) {
     bool any = false;
+    if (dk_mu_refuse(&up_table_mu)) return true; /* a handler inside its thread's table lock: may be (as before) */
     dk_mu_lock(&up_table_mu);
     up_file_foreach_active(any_pending_cb, &any);
     up_table_unlock();
-    if (!any) return; /* nothing of this process can change the file later: no stat */
+    return any;
+}
+
+void up_publish_before_attr_path(int dirfd, const char *path, int atflags) {
+    if (!up_enabled || !path) return;
+    if (!up_publish_any_pending()) return; /* nothing of this process can change the file later: no stat */
     DK_ERRNO_SAVE;
     struct stat st;
     if (DK_REAL(fstatat)(dirfd, path, &st, atflags & (AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH)) == 0 &&

@@ -307,6 +307,9 @@ int up_publish_inode(dev_t dev, ino_t ino);
  * while the process has unpublished appends (one stat then). DAXKIT_ATOMIC files keep their groups. */
 void up_publish_before_attr_fd(int fd);
 void up_publish_before_attr_path(int dirfd, const char *path, int atflags);
+/* Has any open file of this process something to publish (a walk under the table lock)? true also when it
+ * cannot look: a signal handler inside its thread's table lock. */
+bool up_publish_any_pending(void);
 
 /* Strict mode's metadata operations (oplog record types CREATE/UNLINK/RENAME): logged before the kernel
  * call (0, or -errno: the call must fail), made durable after it. No-ops in other modes or off-tree. */

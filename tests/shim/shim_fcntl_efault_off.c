@@ -4,7 +4,7 @@
  * it before up_enabled). The driver runs each case in a child exec'd without DAXKIT_DIR (off: no managed
  * directory) and once with DAXKIT_DISABLE=1; each child calls fcntl and fcntl64 with F_SETLK, F_SETLKW,
  * F_GETLK and F_OFD_SETLK on a descriptor of a file in the (unmanaged) directory. Exit 0 pass, 1 fail.
- * (With the library on, fcntl_full's lock gate reads l_type as well: not covered here, see the commit.)
+ * (With the library on: shim_efault.c, session 27.)
  * Negative control: fcntl_common's test with up_enabled last again (f68d034's order): every case dies of SIGSEGV.
  * Usage: shim_fcntl_efault_off DIR | DIR child. */
 #include "shim_test.h"
