@@ -26,7 +26,7 @@
 #define DK_USERPTR_SPAN_BYTES ((uintptr_t)64 << 20)
 
 /* This thread's stack top (0: not known yet -- dk_user_readable_slow finds it): __libc_stack_end for the
- * process's first thread, the thread pointer for any other. */
+ * process's first thread (its stack pointer within the span below it), the thread pointer for any other. */
 extern __thread uintptr_t dk_userptr_top __attribute__((tls_model("initial-exec")));
 
 DK_HIDDEN bool dk_user_readable_slow(const void *p, size_t n);
