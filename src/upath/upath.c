@@ -1477,6 +1477,11 @@ bool up_publish_any_pending(void) {
 
 void up_publish_before_attr_path(int dirfd, const char *path, int atflags) {
     if (!up_enabled || !path) return;
+    /* A signal handler that interrupted its thread inside the file table's lock (a walk, an open's adoption, a
+     * close): no publish first -- the call goes on, the file's appends are published by the walk or the next
+     * publish point (a publish after a chmod may clear a set-user-ID bit, as an unlock's skipped walk leaves its
+     * files for later). It waited for its own thread for ever (session 27). Counted: mu_mine_skips. */
+    if (dk_mu_refuse(&up_table_mu)) return;
     if (!up_publish_any_pending()) return; /* nothing of this process can change the file later: no stat */
     DK_ERRNO_SAVE;
     struct stat st;

@@ -26,6 +26,11 @@
  *     table's lock; the handler opens a managed file (refused: EDEADLK, before the kernel's open) and closes
  *     another with appends staged (returns 0; its thread closes it after the walk) -- both waited for the
  *     table's lock for ever (review 15, finding 4). The closed file is published whole, its descriptor gone.
+ *   table_attr_path (SITE upath.publish_all.table_locked): the thread's flock(LOCK_UN) publishes under the file
+ *     table's lock with a file's appends staged; the handler chmods that file by name and links it -- the publish
+ *     before a call by name (upath.c up_publish_before_attr_path, shim/meta.c publish_before_name) waited for the
+ *     table's lock for ever (session 27). Now the handler's calls skip it (counted: mu_mine_skips) and do their
+ *     work; the thread's walk publishes the file whole.
  *   table_fork (SITE upath.publish_all.table_locked): as unlock_flock, the handler forks -- the fork's
  *     preparation waited for the table's lock for ever (session 16's note). The fork is made without it
  *     (fork_nested +1); its child runs without the library: it creates and writes a file (the kernel's at
@@ -57,7 +62,7 @@
 #include "shim_test.h"
 
 enum { UNLOCK_FLOCK, UNLOCK_FCNTL, SIZEREC_EXIT, SIZEREC__EXIT, DIRFD_OPEN, CLOSE_WRITE, STDIO_CLOSE, TABLE_OPEN_CLOSE,
-       TABLE_FORK, TABLE_FORK_RETURN, PENDING_READ, PENDING_WRITE, PENDING_FSTAT, PENDING_CLOSE, PENDING_CLOSE_WRITE,
+       TABLE_ATTR_PATH, TABLE_FORK, TABLE_FORK_RETURN, PENDING_READ, PENDING_WRITE, PENDING_FSTAT, PENDING_CLOSE, PENDING_CLOSE_WRITE,
        PENDING_CLOSE_STAGE, CASES };
 enum { FORKED_BYTES = 100 };
 enum { BYTES = 8192 };
@@ -90,6 +95,14 @@ static void on_usr1(int sig) {
         h_w2 = write(app_fd, "Y", 1);
         h_errno2 = errno;
         if (mode == PENDING_CLOSE_WRITE) h_close = close(pend_fd);
+    }
+    if (mode == TABLE_ATTR_PATH) {
+        char to[PATH_MAX + 8];
+        snprintf(to, sizeof to, "%s.link", hdir);
+        h_w1 = chmod(hdir, 0600);
+        h_errno1 = errno;
+        h_r2 = link(hdir, to);
+        h_errno2 = errno;
     }
     if (mode == TABLE_OPEN_CLOSE) {
         h_w1 = open(hdir, O_RDWR | O_CREAT, 0644);
@@ -329,6 +342,22 @@ static void child(const char *dir) {
         CHECK(fcntl(ow_fd, F_GETFD) == -1 && errno == EBADF, "the handler's close was not carried out after the walk");
         exit(0);
     }
+    if (mode == TABLE_ATTR_PATH) {
+        st_path(hdir, sizeof hdir, dir, "b");
+        ow_fd = open_append(dir, "b", 'b', BYTES); /* staged: something to publish before a call by name */
+        char p[PATH_MAX];
+        st_path(p, sizeof p, dir, "l1");
+        int l1 = open(p, O_RDWR | O_CREAT, 0644);
+        CHECK(l1 >= 0 && flock(l1, LOCK_EX) == 0, "open/flock %s: %s", p, strerror(errno));
+        CHECK(flock(l1, LOCK_UN) == 0, "flock LOCK_UN: %s", strerror(errno)); /* the handler runs in its walk */
+        CHECK(handled == 1, "the handler ran %d times (the crash point was not reached: DAXKIT_TEST_CRASH?)", (int)handled);
+        CHECK(h_w1 == 0, "the handler's chmod returned %zd (%s)", h_w1, strerror(h_errno1));
+        CHECK(h_r2 == 0, "the handler's link returned %zd (%s)", h_r2, strerror(h_errno2));
+        struct stat st;
+        CHECK(stat(hdir, &st) == 0 && (st.st_mode & 0777) == 0600 && st.st_nlink == 2, "b: mode %o, %ld links after the "
+              "handler's chmod 0600 and link", (unsigned)(st.st_mode & 0777), (long)st.st_nlink);
+        exit(0);
+    }
     if (mode >= PENDING_READ && mode <= PENDING_CLOSE) pending_child(dir);
     if (mode == PENDING_CLOSE_STAGE) pending_close_stage_child(dir);
     if (mode == STDIO_CLOSE) {
@@ -359,10 +388,11 @@ int main(int argc, char **argv) {
     const char *dir = st_dir(argc, argv);
     if (argc < 3)
         SKIP("usage: shim_handler_locks DIR unlock_flock|unlock_fcntl|sizerec_exit|sizerec__exit|dirfd_open|close_write|"
-             "stdio_close|table_open_close|table_fork|table_fork_return|pending_read|pending_write|pending_fstat|"
+             "stdio_close|table_open_close|table_attr_path|table_fork|table_fork_return|pending_read|pending_write|pending_fstat|"
              "pending_close|pending_close_write|pending_close_stage");
     const char *names[CASES] = {"unlock_flock",      "unlock_fcntl",  "sizerec_exit",        "sizerec__exit",
                                 "dirfd_open",        "close_write",   "stdio_close",         "table_open_close",
+                                "table_attr_path",
                                 "table_fork",        "table_fork_return", "pending_read",    "pending_write",
                                 "pending_fstat",     "pending_close", "pending_close_write", "pending_close_stage"};
     mode = -1;
