@@ -240,8 +240,9 @@ DK_EXPORT int lstat64(const char *p, struct stat64 *st) { return FIX64(DK_REAL(l
         int fr_ = up_enabled ? DK_IFD_RETRY(call) : (call); \
         fixfd_pend(fr_, (fd), (struct stat *)(st), pend_); \
     })
-/* fstatat(fd, "", AT_EMPTY_PATH): glibc's own fstat since 2.33, and what programs call for it too */
-static inline bool by_fd(const char *p, int fl) { return (fl & AT_EMPTY_PATH) && p && !p[0]; }
+/* fstatat(fd, "", AT_EMPTY_PATH): glibc's own fstat since 2.33, and what programs call for it too. The name is
+ * read only if the kernel could (an unreadable one: its EFAULT by the other way, not a SIGSEGV here). */
+static inline bool by_fd(const char *p, int fl) { return (fl & AT_EMPTY_PATH) && p && dk_user_str_readable(p) && !p[0]; }
 DK_EXPORT int fstat(int fd, struct stat *st) { return FIXFD(fd, DK_REAL(fstat)(fd, st), st); }
 DK_EXPORT int fstat64(int fd, struct stat64 *st) { return FIXFD(fd, DK_REAL(fstat64)(fd, st), st); }
 DK_EXPORT int fstatat(int d, const char *p, struct stat *st, int fl) {

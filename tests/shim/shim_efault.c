@@ -8,6 +8,9 @@
  *           (the publish before a name reads it), utimensat/fchmodat/fchownat AT_EMPTY_PATH with one; under
  *           DAXKIT_MODE=strict also unlink, rename's target, open O_CREAT, creat, mkdir (strict's name records)
  *   rlimit  setrlimit/prlimit RLIMIT_FSIZE with an unreadable struct rlimit
+ *   stat    fstat, stat, lstat, fstatat (also AT_EMPTY_PATH), statx, __fxstat, __xstat into an unwritable buffer
+ *           with appends staged (the library corrects the size after the kernel's answer: pinned), and
+ *           fstatat/fstatat64/statx AT_EMPTY_PATH with an unreadable name (fstatat's look at it for "")
  *   good    the positive control: a struct flock the library reads where the kernel can -- on the main thread's
  *           stack, another thread's, the heap, static data, and a read-only page -- takes the lock (a child
  *           process's F_GETLK sees it): a check that said "unreadable" too often would pass the cases above
@@ -119,6 +122,31 @@ static const struct efcase name_cases[] = {
     /* strict's name records; the other modes pass them to the kernel at once */
     {"unlink", n_unlink}, {"unlinkat", n_unlinkat}, {"rename (target)", n_rename_to},
     {"open O_CREAT", n_open_creat}, {"openat O_CREAT", n_openat_creat}, {"creat", n_creat}, {"mkdir", n_mkdir},
+};
+
+/* the stat family writes its buffer after the kernel filled it (shim/meta.c fix): pinned, with appends staged so
+ * that the library has a size to put in */
+int __fxstat(int ver, int fd, struct stat *st);
+int __xstat(int ver, const char *path, struct stat *st);
+FN(s_fstat, fstat(fd, (struct stat *)bad))
+FN(s_stat, stat(path, (struct stat *)bad))
+FN(s_lstat, lstat(path, (struct stat *)bad))
+FN(s_fstatat, fstatat(AT_FDCWD, path, (struct stat *)bad, 0))
+FN(s_fstatat_empty, fstatat(fd, "", (struct stat *)bad, AT_EMPTY_PATH))
+FN(s_statx, statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, (struct statx *)bad))
+static struct stat good_st;
+static struct statx good_stx;
+FN(s_fstatat_empty_badname, fstatat(fd, bad, &good_st, AT_EMPTY_PATH))
+FN(s_fstatat64_empty_badname, fstatat64(fd, bad, (struct stat64 *)&good_st, AT_EMPTY_PATH))
+FN(s_statx_empty_badname, statx(fd, bad, AT_EMPTY_PATH, STATX_BASIC_STATS, &good_stx))
+FN(s_fxstat, __fxstat(1, fd, (struct stat *)bad))
+FN(s_xstat, __xstat(1, path, (struct stat *)bad))
+static const struct efcase stat_cases[] = {
+    {"fstat", s_fstat}, {"stat", s_stat}, {"lstat", s_lstat}, {"fstatat", s_fstatat},
+    {"fstatat AT_EMPTY_PATH", s_fstatat_empty}, {"statx AT_EMPTY_PATH", s_statx}, {"__fxstat", s_fxstat},
+    {"__xstat", s_xstat}, {"fstatat AT_EMPTY_PATH, unreadable name", s_fstatat_empty_badname},
+    {"fstatat64 AT_EMPTY_PATH, unreadable name", s_fstatat64_empty_badname},
+    {"statx AT_EMPTY_PATH, unreadable name", s_statx_empty_badname},
 };
 
 FN(r_setrlimit, setrlimit(RLIMIT_FSIZE, (struct rlimit *)bad))
@@ -237,7 +265,7 @@ static void good(void) {
 
 int main(int argc, char **argv) {
     dir = st_dir(argc, argv);
-    CHECK(argc > 2, "usage: shim_efault DIR fcntl|iov|name|rlimit|good");
+    CHECK(argc > 2, "usage: shim_efault DIR fcntl|iov|name|rlimit|stat|good");
     st_require_library();
     st_watchdog(60);
     setvbuf(stdout, NULL, _IONBF, 0);
@@ -248,6 +276,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(which, "iov")) run_cases(which, iov_cases, NCASES(iov_cases));
     else if (!strcmp(which, "name")) run_cases(which, name_cases, NCASES(name_cases));
     else if (!strcmp(which, "rlimit")) run_cases(which, rlimit_cases, NCASES(rlimit_cases));
+    else if (!strcmp(which, "stat")) run_cases(which, stat_cases, NCASES(stat_cases));
     else if (!strcmp(which, "good")) setup(), good();
     else FAIL("unknown family '%s'", which);
     return 0;
