@@ -44,23 +44,33 @@ static bool strict_trunc(int flags) { return dk_cfg.mode == DK_MODE_STRICT && up
 /* The hold makes the kernel's open no cancellation point: a cancellation pending at the call acts here first,
  * as it would at libc's open (one that arrives while the open blocks acts at the next cancellation point). */
 static inline void truncating_open_cancel_point(void) { DK_CANCEL_POINT(); }
+/* Any mode: an O_TRUNC open of a file open here holds it across the kernel's open as a truncate by name does
+ * (upath.c up_truncating_open_enter: another thread's write past the new end saw the old size until the
+ * adoption). */
 #define STRICT_OPEN(dirfd, path, flags, call)                                                       \
     ({                                                                                             \
         int fd_ = -1, cut_rc_ = 0;                                                                 \
         struct up_strict_name cut_ = {0};                                                          \
+        struct up_trunc_hold held_ = {0};                                                          \
         bool sync_trunc_ = strict_trunc(flags) && up_strict_before_truncating_open(dirfd, path, &cut_); \
         int kflags_ = DK_ATOMIC_KFLAGS(dirfd, path, flags);                                        \
+        bool held_on_ = DK_UNLIKELY((kflags_ & O_TRUNC) != 0) && up_enabled &&                     \
+                        (truncating_open_cancel_point(), up_truncating_open_enter(dirfd, path, kflags_, &held_)); \
         if (strict_create(flags) && up_strict_meta_begin(DK_OPLOG_CREATE, dirfd, path, dirfd, NULL)) \
             errno = EIO;                                                                           \
         else if (strict_trunc(kflags_) && (truncating_open_cancel_point(),                         \
                                            cut_rc_ = up_strict_truncating_open_begin(dirfd, path, kflags_, &cut_))) \
             errno = -cut_rc_;                                                                      \
         else {                                                                                     \
+            if (held_on_) up_truncate_inode_lock(&held_, cut_.st ? cut_.dev : held_.dev,           \
+                                                 cut_.st ? cut_.ino : held_.ino, 0);               \
             fd_ = (call);                                                                          \
+            if (held_on_) up_truncating_open_done(&held_, fd_), held_on_ = false; /* (keeps errno) */ \
             if (cut_.st) up_strict_truncate_name_end(&cut_, fd_ >= 0); /* (keeps errno) */        \
             if (fd_ >= 0 && sync_trunc_) up_strict_after_truncating_open(fd_);                     \
             if (fd_ >= 0 && strict_create(flags)) up_strict_meta_end(dirfd, path, dirfd, NULL);    \
         }                                                                                          \
+        if (held_on_) up_truncate_inode_done(&held_, false, 0); /* (a refusal before the kernel's open) */ \
         fd_;                                                                                       \
     })
 

@@ -12,6 +12,7 @@
 #include "common/config.h"
 #include "common/crashpoint.h"
 #include "common/log.h"
+#include "common/pwrite_all.h"
 #include "common/stats.h"
 #include "common/userptr.h"
 #include "persist/persist.h"
@@ -1563,8 +1564,46 @@ void up_truncate_inode_done(struct up_trunc_hold *h, bool truncated, uint64_t le
         dk_mu_unlock(&f->mu);
     }
     up_call_leave();
+    if (h->cancel_off) dk_cancel_restore(h->cancel_was);
     *h = (struct up_trunc_hold){0};
     DK_ERRNO_RESTORE;
+}
+
+/* An open with O_TRUNC has the same window (session 27): the kernel cuts the file at the open, and the adoption
+ * that takes the new size comes after -- another thread's overwrite past the new end in between was a SIGBUS (sync,
+ * strict) or a write lost (posix: stored past the kernel's end). One stat of the name while a file is active. */
+bool up_truncating_open_enter(int dirfd, const char *path, int kflags, struct up_trunc_hold *h) {
+    *h = (struct up_trunc_hold){0};
+    if (!up_enabled || !path || !(kflags & O_TRUNC) || !__atomic_load_n(&up_active_files, __ATOMIC_ACQUIRE)) return false;
+    /* Only a name that leads below a root by its text (the directory verdicts an open uses: no system call
+     * for a name outside them -- fopen "w" of /tmp files, a shell's `>`; review 27, #5's LOW). A symlink from
+     * outside the roots to a file open here is not held: the window before the adoption stays for it. */
+    if (!up_roots_by_name(dirfd, path)) return false;
+    DK_ERRNO_SAVE;
+    struct stat st;
+    bool file = DK_REAL(fstatat)(dirfd, path, &st, (kflags & O_NOFOLLOW) ? AT_SYMLINK_NOFOLLOW : 0) == 0 &&
+                S_ISREG(st.st_mode) && up_dev_is_managed(st.st_dev);
+    if (file) up_truncate_inode_enter(st.st_dev, st.st_ino, h);
+    DK_ERRNO_RESTORE;
+    if (!h->f) return false;
+    h->dev = st.st_dev, h->ino = st.st_ino;
+    /* The kernel's open is a cancellation point in glibc: unwound there with the file's mutex and guard held and
+     * a call entered, the process waited for ever (review 27, #5 HIGH). The caller acted on a pending cancel just
+     * before this (shim/open.c); from here to up_truncate_inode_done the open is none -- as strict's hold makes
+     * it for the truncate record (one that arrives while the open blocks acts at the next cancellation point). */
+    h->cancel_was = dk_cancel_off(), h->cancel_off = true;
+    return true;
+}
+
+void up_truncating_open_done(struct up_trunc_hold *h, int fd) {
+    bool truncated = false;
+    if (h->locked && fd >= 0) { /* the file the kernel opened (and cut) is the one held: not renamed meanwhile */
+        DK_ERRNO_SAVE;
+        struct stat st;
+        truncated = DK_REAL(fstat)(fd, &st) == 0 && st.st_dev == h->f->dev && st.st_ino == h->f->ino;
+        DK_ERRNO_RESTORE;
+    }
+    up_truncate_inode_done(h, truncated, 0);
 }
 
 int up_truncated(dev_t dev, ino_t ino, off_t len) {

@@ -294,10 +294,19 @@ struct up_file;
 struct up_trunc_hold {
     struct up_file *f; /* NULL: nothing held (not open here, not a shrink, a handler inside its thread's call) */
     bool locked;
+    dev_t dev;         /* an open's: the file the name named before the kernel's open */
+    ino_t ino;
+    bool cancel_off;   /* an open's: cancellation turned off from the enter to the done (cancel_was) */
+    int cancel_was;
 };
 void up_truncate_inode_enter(dev_t dev, ino_t ino, struct up_trunc_hold *h);
 void up_truncate_inode_lock(struct up_trunc_hold *h, dev_t dev, ino_t ino, uint64_t len);
 void up_truncate_inode_done(struct up_trunc_hold *h, bool truncated, uint64_t len);
+/* The same for an open with O_TRUNC (kflags: the kernel's flags) of a file open here: enter before strict's hold
+ * (true: a file entered, h->dev/ino), up_truncate_inode_lock after it, up_truncating_open_done after the kernel's
+ * open (fd: its result; the new size taken when fd is that file). */
+bool up_truncating_open_enter(int dirfd, const char *path, int kflags, struct up_trunc_hold *h);
+void up_truncating_open_done(struct up_trunc_hold *h, int fd);
 /* Publishes the file with (dev, ino) if this process has unpublished appends for it (truncate(path)). */
 int up_publish_inode(dev_t dev, ino_t ino);
 /* Before the kernel sets a file's times, mode or owner (futimens, fchmod, fchown, utimensat, chmod...):

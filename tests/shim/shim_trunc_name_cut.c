@@ -5,12 +5,16 @@
  * extends the file. Now the truncate holds the file as an ftruncate does (its mutex and guard) and takes the new
  * size before it returns.
  *
- *   shim_trunc_name_cut DIR cut|locked
+ *   shim_trunc_name_cut DIR cut|locked|otrunc
  *     cut     thread W's pwrite of 4 KiB of 'W' at 4 KiB runs at the cue shim.truncate_name.cut (the kernel has cut
  *             the file to 10 bytes; the library's truncate is done but for up_truncated). DAXKIT_TEST_CRASH=
  *             raise:10:shim.truncate_name.cut:1
  *     locked  the same at upath.truncate_inode.locked (the file held, before the kernel's cut): W waits until the
  *             truncate is done, then writes. DAXKIT_TEST_CRASH=raise:10:upath.truncate_inode.locked:1
+ *     otrunc  the truncate is an open with O_TRUNC, then 10 bytes of 'a' written through it; W writes at the cue
+ *             shim.open.adopting (the kernel's open done, before the adoption): DAXKIT_TEST_CRASH=
+ *             raise:10:shim.open.adopting:3 (this program's third open). Before: SIGBUS (sync, strict), or W's
+ *             write lost (posix: the file 10 bytes).
  * The file (12,288 bytes of 'a', mapped: DAXKIT_MAP_AFTER_IOS=0 read it in place) must end as the kernel makes it
  * of a truncate to 10 and then that write: 8,192 bytes, 'a' x 10, zeros, 'W' x 4,096. Exit 0 pass, 1 fail (a
  * SIGBUS kills the process: the runner reports it), 77 skip (the cue did not fire). */
@@ -51,10 +55,11 @@ static void on_cue(int sig) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: shim_trunc_name_cut DIR cut|locked\n");
+        fprintf(stderr, "usage: shim_trunc_name_cut DIR cut|locked|otrunc\n");
         return 2;
     }
-    CHECK(!strcmp(argv[2], "cut") || !strcmp(argv[2], "locked"), "cut or locked, not %s", argv[2]);
+    bool otrunc = !strcmp(argv[2], "otrunc");
+    CHECK(otrunc || !strcmp(argv[2], "cut") || !strcmp(argv[2], "locked"), "cut, locked or otrunc, not %s", argv[2]);
     st_path(path, sizeof path, argv[1], "cut_f");
     static char a[12288];
     memset(a, 'a', sizeof a);
@@ -68,7 +73,12 @@ int main(int argc, char **argv) {
     sigaction(SIGUSR1, &sa, NULL);
     pthread_t t;
     CHECK(pthread_create(&t, NULL, w_main, NULL) == 0, "pthread_create");
-    CHECK(truncate(path, 10) == 0, "truncate: %s", strerror(errno));
+    if (otrunc) {
+        int tf = open(path, O_WRONLY | O_TRUNC); /* (its descriptor kept: a close is a publish point) */
+        CHECK(tf >= 0 && write(tf, a, 10) == 10, "open with O_TRUNC, write: %s", strerror(errno));
+    } else {
+        CHECK(truncate(path, 10) == 0, "truncate: %s", strerror(errno));
+    }
     go = 1; /* (no cue: W writes after the truncate) */
     pthread_join(t, NULL);
     if (!cued) SKIP("the cue did not fire (DAXKIT_TEST_CRASH unset, or not a test build)");
@@ -87,7 +97,7 @@ int main(int argc, char **argv) {
         CHECK(kbuf[i] == want, "the kernel's byte %ld is 0x%02x, not 0x%02x", i, kbuf[i], want);
         CHECK(buf[i] == want, "the library's byte %ld is 0x%02x, not 0x%02x", i, buf[i], want);
     }
-    printf("%s: W's write past the new end %s the truncate by name: the file is the kernel's 8,192 bytes\n", argv[2],
-           inside ? "completed inside" : "waited for");
+    printf("%s: W's write past the new end %s the %s: the file is the kernel's 8,192 bytes\n", argv[2],
+           inside ? "completed inside" : "waited for", otrunc ? "open with O_TRUNC" : "truncate by name");
     return 0;
 }
