@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/userptr.h"
 #include "oplog/oplog.h"
 #include "shim/shim.h"
 #include "upath/atomic_route.h"
@@ -46,19 +47,20 @@ static bool strict_trunc(int flags) { return dk_cfg.mode == DK_MODE_STRICT && up
 static inline void truncating_open_cancel_point(void) { DK_CANCEL_POINT(); }
 /* Any mode: an O_TRUNC open of a file open here holds it across the kernel's open as a truncate by name does
  * (upath.c up_truncating_open_enter: another thread's write past the new end saw the old size until the
- * adoption). */
+ * adoption). A name the kernel cannot read is no truncate of ours: the kernel's EFAULT (common/userptr.h). */
 #define STRICT_OPEN(dirfd, path, flags, call)                                                       \
     ({                                                                                             \
         int fd_ = -1, cut_rc_ = 0;                                                                 \
         struct up_strict_name cut_ = {0};                                                          \
         struct up_trunc_hold held_ = {0};                                                          \
-        bool sync_trunc_ = strict_trunc(flags) && up_strict_before_truncating_open(dirfd, path, &cut_); \
+        bool name_ok_ = !((flags) & O_TRUNC) || !up_enabled || dk_user_str_readable(path);         \
+        bool sync_trunc_ = name_ok_ && strict_trunc(flags) && up_strict_before_truncating_open(dirfd, path, &cut_); \
         int kflags_ = DK_ATOMIC_KFLAGS(dirfd, path, flags);                                        \
-        bool held_on_ = DK_UNLIKELY((kflags_ & O_TRUNC) != 0) && up_enabled &&                     \
+        bool held_on_ = DK_UNLIKELY((kflags_ & O_TRUNC) != 0) && up_enabled && name_ok_ &&          \
                         (truncating_open_cancel_point(), up_truncating_open_enter(dirfd, path, kflags_, &held_)); \
         if (strict_create(flags) && up_strict_meta_begin(DK_OPLOG_CREATE, dirfd, path, dirfd, NULL)) \
             errno = EIO;                                                                           \
-        else if (strict_trunc(kflags_) && (truncating_open_cancel_point(),                         \
+        else if (name_ok_ && strict_trunc(kflags_) && (truncating_open_cancel_point(),             \
                                            cut_rc_ = up_strict_truncating_open_begin(dirfd, path, kflags_, &cut_))) \
             errno = -cut_rc_;                                                                      \
         else {                                                                                     \
