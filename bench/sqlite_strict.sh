@@ -6,6 +6,8 @@
 #   kernel-wal   sqlite3 alone, journal_mode=WAL, synchronous=FULL
 #   kernel-off   sqlite3 alone, journal_mode=OFF (no crash guarantee at all: reference only)
 #   strict-off   daxkit run --mode strict --persist flush --append stage, journal_mode=OFF
+#   strict-lc-off  strict-off with DAXKIT_LOCK_CACHE=1 (released record locks kept in the kernel: no lock system
+#                call a transaction once warm; docs/design-lockcache.md)
 #   atomic-off   daxkit run --mode posix --persist flush --atomic 'DIR/*.db', journal_mode=OFF (each fsync-to-fsync
 #                group of writes all or nothing: DAXKIT_ATOMIC, docs/atomic.md)
 #   strict-atomic-off  daxkit run --mode strict --persist flush --atomic 'DIR/*.db' --atomic-commit fsync,
@@ -42,6 +44,8 @@ prefix() {  # VARIANT DIR -> the command prefix in PFX (VARIANT@base: with BASE_
     kernel-*) ;;
     strict-atomic-*) PFX=(env "${lib[@]}" ${EXTRA_ENV:-} "$CLI" run --mode strict --dir "$2" --append stage --persist flush
                           --atomic "$2/*.db" --atomic-commit fsync --) ;;
+    strict-lc-*) PFX=(env "${lib[@]}" DAXKIT_LOCK_CACHE=1 ${EXTRA_ENV:-} "$CLI" run --mode strict --dir "$2" --append stage
+                      --persist flush --) ;;
     strict-*) PFX=(env "${lib[@]}" ${EXTRA_ENV:-} "$CLI" run --mode strict --dir "$2" --append stage --persist flush --) ;;
     sync-*) PFX=(env "${lib[@]}" ${EXTRA_ENV:-} "$CLI" run --mode sync --dir "$2" --append stage --persist flush --) ;;
     atomic-*) PFX=(env "${lib[@]}" ${EXTRA_ENV:-} "$CLI" run --mode posix --dir "$2" --atomic "$2/*.db" --persist flush --) ;;

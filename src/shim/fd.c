@@ -218,7 +218,8 @@ static inline int release_publishes(int fd) {
 static int counted_lock(int (*real)(int, int, ...), int fd, int cmd, struct flock *l) {
     struct up_lock_call c = up_lock_call_begin();
     int r;
-    KERNEL_LOCK(r, real, fd, cmd, l);
+    if (DK_UNLIKELY(dk_cfg.lock_cache) && (cmd == F_SETLK || cmd == F_SETLKW)) r = up_lc_setlk(c, real, fd, cmd, l);
+    else KERNEL_LOCK(r, real, fd, cmd, l);
     up_lock_done(c, fd, cmd, l, r == 0);
     if (r == 0 && l && l->l_type != F_UNLCK) up_inflight_after_lock(); /* a dead strict op: recovered first */
     return r;
@@ -251,7 +252,8 @@ static __attribute__((noinline)) int served_lock(int (*real)(int, int, ...), int
     }
     struct up_lock_call c = up_lock_call_begin();
     int r;
-    KERNEL_LOCK(r, real, fd, cmd, l);
+    if (DK_UNLIKELY(dk_cfg.lock_cache)) r = up_lc_setlk(c, real, fd, cmd, l); /* (lockcache.c) */
+    else KERNEL_LOCK(r, real, fd, cmd, l);
     if (untracked) up_lock_untracked_done(c, fd, r == 0, !unlock);
     else up_lock_done(c, fd, cmd, l, r == 0);
     /* a strict process that died in an operation: recovered first (the mode looked at here: no call in posix) */

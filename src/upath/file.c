@@ -152,6 +152,7 @@ static void file_free(struct up_file *f) {
     up_sizerec_release(f);
     up_map_drop(&f->map);
     up_aux_close(f);
+    if (DK_UNLIKELY(dk_cfg.lock_cache)) up_lc_forget(f);
     up_stage_kept_free(f);
     /* (no pthread_*_destroy: unheld default locks own nothing, and a spare's are zeroed again by file_alloc) */
     file_release(f);

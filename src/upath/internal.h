@@ -382,6 +382,35 @@ struct up_lockset {
                                    followed (reclock.c: up_locks_untracked) */
 };
 
+/* DAXKIT_LOCK_CACHE (lockcache.c): the file's POSIX record locks as the program holds them (p) and a lower
+ * bound of what the kernel holds for the process (k), per byte range; levels 0 none, 1 read, 2 write. Zeroes:
+ * nothing held, nothing cached. Every field under `owner` (lockcache.c's spin lock). */
+#define UP_LC_SEGS 16
+struct up_lc_seg {
+    uint64_t a, b; /* [a, b), UINT64_MAX: to the end */
+    uint8_t p, k;
+};
+struct up_lc {
+    uintptr_t owner;       /* the holding thread's token, 0: free */
+    uint8_t n;             /* segments, sorted, apart */
+    uint8_t off;           /* not followed (p unknown): every call goes to the kernel until a whole-file unlock */
+    uint8_t dropping;      /* a program thread's drop is issuing its calls */
+    uint8_t nd;            /* deferred: a signal handler's calls inside its thread's hold */
+    uint8_t dclose;        /* deferred: a handler's close of the file inside its thread's hold */
+    uint8_t lost;          /* a deferred record did not fit: off */
+    uint16_t kin;          /* acquisitions in the kernel right now; the first UP_LC_KR ranges in kr */
+    uint8_t nkr;
+    struct { uint64_t a, b; } kr[4]; /* a drop leaves these ranges alone (more in flight: no drop) */
+    struct up_lc_seg seg[UP_LC_SEGS];
+    struct { uint64_t a, b; uint8_t t; } def[4];
+    uint64_t lo, hi;       /* every byte the kernel may hold for the process lies in [lo, hi) (lo == hi: none) */
+    int fd1;               /* a program descriptor of the file + 1, valid under owner until the file's next close */
+    int bidx1;             /* the file's entry in this process's lock board slot + 1 (0: not registered) */
+    uint64_t last_ns;      /* the program's last lock call on the file */
+    uint64_t cold_until;   /* after another process asked: releases go to the kernel until then (ns) */
+    uint32_t req_seen;     /* the board's request count last acted on */
+};
+
 struct up_file {
     dev_t dev;
     ino_t ino;
@@ -446,6 +475,7 @@ struct up_file {
     uint32_t unmapped_ios;  /* reads/overwrites sent to the kernel while the file was not mapped */
     uint64_t refresh_gen;   /* up_refresh_gen when the kernel size was last re-read (upath.c) */
     struct up_lockset locks; /* the ranges: inside a lock call that runs alone (reclock.c) */
+    struct up_lc lc;         /* DAXKIT_LOCK_CACHE: what the kernel keeps for the process (lockcache.c) */
     uint64_t victims_seen;  /* up_victims_unseen when the entry was made (upath.c: last_close_of_mapped) */
     bool closed_mapped;     /* counted in up_closed_mapped (file.c) */
     bool size_unsure;       /* a lock was taken without a re-read (reclock.c): check before using the end */
@@ -583,6 +613,12 @@ void up_locks_closed(struct up_file *f);
 /* reclock.c, in a fork child: the lock calls and closes of the parent's other threads in flight at the fork never
  * end here -- the count keeps this thread's own only. */
 void up_locks_after_fork_child(void);
+/* lockcache.c (DAXKIT_LOCK_CACHE): any close of f, before the kernel's (also a fork child's files); f's entry
+ * freed; before an exec; in a fork child. */
+void up_lc_closed(struct up_file *f);
+void up_lc_forget(struct up_file *f);
+void up_lc_before_exec(void);
+void up_lc_after_fork_child(void);
 /* Before an operation that depends on the file's exact end (append, write past it, SEEK_END): the size is
  * re-read when a lock was taken without one. */
 void up_size_verify_slow(struct up_file *f, int fd);

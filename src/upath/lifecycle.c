@@ -436,6 +436,7 @@ void up_fork_child(bool nested) {
         dk_stats_open(dk_cfg.stats, dk_config_enum_name("MODE", dk_cfg.mode), dk_cfg.dir, "");
         return;
     }
+    up_lc_after_fork_child(); /* first: the reinit's up_locks_closed finds each file's cache free */
     up_file_reinit_locks_all();
     up_locks_after_fork_child();
     up_guard_after_fork_child();
@@ -490,6 +491,7 @@ static bool exec_table_skipped; /* the table's lock was this thread's: up_exec_f
 void up_exec_prepare(bool spawn) {
     if (!up_enabled) return;
     if (!spawn) dk_stats_before_exec(); /* system calls only: also from a handler inside the table's lock */
+    if (!spawn) up_lc_before_exec();     /* the new image keeps the kernel's locks: the program's only */
     DK_ERRNO_SAVE;
     exec_table_skipped = false;
     if (DK_UNLIKELY(dk_mu_mine(&up_table_mu))) {

@@ -180,6 +180,7 @@ struct up_lock_call up_lock_call_begin(void) {
 static bool alone(struct up_lock_call c, uint64_t v, uint32_t in) {
     return !c.busy && in_flight(v) == in && started(v) == (uint32_t)(c.seq + 1);
 }
+bool up_lock_call_alone(struct up_lock_call c) { return alone(c, __atomic_load_n(&calls, __ATOMIC_ACQUIRE), 1); }
 
 /* The end of a counted call on an untracked file (shim/fd.c served_lock, untracked): up_lock_done's end without a set of
  * its own to change. A call that did not run alone may have reached another file's set -- the number closed or
@@ -278,6 +279,7 @@ void up_locks_closed(struct up_file *f) {
      * takes on the file meanwhile (review 7, finding 13b). The next whole-file unlock that runs alone -- after
      * the close's count ended, so after the kernel's close -- empties it. */
     forget_held(&f->locks);
+    if (DK_UNLIKELY(dk_cfg.lock_cache)) up_lc_closed(f); /* lockcache.c: the kernel keeps nothing after the close */
 }
 
 /* The close's count: a start and one in flight, as a lock call's (up_lock_call_begin), from before its forget

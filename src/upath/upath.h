@@ -234,6 +234,11 @@ void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l,
 /* The cleanup handler of a lock call that may block (F_SETLKW): a thread cancelled inside the kernel call
  * ends its call here, or every later lock call of the process would count as overlapped. */
 void up_lock_cancelled(void *unused);
+/* Inside call c (before its done): no other lock call or close of the process overlapped it so far. */
+bool up_lock_call_alone(struct up_lock_call c);
+/* DAXKIT_LOCK_CACHE: F_SETLK/F_SETLKW on a managed descriptor, in place of the kernel's call inside the count
+ * (lockcache.c). */
+int up_lc_setlk(struct up_lock_call c, int (*real)(int, int, ...), int fd, int cmd, struct flock *l);
 /* A POSIX lock call on fd whose file's lock set is no longer followed (the program maps the file: SQLite's -shm):
  * counted (up_lock_call_begin), ended by up_lock_untracked_done -- no set to change; an acquisition (taken) moves
  * the refresh generation for every file. reclock.c. */

@@ -1,0 +1,754 @@
+/* DAXKIT_LOCK_CACHE: a POSIX record lock the program releases on a managed file stays held in the kernel
+ * ("cached") until another process asks for it or the file has been idle DAXKIT_LOCK_CACHE_US; an acquisition
+ * the kernel-held locks already cover makes no system call. SQLite's rollback-mode lock round (9 fcntl calls a
+ * transaction) then costs none once warm. Design, races and what each party sees: docs/design-lockcache.md.
+ *
+ * Per file (struct up_lc, under its spin lock `owner`): the program's locks p and a lower bound k of the kernel's,
+ * per byte range (levels 0 none, 1 read, 2 write; p <= kernel always), and [lo, hi), an upper bound of every byte
+ * the kernel may hold for the process. A drop sets the kernel to exactly p over [lo, hi): unlocks where p holds
+ * nothing, a read lock where p reads (a downgrade, or nothing), nothing where p writes. None of those can fail
+ * for a conflict: the kernel holds at least p. Drops run only with no acquisition of the file in the kernel
+ * (kin == 0), under the lock, with signals blocked (a program thread's) or on the library's thread (no signals).
+ *
+ * Acquisitions that go to the kernel lower k to min(k, t) first and set it to t after -- unless another lock
+ * call or close of the process overlapped (reclock.c: up_lock_call_alone), then 0: two calls of one process
+ * reach the kernel in either order. A signal handler's call inside its own thread's hold goes to the kernel and
+ * is recorded (def), applied by the holder before it lets go (p exact, k 0 there). Any close of the file resets
+ * everything before the kernel's close (up_lc_closed: the kernel drops every lock of the process on it); a fork
+ * child starts with nothing; an exec drops the cached locks first (the new image keeps the kernel's).
+ *
+ * Other daxkit processes: a board, <root>/.daxkit/lockboard.<uid> (MAP_SHARED), one slot a process (claimed by an
+ * OFD lock on its byte: the slot of a dead process is free), each listing the files it caches (dev, ino, whether
+ * anything is cached now, a request count) and a futex word its library thread waits on. A process whose kernel
+ * acquisition fails for a conflict (or before it blocks in F_SETLKW) asks every process caching the file, waits
+ * up to LC_WAIT_NS for them to drop, retrying, then returns what the kernel says. The asked thread drops the
+ * file's cached locks and keeps releases going to the kernel for LC_COLD_NS (two processes taking turns do not
+ * ping-pong through wake-ups). Processes without daxkit (and F_GETLK) see a cached lock as held until the idle
+ * drop. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/pwrite_all.h"
+#include "common/stats.h"
+#include "common/thread.h"
+#include "shim/libc.h"
+#include "upath/internal.h"
+#include "upath/upath.h"
+
+#define LC_WAIT_NS 200000ull   /* a requester waits this long at most for cachers to drop */
+#define LC_STEP_NS 20000ull    /* ... looking again this often */
+#define LC_COLD_NS 20000000ull /* after a request: the file's releases go to the kernel for 20 ms */
+
+/* ---- the per-file lock ---- */
+
+static __thread char lc_token; /* its address names the thread */
+static uintptr_t me(void) { return (uintptr_t)&lc_token; }
+
+/* 0: taken; 1: this thread holds it already (a signal handler inside its thread's hold). */
+static int lc_take(struct up_lc *c) {
+    uintptr_t self = me();
+    for (unsigned i = 0;; i++) {
+        uintptr_t was = 0;
+        if (__atomic_compare_exchange_n(&c->owner, &was, self, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) return 0;
+        if (was == self) return 1;
+        if (i < 100) __builtin_ia32_pause();
+        else sched_yield();
+    }
+}
+
+static void apply_deferred(struct up_lc *c);
+static void lc_give(struct up_lc *c) {
+    for (;;) {
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        apply_deferred(c);
+        __atomic_store_n(&c->owner, 0, __ATOMIC_RELEASE);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        /* a handler that came after the look above and before the store recorded its call: take it again */
+        if (DK_LIKELY(!__atomic_load_n(&c->nd, __ATOMIC_RELAXED) && !__atomic_load_n(&c->dclose, __ATOMIC_RELAXED)))
+            return;
+        if (lc_take(c)) return; /* (cannot be: the handler is gone) */
+    }
+}
+
+/* ---- the range map ---- */
+
+static uint8_t level(short type) { return type == F_RDLCK ? 1 : type == F_WRLCK ? 2 : 0; }
+
+static bool range_of(const struct flock *l, uint64_t *a, uint64_t *b) {
+    if (l->l_whence != SEEK_SET) return false; /* SEEK_CUR / SEEK_END: not followed (off) */
+    int64_t start = (int64_t)l->l_start, len = (int64_t)l->l_len;
+    if (len < 0) {
+        if (__builtin_add_overflow(start, len, &start)) return false;
+        len = -len;
+    }
+    if (start < 0) return false;
+    *a = (uint64_t)start;
+    *b = len == 0 || (uint64_t)start > UINT64_MAX - (uint64_t)len ? UINT64_MAX : (uint64_t)start + (uint64_t)len;
+    return true;
+}
+
+enum { KEEP = 255, KMIN = 254 };
+
+/* Over [a, b): p := np (KEEP: unchanged), k := nk (KEEP, or KMIN: min(k, np's level given in kmin)). False (and
+ * nothing changed) when the result needs more than UP_LC_SEGS segments. */
+static bool paint(struct up_lc *c, uint64_t a, uint64_t b, uint8_t np, uint8_t nk, uint8_t kmin) {
+    struct up_lc_seg out[2 * UP_LC_SEGS + 2];
+    unsigned n = 0;
+    uint64_t cur = a; /* the next byte of [a, b) not yet emitted */
+#define EMIT(A, B, P, K)                                                                            \
+    do {                                                                                            \
+        uint64_t a_ = (A), b_ = (B);                                                                \
+        uint8_t p_ = (P), k_ = (K);                                                                 \
+        if (a_ < b_ && (p_ || k_)) {                                                                \
+            if (n && out[n - 1].b == a_ && out[n - 1].p == p_ && out[n - 1].k == k_) out[n - 1].b = b_; \
+            else out[n++] = (struct up_lc_seg){a_, b_, p_, k_};                                     \
+        }                                                                                           \
+    } while (0)
+#define NEWP(P) (np == KEEP ? (P) : np)
+#define NEWK(K) (nk == KEEP ? (K) : nk == KMIN ? DK_MIN((K), kmin) : nk)
+    for (unsigned i = 0; i < c->n; i++) {
+        struct up_lc_seg s = c->seg[i];
+        if (s.b <= a || s.a >= b) { /* apart */
+            if (s.a >= b && cur < b) { EMIT(cur, b, NEWP(0), NEWK(0)); cur = b; }
+            EMIT(s.a, s.b, s.p, s.k);
+            continue;
+        }
+        if (s.a > cur) EMIT(cur, s.a, NEWP(0), NEWK(0)); /* a gap inside [a, b) */
+        if (s.a < a) EMIT(s.a, a, s.p, s.k);             /* its head stays */
+        uint64_t ia = DK_MAX(s.a, a), ib = DK_MIN(s.b, b);
+        EMIT(ia, ib, NEWP(s.p), NEWK(s.k));
+        cur = ib;
+        if (s.b > b) EMIT(b, s.b, s.p, s.k); /* its tail stays */
+    }
+    if (cur < b) EMIT(cur, b, NEWP(0), NEWK(0));
+#undef EMIT
+#undef NEWP
+#undef NEWK
+    if (n > UP_LC_SEGS) return false;
+    memcpy(c->seg, out, n * sizeof out[0]);
+    c->n = (uint8_t)n;
+    return true;
+}
+
+/* Every byte of [a, b) has k >= t. */
+static bool covered(const struct up_lc *c, uint64_t a, uint64_t b, uint8_t t) {
+    uint64_t cur = a;
+    for (unsigned i = 0; i < c->n && cur < b; i++) {
+        const struct up_lc_seg *s = &c->seg[i];
+        if (s->b <= cur) continue;
+        if (s->a > cur || s->k < t) return false;
+        cur = s->b;
+    }
+    return cur >= b;
+}
+
+static void extend(struct up_lc *c, uint64_t a, uint64_t b) {
+    if (c->lo == c->hi) c->lo = a, c->hi = b;
+    else c->lo = DK_MIN(c->lo, a), c->hi = DK_MAX(c->hi, b);
+}
+
+static bool has_cached(const struct up_lc *c) {
+    for (unsigned i = 0; i < c->n; i++)
+        if (c->seg[i].k > c->seg[i].p) return true;
+    return false;
+}
+
+/* Nothing held, nothing cached, followed again: the kernel holds nothing for the process on the file. */
+static void reset(struct up_lc *c) {
+    c->n = 0, c->off = 0, c->lost = 0, c->lo = c->hi = 0;
+    __atomic_store_n(&c->fd1, 0, __ATOMIC_RELAXED);
+}
+
+static void board_cached(struct up_lc *c, bool cached);
+
+/* A handler's calls, recorded inside its thread's hold: p exact, k 0 there (where the kernel stands against
+ * the holder's own call is not known), and a close: everything goes. */
+static void apply_deferred(struct up_lc *c) {
+    uint8_t nd = __atomic_load_n(&c->nd, __ATOMIC_RELAXED);
+    for (uint8_t i = 0; i < nd; i++) {
+        uint64_t a = c->def[i].a, b = c->def[i].b;
+        uint8_t t = c->def[i].t;
+        if (t == 0 && a == 0 && b == UINT64_MAX) {
+            int fd1 = c->fd1;
+            reset(c);
+            c->fd1 = fd1;
+            continue;
+        }
+        extend(c, a, b);
+        if (!c->off && !paint(c, a, b, t, 0, 0)) c->off = c->lost = 1;
+    }
+    if (nd) __atomic_store_n(&c->nd, 0, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&c->dclose, __ATOMIC_RELAXED)) {
+        reset(c);
+        __atomic_store_n(&c->dclose, 0, __ATOMIC_RELAXED);
+    }
+    (void)board_cached;
+}
+
+/* ---- drops ---- */
+
+static unsigned drops_failed;
+
+/* Whether a drop may run now: every acquisition in the kernel has its range recorded (a drop leaves those alone). */
+static bool may_drop(const struct up_lc *c) { return c->kin == c->nkr; }
+
+struct plan {
+    struct flock l[(2 * UP_LC_SEGS + 1) * 5];
+    unsigned n;
+};
+/* [a, b) of type t into the plan, minus the ranges of acquisitions in the kernel now (theirs to set). */
+static void plan_add(struct plan *pl, const struct up_lc *c, unsigned from, short t, uint64_t a, uint64_t b) {
+    for (unsigned i = from; i < c->nkr && a < b; i++) {
+        uint64_t ra = c->kr[i].a, rb = c->kr[i].b;
+        if (rb <= a || ra >= b) continue;
+        if (ra > a) plan_add(pl, c, i + 1, t, a, ra);
+        a = rb;
+    }
+    if (a >= b || pl->n == DK_ARRAY_LEN(pl->l)) return;
+    pl->l[pl->n++] = (struct flock){.l_type = t, .l_whence = SEEK_SET, .l_start = (off_t)a,
+                                    .l_len = b == UINT64_MAX ? 0 : (off_t)(b - a)};
+}
+static bool in_flight_overlaps(const struct up_lc *c, uint64_t a, uint64_t b) {
+    for (unsigned i = 0; i < c->nkr; i++)
+        if (c->kr[i].a < b && c->kr[i].b > a) return true;
+    return false;
+}
+
+/* The kernel set to exactly p over [lo, hi) -- except where an acquisition is in the kernel now -- through fd.
+ * Under the lock, may_drop, no signal can run a lock call of the program on this thread meanwhile. */
+static void drop_locked(struct up_lc *c, int fd) {
+    if (c->lo == c->hi) return;
+    struct plan pl;
+    pl.n = 0;
+    uint64_t cur = c->lo;
+#define PLAN(T, A, B) plan_add(&pl, c, 0, (T), (A), (B))
+    for (unsigned i = 0; i < c->n; i++) {
+        const struct up_lc_seg *s = &c->seg[i];
+        if (!s->p || s->b <= c->lo || s->a >= c->hi) continue;
+        uint64_t a = DK_MAX(s->a, c->lo), b = DK_MIN(s->b, c->hi);
+        if (a > cur) PLAN(F_UNLCK, cur, a);
+        if (s->p == 1) PLAN(F_RDLCK, a, b); /* k is a lower bound: the kernel may write-lock it still */
+        cur = b;
+    }
+    if (cur < c->hi) PLAN(F_UNLCK, cur, c->hi);
+#undef PLAN
+    DK_ERRNO_SAVE;
+    for (unsigned i = 0; i < pl.n; i++)
+        if (DK_REAL(fcntl)(fd, F_SETLK, &pl.l[i]) != 0) __atomic_add_fetch(&drops_failed, 1, __ATOMIC_RELAXED);
+    DK_ERRNO_RESTORE;
+    /* k := p; [lo, hi) := p's extent -- a segment an acquisition in the kernel overlaps keeps its k and stays in
+     * the extent (that acquisition's end sets it) */
+    unsigned k = 0;
+    uint64_t lo = 0, hi = 0;
+    for (unsigned i = 0; i < c->n; i++) {
+        struct up_lc_seg s = c->seg[i];
+        bool keep = in_flight_overlaps(c, s.a, s.b);
+        if (!s.p && !keep) continue;
+        if (!keep) s.k = s.p;
+        if (k && c->seg[k - 1].b == s.a && c->seg[k - 1].p == s.p && c->seg[k - 1].k == s.k) c->seg[k - 1].b = s.b;
+        else c->seg[k++] = s;
+        if (lo == hi) lo = s.a, hi = s.b;
+        else lo = DK_MIN(lo, s.a), hi = DK_MAX(hi, s.b);
+    }
+    for (unsigned i = 0; i < c->nkr; i++) { /* (their bytes may be held once they end) */
+        if (lo == hi) lo = c->kr[i].a, hi = c->kr[i].b;
+        else lo = DK_MIN(lo, c->kr[i].a), hi = DK_MAX(hi, c->kr[i].b);
+    }
+    c->n = (uint8_t)k, c->lo = lo, c->hi = hi;
+    board_cached(c, has_cached(c));
+    dk_count(DK_C_lock_cache_drops, 1);
+}
+
+/* A program thread's drop: signals blocked around the calls (a handler's lock call on the file meanwhile would
+ * be undone by the plan). Under the lock. */
+static void drop_from_program(struct up_lc *c, int fd) {
+    sigset_t all, was;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &was);
+    c->dropping = 1;
+    drop_locked(c, fd);
+    c->dropping = 0;
+    pthread_sigmask(SIG_SETMASK, &was, NULL);
+}
+
+/* ---- the board ---- */
+
+#define LB_PROCS 128
+#define LB_FILES 60
+struct lb_file {
+    uint64_t dev, ino; /* ino 0: free */
+    uint32_t req;      /* requests from other processes (atomic) */
+    uint32_t cached;   /* the owner caches a lock on it now (atomic) */
+};
+struct lb_proc {
+    uint32_t word;     /* the owner's thread waits on it (futex) */
+    int32_t pid;
+    uint32_t sleeping; /* the thread waits without a timeout: wake it when something is cached */
+    uint32_t pad;
+    struct lb_file file[LB_FILES];
+    char fill[2048 - 16 - LB_FILES * sizeof(struct lb_file)];
+};
+_Static_assert(sizeof(struct lb_proc) == 2048, "board slot");
+#define LB_BYTES ((size_t)LB_PROCS * sizeof(struct lb_proc))
+
+static struct {
+    uint32_t state;     /* 0 not tried, 1 ready, 2 failed, 3 being made (atomic) */
+    const struct up_root *root;
+    int fd;
+    struct lb_proc *map;
+    int slot;
+    pid_t pid;
+    struct up_file *files[LB_FILES]; /* the registry: which file each of our entries is (atomic) */
+    struct up_file *busy;            /* the thread's file right now: file_free waits while it is its */
+    pthread_t thread;
+    uint32_t thread_started;
+} lb;
+
+static long futex(uint32_t *w, int op, uint32_t v, const struct timespec *ts) {
+    return syscall(SYS_futex, w, op, v, ts, NULL, 0);
+}
+
+static void *lc_thread(void *arg);
+
+/* The board of root r opened, mapped and a slot claimed; the thread started. Once per process (a fork child
+ * again). False: no caching in this process (files of other roots: none either). */
+static bool board_ready(const struct up_root *r) {
+    uint32_t st = __atomic_load_n(&lb.state, __ATOMIC_ACQUIRE);
+    if (DK_LIKELY(st == 1)) return lb.root == r;
+    if (st != 0) return false;
+    uint32_t zero = 0;
+    if (!__atomic_compare_exchange_n(&lb.state, &zero, 3, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return false;
+    int area_fd;
+    const char *tag;
+    uint32_t result = 2;
+    int cancel_was = dk_cancel_off();
+    DK_ERRNO_SAVE;
+    if (up_stage_owner((struct up_root *)r, &area_fd, &tag) == 0) {
+        char name[64];
+        snprintf(name, sizeof name, "lockboard.%u", (unsigned)geteuid());
+        int fd = dk_ifd_openat(area_fd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        struct stat sb;
+        void *m = MAP_FAILED;
+        if (fd >= 0 && DK_REAL(fstat)(fd, &sb) == 0 &&
+            ((size_t)sb.st_size >= LB_BYTES || DK_REAL(ftruncate)(fd, (off_t)LB_BYTES) == 0))
+            m = DK_REAL(mmap)(NULL, LB_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        int slot = -1;
+        for (int i = 0; m != MAP_FAILED && i < LB_PROCS; i++) {
+            struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = i, .l_len = 1};
+            if (DK_REAL(fcntl)(fd, F_OFD_SETLK, &l) == 0) {
+                slot = i;
+                break;
+            }
+        }
+        if (slot >= 0) {
+            struct lb_proc *p = &((struct lb_proc *)m)[slot];
+            memset(p->file, 0, sizeof p->file);
+            __atomic_store_n(&p->sleeping, 0, __ATOMIC_RELAXED);
+            __atomic_store_n(&p->pid, (int32_t)DK_REAL(getpid)(), __ATOMIC_RELEASE);
+            lb.fd = up_internal_fd(fd), lb.map = m, lb.slot = slot, lb.root = r, lb.pid = DK_REAL(getpid)();
+            if (dk_thread_start(&lb.thread, NULL, lc_thread, NULL) == 0) {
+                pthread_detach(lb.thread);
+                result = 1;
+            } else {
+                __atomic_store_n(&p->pid, 0, __ATOMIC_RELEASE);
+            }
+        }
+        if (result != 1) {
+            dk_log_once("DAXKIT_LOCK_CACHE: no lock board in %s/.daxkit (%s): locks are not cached", r->path,
+                        dk_strerror(errno));
+            if (m != MAP_FAILED) DK_REAL(munmap)(m, LB_BYTES);
+            if (fd >= 0) DK_REAL(close)(fd);
+        }
+    }
+    DK_ERRNO_RESTORE;
+    dk_cancel_restore(cancel_was);
+    __atomic_store_n(&lb.state, result, __ATOMIC_RELEASE);
+    return result == 1 && lb.root == r;
+}
+
+static struct lb_proc *my_slot(void) { return &lb.map[lb.slot]; }
+
+/* f's entry in our slot (registered on first use): false when the slot is full. Lock-free. */
+static bool board_register(struct up_file *f) {
+    if (DK_LIKELY(f->lc.bidx1)) return true;
+    struct lb_proc *p = my_slot();
+    for (int i = 0; i < LB_FILES; i++) {
+        struct up_file *none = NULL;
+        if (!__atomic_compare_exchange_n(&lb.files[i], &none, f, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) continue;
+        __atomic_store_n(&p->file[i].req, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&p->file[i].cached, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&p->file[i].dev, (uint64_t)f->dev, __ATOMIC_RELAXED);
+        __atomic_store_n(&p->file[i].ino, (uint64_t)f->ino, __ATOMIC_RELEASE);
+        f->lc.req_seen = 0;
+        f->lc.bidx1 = i + 1;
+        return true;
+    }
+    return false;
+}
+
+/* Our entry for f says whether anything is cached: requesters wait only for a process that caches. The first
+ * cache after the thread went to sleep without a timeout wakes it (the idle drop needs it). */
+static void board_cached(struct up_lc *c, bool cached) {
+    if (!c->bidx1) return;
+    struct lb_proc *p = my_slot();
+    struct lb_file *e = &p->file[c->bidx1 - 1];
+    if (__atomic_load_n(&e->cached, __ATOMIC_RELAXED) == (uint32_t)cached) return;
+    __atomic_store_n(&e->cached, cached, __ATOMIC_SEQ_CST);
+    if (cached && __atomic_load_n(&p->sleeping, __ATOMIC_SEQ_CST)) {
+        __atomic_store_n(&p->sleeping, 0, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&p->word, 1, __ATOMIC_SEQ_CST);
+        DK_ERRNO_SAVE;
+        futex(&p->word, FUTEX_WAKE, 1, NULL);
+        DK_ERRNO_RESTORE;
+    }
+}
+
+/* Asks every other process that caches a lock on f to drop it; true when one was asked. */
+static bool board_ask(const struct up_file *f) {
+    if (!board_ready(f->root)) return false; /* (a process that never cached opens it at its first conflict) */
+    bool asked = false;
+    for (int i = 0; i < LB_PROCS; i++) {
+        struct lb_proc *p = &lb.map[i];
+        if (i == lb.slot || !__atomic_load_n(&p->pid, __ATOMIC_ACQUIRE)) continue;
+        for (int j = 0; j < LB_FILES; j++) {
+            struct lb_file *e = &p->file[j];
+            if (__atomic_load_n(&e->ino, __ATOMIC_ACQUIRE) != (uint64_t)f->ino ||
+                __atomic_load_n(&e->dev, __ATOMIC_RELAXED) != (uint64_t)f->dev ||
+                !__atomic_load_n(&e->cached, __ATOMIC_ACQUIRE))
+                continue;
+            /* alive? the slot's OFD lock is held by its owner */
+            struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = i, .l_len = 1};
+            if (DK_REAL(fcntl)(lb.fd, F_OFD_GETLK, &l) == 0 && l.l_type == F_UNLCK) {
+                __atomic_store_n(&p->pid, 0, __ATOMIC_RELEASE); /* a dead process's slot: nothing to ask */
+                break;
+            }
+            __atomic_add_fetch(&e->req, 1, __ATOMIC_SEQ_CST);
+            __atomic_add_fetch(&p->word, 1, __ATOMIC_SEQ_CST);
+            futex(&p->word, FUTEX_WAKE, 1, NULL);
+            dk_count(DK_C_lock_cache_asks, 1);
+            asked = true;
+        }
+    }
+    return asked;
+}
+
+static bool anyone_caches(const struct up_file *f) {
+    for (int i = 0; i < LB_PROCS; i++) {
+        struct lb_proc *p = &lb.map[i];
+        if (i == lb.slot || !__atomic_load_n(&p->pid, __ATOMIC_ACQUIRE)) continue;
+        for (int j = 0; j < LB_FILES; j++) {
+            struct lb_file *e = &p->file[j];
+            if (__atomic_load_n(&e->ino, __ATOMIC_ACQUIRE) == (uint64_t)f->ino &&
+                __atomic_load_n(&e->dev, __ATOMIC_RELAXED) == (uint64_t)f->dev &&
+                __atomic_load_n(&e->cached, __ATOMIC_ACQUIRE))
+                return true;
+        }
+    }
+    return false;
+}
+
+static void nap(uint64_t ns) {
+    struct timespec ts = {0, (long)ns};
+    syscall(SYS_nanosleep, &ts, NULL); /* (not a cancellation point of glibc's here: the raw call) */
+}
+
+/* The library's thread: drops what another process asks for, and what has been idle DAXKIT_LOCK_CACHE_US. */
+static void *lc_thread(void *arg) {
+    (void)arg;
+    struct lb_proc *p = my_slot();
+    uint64_t idle_ns = (uint64_t)dk_cfg.lock_cache_us * 1000;
+    for (;;) {
+        uint32_t w = __atomic_load_n(&p->word, __ATOMIC_ACQUIRE);
+        bool any = false, wait = false;
+        uint64_t now = dk_now_ns();
+        for (int i = 0; i < LB_FILES; i++) {
+            struct up_file *f = __atomic_load_n(&lb.files[i], __ATOMIC_ACQUIRE);
+            if (!f) continue;
+            __atomic_store_n(&lb.busy, f, __ATOMIC_SEQ_CST);
+            if (__atomic_load_n(&lb.files[i], __ATOMIC_SEQ_CST) != f) { /* forgotten meanwhile */
+                __atomic_store_n(&lb.busy, NULL, __ATOMIC_SEQ_CST);
+                continue;
+            }
+            struct up_lc *c = &f->lc;
+            uint32_t req = __atomic_load_n(&p->file[i].req, __ATOMIC_ACQUIRE);
+            (void)lc_take(c);
+            bool asked = req != c->req_seen;
+            bool cached = has_cached(c) && !c->off;
+            bool idle = (int64_t)(now - __atomic_load_n(&c->last_ns, __ATOMIC_RELAXED)) >= (int64_t)idle_ns;
+            if ((asked || idle) && cached && !c->off) {
+                if (!may_drop(c) || !c->fd1) wait = true; /* (more acquisitions in the kernel than recorded) */
+                else drop_locked(c, c->fd1 - 1);
+                cached = has_cached(c);
+            }
+            if (asked && !wait) {
+                c->req_seen = req;
+                c->cold_until = now + LC_COLD_NS;
+            }
+            if (!cached) __atomic_store_n(&p->file[i].cached, 0, __ATOMIC_SEQ_CST);
+            else any = true;
+            lc_give(c);
+            __atomic_store_n(&lb.busy, NULL, __ATOMIC_SEQ_CST);
+        }
+        /* a drop that must wait for an acquisition in the kernel: looked at again within 1 ms */
+        uint64_t t_ns = wait ? DK_MIN(idle_ns, 1000000ull) : idle_ns;
+        any = any || wait;
+        struct timespec ts = {(time_t)(t_ns / 1000000000ull), (long)(t_ns % 1000000000ull)};
+        if (!any) __atomic_store_n(&p->sleeping, 1, __ATOMIC_SEQ_CST);
+        /* a file cached after the walk set its flag before it looked at `sleeping`: look once more */
+        if (!any) {
+            for (int i = 0; i < LB_FILES && !any; i++)
+                any = __atomic_load_n(&lb.files[i], __ATOMIC_ACQUIRE) && __atomic_load_n(&p->file[i].cached, __ATOMIC_SEQ_CST);
+            if (any) __atomic_store_n(&p->sleeping, 0, __ATOMIC_SEQ_CST);
+        }
+        futex(&p->word, FUTEX_WAIT, w, any ? &ts : NULL);
+        __atomic_store_n(&p->sleeping, 0, __ATOMIC_SEQ_CST);
+    }
+    return NULL;
+}
+
+/* ---- the program's calls ---- */
+
+/* An acquisition's end: its range no longer in flight. */
+static void kin_end(struct up_lc *c, uint64_t a, uint64_t b) {
+    c->kin--;
+    for (unsigned i = 0; i < c->nkr; i++)
+        if (c->kr[i].a == a && c->kr[i].b == b) {
+            c->kr[i] = c->kr[--c->nkr];
+            return;
+        }
+}
+struct lc_flight {
+    struct up_lc *c;
+    uint64_t a, b;
+};
+static void lc_cancelled(void *arg) {
+    struct lc_flight *fl = arg;
+    (void)lc_take(fl->c);
+    kin_end(fl->c, fl->a, fl->b);
+    lc_give(fl->c);
+    up_lock_cancelled(NULL);
+}
+
+/* The kernel's acquisition, with the handoff: a conflict asks the cachers of f and retries for up to
+ * LC_WAIT_NS; F_SETLKW blocks only after that. */
+static int acquire_in_kernel(int (*real)(int, int, ...), int fd, int cmd, struct flock *l, struct up_file *f) {
+    int r = real(fd, F_SETLK, l);
+    if (r == 0 || (errno != EAGAIN && errno != EACCES)) return r;
+    int e = errno;
+    if (board_ask(f)) {
+        for (uint64_t waited = 0; waited < LC_WAIT_NS; waited += LC_STEP_NS) {
+            nap(LC_STEP_NS);
+            if (!anyone_caches(f) || waited + LC_STEP_NS >= LC_WAIT_NS) {
+                r = real(fd, F_SETLK, l);
+                if (r == 0) {
+                    dk_count(DK_C_lock_cache_handoffs, 1);
+                    return 0;
+                }
+                e = errno;
+                if (!anyone_caches(f)) break;
+            }
+        }
+    }
+    if (cmd != F_SETLKW) {
+        errno = e;
+        return -1;
+    }
+    return real(fd, F_SETLKW, l); /* a cancellation point: lc_cancelled is pushed by the caller */
+}
+
+/* The kernel's call as the program made it: F_SETLKW is a cancellation point (glibc: also for an unlock), where a
+ * cancelled thread still ends its counted call. */
+static int kcall(int (*real)(int, int, ...), int fd, int cmd, struct flock *l) {
+    int r;
+    if (cmd == F_SETLKW) {
+        pthread_cleanup_push(up_lock_cancelled, NULL);
+        r = real(fd, cmd, l);
+        pthread_cleanup_pop(0);
+    } else {
+        r = real(fd, cmd, l);
+    }
+    return r;
+}
+
+/* A handler inside its thread's hold of f's lock: to the kernel, recorded for the holder. */
+static int in_handler(struct up_lc *c, int (*real)(int, int, ...), int fd, int cmd, struct flock *l, bool known,
+                      uint64_t a, uint64_t b) {
+    int r = kcall(real, fd, cmd, l);
+    if (r == 0) {
+        uint8_t nd = c->nd;
+        if (!known || nd >= DK_ARRAY_LEN(c->def)) c->lost = 1, c->off = 1; /* (the holder's view ends off) */
+        else {
+            c->def[nd].a = a, c->def[nd].b = b, c->def[nd].t = level(l->l_type);
+            __atomic_signal_fence(__ATOMIC_SEQ_CST);
+            __atomic_store_n(&c->nd, nd + 1, __ATOMIC_RELAXED);
+        }
+    }
+    return r;
+}
+
+int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, int cmd, struct flock *l) {
+    struct up_slot *s = up_fd_slot(fd);
+    struct up_file *f = s ? s->file : NULL;
+    if (!f || (l->l_type != F_UNLCK && l->l_type != F_RDLCK && l->l_type != F_WRLCK)) return kcall(real, fd, cmd, l);
+    struct up_lc *c = &f->lc;
+    uint64_t a = 0, b = 0;
+    bool known = range_of(l, &a, &b);
+    uint8_t t = level(l->l_type);
+    uint32_t acc = __atomic_load_n(&s->flags, __ATOMIC_RELAXED) & O_ACCMODE;
+    if ((t == 1 && acc == O_WRONLY) || (t == 2 && acc == O_RDONLY)) return kcall(real, fd, cmd, l); /* EBADF */
+    bool board = t == 0 && known && board_ready(f->root); /* (before the lock: the first makes the board) */
+    if (DK_UNLIKELY(lc_take(c))) return in_handler(c, real, fd, cmd, l, known, a, b);
+    if (DK_UNLIKELY(!known || c->off)) {
+        /* not followed: the kernel set to what the program holds (while p is still known), then every call goes
+         * to the kernel until a whole-file unlock */
+        if (!c->off) {
+            if (may_drop(c) && c->fd1) drop_from_program(c, fd);
+            else if (c->lo != c->hi) c->lost = 1;
+            c->off = 1;
+        }
+        lc_give(c);
+        int r = kcall(real, fd, cmd, l);
+        if (r == 0 && known && t == 0 && a == 0 && b == UINT64_MAX) {
+            (void)lc_take(c);
+            if (!c->kin) reset(c); /* (an acquisition in the kernel now: stays off, its end may hold) */
+            lc_give(c);
+        }
+        return r;
+    }
+    uint64_t now = dk_now_ns();
+    __atomic_store_n(&c->last_ns, now, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->fd1, fd + 1, __ATOMIC_RELAXED);
+    if (t == 0) {
+        /* A release: the kernel keeps the lock (cached) -- unless another process asked lately, or this process
+         * has no board for the file. */
+        bool cache = now >= c->cold_until && board && board_register(f);
+        if (cache && paint(c, a, b, 0, KEEP, 0)) {
+            if (has_cached(c)) board_cached(c, true);
+            lc_give(c);
+            dk_count(DK_C_lock_cache_kept, 1);
+            return 0;
+        }
+        bool fits = paint(c, a, b, 0, 0, 0);
+        if (!has_cached(c)) board_cached(c, false);
+        lc_give(c);
+        int r = kcall(real, fd, cmd, l);
+        if (!fits) { /* (cannot fit: the release splits more than UP_LC_SEGS pieces) not followed from here on */
+            (void)lc_take(c);
+            c->off = 1;
+            if (a == 0 && b == UINT64_MAX && !c->kin) reset(c);
+            lc_give(c);
+        }
+        return r;
+    }
+    if (covered(c, a, b, t) && paint(c, a, b, t, KEEP, 0)) {
+        lc_give(c);
+        dk_count(DK_C_lock_cache_hits, 1);
+        if (cmd == F_SETLKW) { /* a cancellation point, as the kernel's call */
+            pthread_cleanup_push(up_lock_cancelled, NULL);
+            pthread_testcancel();
+            pthread_cleanup_pop(0);
+        }
+        return 0;
+    }
+    if (!paint(c, a, b, KEEP, KMIN, t)) { /* not followed from here on */
+        if (may_drop(c) && c->fd1) drop_from_program(c, fd);
+        else if (c->lo != c->hi) c->lost = 1;
+        c->off = 1;
+        lc_give(c);
+        return kcall(real, fd, cmd, l);
+    }
+    extend(c, a, b);
+    c->kin++;
+    if (c->nkr < DK_ARRAY_LEN(c->kr)) c->kr[c->nkr].a = a, c->kr[c->nkr].b = b, c->nkr++;
+    lc_give(c);
+    int r;
+    if (cmd == F_SETLKW) {
+        struct lc_flight flight = {c, a, b};
+        pthread_cleanup_push(lc_cancelled, &flight);
+        r = acquire_in_kernel(real, fd, cmd, l, f);
+        pthread_cleanup_pop(0);
+    } else {
+        r = acquire_in_kernel(real, fd, cmd, l, f);
+    }
+    int e = errno;
+    (void)lc_take(c);
+    kin_end(c, a, b);
+    if (r == 0 && !paint(c, a, b, t, up_lock_call_alone(call) ? t : 0, 0)) c->off = 1, c->lost = 1;
+    lc_give(c);
+    errno = e;
+    return r;
+}
+
+/* ---- the kernel's rules ---- */
+
+/* Any close of the file, before the kernel's close (which drops every lock of the process on it); a fork
+ * child's files (it holds none). Lock-free callers: a handler inside its thread's hold defers. */
+void up_lc_closed(struct up_file *f) {
+    struct up_lc *c = &f->lc;
+    if (DK_LIKELY(!__atomic_load_n(&c->n, __ATOMIC_RELAXED) && !__atomic_load_n(&c->off, __ATOMIC_RELAXED) &&
+                  !__atomic_load_n(&c->fd1, __ATOMIC_RELAXED) && !__atomic_load_n(&c->owner, __ATOMIC_RELAXED)))
+        return;
+    if (lc_take(c)) {
+        __atomic_store_n(&c->dclose, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    reset(c);
+    lc_give(c);
+}
+
+/* The entry goes (no descriptor of it is open: its cache was reset at the last close). */
+void up_lc_forget(struct up_file *f) {
+    int i = f->lc.bidx1 - 1;
+    if (i < 0 || __atomic_load_n(&lb.state, __ATOMIC_ACQUIRE) != 1) return;
+    struct lb_proc *p = my_slot();
+    __atomic_store_n(&p->file[i].ino, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&p->file[i].cached, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&lb.files[i], NULL, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&lb.busy, __ATOMIC_SEQ_CST) == f) sched_yield();
+    f->lc.bidx1 = 0;
+}
+
+static void exec_drop_one(struct up_file *f, void *arg) {
+    (void)arg;
+    struct up_lc *c = &f->lc;
+    if (lc_take(c)) return; /* an exec from a handler inside this thread's hold: its locks stay cached */
+    if (!c->off && may_drop(c) && c->fd1 && has_cached(c)) drop_from_program(c, c->fd1 - 1);
+    lc_give(c);
+}
+
+/* Before an exec: the new image keeps the kernel's record locks -- only those the program holds. */
+void up_lc_before_exec(void) {
+    if (!dk_cfg.lock_cache) return;
+    /* a vfork child shares the parent's memory, not its locks: the parent's cache is not the child's to drop */
+    if (lb.pid && (pid_t)syscall(SYS_getpid) != lb.pid) return;
+    up_file_foreach(exec_drop_one, NULL);
+}
+
+static void child_one(struct up_file *f, void *arg) {
+    (void)arg;
+    f->lc.owner = 0;
+    f->lc.nd = f->lc.dclose = f->lc.kin = 0;
+    f->lc.bidx1 = 0;
+    reset(&f->lc);
+}
+
+/* A fork child: no locks, no board slot (the parent's OFD lock is the parent's), no thread. */
+void up_lc_after_fork_child(void) {
+    if (!dk_cfg.lock_cache) return;
+    up_file_foreach(child_one, NULL);
+    if (__atomic_load_n(&lb.state, __ATOMIC_ACQUIRE) == 1) {
+        DK_REAL(munmap)(lb.map, LB_BYTES);
+        up_internal_close(lb.fd); /* the description stays the parent's, and its slot's OFD lock with it */
+    }
+    memset(&lb, 0, sizeof lb);
+}

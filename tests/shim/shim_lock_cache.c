@@ -1,0 +1,262 @@
+/* Description: DAXKIT_LOCK_CACHE (upath/lockcache.c) against the kernel's record-lock rules, seen from other
+ * processes. The program (under daxkit, the cache on, DAXKIT_LOCK_CACHE_US long unless the case says otherwise)
+ * takes and releases POSIX locks on a managed file; a "third process" is a fork child that asks the kernel with
+ * raw fcntl system calls (no library on its path). Cases (argv[2]):
+ *   cached   a released write lock is still held in the kernel (the cache works at all: F_GETLK from the third
+ *            process finds it, held by us), and an acquisition it covers makes no system call (counter).
+ *   outsider DAXKIT_LOCK_CACHE_US=2000: a process without daxkit blocking in F_SETLKW on a cached lock gets it
+ *            within the bound (the idle drop; 3 s allowed under load, ~2-4 ms expected).
+ *   handoff  another daxkit process (a fork child, library on) whose F_SETLK conflicts with our cached lock gets
+ *            it (the board, our thread's drop) within the idle bound (10 s here): F_SETLKW done in < 3 s, and
+ *            F_SETLK retried at most 200 times 5 ms apart.
+ *   close    the close of another descriptor of the file drops every lock of the process in the kernel: a
+ *            re-take after it must reach the kernel (third process sees it held), not be taken as cached.
+ *   fork     a fork child holds none of its parent's locks: its lock on a range the parent caches must be taken
+ *            in the kernel (after a handoff from the parent), and the third process sees the child's pid.
+ *   exec     an exec keeps the kernel's record locks: only those the program holds. The image after exec (this
+ *            program again, argv[2] = exec_after) finds the held one held and the released one free.
+ *   getlk    F_GETLK by the program itself never reports its own locks, cached ones included.
+ * Exit 0 pass, 1 fail, 77 skip. */
+#include <time.h>
+
+#include "shim_test.h"
+
+static const char *dir;
+static char path[PATH_MAX];
+
+static struct flock fl(short type, off_t start, off_t len) {
+    return (struct flock){.l_type = type, .l_whence = SEEK_SET, .l_start = start, .l_len = len};
+}
+static int lk(int fd, int cmd, short type, off_t start, off_t len) {
+    struct flock l = fl(type, start, len);
+    return fcntl(fd, cmd, &l);
+}
+static uint64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The third process: a fork child asking the kernel (raw F_GETLK on its own descriptor of the file) about
+ * [start, start+len) for a write lock. Returns the holder's pid, 0 when free. */
+static pid_t who_holds(off_t start, off_t len) {
+    int p[2];
+    OK(pipe(p));
+    pid_t c = fork();
+    if (c == 0) {
+        int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR);
+        struct flock l = fl(F_WRLCK, start, len);
+        int32_t out = -1;
+        if (fd >= 0 && syscall(SYS_fcntl, fd, F_GETLK, &l) == 0) out = l.l_type == F_UNLCK ? 0 : l.l_pid;
+        syscall(SYS_write, p[1], &out, sizeof out);
+        syscall(SYS_exit_group, 0);
+    }
+    OK(c);
+    close(p[1]);
+    int32_t got = -1;
+    CHECK(read(p[0], &got, sizeof got) == sizeof got, "third process: no answer");
+    close(p[0]);
+    waitpid(c, NULL, 0);
+    CHECK(got >= 0, "third process: F_GETLK failed");
+    return got;
+}
+
+static uint64_t hits_now(void) {
+    uint64_t c[DK_C_COUNT];
+    CHECK(st_stats(getpid(), c), "no stats file (the library is not loaded?)");
+    return c[DK_C_lock_cache_hits];
+}
+
+static int open_file(void) {
+    int fd = OK(open(path, O_RDWR | O_CREAT, 0644));
+    char b[64] = {1};
+    OK(pwrite(fd, b, sizeof b, 0));
+    return fd;
+}
+
+static void case_cached(void) {
+    int fd = open_file();
+    OK(lk(fd, F_SETLK, F_WRLCK, 10, 10));
+    OK(lk(fd, F_SETLK, F_UNLCK, 10, 10));
+    pid_t h = who_holds(10, 10);
+    CHECK(h == getpid(), "a released write lock: the kernel says held by %d, expected kept by us (%d)", h, getpid());
+    uint64_t hits = hits_now();
+    OK(lk(fd, F_SETLK, F_RDLCK, 12, 4)); /* covered by the kept write lock */
+    CHECK(hits_now() == hits + 1, "a covered acquisition was not served from the cache");
+    OK(lk(fd, F_SETLK, F_UNLCK, 0, 0));
+    close(fd);
+    CHECK(who_holds(0, 0) == 0, "after the close the kernel still holds a lock of ours");
+}
+
+static void case_outsider(void) {
+    int fd = open_file();
+    OK(lk(fd, F_SETLK, F_WRLCK, 0, 100));
+    OK(lk(fd, F_SETLK, F_UNLCK, 0, 100));
+    int p[2];
+    OK(pipe(p));
+    pid_t c = fork();
+    if (c == 0) { /* a process without daxkit: raw system calls only */
+        int f2 = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR);
+        struct flock l = fl(F_WRLCK, 0, 100);
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        long r = syscall(SYS_fcntl, f2, F_SETLKW, &l);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        int64_t ms = r == 0 ? (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 : -1;
+        syscall(SYS_write, p[1], &ms, sizeof ms);
+        syscall(SYS_exit_group, 0);
+    }
+    close(p[1]);
+    int64_t ms = -2;
+    CHECK(read(p[0], &ms, sizeof ms) == sizeof ms, "outsider: no answer");
+    waitpid(c, NULL, 0);
+    CHECK(ms >= 0, "outsider: F_SETLKW failed");
+    NOTE("outsider got the lock after %lld ms", (long long)ms);
+    CHECK(ms < 3000, "outsider waited %lld ms for a lock the program had released (bound: the idle drop)", (long long)ms);
+    close(fd);
+}
+
+static void case_handoff(void) {
+    int fd = open_file();
+    OK(lk(fd, F_SETLK, F_WRLCK, 0, 100));
+    OK(lk(fd, F_SETLK, F_UNLCK, 0, 100));
+    CHECK(who_holds(0, 100) == getpid(), "the released lock is not kept (nothing to hand off)");
+    /* another daxkit process: its own open, the library's fcntl */
+    pid_t c = fork();
+    if (c == 0) {
+        int f2 = open(path, O_RDWR);
+        if (f2 < 0) _exit(2);
+        uint64_t t0 = now_ms();
+        if (lk(f2, F_SETLKW, F_WRLCK, 0, 50) != 0) _exit(3);
+        if (now_ms() - t0 > 3000) _exit(4);
+        if (lk(f2, F_SETLK, F_UNLCK, 0, 0) != 0) _exit(5);
+        close(f2); /* (its close drops whatever it keeps) */
+        _exit(0);
+    }
+    int st;
+    OK(waitpid(c, &st, 0));
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "handoff, F_SETLKW: child status %d", st);
+    /* the parent caches again; a child's F_SETLK retried */
+    OK(lk(fd, F_SETLK, F_WRLCK, 0, 100));
+    OK(lk(fd, F_SETLK, F_UNLCK, 0, 100));
+    c = fork();
+    if (c == 0) {
+        int f2 = open(path, O_RDWR);
+        if (f2 < 0) _exit(2);
+        int tries = 0;
+        while (lk(f2, F_SETLK, F_RDLCK, 0, 50) != 0) {
+            if (errno != EAGAIN && errno != EACCES) _exit(3);
+            if (++tries > 200) _exit(4);
+            struct timespec ts = {0, 5000000};
+            nanosleep(&ts, NULL);
+        }
+        close(f2);
+        _exit(0);
+    }
+    OK(waitpid(c, &st, 0));
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "handoff, F_SETLK retried: child status %d", st);
+    close(fd);
+}
+
+static void case_close(void) {
+    int fd = open_file();
+    OK(lk(fd, F_SETLK, F_WRLCK, 20, 10));
+    OK(lk(fd, F_SETLK, F_UNLCK, 20, 10)); /* kept */
+    int other = OK(open(path, O_RDONLY));
+    OK(close(other)); /* the kernel drops every lock of the process on the file */
+    CHECK(who_holds(20, 10) == 0, "after the close of another descriptor the kernel still holds our lock");
+    OK(lk(fd, F_SETLK, F_WRLCK, 20, 10)); /* must reach the kernel */
+    pid_t h = who_holds(20, 10);
+    CHECK(h == getpid(), "a lock re-taken after a close is held by %d in the kernel, expected us (%d)", h, getpid());
+    close(fd);
+}
+
+static void case_fork(void) {
+    int fd = open_file();
+    OK(lk(fd, F_SETLK, F_RDLCK, 0, 10)); /* held */
+    OK(lk(fd, F_SETLK, F_WRLCK, 20, 10));
+    OK(lk(fd, F_SETLK, F_UNLCK, 20, 10)); /* kept */
+    int p[2], q[2];
+    OK(pipe(p));
+    OK(pipe(q));
+    pid_t c = fork();
+    if (c == 0) { /* holds none of the parent's locks: its lock must be its own, in the kernel */
+        char x;
+        close(q[1]); /* a parent that fails ends the child too (EOF) */
+        close(p[0]);
+        uint64_t t0 = now_ms();
+        if (lk(fd, F_SETLKW, F_WRLCK, 20, 10) != 0) _exit(3);
+        if (now_ms() - t0 > 3000) _exit(6); /* the parent's kept lock handed off, not dropped as idle */
+        if (write(p[1], "k", 1) != 1) _exit(4);
+        if (read(q[0], &x, 1) != 1) _exit(5); /* hold it until the parent looked */
+        _exit(0);
+    }
+    char x;
+    close(q[0]);
+    close(p[1]);
+    CHECK(read(p[0], &x, 1) == 1, "fork child did not take its lock");
+    pid_t h = who_holds(20, 10);
+    CHECK(h == c, "the fork child's lock on [20, 30): the kernel says held by %d, expected the child %d", h, c);
+    OK(write(q[1], "g", 1));
+    int st;
+    OK(waitpid(c, &st, 0));
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fork child status %d", st);
+    h = who_holds(0, 10);
+    CHECK(h == getpid(), "the parent's held read lock: the kernel says %d", h);
+    close(fd);
+}
+
+static void case_exec(const char *self) {
+    int fd = open_file();
+    OK(lk(fd, F_SETLK, F_RDLCK, 0, 10)); /* held across the exec */
+    OK(lk(fd, F_SETLK, F_WRLCK, 20, 10));
+    OK(lk(fd, F_SETLK, F_UNLCK, 20, 10)); /* kept: must not survive the exec */
+    CHECK(who_holds(20, 10) == getpid(), "the released lock is not kept (nothing to test)");
+    char fds[16];
+    snprintf(fds, sizeof fds, "%d", fd);
+    execl(self, self, dir, "exec_after", fds, (char *)NULL);
+    FAIL("execl: %s", strerror(errno));
+}
+
+static void case_exec_after(int fd) {
+    (void)fd;
+    pid_t h = who_holds(20, 10);
+    CHECK(h == 0, "after exec the range the old image released is held by %d", h);
+    h = who_holds(0, 10);
+    CHECK(h == getpid(), "after exec the lock the old image held is held by %d, expected %d", h, getpid());
+}
+
+static void case_getlk(void) {
+    int fd = open_file();
+    OK(lk(fd, F_SETLK, F_WRLCK, 0, 10));
+    OK(lk(fd, F_SETLK, F_UNLCK, 0, 10));
+    struct flock l = fl(F_WRLCK, 0, 10);
+    OK(fcntl(fd, F_GETLK, &l));
+    CHECK(l.l_type == F_UNLCK, "F_GETLK by the program reports a lock (type %d, pid %d)", l.l_type, l.l_pid);
+    close(fd);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) SKIP("usage: shim_lock_cache DIR CASE");
+    dir = argv[1];
+    st_path(path, sizeof path, dir, "lc.db");
+    st_watchdog(60);
+    const char *c = argv[2];
+    if (!strcmp(c, "exec_after")) {
+        case_exec_after(argc > 3 ? atoi(argv[3]) : -1);
+        printf("PASS\n");
+        return 0;
+    }
+    const char *on = getenv("DAXKIT_LOCK_CACHE");
+    if (!on || !strcmp(on, "0")) SKIP("DAXKIT_LOCK_CACHE is not on");
+    if (!strcmp(c, "cached")) case_cached();
+    else if (!strcmp(c, "outsider")) case_outsider();
+    else if (!strcmp(c, "handoff")) case_handoff();
+    else if (!strcmp(c, "close")) case_close();
+    else if (!strcmp(c, "fork")) case_fork();
+    else if (!strcmp(c, "exec")) case_exec(argv[0]);
+    else if (!strcmp(c, "getlk")) case_getlk();
+    else SKIP("unknown case %s", c);
+    printf("PASS\n");
+    return 0;
+}
