@@ -102,17 +102,37 @@ enum { KEEP = 255, KMIN = 254 };
 /* Over [a, b): p := np (KEEP: unchanged), k := nk (KEEP, or KMIN: min(k, np's level given in kmin)). False (and
  * nothing changed) when the result needs more than UP_LC_SEGS segments. */
 static bool paint(struct up_lc *c, uint64_t a, uint64_t b, uint8_t np, uint8_t nk, uint8_t kmin) {
-    struct up_lc_seg out[2 * UP_LC_SEGS + 2];
+    /* In place, the common cases (SQLite's: its lock bytes are the same few ranges every time) -- a change of p
+     * alone over the whole file, or over exactly one segment. Adjacent segments may then be equal: every reader
+     * takes them as one. */
+    if (nk == KEEP && a == 0 && b == UINT64_MAX && np == 0) {
+        unsigned k = 0;
+        for (unsigned i = 0; i < c->n; i++)
+            if (c->seg[i].k) c->seg[k] = c->seg[i], c->seg[k++].p = 0;
+        c->n = (uint8_t)k;
+        return true;
+    }
+    if (nk == KEEP || nk != KMIN) {
+        for (unsigned i = 0; i < c->n && c->seg[i].a <= a; i++) {
+            struct up_lc_seg *s = &c->seg[i];
+            if (s->a != a || s->b != b) continue;
+            if (np != KEEP) s->p = np;
+            if (nk != KEEP) s->k = nk;
+            if (!s->p && !s->k) {
+                memmove(s, s + 1, (c->n - i - 1) * sizeof *s);
+                c->n--;
+            }
+            return true;
+        }
+    }
+    struct up_lc_seg out[3 * UP_LC_SEGS + 4]; /* (each old segment: a gap, head, middle and tail at most) */
     unsigned n = 0;
     uint64_t cur = a; /* the next byte of [a, b) not yet emitted */
 #define EMIT(A, B, P, K)                                                                            \
     do {                                                                                            \
         uint64_t a_ = (A), b_ = (B);                                                                \
         uint8_t p_ = (P), k_ = (K);                                                                 \
-        if (a_ < b_ && (p_ || k_)) {                                                                \
-            if (n && out[n - 1].b == a_ && out[n - 1].p == p_ && out[n - 1].k == k_) out[n - 1].b = b_; \
-            else out[n++] = (struct up_lc_seg){a_, b_, p_, k_};                                     \
-        }                                                                                           \
+        if (a_ < b_ && (p_ || k_)) out[n++] = (struct up_lc_seg){a_, b_, p_, k_};                   \
     } while (0)
 #define NEWP(P) (np == KEEP ? (P) : np)
 #define NEWK(K) (nk == KEEP ? (K) : nk == KMIN ? DK_MIN((K), kmin) : nk)
@@ -134,6 +154,14 @@ static bool paint(struct up_lc *c, uint64_t a, uint64_t b, uint8_t np, uint8_t n
 #undef EMIT
 #undef NEWP
 #undef NEWK
+    if (n > UP_LC_SEGS) { /* equal neighbours merged (kept apart otherwise: the in-place cases above find them) */
+        unsigned m = 0;
+        for (unsigned i = 0; i < n; i++) {
+            if (m && out[m - 1].b == out[i].a && out[m - 1].p == out[i].p && out[m - 1].k == out[i].k) out[m - 1].b = out[i].b;
+            else out[m++] = out[i];
+        }
+        n = m;
+    }
     if (n > UP_LC_SEGS) return false;
     memcpy(c->seg, out, n * sizeof out[0]);
     c->n = (uint8_t)n;
