@@ -635,12 +635,17 @@ int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, in
     uint32_t acc = __atomic_load_n(&s->flags, __ATOMIC_RELAXED) & O_ACCMODE;
     if ((t == 1 && acc == O_WRONLY) || (t == 2 && acc == O_RDONLY)) return kcall(real, fd, cmd, l); /* EBADF */
     bool board = t == 0 && known && board_ready(f->root); /* (before the lock: the first makes the board) */
+    if (cmd == F_SETLKW) { /* a cancellation point (as glibc's), before anything changes: a cached acquisition too */
+        pthread_cleanup_push(up_lock_cancelled, NULL);
+        pthread_testcancel();
+        pthread_cleanup_pop(0);
+    }
     if (DK_UNLIKELY(lc_take(c))) return in_handler(c, real, fd, cmd, l, known, a, b);
     if (DK_UNLIKELY(!known || c->off)) {
         /* not followed: the kernel set to what the program holds (while p is still known), then every call goes
          * to the kernel until a whole-file unlock */
         if (!c->off) {
-            if (may_drop(c) && c->fd1) drop_from_program(c, fd);
+            if (may_drop(c) && c->fd1) drop_from_program(c, c->fd1 - 1);
             else if (c->lo != c->hi) c->lost = 1;
             c->off = 1;
         }
@@ -655,7 +660,9 @@ int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, in
     }
     uint64_t now = dk_now_ns();
     __atomic_store_n(&c->last_ns, now, __ATOMIC_RELAXED);
-    __atomic_store_n(&c->fd1, fd + 1, __ATOMIC_RELAXED);
+    /* the descriptor drops go through: a read-write one where the program has one (a drop's read-lock downgrade
+     * needs read access, its unlocks none) */
+    if (acc == O_RDWR || !c->fd1) __atomic_store_n(&c->fd1, fd + 1, __ATOMIC_RELAXED);
     if (t == 0) {
         /* A release: the kernel keeps the lock (cached) -- unless another process asked lately, or this process
          * has no board for the file. */
@@ -672,6 +679,7 @@ int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, in
         int r = kcall(real, fd, cmd, l);
         if (!fits) { /* (cannot fit: the release splits more than UP_LC_SEGS pieces) not followed from here on */
             (void)lc_take(c);
+            if (c->lo != c->hi) c->lost = 1;
             c->off = 1;
             if (a == 0 && b == UINT64_MAX && !c->kin) reset(c);
             lc_give(c);
@@ -681,15 +689,10 @@ int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, in
     if (covered(c, a, b, t) && paint(c, a, b, t, KEEP, 0)) {
         lc_give(c);
         dk_count(DK_C_lock_cache_hits, 1);
-        if (cmd == F_SETLKW) { /* a cancellation point, as the kernel's call */
-            pthread_cleanup_push(up_lock_cancelled, NULL);
-            pthread_testcancel();
-            pthread_cleanup_pop(0);
-        }
         return 0;
     }
     if (!paint(c, a, b, KEEP, KMIN, t)) { /* not followed from here on */
-        if (may_drop(c) && c->fd1) drop_from_program(c, fd);
+        if (may_drop(c) && c->fd1) drop_from_program(c, c->fd1 - 1);
         else if (c->lo != c->hi) c->lost = 1;
         c->off = 1;
         lc_give(c);
