@@ -405,8 +405,9 @@ struct up_lc {
     struct { uint64_t a, b; uint8_t t; } def[4];
     uint64_t lo, hi;       /* every byte the kernel may hold for the process lies in [lo, hi) (lo == hi: none) */
     int fd1;               /* a program descriptor of the file + 1, valid under owner until the file's next close */
+    int fdr1;              /* ... one open for reading + 1 (a drop's read-lock downgrade needs read access) */
     int bidx1;             /* the file's entry in this process's lock board slot + 1 (0: not registered) */
-    uint64_t last_ns;      /* the program's last lock call on the file */
+    uint64_t cached_since; /* when the kernel last began to keep a lock the program does not hold (0: none) */
     uint64_t cold_until;   /* after another process asked: releases go to the kernel until then (ns) */
     uint32_t req_seen;     /* the board's request count last acted on */
 };
@@ -475,7 +476,6 @@ struct up_file {
     uint32_t unmapped_ios;  /* reads/overwrites sent to the kernel while the file was not mapped */
     uint64_t refresh_gen;   /* up_refresh_gen when the kernel size was last re-read (upath.c) */
     struct up_lockset locks; /* the ranges: inside a lock call that runs alone (reclock.c) */
-    struct up_lc lc;         /* DAXKIT_LOCK_CACHE: what the kernel keeps for the process (lockcache.c) */
     uint64_t victims_seen;  /* up_victims_unseen when the entry was made (upath.c: last_close_of_mapped) */
     bool closed_mapped;     /* counted in up_closed_mapped (file.c) */
     bool size_unsure;       /* a lock was taken without a re-read (reclock.c): check before using the end */
@@ -503,6 +503,8 @@ struct up_file {
     int keyless_fd;
     bool program_mapped;    /* the program mapped the file: its pages stay the medium's (small_pages.c), atomic */
     uint32_t pin_id;        /* the file's name in the pin owner word, given at its first pin note (upath.c), atomic */
+    /* last (~620 bytes, untouched with the option off: the fields above keep their cache lines) */
+    struct up_lc lc;        /* DAXKIT_LOCK_CACHE: what the kernel keeps for the process (lockcache.c) */
 };
 
 /* ---- identity beyond (dev, ino) (ident.c) ---- */
@@ -618,6 +620,7 @@ void up_locks_after_fork_child(void);
 void up_lc_closed(struct up_file *f);
 void up_lc_forget(struct up_file *f);
 void up_lc_before_exec(void);
+void up_lc_exec_failed(void);
 void up_lc_after_fork_child(void);
 /* Before an operation that depends on the file's exact end (append, write past it, SEEK_END): the size is
  * re-read when a lock was taken without one. */

@@ -491,7 +491,6 @@ static bool exec_table_skipped; /* the table's lock was this thread's: up_exec_f
 void up_exec_prepare(bool spawn) {
     if (!up_enabled) return;
     if (!spawn) dk_stats_before_exec(); /* system calls only: also from a handler inside the table's lock */
-    if (!spawn) up_lc_before_exec();     /* the new image keeps the kernel's locks: the program's only */
     DK_ERRNO_SAVE;
     exec_table_skipped = false;
     if (DK_UNLIKELY(dk_mu_mine(&up_table_mu))) {
@@ -507,6 +506,7 @@ void up_exec_prepare(bool spawn) {
     if (!nested) up_atomic_detach_all();
     dk_mu_lock(&up_table_mu);
     if (!spawn) {
+        up_lc_before_exec(); /* the new image keeps the kernel's locks: the program's only (the table held) */
         /* Other threads' appends since the publish above, then none until the image is gone: an append
          * acknowledged now would die with it (review 9, finding 14). Before the descriptors are handed
          * over: a write through a handed-over one goes to the kernel's end at once, past anything still
@@ -538,6 +538,7 @@ void up_exec_failed(void) {
     up_aux_exec_failed();
     if (exec_holds_files) {
         exec_holds_files = false;
+        up_lc_exec_failed(); /* (lockcache.c: releases may be kept again) */
         up_file_unlock_all();
         up_table_unlock();
     }

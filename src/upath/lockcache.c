@@ -1,5 +1,6 @@
 /* DAXKIT_LOCK_CACHE: a POSIX record lock the program releases on a managed file stays held in the kernel
- * ("cached") until another process asks for it or the file has been idle DAXKIT_LOCK_CACHE_US; an acquisition
+ * ("cached") until another process asks (or waits) for it, or for at most DAXKIT_LOCK_CACHE_US from when the file
+ * began to keep it (its age: a busy program's locks are dropped too); an acquisition
  * the kernel-held locks already cover makes no system call. SQLite's rollback-mode lock round (9 fcntl calls a
  * transaction) then costs none once warm. Design, races and what each party sees: docs/design-lockcache.md.
  *
@@ -23,8 +24,9 @@
  * acquisition fails for a conflict (or before it blocks in F_SETLKW) asks every process caching the file, waits
  * up to LC_WAIT_NS for them to drop, retrying, then returns what the kernel says. The asked thread drops the
  * file's cached locks and keeps releases going to the kernel for LC_COLD_NS (two processes taking turns do not
- * ping-pong through wake-ups). Processes without daxkit (and F_GETLK) see a cached lock as held until the idle
- * drop. */
+ * ping-pong through wake-ups); one blocking in F_SETLKW after that is counted in their entries (waiters): their
+ * releases of the file go to the kernel meanwhile. Processes without daxkit (and F_GETLK) see a cached lock as
+ * held until the age drop. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -84,17 +86,27 @@ static void lc_give(struct up_lc *c) {
 
 static uint8_t level(short type) { return type == F_RDLCK ? 1 : type == F_WRLCK ? 2 : 0; }
 
-static bool range_of(const struct flock *l, uint64_t *a, uint64_t *b) {
-    if (l->l_whence != SEEK_SET) return false; /* SEEK_CUR / SEEK_END: not followed (off) */
+/* 1: [a, b) (b UINT64_MAX: to the end, as the kernel's OFFSET_MAX); 0: not followed (SEEK_CUR, SEEK_END: the
+ * file turns off); -1: a range the kernel refuses (EINVAL, EOVERFLOW, fs/locks.c flock64_to_posix_lock) -- the
+ * call goes to the kernel and nothing changes (review26b #11). */
+static int range_of(const struct flock *l, uint64_t *a, uint64_t *b) {
+    if (l->l_whence != SEEK_SET) return 0;
     int64_t start = (int64_t)l->l_start, len = (int64_t)l->l_len;
+    if (start < 0) return -1;
     if (len < 0) {
-        if (__builtin_add_overflow(start, len, &start)) return false;
-        len = -len;
+        if (start + len < 0) return -1; /* (start >= 0, len < 0: no overflow) */
+        *a = (uint64_t)(start + len), *b = (uint64_t)start;
+        return 1;
     }
-    if (start < 0) return false;
     *a = (uint64_t)start;
-    *b = len == 0 || (uint64_t)start > UINT64_MAX - (uint64_t)len ? UINT64_MAX : (uint64_t)start + (uint64_t)len;
-    return true;
+    if (len == 0) {
+        *b = UINT64_MAX;
+        return 1;
+    }
+    if ((uint64_t)len - 1 > (uint64_t)(INT64_MAX - start)) return -1; /* the kernel: EOVERFLOW */
+    *b = (uint64_t)start + (uint64_t)len; /* <= 2^63: the kernel's end + 1 */
+    if (*b == 1ull << 63) *b = UINT64_MAX;
+    return 1;
 }
 
 enum { KEEP = 255, KMIN = 254 };
@@ -168,16 +180,28 @@ static bool paint(struct up_lc *c, uint64_t a, uint64_t b, uint8_t np, uint8_t n
     return true;
 }
 
-/* Every byte of [a, b) has k >= t. */
-static bool covered(const struct up_lc *c, uint64_t a, uint64_t b, uint8_t t) {
+/* 0: some byte of [a, b) has k < t; 1: every byte k == t; 2: every byte k >= t, some more (a downgrade: the
+ * kernel keeps more than the program then holds -- cached). */
+static int covered(const struct up_lc *c, uint64_t a, uint64_t b, uint8_t t) {
     uint64_t cur = a;
+    int more = 0;
     for (unsigned i = 0; i < c->n && cur < b; i++) {
         const struct up_lc_seg *s = &c->seg[i];
         if (s->b <= cur) continue;
-        if (s->a > cur || s->k < t) return false;
+        if (s->a > cur || s->k < t) return 0;
+        more |= s->k > t;
         cur = s->b;
     }
-    return cur >= b;
+    return cur >= b ? 1 + more : 0;
+}
+
+/* Some byte of [a, b) the program holds more of than k says the kernel does (an acquisition that overlapped
+ * another call of the process, a handler's recorded call): a release there must reach the kernel -- kept, it
+ * would be neither "cached" (k > p) nor ever dropped (review26b #3). */
+static bool unsure(const struct up_lc *c, uint64_t a, uint64_t b) {
+    for (unsigned i = 0; i < c->n; i++)
+        if (c->seg[i].a < b && c->seg[i].b > a && c->seg[i].p > c->seg[i].k) return true;
+    return false;
 }
 
 static void extend(struct up_lc *c, uint64_t a, uint64_t b) {
@@ -193,8 +217,9 @@ static bool has_cached(const struct up_lc *c) {
 
 /* Nothing held, nothing cached, followed again: the kernel holds nothing for the process on the file. */
 static void reset(struct up_lc *c) {
-    c->n = 0, c->off = 0, c->lost = 0, c->lo = c->hi = 0;
+    c->n = 0, c->off = 0, c->lost = 0, c->lo = c->hi = 0, c->cached_since = 0;
     __atomic_store_n(&c->fd1, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->fdr1, 0, __ATOMIC_RELAXED);
 }
 
 static void board_cached(struct up_lc *c, bool cached);
@@ -207,9 +232,9 @@ static void apply_deferred(struct up_lc *c) {
         uint64_t a = c->def[i].a, b = c->def[i].b;
         uint8_t t = c->def[i].t;
         if (t == 0 && a == 0 && b == UINT64_MAX) {
-            int fd1 = c->fd1;
+            int fd1 = c->fd1, fdr1 = c->fdr1;
             reset(c);
-            c->fd1 = fd1;
+            c->fd1 = fd1, c->fdr1 = fdr1;
             continue;
         }
         extend(c, a, b);
@@ -226,6 +251,7 @@ static void apply_deferred(struct up_lc *c) {
 /* ---- drops ---- */
 
 static unsigned drops_failed;
+static uint32_t lc_exec; /* an exec is under way (up_lc_before_exec until up_lc_exec_failed): nothing is kept */
 
 /* Whether a drop may run now: every acquisition in the kernel has its range recorded (a drop leaves those alone). */
 static bool may_drop(const struct up_lc *c) { return c->kin == c->nkr; }
@@ -252,9 +278,11 @@ static bool in_flight_overlaps(const struct up_lc *c, uint64_t a, uint64_t b) {
     return false;
 }
 
-/* The kernel set to exactly p over [lo, hi) -- except where an acquisition is in the kernel now -- through fd.
- * Under the lock, may_drop, no signal can run a lock call of the program on this thread meanwhile. */
-static void drop_locked(struct up_lc *c, int fd) {
+/* The kernel set to exactly p over [lo, hi) -- except where an acquisition is in the kernel now -- through the
+ * program's descriptors fd1 (unlocks) and fdr1 (read-lock downgrades). Under the lock, may_drop, fd1 set; no
+ * signal can run a lock call of the program on this thread meanwhile. A call that fails (no readable
+ * descriptor: review26b #8) leaves the kernel's state unknown there: the file turns off (lost). */
+static void drop_locked(struct up_lc *c) {
     if (c->lo == c->hi) return;
     struct plan pl;
     pl.n = 0;
@@ -270,41 +298,66 @@ static void drop_locked(struct up_lc *c, int fd) {
     }
     if (cur < c->hi) PLAN(F_UNLCK, cur, c->hi);
 #undef PLAN
+    int fd = c->fd1 - 1, fdr = c->fdr1 ? c->fdr1 - 1 : fd;
+    bool failed = false;
     DK_ERRNO_SAVE;
     for (unsigned i = 0; i < pl.n; i++)
-        if (DK_REAL(fcntl)(fd, F_SETLK, &pl.l[i]) != 0) __atomic_add_fetch(&drops_failed, 1, __ATOMIC_RELAXED);
+        if (DK_REAL(fcntl)(pl.l[i].l_type == F_RDLCK ? fdr : fd, F_SETLK, &pl.l[i]) != 0) {
+            __atomic_add_fetch(&drops_failed, 1, __ATOMIC_RELAXED);
+            failed = true;
+        }
     DK_ERRNO_RESTORE;
-    /* k := p; [lo, hi) := p's extent -- a segment an acquisition in the kernel overlaps keeps its k and stays in
-     * the extent (that acquisition's end sets it) */
+    /* k := p; [lo, hi) := p's extent -- except over the ranges of acquisitions in the kernel now: there the plan
+     * changed nothing, k stays and the range stays in the extent (that acquisition's end sets it). A segment is
+     * cut at those ranges' bounds first: one only partly in flight gets k := p outside (review26b #5). */
+    struct up_lc_seg out[UP_LC_SEGS]; /* (small: a handler's lock call on a small alternate stack may drop) */
     unsigned k = 0;
+    bool fits = true;
     uint64_t lo = 0, hi = 0;
     for (unsigned i = 0; i < c->n; i++) {
         struct up_lc_seg s = c->seg[i];
-        bool keep = in_flight_overlaps(c, s.a, s.b);
-        if (!s.p && !keep) continue;
-        if (!keep) s.k = s.p;
-        if (k && c->seg[k - 1].b == s.a && c->seg[k - 1].p == s.p && c->seg[k - 1].k == s.k) c->seg[k - 1].b = s.b;
-        else c->seg[k++] = s;
-        if (lo == hi) lo = s.a, hi = s.b;
-        else lo = DK_MIN(lo, s.a), hi = DK_MAX(hi, s.b);
+        while (s.a < s.b) {
+            struct up_lc_seg piece = s;
+            for (unsigned j = 0; j < c->nkr; j++) { /* the piece ends at the first in-flight bound inside it */
+                if (c->kr[j].a > piece.a && c->kr[j].a < piece.b) piece.b = c->kr[j].a;
+                if (c->kr[j].b > piece.a && c->kr[j].b < piece.b) piece.b = c->kr[j].b;
+            }
+            s.a = piece.b;
+            if (!in_flight_overlaps(c, piece.a, piece.b)) piece.k = piece.p;
+            if (!piece.p && !piece.k) continue;
+            if (k && out[k - 1].b == piece.a && out[k - 1].p == piece.p && out[k - 1].k == piece.k &&
+                !in_flight_overlaps(c, piece.a, piece.b) && !in_flight_overlaps(c, out[k - 1].a, out[k - 1].b))
+                out[k - 1].b = piece.b;
+            else if (k < UP_LC_SEGS) out[k++] = piece;
+            else fits = false;
+            if (lo == hi) lo = piece.a, hi = piece.b;
+            else lo = DK_MIN(lo, piece.a), hi = DK_MAX(hi, piece.b);
+        }
     }
     for (unsigned i = 0; i < c->nkr; i++) { /* (their bytes may be held once they end) */
         if (lo == hi) lo = c->kr[i].a, hi = c->kr[i].b;
         else lo = DK_MIN(lo, c->kr[i].a), hi = DK_MAX(hi, c->kr[i].b);
     }
-    c->n = (uint8_t)k, c->lo = lo, c->hi = hi;
-    board_cached(c, has_cached(c));
+    if (failed || !fits) { /* (the plan's kernel state not known, or not representable): off */
+        c->off = 1, c->lost = 1;
+    } else {
+        memcpy(c->seg, out, k * sizeof out[0]);
+        c->n = (uint8_t)k, c->lo = lo, c->hi = hi;
+    }
+    bool cached = has_cached(c) && !c->off;
+    c->cached_since = cached ? dk_now_ns() : 0; /* (what an acquisition in flight overlaps: aged from now) */
+    board_cached(c, cached);
     dk_count(DK_C_lock_cache_drops, 1);
 }
 
 /* A program thread's drop: signals blocked around the calls (a handler's lock call on the file meanwhile would
  * be undone by the plan). Under the lock. */
-static void drop_from_program(struct up_lc *c, int fd) {
+static void drop_from_program(struct up_lc *c) {
     sigset_t all, was;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &was);
     c->dropping = 1;
-    drop_locked(c, fd);
+    drop_locked(c);
     c->dropping = 0;
     pthread_sigmask(SIG_SETMASK, &was, NULL);
 }
@@ -317,6 +370,10 @@ struct lb_file {
     uint64_t dev, ino; /* ino 0: free */
     uint32_t req;      /* requests from other processes (atomic) */
     uint32_t cached;   /* the owner caches a lock on it now (atomic) */
+    uint32_t waiters;  /* other processes' threads blocked in F_SETLKW on the file: releases go to the kernel
+                        * (atomic; theirs to count up and down, never below 0: a dead waiter's stays -- the file
+                        * is then not cached by this entry's owner, never wrongly cached) */
+    uint32_t pad;
 };
 struct lb_proc {
     uint32_t word;     /* the owner's thread waits on it (futex) */
@@ -363,7 +420,7 @@ static bool board_ready(const struct up_root *r) {
     DK_ERRNO_SAVE;
     if (up_stage_owner((struct up_root *)r, &area_fd, &tag) == 0) {
         char name[64];
-        snprintf(name, sizeof name, "lockboard.%u", (unsigned)geteuid());
+        snprintf(name, sizeof name, "lockboard2.%u", (unsigned)geteuid()); /* (2: with waiters) */
         int fd = dk_ifd_openat(area_fd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         struct stat sb;
         void *m = MAP_FAILED;
@@ -456,8 +513,10 @@ static bool board_ask(const struct up_file *f) {
                 continue;
             /* alive? the slot's OFD lock is held by its owner */
             struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = i, .l_len = 1};
+            int32_t pid = __atomic_load_n(&p->pid, __ATOMIC_ACQUIRE);
             if (DK_REAL(fcntl)(lb.fd, F_OFD_GETLK, &l) == 0 && l.l_type == F_UNLCK) {
-                __atomic_store_n(&p->pid, 0, __ATOMIC_RELEASE); /* a dead process's slot: nothing to ask */
+                /* a dead process's slot: nothing to ask -- unless a new owner claimed it since (review26b #7) */
+                __atomic_compare_exchange_n(&p->pid, &pid, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
                 break;
             }
             __atomic_add_fetch(&e->req, 1, __ATOMIC_SEQ_CST);
@@ -468,6 +527,41 @@ static bool board_ask(const struct up_file *f) {
         }
     }
     return asked;
+}
+
+/* A requester about to block in the kernel's F_SETLKW: counted in every other process's entry for f (cached now
+ * or not -- the owner's program may hold the lock itself), whose thread is woken to drop what it caches; the
+ * owner's releases of f then go to the kernel until the count is back to 0. Up to DK_ARRAY_LEN(w) entries. */
+struct lb_wait {
+    uint32_t *w[8];
+    unsigned n;
+};
+static void board_wait(const struct up_file *f, struct lb_wait *wt) {
+    wt->n = 0;
+    if (__atomic_load_n(&lb.state, __ATOMIC_ACQUIRE) != 1 || lb.root != f->root) return;
+    for (int i = 0; i < LB_PROCS && wt->n < DK_ARRAY_LEN(wt->w); i++) {
+        struct lb_proc *p = &lb.map[i];
+        if (i == lb.slot || !__atomic_load_n(&p->pid, __ATOMIC_ACQUIRE)) continue;
+        for (int j = 0; j < LB_FILES && wt->n < DK_ARRAY_LEN(wt->w); j++) {
+            struct lb_file *e = &p->file[j];
+            if (__atomic_load_n(&e->ino, __ATOMIC_ACQUIRE) != (uint64_t)f->ino ||
+                __atomic_load_n(&e->dev, __ATOMIC_RELAXED) != (uint64_t)f->dev)
+                continue;
+            __atomic_add_fetch(&e->waiters, 1, __ATOMIC_SEQ_CST);
+            wt->w[wt->n++] = &e->waiters;
+            if (__atomic_load_n(&e->cached, __ATOMIC_SEQ_CST)) {
+                __atomic_add_fetch(&p->word, 1, __ATOMIC_SEQ_CST);
+                futex(&p->word, FUTEX_WAKE, 1, NULL);
+            }
+        }
+    }
+}
+static void board_unwait(struct lb_wait *wt) {
+    for (unsigned i = 0; i < wt->n; i++) {
+        uint32_t v = __atomic_load_n(wt->w[i], __ATOMIC_RELAXED);
+        while (v && !__atomic_compare_exchange_n(wt->w[i], &v, v - 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {}
+    }
+    wt->n = 0;
 }
 
 static bool anyone_caches(const struct up_file *f) {
@@ -490,15 +584,17 @@ static void nap(uint64_t ns) {
     syscall(SYS_nanosleep, &ts, NULL); /* (not a cancellation point of glibc's here: the raw call) */
 }
 
-/* The library's thread: drops what another process asks for, and what has been idle DAXKIT_LOCK_CACHE_US. */
+/* The library's thread: drops what another process asks for (or waits for in the kernel), and every cached lock
+ * DAXKIT_LOCK_CACHE_US after the file began to keep one (its age, not the file's idleness: a busy program's
+ * releases would otherwise stay kept for good -- review26b #1). */
 static void *lc_thread(void *arg) {
     (void)arg;
     struct lb_proc *p = my_slot();
-    uint64_t idle_ns = (uint64_t)dk_cfg.lock_cache_us * 1000;
+    uint64_t age_ns = (uint64_t)dk_cfg.lock_cache_us * 1000;
     for (;;) {
         uint32_t w = __atomic_load_n(&p->word, __ATOMIC_ACQUIRE);
         bool any = false, wait = false;
-        uint64_t now = dk_now_ns();
+        uint64_t now = dk_now_ns(), next = UINT64_MAX; /* the earliest age drop still due */
         for (int i = 0; i < LB_FILES; i++) {
             struct up_file *f = __atomic_load_n(&lb.files[i], __ATOMIC_ACQUIRE);
             if (!f) continue;
@@ -509,26 +605,32 @@ static void *lc_thread(void *arg) {
             }
             struct up_lc *c = &f->lc;
             uint32_t req = __atomic_load_n(&p->file[i].req, __ATOMIC_ACQUIRE);
+            bool waiters = __atomic_load_n(&p->file[i].waiters, __ATOMIC_ACQUIRE) != 0;
             (void)lc_take(c);
-            bool asked = req != c->req_seen;
+            bool asked = req != c->req_seen || waiters;
             bool cached = has_cached(c) && !c->off;
-            bool idle = (int64_t)(now - __atomic_load_n(&c->last_ns, __ATOMIC_RELAXED)) >= (int64_t)idle_ns;
-            if ((asked || idle) && cached && !c->off) {
-                if (!may_drop(c) || !c->fd1) wait = true; /* (more acquisitions in the kernel than recorded) */
-                else drop_locked(c, c->fd1 - 1);
-                cached = has_cached(c);
+            bool old = cached && (int64_t)(now - c->cached_since) >= (int64_t)age_ns;
+            bool waits = false;
+            if ((asked || old) && cached) {
+                if (!may_drop(c) || !c->fd1) waits = wait = true; /* (more acquisitions in the kernel than recorded) */
+                else drop_locked(c);
+                cached = has_cached(c) && !c->off;
             }
-            if (asked && !wait) {
+            if (asked && !waits) {
                 c->req_seen = req;
                 c->cold_until = now + LC_COLD_NS;
             }
+            if (cached && c->cached_since + age_ns < next) next = c->cached_since + age_ns;
             if (!cached) __atomic_store_n(&p->file[i].cached, 0, __ATOMIC_SEQ_CST);
             else any = true;
             lc_give(c);
             __atomic_store_n(&lb.busy, NULL, __ATOMIC_SEQ_CST);
         }
-        /* a drop that must wait for an acquisition in the kernel: looked at again within 1 ms */
-        uint64_t t_ns = wait ? DK_MIN(idle_ns, 1000000ull) : idle_ns;
+        /* the next age drop (a file cached after this walk: within its age again, ~2x at most); a drop that must
+         * wait for an acquisition in the kernel: looked at again within 1 ms */
+        uint64_t t_ns = next == UINT64_MAX ? age_ns : next > now ? DK_MIN(next - now, age_ns) : 0;
+        if (wait) t_ns = DK_MIN(t_ns, 1000000ull);
+        t_ns = DK_MAX(t_ns, 10000ull);
         any = any || wait;
         struct timespec ts = {(time_t)(t_ns / 1000000000ull), (long)(t_ns % 1000000000ull)};
         if (!any) __atomic_store_n(&p->sleeping, 1, __ATOMIC_SEQ_CST);
@@ -558,9 +660,11 @@ static void kin_end(struct up_lc *c, uint64_t a, uint64_t b) {
 struct lc_flight {
     struct up_lc *c;
     uint64_t a, b;
+    struct lb_wait wt;
 };
 static void lc_cancelled(void *arg) {
     struct lc_flight *fl = arg;
+    board_unwait(&fl->wt);
     (void)lc_take(fl->c);
     kin_end(fl->c, fl->a, fl->b);
     lc_give(fl->c);
@@ -568,8 +672,11 @@ static void lc_cancelled(void *arg) {
 }
 
 /* The kernel's acquisition, with the handoff: a conflict asks the cachers of f and retries for up to
- * LC_WAIT_NS; F_SETLKW blocks only after that. */
-static int acquire_in_kernel(int (*real)(int, int, ...), int fd, int cmd, struct flock *l, struct up_file *f) {
+ * LC_WAIT_NS; F_SETLKW blocks only after that, counted as a waiter on the board meanwhile (fl->wt). errno as
+ * the program's one call would leave it: unchanged by a success (review26b #2). */
+static int acquire_in_kernel(int (*real)(int, int, ...), int fd, int cmd, struct flock *l, struct up_file *f,
+                             struct lc_flight *fl) {
+    int e0 = errno;
     int r = real(fd, F_SETLK, l);
     if (r == 0 || (errno != EAGAIN && errno != EACCES)) return r;
     int e = errno;
@@ -580,6 +687,7 @@ static int acquire_in_kernel(int (*real)(int, int, ...), int fd, int cmd, struct
                 r = real(fd, F_SETLK, l);
                 if (r == 0) {
                     dk_count(DK_C_lock_cache_handoffs, 1);
+                    errno = e0;
                     return 0;
                 }
                 e = errno;
@@ -591,7 +699,11 @@ static int acquire_in_kernel(int (*real)(int, int, ...), int fd, int cmd, struct
         errno = e;
         return -1;
     }
-    return real(fd, F_SETLKW, l); /* a cancellation point: lc_cancelled is pushed by the caller */
+    board_wait(f, &fl->wt); /* (the owner's program holds it, or re-cached it: its releases reach the kernel) */
+    errno = e0;
+    r = real(fd, F_SETLKW, l); /* a cancellation point: lc_cancelled is pushed by the caller */
+    board_unwait(&fl->wt);
+    return r;
 }
 
 /* The kernel's call as the program made it: F_SETLKW is a cancellation point (glibc: also for an unlock), where a
@@ -624,17 +736,27 @@ static int in_handler(struct up_lc *c, int (*real)(int, int, ...), int fd, int c
     return r;
 }
 
+/* The release path may keep the lock: no other process asked lately or waits in the kernel for the file, no
+ * exec is under way, the kernel is known to hold what the program releases. Under the lock. */
+static bool may_keep(struct up_lc *c, uint64_t now, uint64_t a, uint64_t b) {
+    if (now < c->cold_until || __atomic_load_n(&lc_exec, __ATOMIC_SEQ_CST) || unsure(c, a, b)) return false;
+    return !__atomic_load_n(&my_slot()->file[c->bidx1 - 1].waiters, __ATOMIC_RELAXED);
+}
+
 int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, int cmd, struct flock *l) {
     struct up_slot *s = up_fd_slot(fd);
     struct up_file *f = s ? s->file : NULL;
     if (!f || (l->l_type != F_UNLCK && l->l_type != F_RDLCK && l->l_type != F_WRLCK)) return kcall(real, fd, cmd, l);
     struct up_lc *c = &f->lc;
     uint64_t a = 0, b = 0;
-    bool known = range_of(l, &a, &b);
+    int known = range_of(l, &a, &b);
+    if (DK_UNLIKELY(known < 0)) return kcall(real, fd, cmd, l); /* EINVAL, EOVERFLOW: nothing changes */
     uint8_t t = level(l->l_type);
     uint32_t acc = __atomic_load_n(&s->flags, __ATOMIC_RELAXED) & O_ACCMODE;
     if ((t == 1 && acc == O_WRONLY) || (t == 2 && acc == O_RDONLY)) return kcall(real, fd, cmd, l); /* EBADF */
-    bool board = t == 0 && known && board_ready(f->root); /* (before the lock: the first makes the board) */
+    /* the file on this process's board (the first call makes the board): a requester blocked in the kernel
+     * finds its entry even while the program holds the lock itself */
+    bool board = known && board_ready(f->root) && board_register(f);
     if (cmd == F_SETLKW) { /* a cancellation point (as glibc's), before anything changes: a cached acquisition too */
         pthread_cleanup_push(up_lock_cancelled, NULL);
         pthread_testcancel();
@@ -645,7 +767,7 @@ int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, in
         /* not followed: the kernel set to what the program holds (while p is still known), then every call goes
          * to the kernel until a whole-file unlock */
         if (!c->off) {
-            if (may_drop(c) && c->fd1) drop_from_program(c, c->fd1 - 1);
+            if (may_drop(c) && c->fd1) drop_from_program(c);
             else if (c->lo != c->hi) c->lost = 1;
             c->off = 1;
         }
@@ -658,23 +780,28 @@ int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, in
         }
         return r;
     }
-    uint64_t now = dk_now_ns();
-    __atomic_store_n(&c->last_ns, now, __ATOMIC_RELAXED);
-    /* the descriptor drops go through: a read-write one where the program has one (a drop's read-lock downgrade
-     * needs read access, its unlocks none) */
-    if (acc == O_RDWR || !c->fd1) __atomic_store_n(&c->fd1, fd + 1, __ATOMIC_RELAXED);
+    /* the descriptors drops go through: the latest one, and the latest one open for reading (a drop's read-lock
+     * downgrade needs read access, its unlocks none) */
+    if (c->fd1 != fd + 1) __atomic_store_n(&c->fd1, fd + 1, __ATOMIC_RELAXED);
+    if (acc != O_WRONLY && c->fdr1 != fd + 1) __atomic_store_n(&c->fdr1, fd + 1, __ATOMIC_RELAXED);
     if (t == 0) {
-        /* A release: the kernel keeps the lock (cached) -- unless another process asked lately, or this process
-         * has no board for the file. */
-        bool cache = now >= c->cold_until && board && board_register(f);
-        if (cache && paint(c, a, b, 0, KEEP, 0)) {
-            if (has_cached(c)) board_cached(c, true);
+        /* A release: the kernel keeps the lock (cached) -- unless may_keep says otherwise, or this process has
+         * no board for the file. */
+        uint64_t now = dk_now_ns();
+        if (board && may_keep(c, now, a, b) && paint(c, a, b, 0, KEEP, 0)) {
+            if (!c->cached_since && has_cached(c)) {
+                c->cached_since = now;
+                board_cached(c, true);
+            }
             lc_give(c);
             dk_count(DK_C_lock_cache_kept, 1);
             return 0;
         }
         bool fits = paint(c, a, b, 0, 0, 0);
-        if (!has_cached(c)) board_cached(c, false);
+        if (!has_cached(c)) {
+            c->cached_since = 0;
+            board_cached(c, false);
+        }
         lc_give(c);
         int r = kcall(real, fd, cmd, l);
         if (!fits) { /* (cannot fit: the release splits more than UP_LC_SEGS pieces) not followed from here on */
@@ -686,13 +813,20 @@ int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, in
         }
         return r;
     }
-    if (covered(c, a, b, t) && paint(c, a, b, t, KEEP, 0)) {
+    /* Covered: the kernel keeps what the call asks for already. A downgrade (the kernel keeps more) only where
+     * the board can have it dropped (review26b #6): it is cached from here on. */
+    int cov = covered(c, a, b, t);
+    if (cov && (cov == 1 || (board && !__atomic_load_n(&lc_exec, __ATOMIC_RELAXED))) && paint(c, a, b, t, KEEP, 0)) {
+        if (cov == 2 && !c->cached_since) {
+            c->cached_since = dk_now_ns();
+            board_cached(c, true);
+        }
         lc_give(c);
         dk_count(DK_C_lock_cache_hits, 1);
         return 0;
     }
     if (!paint(c, a, b, KEEP, KMIN, t)) { /* not followed from here on */
-        if (may_drop(c) && c->fd1) drop_from_program(c, c->fd1 - 1);
+        if (may_drop(c) && c->fd1) drop_from_program(c);
         else if (c->lo != c->hi) c->lost = 1;
         c->off = 1;
         lc_give(c);
@@ -703,13 +837,13 @@ int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, in
     if (c->nkr < DK_ARRAY_LEN(c->kr)) c->kr[c->nkr].a = a, c->kr[c->nkr].b = b, c->nkr++;
     lc_give(c);
     int r;
+    struct lc_flight flight = {c, a, b, {.n = 0}};
     if (cmd == F_SETLKW) {
-        struct lc_flight flight = {c, a, b};
         pthread_cleanup_push(lc_cancelled, &flight);
-        r = acquire_in_kernel(real, fd, cmd, l, f);
+        r = acquire_in_kernel(real, fd, cmd, l, f, &flight);
         pthread_cleanup_pop(0);
     } else {
-        r = acquire_in_kernel(real, fd, cmd, l, f);
+        r = acquire_in_kernel(real, fd, cmd, l, f, &flight);
     }
     int e = errno;
     (void)lc_take(c);
@@ -753,16 +887,25 @@ static void exec_drop_one(struct up_file *f, void *arg) {
     (void)arg;
     struct up_lc *c = &f->lc;
     if (lc_take(c)) return; /* an exec from a handler inside this thread's hold: its locks stay cached */
-    if (!c->off && may_drop(c) && c->fd1 && has_cached(c)) drop_from_program(c, c->fd1 - 1);
+    if (!c->off && may_drop(c) && c->fd1 && has_cached(c)) drop_from_program(c);
     lc_give(c);
 }
 
-/* Before an exec: the new image keeps the kernel's record locks -- only those the program holds. */
+/* Before an exec, with the file table's lock held (no entry comes or goes: review26b #4): the new image keeps the
+ * kernel's record locks -- only those the program holds. Releases from here on reach the kernel (lc_exec). */
 void up_lc_before_exec(void) {
     if (!dk_cfg.lock_cache) return;
     /* a vfork child shares the parent's memory, not its locks: the parent's cache is not the child's to drop */
     if (lb.pid && (pid_t)syscall(SYS_getpid) != lb.pid) return;
+    __atomic_store_n(&lc_exec, 1, __ATOMIC_SEQ_CST);
     up_file_foreach(exec_drop_one, NULL);
+}
+
+/* The exec failed: this image goes on, releases may be kept again. */
+void up_lc_exec_failed(void) {
+    if (!dk_cfg.lock_cache) return;
+    if (lb.pid && (pid_t)syscall(SYS_getpid) != lb.pid) return;
+    __atomic_store_n(&lc_exec, 0, __ATOMIC_SEQ_CST);
 }
 
 static void child_one(struct up_file *f, void *arg) {
@@ -782,4 +925,5 @@ void up_lc_after_fork_child(void) {
         up_internal_close(lb.fd); /* the description stays the parent's, and its slot's OFD lock with it */
     }
     memset(&lb, 0, sizeof lb);
+    lc_exec = 0;
 }
