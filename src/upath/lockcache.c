@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/crashpoint.h"
 #include "common/log.h"
 #include "common/pwrite_all.h"
 #include "common/stats.h"
@@ -846,6 +847,7 @@ int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, in
         r = acquire_in_kernel(real, fd, cmd, l, f, &flight);
     }
     int e = errno;
+    if (r == 0) DK_CRASH_POINT("lockcache.acquired"); /* tests: another process asks before the grant is recorded */
     (void)lc_take(c);
     kin_end(c, a, b);
     if (r == 0 && !paint(c, a, b, t, up_lock_call_alone(call) ? t : 0, 0)) c->off = 1, c->lost = 1;

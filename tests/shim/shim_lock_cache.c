@@ -31,6 +31,16 @@
  *   readwrite a released *read* lock does not serve a write acquisition: a third process's read lock on the
  *            range makes the program's F_SETLK of a write lock fail with EAGAIN (#12).
  *   overflow a release whose start + len overflows is the kernel's EOVERFLOW, not a kept release (#11).
+ *   inflight DAXKIT_TEST_CRASH=raise:10:lockcache.acquired:2 -- our acquisition of [0,10) granted by the kernel
+ *            and not yet recorded (the cue's handler holds it there) while another daxkit process asks for the
+ *            file (we keep [20,30)): our thread's drop must leave [0,10) alone -- the other process's F_SETLK
+ *            of it, retried for ~300 ms, is refused (review26b M7: a drop ignoring the ranges in flight).
+ *   merged   the same cue: we keep a write lock on [0,10) and acquire [5,15); inside the window the handler takes
+ *            15 read locks on single bytes (the map's 17th segment merges [0,5) and [5,10) back into one), then
+ *            the other process asks and takes [0,5) (we do not hold it: the drop unlocks it) and closes; the
+ *            handler releases its read locks (so the map fits again and the file stays followed). Our
+ *            later write lock on [0,5) must reach the kernel -- a third process finds it held by us (review26b
+ *            #5: the drop kept the merged segment's k over [0,5), and the acquisition was a hit with no lock).
  * Exit 0 pass, 1 fail, 77 skip. */
 #include <poll.h>
 #include <pthread.h>
@@ -430,6 +440,95 @@ static void case_overflow(void) {
     close(fd);
 }
 
+/* inflight: the cue's handler lets the other process try, inside our acquisition's window */
+static int if_go[2], if_res[2], if_fd = -1;
+static volatile char if_answer;
+static void if_handler(int sig) {
+    (void)sig;
+    char g = 'g', x = 0;
+    for (int i = 0; if_fd >= 0 && i < 15; i++) lk(if_fd, F_SETLK, F_RDLCK, 100 + 2 * i, 1); /* (merged) */
+    if (write(if_go[1], &g, 1) == 1 && read(if_res[0], &x, 1) == 1) if_answer = x;
+    if (if_fd >= 0) lk(if_fd, F_SETLK, F_UNLCK, 100, 30); /* (merged: the map small again, nothing turns off) */
+}
+
+/* The other daxkit process of inflight/merged: at the handler's word, F_SETLK of a write lock on [start,
+ * start+len) retried for ~300 ms; answers 'g' (got it: then closes, which drops it) or 'r' (refused). */
+static pid_t if_other(off_t start, off_t len) {
+    OK(pipe(if_go));
+    OK(pipe(if_res));
+    pid_t c = fork();
+    if (c == 0) { /* its own copy of the cue's count: the signal ignored */
+        signal(SIGUSR1, SIG_IGN);
+        close(if_go[1]); /* (a parent that ends without asking: EOF) */
+        close(if_res[0]);
+        int f2 = open(path, O_RDWR);
+        char g, ans = 'r';
+        if (f2 < 0 || read(if_go[0], &g, 1) != 1) _exit(2);
+        for (int i = 0; i < 60; i++) {
+            if (lk(f2, F_SETLK, F_WRLCK, start, len) == 0) {
+                ans = 'g';
+                close(f2);
+                break;
+            }
+            struct timespec ts = {0, 5000000};
+            nanosleep(&ts, NULL);
+        }
+        if (write(if_res[1], &ans, 1) != 1) _exit(3);
+        _exit(0);
+    }
+    OK(c);
+    close(if_go[0]);
+    close(if_res[1]);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = if_handler;
+    OK(sigaction(SIGUSR1, &sa, NULL));
+    return c;
+}
+
+static void case_inflight(void) {
+    const char *cue = getenv("DAXKIT_TEST_CRASH");
+    if (!cue || !strstr(cue, "lockcache.acquired")) SKIP("needs DAXKIT_TEST_CRASH=raise:10:lockcache.acquired:2");
+    int fd = open_file();
+    pid_t c = if_other(0, 10);
+    OK(lk(fd, F_SETLK, F_WRLCK, 20, 10)); /* the cue's first occurrence */
+    OK(lk(fd, F_SETLK, F_UNLCK, 20, 10)); /* kept: the file is cached, the other process asks us */
+    CHECK(who_holds(20, 10) == getpid(), "the released lock is not kept (nobody would ask)");
+    OK(lk(fd, F_SETLK, F_WRLCK, 0, 10)); /* the second: the handler runs between the grant and its record */
+    if (!if_answer) SKIP("the cue did not fire (not a test build?)");
+    CHECK(if_answer == 'r', "another process got [0,10) while our acquisition of it was granted and not yet "
+                            "recorded: the drop unlocked a range in flight");
+    pid_t h = who_holds(0, 10);
+    CHECK(h == getpid(), "after the acquisition [0,10) is held by %d, expected us (%d)", h, getpid());
+    int st;
+    waitpid(c, &st, 0);
+    close(fd);
+}
+
+static void case_merged(void) {
+    const char *cue = getenv("DAXKIT_TEST_CRASH");
+    if (!cue || !strstr(cue, "lockcache.acquired")) SKIP("needs DAXKIT_TEST_CRASH=raise:10:lockcache.acquired:2");
+    int fd = open_file();
+    pid_t c = if_other(0, 5);
+    OK(lk(fd, F_SETLK, F_WRLCK, 0, 10)); /* the cue's first occurrence */
+    OK(lk(fd, F_SETLK, F_UNLCK, 0, 10)); /* kept */
+    CHECK(who_holds(0, 10) == getpid(), "the released lock is not kept (nothing to test)");
+    if_fd = fd;
+    OK(lk(fd, F_SETLK, F_WRLCK, 5, 10)); /* the second: the handler's read locks and the other's ask inside */
+    if_fd = -1;
+    if (!if_answer) SKIP("the cue did not fire (not a test build?)");
+    CHECK(if_answer == 'g', "the other process did not get [0,5), which we released (answer %c)", if_answer);
+    int st;
+    waitpid(c, &st, 0);
+    OK(lk(fd, F_SETLK, F_WRLCK, 0, 5)); /* must reach the kernel: the drop unlocked [0,5) */
+    pid_t h = who_holds(0, 5);
+    CHECK(h == getpid(), "our write lock on [0,5) is held by %d in the kernel, expected us (%d): a cache hit over "
+                         "bytes the drop had unlocked", h, getpid());
+    h = who_holds(5, 10);
+    CHECK(h == getpid(), "our write lock on [5,15) is held by %d, expected us", h);
+    close(fd);
+}
+
 static void case_getlk(void) {
     int fd = open_file();
     OK(lk(fd, F_SETLK, F_WRLCK, 0, 10));
@@ -466,6 +565,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "errno")) case_errno();
     else if (!strcmp(c, "readwrite")) case_readwrite();
     else if (!strcmp(c, "overflow")) case_overflow();
+    else if (!strcmp(c, "inflight")) case_inflight();
+    else if (!strcmp(c, "merged")) case_merged();
     else SKIP("unknown case %s", c);
     printf("PASS\n");
     return 0;
