@@ -622,8 +622,12 @@ static void *lc_thread(void *arg) {
                 c->cold_until = now + LC_COLD_NS;
             }
             if (cached && c->cached_since + age_ns < next) next = c->cached_since + age_ns;
-            if (!cached) __atomic_store_n(&p->file[i].cached, 0, __ATOMIC_SEQ_CST);
-            else any = true;
+            if (!cached) {
+                c->cached_since = 0;
+                __atomic_store_n(&p->file[i].cached, 0, __ATOMIC_SEQ_CST);
+            } else {
+                any = true;
+            }
             lc_give(c);
             __atomic_store_n(&lb.busy, NULL, __ATOMIC_SEQ_CST);
         }
@@ -790,8 +794,8 @@ int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, in
          * no board for the file. */
         uint64_t now = dk_now_ns();
         if (board && may_keep(c, now, a, b) && paint(c, a, b, 0, KEEP, 0)) {
-            if (!c->cached_since && has_cached(c)) {
-                c->cached_since = now;
+            if (has_cached(c)) { /* (the board's flag each time: an acquisition's end may have cleared it) */
+                if (!c->cached_since) c->cached_since = now;
                 board_cached(c, true);
             }
             lc_give(c);
@@ -818,8 +822,8 @@ int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, in
      * the board can have it dropped (review26b #6): it is cached from here on. */
     int cov = covered(c, a, b, t);
     if (cov && (cov == 1 || (board && !__atomic_load_n(&lc_exec, __ATOMIC_RELAXED))) && paint(c, a, b, t, KEEP, 0)) {
-        if (cov == 2 && !c->cached_since) {
-            c->cached_since = dk_now_ns();
+        if (cov == 2) {
+            if (!c->cached_since) c->cached_since = dk_now_ns();
             board_cached(c, true);
         }
         lc_give(c);

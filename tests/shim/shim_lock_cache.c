@@ -21,6 +21,10 @@
  *            thread locks and releases a second file (so X's acquisitions often overlap another lock call of
  *            the process and end with k unknown); after each round the kernel must let [0,1) go within 3 s
  *            (#3: the release was kept though the kernel was not known to hold it, and never dropped).
+ *   rekeep   DAXKIT_LOCK_CACHE_US=2000: a kept write lock on [0,10); a write lock on [0,20) (the kernel's: nothing
+ *            cached after it); 50 ms for the thread to find nothing cached and sleep; the release of [0,20) is
+ *            kept again -- and must be dropped within 3 s (session 27: the board's flag was set only when the
+ *            file's age began, and an acquisition's end had left that age set: the sleeping thread never woke).
  *   busy     DAXKIT_LOCK_CACHE_US=50000: the program re-takes and releases [0,1) every ~200 us; a process without
  *            daxkit blocked in F_SETLKW on it gets it within 2 s (#1: the idle drop never came while the
  *            program kept calling -- the outsider waited for the loop's end, 6 s).
@@ -286,6 +290,23 @@ static void case_leak(void) {
     leak_stop = 1;
     pthread_join(t, NULL);
     close(leak_yfd);
+    close(fd);
+}
+
+static void case_rekeep(void) {
+    int fd = open_file();
+    for (int round = 0; round < 5; round++) {
+        OK(lk(fd, F_SETLK, F_WRLCK, 0, 10));
+        OK(lk(fd, F_SETLK, F_UNLCK, 0, 10)); /* kept */
+        OK(lk(fd, F_SETLK, F_WRLCK, 0, 20)); /* not covered: the kernel's; nothing cached after it */
+        struct timespec ts = {0, 50000000};
+        nanosleep(&ts, NULL); /* the thread's walk finds nothing cached: it sleeps without a timeout */
+        OK(lk(fd, F_SETLK, F_UNLCK, 0, 20)); /* kept again */
+        uint64_t t0 = now_ms();
+        pid_t h;
+        while ((h = who_holds(0, 20)) != 0 && now_ms() - t0 < 3000) nanosleep(&(struct timespec){0, 10000000}, NULL);
+        CHECK(h == 0, "round %d: [0,20), released and kept again, still held by %d after 3 s (no drop)", round, h);
+    }
     close(fd);
 }
 
@@ -561,6 +582,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "getlk")) case_getlk();
     else if (!strcmp(c, "leak")) case_leak();
     else if (!strcmp(c, "busy")) case_busy();
+    else if (!strcmp(c, "rekeep")) case_rekeep();
     else if (!strcmp(c, "waiter")) case_waiter();
     else if (!strcmp(c, "errno")) case_errno();
     else if (!strcmp(c, "readwrite")) case_readwrite();
