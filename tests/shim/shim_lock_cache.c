@@ -396,9 +396,15 @@ static void case_errno(void) {
     if (c == 0) {
         int f2 = open(path, O_RDWR);
         if (f2 < 0) _exit(2);
-        errno = 4242;
-        int r = lk(f2, F_SETLK, F_WRLCK, 0, 10); /* conflicts with the kept lock: the handoff, then success */
-        int e = errno;
+        /* conflicts with the kept lock: the handoff, then success -- retried when the keeper's thread was not
+         * scheduled within the handoff's 200 us (load) */
+        int r, e, tries = 0;
+        do {
+            errno = 4242;
+            r = lk(f2, F_SETLK, F_WRLCK, 0, 10);
+            e = errno;
+            if (r != 0) nanosleep(&(struct timespec){0, 5000000}, NULL);
+        } while (r != 0 && (e == EAGAIN || e == EACCES) && ++tries < 200);
         if (r != 0) _exit(3);
         if (e != 4242) {
             fprintf(stderr, "child: F_SETLK succeeded, errno %d (%s), expected it unchanged\n", e, strerror(e));
@@ -473,8 +479,8 @@ static void if_handler(int sig) {
 }
 
 /* The other daxkit process of inflight/merged: at the handler's word, F_SETLK of a write lock on [start,
- * start+len) retried for ~300 ms; answers 'g' (got it: then closes, which drops it) or 'r' (refused). */
-static pid_t if_other(off_t start, off_t len) {
+ * start+len) tried up to `tries` times 5 ms apart; answers 'g' (got it: then closes, which drops it) or 'r'. */
+static pid_t if_other(off_t start, off_t len, int tries) {
     OK(pipe(if_go));
     OK(pipe(if_res));
     pid_t c = fork();
@@ -485,7 +491,7 @@ static pid_t if_other(off_t start, off_t len) {
         int f2 = open(path, O_RDWR);
         char g, ans = 'r';
         if (f2 < 0 || read(if_go[0], &g, 1) != 1) _exit(2);
-        for (int i = 0; i < 60; i++) {
+        for (int i = 0; i < tries; i++) {
             if (lk(f2, F_SETLK, F_WRLCK, start, len) == 0) {
                 ans = 'g';
                 close(f2);
@@ -511,7 +517,7 @@ static void case_inflight(void) {
     const char *cue = getenv("DAXKIT_TEST_CRASH");
     if (!cue || !strstr(cue, "lockcache.acquired")) SKIP("needs DAXKIT_TEST_CRASH=raise:10:lockcache.acquired:2");
     int fd = open_file();
-    pid_t c = if_other(0, 10);
+    pid_t c = if_other(0, 10, 60); /* (refused all along: ~300 ms) */
     OK(lk(fd, F_SETLK, F_WRLCK, 20, 10)); /* the cue's first occurrence */
     OK(lk(fd, F_SETLK, F_UNLCK, 20, 10)); /* kept: the file is cached, the other process asks us */
     CHECK(who_holds(20, 10) == getpid(), "the released lock is not kept (nobody would ask)");
@@ -530,7 +536,7 @@ static void case_merged(void) {
     const char *cue = getenv("DAXKIT_TEST_CRASH");
     if (!cue || !strstr(cue, "lockcache.acquired")) SKIP("needs DAXKIT_TEST_CRASH=raise:10:lockcache.acquired:2");
     int fd = open_file();
-    pid_t c = if_other(0, 5);
+    pid_t c = if_other(0, 5, 600); /* (got once our thread dropped: up to 3 s under load) */
     OK(lk(fd, F_SETLK, F_WRLCK, 0, 10)); /* the cue's first occurrence */
     OK(lk(fd, F_SETLK, F_UNLCK, 0, 10)); /* kept */
     CHECK(who_holds(0, 10) == getpid(), "the released lock is not kept (nothing to test)");
