@@ -483,7 +483,7 @@ static bool board_register(struct up_file *f) {
 }
 
 /* Our entry for f says whether anything is cached: requesters wait only for a process that caches. The first
- * cache after the thread went to sleep without a timeout wakes it (the idle drop needs it). */
+ * cache after the thread went to sleep without a timeout wakes it (the age drop needs it). */
 static void board_cached(struct up_lc *c, bool cached) {
     if (!c->bidx1) return;
     struct lb_proc *p = my_slot();

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Description: DAXKIT_LOCK_CACHE=1 (docs/design-lockcache.md) with real SQLite contention. Two sqlite3 processes
 # under daxkit insert into one database at once (rollback-mode locking, journal_mode=OFF in strict mode, DELETE
-# in posix mode), each pausing 2 ms between transactions (its locks released -- kept in the kernel), with an idle
+# in posix mode), each pausing 2 ms between transactions (its locks released -- kept in the kernel), with an age
 # drop of 10 s: every row of both is there, integrity_check ok, neither hit SQLITE_BUSY past its busy_timeout
 # (sqlite3 -bail), and both made progress while the other ran -- each writer has rows written while the other
 # was part-way, which only the handoff (the board, the cacher's drop) allows: without it the first writer keeps
-# its locks until it ends. Then a sqlite3 without daxkit writes the same database while a daxkit writer (idle
+# its locks until it ends. Then a sqlite3 without daxkit writes the same database while a daxkit writer (age
 # drop 1 ms) runs: it gets the lock within its busy_timeout.
 # Usage: sqlite_lockcache.sh MEDIUM [strict|posix]
 set -euo pipefail

@@ -5,9 +5,9 @@
  *   cached   a released write lock is still held in the kernel (the cache works at all: F_GETLK from the third
  *            process finds it, held by us), and an acquisition it covers makes no system call (counter).
  *   outsider DAXKIT_LOCK_CACHE_US=2000: a process without daxkit blocking in F_SETLKW on a cached lock gets it
- *            within the bound (the idle drop; 3 s allowed under load, ~2-4 ms expected).
+ *            within the bound (the age drop; 3 s allowed under load, ~2-4 ms expected).
  *   handoff  another daxkit process (a fork child, library on) whose F_SETLK conflicts with our cached lock gets
- *            it (the board, our thread's drop) within the idle bound (10 s here): F_SETLKW done in < 3 s, and
+ *            it (the board, our thread's drop) within the age bound (10 s here): F_SETLKW done in < 3 s, and
  *            F_SETLK retried at most 200 times 5 ms apart.
  *   close    the close of another descriptor of the file drops every lock of the process in the kernel: a
  *            re-take after it must reach the kernel (third process sees it held), not be taken as cached.
@@ -143,7 +143,7 @@ static void case_outsider(void) {
     waitpid(c, NULL, 0);
     CHECK(ms >= 0, "outsider: F_SETLKW failed");
     NOTE("outsider got the lock after %lld ms", (long long)ms);
-    CHECK(ms < 3000, "outsider waited %lld ms for a lock the program had released (bound: the idle drop)", (long long)ms);
+    CHECK(ms < 3000, "outsider waited %lld ms for a lock the program had released (bound: the age drop)", (long long)ms);
     close(fd);
 }
 
@@ -217,7 +217,7 @@ static void case_fork(void) {
         close(p[0]);
         uint64_t t0 = now_ms();
         if (lk(fd, F_SETLKW, F_WRLCK, 20, 10) != 0) _exit(3);
-        if (now_ms() - t0 > 3000) _exit(6); /* the parent's kept lock handed off, not dropped as idle */
+        if (now_ms() - t0 > 3000) _exit(6); /* the parent's kept lock handed off, not dropped by age */
         if (write(p[1], "k", 1) != 1) _exit(4);
         if (read(q[0], &x, 1) != 1) _exit(5); /* hold it until the parent looked */
         _exit(0);
