@@ -409,6 +409,7 @@ struct up_lc {
     int bidx1;             /* the file's entry in this process's lock board slot + 1 (0: not registered) */
     uint64_t cached_since; /* when the kernel last began to keep a lock the program does not hold (0: none) */
     uint64_t cold_until;   /* after another process asked: releases go to the kernel until then (ns) */
+    uint8_t due;           /* the age came while the program held everything: its next release reaches the kernel */
     uint32_t req_seen;     /* the board's request count last acted on */
 };
 
@@ -622,6 +623,7 @@ void up_lc_forget(struct up_file *f);
 void up_lc_before_exec(void);
 void up_lc_exec_failed(void);
 void up_lc_after_fork_child(void);
+void up_lc_init(void);
 /* Before an operation that depends on the file's exact end (append, write past it, SEEK_END): the size is
  * re-read when a lock was taken without one. */
 void up_size_verify_slow(struct up_file *f, int fd);

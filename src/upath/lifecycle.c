@@ -137,6 +137,7 @@ void up_init(void) {
     up_atomic_recover_roots();
     up_recover_ancestor_areas(); /* a dead process run with a wider root left its records there (review 10, 18) */ /* DAXKIT_ATOMIC files of dead processes: their last commit, before main */
     up_guard_init();
+    up_lc_init(); /* (lockcache.c: its fork child handler before the program's) */
     up_enabled_flag = true;
     adopt_inherited();
     DK_ERRNO_RESTORE;

@@ -218,7 +218,7 @@ static bool has_cached(const struct up_lc *c) {
 
 /* Nothing held, nothing cached, followed again: the kernel holds nothing for the process on the file. */
 static void reset(struct up_lc *c) {
-    c->n = 0, c->off = 0, c->lost = 0, c->lo = c->hi = 0, c->cached_since = 0;
+    c->n = 0, c->off = 0, c->lost = 0, c->lo = c->hi = 0, c->cached_since = 0, c->due = 0;
     __atomic_store_n(&c->fd1, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&c->fdr1, 0, __ATOMIC_RELAXED);
 }
@@ -466,9 +466,12 @@ static struct lb_proc *my_slot(void) { return &lb.map[lb.slot]; }
 
 /* f's entry in our slot (registered on first use): false when the slot is full. Lock-free. */
 static bool board_register(struct up_file *f) {
-    if (DK_LIKELY(f->lc.bidx1)) return true;
+    if (DK_LIKELY(__atomic_load_n(&f->lc.bidx1, __ATOMIC_ACQUIRE))) return true;
+    /* under the file's lock: two threads' first calls on the file register it once (review27b #4) */
+    if (lc_take(&f->lc)) return false; /* (a handler inside its thread's hold: not now) */
+    bool ok = f->lc.bidx1 != 0;
     struct lb_proc *p = my_slot();
-    for (int i = 0; i < LB_FILES; i++) {
+    for (int i = 0; !ok && i < LB_FILES; i++) {
         struct up_file *none = NULL;
         if (!__atomic_compare_exchange_n(&lb.files[i], &none, f, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) continue;
         __atomic_store_n(&p->file[i].req, 0, __ATOMIC_RELAXED);
@@ -476,10 +479,11 @@ static bool board_register(struct up_file *f) {
         __atomic_store_n(&p->file[i].dev, (uint64_t)f->dev, __ATOMIC_RELAXED);
         __atomic_store_n(&p->file[i].ino, (uint64_t)f->ino, __ATOMIC_RELEASE);
         f->lc.req_seen = 0;
-        f->lc.bidx1 = i + 1;
-        return true;
+        __atomic_store_n(&f->lc.bidx1, i + 1, __ATOMIC_RELEASE);
+        ok = true;
     }
-    return false;
+    lc_give(&f->lc);
+    return ok;
 }
 
 /* Our entry for f says whether anything is cached: requesters wait only for a process that caches. The first
@@ -623,6 +627,9 @@ static void *lc_thread(void *arg) {
             }
             if (cached && c->cached_since + age_ns < next) next = c->cached_since + age_ns;
             if (!cached) {
+                /* the age came while the program held again what it had kept (review27b #2): the next release
+                 * goes to the kernel, so that a blocked outsider gets the kernel's chance there */
+                if (c->cached_since && (int64_t)(now - c->cached_since) >= (int64_t)age_ns) c->due = 1;
                 c->cached_since = 0;
                 __atomic_store_n(&p->file[i].cached, 0, __ATOMIC_SEQ_CST);
             } else {
@@ -744,7 +751,7 @@ static int in_handler(struct up_lc *c, int (*real)(int, int, ...), int fd, int c
 /* The release path may keep the lock: no other process asked lately or waits in the kernel for the file, no
  * exec is under way, the kernel is known to hold what the program releases. Under the lock. */
 static bool may_keep(struct up_lc *c, uint64_t now, uint64_t a, uint64_t b) {
-    if (now < c->cold_until || __atomic_load_n(&lc_exec, __ATOMIC_SEQ_CST) || unsure(c, a, b)) return false;
+    if (c->due || now < c->cold_until || __atomic_load_n(&lc_exec, __ATOMIC_SEQ_CST) || unsure(c, a, b)) return false;
     return !__atomic_load_n(&my_slot()->file[c->bidx1 - 1].waiters, __ATOMIC_RELAXED);
 }
 
@@ -803,6 +810,7 @@ int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, in
             return 0;
         }
         bool fits = paint(c, a, b, 0, 0, 0);
+        c->due = 0;
         if (!has_cached(c)) {
             c->cached_since = 0;
             board_cached(c, false);
@@ -920,6 +928,13 @@ static void child_one(struct up_file *f, void *arg) {
     f->lc.nd = f->lc.dclose = f->lc.kin = 0;
     f->lc.bidx1 = 0;
     reset(&f->lc);
+}
+
+/* Registered first thing (up_init): the program's own pthread_atfork child handlers run inside glibc's fork,
+ * before up_fork_child -- a lock call there must find the child's cache empty, not the parent's (review27b #6). */
+static void lc_atfork_child(void) { up_lc_after_fork_child(); }
+void up_lc_init(void) {
+    if (dk_cfg.lock_cache) pthread_atfork(NULL, NULL, lc_atfork_child);
 }
 
 /* A fork child: no locks, no board slot (the parent's OFD lock is the parent's), no thread. */

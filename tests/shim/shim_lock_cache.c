@@ -25,6 +25,13 @@
  *            cached after it); 50 ms for the thread to find nothing cached and sleep; the release of [0,20) is
  *            kept again -- and must be dropped within 3 s (session 27: the board's flag was set only when the
  *            file's age began, and an acquisition's end had left that age set: the sleeping thread never woke).
+ *   hold     DAXKIT_LOCK_CACHE_US=50000: the program holds [0,1) 150 ms, releases it, re-takes it 5 ms later, for
+ *            up to 6 s; a process without daxkit blocked in F_SETLKW gets it within 2 s (review27b #2: the age
+ *            check landed inside a hold every time and was simply cleared -- 5,703 ms; now the next release
+ *            after such a look reaches the kernel).
+ *   atfork   a pthread_atfork child handler's lock call on a range the parent keeps: the child must hold it in
+ *            the kernel, and the parent's own acquisition then fail (review27b #6: the child's call was a hit
+ *            on the parent's cache -- both held the write lock).
  *   busy     DAXKIT_LOCK_CACHE_US=50000: the program re-takes and releases [0,1) every ~200 us; a process without
  *            daxkit blocked in F_SETLKW on it gets it within 2 s (#1: the idle drop never came while the
  *            program kept calling -- the outsider waited for the loop's end, 6 s).
@@ -310,6 +317,85 @@ static void case_rekeep(void) {
     close(fd);
 }
 
+static void case_hold(void) {
+    int fd = open_file();
+    int p[2];
+    OK(pipe(p));
+    pid_t c = fork();
+    if (c == 0) { /* a process without daxkit: raw system calls only */
+        struct timespec d = {0, 300000000};
+        syscall(SYS_nanosleep, &d, NULL);
+        int f2 = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR);
+        struct flock l = fl(F_WRLCK, 0, 1);
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        long r = syscall(SYS_fcntl, f2, F_SETLKW, &l);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        int64_t ms = r == 0 ? (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 : -1;
+        syscall(SYS_write, p[1], &ms, sizeof ms);
+        syscall(SYS_exit_group, 0);
+    }
+    close(p[1]);
+    uint64_t t0 = now_ms();
+    struct pollfd pf = {.fd = p[0], .events = POLLIN};
+    while (now_ms() - t0 < 6000 && poll(&pf, 1, 0) == 0) {
+        if (lk(fd, F_SETLK, F_WRLCK, 0, 1) == 0) {
+            nanosleep(&(struct timespec){0, 150000000}, NULL); /* a hold longer than the age */
+            OK(lk(fd, F_SETLK, F_UNLCK, 0, 1));
+        }
+        nanosleep(&(struct timespec){0, 5000000}, NULL); /* a gap shorter than it */
+    }
+    int64_t ms = -2;
+    CHECK(read(p[0], &ms, sizeof ms) == sizeof ms, "outsider: no answer");
+    waitpid(c, NULL, 0);
+    NOTE("outsider got the lock after %lld ms", (long long)ms);
+    CHECK(ms >= 0, "outsider: F_SETLKW failed");
+    CHECK(ms < 2000, "outsider waited %lld ms for a lock a program holding 150 ms at a time keeps releasing",
+          (long long)ms);
+    close(fd);
+}
+
+static int af_fd = -1, af_r = -2;
+static void af_child(void) { af_r = lk(af_fd, F_SETLK, F_WRLCK, 0, 1); }
+
+static void case_atfork(void) {
+    int fd = open_file();
+    OK(lk(fd, F_SETLK, F_WRLCK, 0, 1));
+    OK(lk(fd, F_SETLK, F_UNLCK, 0, 1)); /* kept */
+    CHECK(who_holds(0, 1) == getpid(), "the released lock is not kept (nothing to test)");
+    af_fd = fd;
+    CHECK(pthread_atfork(NULL, NULL, af_child) == 0, "pthread_atfork");
+    int p[2], q[2];
+    OK(pipe(p));
+    OK(pipe(q));
+    pid_t c = fork();
+    if (c == 0) { /* its handler took [0,1) (or not); it holds it until the parent looked */
+        char x = af_r == 0 ? 'k' : 'f';
+        close(q[1]);
+        if (write(p[1], &x, 1) != 1) _exit(2);
+        if (read(q[0], &x, 1) < 0) _exit(3);
+        _exit(0);
+    }
+    af_fd = -1;
+    close(p[1]);
+    close(q[0]);
+    char x = 0;
+    CHECK(read(p[0], &x, 1) == 1, "fork child: no answer");
+    errno = 0;
+    int r = lk(fd, F_SETLK, F_WRLCK, 0, 1);
+    int e = errno;
+    pid_t h = who_holds(0, 1);
+    OK(write(q[1], "g", 1));
+    int st;
+    waitpid(c, &st, 0);
+    NOTE("child's atfork handler: %s; parent's F_SETLK: %d (errno %d); held by %d (parent %d, child %d)",
+         x == 'k' ? "got [0,1)" : "refused", r, e, h, getpid(), c);
+    CHECK(!(x == 'k' && r == 0), "parent and fork child both hold the write lock on [0,1) (the child's atfork "
+                                 "handler was served from the parent's cache)");
+    CHECK(x != 'k' || h == c, "the child's lock on [0,1): the kernel says held by %d, expected the child %d", h, c);
+    close(fd);
+}
+
 static void case_busy(void) {
     int fd = open_file();
     int p[2];
@@ -589,6 +675,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "leak")) case_leak();
     else if (!strcmp(c, "busy")) case_busy();
     else if (!strcmp(c, "rekeep")) case_rekeep();
+    else if (!strcmp(c, "hold")) case_hold();
+    else if (!strcmp(c, "atfork")) case_atfork();
     else if (!strcmp(c, "waiter")) case_waiter();
     else if (!strcmp(c, "errno")) case_errno();
     else if (!strcmp(c, "readwrite")) case_readwrite();
