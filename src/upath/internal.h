@@ -624,6 +624,7 @@ void up_lc_before_exec(void);
 void up_lc_exec_failed(void);
 void up_lc_after_fork_child(void);
 void up_lc_init(void);
+void up_lc_fork_child_done(void);
 /* Before an operation that depends on the file's exact end (append, write past it, SEEK_END): the size is
  * re-read when a lock was taken without one. */
 void up_size_verify_slow(struct up_file *f, int fd);

@@ -440,6 +440,7 @@ void up_fork_child(bool nested) {
     up_lc_after_fork_child(); /* first: the reinit's up_locks_closed finds each file's cache free */
     up_file_reinit_locks_all();
     up_locks_after_fork_child();
+    up_lc_fork_child_done(); /* after the resets: files a child handler's lock call touched are unknown */
     up_guard_after_fork_child();
     up_fdtab_after_fork_child();
     dk_mu_reinit(&up_table_mu); /* held by up_fork_prepare: its mark goes too */

@@ -252,6 +252,7 @@ static void apply_deferred(struct up_lc *c) {
 /* ---- drops ---- */
 
 static unsigned drops_failed;
+static bool lc_forking, lc_fork_calls; /* a fork child before up_fork_child's end (up_lc_init) */
 static uint32_t lc_exec; /* an exec is under way (up_lc_before_exec until up_lc_exec_failed): nothing is kept */
 
 /* Whether a drop may run now: every acquisition in the kernel has its range recorded (a drop leaves those alone). */
@@ -465,7 +466,7 @@ static bool board_ready(const struct up_root *r) {
 static struct lb_proc *my_slot(void) { return &lb.map[lb.slot]; }
 
 /* f's entry in our slot (registered on first use): false when the slot is full. Lock-free. */
-static bool board_register(struct up_file *f) {
+static __attribute__((noinline)) bool board_register(struct up_file *f) { /* (noinline: -Wclobbered in up_lc_setlk) */
     if (DK_LIKELY(__atomic_load_n(&f->lc.bidx1, __ATOMIC_ACQUIRE))) return true;
     /* under the file's lock: two threads' first calls on the file register it once (review27b #4) */
     if (lc_take(&f->lc)) return false; /* (a handler inside its thread's hold: not now) */
@@ -756,6 +757,10 @@ static bool may_keep(struct up_lc *c, uint64_t now, uint64_t a, uint64_t b) {
 }
 
 int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, int cmd, struct flock *l) {
+    if (DK_UNLIKELY(lc_forking)) { /* a fork child before the library's reset: the kernel's, nothing recorded */
+        lc_fork_calls = true;
+        return kcall(real, fd, cmd, l);
+    }
     struct up_slot *s = up_fd_slot(fd);
     struct up_file *f = s ? s->file : NULL;
     if (!f || (l->l_type != F_UNLCK && l->l_type != F_RDLCK && l->l_type != F_WRLCK)) return kcall(real, fd, cmd, l);
@@ -930,11 +935,26 @@ static void child_one(struct up_file *f, void *arg) {
     reset(&f->lc);
 }
 
-/* Registered first thing (up_init): the program's own pthread_atfork child handlers run inside glibc's fork,
- * before up_fork_child -- a lock call there must find the child's cache empty, not the parent's (review27b #6). */
-static void lc_atfork_child(void) { up_lc_after_fork_child(); }
+/* A fork child from glibc's fork until up_fork_child's end (review27b #6): the program's pthread_atfork child
+ * handlers (and signal handlers) run before the library's reset -- their lock calls go to the kernel and touch
+ * no state (the parent's is not the child's; a reset after a call would forget what the kernel holds, and a
+ * board made there would be unmapped under its thread), and the files are marked unknown after the reset.
+ * Registered first thing (up_init): before the program's own handlers. */
+static void lc_atfork_child(void) {
+    lc_forking = true;
+    lc_fork_calls = false;
+}
 void up_lc_init(void) {
     if (dk_cfg.lock_cache) pthread_atfork(NULL, NULL, lc_atfork_child);
+}
+static void unknown_one(struct up_file *f, void *arg) {
+    (void)arg;
+    f->lc.off = 1, f->lc.lost = 1, f->lc.lo = 0, f->lc.hi = UINT64_MAX; /* every call to the kernel until a whole-file unlock */
+}
+void up_lc_fork_child_done(void) {
+    if (!dk_cfg.lock_cache) return;
+    if (lc_fork_calls) up_file_foreach(unknown_one, NULL);
+    lc_forking = lc_fork_calls = false;
 }
 
 /* A fork child: no locks, no board slot (the parent's OFD lock is the parent's), no thread. */

@@ -355,8 +355,52 @@ static void case_hold(void) {
     close(fd);
 }
 
-static int af_fd = -1, af_r = -2;
-static void af_child(void) { af_r = lk(af_fd, F_SETLK, F_WRLCK, 0, 1); }
+static int af_fd = -1, af_r = -2, af_two;
+static void af_child(void) {
+    if (af_fd < 0) return;
+    if (!af_two) {
+        af_r = lk(af_fd, F_SETLK, F_WRLCK, 0, 1);
+        return;
+    }
+    af_r = lk(af_fd, F_SETLK, F_WRLCK, 5, 1); /* atfork2: taken and released inside the handler */
+    if (af_r == 0) af_r = lk(af_fd, F_SETLK, F_UNLCK, 5, 1);
+}
+
+/* atfork2 (review27b): the child's handler takes and releases [5,6): the child lives on (no SIGSEGV: a board
+ * made in the handler was unmapped under its thread) and the kernel holds nothing of it (no leak: a reset after
+ * the call forgot what the kernel held). */
+static void case_atfork2(void) {
+    int fd = open_file();
+    OK(lk(fd, F_SETLK, F_WRLCK, 0, 1));
+    OK(lk(fd, F_SETLK, F_UNLCK, 0, 1)); /* kept */
+    af_fd = fd, af_two = 1;
+    CHECK(pthread_atfork(NULL, NULL, af_child) == 0, "pthread_atfork");
+    int p[2], q[2];
+    OK(pipe(p));
+    OK(pipe(q));
+    pid_t c = fork();
+    if (c == 0) {
+        char x = af_r == 0 ? 'k' : 'f';
+        close(q[1]);
+        if (write(p[1], &x, 1) != 1) _exit(2);
+        if (read(q[0], &x, 1) < 0) _exit(3);
+        _exit(0);
+    }
+    af_fd = -1;
+    close(p[1]);
+    close(q[0]);
+    char x = 0;
+    CHECK(read(p[0], &x, 1) == 1, "fork child: no answer (died?)");
+    CHECK(x == 'k', "the child's handler could not take and release [5,6)");
+    nanosleep(&(struct timespec){0, 50000000}, NULL);
+    pid_t h = who_holds(5, 1);
+    OK(write(q[1], "g", 1));
+    int st;
+    waitpid(c, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fork child status %d (signal %d)", st, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    CHECK(h == 0, "[5,6), taken and released by the child's atfork handler, is held by %d in the kernel", h);
+    close(fd);
+}
 
 static void case_atfork(void) {
     int fd = open_file();
@@ -677,6 +721,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "rekeep")) case_rekeep();
     else if (!strcmp(c, "hold")) case_hold();
     else if (!strcmp(c, "atfork")) case_atfork();
+    else if (!strcmp(c, "atfork2")) case_atfork2();
     else if (!strcmp(c, "waiter")) case_waiter();
     else if (!strcmp(c, "errno")) case_errno();
     else if (!strcmp(c, "readwrite")) case_readwrite();
