@@ -40,7 +40,7 @@ for f in a b c; do
     [ "$s" -gt 1500 ] || dk_fail "$f: size $s after the crash: expected an extension step (> 1500); the test proves nothing"
 done
 echo "after the crash: a=$(size "$dir/a") b=$(size "$dir/b") c=$(size "$dir/c") bytes (zero-filled tails)"
-ls "$dir/.daxkit" | grep -q '\.sizes$' || dk_fail "no published-size record file in $dir/.daxkit: $(ls "$dir/.daxkit")"
+grep -q '\.sizes$' <<<"$(ls "$dir/.daxkit")" || dk_fail "no published-size record file in $dir/.daxkit: $(ls "$dir/.daxkit")"
 
 mv "$dir/b" "$dir/b-renamed"
 truncate -s 9M "$dir/c"   # grown past the recorded extension by someone else

@@ -88,7 +88,7 @@ for variant in fork:write fork:checkpoint rawfork:write rawfork:checkpoint child
     if [ $how = rawfork ]; then
         # The log is still locked by the raw child: kept (with its staging file) for a later recovery.
         [ "$logs" -ge 1 ] || fail "$how/$apply: the parent's log was removed while a raw child held it (unreplayed): file $got; recover: $out"
-        [ $apply = checkpoint ] && ! ls "$dir/.daxkit" | grep -q '\.strict\.stg$' &&
+        [ $apply = checkpoint ] && ! grep -q '\.strict\.stg$' <<<"$(ls "$dir/.daxkit")" &&
             fail "$how/$apply: the parent's strict staging file was removed while its log waits"
         dk_kill_wait "$w"
         out=$("$cli" recover "$dir" 2>&1)

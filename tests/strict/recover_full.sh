@@ -44,7 +44,7 @@ print(r["strict_failed"], r["strict_logs_kept"])') || res="-1 -1"
     [ "$failed" -ge 1 ] && [ "$kept" = 1 ] || fail "want the record failed and the log kept, got failed=$failed kept=$kept; output: $out"
     echo "ok: daxkit recover on the full medium: exit 1, failed=$failed, logs kept=$kept"
 fi
-ls "$dir/.daxkit" | grep -q '\.log$' || fail "the log is gone after the failed recovery: $(ls "$dir/.daxkit")"
+grep -q '\.log$' <<<"$(ls "$dir/.daxkit")" || fail "the log is gone after the failed recovery: $(ls "$dir/.daxkit")"
 env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" ls "$dir" >/dev/null 2>&1; rc=$?
 [ $rc = 0 ] || fail "ls under daxkit on the full medium: exit $rc (kernel: 0)"
 env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_MODE=strict /bin/true 2>/dev/null; rc=$?

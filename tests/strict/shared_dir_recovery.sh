@@ -161,9 +161,9 @@ kill -9 $pid
 wait $pid 2>/dev/null
 dead=$(other_read 2>&1)
 echo "7. uid 4242 while nobody's program lives: '$live'; after it was killed: '$(echo "$dead" | head -c 100)'"
-echo "$live" | grep -q "pending" && fail "7: uid 4242 told of a pending recovery while nobody's program lives: $live"
+grep -q "pending" <<<"$live" && fail "7: uid 4242 told of a pending recovery while nobody's program lives: $live"
 [ "$(logs "$S")" -ge 1 ] || fail "7: nobody's killed program left no log (the check proves nothing)"
-echo "$dead" | grep -q "recovery pending for uid 65534" || fail "7: uid 4242 not told after nobody's program was killed: $dead"
+grep -q "recovery pending for uid 65534" <<<"$dead" || fail "7: uid 4242 not told after nobody's program was killed: $dead"
 
 [ "$fails" = 0 ] || dk_fail "$fails check(s) failed"
 echo "shared_dir_recovery.sh: root replays other users' logs onto files they may write; others' files wait for them, served by the kernel; an ordinary user's area keeps no other user's files"
