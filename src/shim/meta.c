@@ -109,6 +109,9 @@ static int truncate_path(const char *path, off_t len, bool is64) {
     DK_ERRNO_SAVE;
     bool known = DK_REAL(stat)(path, &st) == 0 && S_ISREG(st.st_mode) && up_dev_is_managed(st.st_dev);
     DK_ERRNO_RESTORE;
+    /* a signal handler inside its thread's hold of the file table's lock: EDEADLK, nothing changed (it waited for
+     * its own thread for ever: session 28) */
+    if (known && DK_UNLIKELY(up_truncate_refused_nested())) return -1;
     int arc;
     if (known && up_atomic_truncate_inode(st.st_dev, st.st_ino, len, &arc)) return arc; /* DAXKIT_ATOMIC */
     struct up_strict_name logged = {0};

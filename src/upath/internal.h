@@ -650,6 +650,10 @@ extern bool up_adopting_inherited;
 /* table_nested.c: the closes a signal handler left to this thread (it held up_table_mu). */
 extern __thread bool up_close_later_due;
 void up_close_later_run(void);
+/* table_nested.c: a name removed in a signal handler whose thread holds up_table_mu -- the file's entry is
+ * forgotten by that thread at its up_table_unlock (up_close_later_run), and meanwhile an adoption of the
+ * inode number starts afresh (up_victims_unseen). */
+void up_forget_later(dev_t dev, ino_t ino);
 /* Lets go of up_table_mu; then this thread closes what its signal handlers left to it, when it holds no
  * other library mutex (table_nested.c). */
 static inline void up_table_unlock(void) {

@@ -545,6 +545,16 @@ bool up_strict_checkpoint(struct up_root *r) {
         dk_count(DK_C_strict_ck_nested, 1);
         return false;
     }
+    /* Never under the file table's lock (review 26, #3): exit's shutdown takes this lock's write side for good,
+     * then the table's; and the write side waits for other threads' strict operations, which may wait for the
+     * table's lock. Only a signal handler whose thread holds it gets here (a lock release's publish point, whose
+     * walk is refused; a name's record with the log full): false, counted -- as for a nested checkpoint, the
+     * publish point leaves it to the next, a name's record is made unlogged (session 28: lockpath27's release
+     * path checkpointed the file's root there). */
+    if (DK_UNLIKELY(dk_mu_mine(&up_table_mu))) {
+        dk_count(DK_C_strict_ck_table_refused, 1);
+        return false;
+    }
     ck_wrlock(st);
     checkpoint_locked(r, st);
     ck_wrunlock(st);
@@ -1520,7 +1530,13 @@ int up_strict_meta_begin(unsigned type, int dirfd, const char *path, int dirfd2,
     struct dk_oplog_op op = {0};
     int rc = dk_oplog_append(st->log, type, &op, data, len, NULL);
     if (rc == -ENOSPC) {
-        up_strict_checkpoint(r);
+        /* A checkpoint refused (a signal handler inside its thread's strict operation or its hold of the file
+         * table's lock): the call goes on unlogged, as without a log above -- the record is never replayed, the
+         * directory fsync makes the change durable (it failed with EIO before session 28). */
+        if (!up_strict_checkpoint(r)) {
+            dk_count(DK_C_strict_meta_unlogged, 1);
+            return 0;
+        }
         rc = dk_oplog_append(st->log, type, &op, data, len, NULL);
     }
     if (rc == 0) dk_count(DK_C_strict_meta, 1);

@@ -30,7 +30,13 @@
  * F_DUPFD from or onto a managed number (from a pending one: its adoption) bind or unbind it under the table's
  * lock, and a dup2 cannot be left for later (the program's number must name the new file when it returns):
  * EDEADLK before the kernel's call. Both waited for the thread for ever before (session 18). Counted
- * (mu_mine_skips). */
+ * (mu_mine_skips).
+ *
+ * Names (session 28, misc27's note): an unlink or a rename over a file is made (strict's record and directory
+ * fsync need no library lock), and the removed file's entry, which the table's lock guards, is forgotten by the
+ * thread at its up_table_unlock (forget_later). A truncate by name of a managed file is refused with EDEADLK
+ * before anything changes, as an open is: it publishes the file and updates its entry under the table's lock,
+ * and strict's record takes the checkpoint lock's write side, never taken under it (review 26, #3). */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -59,6 +65,17 @@ static bool refused(void) {
     return true;
 }
 
+/* Truncate by name: refused as an open is, when the name is a managed regular file (the caller's stat). Its
+ * publish of the file (up_publish_inode), a shrink's hold and the entry's update after it take the table's lock,
+ * and strict's record takes the checkpoint lock's write side, never taken under it (review 26, #3) -- the
+ * truncate waited for its own thread for ever (session 28). An O_TRUNC open is refused the same way. */
+bool up_truncate_refused_nested(void) {
+    if (!up_enabled || DK_LIKELY(!dk_mu_mine(&up_table_mu))) return false;
+    dk_count(DK_C_truncate_nested_refused, 1);
+    errno = EDEADLK;
+    return true;
+}
+
 bool up_dup_refused_nested(int oldfd, int newfd) {
     if (DK_LIKELY(!dk_mu_mine(&up_table_mu))) return false;
     /* A pending oldfd too: its adoption is refused here, and the copy would be a plain kernel descriptor of a
@@ -75,6 +92,45 @@ static __thread int later[CLOSE_LATER_MAX] = {[0 ... CLOSE_LATER_MAX - 1] = -1};
 __thread bool up_close_later_due;
 
 static __thread const struct up_fd *closing_later; /* the entry this thread is closing for a handler now */
+
+/* Names removed by a signal handler (unlink, rename over a file) while this thread held the table's lock: the
+ * removed inode's entry, forgotten by the thread at its up_table_unlock (session 28: up_name_removed waited for
+ * that lock for ever). Until then -- and for good when the list is full -- the unlink counts as one whose victim
+ * was not looked up (up_victims_unseen): an adoption of the inode number starts afresh, a mapped entry's last
+ * close looks at its link count (upath.c last_close_of_mapped). */
+#define FORGET_LATER_MAX 8
+struct forget_later {
+    dev_t dev;
+    ino_t ino;
+    int state; /* 0 free, 1 claimed (being filled), 2 full */
+};
+static __thread struct forget_later forgets[FORGET_LATER_MAX];
+
+void up_forget_later(dev_t dev, ino_t ino) {
+    __atomic_add_fetch(&up_victims_unseen, 1, __ATOMIC_ACQ_REL);
+    dk_count(DK_C_forget_later, 1);
+    for (unsigned i = 0; i < FORGET_LATER_MAX; i++) {
+        int free_state = 0; /* (a handler nested in this one claims another entry) */
+        if (!__atomic_compare_exchange_n(&forgets[i].state, &free_state, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            continue;
+        forgets[i].dev = dev, forgets[i].ino = ino;
+        __atomic_store_n(&forgets[i].state, 2, __ATOMIC_RELEASE);
+        __atomic_store_n(&up_close_later_due, true, __ATOMIC_RELEASE);
+        return;
+    }
+}
+
+static void forget_later_run(void) {
+    for (unsigned i = 0; i < FORGET_LATER_MAX; i++) {
+        if (__atomic_load_n(&forgets[i].state, __ATOMIC_ACQUIRE) != 2) continue;
+        dev_t dev = forgets[i].dev;
+        ino_t ino = forgets[i].ino;
+        __atomic_store_n(&forgets[i].state, 0, __ATOMIC_RELEASE);
+        dk_mu_lock(&up_table_mu);
+        up_file_forget(dev, ino);
+        dk_mu_unlock(&up_table_mu); /* (plain: this runs from up_table_unlock) */
+    }
+}
 
 static int close_later(int fd);
 static int close_now_counted(int fd);
@@ -160,6 +216,7 @@ bool up_close_range_later(int fd, struct up_fd *e) {
 void up_close_later_run(void) {
     __atomic_store_n(&up_close_later_due, false, __ATOMIC_RELEASE); /* a handler from here on sets it again */
     DK_ERRNO_SAVE;
+    forget_later_run();
     for (unsigned i = 0; i < CLOSE_LATER_MAX; i++) {
         if (__atomic_load_n(&later[i], __ATOMIC_ACQUIRE) < 0) continue;
         int fd = __atomic_exchange_n(&later[i], -1, __ATOMIC_ACQ_REL);

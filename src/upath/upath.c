@@ -1217,6 +1217,13 @@ void up_fix_fstat(int fd, off_t *size) {
 }
 
 void up_name_removed(dev_t dev, ino_t ino) {
+    /* A signal handler's unlink or rename that interrupted its thread inside the file table's lock (a walk, an
+     * open's adoption, a close): waited for its own thread for ever (session 28) -- the entry is forgotten by
+     * that thread when it lets go of the lock */
+    if (DK_UNLIKELY(dk_mu_mine(&up_table_mu))) {
+        up_forget_later(dev, ino);
+        return;
+    }
     dk_mu_lock(&up_table_mu);
     up_file_forget(dev, ino);
     up_table_unlock();
@@ -1416,9 +1423,11 @@ static inline bool walk_skips(void) {
 /* A lock release's publish point: fd's file, then every file -- up_publish_fd and up_publish_all in one, with
  * strict mode's one checkpoint of every root after both (session 27: the file's publish checkpointed its root,
  * then the walk's every root, that one again -- ~470 instructions a strict release, ~175 of them the checkpoint's
- * own work). When the walk checkpoints nothing because it is refused (a signal handler inside its thread's hold of
- * the file table's lock) or the library is off, the file's root is checkpointed alone, as its publish did before.
- * 0, or the file's publish's -errno. */
+ * own work). When the walk checkpoints nothing because the library is off, the file's root is checkpointed alone,
+ * as its publish did before; when it is refused (a signal handler inside its thread's hold of the file table's
+ * lock) that checkpoint is refused too (up_strict_checkpoint: none under the table's lock, review 26 #3 -- it
+ * waited there for other threads' strict operations, and for ever for an exit's shutdown; session 28), and the
+ * thread's walk checkpoints after it. 0, or the file's publish's -errno. */
 int up_publish_release(int fd) {
     struct up_slot *s = up_fd_slot(fd);
     struct up_file *f = s ? __atomic_load_n(&s->file, __ATOMIC_ACQUIRE) : NULL;

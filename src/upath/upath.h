@@ -162,6 +162,10 @@ int up_close_later(int fd);
 /* A signal handler's open of a name below a root while its thread holds the file table's lock: refused
  * (true, errno EDEADLK, counted) before the kernel opens anything (table_nested.c). */
 bool up_open_refused_nested(int dirfd, const char *path, int flags);
+/* A signal handler's truncate by name of a managed file while its thread holds the file table's lock: refused
+ * (true, errno EDEADLK, counted) before anything is changed -- its publish, hold and strict record need that
+ * lock or wait under it (table_nested.c). */
+bool up_truncate_refused_nested(void);
 /* A signal handler's dup, dup2/dup3 or F_DUPFD from a managed or pending number, or onto a managed one, while
  * its thread holds the file table's lock: refused (true, errno EDEADLK, counted) before the kernel duplicates
  * anything -- binding, adopting or unbinding the number takes that lock (table_nested.c). newfd -1: a dup to a
@@ -285,7 +289,8 @@ void up_fix_fstat(int fd, off_t *size);
 /* Before unlink/rename-over: whether the victim must be looked up (lstat) and given to up_name_removed --
  * false while no file is mapped (counted; upath.c). */
 bool up_victim_matters(void);
-/* Name-space operations: before unlink/rename-over, the victim's (dev, ino) from lstat. */
+/* Name-space operations: before unlink/rename-over, the victim's (dev, ino) from lstat. From a signal handler
+ * whose thread holds the file table's lock: forgotten by that thread right after it (table_nested.c). */
 void up_name_removed(dev_t dev, ino_t ino);
 /* Before a truncate of a managed file by name: no descriptor is adopted keyless after it (see upath.c). */
 void up_truncating_by_name(void);

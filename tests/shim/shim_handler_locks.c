@@ -31,6 +31,24 @@
  *     before a call by name (upath.c up_publish_before_attr_path, shim/meta.c publish_before_name) waited for the
  *     table's lock for ever (session 27). Now the handler's calls skip it (counted: mu_mine_skips) and do their
  *     work; the thread's walk publishes the file whole.
+ *   table_unlink, table_rename, table_truncate (SITE upath.publish_all.table_locked; strict, and table_truncate in
+ *     posix too): the thread's flock(LOCK_UN) walk under the file table's lock; the handler unlinks a file this
+ *     process used and closed (its entry cached), renames one over another such file, or truncates one by name
+ *     (misc27's note, session 28). The unlink and the rename forgot the removed file's entry under that lock
+ *     (upath.c up_name_removed) and the truncate published the file under it first (up_publish_inode): each
+ *     waited for its own thread for ever. Now the unlink and the rename are made -- strict's record first and the
+ *     directory fsync'ed, as any strict name change (strict_meta +1) -- and the entry is forgotten by the thread
+ *     after its walk (forget_later +1); the truncate is refused with EDEADLK before anything changes
+ *     (truncate_nested_refused +1), as an open there is (table_open_close).
+ *   table_release_strict (SITES upath.publish_all.table_locked, then strict.write.logged:2; strict): the thread's
+ *     flock(LOCK_UN) walk under the file table's lock; its handler lets another thread's strict overwrite go and
+ *     waits until that thread is inside it (its handler, SIGUSR2 at strict.write.logged, waits up to 8 s for
+ *     ours), then releases a POSIX lock (fcntl F_UNLCK).
+ *     Its publish point's walk is refused there, and it checkpointed the file's root instead (lockpath27's
+ *     up_publish_release) -- under the table's lock, which review 26 #3's rule forbids: the checkpoint waited for
+ *     the other thread's write (and for ever for an exit's strict shutdown, which holds the checkpoint lock and
+ *     then takes the table's). Now no checkpoint is taken under the table's lock (strict_ck_table_refused +1):
+ *     the handler returns while the other thread is still inside its write.
  *   table_fork (SITE upath.publish_all.table_locked): as unlock_flock, the handler forks -- the fork's
  *     preparation waited for the table's lock for ever (session 16's note). The fork is made without it
  *     (fork_nested +1); its child runs without the library: it creates and writes a file (the kernel's at
@@ -57,12 +75,14 @@
  * The case runs in a child (exec'ed: its crash point counts start at 0; the parent's fork is a publish walk
  * too, with SIGUSR1 ignored) with a 20 s watchdog; a child that does not end in 30 s is killed: FAIL (hang).
  * argv[1]: managed directory; argv[2]: the case. Exit 0 pass, 1 fail, 77 skip. */
+#include <pthread.h>
 #include <sys/file.h>
+#include <time.h>
 
 #include "shim_test.h"
 
 enum { UNLOCK_FLOCK, UNLOCK_FCNTL, SIZEREC_EXIT, SIZEREC__EXIT, DIRFD_OPEN, CLOSE_WRITE, STDIO_CLOSE, TABLE_OPEN_CLOSE,
-       TABLE_ATTR_PATH, TABLE_FORK, TABLE_FORK_RETURN, PENDING_READ, PENDING_WRITE, PENDING_FSTAT, PENDING_CLOSE, PENDING_CLOSE_WRITE,
+       TABLE_ATTR_PATH, TABLE_UNLINK, TABLE_RENAME, TABLE_TRUNCATE, TABLE_RELEASE_STRICT, TABLE_FORK, TABLE_FORK_RETURN, PENDING_READ, PENDING_WRITE, PENDING_FSTAT, PENDING_CLOSE, PENDING_CLOSE_WRITE,
        PENDING_CLOSE_STAGE, CASES };
 enum { FORKED_BYTES = 100 };
 enum { BYTES = 8192 };
@@ -77,6 +97,28 @@ static const char handler_line[] = "the handler's stream\n";
 static int pend_fd, pass_fd, h_errno1, h_close;
 static ssize_t h_r2;
 static struct stat h_st;
+static volatile sig_atomic_t h_done, w_go, w_in, w_timed_out, h_w_in; /* table_release_strict */
+static int w_fd;
+
+/* table_release_strict: SIGUSR2 on the writer, inside its strict overwrite (strict.write.logged): waits up to 8 s
+ * for the main thread's handler to be done */
+static void on_usr2(int sig) {
+    (void)sig;
+    int e = errno;
+    w_in = 1;
+    for (int i = 0; i < 8000 && !h_done; i++) nanosleep(&(struct timespec){0, 1000000}, NULL);
+    if (!h_done) w_timed_out = 1;
+    errno = e;
+}
+
+static void *release_writer(void *arg) {
+    (void)arg;
+    while (!w_go) nanosleep(&(struct timespec){0, 1000000}, NULL);
+    static char b[4096];
+    memset(b, 'W', sizeof b);
+    if (pwrite(w_fd, b, sizeof b, 0) != (ssize_t)sizeof b) _exit(7); /* the handler above runs inside it */
+    return NULL;
+}
 
 static void on_usr1(int sig) {
     (void)sig;
@@ -103,6 +145,21 @@ static void on_usr1(int sig) {
         h_errno1 = errno;
         h_r2 = link(hdir, to);
         h_errno2 = errno;
+    }
+    if (mode == TABLE_UNLINK || mode == TABLE_RENAME || mode == TABLE_TRUNCATE) {
+        char to[PATH_MAX + 8];
+        snprintf(to, sizeof to, "%s2", hdir);
+        h_w1 = mode == TABLE_UNLINK ? unlink(hdir) : mode == TABLE_RENAME ? rename(hdir, to) : truncate(hdir, 10);
+        h_errno1 = errno;
+    }
+    if (mode == TABLE_RELEASE_STRICT) {
+        w_go = 1; /* the writer's strict write, its handler inside it (strict.write.logged) */
+        for (int i = 0; i < 5000 && !w_in; i++) nanosleep(&(struct timespec){0, 1000000}, NULL);
+        h_w_in = w_in;
+        struct flock l = {.l_type = F_UNLCK, .l_whence = SEEK_SET, .l_len = 1};
+        h_w1 = fcntl(lock2_fd, F_SETLK, &l);
+        h_errno1 = errno;
+        h_done = 1;
     }
     if (mode == TABLE_OPEN_CLOSE) {
         h_w1 = open(hdir, O_RDWR | O_CREAT, 0644);
@@ -235,6 +292,110 @@ static void pending_child(const char *dir) {
     exit(0);
 }
 
+/* A file of `n` bytes of `fill` written and closed through the library: its entry stays in the file table. */
+static void write_closed(const char *p, char fill, size_t n) {
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0, "open %s: %s", p, strerror(errno));
+    static char buf[BYTES];
+    memset(buf, fill, sizeof buf);
+    st_write_all(fd, buf, n);
+    CHECK(close(fd) == 0, "close %s: %s", p, strerror(errno));
+}
+
+/* table_unlink, table_rename, table_truncate (above) */
+static void table_names_child(const char *dir) {
+    bool strict = getenv("DAXKIT_MODE") && !strcmp(getenv("DAXKIT_MODE"), "strict");
+    char to[PATH_MAX + 8], p[PATH_MAX];
+    st_path(hdir, sizeof hdir, dir, "n");
+    snprintf(to, sizeof to, "%s2", hdir);
+    write_closed(hdir, 'n', 100);
+    if (mode == TABLE_RENAME) write_closed(to, 'o', 200); /* replaced by the rename: its entry forgotten */
+    ow_fd = open_append(dir, "b", 'b', BYTES); /* pinned: the unlock's walk runs */
+    st_path(p, sizeof p, dir, "l1");
+    int l1 = open(p, O_RDWR | O_CREAT, 0644);
+    CHECK(l1 >= 0 && flock(l1, LOCK_EX) == 0, "open/flock %s: %s", p, strerror(errno));
+    uint64_t meta0 = st_counter(DK_C_strict_meta), forget0 = st_counter(DK_C_forget_later);
+    uint64_t refused0 = st_counter(DK_C_truncate_nested_refused);
+    CHECK(flock(l1, LOCK_UN) == 0, "flock LOCK_UN: %s", strerror(errno)); /* the handler runs in its walk */
+    CHECK(handled == 1, "the handler ran %d times (the crash point was not reached: DAXKIT_TEST_CRASH?)", (int)handled);
+    uint64_t meta = st_counter(DK_C_strict_meta) - meta0, forget = st_counter(DK_C_forget_later) - forget0;
+    uint64_t refused = st_counter(DK_C_truncate_nested_refused) - refused0;
+    struct stat st;
+    if (mode == TABLE_TRUNCATE) {
+        CHECK(h_w1 == -1 && h_errno1 == EDEADLK, "the handler's truncate returned %zd (%s), not EDEADLK", h_w1,
+              strerror(h_errno1));
+        CHECK(refused == 1, "truncate_nested_refused +%llu, not 1", (unsigned long long)refused);
+        CHECK(st_ksize(hdir) == 100, "n holds %lld bytes after the refused truncate, not 100", st_ksize(hdir));
+        CHECK(truncate(hdir, 10) == 0 && st_ksize(hdir) == 10, "the thread's truncate after: %s", strerror(errno));
+        NOTE("table_truncate: the handler's truncate by name refused (EDEADLK), nothing changed");
+        exit(0);
+    }
+    CHECK(h_w1 == 0, "the handler's %s returned %zd (%s)", mode == TABLE_UNLINK ? "unlink" : "rename", h_w1,
+          strerror(h_errno1));
+    CHECK(!strict || meta >= 1, "strict_meta +%llu: the handler's name change was not logged", (unsigned long long)meta);
+    CHECK(forget == 1, "forget_later +%llu, not 1", (unsigned long long)forget);
+    CHECK(stat(hdir, &st) != 0 && errno == ENOENT, "n is still there after the handler's %s",
+          mode == TABLE_UNLINK ? "unlink" : "rename");
+    if (mode == TABLE_RENAME) CHECK(st_ksize(to) == 100, "n2 holds %lld bytes, not n's 100", st_ksize(to));
+    /* the names used again: a new file on each, written and read back through the library */
+    for (int k = 0; k < 2; k++) {
+        const char *q = k ? to : hdir;
+        int fd = open(q, O_RDWR | O_CREAT | O_TRUNC, 0644);
+        char w[64], r[64] = {0};
+        memset(w, 'x' + k, sizeof w);
+        CHECK(fd >= 0, "open %s again: %s", q, strerror(errno));
+        st_write_all(fd, w, sizeof w);
+        CHECK(pread(fd, r, sizeof r, 0) == (ssize_t)sizeof r && !memcmp(r, w, sizeof w) && fstat(fd, &st) == 0 &&
+              st.st_size == (off_t)sizeof w, "%s made again: read back or size %lld", q, (long long)st.st_size);
+        close(fd);
+    }
+    NOTE("%s: the handler's %s made (strict_meta +%llu), the entry forgotten after the walk", mode == TABLE_UNLINK ? "table_unlink" : "table_rename",
+         mode == TABLE_UNLINK ? "unlink" : "rename", (unsigned long long)meta);
+    exit(0);
+}
+
+/* table_release_strict (above) */
+static void table_release_child(const char *dir) {
+    if (!getenv("DAXKIT_MODE") || strcmp(getenv("DAXKIT_MODE"), "strict")) SKIP("strict mode's checkpoint only");
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr2;
+    sigaction(SIGUSR2, &sa, NULL);
+    char p[PATH_MAX];
+    st_path(p, sizeof p, dir, "w");
+    int m = (int)syscall(SYS_openat, AT_FDCWD, p, O_RDWR | O_CREAT | O_TRUNC, 0644); /* no strict operation */
+    static char z[4096];
+    CHECK(m >= 0 && syscall(SYS_write, m, z, sizeof z) == (long)sizeof z, "set-up of %s", p);
+    syscall(SYS_close, m);
+    w_fd = open(p, O_RDWR);
+    CHECK(w_fd >= 0, "open %s: %s", p, strerror(errno));
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, release_writer, NULL) == 0, "pthread_create");
+    ow_fd = open_append(dir, "b", 'b', BYTES); /* pinned: the unlock's walk runs (strict.write.logged's first) */
+    st_path(p, sizeof p, dir, "l1");
+    int l1 = open(p, O_RDWR | O_CREAT, 0644);
+    st_path(p, sizeof p, dir, "l2");
+    lock2_fd = open(p, O_RDWR | O_CREAT, 0644);
+    CHECK(l1 >= 0 && lock2_fd >= 0, "open the lock files: %s", strerror(errno));
+    struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = 1};
+    CHECK(fcntl(lock2_fd, F_SETLK, &l) == 0 && flock(l1, LOCK_EX) == 0, "lock: %s", strerror(errno));
+    uint64_t ck0 = st_counter(DK_C_strict_ck_table_refused);
+    CHECK(flock(l1, LOCK_UN) == 0, "flock LOCK_UN: %s", strerror(errno)); /* the handler runs in its walk */
+    CHECK(handled == 1, "the handler ran %d times (the crash point was not reached: DAXKIT_TEST_CRASH?)", (int)handled);
+    CHECK(h_w_in, "the writer's cue (strict.write.logged:2) did not fire within 5 s of the handler's start");
+    CHECK(h_w1 == 0, "the handler's F_UNLCK returned %zd (%s)", h_w1, strerror(h_errno1));
+    CHECK(!w_timed_out, "the handler's lock release waited 8 s for another thread's strict write: a checkpoint "
+          "under the file table's lock");
+    CHECK(pthread_join(t, NULL) == 0, "join");
+    uint64_t ck = st_counter(DK_C_strict_ck_table_refused) - ck0;
+    CHECK(ck >= 1, "strict_ck_table_refused +%llu, not 1", (unsigned long long)ck);
+    static char r[4096];
+    CHECK(pread(w_fd, r, sizeof r, 0) == (ssize_t)sizeof r && r[0] == 'W' && r[4095] == 'W', "the writer's bytes");
+    NOTE("table_release_strict: the handler's release took no checkpoint under the table's lock (+%llu refused)",
+         (unsigned long long)ck);
+    exit(0);
+}
+
 static void child(const char *dir) {
     st_case_child_start(on_usr1);
     if (mode == TABLE_FORK || mode == TABLE_FORK_RETURN) {
@@ -358,6 +519,8 @@ static void child(const char *dir) {
               "handler's chmod 0600 and link", (unsigned)(st.st_mode & 0777), (long)st.st_nlink);
         exit(0);
     }
+    if (mode == TABLE_UNLINK || mode == TABLE_RENAME || mode == TABLE_TRUNCATE) table_names_child(dir);
+    if (mode == TABLE_RELEASE_STRICT) table_release_child(dir);
     if (mode >= PENDING_READ && mode <= PENDING_CLOSE) pending_child(dir);
     if (mode == PENDING_CLOSE_STAGE) pending_close_stage_child(dir);
     if (mode == STDIO_CLOSE) {
@@ -388,11 +551,13 @@ int main(int argc, char **argv) {
     const char *dir = st_dir(argc, argv);
     if (argc < 3)
         SKIP("usage: shim_handler_locks DIR unlock_flock|unlock_fcntl|sizerec_exit|sizerec__exit|dirfd_open|close_write|"
-             "stdio_close|table_open_close|table_attr_path|table_fork|table_fork_return|pending_read|pending_write|pending_fstat|"
+             "stdio_close|table_open_close|table_attr_path|table_unlink|table_rename|table_truncate|table_release_strict|"
+             "table_fork|table_fork_return|pending_read|pending_write|pending_fstat|"
              "pending_close|pending_close_write|pending_close_stage");
     const char *names[CASES] = {"unlock_flock",      "unlock_fcntl",  "sizerec_exit",        "sizerec__exit",
                                 "dirfd_open",        "close_write",   "stdio_close",         "table_open_close",
-                                "table_attr_path",
+                                "table_attr_path",   "table_unlink",  "table_rename",        "table_truncate",
+                                "table_release_strict",
                                 "table_fork",        "table_fork_return", "pending_read",    "pending_write",
                                 "pending_fstat",     "pending_close", "pending_close_write", "pending_close_stage"};
     mode = -1;
@@ -404,7 +569,7 @@ int main(int argc, char **argv) {
         SKIP("%s needs lazy adoption (DAXKIT_ADOPT_AFTER_IOS=4)", argv[2]);
     if (argc > 3 && strcmp(argv[3], "child") == 0) child(dir);
     st_run_case_child(argv, "the handler waited for its own thread's mutex");
-    if (mode == DIRFD_OPEN || (mode >= PENDING_READ && mode <= PENDING_CLOSE) || mode == PENDING_CLOSE_STAGE) {
+    if (mode == DIRFD_OPEN || (mode >= TABLE_UNLINK && mode <= TABLE_RELEASE_STRICT) || (mode >= PENDING_READ && mode <= PENDING_CLOSE) || mode == PENDING_CLOSE_STAGE) {
         NOTE("%s: the handler did not wait (the child checked the rest)", argv[2]);
         return 0;
     }
