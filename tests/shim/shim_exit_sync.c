@@ -50,6 +50,15 @@
  *                        SIGUSR1 on the exiting thread: its handler lets the worker go and waits up to 1 s for it):
  *                        it must wait for the end of the process, not make a log. Needs DAXKIT_TEST_CRASH=
  *                        raise:10:upath.fini.strict_down:1,raise:10:upath.fini.library_off:1.
+ *   down DIR logged|nolog  strict (session 28, strict27's note): at the cue upath.fini.strict_down (SIGUSR1 on the
+ *                        exiting thread, right after strict's shutdown, the library still on) its handler overwrites
+ *                        the file and ftruncates it through its descriptor. The shutdown holds every log's checkpoint
+ *                        lock until the process is gone, and no log is made after it: the exiting thread's own
+ *                        strict calls get EDEADLK (another thread's would wait for the end of the process) -- they
+ *                        must return (no hang), change nothing, and leave no log behind the exit. logged: the root's
+ *                        log exists (the child overwrote [0, 4 KiB) with 'L' first: the handler's write is nested in
+ *                        its thread's hold); nolog: the child only read, the root has no log (a log made now would
+ *                        be one the shutdown never saw). Needs DAXKIT_TEST_CRASH=raise:10:upath.fini.strict_down:1.
  *   lock DIR             sync, strict (review 25, #6): a child truncates another file by name (its sync's open in
  *                        the descriptor window reads /proc/locks once: none inherited) and exits; at the cue
  *                        upath.fini.library_off the exiting thread's handler opens its managed file again (Y),
@@ -61,6 +70,7 @@
  *
  * Sync and strict: the child is killed at upath.exit.synced (stdio, own) and the file holds what the exit's
  * call wrote; posix mode: the child exits 0 (no fdatasync: posix promises none) with the same file. */
+#include <dirent.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <time.h>
@@ -541,6 +551,102 @@ static void case_newroot(const char *dir, const char *how) {
            how, nsh->worker_rc ? "returned" : "held to the end");
 }
 
+/* ---- down: the exiting thread's own strict calls after the strict shutdown (strict27's note) ---- */
+
+struct down_shared {
+    volatile int cues, w_rc, w_errno, t_rc, t_errno;
+};
+static struct down_shared *dsh;
+static int down_fd = -1;
+
+static void down_on_usr1(int sig) {
+    (void)sig;
+    int e = errno;
+    dsh->cues++;
+    static char h[OLDER_BYTES];
+    memset(h, 'H', sizeof h);
+    errno = 0;
+    dsh->w_rc = (int)pwrite(down_fd, h, sizeof h, 0);
+    dsh->w_errno = errno;
+    errno = 0;
+    dsh->t_rc = ftruncate(down_fd, 100);
+    dsh->t_errno = errno;
+    errno = e;
+}
+
+/* The strict logs (*.log) in DIR's area. */
+static int down_logs(const char *dir, char *names, size_t cap) {
+    char area[PATH_MAX];
+    snprintf(area, sizeof area, "%s/.daxkit", dir);
+    DIR *d = opendir(area);
+    int n = 0;
+    names[0] = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        size_t l = strlen(e->d_name);
+        if (l > 4 && !strcmp(e->d_name + l - 4, ".log")) {
+            n++;
+            snprintf(names + strlen(names), cap - strlen(names), " %s", e->d_name);
+        }
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+static void case_down(const char *dir, const char *how) {
+    signal(SIGUSR1, SIG_IGN); /* this process's own exit passes the cue too */
+    if (strcmp(mode_name(), "strict")) SKIP("strict mode's shutdown only");
+    bool logged = !strcmp(how, "logged");
+    CHECK(logged || !strcmp(how, "nolog"), "down: logged or nolog, not %s", how);
+    char path[PATH_MAX], names[1024];
+    st_path(path, sizeof path, dir, "down_data");
+    dsh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(dsh != MAP_FAILED, "mmap");
+    static char a[2 * OLDER_BYTES];
+    memset(a, 'A', sizeof a);
+    int m = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC, 0644); /* no log made */
+    CHECK(m >= 0 && syscall(SYS_write, m, a, sizeof a) == (long)sizeof a && syscall(SYS_fsync, m) == 0, "set-up");
+    syscall(SYS_close, m);
+    CHECK(down_logs(dir, names, sizeof names) == 0, "a log before the child:%s", names);
+    pid_t c = fork();
+    CHECK(c >= 0, "fork");
+    if (c == 0) {
+        down_fd = open(path, O_RDWR);
+        if (down_fd < 0 || pread(down_fd, a, OLDER_BYTES, 0) != OLDER_BYTES) _exit(2);
+        static char l[OLDER_BYTES];
+        memset(l, 'L', sizeof l);
+        if (logged && pwrite(down_fd, l, sizeof l, 0) != (ssize_t)sizeof l) _exit(3); /* the root's log made */
+        if (logged && down_logs(dir, names, sizeof names) != 1) _exit(4);
+        struct sigaction sa = {.sa_handler = down_on_usr1};
+        sigaction(SIGUSR1, &sa, NULL);
+        exit(0);
+    }
+    int st = 0;
+    pid_t w = 0;
+    for (int ms = 0; ms < 20000 && (w = waitpid(c, &st, WNOHANG)) == 0; ms += 10) usleep(10000);
+    if (w == 0) {
+        kill(c, SIGKILL);
+        waitpid(c, &st, 0);
+        FAIL("%s: the exiting child did not end within 20 s: its handler's strict call after the shutdown waited "
+             "(cues %d)", how, dsh->cues);
+    }
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: the child ended with status 0x%x", how, st);
+    if (dsh->cues < 1) SKIP("the cue did not fire (DAXKIT_TEST_CRASH unset, or not a test build)");
+    CHECK(dsh->w_rc == -1 && dsh->w_errno == EDEADLK, "%s: the exiting thread's write after the strict shutdown "
+          "returned %d (%s), not EDEADLK", how, dsh->w_rc, strerror(dsh->w_errno));
+    CHECK(dsh->t_rc == -1 && dsh->t_errno == EDEADLK, "%s: the exiting thread's ftruncate after the strict shutdown "
+          "returned %d (%s), not EDEADLK", how, dsh->t_rc, strerror(dsh->t_errno));
+    int logs = down_logs(dir, names, sizeof names);
+    CHECK(logs == 0, "%s: %d log(s) left behind the exit:%s", how, logs, names);
+    static char buf[2 * OLDER_BYTES + 1];
+    long n = file_read(path, buf, sizeof buf);
+    CHECK(n == 2 * OLDER_BYTES, "%s: the file holds %ld bytes, not %d (the refused ftruncate cut it?)", how, n,
+          2 * OLDER_BYTES);
+    for (long i = 0; i < n; i++)
+        CHECK(buf[i] == (logged && i < OLDER_BYTES ? 'L' : 'A'), "%s: byte %ld is 0x%02x", how, i, (unsigned char)buf[i]);
+    printf("down: %s: the exiting thread's strict write and ftruncate after the shutdown: EDEADLK, nothing changed, "
+           "no log left\n", how);
+}
+
 /* ---- lock: a first POSIX lock after exit and the exit's truncate by name (review 25, #6) ---- */
 
 struct lock_shared {
@@ -648,7 +754,7 @@ static void case_lock(const char *dir) {
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: shim_exit_sync DIR stdio|own write|ftruncate|truncate|cancel ftruncate|truncate|truncate open|closed|"
-                        "older keep|crash|newroot keep|crash|lock\n");
+                        "older keep|crash|newroot keep|crash|lock|down logged|nolog\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IONBF, 0); /* nothing of the parent's buffered across the forks */
@@ -659,6 +765,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[2], "older") && argc > 3) case_older(argv[1], argv[3]);
     else if (!strcmp(argv[2], "newroot") && argc > 3) case_newroot(argv[1], argv[3]);
     else if (!strcmp(argv[2], "lock")) case_lock(argv[1]);
+    else if (!strcmp(argv[2], "down") && argc > 3) case_down(argv[1], argv[3]);
     else FAIL("unknown case %s", argv[2]);
     return 0;
 }
