@@ -15,6 +15,13 @@
  *             shim.open.adopting (the kernel's open done, before the adoption): DAXKIT_TEST_CRASH=
  *             raise:10:shim.open.adopting:3 (this program's third open). Before: SIGBUS (sync, strict), or W's
  *             write lost (posix: the file 10 bytes).
+ *     otrunc_link  the open with O_TRUNC is made through a symbolic link outside the managed directory (beside it on
+ *             the medium), no cue: W writes after the open returned. What holds for such an open (docs/guarantees.md,
+ *             "Truncating a file open here"): the file is cut, the library's view of it (W's descriptor) takes the
+ *             new size at the open's adoption, and strict mode logs the truncate (strict_meta +1: the file's root is
+ *             found through the link) and holds its root's strict writes out across the kernel's open. What does
+ *             not: the file is not held across the kernel's open -- another thread's write past the new end inside
+ *             that window is the SIGBUS or lost write `otrunc` shows (names outside the roots are not looked at).
  * The file (12,288 bytes of 'a', mapped: DAXKIT_MAP_AFTER_IOS=0 read it in place) must end as the kernel makes it
  * of a truncate to 10 and then that write: 8,192 bytes, 'a' x 10, zeros, 'W' x 4,096. Exit 0 pass, 1 fail (a
  * SIGBUS kills the process: the runner reports it), 77 skip (the cue did not fire). */
@@ -55,11 +62,13 @@ static void on_cue(int sig) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: shim_trunc_name_cut DIR cut|locked|otrunc\n");
+        fprintf(stderr, "usage: shim_trunc_name_cut DIR cut|locked|otrunc|otrunc_link\n");
         return 2;
     }
-    bool otrunc = !strcmp(argv[2], "otrunc");
-    CHECK(otrunc || !strcmp(argv[2], "cut") || !strcmp(argv[2], "locked"), "cut, locked or otrunc, not %s", argv[2]);
+    bool link_case = !strcmp(argv[2], "otrunc_link");
+    bool otrunc = link_case || !strcmp(argv[2], "otrunc");
+    CHECK(otrunc || !strcmp(argv[2], "cut") || !strcmp(argv[2], "locked"), "cut, locked, otrunc or otrunc_link, not %s",
+          argv[2]);
     st_path(path, sizeof path, argv[1], "cut_f");
     static char a[12288];
     memset(a, 'a', sizeof a);
@@ -73,15 +82,32 @@ int main(int argc, char **argv) {
     sigaction(SIGUSR1, &sa, NULL);
     pthread_t t;
     CHECK(pthread_create(&t, NULL, w_main, NULL) == 0, "pthread_create");
+    char link_path[PATH_MAX + 32];
+    uint64_t meta0 = 0;
+    bool strict = getenv("DAXKIT_MODE") && !strcmp(getenv("DAXKIT_MODE"), "strict");
+    if (link_case) { /* DIR's parent: the medium's root, not managed */
+        snprintf(link_path, sizeof link_path, "%s", argv[1]);
+        char *slash = strrchr(link_path, '/');
+        CHECK(slash && slash != link_path, "DIR %s has no parent", argv[1]);
+        snprintf(slash, sizeof link_path - (size_t)(slash - link_path), "/otrunc_link");
+        unlink(link_path);
+        CHECK(symlink(path, link_path) == 0, "symlink %s: %s", link_path, strerror(errno));
+        meta0 = strict ? st_counter(DK_C_strict_meta) : 0;
+    }
     if (otrunc) {
-        int tf = open(path, O_WRONLY | O_TRUNC); /* (its descriptor kept: a close is a publish point) */
+        int tf = open(link_case ? link_path : path, O_WRONLY | O_TRUNC); /* (its descriptor kept: a close is a publish point) */
         CHECK(tf >= 0 && write(tf, a, 10) == 10, "open with O_TRUNC, write: %s", strerror(errno));
     } else {
         CHECK(truncate(path, 10) == 0, "truncate: %s", strerror(errno));
     }
     go = 1; /* (no cue: W writes after the truncate) */
     pthread_join(t, NULL);
-    if (!cued) SKIP("the cue did not fire (DAXKIT_TEST_CRASH unset, or not a test build)");
+    if (!cued && !link_case) SKIP("the cue did not fire (DAXKIT_TEST_CRASH unset, or not a test build)");
+    if (link_case && strict) {
+        uint64_t meta = st_counter(DK_C_strict_meta) - meta0;
+        CHECK(meta >= 1, "strict: the open with O_TRUNC through %s logged no truncate (strict_meta +%llu)", link_path,
+              (unsigned long long)meta);
+    }
     CHECK(wrc == 4096, "W's pwrite returned %zd (%s)", wrc, strerror(errno));
     struct stat st;
     CHECK(fstat(wfd, &st) == 0 && st.st_size == 8192, "fstat through W's descriptor: %lld bytes, not 8,192",
@@ -96,6 +122,12 @@ int main(int argc, char **argv) {
         char want = i < 10 ? 'a' : i < 4096 ? 0 : 'W';
         CHECK(kbuf[i] == want, "the kernel's byte %ld is 0x%02x, not 0x%02x", i, kbuf[i], want);
         CHECK(buf[i] == want, "the library's byte %ld is 0x%02x, not 0x%02x", i, buf[i], want);
+    }
+    if (link_case) {
+        unlink(link_path);
+        printf("otrunc_link: the open with O_TRUNC through a link outside the roots cut the file; W's write after it: "
+               "the file is the kernel's 8,192 bytes%s\n", strict ? "; strict logged the truncate" : "");
+        return 0;
     }
     printf("%s: W's write past the new end %s the %s: the file is the kernel's 8,192 bytes\n", argv[2],
            inside ? "completed inside" : "waited for", otrunc ? "open with O_TRUNC" : "truncate by name");
