@@ -247,9 +247,14 @@ static bool errno_no_space(int e) { return e == ENOSPC || e == EDQUOT || e == EN
 static bool strict_down;
 static __thread bool strict_down_here;
 
+/* strict_for_how's last NULL on this thread was a signal handler's inside its thread's hold of the root's mutex
+ * (the log's set-up, the medium's probe): set and cleared by each call, read by no_log_errno right after it. */
+static __thread bool strict_mu_refused;
+
 /* The errno of a data operation that has no log (strict_for returned NULL). */
 static int no_log_errno(void) {
-    if (DK_UNLIKELY(strict_down_here)) { /* a signal handler's on the exiting thread, after the shutdown */
+    if (DK_UNLIKELY(strict_down_here || strict_mu_refused)) { /* a signal handler's on the exiting thread, after
+                                                               * the shutdown; or inside its thread's log set-up */
         dk_count(DK_C_strict_nested_refused, 1);
         return EDEADLK;
     }
@@ -325,6 +330,16 @@ static inline struct up_strict *strict_for(struct up_root *r) { return strict_fo
 static struct up_strict *strict_for_how(struct up_root *r, bool park) {
     struct up_strict *st = __atomic_load_n(&r->strict, __ATOMIC_ACQUIRE);
     if (st) return st;
+    /* A signal handler that interrupted its thread inside r->mu -- the log's set-up below, or the medium's probe
+     * (managed.c up_root_probe) -- waited for its own thread for ever (session 28): no log for it. A name's record
+     * goes unlogged (counted by the caller: no log exists yet, so no record of this process can be replayed over
+     * it), as does a truncate by name; a data operation fails with EDEADLK (no_log_errno). */
+    strict_mu_refused = false;
+    if (DK_UNLIKELY(dk_mu_mine(&r->mu))) {
+        dk_count(DK_C_mu_mine_skips, 1);
+        strict_mu_refused = true;
+        return NULL;
+    }
     /* Cancellation off while r->mu is held: the set-up's system calls (openat, the log's zero fill, fsyncs)
      * are cancellation points, and a thread cancelled inside left r->mu held -- every later strict operation
      * of the process then waited for it for ever (review 11, finding 2). */

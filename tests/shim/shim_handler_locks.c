@@ -49,6 +49,12 @@
  *     the other thread's write (and for ever for an exit's strict shutdown, which holds the checkpoint lock and
  *     then takes the table's). Now no checkpoint is taken under the table's lock (strict_ck_table_refused +1):
  *     the handler returns while the other thread is still inside its write.
+ *   logcreate_names (SITE strict.log_create.root_locked; strict): the thread's first strict write makes the
+ *     root's log under the root's mutex; the handler unlinks a file, renames one, truncates one by name and
+ *     overwrites another through its descriptor -- each reached strict_for, which waited for that mutex for ever
+ *     (session 28). Now the names are changed unlogged (no log exists yet: no record of the process can be
+ *     replayed over them; strict_meta_unlogged), the truncate too, and the write fails with EDEADLK (it cannot be
+ *     logged); the thread's write then makes the log and completes.
  *   table_fork (SITE upath.publish_all.table_locked): as unlock_flock, the handler forks -- the fork's
  *     preparation waited for the table's lock for ever (session 16's note). The fork is made without it
  *     (fork_nested +1); its child runs without the library: it creates and writes a file (the kernel's at
@@ -82,7 +88,7 @@
 #include "shim_test.h"
 
 enum { UNLOCK_FLOCK, UNLOCK_FCNTL, SIZEREC_EXIT, SIZEREC__EXIT, DIRFD_OPEN, CLOSE_WRITE, STDIO_CLOSE, TABLE_OPEN_CLOSE,
-       TABLE_ATTR_PATH, TABLE_UNLINK, TABLE_RENAME, TABLE_TRUNCATE, TABLE_RELEASE_STRICT, TABLE_FORK, TABLE_FORK_RETURN, PENDING_READ, PENDING_WRITE, PENDING_FSTAT, PENDING_CLOSE, PENDING_CLOSE_WRITE,
+       TABLE_ATTR_PATH, TABLE_UNLINK, TABLE_RENAME, TABLE_TRUNCATE, TABLE_RELEASE_STRICT, LOGCREATE_NAMES, TABLE_FORK, TABLE_FORK_RETURN, PENDING_READ, PENDING_WRITE, PENDING_FSTAT, PENDING_CLOSE, PENDING_CLOSE_WRITE,
        PENDING_CLOSE_STAGE, CASES };
 enum { FORKED_BYTES = 100 };
 enum { BYTES = 8192 };
@@ -98,7 +104,7 @@ static int pend_fd, pass_fd, h_errno1, h_close;
 static ssize_t h_r2;
 static struct stat h_st;
 static volatile sig_atomic_t h_done, w_go, w_in, w_timed_out, h_w_in; /* table_release_strict */
-static int w_fd;
+static int w_fd, h_errno3, h_errno4;
 
 /* table_release_strict: SIGUSR2 on the writer, inside its strict overwrite (strict.write.logged): waits up to 8 s
  * for the main thread's handler to be done */
@@ -151,6 +157,21 @@ static void on_usr1(int sig) {
         snprintf(to, sizeof to, "%s2", hdir);
         h_w1 = mode == TABLE_UNLINK ? unlink(hdir) : mode == TABLE_RENAME ? rename(hdir, to) : truncate(hdir, 10);
         h_errno1 = errno;
+    }
+    if (mode == LOGCREATE_NAMES) {
+        char p[PATH_MAX + 8], q[PATH_MAX + 8];
+        snprintf(p, sizeof p, "%s/u", hdir);
+        h_w1 = unlink(p);
+        h_errno1 = errno;
+        snprintf(p, sizeof p, "%s/r", hdir);
+        snprintf(q, sizeof q, "%s/r2", hdir);
+        h_r2 = rename(p, q);
+        h_errno2 = errno;
+        snprintf(p, sizeof p, "%s/t", hdir);
+        h_close = truncate(p, 10);
+        h_errno3 = errno;
+        h_w2 = pwrite(ow_fd, "H", 1, 0);
+        h_errno4 = errno;
     }
     if (mode == TABLE_RELEASE_STRICT) {
         w_go = 1; /* the writer's strict write, its handler inside it (strict.write.logged) */
@@ -354,6 +375,50 @@ static void table_names_child(const char *dir) {
     exit(0);
 }
 
+/* logcreate_names (above) */
+static void logcreate_child(const char *dir) {
+    if (!getenv("DAXKIT_MODE") || strcmp(getenv("DAXKIT_MODE"), "strict")) SKIP("strict mode's log only");
+    snprintf(hdir, sizeof hdir, "%s", dir);
+    const char *names[] = {"u", "r", "t", "o", "a"};
+    static char z[100];
+    memset(z, 'z', sizeof z);
+    for (int i = 0; i < 5; i++) { /* made without the library: no strict operation, no log yet */
+        char p[PATH_MAX];
+        st_path(p, sizeof p, dir, names[i]);
+        int m = (int)syscall(SYS_openat, AT_FDCWD, p, O_RDWR | O_CREAT | O_TRUNC, 0644);
+        CHECK(m >= 0 && syscall(SYS_write, m, z, sizeof z) == (long)sizeof z, "set-up of %s", p);
+        syscall(SYS_close, m);
+    }
+    char p[PATH_MAX];
+    st_path(p, sizeof p, dir, "o");
+    ow_fd = open(p, O_RDWR);
+    st_path(p, sizeof p, dir, "a");
+    int a = open(p, O_RDWR);
+    CHECK(ow_fd >= 0 && a >= 0, "open: %s", strerror(errno));
+    uint64_t unlogged0 = st_counter(DK_C_strict_meta_unlogged);
+    CHECK(pwrite(a, "A", 1, 0) == 1, "the thread's first strict write: %s", strerror(errno)); /* the handler: in its log's set-up */
+    CHECK(handled == 1, "the handler ran %d times (the crash point was not reached: DAXKIT_TEST_CRASH?)", (int)handled);
+    uint64_t unlogged = st_counter(DK_C_strict_meta_unlogged) - unlogged0;
+    CHECK(h_w1 == 0, "the handler's unlink returned %zd (%s)", h_w1, strerror(h_errno1));
+    CHECK(h_r2 == 0, "the handler's rename returned %zd (%s)", h_r2, strerror(h_errno2));
+    CHECK(h_close == 0, "the handler's truncate returned %d (%s)", h_close, strerror(h_errno3));
+    CHECK(h_w2 == -1 && h_errno4 == EDEADLK, "the handler's write returned %zd (%s), not EDEADLK", h_w2, strerror(h_errno4));
+    CHECK(unlogged >= 3, "strict_meta_unlogged +%llu, not 3", (unsigned long long)unlogged);
+    st_path(p, sizeof p, dir, "u");
+    CHECK(access(p, F_OK) != 0, "u is still there");
+    st_path(p, sizeof p, dir, "r2");
+    CHECK(st_ksize(p) == 100, "r2 holds %lld bytes, not r's 100", st_ksize(p));
+    st_path(p, sizeof p, dir, "t");
+    CHECK(st_ksize(p) == 10, "t holds %lld bytes after the handler's truncate to 10", st_ksize(p));
+    char c = 0;
+    CHECK(pread(ow_fd, &c, 1, 0) == 1 && c == 'z', "o's byte 0 is 0x%02x after the refused write", (unsigned char)c);
+    CHECK(pwrite(ow_fd, "T", 1, 0) == 1 && pread(a, &c, 1, 0) == 1 && c == 'A', "the thread's writes after: %s",
+          strerror(errno));
+    NOTE("logcreate_names: the handler's names and truncate made unlogged (+%llu), its write EDEADLK; no wait",
+         (unsigned long long)unlogged);
+    exit(0);
+}
+
 /* table_release_strict (above) */
 static void table_release_child(const char *dir) {
     if (!getenv("DAXKIT_MODE") || strcmp(getenv("DAXKIT_MODE"), "strict")) SKIP("strict mode's checkpoint only");
@@ -521,6 +586,7 @@ static void child(const char *dir) {
     }
     if (mode == TABLE_UNLINK || mode == TABLE_RENAME || mode == TABLE_TRUNCATE) table_names_child(dir);
     if (mode == TABLE_RELEASE_STRICT) table_release_child(dir);
+    if (mode == LOGCREATE_NAMES) logcreate_child(dir);
     if (mode >= PENDING_READ && mode <= PENDING_CLOSE) pending_child(dir);
     if (mode == PENDING_CLOSE_STAGE) pending_close_stage_child(dir);
     if (mode == STDIO_CLOSE) {
@@ -552,12 +618,12 @@ int main(int argc, char **argv) {
     if (argc < 3)
         SKIP("usage: shim_handler_locks DIR unlock_flock|unlock_fcntl|sizerec_exit|sizerec__exit|dirfd_open|close_write|"
              "stdio_close|table_open_close|table_attr_path|table_unlink|table_rename|table_truncate|table_release_strict|"
-             "table_fork|table_fork_return|pending_read|pending_write|pending_fstat|"
+             "logcreate_names|table_fork|table_fork_return|pending_read|pending_write|pending_fstat|"
              "pending_close|pending_close_write|pending_close_stage");
     const char *names[CASES] = {"unlock_flock",      "unlock_fcntl",  "sizerec_exit",        "sizerec__exit",
                                 "dirfd_open",        "close_write",   "stdio_close",         "table_open_close",
                                 "table_attr_path",   "table_unlink",  "table_rename",        "table_truncate",
-                                "table_release_strict",
+                                "table_release_strict", "logcreate_names",
                                 "table_fork",        "table_fork_return", "pending_read",    "pending_write",
                                 "pending_fstat",     "pending_close", "pending_close_write", "pending_close_stage"};
     mode = -1;
@@ -569,7 +635,7 @@ int main(int argc, char **argv) {
         SKIP("%s needs lazy adoption (DAXKIT_ADOPT_AFTER_IOS=4)", argv[2]);
     if (argc > 3 && strcmp(argv[3], "child") == 0) child(dir);
     st_run_case_child(argv, "the handler waited for its own thread's mutex");
-    if (mode == DIRFD_OPEN || (mode >= TABLE_UNLINK && mode <= TABLE_RELEASE_STRICT) || (mode >= PENDING_READ && mode <= PENDING_CLOSE) || mode == PENDING_CLOSE_STAGE) {
+    if (mode == DIRFD_OPEN || (mode >= TABLE_UNLINK && mode <= LOGCREATE_NAMES) || (mode >= PENDING_READ && mode <= PENDING_CLOSE) || mode == PENDING_CLOSE_STAGE) {
         NOTE("%s: the handler did not wait (the child checked the rest)", argv[2]);
         return 0;
     }
