@@ -1,9 +1,10 @@
 #include "common/crc32c.h"
 
-#include <cpuid.h>
 #include <stdbool.h>
 #include <nmmintrin.h>
 #include <string.h>
+
+#include "common/cpu.h"
 
 #define CRC32C_POLY_REFLECTED 0x82F63B78u
 
@@ -64,21 +65,10 @@ __attribute__((target("sse4.2"))) uint32_t dk_crc32c_hw(uint32_t crc, const void
     return ~c32;
 }
 
-#if __has_include(<sys/platform/x86.h>)
-#include <sys/platform/x86.h>
-/* glibc's detection, made at its start-up: no cpuid of ours (a hypervisor exit, 3.6 us here: persist.c). */
-static bool sse42_cpu(void) { return CPU_FEATURE_ACTIVE(SSE4_2) != 0; }
-#else
-static bool sse42_cpu(void) {
-    unsigned a, b, c, d;
-    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2);
-}
-#endif
-
 int dk_crc32c_have_hw(void) {
     int s = __atomic_load_n(&hw_state, __ATOMIC_RELAXED);
     if (s == 0) {
-        s = sse42_cpu() ? 2 : 1;
+        s = dk_cpu_has(DK_CPU_SSE4_2) ? 2 : 1;
         __atomic_store_n(&hw_state, s, __ATOMIC_RELAXED);
     }
     return s == 2;

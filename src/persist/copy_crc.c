@@ -16,13 +16,13 @@
  * fold without the copy (the page cache's inline records, recovery's check of staged bytes). Chosen once
  * (CPUID, or DAXKIT_CRC_FOLD for tests); every way gives the same value, bit for bit
  * (tests/persist/crc_fold_diff.c). */
-#include <cpuid.h>
 #include <immintrin.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/config.h"
+#include "common/cpu.h"
 #include "common/crc32c.h"
 #include "common/dk.h"
 #include "persist/internal.h"
@@ -50,35 +50,11 @@ static uint64_t xpow_reflected(unsigned e) {
 
 static struct fold_k fold_by(unsigned bits) { return (struct fold_k){xpow_reflected(bits + 31), xpow_reflected(bits - 33)}; }
 
-#if __has_include(<sys/platform/x86.h>)
-#include <sys/platform/x86.h>
-/* glibc's detection, made at its start-up ("active": the CPU has it and the kernel saves its state): no cpuid
- * of ours -- each one exits to the hypervisor in a virtual machine (3.6 us here; persist.c). */
-static bool fold512_cpu(void) { return CPU_FEATURE_ACTIVE(AVX512F) && CPU_FEATURE_ACTIVE(VPCLMULQDQ); }
-static bool pclmul_cpu(void) { return CPU_FEATURE_ACTIVE(PCLMULQDQ) != 0; }
-#else
-/* AVX-512F and VPCLMULQDQ, with the OS saving the AVX-512 state (XCR0: SSE, AVX, opmask, ZMM). */
-static bool fold512_cpu(void) {
-    unsigned a, b, c, d;
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-    if (!(b >> 16 & 1) || !(c >> 10 & 1)) return false;
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c >> 27 & 1)) return false; /* OSXSAVE */
-    unsigned lo, hi;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    return (lo & 0xe6) == 0xe6;
-}
-
-/* PCLMULQDQ (SSE state only, which every x86-64 OS saves). */
-static bool pclmul_cpu(void) {
-    unsigned a, b, c, d;
-    return __get_cpuid(1, &a, &b, &c, &d) && (c >> 1 & 1);
-}
-#endif
-
 /* The best level the CPU has, or `choice` (enum dk_crc_fold_choice) when it has that one. */
 static enum fold_level fold_pick(int choice) {
     if (!dk_crc32c_have_hw()) return FOLD_OFF; /* each way finishes with the crc32 instruction */
-    bool has512 = fold512_cpu(), has128 = pclmul_cpu();
+    bool has512 = dk_cpu_has(DK_CPU_AVX512F) && dk_cpu_has(DK_CPU_VPCLMULQDQ);
+    bool has128 = dk_cpu_has(DK_CPU_PCLMULQDQ);
     enum fold_level best = has512 ? FOLD_AVX512 : has128 ? FOLD_PCLMUL : FOLD_OFF;
     switch (choice) {
     case DK_CRC_FOLD_AVX512: return has512 ? FOLD_AVX512 : best;

@@ -1,10 +1,10 @@
 #include "persist/persist.h"
 
-#include <cpuid.h>
 #include <immintrin.h>
 #include <string.h>
 
 #include "common/config.h"
+#include "common/cpu.h"
 #include "common/dk.h"
 #include "persist/internal.h"
 
@@ -18,39 +18,14 @@ struct cpu_features {
     int clwb, clflushopt, avx2, avx512f;
 };
 
-#if __has_include(<sys/platform/x86.h>)
-#include <sys/platform/x86.h>
-/* glibc's detection, made once at its start-up ("active": the CPU has it and the kernel enabled its state, as
- * the XGETBV check below): no cpuid of ours -- in a virtual machine each one exits to the hypervisor (3.6 us
- * here; the four below took ~15 us of every daxkit process's start). */
+/* Chosen once, at the library's start-up (common/cpu.h: glibc's detection, no cpuid of ours -- the four took ~15
+ * us of every daxkit process's start in a virtual machine). */
 static struct cpu_features cpu_detect(void) {
-    return (struct cpu_features){.clwb = CPU_FEATURE_ACTIVE(CLWB) != 0,
-                                 .clflushopt = CPU_FEATURE_ACTIVE(CLFLUSHOPT) != 0,
-                                 .avx2 = CPU_FEATURE_ACTIVE(AVX2) != 0,
-                                 .avx512f = CPU_FEATURE_ACTIVE(AVX512F) != 0};
+    return (struct cpu_features){.clwb = dk_cpu_has(DK_CPU_CLWB),
+                                 .clflushopt = dk_cpu_has(DK_CPU_CLFLUSHOPT),
+                                 .avx2 = dk_cpu_has(DK_CPU_AVX2),
+                                 .avx512f = dk_cpu_has(DK_CPU_AVX512F)};
 }
-#else
-static struct cpu_features cpu_detect(void) {
-    struct cpu_features f = {0};
-    unsigned a, b, c, d;
-    if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
-        f.clwb = (b >> 24) & 1;
-        f.clflushopt = (b >> 23) & 1;
-        f.avx2 = (b >> 5) & 1;
-        f.avx512f = (b >> 16) & 1;
-    }
-    /* AVX state must be enabled by the OS (XGETBV), or vector stores fault. */
-    if (__get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 27))) {
-        unsigned lo, hi;
-        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-        if ((lo & 0x6) != 0x6) f.avx2 = f.avx512f = 0;
-        if ((lo & 0xe6) != 0xe6) f.avx512f = 0;
-    } else {
-        f.avx2 = f.avx512f = 0;
-    }
-    return f;
-}
-#endif
 
 void dk_persist_init(int choice) {
     struct cpu_features f = cpu_detect();

@@ -1,6 +1,5 @@
 /* Descriptor-level glue of the user-space path: adoption of managed descriptors, close and dup,
  * offset-only calls (lseek), durability calls (fsync), size changes (ftruncate, fallocate). */
-#include <cpuid.h>
 #include <dirent.h>
 #include <immintrin.h>
 #include <limits.h>
@@ -10,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/cpu.h"
 #include "common/crashpoint.h"
 #include "common/log.h"
 #include "common/pwrite_all.h"
@@ -95,20 +95,8 @@ static bool put_off(const struct up_slot *s, struct up_file *f, int64_t how, uin
 /* RTM usable (CPUID leaf 7, EBX bit 11; cleared where the kernel turned TSX off): 1, 0, or -1 not asked yet. */
 static int rtm_usable = -1;
 
-#if __has_include(<sys/platform/x86.h>)
-#include <sys/platform/x86.h>
-/* glibc's detection, made at its start-up: no cpuid of ours (a hypervisor exit, 3.6 us here: persist.c); "active"
- * also leaves out a CPU whose microcode makes every transaction abort (RTM_ALWAYS_ABORT). */
-static bool rtm_cpu(void) { return CPU_FEATURE_ACTIVE(RTM) != 0; }
-#else
-static bool rtm_cpu(void) {
-    unsigned a, b = 0, c, d;
-    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 11));
-}
-#endif
-
 static __attribute__((noinline, cold)) int rtm_ask(void) {
-    int ok = rtm_cpu();
+    int ok = dk_cpu_has(DK_CPU_RTM); /* (glibc's "active" leaves out RTM_ALWAYS_ABORT) */
     __atomic_store_n(&rtm_usable, ok, __ATOMIC_RELAXED);
     return ok;
 }
