@@ -131,6 +131,28 @@ bool dk_config_env_bool(const char *name, bool def) {
     return v && parse_bool(v, &b) == 0 ? b : def;
 }
 
+static void describe_accepted(const struct opt_desc *o, char *buf, size_t len) {
+    switch (o->type) {
+    case T_BOOL: snprintf(buf, len, "0 or 1"); break;
+    case T_UINT: snprintf(buf, len, "an integer from %llu to %llu (decimal)", (unsigned long long)o->lo,
+                          (unsigned long long)o->hi); break;
+    case T_SIZE: snprintf(buf, len, "a size from %llu to %llu bytes (decimal; suffixes K, M, G, T)",
+                          (unsigned long long)o->lo, (unsigned long long)o->hi); break;
+    case T_ENUM: snprintf(buf, len, "one of %s", o->values); break;
+    case T_STR: snprintf(buf, len, "a string"); break;
+    case T_PATH: snprintf(buf, len, "an absolute path of at most %d bytes", DK_PATH_OPT_MAX); break;
+    }
+}
+
+/* dk_config_load's message for a bad value of `o`. */
+static void report_bad(const struct opt_desc *o, const char *v, void (*report)(const char *msg)) {
+    char key[64], accepted[160], msg[512];
+    env_key(key, o->name);
+    describe_accepted(o, accepted, sizeof accepted);
+    snprintf(msg, sizeof msg, "%s='%s' is not valid: expected %s", key, v, accepted);
+    report(msg);
+}
+
 /* Stores `s` into the field of `o`. Returns 0 or -1 when the value is not acceptable. */
 static int set_value(struct dk_config *cfg, const struct opt_desc *o, const char *s) {
     char *field = (char *)cfg + o->offset;
@@ -173,23 +195,22 @@ void dk_config_defaults(struct dk_config *cfg) {
     }
 }
 
-static void describe_accepted(const struct opt_desc *o, char *buf, size_t len) {
-    switch (o->type) {
-    case T_BOOL: snprintf(buf, len, "0 or 1"); break;
-    case T_UINT: snprintf(buf, len, "an integer from %llu to %llu (decimal)", (unsigned long long)o->lo,
-                          (unsigned long long)o->hi); break;
-    case T_SIZE: snprintf(buf, len, "a size from %llu to %llu bytes (decimal; suffixes K, M, G, T)",
-                          (unsigned long long)o->lo, (unsigned long long)o->hi); break;
-    case T_ENUM: snprintf(buf, len, "one of %s", o->values); break;
-    case T_STR: snprintf(buf, len, "a string"); break;
-    case T_PATH: snprintf(buf, len, "an absolute path of at most %d bytes", DK_PATH_OPT_MAX); break;
-    }
-}
-
 static const struct opt_desc *find_opt(const char *name, size_t len) {
     for (size_t i = 0; i < DK_ARRAY_LEN(opts); i++)
         if (strlen(opts[i].name) == len && strncmp(opts[i].name, name, len) == 0) return &opts[i];
     return NULL;
+}
+
+int dk_config_env_enum(const char *name, int def, void (*report)(const char *msg)) {
+    const struct opt_desc *o = find_opt(name, strlen(name));
+    dk_assert(o && o->type == T_ENUM);
+    char key[64];
+    env_key(key, name);
+    const char *v = getenv(key);
+    int idx = v ? enum_index(o->values, v) : def; /* (set_value's ENUM parse) */
+    if (idx >= 0) return idx;
+    if (report) report_bad(o, v, report);
+    return def;
 }
 
 /* Each option's value in the environment (envp, or the process's), the first one as getenv finds it, in one
@@ -238,13 +259,7 @@ int dk_config_load(struct dk_config *cfg, char *const *envp, void (*report)(cons
         const char *v = values[i];
         if (!v || set_value(cfg, &opts[i], v) == 0) continue;
         bad++;
-        if (report) {
-            char key[64], accepted[160], msg[512];
-            env_key(key, opts[i].name);
-            describe_accepted(&opts[i], accepted, sizeof accepted);
-            snprintf(msg, sizeof msg, "%s='%s' is not valid: expected %s", key, v, accepted);
-            report(msg);
-        }
+        if (report) report_bad(&opts[i], v, report);
     }
     if (cfg == &dk_cfg) dk_cfg_loaded = true;
     return bad + report_unknown(envp, report);

@@ -52,6 +52,10 @@ int dk_config_load(struct dk_config *cfg, char *const *envp, void (*report)(cons
 /* The BOOL option DAXKIT_<name> from the process environment, parsed as dk_config_load parses it
  * (1/yes/true/on, 0/no/false/off); `def` when unset or not a valid value. */
 bool dk_config_env_bool(const char *name, bool def);
+/* The ENUM option DAXKIT_<name> (its index in the option's values) from the process environment, parsed as
+ * dk_config_load parses it; `def` when unset or not a valid value -- then `report` (may be NULL) receives
+ * dk_config_load's message for it. For a program that loads no configuration (`daxkit recover`). */
+int dk_config_env_enum(const char *name, int def, void (*report)(const char *msg));
 /* Fills *cfg with defaults only. */
 void dk_config_defaults(struct dk_config *cfg);
 /* Writes the option reference (name, type, default, bounds, doc) as text. */

@@ -25,6 +25,7 @@
 #include "common/cpu.h"
 #include "common/crc32c.h"
 #include "common/dk.h"
+#include "common/log.h"
 #include "persist/internal.h"
 #include "persist/persist.h"
 
@@ -68,15 +69,11 @@ static void fold_constants(void) { /* the same values whichever thread computes 
     k2048 = fold_by(2048), k512 = fold_by(512), k384 = fold_by(384), k256 = fold_by(256), k128 = fold_by(128);
 }
 
-/* DAXKIT_CRC_FOLD where no dk_cfg was loaded (the daxkit tool's recovery, tests linking the engine). */
-static int choice_from_env(void) {
-    const char *v = getenv("DAXKIT_CRC_FOLD");
-    if (!v) return DK_CRC_FOLD_AUTO;
-    return !strcmp(v, "avx512") ? DK_CRC_FOLD_AVX512
-           : !strcmp(v, "pclmul") ? DK_CRC_FOLD_PCLMUL
-           : !strcmp(v, "off")    ? DK_CRC_FOLD_OFF
-                                  : DK_CRC_FOLD_AUTO;
-}
+static void report_choice(const char *msg) { dk_log("%s", msg); }
+
+/* DAXKIT_CRC_FOLD where no dk_cfg was loaded (the daxkit tool's recovery, tests linking the engine): the option
+ * table's parse (options.def crc_fold), a bad value reported as the library's start-up reports it. */
+static int choice_from_env(void) { return dk_config_env_enum("CRC_FOLD", DK_CRC_FOLD_AUTO, report_choice); }
 
 static enum fold_level fold_level(void) {
     int s = __atomic_load_n(&fold_state, __ATOMIC_ACQUIRE);

@@ -48,8 +48,9 @@ if not corrupt and (torn != 0 or replayed != 9):
 print("ok: %s: %d replayed, %d torn staged records; the file holds the 8 writes" % ("staged bytes inverted" if corrupt else "intact", replayed, torn))
 '
 # Each crc32c fold writes the same crc (session 27): logs written with one are recovered with another
-# (DAXKIT_CRC_FOLD: writer:recoverer; a fold the CPU lacks falls back to the best it has).
-for folds in auto:auto pclmul:auto off:pclmul auto:off; do
+# (DAXKIT_CRC_FOLD: writer:recoverer; a fold the CPU lacks falls back to the best it has). A bad value is the
+# option table's parse in `daxkit recover` too (which loads no configuration): auto, and the library's message.
+for folds in auto:auto pclmul:auto off:pclmul auto:off auto:bogus; do
 for corrupt in 0 1; do
     wfold=${folds%%:*} rfold=${folds#*:}
     rm -rf "${dir:?}"/* "$dir/.daxkit"
@@ -69,7 +70,12 @@ with open(sys.argv[1], "r+b") as f:
     f.seek(0)
     f.write(bytes(x ^ 0xff for x in b))' "$stg" || dk_fail "cannot invert the staged bytes"
     fi
-    out=$(DAXKIT_CRC_FOLD="$rfold" "$cli" recover --json "$dir" 2>/dev/null) || dk_fail "daxkit recover $dir failed: $out"
+    out=$(DAXKIT_CRC_FOLD="$rfold" "$cli" recover --json "$dir" 2>"$dir.err") || dk_fail "daxkit recover $dir failed: $out"
+    if [ "$rfold" = bogus ]; then
+        grep -qF "DAXKIT_CRC_FOLD='bogus' is not valid: expected one of auto|avx512|pclmul|off" "$dir.err" ||
+            dk_fail "daxkit recover with DAXKIT_CRC_FOLD=bogus: not the option table's message: $(cat "$dir.err")"
+    fi
+    rm -f "$dir.err"
     echo -n "folds $folds: "
     python3 -c "$check" "$out" "$dir" $corrupt || exit 1
 done
