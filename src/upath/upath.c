@@ -1464,13 +1464,18 @@ static void any_pending_cb(struct up_file *f, void *arg) {
     if (publish_pending(f)) *(bool *)arg = true;
 }
 
-bool up_publish_any_pending(void) {
+/* The walk itself: the caller has checked dk_mu_refuse(&up_table_mu). */
+static bool any_pending_walk(void) {
     bool any = false;
-    if (dk_mu_refuse(&up_table_mu)) return true; /* a handler inside its thread's table lock: may be (as before) */
     dk_mu_lock(&up_table_mu);
     up_file_foreach_active(any_pending_cb, &any);
     up_table_unlock();
     return any;
+}
+
+bool up_publish_any_pending(void) {
+    if (dk_mu_refuse(&up_table_mu)) return true; /* a handler inside its thread's table lock: may be (as before) */
+    return any_pending_walk();
 }
 
 void up_publish_before_attr_path(int dirfd, const char *path, int atflags) {
@@ -1480,7 +1485,7 @@ void up_publish_before_attr_path(int dirfd, const char *path, int atflags) {
      * publish point (a publish after a chmod may clear a set-user-ID bit, as an unlock's skipped walk leaves its
      * files for later). It waited for its own thread for ever (session 27). Counted: mu_mine_skips. */
     if (dk_mu_refuse(&up_table_mu)) return;
-    if (!up_publish_any_pending()) return; /* nothing of this process can change the file later: no stat */
+    if (!any_pending_walk()) return; /* nothing of this process can change the file later: no stat */
     DK_ERRNO_SAVE;
     struct stat st;
     if (DK_REAL(fstatat)(dirfd, path, &st, atflags & (AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH)) == 0 &&
