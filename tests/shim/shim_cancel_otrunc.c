@@ -7,7 +7,6 @@
  * opens the file with O_RDWR|O_TRUNC (deferred: it acts at the open), joins it, then writes, fdatasyncs and closes
  * the file; the parent gives it 30 s. Exit 0 pass, 1 fail (hung: the child is killed). Any mode. */
 #include <pthread.h>
-#include <time.h>
 
 #include "shim_test.h"
 
@@ -55,17 +54,7 @@ int main(int argc, char **argv) {
         _exit(0);
     }
     int st = 0;
-    bool ended = false;
-    for (int i = 0; i < 30000 && !ended; i++) {
-        if (waitpid(c, &st, WNOHANG) == c) ended = true;
-        else {
-            struct timespec ts = {0, 1000000};
-            nanosleep(&ts, NULL);
-        }
-    }
-    if (!ended) {
-        kill(c, SIGKILL);
-        waitpid(c, &st, 0);
+    if (!st_wait_child(c, &st, 30000)) {
         FAIL("the process hung after its worker was cancelled at an O_TRUNC open of a file open here (worker %s): "
              "the open's hold of the file was never let go", sh[2] ? "cancelled" : "not cancelled");
     }

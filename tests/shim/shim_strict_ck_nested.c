@@ -15,8 +15,6 @@
  *            otrunc     the handler opens g (5,000 bytes) with O_TRUNC: must return a descriptor, g empty
  * A child does it all, then writes f again and closes it twice (two more checkpoints); the parent gives it 30 s.
  * Exit 0 pass, 1 fail (hung: the child is killed), 77 skip (the cue did not fire: not a test build). */
-#include <time.h>
-
 #include "shim_test.h"
 
 struct shared {
@@ -88,17 +86,7 @@ int main(int argc, char **argv) {
         _exit(0);
     }
     int st = 0;
-    bool ended = false;
-    for (int i = 0; i < 30000 && !ended; i++) {
-        if (waitpid(c, &st, WNOHANG) == c) ended = true;
-        else {
-            struct timespec ts = {0, 1000000};
-            nanosleep(&ts, NULL);
-        }
-    }
-    if (!ended) {
-        kill(c, SIGKILL);
-        waitpid(c, &st, 0);
+    if (!st_wait_child(c, &st, 30000)) {
         if (!sh->cue) SKIP("the cue did not fire (DAXKIT_TEST_CRASH unset, or not a test build)");
         FAIL("%s %s: the child hung (handler %s: rc %d, errno %d): the handler's checkpoint %s", where, what,
              sh->rc == -2 ? "never returned" : "returned", sh->rc, sh->err,

@@ -31,6 +31,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/stats.h"
@@ -105,6 +106,24 @@ static inline void st_watchdog_fire(int sig) {
 static inline void st_watchdog(unsigned seconds) {
     signal(SIGALRM, st_watchdog_fire);
     alarm(seconds);
+}
+
+/* A child's watchdog, from its parent: waits up to `ms` milliseconds (CLOCK_MONOTONIC, polled every millisecond)
+ * for the child `c` to end. true: it ended, *st its wait status. false: it was still running -- killed (SIGKILL)
+ * and reaped; the caller fails the test with what hung. */
+static inline bool st_wait_child(pid_t c, int *st, int ms) {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (waitpid(c, st, WNOHANG) == c) return true;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= ms) break;
+        struct timespec step = {0, 1000000};
+        nanosleep(&step, NULL);
+    }
+    kill(c, SIGKILL);
+    waitpid(c, st, 0);
+    return false;
 }
 
 /* ---- data patterns: the byte at file offset `off` written under `seed` ---- */
@@ -492,13 +511,7 @@ static inline void st_run_case_child(char **argv, const char *waited) {
         _exit(127);
     }
     int st = 0;
-    pid_t w = 0;
-    for (int waited_ms = 0; waited_ms < 30000 && (w = waitpid(c, &st, WNOHANG)) == 0; waited_ms += 10) usleep(10000);
-    if (w == 0) {
-        kill(c, SIGKILL);
-        waitpid(c, &st, 0);
-        FAIL("%s: the process did not end within 30 s (%s)", argv[2], waited);
-    }
+    if (!st_wait_child(c, &st, 30000)) FAIL("%s: the process did not end within 30 s (%s)", argv[2], waited);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: child status 0x%x (1: its watchdog -- a hang)", argv[2], st);
 }
 
