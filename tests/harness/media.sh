@@ -114,6 +114,10 @@ _dk_need_build() { [ -n "${DAXKIT_BUILD:-}" ] || dk_fail "DAXKIT_BUILD is not se
 dk_lib() { _dk_need_build; _dk_need_file "$DAXKIT_BUILD/lib/libdaxkit.so"; }
 dk_cli() { _dk_need_build; _dk_need_file "$DAXKIT_BUILD/bin/daxkit"; }
 dk_test_bin() { _dk_need_build; _dk_need_file "$DAXKIT_BUILD/tests/$1"; }
+# The python3 interpreter's own file, for a program run under LD_PRELOAD: `python3` may be a pyenv shim (a bash
+# script that runs ~30 processes before the interpreter), and each of them would load the library too -- 2.6x
+# the CPU of a start (0.16 s against 0.06 s here), which load multiplies (session 28: full_medium_retry.sh).
+dk_python() { python3 -c 'import sys; print(sys.executable)'; }
 
 # Unmounts DIR (lazily if busy), detaches LOOP, removes IMAGE and DIR. Every step tolerates "already gone".
 _dk_media_remove() {

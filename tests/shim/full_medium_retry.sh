@@ -22,7 +22,8 @@ export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 medium=${1:?MEDIUM (tmpfs|hugetmpfs)}
 lib=$(dk_lib) || exit 1
-dk_need_cmd python3 fallocate
+dk_need_cmd python3 fallocate stat
+py=$(dk_python) || dk_fail "cannot find python3's interpreter"
 dk_media_mount "$medium" 16M >/dev/null
 dir=$DK_MNT/managed
 fails=0
@@ -31,13 +32,14 @@ for cfg in kernel "DAXKIT_APPEND=stage" "DAXKIT_APPEND=extend" "DAXKIT_APPEND=ex
     rm -rf "$dir" "$DK_MNT/filler"
     mkdir -p "$dir"
     # About 1 MiB + 20 KiB free (not a multiple of the records: a write is cut short by the kernel).
-    avail=$(python3 -c 'import os,sys; s=os.statvfs(sys.argv[1]); print(s.f_bavail*s.f_frsize)' "$DK_MNT")
+    avail=$(stat -f -c '%a %S' "$DK_MNT") || dk_fail "statfs of $DK_MNT"
+    avail=$(( ${avail% *} * ${avail#* } ))
     fill=$((avail - (1 << 20) - 20480))
     [ $fill -gt 0 ] || dk_fail "only $avail bytes free on the $medium"
     fallocate -l $fill "$DK_MNT/filler" || dk_fail "cannot make the filler ($fill bytes)"
     pre=()
     [ "$cfg" = kernel ] || pre=(env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" $cfg)
-    out=$("${pre[@]}" python3 - "$dir/log" "$DK_MNT/filler" <<'PY' 2>&1
+    out=$("${pre[@]}" "$py" - "$dir/log" "$DK_MNT/filler" <<'PY' 2>&1
 import errno, os, sys
 log, filler = sys.argv[1], sys.argv[2]
 fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -68,7 +70,7 @@ os.close(fd)
 print("records %d enospc at %s" % (n, ",".join(events) or "none"))
 data = open(log, "rb").read()
 want = b"".join((b"%08d" % i) * 8192 for i in range(N))
-first = next((i for i in range(min(len(data), len(want))) if data[i] != want[i]), None)
+first = None if data == want else next((i for i in range(min(len(data), len(want))) if data[i] != want[i]), -1)
 print("file %d bytes, expected %d, first wrong byte %s" % (len(data), len(want), first))
 ok = data == want and freed
 print("exact %s" % ok)
