@@ -767,6 +767,7 @@ static ssize_t write_nested(struct up_file *f, int fd, const char *buf, size_t n
 
 static __attribute__((noinline)) ssize_t io_write_full(struct up_file *f, int fd, const char *buf, size_t n,
                                                        uint64_t off, bool append, int sync) {
+    dk_count(DK_C_io_write_full, 1); /* (which path served a write: shim_write_paths) */
     if (n == 0) return 0;
     n = DK_MIN(n, DK_MAX_RW_BYTES);
     if (sync != UP_IO_LOGGED && DK_UNLIKELY(mu_mine(f))) return write_nested(f, fd, buf, n, off, append, sync);
@@ -1008,6 +1009,7 @@ static ssize_t write_past_mapping(struct up_file *f, int fd, const char *buf, si
  * crash point. */
 static __attribute__((noinline)) ssize_t write_op_full(struct up_slot *s, int fd, const void *buf, size_t n,
                                                        uint64_t off, uint32_t fl) {
+    dk_count(DK_C_write_op_full, 1); /* (which path served a write: shim_write_paths) */
     bool append = fl & O_APPEND;
     bool own_path = s->file->atomic || dk_cfg.mode == DK_MODE_STRICT; /* the others hand it to the kernel */
     /* Strict mode decides an append's offset, and whether a write lies in place, before up_io_write would
