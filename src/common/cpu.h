@@ -2,6 +2,7 @@
 #ifndef DK_COMMON_CPU_H
 #define DK_COMMON_CPU_H
 
+#include <cpuid.h>
 #include <stdbool.h>
 
 enum dk_cpu_feature {
@@ -17,10 +18,39 @@ enum dk_cpu_feature {
 };
 
 /* Usable: the CPU has it, the kernel saves the state it needs (XCR0 for AVX2/AVX-512/VPCLMULQDQ), and for RTM
- * no microcode makes every transaction abort (RTM_ALWAYS_ABORT) -- glibc's CPU_FEATURE_ACTIVE, by cpuid and
- * xgetbv of our own. The fallback where glibc has no <sys/platform/x86.h>; tests/persist/cpu_has.c compares the
- * two answers feature by feature. Each cpuid exits to the hypervisor in a virtual machine (3.6 us here). */
-bool dk_cpu_has_cpuid(enum dk_cpu_feature f);
+ * no microcode makes every transaction abort (RTM_ALWAYS_ABORT) -- glibc's CPU_FEATURE_ACTIVE rules, by cpuid
+ * and xgetbv of our own. The fallback where glibc has no <sys/platform/x86.h>; it does not follow glibc's
+ * GLIBC_TUNABLES=glibc.cpu.hwcaps masks nor its list of CPU models whose RTM it turns off (TSX errata), where
+ * it can say yes and glibc no. tests/persist/cpu_has.c compares the two answers feature by feature. Each cpuid
+ * exits to the hypervisor in a virtual machine (3.6 us here): callers ask once and keep the answer. Inline (a
+ * header only): test programs use it without linking the library's objects. */
+static inline unsigned dk_cpu_xcr0_(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c >> 27 & 1)) return 0; /* no OSXSAVE: no xgetbv, no AVX state */
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return lo;
+}
+
+static inline bool dk_cpu_has_cpuid(enum dk_cpu_feature f) {
+    const unsigned xcr0_avx = 0x6u, xcr0_avx512 = 0xe6u; /* SSE + AVX; + opmask, ZMM0-15 upper, ZMM16-31 */
+    unsigned a, b1 = 0, c1 = 0, d1 = 0, b7 = 0, c7 = 0, d7 = 0;
+    if (!__get_cpuid(1, &a, &b1, &c1, &d1)) return false;
+    if (!__get_cpuid_count(7, 0, &a, &b7, &c7, &d7)) b7 = c7 = d7 = 0;
+    bool avx_state = (dk_cpu_xcr0_() & xcr0_avx) == xcr0_avx && (c1 >> 28 & 1); /* (AVX itself: glibc's rule) */
+    switch (f) {
+    case DK_CPU_SSE4_2: return c1 >> 20 & 1;
+    case DK_CPU_PCLMULQDQ: return c1 >> 1 & 1; /* SSE state only, which every x86-64 kernel saves */
+    case DK_CPU_AVX2: return (b7 >> 5 & 1) && avx_state;
+    case DK_CPU_AVX512F: return (b7 >> 16 & 1) && (dk_cpu_xcr0_() & xcr0_avx512) == xcr0_avx512;
+    case DK_CPU_VPCLMULQDQ: return (c7 >> 10 & 1) && avx_state;
+    case DK_CPU_RTM: return (b7 >> 11 & 1) && !(d7 >> 11 & 1); /* (edx 11: RTM_ALWAYS_ABORT) */
+    case DK_CPU_CLWB: return b7 >> 24 & 1;
+    case DK_CPU_CLFLUSHOPT: return b7 >> 23 & 1;
+    case DK_CPU_FEATURE_COUNT: break;
+    }
+    return false;
+}
 
 #if __has_include(<sys/platform/x86.h>)
 #include <sys/platform/x86.h>

@@ -86,6 +86,7 @@
 #include <sys/wait.h>
 #include <linux/magic.h>
 
+#include "common/cpu.h"
 #include "shim_test.h"
 #include "wait_in_syscall.h"
 
@@ -1113,12 +1114,9 @@ static void take(int lfd, short type) {
     OK(fcntl(lfd, type == F_UNLCK ? F_SETLK : F_SETLKW, &l));
 }
 
-/* RTM (CPUID leaf 7, EBX bit 11): the library's probe page needs it (upath.c probe_covers). */
-static bool cpu_has_rtm(void) {
-    unsigned a = 7, b = 0, c = 0, d;
-    __asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
-    return b & (1u << 11);
-}
+/* RTM as the library asks it (common/cpu.h: glibc's "active" -- no RTM_ALWAYS_ABORT, GLIBC_TUNABLES masks, TSX
+ * errata models): the library's probe page needs it (upath.c probe_covers). */
+static bool cpu_has_rtm(void) { return dk_cpu_has(DK_CPU_RTM); }
 
 /* One WAL transaction in place: lock, a 24-byte frame header and a 4,096-byte page at `off` (pattern seed
  * `seed`), fdatasync, unlock. */
