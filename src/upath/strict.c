@@ -1152,6 +1152,9 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
         }
         /* Full (the spare too, for a nested write), or a lock of its own thread's: a checkpoint would wait for that thread */
         if (nested && (rc == -ENOSPC || rc == -EAGAIN)) rc = -EDEADLK;
+        /* ... and a signal handler inside its thread's hold of the file table's lock: no checkpoint is made there
+         * (up_strict_checkpoint, review 26 #3) -- EDEADLK, not a full disk's ENOSPC (review 28, #5) */
+        if (rc == -ENOSPC && DK_UNLIKELY(dk_mu_mine(&up_table_mu))) rc = -EDEADLK;
         if (rc != -ENOSPC || attempt >= 2) break;
         /* Full: checkpoint (needs the write side), then try again. */
         ck_read_exit(st, ck);
@@ -1434,6 +1437,15 @@ static int truncate_record_begin(struct up_root *r, int dirfd, const char *path,
     if (ck_held) { /* a signal handler inside a strict operation of its thread: the write side would wait for it */
         dk_count(DK_C_strict_meta_unlogged, 1);
         return 0;
+    }
+    /* A signal handler inside its thread's hold of the file table's lock: the write side is never taken under it
+     * (review 26, #3). A truncate by name is refused before it gets here (shim/meta.c); an O_TRUNC open of a name
+     * outside the roots by its text -- a symlink to a file of a root -- got here, took the write side under that
+     * lock, had the kernel cut the file and was refused only after the open (session 28): refused now, nothing
+     * cut. */
+    if (DK_UNLIKELY(dk_mu_mine(&up_table_mu))) {
+        dk_count(DK_C_truncate_nested_refused, 1);
+        return -EDEADLK;
     }
     DK_ERRNO_SAVE;
     int rc = 0;

@@ -995,8 +995,12 @@ int up_ftruncate(struct up_slot *s, int fd, off_t len) {
     if (f->atomic) return up_atomic_ftruncate(f, fd, len);
     /* A signal handler's truncate while its thread holds f's mutex (any mode) or is inside a strict operation
      * (strict): the truncate would wait for that thread (the mutex; the checkpoint lock's write side) --
-     * refused before anything is logged, as strict.c's nested writes that cannot complete. */
-    if (DK_UNLIKELY(up_io_mu_held(f) || (strict && (up_strict_ck_held() || dk_mu_mine(&f->strict_mu))))) {
+     * refused before anything is logged, as strict.c's nested writes that cannot complete. So is a strict one
+     * while its thread holds the file table's lock: its record takes the checkpoint lock, never taken under that
+     * lock (review 26 #3; review 28 #5 -- with the log full it failed ENOSPC, and an exit's shutdown holding the
+     * checkpoint lock would have waited for the table's). */
+    if (DK_UNLIKELY(up_io_mu_held(f) ||
+                    (strict && (up_strict_ck_held() || dk_mu_mine(&f->strict_mu) || dk_mu_mine(&up_table_mu))))) {
         dk_count(DK_C_strict_nested_refused, 1);
         errno = EDEADLK;
         return -1;

@@ -39,7 +39,15 @@
  *     waited for its own thread for ever. Now the unlink and the rename are made -- strict's record first and the
  *     directory fsync'ed, as any strict name change (strict_meta +1) -- and the entry is forgotten by the thread
  *     after its walk (forget_later +1); the truncate is refused with EDEADLK before anything changes
- *     (truncate_nested_refused +1), as an open there is (table_open_close).
+ *     (truncate_nested_refused +1), as an open there is (table_open_close). Strict: the handler's ftruncate of
+ *     the pinned file fails with EDEADLK too (review 28, #5: its record needs the checkpoint lock), and with
+ *     DAXKIT_STRICT_LOG_BYTES=64K its overwrites of another file until the log is full end with EDEADLK, not
+ *     ENOSPC (the checkpoint that would make room is not made under the table's lock).
+ *   table_otrunc_link (SITE upath.publish_all.table_locked; strict): as table_truncate, the handler opens the file
+ *     with O_TRUNC through a symbolic link beside the managed directory (a name outside the roots by its text, so
+ *     the open is not refused up front): strict's truncate record took the checkpoint lock's write side under the
+ *     table's lock, the kernel cut the file, and the adoption refused the descriptor only after (session 28).
+ *     Now: EDEADLK before the kernel's open (truncate_nested_refused +1), the file unchanged.
  *   table_release_strict (SITES upath.publish_all.table_locked, then strict.write.logged:2; strict): the thread's
  *     flock(LOCK_UN) walk under the file table's lock; its handler lets another thread's strict overwrite go and
  *     waits until that thread is inside it (its handler, SIGUSR2 at strict.write.logged, waits up to 8 s for
@@ -88,7 +96,7 @@
 #include "shim_test.h"
 
 enum { UNLOCK_FLOCK, UNLOCK_FCNTL, SIZEREC_EXIT, SIZEREC__EXIT, DIRFD_OPEN, CLOSE_WRITE, STDIO_CLOSE, TABLE_OPEN_CLOSE,
-       TABLE_ATTR_PATH, TABLE_UNLINK, TABLE_RENAME, TABLE_TRUNCATE, TABLE_RELEASE_STRICT, LOGCREATE_NAMES, TABLE_FORK, TABLE_FORK_RETURN, PENDING_READ, PENDING_WRITE, PENDING_FSTAT, PENDING_CLOSE, PENDING_CLOSE_WRITE,
+       TABLE_ATTR_PATH, TABLE_UNLINK, TABLE_RENAME, TABLE_TRUNCATE, TABLE_OTRUNC_LINK, TABLE_RELEASE_STRICT, LOGCREATE_NAMES, TABLE_FORK, TABLE_FORK_RETURN, PENDING_READ, PENDING_WRITE, PENDING_FSTAT, PENDING_CLOSE, PENDING_CLOSE_WRITE,
        PENDING_CLOSE_STAGE, CASES };
 enum { FORKED_BYTES = 100 };
 enum { BYTES = 8192 };
@@ -105,6 +113,9 @@ static ssize_t h_r2;
 static struct stat h_st;
 static volatile sig_atomic_t h_done, w_go, w_in, w_timed_out, h_w_in; /* table_release_strict */
 static int w_fd, h_errno3, h_errno4;
+static char h_link[PATH_MAX + 32];
+static bool h_strict;
+static long h_writes;
 
 /* table_release_strict: SIGUSR2 on the writer, inside its strict overwrite (strict.write.logged): waits up to 8 s
  * for the main thread's handler to be done */
@@ -152,11 +163,27 @@ static void on_usr1(int sig) {
         h_r2 = link(hdir, to);
         h_errno2 = errno;
     }
+    if (mode == TABLE_OTRUNC_LINK) {
+        h_w1 = open(h_link, O_WRONLY | O_TRUNC);
+        h_errno1 = errno;
+    }
     if (mode == TABLE_UNLINK || mode == TABLE_RENAME || mode == TABLE_TRUNCATE) {
         char to[PATH_MAX + 8];
         snprintf(to, sizeof to, "%s2", hdir);
         h_w1 = mode == TABLE_UNLINK ? unlink(hdir) : mode == TABLE_RENAME ? rename(hdir, to) : truncate(hdir, 10);
         h_errno1 = errno;
+        if (mode == TABLE_TRUNCATE && h_strict) { /* and through a descriptor (review 28, #5) */
+            h_w2 = ftruncate(ow_fd, 10);
+            h_errno2 = errno;
+            /* and overwrites of another file until its log is full (DAXKIT_STRICT_LOG_BYTES=64K): the checkpoint
+             * that would make room is not made there -- EDEADLK, not ENOSPC (review 28, #5) */
+            static char wb[4096];
+            memset(wb, 'h', sizeof wb);
+            h_r2 = 0;
+            for (int i = 0; i < 20000 && (h_r2 = pwrite(w_fd, wb, sizeof wb, (off_t)(i % 4) * 4096)) == (ssize_t)sizeof wb; i++)
+                h_writes++;
+            h_errno3 = errno;
+        }
     }
     if (mode == LOGCREATE_NAMES) {
         char p[PATH_MAX + 8], q[PATH_MAX + 8];
@@ -326,11 +353,29 @@ static void write_closed(const char *p, char fill, size_t n) {
 /* table_unlink, table_rename, table_truncate (above) */
 static void table_names_child(const char *dir) {
     bool strict = getenv("DAXKIT_MODE") && !strcmp(getenv("DAXKIT_MODE"), "strict");
+    h_strict = strict;
     char to[PATH_MAX + 8], p[PATH_MAX];
     st_path(hdir, sizeof hdir, dir, "n");
     snprintf(to, sizeof to, "%s2", hdir);
     write_closed(hdir, 'n', 100);
+    if (mode == TABLE_OTRUNC_LINK) { /* DIR's parent: the medium's root, not managed */
+        if (!strict) SKIP("strict mode's truncate record");
+        snprintf(h_link, sizeof h_link, "%s", dir);
+        char *slash = strrchr(h_link, '/');
+        CHECK(slash && slash != h_link, "DIR %s has no parent", dir);
+        snprintf(slash, sizeof h_link - (size_t)(slash - h_link), "/otrunc_link");
+        unlink(h_link);
+        CHECK(symlink(hdir, h_link) == 0, "symlink %s: %s", h_link, strerror(errno));
+    }
     if (mode == TABLE_RENAME) write_closed(to, 'o', 200); /* replaced by the rename: its entry forgotten */
+    if (mode == TABLE_TRUNCATE && strict) { /* the handler's overwrites */
+        st_path(p, sizeof p, dir, "w");
+        write_closed(p, 'w', BYTES);
+        w_fd = open(p, O_RDWR);
+        static char w4[4 * 4096];
+        memset(w4, 'w', sizeof w4);
+        CHECK(w_fd >= 0 && pwrite(w_fd, w4, sizeof w4, 0) == (ssize_t)sizeof w4, "w: %s", strerror(errno));
+    }
     ow_fd = open_append(dir, "b", 'b', BYTES); /* pinned: the unlock's walk runs */
     st_path(p, sizeof p, dir, "l1");
     int l1 = open(p, O_RDWR | O_CREAT, 0644);
@@ -342,11 +387,30 @@ static void table_names_child(const char *dir) {
     uint64_t meta = st_counter(DK_C_strict_meta) - meta0, forget = st_counter(DK_C_forget_later) - forget0;
     uint64_t refused = st_counter(DK_C_truncate_nested_refused) - refused0;
     struct stat st;
+    if (mode == TABLE_OTRUNC_LINK) {
+        unlink(h_link);
+        CHECK(h_w1 == -1 && h_errno1 == EDEADLK, "the handler's O_TRUNC open through the link returned %zd (%s), not "
+              "EDEADLK", h_w1, strerror(h_errno1));
+        CHECK(st_ksize(hdir) == 100, "n holds %lld bytes after the refused O_TRUNC open, not 100: cut by the kernel",
+              st_ksize(hdir));
+        CHECK(refused == 1, "truncate_nested_refused +%llu, not 1", (unsigned long long)refused);
+        NOTE("table_otrunc_link: the handler's O_TRUNC open through a link refused (EDEADLK) before the kernel's open");
+        exit(0);
+    }
     if (mode == TABLE_TRUNCATE) {
         CHECK(h_w1 == -1 && h_errno1 == EDEADLK, "the handler's truncate returned %zd (%s), not EDEADLK", h_w1,
               strerror(h_errno1));
         CHECK(refused == 1, "truncate_nested_refused +%llu, not 1", (unsigned long long)refused);
         CHECK(st_ksize(hdir) == 100, "n holds %lld bytes after the refused truncate, not 100", st_ksize(hdir));
+        char bp[PATH_MAX];
+        st_path(bp, sizeof bp, dir, "b");
+        CHECK(!strict || (h_w2 == -1 && h_errno2 == EDEADLK), "strict: the handler's ftruncate returned %zd (%s), not "
+              "EDEADLK (its record would take the checkpoint lock under the table's)", h_w2, strerror(h_errno2));
+        CHECK(st_ksize(bp) == BYTES, "b holds %lld bytes, not %d", st_ksize(bp), BYTES);
+        if (strict && getenv("DAXKIT_STRICT_LOG_BYTES"))
+            CHECK(h_r2 == -1 && h_errno3 == EDEADLK, "strict: the handler's overwrites with the log full ended with %zd "
+                  "(%s) after %ld, not EDEADLK", h_r2, strerror(h_errno3), h_writes);
+        if (strict) NOTE("table_truncate: the handler's %ld overwrites then %s", h_writes, strerror(h_errno3));
         CHECK(truncate(hdir, 10) == 0 && st_ksize(hdir) == 10, "the thread's truncate after: %s", strerror(errno));
         NOTE("table_truncate: the handler's truncate by name refused (EDEADLK), nothing changed");
         exit(0);
@@ -584,7 +648,8 @@ static void child(const char *dir) {
               "handler's chmod 0600 and link", (unsigned)(st.st_mode & 0777), (long)st.st_nlink);
         exit(0);
     }
-    if (mode == TABLE_UNLINK || mode == TABLE_RENAME || mode == TABLE_TRUNCATE) table_names_child(dir);
+    if (mode == TABLE_UNLINK || mode == TABLE_RENAME || mode == TABLE_TRUNCATE || mode == TABLE_OTRUNC_LINK)
+        table_names_child(dir);
     if (mode == TABLE_RELEASE_STRICT) table_release_child(dir);
     if (mode == LOGCREATE_NAMES) logcreate_child(dir);
     if (mode >= PENDING_READ && mode <= PENDING_CLOSE) pending_child(dir);
@@ -617,12 +682,13 @@ int main(int argc, char **argv) {
     const char *dir = st_dir(argc, argv);
     if (argc < 3)
         SKIP("usage: shim_handler_locks DIR unlock_flock|unlock_fcntl|sizerec_exit|sizerec__exit|dirfd_open|close_write|"
-             "stdio_close|table_open_close|table_attr_path|table_unlink|table_rename|table_truncate|table_release_strict|"
+             "stdio_close|table_open_close|table_attr_path|table_unlink|table_rename|table_truncate|table_otrunc_link|table_release_strict|"
              "logcreate_names|table_fork|table_fork_return|pending_read|pending_write|pending_fstat|"
              "pending_close|pending_close_write|pending_close_stage");
     const char *names[CASES] = {"unlock_flock",      "unlock_fcntl",  "sizerec_exit",        "sizerec__exit",
                                 "dirfd_open",        "close_write",   "stdio_close",         "table_open_close",
                                 "table_attr_path",   "table_unlink",  "table_rename",        "table_truncate",
+                                "table_otrunc_link",
                                 "table_release_strict", "logcreate_names",
                                 "table_fork",        "table_fork_return", "pending_read",    "pending_write",
                                 "pending_fstat",     "pending_close", "pending_close_write", "pending_close_stage"};
