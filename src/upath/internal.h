@@ -243,10 +243,11 @@ struct up_file;
 /* How the publish of f's staged bytes up to `size` treats its pages: UP_SMALL_NO as always; UP_SMALL_SEED: 4 KiB
  * pages (up_small_pages_seed, with a size record: the seed and the copy are two steps); UP_SMALL_LEARN (where the
  * kernel's settings, read at the root's first plan, did not say): as always, then up_small_pages_learn finds out
- * whether the medium gave it a 2 MiB page. Under f->mu (the first plan of a root opens two files in a window);
- * `by_append`: the publish copies through an O_APPEND descriptor at the kernel's end (publish.c: publish_fd). */
+ * whether the medium gave it a 2 MiB page. Under f->mu (the first plan of a root fstats `wfd`, a descriptor of the
+ * file, and on a huge-page tmpfs opens two files in a window); `by_append`: the publish copies through an
+ * O_APPEND descriptor at the kernel's end (publish.c: publish_fd). */
 enum up_small { UP_SMALL_NO, UP_SMALL_SEED, UP_SMALL_LEARN };
-enum up_small up_small_pages_plan(const struct up_file *f, uint64_t size, bool by_append);
+enum up_small up_small_pages_plan(const struct up_file *f, int wfd, uint64_t size, bool by_append);
 /* Makes the file (empty in the kernel; fd: a descriptor of it) `size` bytes long with its first page a 4 KiB
  * one, so the publish's copy fills 4 KiB pages. True when done (f->ksize is `size` then); false: nothing
  * changed. Keeps errno. */

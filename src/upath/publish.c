@@ -308,7 +308,7 @@ static int publish_locked(struct up_file *f, int fd, uint64_t *moved, bool keep_
     int rc = up_map_keep(f, wfd, size);
     /* Not in a spill's publish: its first 64 KiB are not the file's size, the burst goes on through the kernel
      * (review 23, #02: every new file written past 64 KiB on huge tmpfs paid the seed) */
-    enum up_small small = staged && !keep_record ? up_small_pages_plan(f, size, !may_clone) : UP_SMALL_NO;
+    enum up_small small = staged && !keep_record ? up_small_pages_plan(f, wfd, size, !may_clone) : UP_SMALL_NO;
     /* A relink a crash can cut is rolled back by recovery: the record first, cleared below. A seed of small
      * pages and its copy are two steps. */
     if (rc == 0 && staged && (small == UP_SMALL_SEED || relink_can_tear(f, size)))

@@ -23,8 +23,9 @@
  * the first such publish of each process was made the usual way to learn it (its blocks: one
  * fstat): on huge tmpfs that file took a 2 MiB page cleared whole -- every SQLite process's first -journal.
  * Where the settings cannot be read (no sysfs, no procfs, a value unknown here) it still learns that way
- * (counter small_page_learns). Two window opens (common/internal_fd.h) per root and process, at its first new
- * small file. */
+ * (counter small_page_learns). Since session 28 the first new small file's own fstat answers first
+ * (settings_verdict): a block size below 2 MiB says small pages with no settings read; the settings' two window
+ * opens (common/internal_fd.h) are made, once per root and process, only where it says 2 MiB. */
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -100,12 +101,29 @@ static bool tmpfs_mount_options(dev_t dev, char *opts, size_t len) {
     return found;
 }
 
-/* What the kernel's settings say a new small file of root r gets: VERDICT_HUGE, VERDICT_SMALL, or
- * VERDICT_LEARN (not known: learn from the first publish). */
-static int settings_verdict(const struct up_root *r) {
+/* What the kernel says a new small file of root r gets: VERDICT_HUGE, VERDICT_SMALL, or VERDICT_LEARN (not known:
+ * learn from the first publish). wfd: a descriptor of the file planned (empty in the kernel as this process
+ * knows it).
+ * The file's own fstat first (session 28): tmpfs reports a block size of 2 MiB for a file whose next write at
+ * offset 0 takes a huge page, the page size otherwise -- shmem_getattr sets st_blksize by
+ * shmem_huge_global_enabled(inode, index 0), the test a write's folio allocation makes for a file nobody maps:
+ * shmem_enabled's force and deny, the mount's huge= (always: 2 MiB; within_size for a file below 2 MiB, advise,
+ * never: the page size; measured on 6.18 for each, and the same line since huge tmpfs came, 4.8). Less than
+ * 2 MiB: small pages, and no settings read -- on a plain tmpfs they cost each process ~20 us of system calls,
+ * most of it the kernel formatting /proc/self/mountinfo (tar: two processes a round; docs/benchmarks.md, session
+ * 28). 2 MiB (or no answer): the settings, as before. */
+static int settings_verdict(const struct up_root *r, int wfd) {
     if (r->medium.fs_magic == RAMFS_MAGIC) return VERDICT_SMALL;
     if (r->medium.fs_magic != TMPFS_MAGIC) return VERDICT_LEARN;
     DK_ERRNO_SAVE;
+    struct stat st;
+    if (wfd >= 0 && DK_REAL(fstat)(wfd, &st) == 0 && S_ISREG(st.st_mode) && st.st_blksize > 0 &&
+        (uint64_t)st.st_blksize < DK_HUGE_BYTES) {
+        DK_ERRNO_RESTORE;
+        dk_log_verbose("%s: new small files left as they are (a new file's block size %ld)", r->path,
+                       (long)st.st_blksize);
+        return VERDICT_SMALL;
+    }
     char word[32], opts[512];
     shmem_enabled_word(word, sizeof word);
     int v = VERDICT_LEARN;
@@ -129,7 +147,7 @@ static int settings_verdict(const struct up_root *r) {
     return v;
 }
 
-enum up_small up_small_pages_plan(const struct up_file *f, uint64_t size, bool by_append) {
+enum up_small up_small_pages_plan(const struct up_file *f, int wfd, uint64_t size, bool by_append) {
     /* posix and sync mode (strict's log replays a cut relink; a seed would add a step it does not log) */
     if (!dk_cfg.small_pages_bytes || size > dk_cfg.small_pages_bytes || size >= DK_HUGE_BYTES ||
         dk_cfg.mode == DK_MODE_STRICT)
@@ -139,7 +157,7 @@ enum up_small up_small_pages_plan(const struct up_file *f, uint64_t size, bool b
         return UP_SMALL_NO;
     int v = __atomic_load_n(&f->root->small_pages, __ATOMIC_RELAXED);
     if (v == VERDICT_UNKNOWN) {
-        v = settings_verdict(f->root); /* (two threads may both read: the same answer) */
+        v = settings_verdict(f->root, wfd); /* (two threads may both read: the same answer) */
         __atomic_store_n(&f->root->small_pages, (uint8_t)v, __ATOMIC_RELAXED);
     }
     switch (v) {
