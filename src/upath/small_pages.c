@@ -111,14 +111,15 @@ static bool tmpfs_mount_options(dev_t dev, char *opts, size_t len) {
  * never: the page size; measured on 6.18 for each, and the same line since huge tmpfs came, 4.8). Less than
  * 2 MiB: small pages, and no settings read -- on a plain tmpfs they cost each process ~20 us of system calls,
  * most of it the kernel formatting /proc/self/mountinfo (tar: two processes a round; docs/benchmarks.md, session
- * 28). 2 MiB (or no answer): the settings, as before. */
+ * 28). 2 MiB, no answer, or a file on another device than the root's (a mount below it: the verdict is the
+ * root's): the settings, as before. */
 static int settings_verdict(const struct up_root *r, int wfd) {
     if (r->medium.fs_magic == RAMFS_MAGIC) return VERDICT_SMALL;
     if (r->medium.fs_magic != TMPFS_MAGIC) return VERDICT_LEARN;
     DK_ERRNO_SAVE;
     struct stat st;
-    if (wfd >= 0 && DK_REAL(fstat)(wfd, &st) == 0 && S_ISREG(st.st_mode) && st.st_blksize > 0 &&
-        (uint64_t)st.st_blksize < DK_HUGE_BYTES) {
+    if (wfd >= 0 && DK_REAL(fstat)(wfd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == r->dev &&
+        st.st_blksize > 0 && (uint64_t)st.st_blksize < DK_HUGE_BYTES) {
         DK_ERRNO_RESTORE;
         dk_log_verbose("%s: new small files left as they are (a new file's block size %ld)", r->path,
                        (long)st.st_blksize);
