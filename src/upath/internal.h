@@ -387,6 +387,7 @@ struct up_lockset {
  * bound of what the kernel holds for the process (k), per byte range; levels 0 none, 1 read, 2 write. Zeroes:
  * nothing held, nothing cached. Every field under `owner` (lockcache.c's spin lock). */
 #define UP_LC_SEGS 16
+struct up_lc_flight;
 struct up_lc_seg {
     uint64_t a, b; /* [a, b), UINT64_MAX: to the end */
     uint8_t p, k;
@@ -399,9 +400,8 @@ struct up_lc {
     uint8_t nd;            /* deferred: a signal handler's calls inside its thread's hold */
     uint8_t dclose;        /* deferred: a handler's close of the file inside its thread's hold */
     uint8_t lost;          /* a deferred record did not fit: off */
-    uint16_t kin;          /* acquisitions in the kernel right now; the first UP_LC_KR ranges in kr */
-    uint8_t nkr;
-    struct { uint64_t a, b; } kr[4]; /* a drop leaves these ranges alone (more in flight: no drop) */
+    uint32_t kin;          /* acquisitions in the kernel right now, each listed in fl */
+    struct up_lc_flight *fl; /* their ranges (on the acquiring threads' stacks): a drop leaves them alone */
     struct up_lc_seg seg[UP_LC_SEGS];
     struct { uint64_t a, b; uint8_t t; } def[4];
     uint64_t lo, hi;       /* every byte the kernel may hold for the process lies in [lo, hi) (lo == hi: none) */

@@ -8,8 +8,8 @@
  * per byte range (levels 0 none, 1 read, 2 write; p <= kernel always), and [lo, hi), an upper bound of every byte
  * the kernel may hold for the process. A drop sets the kernel to exactly p over [lo, hi): unlocks where p holds
  * nothing, a read lock where p reads (a downgrade, or nothing), nothing where p writes. None of those can fail
- * for a conflict: the kernel holds at least p. Drops run only with no acquisition of the file in the kernel
- * (kin == 0), under the lock, with signals blocked (a program thread's) or on the library's thread (no signals).
+ * for a conflict: the kernel holds at least p. Drops leave the ranges of the file's acquisitions in the kernel
+ * alone (fl), run under the lock, with signals blocked (a program thread's) or on the library's thread.
  *
  * Acquisitions that go to the kernel lower k to min(k, t) first and set it to t after -- unless another lock
  * call or close of the process overlapped (reclock.c: up_lock_call_alone), then 0: two calls of one process
@@ -51,6 +51,22 @@
 #define LC_WAIT_NS 200000ull   /* a requester waits this long at most for cachers to drop */
 #define LC_STEP_NS 20000ull    /* ... looking again this often */
 #define LC_COLD_NS 20000000ull /* after a request: the file's releases go to the kernel for 20 ms */
+
+/* A requester blocked in F_SETLKW, counted in other processes' board entries (board_wait). */
+struct lb_wait {
+    uint32_t *w[8];
+    unsigned n;
+};
+/* An acquisition in the kernel: on its thread's stack, listed in its file's `fl` under the lock from before the
+ * kernel call until its result is recorded (or its thread is cancelled there). Every one is listed -- review27b
+ * #3: with 4 places, a 5th acquisition of one file in the kernel stopped every drop of the file until fewer were
+ * in flight, a wait the kernel path does not have (EDEADLK for a process that held what they waited for). */
+struct up_lc_flight {
+    struct up_lc_flight *next;
+    struct up_lc *c;
+    uint64_t a, b;
+    struct lb_wait wt;
+};
 
 /* ---- the per-file lock ---- */
 
@@ -255,41 +271,44 @@ static unsigned drops_failed;
 static bool lc_forking, lc_fork_calls; /* a fork child before up_fork_child's end (up_lc_init) */
 static uint32_t lc_exec; /* an exec is under way (up_lc_before_exec until up_lc_exec_failed): nothing is kept */
 
-/* Whether a drop may run now: every acquisition in the kernel has its range recorded (a drop leaves those alone). */
-static bool may_drop(const struct up_lc *c) { return c->kin == c->nkr; }
-
-struct plan {
-    struct flock l[(2 * UP_LC_SEGS + 1) * 5];
-    unsigned n;
+/* A drop's calls, made as they are planned (no plan to overflow, however many acquisitions are in flight). */
+struct dropper {
+    int fd, fdr;
+    bool failed;
 };
-/* [a, b) of type t into the plan, minus the ranges of acquisitions in the kernel now (theirs to set). */
-static void plan_add(struct plan *pl, const struct up_lc *c, unsigned from, short t, uint64_t a, uint64_t b) {
-    for (unsigned i = from; i < c->nkr && a < b; i++) {
-        uint64_t ra = c->kr[i].a, rb = c->kr[i].b;
-        if (rb <= a || ra >= b) continue;
-        if (ra > a) plan_add(pl, c, i + 1, t, a, ra);
-        a = rb;
+static void drop_call(struct dropper *d, short t, uint64_t a, uint64_t b) {
+    struct flock l = {.l_type = t, .l_whence = SEEK_SET, .l_start = (off_t)a, .l_len = b == UINT64_MAX ? 0 : (off_t)(b - a)};
+    if (DK_REAL(fcntl)(t == F_RDLCK ? d->fdr : d->fd, F_SETLK, &l) != 0) {
+        __atomic_add_fetch(&drops_failed, 1, __ATOMIC_RELAXED);
+        d->failed = true;
     }
-    if (a >= b || pl->n == DK_ARRAY_LEN(pl->l)) return;
-    pl->l[pl->n++] = (struct flock){.l_type = t, .l_whence = SEEK_SET, .l_start = (off_t)a,
-                                    .l_len = b == UINT64_MAX ? 0 : (off_t)(b - a)};
+}
+/* [a, b) set to type t in the kernel, minus the ranges of acquisitions in the kernel now (theirs to set): those
+ * from `from` on in the list. */
+static void plan_add(struct dropper *d, const struct up_lc_flight *from, short t, uint64_t a, uint64_t b) {
+    for (const struct up_lc_flight *x = from; x && a < b; x = x->next) {
+        if (x->b <= a || x->a >= b) continue;
+        if (x->a > a) plan_add(d, x->next, t, a, x->a);
+        a = x->b;
+    }
+    if (a < b) drop_call(d, t, a, b);
 }
 static bool in_flight_overlaps(const struct up_lc *c, uint64_t a, uint64_t b) {
-    for (unsigned i = 0; i < c->nkr; i++)
-        if (c->kr[i].a < b && c->kr[i].b > a) return true;
+    for (const struct up_lc_flight *x = c->fl; x; x = x->next)
+        if (x->a < b && x->b > a) return true;
     return false;
 }
 
 /* The kernel set to exactly p over [lo, hi) -- except where an acquisition is in the kernel now -- through the
- * program's descriptors fd1 (unlocks) and fdr1 (read-lock downgrades). Under the lock, may_drop, fd1 set; no
+ * program's descriptors fd1 (unlocks) and fdr1 (read-lock downgrades). Under the lock, fd1 set; no
  * signal can run a lock call of the program on this thread meanwhile. A call that fails (no readable
  * descriptor: review26b #8) leaves the kernel's state unknown there: the file turns off (lost). */
 static void drop_locked(struct up_lc *c) {
     if (c->lo == c->hi) return;
-    struct plan pl;
-    pl.n = 0;
+    struct dropper d = {.fd = c->fd1 - 1, .fdr = c->fdr1 ? c->fdr1 - 1 : c->fd1 - 1, .failed = false};
     uint64_t cur = c->lo;
-#define PLAN(T, A, B) plan_add(&pl, c, 0, (T), (A), (B))
+    DK_ERRNO_SAVE;
+#define PLAN(T, A, B) plan_add(&d, c->fl, (T), (A), (B))
     for (unsigned i = 0; i < c->n; i++) {
         const struct up_lc_seg *s = &c->seg[i];
         if (!s->p || s->b <= c->lo || s->a >= c->hi) continue;
@@ -300,15 +319,8 @@ static void drop_locked(struct up_lc *c) {
     }
     if (cur < c->hi) PLAN(F_UNLCK, cur, c->hi);
 #undef PLAN
-    int fd = c->fd1 - 1, fdr = c->fdr1 ? c->fdr1 - 1 : fd;
-    bool failed = false;
-    DK_ERRNO_SAVE;
-    for (unsigned i = 0; i < pl.n; i++)
-        if (DK_REAL(fcntl)(pl.l[i].l_type == F_RDLCK ? fdr : fd, F_SETLK, &pl.l[i]) != 0) {
-            __atomic_add_fetch(&drops_failed, 1, __ATOMIC_RELAXED);
-            failed = true;
-        }
     DK_ERRNO_RESTORE;
+    bool failed = d.failed;
     /* k := p; [lo, hi) := p's extent -- except over the ranges of acquisitions in the kernel now: there the plan
      * changed nothing, k stays and the range stays in the extent (that acquisition's end sets it). A segment is
      * cut at those ranges' bounds first: one only partly in flight gets k := p outside (review26b #5). */
@@ -320,9 +332,9 @@ static void drop_locked(struct up_lc *c) {
         struct up_lc_seg s = c->seg[i];
         while (s.a < s.b) {
             struct up_lc_seg piece = s;
-            for (unsigned j = 0; j < c->nkr; j++) { /* the piece ends at the first in-flight bound inside it */
-                if (c->kr[j].a > piece.a && c->kr[j].a < piece.b) piece.b = c->kr[j].a;
-                if (c->kr[j].b > piece.a && c->kr[j].b < piece.b) piece.b = c->kr[j].b;
+            for (const struct up_lc_flight *x = c->fl; x; x = x->next) { /* the piece ends at the first in-flight bound inside it */
+                if (x->a > piece.a && x->a < piece.b) piece.b = x->a;
+                if (x->b > piece.a && x->b < piece.b) piece.b = x->b;
             }
             s.a = piece.b;
             if (!in_flight_overlaps(c, piece.a, piece.b)) piece.k = piece.p;
@@ -336,9 +348,9 @@ static void drop_locked(struct up_lc *c) {
             else lo = DK_MIN(lo, piece.a), hi = DK_MAX(hi, piece.b);
         }
     }
-    for (unsigned i = 0; i < c->nkr; i++) { /* (their bytes may be held once they end) */
-        if (lo == hi) lo = c->kr[i].a, hi = c->kr[i].b;
-        else lo = DK_MIN(lo, c->kr[i].a), hi = DK_MAX(hi, c->kr[i].b);
+    for (const struct up_lc_flight *x = c->fl; x; x = x->next) { /* (their bytes may be held once they end) */
+        if (lo == hi) lo = x->a, hi = x->b;
+        else lo = DK_MIN(lo, x->a), hi = DK_MAX(hi, x->b);
     }
     if (failed || !fits) { /* (the plan's kernel state not known, or not representable): off */
         c->off = 1, c->lost = 1;
@@ -538,10 +550,6 @@ static bool board_ask(const struct up_file *f) {
 /* A requester about to block in the kernel's F_SETLKW: counted in every other process's entry for f (cached now
  * or not -- the owner's program may hold the lock itself), whose thread is woken to drop what it caches; the
  * owner's releases of f then go to the kernel until the count is back to 0. Up to DK_ARRAY_LEN(w) entries. */
-struct lb_wait {
-    uint32_t *w[8];
-    unsigned n;
-};
 static void board_wait(const struct up_file *f, struct lb_wait *wt) {
     wt->n = 0;
     if (__atomic_load_n(&lb.state, __ATOMIC_ACQUIRE) != 1 || lb.root != f->root) return;
@@ -618,7 +626,7 @@ static void *lc_thread(void *arg) {
             bool old = cached && (int64_t)(now - c->cached_since) >= (int64_t)age_ns;
             bool waits = false;
             if ((asked || old) && cached) {
-                if (!may_drop(c) || !c->fd1) waits = wait = true; /* (more acquisitions in the kernel than recorded) */
+                if (!c->fd1) waits = wait = true; /* (cannot be: a cached lock was released through one) */
                 else drop_locked(c);
                 cached = has_cached(c) && !c->off;
             }
@@ -639,8 +647,8 @@ static void *lc_thread(void *arg) {
             lc_give(c);
             __atomic_store_n(&lb.busy, NULL, __ATOMIC_SEQ_CST);
         }
-        /* the next age drop (a file cached after this walk: within its age again, ~2x at most); a drop that must
-         * wait for an acquisition in the kernel: looked at again within 1 ms */
+        /* the next age drop (a file cached after this walk: within its age again, ~2x at most); a drop that could
+         * not run: looked at again within 1 ms */
         uint64_t t_ns = next == UINT64_MAX ? age_ns : next > now ? DK_MIN(next - now, age_ns) : 0;
         if (wait) t_ns = DK_MIN(t_ns, 1000000ull);
         t_ns = DK_MAX(t_ns, 10000ull);
@@ -661,25 +669,21 @@ static void *lc_thread(void *arg) {
 
 /* ---- the program's calls ---- */
 
-/* An acquisition's end: its range no longer in flight. */
-static void kin_end(struct up_lc *c, uint64_t a, uint64_t b) {
-    c->kin--;
-    for (unsigned i = 0; i < c->nkr; i++)
-        if (c->kr[i].a == a && c->kr[i].b == b) {
-            c->kr[i] = c->kr[--c->nkr];
+/* An acquisition's end: its range no longer in flight. Under the lock. */
+static void kin_end(struct up_lc *c, struct up_lc_flight *fl) {
+    for (struct up_lc_flight **x = &c->fl; *x; x = &(*x)->next)
+        if (*x == fl) {
+            *x = fl->next;
+            c->kin--;
             return;
         }
+    /* (not listed: a fork child's handler came back into its parent's call -- the child's lists start empty) */
 }
-struct lc_flight {
-    struct up_lc *c;
-    uint64_t a, b;
-    struct lb_wait wt;
-};
 static void lc_cancelled(void *arg) {
-    struct lc_flight *fl = arg;
+    struct up_lc_flight *fl = arg;
     board_unwait(&fl->wt);
     (void)lc_take(fl->c);
-    kin_end(fl->c, fl->a, fl->b);
+    kin_end(fl->c, fl);
     lc_give(fl->c);
     up_lock_cancelled(NULL);
 }
@@ -688,7 +692,7 @@ static void lc_cancelled(void *arg) {
  * LC_WAIT_NS; F_SETLKW blocks only after that, counted as a waiter on the board meanwhile (fl->wt). errno as
  * the program's one call would leave it: unchanged by a success (review26b #2). */
 static int acquire_in_kernel(int (*real)(int, int, ...), int fd, int cmd, struct flock *l, struct up_file *f,
-                             struct lc_flight *fl) {
+                             struct up_lc_flight *fl) {
     int e0 = errno;
     int r = real(fd, F_SETLK, l);
     if (r == 0 || (errno != EAGAIN && errno != EACCES)) return r;
@@ -784,7 +788,7 @@ int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, in
         /* not followed: the kernel set to what the program holds (while p is still known), then every call goes
          * to the kernel until a whole-file unlock */
         if (!c->off) {
-            if (may_drop(c) && c->fd1) drop_from_program(c);
+            if (c->fd1) drop_from_program(c);
             else if (c->lo != c->hi) c->lost = 1;
             c->off = 1;
         }
@@ -844,18 +848,17 @@ int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, in
         return 0;
     }
     if (!paint(c, a, b, KEEP, KMIN, t)) { /* not followed from here on */
-        if (may_drop(c) && c->fd1) drop_from_program(c);
+        if (c->fd1) drop_from_program(c);
         else if (c->lo != c->hi) c->lost = 1;
         c->off = 1;
         lc_give(c);
         return kcall(real, fd, cmd, l);
     }
     extend(c, a, b);
-    c->kin++;
-    if (c->nkr < DK_ARRAY_LEN(c->kr)) c->kr[c->nkr].a = a, c->kr[c->nkr].b = b, c->nkr++;
+    struct up_lc_flight flight = {c->fl, c, a, b, {.n = 0}};
+    c->fl = &flight, c->kin++;
     lc_give(c);
     int r;
-    struct lc_flight flight = {c, a, b, {.n = 0}};
     if (cmd == F_SETLKW) {
         pthread_cleanup_push(lc_cancelled, &flight);
         r = acquire_in_kernel(real, fd, cmd, l, f, &flight);
@@ -866,7 +869,7 @@ int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, in
     int e = errno;
     if (r == 0) DK_CRASH_POINT("lockcache.acquired"); /* tests: another process asks before the grant is recorded */
     (void)lc_take(c);
-    kin_end(c, a, b);
+    kin_end(c, &flight);
     if (r == 0 && !paint(c, a, b, t, up_lock_call_alone(call) ? t : 0, 0)) c->off = 1, c->lost = 1;
     lc_give(c);
     errno = e;
@@ -906,7 +909,7 @@ static void exec_drop_one(struct up_file *f, void *arg) {
     (void)arg;
     struct up_lc *c = &f->lc;
     if (lc_take(c)) return; /* an exec from a handler inside this thread's hold: its locks stay cached */
-    if (!c->off && may_drop(c) && c->fd1 && has_cached(c)) drop_from_program(c);
+    if (!c->off && c->fd1 && has_cached(c)) drop_from_program(c);
     lc_give(c);
 }
 
@@ -931,6 +934,7 @@ static void child_one(struct up_file *f, void *arg) {
     (void)arg;
     f->lc.owner = 0;
     f->lc.nd = f->lc.dclose = f->lc.kin = 0;
+    f->lc.fl = NULL; /* (the other threads' acquisitions are the parent's) */
     f->lc.bidx1 = 0;
     reset(&f->lc);
 }

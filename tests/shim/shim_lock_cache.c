@@ -52,6 +52,13 @@
  *            handler releases its read locks (so the map fits again and the file stays followed). Our
  *            later write lock on [0,5) must reach the kernel -- a third process finds it held by us (review26b
  *            #5: the drop kept the merged segment's k over [0,5), and the acquisition was a hit with no lock).
+ * Session 28 (review27b's open findings; each fails on main 0ab7732's library):
+ *   many     6 threads of ours block in F_SETLKW on single bytes of [10,16), which another daxkit process (a fork
+ *            child) holds; that process then wants [0,1), which we keep: it must get it (its ask, our thread's
+ *            drop) -- F_SETLK retried for 3 s, then F_SETLKW, which must not fail with EDEADLK (review27b #3:
+ *            with more than 4 acquisitions of the file in the kernel no drop of it ran, a cycle the kernel path
+ *            does not have). many_raw: the same with a process without daxkit, DAXKIT_LOCK_CACHE_US=50000 (the
+ *            age drop).
  * Exit 0 pass, 1 fail, 77 skip. */
 #include <poll.h>
 #include <pthread.h>
@@ -76,28 +83,29 @@ static uint64_t now_ms(void) {
 }
 
 /* The third process: a fork child asking the kernel (raw F_GETLK on its own descriptor of the file) about
- * [start, start+len) for a write lock. Returns the holder's pid, 0 when free. */
-static pid_t who_holds(off_t start, off_t len) {
+ * [start, start+len) for a lock of `type`. Returns the holder's pid, 0 when free (-1: an OFD lock). */
+static pid_t who_holds_t(short type, off_t start, off_t len) {
     int p[2];
     OK(pipe(p));
     pid_t c = fork();
     if (c == 0) {
         int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR);
-        struct flock l = fl(F_WRLCK, start, len);
-        int32_t out = -1;
+        struct flock l = fl(type, start, len);
+        int32_t out = -2;
         if (fd >= 0 && syscall(SYS_fcntl, fd, F_GETLK, &l) == 0) out = l.l_type == F_UNLCK ? 0 : l.l_pid;
         syscall(SYS_write, p[1], &out, sizeof out);
         syscall(SYS_exit_group, 0);
     }
     OK(c);
     close(p[1]);
-    int32_t got = -1;
+    int32_t got = -2;
     CHECK(read(p[0], &got, sizeof got) == sizeof got, "third process: no answer");
     close(p[0]);
     waitpid(c, NULL, 0);
-    CHECK(got >= 0, "third process: F_GETLK failed");
+    CHECK(got >= -1, "third process: F_GETLK failed");
     return got;
 }
+static pid_t who_holds(off_t start, off_t len) { return who_holds_t(F_WRLCK, start, len); }
 
 static uint64_t hits_now(void) {
     uint64_t c[DK_C_COUNT];
@@ -686,6 +694,80 @@ static void case_merged(void) {
     close(fd);
 }
 
+/* many: our threads blocked on [10,16) held by the other process */
+static int many_fd;
+static void *many_thread(void *arg) {
+    long i = (long)arg;
+    if (lk(many_fd, F_SETLKW, F_WRLCK, 10 + i, 1) != 0) return (void *)1;
+    return NULL;
+}
+
+static void case_many(bool raw) {
+    enum { THREADS = 6 };
+    int fd = open_file();
+    OK(lk(fd, F_SETLK, F_WRLCK, 0, 1));
+    OK(lk(fd, F_SETLK, F_UNLCK, 0, 1)); /* kept */
+    CHECK(who_holds(0, 1) == getpid(), "the released lock is not kept (nothing to test)");
+    int p[2], q[2], res[2];
+    OK(pipe(p));
+    OK(pipe(q));
+    OK(pipe(res));
+    pid_t c = fork(); /* before our threads: the other process holds [10,16), then wants [0,1) */
+    if (c == 0) {
+        close(q[1]);
+        int f2 = raw ? (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR) : open(path, O_RDWR);
+        struct flock l = fl(F_WRLCK, 10, THREADS);
+        char x = (raw ? syscall(SYS_fcntl, f2, F_SETLK, &l) : fcntl(f2, F_SETLK, &l)) == 0 ? 'k' : 'f';
+        if (write(p[1], &x, 1) != 1 || read(q[0], &x, 1) != 1) _exit(2);
+        int64_t out[3] = {-1, 0, 0}; /* ms, F_SETLKW's result, its errno */
+        uint64_t t0 = now_ms();
+        for (;;) {
+            l = fl(F_WRLCK, 0, 1);
+            if ((raw ? syscall(SYS_fcntl, f2, F_SETLK, &l) : fcntl(f2, F_SETLK, &l)) == 0) {
+                out[0] = (int64_t)(now_ms() - t0);
+                break;
+            }
+            if (now_ms() - t0 > 3000) {
+                l = fl(F_WRLCK, 0, 1);
+                errno = 0;
+                out[1] = raw ? syscall(SYS_fcntl, f2, F_SETLKW, &l) : fcntl(f2, F_SETLKW, &l);
+                out[2] = errno;
+                break;
+            }
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+        if (write(res[1], out, sizeof out) != sizeof out) _exit(3);
+        _exit(0); /* (its locks go: our threads get theirs) */
+    }
+    close(p[1]);
+    close(q[0]);
+    close(res[1]);
+    char x = 0;
+    CHECK(read(p[0], &x, 1) == 1 && x == 'k', "the other process could not lock [10,16)");
+    many_fd = fd;
+    pthread_t t[THREADS];
+    for (long i = 0; i < THREADS; i++) CHECK(pthread_create(&t[i], NULL, many_thread, (void *)i) == 0, "pthread_create");
+    nanosleep(&(struct timespec){0, 200000000}, NULL); /* (they are blocked in the kernel) */
+    OK(write(q[1], "g", 1));
+    int64_t out[3] = {-2, 0, 0};
+    CHECK(read(res[0], out, sizeof out) == sizeof out, "the other process: no answer");
+    int st;
+    waitpid(c, &st, 0);
+    for (int i = 0; i < THREADS; i++) {
+        void *rv = NULL;
+        pthread_join(t[i], &rv);
+        CHECK(rv == NULL, "thread %d: F_SETLKW on [%d,%d) failed", i, 10 + i, 11 + i);
+    }
+    NOTE("the other process (%s) got [0,1) after %lld ms; F_SETLKW after 3 s: %lld (errno %lld)",
+         raw ? "no daxkit" : "daxkit", (long long)out[0], (long long)out[1], (long long)out[2]);
+    CHECK(out[0] >= 0 || out[1] == 0, "the other process did not get [0,1), which we released, while %d of our "
+          "threads waited in the kernel for its locks: F_SETLKW %lld, errno %lld (%s)", THREADS, (long long)out[1],
+          (long long)out[2], strerror((int)out[2]));
+    CHECK(out[0] >= 0, "the other process got [0,1) only by blocking (%s); polled 3 s in vain", "F_SETLKW");
+    close(fd);
+}
+
 static void case_getlk(void) {
     int fd = open_file();
     OK(lk(fd, F_SETLK, F_WRLCK, 0, 10));
@@ -728,6 +810,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "overflow")) case_overflow();
     else if (!strcmp(c, "inflight")) case_inflight();
     else if (!strcmp(c, "merged")) case_merged();
+    else if (!strcmp(c, "many")) case_many(false);
+    else if (!strcmp(c, "many_raw")) case_many(true);
     else SKIP("unknown case %s", c);
     printf("PASS\n");
     return 0;
