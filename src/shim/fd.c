@@ -219,6 +219,7 @@ static int counted_lock(int (*real)(int, int, ...), int fd, int cmd, struct floc
     struct up_lock_call c = up_lock_call_begin();
     int r;
     if (DK_UNLIKELY(dk_cfg.lock_cache) && (cmd == F_SETLK || cmd == F_SETLKW)) r = up_lc_setlk(c, real, fd, cmd, l);
+    else if (DK_UNLIKELY(dk_cfg.lock_cache)) r = up_lc_ofd(real, fd, cmd, l); /* (OFD: cached POSIX locks first) */
     else KERNEL_LOCK(r, real, fd, cmd, l);
     up_lock_done(c, fd, cmd, l, r == 0);
     if (r == 0 && l && l->l_type != F_UNLCK) up_inflight_after_lock(); /* a dead strict op: recovered first */
@@ -328,6 +329,8 @@ static __attribute__((noinline)) int fcntl_full(int fd, int cmd, void *arg, bool
          * published while we waited (upath/reclock.c) */
         return counted_lock(real, fd, cmd, l);
     }
+    /* DAXKIT_LOCK_CACHE: the process's cached POSIX locks would show to its own F_OFD_GETLK (lockcache.c) */
+    if (cmd == F_OFD_GETLK && arg && DK_UNLIKELY(dk_cfg.lock_cache)) return up_lc_ofd(real, fd, cmd, arg);
     return real(fd, cmd, arg);
 }
 

@@ -690,18 +690,21 @@ static void lc_cancelled(void *arg) {
 
 /* The kernel's acquisition, with the handoff: a conflict asks the cachers of f and retries for up to
  * LC_WAIT_NS; F_SETLKW blocks only after that, counted as a waiter on the board meanwhile (fl->wt). errno as
- * the program's one call would leave it: unchanged by a success (review26b #2). */
+ * the program's one call would leave it: unchanged by a success (review26b #2). OFD acquisitions the same way
+ * (F_OFD_SETLK, F_OFD_SETLKW: the cached POSIX locks of other processes conflict with them too). */
 static int acquire_in_kernel(int (*real)(int, int, ...), int fd, int cmd, struct flock *l, struct up_file *f,
                              struct up_lc_flight *fl) {
     int e0 = errno;
-    int r = real(fd, F_SETLK, l);
+    bool ofd = cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW;
+    int try_cmd = ofd ? F_OFD_SETLK : F_SETLK;
+    int r = real(fd, try_cmd, l);
     if (r == 0 || (errno != EAGAIN && errno != EACCES)) return r;
     int e = errno;
     if (board_ask(f)) {
         for (uint64_t waited = 0; waited < LC_WAIT_NS; waited += LC_STEP_NS) {
             nap(LC_STEP_NS);
             if (!anyone_caches(f) || waited + LC_STEP_NS >= LC_WAIT_NS) {
-                r = real(fd, F_SETLK, l);
+                r = real(fd, try_cmd, l);
                 if (r == 0) {
                     dk_count(DK_C_lock_cache_handoffs, 1);
                     errno = e0;
@@ -712,13 +715,13 @@ static int acquire_in_kernel(int (*real)(int, int, ...), int fd, int cmd, struct
             }
         }
     }
-    if (cmd != F_SETLKW) {
+    if (cmd != F_SETLKW && cmd != F_OFD_SETLKW) {
         errno = e;
         return -1;
     }
     board_wait(f, &fl->wt); /* (the owner's program holds it, or re-cached it: its releases reach the kernel) */
     errno = e0;
-    r = real(fd, F_SETLKW, l); /* a cancellation point: lc_cancelled is pushed by the caller */
+    r = real(fd, cmd, l); /* a cancellation point: lc_cancelled (ofd_cancelled) is pushed by the caller */
     board_unwait(&fl->wt);
     return r;
 }
@@ -727,7 +730,7 @@ static int acquire_in_kernel(int (*real)(int, int, ...), int fd, int cmd, struct
  * cancelled thread still ends its counted call. */
 static int kcall(int (*real)(int, int, ...), int fd, int cmd, struct flock *l) {
     int r;
-    if (cmd == F_SETLKW) {
+    if (cmd == F_SETLKW || cmd == F_OFD_SETLKW) {
         pthread_cleanup_push(up_lock_cancelled, NULL);
         r = real(fd, cmd, l);
         pthread_cleanup_pop(0);
@@ -873,6 +876,50 @@ int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, in
     if (r == 0 && !paint(c, a, b, t, up_lock_call_alone(call) ? t : 0, 0)) c->off = 1, c->lost = 1;
     lc_give(c);
     errno = e;
+    return r;
+}
+
+/* Some byte of [a, b) cached: the kernel keeps more than the program holds. */
+static bool cached_in(const struct up_lc *c, uint64_t a, uint64_t b) {
+    for (unsigned i = 0; i < c->n; i++)
+        if (c->seg[i].a < b && c->seg[i].b > a && c->seg[i].k > c->seg[i].p) return true;
+    return false;
+}
+
+static void ofd_cancelled(void *arg) {
+    board_unwait(&((struct up_lc_flight *)arg)->wt);
+    up_lock_cancelled(NULL);
+}
+
+/* The program's OFD lock call on a managed file (F_OFD_SETLK, F_OFD_SETLKW, F_OFD_GETLK; shim/fd.c, inside
+ * reclock.c's count). In the kernel, OFD locks conflict with the POSIX locks of the same process (an OFD lock's
+ * owner is the open file description): a cached POSIX lock over the range would refuse the program's own
+ * F_OFD_SETLK (EAGAIN), keep its F_OFD_SETLKW waiting for the age drop and show in its F_OFD_GETLK, where the
+ * kernel path finds nothing (review27b #8). So the file's cached locks are dropped first; and an acquisition
+ * that conflicts asks the other daxkit processes that cache the file, as a POSIX one does (acquire_in_kernel).
+ * (flock(2) locks and record locks are apart on every medium the library serves: nothing to do for those.) */
+int up_lc_ofd(int (*real)(int, int, ...), int fd, int cmd, struct flock *l) {
+    struct up_slot *s = up_fd_slot(fd);
+    struct up_file *f = s ? s->file : NULL;
+    if (!f || lc_forking || ((cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW) && l->l_type == F_UNLCK))
+        return kcall(real, fd, cmd, l);
+    struct up_lc *c = &f->lc;
+    uint64_t a = 0, b = UINT64_MAX;
+    if (range_of(l, &a, &b) != 1) a = 0, b = UINT64_MAX; /* (SEEK_CUR, SEEK_END, a bad range: the whole file) */
+    if (__atomic_load_n(&c->n, __ATOMIC_RELAXED) && !lc_take(c)) { /* (a handler inside its thread's hold: as is) */
+        if (!c->off && c->fd1 && cached_in(c, a, b)) drop_from_program(c);
+        lc_give(c);
+    }
+    if (cmd == F_OFD_GETLK || (l->l_type != F_RDLCK && l->l_type != F_WRLCK)) return real(fd, cmd, l);
+    struct up_lc_flight fl = {.wt = {.n = 0}};
+    int r;
+    if (cmd == F_OFD_SETLKW) {
+        pthread_cleanup_push(ofd_cancelled, &fl);
+        r = acquire_in_kernel(real, fd, cmd, l, f, &fl);
+        pthread_cleanup_pop(0);
+    } else {
+        r = acquire_in_kernel(real, fd, cmd, l, f, &fl);
+    }
     return r;
 }
 

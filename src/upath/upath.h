@@ -243,6 +243,7 @@ bool up_lock_call_alone(struct up_lock_call c);
 /* DAXKIT_LOCK_CACHE: F_SETLK/F_SETLKW on a managed descriptor, in place of the kernel's call inside the count
  * (lockcache.c). */
 int up_lc_setlk(struct up_lock_call c, int (*real)(int, int, ...), int fd, int cmd, struct flock *l);
+int up_lc_ofd(int (*real)(int, int, ...), int fd, int cmd, struct flock *l); /* F_OFD_SETLK(W), F_OFD_GETLK */
 /* A POSIX lock call on fd whose file's lock set is no longer followed (the program maps the file: SQLite's -shm):
  * counted (up_lock_call_begin), ended by up_lock_untracked_done -- no set to change; an acquisition (taken) moves
  * the refresh generation for every file. reclock.c. */

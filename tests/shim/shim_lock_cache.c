@@ -59,6 +59,10 @@
  *            with more than 4 acquisitions of the file in the kernel no drop of it ran, a cycle the kernel path
  *            does not have). many_raw: the same with a process without daxkit, DAXKIT_LOCK_CACHE_US=50000 (the
  *            age drop).
+ *   ofd      the program's own OFD locks after it released a POSIX lock there (kept): F_OFD_GETLK finds nothing,
+ *            F_OFD_SETLK of a write lock succeeds, and the program's POSIX write lock then conflicts with it
+ *            (EAGAIN), as on the kernel path (review27b #8: EAGAIN, F_OFD_SETLKW waited for the age drop).
+ *   ofd_other another daxkit process's F_OFD_SETLKW on a range we keep gets it within 3 s (10 s age: the ask).
  * Exit 0 pass, 1 fail, 77 skip. */
 #include <poll.h>
 #include <pthread.h>
@@ -768,6 +772,59 @@ static void case_many(bool raw) {
     close(fd);
 }
 
+static void case_ofd(void) {
+    int fd = open_file();
+    OK(lk(fd, F_SETLK, F_WRLCK, 0, 1));
+    OK(lk(fd, F_SETLK, F_UNLCK, 0, 1)); /* kept */
+    CHECK(who_holds(0, 1) == getpid(), "the released lock is not kept (nothing to test)");
+    struct flock o = fl(F_WRLCK, 0, 1);
+    OK(fcntl(fd, F_OFD_GETLK, &o));
+    CHECK(o.l_type == F_UNLCK, "F_OFD_GETLK by the program finds a lock on [0,1) (type %d, pid %d) that it released",
+          o.l_type, o.l_pid);
+    o = fl(F_WRLCK, 0, 1);
+    errno = 0;
+    int r = fcntl(fd, F_OFD_SETLK, &o);
+    CHECK(r == 0, "the program's own OFD write lock on [0,1), which it released as a POSIX lock: %d (errno %d %s)", r,
+          errno, strerror(errno));
+    pid_t h = who_holds(0, 1);
+    CHECK(h == -1, "after F_OFD_SETLK the kernel says [0,1) is held by %d, expected an OFD lock (-1)", h);
+    errno = 0;
+    r = lk(fd, F_SETLK, F_WRLCK, 0, 1); /* conflicts with the OFD lock, as on the kernel path */
+    CHECK(r == -1 && (errno == EAGAIN || errno == EACCES),
+          "a POSIX write lock over the program's own OFD lock: %d (errno %d), expected EAGAIN", r, errno);
+    o = fl(F_UNLCK, 0, 1);
+    OK(fcntl(fd, F_OFD_SETLK, &o));
+    OK(lk(fd, F_SETLK, F_WRLCK, 0, 1));
+    CHECK(who_holds(0, 1) == getpid(), "the POSIX lock after the OFD lock's release is not ours");
+    close(fd);
+}
+
+static void case_ofd_other(void) {
+    int fd = open_file();
+    OK(lk(fd, F_SETLK, F_WRLCK, 0, 10));
+    OK(lk(fd, F_SETLK, F_UNLCK, 0, 10)); /* kept */
+    CHECK(who_holds(0, 10) == getpid(), "the released lock is not kept (nothing to test)");
+    pid_t c = fork();
+    if (c == 0) {
+        int f2 = open(path, O_RDWR);
+        if (f2 < 0) _exit(2);
+        uint64_t t0 = now_ms();
+        struct flock o = fl(F_WRLCK, 0, 5);
+        if (fcntl(f2, F_OFD_SETLKW, &o) != 0) _exit(3);
+        uint64_t ms = now_ms() - t0;
+        if (ms > 3000) {
+            fprintf(stderr, "child: F_OFD_SETLKW got [0,5) after %llu ms\n", (unsigned long long)ms);
+            _exit(4);
+        }
+        _exit(0);
+    }
+    int st;
+    OK(waitpid(c, &st, 0));
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "another daxkit process's F_OFD_SETLKW on a range we keep: child "
+          "status %d (4: more than 3 s)", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    close(fd);
+}
+
 static void case_getlk(void) {
     int fd = open_file();
     OK(lk(fd, F_SETLK, F_WRLCK, 0, 10));
@@ -812,6 +869,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "merged")) case_merged();
     else if (!strcmp(c, "many")) case_many(false);
     else if (!strcmp(c, "many_raw")) case_many(true);
+    else if (!strcmp(c, "ofd")) case_ofd();
+    else if (!strcmp(c, "ofd_other")) case_ofd_other();
     else SKIP("unknown case %s", c);
     printf("PASS\n");
     return 0;
