@@ -63,6 +63,12 @@
  *            F_OFD_SETLK of a write lock succeeds, and the program's POSIX write lock then conflicts with it
  *            (EAGAIN), as on the kernel path (review27b #8: EAGAIN, F_OFD_SETLKW waited for the age drop).
  *   ofd_other another daxkit process's F_OFD_SETLKW on a range we keep gets it within 3 s (10 s age: the ask).
+ *   noboard  the board cannot be made (a directory in its place): a downgrade (read lock over our own write lock)
+ *            must reach the kernel -- a third process's read lock is then possible (the rule "a downgrade is
+ *            served only where the board can have it dropped": served, the kernel kept the write lock for good).
+ *   readfd   DAXKIT_LOCK_CACHE_US=50000: a write lock through an O_WRONLY descriptor, downgraded to a read lock
+ *            through an O_RDONLY one (cached), the O_WRONLY one used last: the age drop's downgrade must go
+ *            through the readable descriptor -- a third process's read lock is possible within 3 s (review26b #8).
  * Exit 0 pass, 1 fail, 77 skip. */
 #include <poll.h>
 #include <pthread.h>
@@ -825,6 +831,46 @@ static void case_ofd_other(void) {
     close(fd);
 }
 
+static void case_noboard(void) {
+    char d[PATH_MAX], b[PATH_MAX + 32];
+    st_path(d, sizeof d, dir, ".daxkit");
+    (void)mkdir(d, 0755);
+    snprintf(b, sizeof b, "%s/lockboard2.%u", d, (unsigned)geteuid());
+    CHECK(mkdir(b, 0755) == 0, "mkdir %s: %s", b, strerror(errno));
+    int fd = open_file();
+    OK(lk(fd, F_SETLK, F_WRLCK, 0, 10));
+    OK(lk(fd, F_SETLK, F_RDLCK, 0, 10)); /* a downgrade: the kernel's (no board to have a kept write lock dropped) */
+    pid_t h = who_holds_t(F_RDLCK, 0, 10);
+    CHECK(h == 0, "a read lock over the range the program downgraded to a read lock: the kernel says held by %d "
+          "(a write lock kept without a board to drop it)", h);
+    CHECK(who_holds(0, 10) == getpid(), "the program's read lock is not in the kernel");
+    OK(lk(fd, F_SETLK, F_UNLCK, 0, 10));
+    h = who_holds(0, 10);
+    CHECK(h == 0, "a release without a board is held by %d in the kernel", h);
+    close(fd);
+}
+
+static void case_readfd(void) {
+    close(open_file());
+    int fdw = OK(open(path, O_WRONLY));
+    int fdr = OK(open(path, O_RDONLY));
+    OK(lk(fdw, F_SETLK, F_WRLCK, 0, 10));
+    OK(lk(fdr, F_SETLK, F_RDLCK, 0, 10)); /* a downgrade: the kernel keeps the write lock (cached) */
+    CHECK(who_holds_t(F_RDLCK, 0, 10) == getpid(), "the downgrade was not cached (nothing to test)");
+    OK(lk(fdw, F_SETLK, F_WRLCK, 20, 10));
+    OK(lk(fdw, F_SETLK, F_UNLCK, 20, 10)); /* the write-only descriptor used last */
+    uint64_t t0 = now_ms();
+    pid_t h;
+    while ((h = who_holds_t(F_RDLCK, 0, 10)) != 0 && now_ms() - t0 < 3000) nanosleep(&(struct timespec){0, 10000000}, NULL);
+    NOTE("a reader could lock [0,10) after %llu ms", (unsigned long long)(now_ms() - t0));
+    CHECK(h == 0, "3 s after the age drop was due, a read lock on [0,10) (which the program holds for reading) "
+          "conflicts with %d: the drop's downgrade did not reach the kernel", h);
+    CHECK(who_holds(0, 10) == getpid(), "the program's read lock on [0,10) is not in the kernel after the drop");
+    CHECK(who_holds(20, 10) == 0, "[20,30), released, still held after the drop");
+    close(fdr);
+    close(fdw);
+}
+
 static void case_getlk(void) {
     int fd = open_file();
     OK(lk(fd, F_SETLK, F_WRLCK, 0, 10));
@@ -871,6 +917,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "many_raw")) case_many(true);
     else if (!strcmp(c, "ofd")) case_ofd();
     else if (!strcmp(c, "ofd_other")) case_ofd_other();
+    else if (!strcmp(c, "noboard")) case_noboard();
+    else if (!strcmp(c, "readfd")) case_readfd();
     else SKIP("unknown case %s", c);
     printf("PASS\n");
     return 0;
