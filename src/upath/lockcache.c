@@ -786,6 +786,7 @@ int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, in
         pthread_testcancel();
         pthread_cleanup_pop(0);
     }
+    if (t == 0) DK_CRASH_POINT("lockcache.release"); /* tests: an exec begins while a release is on its way */
     if (DK_UNLIKELY(lc_take(c))) return in_handler(c, real, fd, cmd, l, known, a, b);
     if (DK_UNLIKELY(!known || c->off)) {
         /* not followed: the kernel set to what the program holds (while p is still known), then every call goes
@@ -968,6 +969,7 @@ void up_lc_before_exec(void) {
     if (lb.pid && (pid_t)syscall(SYS_getpid) != lb.pid) return;
     __atomic_store_n(&lc_exec, 1, __ATOMIC_SEQ_CST);
     up_file_foreach(exec_drop_one, NULL);
+    DK_CRASH_POINT("lockcache.before_exec"); /* tests: another thread's release between the drop and the execve */
 }
 
 /* The exec failed: this image goes on, releases may be kept again. */

@@ -69,6 +69,12 @@
  *   readfd   DAXKIT_LOCK_CACHE_US=50000: a write lock through an O_WRONLY descriptor, downgraded to a read lock
  *            through an O_RDONLY one (cached), the O_WRONLY one used last: the age drop's downgrade must go
  *            through the readable descriptor -- a third process's read lock is possible within 3 s (review26b #8).
+ *   execrace DAXKIT_TEST_CRASH=raise:10:lockcache.release:2,raise:12:lockcache.before_exec:1 -- we hold a write
+ *            lock on [0,10); another thread's release of it stops on the first cue (its 2nd occurrence) (after its publish, before
+ *            the cache looks at it) and has us exec; the exec stops on the second cue (after the cache's drop
+ *            before an exec) and lets the release go on. The new image (execrace_after) must find [0,10) free:
+ *            a release between the exec's drop and the execve reaches the kernel (lc_exec) -- kept, the new
+ *            image held a lock it never took.
  * Exit 0 pass, 1 fail, 77 skip. */
 #include <poll.h>
 #include <pthread.h>
@@ -871,6 +877,66 @@ static void case_readfd(void) {
     close(fdw);
 }
 
+/* execrace: the releasing thread's cue (SIGUSR1) lets the main thread exec and waits for the exec's cue (SIGUSR2) */
+static int er_toexec[2], er_go[2], er_fd = -1;
+static volatile int er_cued;
+static void er_release_cue(int sig) {
+    (void)sig;
+    char x = 'a';
+    er_cued = 1;
+    if (write(er_toexec[1], &x, 1) == 1) (void)!read(er_go[0], &x, 1); /* until the exec stops on its cue */
+}
+static void er_exec_cue(int sig) {
+    (void)sig;
+    char x = 'g';
+    (void)!write(er_go[1], &x, 1);
+    nanosleep(&(struct timespec){0, 300000000}, NULL); /* the release goes on meanwhile */
+}
+static void *er_thread(void *arg) {
+    (void)arg;
+    lk(er_fd, F_SETLK, F_UNLCK, 0, 10);
+    if (!er_cued) {
+        char x = 'n';
+        (void)!write(er_toexec[1], &x, 1);
+    }
+    return NULL;
+}
+
+static void case_execrace(const char *self) {
+    const char *cue = getenv("DAXKIT_TEST_CRASH");
+    if (!cue || !strstr(cue, "lockcache.before_exec")) SKIP("needs DAXKIT_TEST_CRASH=raise:10:lockcache.release:2,raise:12:lockcache.before_exec:1");
+    int fd = open_file();
+    OK(lk(fd, F_SETLK, F_WRLCK, 100, 10)); /* the board made; [100,110) kept */
+    OK(lk(fd, F_SETLK, F_UNLCK, 100, 10)); /* (the release cue's first occurrence) */
+    OK(lk(fd, F_SETLK, F_WRLCK, 0, 10));   /* held (the kernel's) */
+    OK(pipe(er_toexec));
+    OK(pipe(er_go));
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = er_release_cue;
+    OK(sigaction(SIGUSR1, &sa, NULL));
+    sa.sa_handler = er_exec_cue;
+    OK(sigaction(SIGUSR2, &sa, NULL));
+    er_fd = fd;
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, er_thread, NULL) == 0, "pthread_create");
+    char x = 0;
+    CHECK(read(er_toexec[0], &x, 1) == 1, "the releasing thread: no word");
+    if (x != 'a') SKIP("the release's cue did not fire (not a test build?)");
+    char fds[16];
+    snprintf(fds, sizeof fds, "%d", fd);
+    execl(self, self, dir, "execrace_after", fds, (char *)NULL);
+    FAIL("execl: %s", strerror(errno));
+}
+
+static void case_execrace_after(void) {
+    pid_t h = who_holds(0, 10);
+    CHECK(h == 0, "after exec [0,10), which another thread of the old image released between the exec's drop and "
+                  "the execve, is held by %d (the new image never took it)", h);
+    h = who_holds(100, 10);
+    CHECK(h == 0, "after exec [100,110), released and kept by the old image, is held by %d", h);
+}
+
 static void case_getlk(void) {
     int fd = open_file();
     OK(lk(fd, F_SETLK, F_WRLCK, 0, 10));
@@ -887,6 +953,11 @@ int main(int argc, char **argv) {
     st_path(path, sizeof path, dir, "lc.db");
     st_watchdog(60);
     const char *c = argv[2];
+    if (!strcmp(c, "execrace_after")) {
+        case_execrace_after();
+        printf("PASS\n");
+        return 0;
+    }
     if (!strcmp(c, "exec_after")) {
         case_exec_after(argc > 3 ? atoi(argv[3]) : -1);
         printf("PASS\n");
@@ -919,6 +990,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "ofd_other")) case_ofd_other();
     else if (!strcmp(c, "noboard")) case_noboard();
     else if (!strcmp(c, "readfd")) case_readfd();
+    else if (!strcmp(c, "execrace")) case_execrace(argv[0]);
     else SKIP("unknown case %s", c);
     printf("PASS\n");
     return 0;
