@@ -213,7 +213,14 @@ static inline bool pend_begin(int fd) {
     (void)dk_ifd_settle();
     return up_pending_fstat_begin(fd);
 }
-static inline int fixfd_pend(int r, int fd, struct stat *st, bool pend) {
+static inline int fixfd_pend(int r, int fd, struct stat *st, bool pend, struct up_fstat_look *k) {
+    if (k->s) { /* a served descriptor, its call record taken before the kernel's call (up_fstat_begin) */
+        DK_ERRNO_SAVE;
+        bool reg = r == 0 && S_ISREG(st->st_mode);
+        up_fstat_end(fd, k, reg ? 0 : -1, &st->st_size);
+        DK_ERRNO_RESTORE;
+        return r;
+    }
     if (DK_UNLIKELY(pend) && r == 0) {
         DK_ERRNO_SAVE;
         up_pending_fstat_done(fd, st);
@@ -237,11 +244,18 @@ DK_EXPORT int stat64(const char *p, struct stat64 *st) { return FIX64(DK_REAL(st
 DK_EXPORT int lstat(const char *p, struct stat *st) { return fix(DK_REAL(lstat)(p, st), st); }
 DK_EXPORT int lstat64(const char *p, struct stat64 *st) { return FIX64(DK_REAL(lstat64)(p, st), st); }
 /* (made again when a window of the library's own opens overlapped it: common/internal_fd.h) */
+/* A served descriptor's: its answer may be the lock's size re-read (upath.h up_fstat_begin). */
 #define FIXFD(fd, call, st)                           \
     ({                                                \
         bool pend_ = pend_begin(fd);                  \
+        struct up_fstat_look k_ = {NULL, 0, 0};       \
+        if (up_enabled && !pend_) {                   \
+            DK_ERRNO_SAVE;                            \
+            (void)up_fstat_begin((fd), &k_);          \
+            DK_ERRNO_RESTORE;                         \
+        }                                             \
         int fr_ = up_enabled ? DK_IFD_RETRY(call) : (call); \
-        fixfd_pend(fr_, (fd), (struct stat *)(st), pend_); \
+        fixfd_pend(fr_, (fd), (struct stat *)(st), pend_, &k_); \
     })
 /* fstatat(fd, "", AT_EMPTY_PATH): glibc's own fstat since 2.33, and what programs call for it too. The name is
  * read only if the kernel could (an unreadable one: its EFAULT by the other way, not a SIGSEGV here). */

@@ -159,14 +159,17 @@
 #define DK_PRDV2 (int fd, const struct iovec *iov, int cnt, off_t off, int fl)
 /* (ret, name, params, args, direct, cond, served_call, changes, moves, at) */
 DK_RW(ssize_t, read, DK_RD, (fd, buf, n), false, true, up_read(s, fd, buf, n), false, true, -1)
-DK_RW(ssize_t, pread, DK_PRD, (fd, buf, n, off), false, true, up_pread(s, fd, buf, n, off), false, false, -1)
-DK_RW(ssize_t, pread64, DK_PRD, (fd, buf, n, off), false, true, up_pread(s, fd, buf, n, off), false, false, -1)
+/* (a pread's look may put a lock's size re-read off: upath.c read_put_off) */
+DK_RW_LOOK(up_serving_pread_at(e_, fd, off, n), ssize_t, pread, DK_PRD, (fd, buf, n, off), false, true,
+           up_pread(s, fd, buf, n, off), false, false, -1)
+DK_RW_LOOK(up_serving_pread_at(e_, fd, off, n), ssize_t, pread64, DK_PRD, (fd, buf, n, off), false, true,
+           up_pread(s, fd, buf, n, off), false, false, -1)
 DK_RW(ssize_t, __read_chk, (int fd, void *buf, size_t n, size_t buflen), (fd, buf, n, buflen), n > buflen, true,
       up_read(s, fd, buf, n), false, true, -1)
-DK_RW(ssize_t, __pread_chk, (int fd, void *buf, size_t n, off_t off, size_t buflen), (fd, buf, n, off, buflen), n > buflen,
-      true, up_pread(s, fd, buf, n, off), false, false, -1)
-DK_RW(ssize_t, __pread64_chk, (int fd, void *buf, size_t n, off_t off, size_t buflen), (fd, buf, n, off, buflen),
-      n > buflen, true, up_pread(s, fd, buf, n, off), false, false, -1)
+DK_RW_LOOK(up_serving_pread_at(e_, fd, off, n), ssize_t, __pread_chk, (int fd, void *buf, size_t n, off_t off,
+           size_t buflen), (fd, buf, n, off, buflen), n > buflen, true, up_pread(s, fd, buf, n, off), false, false, -1)
+DK_RW_LOOK(up_serving_pread_at(e_, fd, off, n), ssize_t, __pread64_chk, (int fd, void *buf, size_t n, off_t off,
+           size_t buflen), (fd, buf, n, off, buflen), n > buflen, true, up_pread(s, fd, buf, n, off), false, false, -1)
 DK_RW(ssize_t, readv, DK_RDV, (fd, iov, cnt), false, true, up_readv(s, fd, iov, cnt, 0, 0, false), false, true, -1)
 DK_RW(ssize_t, preadv, DK_PRDV, (fd, iov, cnt, off), false, true, up_readv(s, fd, iov, cnt, off, 0, true), false, false, -1)
 DK_RW(ssize_t, preadv64, DK_PRDV, (fd, iov, cnt, off), false, true, up_readv(s, fd, iov, cnt, off, 0, true), false, false, -1)

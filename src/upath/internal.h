@@ -613,6 +613,9 @@ static inline bool up_append_inflight_mine(const struct up_file *f) {
  * any descriptor of the file, before the kernel's close releases the POSIX locks: the set becomes unknown (not
  * held) until the next whole-file unlock. Neither needs f->mu. */
 void up_locks_note_refresh(struct up_file *f);
+/* The same in two steps, the word taken before the size is read and stored after (upath.c up_fstat_end) */
+uint64_t up_locks_refresh_word(const struct up_file *f);
+void up_locks_note_refresh_word(struct up_file *f, uint64_t word);
 void up_locks_closed(struct up_file *f);
 /* reclock.c, in a fork child: the lock calls and closes of the parent's other threads in flight at the fork never
  * end here -- the count keeps this thread's own only. */

@@ -260,10 +260,14 @@ void up_lock_done(struct up_lock_call c, int fd, int cmd, const struct flock *l,
 }
 
 /* Before the size is read: lapses first (see the top). Without f->mu. */
-void up_locks_note_refresh(struct up_file *f) {
+uint64_t up_locks_refresh_word(const struct up_file *f) {
     uint64_t lapses = lapses_of(&f->locks);
-    __atomic_store_n(&f->locks.at_refresh, lapses << 1 | held(&f->locks), __ATOMIC_RELEASE);
+    return lapses << 1 | held(&f->locks);
 }
+void up_locks_note_refresh_word(struct up_file *f, uint64_t word) {
+    __atomic_store_n(&f->locks.at_refresh, word, __ATOMIC_RELEASE);
+}
+void up_locks_note_refresh(struct up_file *f) { up_locks_note_refresh_word(f, up_locks_refresh_word(f)); }
 
 void up_lock_cancelled(void *unused) {
     (void)unused;

@@ -144,13 +144,35 @@ static __attribute__((noinline)) void probe_page_touch(struct up_file *f) {
     up_guard_read_exit(f, g);
 }
 
+/* A positional read's re-read put off (session 28; docs/design-upath.md, "Reads below the probe page"): the read
+ * needs the kernel size K >= off + n and nothing else -- growth leaves the bytes it reads where they are, and a
+ * cut below off + n would have removed the entry of the probe page P >= off + n. An idle file (the re-read
+ * would be an fstat) that owes no put-off chain's re-read. Nothing is owed after it: refresh_gen stays behind,
+ * and the next call looks again -- the program's fstat takes the re-read from its own answer (up_fstat_end). */
+static bool read_put_off(struct up_file *f, uint64_t off, uint64_t n) {
+    if (__atomic_load_n(&f->refresh_owed, __ATOMIC_ACQUIRE) || __atomic_load_n(&f->kernel_only, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&f->atomic, __ATOMIC_RELAXED) || n == 0)
+        return false;
+    uint64_t pub = __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE);
+    return pub && pub == up_file_size(f) && pub == __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE) && off + n <= pub &&
+           probe_covers(f, off + n);
+}
+
 /* The file's first served call after a lock acquisition (up_refresh_all) re-reads the kernel size -- or puts it
- * off (put_off): refresh_gen then stays behind, and the next call looks again. Returns s (serving's tail call:
- * a WAL transaction's every pwrite and fdatasync come here while the re-read is put off). */
+ * off (put_off, read_put_off): refresh_gen then stays behind, and the next call looks again. Returns s (serving's
+ * tail call: a WAL transaction's every pwrite and fdatasync come here while the re-read is put off). `n` of a
+ * read carries UP_SERVE_READ. */
 static __attribute__((noinline)) struct up_slot *refresh_for(struct up_slot *s, int fd, uint64_t gen, int64_t how,
                                                              uint64_t n) {
     struct up_file *f = s->file;
-    if (how != UP_SERVE_ANY && put_off(s, f, how, n)) {
+    bool rd = n & UP_SERVE_READ;
+    n &= ~UP_SERVE_READ;
+    if (rd) {
+        if (how >= 0 && read_put_off(f, (uint64_t)how, n)) {
+            dk_count(DK_C_refresh_read_put_off, 1);
+            return s;
+        }
+    } else if (how != UP_SERVE_ANY && put_off(s, f, how, n)) {
         dk_count(DK_C_refresh_put_off, 1);
         return s;
     }
@@ -162,7 +184,7 @@ static __attribute__((noinline)) struct up_slot *refresh_for(struct up_slot *s, 
         up_refresh_owed(f, fd);
     else
         up_refresh_if_idle(f, fd);
-    /* (a pwrite inside the end -- itself a mapped store: the next transaction's may be put off) */
+    /* (a pwrite or pread inside the end -- itself a mapped access: the next transaction's may be put off) */
     if (how >= 0 && (uint64_t)how + n <= __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE)) probe_page_touch(f);
     DK_ERRNO_RESTORE;
     return s;
@@ -209,6 +231,9 @@ struct up_slot *up_serving(int fd) { return serving(up_fd_entry(fd), fd, UP_SERV
 struct up_slot *up_serving_sync_at(struct up_fd *e, int fd) { return serving(e, fd, UP_SERVE_SYNC, 0); }
 struct up_slot *up_serving_pwrite_at(struct up_fd *e, int fd, off_t off, size_t n) {
     return serving(e, fd, off >= 0 ? (int64_t)off : UP_SERVE_ANY, n);
+}
+struct up_slot *up_serving_pread_at(struct up_fd *e, int fd, off_t off, size_t n) {
+    return serving(e, fd, off >= 0 ? (int64_t)off : UP_SERVE_ANY, (n & ~UP_SERVE_READ) | UP_SERVE_READ);
 }
 /* (the read/write family's entry points look the entry up themselves: shim/rw.c DK_RW) */
 struct up_slot *up_serving_at(struct up_fd *e, int fd) { return serving(e, fd, UP_SERVE_ANY, 0); }
@@ -1193,10 +1218,62 @@ int up_fix_stat(dev_t dev, ino_t ino, off_t *size) {
     return 0;
 }
 
+static void fix_fstat_in(struct up_slot *s, int fd, off_t *size);
 void up_fix_fstat(int fd, off_t *size) {
     struct up_fd *e = up_fd_entry(fd); /* also finds files whose name is gone (not in the table) */
     struct up_slot *s = e && up_entry_slot(e) ? up_call_enter(e) : NULL; /* against a close meanwhile */
     if (!s) return;
+    fix_fstat_in(s, fd, size);
+    up_call_leave();
+}
+
+/* The program's fstat as the lock's re-read (session 28; docs/design-upath.md, "Reads below the probe page"):
+ * the kernel reads i_size after the program's lock call returned -- what the library's own fstat at the next
+ * served call would read. The generation and the lock set's word are taken before the kernel's call, inside the
+ * call's record (the slot and file stay); taken only where refresh_for would re-read an idle file's size with
+ * an fstat: a served descriptor (not the kernel's, not shared, not stale), a file not the kernel's or atomic,
+ * owing no put-off chain's re-read, and not from a signal handler inside this thread's hold of the file's mutex or
+ * inside a served call of its thread (a read put off in flight: the re-read's guard would wait for that call's). */
+int up_fstat_begin(int fd, struct up_fstat_look *k) {
+    k->s = NULL, k->gen = 0;
+    struct up_fd *e = up_fd_entry(fd); /* also finds files whose name is gone (not in the table) */
+    struct up_slot *s = e && up_entry_slot(e) ? up_call_enter(e) : NULL; /* against a close meanwhile */
+    if (!s) return 0;
+    k->s = s;
+    struct up_file *f = s->file;
+    uint64_t gen = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE);
+    if (DK_LIKELY(__atomic_load_n(&f->refresh_gen, __ATOMIC_RELAXED) == gen)) return 1; /* nothing pending */
+    if (s->kernel || __atomic_load_n(&s->procs, __ATOMIC_ACQUIRE) > 1 || e->stale ||
+        __atomic_load_n(&f->kernel_only, __ATOMIC_ACQUIRE) || __atomic_load_n(&f->atomic, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&f->refresh_owed, __ATOMIC_ACQUIRE) || up_io_mu_held(f) ||
+        up_call_depth != 0) /* (a signal handler inside a served call: the re-read's guard would wait for it) */
+        return 1;
+    k->word = up_locks_refresh_word(f); /* lapses before the size, as refresh_for's note */
+    k->gen = gen;
+    return 1;
+}
+
+void up_fstat_end(int fd, struct up_fstat_look *k, int r, off_t *size) {
+    struct up_slot *s = k->s;
+    struct up_file *f = s->file;
+    if (k->gen && r == 0) {
+        uint64_t was = __atomic_load_n(&f->refresh_gen, __ATOMIC_RELAXED);
+        /* (a re-read another thread made meanwhile at a newer generation stays) */
+        while (was < k->gen &&
+               !__atomic_compare_exchange_n(&f->refresh_gen, &was, k->gen, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {}
+        if (was < k->gen) {
+            up_locks_note_refresh_word(f, k->word);
+            DK_ERRNO_SAVE;
+            (void)up_refresh_known(f, fd, (uint64_t)*size);
+            DK_ERRNO_RESTORE;
+            dk_count(DK_C_refresh_by_fstat, 1);
+        }
+    }
+    if (r == 0) fix_fstat_in(s, fd, size);
+    up_call_leave();
+}
+
+static void fix_fstat_in(struct up_slot *s, int fd, off_t *size) {
     struct up_file *f = s->file;
     /* The kernel's size past the end this process last saw, with appends staged here: another process's
      * published growth, which this process's view takes before it answers (up_publish_past_growth; review
@@ -1205,7 +1282,6 @@ void up_fix_fstat(int fd, off_t *size) {
         !up_io_mu_held(f) && up_publish_past_growth(f, fd, (uint64_t)*size))
         *size = (off_t)up_file_size(f); /* (published: the kernel's size now, past its appends) */
     else if (up_file_size_ours(f)) *size = (off_t)up_file_size(f);
-    up_call_leave();
 }
 
 void up_name_removed(dev_t dev, ino_t ino) {

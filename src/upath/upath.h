@@ -53,8 +53,11 @@ struct up_slot *up_serving_at(struct up_fd *e, int fd); /* the same, e being fd'
  * positional write of n bytes at `off` (a pwrite); e being fd's entry. */
 #define UP_SERVE_ANY (-1)
 #define UP_SERVE_SYNC (-2)
+#define UP_SERVE_READ (1ull << 63) /* in the length: the call reads (upath.c refresh_for) */
 struct up_slot *up_serving_sync_at(struct up_fd *e, int fd);
 struct up_slot *up_serving_pwrite_at(struct up_fd *e, int fd, off_t off, size_t n);
+/* ... a positional read of n bytes at `off` (a pread: upath.c read_put_off, session 28) */
+struct up_slot *up_serving_pread_at(struct up_fd *e, int fd, off_t off, size_t n);
 /* Ends the call on the slot up_serving gave (which stays valid until then, against another thread's close,
  * dup2, exec or exit: calls.h). Every non-NULL up_serving is followed by exactly one. */
 static inline void up_served_end(void) { up_call_leave(); }
@@ -287,6 +290,16 @@ void up_kernel_wrote_file(struct up_file *f, int fd, uint64_t off, uint64_t end)
 int up_fix_stat(dev_t dev, ino_t ino, off_t *size);
 /* The same for fstat of a descriptor (finds files whose name is gone). */
 void up_fix_fstat(int fd, off_t *size);
+/* The program's fstat of a served descriptor, whose answer may be the file's lock re-read (session 28):
+ * up_fstat_begin before the kernel's call (0 when fd has no slot: then up_fix_fstat as before; 1: the call's
+ * record taken), up_fstat_end after it (r: the kernel's result; size: st_size, patched) -- exactly once after a
+ * begin that returned 1. */
+struct up_fstat_look {
+    struct up_slot *s;
+    uint64_t gen, word; /* up_refresh_gen and the lock set's word before the call; gen 0: not taken */
+};
+int up_fstat_begin(int fd, struct up_fstat_look *k);
+void up_fstat_end(int fd, struct up_fstat_look *k, int r, off_t *size);
 /* Before unlink/rename-over: whether the victim must be looked up (lstat) and given to up_name_removed --
  * false while no file is mapped (counted; upath.c). */
 bool up_victim_matters(void);

@@ -49,6 +49,12 @@
  *               kernel's (hole_kernel_ios +1), not the mapping's. Then a SQLite WAL's growth: after each lock round
  *               on the mapped file, two pwrites at the end and an fdatasync make no size re-read (counters
  *               refresh_put_off +3, size_rereads +0 a round), and another program sees each round's bytes.
+ *   lock_read_put_off  (explicit only) a read's re-read put off below the probe page and the program's fstat
+ *               taken as the re-read (session 28; SQLite's rollback-mode transaction: read lock, 16 bytes at 24,
+ *               fstat): another process's cut to 8 bytes before the lock makes the reads after it return 0 (the
+ *               kernel's, no SIGBUS, no zeros from the mapping), also with the fstat first (then the re-read:
+ *               counter refresh_by_fstat); its growth is seen by the fstat and a read across the old end; 10
+ *               rounds make no size re-read of the library's (RTM, tmpfs).
  *   lock_other  the release of a lock on another file publishes this one's appends -- also after releases
  *               with nothing to publish, which skip the walk of the open files (counter publish_walk_skips:
  *               upath.c, up_publish_all): appends of 100 B, 5,000 B, 70,000 B and 3 B, each followed by a
@@ -1335,6 +1341,122 @@ static void case_lock_put_off(void) {
     printf("ok: lock_put_off: a WAL's growth makes no size re-read; another process's growth and cut are seen\n");
 }
 
+/* ---- reads below the probe page and the program's fstat as the re-read (upath.c read_put_off, session 28) ---- */
+
+/* SQLite's rollback-mode transaction on its database, the lock on the data file itself: a read lock, the change
+ * counter (16 bytes at 24), fstat, unlock. The bytes read must be the file's (pattern seed `seed` from 0). */
+static void rollback_round(int fd, uint32_t seed, uint64_t size, const char *what) {
+    uint8_t b[16], want[16];
+    take(fd, F_RDLCK);
+    ssize_t r = pread(fd, b, 16, 24);
+    st_fill(want, seed, 24, 16);
+    CHECK(r == 16 && !memcmp(b, want, 16), "lock_read_put_off: %s: the change counter read %zd bytes%s", what, r,
+          r == 16 ? " that differ" : "");
+    struct stat st;
+    OK(fstat(fd, &st));
+    CHECK(st.st_size == (off_t)size, "lock_read_put_off: %s: fstat says %lld, expected %llu", what,
+          (long long)st.st_size, (unsigned long long)size);
+    take(fd, F_UNLCK);
+}
+
+/* The file written afresh with pattern seed `seed`, 64 KiB, fsynced, then two rounds (the first re-reads and
+ * touches the probe page). */
+static void rollback_file(int fd, uint32_t seed) {
+    static uint8_t b[65536];
+    st_fill(b, seed, 0, sizeof b);
+    st_pwrite_all(fd, b, sizeof b, 0);
+    OK(fsync(fd));
+    rollback_round(fd, seed, sizeof b, "warm-up");
+    rollback_round(fd, seed, sizeof b, "warm-up");
+}
+
+/* What the read's put-off protects: another process cuts the file to 8 bytes before this one's lock -- the
+ * change-counter read after the lock returns 0 (the kernel's), not the zeros of page 0 past the cut through the
+ * mapping, and a read at 5,000 returns 0, no SIGBUS; then, the file written again, a cut followed by a lock and the
+ * program's fstat first: it says 8 and is the re-read (refresh_by_fstat +1) -- a read at 5,000 after it returns 0;
+ * another process's growth (5,000 bytes appended) is seen by the fstat after a put-off read and by a read across
+ * the old end. Then 10 rounds make no size re-read of the library's (RTM, memory media: refresh_read_put_off +10,
+ * refresh_by_fstat +10, size_rereads +0 -- a re-read only after a probe abort). */
+static void case_lock_read_put_off(void) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "lock_read_put_off");
+    struct shrinker k;
+    changer_fork(&k, path);
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    uint8_t b[300], want[300];
+    struct stat st;
+    rollback_file(fd, 3);
+
+    /* A cut before the lock: the reads after it are the kernel's */
+    changer_do(&k, 'c');
+    take(fd, F_RDLCK);
+    ssize_t r = pread(fd, b, 16, 24);
+    CHECK(r == 0, "lock_read_put_off: after another process cut the file to 8 bytes, a read at 24 returned %zd "
+          "(expected 0)", r);
+    r = pread(fd, b, 16, 5000);
+    CHECK(r == 0, "lock_read_put_off: after a cut to 8, a read at 5000 returned %zd", r);
+    OK(fstat(fd, &st));
+    CHECK(st.st_size == 8, "lock_read_put_off: fstat says %lld after a cut to 8", (long long)st.st_size);
+    take(fd, F_UNLCK);
+
+    /* A cut before the lock, the program's fstat first: it is the re-read */
+    rollback_file(fd, 5);
+    changer_do(&k, 'c');
+    unsigned long long f0 = st_json_counter(st_stats_cli_json(), "refresh_by_fstat");
+    take(fd, F_RDLCK);
+    OK(fstat(fd, &st));
+    CHECK(st.st_size == 8, "lock_read_put_off: fstat says %lld after a cut to 8 (fstat first)", (long long)st.st_size);
+    r = pread(fd, b, 16, 5000);
+    CHECK(r == 0, "lock_read_put_off: after a cut to 8 and the program's fstat, a read at 5000 returned %zd", r);
+    take(fd, F_UNLCK);
+    unsigned long long f1 = st_json_counter(st_stats_cli_json(), "refresh_by_fstat");
+    CHECK(f1 == f0 + 1, "lock_read_put_off: the fstat after the lock was not the re-read (refresh_by_fstat +%llu)",
+          f1 - f0);
+
+    /* Another process's growth: seen by the fstat after a put-off read, and by a read across the old end */
+    rollback_file(fd, 3);
+    changer_do(&k, 'a');
+    rollback_round(fd, 3, 65536 + 5000, "after another process appended 5,000 bytes");
+    take(fd, F_RDLCK);
+    r = pread(fd, b, 300, 65536 - 50);
+    st_fill(want, 3, 65536 - 50, 50);
+    st_fill(want + 50, 7, 65536, 250);
+    CHECK(r == 300 && !memcmp(b, want, 300), "lock_read_put_off: a read across the old end into the other's bytes "
+          "returned %zd bytes%s", r, r == 300 ? " that differ" : "");
+    take(fd, F_UNLCK);
+
+    /* Rounds with no size re-read of the library's */
+    OK(ftruncate(fd, 65536));
+    rollback_file(fd, 9);
+    struct statfs sf;
+    OK(statfs(dir, &sf));
+    bool rtm = cpu_has_rtm(), mem = sf.f_type == TMPFS_MAGIC;
+    const char *j0 = st_stats_cli_json();
+    unsigned long long put0 = st_json_counter(j0, "refresh_read_put_off"), by0 = st_json_counter(j0, "refresh_by_fstat"),
+                       re0 = st_json_counter(j0, "size_rereads"), ab0 = st_json_counter(j0, "probe_page_aborts");
+    for (int i = 0; i < 10; i++) rollback_round(fd, 9, 65536, "counted round");
+    const char *j1 = st_stats_cli_json();
+    unsigned long long put = st_json_counter(j1, "refresh_read_put_off") - put0,
+                       by = st_json_counter(j1, "refresh_by_fstat") - by0,
+                       re = st_json_counter(j1, "size_rereads") - re0, ab = st_json_counter(j1, "probe_page_aborts") - ab0;
+    CHECK(by + re >= 10, "lock_read_put_off: 10 rounds made %llu re-reads and %llu by fstat: some lock's re-read was "
+          "never made", re, by);
+    if (rtm && mem)
+        CHECK(re <= ab && re <= 3 && put + re >= 10 && by + re >= 10, "lock_read_put_off: 10 rounds put off %llu reads' "
+              "re-reads, took %llu from the program's fstat and made %llu (%llu probe aborts); expected 10, 10 and 0",
+              put, by, re, ab);
+    else
+        printf("note: lock_read_put_off: %s: rounds put off %llu, by fstat %llu, re-reads %llu\n",
+               rtm ? "not tmpfs" : "no RTM here", put, by, re);
+    OK(write(k.to_child[1], "q", 1));
+    int status;
+    OK(waitpid(k.pid, &status, 0));
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "lock_read_put_off: other process status 0x%x", status);
+    OK(close(fd));
+    printf("ok: lock_read_put_off: cuts and growth before a lock are seen by reads and fstat; rounds%s make no size "
+           "re-read\n", rtm && mem ? "" : " (not checked here)");
+}
+
 /* ---- the pin owner (upath.c up_pin_unpinned, session 26) ---- */
 
 /* A WAL transaction pins one file (its appends) and unpins it at its fdatasync: that publish records the walk of
@@ -1529,6 +1651,7 @@ int main(int argc, char **argv) {
     if (!strcmp(which, "lock_rebind_mapped")) case_lock_rebind_mapped(), any = true;
     if (!strcmp(which, "shrinker_orphan")) case_shrinker_orphan(), any = true;
     if (!strcmp(which, "lock_put_off")) case_lock_put_off(), any = true;
+    if (!strcmp(which, "lock_read_put_off")) case_lock_read_put_off(), any = true;
     if (!strcmp(which, "lock_pin_owner")) case_lock_pin_owner(), any = true;
     if (!strcmp(which, "fsync_idle")) case_fsync_idle(), any = true;
     if (!strcmp(which, "auto_keep")) case_auto_keep(argc > 3 && !strcmp(argv[3], "never")), any = true;
