@@ -8,6 +8,8 @@
 #   strict-off   daxkit run --mode strict --persist flush --append stage, journal_mode=OFF
 #   strict-lc-off  strict-off with DAXKIT_LOCK_CACHE=1 (released record locks kept in the kernel: no lock system
 #                call a transaction once warm; docs/design-lockcache.md)
+#   strict-lcab-off  strict-lc-off with DAXKIT_ABSENT_CACHE=1 too (SQLite's stats of its absent -journal and -wal
+#                answered from memory while an inotify watch saw nothing: upath/absent.c, session 28)
 #   atomic-off   daxkit run --mode posix --persist flush --atomic 'DIR/*.db', journal_mode=OFF (each fsync-to-fsync
 #                group of writes all or nothing: DAXKIT_ATOMIC, docs/atomic.md)
 #   strict-atomic-off  daxkit run --mode strict --persist flush --atomic 'DIR/*.db' --atomic-commit fsync,
@@ -44,6 +46,8 @@ prefix() {  # VARIANT DIR -> the command prefix in PFX (VARIANT@base: with BASE_
     kernel-*) ;;
     strict-atomic-*) PFX=(env "${lib[@]}" ${EXTRA_ENV:-} "$CLI" run --mode strict --dir "$2" --append stage --persist flush
                           --atomic "$2/*.db" --atomic-commit fsync --) ;;
+    strict-lcab-*) PFX=(env "${lib[@]}" DAXKIT_LOCK_CACHE=1 DAXKIT_ABSENT_CACHE=1 ${EXTRA_ENV:-} "$CLI" run --mode strict --dir "$2"
+                        --append stage --persist flush --) ;;
     strict-lc-*) PFX=(env "${lib[@]}" DAXKIT_LOCK_CACHE=1 ${EXTRA_ENV:-} "$CLI" run --mode strict --dir "$2" --append stage
                       --persist flush --) ;;
     strict-*) PFX=(env "${lib[@]}" ${EXTRA_ENV:-} "$CLI" run --mode strict --dir "$2" --append stage --persist flush --) ;;

@@ -239,10 +239,28 @@ static inline int fixfd_pend(int r, int fd, struct stat *st, bool pend, struct u
     return r;
 }
 
-DK_EXPORT int stat(const char *p, struct stat *st) { return fix(DK_REAL(stat)(p, st), st); }
-DK_EXPORT int stat64(const char *p, struct stat64 *st) { return FIX64(DK_REAL(stat64)(p, st), st); }
-DK_EXPORT int lstat(const char *p, struct stat *st) { return fix(DK_REAL(lstat)(p, st), st); }
-DK_EXPORT int lstat64(const char *p, struct stat64 *st) { return FIX64(DK_REAL(lstat64)(p, st), st); }
+/* A name the kernel said is absent, answered ENOENT while nothing could have made it appear (DAXKIT_ABSENT_CACHE,
+ * opt-in: upath/absent.c); else the call, whose ENOENT may be kept. Only a name the kernel could read. */
+#define ABSENT_OR(p, call)                                                                    \
+    ({                                                                                        \
+        int ar_;                                                                              \
+        if (DK_LIKELY(!dk_cfg.absent_cache) || !up_enabled || !dk_user_str_readable(p) ||     \
+            (p)[0] != '/') {                                                                  \
+            ar_ = (call);                                                                     \
+        } else if (up_absent_known(p)) {                                                      \
+            errno = ENOENT;                                                                   \
+            ar_ = -1;                                                                         \
+        } else {                                                                              \
+            uint64_t at_ = up_absent_begin(p);                                                \
+            ar_ = (call);                                                                     \
+            up_absent_end((p), at_, ar_, errno);                                              \
+        }                                                                                     \
+        ar_;                                                                                  \
+    })
+DK_EXPORT int stat(const char *p, struct stat *st) { return fix(ABSENT_OR(p, DK_REAL(stat)(p, st)), st); }
+DK_EXPORT int stat64(const char *p, struct stat64 *st) { return FIX64(ABSENT_OR(p, DK_REAL(stat64)(p, st)), st); }
+DK_EXPORT int lstat(const char *p, struct stat *st) { return fix(ABSENT_OR(p, DK_REAL(lstat)(p, st)), st); }
+DK_EXPORT int lstat64(const char *p, struct stat64 *st) { return FIX64(ABSENT_OR(p, DK_REAL(lstat64)(p, st)), st); }
 /* (made again when a window of the library's own opens overlapped it: common/internal_fd.h) */
 /* A served descriptor's: its answer may be the lock's size re-read (upath.h up_fstat_begin). */
 #define FIXFD(fd, call, st)                           \
@@ -264,11 +282,11 @@ DK_EXPORT int fstat(int fd, struct stat *st) { return FIXFD(fd, DK_REAL(fstat)(f
 DK_EXPORT int fstat64(int fd, struct stat64 *st) { return FIXFD(fd, DK_REAL(fstat64)(fd, st), st); }
 DK_EXPORT int fstatat(int d, const char *p, struct stat *st, int fl) {
     if (by_fd(p, fl)) return FIXFD(d, DK_REAL(fstatat)(d, p, st, fl), st);
-    return fix(DK_REAL(fstatat)(d, p, st, fl), st);
+    return fix(ABSENT_OR(p, DK_REAL(fstatat)(d, p, st, fl)), st);
 }
 DK_EXPORT int fstatat64(int d, const char *p, struct stat64 *st, int fl) {
     if (by_fd(p, fl)) return FIXFD(d, DK_REAL(fstatat64)(d, p, st, fl), st);
-    return FIX64(DK_REAL(fstatat64)(d, p, st, fl), st);
+    return FIX64(ABSENT_OR(p, DK_REAL(fstatat64)(d, p, st, fl)), st);
 }
 DK_EXPORT int __xstat(int v, const char *p, struct stat *st) { return fix(DK_REAL(__xstat)(v, p, st), st); }
 DK_EXPORT int __xstat64(int v, const char *p, struct stat64 *st) { return FIX64(DK_REAL(__xstat64)(v, p, st), st); }

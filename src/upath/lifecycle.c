@@ -451,6 +451,7 @@ void up_fork_child(bool nested) {
     up_strict_after_fork_child();
     up_recover_scope_after_fork_child();
     up_foreign_after_fork_child();
+    up_absent_after_fork_child();
     const char *note = dk_cfg.persist == DK_PERSIST_FLUSH ? "persistence emulated (DAXKIT_PERSIST=flush)" : "";
     /* No stats file yet: a child that serves a descriptor of its parent's makes it at that descriptor's
      * first served call (upath.c: resync), one that opens its own at that open. Made here for every child

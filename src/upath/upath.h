@@ -300,6 +300,13 @@ struct up_fstat_look {
 };
 int up_fstat_begin(int fd, struct up_fstat_look *k);
 void up_fstat_end(int fd, struct up_fstat_look *k, int r, off_t *size);
+/* Names known absent (DAXKIT_ABSENT_CACHE, upath/absent.c): true when a stat of `path` may answer ENOENT without
+ * the kernel; else up_absent_begin before the kernel's stat (a ticket, 0: not kept) and up_absent_end after it
+ * (r, errno: its result). */
+bool up_absent_known(const char *path);
+uint64_t up_absent_begin(const char *path);
+void up_absent_end(const char *path, uint64_t ticket, int r, int err);
+void up_absent_after_fork_child(void);
 /* Before unlink/rename-over: whether the victim must be looked up (lstat) and given to up_name_removed --
  * false while no file is mapped (counted; upath.c). */
 bool up_victim_matters(void);

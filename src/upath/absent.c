@@ -1,0 +1,271 @@
+/* Names known absent (DAXKIT_ABSENT_CACHE, opt-in; session 28; docs/design-upath.md, "Names known absent").
+ *
+ * SQLite in rollback mode (strict mode's journal_mode=OFF row, issue 3) stats two names that do not exist at
+ * the start of every transaction -- <db>-journal (a hot journal?) and <db>-wal -- and on tmpfs each such
+ * lookup allocates and frees a dentry (tmpfs keeps no negative dentries): the two cost more CPU than the rest
+ * of the transaction's system calls together. This answers a stat of such a name ENOENT from memory when
+ * nothing that could make the name appear has happened since the kernel last said it was absent.
+ *
+ * What could: a name appearing in its directory D (create, mkdir, mknod, symlink, link, a rename onto it) --
+ * inotify IN_CREATE | IN_MOVED_TO on D, queued inside the creating system call after the name became visible;
+ * D or any of its ancestors up to its managed root moved, removed or changed in its attributes (its permissions)
+ * -- IN_MOVE_SELF | IN_DELETE_SELF | IN_ATTRIB on each of them (a name replaced by a rename removes or moves the
+ * old inode, which is the one watched); the root's own path the library takes as stable everywhere (managed.c).
+ * So one inotify instance of the process watches D and those ancestors, set up before the
+ * kernel's lookup whose ENOENT is kept (a name made between the watch and the lookup is found by the lookup; one
+ * made after it is an event). An answer from memory is given iff no event is queued now (a poll of the inotify
+ * descriptor with no wait: one system call, ~4x cheaper than a failed lookup on tmpfs) and the cache's epoch did
+ * not move around that poll: whoever consumes events moves the epoch first (invalidating every name) and then
+ * reads them, so a reader either sees the event queued or sees the epoch moved. A name is kept only if the epoch
+ * did not move between the set-up before the lookup and the keeping (a drain meanwhile may have consumed the
+ * event of its creation), and not if an event is queued then.
+ *
+ * Limits (docs/design-upath.md): only absolute names whose directory is a managed root or a canonical
+ * directory below one (no symlink, ".", ".." on the way: realpath), not inside .daxkit; mounts made over D or an
+ * ancestor, a rename of the root or its ancestors, chroot, and changes of the process's own credentials are not
+ * watched (a cached ENOENT may then differ
+ * from the kernel's answer -- EACCES, or a file on the new mount); one inotify instance per process (a per-user
+ * limit, 128 by default: when none can be had, nothing is cached), its watches per directory and ancestor. A fork
+ * child makes its own (the description is shared: events one consumes the other would miss). */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/internal_fd.h"
+#include "common/lockmark.h"
+#include "common/log.h"
+#include "common/stats.h"
+#include "shim/libc.h"
+#include "upath/internal.h"
+#include "upath/upath.h"
+
+#define AB_NAMES 8     /* names kept (round robin) */
+#define AB_DIRS 4      /* directories watched, each with its ancestors */
+#define AB_WDS 64      /* watch descriptors recorded (directories and ancestors) */
+#define AB_PATH 512    /* longest name kept */
+#define AB_DIR_EVENTS (IN_CREATE | IN_MOVED_TO | IN_MOVE_SELF | IN_DELETE_SELF | IN_ATTRIB | IN_ONLYDIR | IN_MASK_ADD)
+#define AB_UP_EVENTS (IN_MOVE_SELF | IN_DELETE_SELF | IN_ATTRIB | IN_ONLYDIR | IN_MASK_ADD)
+#define AB_GONE (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_Q_OVERFLOW)
+
+struct ab_name {
+    uint32_t ver;   /* odd while the slot is rewritten (a reader compares around its look) */
+    uint64_t epoch; /* the epoch it was kept at: valid while the cache's epoch is still that */
+    char path[AB_PATH];
+};
+
+static struct {
+    uint32_t state;  /* 0 not set up, 1 ready, 2 off in this process (atomic; set under ab_mu) */
+    int ifd;         /* the inotify instance (an internal descriptor) */
+    uint64_t epoch;  /* moved before any event is consumed (atomic; starts at 1) */
+    struct ab_name names[AB_NAMES];
+    unsigned next;   /* the slot the next kept name takes (under ab_mu) */
+    char dirs[AB_DIRS][AB_PATH]; /* directories watched with their ancestors (under ab_mu) */
+    unsigned ndirs;
+    int wds[AB_WDS]; /* their watch descriptors (under ab_mu) */
+    unsigned nwds;
+} ab = {.epoch = 1};
+static pthread_mutex_t ab_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static long raw_poll(int fd) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return syscall(SYS_poll, &p, 1, 0); /* (the raw call: no cancellation point, as stat is none) */
+}
+
+/* The directory part of an absolute name: its length (0: not cacheable -- relative, too long, ending in '/',
+ * a last component "." or ".."). */
+static size_t dir_len(const char *path) {
+    if (path[0] != '/') return 0;
+    size_t n = strnlen(path, AB_PATH);
+    if (n >= AB_PATH || n < 2 || path[n - 1] == '/') return 0;
+    const char *slash = strrchr(path, '/');
+    const char *name = slash + 1;
+    if (!strcmp(name, ".") || !strcmp(name, "..")) return 0;
+    return slash == path ? 1 : (size_t)(slash - path);
+}
+
+/* D (len bytes of path) is a managed root or below one, not in its .daxkit area: the root's path length (0: not
+ * managed) */
+static size_t dir_managed(const char *path, size_t len) {
+    for (int i = 0; i < up_roots_count(); i++) {
+        const struct up_root *r = up_root_at(i);
+        size_t rl = r->path_len;
+        if (len < rl || memcmp(path, r->path, rl) != 0) continue;
+        if (len == rl) return rl;
+        if (path[rl] != '/' && rl != 1) continue;
+        const char *rest = path + (rl == 1 ? 0 : rl);
+        size_t restn = len - (size_t)(rest - path);
+        if (restn >= 8 && !memcmp(rest, "/.daxkit", 8) && (restn == 8 || rest[8] == '/')) return 0;
+        return rl;
+    }
+    return 0;
+}
+
+/* Under ab_mu: every name invalid (the epoch moved first), then every queued event read; a watch gone (its
+ * directory moved or removed, an overflow) drops every watch -- set up again by the next look. */
+static void drain_locked(void) {
+    __atomic_add_fetch(&ab.epoch, 1, __ATOMIC_SEQ_CST);
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    bool gone = false;
+    for (;;) {
+        ssize_t n = syscall(SYS_read, ab.ifd, buf, sizeof buf);
+        if (n <= 0) break;
+        for (char *p = buf; p < buf + n;) {
+            const struct inotify_event *ev = (const struct inotify_event *)p;
+            if (ev->mask & AB_GONE) {
+                for (unsigned i = 0; i < ab.nwds && !gone; i++) gone = ab.wds[i] == ev->wd;
+                if (ev->mask & IN_Q_OVERFLOW) gone = true;
+            }
+            p += sizeof *ev + ev->len;
+        }
+    }
+    dk_count(DK_C_absent_drains, 1);
+    if (!gone) return;
+    for (unsigned i = 0; i < ab.nwds; i++) (void)syscall(SYS_inotify_rm_watch, ab.ifd, ab.wds[i]);
+    ab.nwds = ab.ndirs = 0;
+}
+
+/* Under ab_mu: D watched with its ancestors up to its managed root (rl: the root's path length) -- the root's own
+ * path is taken as stable, as everywhere in the library (managed.c path_below); a watch of "/" or /tmp would
+ * flag every dentry under it for the kernel's fsnotify (fsnotify_set_children_dentry_flags: 2 % of a 20,000-
+ * transaction run's samples, and every process's events there then look for watchers). False: it cannot be
+ * (not canonical, no room, the kernel refused). */
+static bool watch_locked(const char *path, size_t len, size_t rl) {
+    for (unsigned i = 0; i < ab.ndirs; i++)
+        if (strlen(ab.dirs[i]) == len && !memcmp(ab.dirs[i], path, len)) return true;
+    if (ab.ndirs == AB_DIRS) return false;
+    char d[AB_PATH], real[PATH_MAX];
+    memcpy(d, path, len);
+    d[len] = 0;
+    if (!realpath(d, real) || strcmp(real, d) != 0) return false; /* a symlink, ".", ".." on the way */
+    unsigned nw = ab.nwds;
+    int wd = (int)syscall(SYS_inotify_add_watch, ab.ifd, d, AB_DIR_EVENTS);
+    if (wd < 0 || nw == AB_WDS) return false;
+    ab.wds[nw++] = wd;
+    for (size_t k = len; k > rl;) { /* each ancestor down to the root */
+        size_t j = k - 1;
+        while (j > 0 && d[j] != '/') j--;
+        size_t alen = j > 0 ? j : 1; /* "/a/b" -> "/a" -> "/" */
+        char c = d[alen];
+        d[alen] = 0;
+        wd = (int)syscall(SYS_inotify_add_watch, ab.ifd, d, AB_UP_EVENTS);
+        d[alen] = c;
+        if (wd < 0 || nw == AB_WDS) {
+            ab.nwds = nw;
+            return false;
+        }
+        ab.wds[nw++] = wd;
+        if (j == 0) break;
+        k = alen;
+    }
+    ab.nwds = nw;
+    memcpy(ab.dirs[ab.ndirs], path, len);
+    ab.dirs[ab.ndirs][len] = 0;
+    ab.ndirs++;
+    return true;
+}
+
+static bool setup_locked(void) {
+    uint32_t st = __atomic_load_n(&ab.state, __ATOMIC_ACQUIRE);
+    if (st != 0) return st == 1;
+    DK_ERRNO_SAVE;
+    dk_ifd_begin();
+    int fd = (int)syscall(SYS_inotify_init1, IN_NONBLOCK | IN_CLOEXEC);
+    if (fd >= 0) fd = up_internal_fd(fd);
+    dk_ifd_end();
+    if (fd < 0) {
+        dk_log_once("DAXKIT_ABSENT_CACHE: no inotify instance (%s): stats of absent names go to the kernel",
+                    dk_strerror(errno));
+        __atomic_store_n(&ab.state, 2, __ATOMIC_RELEASE);
+    } else {
+        ab.ifd = fd;
+        __atomic_store_n(&ab.state, 1, __ATOMIC_RELEASE);
+    }
+    DK_ERRNO_RESTORE;
+    return fd >= 0;
+}
+
+bool up_absent_known(const char *path) {
+    if (__atomic_load_n(&ab.state, __ATOMIC_ACQUIRE) != 1 || !dk_cfg.absent_cache) return false;
+    uint64_t e = __atomic_load_n(&ab.epoch, __ATOMIC_SEQ_CST);
+    const struct ab_name *hit = NULL;
+    uint32_t v = 0;
+    for (unsigned i = 0; i < AB_NAMES && !hit; i++) {
+        const struct ab_name *s = &ab.names[i];
+        v = __atomic_load_n(&s->ver, __ATOMIC_ACQUIRE);
+        if ((v & 1) || __atomic_load_n(&s->epoch, __ATOMIC_RELAXED) != e || strncmp(s->path, path, AB_PATH) != 0)
+            continue;
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&s->ver, __ATOMIC_RELAXED) == v) hit = s;
+    }
+    if (!hit) return false;
+    DK_ERRNO_SAVE;
+    long r = raw_poll(ab.ifd);
+    DK_ERRNO_RESTORE;
+    /* nothing queued, and no drain began since the look (it moves the epoch before it reads) */
+    if (r != 0 || __atomic_load_n(&ab.epoch, __ATOMIC_SEQ_CST) != e || __atomic_load_n(&hit->ver, __ATOMIC_ACQUIRE) != v)
+        return false;
+    dk_count(DK_C_absent_hits, 1);
+    return true;
+}
+
+uint64_t up_absent_begin(const char *path) {
+    if (!dk_cfg.absent_cache || !up_enabled || __atomic_load_n(&ab.state, __ATOMIC_ACQUIRE) == 2) return 0;
+    size_t len = dir_len(path), rl = len ? dir_managed(path, len) : 0;
+    if (!rl) return 0;
+    if (dk_mu_refuse(&ab_mu)) return 0; /* a signal handler inside its thread's hold */
+    DK_ERRNO_SAVE;
+    dk_mu_lock(&ab_mu);
+    uint64_t ticket = 0;
+    if (setup_locked()) {
+        if (raw_poll(ab.ifd) != 0) drain_locked(); /* (events since: the names go, watches gone are set up again) */
+        if (watch_locked(path, len, rl)) ticket = __atomic_load_n(&ab.epoch, __ATOMIC_SEQ_CST);
+    }
+    dk_mu_unlock(&ab_mu);
+    DK_ERRNO_RESTORE;
+    return ticket;
+}
+
+void up_absent_end(const char *path, uint64_t ticket, int r, int err) {
+    if (!ticket || r == 0 || err != ENOENT || dk_mu_refuse(&ab_mu)) return;
+    DK_ERRNO_SAVE;
+    /* The name itself absent, not a dangling symlink (stat's ENOENT too; lstat would find it, and its target may
+     * appear where nothing is watched) */
+    struct stat sb;
+    if (DK_REAL(fstatat)(AT_FDCWD, path, &sb, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) {
+        DK_ERRNO_RESTORE;
+        return;
+    }
+    dk_mu_lock(&ab_mu);
+    /* an event queued since the set-up (the name made after the lookup) or consumed by a drain (the epoch moved):
+     * not kept */
+    if (raw_poll(ab.ifd) != 0) drain_locked();
+    if (__atomic_load_n(&ab.epoch, __ATOMIC_SEQ_CST) == ticket) {
+        struct ab_name *s = &ab.names[ab.next++ % AB_NAMES];
+        __atomic_add_fetch(&s->ver, 1, __ATOMIC_SEQ_CST); /* odd */
+        strncpy(s->path, path, AB_PATH - 1);
+        s->path[AB_PATH - 1] = 0;
+        __atomic_store_n(&s->epoch, ticket, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&s->ver, 1, __ATOMIC_SEQ_CST); /* even: valid at `ticket` */
+        dk_count(DK_C_absent_kept, 1);
+    }
+    dk_mu_unlock(&ab_mu);
+    DK_ERRNO_RESTORE;
+}
+
+/* A fork child: the instance's description is the parent's too -- its own is made at its first look. */
+void up_absent_after_fork_child(void) {
+    dk_mu_reinit(&ab_mu);
+    __atomic_add_fetch(&ab.epoch, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&ab.state, __ATOMIC_ACQUIRE) == 1) up_internal_close(ab.ifd);
+    ab.ndirs = ab.nwds = 0;
+    __atomic_store_n(&ab.state, 0, __ATOMIC_RELEASE);
+}

@@ -1,0 +1,188 @@
+/* Description: names known absent (DAXKIT_ABSENT_CACHE=1, upath/absent.c; session 28): a stat of a name the kernel
+ * said is absent is answered ENOENT from memory -- and never once something made the name appear. Another process
+ * (raw system calls, no library) changes the managed directory DIR between this process's stats:
+ *   names     DIR/x.db-journal stat'ed twice (the second from memory: absent_hits +1); then made by the other
+ *             process as a file, a directory, a symlink (lstat sees it; stat's ENOENT of the dangling link is not
+ *             kept: the target made later outside the managed directory, where nothing is watched, is seen), a hard link, a rename onto the name -- each seen by the next
+ *             stat, and each removal seen as ENOENT again (then from memory).
+ *   ancestor  DIR/sub/x.db-wal kept absent; the other process renames DIR/sub away, makes a new DIR/sub holding
+ *             x.db-wal: the stat sees it (the old directory's IN_MOVE_SELF); the same for DIR/up/deep/y.db-wal with
+ *             DIR/up renamed away (the parent's watch).
+ *   fork      DIR/x.db-journal kept absent; the other process makes it (an event queued); a fork child stats it
+ *             (its own instance: it must not consume the parent's events), then the parent's stat sees it.
+ *   off       without the option nothing is kept (absent_hits, absent_kept +0).
+ * Exit 0 pass, 1 fail. */
+#include "shim_test.h"
+
+#include <sys/wait.h>
+
+static const char *dir;
+
+/* Another process changing DIR with raw system calls when told (a letter and a name relative to DIR). */
+struct other {
+    pid_t pid;
+    int to[2], back[2];
+};
+
+static void other_fork(struct other *o) {
+    OK(pipe(o->to));
+    OK(pipe(o->back));
+    o->pid = OK(fork());
+    if (o->pid != 0) return;
+    close(o->to[1]);
+    close(o->back[0]);
+    for (;;) {
+        char cmd[600];
+        ssize_t n = syscall(SYS_read, o->to[0], cmd, sizeof cmd - 1);
+        if (n <= 0) _exit(7);
+        cmd[n] = 0;
+        char *a = cmd + 2, *b = strchr(a, ' ');
+        if (b) *b++ = 0;
+        long r = 0;
+        char pa[PATH_MAX], pb[PATH_MAX];
+        snprintf(pa, sizeof pa, "%s/%s", dir, a);
+        if (b) snprintf(pb, sizeof pb, "%s/%s", dir, b);
+        switch (cmd[0]) {
+        case 'q': _exit(0);
+        case 'c': r = syscall(SYS_openat, AT_FDCWD, pa, O_CREAT | O_WRONLY | O_CLOEXEC, 0644); if (r >= 0) syscall(SYS_close, r), r = 0; break;
+        case 'u': r = syscall(SYS_unlinkat, AT_FDCWD, pa, 0); break;
+        case 'd': r = syscall(SYS_mkdirat, AT_FDCWD, pa, 0755); break;
+        case 'r': r = syscall(SYS_unlinkat, AT_FDCWD, pa, AT_REMOVEDIR); break;
+        case 's': r = syscall(SYS_symlinkat, b, AT_FDCWD, pa); break; /* s NAME TARGET (relative) */
+        case 'l': r = syscall(SYS_linkat, AT_FDCWD, pb, AT_FDCWD, pa, 0); break; /* l NAME EXISTING */
+        case 'm': r = syscall(SYS_renameat, AT_FDCWD, pb, AT_FDCWD, pa); break; /* m NAME FROM */
+        default: r = -1;
+        }
+        char ok = r == 0 ? 'd' : 'e';
+        if (syscall(SYS_write, o->back[1], &ok, 1) != 1) _exit(6);
+    }
+}
+
+static void other_do(struct other *o, const char *cmd) {
+    OK(write(o->to[1], cmd, strlen(cmd)));
+    char c = 0;
+    CHECK(read(o->back[0], &c, 1) == 1 && c == 'd', "the other process failed at '%s'", cmd);
+}
+
+static void other_end(struct other *o) {
+    OK(write(o->to[1], "q", 1));
+    int st;
+    OK(waitpid(o->pid, &st, 0));
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the other process: status 0x%x", st);
+}
+
+static int st_of(const char *name, bool follow, struct stat *sb) {
+    char p[PATH_MAX];
+    st_path(p, sizeof p, dir, name);
+    int r = follow ? stat(p, sb) : lstat(p, sb);
+    return r == 0 ? 0 : errno;
+}
+
+/* The name absent now, twice: the second answer from memory (the first may be too, once kept) */
+static void absent_twice(const char *name, const char *what) {
+    struct stat sb;
+    CHECK(st_of(name, true, &sb) == ENOENT, "%s: %s is not absent", what, name);
+    unsigned long long h0 = st_counter(DK_C_absent_hits);
+    CHECK(st_of(name, true, &sb) == ENOENT, "%s: %s is not absent (again)", what, name);
+    CHECK(st_counter(DK_C_absent_hits) == h0 + 1, "%s: the second stat of %s was not answered from memory "
+          "(absent_hits +%llu)", what, name, st_counter(DK_C_absent_hits) - h0);
+}
+
+static void case_names(struct other *o) {
+    struct stat sb;
+    absent_twice("x.db-journal", "names");
+    other_do(o, "c x.db-journal");
+    CHECK(st_of("x.db-journal", true, &sb) == 0 && S_ISREG(sb.st_mode), "names: a file another process made is not "
+          "seen by stat");
+    other_do(o, "u x.db-journal");
+    absent_twice("x.db-journal", "names after unlink");
+    other_do(o, "d x.db-journal");
+    CHECK(st_of("x.db-journal", true, &sb) == 0 && S_ISDIR(sb.st_mode), "names: a directory made is not seen");
+    other_do(o, "r x.db-journal");
+    absent_twice("x.db-journal", "names after rmdir");
+    other_do(o, "s x.db-journal ../absent.target"); /* (outside the managed directory: nothing watched there) */
+    CHECK(st_of("x.db-journal", false, &sb) == 0 && S_ISLNK(sb.st_mode), "names: a symlink made is not seen by lstat");
+    CHECK(st_of("x.db-journal", true, &sb) == ENOENT, "names: stat of a dangling symlink did not say ENOENT");
+    CHECK(st_of("x.db-journal", true, &sb) == ENOENT, "names: stat of a dangling symlink did not say ENOENT (again)");
+    other_do(o, "c ../absent.target");
+    CHECK(st_of("x.db-journal", true, &sb) == 0 && S_ISREG(sb.st_mode), "names: the symlink's target made later is "
+          "not seen by stat (the dangling link's ENOENT was kept)");
+    other_do(o, "u ../absent.target");
+    other_do(o, "u x.db-journal");
+    other_do(o, "c target");
+    absent_twice("x.db-journal", "names after the symlink");
+    other_do(o, "l x.db-journal target");
+    CHECK(st_of("x.db-journal", true, &sb) == 0, "names: a hard link made is not seen");
+    other_do(o, "u x.db-journal");
+    absent_twice("x.db-journal", "names after the link");
+    other_do(o, "m x.db-journal target");
+    CHECK(st_of("x.db-journal", true, &sb) == 0, "names: a rename onto the name is not seen");
+    other_do(o, "u x.db-journal");
+    absent_twice("x.db-journal", "names after the rename");
+    printf("ok: names: file, directory, symlink (and its later target), link, rename onto the name all seen\n");
+}
+
+static void case_ancestor(struct other *o) {
+    struct stat sb;
+    other_do(o, "d sub");
+    absent_twice("sub/x.db-wal", "ancestor");
+    other_do(o, "m sub.old sub");
+    other_do(o, "d sub");
+    other_do(o, "c sub/x.db-wal");
+    CHECK(st_of("sub/x.db-wal", true, &sb) == 0, "ancestor: after the directory was renamed away and made again with "
+          "the name in it, stat still says it is absent");
+    /* the directory's parent renamed away (the directory itself not moved within it) */
+    other_do(o, "d up");
+    other_do(o, "d up/deep");
+    absent_twice("up/deep/y.db-wal", "ancestor");
+    other_do(o, "m up.old up");
+    other_do(o, "d up");
+    other_do(o, "d up/deep");
+    other_do(o, "c up/deep/y.db-wal");
+    CHECK(st_of("up/deep/y.db-wal", true, &sb) == 0, "ancestor: after the directory's parent was renamed away and the "
+          "path made again with the name in it, stat still says it is absent");
+    printf("ok: ancestor: a directory or its parent renamed away and made again is seen\n");
+}
+
+static void case_fork(struct other *o) {
+    struct stat sb;
+    absent_twice("f.db-journal", "fork");
+    other_do(o, "c f.db-journal");
+    pid_t c = OK(fork());
+    if (c == 0) _exit(st_of("f.db-journal", true, &sb) == 0 ? 0 : 3);
+    int status;
+    OK(waitpid(c, &status, 0));
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork: the child did not see the file (status 0x%x)", status);
+    CHECK(st_of("f.db-journal", true, &sb) == 0, "fork: after a child's stat, the parent's says the file another "
+          "process made is absent (the child consumed the parent's events)");
+    printf("ok: fork: a child's stat leaves the parent's events to it\n");
+}
+
+static void case_off(void) {
+    struct stat sb;
+    unsigned long long h0 = st_counter(DK_C_absent_hits), k0 = st_counter(DK_C_absent_kept);
+    for (int i = 0; i < 3; i++) CHECK(st_of("o.db-journal", true, &sb) == ENOENT, "off: not absent");
+    CHECK(st_counter(DK_C_absent_hits) == h0 && st_counter(DK_C_absent_kept) == k0, "off: names kept without the "
+          "option (hits +%llu)", st_counter(DK_C_absent_hits) - h0);
+    printf("ok: off: nothing kept without DAXKIT_ABSENT_CACHE\n");
+}
+
+int main(int argc, char **argv) {
+    dir = st_dir(argc, argv);
+    const char *which = argc > 2 ? argv[2] : "all";
+    st_require_library();
+    st_watchdog(60);
+    setvbuf(stdout, NULL, _IONBF, 0);
+    if (!strcmp(which, "off")) {
+        case_off();
+        return 0;
+    }
+    struct other o;
+    other_fork(&o);
+    bool all = !strcmp(which, "all");
+    if (all || !strcmp(which, "names")) case_names(&o);
+    if (all || !strcmp(which, "ancestor")) case_ancestor(&o);
+    if (all || !strcmp(which, "fork")) case_fork(&o);
+    other_end(&o);
+    return 0;
+}
