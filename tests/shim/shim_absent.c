@@ -11,6 +11,8 @@
  *   fork      DIR/x.db-journal kept absent; the other process makes it (an event queued); a fork child stats it
  *             (its own instance: it must not consume the parent's events), then the parent's stat sees it.
  *   off       without the option nothing is kept (absent_hits, absent_kept +0).
+ *   race      (explicit) two threads stat a name another process makes and removes 2,000 times, telling a sequence
+ *             word: a stat begun and ended with the word unchanged and odd (the name exists) finds it.
  * Exit 0 pass, 1 fail. */
 #include "shim_test.h"
 
@@ -158,6 +160,60 @@ static void case_fork(struct other *o) {
     printf("ok: fork: a child's stat leaves the parent's events to it\n");
 }
 
+/* Two threads stat a name while another process makes and removes it 2,000 times, telling a sequence word (odd:
+ * the name exists -- set after the create returned, made even before the unlink): a stat that began and ended
+ * with the word odd and unchanged must find the name (ENOENT kept from before the create must not be answered). */
+#include <pthread.h>
+#include <sys/mman.h>
+static volatile uint64_t *race_seq;
+static volatile int race_stop;
+static unsigned long long race_checked[2], race_wrong[2];
+static void *race_reader(void *arg) {
+    int id = (int)(intptr_t)arg;
+    struct stat sb;
+    while (!race_stop) {
+        uint64_t q1 = __atomic_load_n(race_seq, __ATOMIC_SEQ_CST);
+        int e = st_of("r.db-journal", true, &sb);
+        uint64_t q2 = __atomic_load_n(race_seq, __ATOMIC_SEQ_CST);
+        if (q1 != q2 || !(q1 & 1)) continue; /* (even: made or removed any moment) */
+        race_checked[id]++;
+        if (e != 0) race_wrong[id]++;
+    }
+    return NULL;
+}
+static void case_race(void) {
+    race_seq = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(race_seq != MAP_FAILED, "race: mmap");
+    char p[PATH_MAX];
+    st_path(p, sizeof p, dir, "r.db-journal");
+    pid_t c = OK(fork());
+    if (c == 0) {
+        for (int i = 0; i < 2000; i++) {
+            long fd = syscall(SYS_openat, AT_FDCWD, p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+            if (fd < 0) _exit(2);
+            syscall(SYS_close, fd);
+            __atomic_add_fetch(race_seq, 1, __ATOMIC_SEQ_CST); /* odd: exists */
+            for (volatile int k = 0; k < 20000; k++) {}
+            __atomic_add_fetch(race_seq, 1, __ATOMIC_SEQ_CST); /* even: about to go */
+            if (syscall(SYS_unlinkat, AT_FDCWD, p, 0) != 0) _exit(3);
+            for (volatile int k = 0; k < 20000; k++) {}
+        }
+        _exit(0);
+    }
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) OK(pthread_create(&t[i], NULL, race_reader, (void *)(intptr_t)i));
+    int status;
+    OK(waitpid(c, &status, 0));
+    race_stop = 1;
+    for (int i = 0; i < 2; i++) OK(pthread_join(t[i], NULL));
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "race: the other process: status 0x%x", status);
+    unsigned long long n = race_checked[0] + race_checked[1], w = race_wrong[0] + race_wrong[1];
+    CHECK(w == 0, "race: %llu of %llu stats made while the name did not change said the other thing", w, n);
+    CHECK(n > 100, "race: only %llu stats checked", n);
+    printf("ok: race: %llu stats made while the name existed all along found it (hits %llu)\n", n,
+           (unsigned long long)st_counter(DK_C_absent_hits));
+}
+
 static void case_off(void) {
     struct stat sb;
     unsigned long long h0 = st_counter(DK_C_absent_hits), k0 = st_counter(DK_C_absent_kept);
@@ -173,6 +229,10 @@ int main(int argc, char **argv) {
     st_require_library();
     st_watchdog(60);
     setvbuf(stdout, NULL, _IONBF, 0);
+    if (!strcmp(which, "race")) {
+        case_race();
+        return 0;
+    }
     if (!strcmp(which, "off")) {
         case_off();
         return 0;
