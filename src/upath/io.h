@@ -85,9 +85,6 @@ bool up_refresh_if_idle(struct up_file *f, int fd);
  * One fstat. For the calls that show the end or where appends went: SEEK_END, SEEK_CUR of an O_APPEND
  * descriptor with O_APPEND appends staged, reads past the end or into staged O_APPEND appends. */
 bool up_refresh_size(struct up_file *f, int fd);
-/* up_refresh_if_idle with the kernel's size ns already read after the lock -- by the program's own fstat of the
- * descriptor (upath.c up_fstat_end): no fstat of the library's. */
-bool up_refresh_known(struct up_file *f, int fd, uint64_t ns);
 /* The kernel's size ns was read (the program's fstat): past the end this process last saw with appends
  * staged, they are published and ns (or the end past them) becomes the size. True when it published: the
  * size to report is then the file's (up_file_size), not ns. */

@@ -614,20 +614,6 @@ bool up_publish_past_growth(struct up_file *f, int fd, uint64_t ns) {
     return changed;
 }
 
-/* An idle file (sizes equal, nothing staged) whose kernel size was read as ns: taken -- another process's growth
- * adopted, its cut clamped (fast sections must not read what is gone). Under f->mu; true when it changed. */
-static bool take_kernel_size(struct up_file *f, int fd, uint64_t size, uint64_t ns) {
-    if (ns == size) return false;
-    if (ns > size) return adopt_kernel_growth(f, fd, ns, false) == 0;
-    up_guard_write_lock(f);
-    up_holes_clamp(f, ns);
-    f->ksize = ns;
-    __atomic_store_n(&f->pub_size, ns, __ATOMIC_RELEASE);
-    up_file_set_size(f, ns);
-    up_guard_write_unlock(f);
-    return true;
-}
-
 /* The kernel's size re-read (one fstat) when nothing is unpublished here -- or, with `staged_too`, when
  * appends are staged (publish_past_growth). */
 static bool refresh(struct up_file *f, int fd, bool staged_too, bool cut_too) {
@@ -649,16 +635,19 @@ static bool refresh(struct up_file *f, int fd, bool staged_too, bool cut_too) {
         }
     }
     if (idle) dk_count(DK_C_size_rereads, 1);
-    if (idle && DK_REAL(fstat)(fd, &st) == 0) changed = take_kernel_size(f, fd, size, (uint64_t)st.st_size);
-    dk_mu_unlock(&f->mu);
-    return changed;
-}
-
-bool up_refresh_known(struct up_file *f, int fd, uint64_t ns) {
-    up_file_lock(f);
-    __atomic_store_n(&f->size_unsure, false, __ATOMIC_RELAXED);
-    uint64_t size = up_file_size(f);
-    bool changed = size == f->pub_size && size == f->ksize && f->staged_count == 0 && take_kernel_size(f, fd, size, ns);
+    if (idle && DK_REAL(fstat)(fd, &st) == 0 && (uint64_t)st.st_size != size) {
+        uint64_t ns = (uint64_t)st.st_size;
+        if (ns > size) changed = adopt_kernel_growth(f, fd, ns, false) == 0;
+        else { /* another process cut it: fast sections must not read what is gone */
+            up_guard_write_lock(f);
+            up_holes_clamp(f, ns);
+            f->ksize = ns;
+            __atomic_store_n(&f->pub_size, ns, __ATOMIC_RELEASE);
+            up_file_set_size(f, ns);
+            up_guard_write_unlock(f);
+            changed = true;
+        }
+    }
     dk_mu_unlock(&f->mu);
     return changed;
 }

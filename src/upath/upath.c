@@ -1229,8 +1229,9 @@ void up_fix_fstat(int fd, off_t *size) {
 
 /* The program's fstat as the lock's re-read (session 28; docs/design-upath.md, "Reads below the probe page"):
  * the kernel reads i_size after the program's lock call returned -- what the library's own fstat at the next
- * served call would read. The generation and the lock set's word are taken before the kernel's call, inside the
- * call's record (the slot and file stay); taken only where refresh_for would re-read an idle file's size with
+ * served call would read, and when it equals this process's idle size (under f->mu, up_fstat_end) nothing another
+ * process did before the lock is left to take. The generation and the lock set's word are taken before the
+ * kernel's call, inside the call's record (the slot and file stay); taken only where refresh_for would re-read an idle file's size with
  * an fstat: a served descriptor (not the kernel's, not shared, not stale), a file not the kernel's or atomic,
  * owing no put-off chain's re-read, and not from a signal handler inside this thread's hold of the file's mutex or
  * inside a served call of its thread (a read put off in flight: the re-read's guard would wait for that call's). */
@@ -1257,17 +1258,29 @@ void up_fstat_end(int fd, struct up_fstat_look *k, int r, off_t *size) {
     struct up_slot *s = k->s;
     struct up_file *f = s->file;
     if (k->gen && r == 0) {
-        uint64_t was = __atomic_load_n(&f->refresh_gen, __ATOMIC_RELAXED);
-        /* (a re-read another thread made meanwhile at a newer generation stays) */
-        while (was < k->gen &&
-               !__atomic_compare_exchange_n(&f->refresh_gen, &was, k->gen, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {}
-        if (was < k->gen) {
-            up_locks_note_refresh_word(f, k->word);
-            DK_ERRNO_SAVE;
-            (void)up_refresh_known(f, fd, (uint64_t)*size);
-            DK_ERRNO_RESTORE;
-            dk_count(DK_C_refresh_by_fstat, 1);
+        /* Test builds: a cue between the kernel's fstat and the decision (shim_publish fstat_race: a signal
+         * handler's ftruncate of the file here) */
+        DK_CRASH_POINT("upath.fstat_end");
+        /* Decided under f->mu (review28 #1): the answer is the re-read only when it equals this process's idle size
+         * now. Another process's growth or cut (the answer differs), a change of this process's own between the
+         * kernel's fstat and here (read outside the mutex: taken as another's, a shrink was undone as growth), or a
+         * put-off chain's owed re-read leave the generation behind -- the next served call re-reads under the
+         * mutex, as before. */
+        up_file_lock(f);
+        uint64_t cur = up_file_size(f);
+        if (cur == f->pub_size && cur == f->ksize && f->staged_count == 0 && (uint64_t)*size == cur &&
+            !__atomic_load_n(&f->refresh_owed, __ATOMIC_ACQUIRE)) {
+            uint64_t was = __atomic_load_n(&f->refresh_gen, __ATOMIC_RELAXED);
+            /* (a re-read another thread made meanwhile at a newer generation stays) */
+            while (was < k->gen &&
+                   !__atomic_compare_exchange_n(&f->refresh_gen, &was, k->gen, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {}
+            if (was < k->gen) {
+                up_locks_note_refresh_word(f, k->word);
+                __atomic_store_n(&f->size_unsure, false, __ATOMIC_RELAXED);
+                dk_count(DK_C_refresh_by_fstat, 1);
+            }
         }
+        dk_mu_unlock(&f->mu);
     }
     if (r == 0) fix_fstat_in(s, fd, size);
     up_call_leave();
