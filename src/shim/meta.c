@@ -282,10 +282,12 @@ DK_EXPORT int fstat(int fd, struct stat *st) { return FIXFD(fd, DK_REAL(fstat)(f
 DK_EXPORT int fstat64(int fd, struct stat64 *st) { return FIXFD(fd, DK_REAL(fstat64)(fd, st), st); }
 DK_EXPORT int fstatat(int d, const char *p, struct stat *st, int fl) {
     if (by_fd(p, fl)) return FIXFD(d, DK_REAL(fstatat)(d, p, st, fl), st);
+    if (fl & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT)) return fix(DK_REAL(fstatat)(d, p, st, fl), st); /* (EINVAL: the kernel's) */
     return fix(ABSENT_OR(p, DK_REAL(fstatat)(d, p, st, fl)), st);
 }
 DK_EXPORT int fstatat64(int d, const char *p, struct stat64 *st, int fl) {
     if (by_fd(p, fl)) return FIXFD(d, DK_REAL(fstatat64)(d, p, st, fl), st);
+    if (fl & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT)) return FIX64(DK_REAL(fstatat64)(d, p, st, fl), st);
     return FIX64(ABSENT_OR(p, DK_REAL(fstatat64)(d, p, st, fl)), st);
 }
 DK_EXPORT int __xstat(int v, const char *p, struct stat *st) { return fix(DK_REAL(__xstat)(v, p, st), st); }
