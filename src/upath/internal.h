@@ -411,6 +411,7 @@ struct up_lc {
     uint64_t cached_since; /* when the kernel last began to keep a lock the program does not hold (0: none) */
     uint64_t cold_until;   /* after another process asked: releases go to the kernel until then (ns) */
     uint8_t due;           /* the age came while the program held everything: its next release reaches the kernel */
+    uint16_t ofd;          /* the program's OFD acquisitions of the file in the kernel now: nothing is kept meanwhile */
     uint32_t req_seen;     /* the board's request count last acted on */
 };
 

@@ -757,9 +757,10 @@ static int in_handler(struct up_lc *c, int (*real)(int, int, ...), int fd, int c
 }
 
 /* The release path may keep the lock: no other process asked lately or waits in the kernel for the file, no
- * exec is under way, the kernel is known to hold what the program releases. Under the lock. */
+ * exec is under way, no OFD acquisition of the program's is in the kernel (it would conflict with what is kept:
+ * review28 #3), the kernel is known to hold what the program releases. Under the lock. */
 static bool may_keep(struct up_lc *c, uint64_t now, uint64_t a, uint64_t b) {
-    if (c->due || now < c->cold_until || __atomic_load_n(&lc_exec, __ATOMIC_SEQ_CST) || unsure(c, a, b)) return false;
+    if (c->due || c->ofd || now < c->cold_until || __atomic_load_n(&lc_exec, __ATOMIC_SEQ_CST) || unsure(c, a, b)) return false;
     return !__atomic_load_n(&my_slot()->file[c->bidx1 - 1].waiters, __ATOMIC_RELAXED);
 }
 
@@ -842,7 +843,7 @@ int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, in
     /* Covered: the kernel keeps what the call asks for already. A downgrade (the kernel keeps more) only where
      * the board can have it dropped (review26b #6): it is cached from here on. */
     int cov = covered(c, a, b, t);
-    if (cov && (cov == 1 || (board && !__atomic_load_n(&lc_exec, __ATOMIC_RELAXED))) && paint(c, a, b, t, KEEP, 0)) {
+    if (cov && (cov == 1 || (board && !c->ofd && !__atomic_load_n(&lc_exec, __ATOMIC_RELAXED))) && paint(c, a, b, t, KEEP, 0)) {
         if (cov == 2) {
             if (!c->cached_since) c->cached_since = dk_now_ns();
             board_cached(c, true);
@@ -863,13 +864,11 @@ int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, in
     c->fl = &flight, c->kin++;
     lc_give(c);
     int r;
-    if (cmd == F_SETLKW) {
-        pthread_cleanup_push(lc_cancelled, &flight);
-        r = acquire_in_kernel(real, fd, cmd, l, f, &flight);
-        pthread_cleanup_pop(0);
-    } else {
-        r = acquire_in_kernel(real, fd, cmd, l, f, &flight);
-    }
+    /* (F_SETLK too: a thread that ends inside -- pthread_exit from a handler during the handoff's naps -- unlinks
+     * its node: review28 #4) */
+    pthread_cleanup_push(lc_cancelled, &flight);
+    r = acquire_in_kernel(real, fd, cmd, l, f, &flight);
+    pthread_cleanup_pop(0);
     int e = errno;
     if (r == 0) DK_CRASH_POINT("lockcache.acquired"); /* tests: another process asks before the grant is recorded */
     (void)lc_take(c);
@@ -887,8 +886,16 @@ static bool cached_in(const struct up_lc *c, uint64_t a, uint64_t b) {
     return false;
 }
 
+static void ofd_end(struct up_lc *c) {
+    if (!c) return;
+    (void)lc_take(c);
+    if (c->ofd) c->ofd--; /* (0: a fork child's handler came back into its parent's call) */
+    lc_give(c);
+}
 static void ofd_cancelled(void *arg) {
-    board_unwait(&((struct up_lc_flight *)arg)->wt);
+    struct up_lc_flight *fl = arg;
+    board_unwait(&fl->wt);
+    ofd_end(fl->c);
     up_lock_cancelled(NULL);
 }
 
@@ -907,20 +914,23 @@ int up_lc_ofd(int (*real)(int, int, ...), int fd, int cmd, struct flock *l) {
     struct up_lc *c = &f->lc;
     uint64_t a = 0, b = UINT64_MAX;
     if (range_of(l, &a, &b) != 1) a = 0, b = UINT64_MAX; /* (SEEK_CUR, SEEK_END, a bad range: the whole file) */
-    if (__atomic_load_n(&c->n, __ATOMIC_RELAXED) && !lc_take(c)) { /* (a handler inside its thread's hold: as is) */
+    bool acq = cmd != F_OFD_GETLK && (l->l_type == F_RDLCK || l->l_type == F_WRLCK);
+    struct up_lc_flight fl = {.wt = {.n = 0}}; /* (fl.c: the file whose `ofd` count this acquisition holds) */
+    if ((acq || __atomic_load_n(&c->n, __ATOMIC_RELAXED)) && !lc_take(c)) { /* (a handler inside its thread's hold: as is) */
+        /* an acquisition: releases are not kept until its end (another thread's release kept between this drop
+         * and the kernel's call would refuse it, or keep F_OFD_SETLKW waiting for the age: review28 #3) */
+        if (acq) c->ofd++, fl.c = c;
         if (!c->off && c->fd1 && cached_in(c, a, b)) drop_from_program(c);
         lc_give(c);
     }
-    if (cmd == F_OFD_GETLK || (l->l_type != F_RDLCK && l->l_type != F_WRLCK)) return real(fd, cmd, l);
-    struct up_lc_flight fl = {.wt = {.n = 0}};
+    if (!acq) return real(fd, cmd, l);
     int r;
-    if (cmd == F_OFD_SETLKW) {
-        pthread_cleanup_push(ofd_cancelled, &fl);
-        r = acquire_in_kernel(real, fd, cmd, l, f, &fl);
-        pthread_cleanup_pop(0);
-    } else {
-        r = acquire_in_kernel(real, fd, cmd, l, f, &fl);
-    }
+    pthread_cleanup_push(ofd_cancelled, &fl);
+    r = acquire_in_kernel(real, fd, cmd, l, f, &fl);
+    pthread_cleanup_pop(0);
+    int e = errno;
+    ofd_end(fl.c);
+    errno = e;
     return r;
 }
 
@@ -983,7 +993,7 @@ static void child_one(struct up_file *f, void *arg) {
     (void)arg;
     f->lc.owner = 0;
     f->lc.nd = f->lc.dclose = f->lc.kin = 0;
-    f->lc.fl = NULL; /* (the other threads' acquisitions are the parent's) */
+    f->lc.fl = NULL, f->lc.ofd = 0; /* (the other threads' acquisitions are the parent's) */
     f->lc.bidx1 = 0;
     reset(&f->lc);
 }

@@ -63,6 +63,9 @@
  *            F_OFD_SETLK of a write lock succeeds, and the program's POSIX write lock then conflicts with it
  *            (EAGAIN), as on the kernel path (review27b #8: EAGAIN, F_OFD_SETLKW waited for the age drop).
  *   ofd_other another daxkit process's F_OFD_SETLKW on a range we keep gets it within 3 s (10 s age: the ask).
+ *   ofd_inflight  our thread holds a POSIX write lock on [0,1); another thread's F_OFD_SETLKW of it blocks (the
+ *            process's own POSIX lock conflicts, as on the kernel path); the release must wake it (< 2 s with a 10 s
+ *            age) -- review28 #3: kept while the OFD acquisition was in the kernel, it waited for the age drop.
  *   noboard  the board cannot be made (a directory in its place): a downgrade (read lock over our own write lock)
  *            must reach the kernel -- a third process's read lock is then possible (the rule "a downgrade is
  *            served only where the board can have it dropped": served, the kernel kept the write lock for good).
@@ -811,6 +814,34 @@ static void case_ofd(void) {
     close(fd);
 }
 
+static int oi_fd;
+static void *oi_thread(void *arg) {
+    int64_t *ms = arg;
+    struct flock o = fl(F_WRLCK, 0, 1);
+    uint64_t t0 = now_ms();
+    *ms = fcntl(oi_fd, F_OFD_SETLKW, &o) == 0 ? (int64_t)(now_ms() - t0) : -1;
+    return NULL;
+}
+
+static void case_ofd_inflight(void) {
+    int fd = open_file();
+    OK(lk(fd, F_SETLK, F_WRLCK, 10, 1));
+    OK(lk(fd, F_SETLK, F_UNLCK, 10, 1)); /* the board made */
+    OK(lk(fd, F_SETLK, F_WRLCK, 0, 1));  /* held */
+    oi_fd = fd;
+    int64_t ms = -2;
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, oi_thread, &ms) == 0, "pthread_create");
+    nanosleep(&(struct timespec){0, 200000000}, NULL); /* (it blocks in the kernel on our POSIX lock) */
+    OK(lk(fd, F_SETLK, F_UNLCK, 0, 1));
+    pthread_join(t, NULL);
+    NOTE("the OFD waiter got [0,1) %lld ms after it began (released at ~200 ms)", (long long)ms);
+    CHECK(ms >= 0, "F_OFD_SETLKW failed");
+    CHECK(ms < 2000, "the program's F_OFD_SETLKW waited %lld ms: its own POSIX release was kept (the age drop)",
+          (long long)ms);
+    close(fd);
+}
+
 static void case_ofd_other(void) {
     int fd = open_file();
     OK(lk(fd, F_SETLK, F_WRLCK, 0, 10));
@@ -988,6 +1019,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "many_raw")) case_many(true);
     else if (!strcmp(c, "ofd")) case_ofd();
     else if (!strcmp(c, "ofd_other")) case_ofd_other();
+    else if (!strcmp(c, "ofd_inflight")) case_ofd_inflight();
     else if (!strcmp(c, "noboard")) case_noboard();
     else if (!strcmp(c, "readfd")) case_readfd();
     else if (!strcmp(c, "execrace")) case_execrace(argv[0]);
