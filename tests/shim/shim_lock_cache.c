@@ -153,16 +153,18 @@ static void case_cached(void) {
     CHECK(who_holds(0, 0) == 0, "after the close the kernel still holds a lock of ours");
 }
 
-static void case_outsider(void) {
-    int fd = open_file();
-    OK(lk(fd, F_SETLK, F_WRLCK, 0, 100));
-    OK(lk(fd, F_SETLK, F_UNLCK, 0, 100));
+/* The outsider: a fork child without the library's calls (raw system calls only) that sleeps `delay_ms`, then
+ * waits (F_SETLKW) for a write lock on [start, start+len) through a descriptor of its own, and writes how long
+ * it waited to a pipe (ms; -1: F_SETLKW failed). Returns its pid; *rfd is the pipe's read end. (cleanup28) */
+static pid_t outsider_start(off_t start, off_t len, long delay_ms, int *rfd) {
     int p[2];
     OK(pipe(p));
     pid_t c = fork();
-    if (c == 0) { /* a process without daxkit: raw system calls only */
+    if (c == 0) {
+        struct timespec d = {delay_ms / 1000, delay_ms % 1000 * 1000000};
+        if (delay_ms) syscall(SYS_nanosleep, &d, NULL);
         int f2 = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR);
-        struct flock l = fl(F_WRLCK, 0, 100);
+        struct flock l = fl(F_WRLCK, start, len);
         struct timespec a, b;
         clock_gettime(CLOCK_MONOTONIC, &a);
         long r = syscall(SYS_fcntl, f2, F_SETLKW, &l);
@@ -171,11 +173,29 @@ static void case_outsider(void) {
         syscall(SYS_write, p[1], &ms, sizeof ms);
         syscall(SYS_exit_group, 0);
     }
+    OK(c);
     close(p[1]);
+    *rfd = p[0];
+    return c;
+}
+
+/* The outsider's answer (ms it waited), the child reaped; fails the test when none came or its F_SETLKW failed. */
+static int64_t outsider_ms(pid_t c, int rfd) {
     int64_t ms = -2;
-    CHECK(read(p[0], &ms, sizeof ms) == sizeof ms, "outsider: no answer");
+    CHECK(read(rfd, &ms, sizeof ms) == sizeof ms, "outsider: no answer");
+    close(rfd);
     waitpid(c, NULL, 0);
     CHECK(ms >= 0, "outsider: F_SETLKW failed");
+    return ms;
+}
+
+static void case_outsider(void) {
+    int fd = open_file();
+    OK(lk(fd, F_SETLK, F_WRLCK, 0, 100));
+    OK(lk(fd, F_SETLK, F_UNLCK, 0, 100));
+    int rfd;
+    pid_t c = outsider_start(0, 100, 0, &rfd);
+    int64_t ms = outsider_ms(c, rfd);
     NOTE("outsider got the lock after %lld ms", (long long)ms);
     CHECK(ms < 3000, "outsider waited %lld ms for a lock the program had released (bound: the age drop)", (long long)ms);
     close(fd);
@@ -346,25 +366,10 @@ static void case_rekeep(void) {
 
 static void case_hold(void) {
     int fd = open_file();
-    int p[2];
-    OK(pipe(p));
-    pid_t c = fork();
-    if (c == 0) { /* a process without daxkit: raw system calls only */
-        struct timespec d = {0, 300000000};
-        syscall(SYS_nanosleep, &d, NULL);
-        int f2 = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR);
-        struct flock l = fl(F_WRLCK, 0, 1);
-        struct timespec a, b;
-        clock_gettime(CLOCK_MONOTONIC, &a);
-        long r = syscall(SYS_fcntl, f2, F_SETLKW, &l);
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        int64_t ms = r == 0 ? (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 : -1;
-        syscall(SYS_write, p[1], &ms, sizeof ms);
-        syscall(SYS_exit_group, 0);
-    }
-    close(p[1]);
+    int rfd;
+    pid_t c = outsider_start(0, 1, 300, &rfd);
     uint64_t t0 = now_ms();
-    struct pollfd pf = {.fd = p[0], .events = POLLIN};
+    struct pollfd pf = {.fd = rfd, .events = POLLIN};
     while (now_ms() - t0 < 6000 && poll(&pf, 1, 0) == 0) {
         if (lk(fd, F_SETLK, F_WRLCK, 0, 1) == 0) {
             nanosleep(&(struct timespec){0, 150000000}, NULL); /* a hold longer than the age */
@@ -372,11 +377,8 @@ static void case_hold(void) {
         }
         nanosleep(&(struct timespec){0, 5000000}, NULL); /* a gap shorter than it */
     }
-    int64_t ms = -2;
-    CHECK(read(p[0], &ms, sizeof ms) == sizeof ms, "outsider: no answer");
-    waitpid(c, NULL, 0);
+    int64_t ms = outsider_ms(c, rfd);
     NOTE("outsider got the lock after %lld ms", (long long)ms);
-    CHECK(ms >= 0, "outsider: F_SETLKW failed");
     CHECK(ms < 2000, "outsider waited %lld ms for a lock a program holding 150 ms at a time keeps releasing",
           (long long)ms);
     close(fd);
@@ -469,26 +471,11 @@ static void case_atfork(void) {
 
 static void case_busy(void) {
     int fd = open_file();
-    int p[2];
-    OK(pipe(p));
-    pid_t c = fork();
-    if (c == 0) { /* a process without daxkit: raw system calls only */
-        struct timespec d = {0, 100000000};
-        syscall(SYS_nanosleep, &d, NULL);
-        int f2 = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR);
-        struct flock l = fl(F_WRLCK, 0, 1);
-        struct timespec a, b;
-        clock_gettime(CLOCK_MONOTONIC, &a);
-        long r = syscall(SYS_fcntl, f2, F_SETLKW, &l);
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        int64_t ms = r == 0 ? (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 : -1;
-        syscall(SYS_write, p[1], &ms, sizeof ms);
-        syscall(SYS_exit_group, 0);
-    }
-    close(p[1]);
+    int rfd;
+    pid_t c = outsider_start(0, 1, 100, &rfd);
     uint64_t t0 = now_ms();
     unsigned rounds = 0;
-    struct pollfd pf = {.fd = p[0], .events = POLLIN};
+    struct pollfd pf = {.fd = rfd, .events = POLLIN};
     while (now_ms() - t0 < 6000 && poll(&pf, 1, 0) == 0) {
         if (lk(fd, F_SETLK, F_WRLCK, 0, 1) == 0) {
             rounds++;
@@ -497,11 +484,8 @@ static void case_busy(void) {
         struct timespec ts = {0, 200000};
         nanosleep(&ts, NULL);
     }
-    int64_t ms = -2;
-    CHECK(read(p[0], &ms, sizeof ms) == sizeof ms, "outsider: no answer");
-    waitpid(c, NULL, 0);
+    int64_t ms = outsider_ms(c, rfd);
     NOTE("outsider got the lock after %lld ms (the program: %u lock rounds meanwhile)", (long long)ms, rounds);
-    CHECK(ms >= 0, "outsider: F_SETLKW failed");
     CHECK(ms < 2000, "outsider waited %lld ms for a lock a busy program keeps releasing (bound: the age drop)",
           (long long)ms);
     close(fd);
