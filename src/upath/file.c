@@ -151,6 +151,7 @@ static void file_free(struct up_file *f) {
     f->all_next->all_prev = f->all_prev;
     up_sizerec_release(f);
     up_map_drop(&f->map);
+    if (f->probe_addr) DK_REAL(munmap)(f->probe_addr, DK_PAGE_BYTES); /* the probe page's own mapping (upath.c) */
     up_aux_close(f);
     if (DK_UNLIKELY(dk_cfg.lock_cache)) up_lc_forget(f);
     up_stage_kept_free(f);

@@ -490,6 +490,13 @@ struct up_file {
     /* A page of the mapping (its offset; 0: none) touched after a lock's re-read found the kernel size past it: its
      * page-table entry present means no cut reached it since (upath.c probe_covers). Atomic. */
     uint64_t probe_page;
+    /* Where that entry is looked at: the probe page's own 4 KiB mapping, a second VMA of the file's page made by
+     * mremap from the data mapping's (session 28). No data access faults it in -- on huge tmpfs a fault below a cut
+     * in the data mapping maps the whole 2 MiB folio there again. Changed only while probe_page is 0, by the thread
+     * holding probe_busy; unmapped by file_free. */
+    char *probe_addr;
+    uint64_t probe_addr_off;
+    int probe_busy;
     uint32_t strict_lazy;   /* strict mode: overwrites logged and staged, applied at the checkpoint (atomic) */
     bool strict_eager;      /* strict mode: the program mapped the file -- every write is applied at once */
     uint64_t ident;         /* ident.c: 1 << 32 | the file's identity once computed (0: not yet; atomic) */

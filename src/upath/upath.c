@@ -6,12 +6,14 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/config.h"
 #include "common/cpu.h"
 #include "common/crashpoint.h"
 #include "common/log.h"
+#include "common/mapflags.h"
 #include "common/pwrite_all.h"
 #include "common/stats.h"
 #include "common/userptr.h"
@@ -101,47 +103,75 @@ static __attribute__((noinline, cold)) int rtm_ask(void) {
     return ok;
 }
 
-/* Whether this process's page-table entry for the byte at p is present: one load inside a transaction, which an
- * absent entry (or any other fault, an interrupt, valgrind) aborts instead of faulting. */
-static __attribute__((target("rtm"), noinline)) bool entry_present(const volatile char *p) {
+/* Whether the probe page's entry is present in its own mapping, and that mapping still the probe of offset p: one
+ * transaction reads f->probe_page (a store to it -- the touch replacing the mapping clears it first -- aborts the
+ * transaction) and loads through f->probe_addr (an absent entry, an unmapped or NULL address, any other fault, an
+ * interrupt, valgrind: an abort, never a signal). */
+static __attribute__((target("rtm"), noinline)) bool probe_present(struct up_file *f, uint64_t p) {
     if (_xbegin() != _XBEGIN_STARTED) return false;
-    (void)*p;
+    if (__atomic_load_n(&f->probe_page, __ATOMIC_RELAXED) != p) _xabort(1);
+    (void)*(const volatile char *)__atomic_load_n(&f->probe_addr, __ATOMIC_RELAXED);
     _xend();
     return true;
 }
 
 /* A write ending at `end` lies below the file's probe page, whose entry is present: no cut since it was touched
- * reached below it. In a guard section (the mapping stays). */
+ * reached below it. */
 static bool probe_covers(struct up_file *f, uint64_t end) {
     uint64_t p = __atomic_load_n(&f->probe_page, __ATOMIC_ACQUIRE);
     if (!p || end > p) return false;
     int rtm = __atomic_load_n(&rtm_usable, __ATOMIC_RELAXED);
     if (DK_UNLIKELY(rtm < 0)) rtm = rtm_ask();
     if (!rtm) return false;
-    enum up_guard_entry g = up_guard_read_enter(f);
-    const char *a = p < __atomic_load_n(&f->map.mapped_bytes, __ATOMIC_ACQUIRE) ? up_map_addr(&f->map, p) : NULL;
-    bool present = a && entry_present(a);
-    up_guard_read_exit(f, g);
+    bool present = probe_present(f, p);
     if (!present) dk_count(DK_C_probe_page_aborts, 1);
     return present;
 }
 
+/* The probe page at p: its own 4 KiB mapping (a new VMA of the data mapping's page, by mremap with old size 0 --
+ * no descriptor), made or moved when p changes, its entry made present (the transactional load, else
+ * MADV_POPULATE_READ, which fails instead of a SIGBUS when another process cut the file meanwhile). Why not the
+ * data mapping's page: on huge tmpfs a cut inside a 2 MiB folio whose split fails (another process holds a
+ * reference) removes the entries past the cut, but the next fault *below* the cut in that folio -- a read or write
+ * of this program's, before its next lock -- maps the whole folio again in the data mapping, P included, with the
+ * size at or below P: a write put off on it was lost (session 28, shim_probe_folio). A 4 KiB VMA never gets a 2 MiB
+ * entry, and no data access faults it in: after a cut its entry stays absent until the next touch. false: no probe
+ * page (the mapping could not be made, or the page is gone). */
+static bool probe_map(struct up_file *f, const char *src, uint64_t p) {
+    if (!f->probe_addr || f->probe_addr_off != p) {
+        long na = f->probe_addr
+                      ? syscall(SYS_mremap, src, 0, DK_PAGE_BYTES, MREMAP_MAYMOVE | MREMAP_FIXED, f->probe_addr)
+                      : syscall(SYS_mremap, src, 0, DK_PAGE_BYTES, MREMAP_MAYMOVE);
+        if (na == -1) {
+            if (f->probe_addr) DK_REAL(munmap)(f->probe_addr, DK_PAGE_BYTES);
+            __atomic_store_n(&f->probe_addr, NULL, __ATOMIC_RELAXED);
+            return false;
+        }
+        __atomic_store_n(&f->probe_addr, (char *)na, __ATOMIC_RELAXED);
+        f->probe_addr_off = p;
+    }
+    if (probe_present(f, 0)) return true; /* (probe_page is 0 here) */
+    return DK_REAL(madvise)(f->probe_addr, DK_PAGE_BYTES, MADV_POPULATE_READ) == 0;
+}
+
 /* After a lock's re-read for a pwrite inside the end (a store through the mapping anyway: no new access for a
  * program that only appends): the page below the end of an idle file, with storage (no hole filled) and mapped,
- * becomes its probe page, touched (a load: its entry present, faulted in the first time). Without RTM none is
- * kept. */
+ * becomes its probe page, touched in its own mapping (probe_map). Without RTM none is kept; another thread making
+ * one meanwhile: this one leaves it to it. */
 static __attribute__((noinline)) void probe_page_touch(struct up_file *f) {
     if (__atomic_load_n(&rtm_usable, __ATOMIC_RELAXED) == 0) return;
+    if (__atomic_exchange_n(&f->probe_busy, 1, __ATOMIC_ACQUIRE)) return;
+    __atomic_store_n(&f->probe_page, 0, __ATOMIC_RELEASE); /* first: no probe trusts the mapping being changed */
     enum up_guard_entry g = up_guard_read_enter(f);
     uint64_t k = __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE);
     uint64_t p = k > DK_PAGE_BYTES ? dk_round_down(k - 1, DK_PAGE_BYTES) : 0;
     bool ok = p && up_file_size(f) == k && __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) == k &&
               p < __atomic_load_n(&f->backed_end, __ATOMIC_ACQUIRE) &&
               p < __atomic_load_n(&f->map.mapped_bytes, __ATOMIC_ACQUIRE);
-    const volatile char *a = ok ? up_map_addr(&f->map, p) : NULL;
-    if (a) (void)*a;
-    __atomic_store_n(&f->probe_page, a ? p : 0, __ATOMIC_RELEASE);
+    const char *src = ok ? up_map_addr(&f->map, p) : NULL;
+    if (src && probe_map(f, src, p)) __atomic_store_n(&f->probe_page, p, __ATOMIC_RELEASE);
     up_guard_read_exit(f, g);
+    __atomic_store_n(&f->probe_busy, 0, __ATOMIC_RELEASE);
 }
 
 /* A positional read's re-read put off (session 28; docs/design-upath.md, "Reads below the probe page"): the read
