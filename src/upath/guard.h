@@ -65,7 +65,7 @@ bool up_guard_others(void);
 void up_readers_each(bool (*fn)(const struct up_reader *r, void *ctx), void *ctx);
 
 /* How a section was entered (the token to pass to the exit). */
-enum up_guard_entry { UP_GUARD_LOCKED = 0, UP_GUARD_FAST = 1, UP_GUARD_NESTED = 2 };
+enum up_guard_entry { UP_GUARD_LOCKED = 0, UP_GUARD_FAST = 1, UP_GUARD_NESTED = 2, UP_GUARD_NONE = 3 };
 
 /* Enters a read-side section on `key` of lock kind `kind`, whose writer sets *closed and whose slow side
  * is `rw`. A section nested in one on the same key (a signal handler doing IO on the file it interrupted)
@@ -88,6 +88,26 @@ static inline enum up_guard_entry up_asym_read_enter(enum up_asym_kind kind, con
     }
     pthread_rwlock_rdlock(rw);
     return UP_GUARD_LOCKED;
+}
+
+/* As up_asym_read_enter, but the slow side by trylock only: UP_GUARD_NONE (nothing entered; up_asym_read_exit
+ * does nothing for it) while the lock is held for writing -- for a caller that must not wait for the writer
+ * (strict.c: a signal handler inside its thread's file-table lock, the exit's shutdown holding the lock). */
+static inline enum up_guard_entry up_asym_read_try(enum up_asym_kind kind, const void *key, const uint32_t *closed,
+                                                   pthread_rwlock_t *rw) {
+    struct up_reader *r = up_reader_self;
+    if (__builtin_expect(r == NULL, 0)) r = up_reader_claim();
+    if (__builtin_expect(up_guard_asym && r != NULL, 1)) {
+        const void *in = __atomic_load_n(&r->in[kind], __ATOMIC_RELAXED);
+        if (in == key) return UP_GUARD_NESTED;
+        if (in == NULL) {
+            __atomic_store_n(&r->in[kind], key, __ATOMIC_RELAXED);
+            __asm__ __volatile__("" ::: "memory");
+            if (!__atomic_load_n(closed, __ATOMIC_ACQUIRE)) return UP_GUARD_FAST;
+            __atomic_store_n(&r->in[kind], NULL, __ATOMIC_RELEASE);
+        }
+    }
+    return pthread_rwlock_tryrdlock(rw) == 0 ? UP_GUARD_LOCKED : UP_GUARD_NONE;
 }
 
 /* Leaves the section. The sfence orders non-temporal stores made inside before the record is cleared

@@ -39,6 +39,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -160,6 +161,20 @@ static inline void ck_read_exit(struct up_strict *st, enum up_guard_entry how) {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     ck_held--;
 }
+/* ck_read_enter for a signal handler whose thread holds the file table's lock (review 28, #6): the exit's shutdown
+ * takes the write side for good and then the table's lock, so the read side is only tried, in a loop that gives up
+ * once the shutdown began (a checkpoint holds the write side a short while and takes no table lock: it ends).
+ * UP_GUARD_NONE: not entered -- ck_held stays counted, as ck_read_exit takes it back (and leaves nothing else). */
+static bool strict_down;
+static __attribute__((noinline, cold)) enum up_guard_entry ck_read_enter_table(struct up_strict *st) {
+    ck_held++;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    for (;;) {
+        enum up_guard_entry how = up_asym_read_try(UP_ASYM_STRICT, st, &st->ck_closed, &st->ck);
+        if (how != UP_GUARD_NONE || __atomic_load_n(&strict_down, __ATOMIC_ACQUIRE)) return how;
+        syscall(SYS_nanosleep, &(struct timespec){0, 20000}, NULL); /* (no cancellation point) */
+    }
+}
 /* The read side as a plain rwlock (a truncate's record: held across calls, until up_strict_done). */
 static inline void ck_rdlock(struct up_strict *st) {
     ck_held++;
@@ -243,8 +258,7 @@ static int strict_create_errno;
 static bool errno_no_space(int e) { return e == ENOSPC || e == EDQUOT || e == ENOMEM || e == EFBIG; }
 
 /* Exit's shutdown has run (up_strict_shutdown): no log is made after it (strict_for). strict_down_here: on the
- * thread that ran it. */
-static bool strict_down;
+ * thread that ran it. (strict_down: declared above, ck_read_enter_table) */
 static __thread bool strict_down_here;
 
 /* strict_for_how's last NULL on this thread was a signal handler's inside its thread's hold of the root's mutex
@@ -348,6 +362,12 @@ static struct up_strict *strict_for_how(struct up_root *r, bool park) {
     if (DK_UNLIKELY(!r->strict && __atomic_load_n(&strict_down, __ATOMIC_ACQUIRE))) {
         dk_mu_unlock(&r->mu);
         dk_cancel_restore(cancel_was);
+        /* not parked inside its thread's hold of the file table's lock: the exit takes that lock next (review 28,
+         * #6) -- EDEADLK (no_log_errno) */
+        if (park && DK_UNLIKELY(dk_mu_mine(&up_table_mu))) {
+            strict_mu_refused = true;
+            return NULL;
+        }
         return park ? strict_after_shutdown() : NULL;
     }
     if (!r->strict) {
@@ -1110,17 +1130,24 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
     uint32_t epoch = 0;
     uint64_t seq = 0;
     enum up_guard_entry ck;
+    /* a signal handler inside its thread's hold of the file table's lock: the read side only tried (review 28, #6) */
+    bool table = DK_UNLIKELY(dk_mu_mine(&up_table_mu));
     for (int attempt = 0;; attempt++) {
-        ck = ck_read_enter(st);
+        ck = DK_UNLIKELY(table) ? ck_read_enter_table(st) : ck_read_enter(st);
         /* A hold of the write side since the append chose its offset (a checkpoint, or a truncate by name, which
          * the kernel did meanwhile: up_strict_truncate_name_begin): chosen again, or the record would name the
          * end before the truncate, the bytes replayed behind a hole (session 26). */
-        while (DK_UNLIKELY(append && !nested && __atomic_load_n(&st->ck_epoch, __ATOMIC_RELAXED) != chosen)) {
+        while (DK_UNLIKELY(append && !nested && ck != UP_GUARD_NONE &&
+                           __atomic_load_n(&st->ck_epoch, __ATOMIC_RELAXED) != chosen)) {
             ck_read_exit(st, ck);
             chosen = __atomic_load_n(&st->ck_epoch, __ATOMIC_ACQUIRE);
             up_size_verify_slow(f, fd);
             off = up_file_size(f);
-            ck = ck_read_enter(st);
+            ck = DK_UNLIKELY(table) ? ck_read_enter_table(st) : ck_read_enter(st);
+        }
+        if (DK_UNLIKELY(ck == UP_GUARD_NONE)) { /* the exit's shutdown holds the write side for good */
+            rc = -EDEADLK;
+            break;
         }
         if (DK_UNLIKELY(nested)) {
             /* After the file's waiting overwrites in log order, as a drain would make it, when it may overlap one */

@@ -547,6 +547,7 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
      * program that never uses it, /bin/true run by a shell holding `3>>log`, made and removed the file) */
     if (!up_adopting_inherited) dk_stats_publish();
     dk_mu_lock(&up_table_mu);
+    DK_CRASH_POINT("upath.adopt.table_locked"); /* tests: a signal handler inside the thread's table lock */
     if (keyless && __atomic_load_n(&up_adopt_epoch, __ATOMIC_SEQ_CST) != keyless_epoch) {
         up_table_unlock();
         return -1;

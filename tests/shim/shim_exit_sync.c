@@ -59,6 +59,15 @@
  *                        log exists (the child overwrote [0, 4 KiB) with 'L' first: the handler's write is nested in
  *                        its thread's hold); nolog: the child only read, the root has no log (a log made now would
  *                        be one the shutdown never saw). Needs DAXKIT_TEST_CRASH=raise:10:upath.fini.strict_down:1.
+ *   tablewrite DIR       strict (review 28, #6): a worker's signal handler writes a managed file while the worker is
+ *                        inside the file table's lock (its open's adoption: the cue upath.adopt.table_locked:2,
+ *                        SIGUSR1 on the worker) and another thread is exiting past strict's shutdown (the cue
+ *                        upath.fini.strict_down, SIGUSR2 on the exiting thread: it lets the worker open and waits
+ *                        up to 3 s for the handler to be inside its write, then 300 ms). The shutdown holds the
+ *                        checkpoint lock for good and then takes the table's lock: the handler's write waited for
+ *                        the first inside its thread's hold of the second -- the process never ended. Now it fails
+ *                        with EDEADLK and the child exits 0 (20 s). Needs DAXKIT_TEST_CRASH=
+ *                        raise:12:upath.fini.strict_down:1,raise:10:upath.adopt.table_locked:2.
  *   lock DIR             sync, strict (review 25, #6): a child truncates another file by name (its sync's open in
  *                        the descriptor window reads /proc/locks once: none inherited) and exits; at the cue
  *                        upath.fini.library_off the exiting thread's handler opens its managed file again (Y),
@@ -647,6 +656,109 @@ static void case_down(const char *dir, const char *how) {
            "no log left\n", how);
 }
 
+/* ---- tablewrite: a handler's strict write inside its thread's table lock during another thread's exit ---- */
+
+struct tw_shared {
+    volatile int cues, in_write, w_rc, w_errno, done;
+};
+static struct tw_shared *tsh;
+static volatile int tw_go;
+static int tw_fd = -1;
+static char tw_path2[PATH_MAX];
+
+static void tw_wait(volatile int *flag, int ms) {
+    for (int i = 0; i < ms && !*flag; i++) nanosleep(&(struct timespec){0, 1000000}, NULL);
+}
+
+/* SIGUSR1 on the worker, inside its open's adoption under the file table's lock */
+static void tw_on_usr1(int sig) {
+    (void)sig;
+    int e = errno;
+    tsh->cues++;
+    tsh->in_write = 1;
+    static char h[OLDER_BYTES];
+    memset(h, 'H', sizeof h);
+    errno = 0;
+    tsh->w_rc = (int)pwrite(tw_fd, h, sizeof h, 0);
+    tsh->w_errno = errno;
+    tsh->done = 1;
+    errno = e;
+}
+
+/* SIGUSR2 on the exiting thread, right after strict's shutdown */
+static void tw_on_usr2(int sig) {
+    (void)sig;
+    int e = errno;
+    tsh->cues++;
+    tw_go = 1;
+    tw_wait(&tsh->in_write, 3000);
+    nanosleep(&(struct timespec){0, 300000000}, NULL); /* the handler's write inside the shutdown's hold */
+    errno = e;
+}
+
+static void *tw_worker(void *arg) {
+    (void)arg;
+    while (!tw_go) nanosleep(&(struct timespec){0, 1000000}, NULL);
+    int g = open(tw_path2, O_RDWR); /* its adoption: the handler above */
+    (void)g;
+    for (;;) pause(); /* the exit ends it */
+    return NULL;
+}
+
+static void case_tablewrite(const char *dir) {
+    signal(SIGUSR1, SIG_IGN); /* this process's own calls pass the cues too */
+    signal(SIGUSR2, SIG_IGN);
+    if (strcmp(mode_name(), "strict")) SKIP("strict mode's checkpoint lock only");
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "tw_data");
+    st_path(tw_path2, sizeof tw_path2, dir, "tw_other");
+    tsh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(tsh != MAP_FAILED, "mmap");
+    static char a[2 * OLDER_BYTES];
+    memset(a, 'A', sizeof a);
+    for (int k = 0; k < 2; k++) {
+        int m = (int)syscall(SYS_openat, AT_FDCWD, k ? tw_path2 : path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        CHECK(m >= 0 && syscall(SYS_write, m, a, sizeof a) == (long)sizeof a, "set-up");
+        syscall(SYS_close, m);
+    }
+    tsh->w_rc = -9;
+    pid_t c = fork();
+    CHECK(c >= 0, "fork");
+    if (c == 0) {
+        tw_fd = open(path, O_RDWR); /* adoption 1 */
+        static char l[OLDER_BYTES];
+        memset(l, 'L', sizeof l);
+        if (tw_fd < 0 || pwrite(tw_fd, l, sizeof l, 0) != (ssize_t)sizeof l) _exit(3); /* the root's log made */
+        struct sigaction s1 = {.sa_handler = tw_on_usr1}, s2 = {.sa_handler = tw_on_usr2};
+        sigaction(SIGUSR1, &s1, NULL);
+        sigaction(SIGUSR2, &s2, NULL);
+        pthread_t t;
+        if (pthread_create(&t, NULL, tw_worker, NULL) != 0) _exit(2);
+        exit(0);
+    }
+    int st = 0;
+    pid_t w = 0;
+    for (int ms = 0; ms < 20000 && (w = waitpid(c, &st, WNOHANG)) == 0; ms += 10) usleep(10000);
+    if (w == 0) {
+        kill(c, SIGKILL);
+        waitpid(c, &st, 0);
+        FAIL("the exiting child did not end within 20 s (cues %d, the handler %s its write): its strict write waited "
+             "for the shutdown's checkpoint lock inside its thread's table lock, which the exit takes next", tsh->cues,
+             tsh->done ? "finished" : "still inside");
+    }
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child ended with status 0x%x", st);
+    if (tsh->cues < 2) SKIP("the cues did not fire (%d of 2: DAXKIT_TEST_CRASH unset, or not a test build)", tsh->cues);
+    CHECK(tsh->done && tsh->w_rc == -1 && tsh->w_errno == EDEADLK, "the handler's write returned %d (%s), not EDEADLK",
+          tsh->w_rc, strerror(tsh->w_errno));
+    static char buf[2 * OLDER_BYTES + 1];
+    long n = file_read(path, buf, sizeof buf);
+    CHECK(n == 2 * OLDER_BYTES, "the file holds %ld bytes", n);
+    for (long i = 0; i < n; i++)
+        CHECK(buf[i] == (i < OLDER_BYTES ? 'L' : 'A'), "byte %ld is 0x%02x", i, (unsigned char)buf[i]);
+    printf("tablewrite: the handler's strict write inside its thread's table lock after the shutdown: EDEADLK, the "
+           "exit ended\n");
+}
+
 /* ---- lock: a first POSIX lock after exit and the exit's truncate by name (review 25, #6) ---- */
 
 struct lock_shared {
@@ -766,6 +878,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[2], "newroot") && argc > 3) case_newroot(argv[1], argv[3]);
     else if (!strcmp(argv[2], "lock")) case_lock(argv[1]);
     else if (!strcmp(argv[2], "down") && argc > 3) case_down(argv[1], argv[3]);
+    else if (!strcmp(argv[2], "tablewrite")) case_tablewrite(argv[1]);
     else FAIL("unknown case %s", argv[2]);
     return 0;
 }
