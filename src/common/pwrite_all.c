@@ -12,6 +12,7 @@
 static ssize_t pwrite_once(int fd, const char *p, size_t n, uint64_t off, int rwf_flags) {
     if (rwf_flags == 0) return DK_REAL(pwrite)(fd, p, n, (off_t)off);
     struct iovec v = {(void *)p, n};
+    if (rwf_flags & DK_PWRITE_AT_POS) return DK_REAL(pwritev2)(fd, &v, 1, -1, rwf_flags & ~DK_PWRITE_AT_POS);
     return DK_REAL(pwritev2)(fd, &v, 1, (off_t)off, rwf_flags);
 }
 

@@ -22,6 +22,9 @@ struct dk_pwrite_pieces {
 /* Writes n bytes of src at file offset off of fd: pwrite when rwf_flags is 0, pwritev2(rwf_flags)
  * otherwise (e.g. RWF_DSYNC). pieces may be NULL (one call when the kernel takes everything). Returns 0 or
  * -errno (-EIO for a write of 0 bytes). */
+/* In rwf_flags: write at the descriptor's offset (pwritev2's offset -1, which moves it) instead of `off`, which
+ * then only names the pieces' place (with RWF_APPEND: where the caller expects the bytes). */
+#define DK_PWRITE_AT_POS 0x40000000
 int dk_pwrite_all(int fd, const void *src, size_t n, uint64_t off, int rwf_flags,
                   const struct dk_pwrite_pieces *pieces);
 /* The same, and *done (when not NULL) the bytes the kernel took before a failure (all n on success): a

@@ -183,12 +183,15 @@ DK_RW(ssize_t, preadv64v2, DK_PRDV2, (fd, iov, cnt, off, fl), false, up_rwf_serv
 #define DK_WRV (int fd, const struct iovec *iov, int cnt)
 #define DK_PWRV (int fd, const struct iovec *iov, int cnt, off_t off)
 #define DK_PWRV2 (int fd, const struct iovec *iov, int cnt, off_t off, int fl)
-DK_RW(ssize_t, write, DK_WR, (fd, buf, n), false, true, up_write(s, fd, buf, n), true, true, -1)
+/* (write's look: an O_APPEND descriptor's append may go on with the end an fsync put off: upath.c end_put_off) */
+DK_RW_LOOK(up_serving_write_at(e_, fd), ssize_t, write, DK_WR, (fd, buf, n), false, true, up_write(s, fd, buf, n), true,
+           true, -1)
 DK_RW_LOOK(up_serving_pwrite_at(e_, fd, off, n), ssize_t, pwrite, DK_PWR, (fd, buf, n, off), false, true,
            up_pwrite(s, fd, buf, n, off), true, false, off)
 DK_RW_LOOK(up_serving_pwrite_at(e_, fd, off, n), ssize_t, pwrite64, DK_PWR, (fd, buf, n, off), false, true,
            up_pwrite(s, fd, buf, n, off), true, false, off)
-DK_RW(ssize_t, writev, DK_WRV, (fd, iov, cnt), false, true, up_writev(s, fd, iov, cnt, 0, 0, false), true, true, -1)
+DK_RW_LOOK(up_serving_write_at(e_, fd), ssize_t, writev, DK_WRV, (fd, iov, cnt), false, true,
+           up_writev(s, fd, iov, cnt, 0, 0, false), true, true, -1)
 DK_RW(ssize_t, pwritev, DK_PWRV, (fd, iov, cnt, off), false, true, up_writev(s, fd, iov, cnt, off, 0, true), true, false, off)
 DK_RW(ssize_t, pwritev64, DK_PWRV, (fd, iov, cnt, off), false, true, up_writev(s, fd, iov, cnt, off, 0, true), true, false, off)
 DK_RW(ssize_t, pwritev2, DK_PWRV2, (fd, iov, cnt, off, fl), false, up_rwf_served(fl),

@@ -111,6 +111,10 @@ static int reopen_kept(int fd) {
 
 int up_aux_fd(struct up_file *f, int fd, bool need_rdwr) {
     if (fits(up_fd_flags(fd), need_rdwr)) return fd;
+    return up_aux_fd_own(f, fd);
+}
+
+int up_aux_fd_own(struct up_file *f, int fd) {
     if (f->aux_fd >= 0) return f->aux_fd; /* opened O_RDWR: fits both */
     if (!within_budget()) {
         dk_count(DK_C_aux_refusals, 1);
@@ -122,6 +126,7 @@ int up_aux_fd(struct up_file *f, int fd, bool need_rdwr) {
     DK_ERRNO_RESTORE;
     if (a < 0) return -e;
     own(f, a, &f->aux_fd);
+    f->aux_fork_gen = up_fork_gen;
     dk_count(DK_C_aux_opens, 1);
     return a;
 }

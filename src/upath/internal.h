@@ -267,6 +267,9 @@ int up_sizerec_extend(struct up_file *f, int fd, uint64_t ext);
  * the same record (durable on a flush medium; for this boot only, without msync, on the page cache).
  * Under f->mu. 0. */
 int up_sizerec_publish_begin(struct up_file *f, int fd, uint64_t size);
+/* The same from a published size `pub` other than pub_size: the kernel's, just read, where this process's view
+ * of it lags (publish.c: an O_APPEND publish whose fstat was put off). */
+int up_sizerec_publish_begin_at(struct up_file *f, int fd, uint64_t pub, uint64_t size);
 /* Before appends spill to the kernel (publish.c: up_spill_locked): the same record, raised to `end`, with
  * the file's path (it may stay valid for a whole burst). Under f->mu. 0. */
 int up_sizerec_spill(struct up_file *f, int fd, uint64_t end);
@@ -487,6 +490,20 @@ struct up_file {
      * Atomic. */
     bool refresh_owed;
     uint64_t owed_from;     /* the published end when it became owed: a publish past it may cover a cut's hole */
+    /* Session 28: an fsync published appends staged through an O_APPEND descriptor (RWF_APPEND: at the kernel's
+     * end) without the fstat that finds where they landed (publish.c put_end_off): this process's view of the
+     * end and of its O_APPEND descriptors' offsets may lag another process's appends until a call needs it --
+     * any served call but an O_APPEND write or an fsync (refresh_gen behind meanwhile: upath.c put_off), fstat,
+     * a publish point. Set and cleared under mu (atomic: put_off reads it). end_owed_from: the published size
+     * before the first such publish (descriptors past it move); end_owed_gen: up_refresh_gen then (a lock
+     * taken since ends the put-off). */
+    bool end_owed;
+    uint64_t end_owed_from, end_owed_gen;
+    uint64_t end_owed_view;  /* this process's end after the last such publish: the kernel put it at end_owed_fd's offset */
+    int end_owed_fd;         /* the descriptor that publish wrote through at its offset (the file's own aux_fd) */
+    int end_owed_appender;   /* the one program descriptor whose O_APPEND appends were put off (others settle first) */
+    int o_append_fd;         /* the descriptor of the O_APPEND appends staged since the last publish (-2: several) */
+    uint32_t aux_fork_gen;   /* up_fork_gen when aux_fd was opened: its offset is this process's alone while equal */
     /* A page of the mapping (its offset; 0: none) touched after a lock's re-read found the kernel size past it: its
      * page-table entry present means no cut reached it since (upath.c probe_covers). Atomic. */
     uint64_t probe_page;
@@ -545,7 +562,7 @@ static inline bool up_publish_rolling_back(const struct up_file *f) {
 
 static inline bool up_file_pinned(const struct up_file *f) {
     return f->staged_count || f->ksize != __atomic_load_n(&f->size, __ATOMIC_ACQUIRE) || f->rescue_fd >= 0 || f->atomic ||
-           up_publish_rolling_back(f);
+           up_publish_rolling_back(f) || __atomic_load_n(&f->end_owed, __ATOMIC_ACQUIRE); /* (its look: publish.c) */
 }
 
 /* The library's size is the file's (fstat answers it; a reopen or a change the kernel made does not take the
@@ -656,6 +673,9 @@ extern pthread_mutex_t up_table_mu;
  * the library is off, and the interrupted call it may return into publishes nothing and applies no strict
  * log (the parent does). */
 extern bool up_fork_orphan;
+/* Fork children made since this image began, counted in each child (lifecycle.c up_fork_child): a descriptor
+ * opened under another count is shared with a fork relative, its offset too (publish.c put_off_fd). */
+extern uint32_t up_fork_gen __attribute__((visibility("hidden")));
 /* The start-up adoption of descriptors this image inherited is running (lifecycle.c): their slots are the
  * kernel's for the image's life, so their adoption makes no stats file (the first call through one does). */
 extern bool up_adopting_inherited;
@@ -764,6 +784,9 @@ enum { UP_PEND_NONE = 0, UP_PEND_WAITING = 1, UP_PEND_ADOPTING = 2, UP_PEND_STAT
  * and kept until the program closes a descriptor of the file. -errno when the file cannot be reopened so.
  * Under f->mu. */
 int up_aux_fd(struct up_file *f, int fd, bool need_rdwr);
+/* The reopened one itself (opened now if need be), never the program's: its offset is the library's (publish.c
+ * put_end_off reads where an RWF_APPEND write left it). Under f->mu. */
+int up_aux_fd_own(struct up_file *f, int fd);
 /* A descriptor of (dev, ino) the library opened inside a program's lock call (inflight.c's replay): closed
  * when the process never asked for a POSIX lock, else kept -- closing it would drop the program's locks on
  * the file (auxfd.c). */

@@ -637,7 +637,11 @@ static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, ui
         }
         if (append) off = up_file_size(f);
     }
-    if (o_append) f->appends_o_append = f->staged_o_append = true;
+    if (o_append) {
+        /* (publish.c put_end_off: one descriptor's appends only) */
+        f->o_append_fd = !f->staged_o_append || f->o_append_fd == fd ? fd : -2;
+        f->appends_o_append = f->staged_o_append = true;
+    }
     /* A signal handler whose thread is storing an append into f (above) appends after it. */
     if (DK_UNLIKELY(up_append_inflight_mine(f))) {
         store_after = false;

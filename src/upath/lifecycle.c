@@ -429,6 +429,8 @@ void up_fork_parent(int failed, bool nested) {
     up_table_unlock();
 }
 
+uint32_t up_fork_gen;
+
 void up_fork_child(bool nested) {
     if (!up_enabled) return;
     if (DK_UNLIKELY(nested)) { /* up_fork_prepare: the library off; counted apart from the parent's file */
@@ -437,6 +439,7 @@ void up_fork_child(bool nested) {
         dk_stats_open(dk_cfg.stats, dk_config_enum_name("MODE", dk_cfg.mode), dk_cfg.dir, "");
         return;
     }
+    up_fork_gen++;
     up_lc_after_fork_child(); /* first: the reinit's up_locks_closed finds each file's cache free */
     up_file_reinit_locks_all();
     up_locks_after_fork_child();

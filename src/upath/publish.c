@@ -81,6 +81,8 @@ static uint64_t copy_next_piece(void *ctx, uint64_t off, uint64_t left, int firs
 /* RWF_APPEND while relinking appends staged through an O_APPEND descriptor (publish_fd: may_clone false),
  * under f->mu. */
 static __thread int copy_rwf;
+/* RWF_APPEND worked here once: 1 (0 not yet; a kernel before 4.16 never) -- put_off_fd's way needs it */
+static int append_at_pos_ok;
 
 /* pwrite until done (dk_pwrite_all: EINTR retried, short writes continued). *landed: the end of what
  * reached the file, also when the copy failed part way (a medium filling: short writes, then ENOSPC).
@@ -99,6 +101,9 @@ static int copy_range(int wfd, const char *src, uint64_t off, uint64_t n, uint64
         copy_rwf = 0;
         rc = dk_pwrite_all_done(wfd, src, n, off, 0, cuts, &done);
     }
+    /* (RWF_APPEND works: Linux 4.16, so does pwritev2's offset -1, 4.6 -- the put-off's way: put_off_fd) */
+    if (rc == 0 && (copy_rwf & RWF_APPEND) && !__atomic_load_n(&append_at_pos_ok, __ATOMIC_RELAXED))
+        __atomic_store_n(&append_at_pos_ok, 1, __ATOMIC_RELAXED);
     *landed = off + done;
     return rc;
 }
@@ -258,10 +263,8 @@ static int extend_publish(struct up_file *f, int wfd, uint64_t *size) {
  * record, were at the end it knew, inside the other process's record). Returns the distance moved, for a
  * write that publishes itself (sync and strict modes: the offset it reports). `pub`: the published size
  * before the relink (the staged bytes were (pub, *size]). One fstat per such publish. */
-static uint64_t adopt_append_end(struct up_file *f, int fd, uint64_t pub, uint64_t *size) {
-    struct stat st;
-    if (DK_REAL(fstat)(fd, &st) != 0 || (uint64_t)st.st_size <= *size) return 0;
-    uint64_t ns = (uint64_t)st.st_size;
+static uint64_t adopt_append_end_at(struct up_file *f, int fd, uint64_t pub, uint64_t *size, uint64_t ns) {
+    if (ns <= *size) return 0;
     if (ns > UP_MAP_MAX_BYTES || adopt_kernel_growth(f, fd, ns, true) != 0) return 0; /* past what daxkit maps: the old view */
     uint64_t moved = ns - *size;
     /* Every O_APPEND descriptor of the file that appended since the last publish, not only this one: each
@@ -270,6 +273,103 @@ static uint64_t adopt_append_end(struct up_file *f, int fd, uint64_t pub, uint64
     *size = ns;
     dk_count(DK_C_append_end_moves, 1);
     return moved;
+}
+
+static uint64_t adopt_append_end(struct up_file *f, int fd, uint64_t pub, uint64_t *size) {
+    struct stat st;
+    if (DK_REAL(fstat)(fd, &st) != 0) return 0;
+    return adopt_append_end_at(f, fd, pub, size, (uint64_t)st.st_size);
+}
+
+/* ---- the end put off (session 28) ----
+ * adopt_append_end's fstat serves this process's view only: the kernel placed the records at its end, in its
+ * order, with the RWF_APPEND write itself, so other processes see what they saw with the fstat made at once. A
+ * program that appends through O_APPEND and fsyncs each batch (redis's AOF with appendfsync always) paid it as a
+ * second system call per fsync, beside the publish's pwritev2 -- where the kernel's path pays a write and an
+ * fdatasync. So an fsync's publish of one descriptor's appends writes them through the file's own descriptor at
+ * its offset (pwritev2 offset -1 with RWF_APPEND: the kernel leaves that offset at the end of the records, where
+ * the kernel's own O_APPEND write leaves the program's) and puts the look off (put_end_off): the file's
+ * refresh_gen goes behind, so that its every served call looks first (upath.c end_put_off) -- that descriptor's
+ * further O_APPEND writes (a count their answer; their place the kernel's end at the next publish) and fsyncs go
+ * on without it; any other call -- and fstat, every publish point but fsync, a lock taken meanwhile -- makes it
+ * first (settle_end): the offset the kernel left (lseek) tells where the last records went, the size (fstat) what
+ * came after them, and the appending descriptor moves as adopt_append_end would have moved it at the publish. */
+
+/* Under f->mu: the published size past which O_APPEND descriptors follow another process's growth -- the one
+ * before the first publish that put the look off (ending the put-off now), else `pub`. */
+static uint64_t end_owed_take(struct up_file *f, uint64_t pub) {
+    if (DK_LIKELY(!__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED))) return pub;
+    __atomic_store_n(&f->end_owed, false, __ATOMIC_RELEASE);
+    dk_count(DK_C_append_end_settles, 1);
+    return DK_MIN(f->end_owed_from, pub);
+}
+
+/* Under f->mu, before a publish of appends staged through O_APPEND descriptors that began at the published size
+ * `pub`: the file's own descriptor to write them through at its offset when the look may wait -- one program
+ * descriptor's appends (the one it waits for already, if it does), a publish the kernel's end alone places -- or
+ * -1 (the look made after the publish, as before). */
+static int put_off_fd(struct up_file *f, int fd, uint64_t pub) {
+    int appender = f->o_append_fd;
+    if (appender < 0 || pub == 0 || !__atomic_load_n(&append_at_pos_ok, __ATOMIC_RELAXED) ||
+        dk_cfg.mode != DK_MODE_POSIX || f->atomic)
+        return -1;
+    if (__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED) && appender != f->end_owed_appender) return -1;
+    int a = up_aux_fd_own(f, fd);
+    return a >= 0 && f->aux_fork_gen == up_fork_gen ? a : -1; /* (a fork relative's offset too: not ours alone) */
+}
+
+/* Under f->mu, after such a publish through `wfd` left this process's end at `view`. */
+static void put_end_off(struct up_file *f, uint64_t pub, uint64_t view, int wfd) {
+    bool first = !__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED);
+    if (first) f->end_owed_from = pub;
+    f->end_owed_view = view;
+    f->end_owed_fd = wfd;
+    f->end_owed_appender = f->o_append_fd;
+    uint64_t gen = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&f->end_owed_gen, gen, __ATOMIC_RELAXED);
+    __atomic_store_n(&f->end_owed, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&f->refresh_gen, gen - 1, __ATOMIC_RELEASE); /* behind (gen only grows) */
+    if (first) up_pin_note(f); /* pinned while owed: every publish point's walk makes the look (up_file_pinned) */
+    dk_count(DK_C_append_end_put_off, 1);
+}
+
+static int publish_locked(struct up_file *f, int fd, uint64_t *moved, bool keep_record, bool may_put_off);
+
+/* Under f->mu: the look put off, if owed -- with appends staged since, by their publish (publish_locked makes
+ * it after their relink); else from where the last put-off publish left its descriptor's offset (the records'
+ * end: one lseek) and the kernel's size, *known when the caller read it or one fstat. True when the file's size
+ * changed. */
+static bool settle_end(struct up_file *f, int fd, const uint64_t *known) {
+    if (DK_LIKELY(!__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED))) return false;
+    uint64_t size = up_file_size(f);
+    struct stat st;
+    int errno_was = errno;
+    bool ok = known || DK_REAL(fstat)(fd, &st) == 0;
+    errno = errno_was;
+    if (!ok) return false; /* (still owed) */
+    uint64_t ns = known ? *known : (uint64_t)st.st_size;
+    if (ns == f->ksize) { /* nothing came: the view is the kernel's (what is staged stays: no publish point) */
+        (void)end_owed_take(f, f->pub_size);
+        return false;
+    }
+    if (f->staged_count || size != f->pub_size || f->ksize != size) {
+        /* growth with appends staged since: they go in first, as publish_past_growth has them */
+        (void)publish_locked(f, fd, NULL, false, false); /* (failed: still owed, the next look retries) */
+        return up_file_size(f) != size;
+    }
+    bool own = f->end_owed_fd == f->aux_fd && f->aux_fd >= 0 && f->aux_fork_gen == up_fork_gen;
+    off_t e = own ? DK_REAL(lseek)(f->end_owed_fd, 0, SEEK_CUR) : -1;
+    errno = errno_was;
+    uint64_t from = end_owed_take(f, f->pub_size), view = f->end_owed_view;
+    /* The records' end: past the view by what others appended before them (what came after is theirs, in ns).
+     * Unknown (the descriptor reopened since, or a fork child's copy of its parent's state: its offset not the
+     * records'), the kernel's size stands for it, as adopt_append_end's. */
+    uint64_t end = e >= 0 && (uint64_t)e >= view && (uint64_t)e <= ns && view == size ? (uint64_t)e : ns;
+    if (ns <= size) return false;
+    if (ns > UP_MAP_MAX_BYTES || adopt_kernel_growth(f, fd, ns, true) != 0) return false; /* (as adopt_append_end) */
+    if (end > size) up_slots_follow_appends(f, from, size, end - size);
+    dk_count(DK_C_append_end_moves, 1);
+    return true;
 }
 
 /* A relink a crash can cut: more than one kernel call (staging slots; a clone's head and tail) or a
@@ -285,9 +385,24 @@ static bool relink_can_tear(const struct up_file *f, uint64_t size) {
     return slots > 1;
 }
 
+/* A publish through RWF_APPEND that makes a size record while the end is owed (put_end_off): the record must
+ * name the kernel's size now, not this process's view of it -- recovery cuts a torn relink back to the record's
+ * published size, and a stale one would cut the records another process appended meanwhile. One fstat: the
+ * kernel's size, or UINT64_MAX when it is the view's (the put-off ends: nothing moved) or unknown. */
+static uint64_t record_from_kernel(struct up_file *f, int wfd) {
+    struct stat st;
+    if (DK_REAL(fstat)(wfd, &st) != 0) return UINT64_MAX;
+    if ((uint64_t)st.st_size == f->ksize) {
+        (void)end_owed_take(f, f->pub_size);
+        return UINT64_MAX;
+    }
+    return (uint64_t)st.st_size;
+}
+
 /* `keep_record`: a spill's publish -- the size record stays valid (naming the last publish point's size)
- * until the next publish point. */
-static int publish_locked(struct up_file *f, int fd, uint64_t *moved, bool keep_record) {
+ * until the next publish point. `may_put_off`: an fsync's (posix mode) -- the fstat after an O_APPEND relink may
+ * wait (put_end_off); any other publish makes a put-off one. */
+static int publish_locked(struct up_file *f, int fd, uint64_t *moved, bool keep_record, bool may_put_off) {
     uint64_t size = up_file_size(f), shift = 0, pub_was = f->pub_size;
     if (moved) *moved = 0;
     if (DK_UNLIKELY(up_fork_orphan || f->fork_parents)) return 0; /* the parent's appends: it publishes them (lifecycle.c) */
@@ -299,6 +414,7 @@ static int publish_locked(struct up_file *f, int fd, uint64_t *moved, bool keep_
     if (!staged && !extended) {
         /* the publish point after appends spilled (up_spill_locked): the file's now, past a crash too */
         if (DK_UNLIKELY(f->spilled) && !keep_record) up_sizerec_clear(f);
+        if (DK_UNLIKELY(__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED)) && !may_put_off) (void)settle_end(f, fd, NULL);
         return 0;
     }
     bool may_clone;
@@ -309,17 +425,27 @@ static int publish_locked(struct up_file *f, int fd, uint64_t *moved, bool keep_
     /* Not in a spill's publish: its first 64 KiB are not the file's size, the burst goes on through the kernel
      * (review 23, #02: every new file written past 64 KiB on huge tmpfs paid the seed) */
     enum up_small small = staged && !keep_record ? up_small_pages_plan(f, wfd, size, !may_clone) : UP_SMALL_NO;
+    /* An fsync's publish of one O_APPEND descriptor's appends: through the file's own descriptor at its offset,
+     * the look after it put off (put_end_off; not the file's first bytes, nor a seed of small pages) */
+    int pfd = rc == 0 && may_put_off && staged && !may_clone && small == UP_SMALL_NO ? put_off_fd(f, fd, pub_was) : -1;
+    if (pfd >= 0) wfd = pfd;
     /* A relink a crash can cut is rolled back by recovery: the record first, cleared below. A seed of small
      * pages and its copy are two steps. */
-    if (rc == 0 && staged && (small == UP_SMALL_SEED || relink_can_tear(f, size)))
-        rc = up_sizerec_publish_begin(f, wfd, size);
+    if (rc == 0 && staged && (small == UP_SMALL_SEED || relink_can_tear(f, size))) {
+        uint64_t from = UINT64_MAX;
+        if (DK_UNLIKELY(__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED)) && !may_clone) from = record_from_kernel(f, wfd);
+        rc = from == UINT64_MAX ? up_sizerec_publish_begin(f, wfd, size)
+                                : up_sizerec_publish_begin_at(f, wfd, from, from + (size - f->pub_size));
+    }
     bool seeded = rc == 0 && small == UP_SMALL_SEED && up_small_pages_seed(f, fd, size);
-    copy_rwf = may_clone ? 0 : RWF_APPEND;
+    copy_rwf = may_clone ? 0 : RWF_APPEND | (pfd >= 0 ? DK_PWRITE_AT_POS : 0);
     if (rc == 0 && staged) rc = relink_all(f, wfd, may_clone);
     copy_rwf = 0;
     if (rc && seeded) up_small_pages_unseed(f, wfd);
     if (rc == 0 && small == UP_SMALL_LEARN) up_small_pages_learn(f, wfd, size);
-    if (rc == 0 && staged && !may_clone) shift = adopt_append_end(f, wfd, pub_was, &size);
+    if (rc == 0 && pfd >= 0) put_end_off(f, pub_was, size, pfd);
+    else if (rc == 0 && ((staged && !may_clone) || DK_UNLIKELY(__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED))))
+        shift = adopt_append_end(f, wfd, end_owed_take(f, pub_was), &size);
     if (rc == 0 && extended) rc = extend_publish(f, wfd, &size);
     if (rc == 0) {
         f->ksize = size;
@@ -329,6 +455,7 @@ static int publish_locked(struct up_file *f, int fd, uint64_t *moved, bool keep_
         dk_count(DK_C_publishes, 1);
         f->appends_unpublished = 0;
         f->staged_o_append = false;
+        f->o_append_fd = -1;
         if (moved) *moved = shift; /* (a failure leaves it 0) */
         /* A publish point other than fsync cut the extension of a file auto had moved to extend (a lock
          * release, close, fork, exec, mmap): it goes back to staging, so that a program publishing that way
@@ -344,7 +471,9 @@ static int publish_locked(struct up_file *f, int fd, uint64_t *moved, bool keep_
     return rc;
 }
 
-int up_publish_locked_moved(struct up_file *f, int fd, uint64_t *moved) { return publish_locked(f, fd, moved, false); }
+int up_publish_locked_moved(struct up_file *f, int fd, uint64_t *moved) {
+    return publish_locked(f, fd, moved, false, false);
+}
 
 /* DAXKIT_STAGE_SPILL_BYTES (io.c decides when): a burst of appends longer than that goes to the kernel as it
  * is written -- one copy, as the kernel's own write -- instead of a staging copy that the publish's pwrite
@@ -362,7 +491,7 @@ int up_spill_locked(struct up_file *f, int fd, uint64_t end) {
     if (!f->sizerec_valid) return 1;
     if (!f->spilled) up_pin_note(f); /* the record pins the file: up_publish_all's walk must not be skipped (review 22, #02) */
     __atomic_store_n(&f->spilled, true, __ATOMIC_RELEASE); /* lock-free readers: up_file_size_ours */
-    rc = publish_locked(f, fd, NULL, true);
+    rc = publish_locked(f, fd, NULL, true, false);
     if (rc) return rc;
     uint64_t size = up_file_size(f);
     return f->staged_count || f->pub_size != size || f->ksize != size ? 1 : 0;
@@ -517,7 +646,7 @@ int up_sync_file_moved(struct up_file *f, int fd, bool datasync, uint64_t *moved
         return rc;
     }
     uint32_t appends = f->appends_unpublished;
-    int rc = up_publish_locked_moved(f, fd, moved);
+    int rc = publish_locked(f, fd, moved, false, moved == NULL); /* (moved: sync and strict modes' writes) */
     bool hint = rc == 0 && note_sync_streak(f, appends);
     bool meta = f->meta_dirty;
     f->meta_dirty = false;
@@ -617,25 +746,38 @@ bool up_publish_past_growth(struct up_file *f, int fd, uint64_t ns) {
 /* The kernel's size re-read (one fstat) when nothing is unpublished here -- or, with `staged_too`, when
  * appends are staged (publish_past_growth). */
 static bool refresh(struct up_file *f, int fd, bool staged_too, bool cut_too) {
-    bool changed = false;
+    bool changed = false, have_st = false;
+    struct stat st;
     up_file_lock(f);
     __atomic_store_n(&f->size_unsure, false, __ATOMIC_RELAXED);
+    /* The end put off (put_end_off): made first -- with nothing staged from the fstat below, which the idle
+     * re-read then uses too */
+    if (DK_UNLIKELY(__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED))) {
+        bool staged = f->staged_count || up_file_size(f) != f->pub_size || f->ksize != f->pub_size;
+        if (!staged && DK_REAL(fstat)(fd, &st) == 0) {
+            uint64_t ns = (uint64_t)st.st_size;
+            have_st = true;
+            changed = settle_end(f, fd, &ns);
+        } else if (staged) {
+            changed = settle_end(f, fd, NULL);
+        }
+    }
     uint64_t size = up_file_size(f);
     bool idle = size == f->pub_size && size == f->ksize && f->staged_count == 0;
-    struct stat st;
     if (!idle && staged_too && f->strategy == UP_STAGE && dk_cfg.mode == DK_MODE_POSIX) {
         dk_count(DK_C_size_rereads, 1);
         if (DK_REAL(fstat)(fd, &st) == 0) {
             if (cut_too && (uint64_t)st.st_size < f->ksize) { /* (up_refresh_owed) */
-                changed = up_publish_locked(f, fd) == 0;
-                if (changed) up_holes_clamp_guarded(f, (uint64_t)st.st_size); /* (as the idle cut below) */
+                bool published = up_publish_locked(f, fd) == 0;
+                if (published) up_holes_clamp_guarded(f, (uint64_t)st.st_size); /* (as the idle cut below) */
+                changed |= published;
             } else {
-                changed = publish_past_growth(f, fd, (uint64_t)st.st_size);
+                changed |= publish_past_growth(f, fd, (uint64_t)st.st_size);
             }
         }
     }
     if (idle) dk_count(DK_C_size_rereads, 1);
-    if (idle && DK_REAL(fstat)(fd, &st) == 0 && (uint64_t)st.st_size != size) {
+    if (idle && (have_st || DK_REAL(fstat)(fd, &st) == 0) && (uint64_t)st.st_size != size) {
         uint64_t ns = (uint64_t)st.st_size;
         if (ns > size) changed = adopt_kernel_growth(f, fd, ns, false) == 0;
         else { /* another process cut it: fast sections must not read what is gone */

@@ -213,7 +213,7 @@ static int slot_take(struct up_sizes *z) {
  * file's path (a readlink of /proc/self/fd, ~4 us of CPU) -- for extend records, valid for as long as the
  * file is extended; a publish's record is valid for the microseconds of its relink (and the file is often
  * renamed right after: rsync, git), so recovery finds that rare one by inode (up_find_inode). */
-static int rec_begin(struct up_file *f, int fd, uint64_t ext, bool this_boot, bool with_path) {
+static int rec_begin(struct up_file *f, int fd, uint64_t pub, uint64_t ext, bool this_boot, bool with_path) {
     struct up_sizes *z = f->sizerec_slot ? f->root->sizes : sizes_open(f->root);
     if (!z) return 0; /* no record: the old behaviour (a crash may leave the tail); said once */
     if (f->sizerec_slot && f->sizerec_valid) {
@@ -255,7 +255,7 @@ static int rec_begin(struct up_file *f, int fd, uint64_t ext, bool this_boot, bo
         if (DK_REAL(fstat)(fd, &st) == 0) rec->dev = (uint64_t)st.st_dev, rec->ino = (uint64_t)st.st_ino;
         DK_ERRNO_RESTORE;
     }
-    rec->pub = __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE);
+    rec->pub = pub != UINT64_MAX ? pub : __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE);
     rec->ext = ext;
     rec_persist_new(f->root, rec);
     __atomic_store_n(&rec->magic, REC_MAGIC, __ATOMIC_RELEASE);
@@ -264,11 +264,17 @@ static int rec_begin(struct up_file *f, int fd, uint64_t ext, bool this_boot, bo
     return 0;
 }
 
-int up_sizerec_extend(struct up_file *f, int fd, uint64_t ext) { return rec_begin(f, fd, ext, false, true); }
+int up_sizerec_extend(struct up_file *f, int fd, uint64_t ext) { return rec_begin(f, fd, UINT64_MAX, ext, false, true); }
 
-int up_sizerec_publish_begin(struct up_file *f, int fd, uint64_t size) { return rec_begin(f, fd, size, true, false); }
+int up_sizerec_publish_begin(struct up_file *f, int fd, uint64_t size) {
+    return rec_begin(f, fd, UINT64_MAX, size, true, false);
+}
 
-int up_sizerec_spill(struct up_file *f, int fd, uint64_t end) { return rec_begin(f, fd, end, true, true); }
+int up_sizerec_publish_begin_at(struct up_file *f, int fd, uint64_t pub, uint64_t size) {
+    return rec_begin(f, fd, pub, size, true, false);
+}
+
+int up_sizerec_spill(struct up_file *f, int fd, uint64_t end) { return rec_begin(f, fd, UINT64_MAX, end, true, true); }
 
 bool up_sizerec_commit(struct up_file *f, uint64_t size) {
     if (!f->sizerec_valid) return false;

@@ -67,7 +67,7 @@ static void resync(int fd, struct up_fd *e, struct up_slot *s) {
 static bool probe_covers(struct up_file *f, uint64_t end);
 static bool put_off(const struct up_slot *s, struct up_file *f, int64_t how, uint64_t n) {
     bool owed = __atomic_load_n(&f->refresh_owed, __ATOMIC_ACQUIRE);
-    if (how == UP_SERVE_SYNC && !owed) return false; /* (most fsyncs: one load) */
+    if ((how == UP_SERVE_SYNC && !owed) || how == UP_SERVE_WRITE) return false; /* (most fsyncs: one load) */
     if (dk_cfg.mode != DK_MODE_POSIX || __atomic_load_n(&f->strategy, __ATOMIC_RELAXED) != UP_STAGE ||
         __atomic_load_n(&f->atomic, __ATOMIC_RELAXED) || __atomic_load_n(&f->kernel_only, __ATOMIC_ACQUIRE) ||
         (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & O_APPEND) ||
@@ -188,16 +188,32 @@ static bool read_put_off(struct up_file *f, uint64_t off, uint64_t n) {
            probe_covers(f, off + n);
 }
 
+/* The end an fsync's O_APPEND publish put off (publish.c put_end_off; f->end_owed): a call that needs no end --
+ * an fsync, a write through the O_APPEND descriptor whose appends that publish wrote (write or pwrite: an append
+ * either way, staged, its place the kernel's end at the next publish, its answer a count) -- goes on without it,
+ * unless a lock was taken since (the end then, as put_off's rules would have it). */
+static bool end_put_off(const struct up_slot *s, const struct up_file *f, int fd, int64_t how) {
+    if (__atomic_load_n(&f->end_owed_gen, __ATOMIC_RELAXED) != __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE))
+        return false;
+    if (how == UP_SERVE_SYNC) return true;
+    /* (one descriptor's appends: the kernel leaves one offset -- publish.c put_off_fd) */
+    return (how == UP_SERVE_WRITE || how >= 0) && (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & O_APPEND) &&
+           fd == __atomic_load_n(&f->end_owed_appender, __ATOMIC_RELAXED);
+}
+
 /* The file's first served call after a lock acquisition (up_refresh_all) re-reads the kernel size -- or puts it
  * off (put_off, read_put_off): refresh_gen then stays behind, and the next call looks again. Returns s (serving's
  * tail call: a WAL transaction's every pwrite and fdatasync come here while the re-read is put off). `n` of a
- * read carries UP_SERVE_READ. */
+ * read carries UP_SERVE_READ. So after an fsync put an O_APPEND publish's end off (end_put_off: no read; the
+ * re-read below makes it otherwise: publish.c refresh). */
 static __attribute__((noinline)) struct up_slot *refresh_for(struct up_slot *s, int fd, uint64_t gen, int64_t how,
                                                              uint64_t n) {
     struct up_file *f = s->file;
     bool rd = n & UP_SERVE_READ;
     n &= ~UP_SERVE_READ;
-    if (rd) {
+    if (DK_UNLIKELY(__atomic_load_n(&f->end_owed, __ATOMIC_ACQUIRE))) {
+        if (!rd && end_put_off(s, f, fd, how)) return s;
+    } else if (rd) {
         if (how >= 0 && read_put_off(f, (uint64_t)how, n)) {
             dk_count(DK_C_refresh_read_put_off, 1);
             return s;
@@ -259,6 +275,7 @@ static inline __attribute__((always_inline)) struct up_slot *serving(struct up_f
 }
 struct up_slot *up_serving(int fd) { return serving(up_fd_entry(fd), fd, UP_SERVE_ANY, 0); }
 struct up_slot *up_serving_sync_at(struct up_fd *e, int fd) { return serving(e, fd, UP_SERVE_SYNC, 0); }
+struct up_slot *up_serving_write_at(struct up_fd *e, int fd) { return serving(e, fd, UP_SERVE_WRITE, 0); }
 struct up_slot *up_serving_pwrite_at(struct up_fd *e, int fd, off_t off, size_t n) {
     return serving(e, fd, off >= 0 ? (int64_t)off : UP_SERVE_ANY, n);
 }
@@ -604,7 +621,8 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
 static inline bool nothing_to_publish(const struct up_file *f) {
     return __atomic_load_n(&f->staged_count, __ATOMIC_ACQUIRE) == 0 &&
            __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) == up_file_size(f) &&
-           __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE) == up_file_size(f) && !up_publish_rolling_back(f);
+           __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE) == up_file_size(f) && !up_publish_rolling_back(f) &&
+           !__atomic_load_n(&f->end_owed, __ATOMIC_ACQUIRE); /* (a publish point makes a put-off look: publish.c) */
 }
 
 /* A signal handler's publish point that interrupted this thread's call on f: true (counted) unless f's mutex
@@ -1244,7 +1262,15 @@ int up_fix_stat(dev_t dev, ino_t ino, off_t *size) {
     }
     dk_mu_lock(&up_table_mu);
     struct up_file *f = up_file_lookup(dev, ino);
-    if (f && up_file_size_ours(f)) *size = (off_t)up_file_size(f);
+    if (f && up_file_size_ours(f)) {
+        /* An fsync's O_APPEND publish put its fstat off (publish.c put_end_off): another process's appends since
+         * are in the kernel's size, below what is staged here (no descriptor to settle it through) */
+        uint64_t k = __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE), sz = up_file_size(f);
+        if (__atomic_load_n(&f->end_owed, __ATOMIC_ACQUIRE) && (uint64_t)*size > k && sz >= k)
+            *size += (off_t)(sz - k);
+        else
+            *size = (off_t)sz;
+    }
     up_table_unlock();
     return 0;
 }

@@ -54,7 +54,9 @@ struct up_slot *up_serving_at(struct up_fd *e, int fd); /* the same, e being fd'
 #define UP_SERVE_ANY (-1)
 #define UP_SERVE_SYNC (-2)
 #define UP_SERVE_READ (1ull << 63) /* in the length: the call reads (upath.c refresh_for) */
+#define UP_SERVE_WRITE (-3) /* a write at the descriptor's offset: through an O_APPEND one, an append */
 struct up_slot *up_serving_sync_at(struct up_fd *e, int fd);
+struct up_slot *up_serving_write_at(struct up_fd *e, int fd);
 struct up_slot *up_serving_pwrite_at(struct up_fd *e, int fd, off_t off, size_t n);
 /* ... a positional read of n bytes at `off` (a pread: upath.c read_put_off, session 28) */
 struct up_slot *up_serving_pread_at(struct up_fd *e, int fd, off_t off, size_t n);
