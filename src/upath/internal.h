@@ -451,6 +451,7 @@ struct up_file {
     uint32_t sync_streak;   /* fsyncs in a row that each published exactly one append (stage) */
     bool appends_o_append;  /* appended through an O_APPEND descriptor: auto never keeps it (publish.c) */
     bool o_append_hinted;   /* counted once as a log synced per record through O_APPEND (publish.c: note_sync_streak) */
+    bool write_through;     /* such a log: its appends published at the write (publish.c up_write_through_locked) */
     bool staged_o_append;   /* so were appends staged since the last publish: published through one (publish.c) */
     uint32_t appends_unpublished; /* append calls since the last publish, under mu */
     struct up_staged *staged; /* stage strategy: slots covering [pub_size, size), in file order */

@@ -659,6 +659,8 @@ static int write_locked(struct up_file *f, int fd, const char *buf, size_t n, ui
             *in_place = limit - off;
             rc = append_locked(f, fd, limit, buf + (limit - off), n - (limit - off), NULL);
             *appended = true;
+        } else if (DK_UNLIKELY(f->write_through) && append && (rc = (int)up_write_through_locked(f, fd, buf, n, off)) != 0) {
+            if (rc > 0) *appended = true; /* (rc > 0: its count, as a spill's) */
         } else if (spills(f, off, n, o_append) && (rc = up_spill_locked(f, fd, off + n)) <= 0) {
             ssize_t w = rc ? rc : kernel_write_locked(f, fd, buf, n, off, appended);
             if (rc == 0) dk_count(DK_C_append_spills, 1);

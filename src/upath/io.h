@@ -89,5 +89,8 @@ bool up_refresh_size(struct up_file *f, int fd);
  * staged, they are published and ns (or the end past them) becomes the size. True when it published: the
  * size to report is then the file's (up_file_size), not ns. */
 bool up_publish_past_growth(struct up_file *f, int fd, uint64_t ns);
+/* An append at the end of an O_APPEND log synced per record, published at the write (publish.c): the count
+ * written, -errno, or 0 when not taken (stage it). Under f->mu. */
+ssize_t up_write_through_locked(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off);
 
 #endif

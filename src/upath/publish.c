@@ -8,6 +8,7 @@
 
 #include "common/config.h"
 #include "common/crashpoint.h"
+#include "common/internal_fd.h"
 #include "common/log.h"
 #include "common/pwrite_all.h"
 #include "common/stats.h"
@@ -314,6 +315,9 @@ static int put_off_fd(struct up_file *f, int fd, uint64_t pub) {
         dk_cfg.mode != DK_MODE_POSIX || f->atomic)
         return -1;
     if (__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED) && appender != f->end_owed_appender) return -1;
+    /* (not a new descriptor where the lowest free number stays the program's: it could not move high -- review28b
+     * #6, guarantees.md's lowest-number rule) */
+    if (f->aux_fd < 0 && dk_ifd_locks_maybe_held()) return -1;
     int a = up_aux_fd_own(f, fd);
     return a >= 0 && f->aux_fork_gen == up_fork_gen ? a : -1; /* (a fork relative's offset too: not ours alone) */
 }
@@ -604,13 +608,15 @@ static bool note_sync_streak(struct up_file *f, uint32_t appends) {
         f->root->medium.medium == DK_MEDIUM_PAGECACHE)
         return false;
     bool shared_log = f->appends_o_append;
-    if (shared_log ? f->o_append_hinted : !f->auto_policy) return false;
+    if (shared_log ? f->write_through : !f->auto_policy) return false;
     if (appends != 1) {
         f->sync_streak = 0;
         return false;
     }
     if (++f->sync_streak < dk_cfg.auto_keep_after) return false;
     if (shared_log) {
+        f->write_through = true; /* (up_write_through_locked; left at a second append before an fsync) */
+        if (f->o_append_hinted) return false; /* (counted once) */
         f->o_append_hinted = true;
         dk_count(DK_C_o_append_sync_logs, 1);
         return true;
@@ -631,8 +637,8 @@ static __attribute__((noinline, cold)) void report_sync_log(int fd) {
     base = base ? base + 1 : path;
     ext = strrchr(base, '.');
     snprintf(glob, sizeof glob, "%s%s", ext && ext != base ? "*" : "", ext && ext != base ? ext : base);
-    dk_log("%s: appended through O_APPEND and fsynced after every record (stage: each record a pwrite and an fstat at "
-           "its fsync); if no other program appends to it, DAXKIT_APPEND='stage,%s=extend' DAXKIT_EXTEND_SYNC=keep "
+    dk_log("%s: appended through O_APPEND and fsynced after every record (stage: each record a pwritev2 at its write "
+           "from now on); if no other program appends to it, DAXKIT_APPEND='stage,%s=extend' DAXKIT_EXTEND_SYNC=keep "
            "stores its records in place and its fsyncs make no system call (README; docs/guarantees.md)", path, glob);
     DK_ERRNO_RESTORE;
 }
@@ -647,6 +653,7 @@ int up_sync_file_moved(struct up_file *f, int fd, bool datasync, uint64_t *moved
     }
     uint32_t appends = f->appends_unpublished;
     int rc = publish_locked(f, fd, moved, false, moved == NULL); /* (moved: sync and strict modes' writes) */
+    if (rc == 0) f->appends_unpublished = 0; /* (written through: published at the write, counted for the streak) */
     bool hint = rc == 0 && note_sync_streak(f, appends);
     bool meta = f->meta_dirty;
     f->meta_dirty = false;
@@ -660,6 +667,56 @@ int up_sync_file_moved(struct up_file *f, int fd, bool datasync, uint64_t *moved
         dk_mu_unlock(&f->mu);
     }
     return rc;
+}
+
+/* An O_APPEND log synced per record (note_sync_streak: DAXKIT_AUTO_KEEP_AFTER fsyncs in a row, each after one
+ * append; redis's AOF with appendfsync always): staging its record only to copy it again at the fsync -- a
+ * pwritev2 and the staging copy, where the kernel's path pays a write and an fdatasync -- is replaced by the
+ * publish at the write itself: the same RWF_APPEND write at the kernel's end (through the file's own descriptor
+ * at its offset, its look put off: put_end_off), with the size record when it crosses a page, as the publish's
+ * relink makes it -- a SIGKILL inside the kernel's copy is cut back by recovery. The fsync then finds nothing
+ * staged (on a memory medium no system call). Other processes see each record at the kernel's end when the
+ * write returns (earlier than at the fsync, as the kernel's path shows it); each record is all or nothing. A
+ * second append before an fsync leaves the state (staged, as ever, from then on until the streak is made
+ * again): the first of that group was in the file already -- the one group a crash may find half there
+ * (docs/guarantees.md). Under f->mu, the append at `off` = the file's end with nothing staged. The count
+ * written (short: the medium filled), -errno, or 0: not taken (stage it). */
+ssize_t up_write_through_locked(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off) {
+    if (f->appends_unpublished || f->staged_count || off != f->pub_size || f->ksize != off || f->spilled ||
+        up_publish_rolling_back(f) || dk_cfg.mode != DK_MODE_POSIX || f->strategy != UP_STAGE || f->atomic || !n) {
+        f->write_through = false; /* (made again by DAXKIT_AUTO_KEEP_AFTER single-append fsyncs) */
+        f->sync_streak = 0;
+        return 0;
+    }
+    int wfd = put_off_fd(f, fd, off);
+    if (wfd < 0 || up_map_keep(f, wfd, off + n) != 0) return 0;
+    int rc = 0;
+    if (off / DK_PAGE_BYTES != (off + n - 1) / DK_PAGE_BYTES) { /* (relink_can_tear's rule) */
+        uint64_t from = __atomic_load_n(&f->end_owed, __ATOMIC_RELAXED) ? record_from_kernel(f, wfd) : UINT64_MAX;
+        rc = from == UINT64_MAX ? up_sizerec_publish_begin(f, wfd, off + n) : up_sizerec_publish_begin_at(f, wfd, from, from + n);
+        if (rc) return rc;
+    }
+    uint64_t landed = off, old_size = f->ksize;
+    copy_rwf = RWF_APPEND | DK_PWRITE_AT_POS;
+    rc = copy_range(wfd, buf, off, n, &landed);
+    copy_rwf = 0;
+    if (landed > off) {
+        up_map_kernel_wrote(f, off, landed, old_size);
+        relinked_to(f, off, landed);
+        up_file_set_size(f, landed);
+        if (rc) up_sizerec_commit(f, landed); /* (as relink_all's partial copy) */
+        DK_CRASH_POINT("publish.write_through.before_clear");
+        if (!rc) up_sizerec_clear(f);
+        f->meta_dirty = true;
+        f->appends_unpublished++; /* (the fsync's streak: one append) */
+        put_end_off(f, off, landed, wfd);
+        f->staged_o_append = false;
+        f->o_append_fd = -1;
+        dk_count(DK_C_append_write_through, 1);
+        return (ssize_t)(landed - off);
+    }
+    if (!rc) up_sizerec_clear(f);
+    return rc ? rc : -EIO;
 }
 
 /* Gives back the staged slots wholly at or past `from` (their bytes left the logical size). Under f->mu. */

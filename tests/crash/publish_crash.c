@@ -10,7 +10,8 @@
  * is one of the sizes the workload had at an fsync or at the start, and every byte matches): appends are all
  * or nothing at a publish point in posix mode (docs/guarantees.md). A torn publish -- the kernel cut the
  * relink's pwrite at a page boundary, or a crash between two calls of one relink -- leaves a size that is
- * no publish point, unless recovery rolled the file back. Exit 0 pass, 1 fail. */
+ * no publish point, unless recovery rolled the file back. DK_PUBLISH_APPEND=1 (both): an O_APPEND log with an
+ * fsync after every append, published at the write once it is one (session 28). Exit 0 pass, 1 fail. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -38,6 +39,11 @@ struct plan {
     int sync[STEPS];
 };
 
+/* DK_PUBLISH_APPEND=1: an O_APPEND log fsynced after every append (redis's AOF with appendfsync always): from
+ * the 9th fsync on (DAXKIT_AUTO_KEEP_AFTER) its appends are published at the write (publish.c
+ * up_write_through_locked), each all or nothing. */
+static int append_log;
+
 static void make_plan(uint64_t seed, struct plan *p) {
     uint64_t r = seed;
     int until_sync = 0;
@@ -50,6 +56,7 @@ static void make_plan(uint64_t seed, struct plan *p) {
         else p->len[i] = 9000 + v % 32000;
         if (until_sync == 0) until_sync = 1 + (int)((r >> 8) % 4);
         p->sync[i] = --until_sync == 0;
+        if (append_log) p->sync[i] = 1; /* (one append per fsync: the log state, session 28) */
     }
     p->sync[STEPS - 1] = 1; /* the close at the end is a publish point too */
 }
@@ -64,7 +71,8 @@ static int workload(const char *path, uint64_t seed) {
     make_plan(seed, &p);
     /* DK_PUBLISH_EXCL=1: created as tar xf and rsync create (a new inode: adopted without an fstat) */
     const char *excl = getenv("DK_PUBLISH_EXCL");
-    int fd = open(path, O_WRONLY | O_CREAT | (excl && !strcmp(excl, "1") ? O_EXCL : O_TRUNC), 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | (excl && !strcmp(excl, "1") ? O_EXCL : O_TRUNC) | (append_log ? O_APPEND : 0),
+                  0644);
     if (fd < 0) return perror("open"), 1;
     uint8_t *buf = malloc(BIG_BYTES + 9000);
     if (!buf) return 1;
@@ -128,6 +136,8 @@ int main(int argc, char **argv) {
     char path[4096];
     snprintf(path, sizeof path, "%s/pub.dat", argv[2]);
     uint64_t seed = strtoull(argv[3], NULL, 0);
+    const char *ap = getenv("DK_PUBLISH_APPEND");
+    append_log = ap && !strcmp(ap, "1");
     if (!strcmp(argv[1], "workload")) return workload(path, seed);
     if (!strcmp(argv[1], "check")) return check(path, seed);
     return usage();

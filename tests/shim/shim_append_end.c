@@ -11,6 +11,11 @@
  *           past the end this process knew, stat by name (also with an append staged since), a pwrite and
  *           an O_APPEND write through another descriptor, mmap, ftruncate, a lock: after two appends + fdatasync
  *           and another's append of 50 bytes, on a fresh file, the kernel's answer and the kernel's bytes.
+ *   through an O_APPEND log fsynced after each of 9 appends is published at the write from then on (session 28,
+ *           publish.c up_write_through_locked): another program sees the record when write returns and its own
+ *           append lands after it (a900 r100 X30), SEEK_CUR the end of r; two appends before an fsync leave the
+ *           state -- the first in the file at once, the second at the fsync after another's Y (s50 Y20 t50, the
+ *           documented transition) -- and the next append is staged again.
  * Needs the put-off to have happened (counter append_end_put_off moved): else it proves nothing.
  * argv[1]: managed directory; argv[2]: case (or "all"). */
 #include <sys/file.h>
@@ -208,6 +213,48 @@ static void case_calls(void) {
     for (int k = 0; k < C_COUNT; k++) one_call((enum call)k);
 }
 
+static unsigned long long write_throughs(void) { return st_json_counter(st_stats_cli_json(), "append_write_through"); }
+
+/* An O_APPEND log synced per record, published at the write once it is one (publish.c up_write_through_locked):
+ * another program sees each record when the write returns and its own land after it, as with the kernel; a
+ * group of two appends before an fsync leaves the state -- its first record in the file at once, the second at
+ * the fsync (after what another appended meanwhile: the documented transition) -- and staging goes on. */
+static void case_through(void) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "through.aof");
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND, 0644));
+    for (int i = 0; i < 9; i++) { /* (DAXKIT_AUTO_KEEP_AFTER: 8) */
+        put(fd, 'a', 100);
+        OK(fdatasync(fd));
+    }
+    unsigned long long w0 = write_throughs();
+    put(fd, 'r', 100);
+    CHECK(st_ksize(path) == 1000, "through: another program sees %lld bytes after the write; the kernel's path 1000",
+          st_ksize(path));
+    other_append(path, 'X', 30);
+    OK(fdatasync(fd));
+    CHECK(lseek(fd, 0, SEEK_CUR) == 1000, "through: SEEK_CUR %ld; the kernel's 1000 (the end of r)", (long)lseek(fd, 0, SEEK_CUR));
+    kernel_bytes(path, "a900r100X30", "through's r");
+    CHECK(write_throughs() == w0 + 1, "through: append_write_through +%llu (expected +1)", write_throughs() - w0);
+    /* the transition: s1 published at its write, s2 staged (the state left), Y between */
+    put(fd, 's', 50);
+    put(fd, 't', 50);
+    CHECK(st_ksize(path) == 1080, "through: another program sees %lld bytes after s1 and t; expected 1080 (s1 at once)",
+          st_ksize(path));
+    other_append(path, 'Y', 20);
+    OK(fdatasync(fd));
+    kernel_bytes(path, "a900r100X30s50Y20t50", "the transition (t at the fsync, after Y)");
+    CHECK(lseek(fd, 0, SEEK_CUR) == 1150, "through: SEEK_CUR %ld; 1150 (the end of t)", (long)lseek(fd, 0, SEEK_CUR));
+    unsigned long long w1 = write_throughs();
+    put(fd, 'u', 10); /* staged again: the streak starts over */
+    CHECK(st_ksize(path) == 1150, "through: another program sees %lld bytes before the fsync; staged: 1150", st_ksize(path));
+    OK(fdatasync(fd));
+    CHECK(write_throughs() == w1, "through: a write after the transition was published at the write");
+    kernel_bytes(path, "a900r100X30s50Y20t50u10", "after the transition");
+    OK(close(fd));
+    printf("ok: through\n");
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s DIR CASE\n", argv[0]);
@@ -221,6 +268,7 @@ int main(int argc, char **argv) {
     unsigned long long p0 = put_offs();
     if (all || strcmp(c, "order") == 0) case_order();
     if (all || strcmp(c, "calls") == 0) case_calls();
+    if (all || strcmp(c, "through") == 0) case_through();
     unsigned long long got = put_offs() - p0;
     CHECK(got > 0, "no fdatasync put its look off (append_end_put_off +0): the test proves nothing");
     printf("ok: %s (append_end_put_off +%llu)\n", c, got);
