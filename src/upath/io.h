@@ -92,5 +92,8 @@ bool up_publish_past_growth(struct up_file *f, int fd, uint64_t ns);
 /* An append at the end of an O_APPEND log synced per record, published at the write (publish.c): the count
  * written, -errno, or 0 when not taken (stage it). Under f->mu. */
 ssize_t up_write_through_locked(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off);
+/* The look an fsync's O_APPEND publish put off (publish.c put_end_off), if owed, made from the kernel's size ns
+ * just read (a reopen's): this process's O_APPEND descriptor follows where its records went. Under f->mu. */
+void up_settle_end_locked(struct up_file *f, int fd, uint64_t ns);
 
 #endif

@@ -339,6 +339,24 @@ static void put_end_off(struct up_file *f, uint64_t pub, uint64_t view, int wfd)
 
 static int publish_locked(struct up_file *f, int fd, uint64_t *moved, bool keep_record, bool may_put_off);
 
+/* Under f->mu, before a publish of appends staged since put-off ones (review28b #7): how far the put-off records
+ * went past this process's view (the records' end, from the aux offset the kernel left, minus the view's end) --
+ * ONE distance for the descriptors in (*from, *upto], apart from the distance of what is published now (the
+ * descriptors past *upto: adopt_append_end's). Ends the put-off. Unknown (the aux descriptor reopened, a fork
+ * relative's): the growth before this publish (one fstat), as adopt_append_end took it. */
+static uint64_t owed_records_moved(struct up_file *f, int fd, uint64_t *from, uint64_t *upto) {
+    *from = f->end_owed_from;
+    *upto = f->end_owed_view;
+    int errno_was = errno;
+    bool own = f->end_owed_fd == f->aux_fd && f->aux_fd >= 0 && f->aux_fork_gen == up_fork_gen && *upto == f->pub_size;
+    off_t e = own ? DK_REAL(lseek)(f->end_owed_fd, 0, SEEK_CUR) : -1;
+    struct stat st;
+    if (e < 0 && DK_REAL(fstat)(fd, &st) == 0) e = st.st_size;
+    errno = errno_was;
+    (void)end_owed_take(f, f->pub_size);
+    return e >= 0 && (uint64_t)e > *upto ? (uint64_t)e - *upto : 0;
+}
+
 /* Under f->mu: the look put off, if owed -- with appends staged since, by their publish (publish_locked makes
  * it after their relink); else from where the last put-off publish left its descriptor's offset (the records'
  * end: one lseek) and the kernel's size, *known when the caller read it or one fstat. True when the file's size
@@ -375,6 +393,8 @@ static bool settle_end(struct up_file *f, int fd, const uint64_t *known) {
     dk_count(DK_C_append_end_moves, 1);
     return true;
 }
+
+void up_settle_end_locked(struct up_file *f, int fd, uint64_t ns) { (void)settle_end(f, fd, &ns); }
 
 /* A relink a crash can cut: more than one kernel call (staging slots; a clone's head and tail) or a
  * pwrite over a page boundary (the kernel's write stops between pages when a fatal signal is pending).
@@ -441,6 +461,11 @@ static int publish_locked(struct up_file *f, int fd, uint64_t *moved, bool keep_
         rc = from == UINT64_MAX ? up_sizerec_publish_begin(f, wfd, size)
                                 : up_sizerec_publish_begin_at(f, wfd, from, from + (size - f->pub_size));
     }
+    /* Records put off before these: their descriptors' distance first, read before this relink moves the aux
+     * offset; applied after it (below) */
+    uint64_t owed_from = 0, owed_upto = 0, owed_moved = 0;
+    if (rc == 0 && staged && !may_clone && DK_UNLIKELY(__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED)))
+        owed_moved = owed_records_moved(f, wfd, &owed_from, &owed_upto);
     bool seeded = rc == 0 && small == UP_SMALL_SEED && up_small_pages_seed(f, fd, size);
     copy_rwf = may_clone ? 0 : RWF_APPEND | (pfd >= 0 ? DK_PWRITE_AT_POS : 0);
     if (rc == 0 && staged) rc = relink_all(f, wfd, may_clone);
@@ -450,6 +475,8 @@ static int publish_locked(struct up_file *f, int fd, uint64_t *moved, bool keep_
     if (rc == 0 && pfd >= 0) put_end_off(f, pub_was, size, pfd);
     else if (rc == 0 && ((staged && !may_clone) || DK_UNLIKELY(__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED))))
         shift = adopt_append_end(f, wfd, end_owed_take(f, pub_was), &size);
+    /* (after: the descriptors just moved went up from past owed_upto, never into (owed_from, owed_upto]) */
+    if (owed_moved) up_slots_follow_appends(f, owed_from, owed_upto, owed_moved);
     if (rc == 0 && extended) rc = extend_publish(f, wfd, &size);
     if (rc == 0) {
         f->ksize = size;

@@ -189,15 +189,16 @@ static bool read_put_off(struct up_file *f, uint64_t off, uint64_t n) {
 }
 
 /* The end an fsync's O_APPEND publish put off (publish.c put_end_off; f->end_owed): a call that needs no end --
- * an fsync, a write through the O_APPEND descriptor whose appends that publish wrote (write or pwrite: an append
- * either way, staged, its place the kernel's end at the next publish, its answer a count) -- goes on without it,
+ * an fsync, a write through the O_APPEND descriptor whose appends that publish wrote (an append, staged, its
+ * place the kernel's end at the next publish, its answer a count) -- goes on without it,
  * unless a lock was taken since (the end then, as put_off's rules would have it). */
 static bool end_put_off(const struct up_slot *s, const struct up_file *f, int fd, int64_t how) {
     if (__atomic_load_n(&f->end_owed_gen, __ATOMIC_RELAXED) != __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE))
         return false;
     if (how == UP_SERVE_SYNC) return true;
     /* (one descriptor's appends: the kernel leaves one offset -- publish.c put_off_fd) */
-    return (how == UP_SERVE_WRITE || how >= 0) && (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & O_APPEND) &&
+    /* (not a pwrite: through an O_APPEND descriptor an append that leaves the offset -- review28b #7) */
+    return how == UP_SERVE_WRITE && (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & O_APPEND) &&
            fd == __atomic_load_n(&f->end_owed_appender, __ATOMIC_RELAXED);
 }
 
@@ -360,6 +361,9 @@ static void file_reopened(struct up_file *f, int fd, const struct stat *st_open,
     const struct stat *st = st_open;
     if ((uint64_t)st_open->st_size != f->ksize && DK_REAL(fstat)(fd, &now) == 0) st = &now;
     uint64_t ns = (uint64_t)st->st_size;
+    /* the look an O_APPEND publish put off first: the size taken below would hide where its records went
+     * (review28b #7, seed 866856250662: a pending descriptor's adoption at its first call) */
+    if (DK_UNLIKELY(__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED))) up_settle_end_locked(f, fd, ns);
     if ((oflags & O_TRUNC) || !up_file_size_ours(f)) { /* Linux truncates even O_RDONLY|O_TRUNC */
         forget_contents_guarded(f, ns);
     }
@@ -596,7 +600,10 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
             up_file_dax_check(f, fd); /* a DAX root's file may not be DAX (review 11, finding 3) */
             if (file_first_map(f, fd) != 0) dk_count(DK_C_pt_mapfail, 1);
         }
-        f->refresh_gen = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE); /* its size was just read */
+        /* its size was just read (not while an fsync's O_APPEND publish owes its look: refresh_gen stays behind, the
+         * gate of the calls that must make it -- review28b #7) */
+        if (!__atomic_load_n(&f->end_owed, __ATOMIC_ACQUIRE))
+            f->refresh_gen = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE);
         if (!known) f->victims_seen = __atomic_load_n(&up_victims_unseen, __ATOMIC_ACQUIRE);
         if (known) up_locks_note_refresh(f);
         uint32_t flags = (uint32_t)oflags & (O_ACCMODE | O_APPEND | O_SYNC | O_DSYNC | O_DIRECT);
