@@ -69,7 +69,7 @@
  *   noboard  the board cannot be made (a directory in its place): a downgrade (read lock over our own write lock)
  *            must reach the kernel -- a third process's read lock is then possible (the rule "a downgrade is
  *            served only where the board can have it dropped": served, the kernel kept the write lock for good).
- *   readfd   DAXKIT_LOCK_CACHE_US=50000: a write lock through an O_WRONLY descriptor, downgraded to a read lock
+ *   readfd   DAXKIT_LOCK_CACHE_US=200000: a write lock through an O_WRONLY descriptor, downgraded to a read lock
  *            through an O_RDONLY one (cached), the O_WRONLY one used last: the age drop's downgrade must go
  *            through the readable descriptor -- a third process's read lock is possible within 3 s (review26b #8).
  *   execrace DAXKIT_TEST_CRASH=raise:10:lockcache.release:2,raise:12:lockcache.before_exec:1 -- we hold a write
@@ -710,7 +710,9 @@ static void case_many(bool raw) {
     int fd = open_file();
     OK(lk(fd, F_SETLK, F_WRLCK, 0, 1));
     OK(lk(fd, F_SETLK, F_UNLCK, 0, 1)); /* kept */
-    CHECK(who_holds(0, 1) == getpid(), "the released lock is not kept (nothing to test)");
+    pid_t kept = who_holds(0, 1);
+    if (raw && kept != getpid()) SKIP("the age drop came before the look (load): nothing to test");
+    CHECK(kept == getpid(), "the released lock is not kept (nothing to test)");
     int p[2], q[2], res[2];
     OK(pipe(p));
     OK(pipe(q));
@@ -877,17 +879,19 @@ static void case_readfd(void) {
     int fdr = OK(open(path, O_RDONLY));
     OK(lk(fdw, F_SETLK, F_WRLCK, 0, 10));
     OK(lk(fdr, F_SETLK, F_RDLCK, 0, 10)); /* a downgrade: the kernel keeps the write lock (cached) */
-    CHECK(who_holds_t(F_RDLCK, 0, 10) == getpid(), "the downgrade was not cached (nothing to test)");
+    if (who_holds_t(F_RDLCK, 0, 10) != getpid()) SKIP("the age drop came before the look (load): nothing to test");
     OK(lk(fdw, F_SETLK, F_WRLCK, 20, 10));
     OK(lk(fdw, F_SETLK, F_UNLCK, 20, 10)); /* the write-only descriptor used last */
     uint64_t t0 = now_ms();
-    pid_t h;
-    while ((h = who_holds_t(F_RDLCK, 0, 10)) != 0 && now_ms() - t0 < 3000) nanosleep(&(struct timespec){0, 10000000}, NULL);
+    pid_t h, h2 = 0;
+    /* (both: an age drop that came before [20,30) was kept leaves that one to the next) */
+    while (((h = who_holds_t(F_RDLCK, 0, 10)) != 0 || (h2 = who_holds(20, 10)) != 0) && now_ms() - t0 < 3000)
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
     NOTE("a reader could lock [0,10) after %llu ms", (unsigned long long)(now_ms() - t0));
     CHECK(h == 0, "3 s after the age drop was due, a read lock on [0,10) (which the program holds for reading) "
           "conflicts with %d: the drop's downgrade did not reach the kernel", h);
     CHECK(who_holds(0, 10) == getpid(), "the program's read lock on [0,10) is not in the kernel after the drop");
-    CHECK(who_holds(20, 10) == 0, "[20,30), released, still held after the drop");
+    CHECK(h2 == 0, "[20,30), released, still held by %d 3 s after the age drop was due", h2);
     close(fdr);
     close(fdw);
 }
