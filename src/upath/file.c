@@ -301,6 +301,9 @@ void up_file_put(struct up_file *f) {
      * allocated by a fallocate at its first use (tar xf of /usr/include/linux: 60 fallocates, 1 now). A record
      * still valid (a publish that failed) stays with its slot. */
     if (!f->sizerec_valid) up_sizerec_release(f);
+    /* DAXKIT_LOCK_CACHE: the board entry goes at the last close (the kernel dropped every lock of the process on
+     * the file), not at the eviction -- DAXKIT_CACHE_FILES closed entries kept the 60 a process has (review27b #5) */
+    if (DK_UNLIKELY(dk_cfg.lock_cache)) up_lc_forget(f);
     closed_mapped_set(f);
     active_remove(f);
     f->lru_prev = lru.lru_prev;

@@ -951,7 +951,8 @@ void up_lc_closed(struct up_file *f) {
     lc_give(c);
 }
 
-/* The entry goes (no descriptor of it is open: its cache was reset at the last close). */
+/* The entry goes (no descriptor of it is open: its cache was reset at the last close) -- at the last close
+ * (file.c up_file_put) and at file_free (a second call finds none). */
 void up_lc_forget(struct up_file *f) {
     int i = f->lc.bidx1 - 1;
     if (i < 0 || __atomic_load_n(&lb.state, __ATOMIC_ACQUIRE) != 1) return;

@@ -66,6 +66,9 @@
  *   ofd_inflight  our thread holds a POSIX write lock on [0,1); another thread's F_OFD_SETLKW of it blocks (the
  *            process's own POSIX lock conflicts, as on the kernel path); the release must wake it (< 2 s with a 10 s
  *            age) -- review28 #3: kept while the OFD acquisition was in the kernel, it waited for the age drop.
+ *   entries  70 files one after the other: opened, locked, released (kept), closed. The 70th's release must be
+ *            kept too: a file's board entry goes at its last close (review27b #5: entries went only when the
+ *            closed-file cache evicted the file, so after 60 files the process cached nothing new).
  *   noboard  the board cannot be made (a directory in its place): a downgrade (read lock over our own write lock)
  *            must reach the kernel -- a third process's read lock is then possible (the rule "a downgrade is
  *            served only where the board can have it dropped": served, the kernel kept the write lock for good).
@@ -956,6 +959,21 @@ static void case_execrace_after(void) {
     CHECK(h == 0, "after exec [100,110), released and kept by the old image, is held by %d", h);
 }
 
+static void case_entries(void) {
+    for (int i = 0; i < 70; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "lc_entries.%d", i);
+        st_path(path, sizeof path, dir, name);
+        int fd = open_file();
+        OK(lk(fd, F_SETLK, F_WRLCK, 0, 1));
+        OK(lk(fd, F_SETLK, F_UNLCK, 0, 1));
+        pid_t h = who_holds(0, 1);
+        CHECK(h == getpid(), "file %d of 70 (each closed before the next): its release is not kept (held by %d) -- "
+                             "the board's entries not freed at the last close", i + 1, h);
+        OK(close(fd));
+    }
+}
+
 static void case_getlk(void) {
     int fd = open_file();
     OK(lk(fd, F_SETLK, F_WRLCK, 0, 10));
@@ -1010,6 +1028,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "ofd_inflight")) case_ofd_inflight();
     else if (!strcmp(c, "noboard")) case_noboard();
     else if (!strcmp(c, "readfd")) case_readfd();
+    else if (!strcmp(c, "entries")) case_entries();
     else if (!strcmp(c, "execrace")) case_execrace(argv[0]);
     else SKIP("unknown case %s", c);
     printf("PASS\n");
