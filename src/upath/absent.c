@@ -12,13 +12,13 @@
  * -- IN_MOVE_SELF | IN_DELETE_SELF | IN_ATTRIB on each of them (a name replaced by a rename removes or moves the
  * old inode, which is the one watched); the root's own path the library takes as stable everywhere (managed.c).
  * So one inotify instance of the process watches D and those ancestors, set up before the
- * kernel's lookup whose ENOENT is kept (a name made between the watch and the lookup is found by the lookup; one
- * made after it is an event). An answer from memory is given iff no event is queued now (a poll of the inotify
+ * lookup that decides the keep (a name made between the watch and the lookup is found by the lookup; one made
+ * after it is an event). An answer from memory is given iff no event is queued now (a poll of the inotify
  * descriptor with no wait: one system call, ~4x cheaper than a failed lookup on tmpfs) and the cache's epoch did
  * not move around that poll: whoever consumes events moves the epoch first (invalidating every name) and then
- * reads them, so a reader either sees the event queued or sees the epoch moved. A name is kept only if the epoch
- * did not move between the set-up before the lookup and the keeping (a drain meanwhile may have consumed the
- * event of its creation), and not if an event is queued then.
+ * reads them, so a reader either sees the event queued or sees the epoch moved. A name is kept at the epoch of a
+ * keeping made under the cache's mutex (no drain meanwhile): the queued events consumed, the directory still
+ * watched, then the name looked up again (lstat) -- after the program's own stat said ENOENT.
  *
  * Limits (docs/design-upath.md): only absolute names whose directory is a managed root or a canonical
  * directory below one (no symlink, ".", ".." on the way: realpath), not inside .daxkit; mounts made over D or an
@@ -68,8 +68,9 @@ static struct {
     uint64_t epoch;  /* moved before any event is consumed (atomic; starts at 1) */
     struct ab_name names[AB_NAMES];
     unsigned next;   /* the slot the next kept name takes (under ab_mu) */
-    char dirs[AB_DIRS][AB_PATH]; /* directories watched with their ancestors (under ab_mu) */
-    unsigned ndirs;
+    char dirs[AB_DIRS][AB_PATH]; /* directories watched with their ancestors (written under ab_mu) */
+    unsigned ndirs;  /* (atomic: a lock-free look reads the first ndirs) */
+    uint32_t wgen;   /* moved before the watches are dropped (atomic): a lock-free look around it sees it */
     int wds[AB_WDS]; /* their watch descriptors (under ab_mu) */
     unsigned nwds;
 } ab = {.epoch = 1};
@@ -129,8 +130,22 @@ static void drain_locked(void) {
     }
     dk_count(DK_C_absent_drains, 1);
     if (!gone) return;
+    __atomic_add_fetch(&ab.wgen, 1, __ATOMIC_SEQ_CST);
     for (unsigned i = 0; i < ab.nwds; i++) (void)syscall(SYS_inotify_rm_watch, ab.ifd, ab.wds[i]);
-    ab.nwds = ab.ndirs = 0;
+    ab.nwds = 0;
+    __atomic_store_n(&ab.ndirs, 0, __ATOMIC_RELEASE);
+}
+
+/* D watched now, looked at without the mutex (review28 #7d: every stat that is no hit paid the mutex and a poll,
+ * existing files' too): a hint only -- up_absent_end decides under the mutex. The watch generation unchanged
+ * around the look (a drop of the watches moves it first). */
+static bool watched_fast(const char *path, size_t len) {
+    uint32_t g = __atomic_load_n(&ab.wgen, __ATOMIC_SEQ_CST);
+    unsigned n = __atomic_load_n(&ab.ndirs, __ATOMIC_ACQUIRE);
+    bool found = false;
+    for (unsigned i = 0; i < n && i < AB_DIRS && !found; i++)
+        found = strnlen(ab.dirs[i], AB_PATH) == len && !memcmp(ab.dirs[i], path, len);
+    return found && __atomic_load_n(&ab.wgen, __ATOMIC_SEQ_CST) == g;
 }
 
 /* Under ab_mu: D watched with its ancestors up to its managed root (rl: the root's path length) -- the root's own
@@ -167,9 +182,10 @@ static bool watch_locked(const char *path, size_t len, size_t rl) {
         k = alen;
     }
     ab.nwds = nw;
-    memcpy(ab.dirs[ab.ndirs], path, len);
-    ab.dirs[ab.ndirs][len] = 0;
-    ab.ndirs++;
+    unsigned nd = ab.ndirs;
+    memcpy(ab.dirs[nd], path, len);
+    ab.dirs[nd][len] = 0;
+    __atomic_store_n(&ab.ndirs, nd + 1, __ATOMIC_RELEASE);
     return true;
 }
 
@@ -221,13 +237,16 @@ uint64_t up_absent_begin(const char *path) {
     if (!dk_cfg.absent_cache || !up_enabled || __atomic_load_n(&ab.state, __ATOMIC_ACQUIRE) == 2) return 0;
     size_t len = dir_len(path), rl = len ? dir_managed(path, len) : 0;
     if (!rl) return 0;
+    /* A directory watched already: no mutex, no system call (a name that turns out absent is decided on by
+     * up_absent_end, under the mutex) */
+    if (__atomic_load_n(&ab.state, __ATOMIC_ACQUIRE) == 1 && watched_fast(path, len)) return 1;
     if (dk_mu_refuse(&ab_mu)) return 0; /* a signal handler inside its thread's hold */
     DK_ERRNO_SAVE;
     dk_mu_lock(&ab_mu);
     uint64_t ticket = 0;
     if (setup_locked()) {
-        if (raw_poll(ab.ifd) != 0) drain_locked(); /* (events since: the names go, watches gone are set up again) */
-        if (watch_locked(path, len, rl)) ticket = __atomic_load_n(&ab.epoch, __ATOMIC_SEQ_CST);
+        if (raw_poll(ab.ifd) != 0) drain_locked(); /* (watches gone: set up again below) */
+        if (watch_locked(path, len, rl)) ticket = 1;
     }
     dk_mu_unlock(&ab_mu);
     DK_ERRNO_RESTORE;
@@ -236,25 +255,26 @@ uint64_t up_absent_begin(const char *path) {
 
 void up_absent_end(const char *path, uint64_t ticket, int r, int err) {
     if (!ticket || r == 0 || err != ENOENT || dk_mu_refuse(&ab_mu)) return;
+    size_t len = dir_len(path);
     DK_ERRNO_SAVE;
-    /* The name itself absent, not a dangling symlink (stat's ENOENT too; lstat would find it, and its target may
-     * appear where nothing is watched) */
-    struct stat sb;
-    if (DK_REAL(fstatat)(AT_FDCWD, path, &sb, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) {
-        DK_ERRNO_RESTORE;
-        return;
-    }
     dk_mu_lock(&ab_mu);
-    /* an event queued since the set-up (the name made after the lookup) or consumed by a drain (the epoch moved):
-     * not kept */
+    /* Under the mutex (no drain can move the epoch meanwhile): the events queued so far consumed, the directory
+     * still watched, then the name looked up again -- the name itself (lstat: not a dangling symlink, whose target
+     * may appear where nothing is watched). A name made before that lookup is found by it; one made after it is
+     * an event, which a reader's poll sees. */
     if (raw_poll(ab.ifd) != 0) drain_locked();
-    if (__atomic_load_n(&ab.epoch, __ATOMIC_SEQ_CST) == ticket) {
+    bool watched = false;
+    for (unsigned i = 0; i < ab.ndirs && !watched; i++)
+        watched = strlen(ab.dirs[i]) == len && !memcmp(ab.dirs[i], path, len);
+    struct stat sb;
+    if (watched && DK_REAL(fstatat)(AT_FDCWD, path, &sb, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT) {
+        uint64_t e = __atomic_load_n(&ab.epoch, __ATOMIC_SEQ_CST);
         struct ab_name *s = &ab.names[ab.next++ % AB_NAMES];
         __atomic_add_fetch(&s->ver, 1, __ATOMIC_SEQ_CST); /* odd */
         strncpy(s->path, path, AB_PATH - 1);
         s->path[AB_PATH - 1] = 0;
-        __atomic_store_n(&s->epoch, ticket, __ATOMIC_RELAXED);
-        __atomic_add_fetch(&s->ver, 1, __ATOMIC_SEQ_CST); /* even: valid at `ticket` */
+        __atomic_store_n(&s->epoch, e, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&s->ver, 1, __ATOMIC_SEQ_CST); /* even: valid at e */
         dk_count(DK_C_absent_kept, 1);
     }
     dk_mu_unlock(&ab_mu);
@@ -266,6 +286,7 @@ void up_absent_after_fork_child(void) {
     dk_mu_reinit(&ab_mu);
     __atomic_add_fetch(&ab.epoch, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&ab.state, __ATOMIC_ACQUIRE) == 1) up_internal_close(ab.ifd);
-    ab.ndirs = ab.nwds = 0;
+    ab.nwds = 0;
+    __atomic_store_n(&ab.ndirs, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&ab.state, 0, __ATOMIC_RELEASE);
 }

@@ -8,8 +8,9 @@
  *   ancestor  DIR/sub/x.db-wal kept absent; the other process renames DIR/sub away, makes a new DIR/sub holding
  *             x.db-wal: the stat sees it (the old directory's IN_MOVE_SELF); the same for DIR/up/deep/y.db-wal with
  *             DIR/up renamed away (the parent's watch).
- *   fork      DIR/x.db-journal kept absent; the other process makes it (an event queued); a fork child stats it
- *             (its own instance: it must not consume the parent's events), then the parent's stat sees it.
+ *   fork      DIR/f.db-journal kept absent; the other process makes it (an event queued); a fork child stats it and
+ *             an absent name of the same directory (its own instance: its keeping must not consume the parent's
+ *             events), then the parent's stat sees the name made.
  *   off       without the option nothing is kept (absent_hits, absent_kept +0).
  *   race      (explicit) two threads stat a name another process makes and removes 2,000 times, telling a sequence
  *             word: a stat begun and ended with the word unchanged and odd (the name exists) finds it.
@@ -151,7 +152,12 @@ static void case_fork(struct other *o) {
     absent_twice("f.db-journal", "fork");
     other_do(o, "c f.db-journal");
     pid_t c = OK(fork());
-    if (c == 0) _exit(st_of("f.db-journal", true, &sb) == 0 ? 0 : 3);
+    if (c == 0) { /* its own stats: the name made, and an absent one (whose keeping reads the queued events) */
+        if (st_of("f.db-journal", true, &sb) != 0) _exit(3);
+        for (int i = 0; i < 3; i++)
+            if (st_of("g.db-journal", true, &sb) != ENOENT) _exit(4);
+        _exit(0);
+    }
     int status;
     OK(waitpid(c, &status, 0));
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork: the child did not see the file (status 0x%x)", status);
