@@ -11,7 +11,9 @@
  * fault below the cut in the folio, before the lock), takes the lock, writes 16 bytes at 3 MiB, releases it. As
  * the kernel's pwrite: the file is 3 MiB + 16 bytes, the 16 bytes at 3 MiB, zeros from the cut to them. Prints
  * the counters refresh_put_off and probe_page_aborts of the 16-byte write.
- * Usage: shim_probe_folio DIR pin|nopin none|pread|pwrite. Exit 0 pass, 1 fail, 77 skip (not huge tmpfs). */
+ * With a 4th argument "read" (session 28, review28 #8), the lock's call is instead a pread of 16 bytes at 3 MiB --
+ * past the cut, below P: put off on a present probe it would return the folio's zeros; the kernel's pread returns 0.
+ * Usage: shim_probe_folio DIR pin|nopin none|pread|pwrite [read]. Exit 0 pass, 1 fail, 77 skip (not huge tmpfs). */
 #include <sys/uio.h>
 #include <sys/vfs.h>
 #include <linux/magic.h>
@@ -95,6 +97,26 @@ int main(int argc, char **argv) {
 
     uint64_t c0[DK_C_COUNT], c1[DK_C_COUNT];
     CHECK(st_stats(getpid(), c0), "no stats file");
+    if (argc > 4 && !strcmp(argv[4], "read")) { /* the lock's first call a read past the cut (session 28, review28 #8) */
+        lk(lfd, F_RDLCK);
+        char rb[16];
+        ssize_t r = pread(fd, rb, sizeof rb, AT); /* inside the old end, below P: a read put off on a present probe */
+        lk(lfd, F_UNLCK);
+        CHECK(st_stats(getpid(), c1), "no stats file");
+        OK(write(go[1], "g", 1));
+        waitpid(b, NULL, 0);
+        OK(close(fd));
+        long rput = (long)(c1[DK_C_refresh_read_put_off] - c0[DK_C_refresh_read_put_off]);
+        long raborts = (long)(c1[DK_C_probe_page_aborts] - c0[DK_C_probe_page_aborts]);
+        printf("%s, %s, read: the read at 3 MiB returned %zd (kernel path: 0): refresh_read_put_off +%ld, "
+               "probe_page_aborts +%ld\n", argv[2], between, r, rput, raborts);
+        CHECK(rput + raborts == 1, "the read at 3 MiB neither put its re-read off nor had its probe abort: the probe "
+              "page was not looked at, the case proves nothing");
+        CHECK(r == 0, "%s, %s, read: a read of 16 at 3 MiB after another process's cut to %llu returned %zd, not 0: put "
+              "off on a probe page present past the cut", argv[2], between, (unsigned long long)CUT, r);
+        printf("ok: the read past the cut returned the kernel's 0\n");
+        return 0;
+    }
     lk(lfd, F_WRLCK);
     ssize_t w = pwrite(fd, "XXXXXXXXXXXXXXXX", 16, AT); /* inside the old end, below P */
     lk(lfd, F_UNLCK);
