@@ -67,12 +67,11 @@ void up_readers_each(bool (*fn)(const struct up_reader *r, void *ctx), void *ctx
 /* How a section was entered (the token to pass to the exit). */
 enum up_guard_entry { UP_GUARD_LOCKED = 0, UP_GUARD_FAST = 1, UP_GUARD_NESTED = 2, UP_GUARD_NONE = 3 };
 
-/* Enters a read-side section on `key` of lock kind `kind`, whose writer sets *closed and whose slow side
- * is `rw`. A section nested in one on the same key (a signal handler doing IO on the file it interrupted)
- * is covered by the outer one: it takes nothing -- taking rw there would deadlock against a writer waiting
- * for the outer section. */
-static inline enum up_guard_entry up_asym_read_enter(enum up_asym_kind kind, const void *key, const uint32_t *closed,
-                                                     pthread_rwlock_t *rw) {
+/* The lock-free way into a read-side section on `key` of lock kind `kind`, whose writer sets *closed:
+ * UP_GUARD_FAST (entered), UP_GUARD_NESTED (a section on the same key is open on this thread: a signal handler
+ * doing IO on the file it interrupted is covered by the outer one, and taking the slow side there would deadlock
+ * against a writer waiting for the outer section), or UP_GUARD_NONE (the caller takes the slow side). */
+static inline enum up_guard_entry up_asym_read_fast(enum up_asym_kind kind, const void *key, const uint32_t *closed) {
     struct up_reader *r = up_reader_self;
     if (__builtin_expect(r == NULL, 0)) r = up_reader_claim();
     if (__builtin_expect(up_guard_asym && r != NULL, 1)) {
@@ -86,6 +85,14 @@ static inline enum up_guard_entry up_asym_read_enter(enum up_asym_kind kind, con
             __atomic_store_n(&r->in[kind], NULL, __ATOMIC_RELEASE);
         }
     }
+    return UP_GUARD_NONE;
+}
+
+/* Enters a read-side section (up_asym_read_fast), else by the slow side `rw`. */
+static inline enum up_guard_entry up_asym_read_enter(enum up_asym_kind kind, const void *key, const uint32_t *closed,
+                                                     pthread_rwlock_t *rw) {
+    enum up_guard_entry how = up_asym_read_fast(kind, key, closed);
+    if (__builtin_expect(how != UP_GUARD_NONE, 1)) return how;
     pthread_rwlock_rdlock(rw);
     return UP_GUARD_LOCKED;
 }
@@ -95,18 +102,8 @@ static inline enum up_guard_entry up_asym_read_enter(enum up_asym_kind kind, con
  * (strict.c: a signal handler inside its thread's file-table lock, the exit's shutdown holding the lock). */
 static inline enum up_guard_entry up_asym_read_try(enum up_asym_kind kind, const void *key, const uint32_t *closed,
                                                    pthread_rwlock_t *rw) {
-    struct up_reader *r = up_reader_self;
-    if (__builtin_expect(r == NULL, 0)) r = up_reader_claim();
-    if (__builtin_expect(up_guard_asym && r != NULL, 1)) {
-        const void *in = __atomic_load_n(&r->in[kind], __ATOMIC_RELAXED);
-        if (in == key) return UP_GUARD_NESTED;
-        if (in == NULL) {
-            __atomic_store_n(&r->in[kind], key, __ATOMIC_RELAXED);
-            __asm__ __volatile__("" ::: "memory");
-            if (!__atomic_load_n(closed, __ATOMIC_ACQUIRE)) return UP_GUARD_FAST;
-            __atomic_store_n(&r->in[kind], NULL, __ATOMIC_RELEASE);
-        }
-    }
+    enum up_guard_entry how = up_asym_read_fast(kind, key, closed);
+    if (how != UP_GUARD_NONE) return how;
     return pthread_rwlock_tryrdlock(rw) == 0 ? UP_GUARD_LOCKED : UP_GUARD_NONE;
 }
 
