@@ -630,11 +630,7 @@ static void case_down(const char *dir, const char *how) {
         exit(0);
     }
     int st = 0;
-    pid_t w = 0;
-    for (int ms = 0; ms < 20000 && (w = waitpid(c, &st, WNOHANG)) == 0; ms += 10) usleep(10000);
-    if (w == 0) {
-        kill(c, SIGKILL);
-        waitpid(c, &st, 0);
+    if (!st_wait_child(c, &st, 20000)) {
         FAIL("%s: the exiting child did not end within 20 s: its handler's strict call after the shutdown waited "
              "(cues %d)", how, dsh->cues);
     }
@@ -737,11 +733,7 @@ static void case_tablewrite(const char *dir) {
         exit(0);
     }
     int st = 0;
-    pid_t w = 0;
-    for (int ms = 0; ms < 20000 && (w = waitpid(c, &st, WNOHANG)) == 0; ms += 10) usleep(10000);
-    if (w == 0) {
-        kill(c, SIGKILL);
-        waitpid(c, &st, 0);
+    if (!st_wait_child(c, &st, 20000)) {
         FAIL("the exiting child did not end within 20 s (cues %d, the handler %s its write): its strict write waited "
              "for the shutdown's checkpoint lock inside its thread's table lock, which the exit takes next", tsh->cues,
              tsh->done ? "finished" : "still inside");
