@@ -330,9 +330,11 @@ void up_strict_checkpoint_all(void);
  * a record. Lock-free; a record another thread logs meanwhile is concurrent with the caller's publish point. */
 bool up_strict_logs_empty(void);
 /* Strict mode: applies this file's staged overwrites that wait for a checkpoint (a checkpoint of its root),
- * before a read or a write that must see them in the file. False when it cannot now: the thread is inside
- * a strict operation (a signal handler interrupted it) -- a read then overlays them (up_strict_overlay). */
-bool up_strict_drain(struct up_file *f);
+ * before a read or a write that must see them in the file: 0. 1 when it cannot now: the thread is inside a
+ * strict operation (a signal handler interrupted it) -- a read then overlays them (up_strict_overlay).
+ * -EDEADLK: a signal handler inside its thread's hold of the file table's lock while the exit's shutdown holds
+ * the checkpoint lock for good (review 28, #6) -- the caller refuses (a read or fsync fails with EDEADLK). */
+int up_strict_drain(struct up_file *f);
 /* Strict mode: copies the waiting staged overwrites of f that fall in [off, off+n) over buf. */
 void up_strict_overlay(struct up_file *f, char *buf, size_t n, uint64_t off);
 void up_strict_after_fork_child(void);

@@ -930,8 +930,14 @@ static ssize_t read_past_mapping(struct up_file *f, int fd, char *buf, size_t n,
 
 ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off) {
     /* Strict mode: staged overwrites of this file wait for the checkpoint to apply them (strict.c); a
-     * signal handler that interrupted a strict operation of its thread reads them over the file instead. */
-    bool overlay = DK_UNLIKELY(__atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE)) && !up_strict_drain(f);
+     * signal handler that interrupted a strict operation of its thread reads them over the file instead, and
+     * one inside its thread's table lock during the exit's shutdown is refused (EDEADLK: review 28, #6). */
+    int drained = DK_UNLIKELY(__atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE)) ? up_strict_drain(f) : 0;
+    if (DK_UNLIKELY(drained < 0)) {
+        errno = -drained;
+        return -1;
+    }
+    bool overlay = drained > 0;
     n = DK_MIN(n, DK_MAX_RW_BYTES);
     /* A read reaching past the end as known while the size is unsure (reclock.c) needs the exact end: a
      * record straddling it must not come back cut (review 7, finding 4). */

@@ -175,6 +175,12 @@ static __attribute__((noinline, cold)) enum up_guard_entry ck_read_enter_table(s
         syscall(SYS_nanosleep, &(struct timespec){0, 20000}, NULL); /* (no cancellation point) */
     }
 }
+/* No read side entered, as ck_read_enter_table's UP_GUARD_NONE: counted in ck_held, which ck_read_exit takes back. */
+static inline enum up_guard_entry ck_read_none(void) {
+    ck_held++;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    return UP_GUARD_NONE;
+}
 /* The read side as a plain rwlock (a truncate's record: held across calls, until up_strict_done). */
 static inline void ck_rdlock(struct up_strict *st) {
     ck_held++;
@@ -192,19 +198,29 @@ static inline void epoch_next(struct up_strict *st) {
     uint32_t e = st->ck_epoch + 1;
     __atomic_store_n(&st->ck_epoch, e ? e : 1, __ATOMIC_RELAXED); /* read by the read sides after ck_wrunlock */
 }
-static inline void ck_wrlock(struct up_strict *st) {
+/* The write side: pthread_rwlock_wrlock, or (try) its trylock -- false: not taken, nothing left held. */
+static inline bool ck_wrlock_how(struct up_strict *st, bool try) {
     int cancel_was = dk_cancel_off();
     ck_held++;
     ck_wr_held++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    pthread_rwlock_wrlock(&st->ck);
+    if (!try) pthread_rwlock_wrlock(&st->ck);
+    else if (pthread_rwlock_trywrlock(&st->ck) != 0) {
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        ck_wr_held--;
+        ck_held--;
+        dk_cancel_restore(cancel_was);
+        return false;
+    }
     if (ck_wr_held == 1) ck_wr_cancel_was = cancel_was; /* the outermost hold's (a nested one finds it off) */
 #ifdef DAXKIT_TEST_BUILD
-    if (up_strict_test_broken == UP_STRICT_BROKEN_CK_NO_DRAIN) return; /* broken on purpose */
+    if (up_strict_test_broken == UP_STRICT_BROKEN_CK_NO_DRAIN) return true; /* broken on purpose */
 #endif
     up_guard_close_and_drain(UP_ASYM_STRICT, &st->ck_closed, st);
     epoch_next(st);
+    return true;
 }
+static inline void ck_wrlock(struct up_strict *st) { (void)ck_wrlock_how(st, false); }
 static inline void ck_wrunlock(struct up_strict *st) {
     int cancel_was = ck_wr_cancel_was;
     bool outermost = ck_wr_held == 1;
@@ -563,7 +579,8 @@ void up_strict_program_maps(int fd) {
     struct up_slot *s = up_fd_slot(fd);
     if (!s || !s->file) return;
     __atomic_store_n(&s->file->strict_eager, true, __ATOMIC_RELEASE);
-    up_strict_drain(s->file); /* also before a DAXKIT_ATOMIC_MMAP view, which is no publish point */
+    (void)up_strict_drain(s->file); /* also before a DAXKIT_ATOMIC_MMAP view, which is no publish point (refused: a
+                                     * handler inside its thread's table lock at exit -- the shutdown applies them) */
 }
 
 /* Not from a signal handler inside a strict operation, checkpoint, drain or truncate of its own thread (ck_held):
@@ -878,14 +895,39 @@ static void lazy_drain(struct up_strict *st) {
     ck_wrunlock(st);
 }
 
+/* lazy_drain for a signal handler whose thread holds the file table's lock (review 28, #6's other half): the exit's
+ * shutdown takes the write side for good and then the table's lock, so the write side is only tried, in a loop --
+ * as ck_read_enter_table's read side. 0: drained, or f has no waiting overwrite any more (a checkpoint's or the
+ * shutdown's apply took them meanwhile: the caller reads the file as it is); -EDEADLK: the shutdown began and
+ * holds the lock with f's overwrites still waiting (a checkpoint holds it a short while and takes no table lock:
+ * the loop ends). */
+static __attribute__((noinline, cold)) int lazy_drain_table(struct up_strict *st, struct up_file *f) {
+    DK_CRASH_POINT("strict.drain_table.before_lock"); /* tests: the shutdown takes the lock from here */
+    for (;;) {
+        if (ck_wrlock_how(st, true)) {
+            lazy_apply(st);
+            ck_wrunlock(st);
+            return 0;
+        }
+        if (!__atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE)) return 0;
+        if (__atomic_load_n(&strict_down, __ATOMIC_ACQUIRE)) return -EDEADLK;
+        syscall(SYS_nanosleep, &(struct timespec){0, 20000}, NULL); /* (no cancellation point) */
+    }
+}
+
 bool up_strict_ck_held(void) { return ck_held != 0; }
 
-bool up_strict_drain(struct up_file *f) {
+int up_strict_drain(struct up_file *f) {
     struct up_strict *st = __atomic_load_n(&f->root->strict, __ATOMIC_ACQUIRE);
-    if (!st || !__atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE)) return true;
-    if (ck_held) return false; /* a signal handler inside a strict operation of this thread: see overlay */
+    if (!st || !__atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE)) return 0;
+    if (ck_held) return 1; /* a signal handler inside a strict operation of this thread: see overlay */
+    if (DK_UNLIKELY(dk_mu_mine(&up_table_mu))) {
+        int rc = lazy_drain_table(st, f);
+        if (rc) dk_count(DK_C_strict_nested_refused, 1);
+        return rc;
+    }
     lazy_drain(st);
-    return true;
+    return 0;
 }
 
 void up_strict_overlay(struct up_file *f, char *buf, size_t n, uint64_t off) {
@@ -1163,7 +1205,11 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
             if (attempt < 2 && (full || (!lz && __atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE)))) {
                 ck_read_exit(st, ck);
                 if (full) up_strict_checkpoint(f->root); /* and the staging file is reused from its start */
-                else lazy_drain(st);
+                else if (DK_UNLIKELY(table) && lazy_drain_table(st, f) != 0) {
+                    ck = ck_read_none(); /* the exit's shutdown holds the write side for good */
+                    rc = -EDEADLK;
+                    break;
+                } else if (!table) lazy_drain(st);
                 continue;
             }
         }
@@ -1329,7 +1375,8 @@ int up_strict_fsync(struct up_file *f, int fd, bool datasync) {
      * Overwrites waiting for a checkpoint are applied: after fsync another process reads them in the file
      * (a SQLite WAL checkpointer fsyncs the database, then tells readers through shared memory), and no
      * later apply can land over what another process writes after it (review 7, findings 8 and 8b). */
-    up_strict_drain(f);
+    int drained = up_strict_drain(f); /* 1: a signal handler inside its thread's strict operation, none made */
+    if (DK_UNLIKELY(drained < 0)) return drained; /* EDEADLK: a handler inside its thread's table lock, at exit */
     up_file_lock(f);
     bool meta = f->meta_dirty || up_file_size(f) != f->pub_size || f->staged_count;
     dk_mu_unlock(&f->mu);

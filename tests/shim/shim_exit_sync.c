@@ -68,6 +68,22 @@
  *                        the first inside its thread's hold of the second -- the process never ended. Now it fails
  *                        with EDEADLK and the child exits 0 (20 s). Needs DAXKIT_TEST_CRASH=
  *                        raise:12:upath.fini.strict_down:1,raise:10:upath.adopt.table_locked:2.
+ *   tabledrain DIR read|fsync|write late|during|applied  strict, DAXKIT_STRICT_APPLY=checkpoint (review 28, #6's
+ *                        other half): a worker's overwrite of [0, 4 KiB) with 'B' waits for the checkpoint (the
+ *                        cue upath.fini.published, SIGUSR2 on the exiting thread, lets it write); then the worker's
+ *                        signal handler reads, fsyncs or writes (16 bytes: applied at once, so after the waiting one)
+ *                        the file while the worker is inside the file table's lock (its open's adoption: the cue
+ *                        upath.adopt.table_locked:2, SIGUSR1). Each must first drain the waiting overwrite (the
+ *                        checkpoint lock's write side) -- which the exit's shutdown takes for good before it takes
+ *                        the table's lock: the drain waited for the first inside its thread's hold of the second,
+ *                        and the process never ended. late: the handler's call comes while the shutdown holds the
+ *                        lock, the overwrite not yet applied (the cue strict.checkpoint.half_applied:1, SIGUSR2);
+ *                        during: the handler's drain was decided before, and tries the lock while the shutdown holds
+ *                        it (strict.drain_table.before_lock:1, SIGALRM on the worker: it waits for the shutdown's
+ *                        cue); both now fail with EDEADLK. applied: the drain was decided before the shutdown,
+ *                        tries the lock after the shutdown applied the overwrite (the cue upath.fini.strict_down):
+ *                        nothing waits any more, the read returns 'B'. The child must exit 0 within 20 s; the file
+ *                        holds 'B' then 'A'. Needs the cues in tests/shim/CMakeLists.txt.
  *   lock DIR             sync, strict (review 25, #6): a child truncates another file by name (its sync's open in
  *                        the descriptor window reads /proc/locks once: none inherited) and exits; at the cue
  *                        upath.fini.library_off the exiting thread's handler opens its managed file again (Y),
@@ -751,6 +767,161 @@ static void case_tablewrite(const char *dir) {
            "exit ended\n");
 }
 
+/* ---- tabledrain: a handler's drain of waiting overwrites inside its thread's table lock during another thread's
+ * exit (review 28, #6's other half) ---- */
+
+struct td_shared {
+    volatile int exit_cues, worker_cues, alrm_cues, wrote, waited, open_go, at_drain, locked, down, done, rc, err;
+    volatile char got[4];
+};
+static struct td_shared *tdsh;
+static int td_fd = -1;
+static sem_t td_go;
+static char td_path2[PATH_MAX];
+static const char *td_op, *td_when;
+
+static void td_wait(volatile int *flag, int ms) {
+    for (int i = 0; i < ms && !*flag; i++) nanosleep(&(struct timespec){0, 1000000}, NULL);
+}
+
+/* SIGUSR1 on the worker, inside its open's adoption under the file table's lock */
+static void td_on_usr1(int sig) {
+    (void)sig;
+    int e = errno;
+    tdsh->worker_cues++;
+    errno = 0;
+    if (!strcmp(td_op, "read")) {
+        static char b[OLDER_BYTES];
+        tdsh->rc = (int)pread(td_fd, b, sizeof b, 0);
+        memcpy((char *)tdsh->got, b, sizeof tdsh->got);
+    } else if (!strcmp(td_op, "fsync")) {
+        tdsh->rc = fsync(td_fd);
+    } else {
+        tdsh->rc = (int)pwrite(td_fd, "hhhhhhhhhhhhhhhh", 16, 0); /* inline: applied at once, after the waiting one */
+    }
+    tdsh->err = errno;
+    tdsh->done = 1;
+    errno = e;
+}
+
+/* SIGALRM on the worker, inside the handler above: its drain decided, the lock not tried yet */
+static void td_on_alrm(int sig) {
+    (void)sig;
+    tdsh->alrm_cues++;
+    tdsh->at_drain = 1;
+    td_wait(!strcmp(td_when, "applied") ? &tdsh->down : &tdsh->locked, 3000);
+}
+
+/* SIGUSR2 on the exiting thread: 1st upath.fini.published; 2nd the shutdown's cue (holding the lock) */
+static void td_on_usr2(int sig) {
+    (void)sig;
+    int e = errno;
+    int n = ++tdsh->exit_cues;
+    bool late = !strcmp(td_when, "late");
+    if (n == 1) {
+        sem_post(&td_go);
+        td_wait(&tdsh->wrote, 10000);
+        if (!late) {
+            tdsh->open_go = 1;
+            td_wait(&tdsh->at_drain, 3000); /* the handler's drain decided before the shutdown */
+        }
+    } else if (n == 2) {
+        if (!strcmp(td_when, "applied")) tdsh->down = 1;
+        else tdsh->locked = 1;
+        tdsh->open_go = 1;
+        td_wait(&tdsh->done, 3000); /* the handler's call inside the shutdown's hold */
+    }
+    errno = e;
+}
+
+static void *td_worker(void *arg) {
+    (void)arg;
+    while (sem_wait(&td_go) != 0) {
+    }
+    static char b[OLDER_BYTES];
+    memset(b, 'B', sizeof b);
+    uint64_t lazy0 = st_counter(DK_C_strict_lazy);
+    if (pwrite(td_fd, b, sizeof b, 0) == (ssize_t)sizeof b)
+        tdsh->waited = (int)(st_counter(DK_C_strict_lazy) - lazy0); /* waits for the checkpoint (the shutdown's) */
+    tdsh->wrote = 1;
+    td_wait(&tdsh->open_go, 10000);
+    int g = open(td_path2, O_RDWR); /* its adoption: the handler above */
+    (void)g;
+    for (;;) pause(); /* the exit ends it */
+    return NULL;
+}
+
+static void case_tabledrain(const char *dir, const char *op, const char *when) {
+    signal(SIGUSR1, SIG_IGN); /* this process's own calls pass the cues too */
+    signal(SIGUSR2, SIG_IGN);
+    signal(SIGALRM, SIG_IGN);
+    CHECK(!strcmp(op, "read") || !strcmp(op, "fsync") || !strcmp(op, "write"), "tabledrain: read|fsync|write, not %s", op);
+    CHECK(!strcmp(when, "late") || !strcmp(when, "during") || !strcmp(when, "applied"),
+          "tabledrain: late|during|applied, not %s", when);
+    if (strcmp(mode_name(), "strict")) SKIP("strict mode's checkpoint lock only");
+    const char *apply = getenv("DAXKIT_STRICT_APPLY");
+    if (!apply || strcmp(apply, "checkpoint")) SKIP("needs DAXKIT_STRICT_APPLY=checkpoint (an overwrite that waits)");
+    td_op = op, td_when = when;
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "td_data");
+    st_path(td_path2, sizeof td_path2, dir, "td_other");
+    tdsh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(tdsh != MAP_FAILED, "mmap");
+    static char a[2 * OLDER_BYTES];
+    memset(a, 'A', sizeof a);
+    for (int k = 0; k < 2; k++) {
+        int m = (int)syscall(SYS_openat, AT_FDCWD, k ? td_path2 : path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        CHECK(m >= 0 && syscall(SYS_write, m, a, sizeof a) == (long)sizeof a, "set-up");
+        syscall(SYS_close, m);
+    }
+    tdsh->rc = -9;
+    pid_t c = fork();
+    CHECK(c >= 0, "fork");
+    if (c == 0) {
+        td_fd = open(path, O_RDWR); /* adoption 1; mapped by its first read (DAXKIT_MAP_AFTER_IOS=0) */
+        static char l[16];
+        memset(l, 'A', sizeof l); /* the root's log made (an inline write: applied at once, nothing waits) */
+        if (td_fd < 0 || pread(td_fd, a, OLDER_BYTES, 0) != OLDER_BYTES || pwrite(td_fd, l, sizeof l, 0) != sizeof l)
+            _exit(3);
+        sem_init(&td_go, 0, 0);
+        struct sigaction s1 = {.sa_handler = td_on_usr1}, s2 = {.sa_handler = td_on_usr2},
+                         s3 = {.sa_handler = td_on_alrm};
+        sigaction(SIGUSR1, &s1, NULL);
+        sigaction(SIGUSR2, &s2, NULL);
+        sigaction(SIGALRM, &s3, NULL);
+        pthread_t t;
+        if (pthread_create(&t, NULL, td_worker, NULL) != 0) _exit(2);
+        exit(0);
+    }
+    int st = 0;
+    if (!st_wait_child(c, &st, 20000))
+        FAIL("%s %s: the exiting child did not end within 20 s (cues: exit %d, worker %d, drain %d; the handler's %s "
+             "%s): its drain waited for the shutdown's checkpoint lock inside its thread's table lock, which the exit "
+             "takes next", op, when, tdsh->exit_cues, tdsh->worker_cues, tdsh->alrm_cues, op,
+             tdsh->done ? "returned" : "never returned");
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child ended with status 0x%x", st);
+    bool cued = !strcmp(when, "late") ? 1 : tdsh->alrm_cues == 1;
+    if (tdsh->exit_cues < 2 || tdsh->worker_cues < 1 || !cued)
+        SKIP("the cues did not fire (exit %d of 2, worker %d of 1, drain %d: DAXKIT_TEST_CRASH unset, or not a test "
+             "build)", tdsh->exit_cues, tdsh->worker_cues, tdsh->alrm_cues);
+    CHECK(tdsh->waited == 1, "the worker's overwrite did not wait for the checkpoint (strict_lazy +%d)", tdsh->waited);
+    CHECK(tdsh->done, "the handler's %s did not return", op);
+    if (!strcmp(when, "applied"))
+        CHECK(tdsh->rc == OLDER_BYTES && !memcmp((const char *)tdsh->got, "BBBB", 4),
+              "the handler's read after the shutdown's apply returned %d (%s), bytes %.4s -- not 4096 bytes of 'B'",
+              tdsh->rc, strerror(tdsh->err), (const char *)tdsh->got);
+    else
+        CHECK(tdsh->rc == -1 && tdsh->err == EDEADLK, "the handler's %s returned %d (%s), not EDEADLK", op, tdsh->rc,
+              strerror(tdsh->err));
+    static char buf[2 * OLDER_BYTES + 1];
+    long n = file_read(path, buf, sizeof buf);
+    CHECK(n == 2 * OLDER_BYTES, "the file holds %ld bytes", n);
+    for (long i = 0; i < n; i++)
+        CHECK(buf[i] == (i < OLDER_BYTES ? 'B' : 'A'), "byte %ld is 0x%02x", i, (unsigned char)buf[i]);
+    printf("tabledrain %s %s: the handler's %s inside its thread's table lock during the exit's shutdown: %s, the exit "
+           "ended\n", op, when, op, !strcmp(when, "applied") ? "read the applied bytes" : "EDEADLK");
+}
+
 /* ---- lock: a first POSIX lock after exit and the exit's truncate by name (review 25, #6) ---- */
 
 struct lock_shared {
@@ -871,6 +1042,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[2], "lock")) case_lock(argv[1]);
     else if (!strcmp(argv[2], "down") && argc > 3) case_down(argv[1], argv[3]);
     else if (!strcmp(argv[2], "tablewrite")) case_tablewrite(argv[1]);
+    else if (!strcmp(argv[2], "tabledrain") && argc > 4) case_tabledrain(argv[1], argv[3], argv[4]);
     else FAIL("unknown case %s", argv[2]);
     return 0;
 }
