@@ -52,9 +52,9 @@ uint32_t up_slots_follow_appends(const struct up_file *f, uint64_t above, uint64
         for (; bits; bits &= bits - 1) {
             uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(bits);
             struct up_slot *s = &region->slot[i];
-            if (!local_refs[i] || __atomic_load_n(&s->file, __ATOMIC_ACQUIRE) != f ||
-                !(__atomic_load_n(&s->flags, __ATOMIC_ACQUIRE) & O_APPEND))
-                continue;
+            /* (not its O_APPEND flag now: one F_SETFL took off since its append leaves the kernel's offset after
+             * the record all the same -- its next write lands there, not inside the record) */
+            if (!local_refs[i] || __atomic_load_n(&s->file, __ATOMIC_ACQUIRE) != f) continue;
             uint64_t off = __atomic_load_n(&s->offset, __ATOMIC_ACQUIRE);
             if (off <= above || off > upto || __atomic_load_n(&s->pad[UP_SLOT_APPEND_END], __ATOMIC_ACQUIRE) != off)
                 continue; /* not past its own append since the last publish */

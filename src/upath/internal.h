@@ -892,10 +892,10 @@ void up_fdtab_release_idle(void);
 void up_fdtab_after_fork_child(void);
 /* Local (this process) descriptor count of a slot. */
 uint32_t up_slot_local_refs(const struct up_slot *s);
-/* A publish found the kernel's end moved by `by` past ours and appended f's staged bytes there: every O_APPEND
- * slot of f this process holds whose offset is where its own last O_APPEND write left it (UP_SLOT_APPEND_END)
- * and lies in the staged range (above, upto] moves by `by`, past its own record where the kernel's O_APPEND
- * write would have left it. Returns how many moved. Under f->mu. */
+/* A publish found the kernel's end moved by `by` past ours and appended f's staged bytes there: every slot of f
+ * this process holds whose offset is where its own last O_APPEND write left it (UP_SLOT_APPEND_END; O_APPEND or
+ * not now -- an F_SETFL may have taken it off since) and lies in the staged range (above, upto] moves by `by`,
+ * past its own record where the kernel's O_APPEND write would have left it. Returns how many moved. Under f->mu. */
 uint32_t up_slots_follow_appends(const struct up_file *f, uint64_t above, uint64_t upto, uint64_t by);
 void up_fd_mark_internal(int fd, bool internal);
 static inline bool up_fd_is_internal(int fd) {

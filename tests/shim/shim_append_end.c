@@ -10,7 +10,8 @@
  *   calls   for each call that needs the end -- fstat, lseek SEEK_END and SEEK_CUR, read at the offset, pread
  *           past the end this process knew, stat by name (also with an append staged since), a pwrite and
  *           an O_APPEND write through another descriptor, mmap, ftruncate, a lock: after two appends + fdatasync
- *           and another's append of 50 bytes, on a fresh file, the kernel's answer and the kernel's bytes.
+ *           and another's append of 50 bytes, on a fresh file, the kernel's answer and the kernel's bytes. And a
+ *           write after F_SETFL took O_APPEND off (session 29).
  *   through an O_APPEND log fsynced after each of 9 appends is published at the write from then on (session 28,
  *           publish.c up_write_through_locked): another program sees the record when write returns and its own
  *           append lands after it (a900 r100 X30), SEEK_CUR the end of r; two appends before an fsync leave the
@@ -209,7 +210,40 @@ static void one_call(enum call k) {
     printf("ok: calls: %s\n", what);
 }
 
+/* A descriptor whose O_APPEND an F_SETFL took off after its append: the kernel left its offset after the record,
+ * wherever the record landed -- past another process's bytes that came before it. A write at the offset goes
+ * there (setfl: the record's publish at the fsync put its look off; setfl_staged: F_SETFL between the append and
+ * the fsync that publishes it). main 6810852 wrote S inside b in both: the offset did not follow the record once
+ * the descriptor was no longer O_APPEND (fdtab.c up_slots_follow_appends). Before any case takes a lock (a put-off
+ * needs the file's own descriptor, opened only while no POSIX lock was ever asked for: publish.c put_off_fd). */
+static void late_call(const char *what) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, st_fmt("late_%s.aof", what));
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND, 0644));
+    put(fd, 'a', 100);
+    OK(fdatasync(fd));
+    unsigned long long p0 = put_offs();
+    {
+        bool staged = strcmp(what, "setfl_staged") == 0;
+        other_append(path, 'O', 50);
+        put(fd, 'b', 100);
+        if (!staged) OK(fdatasync(fd)); /* (at the kernel's end, after O: the look put off) */
+        OK(fcntl(fd, F_SETFL, 0));
+        if (staged) OK(fdatasync(fd)); /* (b at the kernel's end, after O) */
+        put(fd, 'S', 10);
+        CHECK(lseek(fd, 0, SEEK_CUR) == 260, "%s: SEEK_CUR %ld; the kernel's 260", what, (long)lseek(fd, 0, SEEK_CUR));
+        OK(fdatasync(fd));
+        kernel_bytes(path, "a100O50b100S10", what);
+    }
+    CHECK(put_offs() > p0 || strcmp(what, "setfl_staged") == 0, "%s: no look put off (append_end_put_off +0): the "
+          "case proves nothing", what);
+    OK(close(fd));
+    printf("ok: calls: %s\n", what);
+}
+
 static void case_calls(void) {
+    late_call("setfl");
+    late_call("setfl_staged");
     for (int k = 0; k < C_COUNT; k++) one_call((enum call)k);
 }
 
