@@ -245,7 +245,7 @@ static struct up_file *file_new(struct up_root *r, const struct stat *st) {
     f->rescue_fd = -1;
     f->file_dax = UP_DAX_UNCHECKED, f->map_sync = -1;
     f->aux_fd = -1;
-    f->end_owed_fd = f->end_owed_appender = f->o_append_fd = -1;
+    f->end.fd = f->end.appender = f->o_append_fd = -1;
     f->atomic_fd = -1;
     f->keyless_fd = -1;
     f->open_refs = 1;

@@ -420,6 +420,22 @@ struct up_lc {
     uint32_t req_seen;     /* the board's request count last acted on */
 };
 
+/* Session 28: an fsync published appends staged through an O_APPEND descriptor (RWF_APPEND: at the kernel's end)
+ * without the fstat that finds where they landed (publish.c put_end_off): this process's view of the end and of its
+ * O_APPEND descriptors' offsets may lag another process's appends until a call needs it -- any served call but an
+ * O_APPEND write through `appender` or an fsync (the file's refresh_gen behind meanwhile: upath.c end_put_off),
+ * fstat, a publish point. Set and cleared under f->mu; `gen` is read without it. */
+struct up_end_owed {
+    /* up_refresh_gen at the last such publish -- a lock taken since ends the put-off (the calls above settle it
+     * then) -- or 0: nothing owed (up_refresh_gen starts at 1). The one word lock-free looks read: stored last
+     * (release) when put off, cleared (release) when settled. */
+    uint64_t gen;
+    uint64_t from;  /* the published size before the first such publish (descriptors past it move) */
+    uint64_t view;  /* this process's end after the last such publish: the kernel put it at fd's offset */
+    int fd;         /* the descriptor that publish wrote through at its offset (the file's own aux_fd) */
+    int appender;   /* the one program descriptor whose O_APPEND appends were put off (others settle first) */
+};
+
 struct up_file {
     dev_t dev;
     ino_t ino;
@@ -493,18 +509,7 @@ struct up_file {
      * Atomic. */
     bool refresh_owed;
     uint64_t owed_from;     /* the published end when it became owed: a publish past it may cover a cut's hole */
-    /* Session 28: an fsync published appends staged through an O_APPEND descriptor (RWF_APPEND: at the kernel's
-     * end) without the fstat that finds where they landed (publish.c put_end_off): this process's view of the
-     * end and of its O_APPEND descriptors' offsets may lag another process's appends until a call needs it --
-     * any served call but an O_APPEND write or an fsync (refresh_gen behind meanwhile: upath.c put_off), fstat,
-     * a publish point. Set and cleared under mu (atomic: put_off reads it). end_owed_from: the published size
-     * before the first such publish (descriptors past it move); end_owed_gen: up_refresh_gen then (a lock
-     * taken since ends the put-off). */
-    bool end_owed;
-    uint64_t end_owed_from, end_owed_gen;
-    uint64_t end_owed_view;  /* this process's end after the last such publish: the kernel put it at end_owed_fd's offset */
-    int end_owed_fd;         /* the descriptor that publish wrote through at its offset (the file's own aux_fd) */
-    int end_owed_appender;   /* the one program descriptor whose O_APPEND appends were put off (others settle first) */
+    struct up_end_owed end;  /* the end an fsync's O_APPEND publish put off (above; publish.c put_end_off) */
     int o_append_fd;         /* the descriptor of the O_APPEND appends staged since the last publish (-2: several) */
     uint32_t aux_fork_gen;   /* up_fork_gen when aux_fd was opened: its offset is this process's alone while equal */
     /* A page of the mapping (its offset; 0: none) touched after a lock's re-read found the kernel size past it: its
@@ -554,6 +559,9 @@ static inline uint32_t up_file_ident(struct up_file *f, int fd) {
 /* The entry may now stand for another inode with the same number (reopened from the closed list). */
 void up_file_ident_forget(struct up_file *f);
 
+/* The end is owed (struct up_end_owed): a publish put it off and nothing settled it since. */
+static inline bool up_end_owed(const struct up_file *f) { return __atomic_load_n(&f->end.gen, __ATOMIC_ACQUIRE) != 0; }
+
 /* Appends not yet in the kernel file: the file must not be evicted. */
 /* A publish of f is in flight that a crash would still roll back: its relink is done (nothing staged, pub_size at
  * the size) but its size record not yet cleared (publish.c: up_publish_locked_moved). A publish point that finds
@@ -565,7 +573,7 @@ static inline bool up_publish_rolling_back(const struct up_file *f) {
 
 static inline bool up_file_pinned(const struct up_file *f) {
     return f->staged_count || f->ksize != __atomic_load_n(&f->size, __ATOMIC_ACQUIRE) || f->rescue_fd >= 0 || f->atomic ||
-           up_publish_rolling_back(f) || __atomic_load_n(&f->end_owed, __ATOMIC_ACQUIRE); /* (its look: publish.c) */
+           up_publish_rolling_back(f) || up_end_owed(f); /* (its look: publish.c) */
 }
 
 /* The library's size is the file's (fstat answers it; a reopen or a change the kernel made does not take the

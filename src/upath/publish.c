@@ -299,10 +299,10 @@ static uint64_t adopt_append_end(struct up_file *f, int fd, uint64_t pub, uint64
 /* Under f->mu: the published size past which O_APPEND descriptors follow another process's growth -- the one
  * before the first publish that put the look off (ending the put-off now), else `pub`. */
 static uint64_t end_owed_take(struct up_file *f, uint64_t pub) {
-    if (DK_LIKELY(!__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED))) return pub;
-    __atomic_store_n(&f->end_owed, false, __ATOMIC_RELEASE);
+    if (DK_LIKELY(!up_end_owed(f))) return pub;
+    __atomic_store_n(&f->end.gen, 0, __ATOMIC_RELEASE);
     dk_count(DK_C_append_end_settles, 1);
-    return DK_MIN(f->end_owed_from, pub);
+    return DK_MIN(f->end.from, pub);
 }
 
 /* Under f->mu, before a publish of appends staged through O_APPEND descriptors that began at the published size
@@ -314,7 +314,7 @@ static int put_off_fd(struct up_file *f, int fd, uint64_t pub) {
     if (appender < 0 || pub == 0 || !__atomic_load_n(&append_at_pos_ok, __ATOMIC_RELAXED) ||
         dk_cfg.mode != DK_MODE_POSIX || f->atomic)
         return -1;
-    if (__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED) && appender != f->end_owed_appender) return -1;
+    if (up_end_owed(f) && appender != f->end.appender) return -1;
     /* (not a new descriptor where the lowest free number stays the program's: it could not move high -- review28b
      * #6, guarantees.md's lowest-number rule) */
     if (f->aux_fd < 0 && dk_ifd_locks_maybe_held()) return -1;
@@ -324,14 +324,13 @@ static int put_off_fd(struct up_file *f, int fd, uint64_t pub) {
 
 /* Under f->mu, after such a publish through `wfd` left this process's end at `view`. */
 static void put_end_off(struct up_file *f, uint64_t pub, uint64_t view, int wfd) {
-    bool first = !__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED);
-    if (first) f->end_owed_from = pub;
-    f->end_owed_view = view;
-    f->end_owed_fd = wfd;
-    f->end_owed_appender = f->o_append_fd;
+    bool first = !up_end_owed(f);
+    if (first) f->end.from = pub;
+    f->end.view = view;
+    f->end.fd = wfd;
+    f->end.appender = f->o_append_fd;
     uint64_t gen = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE);
-    __atomic_store_n(&f->end_owed_gen, gen, __ATOMIC_RELAXED);
-    __atomic_store_n(&f->end_owed, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&f->end.gen, gen, __ATOMIC_RELEASE); /* (last: the fields above go with it) */
     __atomic_store_n(&f->refresh_gen, gen - 1, __ATOMIC_RELEASE); /* behind (gen only grows) */
     if (first) up_pin_note(f); /* pinned while owed: every publish point's walk makes the look (up_file_pinned) */
     dk_count(DK_C_append_end_put_off, 1);
@@ -345,11 +344,11 @@ static int publish_locked(struct up_file *f, int fd, uint64_t *moved, bool keep_
  * descriptors past *upto: adopt_append_end's). Ends the put-off. Unknown (the aux descriptor reopened, a fork
  * relative's): the growth before this publish (one fstat), as adopt_append_end took it. */
 static uint64_t owed_records_moved(struct up_file *f, int fd, uint64_t *from, uint64_t *upto) {
-    *from = f->end_owed_from;
-    *upto = f->end_owed_view;
+    *from = f->end.from;
+    *upto = f->end.view;
     int errno_was = errno;
-    bool own = f->end_owed_fd == f->aux_fd && f->aux_fd >= 0 && f->aux_fork_gen == up_fork_gen && *upto == f->pub_size;
-    off_t e = own ? DK_REAL(lseek)(f->end_owed_fd, 0, SEEK_CUR) : -1;
+    bool own = f->end.fd == f->aux_fd && f->aux_fd >= 0 && f->aux_fork_gen == up_fork_gen && *upto == f->pub_size;
+    off_t e = own ? DK_REAL(lseek)(f->end.fd, 0, SEEK_CUR) : -1;
     struct stat st;
     if (e < 0 && DK_REAL(fstat)(fd, &st) == 0) e = st.st_size;
     errno = errno_was;
@@ -362,7 +361,7 @@ static uint64_t owed_records_moved(struct up_file *f, int fd, uint64_t *from, ui
  * end: one lseek) and the kernel's size, *known when the caller read it or one fstat. True when the file's size
  * changed. */
 static bool settle_end(struct up_file *f, int fd, const uint64_t *known) {
-    if (DK_LIKELY(!__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED))) return false;
+    if (DK_LIKELY(!up_end_owed(f))) return false;
     uint64_t size = up_file_size(f);
     struct stat st;
     int errno_was = errno;
@@ -379,10 +378,10 @@ static bool settle_end(struct up_file *f, int fd, const uint64_t *known) {
         (void)publish_locked(f, fd, NULL, false, false); /* (failed: still owed, the next look retries) */
         return up_file_size(f) != size;
     }
-    bool own = f->end_owed_fd == f->aux_fd && f->aux_fd >= 0 && f->aux_fork_gen == up_fork_gen;
-    off_t e = own ? DK_REAL(lseek)(f->end_owed_fd, 0, SEEK_CUR) : -1;
+    bool own = f->end.fd == f->aux_fd && f->aux_fd >= 0 && f->aux_fork_gen == up_fork_gen;
+    off_t e = own ? DK_REAL(lseek)(f->end.fd, 0, SEEK_CUR) : -1;
     errno = errno_was;
-    uint64_t from = end_owed_take(f, f->pub_size), view = f->end_owed_view;
+    uint64_t from = end_owed_take(f, f->pub_size), view = f->end.view;
     /* The records' end: past the view by what others appended before them (what came after is theirs, in ns).
      * Unknown (the descriptor reopened since, or a fork child's copy of its parent's state: its offset not the
      * records'), the kernel's size stands for it, as adopt_append_end's. */
@@ -438,7 +437,7 @@ static int publish_locked(struct up_file *f, int fd, uint64_t *moved, bool keep_
     if (!staged && !extended) {
         /* the publish point after appends spilled (up_spill_locked): the file's now, past a crash too */
         if (DK_UNLIKELY(f->spilled) && !keep_record) up_sizerec_clear(f);
-        if (DK_UNLIKELY(__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED)) && !may_put_off) (void)settle_end(f, fd, NULL);
+        if (DK_UNLIKELY(up_end_owed(f)) && !may_put_off) (void)settle_end(f, fd, NULL);
         return 0;
     }
     bool may_clone;
@@ -457,14 +456,14 @@ static int publish_locked(struct up_file *f, int fd, uint64_t *moved, bool keep_
      * pages and its copy are two steps. */
     if (rc == 0 && staged && (small == UP_SMALL_SEED || relink_can_tear(f, size))) {
         uint64_t from = UINT64_MAX;
-        if (DK_UNLIKELY(__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED)) && !may_clone) from = record_from_kernel(f, wfd);
+        if (DK_UNLIKELY(up_end_owed(f)) && !may_clone) from = record_from_kernel(f, wfd);
         rc = from == UINT64_MAX ? up_sizerec_publish_begin(f, wfd, size)
                                 : up_sizerec_publish_begin_at(f, wfd, from, from + (size - f->pub_size));
     }
     /* Records put off before these: their descriptors' distance first, read before this relink moves the aux
      * offset; applied after it (below) */
     uint64_t owed_from = 0, owed_upto = 0, owed_moved = 0;
-    if (rc == 0 && staged && !may_clone && DK_UNLIKELY(__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED)))
+    if (rc == 0 && staged && !may_clone && DK_UNLIKELY(up_end_owed(f)))
         owed_moved = owed_records_moved(f, wfd, &owed_from, &owed_upto);
     bool seeded = rc == 0 && small == UP_SMALL_SEED && up_small_pages_seed(f, fd, size);
     copy_rwf = may_clone ? 0 : RWF_APPEND | (pfd >= 0 ? DK_PWRITE_AT_POS : 0);
@@ -473,7 +472,7 @@ static int publish_locked(struct up_file *f, int fd, uint64_t *moved, bool keep_
     if (rc && seeded) up_small_pages_unseed(f, wfd);
     if (rc == 0 && small == UP_SMALL_LEARN) up_small_pages_learn(f, wfd, size);
     if (rc == 0 && pfd >= 0) put_end_off(f, pub_was, size, pfd);
-    else if (rc == 0 && ((staged && !may_clone) || DK_UNLIKELY(__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED))))
+    else if (rc == 0 && ((staged && !may_clone) || DK_UNLIKELY(up_end_owed(f))))
         shift = adopt_append_end(f, wfd, end_owed_take(f, pub_was), &size);
     /* (after: the descriptors just moved went up from past owed_upto, never into (owed_from, owed_upto]) */
     if (owed_moved) up_slots_follow_appends(f, owed_from, owed_upto, owed_moved);
@@ -719,7 +718,7 @@ ssize_t up_write_through_locked(struct up_file *f, int fd, const char *buf, size
     if (wfd < 0 || up_map_keep(f, wfd, off + n) != 0) return 0;
     int rc = 0;
     if (off / DK_PAGE_BYTES != (off + n - 1) / DK_PAGE_BYTES) { /* (relink_can_tear's rule) */
-        uint64_t from = __atomic_load_n(&f->end_owed, __ATOMIC_RELAXED) ? record_from_kernel(f, wfd) : UINT64_MAX;
+        uint64_t from = up_end_owed(f) ? record_from_kernel(f, wfd) : UINT64_MAX;
         rc = from == UINT64_MAX ? up_sizerec_publish_begin(f, wfd, off + n) : up_sizerec_publish_begin_at(f, wfd, from, from + n);
         if (rc) return rc;
     }
@@ -836,7 +835,7 @@ static bool refresh(struct up_file *f, int fd, bool staged_too, bool cut_too) {
     __atomic_store_n(&f->size_unsure, false, __ATOMIC_RELAXED);
     /* The end put off (put_end_off): made first -- with nothing staged from the fstat below, which the idle
      * re-read then uses too */
-    if (DK_UNLIKELY(__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED))) {
+    if (DK_UNLIKELY(up_end_owed(f))) {
         bool staged = f->staged_count || up_file_size(f) != f->pub_size || f->ksize != f->pub_size;
         if (!staged && DK_REAL(fstat)(fd, &st) == 0) {
             uint64_t ns = (uint64_t)st.st_size;

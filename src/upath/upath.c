@@ -188,18 +188,21 @@ static bool read_put_off(struct up_file *f, uint64_t off, uint64_t n) {
            probe_covers(f, off + n);
 }
 
-/* The end an fsync's O_APPEND publish put off (publish.c put_end_off; f->end_owed): a call that needs no end --
- * an fsync, a write through the O_APPEND descriptor whose appends that publish wrote (an append, staged, its
- * place the kernel's end at the next publish, its answer a count) -- goes on without it,
- * unless a lock was taken since (the end then, as put_off's rules would have it). */
-static bool end_put_off(const struct up_slot *s, const struct up_file *f, int fd, int64_t how) {
-    if (__atomic_load_n(&f->end_owed_gen, __ATOMIC_RELAXED) != __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE))
-        return false;
+/* The end an fsync's O_APPEND publish put off (publish.c put_end_off; f->end): a call that needs no end -- an
+ * fsync, a write through the O_APPEND descriptor whose appends that publish wrote (an append, staged, its place
+ * the kernel's end at the next publish, its answer a count) -- goes on without it, unless a lock was taken since
+ * (the end then, as put_off's rules would have it): the owed generation is up_refresh_gen, `gen`, still. Inline in
+ * serving for those two calls, before refresh_for's frame (~40 instructions of each record's write and fsync while
+ * owed -- all the time for a log published at its write, publish.c up_write_through_locked; session 29). */
+static inline __attribute__((always_inline)) bool end_put_off(const struct up_slot *s, const struct up_file *f, int fd,
+                                                              int64_t how, uint64_t gen) {
+    if (how != UP_SERVE_SYNC && how != UP_SERVE_WRITE) return false;
+    if (__atomic_load_n(&f->end.gen, __ATOMIC_ACQUIRE) != gen) return false; /* (0: not owed) */
     if (how == UP_SERVE_SYNC) return true;
     /* (one descriptor's appends: the kernel leaves one offset -- publish.c put_off_fd) */
     /* (not a pwrite: through an O_APPEND descriptor an append that leaves the offset -- review28b #7) */
-    return how == UP_SERVE_WRITE && (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & O_APPEND) &&
-           fd == __atomic_load_n(&f->end_owed_appender, __ATOMIC_RELAXED);
+    return (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & O_APPEND) &&
+           fd == __atomic_load_n(&f->end.appender, __ATOMIC_RELAXED);
 }
 
 /* The file's first served call after a lock acquisition (up_refresh_all) re-reads the kernel size -- or puts it
@@ -212,8 +215,8 @@ static __attribute__((noinline)) struct up_slot *refresh_for(struct up_slot *s, 
     struct up_file *f = s->file;
     bool rd = n & UP_SERVE_READ;
     n &= ~UP_SERVE_READ;
-    if (DK_UNLIKELY(__atomic_load_n(&f->end_owed, __ATOMIC_ACQUIRE))) {
-        if (!rd && end_put_off(s, f, fd, how)) return s;
+    if (DK_UNLIKELY(up_end_owed(f))) {
+        if (!rd && end_put_off(s, f, fd, how, gen)) return s; /* (serving's look found it not yet owed) */
     } else if (rd) {
         if (how >= 0 && read_put_off(f, (uint64_t)how, n)) {
             dk_count(DK_C_refresh_read_put_off, 1);
@@ -270,7 +273,8 @@ static inline __attribute__((always_inline)) struct up_slot *serving(struct up_f
     if (DK_UNLIKELY(s->kernel || s->file->kernel_only || __atomic_load_n(&s->procs, __ATOMIC_ACQUIRE) > 1 || e->stale))
         return serving_rest(e, fd, s, how, n);
     uint64_t gen = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE);
-    if (DK_UNLIKELY(__atomic_load_n(&s->file->refresh_gen, __ATOMIC_RELAXED) != gen))
+    if (DK_UNLIKELY(__atomic_load_n(&s->file->refresh_gen, __ATOMIC_RELAXED) != gen) &&
+        !end_put_off(s, s->file, fd, how, gen)) /* (an fsync's or an append's look at an owed end: no frame) */
         return refresh_for(s, fd, gen, how, n); /* (serving_rest's looks were made above) */
     return s;
 }
@@ -363,7 +367,7 @@ static void file_reopened(struct up_file *f, int fd, const struct stat *st_open,
     uint64_t ns = (uint64_t)st->st_size;
     /* the look an O_APPEND publish put off first: the size taken below would hide where its records went
      * (review28b #7, seed 866856250662: a pending descriptor's adoption at its first call) */
-    if (DK_UNLIKELY(__atomic_load_n(&f->end_owed, __ATOMIC_RELAXED))) up_settle_end_locked(f, fd, ns);
+    if (DK_UNLIKELY(up_end_owed(f))) up_settle_end_locked(f, fd, ns);
     if ((oflags & O_TRUNC) || !up_file_size_ours(f)) { /* Linux truncates even O_RDONLY|O_TRUNC */
         forget_contents_guarded(f, ns);
     }
@@ -602,7 +606,7 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
         }
         /* its size was just read (not while an fsync's O_APPEND publish owes its look: refresh_gen stays behind, the
          * gate of the calls that must make it -- review28b #7) */
-        if (!__atomic_load_n(&f->end_owed, __ATOMIC_ACQUIRE))
+        if (!up_end_owed(f))
             f->refresh_gen = __atomic_load_n(&up_refresh_gen, __ATOMIC_ACQUIRE);
         if (!known) f->victims_seen = __atomic_load_n(&up_victims_unseen, __ATOMIC_ACQUIRE);
         if (known) up_locks_note_refresh(f);
@@ -629,7 +633,7 @@ static inline bool nothing_to_publish(const struct up_file *f) {
     return __atomic_load_n(&f->staged_count, __ATOMIC_ACQUIRE) == 0 &&
            __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) == up_file_size(f) &&
            __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE) == up_file_size(f) && !up_publish_rolling_back(f) &&
-           !__atomic_load_n(&f->end_owed, __ATOMIC_ACQUIRE); /* (a publish point makes a put-off look: publish.c) */
+           !up_end_owed(f); /* (a publish point makes a put-off look: publish.c) */
 }
 
 /* A signal handler's publish point that interrupted this thread's call on f: true (counted) unless f's mutex
@@ -1273,7 +1277,7 @@ int up_fix_stat(dev_t dev, ino_t ino, off_t *size) {
         /* An fsync's O_APPEND publish put its fstat off (publish.c put_end_off): another process's appends since
          * are in the kernel's size, below what is staged here (no descriptor to settle it through) */
         uint64_t k = __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE), sz = up_file_size(f);
-        if (__atomic_load_n(&f->end_owed, __ATOMIC_ACQUIRE) && (uint64_t)*size > k && sz >= k)
+        if (up_end_owed(f) && (uint64_t)*size > k && sz >= k)
             *size += (off_t)(sz - k);
         else
             *size = (off_t)sz;

@@ -10,8 +10,9 @@
  *   calls   for each call that needs the end -- fstat, lseek SEEK_END and SEEK_CUR, read at the offset, pread
  *           past the end this process knew, stat by name (also with an append staged since), a pwrite and
  *           an O_APPEND write through another descriptor, mmap, ftruncate, a lock: after two appends + fdatasync
- *           and another's append of 50 bytes, on a fresh file, the kernel's answer and the kernel's bytes. And a
- *           write after F_SETFL took O_APPEND off (session 29).
+ *           and another's append of 50 bytes, on a fresh file, the kernel's answer and the kernel's bytes. And
+ *           (session 29) a write after F_SETFL took O_APPEND off, an append after a lock on another file under
+ *           which another process cut the log.
  *   through an O_APPEND log fsynced after each of 9 appends is published at the write from then on (session 28,
  *           publish.c up_write_through_locked): another program sees the record when write returns and its own
  *           append lands after it (a900 r100 X30), SEEK_CUR the end of r; two appends before an fsync leave the
@@ -210,12 +211,16 @@ static void one_call(enum call k) {
     printf("ok: calls: %s\n", what);
 }
 
-/* A descriptor whose O_APPEND an F_SETFL took off after its append: the kernel left its offset after the record,
- * wherever the record landed -- past another process's bytes that came before it. A write at the offset goes
- * there (setfl: the record's publish at the fsync put its look off; setfl_staged: F_SETFL between the append and
- * the fsync that publishes it). main 6810852 wrote S inside b in both: the offset did not follow the record once
- * the descriptor was no longer O_APPEND (fdtab.c up_slots_follow_appends). Before any case takes a lock (a put-off
- * needs the file's own descriptor, opened only while no POSIX lock was ever asked for: publish.c put_off_fd). */
+/* The calls the put-off lets through without the look (upath.c end_put_off: an fsync, an O_APPEND write through the
+ * descriptor whose records were put off) -- not once they are no longer that. A lock taken since, on another file
+ * (a lock file: the put-off follows every lock's generation), under which another process cut the log: the next
+ * append's offset is the kernel's end after the cut (lock_cut). The descriptor's O_APPEND taken off by F_SETFL: the
+ * kernel left its offset after the record, wherever the record landed -- past another process's bytes that came
+ * before it -- and a write at the offset goes there (setfl; setfl_staged: F_SETFL between the append and the fsync
+ * that publishes it; main 6810852 wrote S inside b in both: the offset did not follow the record once the
+ * descriptor was no longer O_APPEND, fdtab.c up_slots_follow_appends). Before any other case takes a lock (a
+ * put-off needs the file's own descriptor, opened only while no POSIX lock was ever asked for: publish.c
+ * put_off_fd); lock_cut in a child of its own, so that the cases after it still put their looks off. */
 static void late_call(const char *what) {
     char path[PATH_MAX];
     st_path(path, sizeof path, dir, st_fmt("late_%s.aof", what));
@@ -223,7 +228,24 @@ static void late_call(const char *what) {
     put(fd, 'a', 100);
     OK(fdatasync(fd));
     unsigned long long p0 = put_offs();
-    {
+    if (strcmp(what, "lock_cut") == 0) {
+        char lpath[PATH_MAX];
+        st_path(lpath, sizeof lpath, dir, "late_lock_cut.lock");
+        int lfd = OK(open(lpath, O_RDWR | O_CREAT, 0644));
+        put(fd, 'b', 100);
+        OK(fdatasync(fd)); /* (the look put off) */
+        CHECK(syscall(SYS_truncate, path, 100) == 0, "other: truncate: %s", strerror(errno));
+        struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+        OK(fcntl(lfd, F_SETLK, &l));
+        put(fd, 'c', 10);
+        OK(fdatasync(fd));
+        CHECK(lseek(fd, 0, SEEK_CUR) == 110, "%s: SEEK_CUR %ld; the kernel's 110 (after the cut)", what,
+              (long)lseek(fd, 0, SEEK_CUR));
+        l.l_type = F_UNLCK;
+        OK(fcntl(lfd, F_SETLK, &l));
+        OK(close(lfd));
+        kernel_bytes(path, "a100c10", what);
+    } else { /* setfl, setfl_staged */
         bool staged = strcmp(what, "setfl_staged") == 0;
         other_append(path, 'O', 50);
         put(fd, 'b', 100);
@@ -244,6 +266,16 @@ static void late_call(const char *what) {
 static void case_calls(void) {
     late_call("setfl");
     late_call("setfl_staged");
+    pid_t c = fork();
+    CHECK(c >= 0, "fork: %s", strerror(errno));
+    if (c == 0) {
+        late_call("lock_cut");
+        fflush(stdout);
+        _exit(0);
+    }
+    int st;
+    CHECK(st_wait_child(c, &st, 60000), "lock_cut: the child did not end within 60 s");
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lock_cut: child status 0x%x", st);
     for (int k = 0; k < C_COUNT; k++) one_call((enum call)k);
 }
 
