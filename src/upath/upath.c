@@ -629,11 +629,13 @@ static int adopt_in_root(int fd, int oflags, const struct stat *st_in, struct up
 /* Nothing staged, nothing past the kernel's size: a publish would find so under f->mu (up_publish_locked
  * returns at once). Lock-free: appends another thread makes meanwhile are concurrent with the publish point
  * either way -- and one staged since the close's publish (by another thread's call) is seen here. */
-static inline bool nothing_to_publish(const struct up_file *f) {
+static inline bool nothing_staged(const struct up_file *f) {
     return __atomic_load_n(&f->staged_count, __ATOMIC_ACQUIRE) == 0 &&
            __atomic_load_n(&f->pub_size, __ATOMIC_ACQUIRE) == up_file_size(f) &&
-           __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE) == up_file_size(f) && !up_publish_rolling_back(f) &&
-           !up_end_owed(f); /* (a publish point makes a put-off look: publish.c) */
+           __atomic_load_n(&f->ksize, __ATOMIC_ACQUIRE) == up_file_size(f) && !up_publish_rolling_back(f);
+}
+static inline bool nothing_to_publish(const struct up_file *f) {
+    return nothing_staged(f) && !up_end_owed(f); /* (a publish point makes a put-off look: publish.c) */
 }
 
 /* A signal handler's publish point that interrupted this thread's call on f: true (counted) unless f's mutex
@@ -993,19 +995,41 @@ off_t up_lseek(struct up_slot *s, int fd, off_t off, int whence) {
 /* ---- durability and size ---- */
 
 static bool nothing_to_publish(const struct up_file *f);
+static bool nothing_staged(const struct up_file *f);
+
+/* A log published at its write (publish.c up_write_through_locked: an O_APPEND log synced per record, redis's AOF
+ * with appendfsync always) with nothing staged: its fsync under f->mu would publish nothing (the end it may owe
+ * waits: an fsync's publish puts it off, publish_locked's may_put_off), reset no streak (note_sync_streak leaves
+ * such a log alone) and end the record's "one append" (appends_unpublished 1 -> 0: a second append before an
+ * fsync leaves the state). That last is the one change: a compare-and-swap here. Against a write of another
+ * thread under the mutex (concurrent with this fsync either way): one that read 0 and published at its write
+ * stores 1 after its bytes are in the file -- swapped to 0, the fsync covered them; one that read 1 is staged and
+ * leaves the state (write_through false, its count 2 or, swapped between its read and store, 2 all the same
+ * or 1 -- a streak only, never a publish decision). Posix mode, stage strategy (the only ones with the state). */
+static bool written_through_synced(struct up_file *f) {
+    if (!__atomic_load_n(&f->write_through, __ATOMIC_ACQUIRE) || __atomic_load_n(&f->strategy, __ATOMIC_RELAXED) != UP_STAGE ||
+        dk_cfg.mode != DK_MODE_POSIX)
+        return false;
+    uint32_t one = 1, a = __atomic_load_n(&f->appends_unpublished, __ATOMIC_ACQUIRE);
+    return a == 0 || (a == 1 && __atomic_compare_exchange_n(&f->appends_unpublished, &one, 0, false, __ATOMIC_ACQ_REL,
+                                                             __ATOMIC_RELAXED));
+}
 
 /* An fsync that would change nothing: nothing to publish, on a medium where durability is no call at all
  * (memory: publish.c persist_needs_kernel), nothing spilled (whose record the publish point clears), and no
  * append streak to reset (publish.c note_sync_streak) -- what up_sync_file would find under f->mu. No mutex
  * then: a SQLite WAL transaction in place (after its restart) paid ~300 instructions for the mutex pair and the
- * publish's looks at nothing (session 27). Lock-free as a close's look (nothing_to_publish): appends another
- * thread makes meanwhile are concurrent with this fsync either way; not DAX or the page cache, whose fsync
- * must wait for another thread's publish in flight (its metadata mark comes last) and ask the kernel. */
-static bool sync_changes_nothing(const struct up_file *f) {
-    return up_persist_as(f) == DK_MEDIUM_VOLATILE && nothing_to_publish(f) &&
-           !__atomic_load_n(&f->spilled, __ATOMIC_ACQUIRE) &&
-           __atomic_load_n(&f->appends_unpublished, __ATOMIC_RELAXED) == 0 &&
-           __atomic_load_n(&f->sync_streak, __ATOMIC_RELAXED) == 0;
+ * publish's looks at nothing (session 27); so did each record of a log published at its write (session 29:
+ * written_through_synced). Lock-free as a close's look (nothing_to_publish): appends another thread makes
+ * meanwhile are concurrent with this fsync either way; not DAX or the page cache, whose fsync must wait for
+ * another thread's publish in flight (its metadata mark comes last) and ask the kernel. */
+static bool sync_changes_nothing(struct up_file *f) {
+    if (up_persist_as(f) != DK_MEDIUM_VOLATILE || !nothing_staged(f) || __atomic_load_n(&f->spilled, __ATOMIC_ACQUIRE))
+        return false;
+    if (!up_end_owed(f) && __atomic_load_n(&f->appends_unpublished, __ATOMIC_RELAXED) == 0 &&
+        __atomic_load_n(&f->sync_streak, __ATOMIC_RELAXED) == 0)
+        return true;
+    return written_through_synced(f);
 }
 
 int up_fsync(struct up_slot *s, int fd, bool datasync) {

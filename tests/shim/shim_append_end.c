@@ -18,6 +18,10 @@
  *           append lands after it (a900 r100 X30), SEEK_CUR the end of r; two appends before an fsync leave the
  *           state -- the first in the file at once, the second at the fsync after another's Y (s50 Y20 t50, the
  *           documented transition) -- and the next append is staged again.
+ *   through_sync  the fsync of such a log takes no mutex (session 29) but still breaks the streak when nothing
+ *           was appended, ends each record's append (five records synced one by one all published at the write),
+ *           publishes a pwrite at the end through another descriptor and a second append staged before it, and on
+ *           a flush medium (DAXKIT_PERSIST=flush) is the kernel's fdatasync.
  * Needs the put-off to have happened (counter append_end_put_off moved): else it proves nothing.
  * argv[1]: managed directory; argv[2]: case (or "all"). */
 #include <sys/file.h>
@@ -321,6 +325,71 @@ static void case_through(void) {
     printf("ok: through\n");
 }
 
+/* The fsync of a log published at its write (session 29: upath.c sync_changes_nothing's written_through_synced,
+ * no mutex): what it must still do. An fsync with nothing appended since the last one breaks the streak that makes
+ * such a log (a skip that left the streak made the log one a record early: the next append seen at once). Each of
+ * five records synced one by one is published at its write -- the fsync ended its "one append" (a skip that left
+ * it counted staged the next: write_throughs short). With DAXKIT_PERSIST=flush (a flush medium: the record's size
+ * is file-system metadata) every such fsync is the kernel's fdatasync (a skip there made none: fsyncs_kernel
+ * short). A pwrite at the end through another descriptor is staged, and its fsync publishes it (a skip that read
+ * only the log's state left it staged); so are the second of two appends before an fsync. */
+static unsigned long long kernel_syncs(void) { return st_json_counter(st_stats_cli_json(), "fsyncs_kernel"); }
+
+static void case_through_sync(void) {
+    char path[PATH_MAX];
+    st_path(path, sizeof path, dir, "through_sync.aof");
+    const char *persist = getenv("DAXKIT_PERSIST");
+    bool flush = persist && strcmp(persist, "flush") == 0;
+    int fd = OK(open(path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND, 0644));
+    int fd2 = OK(open(path, O_RDWR));
+    /* (DAXKIT_AUTO_KEEP_AFTER: 8 fsyncs in a row that each published one append) */
+    for (int i = 0; i < 7; i++) {
+        put(fd, 'a', 100);
+        OK(fdatasync(fd));
+    }
+    OK(fdatasync(fd)); /* nothing appended: the streak starts over */
+    put(fd, 'a', 100);
+    OK(fdatasync(fd));
+    put(fd, 'x', 10);
+    CHECK(st_ksize(path) == 800, "through_sync: another program sees %lld bytes after an append; staged: 800 (an "
+          "fsync with nothing appended broke the streak)", st_ksize(path));
+    OK(fdatasync(fd));
+    for (int i = 0; i < 8; i++) {
+        put(fd, 'a', 90);
+        OK(fdatasync(fd));
+    }
+    unsigned long long w0 = write_throughs(), k0 = kernel_syncs();
+    for (int i = 0; i < 5; i++) {
+        put(fd, (char)('b' + i), 100);
+        CHECK(st_ksize(path) == 1630 + 100 * i, "through_sync: record %d: another program sees %lld bytes after the "
+              "write; the kernel's path %d", i, st_ksize(path), 1630 + 100 * i);
+        OK(fdatasync(fd));
+    }
+    unsigned long long w = write_throughs() - w0, k = kernel_syncs() - k0;
+    CHECK(w == 5, "through_sync: %llu of 5 records synced one by one published at the write (a skipped fsync left "
+          "the record's append counted?)", w);
+    if (flush)
+        CHECK(k == 5, "through_sync: DAXKIT_PERSIST=flush: %llu kernel fdatasyncs for 5 records; the size each moved "
+              "needs one (a skipped fsync on a flush medium?)", k);
+    else
+        CHECK(k == 0, "through_sync: %llu kernel fdatasyncs on a memory medium; expected none", k);
+    kernel_bytes(path, "a800x10a720b100c100d100e100f100", "five records synced one by one");
+    /* a pwrite at the end through another descriptor: staged, published by its fsync */
+    char buf[16];
+    memset(buf, 'p', sizeof buf);
+    CHECK(pwrite(fd2, buf, 16, 2030) == 16, "through_sync: pwrite: %s", strerror(errno));
+    OK(fdatasync(fd2));
+    kernel_bytes(path, "a800x10a720b100c100d100e100f100p16", "a pwrite at the end and its fsync");
+    /* two appends, then the fsync: the second was staged, and goes in there */
+    put(fd, 'g', 10);
+    put(fd, 'h', 20);
+    OK(fdatasync(fd));
+    kernel_bytes(path, "a800x10a720b100c100d100e100f100p16g10h20", "two appends and an fsync");
+    OK(close(fd2));
+    OK(close(fd));
+    printf("ok: through_sync%s\n", flush ? " (flush)" : "");
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s DIR CASE\n", argv[0]);
@@ -335,6 +404,7 @@ int main(int argc, char **argv) {
     if (all || strcmp(c, "order") == 0) case_order();
     if (all || strcmp(c, "calls") == 0) case_calls();
     if (all || strcmp(c, "through") == 0) case_through();
+    if (all || strcmp(c, "through_sync") == 0) case_through_sync();
     unsigned long long got = put_offs() - p0;
     CHECK(got > 0, "no fdatasync put its look off (append_end_put_off +0): the test proves nothing");
     printf("ok: %s (append_end_put_off +%llu)\n", c, got);
