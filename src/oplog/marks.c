@@ -47,6 +47,19 @@ static uint64_t mount_id_of(int fd, uint16_t *kind) {
     return sx.stx_mnt_id;
 }
 
+/* Allocates [lo, hi) of the marks file (mapped at base) so a store there cannot fault with SIGBUS on a full
+ * medium: MADV_POPULATE_WRITE (Linux 5.14; an error, not a signal, when there is no room), else fallocate and a
+ * best-effort populate. */
+static bool marks_populate(const struct dk_oplog *log, int fd, void *base, uint64_t lo, uint64_t hi) {
+    (void)log;
+    const struct dk_libc *c = dk_libc();
+    uintptr_t a = dk_round_down((uintptr_t)base + lo, DK_PAGE_BYTES), b = dk_round_up((uintptr_t)base + hi, DK_PAGE_BYTES);
+    if (c->madvise((void *)a, b - a, MADV_POPULATE_WRITE) == 0) return true;
+    if (errno != EINVAL) return false;
+    if (c->fallocate(fd, 0, (off_t)lo, (off_t)(hi - lo)) != 0) return false;
+    return true;
+}
+
 void oplog_marks_open(struct dk_oplog *log, int dirfd, const char *name) {
     const struct dk_libc *c = dk_libc();
     struct oplog_marks_header h = {.magic = OPLOG_MARKS_MAGIC, .version = OPLOG_MARKS_VERSION};
@@ -57,16 +70,25 @@ void oplog_marks_open(struct dk_oplog *log, int dirfd, const char *name) {
     if (h.mount_kind == OPLOG_MARKS_MOUNT_NONE && log->persist == OPLOG_PERSIST_PWRITE) return;
     if (!dk_oplog_marks_path(name, mname, sizeof mname)) return;
     h.log_dev = (uint64_t)st.st_dev, h.log_ino = (uint64_t)st.st_ino;
-    unsigned char line[DK_OPLOG_LINE_BYTES] = {0};
     h.crc = oplog_marks_header_crc(&h);
-    memcpy(line, &h, sizeof h);
     DK_ERRNO_SAVE;
     size_t bytes = OPLOG_MARKS_OFFSET + (size_t)log->capacity_lines * sizeof(uint32_t);
     c->unlinkat(dirfd, mname, 0); /* a file left by a recovery cut short: a fresh one */
     int fd = dk_ifd_openat(dirfd, mname, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     void *m = MAP_FAILED;
-    if (fd >= 0 && c->ftruncate(fd, (off_t)bytes) == 0 && c->pwrite(fd, line, sizeof line, 0) == (ssize_t)sizeof line)
-        m = c->mmap(NULL, bytes - OPLOG_MARKS_OFFSET, PROT_READ | PROT_WRITE, MAP_SHARED, fd, OPLOG_MARKS_OFFSET);
+    if (fd >= 0 && c->ftruncate(fd, (off_t)bytes) == 0)
+        m = c->mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    /* The header's page and the marks as they are allocated are 4 KiB pages, written through the mapping: a
+     * pwrite of the header (or a fallocate) on a huge-page tmpfs took a 2 MiB page for the file's first 132
+     * KiB and cleared it, ~0.4-0.7 ms of every strict process's CPU (session 29; MADV_NOHUGEPAGE keeps faults
+     * and populates of this mapping to small pages, as sizerec.c's). */
+    if (m != MAP_FAILED) {
+        (void)c->madvise(m, bytes, MADV_NOHUGEPAGE);
+        if (!marks_populate(log, fd, m, 0, DK_PAGE_BYTES)) {
+            c->munmap(m, bytes);
+            m = MAP_FAILED;
+        }
+    }
     if (m == MAP_FAILED) {
         if (fd >= 0) {
             c->unlinkat(dirfd, mname, 0);
@@ -75,7 +97,8 @@ void oplog_marks_open(struct dk_oplog *log, int dirfd, const char *name) {
         DK_ERRNO_RESTORE;
         return;
     }
-    log->marks = m;
+    memcpy(m, &h, sizeof h); /* (the rest of the line: zero) */
+    log->marks = (uint32_t *)((char *)m + OPLOG_MARKS_OFFSET);
     log->marks_map_bytes = bytes - OPLOG_MARKS_OFFSET;
     log->marks_fd = fd;
     log->marks_lines = 0;
@@ -111,12 +134,10 @@ void oplog_marks_allocate(struct dk_oplog *log, uint64_t end_lines) {
     DK_ERRNO_SAVE;
     /* Allocated before a store can reach them: a store into a hole of a full medium would be SIGBUS. */
     uint64_t lo = from * sizeof(uint32_t), hi = end_lines * sizeof(uint32_t);
-    if (c->fallocate(log->marks_fd, 0, (off_t)(OPLOG_MARKS_OFFSET + lo), (off_t)(hi - lo)) == 0) {
-        uintptr_t a = dk_round_down((uintptr_t)log->marks + lo, DK_PAGE_BYTES);
-        uintptr_t b = dk_round_up((uintptr_t)log->marks + hi, DK_PAGE_BYTES);
-        c->madvise((void *)a, b - a, MADV_POPULATE_WRITE); /* best effort: no fault at the first marks */
+    char *base = (char *)log->marks - OPLOG_MARKS_OFFSET;
+    if (marks_populate(log, log->marks_fd, base, OPLOG_MARKS_OFFSET + lo, OPLOG_MARKS_OFFSET + hi))
         __atomic_store_n(&log->marks_lines, end_lines, __ATOMIC_RELEASE);
-    }
+    (void)c;
     DK_ERRNO_RESTORE;
 }
 
@@ -130,7 +151,7 @@ bool dk_oplog_has_marks(const struct dk_oplog *log) { return log->marks != NULL;
 
 void oplog_marks_close(struct dk_oplog *log) {
     if (!log->marks) return;
-    dk_libc()->munmap(log->marks, log->marks_map_bytes);
+    dk_libc()->munmap((char *)log->marks - OPLOG_MARKS_OFFSET, log->marks_map_bytes + OPLOG_MARKS_OFFSET);
     if (log->close_fd) log->close_fd(log->marks_fd);
     else dk_libc()->close(log->marks_fd);
     log->marks = NULL, log->marks_fd = -1;
