@@ -455,16 +455,13 @@ static bool board_ready(const struct up_root *r) {
             __atomic_store_n(&p->sleeping, 0, __ATOMIC_RELAXED);
             __atomic_store_n(&p->pid, (int32_t)DK_REAL(getpid)(), __ATOMIC_RELEASE);
             lb.fd = up_internal_fd(fd), lb.map = m, lb.slot = slot, lb.root = r, lb.pid = DK_REAL(getpid)();
-            if (dk_thread_start(&lb.thread, NULL, lc_thread, NULL) == 0) {
-                pthread_detach(lb.thread);
-                result = 1;
-            } else {
-                __atomic_store_n(&p->pid, 0, __ATOMIC_RELEASE);
-            }
+            result = 1; /* (the thread: at the first kept release, lc_thread_ready) */
         }
         if (result != 1) {
-            dk_log_once("DAXKIT_LOCK_CACHE: no lock board in %s/.daxkit (%s): locks are not cached", r->path,
-                        dk_strerror(errno));
+            /* (not on the program's stderr: the cache is on by default -- 128 processes hold every slot) */
+            dk_count(DK_C_lock_cache_off, 1);
+            dk_log_verbose("DAXKIT_LOCK_CACHE: no lock board in %s/.daxkit (%s): locks are not cached", r->path,
+                           slot < 0 && m != MAP_FAILED ? "every slot taken" : dk_strerror(errno));
             if (m != MAP_FAILED) DK_REAL(munmap)(m, LB_BYTES);
             if (fd >= 0) DK_REAL(close)(fd);
         }
@@ -476,6 +473,35 @@ static bool board_ready(const struct up_root *r) {
 }
 
 static struct lb_proc *my_slot(void) { return &lb.map[lb.slot]; }
+
+/* The library's thread runs (the board is ready): started at the process's first kept release, not at its first
+ * lock call -- a program that locks but never releases a kept lock (or only in the kernel) gets no thread, and
+ * one that never locks none either (glibc's single-thread paths, unshare(CLONE_NEWUSER)). Not started: nothing is
+ * kept (the release goes to the kernel). Made once (a fork child again); a thread that loses the race to start
+ * it sends its release to the kernel. Not from inside a file's spin lock (pthread_create takes glibc's locks). */
+static bool lc_thread_ready(void) {
+    uint32_t st = __atomic_load_n(&lb.thread_started, __ATOMIC_ACQUIRE);
+    if (DK_LIKELY(st == 1)) return true;
+    if (st != 0) return false; /* 2: failed, 3: being started by another thread */
+    uint32_t zero = 0;
+    if (!__atomic_compare_exchange_n(&lb.thread_started, &zero, 3, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        return false;
+    int cancel_was = dk_cancel_off();
+    DK_ERRNO_SAVE;
+    uint32_t result = 2;
+    if (dk_thread_start(&lb.thread, NULL, lc_thread, NULL) == 0) {
+        pthread_detach(lb.thread);
+        result = 1;
+        dk_count(DK_C_lock_cache_threads, 1);
+    } else {
+        dk_count(DK_C_lock_cache_off, 1);
+        dk_log_verbose("DAXKIT_LOCK_CACHE: no thread (%s): locks are not cached", dk_strerror(errno));
+    }
+    DK_ERRNO_RESTORE;
+    dk_cancel_restore(cancel_was);
+    __atomic_store_n(&lb.thread_started, result, __ATOMIC_RELEASE);
+    return result == 1;
+}
 
 /* f's entry in our slot (registered on first use): false when the slot is full. Lock-free. */
 static __attribute__((noinline)) bool board_register(struct up_file *f) { /* (noinline: -Wclobbered in up_lc_setlk) */
@@ -788,6 +814,7 @@ int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, in
         pthread_cleanup_pop(0);
     }
     if (t == 0) DK_CRASH_POINT("lockcache.release"); /* tests: an exec begins while a release is on its way */
+    if (t == 0 && board && !lc_thread_ready()) board = false; /* (no thread: nothing kept) */
     if (DK_UNLIKELY(lc_take(c))) return in_handler(c, real, fd, cmd, l, known, a, b);
     if (DK_UNLIKELY(!known || c->off)) {
         /* not followed: the kernel set to what the program holds (while p is still known), then every call goes
@@ -843,7 +870,9 @@ int up_lc_setlk(struct up_lock_call call, int (*real)(int, int, ...), int fd, in
     /* Covered: the kernel keeps what the call asks for already. A downgrade (the kernel keeps more) only where
      * the board can have it dropped (review26b #6): it is cached from here on. */
     int cov = covered(c, a, b, t);
-    if (cov && (cov == 1 || (board && !c->ofd && !__atomic_load_n(&lc_exec, __ATOMIC_RELAXED))) && paint(c, a, b, t, KEEP, 0)) {
+    if (cov && (cov == 1 || (board && __atomic_load_n(&lb.thread_started, __ATOMIC_ACQUIRE) == 1 && !c->ofd &&
+                             !__atomic_load_n(&lc_exec, __ATOMIC_RELAXED))) &&
+        paint(c, a, b, t, KEEP, 0)) {
         if (cov == 2) {
             if (!c->cached_since) c->cached_since = dk_now_ns();
             board_cached(c, true);

@@ -81,7 +81,16 @@
  *            before an exec) and lets the release go on. The new image (execrace_after) must find [0,10) free:
  *            a release between the exec's drop and the execve reaches the kernel (lc_exec) -- kept, the new
  *            image held a lock it never took.
+ * Session 29 (the cache on by default -- defaults29):
+ *   thread   the library's thread starts at the process's first kept release, not at its first lock call: a
+ *            program that takes a lock (and one that only asks F_GETLK) has no more threads than before; the first
+ *            kept release starts one (counter lock_cache_threads 1); a fork child the same, at its own release
+ *            (session 28: the first lock call started it -- glibc's single-thread paths, unshare(CLONE_NEWUSER)).
+ *   slots    130 daxkit processes each take and release a lock on the file at once (the board has 128 slots):
+ *            every lock call succeeds, the two without a slot count lock_cache_off and say nothing on stderr
+ *            (session 28: "no lock board" on the program's stderr).
  * Exit 0 pass, 1 fail, 77 skip. */
+#include <dirent.h>
 #include <poll.h>
 #include <pthread.h>
 #include <time.h>
@@ -876,6 +885,105 @@ static void case_noboard(void) {
     close(fd);
 }
 
+static int tasks_now(void) {
+    DIR *d = opendir("/proc/self/task");
+    CHECK(d != NULL, "opendir /proc/self/task");
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* (also run in a fork child: the child's first kept release starts its own) */
+static void thread_round(const char *who) {
+    int t0 = tasks_now();
+    uint64_t th0 = st_counter(DK_C_lock_cache_threads);
+    int fd = open_file();
+    struct flock q = fl(F_WRLCK, 0, 1);
+    OK(fcntl(fd, F_GETLK, &q));
+    OK(lk(fd, F_SETLK, F_WRLCK, 0, 1));
+    OK(lk(fd, F_SETLK, F_RDLCK, 0, 1)); /* (a downgrade: the kernel's while there is no thread) */
+    CHECK(tasks_now() == t0, "%s: a lock call started a thread (%d -> %d tasks)", who, t0, tasks_now());
+    CHECK(who_holds_t(F_RDLCK, 0, 1) == 0, "%s: the downgrade was not the kernel's (no thread to drop it)", who);
+    OK(lk(fd, F_SETLK, F_UNLCK, 0, 1)); /* kept: the thread starts */
+    CHECK(tasks_now() == t0 + 1, "%s: the first kept release did not start the thread (%d -> %d tasks)", who, t0,
+          tasks_now());
+    CHECK(st_counter(DK_C_lock_cache_threads) == th0 + 1, "%s: lock_cache_threads +%llu, not +1", who,
+          (unsigned long long)(st_counter(DK_C_lock_cache_threads) - th0));
+    CHECK(who_holds(0, 1) == getpid(), "%s: the release was not kept", who);
+    OK(lk(fd, F_SETLK, F_WRLCK, 0, 1));
+    OK(lk(fd, F_SETLK, F_UNLCK, 0, 1));
+    CHECK(tasks_now() == t0 + 1, "%s: a second thread (%d tasks)", who, tasks_now());
+    close(fd);
+}
+static void case_thread(void) {
+    thread_round("parent");
+    pid_t c = OK(fork());
+    if (c == 0) {
+        thread_round("fork child");
+        _exit(0);
+    }
+    int st;
+    CHECK(st_wait_child(c, &st, 20000), "the fork child hung");
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the fork child failed (status 0x%x)", st);
+}
+
+/* 130 daxkit processes (fork children) each lock and release byte i of the file, then wait until all have: the
+ * board holds 128. Their stderr goes to a file, which must stay empty. */
+static void case_slots(void) {
+    close(open_file());
+    char errp[PATH_MAX];
+    st_path(errp, sizeof errp, dir, "slots.err");
+    int err = OK(open(errp, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    int ready[2], go[2];
+    OK(pipe(ready));
+    OK(pipe(go));
+    enum { N = 130 };
+    pid_t kids[N];
+    for (int i = 0; i < N; i++) {
+        kids[i] = OK(fork());
+        if (kids[i] == 0) {
+            dup2(err, 2);
+            close(ready[0]);
+            close(go[1]);
+            int fd = open(path, O_RDWR);
+            char r = 'e';
+            if (fd >= 0 && lk(fd, F_SETLK, F_WRLCK, i, 1) == 0 && lk(fd, F_SETLK, F_UNLCK, i, 1) == 0) r = 'd';
+            uint64_t c[DK_C_COUNT];
+            if (r == 'd' && st_stats(getpid(), c)) r = c[DK_C_lock_cache_kept] ? 'k' : c[DK_C_lock_cache_off] ? 'o' : 'n';
+            if (write(ready[1], &r, 1) != 1) _exit(3);
+            char x;
+            while (read(go[0], &x, 1) > 0) {} /* (all hold their slots until the parent closes go) */
+            _exit(r == 'e' ? 2 : 0);
+        }
+    }
+    close(ready[1]);
+    close(go[0]);
+    int kept = 0, off = 0, other = 0;
+    for (int i = 0; i < N; i++) {
+        char r = 0;
+        CHECK(read(ready[0], &r, 1) == 1, "child %d: no answer", i);
+        CHECK(r != 'e', "a child's lock call failed");
+        kept += r == 'k', off += r == 'o', other += r == 'n';
+    }
+    close(go[1]);
+    for (int i = 0; i < N; i++) {
+        int st;
+        CHECK(st_wait_child(kids[i], &st, 20000), "child %d hung", i);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child %d: status 0x%x", i, st);
+    }
+    struct stat sb;
+    OK(fstat(err, &sb));
+    char text[256] = "";
+    if (sb.st_size) CHECK(pread(err, text, sizeof text - 1, 0) >= 0, "read the children's stderr");
+    CHECK(sb.st_size == 0, "the children wrote %lld bytes on stderr: %s", (long long)sb.st_size, text);
+    CHECK(kept <= 128 && kept + off + other == N && off >= N - 128 - other, "kept %d, off %d, neither %d of %d", kept,
+          off, other, N);
+    printf("ok: slots: %d processes kept their release, %d without a slot (counted, nothing on stderr), %d neither\n",
+           kept, off, other);
+    close(err);
+}
+
 static void case_readfd(void) {
     close(open_file());
     int fdw = OK(open(path, O_WRONLY));
@@ -1030,6 +1138,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "readfd")) case_readfd();
     else if (!strcmp(c, "entries")) case_entries();
     else if (!strcmp(c, "execrace")) case_execrace(argv[0]);
+    else if (!strcmp(c, "thread")) case_thread();
+    else if (!strcmp(c, "slots")) case_slots();
     else SKIP("unknown case %s", c);
     printf("PASS\n");
     return 0;
