@@ -153,7 +153,10 @@ static int dup_to(int oldfd, int newfd, int flags, bool three) {
     if (up_enabled && DK_UNLIKELY(up_dup_refused_nested(oldfd, newfd))) return -1; /* EDEADLK (table_nested.c) */
     if (up_enabled && oldfd != newfd) up_close_later_settle(newfd); /* a handler's close left to its thread */
     if (up_enabled) up_dirfd_forget(newfd);
-    if (up_enabled && oldfd != newfd && DK_UNLIKELY(up_fd_is_internal(newfd))) up_aux_vacate(newfd);
+    if (up_enabled && oldfd != newfd && DK_UNLIKELY(up_fd_is_internal(newfd))) {
+        up_aux_vacate(newfd);
+        up_absent_vacate(newfd); /* (the absent names' inotify instance: the cache off) */
+    }
     if (up_enabled && oldfd != newfd) up_resolve(oldfd);
     /* A close of newfd's file (pending or managed) forgets its lock set: a lock call in flight from there
      * until the kernel's dup2 closed it (reclock.c). Whatever newfd is: another thread may bind it meanwhile. */

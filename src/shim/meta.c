@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -257,6 +258,24 @@ static inline int fixfd_pend(int r, int fd, struct stat *st, bool pend, struct u
         }                                                                                     \
         ar_;                                                                                  \
     })
+/* The program's own inotify: the absent names' instance and watches count against the same per-user limits
+ * (fs.inotify.max_user_instances, 128 by default; max_user_watches) -- a call refused for them is made again
+ * after the library gave its own back (the cache then off in this process, counted: upath/absent.c). */
+DK_EXPORT int inotify_init(void) {
+    int r = DK_REAL(inotify_init)();
+    if (DK_UNLIKELY(r < 0) && errno == EMFILE && up_enabled && up_absent_give_up()) r = DK_REAL(inotify_init)();
+    return r;
+}
+DK_EXPORT int inotify_init1(int flags) {
+    int r = DK_REAL(inotify_init1)(flags);
+    if (DK_UNLIKELY(r < 0) && errno == EMFILE && up_enabled && up_absent_give_up()) r = DK_REAL(inotify_init1)(flags);
+    return r;
+}
+DK_EXPORT int inotify_add_watch(int fd, const char *name, uint32_t mask) {
+    int r = DK_REAL(inotify_add_watch)(fd, name, mask);
+    if (DK_UNLIKELY(r < 0) && errno == ENOSPC && up_enabled && up_absent_give_up()) r = DK_REAL(inotify_add_watch)(fd, name, mask);
+    return r;
+}
 DK_EXPORT int stat(const char *p, struct stat *st) { return fix(ABSENT_OR(p, DK_REAL(stat)(p, st)), st); }
 DK_EXPORT int stat64(const char *p, struct stat64 *st) { return FIX64(ABSENT_OR(p, DK_REAL(stat64)(p, st)), st); }
 DK_EXPORT int lstat(const char *p, struct stat *st) { return fix(ABSENT_OR(p, DK_REAL(lstat)(p, st)), st); }

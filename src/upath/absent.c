@@ -24,9 +24,15 @@
  * directory below one (no symlink, ".", ".." on the way: realpath), not inside .daxkit; mounts made over D or an
  * ancestor, a rename of the root or its ancestors, chroot, and changes of the process's own credentials are not
  * watched (a cached ENOENT may then differ
- * from the kernel's answer -- EACCES, or a file on the new mount); one inotify instance per process (a per-user
- * limit, 128 by default: when none can be had, nothing is cached), its watches per directory and ancestor. A fork
- * child makes its own (the description is shared: events one consumes the other would miss). */
+ * from the kernel's answer -- EACCES, or a file on the new mount); one inotify instance per process, made at its
+ * first ENOENT of such a name (a program that never stats an absent name gets none), its watches per directory
+ * and ancestor. The cache turns itself off for the process's life -- counted (absent_off), said only with
+ * DAXKIT_VERBOSE (on by default: never on the program's stderr) -- when no instance can be had (the per-user limit,
+ * fs.inotify.max_user_instances, 128 by default: the 129th process simply does without), when a watch is refused
+ * for the per-user watch limit (ENOSPC), and when the program's own inotify_init or inotify_add_watch fails for
+ * those limits (shim/meta.c: ours is given back and the program's call made again), or the program dup2s onto
+ * the instance's number. A fork child makes its own (the description is shared: events one consumes the other
+ * would miss). */
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -70,11 +76,32 @@ static struct {
     unsigned next;   /* the slot the next kept name takes (under ab_mu) */
     char dirs[AB_DIRS][AB_PATH]; /* directories watched with their ancestors (written under ab_mu) */
     unsigned ndirs;  /* (atomic: a lock-free look reads the first ndirs) */
-    uint32_t wgen;   /* moved before the watches are dropped (atomic): a lock-free look around it sees it */
+    uint32_t wgen;   /* moved before the watches are dropped (atomic) */
     int wds[AB_WDS]; /* their watch descriptors (under ab_mu) */
     unsigned nwds;
 } ab = {.epoch = 1};
 static pthread_mutex_t ab_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Under ab_mu: off for the process's life. The epoch moves before the instance goes: a reader that looked at
+ * the state before polls a closed (or reused) number, then finds the epoch moved -- no hit; one that loads the
+ * epoch after finds no name kept at it (keeps are made under ab_mu, in state 1 only). `close_it` false: the
+ * program's dup2 closes the number itself. */
+static void off_locked(const char *why, int err, bool close_it) {
+    uint32_t st = __atomic_load_n(&ab.state, __ATOMIC_ACQUIRE);
+    if (st == 2) return;
+    __atomic_store_n(&ab.state, 2, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&ab.epoch, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&ab.wgen, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&ab.ndirs, 0, __ATOMIC_RELEASE);
+    ab.nwds = 0;
+    if (st == 1) {
+        if (close_it) up_internal_close(ab.ifd); /* (its watches go with it: the user's counts back) */
+        else up_fd_mark_internal(ab.ifd, false);
+    }
+    dk_count(DK_C_absent_off, 1);
+    dk_log_verbose("DAXKIT_ABSENT_CACHE: off in this process (%s: %s): stats of absent names go to the kernel", why,
+                   err ? dk_strerror(err) : "-");
+}
 
 static long raw_poll(int fd) {
     struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -133,19 +160,10 @@ static void drain_locked(void) {
     __atomic_add_fetch(&ab.wgen, 1, __ATOMIC_SEQ_CST);
     for (unsigned i = 0; i < ab.nwds; i++) (void)syscall(SYS_inotify_rm_watch, ab.ifd, ab.wds[i]);
     ab.nwds = 0;
+    /* the removals' own IN_IGNORED events (queued by inotify_rm_watch; no watch is left to queue others): read
+     * now, or the next answer's poll would find them and every look until the next drain would be a miss */
+    while (syscall(SYS_read, ab.ifd, buf, sizeof buf) > 0) {}
     __atomic_store_n(&ab.ndirs, 0, __ATOMIC_RELEASE);
-}
-
-/* D watched now, looked at without the mutex (review28 #7d: every stat that is no hit paid the mutex and a poll,
- * existing files' too): a hint only -- up_absent_end decides under the mutex. The watch generation unchanged
- * around the look (a drop of the watches moves it first). */
-static bool watched_fast(const char *path, size_t len) {
-    uint32_t g = __atomic_load_n(&ab.wgen, __ATOMIC_SEQ_CST);
-    unsigned n = __atomic_load_n(&ab.ndirs, __ATOMIC_ACQUIRE);
-    bool found = false;
-    for (unsigned i = 0; i < n && i < AB_DIRS && !found; i++)
-        found = strnlen(ab.dirs[i], AB_PATH) == len && !memcmp(ab.dirs[i], path, len);
-    return found && __atomic_load_n(&ab.wgen, __ATOMIC_SEQ_CST) == g;
 }
 
 /* Under ab_mu: D watched with its ancestors up to its managed root (rl: the root's path length) -- the root's own
@@ -162,8 +180,12 @@ static bool watch_locked(const char *path, size_t len, size_t rl) {
     d[len] = 0;
     if (!realpath(d, real) || strcmp(real, d) != 0) return false; /* a symlink, ".", ".." on the way */
     unsigned nw = ab.nwds;
+    if (nw == AB_WDS) return false;
     int wd = (int)syscall(SYS_inotify_add_watch, ab.ifd, d, AB_DIR_EVENTS);
-    if (wd < 0 || nw == AB_WDS) return false;
+    if (wd < 0) {
+        if (errno == ENOSPC || errno == ENOMEM) off_locked("no inotify watch", errno, true); /* the user's limit */
+        return false;
+    }
     ab.wds[nw++] = wd;
     for (size_t k = len; k > rl;) { /* each ancestor down to the root */
         size_t j = k - 1;
@@ -171,10 +193,12 @@ static bool watch_locked(const char *path, size_t len, size_t rl) {
         size_t alen = j > 0 ? j : 1; /* "/a/b" -> "/a" -> "/" */
         char c = d[alen];
         d[alen] = 0;
-        wd = (int)syscall(SYS_inotify_add_watch, ab.ifd, d, AB_UP_EVENTS);
+        wd = nw == AB_WDS ? -1 : (int)syscall(SYS_inotify_add_watch, ab.ifd, d, AB_UP_EVENTS);
+        int e = errno;
         d[alen] = c;
-        if (wd < 0 || nw == AB_WDS) {
+        if (wd < 0) {
             ab.nwds = nw;
+            if (nw < AB_WDS && (e == ENOSPC || e == ENOMEM)) off_locked("no inotify watch", e, true);
             return false;
         }
         ab.wds[nw++] = wd;
@@ -198,9 +222,7 @@ static bool setup_locked(void) {
     if (fd >= 0) fd = up_internal_fd(fd);
     dk_ifd_end();
     if (fd < 0) {
-        dk_log_once("DAXKIT_ABSENT_CACHE: no inotify instance (%s): stats of absent names go to the kernel",
-                    dk_strerror(errno));
-        __atomic_store_n(&ab.state, 2, __ATOMIC_RELEASE);
+        off_locked("no inotify instance", errno, false); /* (EMFILE: the per-user limit or the process's) */
     } else {
         ab.ifd = fd;
         __atomic_store_n(&ab.state, 1, __ATOMIC_RELEASE);
@@ -233,39 +255,33 @@ bool up_absent_known(const char *path) {
     return true;
 }
 
+/* Before the program's stat: nothing but a look at the state -- the instance and the watches are made after a
+ * stat said ENOENT (up_absent_end), before the lookup that decides the keep: a stat of a name that exists costs
+ * no system call, and a program that never stats an absent name gets no inotify instance. */
 uint64_t up_absent_begin(const char *path) {
-    if (!dk_cfg.absent_cache || !up_enabled || __atomic_load_n(&ab.state, __ATOMIC_ACQUIRE) == 2) return 0;
-    size_t len = dir_len(path), rl = len ? dir_managed(path, len) : 0;
-    if (!rl) return 0;
-    /* A directory watched already: no mutex, no system call (a name that turns out absent is decided on by
-     * up_absent_end, under the mutex) */
-    if (__atomic_load_n(&ab.state, __ATOMIC_ACQUIRE) == 1 && watched_fast(path, len)) return 1;
-    if (dk_mu_refuse(&ab_mu)) return 0; /* a signal handler inside its thread's hold */
-    DK_ERRNO_SAVE;
-    dk_mu_lock(&ab_mu);
-    uint64_t ticket = 0;
-    if (setup_locked()) {
-        if (raw_poll(ab.ifd) != 0) drain_locked(); /* (watches gone: set up again below) */
-        if (watch_locked(path, len, rl)) ticket = 1;
-    }
-    dk_mu_unlock(&ab_mu);
-    DK_ERRNO_RESTORE;
-    return ticket;
+    (void)path;
+    return dk_cfg.absent_cache && up_enabled && __atomic_load_n(&ab.state, __ATOMIC_ACQUIRE) != 2;
 }
 
 void up_absent_end(const char *path, uint64_t ticket, int r, int err) {
-    if (!ticket || r == 0 || err != ENOENT || dk_mu_refuse(&ab_mu)) return;
-    size_t len = dir_len(path);
+    if (!ticket || r == 0 || err != ENOENT) return;
+    size_t len = dir_len(path), rl = len ? dir_managed(path, len) : 0;
+    if (!rl || dk_mu_refuse(&ab_mu)) return; /* (refused: a signal handler inside its thread's hold) */
     DK_ERRNO_SAVE;
     dk_mu_lock(&ab_mu);
-    /* Under the mutex (no drain can move the epoch meanwhile): the events queued so far consumed, the directory
-     * still watched, then the name looked up again -- the name itself (lstat: not a dangling symlink, whose target
-     * may appear where nothing is watched). A name made before that lookup is found by it; one made after it is
-     * an event, which a reader's poll sees. */
-    if (raw_poll(ab.ifd) != 0) drain_locked();
-    bool watched = false;
-    for (unsigned i = 0; i < ab.ndirs && !watched; i++)
-        watched = strlen(ab.dirs[i]) == len && !memcmp(ab.dirs[i], path, len);
+    /* Under the mutex (no drain can move the epoch meanwhile): the instance made, the events queued so far
+     * consumed, the directory and its ancestors watched, then the name looked up again -- the name itself (lstat:
+     * not a dangling symlink, whose target may appear where nothing is watched). A name made before that lookup
+     * is found by it; one made after it is an event, which a reader's poll sees. */
+    bool watched = false, known = false;
+    for (unsigned i = 0; i < ab.ndirs && !known; i++) known = strlen(ab.dirs[i]) == len && !memcmp(ab.dirs[i], path, len);
+    /* (every directory slot taken by others: nothing to keep, no system call -- a program probing absent names in
+     * many directories pays the mutex only) */
+    if (known || ab.ndirs < AB_DIRS) watched = setup_locked();
+    if (watched) {
+        if (raw_poll(ab.ifd) != 0) drain_locked(); /* (watches gone: set up again below) */
+        watched = __atomic_load_n(&ab.state, __ATOMIC_ACQUIRE) == 1 && watch_locked(path, len, rl);
+    }
     struct stat sb;
     if (watched && DK_REAL(fstatat)(AT_FDCWD, path, &sb, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT) {
         uint64_t e = __atomic_load_n(&ab.epoch, __ATOMIC_SEQ_CST);
@@ -277,6 +293,30 @@ void up_absent_end(const char *path, uint64_t ticket, int r, int err) {
         __atomic_add_fetch(&s->ver, 1, __ATOMIC_SEQ_CST); /* even: valid at e */
         dk_count(DK_C_absent_kept, 1);
     }
+    dk_mu_unlock(&ab_mu);
+    DK_ERRNO_RESTORE;
+}
+
+/* The program's own inotify_init(1) failed with EMFILE, or its inotify_add_watch with ENOSPC (shim/meta.c): the
+ * per-user limits, which our instance and watches count against -- ours goes (the cache off for the process's
+ * life, counted) and true says the program's call may be made again. */
+bool up_absent_give_up(void) {
+    if (__atomic_load_n(&ab.state, __ATOMIC_ACQUIRE) != 1 || dk_mu_refuse(&ab_mu)) return false;
+    DK_ERRNO_SAVE;
+    dk_mu_lock(&ab_mu);
+    bool had = __atomic_load_n(&ab.state, __ATOMIC_ACQUIRE) == 1;
+    if (had) off_locked("the program's inotify needs the user's instance or watches", 0, true);
+    dk_mu_unlock(&ab_mu);
+    DK_ERRNO_RESTORE;
+    return had;
+}
+
+/* The program's dup2/dup3 onto our instance's number (shim/fd.c, before the kernel's call closes it): off. */
+void up_absent_vacate(int fd) {
+    if (__atomic_load_n(&ab.state, __ATOMIC_ACQUIRE) != 1 || ab.ifd != fd || dk_mu_refuse(&ab_mu)) return;
+    DK_ERRNO_SAVE;
+    dk_mu_lock(&ab_mu);
+    if (__atomic_load_n(&ab.state, __ATOMIC_ACQUIRE) == 1 && ab.ifd == fd) off_locked("the program's dup2 onto it", 0, false);
     dk_mu_unlock(&ab_mu);
     DK_ERRNO_RESTORE;
 }

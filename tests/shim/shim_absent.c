@@ -12,6 +12,21 @@
  *             an absent name of the same directory (its own instance: its keeping must not consume the parent's
  *             events), then the parent's stat sees the name made.
  *   off       without the option nothing is kept (absent_hits, absent_kept +0).
+ * Session 29 (on by default -- defaults29):
+ *   limits    fork children in their own user namespace, whose inotify limits the test sets (nothing else on the
+ *             machine shares them): (a) the program holds the only instance: the stats are the kernel's, the
+ *             cache off and counted (absent_off), nothing on stderr; (b) the library holds the only instance:
+ *             the program's inotify_init1 must succeed (ours given back), and a name made afterwards is seen;
+ *             (c) the library holds the only watch: the program's inotify_add_watch must succeed; (d) no watch
+ *             to be had: off, counted, nothing on stderr; (e) 12 processes at once with 4 instances: every
+ *             answer right (each makes and removes its name), nothing on stderr. Skips without user namespaces.
+ *   lazy      (a fork child: its own state) stats of a file that exists, in the managed directory, make no inotify
+ *             instance (none in /proc/self/fd); the first stat of an absent name makes it (session 28: the first
+ *             stat of any name there did -- every program that stats a managed file held an instance).
+ *   closeall  a kept name survives the program closing every descriptor (close of each, close_range): still
+ *             answered from memory, and a name the other process makes is seen; then the program's dup2 onto the
+ *             instance's number (found in /proc/self/fd) with a pipe's read end: a name made afterwards must be
+ *             seen (the cache off) -- polled, the empty pipe said "nothing queued".
  *   race      (explicit) two threads stat a name another process makes and removes 2,000 times, telling a sequence
  *             word: a stat begun and ended with the word unchanged and odd (the name exists) finds it.
  * Exit 0 pass, 1 fail. */
@@ -227,6 +242,216 @@ static void case_race(void) {
            (unsigned long long)st_counter(DK_C_absent_hits));
 }
 
+#include <dirent.h>
+#include <sched.h>
+#include <sys/inotify.h>
+static int write_file(const char *p, const char *text) {
+    int fd = open(p, O_WRONLY);
+    if (fd < 0) return -1;
+    int r = write(fd, text, strlen(text)) == (ssize_t)strlen(text) ? 0 : -1;
+    close(fd);
+    return r;
+}
+/* In a fork child: its own user namespace (root mapped to root) whose inotify limits are these (they count this
+ * namespace's instances and watches only, besides the machine's). 77: no user namespaces. */
+static int ns_limits(int inst, int watches) {
+    if (unshare(CLONE_NEWUSER) != 0) return 77;
+    char v[32];
+    if (write_file("/proc/self/uid_map", "0 0 1") != 0) return 77;
+    snprintf(v, sizeof v, "%d", inst);
+    if (write_file("/proc/sys/user/max_inotify_instances", v) != 0) return 77;
+    snprintf(v, sizeof v, "%d", watches);
+    if (write_file("/proc/sys/user/max_inotify_watches", v) != 0) return 77;
+    return 0;
+}
+#define CK(cond, code) do { if (!(cond)) { printf("child: %s (line %d, errno %d)\n", #cond, __LINE__, errno); _exit(code); } } while (0)
+static int err_fd;
+/* A child in limits (inst, watches) running fn; its stderr to the test's file. Returns the child's status (77
+ * passed on). */
+static int in_limits(int inst, int watches, void (*fn)(struct other *), struct other *o, const char *what) {
+    OK(ftruncate(err_fd, 0));
+    pid_t c = OK(fork());
+    if (c == 0) {
+        int r = ns_limits(inst, watches);
+        if (r) _exit(r);
+        dup2(err_fd, 2);
+        fn(o);
+        _exit(0);
+    }
+    int st;
+    CHECK(st_wait_child(c, &st, 30000), "limits %s: the child hung", what);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 77) return 77;
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "limits %s: the child failed (status 0x%x)", what, st);
+    struct stat sb;
+    OK(fstat(err_fd, &sb));
+    char text[256] = "";
+    if (sb.st_size) CHECK(pread(err_fd, text, sizeof text - 1, 0) >= 0, "read the child's stderr");
+    CHECK(sb.st_size == 0, "limits %s: the library wrote on the program's stderr: %s", what, text);
+    printf("ok: limits %s\n", what);
+    return 0;
+}
+static unsigned long long ctr(int c) { return st_counter(c); }
+static void lim_program_first(struct other *o) {
+    (void)o;
+    struct stat sb;
+    int mine = inotify_init1(IN_CLOEXEC);
+    CK(mine >= 0, 10);
+    unsigned long long off0 = ctr(DK_C_absent_off), h0 = ctr(DK_C_absent_hits);
+    for (int i = 0; i < 3; i++) CK(st_of("la.db-journal", true, &sb) == ENOENT, 11);
+    CK(ctr(DK_C_absent_hits) == h0, 12);
+    CK(ctr(DK_C_absent_off) == off0 + 1, 13);
+    CK(inotify_add_watch(mine, dir, IN_CREATE) >= 0, 14);
+}
+static void lim_library_first(struct other *o) {
+    struct stat sb;
+    unsigned long long off0 = ctr(DK_C_absent_off), h0 = ctr(DK_C_absent_hits);
+    for (int i = 0; i < 3; i++) CK(st_of("lb.db-journal", true, &sb) == ENOENT, 20);
+    CK(ctr(DK_C_absent_hits) >= h0 + 1, 21); /* (the library holds the one instance) */
+    int mine = inotify_init1(IN_CLOEXEC);
+    CK(mine >= 0, 22); /* ours given back */
+    CK(ctr(DK_C_absent_off) == off0 + 1, 23);
+    other_do(o, "c lb.db-journal");
+    CK(st_of("lb.db-journal", true, &sb) == 0, 24);
+    other_do(o, "u lb.db-journal");
+    CK(st_of("lb.db-journal", true, &sb) == ENOENT, 25);
+    CK(inotify_init1(IN_CLOEXEC) < 0 && errno == EMFILE, 26); /* (the limit is 1: the program's own) */
+}
+static void lim_watch(struct other *o) {
+    (void)o;
+    struct stat sb;
+    unsigned long long off0 = ctr(DK_C_absent_off), h0 = ctr(DK_C_absent_hits);
+    for (int i = 0; i < 3; i++) CK(st_of("lc.db-journal", true, &sb) == ENOENT, 30);
+    CK(ctr(DK_C_absent_hits) >= h0 + 1, 31); /* (the library holds the one watch) */
+    int mine = inotify_init1(IN_CLOEXEC);
+    CK(mine >= 0, 32);
+    CK(inotify_add_watch(mine, dir, IN_CREATE) >= 0, 33);
+    CK(ctr(DK_C_absent_off) == off0 + 1, 34);
+}
+static void lim_nowatch(struct other *o) {
+    (void)o;
+    struct stat sb;
+    unsigned long long off0 = ctr(DK_C_absent_off), h0 = ctr(DK_C_absent_hits);
+    for (int i = 0; i < 3; i++) CK(st_of("ld.db-journal", true, &sb) == ENOENT, 40);
+    CK(ctr(DK_C_absent_hits) == h0, 41);
+    CK(ctr(DK_C_absent_off) == off0 + 1, 42);
+}
+static void lim_many(struct other *o) {
+    (void)o;
+    enum { N = 12 };
+    int go[2];
+    CK(pipe(go) == 0, 50);
+    pid_t kids[N];
+    for (int i = 0; i < N; i++) {
+        kids[i] = fork();
+        CK(kids[i] >= 0, 51);
+        if (kids[i] == 0) {
+            close(go[1]);
+            char name[64], p[PATH_MAX];
+            snprintf(name, sizeof name, "m%d.db-journal", i);
+            st_path(p, sizeof p, dir, name);
+            struct stat sb;
+            for (int k = 0; k < 3; k++) CK(st_of(name, true, &sb) == ENOENT, 52);
+            long fd = syscall(SYS_openat, AT_FDCWD, p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+            CK(fd >= 0, 53);
+            syscall(SYS_close, fd);
+            CK(st_of(name, true, &sb) == 0, 54);
+            CK(syscall(SYS_unlinkat, AT_FDCWD, p, 0) == 0, 55);
+            for (int k = 0; k < 3; k++) CK(st_of(name, true, &sb) == ENOENT, 56);
+            char x;
+            while (read(go[0], &x, 1) > 0) {} /* (all hold their instances at once) */
+            _exit(0);
+        }
+    }
+    close(go[0]);
+    usleep(200000);
+    close(go[1]);
+    for (int i = 0; i < N; i++) {
+        int st;
+        CK(st_wait_child(kids[i], &st, 20000), 57);
+        CK(WIFEXITED(st) && WEXITSTATUS(st) == 0, 58);
+    }
+}
+static void case_limits(struct other *o) {
+    char errp[PATH_MAX];
+    st_path(errp, sizeof errp, dir, "../limits.err");
+    err_fd = OK(open(errp, O_RDWR | O_CREAT | O_TRUNC, 0644));
+    if (in_limits(1, 100, lim_program_first, o, "program first") == 77) {
+        printf("SKIP: limits: no user namespace with its own inotify limits here\n");
+        return;
+    }
+    in_limits(1, 100, lim_library_first, o, "library first");
+    in_limits(4, 1, lim_watch, o, "the only watch");
+    in_limits(4, 0, lim_nowatch, o, "no watch");
+    in_limits(4, 1000, lim_many, o, "12 processes, 4 instances");
+    close(err_fd);
+}
+
+static int inotify_fd(void) {
+    int ifd = -1;
+    DIR *d = opendir("/proc/self/fd");
+    CHECK(d != NULL, "opendir /proc/self/fd");
+    for (struct dirent *e; (e = readdir(d));) {
+        char l[PATH_MAX], t[64];
+        snprintf(l, sizeof l, "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(l, t, sizeof t - 1);
+        if (n > 0 && (t[n] = 0, !strcmp(t, "anon_inode:inotify"))) ifd = atoi(e->d_name);
+    }
+    closedir(d);
+    return ifd;
+}
+
+static void case_lazy(struct other *o) {
+    other_do(o, "c lazy.db");
+    pid_t c = OK(fork());
+    if (c == 0) {
+        struct stat sb;
+        CK(inotify_fd() < 0, 60);
+        for (int i = 0; i < 3; i++) CK(st_of("lazy.db", true, &sb) == 0, 61);
+        CK(inotify_fd() < 0, 62); /* (no instance for names that exist) */
+        CK(st_of("lazy.db-journal", true, &sb) == ENOENT, 63);
+        CK(inotify_fd() >= 0, 64);
+        _exit(0);
+    }
+    int st;
+    CHECK(st_wait_child(c, &st, 20000), "lazy: the child hung");
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lazy: the child failed (status 0x%x)", st);
+    other_do(o, "u lazy.db");
+    printf("ok: lazy: no inotify instance until a stat said ENOENT\n");
+}
+
+static void case_closeall(struct other *o) {
+    struct stat sb;
+    absent_twice("ca.db-journal", "closeall");
+    for (int fd = 3; fd < 1024; fd++)
+        if (fd != o->to[1] && fd != o->back[0]) close(fd);
+    int top = o->to[1] > o->back[0] ? o->to[1] : o->back[0];
+    (void)syscall(SYS_close_range, 3, (unsigned)(o->to[1] < o->back[0] ? o->to[1] : o->back[0]) - 1, 0);
+    CHECK(close_range(top + 1, ~0U, 0) == 0, "close_range: %s", strerror(errno));
+    unsigned long long h0 = st_counter(DK_C_absent_hits);
+    CHECK(st_of("ca.db-journal", true, &sb) == ENOENT, "closeall: not absent");
+    CHECK(st_counter(DK_C_absent_hits) == h0 + 1, "closeall: not answered from memory after the closes");
+    other_do(o, "c ca.db-journal");
+    CHECK(st_of("ca.db-journal", true, &sb) == 0, "closeall: a name made after the program closed every descriptor "
+          "is not seen");
+    other_do(o, "u ca.db-journal");
+    absent_twice("cb.db-journal", "closeall (dup2)");
+    int ifd = inotify_fd();
+    if (ifd < 0) {
+        printf("ok: closeall (the instance's number not found in /proc/self/fd: no dup2 case)\n");
+        return;
+    }
+    int p[2];
+    OK(pipe(p));
+    CHECK(dup2(p[0], ifd) == ifd, "dup2 onto %d: %s", ifd, strerror(errno));
+    other_do(o, "c cb.db-journal");
+    CHECK(st_of("cb.db-journal", true, &sb) == 0, "closeall: after the program's dup2 onto the instance's number, a "
+          "name made is not seen");
+    other_do(o, "u cb.db-journal");
+    CHECK(st_of("cb.db-journal", true, &sb) == ENOENT, "closeall: not absent after the dup2");
+    OK(close(ifd));
+    printf("ok: closeall: the instance survives the program's closes; a dup2 onto it turns the cache off\n");
+}
+
 static void case_off(void) {
     struct stat sb;
     unsigned long long h0 = st_counter(DK_C_absent_hits), k0 = st_counter(DK_C_absent_kept);
@@ -256,6 +481,9 @@ int main(int argc, char **argv) {
     if (all || !strcmp(which, "names")) case_names(&o);
     if (all || !strcmp(which, "ancestor")) case_ancestor(&o);
     if (all || !strcmp(which, "fork")) case_fork(&o);
+    if (all || !strcmp(which, "lazy")) case_lazy(&o);
+    if (all || !strcmp(which, "limits")) case_limits(&o);
+    if (all || !strcmp(which, "closeall")) case_closeall(&o);
     other_end(&o);
     return 0;
 }
