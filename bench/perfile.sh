@@ -18,7 +18,9 @@
 # Environment: REPS (5), ROUNDS (4; 1 = the sessions 11-13 measurement), WORKLOADS ("rsync git sqlite"; also tar sqlitewal sqlitewalx fillsync redis), VARIANTS ("kernel
 #              preload daxkit"), SQL_N (1000), SYNC_N (5000 synced puts), REDIS_N (20000 SETs),
 #              SRC_TREE (/usr/include/linux), INSN (0); variant "base" runs daxkit with BASE_LIB (another
-#              build's libdaxkit.so: before/after in one interleaved run); "daxkit-auto" runs daxkit with
+#              build's libdaxkit.so: before/after in one interleaved run); "nocache" runs daxkit with the lock
+#              and absent-name caches off (DAXKIT_LOCK_CACHE=0 DAXKIT_ABSENT_CACHE=0: on by default since session
+#              29); "daxkit-auto" runs daxkit with
 #              DAXKIT_APPEND=auto (a log fsynced per record moves to extend with keep), "base-auto" the same with
 #              BASE_LIB, "auto-flush" the same with DAXKIT_PERSIST=flush (the issue's setting); "aof-keep" runs daxkit
 #              with DAXKIT_APPEND="stage,*.aof=extend" DAXKIT_EXTEND_SYNC=keep (README's configuration for an AOF a
@@ -75,6 +77,7 @@ run() {
     case $VARIANT in
     preload) env+=(LD_PRELOAD="$LIB") ;;
     daxkit) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR") ;;
+    nocache) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_LOCK_CACHE=0 DAXKIT_ABSENT_CACHE=0) ;;
     daxkit-auto) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_APPEND=auto) ;;
     auto-flush) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_APPEND=auto DAXKIT_PERSIST=flush) ;;
     flush) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_PERSIST=flush) ;;
@@ -162,6 +165,7 @@ work_redis() {
     case $VARIANT in
     preload) env+=(LD_PRELOAD="$LIB") ;;
     daxkit) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR") ;;
+    nocache) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_LOCK_CACHE=0 DAXKIT_ABSENT_CACHE=0) ;;
     daxkit-auto) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_APPEND=auto) ;;
     auto-flush) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_APPEND=auto DAXKIT_PERSIST=flush) ;;
     flush) env+=(LD_PRELOAD="$LIB" DAXKIT_DIR="$DIR" DAXKIT_PERSIST=flush) ;;
