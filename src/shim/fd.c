@@ -155,7 +155,10 @@ static int dup_to(int oldfd, int newfd, int flags, bool three) {
     if (up_enabled) up_dirfd_forget(newfd);
     if (up_enabled && oldfd != newfd && DK_UNLIKELY(up_fd_is_internal(newfd))) {
         up_aux_vacate(newfd);
-        up_absent_vacate(newfd); /* (the absent names' inotify instance: the cache off) */
+        if (DK_REAL(fcntl)(oldfd, F_GETFD) >= 0) { /* (a dup2 that fails for oldfd closes nothing) */
+            up_absent_vacate(newfd); /* (the absent names' inotify instance: the cache off) */
+            up_lc_vacate(newfd);     /* (the lock board's: moved, its slot's OFD lock kept) */
+        }
     }
     if (up_enabled && oldfd != newfd) up_resolve(oldfd);
     /* A close of newfd's file (pending or managed) forgets its lock set: a lock call in flight from there

@@ -963,6 +963,24 @@ int up_lc_ofd(int (*real)(int, int, ...), int fd, int cmd, struct flock *l) {
     return r;
 }
 
+/* The program's dup2/dup3 onto the board's number (shim/fd.c, before the kernel's call closes it): the board's
+ * descriptor moves to another internal number first -- the same open file description, so the slot's OFD lock
+ * (held by the description) stays ours. Closed with it, the slot looked dead to every other process: they
+ * cleared its pid and asked nothing of us (their F_SETLKW waited for the age drop), and a new process could claim
+ * the slot we still use. A thread of ours inside a board call on the old number meanwhile asks the program's
+ * file (F_OFD_GETLK): at worst a slot taken for dead, its owner's locks then dropped at their age. */
+void up_lc_vacate(int fd) {
+    if (__atomic_load_n(&lb.state, __ATOMIC_ACQUIRE) != 1 || lb.fd != fd) return;
+    DK_ERRNO_SAVE;
+    int moved = DK_REAL(fcntl)(fd, F_DUPFD_CLOEXEC, dk_ifd_floor());
+    if (moved >= 0) {
+        up_fd_mark_internal(moved, true);
+        __atomic_store_n(&lb.fd, moved, __ATOMIC_RELEASE);
+    }
+    up_fd_mark_internal(fd, false); /* the program's dup2 closes it in the kernel next */
+    DK_ERRNO_RESTORE;
+}
+
 /* ---- the kernel's rules ---- */
 
 /* Any close of the file, before the kernel's close (which drops every lock of the process on it); a fork

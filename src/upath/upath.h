@@ -311,6 +311,7 @@ void up_absent_end(const char *path, uint64_t ticket, int r, int err);
 void up_absent_after_fork_child(void);
 bool up_absent_give_up(void);   /* the program's inotify call failed for the per-user limits: ours goes (true) */
 void up_absent_vacate(int fd);  /* the program's dup2 onto an internal number: the cache off if it is ours */
+void up_lc_vacate(int fd);      /* ... the lock board's descriptor moved (lockcache.c) */
 /* Before unlink/rename-over: whether the victim must be looked up (lstat) and given to up_name_removed --
  * false while no file is mapped (counted; upath.c). */
 bool up_victim_matters(void);

@@ -89,6 +89,10 @@
  *   slots    130 daxkit processes each take and release a lock on the file at once (the board has 128 slots):
  *            every lock call succeeds, the two without a slot count lock_cache_off and say nothing on stderr
  *            (session 28: "no lock board" on the program's stderr).
+ *   dup2board the program dup2s a file of its own onto the board's descriptor: a fork child still finds the
+ *            program's file at that number, and our F_SETLKW on a lock another daxkit process keeps (10 s age) is
+ *            done in < 3 s (the board's descriptor moved first; before, the child's reset closed the program's
+ *            number, and our ask's liveness check read the program's file: the keeper looked dead, not asked).
  * Exit 0 pass, 1 fail, 77 skip. */
 #include <dirent.h>
 #include <poll.h>
@@ -253,6 +257,69 @@ static void case_handoff(void) {
     OK(waitpid(c, &st, 0));
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "handoff, F_SETLK retried: child status %d", st);
     close(fd);
+}
+
+/* The program dup2s a file of its own onto the board's descriptor (found in /proc/self/fd): a fork child finds
+ * the program's file at that number (the child's reset closes the board's number), and our F_SETLKW on a lock
+ * another daxkit process keeps is done in < 3 s with a 10 s age (our ask checks the slot's owner alive through
+ * the board's descriptor: through the program's file the owner looked dead and was not asked). */
+static void case_dup2board(void) {
+    int fd = open_file();
+    OK(lk(fd, F_SETLK, F_WRLCK, 0, 100));
+    OK(lk(fd, F_SETLK, F_UNLCK, 0, 100));
+    CHECK(who_holds(0, 100) == getpid(), "the released lock is not kept");
+    int bfd = -1;
+    DIR *d = opendir("/proc/self/fd");
+    CHECK(d != NULL, "opendir /proc/self/fd");
+    for (struct dirent *e; (e = readdir(d));) {
+        char l[PATH_MAX], t[PATH_MAX];
+        snprintf(l, sizeof l, "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(l, t, sizeof t - 1);
+        if (n > 0 && (t[n] = 0, strstr(t, "/.daxkit/lockboard2."))) bfd = atoi(e->d_name);
+    }
+    closedir(d);
+    CHECK(bfd >= 0, "no lock board descriptor in /proc/self/fd");
+    char other[PATH_MAX];
+    st_path(other, sizeof other, dir, "../dup2board.other");
+    int of = OK(open(other, O_RDWR | O_CREAT, 0644));
+    CHECK(dup2(of, bfd) == bfd, "dup2 onto %d: %s", bfd, strerror(errno));
+    close(of);
+    pid_t c = OK(fork());
+    if (c == 0) _exit(fcntl(bfd, F_GETFD) >= 0 ? 0 : 2);
+    int st;
+    CHECK(st_wait_child(c, &st, 20000), "a fork child hung");
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a fork child found the program's descriptor %d closed (the "
+          "library's reset closed the board's number)", bfd);
+    int ready[2], done[2];
+    OK(pipe(ready));
+    OK(pipe(done));
+    c = OK(fork());
+    if (c == 0) { /* another daxkit process keeps [200,300) */
+        close(ready[0]);
+        close(done[1]);
+        int f2 = open(path, O_RDWR);
+        char r = f2 >= 0 && lk(f2, F_SETLK, F_WRLCK, 200, 100) == 0 && lk(f2, F_SETLK, F_UNLCK, 200, 100) == 0 ? 'k' : 'e';
+        if (write(ready[1], &r, 1) != 1) _exit(3);
+        char x;
+        while (read(done[0], &x, 1) > 0) {}
+        _exit(0);
+    }
+    close(ready[1]);
+    close(done[0]);
+    char r = 0;
+    CHECK(read(ready[0], &r, 1) == 1 && r == 'k', "the other process could not lock");
+    CHECK(who_holds(200, 100) == c, "the other process's release is not kept");
+    uint64_t t0 = now_ms();
+    OK(lk(fd, F_SETLKW, F_WRLCK, 200, 100));
+    uint64_t ms = now_ms() - t0;
+    close(done[1]);
+    CHECK(st_wait_child(c, &st, 20000), "the other process hung");
+    CHECK(ms < 3000, "after the program's dup2 onto the board's descriptor, our F_SETLKW on a lock another daxkit "
+          "process keeps took %llu ms (10 s age: it was not asked)", (unsigned long long)ms);
+    OK(lk(fd, F_SETLK, F_UNLCK, 0, 0));
+    close(bfd);
+    close(fd);
+    printf("ok: dup2board: %llu ms\n", (unsigned long long)ms);
 }
 
 static void case_close(void) {
@@ -1140,6 +1207,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "execrace")) case_execrace(argv[0]);
     else if (!strcmp(c, "thread")) case_thread();
     else if (!strcmp(c, "slots")) case_slots();
+    else if (!strcmp(c, "dup2board")) case_dup2board();
     else SKIP("unknown case %s", c);
     printf("PASS\n");
     return 0;
