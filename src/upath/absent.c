@@ -58,6 +58,8 @@
 #define AB_DIRS 4      /* directories watched, each with its ancestors */
 #define AB_WDS 64      /* watch descriptors recorded (directories and ancestors) */
 #define AB_PATH 512    /* longest name kept */
+#define AB_SLOTS 32    /* processes of a user that hold an instance for the cache at once (a quarter of the default
+                        * per-user limit, 128: review29 #1 -- the limit is the whole user's, other programs need theirs) */
 #define AB_DIR_EVENTS (IN_CREATE | IN_MOVED_TO | IN_MOVE_SELF | IN_DELETE_SELF | IN_ATTRIB | IN_ONLYDIR | IN_MASK_ADD)
 #define AB_UP_EVENTS (IN_MOVE_SELF | IN_DELETE_SELF | IN_ATTRIB | IN_ONLYDIR | IN_MASK_ADD)
 #define AB_GONE (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_Q_OVERFLOW)
@@ -79,7 +81,10 @@ static struct {
     uint32_t wgen;   /* moved before the watches are dropped (atomic) */
     int wds[AB_WDS]; /* their watch descriptors (under ab_mu) */
     unsigned nwds;
-} ab = {.epoch = 1};
+    int slot_fd;     /* <stats dir>/absent-slots.<euid>, one byte OFD-locked: our share of the user's instances */
+    char seen[AB_NAMES][AB_PATH]; /* names a stat found absent before the instance was made (under ab_mu) */
+    unsigned nseen;
+} ab = {.epoch = 1, .slot_fd = -1};
 static pthread_mutex_t ab_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* Under ab_mu: off for the process's life. The epoch moves before the instance goes: a reader that looked at
@@ -98,6 +103,7 @@ static void off_locked(const char *why, int err, bool close_it) {
         if (close_it) up_internal_close(ab.ifd); /* (its watches go with it: the user's counts back) */
         else up_fd_mark_internal(ab.ifd, false);
     }
+    if (ab.slot_fd >= 0) up_internal_close(ab.slot_fd), ab.slot_fd = -1; /* (the slot free for another process) */
     dk_count(DK_C_absent_off, 1);
     dk_log_verbose("DAXKIT_ABSENT_CACHE: off in this process (%s: %s): stats of absent names go to the kernel", why,
                    err ? dk_strerror(err) : "-");
@@ -213,10 +219,36 @@ static bool watch_locked(const char *path, size_t len, size_t rl) {
     return true;
 }
 
+/* Under ab_mu: one of the AB_SLOTS slots of the user's file in the stats directory (an OFD lock on its byte: a
+ * dead process's is free again, as the lock board's). The per-user inotify limit is shared by every program of the
+ * user, those outside daxkit too: the cache takes at most a quarter of the default for itself (review29 #1). */
+static bool slot_take_locked(void) {
+    char p[DK_PATH_OPT_MAX + 64];
+    snprintf(p, sizeof p, "%s/absent-slots.%u", dk_stats_dir(), (unsigned)geteuid());
+    int fd = dk_ifd_openat(AT_FDCWD, p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return false;
+    for (int i = 0; i < AB_SLOTS; i++) {
+        struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = i, .l_len = 1};
+        if (DK_REAL(fcntl)(fd, F_OFD_SETLK, &l) == 0) {
+            ab.slot_fd = up_internal_fd(fd);
+            return true;
+        }
+    }
+    DK_REAL(close)(fd);
+    errno = EUSERS;
+    return false;
+}
+
+/* Under ab_mu: the instance (state 1), made once a slot is ours; false: none (state 2: off, counted). */
 static bool setup_locked(void) {
     uint32_t st = __atomic_load_n(&ab.state, __ATOMIC_ACQUIRE);
     if (st != 0) return st == 1;
     DK_ERRNO_SAVE;
+    if (!slot_take_locked()) {
+        off_locked("no slot of the user's 32 for the cache", errno, false);
+        DK_ERRNO_RESTORE;
+        return false;
+    }
     dk_ifd_begin();
     int fd = (int)syscall(SYS_inotify_init1, IN_NONBLOCK | IN_CLOEXEC);
     if (fd >= 0) fd = up_internal_fd(fd);
@@ -274,6 +306,19 @@ void up_absent_end(const char *path, uint64_t ticket, int r, int err) {
      * not a dangling symlink, whose target may appear where nothing is watched). A name made before that lookup
      * is found by it; one made after it is an event, which a reader's poll sees. */
     bool watched = false, known = false;
+    if (__atomic_load_n(&ab.state, __ATOMIC_ACQUIRE) == 0) {
+        /* No instance yet: made at the second ENOENT of one name (SQLite's probes repeat every transaction; a
+         * program's one-off probes never make one -- the user's inotify instances are every program's:
+         * review29 #1). The first only noted (no system call). */
+        bool again = false;
+        for (unsigned i = 0; i < AB_NAMES && !again; i++) again = !strncmp(ab.seen[i], path, AB_PATH);
+        if (!again) {
+            strncpy(ab.seen[ab.nseen++ % AB_NAMES], path, AB_PATH - 1);
+            dk_mu_unlock(&ab_mu);
+            DK_ERRNO_RESTORE;
+            return;
+        }
+    }
     for (unsigned i = 0; i < ab.ndirs && !known; i++) known = strlen(ab.dirs[i]) == len && !memcmp(ab.dirs[i], path, len);
     /* (every directory slot taken by others: nothing to keep, no system call -- a program probing absent names in
      * many directories pays the mutex only) */
@@ -313,10 +358,17 @@ bool up_absent_give_up(void) {
 
 /* The program's dup2/dup3 onto our instance's number (shim/fd.c, before the kernel's call closes it): off. */
 void up_absent_vacate(int fd) {
-    if (__atomic_load_n(&ab.state, __ATOMIC_ACQUIRE) != 1 || ab.ifd != fd || dk_mu_refuse(&ab_mu)) return;
+    if (__atomic_load_n(&ab.state, __ATOMIC_ACQUIRE) != 1 || (ab.ifd != fd && ab.slot_fd != fd) || dk_mu_refuse(&ab_mu))
+        return;
     DK_ERRNO_SAVE;
     dk_mu_lock(&ab_mu);
     if (__atomic_load_n(&ab.state, __ATOMIC_ACQUIRE) == 1 && ab.ifd == fd) off_locked("the program's dup2 onto it", 0, false);
+    if (ab.slot_fd == fd) { /* the slot file's: moved (the same description keeps the slot's OFD lock) */
+        int moved = DK_REAL(fcntl)(fd, F_DUPFD_CLOEXEC, dk_ifd_floor());
+        up_fd_mark_internal(fd, false);
+        ab.slot_fd = moved;
+        if (moved >= 0) up_fd_mark_internal(moved, true);
+    }
     dk_mu_unlock(&ab_mu);
     DK_ERRNO_RESTORE;
 }
@@ -326,6 +378,10 @@ void up_absent_after_fork_child(void) {
     dk_mu_reinit(&ab_mu);
     __atomic_add_fetch(&ab.epoch, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&ab.state, __ATOMIC_ACQUIRE) == 1) up_internal_close(ab.ifd);
+    if (ab.slot_fd >= 0) up_internal_close(ab.slot_fd); /* (the description is the parent's, and its slot) */
+    ab.slot_fd = -1;
+    ab.nseen = 0;
+    memset(ab.seen, 0, sizeof ab.seen);
     ab.nwds = 0;
     __atomic_store_n(&ab.ndirs, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&ab.state, 0, __ATOMIC_RELEASE);
