@@ -3,6 +3,7 @@
 #define DK_OPLOG_INTERNAL_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -61,6 +62,14 @@ struct dk_oplog {
 };
 
 int oplog_allocate(struct dk_oplog *log, uint64_t end_lines);
+/* A zeroed log state of `capacity` record slots (no file yet), or NULL. */
+struct dk_oplog *oplog_new(uint64_t capacity);
+/* dk_oplog_open's checks of its arguments. */
+bool oplog_args_ok(const char *dir, const char *tag, size_t bytes);
+/* How the log in dirfd makes records durable (the medium's probe); *map_sync_out: map it MAP_SYNC. */
+enum oplog_persist oplog_persist_for(int dirfd, int *map_sync_out);
+/* The first <tag>.<pid>.<n>.log not in dirfd into name: 0, or -EEXIST after 1,000 tries. */
+int oplog_free_name(int dirfd, const char *tag, int pid, char *name, size_t cap);
 /* Page cache: n bytes at file_offset of fd (the log's fd or its direct_fd) made durable (pwritev2
  * RWF_DSYNC, or pwrite + fdatasync). 0 or -errno. */
 int oplog_write_durable(struct dk_oplog *log, int fd, const void *src, size_t n, uint64_t file_offset);

@@ -121,7 +121,7 @@ int oplog_allocate(struct dk_oplog *log, uint64_t end_lines) {
     return -e;
 }
 
-static enum oplog_persist persist_for(int dirfd, int *map_sync_out) {
+enum oplog_persist oplog_persist_for(int dirfd, int *map_sync_out) {
     struct dk_medium_info mi;
     *map_sync_out = 0;
     if (dk_medium_probe(dirfd, DK_PROBE_BASIC, &mi) != 0) return OPLOG_PERSIST_PWRITE; /* the safe choice */
@@ -177,7 +177,7 @@ static void discard(struct dk_oplog *log, int dirfd, const char *tmp) {
 
 static int open_at(struct dk_oplog *log, const char *dir, int dirfd, const char *tag, size_t bytes) {
     int map_sync;
-    log->persist = persist_for(dirfd, &map_sync);
+    log->persist = oplog_persist_for(dirfd, &map_sync);
     int pid = (int)dk_libc()->getpid();
     log->creator_pid = pid;
     for (int n = 0; n < OPLOG_NAME_TRIES_MAX; n++) {
@@ -204,14 +204,9 @@ static int open_at(struct dk_oplog *log, const char *dir, int dirfd, const char 
     return -EEXIST;
 }
 
-int dk_oplog_open(const char *dir, const char *tag, size_t bytes, struct dk_oplog **log_out) {
-    DK_ERRNO_SAVE;
-    bytes = dk_round_down(bytes, DK_OPLOG_LINE_BYTES);
-    uint64_t capacity = bytes / DK_OPLOG_LINE_BYTES - DK_OPLOG_HEADER_LINES;
-    if (!dir || !tag || !log_out || !tag_ok(tag) || bytes < DK_OPLOG_BYTES_MIN || capacity > OPLOG_CAPACITY_LINES_MAX)
-        return -EINVAL;
+struct dk_oplog *oplog_new(uint64_t capacity) {
     struct dk_oplog *log = NULL;
-    if (posix_memalign((void **)&log, DK_CACHELINE_BYTES, sizeof *log) != 0) return -ENOMEM;
+    if (posix_memalign((void **)&log, DK_CACHELINE_BYTES, sizeof *log) != 0) return NULL;
     memset(log, 0, sizeof *log);
     log->fd = -1;
     log->direct_fd = -1;
@@ -220,6 +215,29 @@ int dk_oplog_open(const char *dir, const char *tag, size_t bytes, struct dk_oplo
     pthread_mutex_init(&log->grow_mu, NULL);
     log->capacity_lines = capacity;
     log->usable_lines = capacity; /* no spare until dk_oplog_set_spare */
+    return log;
+}
+
+bool oplog_args_ok(const char *dir, const char *tag, size_t bytes) {
+    uint64_t capacity = bytes / DK_OPLOG_LINE_BYTES - DK_OPLOG_HEADER_LINES;
+    return dir && tag && tag_ok(tag) && bytes >= DK_OPLOG_BYTES_MIN && capacity <= OPLOG_CAPACITY_LINES_MAX;
+}
+
+int oplog_free_name(int dirfd, const char *tag, int pid, char *name, size_t cap) {
+    for (int n = 0; n < OPLOG_NAME_TRIES_MAX; n++) {
+        snprintf(name, cap, "%s.%d.%d.log", tag, pid, n);
+        if (dk_libc()->fstatat(dirfd, name, &(struct stat){0}, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT) return 0;
+    }
+    return -EEXIST;
+}
+
+int dk_oplog_open(const char *dir, const char *tag, size_t bytes, struct dk_oplog **log_out) {
+    DK_ERRNO_SAVE;
+    bytes = dk_round_down(bytes, DK_OPLOG_LINE_BYTES);
+    uint64_t capacity = bytes / DK_OPLOG_LINE_BYTES - DK_OPLOG_HEADER_LINES;
+    if (!log_out || !oplog_args_ok(dir, tag, bytes)) return -EINVAL;
+    struct dk_oplog *log = oplog_new(capacity);
+    if (!log) return -ENOMEM;
     int dirfd = dk_ifd_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     int rc = dirfd < 0 ? -errno : open_at(log, dir, dirfd, tag, bytes);
     if (dirfd >= 0) dk_libc()->close(dirfd);

@@ -174,6 +174,28 @@ int dk_oplog_close(struct dk_oplog *log, int remove);
  * the start-up reclaim removed it unreplayed). Never unlocks, never unlinks, never writes. */
 void dk_oplog_drop_inherited(struct dk_oplog *log);
 
+/* ---- parked logs (docs/oplog.md "Parked logs") ----
+ * A log whose owner finished cleanly can be kept for a later process of the same user instead of removed: its
+ * file's blocks and pages are reused (a new log's first 2 MiB are a huge page the kernel clears, on a huge-page
+ * tmpfs). Names start with DK_OPLOG_PARKED_PREFIX; dk_oplog_find_orphans passes them over (they hold no valid
+ * record). Flush media only (DAX, tmpfs, DAXKIT_PERSIST=flush): -EOPNOTSUPP on the page cache. */
+#define DK_OPLOG_PARKED_PREFIX "parked-"
+bool dk_oplog_parked_name(const char *name);
+/* After the caller checkpointed (everything logged is applied and durable): starts a new generation if the one
+ * in force holds records (dk_oplog_reset: no record is valid from then on), renames the log to `parked_name`
+ * in its directory (RENAME_NOREPLACE: -EEXIST when taken) and removes its completion marks. The log stays open
+ * and locked (close it, or the process's end lets it go); nothing may be appended any more. 0 or -errno (the log
+ * then keeps its name). */
+int dk_oplog_park(struct dk_oplog *log, const char *parked_name);
+/* Takes the parked log <dir>/<parked_name> for this process, as dk_oplog_open would make one: locks it
+ * (-EBUSY when another process holds it), checks it is this user's and `bytes` long (else it is removed:
+ * -ESTALE), calls before_rename(new name, ctx) (NULL: none; a nonzero return aborts), renames it to
+ * <tag>.<pid>.<n>.log and fsyncs the directory (a parked name is never recovered: no record may be written
+ * under it), and persists generation + 1 of the one in force before returning -- so no line written before
+ * is ever valid again. -ENOENT when there is none; -EOPNOTSUPP on a page-cache medium. */
+int dk_oplog_adopt(const char *dir, const char *parked_name, const char *tag, size_t bytes,
+                   int (*before_rename)(const char *log_name, void *ctx), void *ctx, struct dk_oplog **log_out);
+
 /* Accessors: the file path, the mapping (for the crash-state explorer), capacity and the current state. */
 const char *dk_oplog_path(const struct dk_oplog *log);
 void *dk_oplog_mapping(const struct dk_oplog *log, size_t *bytes_out);
@@ -259,6 +281,9 @@ extern unsigned long dk_oplog_test_rwf_dsync_tries;
 extern int dk_oplog_test_direct_einval;
 /* Test builds: allocation steps zero-written through the direct descriptor (oplog_zero_direct). */
 extern unsigned long dk_oplog_test_zero_direct_steps;
+/* Test builds: nonzero (or DAXKIT_TEST_ADOPT_RESTART=1) makes dk_oplog_adopt start at generation 1 as a new file
+ * would, instead of the next after the one in force (the bug the explorer and the adoption tests must catch). */
+extern int dk_oplog_test_adopt_restart;
 #endif
 
 #endif

@@ -91,6 +91,7 @@ int dk_oplog_find_orphans(const char *dir, const char *tag, dk_oplog_orphan_fn c
     while (rc >= 0 && (e = c->readdir(d)) != NULL) {
         enum name_kind k = classify(e->d_name, tag);
         if (k == NAME_OTHER) continue;
+        if ((k == NAME_LOG || k == NAME_TMP) && dk_oplog_parked_name(e->d_name)) continue; /* no record: for reuse */
         if (k == NAME_MARKS) { /* completion marks whose log is gone (a removal cut short): no one's */
             remove_stray_marks(dirfd, e->d_name);
             continue;

@@ -27,6 +27,7 @@
 #include "common/stats.h"
 #include "common/thread.h"
 #include "shim/libc.h"
+#include "oplog/oplog.h"
 #include "upath/foreign.h"
 #include "upath/internal.h"
 #include "common/mapflags.h"
@@ -408,7 +409,8 @@ void up_stage_reclaim(const char *root_path, int area_fd, struct up_recover_repo
     while ((e = c->readdir(d))) {
         const char *dot = strchr(e->d_name, '.');
         if (!dot || !oplog_file(e->d_name) || dot - e->d_name >= 48) continue;
-        if (name_ends(e->d_name, ".log")) foreign_note(&foreign, area_fd, e->d_name); /* another user's */
+        /* another user's (a parked log holds no record: docs/oplog.md) */
+        if (name_ends(e->d_name, ".log") && !dk_oplog_parked_name(e->d_name)) foreign_note(&foreign, area_fd, e->d_name);
         if (nlogged == 64) logged_overflow = true;
         else snprintf(logged[nlogged++], sizeof logged[0], "%.*s", (int)(dot - e->d_name), e->d_name);
     }

@@ -304,6 +304,83 @@ static __attribute__((noinline, cold)) struct up_strict *strict_after_shutdown(v
     for (;;) pause();
 }
 
+/* ---- parked logs (docs/oplog.md "Parked logs") ----
+ * A process that ends cleanly renames its log to parked-<euid>-<k>.log and its staging file to
+ * parked-<euid>-<k>.strict.stg (the log first: its name claims k; a staging file left alone under a parked name
+ * is the start-up reclaim's, as any staging file without a log); the next strict process of the user takes
+ * them (the staging file first, the log last: while the parked log has its name no parker can claim k). */
+#define STRICT_PARKED_MAX 4
+
+static void parked_name(char *out, size_t cap, int k, const char *suffix) {
+    snprintf(out, cap, DK_OPLOG_PARKED_PREFIX "%u-%d%s", (unsigned)geteuid(), k, suffix);
+}
+
+struct adopt_ctx {
+    int area_fd, k;
+    const char *stg_name; /* <tag>.strict.stg */
+};
+
+/* dk_oplog_adopt's step before the log's rename: the parked staging file becomes this process's (none: the
+ * usual creation below makes one). */
+static int adopt_staging(const char *log_name, void *p) {
+    (void)log_name;
+    struct adopt_ctx *a = p;
+    char from[64];
+    parked_name(from, sizeof from, a->k, ".strict.stg");
+    if (DK_REAL(renameat)(a->area_fd, from, a->area_fd, a->stg_name) != 0 && errno != ENOENT) return -errno;
+    DK_CRASH_POINT("strict.adopt.staging_moved");
+    return 0;
+}
+
+/* A parked log of this user in the area, taken (0), or nonzero: none (the caller makes a new one). */
+static int strict_adopt(const char *area, int area_fd, const char *tag, const char *stg_name, struct dk_oplog **log) {
+    if (!dk_cfg.strict_park) return -ENOENT;
+    for (int k = 0; k < STRICT_PARKED_MAX; k++) {
+        char name[64];
+        parked_name(name, sizeof name, k, ".log");
+        struct adopt_ctx a = {.area_fd = area_fd, .k = k, .stg_name = stg_name};
+        int rc = dk_oplog_adopt(area, name, tag, dk_cfg.strict_log_bytes, adopt_staging, &a, log);
+        if (rc == 0) {
+            dk_count(DK_C_strict_logs_adopted, 1);
+            return 0;
+        }
+        if (rc == -EOPNOTSUPP) break;
+    }
+    return -ENOENT;
+}
+
+/* At a clean exit, after the log's last checkpoint: parks the log and its staging file (true), or false (the
+ * caller removes them). */
+static bool strict_park(struct up_strict *st, const char *stg_path) {
+    if (!dk_cfg.strict_park || dk_oplog_records_by(st->log) != DK_OPLOG_RECORDS_FLUSHED) return false;
+    for (int k = 0; k < STRICT_PARKED_MAX; k++) {
+        char name[64];
+        parked_name(name, sizeof name, k, ".log");
+        int rc = dk_oplog_park(st->log, name);
+        if (rc == -EEXIST) continue;
+        if (rc != 0) return false;
+        DK_CRASH_POINT("strict.park.log_parked");
+        /* The staging file keeps its first chunk (a short process's staging), the rest of its memory goes back: a
+         * parked pair holds at most 4 MiB. */
+        if (st->stg_bytes > STRICT_STG_CHUNK_BYTES)
+            (void)DK_REAL(fallocate)(st->stg_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, STRICT_STG_CHUNK_BYTES,
+                                     (off_t)(st->stg_bytes - STRICT_STG_CHUNK_BYTES));
+        char to[4400];
+        const char *slash = strrchr(stg_path, '/');
+        if (slash) {
+            parked_name(name, sizeof name, k, ".strict.stg");
+            snprintf(to, sizeof to, "%.*s/%s", (int)(slash - stg_path), stg_path, name);
+            /* RENAME_NOREPLACE: a staging file left under that name by a parker cut short is the adopter's all
+             * the same (its bytes are never trusted: a record names only bytes staged after it was adopted) --
+             * ours is removed then. */
+            if (DK_REAL(renameat2)(AT_FDCWD, stg_path, AT_FDCWD, to, RENAME_NOREPLACE) != 0) DK_REAL(unlink)(stg_path);
+        }
+        dk_count(DK_C_strict_logs_parked, 1);
+        return true;
+    }
+    return false;
+}
+
 static struct up_strict *strict_create(struct up_root *r) {
     int area_fd;
     const char *tag;
@@ -320,8 +397,9 @@ static struct up_strict *strict_create(struct up_root *r) {
     st->ck_epoch = 1;
     pthread_mutex_init(&st->stg_mu, NULL);
     pthread_mutex_init(&st->dirty_mu, NULL);
-    int rc = dk_oplog_open(area, tag, dk_cfg.strict_log_bytes, &st->log); /* 16 MiB: a checkpoint is cheap */
     snprintf(name, sizeof name, "%s.strict.stg", tag);
+    int rc = strict_adopt(area, area_fd, tag, name, &st->log) == 0 ? 0
+             : dk_oplog_open(area, tag, dk_cfg.strict_log_bytes, &st->log); /* 16 MiB: a checkpoint is cheap */
     int fd = rc == 0 ? dk_ifd_openat(area_fd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
     st->stg_bytes = dk_cfg.staging_bytes;
     void *a = MAP_FAILED;
@@ -1768,6 +1846,8 @@ void up_strict_shutdown(void) {
         if (dk_oplog_lines_used(st->log)) (void)dk_oplog_reset(st->log);
         char stg[4400];
         stg_path_of(dk_oplog_path(st->log), stg, sizeof stg);
+        /* Or left for the next process (docs/oplog.md "Parked logs"): the reset above made it hold no record. */
+        if (stg[0] && dk_oplog_lines_used(st->log) == 0 && strict_park(st, stg)) continue;
         dk_oplog_unlink(st->log); /* and its completion marks */
         if (stg[0]) DK_REAL(unlink)(stg);
     }

@@ -7,6 +7,10 @@
  *   correct              the real protocol, one writer: every state must pass
  *   correct-threads      the real protocol, two writers interleaved so that one finishes a record while the
  *                        other is between its stores and its fence (valid records after holes): must pass
+ *   adopt                the real protocol, one writer, on a log adopted from a parked one (dk_oplog_adopt) whose
+ *                        image holds a first owner's records of every earlier generation: must pass
+ *   adopt-restart        the same with an adopter that starts at generation 1 as a new file would
+ *                        (dk_oplog_test_adopt_restart): must be REPORTED
  *   crc-head-only, no-fence, reset-no-fence (one writer), scan-stops-at-hole (two writers): deliberately
  *                        broken variants (dk_oplog_test_broken, test builds only) that the explorer must
  *                        REPORT -- the test fails if it does not
@@ -178,7 +182,39 @@ static int variant_of(const char *name) {
     static const char *names[] = {"correct", "crc-head-only", "no-fence", "reset-no-fence", "scan-stops-at-hole"};
     for (int i = 0; i < 5; i++)
         if (!strcmp(name, names[i])) return i;
-    return strcmp(name, "correct-threads") == 0 ? 0 : -1;
+    if (!strcmp(name, "adopt-restart")) return 100; /* a broken adopter (dk_oplog_test_adopt_restart) */
+    return strcmp(name, "correct-threads") == 0 || strcmp(name, "adopt") == 0 ? 0 : -1;
+}
+
+/* The adopt variants: a first owner logs `records` records of writer 1 (resets every 40) and parks the log; the
+ * workload then runs on the log adopted from it (docs/oplog.md "Parked logs"), whose image holds the first
+ * owner's lines of every earlier generation. None of them may ever be recovered (writer 1 has no acknowledged
+ * record in the explored run). Returns the adopted log, or NULL. */
+static struct dk_oplog *adopted_log(const char *dir, int restart) {
+    struct dk_oplog *first;
+    int rc = dk_oplog_open(dir, "explore", DK_OPLOG_BYTES_MIN, &first);
+    for (uint32_t i = 0; rc == 0 && i < records; i++) {
+        if (i > 0 && i % RESET_EVERY == 0) rc = dk_oplog_reset(first);
+        if (rc == 0) rc = rec_append(first, 1, i, DATA_MAX, NULL);
+    }
+    if (rc == 0) rc = dk_oplog_park(first, "parked-explore.log");
+    if (rc != 0) {
+        fprintf(stderr, "first owner: %d\n", rc);
+        return NULL;
+    }
+    printf("first owner: %u records of writer 1, parked at generation %lu\n", records,
+           (unsigned long)dk_oplog_generation(first));
+    dk_oplog_close(first, 0); /* its lock goes: the parked log may be taken */
+    dk_oplog_test_adopt_restart = restart;
+    struct dk_oplog *log;
+    rc = dk_oplog_adopt(dir, "parked-explore.log", "explore", DK_OPLOG_BYTES_MIN, NULL, NULL, &log);
+    dk_oplog_test_adopt_restart = 0;
+    if (rc != 0) {
+        fprintf(stderr, "adopt: %d\n", rc);
+        return NULL;
+    }
+    printf("adopted at generation %lu\n", (unsigned long)dk_oplog_generation(log));
+    return log;
 }
 
 int main(int argc, char **argv) {
@@ -190,11 +226,16 @@ int main(int argc, char **argv) {
     char dir[] = "/dev/shm/dk-explore-oplog.XXXXXX";
     if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
     struct dk_oplog *log;
-    int rc = dk_oplog_open(dir, "explore", DK_OPLOG_BYTES_MIN, &log);
+    int rc = 0;
+    if (!strncmp(name, "adopt", 5)) {
+        if (!(log = adopted_log(dir, variant == 100))) return 1;
+    } else {
+        rc = dk_oplog_open(dir, "explore", DK_OPLOG_BYTES_MIN, &log);
+    }
     if (rc != 0) return fprintf(stderr, "open: %d\n", rc), 1;
     size_t bytes;
     void *map = dk_oplog_mapping(log, &bytes);
-    dk_oplog_test_broken = variant;
+    dk_oplog_test_broken = variant == 100 ? 0 : variant;
     dk_explorer_begin(map, bytes);
     int threads = !strcmp(name, "correct-threads") || !strcmp(name, "scan-stops-at-hole");
     rc = workload(log, threads ? WRITERS_MAX : 1);
