@@ -599,7 +599,8 @@ static void down_on_usr1(int sig) {
     errno = e;
 }
 
-/* The strict logs (*.log) in DIR's area. */
+/* The strict logs (*.log) in DIR's area -- not a parked one (parked-*.log: a clean exit's log left for the next
+ * process, which holds no valid record; docs/oplog.md "Parked logs"). */
 static int down_logs(const char *dir, char *names, size_t cap) {
     char area[PATH_MAX];
     snprintf(area, sizeof area, "%s/.daxkit", dir);
@@ -608,7 +609,7 @@ static int down_logs(const char *dir, char *names, size_t cap) {
     names[0] = 0;
     for (struct dirent *e; d && (e = readdir(d));) {
         size_t l = strlen(e->d_name);
-        if (l > 4 && !strcmp(e->d_name + l - 4, ".log")) {
+        if (l > 4 && !strcmp(e->d_name + l - 4, ".log") && strncmp(e->d_name, "parked-", 7) != 0) {
             n++;
             snprintf(names + strlen(names), cap - strlen(names), " %s", e->d_name);
         }
