@@ -10,10 +10,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "common/internal_fd.h"
+#include "oplog/oplog.h"
 #include "shim/libc.h"
 #include "upath/inflight.h"
 #include "upath/internal.h"
@@ -40,7 +42,23 @@ static void remove_registries(int afd) {
     c->closedir(d);
 }
 
-/* Every entry of the area is ours (tag) or an empty directory (atomic: removed here). */
+/* A parked log or staging file (docs/oplog.md "Parked logs": a clean exit's, for the next process) holds no
+ * record: it goes now, a log unless a process holds it (its parker still ending, an adopter taking it); a
+ * parked staging file whatever happens to its log (an adopter without one makes one). True when gone. */
+static bool parked_removed(int afd, const char *name) {
+    const struct dk_libc *c = dk_libc();
+    if (!dk_oplog_parked_name(name)) return false;
+    size_t n = strlen(name);
+    if (n <= 4 || strcmp(name + n - 4, ".log") != 0) return c->unlinkat(afd, name, 0) == 0 || errno == ENOENT;
+    int fd = dk_ifd_openat(afd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
+    if (fd < 0) return errno == ENOENT;
+    bool gone = c->flock(fd, LOCK_EX | LOCK_NB) == 0 && c->unlinkat(afd, name, 0) == 0; /* removed under its lock */
+    c->close(fd);
+    return gone;
+}
+
+/* Every entry of the area is ours (tag), a parked file (removed here) or an empty directory (atomic: removed
+ * here). */
 static bool area_only_ours(int afd, const char *tag) {
     const struct dk_libc *c = dk_libc();
     DIR *d = dk_ifd_opendirat(afd, ".");
@@ -51,6 +69,7 @@ static bool area_only_ours(int afd, const char *tag) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         if (tag && !strncmp(e->d_name, tag, tn) && e->d_name[tn] == '.') continue;
         if (registry(e->d_name)) continue; /* removed with the area (below) */
+        if (parked_removed(afd, e->d_name)) continue;
         ours = c->unlinkat(afd, e->d_name, AT_REMOVEDIR) == 0; /* an empty directory goes; anything else stays */
     }
     c->closedir(d);
