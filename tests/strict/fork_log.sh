@@ -106,7 +106,8 @@ for variant in fork:write fork:checkpoint rawfork:write rawfork:checkpoint child
         out=$("$cli" recover "$dir" 2>&1)
         [ "$(content "$dir/g")" = C ] || fail "$how/$apply: the worker's acknowledged write of g is lost: g holds $(content "$dir/g"); recover: $out"
     fi
-    [ "$(ls "$dir/.daxkit" | grep -c '\.log$')" = 0 ] || fail "$how/$apply: a log is left after every process is gone: $(ls "$dir/.daxkit")"
+    # (a parked log -- a clean exit's, for the next process -- holds no record: docs/oplog.md "Parked logs")
+    [ "$(ls "$dir/.daxkit" | grep -v '^parked-' | grep -c '\.log$')" = 0 ] || fail "$how/$apply: a log is left after every process is gone: $(ls "$dir/.daxkit")"
     [ $fails = "$fails0" ] && echo "ok: $how/$apply: f holds $before before recovery, $got after$([ $how = child ] && echo ", g holds C")"
 done
 [ $fails -eq 0 ] || exit 1
