@@ -64,6 +64,8 @@ int dk_oplog_park(struct dk_oplog *log, const char *parked_name) {
     const struct dk_libc *c = dk_libc();
     /* No valid record from here on: the generation in force has none (a reset persists before it returns). */
     int rc = dk_oplog_lines_used(log) ? dk_oplog_reset(log) : 0;
+    /* A parked log is never recovered: refuse one a record could still be in (an append racing the caller). */
+    if (rc == 0 && dk_oplog_lines_used(log) != 0) rc = -EBUSY;
     /* Kept: the first allocation step, what a short process uses; the rest of the file's memory goes back (a parked
      * log holds no record: nothing past it is ever read). Best effort. */
     if (rc == 0 && log->map_bytes > DK_HUGE_BYTES)

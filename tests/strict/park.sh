@@ -63,7 +63,9 @@ area_clean() {
     for n in $(ls -A "$d/.daxkit"); do
         case $n in
         inflight.*.reg) ;;
-        parked-$uid-[0-3].log) ;;
+        parked-$uid-[0-3].log) # no head line of its generation in force: a record there would never be recovered
+            [ "$("$py" -c 'import sys; sys.path.insert(0, sys.argv[1]); import strict_model as m
+print(m.parked_log_records(sys.argv[2]))' "$here" "$d/.daxkit/$n")" = 0 ] || bad="$bad $n(holds records)" ;;
         parked-$uid-[0-3].strict.stg) [ -e "$d/.daxkit/${n%.strict.stg}.log" ] || bad="$bad $n(no log)" ;;
         *) bad="$bad $n" ;;
         esac
