@@ -1362,6 +1362,11 @@ void up_fstat_end(int fd, struct up_fstat_look *k, int r, off_t *size) {
         uint64_t cur = up_file_size(f);
         if (cur == f->pub_size && cur == f->ksize && f->staged_count == 0 && (uint64_t)*size == cur &&
             !__atomic_load_n(&f->refresh_owed, __ATOMIC_ACQUIRE)) {
+            /* An end an fsync's O_APPEND publish put off (publish.c put_end_off) ends with it: the answer is this
+             * process's end, nothing came since. Left owed under a generation no longer behind, no served call made
+             * the look, and a settle after another process's later append moved the descriptor by that append
+             * (review29b #1: a pwrite through the O_APPEND descriptor, then a read 5 bytes past its offset). */
+            if (DK_UNLIKELY(up_end_owed(f))) up_settle_end_locked(f, fd, (uint64_t)*size);
             uint64_t was = __atomic_load_n(&f->refresh_gen, __ATOMIC_RELAXED);
             /* (a re-read another thread made meanwhile at a newer generation stays) */
             while (was < k->gen &&
