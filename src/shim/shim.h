@@ -32,6 +32,8 @@
  *     it is closing, before it is pending: the slot look after the mark sees one or the other);
  *   - the windows last (dk_ifd_settle's look, which waits); for a change, then the exit's hold (sync and
  *     strict: set before exit turns the library off; the full path's write asks up_exit_hold, lifecycle.c).
+ * A number the library never held anything on (internal.h up_fd.held clear: a socket's, a pipe's) skips the
+ * entry's looks -- none can find anything -- and makes the windows' and the hold's only (session 29).
  * Anything found: false, and the full path runs as before, its cancellation point first. None here: libc's
  * call is a cancellation point wherever the served path has one, and nothing is named or counted before it. */
 static inline bool dk_pt_none_rest(const struct up_fd *e, bool changes); /* (after a first look found no slot) */
@@ -40,7 +42,8 @@ static inline bool dk_pt_none(const struct up_fd *e, bool changes) {
     return dk_pt_none_rest(e, changes);
 }
 static inline bool dk_pt_none_rest(const struct up_fd *e, bool changes) {
-    if (e) {
+    /* (a number never held: none of the looks below can find anything -- internal.h up_fd.held) */
+    if (e && __atomic_load_n(&e->held, __ATOMIC_ACQUIRE)) {
         uint32_t g = 0;
         if (changes) {
             g = __atomic_load_n(&e->vac_gen, __ATOMIC_ACQUIRE);

@@ -145,7 +145,10 @@ static struct up_fd *entry_alloc(int fd) {
             leaf = expected;
         }
     }
-    return &leaf[(unsigned)fd % UP_FD_LEAF];
+    struct up_fd *e = &leaf[(unsigned)fd % UP_FD_LEAF];
+    /* held from now on, before any state of the entry's is stored (internal.h: up_fd.held) */
+    if (!__atomic_load_n(&e->held, __ATOMIC_ACQUIRE)) __atomic_store_n(&e->held, 1, __ATOMIC_SEQ_CST);
+    return e;
 }
 
 /* Calls waiting for a closing entry (calls.c: wait_closing) go on. After the entry's slot changed. */
@@ -266,6 +269,9 @@ struct up_fd *up_fd_opening(int fd) {
     if (!e) return NULL;
     uint32_t gen = __atomic_load_n(&e->vac_gen, __ATOMIC_ACQUIRE);
     if (gen == __atomic_load_n(&e->vac_clean, __ATOMIC_ACQUIRE)) return NULL;
+    /* held before the closing state (a number never held that up_program_threads_begin vacated: a pass-through
+     * write that looks at it from now on takes the vacated way and is waited for -- internal.h up_fd.held) */
+    if (!__atomic_load_n(&e->held, __ATOMIC_ACQUIRE)) __atomic_store_n(&e->held, 1, __ATOMIC_SEQ_CST);
     DK_ERRNO_SAVE; /* (futex waits, membarrier) */
     for (;;) {
         struct up_slot *s = __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE);
