@@ -25,7 +25,7 @@ static inline int cmp_u64(const void *a, const void *b) {
 
 /* DIR/NAME.V created, FILE_BYTES of zeros written and synced; its path in path[4096]. fd or -1. */
 static inline int make_synced_file(const char *dir, const char *name, int v, char path[4096]) {
-    snprintf(path, 4096, "%s/%s.%d", dir, name, v);
+    if (snprintf(path, 4096, "%s/%s.%d", dir, name, v) >= 4096) return -1;
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) return -1;
     static char zeros[1 << 20];

@@ -14,7 +14,9 @@
  *   variant,ops,median_ns,p90_ns,mean_ns,cpu_median_ns,median_ratio_to_kernel_per_round
  *
  *   strict_t2_interleaved DIR OPS [RECORD_BYTES=5632] [SEED=1]      exit 0, 1 a call failed, 2 usage */
+#ifndef _GNU_SOURCE /* (the build defines it) */
 #define _GNU_SOURCE
+#endif
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>

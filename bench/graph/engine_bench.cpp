@@ -83,7 +83,7 @@ int overhead(uint32_t contexts, uint64_t per_context) {
   // The same loop on a device that is always complete and does nothing but prefetch: the engine alone.
   PrefetchDevice pf(backing.data());
   EngineStats st_pf;
-  const double s_pf = run_readers(pf, contexts, per_context, kPageBytes * 64, st_pf, &cpu_pf);
+  (void)run_readers(pf, contexts, per_context, kPageBytes * 64, st_pf, &cpu_pf);
   // ns_per_request / engine_only_ns: CPU time per request; wall_ns_per_request includes other processes.
   std::printf("overhead: contexts=%u requests=%llu switches=%llu ns_per_request=%.2f engine_only_ns=%.2f "
               "wall_ns_per_request=%.2f\n",

@@ -164,9 +164,9 @@ static bool in_futex(pid_t tid) {
     snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
     FILE *f = fopen(path, "r");
     if (!f) return false;
-    bool in = fgets(line, sizeof line, f) && atoi(line) == SYS_futex;
+    bool inside = fgets(line, sizeof line, f) && atoi(line) == SYS_futex;
     fclose(f);
-    return in;
+    return inside;
 }
 
 static void errno_check(void) {

@@ -193,7 +193,7 @@ static int internal_fds(int *out, int max) {
     int n = 0;
     struct dirent *e;
     while ((e = readdir(d)) && n < max) {
-        char link[64], target[PATH_MAX];
+        char link[300], target[PATH_MAX];
         snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
         ssize_t k = readlink(link, target, sizeof target - 1);
         if (k <= 0) continue;

@@ -22,7 +22,7 @@
 enum { RUNS = 8, REC = 4096 };
 
 static bool use_exit, use_exec, use_append, close_loop, no_timer;
-static char hpath[PATH_MAX];
+static char hpath[PATH_MAX + 8]; /* the path and ".h" (-Wformat-truncation) */
 enum { LOOP_FILES = 16 };
 static void on_alarm(int sig) {
     (void)sig;
@@ -52,7 +52,7 @@ static void child(const char *path, unsigned delay_us, volatile uint64_t *acked)
     struct itimerval it = {{0, 0}, {0, (suseconds_t)delay_us}};
     if (!no_timer) setitimer(ITIMER_REAL, &it, NULL);
     for (unsigned i = 0; close_loop; i++) {
-        char p[PATH_MAX];
+        char p[PATH_MAX + 16];
         snprintf(p, sizeof p, "%s.%u", path, i % LOOP_FILES);
         int f = open(p, O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (f < 0 || write(f, rec, sizeof rec) != (ssize_t)sizeof rec) _exit(4);
@@ -130,7 +130,7 @@ int main(int argc, char **argv) {
         uint64_t recs = check_file(path);
         if (use_append) CHECK(check_file(hpath) == 1, "run %u: the handler's append is not in %s", run, hpath);
         for (unsigned i = 0; close_loop && i < LOOP_FILES; i++) {
-            char p[PATH_MAX];
+            char p[PATH_MAX + 16];
             snprintf(p, sizeof p, "%s.%u", path, i);
             if (access(p, F_OK) == 0) check_file(p);
         }

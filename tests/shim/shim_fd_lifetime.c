@@ -276,12 +276,12 @@ static void replace(const char *dir, enum variant v, int rounds) {
         usleep(50);
     }
     stop = 1;
-    for (int i = 0; i < 6; i++) pthread_join(t[i], NULL);
+    for (int k = 0; k < 6; k++) pthread_join(t[k], NULL);
     OK(close(log_fd));
     OK(close(data_fd));
     starved[v] = !workers_ran(rounds / 2);
     printf("%s: %d rounds, calls:", variant_name[v], i);
-    for (int i = 0; i < 6; i++) printf(" %s %ld%s", worker_name[i], progress[i], i < 5 ? "," : "");
+    for (int k = 0; k < 6; k++) printf(" %s %ld%s", worker_name[k], progress[k], k < 5 ? "," : "");
     printf("; %ld failures%s%s\n", failures, failures ? ": " : "", fail_msg);
     CHECK(failures == 0, "%s: a call racing the replacement went wrong: %s", variant_name[v], fail_msg);
     check_log(logp);
@@ -366,7 +366,7 @@ static void numbers(const char *dir, int rounds) {
         data_fd = n = m;
     }
     stop = 1;
-    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    for (int k = 0; k < 2; k++) pthread_join(t[k], NULL);
     OK(close(n));
     printf("numbers: %d rounds, %d reopens at another number, %ld renames, %ld calls through the number; %ld failures%s%s\n",
            i, moved, renames, stale_calls, failures, failures ? ": " : "", fail_msg);

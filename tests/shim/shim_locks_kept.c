@@ -121,7 +121,7 @@ static void atomic_detach_by(const char *path, const char *trigger, int round) {
         CHECK(fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 65536) == 0 || errno == EOPNOTSUPP, "fallocate: %s",
               strerror(errno));
     } else if (!strcmp(trigger, "copy_file_range")) {
-        char other[PATH_MAX];
+        char other[PATH_MAX + 8];
         snprintf(other, sizeof other, "%s.copy", path);
         int o = OK(open(other, O_RDWR | O_CREAT | O_TRUNC, 0644));
         loff_t from = 0;
@@ -231,7 +231,7 @@ int main(int argc, char **argv) {
         rl.rlim_cur = 96; /* a budget of 24 */
         OK(setrlimit(RLIMIT_NOFILE, &rl));
         int fds[40];
-        char name[PATH_MAX];
+        char name[PATH_MAX + 16];
         for (int i = 0; i < 40; i++) {
             snprintf(name, sizeof name, "%s.%d", path, i);
             make(name, 1 << 16);

@@ -32,7 +32,7 @@ int main(int argc, char **argv) {
     int *fds = calloc((size_t)files, sizeof *fds);
     long anon0 = status_kib("RssAnon"), pte0 = status_kib("VmPTE");
     for (int i = 0; i < files; i++) {
-        char path[PATH_MAX];
+        char path[PATH_MAX + 32];
         snprintf(path, sizeof path, "%s/sparse.%04d", dir, i);
         fds[i] = OK(open(path, O_RDWR | O_CREAT | O_TRUNC, 0644));
         OK(ftruncate(fds[i], 128 << 20));

@@ -9,7 +9,9 @@
  * process (SIGKILL), and publish_window.sh finds the appended bytes gone after recovery. B waiting (for the file's
  * mutex, which C holds) is right: C goes on, clears the record, and the file keeps its 8,292 bytes.
  * argv[1]: managed directory. Exit 0 (B waited), 77 (no cue: not a test build), 2 (set-up failed); killed. */
+#ifndef _GNU_SOURCE /* (the build defines it) */
 #define _GNU_SOURCE
+#endif
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>

@@ -79,11 +79,15 @@ __attribute__((format(printf, 3, 4))) static inline void st_note_at(const char *
         if (!(cond)) FAIL(__VA_ARGS__); \
     } while (0)
 /* A libc call that must succeed (returns >= 0): prints errno otherwise. */
-#define OK(call)                                                              \
-    ({                                                                        \
-        long ok_r_ = (long)(call);                                            \
-        if (ok_r_ < 0) FAIL("%s returned %ld, errno %d (%s)", #call, ok_r_, errno, strerror(errno)); \
-        ok_r_;                                                                \
+#define OK(call) ST_OK_((call), #call, ST_CAT_(ok_r_, __COUNTER__))
+/* (a name of its own per use: OK(close(OK(open(...)))) shadowed the outer one, -Wshadow) */
+#define ST_CAT2_(a, b) a##b
+#define ST_CAT_(a, b) ST_CAT2_(a, b)
+#define ST_OK_(call, text, r)                                                            \
+    ({                                                                                   \
+        long r = (long)(call);                                                           \
+        if (r < 0) FAIL("%s returned %ld, errno %d (%s)", text, r, errno, strerror(errno)); \
+        r;                                                                               \
     })
 /* A call that must fail with errno e. */
 #define ERR(call, e)                                                                     \

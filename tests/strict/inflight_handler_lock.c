@@ -3,7 +3,9 @@
  * lock call then tries to attach the registry, under its mutex); a 200 us timer's handler takes a POSIX lock on
  * another file. Before the fix the handler waited for the mutex its own thread held: a hang. Exit 0 when the
  * loop ran for SECONDS; the script's timeout calls a hang a failure. Usage: inflight_handler_lock LOCKDIR SECONDS */
+#ifndef _GNU_SOURCE /* (the build defines it) */
 #define _GNU_SOURCE
+#endif
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
