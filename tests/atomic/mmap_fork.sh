@@ -17,7 +17,7 @@ export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 
 dk_need_root
-dk_need_cmd python3
+dk_need_python
 lib=$(dk_lib) || exit 1
 dk_media_mount tmpfs 256M >/dev/null
 M=$DK_MNT

@@ -22,7 +22,7 @@ seed=${4:-$(( $(date +%s) % 100000 ))}
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
 bin=$(dk_test_bin publish_crash) || exit 1
-dk_need_cmd python3
+dk_need_python
 dk_media_mount "$medium" 1G >/dev/null
 envs="LD_PRELOAD=$lib DAXKIT_DIR={dir} DAXKIT_MODE=posix DAXKIT_APPEND=stage DAXKIT_STAGING_BYTES=8M"
 work="env $envs $bin workload {dir} $seed"

@@ -10,7 +10,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${DAXKIT_SRC:=$(cd "$here/../.." && pwd)}"
 : "${DAXKIT_BUILD:=$DAXKIT_SRC/build}"
 . "$DAXKIT_SRC/tests/harness/media.sh"
-dk_need_cmd python3
+dk_need_python
 dk_test_bin dk_difftest >/dev/null
 flip=$(dk_test_bin libdk_flipread.so)
 dir=$(mktemp -d /dev/shm/daxkit-diff-selftest.XXXXXX) || dk_fail "mktemp in /dev/shm failed"

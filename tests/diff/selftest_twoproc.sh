@@ -14,7 +14,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${DAXKIT_SRC:=$(cd "$here/../.." && pwd)}"
 : "${DAXKIT_BUILD:=$DAXKIT_SRC/build}"
 . "$DAXKIT_SRC/tests/harness/media.sh"
-dk_need_cmd python3
+dk_need_python
 tester=$(dk_test_bin dk_difftest_twoproc) || exit 1
 flip=$(dk_test_bin libdk_flipread.so) || exit 1
 dir=$(mktemp -d /dev/shm/daxkit-diff2-selftest.XXXXXX) || dk_fail "mktemp in /dev/shm failed"

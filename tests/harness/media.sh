@@ -118,6 +118,17 @@ dk_test_bin() { _dk_need_build; _dk_need_file "$DAXKIT_BUILD/tests/$1"; }
 # script that runs ~30 processes before the interpreter), and each of them would load the library too -- 2.6x
 # the CPU of a start (0.16 s against 0.06 s here), which load multiplies (session 28: full_medium_retry.sh).
 dk_python() { python3 -c 'import sys; print(sys.executable)'; }
+# A script that runs Python (under the library or not) calls this instead of `dk_need_cmd python3`: it skips
+# without python3 and puts the interpreter's own directory first in PATH, so that every `python3` after it -- `env
+# LD_PRELOAD=... python3`, `daxkit run -- python3`, a Python program's own subprocess -- is the interpreter, not a
+# pyenv shim (session 29: 27+ scripts ran the shim's ~30 processes a start under LD_PRELOAD).
+dk_need_python() {
+    dk_need_cmd python3
+    local py
+    py=$(dk_python) || dk_fail "cannot find python3's interpreter"
+    [ -x "${py%/*}/python3" ] && PATH="${py%/*}:$PATH" && export PATH
+    return 0
+}
 
 # Unmounts DIR (lazily if busy), detaches LOOP, removes IMAGE and DIR. Every step tolerates "already gone".
 _dk_media_remove() {

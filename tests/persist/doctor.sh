@@ -9,7 +9,7 @@ set -u
 . "$(dirname "${BASH_SOURCE[0]}")/../harness/media.sh"
 kind=${1:?usage: doctor.sh hugetmpfs|xfs}
 dk_need_root
-dk_need_cmd python3
+dk_need_python
 dk_media_mount "$kind" >/dev/null
 tmp=$(mktemp -d) && dk_on_exit "rm -rf '$tmp'"
 

@@ -29,7 +29,8 @@ medium=${1:?usage: attr_publish.sh MEDIUM [stage|extend]}
 append=${2:-stage}
 lib=$(dk_lib) || exit 1
 dk_need_root
-dk_need_cmd python3 setpriv
+dk_need_python
+dk_need_cmd setpriv
 dk_managed_dir "$medium" 1G >/dev/null
 mkdir -p "$DK_MNT/nobody"
 chown nobody:nogroup "$DK_MNT/nobody" # the suid case's own managed directory (its .daxkit is nobody's)

@@ -14,7 +14,7 @@ export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 cli=$(dk_cli) || exit 1
 lib=$(dk_lib) || exit 1
-dk_need_cmd python3
+dk_need_python
 dk_media_mount tmpfs >/dev/null
 fails=0
 bad() { echo "FAIL: $*"; fails=$((fails + 1)); }

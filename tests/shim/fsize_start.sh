@@ -13,6 +13,7 @@ export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 
 lib=$(dk_lib) || exit 1
+dk_need_python
 dk_managed_dir hugetmpfs 256M >/dev/null
 dir=$DK_DIR
 fails=0

@@ -24,7 +24,7 @@ burst=${2:-}
 prefilled=
 [ "$burst" = prefilled ] && prefilled=1 burst=burst
 lib=$(dk_lib) || exit 1
-dk_need_cmd python3
+dk_need_python
 dk_managed_dir "$medium" 16M >/dev/null
 dir=$DK_DIR
 fails=0

@@ -32,7 +32,7 @@ medium=${1:?MEDIUM (tmpfs|hugetmpfs|xfs)}
 case=${2:?after|prefilled|grow|grow-crash}
 export GROW_BYTES=${3:-65536}
 lib=$(dk_lib) || exit 1
-dk_need_cmd python3
+dk_need_python
 dk_managed_dir "$medium" "$([ "$medium" = xfs ] && echo 320M || echo 48M)" >/dev/null # (mkfs.xfs: 300 MiB at least)
 dir=$DK_DIR
 tmp=$(mktemp -d) # the expected image goes off the full medium

@@ -17,7 +17,7 @@ export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 medium=${1:?usage: hardlink_outside.sh MEDIUM}
 lib=$(dk_lib) || exit 1
-dk_need_cmd python3
+dk_need_python
 dk_managed_dir "$medium" 512M >/dev/null
 dir=$DK_DIR out=$DK_MNT/outside
 mkdir -p "$out"

@@ -20,7 +20,8 @@ export DAXKIT_SRC DAXKIT_BUILD
 medium=${1:?usage: name_publish.sh MEDIUM}
 lib=$(dk_lib) || exit 1
 dk_need_root
-dk_need_cmd python3 stat
+dk_need_python
+dk_need_cmd stat
 dk_managed_dir "$medium" 1G >/dev/null
 dir=$DK_DIR
 

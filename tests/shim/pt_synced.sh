@@ -11,7 +11,7 @@ export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
-dk_need_cmd python3
+dk_need_python
 dk_managed_dir "${1:-hugetmpfs}" >/dev/null
 dir=$DK_DIR
 fails=0

@@ -15,7 +15,7 @@ export DAXKIT_SRC DAXKIT_BUILD
 medium=${1:?usage: recover.sh MEDIUM}
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
-dk_need_cmd python3
+dk_need_python
 dk_managed_dir "$medium" 1G >/dev/null
 dir=$DK_DIR
 

@@ -14,7 +14,7 @@ export DAXKIT_SRC DAXKIT_BUILD
 
 medium=${1:?usage: recover_race.sh MEDIUM}
 lib=$(dk_lib) || exit 1
-dk_need_cmd python3
+dk_need_python
 helper=$DAXKIT_BUILD/tests/recover_race
 [ -x "$helper" ] || dk_fail "$helper not built"
 dk_managed_dir "$medium" 512M >/dev/null

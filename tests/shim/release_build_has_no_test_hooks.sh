@@ -10,6 +10,8 @@ R=$B/release-check
 T=$(mktemp -d /tmp/release_hooks.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+# python3's interpreter itself under the library, not a pyenv shim (tests/harness/media.sh dk_python)
+py=$(python3 -c 'import sys; print(sys.executable)') || fail "python3 not found"
 
 cmake -S "$SRC" -B "$R" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDAXKIT_TEST_BUILD=OFF >"$T/cmake.log" 2>&1 \
   || fail "configure the release build: $(tail -5 "$T/cmake.log")"
@@ -19,7 +21,7 @@ mkdir -p "$T/d"
 # BUILD [SPEC]: a program under `daxkit run` writes a managed file (on fd 3: a managed file on fds 0-2 is
 # kernel-served) with a crash point armed at its first write.
 write_hi() {
-  DAXKIT_TEST_CRASH=${2:-upath.write.begin:1} "$1/bin/daxkit" run --dir "$T/d" -- python3 -c \
+  DAXKIT_TEST_CRASH=${2:-upath.write.begin:1} "$1/bin/daxkit" run --dir "$T/d" -- "$py" -c \
     "import os; fd = os.open('$T/d/f', os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644); os.write(fd, b'hi'); os.close(fd)" 2>"$T/err"
 }
 run_write() { write_hi "$1"; }

@@ -13,7 +13,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 lib=$(dk_lib) || exit 1
-dk_need_cmd python3
+dk_need_python
 dk_media_mount "${1:-tmpfs}" >/dev/null
 M=$DK_MNT
 R=$M/work

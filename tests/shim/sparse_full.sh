@@ -13,7 +13,7 @@ export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 medium=${1:?MEDIUM (tmpfs|hugetmpfs)}
 lib=$(dk_lib) || exit 1
-dk_need_cmd python3
+dk_need_python
 dk_managed_dir "$medium" 24M >/dev/null
 dir=$DK_DIR
 fails=0

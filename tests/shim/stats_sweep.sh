@@ -19,6 +19,7 @@ export DAXKIT_SRC DAXKIT_BUILD
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
 dk_need_cmd flock
+dk_need_python
 dk_managed_dir tmpfs >/dev/null
 dir=$DK_DIR
 S=$DK_MNT/stats

@@ -15,7 +15,8 @@ export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 lib=$(dk_lib) || exit 1
 dk_need_root
-dk_need_cmd python3 dd mv rm
+dk_need_python
+dk_need_cmd dd mv rm
 dk_managed_dir tmpfs 16M >/dev/null
 dir=$DK_DIR
 dd if=/dev/zero of="$dir/filler" bs=1M 2>/dev/null # until ENOSPC

@@ -18,7 +18,8 @@ export DAXKIT_SRC DAXKIT_BUILD
 medium=${1:?usage: sync_publish.sh MEDIUM [stage|extend]}
 append=${2:-stage}
 lib=$(dk_lib) || exit 1
-dk_need_cmd python3 stat
+dk_need_python
+dk_need_cmd stat
 dk_managed_dir "$medium" 1G >/dev/null
 dir=$DK_DIR
 

@@ -13,7 +13,7 @@ export DAXKIT_SRC DAXKIT_BUILD
 
 medium=${1:?usage: timestamps.sh MEDIUM}
 lib=$(dk_lib) || exit 1
-dk_need_cmd python3
+dk_need_python
 dk_managed_dir "$medium" 1G >/dev/null
 dir=$DK_DIR
 head -c 300000 /dev/urandom > "$dir/f"

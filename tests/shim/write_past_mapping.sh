@@ -19,7 +19,7 @@ export DAXKIT_SRC DAXKIT_BUILD
 medium=${1:?usage: write_past_mapping.sh MEDIUM}
 lib=$(dk_lib) || exit 1
 daxkit=$(dk_cli) || exit 1
-dk_need_cmd python3
+dk_need_python
 dk_managed_dir "$medium" 512M >/dev/null
 dir=$DK_DIR
 fails=0

@@ -28,7 +28,7 @@ seed=${5:--}
 apply=${6:-checkpoint}
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
-dk_need_cmd python3
+dk_need_python
 dk_media_mount "$medium" 2G >/dev/null
 model="python3 $here/strict_model.py"
 ops=60

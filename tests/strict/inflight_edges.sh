@@ -11,6 +11,8 @@ M=""
 cleanup() { [ -n "$M" ] && umount "$M" 2>/dev/null && rmdir "$M"; rm -rf "$T"; }
 trap cleanup EXIT
 fail=0
+# python3's interpreter itself under the library, not a pyenv shim (tests/harness/media.sh dk_python)
+py=$(python3 -c 'import sys; print(sys.executable)') || { echo "SKIP: python3 not found"; exit 77; }
 mkdir -p "$T/root" "$T/locks"
 timeout 60 env LD_PRELOAD="$B/lib/libdaxkit.so" DAXKIT_DIR="$T/root" DAXKIT_MODE=strict \
     "$B/tests/inflight_handler_lock" "$T/locks" 5
@@ -24,7 +26,7 @@ mount -t tmpfs -o size=4m tmpfs "$M" || { echo "FAIL: mount tmpfs"; exit 1; }
 mkdir -p "$M/root/.daxkit" && chmod 700 "$M/root/.daxkit"
 head -c 6000 /dev/urandom > "$M/root/a"
 dd if=/dev/zero of="$M/fill" bs=4k 2>/dev/null
-env LD_PRELOAD="$B/lib/libdaxkit.so" DAXKIT_DIR="$M/root" DAXKIT_MODE=strict python3 -c '
+env LD_PRELOAD="$B/lib/libdaxkit.so" DAXKIT_DIR="$M/root" DAXKIT_MODE=strict "$py" -c '
 import fcntl, os, sys
 fd = os.open(sys.argv[1] + "/a", os.O_RDONLY)
 fcntl.flock(fd, fcntl.LOCK_SH)

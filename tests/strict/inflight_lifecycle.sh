@@ -25,7 +25,7 @@ export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 
 case=${1:?case}
-dk_need_cmd python3
+dk_need_python
 lib=$(dk_lib) || exit 1
 dk_managed_dir hugetmpfs 1G >/dev/null
 dir=$DK_DIR

@@ -24,7 +24,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 
-dk_need_cmd python3
+dk_need_python
 lib=$(dk_lib) || exit 1
 dk_media_mount hugetmpfs 1G >/dev/null
 dir=$DK_MNT/managed

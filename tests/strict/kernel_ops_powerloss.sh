@@ -15,7 +15,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 dk_need_root
-dk_need_cmd python3 xfs_io mkfs.xfs
+dk_need_python
+dk_need_cmd xfs_io mkfs.xfs
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
 img=$(mktemp /dev/shm/dk-kops.XXXXXX) && truncate -s 512M "$img" || dk_skip "no image file"

@@ -10,7 +10,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 cli=$(dk_cli) || exit 1
-dk_need_cmd python3
+dk_need_python
 dk_managed_dir hugetmpfs 1G >/dev/null
 dir=$DK_DIR
 out=$(DAXKIT_VERBOSE=1 "$cli" run --mode strict --dir "$dir" -- python3 -c '

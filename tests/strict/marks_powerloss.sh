@@ -20,7 +20,8 @@ export DAXKIT_SRC DAXKIT_BUILD
 medium=${1:?usage: marks_powerloss.sh xfs|ext4}
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
-dk_need_cmd python3 losetup cp
+dk_need_python
+dk_need_cmd losetup cp
 dk_media_mount "$medium" >/dev/null
 [ -n "$DK_MEDIA_IMAGE" ] && [ -n "$DK_MEDIA_LOOP" ] || dk_fail "no loop medium for $medium"
 

@@ -12,7 +12,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 dk_need_root
-dk_need_cmd python3
+dk_need_python
 dk_need_cmd xfs_io
 dk_need_cmd mkfs.xfs
 lib=$(dk_lib) || exit 1

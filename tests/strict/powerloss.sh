@@ -24,7 +24,8 @@ runs=${2:-8}
 seed=${3:-$(( $(date +%s) % 100000 ))}
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
-dk_need_cmd python3 losetup cp
+dk_need_python
+dk_need_cmd losetup cp
 dk_media_mount "$medium" >/dev/null
 [ -n "$DK_MEDIA_IMAGE" ] && [ -n "$DK_MEDIA_LOOP" ] || dk_fail "no loop medium for $medium"
 model="python3 $here/strict_model.py"

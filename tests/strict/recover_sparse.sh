@@ -11,7 +11,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${DAXKIT_BUILD:=$DAXKIT_SRC/build}"
 export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
-dk_need_cmd python3
+dk_need_python
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
 dk_media_mount tmpfs 512M >/dev/null

@@ -13,7 +13,7 @@ export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 
 medium=${1:?usage: refused_truncate.sh MEDIUM}
-dk_need_cmd python3
+dk_need_python
 dk_need_cmd chattr
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1

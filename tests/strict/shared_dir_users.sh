@@ -15,7 +15,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 dk_need_root
-dk_need_cmd setpriv python3
+dk_need_python
+dk_need_cmd setpriv
 lib=$(dk_lib) || exit 1
 dk_media_mount tmpfs 64M >/dev/null
 M=$DK_MNT

@@ -23,7 +23,7 @@ export DAXKIT_SRC DAXKIT_BUILD
 medium=${1:?usage: sqlite_bigtxn_crash.sh MEDIUM LOG_BYTES}
 log_bytes=${2:?LOG_BYTES (DAXKIT_ATOMIC_LOG_BYTES)}
 mode=${3:-posix}
-dk_need_cmd python3
+dk_need_python
 python3 -c 'import sqlite3' 2>/dev/null || dk_skip "python3 has no sqlite3 module"
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1

@@ -41,7 +41,7 @@ runs=${3:-12}
 seed=${4:-$((RANDOM * 32768 + RANDOM))}
 txns=30
 rows=20
-dk_need_cmd python3
+dk_need_python
 python3 -c 'import sqlite3' 2>/dev/null || dk_skip "python3 has no sqlite3 module"
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1

@@ -16,7 +16,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 
-dk_need_cmd python3
+dk_need_python
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
 dk_managed_dir hugetmpfs 512M >/dev/null

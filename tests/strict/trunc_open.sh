@@ -14,7 +14,7 @@ export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 
 medium=${1:?usage: trunc_open.sh MEDIUM}
-dk_need_cmd python3
+dk_need_python
 lib=$(dk_lib) || exit 1
 cli=$(dk_cli) || exit 1
 dk_managed_dir "$medium" 512M >/dev/null

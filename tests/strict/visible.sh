@@ -15,7 +15,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export DAXKIT_SRC DAXKIT_BUILD
 . "$DAXKIT_SRC/tests/harness/media.sh"
 lib=$(dk_lib) || exit 1
-dk_need_cmd python3
+dk_need_python
 dk_managed_dir hugetmpfs 1G >/dev/null
 dir=$DK_DIR
 env LD_PRELOAD="$lib" DAXKIT_DIR="$dir" DAXKIT_MODE=strict DAXKIT_PERSIST=flush DAXKIT_STRICT_APPLY=checkpoint \
