@@ -1689,6 +1689,17 @@ int up_strict_meta_begin(unsigned type, int dirfd, const char *path, int dirfd2,
     /* No log made under a finite file-size limit (it could cross it): the kernel's own call, unlogged, as
      * for the files opened meanwhile (up_adopt). */
     if (up_fsize_limited() && !__atomic_load_n(&r->strict, __ATOMIC_ACQUIRE)) return 0;
+    /* An O_CREAT open of a name that exists creates nothing: no record, and no log made for one (session 29: a
+     * strict process that only reads -- SQLite opens its database with O_CREAT -- made its log, marks and staging
+     * file for it). A name removed between this look and the kernel's open is created unlogged, as where no log
+     * can be made: a name's record is never replayed, and up_strict_meta_end's directory fsync makes it durable. */
+    if (type == DK_OPLOG_CREATE && !__atomic_load_n(&r->strict, __ATOMIC_ACQUIRE)) {
+        DK_ERRNO_SAVE;
+        struct stat sb;
+        bool exists = DK_REAL(fstatat)(dirfd, path, &sb, 0) == 0;
+        DK_ERRNO_RESTORE;
+        if (exists) return 0;
+    }
     struct up_strict *st = strict_for_how(r, false);
     if (!st) {
         /* No log can be made (a full medium: its log and staging file need space; after the exit's shutdown:
