@@ -773,6 +773,7 @@ struct up_fd {
     uint32_t pend_ios;                /* reads passed through */
     uint64_t pend_off;                /* the kernel's offset (reads and lseeks passed through move it) */
     uint64_t pend_epoch;              /* up_adopt_epoch under which it may pass reads through; 0: never */
+    uint32_t pend_inherited;          /* made pending at its first use, never opened here (fdtab.c: inherited) */
     /* Calls in progress (calls.h): the reader record of the one thread that made calls through the entry
      * since it was bound (NULL: none), and whether another did. Reset by a bind. */
     const void *call_owner;
@@ -836,6 +837,25 @@ static inline struct up_fd *up_fd_entry(int fd) {
     struct up_fd *leaf = __atomic_load_n(&up_fd_leaf[(unsigned)fd / UP_FD_LEAF], __ATOMIC_ACQUIRE);
     return leaf ? &leaf[(unsigned)fd % UP_FD_LEAF] : NULL;
 }
+/* Inherited descriptors, looked at when first used (posix mode; fdtab.c "inherited descriptors"): two bits a
+ * number below up_inh_max -- claimed (being looked at), known (looked at, or given by a call of ours). A number
+ * not known is looked at (one fstat) by the first call that asks for its pending entry (upath.h:
+ * up_fd_pending_entry); a managed regular file there becomes a pending entry adopted as inherited. */
+extern uint32_t up_inh_max __attribute__((visibility("hidden")));
+extern uint64_t up_inh_bits[UP_FD_LEAF * UP_FD_LEAVES / 32] __attribute__((visibility("hidden")));
+static inline bool up_fd_unknown(int fd) {
+    unsigned n = (unsigned)fd;
+    if (DK_LIKELY(n >= __atomic_load_n(&up_inh_max, __ATOMIC_RELAXED) || n >= UP_FD_LEAF * UP_FD_LEAVES)) return false;
+    return !((__atomic_load_n(&up_inh_bits[n / 32], __ATOMIC_ACQUIRE) >> (2 * (n % 32))) & 2);
+}
+/* fd's number is known from now on (an open, dup, adoption or pending state of ours). */
+void up_fd_note_known(int fd);
+/* The first look at a number not known: its pending entry when it is a managed regular file, else NULL. */
+struct up_fd *up_fd_inherited_slow(int fd);
+/* The numbers not known that are open now, looked at (a /proc/self/fd listing): before a close_range that
+ * must tell the record locks of every managed file it closes (pending.c: tells_locks). */
+void up_fd_inherited_look_all(void);
+
 /* Before the program's dup2/dup3 onto fd or close of it: a close a signal handler left to its thread on the
  * number is taken over (the caller's replacement or close carries it out), or, while that thread is closing
  * it, waited for (table_nested.c). */
