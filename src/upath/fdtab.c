@@ -201,6 +201,7 @@ struct up_fd *up_fd_inherited_slow(int fd) {
                 e->pend_off = 0;
                 e->pend_epoch = 0; /* its reads never pass: adopted at its first call */
                 e->pend_inherited = 1;
+                e->pend_child = 0;
                 uint32_t none = UP_PEND_NONE;
                 if (__atomic_compare_exchange_n(&e->pending, &none, UP_PEND_WAITING, false, __ATOMIC_SEQ_CST,
                                                 __ATOMIC_SEQ_CST))
@@ -397,11 +398,12 @@ void up_fd_mark_internal(int fd, bool internal) {
     e->internal = internal;
 }
 
-bool up_fd_set_pending(int fd, int oflags, uint32_t below, uint32_t walked, uint64_t epoch) {
+bool up_fd_set_pending(int fd, int oflags, uint32_t below, uint32_t walked, uint64_t epoch, bool child) {
     struct up_fd *e = entry_alloc(fd);
     if (!e || up_entry_slot(e) || e->internal) return false; /* (closing: the open's, up_fd_opening) */
     up_fd_note_known(fd);
     e->pend_inherited = 0;
+    e->pend_child = child;
     e->pend_oflags = oflags;
     e->pend_below = below;
     e->pend_walked = walked;

@@ -67,8 +67,10 @@ bool up_dev_is_managed(dev_t dev);
  * (rsync opens each directory relative to its parent's descriptor). */
 void up_dirfd_note_open(int fd, int dirfd, const char *name);
 /* A directory opened without O_DIRECTORY that stayed pending (lazy adoption) until a use showed it a directory
- * (st): its verdict from the roots its name showed at the open (`below`; those on its device), not walked. */
-void up_dirfd_note_pending(int fd, uint32_t below, const struct stat *st);
+ * (st): its verdict from the roots its name showed at the open (`below`; those on its device), not walked --
+ * unless `child`: opened by one plain name with O_NOFOLLOW relative to a walked directory descriptor, it is
+ * walked once its own area is seen to be absent (one fstatat). */
+void up_dirfd_note_pending(int fd, uint32_t below, const struct stat *st, bool child);
 uint64_t up_dirfd_walked(int dirfd); /* the verdict's id when walked, else 0 */
 void up_dirfd_set_walked(int dirfd);
 void up_dirfd_forget_walks(void); /* every verdict's walked mark (a name moved) */
@@ -774,6 +776,7 @@ struct up_fd {
     uint64_t pend_off;                /* the kernel's offset (reads and lseeks passed through move it) */
     uint64_t pend_epoch;              /* up_adopt_epoch under which it may pass reads through; 0: never */
     uint32_t pend_inherited;          /* made pending at its first use, never opened here (fdtab.c: inherited) */
+    uint32_t pend_child;              /* opened by one plain name, O_NOFOLLOW, relative to a walked directory */
     /* Calls in progress (calls.h): the reader record of the one thread that made calls through the entry
      * since it was bound (NULL: none), and whether another did. Reset by a bind. */
     const void *call_owner;
@@ -940,7 +943,7 @@ static inline bool up_fd_is_internal(int fd) {
 }
 /* Lazy adoption (pending.c). A pending descriptor has no slot: every call that is not pending-aware
  * passes it to the kernel, which is right while no other state of ours refers to its file. */
-bool up_fd_set_pending(int fd, int oflags, uint32_t below, uint32_t walked, uint64_t epoch); /* false: adopt now */
+bool up_fd_set_pending(int fd, int oflags, uint32_t below, uint32_t walked, uint64_t epoch, bool child); /* false: adopt now */
 void up_fd_clear_pending(int fd, struct up_fd *e);
 /* An adoption's claim ends (pending.c): its own claim value -> NONE (WAITING when `still_pending`: refused in a
  * handler), nothing else. An adoption that bound a slot ended

@@ -318,8 +318,11 @@ void up_dirfd_note_open(int fd, int dirfd, const char *name) {
     for (int i = 0; i < root_count; i++)
         if (name_below(&roots[i], dirfd, name)) below |= 1u << i;
     if (!below || fd < 0) return; /* not below by its name: the kernel's path decides at first use */
-    /* Relative to a walked descriptor: walked too once the name's directories were looked at. */
-    bool walked = dirfd != AT_FDCWD && up_recover_dir_chain(dirfd, name);
+    /* Relative to a walked descriptor: walked too once the name's directories were looked at. By an absolute
+     * name: the root itself, or below it once the name's directories were looked at (tar -C DIR) -- the names
+     * opened relative to it then need no readlink of the first one (a fresh process's first /proc access:
+     * ~20 us of CPU, session 28). */
+    bool walked = name[0] == '/' ? up_recover_dir_named(name) : dirfd != AT_FDCWD && up_recover_dir_chain(dirfd, name);
     if (!dirfd_lock()) return; /* no verdict: the kernel's path decides at its first use */
     DK_CRASH_POINT("managed.dirfd_note_open.locked");
     verdict_put(&dirfd_cache[fd % UP_DIRFD_SLOTS], fd, below, walked, ++dirfd_ids);
@@ -332,11 +335,23 @@ void up_dirfd_note_open(int fd, int dirfd, const char *name) {
  * areas (up_recover_below: 794 readlinks for /usr/include/linux's 763 files; 62 with the root a directory
  * below its mount, whose descriptors get a verdict by their own readlink). Now the first file's walk marks
  * the directory walked and the rest need none. */
-void up_dirfd_note_pending(int fd, uint32_t below, const struct stat *st) {
+void up_dirfd_note_pending(int fd, uint32_t below, const struct stat *st, bool child) {
     for (int i = 0; i < root_count; i++)
         if (roots[i].dev != st->st_dev) below &= ~(1u << i);
-    if (!below || fd < 0 || !dirfd_lock()) return; /* no verdict: the kernel's path decides at its first use */
-    verdict_put(&dirfd_cache[fd % UP_DIRFD_SLOTS], fd, below, false, ++dirfd_ids);
+    if (!below || fd < 0) return; /* no verdict: the kernel's path decides at its first use */
+    /* A plain child of a walked directory (no link: O_NOFOLLOW) is walked when it holds no area of its own: the
+     * areas from the root down to it were all looked at -- no readlink of the first file opened in it (tar cf:
+     * each directory's; a fresh process's first /proc access costs ~20 us more, session 29). An area there: the
+     * first file's walk recovers it, by the kernel's path. */
+    bool walked = false;
+    if (child) {
+        DK_ERRNO_SAVE;
+        struct stat a;
+        walked = DK_REAL(fstatat)(fd, ".daxkit", &a, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT;
+        DK_ERRNO_RESTORE;
+    }
+    if (!dirfd_lock()) return;
+    verdict_put(&dirfd_cache[fd % UP_DIRFD_SLOTS], fd, below, walked, ++dirfd_ids);
     dirfd_unlock();
 }
 

@@ -42,6 +42,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "common/config.h"
@@ -70,7 +71,11 @@ bool up_pending_open(int fd, int oflags, int dirfd, const char *path, uint64_t e
      * root's device is walked at its adoption as before. */
     uint32_t walked = below & -below;
     if (walked && !up_recover_below(up_root_at(__builtin_ctz(walked)), fd, dirfd, path)) walked = 0; /* at the adoption */
-    if (!up_fd_set_pending(fd, oflags, below, walked, pass ? epoch : 0)) return false;
+    /* a directory opened so (tar cf opens each one without O_DIRECTORY, by its name relative to its parent's
+     * descriptor, O_NOFOLLOW) needs no readlink of its first file to be walked: managed.c up_dirfd_note_pending */
+    bool child = below && dirfd != AT_FDCWD && (oflags & O_NOFOLLOW) && !strchr(path, '/') && strcmp(path, ".") &&
+                 strcmp(path, "..") && up_dirfd_walked(dirfd);
+    if (!up_fd_set_pending(fd, oflags, below, walked, pass ? epoch : 0, child)) return false;
     /* A managed file opened by name: `daxkit stats` lists the process from now on. Any other file is pending
      * too (it may be a root's file under another name: its adoption tells, and publishes then) -- but a
      * process that opens no managed file has no stats file (session 16): bash running a script made one and
@@ -169,7 +174,7 @@ void up_pending_fstat_done(int fd, const struct stat *st) {
 void up_pending_fstat_dir(int fd, const struct stat *st) {
     const struct up_fd *e = up_fd_entry(fd);
     if (e && __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) == UP_PEND_WAITING)
-        up_dirfd_note_pending(fd, e->pend_below, st);
+        up_dirfd_note_pending(fd, e->pend_below, st, e->pend_child);
 }
 
 /* The entry this thread is adopting or dropping (one at a time), so that a signal handler using the same
@@ -239,7 +244,7 @@ static int pending_adopt(int fd, const struct stat *given, bool write) {
                (given || (__atomic_add_fetch(&up_adopt_epoch, 1, __ATOMIC_SEQ_CST), DK_REAL(fstat)(fd, &st) == 0))) {
         /* (the epoch moves before the fstat) */
         const struct stat *sp = given ? given : &st;
-        if (S_ISDIR(sp->st_mode)) up_dirfd_note_pending(fd, e->pend_below, sp);
+        if (S_ISDIR(sp->st_mode)) up_dirfd_note_pending(fd, e->pend_below, sp, e->pend_child);
         else if (S_ISREG(sp->st_mode) && up_dev_is_managed(sp->st_dev)) {
             uint64_t off = busy ? 0 : __atomic_load_n(&e->pend_off, __ATOMIC_RELAXED);
             /* inherited (fdtab.c): served by the kernel for life, as the start-up scan's adoptions; its flags are

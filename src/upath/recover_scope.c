@@ -356,6 +356,32 @@ static bool walk_relative(const struct up_root *r, size_t rl, int dirfd, const c
     return true;
 }
 
+bool up_recover_dir_named(const char *name) {
+    size_t n = strlen(name);
+    while (n > 1 && name[n - 1] == '/') n--;
+    if (name[0] != '/' || n >= 4096 - 16) return false;
+    for (int i = 0; i < up_roots_count(); i++) {
+        const struct up_root *r = up_root_at(i);
+        size_t rl = r->path_len == 1 ? 0 : r->path_len; /* root "/": every component is below it */
+        if (n == r->path_len && !memcmp(name, r->path, n)) return true; /* the root: its area at start-up */
+        if (n <= rl + 1 || memcmp(name, r->path, rl) || name[rl] != '/' || !plain_chain(name + rl + 1, n - rl - 1))
+            continue;
+        if (dk_mu_refuse(&below_mu)) return false; /* a signal handler inside its thread's walk: not walked */
+        char p[4096];
+        memcpy(p, name, n);
+        p[n] = 0;
+        DK_ERRNO_SAVE;
+        below_lock();
+        uint64_t h = path_hash(p, n);
+        bool walked = seen(h);
+        if (!walked && (walked = walk_down(p, rl, n))) add(h);
+        dk_mu_unlock(&below_mu);
+        DK_ERRNO_RESTORE;
+        return walked;
+    }
+    return false;
+}
+
 bool up_recover_dir_chain(int dirfd, const char *name) {
     size_t n = strlen(name);
     if (!n || n >= 4096 - 16 || name[0] == '/' || !plain_chain(name, n)) return false;

@@ -23,6 +23,11 @@ bool up_recover_below(const struct up_root *r, int fd, int dirfd, const char *pa
  * verdict and the name); true when done -- the new descriptor is walked as well (rsync opens each file's
  * directory anew, relative to the transfer's top descriptor, and the file by a plain name in it). */
 bool up_recover_dir_chain(int dirfd, const char *name);
+/* A directory was opened by the absolute `name`: a root itself (its area was recovered at start-up), or a plain
+ * chain of names below one (no empty, "." or ".." part) whose directories' areas are looked at now, by the name
+ * (once per process; a symbolic link on the way: false, the kernel's path decides at the first file) -- true
+ * when done: the descriptor is walked, and its first file needs no readlink of it (tar -C DIR; session 29). */
+bool up_recover_dir_named(const char *name);
 /* fork's child: its lock made anew (another thread of the parent may have held it at the fork). */
 void up_recover_scope_after_fork_child(void);
 

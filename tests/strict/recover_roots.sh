@@ -21,6 +21,10 @@
 #   looked at when "sub" is opened (the new descriptor counts as looked at, no readlink of f).
 #   below-dirfd-plain: the chain with "sub" opened without O_DIRECTORY (tar cf opens each directory so, then
 #   fdopendir): the open's own fstat shows a directory and it is looked at as the chain's (session 13).
+#   below-dirfd-plainnf: the same with O_NOFOLLOW and the program's fstat of "sub" (tar cf's way: a plain child
+#   of a looked-at directory counts as looked at when it has no area -- this one has: looked at; session 29).
+#   below-dirabs: "f" relative to a descriptor of /data/sub opened by that absolute name (tar xf -C DIR: its
+#   directories looked at by the name at that open, no readlink of the first file; session 29).
 # lazy: P1 strict as above; P2 in posix mode with lazy adoption (DAXKIT_ADOPT_AFTER_IOS=4), whose first
 #   reads pass to the kernel unadopted: the open itself must look at the areas by its name (session 14:
 #   before, only the adoption did -- after the reads had passed -- and P2 read 'A').
@@ -53,15 +57,17 @@ if how[0] == "dirfd":
     if len(how) > 3:
         o = os.open(how[3], os.O_RDONLY); os.close(os.open(path, os.O_RDONLY, dir_fd=o)); os.close(o)
     dfd = os.open(how[1], os.O_RDONLY | os.O_DIRECTORY)
-if how[0] in ("chain", "plain"):
+if how[0] == "dirabs": dfd = os.open(how[1], os.O_RDONLY | os.O_DIRECTORY); path = how[2]
+if how[0] in ("chain", "plain", "plainnf"):
     top = os.open(how[1], os.O_RDONLY | os.O_DIRECTORY); os.close(os.open(how[2], os.O_RDONLY, dir_fd=top))
-    dflags = os.O_RDONLY | (os.O_DIRECTORY if how[0] == "chain" else 0)
+    dflags = os.O_RDONLY | (os.O_DIRECTORY if how[0] == "chain" else 0) | (os.O_NOFOLLOW if how[0] == "plainnf" else 0)
     dfd = os.open(how[3], dflags, dir_fd=top); path = how[4]
+    if how[0] == "plainnf": os.fstat(dfd)
 fd = os.open(path, os.O_RDWR, dir_fd=dfd); print("read " + os.pread(fd, 1, 0).decode())
 os.pwrite(fd, sys.argv[2].encode() * 8192, 0); os.fsync(fd); os.close(fd)'
 for variant in strict:above atomic:above strict:below atomic:below strict:below-relative strict:below-dirfd \
     atomic:below-dirfd strict:below-dirfd-reused strict:below-dirfd-link strict:below-dirfd-chain atomic:below-dirfd-chain strict:below-dirfd-plain \
-    lazy:below lazy:below-dirfd lazy:below-dirfd-chain; do
+    lazy:below lazy:below-dirfd lazy:below-dirfd-chain strict:below-dirabs lazy:below-dirabs lazy:below-dirfd-plainnf; do
     how=${variant%%:*} dir=${variant#*:} name=
     M=$DK_MNT/${variant/:/-}
     case $dir in
@@ -71,6 +77,8 @@ for variant in strict:above atomic:above strict:below atomic:below strict:below-
     below-dirfd-link) name=dirfd:$M:lnk/f ;;
     below-dirfd-chain) name=chain:$M:top:sub:f ;;
     below-dirfd-plain) name=plain:$M:top:sub:f ;;
+    below-dirfd-plainnf) name=plainnf:$M:top:sub:f ;;
+    below-dirabs) name=dirabs:$M/sub:f ;;
     esac
     [ "$name" ] && dir=below
     p1root=$M p2root=$M/sub
