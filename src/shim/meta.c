@@ -491,7 +491,7 @@ static void publish_before_name(int dirfd, const char *from, int atflags) {
     int fd;
     if (!from[0] && (atflags & AT_EMPTY_PATH)) up_publish_before_attr_fd(dirfd);
     else if ((fd = proc_self_fd(from)) >= 0) up_publish_before_attr_fd(fd);
-    else up_publish_before_attr_path(dirfd, from, atflags & AT_SYMLINK_FOLLOW ? 0 : AT_SYMLINK_NOFOLLOW);
+    else up_publish_before_attr_path_pending(dirfd, from, atflags & AT_SYMLINK_FOLLOW ? 0 : AT_SYMLINK_NOFOLLOW); /* (walked above) */
 }
 
 /* Strict mode: a new name is durable when the call returns (the directory fsync of up_strict_name_made), as a

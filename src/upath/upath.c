@@ -1668,6 +1668,8 @@ bool up_publish_any_pending(void) {
     return any_pending_walk();
 }
 
+static void publish_before_path(int dirfd, const char *path, int atflags);
+
 void up_publish_before_attr_path(int dirfd, const char *path, int atflags) {
     if (!up_enabled || !path) return;
     /* A signal handler that interrupted its thread inside the file table's lock (a walk, an open's adoption, a
@@ -1676,6 +1678,17 @@ void up_publish_before_attr_path(int dirfd, const char *path, int atflags) {
      * files for later). It waited for its own thread for ever (session 27). Counted: mu_mine_skips. */
     if (dk_mu_refuse(&up_table_mu)) return;
     if (!any_pending_walk()) return; /* nothing of this process can change the file later: no stat */
+    publish_before_path(dirfd, path, atflags);
+}
+
+/* (the walk made by the caller, meta.c: a rename's, link's or linkat's name -- the active files were walked twice
+ * when one had something pending, session 28's final read) */
+void up_publish_before_attr_path_pending(int dirfd, const char *path, int atflags) {
+    if (!up_enabled || !path || dk_mu_refuse(&up_table_mu)) return;
+    publish_before_path(dirfd, path, atflags);
+}
+
+static void publish_before_path(int dirfd, const char *path, int atflags) {
     DK_ERRNO_SAVE;
     struct stat st;
     if (DK_REAL(fstatat)(dirfd, path, &st, atflags & (AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH)) == 0 &&

@@ -359,6 +359,8 @@ int up_publish_inode(dev_t dev, ino_t ino);
  * while the process has unpublished appends (one stat then). DAXKIT_ATOMIC files keep their groups. */
 void up_publish_before_attr_fd(int fd);
 void up_publish_before_attr_path(int dirfd, const char *path, int atflags);
+/* The same after the caller's up_publish_any_pending() answered true: no second walk (meta.c publish_before_name). */
+void up_publish_before_attr_path_pending(int dirfd, const char *path, int atflags);
 /* Has any open file of this process something to publish (a walk under the table lock)? true also when it
  * cannot look: a signal handler inside its thread's table lock. */
 bool up_publish_any_pending(void);
