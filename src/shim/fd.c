@@ -55,7 +55,7 @@ DK_EXPORT int close(int fd) {
         /* A number never used since start-up (inherited, or made by a call we do not interpose): no state of
          * ours to end -- but a managed file's record locks to tell (upath/fdtab.c: inherited descriptors) */
         if (DK_UNLIKELY(up_fd_unknown(fd)) && !__atomic_load_n(&up_locks_ever, __ATOMIC_ACQUIRE))
-            up_fd_note_known(fd);
+            (void)up_fd_know_unclaimed(fd); /* (a look in progress: waited for below) */
         /* libc's close is a cancellation point before it closes anything: the library's too, before it
          * touches a managed number's state; its kernel close is then not one (review 24) */
         if (DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) {

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/crashpoint.h"
 #include "common/log.h"
 #include "common/stats.h"
 #include "shim/libc.h"
@@ -173,6 +174,7 @@ static struct up_fd *entry_alloc(int fd) {
  * the table) nor where lazy adoption is off: the start-up scan as before. */
 uint32_t up_inh_max;
 uint64_t up_inh_bits[UP_FD_LEAF * UP_FD_LEAVES / 32];
+static uint32_t inh_words; /* words of up_inh_bits a look has claimed in (a fork child's walk stops there) */
 static __thread int inh_looking = -1;
 
 void up_fd_note_known(int fd) {
@@ -181,13 +183,27 @@ void up_fd_note_known(int fd) {
     if ((__atomic_load_n(w, __ATOMIC_RELAXED) & bits) != bits) __atomic_fetch_or(w, bits, __ATOMIC_RELEASE);
 }
 
+bool up_fd_know_unclaimed(int fd) {
+    if ((unsigned)fd >= __atomic_load_n(&up_inh_max, __ATOMIC_RELAXED)) return true;
+    uint64_t *w = &up_inh_bits[(unsigned)fd / 32], v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+    unsigned sh = 2 * ((unsigned)fd % 32);
+    do {
+        if (v & (3ull << sh)) return (v >> sh & 2) != 0; /* known; or claimed: a look in progress */
+    } while (!__atomic_compare_exchange_n(w, &v, v | (3ull << sh), false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+    return true;
+}
+
 struct up_fd *up_fd_inherited_slow(int fd) {
     if (!up_enabled || inh_looking == fd) return NULL; /* (a handler nested in this thread's look: passes) */
     uint64_t *w = &up_inh_bits[(unsigned)fd / 32];
     unsigned sh = 2 * ((unsigned)fd % 32);
+    int outer = inh_looking;
+    inh_looking = fd; /* (before the claim: a handler between the two passes -- review29b #3) */
+    for (uint32_t n = __atomic_load_n(&inh_words, __ATOMIC_RELAXED); n <= (unsigned)fd / 32;)
+        if (__atomic_compare_exchange_n(&inh_words, &n, (unsigned)fd / 32 + 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            break;
     if (!(__atomic_fetch_or(w, 1ull << sh, __ATOMIC_ACQ_REL) & (1ull << sh))) {
-        int outer = inh_looking;
-        inh_looking = fd;
+        DK_CRASH_POINT("fdtab.inherited_look.claimed"); /* tests: another thread forks here (shim_inherit_lazy forklook) */
         DK_ERRNO_SAVE;
         struct stat st;
         if (DK_REAL(fstat)(fd, &st) == 0 && S_ISREG(st.st_mode) && up_dev_is_managed(st.st_dev)) {
@@ -211,10 +227,10 @@ struct up_fd *up_fd_inherited_slow(int fd) {
         }
         DK_ERRNO_RESTORE;
         __atomic_fetch_or(w, 2ull << sh, __ATOMIC_RELEASE); /* after the pending state: others find it */
-        inh_looking = outer;
     } else {
         while (!(__atomic_load_n(w, __ATOMIC_ACQUIRE) & (2ull << sh))) sched_yield(); /* another thread's fstat */
     }
+    inh_looking = outer;
     struct up_fd *e = up_fd_entry(fd);
     return e && __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) != UP_PEND_NONE ? e : NULL;
 }
@@ -549,4 +565,23 @@ static void closing_closed(int fd, struct up_fd *e, void *arg) {
     (void)arg;
     close_done(fd, e);
 }
-void up_fdtab_after_fork_child(void) { foreach_entry(closing_closed, NULL, true); }
+/* review29b #2b (suggested): an adoption another thread had claimed at the fork (its claim taken, the table lock
+ * the fork's prepare held not yet) is nobody's in the child: pending again (or done, when it bound its slot). */
+static void adopting_dead(int fd, struct up_fd *e, void *arg) {
+    (void)fd, (void)arg;
+    uint32_t p = __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE);
+    /* (not the forking thread's own: a handler's fork inside its adoption, which goes on in the child) */
+    if ((p & UP_PEND_STATE) == UP_PEND_ADOPTING && e != up_pending_claimed_by_me())
+        __atomic_store_n(&e->pending, up_entry_slot(e) ? UP_PEND_NONE : UP_PEND_WAITING, __ATOMIC_RELEASE);
+}
+void up_fdtab_after_fork_child(void) {
+    foreach_entry(closing_closed, NULL, true);
+    foreach_entry(adopting_dead, NULL, false);
+    /* review29b #2 (suggested): a first look another thread was making at the fork -- claimed, not known -- has
+     * no thread in the child to finish it: unclaimed, the child's first call looks again */
+    uint32_t words = __atomic_load_n(&inh_words, __ATOMIC_RELAXED);
+    for (uint32_t w = 0; w < words && w < sizeof up_inh_bits / sizeof up_inh_bits[0]; w++) {
+        uint64_t v = up_inh_bits[w], dead = v & ~(v >> 1) & 0x5555555555555555ull;
+        if (dead) up_inh_bits[w] = v & ~dead;
+    }
+}

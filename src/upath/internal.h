@@ -853,6 +853,9 @@ static inline bool up_fd_unknown(int fd) {
 }
 /* fd's number is known from now on (an open, dup, adoption or pending state of ours). */
 void up_fd_note_known(int fd);
+/* A number not looked at becomes known without a look (a close that has nothing to tell): true, unless another
+ * thread's look is in progress (false: the caller waits for it through up_fd_pending_entry -- review29b #4). */
+bool up_fd_know_unclaimed(int fd);
 /* The first look at a number not known: its pending entry when it is a managed regular file, else NULL. */
 struct up_fd *up_fd_inherited_slow(int fd);
 /* The numbers not known that are open now, looked at (a /proc/self/fd listing): before a close_range that
@@ -929,6 +932,8 @@ void up_fd_opened(int fd, struct up_fd *e);
 void up_fdtab_release_idle(void);
 /* A fork child: an entry another thread of the parent was closing is closed here (that thread is gone). */
 void up_fdtab_after_fork_child(void);
+/* The entry this thread is adopting or dropping now (pending.c), or NULL. */
+const struct up_fd *up_pending_claimed_by_me(void);
 /* Local (this process) descriptor count of a slot. */
 uint32_t up_slot_local_refs(const struct up_slot *s);
 /* A publish found the kernel's end moved by `by` past ours and appended f's staged bytes there: every slot of f

@@ -181,6 +181,7 @@ void up_pending_fstat_dir(int fd, const struct stat *st) {
  * descriptor meanwhile does not wait for its own thread: its call goes to the kernel (the caller finds no
  * slot), as for any descriptor the kernel serves (review 8, finding 12: it spun forever). */
 static __thread const struct up_fd *claimed_by_me;
+const struct up_fd *up_pending_claimed_by_me(void) { return claimed_by_me; }
 
 enum claim { CLAIM_DONE, CLAIM_MINE, CLAIM_REFUSED };
 
