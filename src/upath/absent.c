@@ -50,6 +50,7 @@
 #include "common/lockmark.h"
 #include "common/log.h"
 #include "common/stats.h"
+#include "common/userptr.h"
 #include "shim/libc.h"
 #include "upath/internal.h"
 #include "upath/upath.h"
@@ -263,8 +264,11 @@ static bool setup_locked(void) {
     return fd >= 0;
 }
 
+/* (shim/meta.c ABSENT_OR, before the kernel's stat: the name is read only in a process that keeps names, and only
+ * once the kernel could read it -- else the kernel's EFAULT) */
 bool up_absent_known(const char *path) {
     if (__atomic_load_n(&ab.state, __ATOMIC_ACQUIRE) != 1 || !dk_cfg.absent_cache) return false;
+    if (!dk_user_str_readable(path) || path[0] != '/') return false;
     uint64_t e = __atomic_load_n(&ab.epoch, __ATOMIC_SEQ_CST);
     const struct ab_name *hit = NULL;
     uint32_t v = 0;
@@ -295,8 +299,9 @@ uint64_t up_absent_begin(const char *path) {
     return dk_cfg.absent_cache && up_enabled && __atomic_load_n(&ab.state, __ATOMIC_ACQUIRE) != 2;
 }
 
+/* (after the kernel's stat said ENOENT: it could read the name) */
 void up_absent_end(const char *path, uint64_t ticket, int r, int err) {
-    if (!ticket || r == 0 || err != ENOENT) return;
+    if (!ticket || r == 0 || err != ENOENT || path[0] != '/') return;
     size_t len = dir_len(path), rl = len ? dir_managed(path, len) : 0;
     if (!rl || dk_mu_refuse(&ab_mu)) return; /* (refused: a signal handler inside its thread's hold) */
     DK_ERRNO_SAVE;
