@@ -5,16 +5,18 @@
 # and wall time, per transaction.
 #   kernel-wal   sqlite3 alone, journal_mode=WAL, synchronous=FULL
 #   kernel-off   sqlite3 alone, journal_mode=OFF (no crash guarantee at all: reference only)
-#   strict-off   daxkit run --mode strict --persist flush --append stage, journal_mode=OFF
-#   strict-lc-off  strict-off with DAXKIT_LOCK_CACHE=1 (released record locks kept in the kernel: no lock system
+#   strict-off   daxkit run --mode strict --persist flush --append stage, journal_mode=OFF, both caches off
+#                (DAXKIT_LOCK_CACHE=0 DAXKIT_ABSENT_CACHE=0: on by default since session 29)
+#   strict-lc-off  strict-off with DAXKIT_LOCK_CACHE=1, DAXKIT_ABSENT_CACHE=0 (released record locks kept in the kernel: no lock system
 #                call a transaction once warm; docs/design-lockcache.md)
-#   strict-lcab-off  strict-lc-off with DAXKIT_ABSENT_CACHE=1 too (SQLite's stats of its absent -journal and -wal
+#   strict-lcab-off  strict-lc-off with DAXKIT_ABSENT_CACHE=1 too -- the defaults since session 29 (SQLite's stats of its absent -journal and -wal
 #                answered from memory while an inotify watch saw nothing: upath/absent.c, session 28)
 #   atomic-off   daxkit run --mode posix --persist flush --atomic 'DIR/*.db', journal_mode=OFF (each fsync-to-fsync
 #                group of writes all or nothing: DAXKIT_ATOMIC, docs/atomic.md)
 #   strict-atomic-off  daxkit run --mode strict --persist flush --atomic 'DIR/*.db' --atomic-commit fsync,
 #                journal_mode=OFF (session 9: strict mode, the database committed as fsync-to-fsync groups --
 #                the configuration with SQLite's crash guarantee, docs/strict.md)
+# sync-*, atomic-* and strict-atomic-* run with the library's defaults (both caches on since session 29).
 # The strict rows use DAXKIT_PERSIST=flush (emulated DAX persistence: every transaction durable and all or
 # nothing when it commits); the kernel's fdatasync on tmpfs makes nothing durable -- say so when quoting.
 # Usage: bench/sqlite_strict.sh BUILD_DIR [OUT_CSV]
@@ -50,9 +52,9 @@ prefix() {  # VARIANT DIR -> the command prefix in PFX and its variables in ENVV
                           --atomic "$2/*.db" --atomic-commit fsync --) ;;
     strict-lcab-*) ENVV+=(DAXKIT_LOCK_CACHE=1 DAXKIT_ABSENT_CACHE=1 ${EXTRA_ENV:-})
                    PFX=("$CLI" run --mode strict --dir "$2" --append stage --persist flush --) ;;
-    strict-lc-*) ENVV+=(DAXKIT_LOCK_CACHE=1 ${EXTRA_ENV:-}); PFX=("$CLI" run --mode strict --dir "$2" --append stage
+    strict-lc-*) ENVV+=(DAXKIT_LOCK_CACHE=1 DAXKIT_ABSENT_CACHE=0 ${EXTRA_ENV:-}); PFX=("$CLI" run --mode strict --dir "$2" --append stage
                       --persist flush --) ;;
-    strict-*) ENVV+=(${EXTRA_ENV:-}); PFX=("$CLI" run --mode strict --dir "$2" --append stage --persist flush --) ;;
+    strict-*) ENVV+=(DAXKIT_LOCK_CACHE=0 DAXKIT_ABSENT_CACHE=0 ${EXTRA_ENV:-}); PFX=("$CLI" run --mode strict --dir "$2" --append stage --persist flush --) ;;
     sync-*) ENVV+=(${EXTRA_ENV:-}); PFX=("$CLI" run --mode sync --dir "$2" --append stage --persist flush --) ;;
     atomic-*) ENVV+=(${EXTRA_ENV:-}); PFX=("$CLI" run --mode posix --dir "$2" --atomic "$2/*.db" --persist flush --) ;;
     *) dk_fail "unknown variant $1" ;;
