@@ -19,8 +19,8 @@
 #              preload daxkit"), SQL_N (1000), SYNC_N (5000 synced puts), REDIS_N (20000 SETs),
 #              SRC_TREE (/usr/include/linux), INSN (0); variant "base" runs daxkit with BASE_LIB (another
 #              build's libdaxkit.so: before/after in one interleaved run); "nocache" runs daxkit with the lock
-#              and absent-name caches off (DAXKIT_LOCK_CACHE=0 DAXKIT_ABSENT_CACHE=0: on by default since session
-#              29); "daxkit-auto" runs daxkit with
+#              and absent-name caches off (DAXKIT_LOCK_CACHE=0 DAXKIT_ABSENT_CACHE=0; the absent-name cache is on by
+#              default since session 29); "daxkit-auto" runs daxkit with
 #              DAXKIT_APPEND=auto (a log fsynced per record moves to extend with keep), "base-auto" the same with
 #              BASE_LIB, "auto-flush" the same with DAXKIT_PERSIST=flush (the issue's setting); "aof-keep" runs daxkit
 #              with DAXKIT_APPEND="stage,*.aof=extend" DAXKIT_EXTEND_SYNC=keep (README's configuration for an AOF a

@@ -6,10 +6,11 @@
 #   kernel-wal   sqlite3 alone, journal_mode=WAL, synchronous=FULL
 #   kernel-off   sqlite3 alone, journal_mode=OFF (no crash guarantee at all: reference only)
 #   strict-off   daxkit run --mode strict --persist flush --append stage, journal_mode=OFF, both caches off
-#                (DAXKIT_LOCK_CACHE=0 DAXKIT_ABSENT_CACHE=0: on by default since session 29)
+#                (DAXKIT_LOCK_CACHE=0 DAXKIT_ABSENT_CACHE=0; the absent-name cache is on by default since session 29)
+#   strict-ab-off  strict-off with DAXKIT_ABSENT_CACHE=1 -- the defaults since session 29 (the lock cache opt-in)
 #   strict-lc-off  strict-off with DAXKIT_LOCK_CACHE=1, DAXKIT_ABSENT_CACHE=0 (released record locks kept in the kernel: no lock system
 #                call a transaction once warm; docs/design-lockcache.md)
-#   strict-lcab-off  strict-lc-off with DAXKIT_ABSENT_CACHE=1 too -- the defaults since session 29 (SQLite's stats of its absent -journal and -wal
+#   strict-lcab-off  strict-lc-off with DAXKIT_ABSENT_CACHE=1 too (SQLite's stats of its absent -journal and -wal
 #                answered from memory while an inotify watch saw nothing: upath/absent.c, session 28)
 #   atomic-off   daxkit run --mode posix --persist flush --atomic 'DIR/*.db', journal_mode=OFF (each fsync-to-fsync
 #                group of writes all or nothing: DAXKIT_ATOMIC, docs/atomic.md)
@@ -52,6 +53,8 @@ prefix() {  # VARIANT DIR -> the command prefix in PFX and its variables in ENVV
                           --atomic "$2/*.db" --atomic-commit fsync --) ;;
     strict-lcab-*) ENVV+=(DAXKIT_LOCK_CACHE=1 DAXKIT_ABSENT_CACHE=1 ${EXTRA_ENV:-})
                    PFX=("$CLI" run --mode strict --dir "$2" --append stage --persist flush --) ;;
+    strict-ab-*) ENVV+=(DAXKIT_LOCK_CACHE=0 DAXKIT_ABSENT_CACHE=1 ${EXTRA_ENV:-})
+                 PFX=("$CLI" run --mode strict --dir "$2" --append stage --persist flush --) ;;
     strict-lc-*) ENVV+=(DAXKIT_LOCK_CACHE=1 DAXKIT_ABSENT_CACHE=0 ${EXTRA_ENV:-}); PFX=("$CLI" run --mode strict --dir "$2" --append stage
                       --persist flush --) ;;
     strict-*) ENVV+=(DAXKIT_LOCK_CACHE=0 DAXKIT_ABSENT_CACHE=0 ${EXTRA_ENV:-}); PFX=("$CLI" run --mode strict --dir "$2" --append stage --persist flush --) ;;

@@ -1176,7 +1176,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     const char *on = getenv("DAXKIT_LOCK_CACHE");
-    if (on && !strcmp(on, "0")) SKIP("DAXKIT_LOCK_CACHE=0"); /* (on by default since session 29) */
+    if (!on || !strcmp(on, "0")) SKIP("DAXKIT_LOCK_CACHE is not on (opt-in)");
     if (!strcmp(c, "cached")) case_cached();
     else if (!strcmp(c, "outsider")) case_outsider();
     else if (!strcmp(c, "handoff")) case_handoff();
