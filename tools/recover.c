@@ -66,7 +66,7 @@ static int recover_one_dir(const char *dir, int json) {
                "\"bytes_dropped\":%llu,\"untouched\":%llu,\"files_gone\":%llu,\"failed\":%llu,\"errors\":%llu,"
                "\"strict_logs\":%llu,\"strict_records\":%llu,\"strict_replayed\":%llu,\"strict_torn\":%llu,"
                "\"strict_meta\":%llu,\"strict_failed\":%llu,\"strict_other_fs\":%llu,\"strict_staged_torn\":%llu,"
-               "\"strict_files_reused\":%llu,\"strict_logs_kept\":%llu,\"strict_done_skipped\":%llu,\"reused\":%llu,\"strict_foreign_refused\":%llu,"
+               "\"strict_files_reused\":%llu,\"strict_logs_kept\":%llu,\"strict_done_skipped\":%llu,\"strict_delta_stale\":%llu,\"reused\":%llu,\"strict_foreign_refused\":%llu,"
                "\"foreign_left\":%llu,\"foreign_uid\":%u,\"strict_replay_us\":%.1f,\"elapsed_us\":%.1f}\n",
                (unsigned long long)rep.owners_gone, (unsigned long long)rep.files_removed,
                (unsigned long long)rep.sizes.rolled_back, (unsigned long long)rep.sizes.bytes_dropped,
@@ -77,7 +77,8 @@ static int recover_one_dir(const char *dir, int json) {
                (unsigned long long)rep.strict.meta_seen, (unsigned long long)rep.strict.failed,
                (unsigned long long)rep.strict.other_fs, (unsigned long long)rep.strict.staged_torn,
                (unsigned long long)rep.strict.files_reused, (unsigned long long)rep.strict.logs_kept,
-               (unsigned long long)rep.strict.done_skipped, (unsigned long long)rep.sizes.reused, (unsigned long long)rep.strict.foreign_refused,
+               (unsigned long long)rep.strict.done_skipped, (unsigned long long)rep.strict.delta_stale,
+               (unsigned long long)rep.sizes.reused, (unsigned long long)rep.strict.foreign_refused,
                (unsigned long long)rep.foreign_left, (unsigned)rep.foreign_uid, rep.strict.ns / 1e3, ns / 1e3);
     } else {
         printf("%s: %llu dead process(es); %llu file(s) rolled back to their published size (%llu bytes of "

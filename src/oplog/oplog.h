@@ -50,6 +50,11 @@ enum dk_oplog_type {
     DK_OPLOG_WRITE_STAGED_CRC = 10, /* as WRITE_STAGED, op.aux = crc32c of the staged bytes: they and the
                                        record are made durable by the record's one fence, in no order, so
                                        recovery replays it only when the staged bytes match (else: torn) */
+    DK_OPLOG_WRITE_DELTA = 11, /* an overwrite logged by its changed bytes (session 29, docs/strict.md "Delta
+                                  records"): data = segments {u32 offset in the write, u32 length, bytes};
+                                  op.length = the whole write's length (0: a no-op record), op.aux bits 31..0
+                                  = crc32c of the write's bytes: replayed only when the file's bytes with the
+                                  segments laid over them have it */
     DK_OPLOG_TYPE_USER = 64,
 };
 
@@ -224,6 +229,9 @@ struct dk_oplog_record {
                               unknown, a log from before this was recorded) */
     bool done;             /* completion-marked (dk_oplog_mark_done), and the marks are this boot's and mount's
                               (dk_oplog_scan only; an image has no marks) */
+    bool marks;            /* the log's marks are in force (this boot's and mount's): the records not done are the
+                              operations in flight at the death, every earlier one is in the file -- false after a
+                              power loss or remount, or without marks: every record since the checkpoint replays */
 };
 
 struct dk_oplog_scan_stats {

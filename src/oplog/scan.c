@@ -69,11 +69,11 @@ static void gather(const struct oplog_line *lines, unsigned char *buf) {
 }
 
 static int deliver(const struct oplog_line *lines, uint64_t slot, uint32_t generation, uint64_t area_dev, bool done,
-                   unsigned char *buf, dk_oplog_record_fn cb, void *ctx) {
+                   bool marks, unsigned char *buf, dk_oplog_record_fn cb, void *ctx) {
     const struct oplog_line_hdr *h = &lines[0].h;
     struct dk_oplog_record rec = {.seq = (uint64_t)generation << 32 | slot, .type = h->type,
                                   .fixed48 = lines[0].payload, .data_len = h->data_bytes, .area_dev = area_dev,
-                                  .done = done};
+                                  .done = done, .marks = marks};
     if (h->data_bytes) {
         gather(lines, buf);
         rec.data = buf;
@@ -118,7 +118,7 @@ static int scan_slots(struct scan_state *s, uint64_t first, uint64_t end) {
             s->st.records_valid++;
             bool done = s->marks && s->marks[slot] == s->gen;
             s->st.records_done += done;
-            int rc = deliver(&s->recs[slot], slot, s->gen, s->area_dev, done, s->buf, s->cb, s->ctx);
+            int rc = deliver(&s->recs[slot], slot, s->gen, s->area_dev, done, s->marks != NULL, s->buf, s->cb, s->ctx);
             slot += h->lines;
             s->st.last_slot_used = slot;
             if (rc) return rc;

@@ -197,6 +197,8 @@ struct up_strict_report {
     uint32_t foreign_uid;     /* the user of the last of them */
     uint64_t done_skipped; /* records of operations applied before their process died (completion-marked, this
                               boot and mount): not replayed, their files made durable */
+    uint64_t delta_stale;  /* delta records whose segments over the file's bytes do not give the write's crc (the
+                              bytes outside them changed since: another writer): not replayed */
 };
 struct up_recover_report {
     uint64_t owners_gone;            /* processes whose lock was free */
@@ -533,6 +535,8 @@ struct up_file {
      * then do writes look for overlapping writes of other threads. */
     uint64_t strict_writer;
     uint32_t strict_shared;
+    uint32_t strict_delta_skip;   /* strict.c: writes of the file not compared for a delta record (after a miss) */
+    uint32_t strict_delta_misses; /* strict.c: compares in a row that found too many changed bytes (at most 5) */
     /* >= 0: adopted without its inode number -- a file this process created (O_CREAT|O_EXCL) adopted at its
      * first write (pending.c) -- through this, its one descriptor; not in the table until up_file_key reads
      * the number (any look-up of the table, a second descriptor, fork, a record, an fsync). Under

@@ -19,6 +19,7 @@
 #include "shim/libc.h"
 #include "upath/atomic_mmap.h"
 #include "upath/atomic_route.h"
+#include "upath/delta.h"
 #include "upath/fsize.h"
 #include "upath/guard.h"
 #include "upath/io.h"
@@ -538,6 +539,56 @@ static inline __attribute__((always_inline)) bool overwrite_fast(struct up_file 
 
 bool up_io_overwrite_mapped(struct up_file *f, const char *buf, size_t n, uint64_t off) {
     return off + n <= inplace_limit(f) && overwrite_fast(f, buf, n, off, false);
+}
+
+/* ---- delta records (strict.c) ---- */
+
+/* In a guard section: [off, off+n) is published, mapped and backed, so reads and stores there are safe (the
+ * checks of overwrite_fast and read_fast). */
+static inline bool delta_in_place(const struct up_file *f, uint64_t off, size_t n) {
+    return off + n <= inplace_limit(f) && off + n <= up_file_size(f) &&
+           off + n <= __atomic_load_n(&f->map.mapped_bytes, __ATOMIC_ACQUIRE) &&
+           off + n <= __atomic_load_n(&f->backed_end, __ATOMIC_ACQUIRE) &&
+           __atomic_load_n(&f->map.ext_count, __ATOMIC_ACQUIRE);
+}
+
+ssize_t up_io_delta_compare(struct up_file *f, const char *buf, size_t n, uint64_t off, unsigned char *out,
+                            size_t cap) {
+    /* one huge page at most: the mapping is contiguous per 2 MiB chunk (up_io_overwrite's walk) */
+    if ((off & (DK_HUGE_BYTES - 1)) + n > DK_HUGE_BYTES) return -1;
+    enum up_guard_entry fast = up_guard_read_enter(f);
+    ssize_t r = -1;
+    if (delta_in_place(f, off, n)) {
+        const char *old = up_map_addr(&f->map, off);
+        if (old) r = dk_delta_encode(buf, old, n, out, cap);
+    }
+    up_guard_read_exit(f, fast);
+    return r;
+}
+
+struct delta_store {
+    struct up_file *f;
+    uint64_t off;
+};
+
+static void delta_store_one(void *ctx, size_t o, const unsigned char *bytes, size_t len) {
+    struct delta_store *ds = ctx;
+    up_io_overwrite(ds->f, ds->off + o, (const char *)bytes, len);
+}
+
+bool up_io_delta_apply(struct up_file *f, uint64_t off, size_t n, const unsigned char *d, size_t len) {
+    enum up_guard_entry fast = up_guard_read_enter(f);
+    bool ok = delta_in_place(f, off, n);
+    if (ok) {
+        struct delta_store ds = {f, off};
+        ok = dk_delta_walk(d, len, n, delta_store_one, &ds);
+    }
+    up_guard_read_exit(f, fast);
+    if (ok) {
+        dk_count(DK_C_writes, 1);
+        dk_count(DK_C_write_bytes, n);
+    }
+    return ok;
 }
 
 bool up_io_in_place(const struct up_file *f, uint64_t off, size_t n) {

@@ -17,6 +17,14 @@ int up_io_overwrite_by_pwrite(struct up_file *f, int fd, const char *buf, size_t
 /* An overwrite of published, mapped bytes stored in place (written back on a flush medium, no fence):
  * false when [off, off+n) is not all of that kind (nothing stored). */
 bool up_io_overwrite_mapped(struct up_file *f, const char *buf, size_t n, uint64_t off);
+/* Delta records (strict.c, docs/strict.md "Delta records"): the segments in which the overwrite buf of
+ * [off, off+n) differs from the file's bytes, read through the mapping in a guard section with the checks of
+ * an in-place overwrite (dk_delta_encode: encoded length, 0 nothing differs), or -1: not in place (mapped,
+ * published) or more than `cap` bytes of segments. */
+ssize_t up_io_delta_compare(struct up_file *f, const char *buf, size_t n, uint64_t off, unsigned char *out, size_t cap);
+/* Stores the segments of such a delta of the write [off, off+n) in place (written back on a flush medium, no
+ * fence): false when the range is not all in place any more (nothing stored). */
+bool up_io_delta_apply(struct up_file *f, uint64_t off, size_t n, const unsigned char *d, size_t len);
 /* [off, off+n) is published, within the size and mapped: an overwrite there is a store (racy hint). */
 bool up_io_in_place(const struct up_file *f, uint64_t off, size_t n);
 ssize_t up_io_read(struct up_file *f, int fd, char *buf, size_t n, uint64_t off);

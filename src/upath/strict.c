@@ -55,6 +55,7 @@
 #include "oplog/oplog.h"
 #include "persist/persist.h"
 #include "shim/libc.h"
+#include "upath/delta.h"
 #include "upath/guard.h"
 #include "upath/inflight.h"
 #include "upath/fsize.h"
@@ -78,6 +79,13 @@
  * costs more than the second copy at the write saves unless repeated overwrites are skipped. */
 #define STRICT_LAZY_MIN_COALESCED_PCT 25u
 #define STRICT_EAGER_CHECKPOINTS 8u
+/* Delta records (docs/strict.md "Delta records"): overwrites up to this size are compared with the file; the
+ * segments may take a quarter of the write, at most STRICT_DELTA_CAP bytes (a buffer on the writer's stack); the
+ * k-th compare in a row that finds more (k <= STRICT_DELTA_MISSES_MAX) turns comparing off for the file's next
+ * 2^k - 1 writes: a file rewritten wholly pays a compare a 32 writes, one with a few such writes nearly none. */
+#define STRICT_DELTA_MAX_BYTES (64u << 10)
+#define STRICT_DELTA_CAP 2048u
+#define STRICT_DELTA_MISSES_MAX 5u
 /* The log's last slots, for signal handlers' records while it is full (strict_nested: no checkpoint there) */
 #define STRICT_NESTED_SPARE_LINES (4u * DK_OPLOG_RECORD_LINES_MAX) /* four largest records (64 KiB) */
 
@@ -142,6 +150,10 @@ static __thread int ck_held; /* counted from before the lock call to after the u
  * and the read side's unlock would then release the write lock (a later unlock underflowed the lock's
  * reader count: every later checkpoint hung). */
 static __thread int ck_wr_held;
+/* Writes of signal handlers nested in this thread's strict operations so far (strict_write_nested): a delta
+ * record's apply (apply_delta) stores its segments only when none came between its compare and its apply --
+ * else the whole write, as before delta records (the handler's bytes there are not what it compared). */
+static __thread unsigned nested_writes;
 /* Other locks of the strict state -- the checkpoint list's (st->dirty_mu), the staging allocation's
  * (st->stg_mu), and the file whose appends this thread serialises (f->strict_mu) -- are marked from before
  * the lock call to after the unlock (common/lockmark.h; per-site marks until session 15), so that a signal
@@ -940,6 +952,88 @@ static inline __attribute__((always_inline)) int log_write(struct up_root *r, st
     return rc;
 }
 
+/* Test builds: DAXKIT_TEST_STRICT_DELTA_MUTANT=1 takes a delta whatever other writer of the file the epoch has
+ * (no apply-order look; tests/strict/overlap_order.c `delta` must catch it), 2 replays a delta without its crc
+ * check (tests/strict/delta.sh `hazard` must catch the mix). Read once. */
+static int delta_mutant(void) {
+#ifdef DAXKIT_TEST_BUILD
+    static int m = -1;
+    if (DK_UNLIKELY(m < 0)) {
+        const char *e = getenv("DAXKIT_TEST_STRICT_DELTA_MUTANT");
+        m = e ? atoi(e) : 0;
+    }
+    return m;
+#else
+    return 0;
+#endif
+}
+
+/* Whether a write applied at once may be logged as a delta record (docs/strict.md "Delta records"): an
+ * ordinary (not nested) in-place overwrite that would be staged, on a flush or volatile medium, of a file
+ * written through this thread's record alone in this epoch with no overwrite of it waiting. Hints: log_delta
+ * checks the last two again after its reservation. */
+static inline bool delta_candidate(struct up_file *f, uint64_t off, size_t n, bool append, uint32_t epoch) {
+    /* (strict_eager: the program maps the file -- its own stores there are in the compared bytes but durable only
+     * at its msync; a delta would leave them out of the write's record) */
+    if (!dk_cfg.strict_delta || append || n <= inline_max_for(f->root) || n > STRICT_DELTA_MAX_BYTES || f->atomic ||
+        up_persist_as(f) == DK_MEDIUM_PAGECACHE || !__atomic_load_n(&f->map.writable, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&f->strict_eager, __ATOMIC_ACQUIRE))
+        return false;
+    uint32_t skip = __atomic_load_n(&f->strict_delta_skip, __ATOMIC_RELAXED);
+    if (DK_UNLIKELY(skip)) {
+        __atomic_store_n(&f->strict_delta_skip, skip - 1, __ATOMIC_RELAXED);
+        return false;
+    }
+    return __atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE) == 0 &&
+           (__atomic_load_n(&f->strict_shared, __ATOMIC_ACQUIRE) != epoch || delta_mutant() == 1) &&
+           up_io_in_place(f, off, n);
+}
+
+/* A write as a delta record: compared with the file (its segments into d, their length into *dlen), then
+ * logged with the crc32c of the write's bytes. 1: not taken (too many changed bytes, or another writer of
+ * the file or a waiting overwrite of it appeared before the reservation: then the reservation holds a no-op
+ * record and the write is staged, with a later seq -- published as unknown meanwhile, so an overlapping write
+ * logged after the new seq waits for it and one logged before goes first, both in log order); 0 logged; or
+ * -errno (as log_write's). Under st->ck's read side, published in `wr` (inflight_publish). */
+static int log_delta(struct up_strict *st, struct up_file *f, uint32_t ident, uint64_t off, const char *buf, size_t n,
+                     struct up_reader *wr, uint32_t epoch, uint64_t *seq_out, unsigned char *d, size_t *dlen) {
+    ssize_t len = up_io_delta_compare(f, buf, n, off, d, DK_MIN(n / 4, (size_t)STRICT_DELTA_CAP));
+    if (len < 0) {
+        uint32_t k = DK_MIN(__atomic_load_n(&f->strict_delta_misses, __ATOMIC_RELAXED) + 1, STRICT_DELTA_MISSES_MAX);
+        __atomic_store_n(&f->strict_delta_misses, k, __ATOMIC_RELAXED);
+        __atomic_store_n(&f->strict_delta_skip, (1u << k) - 1, __ATOMIC_RELAXED);
+        dk_count(DK_C_strict_delta_miss, 1);
+        return 1;
+    }
+    if (DK_UNLIKELY(__atomic_load_n(&f->strict_delta_misses, __ATOMIC_RELAXED)))
+        __atomic_store_n(&f->strict_delta_misses, 0, __ATOMIC_RELAXED);
+    struct dk_oplog_op op = {.dev = (uint64_t)f->dev, .ino = (uint64_t)f->ino, .file_offset = off,
+                             .length = (uint32_t)n, .aux = op_ident_bits(ident) | dk_crc32c_wide(0, buf, n)};
+    struct dk_oplog_reservation res;
+    int rc = dk_oplog_reserve(st->log, (size_t)len, &res);
+    if (rc) return rc;
+    inflight_seq(wr, res.seq);
+    /* Another write of f through another record in this epoch, or a waiting overwrite of f, logged before this
+     * reservation is seen now (both are stored before their reservations; the reservation is acquire-release):
+     * the compared bytes may not be what the records before this one leave. */
+    if (DK_UNLIKELY((__atomic_load_n(&f->strict_shared, __ATOMIC_ACQUIRE) == epoch && delta_mutant() != 1) ||
+                    __atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE))) {
+        static const unsigned char zero[STRICT_DELTA_CAP];
+        op.length = 0, op.aux = op_ident_bits(ident); /* a no-op: replayed as nothing */
+        rc = dk_oplog_commit(st->log, &res, DK_OPLOG_WRITE_DELTA, &op, len ? zero : NULL, NULL);
+        __atomic_store_n(&wr->w.seq, INFLIGHT_SEQ_UNKNOWN, __ATOMIC_RELEASE);
+        dk_count(DK_C_strict_delta_fallback, 1);
+        return rc ? rc : 1;
+    }
+    rc = dk_oplog_commit(st->log, &res, DK_OPLOG_WRITE_DELTA, &op, len ? d : NULL, seq_out);
+    if (rc == 0) {
+        *dlen = (size_t)len;
+        dk_count(DK_C_strict_delta, 1);
+        DK_CRASH_POINT("strict.write.delta_logged"); /* (crash tests: a delta record, nothing applied) */
+    }
+    return rc;
+}
+
 /* Flush and volatile media: a staged overwrite of bytes the file holds (published, mapped) is not applied
  * at the write but by the next checkpoint (or the next read of the file, or a write that is applied at
  * once), from the staging file: the write copies its bytes once (into the staging file) instead of twice,
@@ -1124,6 +1218,39 @@ static ssize_t apply_write(struct up_file *f, int fd, const char *buf, size_t n,
     return apply_part(f, fd, buf, n, off, append, moved);
 }
 
+/* Applies a delta record's write: its segments stored in place (no fence, as apply_write); the whole write by
+ * apply_write when the range is no longer in place (the program's bytes either way). While crash testing, in
+ * two parts with the crash point between (at a segment's boundary, or inside the only segment). */
+static ssize_t apply_delta(struct up_file *f, int fd, const char *buf, size_t n, uint64_t off, const unsigned char *d,
+                           size_t len, unsigned nested_before, uint64_t *moved) {
+    *moved = 0;
+    /* a signal handler's write came in between (it may have written these bytes): the whole write, as the record's
+     * replay -- its segments, then the handler's later record -- ends with the handler's bytes where it wrote */
+    if (DK_UNLIKELY(__atomic_load_n(&nested_writes, __ATOMIC_RELAXED) != nested_before))
+        return apply_write(f, fd, buf, n, off, false, moved);
+#ifdef DAXKIT_TEST_BUILD
+    if (__atomic_load_n(&dk_crashpoint_active, __ATOMIC_RELAXED) && len > DK_DELTA_SEG_HDR) {
+        /* the first segment (or the first half of the only one), then the crash point, then the rest */
+        uint32_t h[2];
+        memcpy(h, d, sizeof h);
+        size_t first = DK_DELTA_SEG_HDR + h[1];
+        unsigned char part[DK_DELTA_SEG_HDR + STRICT_DELTA_CAP];
+        if (first == len && h[1] > 1) { /* one segment: its first half alone */
+            uint32_t g[2] = {h[0], h[1] / 2};
+            memcpy(part, g, sizeof g);
+            memcpy(part + DK_DELTA_SEG_HDR, d + DK_DELTA_SEG_HDR, g[1]);
+            if (!up_io_delta_apply(f, off, n, part, DK_DELTA_SEG_HDR + g[1])) return apply_write(f, fd, buf, n, off, false, moved);
+        } else if (first < len) {
+            if (!up_io_delta_apply(f, off, n, d, first)) return apply_write(f, fd, buf, n, off, false, moved);
+            d += first, len -= first;
+        }
+        DK_CRASH_POINT("strict.write.half_applied");
+    }
+#endif
+    if (!up_io_delta_apply(f, off, n, d, len)) return apply_write(f, fd, buf, n, off, false, moved);
+    return (ssize_t)n;
+}
+
 /* ---- a signal handler's write (review 8, finding 18; review 10, finding 22) ----
  * A write is nested when this thread is inside a strict operation (it holds the checkpoint lock: ck_held) or
  * holds the file's mutex (io.c's mu_file): a signal handler interrupted it. It must wait for nothing its own
@@ -1249,6 +1376,10 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
     bool borrowed = false, self_durable = false;
     uint32_t epoch = 0;
     uint64_t seq = 0;
+    unsigned char delta[STRICT_DELTA_CAP]; /* a delta record's segments (log_delta) */
+    size_t delta_len = 0;
+    bool by_delta = false;
+    unsigned nested_before = 0;
     enum up_guard_entry ck;
     /* a signal handler inside its thread's hold of the file table's lock: the read side only tried (review 28, #6) */
     bool table = DK_UNLIKELY(dk_mu_mine(&up_table_mu));
@@ -1298,7 +1429,14 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
                 epoch = __atomic_load_n(&st->ck_epoch, __ATOMIC_RELAXED);
                 wr = inflight_publish(f, epoch, off, off + n, &borrowed);
             }
-            rc = log_write(f->root, st, f, ident, off, buf, n, lz, wr, &seq, nested);
+            rc = 1;
+            if (!nested && wr && delta_candidate(f, off, n, append, epoch)) {
+                nested_before = __atomic_load_n(&nested_writes, __ATOMIC_RELAXED);
+                __atomic_signal_fence(__ATOMIC_SEQ_CST); /* before the compare */
+                rc = log_delta(st, f, ident, off, buf, n, wr, epoch, &seq, delta, &delta_len);
+            }
+            by_delta = rc == 0;
+            if (rc == 1) rc = log_write(f->root, st, f, ident, off, buf, n, lz, wr, &seq, nested);
             if (rc && wr) inflight_withdraw(wr, borrowed), wr = NULL; /* before a checkpoint waits for us */
         }
         /* Full (the spare too, for a nested write), or a lock of its own thread's: a checkpoint would wait for that thread */
@@ -1328,7 +1466,8 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
     } else {
         if (wr) inflight_wait(f, epoch, wr, seq, off, off + n);
         up_io_left_trace = false;
-        w = apply_write(f, fd, buf, n, off, append, &moved);
+        w = by_delta ? apply_delta(f, fd, buf, n, off, delta, delta_len, nested_before, &moved)
+                     : apply_write(f, fd, buf, n, off, append, &moved);
         /* Failed with nothing applied (the medium full: the kernel's pwrite refused, or an append's publish
          * undone, io.c): the record goes too, or recovery after a crash would make the write the program was
          * told failed (shim_full_medium_strict_grow_*). Under st->ck's read side: no reset meanwhile. */
@@ -1358,6 +1497,7 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
  * short count if a later one fails. */
 static __attribute__((noinline, cold)) ssize_t strict_write_nested(struct up_file *f, int fd, const char *buf, size_t n,
                                                                    uint64_t off, bool append) {
+    __atomic_store_n(&nested_writes, nested_writes + 1, __ATOMIC_RELAXED); /* (apply_delta of the interrupted write) */
     size_t done = 0;
     uint64_t first = 0;
     while (done < n) {
@@ -2098,8 +2238,45 @@ static const void *staged_bytes(struct replay *rp, const struct dk_oplog_op *op)
     return rp->stg_map + op->staging_offset;
 }
 
+/* A delta record (docs/strict.md "Delta records"): the file's bytes of the write's range with the segments laid
+ * over them. `check` (the log's completion marks are in force: this record is an operation in flight at a process's
+ * death, every record before it is in the file): stored only when they have the write's crc32c -- otherwise the
+ * bytes outside the segments are not the ones the write was compared with (another writer since), and laying the
+ * segments over them would make a mix of two writes: not replayed, counted stale (1). Without the marks (a power
+ * loss, a remount) every record since the checkpoint is replayed in log order, and the media may hold bytes of
+ * records after this one (applied, written back by the cache before the loss) that theirs then store again: the
+ * segments are laid without the check (the explorer found the check dropping acknowledged writes there). 0
+ * stored, -1 failed (errno). */
+static int replay_delta(struct replay *rp, struct replay_file *rf, const struct dk_oplog_op *op, const void *d,
+                        size_t len, bool check) {
+    size_t n = op->length;
+    char *b = malloc(n);
+    if (!b) return errno = ENOMEM, -1;
+    size_t got = 0; /* the kernel's bytes (the replay's stores are in the same page cache or DAX media) */
+    while (got < n) {
+        ssize_t r = DK_REAL(pread)(rf->fd, b + got, n - got, (off_t)(op->file_offset + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return free(b), -1;
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    memset(b + got, 0, n - got); /* past the end: zeros, as a later extension shows */
+    int rc;
+    bool malformed = !dk_delta_apply_buf(b, n, d, len);
+    if (malformed || (check && dk_crc32c_wide(0, b, n) != (uint32_t)op->aux && delta_mutant() != 2)) {
+        rp->rep->delta_stale++;
+        dk_log_once("recovery: a delta record over bytes that changed since it was logged (another writer of the "
+                    "page) not replayed (more such records are only counted)");
+        rc = 1;
+    } else {
+        rc = replay_bytes(rf, b, n, op->file_offset);
+    }
+    free(b);
+    return rc;
+}
+
 /* A record type strict recovery does not know (a newer writer's). */
-static bool type_unknown(uint32_t type) { return type == 0 || type > DK_OPLOG_WRITE_STAGED_CRC; }
+static bool type_unknown(uint32_t type) { return type == 0 || type > DK_OPLOG_WRITE_DELTA; }
 
 static int note_unknown_type(const struct dk_oplog_record *rec, void *ctx) {
     if (type_unknown(rec->type)) *(bool *)ctx = true;
@@ -2114,7 +2291,8 @@ static int alloc_one(const struct dk_oplog_record *rec, void *ctx) {
     struct replay *rp = ctx;
     struct dk_oplog_op op;
     memcpy(&op, rec->fixed48, sizeof op);
-    bool staged = rec->type == DK_OPLOG_WRITE_STAGED || rec->type == DK_OPLOG_WRITE_STAGED_CRC;
+    bool staged = rec->type == DK_OPLOG_WRITE_STAGED || rec->type == DK_OPLOG_WRITE_STAGED_CRC ||
+                  rec->type == DK_OPLOG_WRITE_DELTA; /* (op.length bytes at op.file_offset, as a staged one) */
     if (rp->no_space || rec->done || (rec->type != DK_OPLOG_WRITE_INLINE && !staged)) return 0;
     int other_fs;
     struct replay_file *rf = replay_file(rp, op.dev, op.ino, rec->area_dev, &other_fs);
@@ -2132,7 +2310,8 @@ static int rights_one(const struct dk_oplog_record *rec, void *ctx) {
     struct dk_oplog_op op;
     memcpy(&op, rec->fixed48, sizeof op);
     bool data = rec->type == DK_OPLOG_WRITE_INLINE || rec->type == DK_OPLOG_WRITE_STAGED ||
-                rec->type == DK_OPLOG_WRITE_STAGED_CRC || rec->type == DK_OPLOG_TRUNCATE;
+                rec->type == DK_OPLOG_WRITE_STAGED_CRC || rec->type == DK_OPLOG_WRITE_DELTA ||
+                rec->type == DK_OPLOG_TRUNCATE;
     int other_fs;
     if (data && !rp->refused) replay_file(rp, op.dev, op.ino, rec->area_dev, &other_fs);
     return 0;
@@ -2160,7 +2339,8 @@ static int replay_one(const struct dk_oplog_record *rec, void *ctx) {
     struct dk_oplog_op op;
     memcpy(&op, rec->fixed48, sizeof op);
     bool staged = rec->type == DK_OPLOG_WRITE_STAGED || rec->type == DK_OPLOG_WRITE_STAGED_CRC;
-    if (rec->type != DK_OPLOG_WRITE_INLINE && !staged && rec->type != DK_OPLOG_TRUNCATE) {
+    bool delta = rec->type == DK_OPLOG_WRITE_DELTA;
+    if (rec->type != DK_OPLOG_WRITE_INLINE && !staged && !delta && rec->type != DK_OPLOG_TRUNCATE) {
         rp->rep->meta_seen++; /* create/unlink/rename: atomic in the kernel file system already */
         return 0;
     }
@@ -2197,7 +2377,14 @@ static int replay_one(const struct dk_oplog_record *rec, void *ctx) {
         return 0;
     }
     int rc;
-    if (rec->type == DK_OPLOG_WRITE_INLINE) {
+    if (delta) {
+        if (op.length == 0) { /* a no-op record (log_delta gave it up) */
+            rp->rep->replayed++;
+            return 0;
+        }
+        rc = replay_delta(rp, rf, &op, rec->data, rec->data_len, rec->marks);
+        if (rc == 1) return 0; /* stale: counted */
+    } else if (rec->type == DK_OPLOG_WRITE_INLINE) {
         rc = replay_bytes(rf, rec->data, rec->data_len, op.file_offset);
     } else if (staged) {
         const void *src = staged_bytes(rp, &op);
