@@ -10,7 +10,8 @@
 # clock). ARGV[6]: DAXKIT_STRICT_APPLY (default checkpoint: every staged overwrite waits for the
 # checkpoint on a flush/volatile medium -- the most waiting applies to crash in; auto: as programs run).
 # ARGV[7]: the crash sites to sample (a regular expression; default: every strict and oplog site, or the
-# two half-applied sites for `none`).
+# two half-applied sites for `none`). ARGV[8] `delta`: the workload's overwrites are mostly 4 KiB pages rewritten
+# with a few bytes changed (STRICT_MODEL_DELTA=1: strict mode logs them as delta records, docs/strict.md).
 # Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -42,7 +43,11 @@ none) recover=true; filter='strict.write.half_applied|strict.checkpoint.half_app
 *) dk_fail "unknown recovery '$how' (cli|startup|none)" ;;
 esac
 [ -n "${7:-}" ] && filter=$7
-echo "strict crash test: medium $medium, recovery $how, $threads thread(s), workload seed $seed, apply $apply, at most $runs runs"
+if [ "${8:-}" = delta ]; then
+    export STRICT_MODEL_DELTA=1
+    work="env STRICT_MODEL_DELTA=1 ${work#env }"
+fi
+echo "strict crash test: medium $medium, recovery $how, $threads thread(s), workload seed $seed, apply $apply, at most $runs runs${8:+, $8}"
 python3 "$DAXKIT_SRC/tests/crash/drive.py" --workload "$work" --recover "$recover" --check "$check" \
     --filter "$filter" --max-runs "$runs" --dir-root "$DK_MNT" --seed "$seed" > "$DK_MNT/drive.log" 2>&1
 rc=$?

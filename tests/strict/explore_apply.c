@@ -21,6 +21,13 @@
  * recovery ignores a record whose staged bytes miss it) | staged-crc-unchecked (the correct path, but the
  * checker's recovery replays staged records without checking their crc: the torn ones garble the file) | apply-after-reset (staged mix: the checkpoint resets the log, then applies the waiting
  * overwrites) -- for the broken variants the explorer must report the state that loses or garbles a write.
+ * correct-delta (must pass; session 29): 4 KiB pages rewritten with a few bytes changed (70 %, logged as delta
+ * records: the changed segments inline, only they stored into the file), small inline writes and whole random pages,
+ * every write applied at once (DAXKIT_STRICT_APPLY=write); the checker replays a delta record as up_strict_recover
+ * does -- the file's bytes with the segments over them, only when they have the record's crc32c.
+ * delta-crc-after-powerloss (session 29): the same, with a checker whose recovery replays a delta only when the file's
+ * bytes with its segments have its crc, as recovery after a process crash does: after a power loss the media may hold
+ * later records' applied bytes, and that check drops acknowledged writes -- the explorer must report it.
  * argv[2]: seed (0: clock).
  * Exit 0 pass, 1 fail, 77 skip (no /dev/shm). */
 #include <fcntl.h>
@@ -35,6 +42,8 @@
 
 #include "explorer.h"
 #include "oplog/oplog.h"
+#include "persist/persist.h"
+#include "upath/delta.h"
 
 /* The user-space path's entry points (src/upath/upath.h, internal.h), declared here. */
 struct up_slot;
@@ -67,6 +76,8 @@ static unsigned char file0[DATA_BYTES]; /* the file before the workload */
 static uint64_t data_ino;
 static unsigned long states_staged_torn; /* crash states with a staged record whose staged bytes miss its crc */
 static bool recovery_skips_crc; /* variant staged-crc-unchecked: the checker's recovery replays them anyway */
+static unsigned long states_delta, states_delta_stale; /* crash states whose log holds delta records; stale ones */
+static bool delta_checks_crc; /* variant delta-crc-after-powerloss: the checker's recovery checks a delta's crc */
 
 /* The file after writes [0, k). */
 static void model_after(unsigned char *file, unsigned k) {
@@ -79,6 +90,7 @@ struct replay {
     const unsigned char *staging;
     int bad;
     unsigned long staged_torn;
+    unsigned long deltas, delta_stale;
 };
 
 static int replay_cb(const struct dk_oplog_record *r, void *ctx) {
@@ -86,7 +98,18 @@ static int replay_cb(const struct dk_oplog_record *r, void *ctx) {
     struct dk_oplog_op op;
     memcpy(&op, r->fixed48, sizeof op);
     if (op.ino != data_ino || op.file_offset + op.length > DATA_BYTES) return rp->bad = 1;
-    if (r->type == DK_OPLOG_WRITE_INLINE && r->data_len == op.length)
+    if (r->type == DK_OPLOG_WRITE_DELTA) { /* as strict.c's replay_delta */
+        static unsigned char b[DATA_BYTES];
+        rp->deltas++;
+        if (op.length == 0) return 0; /* a no-op record */
+        memcpy(b, rp->file + op.file_offset, op.length);
+        if (!dk_delta_apply_buf((char *)b, op.length, r->data, r->data_len)) return rp->bad = 1;
+        /* an image has no completion marks (a power loss): laid without the crc check, as replay_delta does --
+         * the media may hold later records' bytes; counted when the check would have refused it */
+        if (dk_crc32c_wide(0, b, op.length) != (uint32_t)op.aux) rp->delta_stale++;
+        if (!delta_checks_crc || dk_crc32c_wide(0, b, op.length) == (uint32_t)op.aux)
+            memcpy(rp->file + op.file_offset, b, op.length);
+    } else if (r->type == DK_OPLOG_WRITE_INLINE && r->data_len == op.length)
         memcpy(rp->file + op.file_offset, r->data, op.length);
     else if ((r->type == DK_OPLOG_WRITE_STAGED || r->type == DK_OPLOG_WRITE_STAGED_CRC) &&
              op.staging_offset + op.length <= STAGING_EXPLORED) {
@@ -110,9 +133,11 @@ static int check(const void *image, size_t bytes, const uint64_t *marks, size_t 
     static unsigned char file[DATA_BYTES], want[DATA_BYTES];
     const unsigned char *img = image;
     memcpy(file, img + region_at[R_FILE], DATA_BYTES);
-    struct replay rp = {file, img + region_at[R_STAGING], 0, 0};
+    struct replay rp = {file, img + region_at[R_STAGING], 0, 0, 0, 0};
     int rc = dk_oplog_scan_image(img + region_at[R_LOG], regions[R_LOG].bytes, replay_cb, &rp, NULL);
     if (rp.staged_torn) states_staged_torn++;
+    if (rp.deltas) states_delta++;
+    if (rp.delta_stale) states_delta_stale++;
     if (rc != 0) return snprintf(why, why_bytes, "recovery scan failed or met a record it cannot replay: %d", rc);
     for (long k = acked + 1; k <= acked + 2 && k <= (long)WRITES; k++) {
         model_after(want, (unsigned)k);
@@ -154,13 +179,40 @@ static void make_ops(uint64_t seed, bool staged_mix) {
     }
 }
 
+/* correct-delta: page rewrites of the model's bytes (file0 known: after the warm-up). */
+static void make_ops_delta(uint64_t seed) {
+    static unsigned char cur[DATA_BYTES];
+    memcpy(cur, file0, DATA_BYTES);
+    srandom((unsigned)seed);
+    for (unsigned i = 0; i < WRITES; i++) {
+        long kind = random() % 20;
+        struct write_op *o = &ops[i];
+        if (kind < 14) { /* a page, a few bytes changed */
+            o->off = (uint32_t)(random() % (DATA_BYTES / LEN_MAX)) * LEN_MAX, o->len = LEN_MAX;
+            memcpy(o->bytes, cur + o->off, LEN_MAX);
+            for (long r = 0, runs = 1 + random() % 3; r < runs; r++) {
+                uint32_t at = (uint32_t)(random() % LEN_MAX), n = 1 + (uint32_t)(random() % 100);
+                for (uint32_t b = at; b < at + n && b < LEN_MAX; b++) o->bytes[b] ^= (unsigned char)(1 + random() % 255);
+            }
+        } else {
+            o->len = kind < 18 ? 1 + (uint32_t)(random() % 300) : LEN_MAX; /* small inline, or a whole new page */
+            o->off = (uint32_t)(random() % (DATA_BYTES - o->len + 1));
+            for (uint32_t b = 0; b < o->len; b++) o->bytes[b] = (unsigned char)(random() | 1);
+        }
+        memcpy(cur + o->off, o->bytes, o->len);
+    }
+}
+
 int main(int argc, char **argv) {
     const char *variant = argc > 1 ? argv[1] : "correct";
+    delta_checks_crc = !strcmp(variant, "delta-crc-after-powerloss");
+    bool delta_mix = !strcmp(variant, "correct-delta") || delta_checks_crc;
     int broken = !strcmp(variant, "checkpoint-no-fence") ? 1 : !strcmp(variant, "staged-no-fence") ? 2
                  : !strcmp(variant, "apply-after-reset") ? 3 : !strcmp(variant, "staged-crc-unchecked") ? 4 : 0;
     recovery_skips_crc = broken == 4; /* the library is correct; the recovery in check() is not */
     bool staged_mix = broken == 3 || !strcmp(variant, "correct-staged");
-    if (!broken && strcmp(variant, "correct") && strcmp(variant, "correct-staged"))
+    if (delta_checks_crc) broken = 5; /* the library is correct; the recovery in check() is not */
+    if (!broken && strcmp(variant, "correct") && strcmp(variant, "correct-staged") && !delta_mix)
         return fprintf(stderr, "unknown variant %s\n", variant), 1;
     uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 0;
     if (!seed) seed = (uint64_t)time(NULL);
@@ -177,7 +229,7 @@ int main(int argc, char **argv) {
     unsetenv("DAXKIT_STRICT_INLINE_BYTES"); /* 1 KiB on a flush medium: larger writes are staged */
     /* The staged mix: every staged overwrite waits (auto would apply them at once after the first applies,
      * which coalesce little here); the default mix runs as programs do (auto). */
-    setenv("DAXKIT_STRICT_APPLY", staged_mix ? "checkpoint" : "auto", 1);
+    setenv("DAXKIT_STRICT_APPLY", staged_mix ? "checkpoint" : delta_mix ? "write" : "auto", 1);
     up_init();
     char path[128];
     snprintf(path, sizeof path, "%s/data0", dir);
@@ -200,10 +252,11 @@ int main(int argc, char **argv) {
     regions[R_FILE].bytes = DATA_BYTES;
     for (int r = 1; r < R_COUNT; r++) region_at[r] = region_at[r - 1] + regions[r - 1].bytes;
     memcpy(file0, regions[R_FILE].base, DATA_BYTES);
+    if (delta_mix) make_ops_delta(seed);
     printf("regions: log %zu KiB, staging %zu KiB (explored), file %u KiB\n", regions[R_LOG].bytes >> 10,
            regions[R_STAGING].bytes >> 10, DATA_BYTES >> 10);
 
-    up_strict_test_broken = broken == 4 ? 0 : broken; /* enum up_strict_broken: 1 checkpoint, 2 staged write without its fence,
+    up_strict_test_broken = broken >= 4 ? 0 : broken; /* enum up_strict_broken: 1 checkpoint, 2 staged write without its fence,
                                      * 3 waiting overwrites applied after the log reset */
     if (dk_explorer_begin_regions(regions, R_COUNT) != 0) return printf("FAIL: explorer begin\n"), 1;
     int failed = 0;
@@ -232,12 +285,16 @@ int main(int argc, char **argv) {
            (unsigned long)r.seed);
     printf("%lu states hold a staged record whose staged bytes are not all on media (ignored as torn)\n",
            states_staged_torn);
+    if (delta_mix)
+        printf("%lu states hold delta records, %lu a delta whose crc the media's bytes with its segments miss (%s)\n",
+               states_delta, states_delta_stale, delta_checks_crc ? "not replayed" : "replayed: later records redo the rest");
     dk_explorer_free();
     if (rc < 0) return printf("FAIL: explorer: %d\n", rc), 1;
     if (!broken) {
         if (rc) printf("FAIL: %s\n", r.first_failure);
-        else if (!states_staged_torn) printf("FAIL: no crash state had a staged record without all its bytes\n");
-        return rc != 0 || !states_staged_torn;
+        else if (delta_mix && !states_delta) printf("FAIL: no crash state held a delta record\n");
+        else if (!delta_mix && !states_staged_torn) printf("FAIL: no crash state had a staged record without all its bytes\n");
+        return rc != 0 || (delta_mix ? !states_delta : !states_staged_torn);
     }
     if (!rc) return printf("FAIL: the explorer did not catch the broken ordering (%s)\n", variant), 1;
     printf("ok: bug found: %s\n", r.first_failure);

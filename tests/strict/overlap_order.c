@@ -17,7 +17,12 @@
  * while T2 truncates to 500: T2 must wait, the file ends at 500 bytes (before the fix: T1's apply after the
  * truncate left 1,100). T1's ftruncate(500) held at strict.truncate.logged while T2 writes [1000, 1100):
  * T2 must wait, the file ends at 1,100 bytes, zeros from 500 (before the fix: 500 -- the write cut by a
- * truncate logged before it). Recovery, replaying in log order, gives those sizes. */
+ * truncate logged before it). Recovery, replaying in log order, gives those sizes.
+ * `delta` (session 29, docs/strict.md "Delta records"): the 4 KiB writes change few bytes of a zero page (T1: 'T'
+ * at bytes 100-115, T2: 'M' at 2000-2015), the shape strict mode logs as a delta record when one thread writes the
+ * file: with a second writer in the epoch none is taken, and the file must show T2's page exactly -- with
+ * DAXKIT_TEST_STRICT_DELTA_MUTANT=1 (a delta whatever the other writer) T2's segments, compared with the zero page,
+ * land over T1's applied page: 'T' bytes stay (the mutant must fail). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -51,10 +56,21 @@ static size_t len;
 static off_t where;
 static const char *hold_site = "strict.write.logged"; /* where T1 is held */
 static off_t t2_truncate = -1;                          /* >= 0: T2 truncates to it instead of writing */
+static bool delta_shape;                                /* few bytes of a zero page (`delta`) */
+
+/* T1's ('T') or T2's ('M') bytes: all of them, or (delta_shape) a zero page with 16 of them. */
+static void fill(char *b, char c, size_t n) {
+    if (!delta_shape) {
+        memset(b, c, n);
+        return;
+    }
+    memset(b, 0, n);
+    memset(b + (c == 'T' ? 100 : 2000), c, 16);
+}
 
 static void write_m(void) {
     static char m[8192];
-    memset(m, 'M', sizeof m);
+    fill(m, 'M', sizeof m);
     sem_wait(&go);
     if (t2_truncate >= 0) {
         if (up_ftruncate(slot, data_fd, t2_truncate) != 0) printf("FAIL: T2's ftruncate\n"), exit(1);
@@ -66,7 +82,7 @@ static void write_m(void) {
 
 static ssize_t write_t(void) {
     static char t[8192];
-    memset(t, 'T', sizeof t);
+    fill(t, 'T', sizeof t);
     is_t1 = true;
     ssize_t w = up_pwrite(slot, data_fd, t, len, where);
     is_t1 = false;
@@ -122,11 +138,14 @@ static int round_of(size_t n, off_t off, bool reversed) {
     char got[8192];
     if (up_pread(slot, data_fd, got, n, off) != (ssize_t)n) return printf("FAIL: read back\n"), 1;
     size_t ms = 0, ts = 0;
-    for (size_t i = 0; i < n; i++) ms += got[i] == 'M', ts += got[i] == 'T';
+    char want[8192];
+    fill(want, 'M', sizeof want);
+    for (size_t i = 0; i < n; i++) ms += got[i] == want[i], ts += got[i] == 'T';
     printf("%s%zu-byte writes: T2 %s while T1 was between its record and its apply; the file shows %zu 'M' "
            "(T2, logged second) and %zu 'T' (T1, logged first)\n", reversed ? "reversed, " : "", n,
            t2_returned_early ? "returned" : "waited", ms, ts);
     if (ms != n) {
+        if (delta_shape) printf("FAIL: the file is not T2's page (logged second): %zu of its bytes differ\n", n - ms);
         printf("FAIL: after both writes returned the file shows T1's bytes, logged first: recovery, replaying "
                "in log order, would give T2's\n");
         return 1;
@@ -173,6 +192,7 @@ static int truncate_round(bool t1_truncates) {
 
 int main(int argc, char **argv) {
     bool trunc = argc > 2 && !strcmp(argv[1], "truncate");
+    delta_shape = argc > 1 && !strcmp(argv[1], "delta");
     struct stat sb;
     if (!trunc && stat("/dev/shm", &sb) != 0) return printf("SKIP: no /dev/shm\n"), 77;
     char tmpl[] = "/dev/shm/dk-overlap-order.XXXXXX";
@@ -215,7 +235,8 @@ int main(int argc, char **argv) {
         if (up_pwrite(slot, data_fd, warm, sizeof warm, 0) != (ssize_t)sizeof warm)
             return printf("FAIL: first write\n"), 1;
         dk_crashpoint_set_hook(hook);
-        if (i == 0) fails += round_of(100, 1000, false) + round_of(4096, 16384, false);
+        if (delta_shape) fails += round_of(4096, 4096, i != 0); /* in the warm bytes: in place, mapped */
+        else if (i == 0) fails += round_of(100, 1000, false) + round_of(4096, 16384, false);
         else fails += round_of(i == 1 ? 100 : 4096, i == 1 ? 1000 : 16384, true);
         dk_crashpoint_set_hook(NULL);
     }
