@@ -996,7 +996,8 @@ static inline bool delta_candidate(struct up_file *f, uint64_t off, size_t n, bo
  * logged after the new seq waits for it and one logged before goes first, both in log order); 0 logged; or
  * -errno (as log_write's). Under st->ck's read side, published in `wr` (inflight_publish). */
 static int log_delta(struct up_strict *st, struct up_file *f, uint32_t ident, uint64_t off, const char *buf, size_t n,
-                     struct up_reader *wr, uint32_t epoch, uint64_t *seq_out, unsigned char *d, size_t *dlen) {
+                     struct up_reader *wr, uint32_t epoch, unsigned nested_before, uint64_t *seq_out, unsigned char *d,
+                     size_t *dlen) {
     ssize_t len = up_io_delta_compare(f, buf, n, off, d, DK_MIN(n / 4, (size_t)STRICT_DELTA_CAP));
     if (len < 0) {
         uint32_t k = DK_MIN(__atomic_load_n(&f->strict_delta_misses, __ATOMIC_RELAXED) + 1, STRICT_DELTA_MISSES_MAX);
@@ -1015,9 +1016,11 @@ static int log_delta(struct up_strict *st, struct up_file *f, uint32_t ident, ui
     inflight_seq(wr, res.seq);
     /* Another write of f through another record in this epoch, or a waiting overwrite of f, logged before this
      * reservation is seen now (both are stored before their reservations; the reservation is acquire-release):
-     * the compared bytes may not be what the records before this one leave. */
+     * the compared bytes may not be what the records before this one leave. So may a signal handler's write of
+     * this thread since the compare (its record then comes first: review29 #6). */
     if (DK_UNLIKELY((__atomic_load_n(&f->strict_shared, __ATOMIC_ACQUIRE) == epoch && delta_mutant() != 1) ||
-                    __atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE))) {
+                    __atomic_load_n(&f->strict_lazy, __ATOMIC_ACQUIRE) ||
+                    __atomic_load_n(&nested_writes, __ATOMIC_RELAXED) != nested_before)) {
         static const unsigned char zero[STRICT_DELTA_CAP];
         op.length = 0, op.aux = op_ident_bits(ident); /* a no-op: replayed as nothing */
         rc = dk_oplog_commit(st->log, &res, DK_OPLOG_WRITE_DELTA, &op, len ? zero : NULL, NULL);
@@ -1433,7 +1436,7 @@ static inline __attribute__((always_inline)) ssize_t strict_write_one(struct up_
             if (!nested && wr && delta_candidate(f, off, n, append, epoch)) {
                 nested_before = __atomic_load_n(&nested_writes, __ATOMIC_RELAXED);
                 __atomic_signal_fence(__ATOMIC_SEQ_CST); /* before the compare */
-                rc = log_delta(st, f, ident, off, buf, n, wr, epoch, &seq, delta, &delta_len);
+                rc = log_delta(st, f, ident, off, buf, n, wr, epoch, nested_before, &seq, delta, &delta_len);
             }
             by_delta = rc == 0;
             if (rc == 1) rc = log_write(f->root, st, f, ident, off, buf, n, lz, wr, &seq, nested);
