@@ -121,7 +121,7 @@ static void run_unknown_type(const char *dir) {
     if (rc != 0) printf("dk_oplog_open: %d\n", rc), exit(1);
     append_write(log, st.st_dev, st.st_ino, 0, 'K');
     struct dk_oplog_op op = {.dev = st.st_dev, .ino = st.st_ino};
-    CHECK(dk_oplog_append(log, DK_OPLOG_WRITE_STAGED_CRC + 1, &op, NULL, 0, NULL) == 0, "append of a new type");
+    CHECK(dk_oplog_append(log, DK_OPLOG_WRITE_DELTA + 1, &op, NULL, 0, NULL) == 0, "append of a new type");
     char path[4200];
     snprintf(path, sizeof path, "%s", dk_oplog_path(log));
     dk_oplog_close(log, 0);
