@@ -968,6 +968,22 @@ static int delta_mutant(void) {
 #endif
 }
 
+/* The program holds a POSIX record lock on the file (reclock.c's set of the program's own locks -- not one the lock
+ * cache keeps after the program released it): a delta record only then (review29 #9, lead's decision): a program
+ * that shares a file without locks gets whole writes, as before. Test builds: DAXKIT_TEST_STRICT_DELTA_UNLOCKED=1
+ * lifts it for tests that call the library's write path without its lock calls (the explorer, overlap_order). */
+static bool delta_locked(const struct up_file *f) {
+    if (!__atomic_load_n(&f->locks.unknown, __ATOMIC_ACQUIRE) && __atomic_load_n(&f->locks.n, __ATOMIC_RELAXED) > 0)
+        return true;
+#ifdef DAXKIT_TEST_BUILD
+    static int any = -1;
+    if (DK_UNLIKELY(any < 0)) any = getenv("DAXKIT_TEST_STRICT_DELTA_UNLOCKED") != NULL;
+    return any;
+#else
+    return false;
+#endif
+}
+
 /* Whether a write applied at once may be logged as a delta record (docs/strict.md "Delta records"): an
  * ordinary (not nested) in-place overwrite that would be staged, on a flush or volatile medium, of a file
  * written through this thread's record alone in this epoch with no overwrite of it waiting. Hints: log_delta
@@ -977,7 +993,7 @@ static inline bool delta_candidate(struct up_file *f, uint64_t off, size_t n, bo
      * at its msync; a delta would leave them out of the write's record) */
     if (!dk_cfg.strict_delta || append || n <= inline_max_for(f->root) || n > STRICT_DELTA_MAX_BYTES || f->atomic ||
         up_persist_as(f) == DK_MEDIUM_PAGECACHE || !__atomic_load_n(&f->map.writable, __ATOMIC_RELAXED) ||
-        __atomic_load_n(&f->strict_eager, __ATOMIC_ACQUIRE))
+        __atomic_load_n(&f->strict_eager, __ATOMIC_ACQUIRE) || !delta_locked(f))
         return false;
     uint32_t skip = __atomic_load_n(&f->strict_delta_skip, __ATOMIC_RELAXED);
     if (DK_UNLIKELY(skip)) {

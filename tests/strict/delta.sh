@@ -11,9 +11,9 @@
 #           strict_delta_stale -- not a mix. Controls: without B, recovery completes A's page (replayed); dead
 #           between the apply's two parts (strict.write.half_applied): recovery completes it; and the mutant
 #           recovery without the crc check (DAXKIT_TEST_STRICT_DELTA_MUTANT=2) must give the mix (the check sees it)
-#   race    two strict processes rewrite the same page 400 times each: under flock every read is exactly the page
-#           just written; without a lock every byte read is the base's, A's or B's (docs/guarantees.md: writes of
-#           two processes that overlap in time, without a lock)
+#   race    two strict processes rewrite the same page 400 times each: under a POSIX write lock every read is exactly
+#           the page just written and the writes are delta records; without a lock none is (review29 #9: whole writes,
+#           as before delta records) and every byte read is the base's, A's or B's
 # Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -86,11 +86,15 @@ hazard)
 race)
     for lock in 1 0; do
         "$prog" base "$dir/r" || dk_fail base
-        strict "$prog" race "$dir/r" 400 A $lock & pa=$!
+        strict env DELTA_STATS_CMD="env -u LD_PRELOAD $cli stats" "$prog" race "$dir/r" 400 A $lock > "$DK_MNT/a.json" & pa=$!
         strict "$prog" race "$dir/r" 400 B $lock & pb=$!
         wait $pa; ra=$?; wait $pb; rb=$?
-        [ $ra = 0 ] && [ $rb = 0 ] || { echo "FAIL: race with lock=$lock (A exit $ra, B exit $rb)"; fail=1; continue; }
-        echo "ok: two processes x 400 rewrites of one page, lock=$lock"
+        [ $ra = 0 ] && [ $rb = 0 ] || { cat "$DK_MNT/a.json"; echo "FAIL: race with lock=$lock (A exit $ra, B exit $rb)"; fail=1; continue; }
+        d=$(counter "$DK_MNT/a.json" strict_delta)
+        echo "ok: two processes x 400 rewrites of one page, lock=$lock: A's delta records ${d:-?}"
+        # review29 #9: a delta only under the program's record lock -- without one, whole writes as before
+        if [ "$lock" = 1 ] && [ "${d:-0}" -lt 100 ]; then echo "FAIL: under the lock A logged ${d:-0} delta records"; fail=1; fi
+        if [ "$lock" = 0 ] && [ "${d:-1}" != 0 ]; then echo "FAIL: without a lock A logged ${d:-?} delta records"; fail=1; fi
     done ;;
 *) dk_fail "unknown case $what" ;;
 esac

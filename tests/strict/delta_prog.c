@@ -10,8 +10,9 @@
  *                                 the write tests crash in (DAXKIT_TEST_CRASH)
  *   race FILE ROUNDS WHO LOCK     writer WHO (A or B) rewrites page 0 ROUNDS times, alternating its version (the base
  *                                 page with its own bytes changed) and the base page; LOCK 1: each write and a read
- *                                 under flock(LOCK_EX), the read must be exactly the base, A's or B's page; LOCK 0: no
- *                                 lock, each byte read must be the base's, A's or B's at that offset
+ *                                 under a POSIX write lock of the page, the read must be exactly the page written;
+ *                                 LOCK 0: no lock, each byte read must be the base's, A's or B's at that offset
+ * (diff and page hold a POSIX write lock on the whole file: strict mode takes delta records only under one)
  *   base FILE                     writes the base file (64 pages of seeded bytes) and prints nothing
  * Exit 0 pass, 1 fail. */
 #ifndef _GNU_SOURCE
@@ -40,6 +41,13 @@ static uint64_t below(uint64_t *s, uint64_t n) { return rng_next(s) % n; }
 static void base_bytes(unsigned char *b) {
     uint64_t s = 0x9e3779b97f4a7c15ull;
     for (size_t i = 0; i < FILE_BYTES; i++) b[i] = (unsigned char)rng_next(&s);
+}
+
+/* A POSIX write lock on [off, off+len) (0: to the end): strict mode takes a delta record only under a record lock
+ * the program holds on the file (review29 #9). */
+static int lock_range(int fd, off_t off, off_t len, short type) {
+    struct flock l = {.l_type = type, .l_whence = SEEK_SET, .l_start = off, .l_len = len};
+    return fcntl(fd, F_SETLKW, &l);
 }
 
 static int write_all(int fd, const void *b, size_t n, off_t off) {
@@ -71,7 +79,7 @@ static void *work(void *arg) {
     unsigned first = w->t * (PAGES / w->threads), count = PAGES / w->threads;
     static __thread unsigned char buf[2 * PAGE], got[2 * PAGE];
     int fd = open(w->path, O_RDWR);
-    if (fd < 0) return perror("open"), w->failed = 1, NULL;
+    if (fd < 0 || lock_range(fd, 0, 0, F_WRLCK)) return perror("open"), w->failed = 1, NULL;
     for (unsigned i = 0; i < w->ops && !w->failed; i++) {
         unsigned p = first + (unsigned)below(&s, count - 1); /* p + 1 is ours too */
         uint64_t kind = below(&s, 100);
@@ -90,7 +98,11 @@ static void *work(void *arg) {
                 for (size_t j = at; j < at + len && j < n; j++) buf[j] ^= (unsigned char)(1 + below(&s, 255));
             }
         }
-        if (write_all(fd, buf, n, off)) return perror("pwrite"), w->failed = 1, NULL;
+        /* released and taken again before each write, as SQLite does each transaction (its release to no lock is a
+         * whole-file unlock): the library follows the program's locks from a whole-file unlock on after a close of the
+         * file, and from its first use (adoption) on */
+        if (lock_range(fd, 0, 0, F_UNLCK) || lock_range(fd, 0, 0, F_WRLCK) || write_all(fd, buf, n, off))
+            return perror("pwrite"), w->failed = 1, NULL;
         memcpy(w->model + off, buf, n);
         if (i % 16 == 15) { /* read back one of our ranges */
             unsigned q = first + (unsigned)below(&s, count - 1);
@@ -108,7 +120,8 @@ static void *work(void *arg) {
         if (i % 50 == 49 && fsync(fd)) return perror("fsync"), w->failed = 1, NULL;
         if (i % 97 == 96) {
             close(fd);
-            if ((fd = open(w->path, O_RDWR)) < 0) return perror("reopen"), w->failed = 1, NULL;
+            if ((fd = open(w->path, O_RDWR)) < 0 || lock_range(fd, 0, 0, F_WRLCK))
+                return perror("reopen"), w->failed = 1, NULL; /* (a close drops the process's locks on the file) */
         }
     }
     close(fd);
@@ -156,7 +169,7 @@ static void version(unsigned char *pg, char who) { /* the base page 0 with WHO's
 static int page_write(const char *path, unsigned p, char tag) {
     unsigned char pg[PAGE];
     int fd = open(path, O_RDWR);
-    if (fd < 0 || pread(fd, pg, PAGE, (off_t)p * PAGE) != PAGE) return perror(path), 1;
+    if (fd < 0 || lock_range(fd, 0, 0, F_WRLCK) || pread(fd, pg, PAGE, (off_t)p * PAGE) != PAGE) return perror(path), 1;
     memset(pg + 100, tag, 8);
     memset(pg + 3000, tag, 4);
     if (write_all(fd, pg, PAGE, (off_t)p * PAGE)) return perror("pwrite"), 1;
@@ -174,13 +187,13 @@ static int race(const char *path, unsigned rounds, char who, int lock) {
     int fd = open(path, O_RDWR);
     if (fd < 0) return perror(path), 1;
     for (unsigned r = 0; r < rounds; r++) {
-        if (lock && flock(fd, LOCK_EX)) return perror("flock"), 1;
+        if (lock && lock_range(fd, 0, PAGE, F_WRLCK)) return perror("lock"), 1;
         if (write_all(fd, r % 2 ? p0 : mine, PAGE, 0)) return perror("pwrite"), 1;
         if (pread(fd, got, PAGE, 0) != PAGE) return perror("pread"), 1;
         if (lock) {
             if (memcmp(got, r % 2 ? p0 : mine, PAGE))
                 return printf("FAIL: %c round %u: under the lock the page read is not the page just written\n", who, r), 1;
-            if (flock(fd, LOCK_UN)) return perror("unlock"), 1;
+            if (lock_range(fd, 0, PAGE, F_UNLCK)) return perror("unlock"), 1;
         } else {
             for (unsigned i = 0; i < PAGE; i++)
                 if (got[i] != p0[i] && got[i] != va[i] && got[i] != vb[i])
@@ -188,6 +201,12 @@ static int race(const char *path, unsigned rounds, char who, int lock) {
         }
     }
     close(fd);
+    const char *cmd = getenv("DELTA_STATS_CMD");
+    if (cmd) {
+        char c[512];
+        snprintf(c, sizeof c, "%s %d", cmd, (int)getpid());
+        if (system(c) != 0) fprintf(stderr, "stats command failed\n");
+    }
     return 0;
 }
 

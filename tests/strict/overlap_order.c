@@ -203,6 +203,7 @@ int main(int argc, char **argv) {
     if (!trunc) setenv("DAXKIT_PERSIST", "flush", 1); /* else the medium's own: the page cache on XFS */
     setenv("DAXKIT_STATS", "0", 1);
     setenv("DAXKIT_STRICT_APPLY", "write", 1);
+    if (delta_shape) setenv("DAXKIT_TEST_STRICT_DELTA_UNLOCKED", "1", 1); /* (no lock call through the shim here) */
     unsetenv("DAXKIT_STRICT_INLINE_BYTES"); /* 1 KiB on a flush medium: the 4 KiB write is staged */
     up_init();
     if (trunc) {

@@ -23,6 +23,7 @@
 The model is the same seeded sequence applied to byte arrays. With STRICT_MODEL_DELTA=1 in the environment (the
 workload's and the checker's), most overwrites rewrite a whole 4 KiB page of the file with a few bytes changed --
 what SQLite does, and what strict mode logs as a delta record (docs/strict.md "Delta records"). Exit 0 pass, 1 fail."""
+import fcntl
 import os
 import re
 import random
@@ -119,6 +120,9 @@ def run_thread(d, t, seed, n):
     ack = os.open(d.rstrip("/") + ".acked.%d" % t, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     for i, f, kind, off, data in ops(seed, n):
         if kind == "write":
+            if DELTA:  # strict mode takes delta records only under the program's record lock (review29 #9); released
+                fcntl.lockf(fds[f], fcntl.LOCK_UN)  # first, as SQLite does: the library follows the program's locks from a
+                fcntl.lockf(fds[f], fcntl.LOCK_EX)  # whole-file unlock on after a close of the file
             assert os.pwrite(fds[f], data, off) == len(data)
         elif kind == "append":
             assert os.write(afds[f], data) == len(data)
