@@ -228,8 +228,9 @@ def check(d, seed, n, threads, content_only=False):
         return 0
     area = os.path.join(d, ".daxkit")
     # (the user's in-flight registry stays: a table of thread slots, no record or data -- src/upath/inflight.c;
-    # and a parked log with its staging file, left for the next process: no valid record -- docs/oplog.md)
-    keep = r"inflight\.\d+\.reg|parked-\d+-\d+\.log|parked-\d+-\d+\.strict\.stg"
+    # and a parked log with its staging file, left for the next process: no valid record -- docs/oplog.md; and the
+    # lock cache's board when the workload took record locks -- STRICT_MODEL_DELTA: a slot table, no record or data)
+    keep = r"inflight\.\d+\.reg|parked-\d+-\d+\.log|parked-\d+-\d+\.strict\.stg|lockboard\d*\.\d+"
     left = sorted(n for n in os.listdir(area) if not re.fullmatch(keep, n)) if os.path.isdir(area) else []
     if left:
         print("FAIL: left in %s after recovery: %s" % (area, left))
