@@ -52,10 +52,6 @@ DK_EXPORT int close(int fd) {
             errno = EBADF; /* the program never opened it */
             return -1;
         }
-        /* A number never used since start-up (inherited, or made by a call we do not interpose): no state of
-         * ours to end -- but a managed file's record locks to tell (upath/fdtab.c: inherited descriptors) */
-        if (DK_UNLIKELY(up_fd_unknown(fd)) && !__atomic_load_n(&up_locks_ever, __ATOMIC_ACQUIRE))
-            (void)up_fd_know_unclaimed(fd); /* (a look in progress: waited for below) */
         /* libc's close is a cancellation point before it closes anything: the library's too, before it
          * touches a managed number's state; its kernel close is then not one (review 24) */
         if (DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) {
@@ -96,8 +92,6 @@ DK_EXPORT int close_range(unsigned int first, unsigned int last, int flags) {
     if (!up_enabled || (flags & CLOSE_RANGE_CLOEXEC) || first > last) return DK_REAL(close_range)(first, last, flags);
     if (DK_UNLIKELY(!up_close_range_fits(first, last))) return -1; /* EDEADLK (table_nested.c) */
     up_dirfd_forget_range(first, last);
-    /* numbers never used since start-up: a managed file's record locks must be told of its close */
-    if (DK_UNLIKELY(__atomic_load_n(&up_locks_ever, __ATOMIC_ACQUIRE))) up_fd_inherited_look_all();
     struct range_arg a = {.first = first, .last = last};
     up_locks_close_begin(); /* the closes' forgets of lock sets: a lock call in flight until the kernel's close */
     up_fd_foreach(range_cb, &a);
@@ -481,7 +475,7 @@ static off_t seek_by_kernel(int fd, off_t off, int whence, off_t (*real)(int, of
 DK_EXPORT off_t lseek(int fd, off_t off, int whence) {
     struct up_slot *s;
     struct up_fd *e = up_enabled ? up_fd_entry(fd) : NULL;
-    if (up_enabled && dk_pt_none(e, fd, false)) return DK_REAL_ON(lseek)(fd, off, whence); /* none of ours (shim.h) */
+    if (up_enabled && dk_pt_none(e, false)) return DK_REAL_ON(lseek)(fd, off, whence); /* none of ours (shim.h) */
     if (up_enabled && (s = up_serving_at(e, fd))) return served_seek(s, fd, off, whence);
     if (up_enabled && DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) {
         if (up_pending_may_pass(fd)) return pending_seek(fd, DK_REAL(lseek)(fd, off, whence));
@@ -495,7 +489,7 @@ DK_EXPORT off_t lseek(int fd, off_t off, int whence) {
 DK_EXPORT off_t lseek64(int fd, off_t off, int whence) {
     struct up_slot *s;
     struct up_fd *e = up_enabled ? up_fd_entry(fd) : NULL;
-    if (up_enabled && dk_pt_none(e, fd, false)) return DK_REAL_ON(lseek64)(fd, off, whence); /* none of ours (shim.h) */
+    if (up_enabled && dk_pt_none(e, false)) return DK_REAL_ON(lseek64)(fd, off, whence); /* none of ours (shim.h) */
     if (up_enabled && (s = up_serving_at(e, fd))) return served_seek(s, fd, off, whence);
     if (up_enabled && DK_UNLIKELY(up_fd_pending_entry(fd) != NULL)) {
         if (up_pending_may_pass(fd)) return pending_seek(fd, DK_REAL(lseek64)(fd, off, whence));
@@ -515,8 +509,7 @@ DK_EXPORT off_t lseek64(int fd, off_t off, int whence) {
 DK_EXPORT int closedir(DIR *d) {
     if (up_enabled && d) {
         up_dirfd_forget(dirfd(d));
-        if (DK_UNLIKELY(up_fd_pending_only(dirfd(d)) != NULL)) (void)up_pending_drop(dirfd(d)); /* (a directory: done) */
-        up_fd_note_known(dirfd(d)); /* (opendir's number: no look at it, a directory) */
+        if (DK_UNLIKELY(up_fd_pending_entry(dirfd(d)) != NULL)) (void)up_pending_drop(dirfd(d)); /* (a directory: done) */
     }
     return DK_REAL(closedir)(d);
 }

@@ -147,7 +147,7 @@
         if (DK_UNLIKELY(!up_enabled)) return name##_full(DK_STRIP args, NULL, false); /* (off: SERVE_IF's way) */ \
         struct up_fd *e_ = up_fd_entry(fd);                                                               \
         if (e_ && __atomic_load_n(&e_->slot, __ATOMIC_ACQUIRE) != NULL) return name##_served(DK_STRIP args, e_); \
-        if (dk_pt_none_rest(e_, fd, (changes))) /* (the look above was the first: shim.h) */                  \
+        if (dk_pt_none_rest(e_, (changes))) /* (the look above was the first: shim.h) */                  \
             return !(changes) && !(moves) ? name##_retry args : DK_REAL_ON(name) args;                    \
         return name##_full(DK_STRIP args, e_, false);                                                     \
     }

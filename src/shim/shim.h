@@ -36,15 +36,12 @@
  * entry's looks -- none can find anything -- and makes the windows' and the hold's only (session 29).
  * Anything found: false, and the full path runs as before, its cancellation point first. None here: libc's
  * call is a cancellation point wherever the served path has one, and nothing is named or counted before it. */
-static inline bool dk_pt_none_rest(const struct up_fd *e, int fd, bool changes); /* (after a first look found no slot) */
-static inline bool dk_pt_none(const struct up_fd *e, int fd, bool changes) {
+static inline bool dk_pt_none_rest(const struct up_fd *e, bool changes); /* (after a first look found no slot) */
+static inline bool dk_pt_none(const struct up_fd *e, bool changes) {
     if (e && __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE) != NULL) return false; /* (a served call: one look) */
-    return dk_pt_none_rest(e, fd, changes);
+    return dk_pt_none_rest(e, changes);
 }
-static inline bool dk_pt_none_rest(const struct up_fd *e, int fd, bool changes) {
-    /* a number never looked at (inherited: upath/fdtab.c) goes to the full path, which looks at it -- first: its
-     * known mark is set after the pending state the look makes (the entry held by then), which the looks below see */
-    if (DK_UNLIKELY(up_fd_unknown(fd))) return false;
+static inline bool dk_pt_none_rest(const struct up_fd *e, bool changes) {
     /* (a number never held: none of the looks below can find anything -- internal.h up_fd.held) */
     if (e && __atomic_load_n(&e->held, __ATOMIC_ACQUIRE)) {
         uint32_t g = 0;

@@ -1,7 +1,6 @@
 /* Descriptor table (private) and open-file-description slots (shared with fork relatives). */
 #include <fcntl.h>
 #include <linux/futex.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,14 +8,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "common/crashpoint.h"
 #include "common/log.h"
 #include "common/stats.h"
 #include "shim/libc.h"
 #include "upath/calls.h"
 #include "upath/guard.h"
 #include "upath/internal.h"
-#include "upath/upath.h"
 
 _Static_assert(sizeof(struct up_slot) == 64, "one slot per cache line");
 
@@ -154,87 +151,6 @@ static struct up_fd *entry_alloc(int fd) {
     return e;
 }
 
-/* ---- inherited descriptors, looked at when first used ----
- * A process started by exec may hold descriptors its parent opened: a managed regular file among them joins
- * the tables, served by the kernel for life (its offset is shared with whoever else holds it), so that this
- * process's staged appends are published before the kernel reads or writes the file through it, its fstat sees
- * them, and a close of it tells the file's record locks. Posix mode looks at a number the first time a call of
- * the program asks for it (up_fd_pending_entry: every data call, close, dup2 onto it, lseek, fstat, fsync, fcntl,
- * mmap...) instead of listing /proc/self/fd at start-up: a fresh process's first /proc access cost ~55 us of
- * CPU, ~10% of what the library added to a short-lived process (tar, rsync; session 28). Descriptors 0-2 are
- * still looked at at start-up (fstat each: libc writes them without any call of ours -- upath.c
- * up_std_fd_to_kernel). A number is known once an open, dup, adoption, pending state or internal use of ours
- * gave it a state, or once looked at; a number closed and given again by a call we do not interpose (socket,
- * pipe, accept) is passed through as any such descriptor is -- as before: only numbers never seen are looked at.
- * The look is one fstat, once per number: a managed regular file becomes a pending entry marked inherited
- * (pending.c adopts it kernel-served, its flags from F_GETFL, at that same call); anything else is known. Two
- * bits a number: claimed (one thread looks), known; a caller that finds it claimed by another thread waits for
- * known (an fstat: no lock is held meanwhile); a signal handler nested in its own thread's look passes. Not in
- * sync or strict modes (their exit holds every managed descriptor's writes: lifecycle.c exit_hold_begin lists
- * the table) nor where lazy adoption is off: the start-up scan as before. */
-uint32_t up_inh_max;
-uint64_t up_inh_bits[UP_FD_LEAF * UP_FD_LEAVES / 32];
-static uint32_t inh_words; /* words of up_inh_bits a look has claimed in (a fork child's walk stops there) */
-static __thread int inh_looking = -1;
-
-void up_fd_note_known(int fd) {
-    if ((unsigned)fd >= __atomic_load_n(&up_inh_max, __ATOMIC_RELAXED)) return;
-    uint64_t *w = &up_inh_bits[(unsigned)fd / 32], bits = 3ull << (2 * ((unsigned)fd % 32));
-    if ((__atomic_load_n(w, __ATOMIC_RELAXED) & bits) != bits) __atomic_fetch_or(w, bits, __ATOMIC_RELEASE);
-}
-
-bool up_fd_know_unclaimed(int fd) {
-    if ((unsigned)fd >= __atomic_load_n(&up_inh_max, __ATOMIC_RELAXED)) return true;
-    uint64_t *w = &up_inh_bits[(unsigned)fd / 32], v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
-    unsigned sh = 2 * ((unsigned)fd % 32);
-    do {
-        if (v & (3ull << sh)) return (v >> sh & 2) != 0; /* known; or claimed: a look in progress */
-    } while (!__atomic_compare_exchange_n(w, &v, v | (3ull << sh), false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
-    return true;
-}
-
-struct up_fd *up_fd_inherited_slow(int fd) {
-    if (!up_enabled || inh_looking == fd) return NULL; /* (a handler nested in this thread's look: passes) */
-    uint64_t *w = &up_inh_bits[(unsigned)fd / 32];
-    unsigned sh = 2 * ((unsigned)fd % 32);
-    int outer = inh_looking;
-    inh_looking = fd; /* (before the claim: a handler between the two passes -- review29b #3) */
-    for (uint32_t n = __atomic_load_n(&inh_words, __ATOMIC_RELAXED); n <= (unsigned)fd / 32;)
-        if (__atomic_compare_exchange_n(&inh_words, &n, (unsigned)fd / 32 + 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-            break;
-    if (!(__atomic_fetch_or(w, 1ull << sh, __ATOMIC_ACQ_REL) & (1ull << sh))) {
-        DK_CRASH_POINT("fdtab.inherited_look.claimed"); /* tests: another thread forks here (shim_inherit_lazy forklook) */
-        DK_ERRNO_SAVE;
-        struct stat st;
-        if (DK_REAL(fstat)(fd, &st) == 0 && S_ISREG(st.st_mode) && up_dev_is_managed(st.st_dev)) {
-            struct up_fd *e = entry_alloc(fd);
-            if (e && !up_entry_slot(e) && !e->internal &&
-                __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) == UP_PEND_NONE) {
-                e->pend_oflags = 0; /* (F_GETFL at the adoption) */
-                e->pend_below = 0;
-                e->pend_walked = 0;
-                e->pend_ios = 0;
-                e->pend_off = 0;
-                e->pend_epoch = 0; /* its reads never pass: adopted at its first call */
-                e->pend_inherited = 1;
-                e->pend_child = 0;
-                uint32_t none = UP_PEND_NONE;
-                if (__atomic_compare_exchange_n(&e->pending, &none, UP_PEND_WAITING, false, __ATOMIC_SEQ_CST,
-                                                __ATOMIC_SEQ_CST))
-                    entry_note(fd, false, true);
-            }
-            dk_count(DK_C_inherited_looks, 1);
-        }
-        DK_ERRNO_RESTORE;
-        __atomic_fetch_or(w, 2ull << sh, __ATOMIC_RELEASE); /* after the pending state: others find it */
-    } else {
-        while (!(__atomic_load_n(w, __ATOMIC_ACQUIRE) & (2ull << sh))) sched_yield(); /* another thread's fstat */
-    }
-    inh_looking = outer;
-    struct up_fd *e = up_fd_entry(fd);
-    return e && __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) != UP_PEND_NONE ? e : NULL;
-}
-
 /* Calls waiting for a closing entry (calls.c: wait_closing) go on. After the entry's slot changed. */
 static void wake_waiters(struct up_fd *e) {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -251,7 +167,6 @@ static void clear_close_later(struct up_fd *e) {
 int up_fd_bind(int fd, struct up_slot *s) {
     struct up_fd *e = entry_alloc(fd);
     if (!e) return -ENOMEM;
-    up_fd_note_known(fd);
     struct up_slot *was = __atomic_load_n(&e->slot, __ATOMIC_ACQUIRE);
     dk_assert(was == NULL || was == UP_SLOT_CLOSING); /* closing: a dup2 over it binds the new slot */
     local_refs[slot_index(s)]++;
@@ -350,7 +265,6 @@ void up_program_threads_begin(void) {
 }
 
 struct up_fd *up_fd_opening(int fd) {
-    up_fd_note_known(fd); /* the program's own number from now on (not inherited) */
     struct up_fd *e = up_fd_entry(fd);
     if (!e) return NULL;
     uint32_t gen = __atomic_load_n(&e->vac_gen, __ATOMIC_ACQUIRE);
@@ -407,7 +321,6 @@ int up_fd_flags(int fd) {
 void up_fd_mark_internal(int fd, bool internal) {
     struct up_fd *e = entry_alloc(fd);
     if (!e) return;
-    up_fd_note_known(fd);
     bool pend = __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) != UP_PEND_NONE;
     entry_note(fd, e->slot || e->internal || pend, e->slot || internal);
     __atomic_store_n(&e->pending, UP_PEND_NONE, __ATOMIC_RELEASE); /* the number is ours now */
@@ -417,8 +330,6 @@ void up_fd_mark_internal(int fd, bool internal) {
 bool up_fd_set_pending(int fd, int oflags, uint32_t below, uint32_t walked, uint64_t epoch, bool child) {
     struct up_fd *e = entry_alloc(fd);
     if (!e || up_entry_slot(e) || e->internal) return false; /* (closing: the open's, up_fd_opening) */
-    up_fd_note_known(fd);
-    e->pend_inherited = 0;
     e->pend_child = child;
     e->pend_oflags = oflags;
     e->pend_below = below;
@@ -565,23 +476,4 @@ static void closing_closed(int fd, struct up_fd *e, void *arg) {
     (void)arg;
     close_done(fd, e);
 }
-/* review29b #2b (suggested): an adoption another thread had claimed at the fork (its claim taken, the table lock
- * the fork's prepare held not yet) is nobody's in the child: pending again (or done, when it bound its slot). */
-static void adopting_dead(int fd, struct up_fd *e, void *arg) {
-    (void)fd, (void)arg;
-    uint32_t p = __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE);
-    /* (not the forking thread's own: a handler's fork inside its adoption, which goes on in the child) */
-    if ((p & UP_PEND_STATE) == UP_PEND_ADOPTING && e != up_pending_claimed_by_me())
-        __atomic_store_n(&e->pending, up_entry_slot(e) ? UP_PEND_NONE : UP_PEND_WAITING, __ATOMIC_RELEASE);
-}
-void up_fdtab_after_fork_child(void) {
-    foreach_entry(closing_closed, NULL, true);
-    foreach_entry(adopting_dead, NULL, false);
-    /* review29b #2 (suggested): a first look another thread was making at the fork -- claimed, not known -- has
-     * no thread in the child to finish it: unclaimed, the child's first call looks again */
-    uint32_t words = __atomic_load_n(&inh_words, __ATOMIC_RELAXED);
-    for (uint32_t w = 0; w < words && w < sizeof up_inh_bits / sizeof up_inh_bits[0]; w++) {
-        uint64_t v = up_inh_bits[w], dead = v & ~(v >> 1) & 0x5555555555555555ull;
-        if (dead) up_inh_bits[w] = v & ~dead;
-    }
-}
+void up_fdtab_after_fork_child(void) { foreach_entry(closing_closed, NULL, true); }

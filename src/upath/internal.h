@@ -779,7 +779,6 @@ struct up_fd {
     uint32_t pend_ios;                /* reads passed through */
     uint64_t pend_off;                /* the kernel's offset (reads and lseeks passed through move it) */
     uint64_t pend_epoch;              /* up_adopt_epoch under which it may pass reads through; 0: never */
-    uint32_t pend_inherited;          /* made pending at its first use, never opened here (fdtab.c: inherited) */
     uint32_t pend_child;              /* opened by one plain name, O_NOFOLLOW, relative to a walked directory */
     /* Calls in progress (calls.h): the reader record of the one thread that made calls through the entry
      * since it was bound (NULL: none), and whether another did. Reset by a bind. */
@@ -844,28 +843,6 @@ static inline struct up_fd *up_fd_entry(int fd) {
     struct up_fd *leaf = __atomic_load_n(&up_fd_leaf[(unsigned)fd / UP_FD_LEAF], __ATOMIC_ACQUIRE);
     return leaf ? &leaf[(unsigned)fd % UP_FD_LEAF] : NULL;
 }
-/* Inherited descriptors, looked at when first used (posix mode; fdtab.c "inherited descriptors"): two bits a
- * number below up_inh_max -- claimed (being looked at), known (looked at, or given by a call of ours). A number
- * not known is looked at (one fstat) by the first call that asks for its pending entry (upath.h:
- * up_fd_pending_entry); a managed regular file there becomes a pending entry adopted as inherited. */
-extern uint32_t up_inh_max __attribute__((visibility("hidden")));
-extern uint64_t up_inh_bits[UP_FD_LEAF * UP_FD_LEAVES / 32] __attribute__((visibility("hidden")));
-static inline bool up_fd_unknown(int fd) {
-    unsigned n = (unsigned)fd;
-    if (DK_LIKELY(n >= __atomic_load_n(&up_inh_max, __ATOMIC_RELAXED) || n >= UP_FD_LEAF * UP_FD_LEAVES)) return false;
-    return !((__atomic_load_n(&up_inh_bits[n / 32], __ATOMIC_ACQUIRE) >> (2 * (n % 32))) & 2);
-}
-/* fd's number is known from now on (an open, dup, adoption or pending state of ours). */
-void up_fd_note_known(int fd);
-/* A number not looked at becomes known without a look (a close that has nothing to tell): true, unless another
- * thread's look is in progress (false: the caller waits for it through up_fd_pending_entry -- review29b #4). */
-bool up_fd_know_unclaimed(int fd);
-/* The first look at a number not known: its pending entry when it is a managed regular file, else NULL. */
-struct up_fd *up_fd_inherited_slow(int fd);
-/* The numbers not known that are open now, looked at (a /proc/self/fd listing): before a close_range that
- * must tell the record locks of every managed file it closes (pending.c: tells_locks). */
-void up_fd_inherited_look_all(void);
-
 /* Before the program's dup2/dup3 onto fd or close of it: a close a signal handler left to its thread on the
  * number is taken over (the caller's replacement or close carries it out), or, while that thread is closing
  * it, waited for (table_nested.c). */
@@ -936,8 +913,6 @@ void up_fd_opened(int fd, struct up_fd *e);
 void up_fdtab_release_idle(void);
 /* A fork child: an entry another thread of the parent was closing is closed here (that thread is gone). */
 void up_fdtab_after_fork_child(void);
-/* The entry this thread is adopting or dropping now (pending.c), or NULL. */
-const struct up_fd *up_pending_claimed_by_me(void);
 /* Local (this process) descriptor count of a slot. */
 uint32_t up_slot_local_refs(const struct up_slot *s);
 /* A publish found the kernel's end moved by `by` past ours and appended f's staged bytes there: every slot of f

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -97,51 +96,6 @@ static void adopt_inherited(void) {
     closedir(d);
 }
 
-/* The lazy looks' condition (fdtab.c "inherited descriptors"): posix mode, where lazy adoption runs. */
-static bool inherited_lazily(void) {
-    return dk_cfg.mode == DK_MODE_POSIX && dk_cfg.adopt_after_ios != 0 && !dk_cfg.atomic[0] && !up_refuse_flag &&
-           !dk_cfg.atomic_mmap[0];
-}
-
-/* Descriptors 0-2 as the scan adopts them (libc writes them without a call of ours); the others are looked at
- * when first used, below the descriptor limit (a number at or above it was opened before the limit came down:
- * passed through, as a descriptor made by a call we do not interpose). */
-static void adopt_std_then_lazily(void) {
-    struct rlimit rl;
-    uint64_t max = UP_FD_LEAF * UP_FD_LEAVES;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < max) max = rl.rlim_cur;
-    __atomic_store_n(&up_inh_max, (uint32_t)max, __ATOMIC_RELEASE);
-    up_adopting_inherited = true; /* (at start: one thread) */
-    for (int fd = 0; fd <= 2; fd++) {
-        struct stat st;
-        up_fd_note_known(fd);
-        if (DK_REAL(fstat)(fd, &st) != 0 || !S_ISREG(st.st_mode) || !up_dev_is_managed(st.st_dev)) continue;
-        int fl = DK_REAL(fcntl)(fd, F_GETFL);
-        if (fl < 0) continue;
-        up_adopt(fd, fl, AT_FDCWD, NULL);
-        struct up_slot *s = up_fd_slot(fd);
-        if (s) s->kernel = 1;
-    }
-    up_adopting_inherited = false;
-}
-
-void up_fd_inherited_look_all(void) {
-    if (!__atomic_load_n(&up_inh_max, __ATOMIC_ACQUIRE)) return;
-    DK_ERRNO_SAVE;
-    DIR *d = dk_ifd_opendirat(AT_FDCWD, "/proc/self/fd");
-    if (d) {
-        int self = dirfd(d);
-        for (struct dirent *e; (e = DK_REAL(readdir)(d));) {
-            char *end;
-            long fd = strtol(e->d_name, &end, 10);
-            if (*end || fd == self || fd < 0 || fd > INT32_MAX) continue;
-            if (up_fd_unknown((int)fd)) (void)up_fd_inherited_slow((int)fd);
-        }
-        closedir(d);
-    }
-    DK_ERRNO_RESTORE;
-}
-
 void up_init(void) {
     DK_ERRNO_SAVE;
     dk_libc();
@@ -185,8 +139,7 @@ void up_init(void) {
     up_guard_init();
     up_lc_init(); /* (lockcache.c: its fork child handler before the program's) */
     up_enabled_flag = true;
-    if (inherited_lazily()) adopt_std_then_lazily();
-    else adopt_inherited();
+    adopt_inherited();
     DK_ERRNO_RESTORE;
 }
 

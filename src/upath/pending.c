@@ -92,7 +92,7 @@ static bool may_pass(const struct up_fd *e) {
 /* lseek, fsync: the kernel's answer is the truth for a descriptor that may pass reads (nothing of the
  * process is staged for its file); any other pending descriptor is adopted first. */
 bool up_pending_may_pass(int fd) {
-    struct up_fd *e = up_fd_pending_entry(fd); /* (an inherited number is looked at now) */
+    struct up_fd *e = up_fd_entry(fd);
     if (!e || !__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE)) return true; /* not pending: as it is */
     if (may_pass(e)) return true;
     (void)up_pending_adopt(fd, NULL); /* (refused in a handler: the kernel's answer, still pending) */
@@ -136,7 +136,7 @@ void up_pending_passed(struct up_fd *e, ssize_t r, bool moves) {
 }
 
 bool up_pending_fstat_begin(int fd) {
-    struct up_fd *e = up_fd_pending_entry(fd); /* (an inherited number is looked at now) */
+    struct up_fd *e = up_fd_entry(fd);
     if (!e || __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) != UP_PEND_WAITING || may_pass(e)) return false;
     __atomic_add_fetch(&up_adopt_epoch, 1, __ATOMIC_SEQ_CST); /* before the program's fstat: as an adoption's */
     return true;
@@ -181,7 +181,6 @@ void up_pending_fstat_dir(int fd, const struct stat *st) {
  * descriptor meanwhile does not wait for its own thread: its call goes to the kernel (the caller finds no
  * slot), as for any descriptor the kernel serves (review 8, finding 12: it spun forever). */
 static __thread const struct up_fd *claimed_by_me;
-const struct up_fd *up_pending_claimed_by_me(void) { return claimed_by_me; }
 
 enum claim { CLAIM_DONE, CLAIM_MINE, CLAIM_REFUSED };
 
@@ -248,12 +247,8 @@ static int pending_adopt(int fd, const struct stat *given, bool write) {
         if (S_ISDIR(sp->st_mode)) up_dirfd_note_pending(fd, e->pend_below, sp, e->pend_child);
         else if (S_ISREG(sp->st_mode) && up_dev_is_managed(sp->st_dev)) {
             uint64_t off = busy ? 0 : __atomic_load_n(&e->pend_off, __ATOMIC_RELAXED);
-            /* inherited (fdtab.c): served by the kernel for life, as the start-up scan's adoptions; its flags are
-             * the kernel's (a closed number: nothing adopted) */
-            bool inh = e->pend_inherited;
-            int fl = inh ? DK_REAL(fcntl)(fd, F_GETFL) : e->pend_oflags;
             /* the kernel applied O_TRUNC at the open; appends staged since by another descriptor stay */
-            if (fl >= 0) rc = up_adopt_stat(fd, fl & ~O_TRUNC, sp, e->pend_below, e->pend_walked, inh ? 0 : off, busy || inh);
+            rc = up_adopt_stat(fd, e->pend_oflags & ~O_TRUNC, sp, e->pend_below, e->pend_walked, off, busy);
             if (rc != -EDEADLK && fd <= 2) up_std_fd_to_kernel(fd, false);
             if (rc != -EDEADLK) dk_count(DK_C_lazy_adoptions, 1);
         }

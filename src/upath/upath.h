@@ -105,13 +105,6 @@ extern bool up_refuse_flag;
 bool up_pending_open(int fd, int oflags, int dirfd, const char *path, uint64_t epoch);
 /* The entry of a pending descriptor, or NULL. Lock-free. */
 static inline struct up_fd *up_fd_pending_entry(int fd) {
-    /* a number never looked at (inherited): looked at now -- first, its known mark comes after the pending state */
-    if (DK_UNLIKELY(up_fd_unknown(fd))) return up_fd_inherited_slow(fd);
-    struct up_fd *e = up_fd_entry(fd);
-    return e && DK_UNLIKELY(__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) != UP_PEND_NONE) ? e : NULL;
-}
-/* The same without a look at a number not known (a directory stream's, a close that tells nothing). */
-static inline struct up_fd *up_fd_pending_only(int fd) {
     struct up_fd *e = up_fd_entry(fd);
     return e && DK_UNLIKELY(__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE) != UP_PEND_NONE) ? e : NULL;
 }
