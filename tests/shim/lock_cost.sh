@@ -25,8 +25,8 @@ sqlite:posix) N=${N:-500}; MAX=${MAX:-360}; calls=9; args=(sqlite) ;;
 sqlite:strict) N=${N:-500}; MAX=${MAX:-425}; calls=9; args=(sqlite) ;;
 *) echo "usage: lock_cost.sh [mapped|sqlite] [posix|strict] (not $kind $mode)" >&2; exit 1 ;;
 esac
-# (the lock cache off: this bounds the path of a lock call that reaches the kernel -- the cache is on by default
-# since session 29, and a cached call makes none)
+# (the lock cache off: this bounds the path of a lock call that reaches the kernel -- explicit, whatever the
+# default (opt-in; on by default for an hour in session 29), and a cached call makes none)
 menv=(DAXKIT_MODE="$mode" DAXKIT_LOCK_CACHE=0); [ "$mode" = strict ] && menv+=(DAXKIT_PERSIST=flush)
 lib=$(dk_lib) || exit 1
 prog=$(dk_test_bin shim_lock_cost) || exit 1

@@ -81,7 +81,7 @@
  *            before an exec) and lets the release go on. The new image (execrace_after) must find [0,10) free:
  *            a release between the exec's drop and the execve reaches the kernel (lc_exec) -- kept, the new
  *            image held a lock it never took.
- * Session 29 (the cache on by default -- defaults29):
+ * Session 29 (the cache made safe to run in every process -- defaults29; still opt-in):
  *   thread   the library's thread starts at the process's first kept release, not at its first lock call: a
  *            program that takes a lock (and one that only asks F_GETLK) has no more threads than before; the first
  *            kept release starts one (counter lock_cache_threads 1); a fork child the same, at its own release
