@@ -14,6 +14,7 @@ enum dk_cpu_feature {
     DK_CPU_RTM,        /* the probe page's presence look (upath/upath.c) */
     DK_CPU_CLWB,       /* the cache-line write-backs (persist/persist.c) */
     DK_CPU_CLFLUSHOPT,
+    DK_CPU_AVX512BW,   /* byte compares into a mask, with AVX512F (upath/delta.c) */
     DK_CPU_FEATURE_COUNT
 };
 
@@ -47,6 +48,7 @@ static inline bool dk_cpu_has_cpuid(enum dk_cpu_feature f) {
     case DK_CPU_RTM: return (b7 >> 11 & 1) && !(d7 >> 11 & 1); /* (edx 11: RTM_ALWAYS_ABORT) */
     case DK_CPU_CLWB: return b7 >> 24 & 1;
     case DK_CPU_CLFLUSHOPT: return b7 >> 23 & 1;
+    case DK_CPU_AVX512BW: return (b7 >> 30 & 1) && (dk_cpu_xcr0_() & xcr0_avx512) == xcr0_avx512;
     case DK_CPU_FEATURE_COUNT: break;
     }
     return false;
@@ -66,6 +68,7 @@ static inline bool dk_cpu_has(enum dk_cpu_feature f) {
     case DK_CPU_RTM: return CPU_FEATURE_ACTIVE(RTM) != 0;
     case DK_CPU_CLWB: return CPU_FEATURE_ACTIVE(CLWB) != 0;
     case DK_CPU_CLFLUSHOPT: return CPU_FEATURE_ACTIVE(CLFLUSHOPT) != 0;
+    case DK_CPU_AVX512BW: return CPU_FEATURE_ACTIVE(AVX512BW) != 0;
     case DK_CPU_FEATURE_COUNT: break;
     }
     return false;

@@ -77,7 +77,7 @@ __attribute__((target("avx512f,avx512bw"))) static ssize_t encode_avx512(struct 
     return enc_end(x);
 }
 
-static int use_avx512 = -1; /* asked once (a cpuid exits to the hypervisor in a VM) */
+static int use_avx512 = -1; /* asked once (without glibc's detection a cpuid exits to the hypervisor in a VM) */
 #ifdef DAXKIT_TEST_BUILD
 int dk_delta_test_generic; /* tests: the 8-byte-word way on any CPU */
 #endif
@@ -86,7 +86,7 @@ ssize_t dk_delta_encode(const char *buf, const char *old, size_t n, unsigned cha
     struct enc x = {.buf = buf, .out = out, .cap = cap};
     int v = __atomic_load_n(&use_avx512, __ATOMIC_RELAXED);
     if (DK_UNLIKELY(v < 0)) {
-        v = dk_cpu_has(DK_CPU_AVX512F) && __builtin_cpu_supports("avx512bw");
+        v = dk_cpu_has(DK_CPU_AVX512F) && dk_cpu_has(DK_CPU_AVX512BW);
         __atomic_store_n(&use_avx512, v, __ATOMIC_RELAXED);
     }
 #ifdef DAXKIT_TEST_BUILD

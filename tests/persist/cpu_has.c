@@ -27,7 +27,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     static const char *names[DK_CPU_FEATURE_COUNT] = {"sse4_2", "pclmulqdq", "avx2", "avx512f",
-                                                      "vpclmulqdq", "rtm", "clwb", "clflushopt"};
+                                                      "vpclmulqdq", "rtm", "clwb", "clflushopt", "avx512bw"};
     int bad = 0;
     for (int f = 0; f < DK_CPU_FEATURE_COUNT; f++) {
         bool glibc = dk_cpu_has((enum dk_cpu_feature)f), own = dk_cpu_has_cpuid((enum dk_cpu_feature)f);
